@@ -1,0 +1,96 @@
+"""How a ``group=`` argument is read, the same way by the ranker and the metrics.
+
+- per-row query ids (length ``n_rows``): rows need not be sorted; they are sorted stably by query
+  id, so the queries' order is that of their ids and shuffling whole queries changes nothing;
+- LightGBM-style group sizes: a sequence whose length differs from ``n_rows`` and that sums to it
+  (rows already grouped, queries in the given order);
+- ``None``: all rows form one query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Groups", "resolve_groups"]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Query structure of ``n`` rows.
+
+    Attributes
+    ----------
+    order : int array (n,)
+        Row permutation: ``rows[order]`` are grouped by query (stable within a query).
+    ptr : int array (G + 1,)
+        Boundaries of the G queries in the sorted order.
+    qids : array (G,)
+        Query id of each sorted query (0..G-1 for group sizes and for ``None``).
+    first_seen : int array (G,)
+        Sorted-query indices in the order of the queries' first appearance in the input.
+    """
+
+    order: np.ndarray
+    ptr: np.ndarray
+    qids: np.ndarray
+    first_seen: np.ndarray
+
+    @property
+    def n_groups(self) -> int:
+        return self.ptr.shape[0] - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.ptr)
+
+    def to_sorted(self, values: np.ndarray) -> np.ndarray:
+        """Rows in grouped order."""
+        return values[self.order]
+
+    def to_input(self, values: np.ndarray) -> np.ndarray:
+        """Inverse of :meth:`to_sorted`: grouped-order values back in the caller's row order."""
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
+
+
+def _from_sizes(sizes: np.ndarray, n_rows: int) -> Groups:
+    G = sizes.shape[0]
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    ident = np.arange(G, dtype=np.int64)
+    return Groups(np.arange(n_rows, dtype=np.int64), ptr, ident, ident)
+
+
+def resolve_groups(group: object, n_rows: int) -> Groups:
+    """Read ``group`` for ``n_rows`` rows (see the module docstring for the rule).
+
+    Raises
+    ------
+    ValueError
+        When ``group`` is neither per-row ids (length ``n_rows``) nor sizes summing to
+        ``n_rows``, or holds missing ids or negative sizes.
+    """
+    if group is None:
+        return _from_sizes(np.array([n_rows], dtype=np.int64), n_rows)
+    g = np.asarray(group)
+    if g.ndim != 1:
+        raise ValueError(f"group must be one-dimensional, but has shape {g.shape}.")
+    if g.shape[0] == n_rows:
+        if g.dtype.kind == "f" and np.isnan(g).any():
+            raise ValueError(f"group (query ids) must not be NaN, but group[{int(np.flatnonzero(np.isnan(g))[0])}] is.")
+        qids, codes = np.unique(g, return_inverse=True)
+        order = np.argsort(codes, kind="stable")
+        ptr = np.searchsorted(codes[order], np.arange(qids.shape[0] + 1)).astype(np.int64)
+        _, first_rows = np.unique(codes, return_index=True)
+        first_seen = np.argsort(first_rows, kind="stable").astype(np.int64)
+        return Groups(order.astype(np.int64), ptr, qids, first_seen)
+    is_int = g.dtype.kind in "iu" or (g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)))
+    if is_int and g.size and g.min() >= 0 and int(g.sum()) == n_rows:
+        return _from_sizes(g.astype(np.int64), n_rows)
+    total = int(g.sum()) if is_int and g.size else "not a sum of sizes"
+    raise ValueError(
+        f"group must be per-row query ids (length {n_rows}) or non-negative group sizes summing to "
+        f"{n_rows}, but has length {g.shape[0]} and sum {total}."
+    )

@@ -1,0 +1,385 @@
+"""Numba kernels: Plackett-Luce sampling and the PL-Rank-3 gradient / Hessian estimate.
+
+LOW LEVEL. Nothing here validates its input: every array is contiguous and of the dtype the
+public functions in :mod:`gbdt_plrank._estimator` converted it to. Shapes are written
+``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
+
+The estimator is the one of DESIGN.md section 2 (PL-Rank-3 gradient, Oosterhuis 2022; Hessian,
+Kang, de Rijke and Oosterhuis 2024) in the collapsed form of section 3: the terms of documents that
+a sampled ranking does not place depend on the ranking only through four sums, which are
+accumulated over the samples and applied to every document once, so a sample costs O(K) and not
+O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample) or by an
+exponential race over all documents (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# Documents whose margin lies more than LOG_FLOOR below the query's maximum are treated as lying
+# exactly LOG_FLOOR below it: exp(-300) ~ 5e-131, so 1/S_k^2 stays below ~1e261 and every term
+# stays finite, while the probability of such a document ever being drawn is below 1e-130.
+LOG_FLOOR = 300.0
+
+SAMPLER_TREE = 0
+SAMPLER_RACE = 1
+SAMPLER_AUTO = 2
+
+# A sum-tree draw walks log2(P) levels three times (draw, remove, restore); the race touches each
+# document once with a logarithm. The tree is chosen when 3 K log2(P) < RACE_COST * D.
+RACE_COST = 4.0
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
+
+
+# --------------------------------------------------------------------------------------------
+# Random numbers: SplitMix64 (Steele, Lea and Flood 2014), one independent stream per query,
+# keyed by (seed, round, query index) so that results never depend on thread scheduling.
+# --------------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def stream_state(seed, round_, group):
+    """Initial state of the random stream of one query (all three keys are non-negative)."""
+    s = _mix64(np.uint64(seed) + _GOLDEN)
+    s = _mix64(s ^ (np.uint64(round_) + _GOLDEN))
+    return _mix64(s ^ (np.uint64(group) + _GOLDEN))
+
+
+@njit(cache=True, inline="always")
+def _uniform(state):
+    """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
+    state[0] += _GOLDEN
+    return (_mix64(state[0]) >> np.uint64(11)) * _TO_UNIT
+
+
+# --------------------------------------------------------------------------------------------
+# Per-query preparation
+# --------------------------------------------------------------------------------------------
+@njit(cache=True)
+def shifted_exp(scores, out):
+    """``out[d] = exp(max(m(d) - max m, -LOG_FLOOR))``: the PL weights, invariant to shifts."""
+    top = scores[0]
+    for d in range(1, scores.shape[0]):
+        if scores[d] > top:
+            top = scores[d]
+    for d in range(scores.shape[0]):
+        out[d] = np.exp(max(scores[d] - top, -LOG_FLOOR))
+
+
+@njit(cache=True)
+def _tree_size(D):
+    P = 1
+    while P < D:
+        P *= 2
+    return P
+
+
+@njit(cache=True)
+def _tree_build(tree, e, P):
+    """Leaves ``tree[P + d] = e[d]`` (padding leaves 0) and every node the sum of its children."""
+    D = e.shape[0]
+    for i in range(P):
+        tree[P + i] = e[i] if i < D else 0.0
+    for i in range(P - 1, 0, -1):
+        tree[i] = tree[2 * i] + tree[2 * i + 1]
+
+
+@njit(cache=True, inline="always")
+def _tree_set(tree, P, d, value):
+    """Set leaf ``d`` and recompute its ancestors from their children (no drift)."""
+    i = P + d
+    tree[i] = value
+    i //= 2
+    while i >= 1:
+        tree[i] = tree[2 * i] + tree[2 * i + 1]
+        i //= 2
+
+
+@njit(cache=True, inline="always")
+def _tree_find(tree, P, x):
+    """The leaf whose cumulative interval holds ``x`` in [0, root); never an empty leaf."""
+    i = 1
+    while i < P:
+        left = tree[2 * i]
+        if x < left or tree[2 * i + 1] <= 0.0:
+            i = 2 * i
+        else:
+            x -= left
+            i = 2 * i + 1
+    return i - P
+
+
+@njit(cache=True)
+def _tree_restore(tree, P, e, ranking):
+    for i in range(ranking.shape[0]):
+        d = ranking[i]
+        _tree_set(tree, P, d, e[d])
+
+
+@njit(cache=True)
+def _normalizers_of(ranking, tree, P, e, S):
+    """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
+
+    Every sampler and the explicit-rankings path compute ``S`` this way, so that the same ranking
+    always gives bit-identical estimates.
+    """
+    for k in range(ranking.shape[0]):
+        S[k] = tree[1]
+        _tree_set(tree, P, ranking[k], 0.0)
+    _tree_restore(tree, P, e, ranking)
+
+
+@njit(cache=True)
+def _draw_tree(tree, P, e, state, ranking, S):
+    """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
+    for k in range(ranking.shape[0]):
+        root = tree[1]
+        S[k] = root
+        d = _tree_find(tree, P, _uniform(state) * root)
+        ranking[k] = d
+        _tree_set(tree, P, d, 0.0)
+    _tree_restore(tree, P, e, ranking)
+
+
+@njit(cache=True, inline="always")
+def _sift_down(keys, idx, size, i):
+    """Restore the max-heap order of ``keys[idx[:size]]`` below position ``i``."""
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            return
+        if c + 1 < size and keys[idx[c + 1]] > keys[idx[c]]:
+            c += 1
+        if keys[idx[c]] <= keys[idx[i]]:
+            return
+        idx[i], idx[c] = idx[c], idx[i]
+        i = c
+
+
+@njit(cache=True)
+def _draw_race(e, state, keys, ranking):
+    """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
+
+    Equivalent to PL-Rank-3's Gumbel top-K (Gumbel(m) = -log Exp(1) + m). A max-heap of the K
+    best keys seen gives O(D log K); the heap is then sorted in place.
+    """
+    D = e.shape[0]
+    K = ranking.shape[0]
+    for d in range(D):
+        keys[d] = -np.log(1.0 - _uniform(state)) / e[d]
+    for i in range(K):
+        ranking[i] = i
+    for i in range(K // 2 - 1, -1, -1):
+        _sift_down(keys, ranking, K, i)
+    for d in range(K, D):
+        if keys[d] < keys[ranking[0]]:
+            ranking[0] = d
+            _sift_down(keys, ranking, K, 0)
+    for size in range(K - 1, 0, -1):
+        ranking[0], ranking[size] = ranking[size], ranking[0]
+        _sift_down(keys, ranking, size, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The estimator
+# --------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
+    """Add one sampled ranking's terms to ``grad``/``hess`` and to the four collapsed sums.
+
+    With PR_i = sum_{k>=i} theta_k rho_{y_k}, RI_i = sum_{k<=i} PR_k/S_k, DR_i = sum theta_k/S_k,
+    DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (DESIGN.md section 2), a
+    document d at rank r contributes, with a = rho_d DR_r - RI_r,
+
+        gradient  PR_{r+1} + e(d) a
+        Hessian   PR_{r+1} + e(d) [2a - DN_r PR_{r+1}] + e(d)^2 [RS_r - rho_d DS_r - DN_r a]
+
+    and an unplaced document the same with r = K, PR = 0 and 2a replaced by a. The unplaced form
+    is linear in the sums ``acc = (DR_K, RI_K, RS_K + DN_K RI_K, DS_K + DN_K DR_K)``; it is applied
+    to every document in :func:`_finish_query`, so here the placed documents receive their exact
+    term minus the unplaced one.
+    """
+    K = ranking.shape[0]
+    PR[K] = 0.0
+    for i in range(K - 1, -1, -1):
+        PR[i] = PR[i + 1] + theta[i] * rho[ranking[i]]
+    RI = DR = DN = RS = DS = 0.0
+    for i in range(K):
+        inv = 1.0 / S[i]
+        inv2 = inv * inv
+        RI += PR[i] * inv
+        DR += theta[i] * inv
+        DN += inv
+        RS += PR[i] * inv2
+        DS += theta[i] * inv2
+        d = ranking[i]
+        ed = e[d]
+        rd = rho[d]
+        below = PR[i + 1]
+        a = rd * DR - RI
+        gp[i] = below + ed * a
+        hp[i] = below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a)
+    c_rs = RS + DN * RI
+    c_ds = DS + DN * DR
+    acc[0] += DR
+    acc[1] += RI
+    acc[2] += c_rs
+    acc[3] += c_ds
+    for i in range(K):
+        d = ranking[i]
+        ed = e[d]
+        rd = rho[d]
+        g_out = ed * (rd * DR - RI)
+        grad[d] += gp[i] - g_out
+        hess[d] += hp[i] - (g_out + ed * ed * (c_rs - rd * c_ds))
+
+
+@njit(cache=True)
+def _finish_query(e, rho, acc, n_samples, grad, hess):
+    """Apply the collapsed unplaced terms to every document; negate and average (loss = -R)."""
+    scale = -1.0 / n_samples
+    for d in range(e.shape[0]):
+        ed = e[d]
+        rd = rho[d]
+        g_out = ed * (rd * acc[0] - acc[1])
+        grad[d] = (grad[d] + g_out) * scale
+        hess[d] = (hess[d] + g_out + ed * ed * (acc[2] - rd * acc[3])) * scale
+
+
+@njit(cache=True)
+def _uses_tree(D, K, sampler):
+    if sampler == SAMPLER_TREE:
+        return True
+    if sampler == SAMPLER_RACE:
+        return False
+    return 3.0 * K * np.log2(_tree_size(D)) < RACE_COST * D
+
+
+@njit(cache=True)
+def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
+    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
+    D = scores.shape[0]
+    K = min(theta.shape[0], D)
+    e = np.empty(D)
+    shifted_exp(scores, e)
+    P = _tree_size(D)
+    tree = np.empty(2 * P)
+    _tree_build(tree, e, P)
+    use_tree = _uses_tree(D, K, sampler)
+    keys = np.empty(0 if use_tree else D)
+    ranking = np.empty(K, dtype=np.int64)
+    S = np.empty(K)
+    PR = np.empty(K + 1)
+    gp = np.empty(K)
+    hp = np.empty(K)
+    acc = np.zeros(4)
+    grad[:] = 0.0
+    hess[:] = 0.0
+    for _ in range(n_samples):
+        if use_tree:
+            _draw_tree(tree, P, e, state, ranking, S)
+        else:
+            _draw_race(e, state, keys, ranking)
+            _normalizers_of(ranking, tree, P, e, S)
+        _add_sample(ranking, S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
+    _finish_query(e, rho, acc, n_samples, grad, hess)
+
+
+@njit(cache=True)
+def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
+    """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
+    D = scores.shape[0]
+    K = rankings.shape[1]
+    e = np.empty(D)
+    shifted_exp(scores, e)
+    P = _tree_size(D)
+    tree = np.empty(2 * P)
+    _tree_build(tree, e, P)
+    S = np.empty(K)
+    PR = np.empty(K + 1)
+    gp = np.empty(K)
+    hp = np.empty(K)
+    acc = np.zeros(4)
+    grad[:] = 0.0
+    hess[:] = 0.0
+    for s in range(rankings.shape[0]):
+        _normalizers_of(rankings[s], tree, P, e, S)
+        _add_sample(rankings[s], S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
+    _finish_query(e, rho, acc, rankings.shape[0], grad, hess)
+
+
+@njit(parallel=True, cache=True)
+def estimate_groups(scores, rho, group_ptr, theta, n_samples, seed, round_, sampler, grad, hess):
+    """All query groups in parallel; group g's stream is keyed by (seed, round_, g).
+
+    Groups with fewer than two documents or without any positive ``rho`` get exactly 0.
+    """
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        relevant = False
+        for d in range(lo, hi):
+            if rho[d] > 0.0:
+                relevant = True
+                break
+        if hi - lo < 2 or not relevant:
+            grad[lo:hi] = 0.0
+            hess[lo:hi] = 0.0
+            continue
+        state = np.empty(1, dtype=np.uint64)
+        state[0] = stream_state(seed, round_, g)
+        _estimate_query(
+            scores[lo:hi], rho[lo:hi], theta, n_samples, state, sampler, grad[lo:hi], hess[lo:hi]
+        )
+
+
+@njit(parallel=True, cache=True)
+def sample_groups(scores, group_ptr, K, n_samples, seed, out):
+    """``out[g * n_samples + s, :min(K, D_g)]``: sampled rankings (group-local indices), -1 padded.
+
+    Used by the ranker to expose its stochastic policy; the tree sampler draws the same law.
+    """
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        D = hi - lo
+        k = min(K, D)
+        e = np.empty(D)
+        shifted_exp(scores[lo:hi], e)
+        P = _tree_size(D)
+        tree = np.empty(2 * P)
+        _tree_build(tree, e, P)
+        S = np.empty(k)
+        state = np.empty(1, dtype=np.uint64)
+        state[0] = stream_state(seed, 0, g)
+        for s in range(n_samples):
+            row = out[g * n_samples + s]
+            _draw_tree(tree, P, e, state, row[:k], S)
+            row[k:] = -1
+
+
+# --------------------------------------------------------------------------------------------
+# Gains and rank weights
+# --------------------------------------------------------------------------------------------
+@njit(parallel=True, cache=True)
+def ideal_normalise(rho, group_ptr, theta, out):
+    """``out = rho / IDCG@K`` per group (groups with IDCG 0 keep 0): the NDCG normalisation."""
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        ordered = np.sort(rho[lo:hi])[::-1]
+        ideal = 0.0
+        for k in range(min(theta.shape[0], hi - lo)):
+            ideal += theta[k] * ordered[k]
+        for d in range(lo, hi):
+            out[d] = rho[d] / ideal if ideal > 0.0 else 0.0

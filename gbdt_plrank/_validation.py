@@ -1,0 +1,97 @@
+"""Input checks shared by the estimator, the objectives and the ranker.
+
+Every check raises ``ValueError`` (``TypeError`` for a wrong kind of object) whose message repeats
+the offending value and states the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+MAX_EXP_LABEL = 31  # XGBoost and LightGBM refuse larger labels with the exponential gain too
+
+
+def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
+    """``value`` must be one of ``allowed``."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, but {value!r} is given.")
+    return value
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """``value`` must be an integer >= 1 (bools are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, but {value!r} is given.")
+    return int(value)
+
+
+def check_seed(name: str, value: object) -> int:
+    """``value`` must be an integer in [0, 2**63)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+        raise ValueError(f"{name} must be an integer in [0, 2**63), but {value!r} is given.")
+    return int(value)
+
+
+def as_finite_vector(name: str, values: object) -> np.ndarray:
+    """A contiguous float64 vector without NaN or infinity."""
+    arr = np.ascontiguousarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} must be finite, but {name}[{i}] is {arr[i]!r} ({int(bad.sum())} non-finite in all)."
+        )
+    return arr
+
+
+def check_labels(labels: object, *, gain: str = "linear") -> np.ndarray:
+    """Finite, non-negative labels; at most ``MAX_EXP_LABEL`` with the exponential gain."""
+    arr = as_finite_vector("labels", labels)
+    if arr.size and arr.min() < 0:
+        i = int(np.argmin(arr))
+        raise ValueError(f"labels must be >= 0, but labels[{i}] is {arr[i]!r}.")
+    if gain == "exp" and arr.size and arr.max() > MAX_EXP_LABEL:
+        i = int(np.argmax(arr))
+        raise ValueError(
+            f"labels must be <= {MAX_EXP_LABEL} with the exponential gain 2**label - 1, "
+            f"but labels[{i}] is {arr[i]!r}; use gain='linear' for larger grades."
+        )
+    return arr
+
+
+def check_group_ptr(group_ptr: object, n: int) -> np.ndarray:
+    """Boundaries ``[0, ..., n]`` that never decrease, as int64."""
+    raw = np.asarray(group_ptr)
+    if raw.ndim != 1 or raw.size < 2:
+        raise ValueError(
+            f"group_ptr must hold the query boundaries [0, ..., n_docs] (at least two entries), "
+            f"but {raw!r} is given."
+        )
+    if not np.issubdtype(raw.dtype, np.integer):
+        if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
+            raise ValueError(f"group_ptr must hold integers, but {raw!r} is given.")
+    ptr = np.ascontiguousarray(raw, dtype=np.int64)
+    if ptr[0] != 0:
+        raise ValueError(f"group_ptr must start at 0, but starts at {ptr[0]}.")
+    if ptr[-1] != n:
+        raise ValueError(f"group_ptr must end at the number of documents {n}, but ends at {ptr[-1]}.")
+    steps = np.diff(ptr)
+    if (steps < 0).any():
+        i = int(np.flatnonzero(steps < 0)[0])
+        raise ValueError(
+            f"group_ptr must never decrease, but group_ptr[{i}] = {ptr[i]} > group_ptr[{i + 1}] = {ptr[i + 1]}."
+        )
+    return ptr
+
+
+def check_same_length(**arrays: np.ndarray) -> None:
+    """All arrays have the same length."""
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{k} has {v}" for k, v in lengths.items())
+        raise ValueError(f"lengths must agree, but {listed}.")

@@ -1,0 +1,133 @@
+"""Learning-to-rank data in SVMlight / LETOR format, and the bundled LETOR 4.0 datasets.
+
+Files hold one document a line, ``label qid:ID idx:val ... [# comment]``, the rows of a query
+contiguous. A dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped files
+``*.txt.gz`` also work), or the name of a bundled dataset: ``"mq2008"`` and ``"mq2007-agg"``
+(LETOR 4.0; Qin and Liu 2013), shipped as their five partitions S1..S5 and assembled into the
+standard folds (Fold k: train S_k, S_k+1, S_k+2; vali S_k+3; test S_k+4). Provenance and
+citations are in ``gbdt_plrank/data/<name>/PROVENANCE.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.datasets import load_svmlight_files
+
+__all__ = ["BUNDLED", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits"]
+
+BUNDLED = ("mq2008", "mq2007-agg")
+SPLITS = ("train", "vali", "test")
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split: features ``X`` (CSR, float32), labels ``y`` and per-row query ids ``qid``."""
+
+    X: sp.csr_matrix
+    y: np.ndarray
+    qid: np.ndarray
+
+    @property
+    def group_ptr(self) -> np.ndarray:
+        """Query boundaries ``[0, ..., n]`` (rows of a query are contiguous)."""
+        starts = np.flatnonzero(np.diff(self.qid)) + 1
+        return np.concatenate(([0], starts, [self.qid.shape[0]])).astype(np.int64)
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """Documents per query, in order (LightGBM's ``group``)."""
+        return np.diff(self.group_ptr)
+
+    @property
+    def n_queries(self) -> int:
+        return self.group_ptr.shape[0] - 1
+
+
+@dataclass(frozen=True)
+class LTRDataset:
+    """A dataset's ``train``, ``vali`` and ``test`` splits, sharing one feature count."""
+
+    name: str
+    train: Split
+    vali: Split
+    test: Split
+
+
+def _check_contiguous(path: object, qid: np.ndarray) -> None:
+    starts = qid[np.concatenate(([True], qid[1:] != qid[:-1]))]
+    if np.unique(starts).shape[0] != starts.shape[0]:
+        raise ValueError(f"{path}: the rows of each qid must be contiguous, but a qid appears in several runs.")
+
+
+def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
+    """Load several SVMlight files with ``qid`` into splits with a common feature count."""
+    for p in paths:
+        if not Path(p).is_file():
+            raise FileNotFoundError(f"no such data file: {p}")
+    loaded = load_svmlight_files([str(p) for p in paths], query_id=True, dtype=np.float32)
+    out = []
+    for p, (X, y, qid) in zip(paths, zip(loaded[0::3], loaded[1::3], loaded[2::3])):
+        qid = np.asarray(qid, dtype=np.int64)
+        _check_contiguous(p, qid)
+        out.append(Split(X.tocsr(), np.asarray(y, dtype=np.float64), qid))
+    return out
+
+
+def _concat(parts: list[Split]) -> Split:
+    return Split(
+        sp.vstack([p.X for p in parts], format="csr"),
+        np.concatenate([p.y for p in parts]),
+        np.concatenate([p.qid for p in parts]),
+    )
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    files = []
+    for split in SPLITS:
+        plain, gz = folder / f"{split}.txt", folder / f"{split}.txt.gz"
+        if not (plain.is_file() or gz.is_file()):
+            raise FileNotFoundError(
+                f"{folder} must hold train.txt, vali.txt and test.txt (or .txt.gz), but {split} is missing."
+            )
+        files.append(plain if plain.is_file() else gz)
+    return files
+
+
+def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
+    """Load a dataset by bundled name or folder.
+
+    Parameters
+    ----------
+    data : str or Path, default "mq2008"
+        A bundled name (``"mq2008"``, ``"mq2007-agg"``) or a folder with ``train.txt``,
+        ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5`` subfolders is read at
+        ``fold``.
+    fold : int, default 1
+        LETOR fold, 1 to 5 (bundled datasets and folders with ``FoldN`` subfolders).
+
+    Returns
+    -------
+    LTRDataset
+    """
+    if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
+        raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")
+    if str(data) in BUNDLED:
+        name = str(data)
+        root = resources.files("gbdt_plrank") / "data" / name
+        parts = load_svmlight_splits([Path(str(root / f"S{i}.txt.gz")) for i in range(1, 6)])
+        pick = [parts[(fold - 1 + j) % 5] for j in range(5)]
+        return LTRDataset(f"{name}/Fold{fold}", _concat(pick[:3]), pick[3], pick[4])
+    folder = Path(data)
+    if not folder.is_dir():
+        raise ValueError(
+            f"data must be a bundled dataset ({', '.join(BUNDLED)}) or a folder, but {str(data)!r} is neither."
+        )
+    if (folder / f"Fold{fold}").is_dir():
+        folder = folder / f"Fold{fold}"
+    train, vali, test = load_svmlight_splits(_folder_files(folder))
+    return LTRDataset(folder.name if folder.name else str(folder), train, vali, test)

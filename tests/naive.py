@@ -1,0 +1,114 @@
+"""Slow, obvious references written from DESIGN.md section 2 (plain NumPy and Python loops).
+
+Nothing here shares code with the package: the gains, the rank weights, the normalisers and the
+estimator are written out again from the formulas.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+
+def rewards(labels, *, K, metric="ndcg", gain="exp"):
+    """(rho, theta) of one query, straight from the definitions."""
+    labels = np.asarray(labels, dtype=float)
+    D = len(labels)
+    if metric == "precision":
+        return (labels > 0).astype(float), np.full(K, 1.0 / K)
+    theta = np.array([1.0 / math.log2(k + 1) for k in range(1, K + 1)])
+    rho = 2.0**labels - 1.0 if gain == "exp" else labels.copy()
+    if metric == "ndcg":
+        ideal = sum(theta[k] * g for k, g in enumerate(sorted(rho, reverse=True)[: min(K, D)]))
+        rho = rho / ideal if ideal > 0 else 0.0 * rho
+    return rho, theta
+
+
+def ranking_estimate(scores, rho, theta, ranking):
+    """d R / d m and d^2 R / d m^2 (reward, not loss) of one ranking, document by document."""
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max())
+    D = len(e)
+    K = len(ranking)
+    S = [e.sum()]
+    for k in range(K - 1):
+        S.append(S[-1] - e[ranking[k]])
+    PR = [sum(theta[j] * rho[ranking[j]] for j in range(i, K)) for i in range(K + 1)]
+    grad = np.zeros(D)
+    hess = np.zeros(D)
+    for d in range(D):
+        placed = d in ranking
+        r = ranking.index(d) if placed else K - 1  # 0-based last rank included in the sums
+        RI = sum(PR[k] / S[k] for k in range(r + 1))
+        DR = sum(theta[k] / S[k] for k in range(r + 1))
+        DN = sum(1.0 / S[k] for k in range(r + 1))
+        RS = sum(PR[k] / S[k] ** 2 for k in range(r + 1))
+        DS = sum(theta[k] / S[k] ** 2 for k in range(r + 1))
+        PRd = PR[r + 1] if placed else 0.0
+        a = rho[d] * DR - RI
+        X1 = (1 + placed) * a - DN * PRd
+        X2 = (RS - rho[d] * DS) - DN * a
+        grad[d] = PRd + e[d] * a
+        hess[d] = PRd + e[d] * X1 + e[d] ** 2 * X2
+    return grad, hess
+
+
+def estimate(scores, rho, theta, rankings):
+    """Mean of :func:`ranking_estimate` over the rankings, as loss derivatives (negated)."""
+    parts = [ranking_estimate(scores, rho, theta, list(r)) for r in rankings]
+    return -np.mean([g for g, _ in parts], axis=0), -np.mean([h for _, h in parts], axis=0)
+
+
+def partial_rankings(scores, K):
+    """Every partial ranking of length min(K, D) with its PL probability."""
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max())
+    D = len(e)
+    out = []
+    for y in itertools.permutations(range(D), min(K, D)):
+        p = 1.0
+        left = e.sum()
+        for d in y:
+            p *= e[d] / left
+            left -= e[d]
+        out.append((y, p))
+    return out
+
+
+def exact_derivatives(scores, rho, theta):
+    """Exact R, dR/dm and diag d^2R/dm^2 by enumeration and the score-function identities.
+
+    dR/dm_d = E[r(y) dlog pi / dm_d];  d2R/dm_d^2 = E[r(y) ((dlog pi/dm_d)^2 + d2log pi/dm_d^2)],
+    with dlog pi/dm_d = sum_k [1(y_k = d) - 1(d unplaced before k) e_d / S_k] and
+    d2log pi/dm_d^2 = -sum_k 1(d unplaced before k) (e_d/S_k - e_d^2/S_k^2).
+    """
+    scores = np.asarray(scores, dtype=float)
+    e = np.exp(scores - scores.max())
+    D = len(e)
+    R = 0.0
+    grad = np.zeros(D)
+    hess = np.zeros(D)
+    for y, p in partial_rankings(scores, len(theta)):
+        reward = sum(theta[k] * rho[d] for k, d in enumerate(y))
+        g1 = np.zeros(D)
+        g2 = np.zeros(D)
+        unplaced = np.ones(D, dtype=bool)
+        left = e.sum()
+        for d_k in y:
+            q = np.where(unplaced, e / left, 0.0)
+            g1 -= q
+            g2 -= q - q**2
+            g1[d_k] += 1.0
+            unplaced[d_k] = False
+            left -= e[d_k]
+        R += p * reward
+        grad += p * reward * g1
+        hess += p * reward * (g1**2 + g2)
+    return R, grad, hess
+
+
+def expected_reward(scores, rho, theta):
+    """Exact R by enumeration (for finite differences)."""
+    return sum(p * sum(theta[k] * rho[d] for k, d in enumerate(y)) for y, p in partial_rankings(scores, len(theta)))
