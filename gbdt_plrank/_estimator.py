@@ -88,8 +88,9 @@ class PLRankSpec:
 
         ``"raw"`` passes it unchanged (indefinite: about 40% of the entries are negative, and the
         exact trace is 0 at equal margins); ``"abs"`` takes :math:`|h|`; ``"clip"`` takes
-        :math:`\\max(h, 10^{-3} \\max|h|)`; ``"constant"`` is all ones (no second-order
-        information: the ablation "GBDT w/o Hessian" of Kang et al. 2024).
+        :math:`\\max(h, 10^{-3} \\max|h|)` (rows of queries that contribute nothing keep 0);
+        ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
+        Hessian" of Kang et al. 2024).
         """
         if self.hessian == "raw":
             return hess
@@ -97,7 +98,7 @@ class PLRankSpec:
             return np.abs(hess, out=hess)
         if self.hessian == "clip":
             floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
-            return np.maximum(hess, floor, out=hess)
+            return np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
         return np.ones_like(hess)
 
 

@@ -44,7 +44,7 @@ def as_finite_vector(name: str, values: object) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"{name} must be finite, but {name}[{i}] is {arr[i]!r} ({int(bad.sum())} non-finite in all)."
+            f"{name} must be finite, but {name}[{i}] is {float(arr[i])!r} ({int(bad.sum())} non-finite in all)."
         )
     return arr
 
@@ -54,12 +54,12 @@ def check_labels(labels: object, *, gain: str = "linear") -> np.ndarray:
     arr = as_finite_vector("labels", labels)
     if arr.size and arr.min() < 0:
         i = int(np.argmin(arr))
-        raise ValueError(f"labels must be >= 0, but labels[{i}] is {arr[i]!r}.")
+        raise ValueError(f"labels must be >= 0, but labels[{i}] is {float(arr[i])!r}.")
     if gain == "exp" and arr.size and arr.max() > MAX_EXP_LABEL:
         i = int(np.argmax(arr))
         raise ValueError(
             f"labels must be <= {MAX_EXP_LABEL} with the exponential gain 2**label - 1, "
-            f"but labels[{i}] is {arr[i]!r}; use gain='linear' for larger grades."
+            f"but labels[{i}] is {float(arr[i])!r}; use gain='linear' for larger grades."
         )
     return arr
 

@@ -1,0 +1,6 @@
+"""Make the plain references in tests/naive.py importable as ``naive``."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

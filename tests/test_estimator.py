@@ -1,0 +1,310 @@
+"""The estimator against exact enumeration, the plain reference, and its own invariances."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import naive
+from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank import _kernels
+
+CASES = [
+    (D, K, metric, gain)
+    for D in (2, 3, 4, 5, 6)
+    for K in (1, 2, 3, 6)
+    for metric, gain in (("ndcg", "exp"), ("dcg", "linear"), ("precision", "exp"))
+    if not (D == 6 and K == 6 and metric != "ndcg")
+]
+
+
+def _query(D: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(scale=1.5, size=D)
+    labels = rng.integers(0, 3, size=D).astype(float)
+    labels[rng.integers(D)] = 2.0
+    return scores, labels
+
+
+def _exact_expectation(scores, labels, K, metric, gain):
+    """sum over every partial ranking of PL probability x the kernel's one-ranking estimate."""
+    grad = np.zeros(len(scores))
+    hess = np.zeros(len(scores))
+    for y, p in naive.partial_rankings(scores, K):
+        g, h = plrank_grad_hess_from_rankings(scores, labels, np.array([y]), K=K, metric=metric, gain=gain)
+        grad += p * g
+        hess += p * h
+    return grad, hess
+
+
+@pytest.mark.parametrize(("D", "K", "metric", "gain"), CASES)
+def test_exact_expectation_equals_exact_derivatives(D, K, metric, gain):
+    scores, labels = _query(D, seed=D * 10 + K)
+    rho, theta = naive.rewards(labels, K=K, metric=metric, gain=gain)
+    _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta[: min(K, D)])
+    g, h = _exact_expectation(scores, labels, K, metric, gain)
+    np.testing.assert_allclose(g, -g_exact, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(h, -h_exact, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("D", [2, 4, 5])
+def test_exact_derivatives_match_finite_differences(D):
+    """The enumeration reference itself agrees with central differences of the exact R."""
+    scores, labels = _query(D, seed=D)
+    rho, theta = naive.rewards(labels, K=3)
+    theta = theta[: min(3, D)]
+    R, g, h = naive.exact_derivatives(scores, rho, theta)
+    step = 1e-4
+    for d in range(D):
+        up, down = scores.copy(), scores.copy()
+        up[d] += step
+        down[d] -= step
+        r_up, r_down = naive.expected_reward(up, rho, theta), naive.expected_reward(down, rho, theta)
+        assert abs((r_up - r_down) / (2 * step) - g[d]) < 1e-6
+        assert abs((r_up - 2 * R + r_down) / step**2 - h[d]) < 1e-5
+
+
+@pytest.mark.parametrize(("D", "K"), [(7, 3), (30, 5), (30, 30), (64, 10), (200, 12)])
+@pytest.mark.parametrize(("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear"), ("precision", "exp")])
+def test_kernel_equals_reference_given_rankings(D, K, metric, gain):
+    rng = np.random.default_rng(D + K)
+    scores = rng.normal(scale=2.0, size=D)
+    labels = rng.integers(0, 5, size=D).astype(float)
+    rankings = np.array([rng.permutation(D)[: min(K, D)] for _ in range(25)])
+    g, h = plrank_grad_hess_from_rankings(scores, labels, rankings, K=K, metric=metric, gain=gain)
+    rho, theta = naive.rewards(labels, K=K, metric=metric, gain=gain)
+    g_ref, h_ref = naive.estimate(scores, rho, theta[: min(K, D)], rankings)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(h, h_ref, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("sampler", ["tree", "race"])
+def test_monte_carlo_mean_agrees_with_exact(sampler):
+    """Many copies of one query give independent estimates: their mean is within 5 SE of exact."""
+    D, K, copies = 6, 3, 4000
+    scores, labels = _query(D, seed=3)
+    rho, theta = naive.rewards(labels, K=K)
+    _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta[:K])
+    ptr = np.arange(0, D * copies + 1, D)
+    g, h = plrank_grad_hess(np.tile(scores, copies), np.tile(labels, copies), ptr,
+                            K=K, N=5, hessian="raw", sampler=sampler, seed=11)
+    for est, exact in ((g, -g_exact), (h, -h_exact)):
+        per_copy = est.reshape(copies, D)
+        z = (per_copy.mean(axis=0) - exact) / (per_copy.std(axis=0, ddof=1) / np.sqrt(copies))
+        assert np.all(np.abs(z) < 5), z
+
+
+def _draw_many(sampler: str, scores: np.ndarray, K: int, n: int) -> list[tuple[int, ...]]:
+    e = np.empty(len(scores))
+    _kernels.shifted_exp(scores, e)
+    state = np.array([_kernels.stream_state(5, 0, 0)], dtype=np.uint64)
+    ranking = np.empty(K, dtype=np.int64)
+    S = np.empty(K)
+    P = _kernels._tree_size(len(scores))
+    tree = np.empty(2 * P)
+    _kernels._tree_build(tree, e, P)
+    keys = np.empty(len(scores))
+    out = []
+    for _ in range(n):
+        if sampler == "tree":
+            _kernels._draw_tree(tree, P, e, state, ranking, S)
+        else:
+            _kernels._draw_race(e, state, keys, ranking)
+        out.append(tuple(ranking))
+    return out
+
+
+@pytest.mark.parametrize("sampler", ["tree", "race"])
+@pytest.mark.parametrize(("D", "K"), [(4, 2), (5, 3), (4, 4)])
+def test_samplers_follow_plackett_luce(sampler, D, K):
+    """Chi-square of every top-K prefix's count against its exact PL probability."""
+    scores = np.linspace(1.0, -1.0, D) + np.array([0.3, -0.2, 0.1, 0.0, 0.25])[:D]
+    n = 30000
+    counts: dict[tuple[int, ...], int] = {}
+    for y in _draw_many(sampler, scores, K, n):
+        counts[y] = counts.get(y, 0) + 1
+    exact = naive.partial_rankings(scores, K)
+    assert set(counts) <= {y for y, _ in exact}
+    observed = np.array([counts.get(y, 0) for y, _ in exact])
+    expected = np.array([p for _, p in exact]) * n
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+
+
+def test_tree_and_race_give_identical_estimates_for_identical_rankings():
+    """The estimate depends on the rankings only: both samplers' S_k come from the same tree."""
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=40)
+    labels = rng.integers(0, 3, size=40).astype(float)
+    tree_rankings = np.array(_draw_many("tree", scores, 5, 50))
+    race_rankings = np.array(_draw_many("race", scores, 5, 50))
+    for rankings in (tree_rankings, race_rankings):
+        a = plrank_grad_hess_from_rankings(scores, labels, rankings, K=5)
+        b = plrank_grad_hess_from_rankings(scores, labels, rankings.copy(), K=5)
+        np.testing.assert_array_equal(a[0], b[0])
+    rho, theta = naive.rewards(labels, K=5)
+    np.testing.assert_allclose(
+        plrank_grad_hess_from_rankings(scores, labels, race_rankings, K=5)[0],
+        naive.estimate(scores, rho, theta, race_rankings)[0], atol=1e-12)
+
+
+def _dataset(n_queries: int = 40, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 60, size=n_queries)
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    scores = rng.normal(size=ptr[-1])
+    labels = rng.integers(0, 5, size=ptr[-1]).astype(float)
+    return scores, labels, ptr
+
+
+def test_same_seed_same_output_any_thread_count_and_other_seed_differs():
+    scores, labels, ptr = _dataset()
+    one = plrank_grad_hess(scores, labels, ptr, K=10, N=30, seed=4, n_jobs=1)
+    two = plrank_grad_hess(scores, labels, ptr, K=10, N=30, seed=4, n_jobs=2)
+    again = plrank_grad_hess(scores, labels, ptr, K=10, N=30, seed=4)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(one, again):
+        np.testing.assert_array_equal(a, b)
+    other = plrank_grad_hess(scores, labels, ptr, K=10, N=30, seed=5)
+    assert not np.array_equal(one[0], other[0])
+
+
+def test_adding_a_constant_to_a_query_changes_nothing():
+    scores, labels, ptr = _dataset()
+    shift = np.repeat(np.random.default_rng(1).normal(scale=50, size=len(ptr) - 1), np.diff(ptr))
+    base = plrank_grad_hess(scores, labels, ptr, K=5, N=20, hessian="raw")
+    moved = plrank_grad_hess(scores + shift, labels, ptr, K=5, N=20, hessian="raw")
+    for a, b in zip(base, moved):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_permuting_whole_queries_permutes_the_output():
+    """In distribution: a query's stream follows its index, so equality is up to Monte-Carlo error.
+
+    Every permutation of three queries, each repeated many times, gives per-document means within
+    5 standard errors of that query's exact gradient, wherever the query stands.
+    """
+    queries = [_query(D, seed=D) for D in (3, 4, 5)]
+    exact = []
+    for s, lab in queries:
+        rho, theta = naive.rewards(lab, K=2)
+        exact.append(-naive.exact_derivatives(s, rho, theta[:2])[1])
+    copies = 2000
+    for order in itertools.permutations(range(3)):
+        scores = np.concatenate([queries[q][0] for q in order] * copies)
+        labels = np.concatenate([queries[q][1] for q in order] * copies)
+        ptr = np.concatenate(([0], np.cumsum([len(queries[q][0]) for q in order] * copies)))
+        g, _ = plrank_grad_hess(scores, labels, ptr, K=2, N=4, hessian="raw")
+        block = g.reshape(copies, -1)
+        start = 0
+        for q in order:
+            part = block[:, start:start + len(queries[q][0])]
+            z = (part.mean(axis=0) - exact[q]) / (part.std(axis=0, ddof=1) / np.sqrt(copies))
+            assert np.all(np.abs(z) < 5), (order, q, z)
+            start += part.shape[1]
+
+
+@pytest.mark.parametrize("scale", [1e3, 1e4])
+def test_extreme_margins_stay_finite_and_correct(scale):
+    """Two documents 1 apart at +scale, the rest near -scale: only the top two are ever drawn.
+
+    The exact expectation (over the two rankings of non-zero probability) must equal the exact
+    DCG@2 derivatives of the two-document query, and the far documents get (numerically) zero.
+    """
+    scores = np.array([scale, -scale, 0.0, scale - 1.0, -scale + 2.0, 1.0 - scale])
+    labels = np.array([0, 2, 1, 1, 0, 2], dtype=float)
+    for hessian in ("raw", "abs", "clip"):
+        g, h = plrank_grad_hess(scores, labels, [0, 6], K=4, N=50, hessian=hessian)
+        assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
+    p_first = 1.0 / (1.0 + np.exp(-1.0))
+    g = np.zeros(6)
+    h = np.zeros(6)
+    for ranking, p in (([0, 3], p_first), ([3, 0], 1.0 - p_first)):
+        gg, hh = plrank_grad_hess_from_rankings(scores, labels, np.array([ranking]), K=2, metric="dcg")
+        g += p * gg
+        h += p * hh
+    rho, theta = naive.rewards(labels[[0, 3]], K=2, metric="dcg")
+    _, g2, h2 = naive.exact_derivatives(np.array([scale, scale - 1.0]), rho, theta)
+    np.testing.assert_allclose(g[[0, 3]], -g2, atol=1e-12)
+    np.testing.assert_allclose(h[[0, 3]], -h2, atol=1e-12)
+    assert np.all(np.abs(g[[1, 2, 4, 5]]) < 1e-100) and np.all(np.abs(h[[1, 2, 4, 5]]) < 1e-100)
+    shifted = plrank_grad_hess(scores - scale, labels, [0, 6], K=4, N=50, hessian="raw")
+    for a, b in zip(plrank_grad_hess(scores, labels, [0, 6], K=4, N=50, hessian="raw"), shifted):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+
+
+def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
+    scores = np.array([0.3, 1.0, -1.0, 0.5, 2.0, 0.1])
+    labels = np.array([2.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+    ptr = np.array([0, 1, 4, 6])  # one document; no relevant document; a normal query
+    for hessian in ("raw", "abs", "clip"):
+        g, h = plrank_grad_hess(scores, labels, ptr, K=50, N=10, hessian=hessian)
+        assert np.all(g[:4] == 0.0) and np.all(h[:4] == 0.0)
+        assert np.all(g[4:] != 0.0)
+    _, h = plrank_grad_hess(scores, labels, ptr, K=50, N=10, hessian="constant")
+    np.testing.assert_array_equal(h, np.ones(6))
+
+
+def test_hessian_modes():
+    scores, labels, ptr = _dataset()
+    g_raw, raw = plrank_grad_hess(scores, labels, ptr, K=5, hessian="raw")
+    assert (raw < 0).any() and (raw > 0).any(), "the raw estimate is indefinite"
+    g_abs, absolute = plrank_grad_hess(scores, labels, ptr, K=5, hessian="abs")
+    _, clipped = plrank_grad_hess(scores, labels, ptr, K=5, hessian="clip")
+    np.testing.assert_array_equal(g_raw, g_abs)
+    np.testing.assert_array_equal(absolute, np.abs(raw))
+    np.testing.assert_allclose(clipped, np.where(raw == 0, 0, np.maximum(raw, 1e-3 * np.abs(raw).max())))
+    assert (clipped > 0).sum() == (raw != 0).sum()
+
+
+BAD_INPUT = [
+    (dict(scores=[0.0, np.nan]), r"scores must be finite, but scores\[1\] is nan"),
+    (dict(scores=[0.0, np.inf]), r"scores\[1\] is inf"),
+    (dict(labels=[1.0, np.nan]), r"labels\[1\] is nan"),
+    (dict(labels=[1.0, -1.0]), r"labels must be >= 0, but labels\[1\] is -1.0"),
+    (dict(labels=[40.0, 0.0]), r"labels must be <= 31 .* labels\[0\] is 40.0"),
+    (dict(scores=[0.0, 1.0, 2.0]), r"lengths must agree, but scores has 3, labels has 2"),
+    (dict(group_ptr=[1, 2]), r"group_ptr must start at 0, but starts at 1"),
+    (dict(group_ptr=[0, 3]), r"must end at the number of documents 2, but ends at 3"),
+    (dict(group_ptr=[0, 2, 1, 2]), r"never decrease, but group_ptr\[1\] = 2 > group_ptr\[2\] = 1"),
+    (dict(group_ptr=[0]), r"at least two entries"),
+    (dict(K=0), r"K must be an integer >= 1, but 0 is given"),
+    (dict(N=0), r"N must be an integer >= 1, but 0 is given"),
+    (dict(N=2.5), r"N must be an integer >= 1, but 2.5 is given"),
+    (dict(metric="map"), r"metric must be one of 'ndcg', 'dcg', 'precision', but 'map' is given"),
+    (dict(gain="log"), r"gain must be one of 'exp', 'linear', but 'log' is given"),
+    (dict(hessian="diag"), r"hessian must be one of .*'raw'.*, but 'diag' is given"),
+    (dict(sampler="gumbel"), r"sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
+    (dict(seed=-1), r"seed must be an integer in \[0, 2\*\*63\), but -1 is given"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_INPUT)
+def test_bad_input_names_the_value_and_the_rule(change, message):
+    args = dict(scores=[0.0, 1.0], labels=[1.0, 0.0], group_ptr=[0, 2])
+    options = {k: change.pop(k) for k in list(change) if k not in args}
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        plrank_grad_hess(args["scores"], args["labels"], args["group_ptr"], **options)
+
+
+def test_large_linear_labels_are_fine():
+    g, _ = plrank_grad_hess([0.0, 1.0], [40.0, 0.0], [0, 2], gain="linear")
+    assert np.all(np.isfinite(g))
+
+
+@pytest.mark.parametrize(
+    ("rankings", "message"),
+    [
+        (np.array([[0, 1], [1, 1]]), r"distinct documents, but row 1 is \[1 1\]"),
+        (np.array([[0, 3]]), r"index documents in \[0, 3\), but holds 0..3"),
+        (np.array([[0, 1, 2]]), r"shape \(N >= 1, min\(K, D\) = 2\), but has shape \(1, 3\)"),
+        (np.array([[0.0, 1.0]]), r"must hold integers, but has dtype float64"),
+    ],
+)
+def test_bad_rankings(rankings, message):
+    with pytest.raises(ValueError, match=message):
+        plrank_grad_hess_from_rankings([0.0, 1.0, 2.0], [1.0, 0.0, 2.0], rankings, K=2)
