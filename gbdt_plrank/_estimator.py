@@ -33,12 +33,23 @@ from ._validation import (
     check_seed,
 )
 
-__all__ = ["HESSIAN_MODES", "METRICS", "GAINS", "SAMPLERS", "plrank_grad_hess", "plrank_grad_hess_from_rankings"]
+__all__ = [
+    "GAINS",
+    "HESSIAN_MODES",
+    "METRICS",
+    "SAMPLERS",
+    "plrank_grad_hess",
+    "plrank_grad_hess_from_rankings",
+]
 
 METRICS = ("ndcg", "dcg", "precision")
 GAINS = ("exp", "linear")
 HESSIAN_MODES = ("abs", "raw", "clip", "constant")
-SAMPLERS = {"auto": _kernels.SAMPLER_AUTO, "tree": _kernels.SAMPLER_TREE, "race": _kernels.SAMPLER_RACE}
+SAMPLERS = {
+    "auto": _kernels.SAMPLER_AUTO,
+    "tree": _kernels.SAMPLER_TREE,
+    "race": _kernels.SAMPLER_RACE,
+}
 
 #: Lower bound of the ``"clip"`` Hessian, relative to the largest |h| of the batch.
 CLIP_FLOOR = 1e-3
@@ -107,7 +118,9 @@ def _thread_count(n_jobs: int | None) -> int:
         return numba.config.NUMBA_NUM_THREADS
     limit = numba.config.NUMBA_NUM_THREADS
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be None, a positive or a negative integer, but {n_jobs!r} is given.")
+        raise ValueError(
+            f"n_jobs must be None, a positive or a negative integer, but {n_jobs!r} is given."
+        )
     return max(1, min(limit, n_jobs if n_jobs > 0 else limit + 1 + n_jobs))
 
 
@@ -266,10 +279,14 @@ def plrank_grad_hess_from_rankings(
         raise ValueError(f"rankings must hold integers, but has dtype {rk.dtype}.")
     rk = np.ascontiguousarray(rk, dtype=np.int64)
     if rk.min() < 0 or rk.max() >= D:
-        raise ValueError(f"rankings must index documents in [0, {D}), but holds {rk.min()}..{rk.max()}.")
+        raise ValueError(
+            f"rankings must index documents in [0, {D}), but holds {rk.min()}..{rk.max()}."
+        )
     dup = np.flatnonzero((np.diff(np.sort(rk, axis=1), axis=1) == 0).any(axis=1))
     if dup.size:
-        raise ValueError(f"each ranking must place distinct documents, but row {dup[0]} is {rk[dup[0]]}.")
+        raise ValueError(
+            f"each ranking must place distinct documents, but row {dup[0]} is {rk[dup[0]]}."
+        )
     ptr = np.array([0, D], dtype=np.int64)
     rho = spec.rho(y, ptr)
     grad = np.zeros(D)

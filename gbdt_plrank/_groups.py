@@ -79,14 +79,18 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
         raise ValueError(f"group must be one-dimensional, but has shape {g.shape}.")
     if g.shape[0] == n_rows:
         if g.dtype.kind == "f" and np.isnan(g).any():
-            raise ValueError(f"group (query ids) must not be NaN, but group[{int(np.flatnonzero(np.isnan(g))[0])}] is.")
+            raise ValueError(
+                f"group (query ids) must not be NaN, but group[{int(np.flatnonzero(np.isnan(g))[0])}] is."
+            )
         qids, codes = np.unique(g, return_inverse=True)
         order = np.argsort(codes, kind="stable")
         ptr = np.searchsorted(codes[order], np.arange(qids.shape[0] + 1)).astype(np.int64)
-        _, first_rows = np.unique(codes, return_index=True)
+        first_rows = order[ptr[:-1]]  # stable: each query's first row comes first
         first_seen = np.argsort(first_rows, kind="stable").astype(np.int64)
         return Groups(order.astype(np.int64), ptr, qids, first_seen)
-    is_int = g.dtype.kind in "iu" or (g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)))
+    is_int = g.dtype.kind in "iu" or (
+        g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g))
+    )
     if is_int and g.size and g.min() >= 0 and int(g.sum()) == n_rows:
         return _from_sizes(g.astype(np.int64), n_rows)
     total = int(g.sum()) if is_int and g.size else "not a sum of sizes"

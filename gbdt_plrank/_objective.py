@@ -102,7 +102,9 @@ class PLRankObjective:
             )
         return self._step(preds, data, labels, ptr)
 
-    def lgbm_ranker(self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any) -> tuple[np.ndarray, np.ndarray]:
+    def lgbm_ranker(
+        self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The form for ``lightgbm.LGBMRanker(objective=obj.lgbm_ranker)``: four arguments.
 
         LightGBM's scikit-learn wrapper passes the groups (as sizes) only to four-argument
@@ -115,7 +117,9 @@ class PLRankObjective:
         ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
         return self._step(y_pred, y_true, y_true, ptr)
 
-    def _step(self, preds: np.ndarray, key: Any, labels: Any, ptr: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _step(
+        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One round; ``key`` identifies the training set (a new one restarts the count)."""
         if self._key is None or self._key() is not key:
             y = check_labels(labels, gain=self.spec.gain)
@@ -126,8 +130,15 @@ class PLRankObjective:
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
         grad, hess = estimate(
-            scores, self._rho, self._ptr, self.spec,
-            N=self.N, seed=self.seed, round_=self.round, sampler=self.sampler, n_jobs=self.n_jobs,
+            scores,
+            self._rho,
+            self._ptr,
+            self.spec,
+            N=self.N,
+            seed=self.seed,
+            round_=self.round,
+            sampler=self.sampler,
+            n_jobs=self.n_jobs,
         )
         self.round += 1
         return grad, hess

@@ -17,7 +17,9 @@ def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
     """``value`` must be one of ``allowed``."""
     allowed = tuple(allowed)
     if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, but {value!r} is given.")
+        raise ValueError(
+            f"{name} must be one of {', '.join(map(repr, allowed))}, but {value!r} is given."
+        )
     return value
 
 
@@ -30,7 +32,11 @@ def check_positive_int(name: str, value: object) -> int:
 
 def check_seed(name: str, value: object) -> int:
     """``value`` must be an integer in [0, 2**63)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 0 <= value < 2**63
+    ):
         raise ValueError(f"{name} must be an integer in [0, 2**63), but {value!r} is given.")
     return int(value)
 
@@ -49,17 +55,17 @@ def as_finite_vector(name: str, values: object) -> np.ndarray:
     return arr
 
 
-def check_labels(labels: object, *, gain: str = "linear") -> np.ndarray:
+def check_labels(labels: object, *, gain: str = "linear", name: str = "labels") -> np.ndarray:
     """Finite, non-negative labels; at most ``MAX_EXP_LABEL`` with the exponential gain."""
-    arr = as_finite_vector("labels", labels)
+    arr = as_finite_vector(name, labels)
     if arr.size and arr.min() < 0:
         i = int(np.argmin(arr))
-        raise ValueError(f"labels must be >= 0, but labels[{i}] is {float(arr[i])!r}.")
+        raise ValueError(f"{name} must be >= 0, but {name}[{i}] is {float(arr[i])!r}.")
     if gain == "exp" and arr.size and arr.max() > MAX_EXP_LABEL:
         i = int(np.argmax(arr))
         raise ValueError(
-            f"labels must be <= {MAX_EXP_LABEL} with the exponential gain 2**label - 1, "
-            f"but labels[{i}] is {float(arr[i])!r}; use gain='linear' for larger grades."
+            f"{name} must be <= {MAX_EXP_LABEL} with the exponential gain 2**label - 1, "
+            f"but {name}[{i}] is {float(arr[i])!r}; use gain='linear' for larger grades."
         )
     return arr
 
@@ -79,7 +85,9 @@ def check_group_ptr(group_ptr: object, n: int) -> np.ndarray:
     if ptr[0] != 0:
         raise ValueError(f"group_ptr must start at 0, but starts at {ptr[0]}.")
     if ptr[-1] != n:
-        raise ValueError(f"group_ptr must end at the number of documents {n}, but ends at {ptr[-1]}.")
+        raise ValueError(
+            f"group_ptr must end at the number of documents {n}, but ends at {ptr[-1]}."
+        )
     steps = np.diff(ptr)
     if (steps < 0).any():
         i = int(np.flatnonzero(steps < 0)[0])

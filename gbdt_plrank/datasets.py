@@ -61,7 +61,9 @@ class LTRDataset:
 def _check_contiguous(path: object, qid: np.ndarray) -> None:
     starts = qid[np.concatenate(([True], qid[1:] != qid[:-1]))]
     if np.unique(starts).shape[0] != starts.shape[0]:
-        raise ValueError(f"{path}: the rows of each qid must be contiguous, but a qid appears in several runs.")
+        raise ValueError(
+            f"{path}: the rows of each qid must be contiguous, but a qid appears in several runs."
+        )
 
 
 def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:

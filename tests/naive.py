@@ -111,4 +111,7 @@ def exact_derivatives(scores, rho, theta):
 
 def expected_reward(scores, rho, theta):
     """Exact R by enumeration (for finite differences)."""
-    return sum(p * sum(theta[k] * rho[d] for k, d in enumerate(y)) for y, p in partial_rankings(scores, len(theta)))
+    return sum(
+        p * sum(theta[k] * rho[d] for k, d in enumerate(y))
+        for y, p in partial_rankings(scores, len(theta))
+    )

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import itertools
 
+import naive
 import numpy as np
 import pytest
 from scipy import stats
 
-import naive
-from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
-from gbdt_plrank import _kernels
+from gbdt_plrank import _kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
 
 CASES = [
     (D, K, metric, gain)
@@ -34,7 +33,9 @@ def _exact_expectation(scores, labels, K, metric, gain):
     grad = np.zeros(len(scores))
     hess = np.zeros(len(scores))
     for y, p in naive.partial_rankings(scores, K):
-        g, h = plrank_grad_hess_from_rankings(scores, labels, np.array([y]), K=K, metric=metric, gain=gain)
+        g, h = plrank_grad_hess_from_rankings(
+            scores, labels, np.array([y]), K=K, metric=metric, gain=gain
+        )
         grad += p * g
         hess += p * h
     return grad, hess
@@ -62,13 +63,18 @@ def test_exact_derivatives_match_finite_differences(D):
         up, down = scores.copy(), scores.copy()
         up[d] += step
         down[d] -= step
-        r_up, r_down = naive.expected_reward(up, rho, theta), naive.expected_reward(down, rho, theta)
+        r_up, r_down = (
+            naive.expected_reward(up, rho, theta),
+            naive.expected_reward(down, rho, theta),
+        )
         assert abs((r_up - r_down) / (2 * step) - g[d]) < 1e-6
         assert abs((r_up - 2 * R + r_down) / step**2 - h[d]) < 1e-5
 
 
 @pytest.mark.parametrize(("D", "K"), [(7, 3), (30, 5), (30, 30), (64, 10), (200, 12)])
-@pytest.mark.parametrize(("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear"), ("precision", "exp")])
+@pytest.mark.parametrize(
+    ("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear"), ("precision", "exp")]
+)
 def test_kernel_equals_reference_given_rankings(D, K, metric, gain):
     rng = np.random.default_rng(D + K)
     scores = rng.normal(scale=2.0, size=D)
@@ -89,8 +95,16 @@ def test_monte_carlo_mean_agrees_with_exact(sampler):
     rho, theta = naive.rewards(labels, K=K)
     _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta[:K])
     ptr = np.arange(0, D * copies + 1, D)
-    g, h = plrank_grad_hess(np.tile(scores, copies), np.tile(labels, copies), ptr,
-                            K=K, N=5, hessian="raw", sampler=sampler, seed=11)
+    g, h = plrank_grad_hess(
+        np.tile(scores, copies),
+        np.tile(labels, copies),
+        ptr,
+        K=K,
+        N=5,
+        hessian="raw",
+        sampler=sampler,
+        seed=11,
+    )
     for est, exact in ((g, -g_exact), (h, -h_exact)):
         per_copy = est.reshape(copies, D)
         z = (per_copy.mean(axis=0) - exact) / (per_copy.std(axis=0, ddof=1) / np.sqrt(copies))
@@ -147,7 +161,9 @@ def test_tree_and_race_give_identical_estimates_for_identical_rankings():
     rho, theta = naive.rewards(labels, K=5)
     np.testing.assert_allclose(
         plrank_grad_hess_from_rankings(scores, labels, race_rankings, K=5)[0],
-        naive.estimate(scores, rho, theta, race_rankings)[0], atol=1e-12)
+        naive.estimate(scores, rho, theta, race_rankings)[0],
+        atol=1e-12,
+    )
 
 
 def _dataset(n_queries: int = 40, seed: int = 0):
@@ -201,7 +217,7 @@ def test_permuting_whole_queries_permutes_the_output():
         block = g.reshape(copies, -1)
         start = 0
         for q in order:
-            part = block[:, start:start + len(queries[q][0])]
+            part = block[:, start : start + len(queries[q][0])]
             z = (part.mean(axis=0) - exact[q]) / (part.std(axis=0, ddof=1) / np.sqrt(copies))
             assert np.all(np.abs(z) < 5), (order, q, z)
             start += part.shape[1]
@@ -223,7 +239,9 @@ def test_extreme_margins_stay_finite_and_correct(scale):
     g = np.zeros(6)
     h = np.zeros(6)
     for ranking, p in (([0, 3], p_first), ([3, 0], 1.0 - p_first)):
-        gg, hh = plrank_grad_hess_from_rankings(scores, labels, np.array([ranking]), K=2, metric="dcg")
+        gg, hh = plrank_grad_hess_from_rankings(
+            scores, labels, np.array([ranking]), K=2, metric="dcg"
+        )
         g += p * gg
         h += p * hh
     rho, theta = naive.rewards(labels[[0, 3]], K=2, metric="dcg")
@@ -256,7 +274,9 @@ def test_hessian_modes():
     _, clipped = plrank_grad_hess(scores, labels, ptr, K=5, hessian="clip")
     np.testing.assert_array_equal(g_raw, g_abs)
     np.testing.assert_array_equal(absolute, np.abs(raw))
-    np.testing.assert_allclose(clipped, np.where(raw == 0, 0, np.maximum(raw, 1e-3 * np.abs(raw).max())))
+    np.testing.assert_allclose(
+        clipped, np.where(raw == 0, 0, np.maximum(raw, 1e-3 * np.abs(raw).max()))
+    )
     assert (clipped > 0).sum() == (raw != 0).sum()
 
 
@@ -277,7 +297,10 @@ BAD_INPUT = [
     (dict(metric="map"), r"metric must be one of 'ndcg', 'dcg', 'precision', but 'map' is given"),
     (dict(gain="log"), r"gain must be one of 'exp', 'linear', but 'log' is given"),
     (dict(hessian="diag"), r"hessian must be one of .*'raw'.*, but 'diag' is given"),
-    (dict(sampler="gumbel"), r"sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
+    (
+        dict(sampler="gumbel"),
+        r"sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given",
+    ),
     (dict(seed=-1), r"seed must be an integer in \[0, 2\*\*63\), but -1 is given"),
 ]
 

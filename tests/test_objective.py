@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from gbdt_plrank import plrank_grad_hess, plrank_objective
-from gbdt_plrank import _kernels
+from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +32,13 @@ def recorder(obj, calls):
     return objective
 
 
-XGB_PARAMS = {"tree_method": "hist", "base_score": 0.0, "eval_metric": "ndcg@5", "max_depth": 3, "eta": 0.3}
+XGB_PARAMS = {
+    "tree_method": "hist",
+    "base_score": 0.0,
+    "eval_metric": "ndcg@5",
+    "max_depth": 3,
+    "eta": 0.3,
+}
 
 
 def test_xgboost_rounds_receive_fresh_samples_keyed_by_round(data):
@@ -53,8 +58,17 @@ def _estimate_round(preds, y, ptr, *, seed, round_):
     from gbdt_plrank._estimator import PLRankSpec, estimate
 
     spec = PLRankSpec.of(5, "ndcg", "exp", "abs")
-    return estimate(np.asarray(preds, dtype=np.float64), spec.rho(y, ptr), ptr, spec,
-                    N=20, seed=seed, round_=round_, sampler="auto", n_jobs=None)
+    return estimate(
+        np.asarray(preds, dtype=np.float64),
+        spec.rho(y, ptr),
+        ptr,
+        spec,
+        N=20,
+        seed=seed,
+        round_=round_,
+        sampler="auto",
+        n_jobs=None,
+    )
 
 
 def test_round_zero_equals_the_public_function(data):
@@ -77,7 +91,9 @@ def test_xgboost_same_seed_same_model_any_thread_count(data):
         preds.append(bst.predict(dtrain))
     np.testing.assert_array_equal(preds[0], preds[1])
     np.testing.assert_array_equal(preds[0], preds[2])
-    other = xgb.train(XGB_PARAMS, dtrain, 5, obj=plrank_objective(K=5, N=20, seed=8)).predict(dtrain)
+    other = xgb.train(XGB_PARAMS, dtrain, 5, obj=plrank_objective(K=5, N=20, seed=8)).predict(
+        dtrain
+    )
     assert not np.array_equal(preds[0], other)
 
 
@@ -90,33 +106,55 @@ def test_reusing_an_objective_restarts_on_a_new_training_set(data):
     dtrain = xgb.DMatrix(X, y, qid=qid)
     xgb.train(XGB_PARAMS, dtrain, 3, obj=obj)
     obj.reset()
-    np.testing.assert_array_equal(first, xgb.train(XGB_PARAMS, dtrain, 3, obj=obj).predict(xgb.DMatrix(X)))
+    np.testing.assert_array_equal(
+        first, xgb.train(XGB_PARAMS, dtrain, 3, obj=obj).predict(xgb.DMatrix(X))
+    )
 
 
 def test_xgboost_learns_and_refuses_data_without_groups(data):
     X, y, qid, _ = data
     dtrain = xgb.DMatrix(X, y, qid=qid)
     res: dict = {}
-    xgb.train(XGB_PARAMS, dtrain, 20, obj=plrank_objective(K=5, N=50), evals=[(dtrain, "train")],
-              evals_result=res, verbose_eval=False)
+    xgb.train(
+        XGB_PARAMS,
+        dtrain,
+        20,
+        obj=plrank_objective(K=5, N=50),
+        evals=[(dtrain, "train")],
+        evals_result=res,
+        verbose_eval=False,
+    )
     curve = res["train"]["ndcg@5"]
     assert curve[-1] > curve[0] + 0.05
     with pytest.raises(ValueError, match="has no query groups: set qid"):
         xgb.train(XGB_PARAMS, xgb.DMatrix(X, y), 1, obj=plrank_objective())
     with pytest.raises(ValueError, match="carries weights"):
-        xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid, weight=np.ones(60)), 1, obj=plrank_objective())
+        xgb.train(
+            XGB_PARAMS, xgb.DMatrix(X, y, qid=qid, weight=np.ones(60)), 1, obj=plrank_objective()
+        )
 
 
 def test_lightgbm_train_receives_groups_and_learns(data):
-    X, y, qid, sizes = data
+    X, y, _, sizes = data
     calls: list = []
     res: dict = {}
     train = lgb.Dataset(X, y, group=sizes)
-    lgb.train({"objective": recorder(plrank_objective(K=5, N=20, seed=2), calls), "metric": "ndcg", "eval_at": [5], "verbosity": -1, "min_data_in_leaf": 5},
-              train, 20, valid_sets=[train], callbacks=[lgb.record_evaluation(res)])
+    lgb.train(
+        {
+            "objective": recorder(plrank_objective(K=5, N=20, seed=2), calls),
+            "metric": "ndcg",
+            "eval_at": [5],
+            "verbosity": -1,
+            "min_data_in_leaf": 5,
+        },
+        train,
+        20,
+        valid_sets=[train],
+        callbacks=[lgb.record_evaluation(res)],
+    )
     assert len(calls) == 20
     ptr = np.concatenate(([0], np.cumsum(sizes)))
-    preds, grad, hess = calls[3]
+    preds, grad, _ = calls[3]
     expected = _estimate_round(preds, y, ptr, seed=2, round_=3)
     np.testing.assert_array_equal(grad, expected[0])
     curve = res["training"]["ndcg@5"]
@@ -127,14 +165,23 @@ def test_lightgbm_train_receives_groups_and_learns(data):
 
 def test_lgbm_ranker_form_receives_the_groups(data):
     """LGBMRanker with obj.lgbm_ranker fits the same model as lightgbm.train with the objective."""
-    X, y, qid, sizes = data
+    X, y, _, sizes = data
     params = {"n_estimators": 5, "min_child_samples": 5, "verbosity": -1, "random_state": 0}
     ranker = lgb.LGBMRanker(objective=plrank_objective(K=5, N=20, seed=4).lgbm_ranker, **params)
     ranker.fit(X, y, group=sizes)
     booster = lgb.train(
-        {"objective": plrank_objective(K=5, N=20, seed=4), "min_data_in_leaf": 5, "verbosity": -1, "seed": 0},
-        lgb.Dataset(X, y, group=sizes), 5)
-    np.testing.assert_allclose(ranker.predict(X, raw_score=True), booster.predict(X, raw_score=True), atol=1e-12)
+        {
+            "objective": plrank_objective(K=5, N=20, seed=4),
+            "min_data_in_leaf": 5,
+            "verbosity": -1,
+            "seed": 0,
+        },
+        lgb.Dataset(X, y, group=sizes),
+        5,
+    )
+    np.testing.assert_allclose(
+        ranker.predict(X, raw_score=True), booster.predict(X, raw_score=True), atol=1e-12
+    )
 
 
 def test_three_argument_trap_is_not_possible():
@@ -147,7 +194,7 @@ def test_three_argument_trap_is_not_possible():
 
 
 def test_objective_refuses_other_data_and_bad_options():
-    with pytest.raises(TypeError, match="received a numpy.ndarray"):
+    with pytest.raises(TypeError, match=r"received a numpy\.ndarray"):
         plrank_objective()(np.zeros(3), np.zeros(3))
     with pytest.raises(ValueError, match="K must be an integer >= 1, but 0 is given"):
         plrank_objective(K=0)

@@ -1,0 +1,538 @@
+r"""Ranking metrics per query and over a dataset, with XGBoost's and LightGBM's conventions.
+
+HIGH LEVEL. Each public function checks and converts its input once (contiguous ``float64``
+labels and scores, ``int64`` query boundaries) and hands it to the Numba kernels of
+:mod:`gbdt_plrank._metric_kernels`, which compute every metric from one rank-weighted sum.
+
+Arguments shared by every function:
+
+``y_true`` : array-like ``(n,)``
+    Relevance labels, finite and ``>= 0`` (at most 31 with the exponential gain).
+``y_score`` : array-like ``(n,)``
+    Scores, finite; higher ranks first.
+``group`` : array-like or None
+    Per-row query ids (length ``n``, rows in any order), LightGBM-style group sizes (a
+    length other than ``n``, summing to ``n``), or ``None`` for one query; read by
+    :func:`gbdt_plrank._groups.resolve_groups`.
+
+Conventions
+-----------
+* **Ranking.** Documents are ranked by descending score; equal scores keep their input order
+  (a stable sort). XGBoost (``ndcg@k``, ``pre@k``) and LightGBM (``ndcg``) rank the same way, so
+  the values agree with theirs to rounding even when predictions tie (e.g. constant
+  predictions, or a few shallow trees): both sort each query's indices with a stable sort on
+  descending score (XGBoost ``common::ArgSort`` with ``std::greater`` in
+  ``RankingCache::MakeRankOnCPU``, ``std::stable_sort`` or, with several threads,
+  ``__gnu_parallel::stable_sort``; LightGBM ``std::stable_sort`` in ``DCGCalculator::CalDCG``).
+  The tests check it on tied predictions of XGBoost 3.2 and LightGBM 4.7. With per-row query
+  ids the rows of a query keep their relative input order, so "input order" is the order within
+  the query.
+* **Scores.** Compare with a booster on the predictions it evaluates: XGBoost's are
+  ``float32`` (``Booster.predict`` returns them exactly), LightGBM's are ``float64``. Casting
+  LightGBM's predictions to ``float32`` can merge scores that LightGBM still tells apart.
+* **Queries without relevant documents** (ideal DCG 0) score ``empty`` in :func:`ndcg`
+  (default 1, as XGBoost's ``ndcg@k`` and LightGBM; ``empty=0.0`` gives XGBoost's ``ndcg@k-``
+  and scikit-learn's ``ndcg_score``; ``empty=nan`` leaves them out of the mean). The same
+  keyword, with the same default, serves :func:`recall_at_k` and :func:`mrr`.
+* **Cut-off.** ``k`` is an integer ``>= 1`` or ``None`` for the whole list; queries shorter than
+  ``k`` are ranked in full. XGBoost's metrics named without ``@k`` (``ndcg``, ``pre``) are not
+  whole-list metrics: they cut at 32 (the default of its ``LambdaRankParam``), so match them with
+  ``k=32``.
+* **Labels.** Any finite labels ``>= 0`` are accepted; the gain :math:`2^y - 1` is computed on
+  the label as given. XGBoost and LightGBM accept only integer grades (up to 31) for it.
+* **Means.** A dataset value is the unweighted mean over queries of the per-query values, NaN
+  values left out (``nan`` when no value is left); ``per_query=True`` returns the per-query
+  values instead, in the order of :func:`numpy.unique` of the query ids (per-row ids) or in the
+  given order (group sizes). :func:`dataset_ndcg` normalises over the whole split instead.
+
+References
+----------
+K. Järvelin and J. Kekäläinen. Cumulated gain-based evaluation of IR techniques. ACM
+Transactions on Information Systems 20(4), 2002.
+
+M. Ferrante, N. Ferro and N. Fuhr. Towards meaningful statements in IR evaluation: mapping
+evaluation measures to interval scales. IEEE Access 9, 2021.
+
+T. Joachims, A. Swaminathan and T. Schnabel. Unbiased learning-to-rank with biased feedback.
+WSDM 2017.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _metric_kernels
+from ._groups import resolve_groups
+from ._validation import (
+    as_finite_vector,
+    check_choice,
+    check_labels,
+    check_positive_int,
+    check_same_length,
+)
+
+__all__ = [
+    "GAINS",
+    "average_relevance_position",
+    "dataset_ndcg",
+    "dcg",
+    "mrr",
+    "ndcg",
+    "precision_at_k",
+    "recall_at_k",
+]
+
+GAINS = ("exp", "linear")
+
+FloatArray = npt.NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------------------------
+# Input checks and the call of the kernel
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Ranked:
+    """Validated rows in grouped order: labels, scores and query boundaries."""
+
+    y: FloatArray
+    s: FloatArray
+    ptr: npt.NDArray[np.int64]
+
+    @property
+    def sizes(self) -> npt.NDArray[np.int64]:
+        return np.diff(self.ptr)
+
+
+def _check_k(k: object) -> int | None:
+    return None if k is None else check_positive_int("k", k)
+
+
+def _check_empty(empty: object) -> float:
+    ok = isinstance(empty, (int, float, np.integer, np.floating)) and not isinstance(empty, bool)
+    if not ok or not (math.isnan(empty) or 0.0 <= empty <= 1.0):
+        raise ValueError(f"empty must be a number in [0, 1] or nan, but {empty!r} is given.")
+    return float(empty)
+
+
+def _ranked(y_true: object, y_score: object, group: object, *, exp_gain: bool = False) -> _Ranked:
+    y = check_labels(y_true, gain="exp" if exp_gain else "linear", name="y_true")
+    s = as_finite_vector("y_score", y_score)
+    check_same_length(y_true=y, y_score=s)
+    groups = resolve_groups(group, y.shape[0])
+    return _Ranked(
+        np.ascontiguousarray(y[groups.order]),
+        np.ascontiguousarray(s[groups.order]),
+        np.ascontiguousarray(groups.ptr, dtype=np.int64),
+    )
+
+
+def _gains(y: FloatArray, gain: str) -> FloatArray:
+    """Per-document gains: ``2**y - 1``, ``y`` or the binary relevance ``y > 0``."""
+    if gain == "exp":
+        return np.exp2(y) - 1.0
+    if gain == "linear":
+        return y
+    return (y > 0).astype(np.float64)
+
+
+def _dcg_discounts(K: int) -> FloatArray:
+    r"""Rank weights :math:`\theta_r = 1/\log_2(r + 1)`, :math:`r = 1..K`."""
+    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
+
+
+def _cutoff(r: _Ranked, k: int | None) -> int:
+    """Length of the rank-weight vector: ``k`` capped at the longest query."""
+    longest = int(r.sizes.max()) if r.sizes.size else 0
+    return longest if k is None else min(k, longest)
+
+
+def _sums(
+    r: _Ranked,
+    gains: FloatArray,
+    theta: FloatArray,
+    *,
+    first_only: bool = False,
+    want_ideal: bool = False,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per query: the rank-weighted sum, its ideal value (NaN unless asked) and the total gain."""
+    G = r.ptr.shape[0] - 1
+    value = np.empty(G)
+    ideal = np.full(G, np.nan)
+    total = np.empty(G)
+    _metric_kernels.query_values(
+        np.ascontiguousarray(gains, dtype=np.float64),
+        r.s,
+        r.ptr,
+        np.ascontiguousarray(theta, dtype=np.float64),
+        first_only,
+        want_ideal,
+        value,
+        ideal,
+        total,
+    )
+    return value, ideal, total
+
+
+def _normalised(value: FloatArray, norm: FloatArray, empty: float) -> FloatArray:
+    """``value / norm``, and ``empty`` where ``norm`` is 0."""
+    out = np.full(value.shape[0], empty)
+    ok = norm > 0
+    out[ok] = value[ok] / norm[ok]
+    return out
+
+
+def _result(per_query_values: FloatArray, per_query: bool) -> float | FloatArray:
+    if per_query:
+        return per_query_values
+    kept = per_query_values[~np.isnan(per_query_values)]
+    return float(kept.mean()) if kept.size else math.nan
+
+
+def _dcg_parts(
+    y_true: object, y_score: object, group: object, k: object, gain: object
+) -> tuple[FloatArray, FloatArray]:
+    """Per-query DCG@k and ideal DCG@k."""
+    gain = check_choice("gain", gain, GAINS)
+    k = _check_k(k)
+    r = _ranked(y_true, y_score, group, exp_gain=gain == "exp")
+    value, ideal, _ = _sums(r, _gains(r.y, gain), _dcg_discounts(_cutoff(r, k)), want_ideal=True)
+    return value, ideal
+
+
+# --------------------------------------------------------------------------------------------
+# Public metrics
+# --------------------------------------------------------------------------------------------
+def dcg(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    gain: str = "exp",
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Discounted cumulative gain at ``k`` (Järvelin and Kekäläinen 2002), mean over queries.
+
+    .. math::
+
+        \mathrm{DCG@}k = \sum_{r=1}^{\min(k, D)} \frac{2^{y_{\pi(r)}} - 1}{\log_2(r + 1)},
+
+    where :math:`\pi(r)` is the document at rank :math:`r` by descending score (ties in input
+    order) among the query's :math:`D` documents; the gain is :math:`y_{\pi(r)}` itself with
+    ``gain="linear"``.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default 10
+        Cut-off ``>= 1``; ``None`` ranks whole queries.
+    gain : {"exp", "linear"}, default "exp"
+        ``2**y - 1`` (XGBoost's and LightGBM's default) or ``y`` (XGBoost's
+        ``ndcg_exp_gain=False``; LightGBM's ``label_gain=[0, 1, 2, ...]``).
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        On non-finite or negative labels, non-finite scores, lengths that differ, ``k < 1``, an
+        unknown ``gain`` or a ``group`` that is neither ids nor sizes.
+    """
+    value, _ = _dcg_parts(y_true, y_score, group, k, gain)
+    return _result(value, per_query)
+
+
+def ndcg(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    gain: str = "exp",
+    empty: float = 1.0,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Normalised DCG at ``k`` (Järvelin and Kekäläinen 2002), mean over queries.
+
+    Each query's DCG@k is divided by its ideal DCG@k, the DCG@k of its documents ranked by
+    descending label:
+
+    .. math::
+
+        \mathrm{NDCG@}k = \frac{\mathrm{DCG@}k(\pi)}{\mathrm{DCG@}k(\pi^*)},
+        \qquad \frac{1}{G} \sum_{q=1}^{G} \mathrm{NDCG@}k_q \text{ over the } G \text{ queries.}
+
+    A query without relevant documents (ideal DCG 0) scores ``empty``. The default matches
+    XGBoost's ``ndcg@k`` and LightGBM's ``ndcg`` (``eval_at=[k]``) to rounding, ties included.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default 10
+        Cut-off ``>= 1``; ``None`` ranks whole queries (XGBoost's ``ndcg`` without ``@k``
+        is ``k=32``).
+    gain : {"exp", "linear"}, default "exp"
+        ``2**y - 1`` or ``y`` (see :func:`dcg`).
+    empty : float, default 1.0
+        Score of a query without relevant documents: ``1.0`` as XGBoost's ``ndcg@k`` and
+        LightGBM, ``0.0`` as XGBoost's ``ndcg@k-`` and :func:`sklearn.metrics.ndcg_score`,
+        ``nan`` to leave such queries out of the mean.
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`dcg`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
+    """
+    empty = _check_empty(empty)
+    value, ideal = _dcg_parts(y_true, y_score, group, k, gain)
+    return _result(_normalised(value, ideal, empty), per_query)
+
+
+def dataset_ndcg(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    gain: str = "exp",
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""NDCG@k normalised over the dataset: each DCG@k divided by the mean ideal DCG@k.
+
+    The normalisation of the PL-Rank papers (after Ferrante, Ferro and Fuhr 2021): every query's
+    DCG@k is divided by the mean ideal DCG@k of all :math:`G` queries of the split, so that every
+    query is measured on the same scale and queries without relevant documents count as 0:
+
+    .. math::
+
+        \frac{1}{G} \sum_{q=1}^{G}
+            \frac{\mathrm{DCG@}k_q}{\frac{1}{G}\sum_{q'=1}^{G} \mathrm{IDCG@}k_{q'}}
+        = \frac{\sum_q \mathrm{DCG@}k_q}{\sum_q \mathrm{IDCG@}k_q}.
+
+    Parameters
+    ----------
+    y_true, y_score, group, k, gain
+        As in :func:`ndcg`.
+    per_query : bool, default False
+        Return each query's :math:`\mathrm{DCG@}k_q / \overline{\mathrm{IDCG@}k}` (their mean
+        is the dataset value) instead of the mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+        1.0 for every query when no query of the split has a relevant document.
+
+    Raises
+    ------
+    ValueError
+        As :func:`dcg`.
+    """
+    value, ideal = _dcg_parts(y_true, y_score, group, k, gain)
+    mean_ideal = float(ideal.mean()) if ideal.size else 0.0
+    scaled = value / mean_ideal if mean_ideal > 0 else np.ones_like(value)
+    return _result(scaled, per_query)
+
+
+def precision_at_k(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Fraction of relevant documents (label > 0) among the top ``k``, mean over queries.
+
+    .. math::
+
+        \mathrm{P@}k = \frac{1}{\min(k, D)} \sum_{r=1}^{\min(k, D)} [y_{\pi(r)} > 0].
+
+    A query shorter than ``k`` is divided by its length :math:`D`, as XGBoost's ``pre@k`` does
+    (the PL-Rank precision reward divides by :math:`k` instead; the two differ only on such
+    queries). A query without documents scores 0.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default 10
+        Cut-off ``>= 1``; ``None`` ranks whole queries.
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        On non-finite or negative labels, non-finite scores, lengths that differ, ``k < 1`` or a
+        ``group`` that is neither ids nor sizes.
+    """
+    k = _check_k(k)
+    r = _ranked(y_true, y_score, group)
+    K = _cutoff(r, k)
+    hits, _, _ = _sums(r, _gains(r.y, "binary"), np.ones(K))
+    shown = np.maximum(r.sizes if k is None else np.minimum(r.sizes, k), 1)
+    return _result(hits / shown, per_query)
+
+
+def recall_at_k(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    empty: float = 1.0,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Fraction of a query's relevant documents (label > 0) found in the top ``k``.
+
+    .. math::
+
+        \mathrm{R@}k = \frac{\sum_{r=1}^{\min(k, D)} [y_{\pi(r)} > 0]}{\sum_{d=1}^{D} [y_d > 0]}.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default 10
+        Cut-off ``>= 1``; ``None`` ranks whole queries (recall 1 wherever defined).
+    empty : float, default 1.0
+        Score of a query without relevant documents (as in :func:`ndcg`; ``nan`` leaves it out).
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
+    """
+    empty = _check_empty(empty)
+    k = _check_k(k)
+    r = _ranked(y_true, y_score, group)
+    hits, _, n_relevant = _sums(r, _gains(r.y, "binary"), np.ones(_cutoff(r, k)))
+    return _result(_normalised(hits, n_relevant, empty), per_query)
+
+
+def mrr(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = None,
+    empty: float = 1.0,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Mean reciprocal rank of the first relevant document (label > 0).
+
+    .. math::
+
+        \mathrm{RR@}k = \max_{r \le \min(k, D)} \frac{[y_{\pi(r)} > 0]}{r},
+
+    0 when no relevant document is in the top ``k``. By default (``k=None``) the whole ranking
+    counts, the classical definition; ``k=10`` gives MRR@10.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default None
+        Cut-off ``>= 1``; ``None`` ranks whole queries.
+    empty : float, default 1.0
+        Score of a query without relevant documents (as in :func:`ndcg`: the ideal ranking
+        cannot score either; ``0.0`` is the usual IR convention, ``nan`` leaves it out).
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
+    """
+    empty = _check_empty(empty)
+    k = _check_k(k)
+    r = _ranked(y_true, y_score, group)
+    K = _cutoff(r, k)
+    theta = 1.0 / np.arange(1, K + 1, dtype=np.float64)
+    rr, _, n_relevant = _sums(r, _gains(r.y, "binary"), theta, first_only=True)
+    return _result(_normalised(rr, np.minimum(n_relevant, 1.0), empty), per_query)
+
+
+def average_relevance_position(
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Average relevance position (ARP): mean rank of the relevant documents, lower is better.
+
+    The rank of each document in the whole ranking, weighted by its label (the unbiased
+    learning-to-rank measure of Joachims, Swaminathan and Schnabel 2017, there with binary
+    labels; graded labels weight it by relevance):
+
+    .. math::
+
+        \mathrm{ARP} = \frac{\sum_{r=1}^{D} r\, y_{\pi(r)}}{\sum_{d=1}^{D} y_d}.
+
+    With binary labels it is the mean rank of the relevant documents. A query without relevant
+    documents has no ARP: its value is NaN and the mean leaves it out.
+
+    Parameters
+    ----------
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``) and scores (finite).
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`precision_at_k` (without ``k``).
+    """
+    r = _ranked(y_true, y_score, group)
+    positions = np.arange(1, _cutoff(r, None) + 1, dtype=np.float64)
+    weighted, _, total = _sums(r, _gains(r.y, "linear"), positions)
+    return _result(_normalised(weighted, total, math.nan), per_query)
