@@ -321,7 +321,7 @@ def test_public_names():
         ({"y_score": [0.1, np.nan, 0.3]}, r"y_score must be finite.*y_score\[1\] is nan"),
         ({"y_score": [0.1, np.inf, 0.3]}, r"y_score must be finite.*y_score\[1\] is inf"),
         ({"y_true": [1, np.nan, 0]}, r"y_true must be finite.*y_true\[1\] is nan"),
-        ({"y_true": [1, -1, 0]}, r"y_true \(labels\) must be >= 0.*y_true\[1\] is -1\.0"),
+        ({"y_true": [1, -1, 0]}, r"y_true must be >= 0, but y_true\[1\] is -1\.0"),
         ({"y_true": [1, 32, 0]}, r"<= 31 with the exponential gain.*y_true\[1\] is 32\.0.*linear"),
         ({"k": 0}, r"k must be an integer >= 1, but 0 is given"),
         ({"k": 2.5}, r"k must be an integer >= 1, but 2\.5 is given"),
