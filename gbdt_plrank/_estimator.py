@@ -17,6 +17,8 @@ and Oosterhuis, SIGIR 2024, Eq. 7-10).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numba
@@ -78,7 +80,7 @@ class PLRankSpec:
         """Rank weights ``(K,)``: 1/log2(k+1) for DCG and NDCG, 1/K for precision."""
         if self.metric == "precision":
             return np.full(self.K, 1.0 / self.K)
-        return 1.0 / np.log2(np.arange(2, self.K + 2, dtype=np.float64))
+        return dcg_weights(self.K)
 
     def rho(self, labels: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
         """Per-document rewards ``(n,)`` from validated labels: gain, then NDCG normalisation.
@@ -113,15 +115,32 @@ class PLRankSpec:
         return np.ones_like(hess)
 
 
-def _thread_count(n_jobs: int | None) -> int:
-    if n_jobs is None:
-        return numba.config.NUMBA_NUM_THREADS
+def dcg_weights(K: int) -> np.ndarray:
+    r"""DCG rank weights :math:`\theta_k = 1/\log_2(k+1)`, :math:`k = 1..K`, shape ``(K,)``."""
+    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
+
+
+def thread_count(n_jobs: int | None) -> int:
+    """Threads for ``n_jobs``: None is Numba's default, negative values count back from it."""
     limit = numba.config.NUMBA_NUM_THREADS
+    if n_jobs is None:
+        return limit
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
         raise ValueError(
             f"n_jobs must be None, a positive or a negative integer, but {n_jobs!r} is given."
         )
     return max(1, min(limit, n_jobs if n_jobs > 0 else limit + 1 + n_jobs))
+
+
+@contextmanager
+def numba_threads(n_jobs: int | None) -> Iterator[None]:
+    """Run the enclosed parallel kernels on :func:`thread_count` threads, then restore."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(thread_count(n_jobs))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def estimate(
@@ -139,14 +158,10 @@ def estimate(
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round."""
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(_thread_count(n_jobs))
-    try:
+    with numba_threads(n_jobs):
         _kernels.estimate_groups(
             scores, rho, group_ptr, spec.theta(), N, seed, round_, SAMPLERS[sampler], grad, hess
         )
-    finally:
-        numba.set_num_threads(previous)
     return grad, spec.finish_hessian(hess)
 
 

@@ -107,27 +107,32 @@ def _tree_set(tree, P, d, value):
 
 @njit(cache=True, inline="always")
 def _tree_find(tree, P, x):
-    """The leaf whose cumulative interval holds ``x`` in [0, root); never an empty leaf."""
+    """The leaf whose cumulative interval holds ``x`` in [0, root); never an empty leaf.
+
+    Branch-free descent (a random walk defeats branch prediction): go right when ``x`` is past
+    the left subtree and the right subtree is not empty.
+    """
     i = 1
     while i < P:
         left = tree[2 * i]
-        if x < left or tree[2 * i + 1] <= 0.0:
-            i = 2 * i
-        else:
-            x -= left
-            i = 2 * i + 1
+        right = (x >= left) & (tree[2 * i + 1] > 0.0)
+        x -= left * right
+        i = 2 * i + right
     return i - P
 
 
 @njit(cache=True)
-def _tree_restore(tree, P, e, ranking):
-    for i in range(ranking.shape[0]):
-        d = ranking[i]
-        _tree_set(tree, P, d, e[d])
+def _tree_restore(tree, base, P, ranking):
+    """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``."""
+    for k in range(ranking.shape[0]):
+        i = P + ranking[k]
+        while i >= 1:
+            tree[i] = base[i]
+            i //= 2
 
 
 @njit(cache=True)
-def _normalizers_of(ranking, tree, P, e, S):
+def _normalizers_of(ranking, tree, base, P, S):
     """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
 
     Every sampler and the explicit-rankings path compute ``S`` this way, so that the same ranking
@@ -136,11 +141,11 @@ def _normalizers_of(ranking, tree, P, e, S):
     for k in range(ranking.shape[0]):
         S[k] = tree[1]
         _tree_set(tree, P, ranking[k], 0.0)
-    _tree_restore(tree, P, e, ranking)
+    _tree_restore(tree, base, P, ranking)
 
 
 @njit(cache=True)
-def _draw_tree(tree, P, e, state, ranking, S):
+def _draw_tree(tree, base, P, state, ranking, S):
     """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
     for k in range(ranking.shape[0]):
         root = tree[1]
@@ -148,7 +153,7 @@ def _draw_tree(tree, P, e, state, ranking, S):
         d = _tree_find(tree, P, _uniform(state) * root)
         ranking[k] = d
         _tree_set(tree, P, d, 0.0)
-    _tree_restore(tree, P, e, ranking)
+    _tree_restore(tree, base, P, ranking)
 
 
 @njit(cache=True, inline="always")
@@ -275,6 +280,7 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     P = _tree_size(D)
     tree = np.empty(2 * P)
     _tree_build(tree, e, P)
+    base = tree.copy()
     use_tree = _uses_tree(D, K, sampler)
     keys = np.empty(0 if use_tree else D)
     ranking = np.empty(K, dtype=np.int64)
@@ -287,10 +293,10 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     hess[:] = 0.0
     for _ in range(n_samples):
         if use_tree:
-            _draw_tree(tree, P, e, state, ranking, S)
+            _draw_tree(tree, base, P, state, ranking, S)
         else:
             _draw_race(e, state, keys, ranking)
-            _normalizers_of(ranking, tree, P, e, S)
+            _normalizers_of(ranking, tree, base, P, S)
         _add_sample(ranking, S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
     _finish_query(e, rho, acc, n_samples, grad, hess)
 
@@ -305,6 +311,7 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     P = _tree_size(D)
     tree = np.empty(2 * P)
     _tree_build(tree, e, P)
+    base = tree.copy()
     S = np.empty(K)
     PR = np.empty(K + 1)
     gp = np.empty(K)
@@ -313,7 +320,7 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     grad[:] = 0.0
     hess[:] = 0.0
     for s in range(rankings.shape[0]):
-        _normalizers_of(rankings[s], tree, P, e, S)
+        _normalizers_of(rankings[s], tree, base, P, S)
         _add_sample(rankings[s], S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
     _finish_query(e, rho, acc, rankings.shape[0], grad, hess)
 
@@ -347,6 +354,8 @@ def estimate_groups(scores, rho, group_ptr, theta, n_samples, seed, round_, samp
 def sample_groups(scores, group_ptr, K, n_samples, seed, out):
     """``out[g * n_samples + s, :min(K, D_g)]``: sampled rankings (group-local indices), -1 padded.
 
+    The rows of empty groups are left as they are.
+
     Used by the ranker to expose its stochastic policy; the tree sampler draws the same law.
     """
     for g in prange(group_ptr.shape[0] - 1):
@@ -354,17 +363,20 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
         hi = group_ptr[g + 1]
         D = hi - lo
         k = min(K, D)
+        if D == 0:
+            continue
         e = np.empty(D)
         shifted_exp(scores[lo:hi], e)
         P = _tree_size(D)
         tree = np.empty(2 * P)
         _tree_build(tree, e, P)
+        base = tree.copy()
         S = np.empty(k)
         state = np.empty(1, dtype=np.uint64)
         state[0] = stream_state(seed, 0, g)
         for s in range(n_samples):
             row = out[g * n_samples + s]
-            _draw_tree(tree, P, e, state, row[:k], S)
+            _draw_tree(tree, base, P, state, row[:k], S)
             row[k:] = -1
 
 

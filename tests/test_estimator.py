@@ -120,11 +120,12 @@ def _draw_many(sampler: str, scores: np.ndarray, K: int, n: int) -> list[tuple[i
     P = _kernels._tree_size(len(scores))
     tree = np.empty(2 * P)
     _kernels._tree_build(tree, e, P)
+    base = tree.copy()
     keys = np.empty(len(scores))
     out = []
     for _ in range(n):
         if sampler == "tree":
-            _kernels._draw_tree(tree, P, e, state, ranking, S)
+            _kernels._draw_tree(tree, base, P, state, ranking, S)
         else:
             _kernels._draw_race(e, state, keys, ranking)
         out.append(tuple(ranking))

@@ -1,0 +1,175 @@
+"""The ``gbdt-plrank`` command line (also ``python -m gbdt_plrank``).
+
+.. code-block:: text
+
+    gbdt-plrank compare CONFIG [--data DIR] [--folds 1,2,...] [--methods a,b,...] [--seeds N]
+                               [--k 5,10] [--rounds N] [--out DIR] [--params FILE] [--n-jobs N]
+
+A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
+arguments to its parser and a function that runs it and returns the exit status. Unknown flags
+are errors that list the allowed ones; errors in the input print one line naming the value and
+the rule, and exit with status 2 (1 for a missing optional dependency or data file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from . import __version__
+from ._compat import MissingDependencyError
+from .harness.config import ConfigError, load_config
+from .harness.methods import METHODS
+from .harness.report import write_report
+from .harness.runner import plan, run_comparison
+
+__all__ = ["SUBCOMMANDS", "Subcommand", "main"]
+
+PROG = "gbdt-plrank"
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    """One subcommand: ``configure`` adds its arguments, ``run`` runs it and returns the status."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def _text_list(text: str) -> list[str]:
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, but {text!r} is given")
+    return items
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(item) for item in _text_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer or comma-separated integers, but {text!r} is given"
+        ) from None
+
+
+#: ``compare`` flag (its ``dest``) -> the configuration key it replaces.
+_COMPARE_OVERRIDES = {
+    "data": "datasets",
+    "folds": "folds",
+    "methods": "methods",
+    "seeds": "seeds",
+    "k": "k",
+    "rounds": "trees.rounds",
+    "out": "out",
+    "n_jobs": "trees.n_jobs",
+}
+
+
+def _configure_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "config", metavar="CONFIG", help="a TOML file describing the comparison (see configs/)"
+    )
+    parser.add_argument(
+        "--data", metavar="DIR", type=lambda text: [text],
+        help="a bundled dataset (mq2008, mq2007-agg) or a folder with train.txt, vali.txt and "
+        "test.txt or with Fold1..Fold5 subfolders; replaces the config's datasets",
+    )
+    parser.add_argument(
+        "--folds", metavar="F,F", type=_int_list, help="folds to run, e.g. 1,2,3,4,5"
+    )
+    parser.add_argument(
+        "--methods", metavar="A,B", type=_text_list,
+        help=f"methods to run, from: {', '.join(METHODS)}",
+    )
+    parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
+    parser.add_argument(
+        "--k", metavar="K,K", type=_int_list, help="cut-offs, e.g. 5 or 5,10 (one training per k)"
+    )
+    parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
+    parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
+    parser.add_argument(
+        "--params", metavar="FILE",
+        help="TOML file of [method-name] tables of native parameters, applied over the config's",
+    )
+    parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    given = {dest: getattr(args, dest) for dest in _COMPARE_OVERRIDES}
+    overrides = {_COMPARE_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    config = load_config(args.config, overrides=overrides, params_file=args.params)
+    try:
+        store = run_comparison(config, echo=print)
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: the finished trainings are kept in {config.out}; "
+            f"run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    keys = plan(config).keys
+    print(write_report(config, store.rows(), store.curves(), keys, command=args.command_line))
+    written = [store.results_path, store.folder / "results.md", store.folder / "curves.png"]
+    print(f"wrote {', '.join(map(str, written))}")
+    return 0
+
+
+SUBCOMMANDS: list[Subcommand] = [
+    Subcommand(
+        "compare",
+        "train PL-Rank GBDT and the other GBDT ranking objectives on the same splits and seeds",
+        _configure_compare,
+        _run_compare,
+    ),
+]
+
+
+def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Stochastic learning to rank with gradient-boosted trees.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parsers = {}
+    for sub in SUBCOMMANDS:
+        parsers[sub.name] = commands.add_parser(
+            sub.name, help=sub.help, description=sub.help, allow_abbrev=False
+        )
+        sub.configure(parsers[sub.name])
+    return parser, parsers
+
+
+def _flags(parser: argparse.ArgumentParser) -> list[str]:
+    flags = (flag for action in parser._actions for flag in action.option_strings)
+    return [flag for flag in flags if flag.startswith("--")]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, parsers = _build_parser()
+    try:
+        args, unknown = parser.parse_known_args(argv)
+        if args.command is None:
+            parser.error(f"a command is required: {', '.join(parsers)}")
+        if unknown:
+            sub = parsers[args.command]
+            sub.error(f"unknown argument {unknown[0]!r}; allowed flags: {', '.join(_flags(sub))}")
+    except SystemExit as exit_:  # argparse's errors, --help and --version
+        return exit_.code if isinstance(exit_.code, int) else 1
+    args.command_line = shlex.join([PROG, *argv])
+    try:
+        return next(sub for sub in SUBCOMMANDS if sub.name == args.command).run(args)
+    except ConfigError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 2
+    except (MissingDependencyError, FileNotFoundError) as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return 1

@@ -1,0 +1,79 @@
+"""The datasets of a comparison: names in results, checks before training, loading.
+
+A data entry is a bundled dataset (``"mq2008"``), a folder with ``Fold1`` .. ``Fold5``
+subfolders, or a folder holding ``train.txt``, ``vali.txt`` and ``test.txt`` itself (one split,
+fold 1 only). Results name a dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where
+``<name>`` is the bundled name or the folder's name; :func:`family` recovers ``<name>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..datasets import BUNDLED, LTRDataset, Split, load_dataset
+from .config import ConfigError
+
+__all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
+
+
+def _has_folds(data: str) -> bool:
+    return data in BUNDLED or any((Path(data) / f"Fold{i}").is_dir() for i in range(1, 6))
+
+
+def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
+    """Check, before any training, that every data entry exists and has the folds asked for.
+
+    Raises
+    ------
+    ConfigError
+        Naming the entry and the rule it breaks.
+    """
+    for data in datasets:
+        if data in BUNDLED:
+            continue
+        folder = Path(data)
+        if not folder.is_dir():
+            raise ConfigError(
+                f"datasets must be bundled names ({', '.join(BUNDLED)}) or folders, "
+                f"but {data!r} is neither."
+            )
+        if not _has_folds(data) and tuple(folds) != (1,):
+            raise ConfigError(
+                f"folds must be [1] for {data!r}, a folder without Fold1..Fold5 subfolders, "
+                f"but {list(folds)} is given."
+            )
+        missing = [f for f in folds if _has_folds(data) and not (folder / f"Fold{f}").is_dir()]
+        if missing:
+            raise ConfigError(
+                f"folds must exist in {data!r}, but it has no Fold{missing[0]} subfolder."
+            )
+
+
+def dataset_label(data: str, fold: int) -> str:
+    """The name results give to fold ``fold`` of data entry ``data``."""
+    name = data if data in BUNDLED else Path(data).resolve().name
+    return f"{name}/Fold{fold}" if _has_folds(data) else name
+
+
+def family(label: str) -> str:
+    """The data entry's name in a dataset label (``"mq2008/Fold3"`` -> ``"mq2008"``)."""
+    name, _, fold = label.rpartition("/Fold")
+    return name if name and fold.isdigit() else label
+
+
+def without_empty_queries(split: Split) -> Split:
+    """The split without the queries that have no relevant document (every label 0)."""
+    ptr = split.group_ptr
+    relevant = np.maximum.reduceat(split.y, ptr[:-1]) > 0
+    rows = np.repeat(relevant, np.diff(ptr))
+    return Split(split.X[rows], split.y[rows], split.qid[rows])
+
+
+def load(data: str, fold: int, *, drop_empty_test_queries: bool) -> LTRDataset:
+    """Load fold ``fold`` of ``data``, optionally without the test queries lacking relevant ones."""
+    dataset = load_dataset(data, fold=fold)
+    test = without_empty_queries(dataset.test) if drop_empty_test_queries else dataset.test
+    return LTRDataset(dataset_label(data, fold), dataset.train, dataset.vali, test)

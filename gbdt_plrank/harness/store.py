@@ -1,0 +1,168 @@
+"""The output folder of a comparison: finished results, appended as soon as they exist.
+
+- ``settings.json``: the settings that change results (:meth:`CompareConfig.training_settings`);
+  a folder holding results made under other settings is refused rather than mixed.
+- ``curves.jsonl``: one line per finished training, its validation curve.
+- ``results.csv``: one row per finished training, the record of what is done.
+
+Each training's curve is appended first and its row second, each with one write followed by a
+flush to disk, so an interruption loses at most the training under way. A line cut short by an
+interruption (no final newline) is removed when the folder is opened again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .config import ConfigError
+
+__all__ = ["COLUMNS", "ResultStore", "RunKey"]
+
+#: Columns of ``results.csv``, in order, with the type of their values.
+COLUMNS: dict[str, type] = {
+    "dataset": str,
+    "method": str,
+    "seed": int,
+    "k": int,
+    "ndcg": float,
+    "ndcg_dataset": float,
+    "best_round": int,
+    "rounds_run": int,
+    "train_seconds": float,
+    "seconds_per_round": float,
+    "test_queries": int,
+}
+
+
+class RunKey(NamedTuple):
+    """What identifies one training."""
+
+    dataset: str
+    method: str
+    seed: int
+    k: int
+
+
+def _key(record: Mapping[str, Any]) -> RunKey:
+    return RunKey(
+        str(record["dataset"]), str(record["method"]), int(record["seed"]), int(record["k"])
+    )
+
+
+def _drop_partial_line(path: Path) -> None:
+    """Cut a file back to its last complete line."""
+    if not path.is_file():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as fh:
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+def _append(path: Path, text: str) -> None:
+    with path.open("a", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _first_difference(old: Any, new: Any, path: str = "") -> str | None:
+    """The key path of the first difference between two JSON values, or None."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            where = f"{path}.{key}" if path else key
+            if key not in old or key not in new:
+                return where
+            found = _first_difference(old[key], new[key], where)
+            if found is not None:
+                return found
+        return None
+    return None if old == new else path
+
+
+class ResultStore:
+    """Finished trainings in an output folder (see the module docstring).
+
+    Parameters
+    ----------
+    folder : Path
+        The output folder; created if missing.
+    settings : mapping
+        The comparison's :meth:`~gbdt_plrank.harness.config.CompareConfig.training_settings`.
+
+    Raises
+    ------
+    ConfigError
+        When the folder holds results made under other settings, or a ``results.csv`` with
+        other columns.
+    """
+
+    def __init__(self, folder: str | Path, *, settings: Mapping[str, Any]) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.results_path = self.folder / "results.csv"
+        self.curves_path = self.folder / "curves.jsonl"
+        for path in (self.results_path, self.curves_path):
+            _drop_partial_line(path)
+        if not self.results_path.is_file() or self.results_path.stat().st_size == 0:
+            _append(self.results_path, ",".join(COLUMNS) + "\r\n")
+        with self.results_path.open(encoding="utf-8", newline="") as fh:
+            header = next(csv.reader(fh))
+        if header != list(COLUMNS):
+            raise ConfigError(
+                f"{self.results_path} must have the columns {', '.join(COLUMNS)}, but has "
+                f"{', '.join(header)}; choose another output folder."
+            )
+        self._check_settings(json.loads(json.dumps(settings)))
+
+    def _check_settings(self, settings: dict[str, Any]) -> None:
+        """Refuse other settings once results exist; until then, (re)write them."""
+        path = self.folder / "settings.json"
+        if path.is_file() and self.rows():
+            where = _first_difference(json.loads(path.read_text(encoding="utf-8")), settings)
+            if where is not None:
+                raise ConfigError(
+                    f"{self.folder} holds results made with other settings ({where} differs); "
+                    f"choose another output folder (--out) or delete {self.folder}."
+                )
+        else:
+            path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    def add(self, row: Mapping[str, Any], curve: Sequence[float]) -> None:
+        """Record one finished training: its curve, then its row (which marks it done)."""
+        missing = [c for c in COLUMNS if c not in row]
+        if missing:
+            raise ValueError(
+                f"row must have every column of results.csv, but lacks {', '.join(missing)}."
+            )
+        record = {**_key(row)._asdict(), "curve": [float(v) for v in curve]}
+        _append(self.curves_path, json.dumps(record) + "\n")
+        line = io.StringIO()
+        csv.writer(line).writerow([row[c] for c in COLUMNS])
+        _append(self.results_path, line.getvalue())
+
+    def rows(self) -> dict[RunKey, dict[str, Any]]:
+        """The finished trainings' rows, typed, by key (a key written twice keeps its last row)."""
+        with self.results_path.open(encoding="utf-8", newline="") as fh:
+            rows = ({c: COLUMNS[c](v) for c, v in r.items()} for r in csv.DictReader(fh))
+            return {_key(r): r for r in rows}
+
+    def curves(self) -> dict[RunKey, np.ndarray]:
+        """The validation curves of the finished trainings, by key."""
+        done = self.rows()
+        out = {}
+        if self.curves_path.is_file():
+            with self.curves_path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    record = json.loads(line)
+                    if _key(record) in done:
+                        out[_key(record)] = np.asarray(record["curve"], dtype=np.float64)
+        return out

@@ -1,0 +1,497 @@
+r"""``PLRankRanker``: a scikit-learn ranker trained with PL-Rank, on XGBoost or LightGBM.
+
+XGBoost's ``XGBRanker`` refuses callable objectives and LightGBM's ``LGBMRanker`` hands the
+query groups only to four-argument ones, so this estimator calls ``xgboost.train`` /
+``lightgbm.train`` itself with a :class:`~gbdt_plrank.PLRankObjective`. Its margins define a
+Plackett-Luce policy, and besides scores it offers what only a stochastic ranker can: sampled
+rankings, expected exposure and the expected metric of that policy.
+
+How ``group=`` is read (every method, the same rule as :mod:`gbdt_plrank.metrics`):
+
+- per-row query ids, length ``n_rows``: rows may come in any order; they are sorted stably by
+  query id inside, so shuffling whole queries, or interleaving them while each query's rows keep
+  their relative order, gives the same model;
+- LightGBM-style group sizes: a sequence whose length differs from ``n_rows`` and that sums to
+  ``n_rows`` (rows already grouped, queries in the given order; sizes as long as ``n_rows``, i.e.
+  one-row queries only, would read as ids: pass ids for those);
+- ``None``: all rows form one query.
+
+Every output comes back in the caller's row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import Tags, check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._boosters import BACKENDS, Backend, BoosterSettings, QueryData
+from ._estimator import thread_count
+from ._groups import resolve_groups
+from ._objective import plrank_objective
+from ._policy import PolicySample, sample_policy
+from ._validation import check_choice, check_labels, check_positive_int, check_same_length
+from .metrics import ndcg
+
+__all__ = ["MetricEstimate", "PLRankRanker"]
+
+_X_RULES: dict[str, Any] = {
+    "accept_sparse": "csr",
+    "dtype": (np.float64, np.float32),
+    "ensure_all_finite": "allow-nan",
+}
+_SEED_BOUND = np.iinfo(np.int32).max
+
+
+class MetricEstimate(NamedTuple):
+    """A Monte-Carlo estimate and its standard error."""
+
+    mean: float
+    stderr: float
+
+
+def _seeds(random_state: Any, n: int) -> list[int]:
+    """``n`` seeds in [0, 2**31 - 1) from ``random_state`` (scikit-learn's conventions)."""
+    return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
+
+
+def _threads(n_jobs: object) -> int | None:
+    """``None``, or ``n_jobs`` as a positive thread count (negative counts back from the cores)."""
+    return None if n_jobs is None else thread_count(n_jobs)
+
+
+class PLRankRanker(BaseEstimator):
+    r"""Gradient-boosted trees trained to maximise the expected NDCG@K of a Plackett-Luce policy.
+
+    The booster's raw margin :math:`m(d)` of a document is the log-score of a stochastic ranking
+    policy :math:`\pi`: at each rank :math:`k = 1..\min(K, D)` it places an unplaced document
+    :math:`d` of the query with probability :math:`e^{m(d)} / \sum_{d'\,\mathrm{unplaced}}
+    e^{m(d')}`. Every boosting round estimates the gradient and Hessian of
+    :math:`-\mathbb{E}_{y \sim \pi}[\mathrm{metric@K}(y)]` from ``N`` sampled rankings per query
+    (PL-Rank-3, Oosterhuis 2022; Hessian of Kang, de Rijke and Oosterhuis 2024). Ranking by
+    :meth:`predict` is the policy's most likely ranking.
+
+    ``__init__`` only stores its arguments; they are checked by :meth:`fit`.
+
+    Parameters
+    ----------
+    backend : {"xgboost", "lightgbm"}, default "xgboost"
+        The booster library.
+    K : int, default 5
+        Metric cut-off and length of the sampled rankings.
+    N : int, default 100
+        Rankings sampled per query and boosting round.
+    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
+        The metric@K whose expectation is maximised.
+    gain : {"exp", "linear"}, default "exp"
+        Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell`, for training, the
+        evaluation metric, :meth:`score` and :meth:`expected_metric`.
+    hessian : {"abs", "raw", "clip", "constant"}, default "abs"
+        What the booster receives as Hessian (see :func:`gbdt_plrank.plrank_grad_hess`).
+    n_estimators : int, default 100
+        Boosting rounds (at most, with early stopping).
+    learning_rate : float, default 0.1
+        Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``).
+    max_depth : int or None, default None
+        Tree depth limit; ``None`` keeps the booster's default (XGBoost 6, LightGBM none).
+    num_leaves : int or None, default None
+        Leaves per tree (XGBoost ``max_leaves``, LightGBM ``num_leaves``); ``None`` keeps the
+        booster's default.
+    min_child_weight : float or None, default None
+        Minimum Hessian sum in a leaf (LightGBM ``min_sum_hessian_in_leaf``).
+    reg_alpha, reg_lambda : float or None, default None
+        L1 and L2 penalties on leaf weights (XGBoost ``alpha``/``lambda``, LightGBM
+        ``lambda_l1``/``lambda_l2``).
+    min_split_gain : float or None, default None
+        Minimum loss reduction to split (XGBoost ``gamma``, LightGBM ``min_gain_to_split``).
+    subsample : float or None, default None
+        Row fraction per tree (LightGBM ``bagging_fraction`` with ``bagging_freq=1``).
+    colsample_bytree : float or None, default None
+        Feature fraction per tree (LightGBM ``feature_fraction``).
+    n_jobs : int or None, default None
+        Threads of the booster and of the objective's sampling; ``None`` leaves each library's
+        default, negative values count back from the number of cores (-1: all).
+    random_state : int, RandomState or None, default None
+        Seeds the objective's sampled rankings and the booster's own randomness; the same int
+        gives the same model. ``None`` draws fresh seeds on every fit.
+    params : dict or None, default None
+        Further native parameters of the backend, applied after the settings above (e.g.
+        ``{"tree_method": "approx"}`` or ``{"min_data_in_leaf": 5}``). The objective, the
+        evaluation metric and the number of rounds are the ranker's and may not be set here.
+        Other keys are passed unchanged: XGBoost warns about keys it does not use, LightGBM
+        reports them only when its log is on (``{"verbose": 0}``).
+
+    Attributes
+    ----------
+    booster_ : xgboost.Booster or lightgbm.Booster
+        The trained booster, holding exactly the rounds :meth:`predict` uses (up to the best
+        round under early stopping). Its raw predictions are :meth:`predict`'s; it can be saved
+        and loaded with the library's own functions.
+    best_iteration_ : int or None
+        0-based best round under early stopping, else ``None``.
+    evals_result_ : dict
+        ``{"valid_i": {"ndcg@K": [value per round]}}`` for the i-th eval set (empty without).
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Total split gain of each feature, divided by the sum over features (all zeros when no
+        tree has a split).
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Feature names, when ``X`` had string column names.
+
+    Notes
+    -----
+    scikit-learn 1.9 has no estimator type for rankers, and a ranker is not a regressor: its
+    scores are comparable only within a query (adding a constant per query changes nothing) and
+    its :meth:`score` is NDCG@K, not :math:`R^2`. The estimator type tag is therefore left at
+    ``None``, so meta-estimators that require a regressor (stacking, voting) refuse it.
+
+    With sparse ``X``, XGBoost treats entries that are not stored as missing and LightGBM as 0,
+    each library's own rule; NaN is missing for both.
+
+    Examples
+    --------
+    >>> from gbdt_plrank import PLRankRanker
+    >>> ranker = PLRankRanker(backend="xgboost", K=5, n_estimators=200, random_state=0)
+    >>> ranker.fit(X, y, group=qid, eval_set=[(X_val, y_val, qid_val)], early_stopping_rounds=20)
+    ... # doctest: +SKIP
+    >>> ranker.score(X_test, y_test, group=qid_test)  # mean NDCG@5  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str = "xgboost",
+        K: int = 5,
+        N: int = 100,
+        metric: str = "ndcg",
+        gain: str = "exp",
+        hessian: str = "abs",
+        n_estimators: int = 100,
+        learning_rate: float = 0.1,
+        max_depth: int | None = None,
+        num_leaves: int | None = None,
+        min_child_weight: float | None = None,
+        reg_alpha: float | None = None,
+        reg_lambda: float | None = None,
+        min_split_gain: float | None = None,
+        subsample: float | None = None,
+        colsample_bytree: float | None = None,
+        n_jobs: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.K = K
+        self.N = N
+        self.metric = metric
+        self.gain = gain
+        self.hessian = hessian
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.num_leaves = num_leaves
+        self.min_child_weight = min_child_weight
+        self.reg_alpha = reg_alpha
+        self.reg_lambda = reg_lambda
+        self.min_split_gain = min_split_gain
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.params = params
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # ----------------------------------------------------------------------------------------
+    # Training and prediction
+    # ----------------------------------------------------------------------------------------
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        early_stopping_rounds: int | None = None,
+    ) -> PLRankRanker:
+        """Train the booster with the PL-Rank objective.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Features; NaN marks a missing value.
+        y : array-like of shape (n_samples,)
+            Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
+        group : array-like or None, default None
+            Per-row query ids (rows in any order), or group sizes when its length differs from
+            ``n_samples`` and it sums to ``n_samples``, or ``None`` for one query.
+        eval_set : list of tuples (X, y) or (X, y, group), default None
+            Validation sets, scored with NDCG@K after every round; their history is
+            :attr:`evals_result_`, under the names ``"valid_0"``, ``"valid_1"``, ...
+        early_stopping_rounds : int or None, default None
+            Stop when NDCG@K has not improved for this many rounds and keep the best round.
+            XGBoost watches the last eval set; LightGBM stops as soon as any eval set stops
+            improving (each library's rule).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            On an unknown backend or option, labels that are NaN or negative, lengths that
+            differ, a group that is neither ids nor sizes, or early stopping without eval set.
+        """
+        backend = BACKENDS[check_choice("backend", self.backend, BACKENDS)]
+        n_estimators = check_positive_int("n_estimators", self.n_estimators)
+        if early_stopping_rounds is not None:
+            check_positive_int("early_stopping_rounds", early_stopping_rounds)
+            if not eval_set:
+                raise ValueError(
+                    f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
+                    f"eval_set=[(X_val, y_val, group_val)]."
+                )
+        objective_seed, booster_seed = _seeds(self.random_state, 2)
+        objective = plrank_objective(
+            self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
+            seed=objective_seed, n_jobs=self.n_jobs,
+        )
+        settings = self._settings(booster_seed)
+        data = self._query_data(X, y, group, reset=True)
+        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
+        trained = backend.train(
+            settings, data, evals, objective=objective, K=objective.spec.K, gain=self.gain,
+            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
+        )
+        self.booster_ = trained.booster
+        self.best_iteration_ = trained.best_iteration
+        self.evals_result_ = trained.history
+        self.feature_importances_ = backend.importances(trained.booster, self.n_features_in_)
+        return self
+
+    def _settings(self, seed: int) -> BoosterSettings:
+        """The booster settings, with ``params`` checked to be a dict with string keys."""
+        params = {} if self.params is None else self.params
+        if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+            raise ValueError(
+                f"params must be None or a dict of native {self.backend} parameters with string "
+                f"keys, but {params!r} is given."
+            )
+        return BoosterSettings(
+            learning_rate=self.learning_rate,
+            max_depth=self.max_depth,
+            num_leaves=self.num_leaves,
+            min_child_weight=self.min_child_weight,
+            reg_alpha=self.reg_alpha,
+            reg_lambda=self.reg_lambda,
+            min_split_gain=self.min_split_gain,
+            subsample=self.subsample,
+            colsample_bytree=self.colsample_bytree,
+            n_threads=_threads(self.n_jobs),
+            seed=seed,
+            params=dict(params),
+        )
+
+    def _eval_data(self, i: int, item: object) -> QueryData:
+        """``eval_set[i]`` checked against the training features and grouped by query."""
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            given = type(item).__name__
+            if isinstance(item, (tuple, list)):
+                given += f" of length {len(item)}"
+            raise ValueError(
+                f"eval_set[{i}] must be a tuple (X, y) or (X, y, group), but a {given} is given."
+            )
+        return self._query_data(*item[:2], item[2] if len(item) == 3 else None, reset=False)
+
+    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> QueryData:
+        """Checked features and labels, grouped by query (``reset``: this is the training set)."""
+        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **_X_RULES)
+        labels = check_labels(y, gain=self.gain)
+        return QueryData.grouped(X, labels, resolve_groups(group, X.shape[0]))
+
+    def _fitted_backend(self) -> Backend:
+        check_is_fitted(self)
+        return BACKENDS[type(self.booster_).__module__.split(".")[0]]
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Raw margins of the booster: higher ranks first within a query.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+            Features; NaN marks a missing value.
+
+        Returns
+        -------
+        float64 array of shape (n_samples,)
+            The policy's log-scores :math:`m(d)`.
+        """
+        backend = self._fitted_backend()
+        X = validate_data(self, X, reset=False, **_X_RULES)
+        return backend.margins(self.booster_, X, n_threads=_threads(self.n_jobs))
+
+    def score(self, X: Any, y: Any, group: Any = None) -> float:
+        r"""Mean NDCG@K over the queries of the ranking by :meth:`predict`.
+
+        XGBoost's and LightGBM's conventions (:func:`gbdt_plrank.metrics.ndcg`): gain
+        :math:`2^\ell - 1` (``gain="exp"``) or :math:`\ell`, discount :math:`1/\log_2(r+1)`,
+        ties in input order, and a query without relevant documents scores 1.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        y : array-like of shape (n_samples,)
+            Labels, finite and ``>= 0``.
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` (as in :meth:`fit`).
+
+        Returns
+        -------
+        float
+        """
+        return float(ndcg(y, self.predict(X), group, k=self.K, gain=self.gain))
+
+    # ----------------------------------------------------------------------------------------
+    # The stochastic policy
+    # ----------------------------------------------------------------------------------------
+    def _sample(
+        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any
+    ) -> PolicySample:
+        margins = self.predict(X)
+        groups = resolve_groups(group, margins.shape[0])
+        (seed,) = _seeds(random_state, 1)
+        return sample_policy(
+            margins, groups, K=check_positive_int("K", K),
+            n_samples=check_positive_int("n_samples", n_samples), seed=seed, n_jobs=self.n_jobs,
+        )
+
+    def sample_rankings(
+        self,
+        X: Any,
+        group: Any = None,
+        *,
+        n_samples: int,
+        K: int | None = None,
+        random_state: Any = None,
+    ) -> list[np.ndarray]:
+        r"""Draw rankings from the learned Plackett-Luce policy.
+
+        For each query, ``n_samples`` independent rankings :math:`y = (y_1, .., y_k)`,
+        :math:`k = \min(K, D)`, each drawn with probability
+
+        .. math::
+
+            \pi(y) = \prod_{i=1}^{k} \frac{e^{m(y_i)}}{\sum_{d \notin \{y_1..y_{i-1}\}} e^{m(d)}}.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
+        n_samples : int
+            Rankings per query, ``>= 1``.
+        K : int or None, default None
+            Ranking length; ``None`` uses the ranker's ``K``.
+        random_state : int, RandomState or None, default None
+            The same int gives the same rankings (whatever the number of threads).
+
+        Returns
+        -------
+        list of int64 arrays of shape (n_samples, min(K, D))
+            One per query, queries in the order of their first appearance in ``group``; entries
+            are row indices into ``X``, top rank first.
+        """
+        sample = self._sample(
+            X, group, n_samples=n_samples, K=self.K if K is None else K, random_state=random_state
+        )
+        return sample.per_query()
+
+    def expected_exposure(
+        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None
+    ) -> np.ndarray:
+        r"""Monte-Carlo expected exposure of every row under the learned policy.
+
+        .. math::
+
+            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)},
+            \qquad \theta_k = \frac{1}{\log_2(k + 1)} \text{ for } k \le K, \ 0 \text{ after},
+
+        an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` over
+        :math:`S` = ``n_samples`` rankings of its query. Each query's exposures sum to
+        :math:`\sum_{k \le \min(K, D)} \theta_k` exactly. With the same ``random_state`` and
+        ``n_samples``, it is computed from exactly the rankings :meth:`sample_rankings` returns.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
+        n_samples : int
+            Rankings per query, ``>= 1``.
+        random_state : int, RandomState or None, default None
+
+        Returns
+        -------
+        float64 array of shape (n_rows,)
+            In the caller's row order.
+        """
+        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state)
+        return sample.exposure(n_jobs=self.n_jobs)
+
+    def expected_metric(
+        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None
+    ) -> MetricEstimate:
+        r"""Monte-Carlo expected NDCG@K of the learned policy, with its standard error.
+
+        With :math:`Q` non-empty queries and :math:`S` = ``n_samples`` rankings of each, let
+        :math:`X_s = \frac{1}{Q}\sum_{q} \mathrm{NDCG@K}(y^{(q,s)})` be the mean NDCG@K of the
+        ``s``-th sample (conventions of :meth:`score`). The :math:`X_s` are independent and
+        identically distributed with mean
+        :math:`\mu = \frac{1}{Q}\sum_q \mathbb{E}_{y \sim \pi_q}[\mathrm{NDCG@K}(y)]`, so
+
+        .. math::
+
+            \hat{\mu} = \frac{1}{S}\sum_{s=1}^{S} X_s, \qquad
+            \mathrm{SE} = \sqrt{\frac{1}{S(S-1)} \sum_{s=1}^{S} (X_s - \hat{\mu})^2}:
+
+        the standard error of the mean over the ``n_samples`` draws of the dataset-mean NDCG@K,
+        i.e. the Monte-Carlo error for these queries (not a sampling error over queries).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        y : array-like of shape (n_rows,)
+            Labels, finite and ``>= 0``.
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
+        n_samples : int
+            Rankings per query, ``>= 2``.
+        random_state : int, RandomState or None, default None
+
+        Returns
+        -------
+        MetricEstimate
+            The named tuple ``(mean, stderr)``.
+        """
+        if check_positive_int("n_samples", n_samples) < 2:
+            raise ValueError(
+                f"n_samples must be an integer >= 2 to estimate a standard error, but "
+                f"{n_samples!r} is given."
+            )
+        labels = check_labels(y, gain=self.gain)
+        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state)
+        check_same_length(X=sample.groups.order, y=labels)
+        values = sample.ndcg_per_sample(labels, K=self.K, gain=self.gain)
+        stderr = values.std(ddof=1) / np.sqrt(values.shape[0])
+        return MetricEstimate(float(values.mean()), float(stderr))

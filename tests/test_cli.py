@@ -1,0 +1,96 @@
+"""The ``gbdt-plrank`` command line."""
+
+from __future__ import annotations
+
+import csv
+import runpy
+import sys
+from pathlib import Path
+
+import pytest
+from tiny_ltr import write_tiny_letor
+
+from gbdt_plrank.cli import SUBCOMMANDS, main
+
+DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_letor(tmp_path_factory.mktemp("data") / "tiny")
+
+
+def fast_flags(tiny: Path, out: Path) -> list[str]:
+    return [
+        "--data", str(tiny), "--methods", "plrank-lgb,lambdarank-lgb", "--seeds", "2",
+        "--k", "3,5", "--rounds", "3", "--n-jobs", "1", "--out", str(out),
+    ]
+
+
+def test_compare_writes_the_output_files(tmp_path: Path, tiny: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["compare", str(DEMO), *fast_flags(tiny, out)]) == 0
+    printed = capsys.readouterr().out
+    assert "8 of 8 trainings to run" in printed
+    assert "## tiny, NDCG@3" in printed and "## tiny, NDCG@5" in printed
+    assert "| plrank-lgb |" in printed and "| lambdarank-lgb |" in printed
+    assert "Command: `gbdt-plrank compare" in printed
+    for name in ("results.csv", "results.md", "curves.png", "curves.jsonl", "settings.json"):
+        assert (out / name).is_file()
+    with (out / "results.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 8 and {r["k"] for r in rows} == {"3", "5"}
+    assert {r["method"] for r in rows} == {"plrank-lgb", "lambdarank-lgb"}
+    # The same command again trains nothing and reports the same table.
+    assert main(["compare", str(DEMO), *fast_flags(tiny, out)]) == 0
+    assert "0 of 8 trainings to run" in capsys.readouterr().out
+
+
+def test_changed_settings_are_refused(tmp_path: Path, tiny: Path, capsys) -> None:
+    out = tmp_path / "out"
+    flags = fast_flags(tiny, out)
+    assert main(["compare", str(DEMO), *flags, "--seeds", "1", "--k", "3"]) == 0
+    params = tmp_path / "best_params.toml"
+    params.write_text("[lambdarank-lgb]\nnum_leaves = 3\n")
+    assert main(["compare", str(DEMO), *flags, "--params", str(params)]) == 2
+    assert "holds results made with other settings (params" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["compare", str(DEMO), "--colour", "1"], "argument '--colour'; allowed flags: --help"),
+        (["compare", str(DEMO), "--round", "3"], "unknown argument '--round'"),
+        (["compare", str(DEMO), "extra.toml"], "unknown argument 'extra.toml'"),
+        (["compare", str(DEMO), "--methods", "plrank-xgb,ranknet"], "'ranknet' is not one"),
+        (["compare", str(DEMO), "--seeds", "0"], "seeds must be an integer >= 1, but 0 is given"),
+        (["compare", str(DEMO), "--k", "5,x"], "expected an integer or comma-separated integers"),
+        (["compare", str(DEMO), "--data", "no/such/folder"], "'no/such/folder' is neither"),
+        (["compare", "no/such.toml"], "no such configuration file: no/such.toml"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "a command is required: compare"),
+    ],
+)
+def test_bad_input_is_one_clear_error(argv: list[str], message: str, capsys) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
+    params = tmp_path / "p.toml"
+    params.write_text("[plrank-xgb]\nseed = 3\n")
+    assert main(["compare", str(DEMO), "--params", str(params)]) == 2
+    assert "p.toml: plrank-xgb must not set 'seed'" in capsys.readouterr().err
+
+
+def test_subcommands_are_a_registry() -> None:
+    assert [sub.name for sub in SUBCOMMANDS] == ["compare"]
+
+
+def test_module_entry_point(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(sys, "argv", ["gbdt_plrank", "compare", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("gbdt_plrank", run_name="__main__")
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out
+    assert "--methods" in printed and "--params" in printed and "--k" in printed

@@ -1,0 +1,377 @@
+"""The comparison harness: configuration, every method, resume, and the output files."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tiny_ltr import write_tiny_letor
+
+from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.harness import (
+    COLUMNS,
+    METHODS,
+    ConfigError,
+    PLRankSettings,
+    ResultStore,
+    TreeSettings,
+    load_config,
+    plan,
+    read_params,
+    run_comparison,
+    train,
+    write_report,
+)
+from gbdt_plrank.harness import runner as runner_module
+from gbdt_plrank.harness.data import (
+    check_data,
+    dataset_label,
+    family,
+    load,
+    without_empty_queries,
+)
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+FAST = TreeSettings(rounds=4, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_letor(tmp_path_factory.mktemp("data") / "tiny")
+
+
+def write_config(folder: Path, text: str, name: str = "cmp.toml") -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def tiny_config(tmp_path: Path, tiny: Path, **top: str) -> Path:
+    """A fast comparison of two methods x two seeds on the tiny data, into tmp_path/out."""
+    lines = {
+        "datasets": f"[{str(tiny)!r}]",
+        "methods": '["plrank-xgb", "lambdarank-lgb"]',
+        "seeds": "2",
+        "k": "3",
+        "out": repr(str(tmp_path / "out")),
+        **top,
+    }
+    body = "\n".join(f"{key} = {value}" for key, value in lines.items())
+    trees = "[trees]\nrounds = 4\nearly_stopping_rounds = 2\nlearning_rate = 0.3\nn_jobs = 1\n"
+    return write_config(tmp_path, f"{body}\n{trees}")
+
+
+# ------------------------------------------------------------------------------------------
+# Configuration
+# ------------------------------------------------------------------------------------------
+def test_minimal_config_takes_the_defaults(tmp_path: Path) -> None:
+    path = write_config(tmp_path, 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n', "mine.toml")
+    config = load_config(path)
+    assert config.datasets == ("mq2008",)
+    assert config.methods == ("plrank-xgb",)
+    assert config.folds == (1,) and config.k == (5,) and config.seeds == 5
+    assert list(config.seed_values) == [0, 1, 2, 3, 4]
+    assert config.out == str(Path("runs") / "mine")
+    assert config.trees == TreeSettings() and config.plrank == PLRankSettings()
+    assert dict(config.params) == {}
+
+
+def test_shipped_configs_load() -> None:
+    names = sorted(p.stem for p in CONFIGS.glob("*.toml"))
+    assert {"demo", "mq2008", "mq2007-agg"} <= set(names)
+    for path in CONFIGS.glob("*.toml"):
+        config = load_config(path)
+        assert config.seeds >= 2 and config.methods
+    assert load_config(CONFIGS / "demo.toml").k == (5, 10)
+    for name in ("mq2008", "mq2007-agg"):
+        assert load_config(CONFIGS / f"{name}.toml").seeds >= 5
+
+
+BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('methods = ["plrank-xgb"]', "must set 'datasets'"),
+        (BASE + "colour = 1", "unknown key 'colour'"),
+        (BASE + "[trees]\ndepth = 3", "unknown key 'trees.depth'"),
+        (BASE + "[plrank]\nK = 3", "unknown key 'plrank.K'"),
+        ('datasets = ["mq2008"]\nmethods = ["lambdamart"]', "'lambdamart' is not one; allowed:"),
+        ('datasets = ["mq2008"]\nmethods = ["pairwise-xgb", "pairwise-xgb"]', "is repeated"),
+        ('datasets = ["mq2008"]\nmethods = []', "methods must be a non-empty list"),
+        (BASE + "seeds = 0", "seeds must be an integer >= 1, but 0"),
+        (BASE + "seeds = true", "but True is given"),
+        (BASE + "k = [5, 0]", "k must be an integer >= 1"),
+        (BASE + "folds = [6]", "folds must be an integer from 1 to 5"),
+        (BASE + "[trees]\nsubsample = 1.5", "in (0, 1]"),
+        (BASE + "[trees]\nlambda = -1", "trees.lambda must be"),
+        (BASE + '[plrank]\ngain = "cubic"', "'exp', 'linear'"),
+        (BASE + "trees = 3", "trees must be a table"),
+        (BASE + "[params.ranknet]\neta = 0.1", "'ranknet' is not one"),
+        (BASE + '[params.plrank-xgb]\nobjective = "x"', "plrank-xgb must not set 'objective'"),
+        (BASE + "[params.lambdarank-lgb]\nnum_iterations = 9", "must not set 'num_iterations'"),
+        (BASE + "[params.plrank-xgb]\neta = [1, 2]", "plrank-xgb.eta must be a string, number or"),
+        ('datasets = ["mq2008"\n', "is not valid TOML"),
+    ],
+)
+def test_config_errors_name_the_value_and_the_rule(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(tmp_path, text))
+    assert message in str(info.value)
+
+
+def test_unknown_key_lists_the_allowed_keys(tmp_path: Path) -> None:
+    text = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n[trees]\ndepth = 3'
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(tmp_path, text))
+    assert "allowed at [trees]: rounds, learning_rate, max_depth" in str(info.value)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such configuration file"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_overrides_replace_values_and_are_checked(tmp_path: Path) -> None:
+    path = write_config(tmp_path, 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n')
+    config = load_config(
+        path, overrides={"methods": ["lambdamart-xgb"], "trees.rounds": 7, "k": [5, 10], "out": "x"}
+    )
+    assert config.methods == ("lambdamart-xgb",)
+    assert config.trees.rounds == 7 and config.k == (5, 10) and config.out == "x"
+    with pytest.raises(ConfigError, match=r"trees\.rounds must be an integer >= 1, but -1"):
+        load_config(path, overrides={"trees.rounds": -1})
+
+
+def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> None:
+    config_text = (
+        'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
+        "[params.plrank-xgb]\neta = 0.2\nmax_depth = 3\n"
+    )
+    path = write_config(tmp_path, config_text)
+    params_text = "[plrank-xgb]\neta = 0.05\n[lambdarank-lgb]\nnum_leaves = 7\n"
+    params = write_config(tmp_path, params_text, "p.toml")
+    assert dict(read_params(params)["lambdarank-lgb"]) == {"num_leaves": 7}
+    config = load_config(path, params_file=params)
+    assert dict(config.params["plrank-xgb"]) == {"eta": 0.05, "max_depth": 3}
+    assert dict(config.params["lambdarank-lgb"]) == {"num_leaves": 7}
+    bad = write_config(tmp_path, '[yetirank-cb]\nloss_function = "RMSE"\n', "bad.toml")
+    with pytest.raises(ConfigError, match=r"bad.toml: yetirank-cb must not set 'loss_function'"):
+        read_params(bad)
+
+
+def test_training_settings_leave_out_selection_and_threads(tmp_path: Path) -> None:
+    path = write_config(tmp_path, 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n')
+    a = load_config(path, overrides={"seeds": 2, "methods": ["lambdamart-xgb"], "trees.n_jobs": 1})
+    b = load_config(path, overrides={"k": [10], "trees.n_jobs": 2})
+    assert a.training_settings() == b.training_settings()
+    c = load_config(path, overrides={"trees.rounds": 3})
+    assert c.training_settings() != a.training_settings()
+
+
+# ------------------------------------------------------------------------------------------
+# Data
+# ------------------------------------------------------------------------------------------
+def test_data_labels_and_checks(tmp_path: Path, tiny: Path) -> None:
+    assert dataset_label("mq2008", 3) == "mq2008/Fold3"
+    assert dataset_label(str(tiny), 1) == "tiny"
+    assert family("mq2008/Fold3") == "mq2008" and family("tiny") == "tiny"
+    folds = tmp_path / "letor"
+    (folds / "Fold2").mkdir(parents=True)
+    assert dataset_label(str(folds), 2) == "letor/Fold2"
+    check_data(["mq2008", str(tiny)], [1])
+    with pytest.raises(ConfigError, match="'nowhere' is neither"):
+        check_data(["nowhere"], [1])
+    with pytest.raises(ConfigError, match=r"folds must be \[1\] for"):
+        check_data([str(tiny)], [1, 2])
+    with pytest.raises(ConfigError, match="has no Fold1 subfolder"):
+        check_data([str(folds)], [1, 2])
+
+
+def test_dropping_test_queries_without_relevant_documents(tiny: Path) -> None:
+    kept = load(str(tiny), 1, drop_empty_test_queries=False)
+    dropped = load(str(tiny), 1, drop_empty_test_queries=True)
+    ptr = kept.test.group_ptr
+    relevant = np.maximum.reduceat(kept.test.y, ptr[:-1]) > 0
+    assert 0 < relevant.sum() < kept.test.n_queries
+    assert dropped.test.n_queries == relevant.sum()
+    assert dropped.train.X.shape == kept.train.X.shape
+    direct = without_empty_queries(kept.test)
+    np.testing.assert_array_equal(direct.qid, dropped.test.qid)
+    assert set(np.unique(direct.qid)) == set(np.unique(kept.test.qid)[relevant])
+
+
+# ------------------------------------------------------------------------------------------
+# Every method on a tiny dataset
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(METHODS))
+def test_every_method_trains_with_early_stopping(tiny: Path, name: str) -> None:
+    if METHODS[name].library == "catboost":
+        pytest.importorskip("catboost")
+    data = load_dataset(str(tiny))
+    fit = train(name, data, k=3, seed=1, trees=FAST, plrank=PLRankSettings(N=20))
+    assert 1 <= fit.curve.shape[0] <= FAST.rounds
+    assert np.all((fit.curve >= 0) & (fit.curve <= 1))
+    assert 1 <= fit.best_round <= fit.curve.shape[0]
+    assert fit.test_scores.shape == (data.test.X.shape[0],)
+    assert np.all(np.isfinite(fit.test_scores))
+    assert fit.train_seconds > 0
+
+
+def test_same_seed_same_model_other_seed_other_model(tiny: Path) -> None:
+    data = load_dataset(str(tiny))
+    plrank = PLRankSettings(N=20)
+    a, b, c = (train("plrank-lgb", data, k=3, seed=s, trees=FAST, plrank=plrank) for s in (0, 0, 1))
+    np.testing.assert_array_equal(a.test_scores, b.test_scores)
+    assert not np.array_equal(a.test_scores, c.test_scores)
+
+
+def test_native_params_reach_the_booster(tiny: Path) -> None:
+    data = load_dataset(str(tiny))
+    stumps = train(
+        "lambdamart-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(),
+        params={"max_depth": 1},
+    )
+    deep = train("lambdamart-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings())
+    assert not np.array_equal(stumps.test_scores, deep.test_scores)
+
+
+def test_unknown_method_name_lists_the_allowed(tiny: Path) -> None:
+    with pytest.raises(ValueError, match="plrank-xgb, plrank-xgb-raw"):
+        train("ranknet", load_dataset(str(tiny)), k=3, seed=0, trees=FAST, plrank=PLRankSettings())
+
+
+# ------------------------------------------------------------------------------------------
+# The loop: output files, resume, interruption
+# ------------------------------------------------------------------------------------------
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> None:
+    config = load_config(tiny_config(tmp_path, tiny, k="[3, 5]"))
+    store = run_comparison(config, echo=lambda _: None)
+    rows = read_rows(store.results_path)
+    assert len(rows) == 2 * 2 * 2
+    required = ["dataset", "method", "seed", "k", "ndcg", "ndcg_dataset", "best_round"]
+    required.append("train_seconds")
+    assert set(required) <= set(rows[0]) and list(rows[0]) == list(COLUMNS)
+    assert {(r["method"], r["seed"], r["k"]) for r in rows} == {
+        (m, s, k) for m in ("plrank-xgb", "lambdarank-lgb") for s in "01" for k in "35"
+    }
+    for r in rows:
+        assert r["dataset"] == "tiny"
+        assert 0 <= float(r["ndcg"]) <= 1 and 0 <= float(r["ndcg_dataset"]) <= 1
+        assert 1 <= int(r["best_round"]) <= int(r["rounds_run"]) <= 4
+        assert int(r["test_queries"]) == 10  # 2 of the 12 have no relevant document
+    curves = store.curves()
+    assert set(curves) == set(store.rows())
+    text = write_report(config, store.rows(), curves, plan(config).keys, command="gbdt-plrank x")
+    out = Path(config.out)
+    assert (out / "results.md").read_text() == text
+    assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
+    assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
+    assert "Command: `gbdt-plrank x`" in text and "left out" in text
+    assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    path = write_config(tmp_path, f'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\nout = "{tmp_path}"')
+    text = write_report(load_config(path), {}, {}, [])
+    assert "curves.png is not drawn" in text and "gbdt_plrank[plot]" in text
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_rerun_trains_nothing_that_is_done(tmp_path: Path, tiny: Path, monkeypatch) -> None:
+    config = load_config(tiny_config(tmp_path, tiny))
+    run_comparison(config, echo=lambda _: None)
+    before = Path(config.out, "results.csv").read_bytes()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished training was run again")
+
+    monkeypatch.setattr(runner_module, "train", no_training)
+    messages: list[str] = []
+    run_comparison(config, echo=messages.append)
+    assert "0 of 4 trainings to run" in messages[-1]
+    assert Path(config.out, "results.csv").read_bytes() == before
+
+
+def test_interrupted_comparison_resumes(tmp_path: Path, tiny: Path, monkeypatch) -> None:
+    config = load_config(tiny_config(tmp_path, tiny))
+    real_train = runner_module.train
+    calls: list[tuple[str, int]] = []
+
+    def interrupted(name, data, **kwargs):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append((name, kwargs["seed"]))
+        return real_train(name, data, **kwargs)
+
+    monkeypatch.setattr(runner_module, "train", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison(config, echo=lambda _: None)
+    assert len(read_rows(Path(config.out, "results.csv"))) == 3
+    # A row cut short by the interruption is dropped on reopening and its training rerun.
+    with Path(config.out, "results.csv").open("a") as fh:
+        fh.write("tiny,lambdarank-lgb,1,3,0.5")
+
+    resumed: list[tuple[str, int]] = []
+
+    def counting(name, data, **kwargs):
+        resumed.append((name, kwargs["seed"]))
+        return real_train(name, data, **kwargs)
+
+    monkeypatch.setattr(runner_module, "train", counting)
+    run_comparison(config, echo=lambda _: None)
+    assert resumed == [("lambdarank-lgb", 1)]
+    rows = read_rows(Path(config.out, "results.csv"))
+    assert len(rows) == 4
+    assert len({(r["method"], r["seed"]) for r in rows}) == 4
+
+
+def test_other_settings_are_not_mixed_into_a_folder(tmp_path: Path, tiny: Path) -> None:
+    config = load_config(tiny_config(tmp_path, tiny, seeds="1", methods='["lambdarank-lgb"]'))
+    run_comparison(config, echo=lambda _: None)
+    changed = load_config(tiny_config(tmp_path, tiny), overrides={"trees.learning_rate": 0.1})
+    with pytest.raises(ConfigError, match=r"other settings \(trees\.learning_rate differs\)"):
+        run_comparison(changed, echo=lambda _: None)
+    more_seeds = load_config(tiny_config(tmp_path, tiny, seeds="2", methods='["lambdarank-lgb"]'))
+    messages: list[str] = []
+    run_comparison(more_seeds, echo=messages.append)
+    assert "1 of 2 trainings to run" in messages[-1]
+
+
+def test_store_refuses_rows_without_every_column(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path, settings={})
+    with pytest.raises(ValueError, match="lacks ndcg"):
+        store.add({"dataset": "d", "method": "m", "seed": 0, "k": 5}, [0.5])
+
+
+def test_settings_may_change_until_a_result_exists(tmp_path: Path) -> None:
+    ResultStore(tmp_path, settings={"a": 1})
+    store = ResultStore(tmp_path, settings={"a": 2})
+    row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
+    store.add(row, [0.5])
+    assert ResultStore(tmp_path, settings={"a": 2}).rows()
+    with pytest.raises(ConfigError, match=r"other settings \(a differs\)"):
+        ResultStore(tmp_path, settings={"a": 3})
+
+
+def test_methods_of_a_missing_library_are_skipped(tmp_path: Path, tiny: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "catboost", None)  # import catboost now fails
+    methods = '["lambdarank-lgb", "yetirank-cb", "stochasticrank-cb"]'
+    config = load_config(tiny_config(tmp_path, tiny, seeds="1", methods=methods))
+    work = plan(config)
+    assert set(work.skipped) == {"yetirank-cb", "stochasticrank-cb"}
+    assert "pip install 'gbdt_plrank[catboost]'" in work.skipped["yetirank-cb"]
+    messages: list[str] = []
+    store = run_comparison(config, echo=messages.append)
+    assert sum("skipped" in m and "catboost" in m for m in messages) == 2
+    assert {key.method for key in store.rows()} == {"lambdarank-lgb"}

@@ -1,0 +1,437 @@
+"""PLRankRanker on both boosters: training, the group rules, persistence, the policy, scikit-learn."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import pickle
+
+import lightgbm
+import numpy as np
+import pytest
+import sklearn
+import xgboost
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from gbdt_plrank.datasets import Split, load_dataset
+from gbdt_plrank.metrics import ndcg
+from gbdt_plrank.ranker import PLRankRanker
+
+BACKENDS = ("xgboost", "lightgbm")
+FAST = {"N": 10, "n_jobs": 1, "random_state": 0}  # every ranker here: few samples, one thread
+
+
+# --------------------------------------------------------------------------------------------
+# Data and one fitted ranker per backend
+# --------------------------------------------------------------------------------------------
+def _head(split: Split, n_queries: int) -> Split:
+    rows = int(split.group_ptr[n_queries])
+    return Split(split.X[:rows], split.y[:rows], split.qid[:rows])
+
+
+@pytest.fixture(scope="module")
+def mq():
+    """Small slices of MQ2008 Fold1 (sparse float32 X, rows grouped by query)."""
+    data = load_dataset("mq2008")
+    return _head(data.train, 40), _head(data.vali, 20), _head(data.test, 20)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def fitted(request, mq):
+    train, vali, _ = mq
+    ranker = PLRankRanker(backend=request.param, n_estimators=40, learning_rate=0.2, **FAST)
+    return ranker.fit(
+        train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+        early_stopping_rounds=5,
+    )
+
+
+def _query_preserving_shuffle(qid: np.ndarray, seed: int) -> np.ndarray:
+    """A row permutation that shuffles and interleaves queries but keeps each query's row order."""
+    rng = np.random.default_rng(seed)
+    slots = rng.permutation(qid.shape[0])
+    perm = np.empty_like(slots)
+    for q in np.unique(qid):
+        rows = np.flatnonzero(qid == q)
+        perm[np.sort(slots[rows])] = rows
+    return perm
+
+
+# --------------------------------------------------------------------------------------------
+# Fit, predict, score, early stopping
+# --------------------------------------------------------------------------------------------
+def test_fit_predict_score(fitted, mq):
+    _, vali, test = mq
+    pred = fitted.predict(test.X)
+    assert pred.shape == (test.X.shape[0],) and pred.dtype == np.float64
+    assert fitted.n_features_in_ == test.X.shape[1] == 46
+    assert fitted.booster_.__class__.__module__.split(".")[0] == fitted.backend
+    score = fitted.score(test.X, test.y, group=test.qid)
+    assert score == ndcg(test.y, pred, test.qid, k=5)
+    assert 0.5 < score <= 1.0
+    # score and the booster's own early-stopping metric follow the same conventions
+    history = fitted.evals_result_["valid_0"]["ndcg@5"]
+    assert fitted.score(vali.X, vali.y, vali.qid) == pytest.approx(history[fitted.best_iteration_], abs=1e-6)
+
+
+def test_early_stopping_keeps_the_best_round(fitted):
+    history = fitted.evals_result_["valid_0"]["ndcg@5"]
+    best = fitted.best_iteration_
+    assert history[best] == max(history)
+    assert len(history) == best + 1 + 5 or len(history) == 40  # stopped 5 rounds later, or ran out
+    rounds = (
+        fitted.booster_.num_boosted_rounds() if fitted.backend == "xgboost"
+        else fitted.booster_.current_iteration()
+    )
+    assert rounds == best + 1
+
+
+def test_no_eval_set_means_no_history(mq):
+    train, _, _ = mq
+    ranker = PLRankRanker(backend="lightgbm", n_estimators=3, **FAST).fit(train.X, train.y, train.qid)
+    assert ranker.evals_result_ == {} and ranker.best_iteration_ is None
+    assert ranker.booster_.current_iteration() == 3
+
+
+def test_feature_importances(fitted):
+    imp = fitted.feature_importances_
+    assert imp.shape == (46,) and (imp >= 0).all()
+    assert imp.sum() == pytest.approx(1.0)
+
+
+def test_nan_in_X_is_missing(mq):
+    train, _, test = mq
+    X = train.X.toarray()
+    X[::7, 3] = np.nan
+    for backend in BACKENDS:
+        ranker = PLRankRanker(backend=backend, n_estimators=3, **FAST).fit(X, train.y, train.qid)
+        assert np.isfinite(ranker.predict(np.where(test.X.toarray() > 0.5, np.nan, 0.0))).all()
+
+
+# --------------------------------------------------------------------------------------------
+# Group rules, row order, seeds
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_row_order_and_query_order_do_not_change_the_model(backend, mq):
+    train, _, test = mq
+
+    def fit(rows, group):
+        ranker = PLRankRanker(backend=backend, n_estimators=8, **FAST)
+        return ranker.fit(train.X[rows], train.y[rows], group=group)
+
+    everything = np.arange(train.y.shape[0])
+    reference = fit(everything, train.qid).predict(test.X)
+    perm = _query_preserving_shuffle(train.qid, seed=1)
+    assert not np.array_equal(train.qid[perm], np.sort(train.qid[perm]))  # really interleaved
+    shuffled = fit(perm, train.qid[perm])
+    np.testing.assert_array_equal(shuffled.predict(test.X), reference)
+    # group sizes of the grouped rows give the same model as the ids
+    sizes = fit(everything, train.group_sizes)
+    np.testing.assert_array_equal(sizes.predict(test.X), reference)
+    # outputs come back in the caller's row order
+    test_perm = _query_preserving_shuffle(test.qid, seed=2)
+    np.testing.assert_array_equal(shuffled.predict(test.X[test_perm]), reference[test_perm])
+    assert shuffled.score(test.X[test_perm], test.y[test_perm], test.qid[test_perm]) == (
+        shuffled.score(test.X, test.y, test.group_sizes)
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_state(backend, mq):
+    train, _, test = mq
+
+    def fit(seed):
+        ranker = PLRankRanker(backend=backend, n_estimators=5, N=10, n_jobs=1, random_state=seed)
+        return ranker.fit(train.X, train.y, train.qid).predict(test.X)
+
+    np.testing.assert_array_equal(fit(3), fit(3))
+    np.testing.assert_array_equal(fit(np.random.RandomState(3)), fit(np.random.RandomState(3)))
+    assert not np.array_equal(fit(3), fit(4))
+
+
+# --------------------------------------------------------------------------------------------
+# Persistence
+# --------------------------------------------------------------------------------------------
+def _native_roundtrip(booster, tmp_path, X):
+    """Raw predictions of the booster after the library's own save and load."""
+    if isinstance(booster, xgboost.Booster):
+        path = tmp_path / "model.ubj"
+        booster.save_model(path)
+        return xgboost.Booster(model_file=path).predict(xgboost.DMatrix(X), output_margin=True)
+    path = tmp_path / "model.txt"
+    booster.save_model(path)
+    from_file = lightgbm.Booster(model_file=path).predict(X, raw_score=True)
+    from_str = lightgbm.Booster(model_str=booster.model_to_string()).predict(X, raw_score=True)
+    np.testing.assert_array_equal(from_file, from_str)
+    return from_file
+
+
+def test_pickle_and_native_save_load_round_trip(fitted, mq, tmp_path):
+    _, _, test = mq
+    pred = fitted.predict(test.X)
+    clone = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(clone.predict(test.X), pred)
+    assert clone.best_iteration_ == fitted.best_iteration_
+    native = _native_roundtrip(fitted.booster_, tmp_path, test.X)
+    np.testing.assert_array_equal(np.asarray(native, dtype=np.float64), pred)
+
+
+# --------------------------------------------------------------------------------------------
+# The policy: sampled rankings, exposure, expected metric
+# --------------------------------------------------------------------------------------------
+def test_sample_rankings(fitted, mq):
+    _, _, test = mq
+    perm = _query_preserving_shuffle(test.qid, seed=3)
+    X, qid = test.X[perm], test.qid[perm]
+    out = fitted.sample_rankings(X, group=qid, n_samples=50, random_state=1)
+    first_seen = qid[np.sort(np.unique(qid, return_index=True)[1])]
+    assert len(out) == first_seen.shape[0]
+    for q, rankings in zip(first_seen, out, strict=True):
+        D = int((qid == q).sum())
+        assert rankings.shape == (50, min(5, D)) and rankings.dtype == np.int64
+        assert (qid[rankings] == q).all()  # row indices into X, of this query
+        assert all(np.unique(r).shape[0] == r.shape[0] for r in rankings)  # distinct documents
+    again = fitted.sample_rankings(X, group=qid, n_samples=50, random_state=1)
+    assert all(np.array_equal(a, b) for a, b in zip(out, again, strict=True))
+    other = fitted.sample_rankings(X, group=qid, n_samples=50, random_state=2)
+    assert not all(np.array_equal(a, b) for a, b in zip(out, other, strict=True))
+    longer = fitted.sample_rankings(X, group=qid, n_samples=2, K=100)
+    assert [r.shape[1] for r in longer] == [int((qid == q).sum()) for q in first_seen]
+    one_query = fitted.sample_rankings(X[:7], n_samples=3, K=2)
+    assert len(one_query) == 1 and one_query[0].shape == (3, 2)
+    sizes = fitted.sample_rankings(X[:7], [3, 0, 4], n_samples=3)  # an empty query included
+    assert [r.shape for r in sizes] == [(3, 3), (3, 0), (3, 4)]
+    assert sorted(np.concatenate([r[0] for r in sizes])) == list(range(7))
+
+
+def test_first_position_follows_softmax_of_margins(fitted, mq):
+    _, _, test = mq
+    X = test.X[:6]
+    margins = fitted.predict(X)
+    p = np.exp(margins - margins.max())
+    p /= p.sum()
+    S = 20_000
+    (top,) = fitted.sample_rankings(X, n_samples=S, K=1, random_state=5)
+    freq = np.bincount(top[:, 0], minlength=6) / S
+    z = np.abs(freq - p) / np.sqrt(p * (1 - p) / S)
+    assert z.max() < 5, (freq, p)
+
+
+def _theta(K):
+    return 1.0 / np.log2(np.arange(2, K + 2))
+
+
+def test_expected_exposure_is_the_mean_over_sampled_rankings(fitted, mq):
+    _, _, test = mq
+    perm = _query_preserving_shuffle(test.qid, seed=4)
+    X, qid = test.X[perm], test.qid[perm]
+    exposure = fitted.expected_exposure(X, group=qid, n_samples=200, random_state=7)
+    rankings = fitted.sample_rankings(X, group=qid, n_samples=200, random_state=7)
+    expected = np.zeros(X.shape[0])
+    for r in rankings:
+        np.add.at(expected, r, np.broadcast_to(_theta(r.shape[1]), r.shape))
+    np.testing.assert_allclose(exposure, expected / 200, rtol=1e-12)
+    for q in np.unique(qid):  # every query hands out the same total exposure
+        D = int((qid == q).sum())
+        assert exposure[qid == q].sum() == pytest.approx(_theta(min(5, D)).sum())
+
+
+def _exact_policy(margins, labels, K):
+    """Exact E and Var of NDCG@K, and E of the exposure, by enumerating every ranking."""
+    e = np.exp(margins - margins.max())
+    D = len(e)
+    k = min(K, D)
+    gains = 2.0 ** labels - 1
+    ideal = (np.sort(gains)[::-1][:k] * _theta(k)).sum()
+    mean = second = 0.0
+    exposure = np.zeros(D)
+    for y in itertools.permutations(range(D), k):
+        left, prob = e.sum(), 1.0
+        for d in y:
+            prob *= e[d] / left
+            left -= e[d]
+        value = (gains[list(y)] * _theta(k)).sum() / ideal
+        mean += prob * value
+        second += prob * value**2
+        exposure[list(y)] += prob * _theta(k)
+    return mean, second - mean**2, exposure
+
+
+def test_expected_metric_and_exposure_match_exact_enumeration(fitted, mq):
+    _, _, test = mq
+    first, last = test.qid[0], test.qid[-1]
+    rows = np.concatenate([np.flatnonzero(test.qid == first)[:5], np.flatnonzero(test.qid == last)[:4]])
+    X, y, qid = test.X[rows], test.y[rows].copy(), test.qid[rows]
+    y[[0, 5]] = [2, 1]  # each query has a relevant document
+    margins = fitted.predict(X)
+    exact_exposure = np.empty(9)
+    mean = variance = 0.0
+    for q in (first, last):
+        m, v, x = _exact_policy(margins[qid == q], y[qid == q], 5)
+        mean, variance, exact_exposure[qid == q] = mean + m / 2, variance + v / 4, x
+    S = 4000
+    se = math.sqrt(variance / S)  # sd of the mean over S draws of the 2-query mean NDCG@5
+    est = fitted.expected_metric(X, y, qid, n_samples=S, random_state=0)
+    assert abs(est.mean - mean) < 5 * se
+    assert est.stderr == pytest.approx(se, rel=0.1)
+    exposure = fitted.expected_exposure(X, qid, n_samples=S, random_state=1)
+    np.testing.assert_allclose(exposure, exact_exposure, atol=5 * 0.5 / math.sqrt(S))
+
+
+# --------------------------------------------------------------------------------------------
+# scikit-learn: the common checks, model selection with query groups
+# --------------------------------------------------------------------------------------------
+def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
+    """Common checks that cannot pass, with the reason; any other check must pass.
+
+    Not listed because scikit-learn does not run them here: the classifier and regressor checks
+    (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2), the sample-weight
+    checks (``fit`` takes no ``sample_weight``: the PL-Rank objective has no per-row weights) and
+    the array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
+    """
+    if estimator.backend == "lightgbm":
+        return {
+            "check_fit2d_1sample": (
+                "LightGBM drops every feature of a one-row dataset (all constant), and with a "
+                "callable objective it then stops with 'Check failed: num_features > 0'; the ranker "
+                "raises a ValueError saying that no feature can be split on, not the one-sample "
+                "wording the check looks for."
+            )
+        }
+    return {}
+
+
+@parametrize_with_checks(
+    [
+        PLRankRanker(backend="xgboost", n_estimators=3, N=4, n_jobs=1, random_state=0),
+        PLRankRanker(
+            backend="lightgbm", n_estimators=3, N=4, n_jobs=1, random_state=0,
+            params={"min_data_in_leaf": 2, "min_data_in_bin": 1},  # the checks use 10-30 rows
+        ),
+    ],
+    expected_failed_checks=_checks_that_cannot_apply,
+)
+def test_sklearn_common_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_model_selection_with_group_kfold(backend, mq):
+    """Metadata routing sends the query ids to GroupKFold, to ``fit`` and to ``score``."""
+    train, _, _ = mq
+    X, y, qid = train.X, train.y, train.qid
+    with sklearn.config_context(enable_metadata_routing=True):
+        ranker = (
+            PLRankRanker(backend=backend, n_estimators=4, learning_rate=0.3, **FAST)
+            .set_fit_request(group="groups")  # fit(..., group=) receives the routed `groups`
+            .set_score_request(group="groups")
+        )
+        scores = cross_val_score(ranker, X, y, cv=GroupKFold(3), params={"groups": qid})
+        search = GridSearchCV(ranker, {"learning_rate": [0.05, 0.3]}, cv=GroupKFold(3))
+        search.fit(X, y, groups=qid)
+    by_hand = []
+    for fit_rows, test_rows in GroupKFold(3).split(X, y, qid):
+        model = PLRankRanker(backend=backend, n_estimators=4, learning_rate=0.3, **FAST)
+        model.fit(X[fit_rows], y[fit_rows], group=qid[fit_rows])
+        by_hand.append(model.score(X[test_rows], y[test_rows], group=qid[test_rows]))
+    np.testing.assert_array_equal(scores, by_hand)
+    assert search.cv_results_["mean_test_score"][1] == pytest.approx(np.mean(by_hand))
+    assert search.best_params_["learning_rate"] in (0.05, 0.3)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input: a clear error naming the value and the rule
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("options", "change", "error", "match"),
+    [
+        ({}, {"y": lambda t: t.y[:-1]}, ValueError, "inconsistent numbers of samples"),
+        ({}, {"group": lambda t: np.array([3, 4])}, ValueError, "group must be per-row query ids"),
+        ({}, {"y": lambda t: np.where(np.arange(t.y.size) == 3, np.nan, t.y)}, ValueError, "y contains NaN"),
+        ({}, {"y": lambda t: np.where(np.arange(t.y.size) == 3, -1.0, t.y)}, ValueError,
+         r"labels must be >= 0, but labels\[3\] is -1.0"),
+        ({}, {"y": lambda t: t.y * 20}, ValueError, "labels must be <= 31 with the exponential gain"),
+        ({"backend": "catboost"}, {}, ValueError,
+         "backend must be one of 'xgboost', 'lightgbm', but 'catboost' is given"),
+        ({"K": 0}, {}, ValueError, "K must be an integer >= 1, but 0 is given"),
+        ({"metric": "map"}, {}, ValueError, "metric must be one of 'ndcg', 'dcg', 'precision'"),
+        ({"n_estimators": 0}, {}, ValueError, "n_estimators must be an integer >= 1"),
+        ({"n_jobs": 0}, {}, ValueError, "n_jobs must be None, a positive or a negative integer"),
+        ({"random_state": "seed"}, {}, ValueError, "'seed' cannot be used to seed"),
+        ({"params": {"objective": "rank:ndcg"}}, {}, ValueError, "params must not set 'objective'"),
+        ({"backend": "lightgbm", "params": {"num_iterations": 9}}, {}, ValueError,
+         "params must not set 'num_iterations'"),
+        ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
+        ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
+        ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
+        ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
+         "LightGBM finds no feature to split on"),
+    ],
+)
+def test_bad_fit_input(mq, options, change, error, match):
+    train, _, _ = mq
+    args = {"X": train.X, "y": train.y, "group": train.qid}
+    extra = {}
+    for key, make in change.items():
+        if key in args:
+            args[key] = make(train)
+        else:
+            extra[key] = make
+    ranker = PLRankRanker(**{"n_estimators": 2, **FAST, **options})
+    with pytest.raises(error, match=match):
+        ranker.fit(args["X"], args["y"], group=args["group"], **extra)
+
+
+def test_unknown_parameter(mq):
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_bin'"):
+        PLRankRanker(max_bin=63)
+    with pytest.raises(ValueError, match="Invalid parameter 'max_bin'"):
+        PLRankRanker().set_params(max_bin=63)
+    train, _, _ = mq  # a native key XGBoost does not know reaches the user as its warning
+    with pytest.warns(UserWarning, match='Parameters: { "max_dpeth" } are not used'):
+        PLRankRanker(n_estimators=1, params={"max_dpeth": 3}, **FAST).fit(train.X, train.y, train.qid)
+
+
+def test_methods_need_fit(mq):
+    _, _, test = mq
+    ranker = PLRankRanker()
+    for call in (
+        lambda: ranker.predict(test.X),
+        lambda: ranker.score(test.X, test.y),
+        lambda: ranker.sample_rankings(test.X, n_samples=2),
+        lambda: ranker.expected_exposure(test.X, n_samples=2),
+        lambda: ranker.expected_metric(test.X, test.y, n_samples=2),
+    ):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            call()
+
+
+def test_bad_input_after_fit(fitted, mq):
+    _, _, test = mq
+    with pytest.raises(ValueError, match="X has 45 features, but PLRankRanker is expecting 46"):
+        fitted.predict(test.X[:, :45])
+    with pytest.raises(ValueError, match="group must be per-row query ids"):
+        fitted.score(test.X, test.y, group=[1, 2])
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 1, but 0 is given"):
+        fitted.sample_rankings(test.X, test.qid, n_samples=0)
+    with pytest.raises(ValueError, match="K must be an integer >= 1, but -1 is given"):
+        fitted.sample_rankings(test.X, test.qid, n_samples=3, K=-1)
+    with pytest.raises(ValueError, match="n_samples must be an integer >= 2 to estimate a standard error"):
+        fitted.expected_metric(test.X, test.y, test.qid, n_samples=1)
+    with pytest.raises(ValueError, match="lengths must agree, but X has"):
+        fitted.expected_metric(test.X, test.y[:-1], test.qid, n_samples=3)
+    with pytest.raises(ValueError, match=r"labels must be >= 0, but labels\[0\] is -2.0"):
+        fitted.expected_metric(test.X, -2 * np.ones(test.y.size), test.qid, n_samples=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_linear_gain_reaches_the_evaluation_metric(backend, mq):
+    train, vali, _ = mq
+    y_train, y_vali = train.y * 20, vali.y * 20  # grades up to 40: too large for 2**label - 1
+    ranker = PLRankRanker(backend=backend, gain="linear", n_estimators=3, **FAST)
+    ranker.fit(train.X, y_train, train.qid, eval_set=[(vali.X, y_vali, vali.qid)])
+    last = ranker.evals_result_["valid_0"]["ndcg@5"][-1]
+    assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(last, abs=1e-6)
+    assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, ranker.predict(vali.X), vali.qid, k=5, gain="linear")
