@@ -121,7 +121,7 @@ def _tree_find(tree, P, x):
     return i - P
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _tree_restore(tree, base, P, ranking):
     """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``."""
     for k in range(ranking.shape[0]):
@@ -131,7 +131,7 @@ def _tree_restore(tree, base, P, ranking):
             i //= 2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _normalizers_of(ranking, tree, base, P, S):
     """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
 
@@ -144,7 +144,7 @@ def _normalizers_of(ranking, tree, base, P, S):
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _draw_tree(tree, base, P, state, ranking, S):
     """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
     for k in range(ranking.shape[0]):
@@ -198,7 +198,7 @@ def _draw_race(e, state, keys, ranking):
 # --------------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
     """Add one sampled ranking's terms to ``grad``/``hess`` and to the four collapsed sums.
 

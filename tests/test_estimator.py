@@ -267,6 +267,26 @@ def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
     np.testing.assert_array_equal(h, np.ones(6))
 
 
+def test_raw_hessian_trace_is_zero_at_equal_margins():
+    """DESIGN.md section 4: at round 0 the exact trace vanishes, so raw node sums are noise."""
+    labels = np.array([2.0, 0.0, 1.0, 0.0, 1.0])
+    rho, theta = naive.rewards(labels, K=3)
+    _, _, h_exact = naive.exact_derivatives(np.zeros(5), rho, theta[:3])
+    assert abs(h_exact.sum()) < 1e-12 and np.abs(h_exact).max() > 0.01
+    copies = 4000
+    _, h = plrank_grad_hess(
+        np.zeros(5 * copies),
+        np.tile(labels, copies),
+        np.arange(0, 5 * copies + 1, 5),
+        K=3,
+        N=10,
+        hessian="raw",
+    )
+    per_query = h.reshape(copies, 5).sum(axis=1)
+    z = per_query.mean() / (per_query.std(ddof=1) / np.sqrt(copies))
+    assert abs(z) < 5 and per_query.std() > 0.01
+
+
 def test_hessian_modes():
     scores, labels, ptr = _dataset()
     g_raw, raw = plrank_grad_hess(scores, labels, ptr, K=5, hessian="raw")

