@@ -103,12 +103,13 @@ def main() -> None:
     for name in ("mq2008", "mq2007-agg"):
         ds = load_dataset(name)
         for booster, run in (("xgb", xgb_run), ("lgb", lgb_run)):
-            for mode in ("lambdamart", *MODES):
+            native = "lambdamart (rank:ndcg)" if booster == "xgb" else "lambdarank"
+            for mode in (native, *MODES):
                 res = [
                     run(
                         ds,
                         None
-                        if mode == "lambdamart"
+                        if mode == native
                         else plrank_objective(K=K, N=100, hessian=mode, seed=s),
                         s,
                         args.rounds,

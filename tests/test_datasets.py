@@ -1,0 +1,119 @@
+"""The SVMlight / LETOR loader and the bundled LETOR 4.0 datasets."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from gbdt_plrank.datasets import load_dataset
+
+# (fold, split): (documents, queries), from the PROVENANCE.md tables of the source files
+MQ2008 = {
+    (1, "train"): (9630, 471),
+    (1, "vali"): (2707, 157),
+    (1, "test"): (2874, 156),
+    (3, "train"): (8643, 470),
+    (3, "vali"): (2933, 157),
+    (3, "test"): (3635, 157),
+    (5, "train"): (9442, 470),
+    (5, "vali"): (3062, 157),
+    (5, "test"): (2707, 157),
+}
+MQ2007_AGG = {(1, "train"): (42158, 1017), (1, "vali"): (13813, 339), (1, "test"): (13652, 336)}
+
+
+@pytest.mark.parametrize(("name", "table"), [("mq2008", MQ2008), ("mq2007-agg", MQ2007_AGG)])
+def test_bundled_folds_have_the_published_sizes(name, table):
+    for fold in sorted({f for f, _ in table}):
+        data = load_dataset(name, fold=fold)
+        assert data.name == f"{name}/Fold{fold}"
+        n_features = data.train.X.shape[1]
+        for split in ("train", "vali", "test"):
+            part = getattr(data, split)
+            assert (part.X.shape[0], part.n_queries) == table[fold, split]
+            assert part.X.shape[1] == n_features
+            assert part.group_sizes.sum() == part.X.shape[0]
+            assert set(np.unique(part.y)) <= {0.0, 1.0, 2.0}
+
+
+def test_folds_rotate_the_partitions():
+    """Fold1: train S1 S2 S3, vali S4, test S5; Fold2: train S2 S3 S4, vali S5, test S1."""
+    one, two = load_dataset("mq2008", fold=1), load_dataset("mq2008", fold=2)
+    np.testing.assert_array_equal(two.vali.qid, one.test.qid)  # S5
+    np.testing.assert_array_equal(two.train.qid[-one.vali.qid.size :], one.vali.qid)  # S4
+    s2_s3 = one.train.qid.size - two.test.qid.size  # Fold1 train without S1
+    np.testing.assert_array_equal(two.train.qid[:s2_s3], one.train.qid[-s2_s3:])
+    np.testing.assert_array_equal(one.train.qid[: two.test.qid.size], two.test.qid)  # S1
+    assert not set(one.train.qid) & set(one.test.qid)
+
+
+def _write(path, lines, *, gz=False):
+    text = "\n".join(lines) + "\n"
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+
+
+def test_folder_of_letor_files_shares_one_feature_count(tmp_path):
+    _write(tmp_path / "train.txt", ["2 qid:1 1:0.5 3:1.0 # doc a", "0 qid:1 2:0.25", "1 qid:7 1:1"])
+    _write(tmp_path / "vali.txt", ["1 qid:2 5:0.5", "0 qid:2 1:0.1"])
+    _write(tmp_path / "test.txt.gz", ["0 qid:3 1:0.2", "1 qid:3 4:0.3"], gz=True)
+    data = load_dataset(tmp_path)
+    assert (
+        data.train.X.shape == (3, 5) and data.vali.X.shape == (2, 5) and data.test.X.shape == (2, 5)
+    )
+    np.testing.assert_array_equal(data.train.group_ptr, [0, 2, 3])
+    np.testing.assert_array_equal(data.train.y, [2.0, 0.0, 1.0])
+    assert data.train.X[0, 2] == pytest.approx(1.0)
+
+
+def test_fold_subfolders(tmp_path):
+    fold = tmp_path / "Fold2"
+    fold.mkdir()
+    for split in ("train", "vali", "test"):
+        _write(fold / f"{split}.txt", ["1 qid:1 1:0.5", "0 qid:1 1:0.1"])
+    assert load_dataset(tmp_path, fold=2).name == "Fold2"
+
+
+@pytest.mark.parametrize(
+    ("setup", "kwargs", "error", "message"),
+    [
+        (
+            None,
+            {"data": "nope"},
+            ValueError,
+            r"bundled dataset \(mq2008, mq2007-agg\) or a folder, but 'nope' is neither",
+        ),
+        (
+            None,
+            {"data": "mq2008", "fold": 6},
+            ValueError,
+            r"fold must be an integer from 1 to 5, but 6 is given",
+        ),
+        (
+            "missing",
+            {},
+            FileNotFoundError,
+            r"must hold train.txt, vali.txt and test.txt .* but test is missing",
+        ),
+        ("split", {}, ValueError, r"rows of each qid must be contiguous"),
+    ],
+)
+def test_bad_data_is_refused(tmp_path, setup, kwargs, error, message):
+    if setup is not None:
+        _write(
+            tmp_path / "train.txt",
+            ["1 qid:1 1:0.5", "0 qid:2 1:0.1", "1 qid:1 1:0.3"]
+            if setup == "split"
+            else ["1 qid:1 1:0.5"],
+        )
+        _write(tmp_path / "vali.txt", ["1 qid:1 1:0.5"])
+        if setup == "split":
+            _write(tmp_path / "test.txt", ["1 qid:1 1:0.5"])
+        kwargs = {"data": tmp_path}
+    with pytest.raises(error, match=message):
+        load_dataset(**kwargs)
