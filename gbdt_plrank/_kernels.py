@@ -131,6 +131,18 @@ def _tree_restore(tree, base, P, ranking):
             i //= 2
 
 
+@njit(cache=True)
+def _query_tree(scores):
+    """PL weights ``e`` of one query, the sum tree over them, a pristine copy and its size P."""
+    D = scores.shape[0]
+    e = np.empty(D)
+    shifted_exp(scores, e)
+    P = _tree_size(D)
+    tree = np.empty(2 * P)
+    _tree_build(tree, e, P)
+    return e, tree, tree.copy(), P
+
+
 @njit(cache=True, inline="always")
 def _normalizers_of(ranking, tree, base, P, S):
     """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
@@ -262,6 +274,12 @@ def _finish_query(e, rho, acc, n_samples, grad, hess):
 
 
 @njit(cache=True)
+def _workspace(K):
+    """Per-query buffers of the estimator: S (K,), PR (K+1,), gp, hp (K,), the sums acc (4,)."""
+    return np.empty(K), np.empty(K + 1), np.empty(K), np.empty(K), np.zeros(4)
+
+
+@njit(cache=True)
 def _uses_tree(D, K, sampler):
     if sampler == SAMPLER_TREE:
         return True
@@ -275,20 +293,11 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e = np.empty(D)
-    shifted_exp(scores, e)
-    P = _tree_size(D)
-    tree = np.empty(2 * P)
-    _tree_build(tree, e, P)
-    base = tree.copy()
+    e, tree, base, P = _query_tree(scores)
     use_tree = _uses_tree(D, K, sampler)
     keys = np.empty(0 if use_tree else D)
     ranking = np.empty(K, dtype=np.int64)
-    S = np.empty(K)
-    PR = np.empty(K + 1)
-    gp = np.empty(K)
-    hp = np.empty(K)
-    acc = np.zeros(4)
+    S, PR, gp, hp, acc = _workspace(K)
     grad[:] = 0.0
     hess[:] = 0.0
     for _ in range(n_samples):
@@ -304,19 +313,9 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
 @njit(cache=True)
 def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
-    D = scores.shape[0]
     K = rankings.shape[1]
-    e = np.empty(D)
-    shifted_exp(scores, e)
-    P = _tree_size(D)
-    tree = np.empty(2 * P)
-    _tree_build(tree, e, P)
-    base = tree.copy()
-    S = np.empty(K)
-    PR = np.empty(K + 1)
-    gp = np.empty(K)
-    hp = np.empty(K)
-    acc = np.zeros(4)
+    e, tree, base, P = _query_tree(scores)
+    S, PR, gp, hp, acc = _workspace(K)
     grad[:] = 0.0
     hess[:] = 0.0
     for s in range(rankings.shape[0]):
@@ -365,12 +364,7 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
         k = min(K, D)
         if D == 0:
             continue
-        e = np.empty(D)
-        shifted_exp(scores[lo:hi], e)
-        P = _tree_size(D)
-        tree = np.empty(2 * P)
-        _tree_build(tree, e, P)
-        base = tree.copy()
+        _, tree, base, P = _query_tree(scores[lo:hi])
         S = np.empty(k)
         state = np.empty(1, dtype=np.uint64)
         state[0] = stream_state(seed, 0, g)
