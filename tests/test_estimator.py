@@ -167,6 +167,44 @@ def test_tree_and_race_give_identical_estimates_for_identical_rankings():
     )
 
 
+@pytest.mark.parametrize(("D", "K"), [(5, 3), (40, 40), (64, 10)])
+def test_race_sampled_estimate_equals_the_estimate_of_its_rankings(D, K):
+    """The race computes S_k directly (O(D)), the explicit path from the tree: same to 1e-10."""
+    rng = np.random.default_rng(D)
+    scores = rng.normal(scale=2.0, size=D)
+    labels = rng.integers(0, 3, size=D).astype(float)
+    seed, n = 9, 30
+    g, h = plrank_grad_hess(
+        scores, labels, [0, D], K=K, N=n, seed=seed, sampler="race", hessian="raw"
+    )
+    e = np.empty(D)
+    _kernels.shifted_exp(scores, e)
+    state = np.array([_kernels.stream_state(seed, 0, 0)], dtype=np.uint64)
+    keys = np.empty(D)
+    rankings = np.empty((n, K), dtype=np.int64)
+    for s in range(n):
+        _kernels._draw_race(e, state, keys, rankings[s])
+    g_ref, h_ref = plrank_grad_hess_from_rankings(scores, labels, rankings, K=K)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(h, h_ref, rtol=1e-10, atol=1e-12)
+
+
+def test_both_normalisers_agree_and_survive_dominant_documents():
+    """S_k from the tree and from direct sums; the remaining mass may be 1e-100 of the total."""
+    import math
+
+    scores = np.log(np.array([1.0, 1e-100, 3e-100, 0.5, 2e-100, 1e-100]))
+    ranking = np.array([0, 3, 2])
+    e, tree, base, P = _kernels._query_tree(scores)
+    tree_S, direct_S = np.empty(3), np.empty(3)
+    _kernels._normalizers_of(ranking, tree, base, P, tree_S)
+    _kernels._normalizers_direct(ranking, e, np.zeros(6, dtype=np.bool_), direct_S)
+    exact = [math.fsum(e[[d for d in range(6) if d not in ranking[:k]]]) for k in range(3)]
+    assert exact[2] < 1e-99
+    np.testing.assert_allclose(tree_S, exact, rtol=1e-14)
+    np.testing.assert_allclose(direct_S, exact, rtol=1e-14)
+
+
 def _dataset(n_queries: int = 40, seed: int = 0):
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 60, size=n_queries)
