@@ -97,13 +97,18 @@ def _tree_build(tree, e, P):
 
 @njit(cache=True, inline="always")
 def _tree_set(tree, P, d, value):
-    """Set leaf ``d`` and recompute its ancestors from their children (no drift)."""
+    """Set leaf ``d`` and recompute its ancestors from their children (no drift).
+
+    The new sum is carried up in a register (IEEE addition commutes, so ``v + sibling`` is
+    bit-identical to ``left + right``) instead of being stored and loaded back at every level.
+    """
     i = P + d
     tree[i] = value
-    i //= 2
-    while i >= 1:
-        tree[i] = tree[2 * i] + tree[2 * i + 1]
-        i //= 2
+    v = value
+    while i > 1:
+        v = v + tree[i ^ 1]
+        i >>= 1
+        tree[i] = v
 
 
 @njit(cache=True, inline="always")
