@@ -18,7 +18,6 @@ from ._estimator import plrank_grad_hess, plrank_grad_hess_from_rankings
 from ._objective import PLRankObjective, plrank_objective
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
-from .ranker import MetricEstimate, PLRankRanker
 
 __all__ = [
     "MetricEstimate",
@@ -35,3 +34,13 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {"PLRankRanker": "ranker", "MetricEstimate": "ranker"}  # scikit-learn: 1 s to import
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.datasets import load_svmlight_files
 
 __all__ = ["BUNDLED", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits"]
 
@@ -68,6 +67,8 @@ def _check_contiguous(path: object, qid: np.ndarray) -> None:
 
 def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
     """Load several SVMlight files with ``qid`` into splits with a common feature count."""
+    from sklearn.datasets import load_svmlight_files  # 2 s to import: only when reading files
+
     for p in paths:
         if not Path(p).is_file():
             raise FileNotFoundError(f"no such data file: {p}")

@@ -1,0 +1,113 @@
+"""Timing, tables and result files shared by the benchmark scripts.
+
+Every time is wall-clock ``time.perf_counter``; a measurement is the median of several calls made
+after one discarded warm-up call, except for calls longer than the time budget, which are run once
+(their kernels were compiled beforehand on a tiny input, so that one call is not a compilation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Timing", "environment", "markdown_table", "measure", "write_section"]
+
+
+@dataclass
+class Timing:
+    """Wall-clock seconds of the measured calls (warm-up excluded) and their median.
+
+    Attributes
+    ----------
+    median : float
+        Median over ``times``.
+    times : list of float
+        Every measured call.
+    warmup : float or None
+        The discarded warm-up call, or None when the single call was kept (too slow to repeat).
+    """
+
+    median: float
+    times: list[float] = field(default_factory=list)
+    warmup: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _clock(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(fn: Callable[[], object], *, reps: int = 5, budget: float = 3.0) -> Timing:
+    """Time ``fn()``: a warm-up call, then as many calls as fit in ``budget`` seconds.
+
+    After the warm-up call (time t), ``min(reps, max(1, budget // t))`` calls are measured and
+    their median reported, so that a cell costs at most about ``t + budget``. When the warm-up
+    alone took longer than ``budget``, that one call is the measurement (the code it runs must
+    have been compiled beforehand).
+    """
+    first = _clock(fn)
+    if first > budget:
+        return Timing(median=first, times=[first], warmup=None)
+    count = min(reps, max(1, int(budget // max(first, 1e-9))))
+    times = [_clock(fn) for _ in range(count)]
+    return Timing(median=statistics.median(times), times=times, warmup=first)
+
+
+def environment() -> dict[str, Any]:
+    """Machine and library versions, and the load average (the timings' noise indicator)."""
+    import numba
+    import numpy
+    import xgboost
+
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+        "numpy": numpy.__version__,
+        "numba": numba.__version__,
+        "xgboost": xgboost.__version__,
+        "load_average": os.getloadavg(),
+        "time": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub-flavoured Markdown table; floats get three significant digits."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_section(out_dir: Path, name: str, markdown: str, raw: dict[str, Any]) -> None:
+    """Print ``markdown`` and write it to ``out_dir/name.md``, and ``raw`` to ``name.json``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print(markdown, flush=True)
+    (out_dir / f"{name}.md").write_text(markdown + "\n")
+    (out_dir / f"{name}.json").write_text(json.dumps(raw, indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(value: object) -> object:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")

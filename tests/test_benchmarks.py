@@ -1,0 +1,169 @@
+"""The benchmark suite runs and writes its outputs; its baselines compute the library's numbers.
+
+Nothing here asserts that anything is fast: timings are the benchmark's business, not CI's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gbdt_plrank
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import baselines, synthetic  # noqa: E402
+
+SECTION_FILES = ("round_vs_xgboost", "table2", "threads_memory", "compile_time")
+TOL = {"rtol": 1e-10, "atol": 1e-10}
+
+
+def _query(D: int, seed: int, scale: float = 1.5) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 5, size=D).astype(float)
+    labels[rng.integers(D)] = 3.0  # at least one relevant document
+    return scale * rng.standard_normal(D), labels
+
+
+def _random_rankings(D: int, K: int, N: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.array([rng.permutation(D)[: min(K, D)] for _ in range(N)])
+
+
+# --------------------------------------------------------------------------------------------
+# The smoke run
+# --------------------------------------------------------------------------------------------
+def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_round.py"), "--quick",
+         "--out", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for name in SECTION_FILES:
+        md = (tmp_path / f"{name}.md").read_text()
+        assert md.startswith("## ") and "|---|" in md, name
+        assert md in proc.stdout, f"{name} was not printed"
+        json.loads((tmp_path / f"{name}.json").read_text())
+    assert (tmp_path / "summary.md").read_text().startswith("# gbdt_plrank benchmark")
+    env = json.loads((tmp_path / "environment.json").read_text())
+    assert env["quick"] is True
+
+    table2 = json.loads((tmp_path / "table2.json").read_text())
+    Ks, Ns = table2["config"]["Ks"], table2["config"]["Ns"]
+    for key in ("mslr", "long"):
+        cells = {(c["method"], c["N"], c["K"]) for c in table2[key]["cells"]}
+        assert len(cells) == 5 * len(Ks) * len(Ns)
+
+    rnd = json.loads((tmp_path / "round_vs_xgboost.json").read_text())
+    assert rnd["ratio_objective_to_xgboost_round"] > 0
+    threads = json.loads((tmp_path / "threads_memory.json").read_text())
+    assert {r["n_jobs"] for r in threads["runs"]} == {1, 2}
+    assert all(r["peak_kb"] is None or r["peak_kb"] > 0 for r in threads["runs"])
+    compiled = json.loads((tmp_path / "compile_time.json").read_text())
+    assert compiled["no_cache"]["cache_files_after"] > 0
+
+
+# --------------------------------------------------------------------------------------------
+# The baselines give the library's numbers for the same rankings
+# --------------------------------------------------------------------------------------------
+CASES = [(7, 3, 0), (30, 10, 1), (12, 12, 2), (5, 9, 3), (60, 5, 4), (2, 1, 5)]
+
+
+@pytest.mark.parametrize(("D", "K", "seed"), CASES)
+@pytest.mark.parametrize(("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear")])
+def test_plrank3_baseline_equals_library(D: int, K: int, seed: int, metric: str, gain: str) -> None:
+    scores, labels = _query(D, seed)
+    for rankings in (
+        baselines.gumbel_rankings(scores, K, 50, seed=seed),
+        _random_rankings(D, K, 17, seed),
+    ):
+        g, h = gbdt_plrank.plrank_grad_hess_from_rankings(
+            scores, labels, rankings, K=K, metric=metric, gain=gain, hessian="raw"
+        )
+        g3, h3 = baselines.plrank3_from_rankings(
+            scores, labels, rankings, K=K, metric=metric, gain=gain
+        )
+        np.testing.assert_allclose(g3, g, **TOL)
+        np.testing.assert_allclose(h3, h, **TOL)
+
+
+@pytest.mark.parametrize(("D", "K", "seed"), CASES)
+@pytest.mark.parametrize(("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear")])
+def test_plrank2_baseline_equals_library(D: int, K: int, seed: int, metric: str, gain: str) -> None:
+    scores, labels = _query(D, seed)
+    for rankings in (
+        baselines.gumbel_rankings(scores, K, 50, seed=seed),
+        _random_rankings(D, K, 17, seed),
+    ):
+        g, _ = gbdt_plrank.plrank_grad_hess_from_rankings(
+            scores, labels, rankings, K=K, metric=metric, gain=gain, hessian="raw"
+        )
+        g2 = baselines.plrank2_from_rankings(scores, labels, rankings, K=K, metric=metric, gain=gain)
+        np.testing.assert_allclose(g2, g, **TOL)
+
+
+def test_sampled_baselines_estimate_from_their_own_gumbel_rankings() -> None:
+    """Query 0 of the parallel baselines draws exactly ``gumbel_rankings(seed)``."""
+    scores, labels = _query(40, 7)
+    ptr = np.array([0, 40])
+    rankings = baselines.gumbel_rankings(scores, 10, 30, seed=11)
+    g, h = gbdt_plrank.plrank_grad_hess_from_rankings(scores, labels, rankings, K=10)
+    g3, h3 = baselines.plrank3_grad_hess(scores, labels, ptr, K=10, N=30, seed=11, n_jobs=1)
+    g2 = baselines.plrank2_grad(scores, labels, ptr, K=10, N=30, seed=11, n_jobs=2)
+    np.testing.assert_allclose(g3, g, **TOL)
+    np.testing.assert_allclose(h3, h, **TOL)
+    np.testing.assert_allclose(g2, g, **TOL)
+
+
+def test_baselines_skip_queries_like_the_library() -> None:
+    """One-document queries and queries without a relevant document get exactly 0."""
+    rng = np.random.default_rng(3)
+    labels = np.array([2.0, 0, 0, 0, 1, 3, 0, 0, 0, 0])
+    ptr = np.array([0, 1, 4, 10])
+    scores = rng.standard_normal(10)
+    g3, h3 = baselines.plrank3_grad_hess(scores, labels, ptr, K=3, N=20)
+    g2 = baselines.plrank2_grad(scores, labels, ptr, K=3, N=20)
+    g, h = gbdt_plrank.plrank_grad_hess(scores, labels, ptr, K=3, N=20, hessian="raw")
+    for arr in (g3, h3, g2, g, h):
+        assert np.all(arr[:4] == 0.0)
+        assert np.any(arr[4:] != 0.0)
+
+
+def test_gumbel_sampler_draws_the_plackett_luce_law() -> None:
+    """Frequencies of the top-2 prefixes against their PL probabilities (z-scores)."""
+    scores = np.array([0.5, -0.3, 1.2, 0.0])
+    N = 40000
+    rankings = baselines.gumbel_rankings(scores, 2, N, seed=5)
+    assert rankings.shape == (N, 2)
+    assert np.all(rankings[:, 0] != rankings[:, 1])
+    e = np.exp(scores)
+    for a in range(4):
+        for b in range(4):
+            if a == b:
+                continue
+            p = e[a] / e.sum() * e[b] / (e.sum() - e[a])
+            freq = np.mean((rankings[:, 0] == a) & (rankings[:, 1] == b))
+            assert abs(freq - p) < 5 * np.sqrt(p * (1 - p) / N), (a, b, freq, p)
+
+
+def test_synthetic_data_is_seeded_and_mslr_shaped() -> None:
+    a = synthetic.mslr_like(n_queries=300, seed=4)
+    b = synthetic.mslr_like(n_queries=300, seed=4, features=False)
+    np.testing.assert_array_equal(a.y, b.y)
+    np.testing.assert_array_equal(a.group_ptr, b.group_ptr)
+    assert a.X.shape == (a.n_docs, 136) and a.X.dtype == np.float32 and b.X is None
+    s = a.summary()
+    assert 60 < s["docs_per_query_mean"] < 200 and s["docs_per_query_max"] <= 1300
+    assert set(s["label_share"]) == {0, 1, 2, 3, 4} and s["label_share"][0] > 0.4
+    informative = max(abs(np.corrcoef(a.X[:, j], a.y)[0, 1]) for j in range(136))
+    assert informative > 0.3
+    long = synthetic.long_lists(n_queries=20, features=False)
+    assert 500 < long.sizes.mean() < 2000
