@@ -237,8 +237,8 @@ def _normalizers_direct(ranking, e, placed, S):
 # The estimator
 # --------------------------------------------------------------------------------------------
 @njit(cache=True, inline="always")
-def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
-    """Add one sampled ranking's terms to ``grad``/``hess`` and to the four collapsed sums.
+def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
+    """Add one sampled ranking's placed terms to ``grad``/``hess``, and its sums to the totals.
 
     With PR_i = sum_{k>=i} theta_k rho_{y_k}, RI_i = sum_{k<=i} PR_k/S_k, DR_i = sum theta_k/S_k,
     DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (DESIGN.md section 2), a
@@ -248,9 +248,14 @@ def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
         Hessian   PR_{r+1} + e(d) [2a - DN_r PR_{r+1}] + e(d)^2 [RS_r - rho_d DS_r - DN_r a]
 
     and an unplaced document the same with r = K, PR = 0 and 2a replaced by a. The unplaced form
-    is linear in the sums ``acc = (DR_K, RI_K, RS_K + DN_K RI_K, DS_K + DN_K DR_K)``; it is applied
-    to every document in :func:`_finish_query`, so here the placed documents receive their exact
-    term minus the unplaced one.
+    is linear in the sums ``(DR_K, RI_K, RS_K + DN_K RI_K, DS_K + DN_K DR_K)``, which are added to
+    ``acc`` (all samples) and to ``own[d]`` for each placed d; :func:`_finish_query` applies the
+    unplaced form with ``acc - own[d]``, the sums over the samples that did not place d.
+
+    Placed documents never receive an unplaced term that is then taken back: with a tiny
+    remaining mass (margins far apart) those terms reach 1e18 and their rounding would swamp the
+    estimate. A document placed in every sample gets ``acc - own[d] = 0`` exactly, since both
+    sums add the same numbers in the same order.
     """
     K = ranking.shape[0]
     PR[K] = 0.0
@@ -270,8 +275,8 @@ def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
         rd = rho[d]
         below = PR[i + 1]
         a = rd * DR - RI
-        gp[i] = below + ed * a
-        hp[i] = below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a)
+        grad[d] += below + ed * a
+        hess[d] += below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a)
     c_rs = RS + DN * RI
     c_ds = DS + DN * DR
     acc[0] += DR
@@ -280,29 +285,29 @@ def _add_sample(ranking, S, e, rho, theta, PR, gp, hp, acc, grad, hess):
     acc[3] += c_ds
     for i in range(K):
         d = ranking[i]
-        ed = e[d]
-        rd = rho[d]
-        g_out = ed * (rd * DR - RI)
-        grad[d] += gp[i] - g_out
-        hess[d] += hp[i] - (g_out + ed * ed * (c_rs - rd * c_ds))
+        own[d, 0] += DR
+        own[d, 1] += RI
+        own[d, 2] += c_rs
+        own[d, 3] += c_ds
 
 
 @njit(cache=True)
-def _finish_query(e, rho, acc, n_samples, grad, hess):
-    """Apply the collapsed unplaced terms to every document; negate and average (loss = -R)."""
+def _finish_query(e, rho, acc, own, n_samples, grad, hess):
+    """Apply the unplaced terms with each document's own sums; negate and average (loss = -R)."""
     scale = -1.0 / n_samples
     for d in range(e.shape[0]):
         ed = e[d]
         rd = rho[d]
-        g_out = ed * (rd * acc[0] - acc[1])
+        g_out = ed * (rd * (acc[0] - own[d, 0]) - (acc[1] - own[d, 1]))
+        h_out = g_out + ed * ed * ((acc[2] - own[d, 2]) - rd * (acc[3] - own[d, 3]))
         grad[d] = (grad[d] + g_out) * scale
-        hess[d] = (hess[d] + g_out + ed * ed * (acc[2] - rd * acc[3])) * scale
+        hess[d] = (hess[d] + h_out) * scale
 
 
 @njit(cache=True)
-def _workspace(K):
-    """Per-query buffers of the estimator: S (K,), PR (K+1,), gp, hp (K,), the sums acc (4,)."""
-    return np.empty(K), np.empty(K + 1), np.empty(K), np.empty(K), np.zeros(4)
+def _workspace(D, K):
+    """Per-query buffers: S (K,), PR (K+1,), the totals acc (4,) and the placed sums own (D, 4)."""
+    return np.empty(K), np.empty(K + 1), np.zeros(4), np.zeros((D, 4))
 
 
 @njit(cache=True)
@@ -324,7 +329,7 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
     ranking = np.empty(K, dtype=np.int64)
-    S, PR, gp, hp, acc = _workspace(K)
+    S, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
     for _ in range(n_samples):
@@ -333,8 +338,8 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
         else:
             _draw_race(e, state, keys, ranking)
             _normalizers_direct(ranking, e, placed, S)
-        _add_sample(ranking, S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
-    _finish_query(e, rho, acc, n_samples, grad, hess)
+        _add_sample(ranking, S, e, rho, theta[:K], PR, acc, own, grad, hess)
+    _finish_query(e, rho, acc, own, n_samples, grad, hess)
 
 
 @njit(cache=True)
@@ -342,13 +347,13 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
     K = rankings.shape[1]
     e, tree, base, P = _query_tree(scores)
-    S, PR, gp, hp, acc = _workspace(K)
+    S, PR, acc, own = _workspace(scores.shape[0], K)
     grad[:] = 0.0
     hess[:] = 0.0
     for s in range(rankings.shape[0]):
         _normalizers_of(rankings[s], tree, base, P, S)
-        _add_sample(rankings[s], S, e, rho, theta[:K], PR, gp, hp, acc, grad, hess)
-    _finish_query(e, rho, acc, rankings.shape[0], grad, hess)
+        _add_sample(rankings[s], S, e, rho, theta[:K], PR, acc, own, grad, hess)
+    _finish_query(e, rho, acc, own, rankings.shape[0], grad, hess)
 
 
 @njit(parallel=True, cache=True)

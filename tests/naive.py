@@ -1,5 +1,8 @@
 """Slow, obvious references written from DESIGN.md section 2 (plain NumPy and Python loops).
 
+Normalisers S_k are summed afresh over the unplaced documents (``math.fsum``), never obtained by
+subtraction, so the references stay exact when margins lie hundreds apart.
+
 Nothing here shares code with the package: the gains, the rank weights, the normalisers and the
 estimator are written out again from the formulas.
 """
@@ -32,9 +35,7 @@ def ranking_estimate(scores, rho, theta, ranking):
     e = np.exp(scores - scores.max())
     D = len(e)
     K = len(ranking)
-    S = [e.sum()]
-    for k in range(K - 1):
-        S.append(S[-1] - e[ranking[k]])
+    S = [math.fsum(e[d] for d in range(D) if d not in ranking[:k]) for k in range(K)]
     PR = [sum(theta[j] * rho[ranking[j]] for j in range(i, K)) for i in range(K + 1)]
     grad = np.zeros(D)
     hess = np.zeros(D)
@@ -69,10 +70,8 @@ def partial_rankings(scores, K):
     out = []
     for y in itertools.permutations(range(D), min(K, D)):
         p = 1.0
-        left = e.sum()
-        for d in y:
-            p *= e[d] / left
-            left -= e[d]
+        for k, d in enumerate(y):
+            p *= e[d] / math.fsum(e[j] for j in range(D) if j not in y[:k])
         out.append((y, p))
     return out
 
@@ -95,14 +94,12 @@ def exact_derivatives(scores, rho, theta):
         g1 = np.zeros(D)
         g2 = np.zeros(D)
         unplaced = np.ones(D, dtype=bool)
-        left = e.sum()
         for d_k in y:
-            q = np.where(unplaced, e / left, 0.0)
+            q = np.where(unplaced, e / math.fsum(e[unplaced]), 0.0)
             g1 -= q
             g2 -= q - q**2
             g1[d_k] += 1.0
             unplaced[d_k] = False
-            left -= e[d_k]
         R += p * reward
         grad += p * reward * g1
         hess += p * reward * (g1**2 + g2)

@@ -293,6 +293,47 @@ def test_extreme_margins_stay_finite_and_correct(scale):
         np.testing.assert_allclose(a, b, atol=1e-9)
 
 
+@pytest.mark.parametrize("spread", [10.0, 30.0, 90.0, 300.0])
+def test_margins_far_apart_do_not_blow_up(spread):
+    """Regression: the collapsed form once added and took back terms of size 1/S_k ~ 1e38 for
+    placed documents, leaving Hessians of 5e24 at a spread of 90 (exact values are below 0.01).
+    """
+    scores = np.array([0.0, -spread / 2, -spread, -spread])
+    labels = np.array([0.0, 1.0, 2.0, 1.0])
+    rho, theta = naive.rewards(labels, K=4, metric="dcg")
+    _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta)
+    copies = 400
+    g, h = plrank_grad_hess(
+        np.tile(scores, copies),
+        np.tile(labels, copies),
+        np.arange(0, 4 * copies + 1, 4),
+        K=5,
+        N=10,
+        metric="dcg",
+        hessian="raw",
+    )
+    for est, exact in ((g, -g_exact), (h, -h_exact)):
+        per_copy = est.reshape(copies, 4)
+        assert np.abs(per_copy).max() < 1.0
+        se = per_copy.std(axis=0, ddof=1) / np.sqrt(copies)
+        # + 1e-5: the top documents' exact values (~1e-7) come from orderings of probability
+        # ~e^-15 that no sample draws, so the sample SE understates their spread
+        assert np.all(np.abs(per_copy.mean(axis=0) - exact) <= 5 * se + 1e-5)
+
+
+def test_repeating_one_ranking_gives_its_own_estimate():
+    """N copies of one ranking: the collapsed sums must cancel exactly for placed documents."""
+    scores = np.array([0.0, -45.0, -90.0, -90.0, -3.0])
+    labels = np.array([0.0, 1.0, 2.0, 1.0, 1.0])
+    ranking = np.array([[0, 4, 1]])
+    one = plrank_grad_hess_from_rankings(scores, labels, ranking, K=3, metric="dcg")
+    many = plrank_grad_hess_from_rankings(
+        scores, labels, np.repeat(ranking, 100, axis=0), K=3, metric="dcg"
+    )
+    for a, b in zip(one, many):
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
+
+
 def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
     scores = np.array([0.3, 1.0, -1.0, 0.5, 2.0, 0.1])
     labels = np.array([2.0, 0.0, 0.0, 0.0, 1.0, 1.0])
