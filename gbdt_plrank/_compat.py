@@ -19,6 +19,7 @@ EXTRAS = {
     "catboost": "catboost",
     "matplotlib": "plot",
     "optuna": "tune",
+    "optuna_integration": "tune",
 }
 
 

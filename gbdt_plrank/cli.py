@@ -4,6 +4,8 @@
 
     gbdt-plrank compare CONFIG [--data DIR] [--folds 1,2,...] [--methods a,b,...] [--seeds N]
                                [--k 5,10] [--rounds N] [--out DIR] [--params FILE] [--n-jobs N]
+    gbdt-plrank tune --data DIR (--method NAME | --methods A,B,...) [--trials N] [--timeout S]
+                     [--k K] [--out DIR] [--space FILE] [--config CONFIG] ...
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -25,6 +27,7 @@ from .harness.config import ConfigError, load_config
 from .harness.methods import METHODS
 from .harness.report import write_report
 from .harness.runner import plan, run_comparison
+from .tuning import command as tune_command
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "main"]
 
@@ -126,6 +129,7 @@ SUBCOMMANDS: list[Subcommand] = [
         _configure_compare,
         _run_compare,
     ),
+    Subcommand("tune", tune_command.HELP, tune_command.configure, tune_command.run),
 ]
 
 

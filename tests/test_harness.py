@@ -25,6 +25,7 @@ from gbdt_plrank.harness import (
     train,
     write_report,
 )
+from gbdt_plrank.harness import methods as methods_module
 from gbdt_plrank.harness import runner as runner_module
 from gbdt_plrank.harness.data import (
     check_data,
@@ -115,6 +116,10 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + '[params.plrank-xgb]\nobjective = "x"', "plrank-xgb must not set 'objective'"),
         (BASE + "[params.lambdarank-lgb]\nnum_iterations = 9", "must not set 'num_iterations'"),
         (BASE + "[params.plrank-xgb]\neta = [1, 2]", "plrank-xgb.eta must be a string, number or"),
+        (BASE + "[params.plrank-xgb.plrank]\nN = 0", "params.plrank-xgb.plrank.N must be an integer"),
+        (BASE + "[params.plrank-xgb.plrank]\nK = 3", "unknown key 'params.plrank-xgb.plrank.K'"),
+        (BASE + "[params.lambdamart-xgb.plrank]\nN = 3", "'lambdamart-xgb' is not a PL-Rank"),
+        (BASE + '[params.plrank-xgb.plrank]\nhessian = "cubic"', "'abs', 'raw', 'clip', 'constant'"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -159,6 +164,10 @@ def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> No
     config = load_config(path, params_file=params)
     assert dict(config.params["plrank-xgb"]) == {"eta": 0.05, "max_depth": 3}
     assert dict(config.params["lambdarank-lgb"]) == {"num_leaves": 7}
+    options = write_config(tmp_path, '[plrank-xgb.plrank]\nN = 7\nhessian = "clip"\n', "o.toml")
+    config = load_config(path, params_file=options)
+    assert dict(config.params["plrank-xgb"]["plrank"]) == {"N": 7, "hessian": "clip"}
+    assert config.training_settings()["params"]["plrank-xgb"]["plrank"] == {"N": 7, "hessian": "clip"}
     bad = write_config(tmp_path, '[yetirank-cb]\nloss_function = "RMSE"\n', "bad.toml")
     with pytest.raises(ConfigError, match=r"bad.toml: yetirank-cb must not set 'loss_function'"):
         read_params(bad)
@@ -238,6 +247,52 @@ def test_native_params_reach_the_booster(tiny: Path) -> None:
     )
     deep = train("lambdamart-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings())
     assert not np.array_equal(stumps.test_scores, deep.test_scores)
+
+
+def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeypatch) -> None:
+    made: list[dict] = []
+    real = methods_module.plrank_objective
+
+    def spy(**kwargs):
+        made.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(methods_module, "plrank_objective", spy)
+    data = load_dataset(str(tiny))
+    params = {"num_leaves": 7, "plrank": {"N": 7, "metric": "dcg", "hessian": "clip"}}
+    train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=params)
+    train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20))
+    assert (made[0]["N"], made[0]["metric"], made[0]["hessian"]) == (7, "dcg", "clip")
+    assert (made[1]["N"], made[1]["metric"], made[1]["hessian"]) == (20, "ndcg", "abs")
+    assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
+
+
+@pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"])
+def test_callbacks_are_called_after_every_round(tiny: Path, name: str) -> None:
+    rounds: list[int] = []
+    if METHODS[name].library == "xgboost":
+        import xgboost
+
+        class Callback(xgboost.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log) -> bool:
+                rounds.append(epoch)
+                return False
+
+        callback = Callback()
+    elif METHODS[name].library == "lightgbm":
+        callback = lambda env: rounds.append(env.iteration)  # noqa: E731
+    else:
+        pytest.importorskip("catboost")
+
+        class Callback:
+            def after_iteration(self, info) -> bool:
+                rounds.append(info.iteration)
+                return True
+
+        callback = Callback()
+    data = load_dataset(str(tiny))
+    fit = train(name, data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(), callbacks=[callback])
+    assert len(rounds) == fit.curve.shape[0]
 
 
 def test_unknown_method_name_lists_the_allowed(tiny: Path) -> None:

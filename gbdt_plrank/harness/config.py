@@ -21,6 +21,10 @@
     [params.lambdamart-xgb]          # native parameters of one method, applied last
     lambdarank_num_pair_per_sample = 8
 
+    [params.plrank-xgb.plrank]       # a PL-Rank method's own objective options, over [plrank]
+    N = 200
+    hessian = "clip"
+
 Every key is checked: an unknown one, or a value that breaks its rule, raises
 :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
@@ -34,8 +38,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .._estimator import GAINS, METRICS, SAMPLERS
-from .methods import METHODS, RESERVED_PARAMS
+from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
+from .methods import METHODS, PLRANK, RESERVED_PARAMS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -47,6 +51,7 @@ __all__ = [
     "ConfigError",
     "PLRankSettings",
     "TreeSettings",
+    "check_plrank_options",
     "load_config",
     "read_params",
 ]
@@ -159,8 +164,45 @@ def _methods(key: str, value: Any) -> tuple[str, ...]:
     return names
 
 
+def check_plrank_options(key: str, value: Any) -> Mapping[str, Any]:
+    """Options of the PL-Rank objective: fields of :class:`PLRankSettings`, and ``hessian``.
+
+    Parameters
+    ----------
+    key : str
+        The table's key path, for messages (``"params.plrank-xgb.plrank"``).
+    value : mapping
+        Option name -> value.
+
+    Returns
+    -------
+    mapping
+        The checked options.
+
+    Raises
+    ------
+    ConfigError
+        On an unknown option (listing the allowed ones) or a value that breaks its rule.
+    """
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key} must be a table of PL-Rank options, but {value!r} is given.")
+    checks = {f.name: f.metadata["check"] for f in fields(PLRankSettings)}
+    checks["hessian"] = _choice(HESSIAN_MODES)
+    unknown = [option for option in value if option not in checks]
+    if unknown:
+        raise ConfigError(
+            f"unknown key {f'{key}.{unknown[0]}'!r}; allowed in [{key}]: {', '.join(checks)}."
+        )
+    return MappingProxyType(
+        {option: checks[option](f"{key}.{option}", v) for option, v in value.items()}
+    )
+
+
 def _params(key: str, value: Any) -> Mapping[str, Mapping[str, Any]]:
-    """Method name -> table of native parameters (scalars), none of them set by the harness."""
+    """Method name -> table of native parameters (scalars), none of them set by the harness.
+
+    A PL-Rank method's table may hold a ``plrank`` sub-table of objective options.
+    """
     if not isinstance(value, dict):
         raise ConfigError(
             f"{key or 'the file'} must be a table of method name -> table of parameters, "
@@ -179,7 +221,15 @@ def _params(key: str, value: Any) -> Mapping[str, Mapping[str, Any]]:
                 f"{where} must be a table of native parameters, but {table!r} is given."
             )
         reserved = RESERVED_PARAMS[METHODS[name].library]
+        table = dict(table)
         for param, v in table.items():
+            if param == PLRANK:
+                if METHODS[name].objective != PLRANK:
+                    raise ConfigError(
+                        f"{where}.{PLRANK} must not be set: {name!r} is not a PL-Rank method."
+                    )
+                table[param] = check_plrank_options(f"{where}.{PLRANK}", v)
+                continue
             if param in reserved:
                 raise ConfigError(
                     f"{where} must not set {param!r}: the objective, evaluation metric, seed, "
@@ -190,7 +240,7 @@ def _params(key: str, value: Any) -> Mapping[str, Mapping[str, Any]]:
                 raise ConfigError(
                     f"{where}.{param} must be a string, number or boolean, but {v!r} is given."
                 )
-        out[name] = MappingProxyType(dict(table))
+        out[name] = MappingProxyType(table)
     return MappingProxyType(out)
 
 
@@ -301,7 +351,10 @@ class CompareConfig:
         return {
             "trees": trees,
             "plrank": asdict(self.plrank),
-            "params": {m: dict(p) for m, p in sorted(self.params.items())},
+            "params": {
+                m: {key: dict(v) if isinstance(v, Mapping) else v for key, v in p.items()}
+                for m, p in sorted(self.params.items())
+            },
             "drop_empty_test_queries": self.drop_empty_test_queries,
         }
 
@@ -324,6 +377,9 @@ def read_params(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
         [plrank-xgb]
         eta = 0.03
         max_depth = 5
+
+        [plrank-xgb.plrank]  # objective options of a PL-Rank method
+        N = 200
 
     Raises
     ------
@@ -356,7 +412,7 @@ def load_config(
         are checked like the file's.
     params_file : str or Path, optional
         A file read by :func:`read_params`; its parameters update the file's ``[params]``, method
-        by method and key by key.
+        by method and key by key (a ``plrank`` table as a whole).
 
     Returns
     -------

@@ -16,15 +16,17 @@ subsample           subsample           bagging_fraction           subsample (Be
 n_jobs              nthread             num_threads                thread_count
 ==================  ==================  =========================  =====================
 
-A method's native parameters (``[params.<method>]`` or ``--params``) are applied last.
+A method's native parameters (``[params.<method>]`` or ``--params``) are applied last; their
+``plrank`` sub-table, for the PL-Rank methods, replaces options of the objective (``N``,
+``metric``, ``gain``, ``sampler`` and ``hessian``).
 """
 
 from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -141,7 +143,7 @@ def _purpose(method: Method) -> str:
 
 def _train_xgboost(
     method: Method, data: LTRDataset, *, k: int, seed: int, trees: TreeSettings,
-    objective: Objective, params: Mapping[str, Any],
+    objective: Objective, params: Mapping[str, Any], callbacks: Sequence[Any],
 ) -> Fit:
     xgb = require("xgboost", purpose=_purpose(method))
     native: dict[str, Any] = {
@@ -167,7 +169,7 @@ def _train_xgboost(
         booster = xgb.train(
             native, train_set, trees.rounds, evals=[(vali_set, "vali")], obj=obj,
             early_stopping_rounds=trees.early_stopping_rounds, evals_result=history,
-            verbose_eval=False,
+            verbose_eval=False, callbacks=list(callbacks),
         )
     seconds = time.perf_counter() - start
     best = booster.best_iteration + 1
@@ -177,7 +179,7 @@ def _train_xgboost(
 
 def _train_lightgbm(
     method: Method, data: LTRDataset, *, k: int, seed: int, trees: TreeSettings,
-    objective: Objective, params: Mapping[str, Any],
+    objective: Objective, params: Mapping[str, Any], callbacks: Sequence[Any],
 ) -> Fit:
     lgb = require("lightgbm", purpose=_purpose(method))
     native: dict[str, Any] = {
@@ -202,6 +204,7 @@ def _train_lightgbm(
         callbacks=[
             lgb.early_stopping(trees.early_stopping_rounds, verbose=False),
             lgb.record_evaluation(history),
+            *callbacks,
         ],
     )
     seconds = time.perf_counter() - start
@@ -219,7 +222,7 @@ def _csr32(X: sp.csr_matrix) -> sp.csr_matrix:
 
 def _train_catboost(
     method: Method, data: LTRDataset, *, k: int, seed: int, trees: TreeSettings,
-    objective: Objective, params: Mapping[str, Any],
+    objective: Objective, params: Mapping[str, Any], callbacks: Sequence[Any],
 ) -> Fit:
     cb = require("catboost", purpose=_purpose(method))
     eval_metric = f"NDCG:top={k};type=Exp"
@@ -242,7 +245,7 @@ def _train_catboost(
     model = cb.CatBoost(native)
     train_set, vali_set = pool(data.train), pool(data.vali)
     start = time.perf_counter()
-    model.fit(train_set, eval_set=vali_set)
+    model.fit(train_set, eval_set=vali_set, callbacks=list(callbacks))
     seconds = time.perf_counter() - start
     scores = model.predict(cb.Pool(_csr32(data.test.X)))
     curve = np.asarray(model.get_evals_result()["validation"][eval_metric])
@@ -265,6 +268,7 @@ def train(
     trees: TreeSettings,
     plrank: PLRankSettings,
     params: Mapping[str, Any] | None = None,
+    callbacks: Sequence[Any] = (),
 ) -> Fit:
     """Train method ``name`` with early stopping on validation NDCG@k and score the test split.
 
@@ -284,7 +288,12 @@ def train(
     plrank : PLRankSettings
         Options of the PL-Rank objective (``PLRANK`` methods only).
     params : mapping, optional
-        The method's native parameters, applied last.
+        The method's native parameters, applied last. A PL-Rank method's ``plrank`` entry, a
+        mapping, replaces fields of ``plrank`` and, under ``"hessian"``, the method's Hessian mode.
+    callbacks : sequence, default ()
+        The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
+        ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
+        callbacks.
 
     Returns
     -------
@@ -300,12 +309,17 @@ def train(
     if name not in METHODS:
         raise ValueError(f"name must be one of {', '.join(METHODS)}, but {name!r} is given.")
     method = METHODS[name]
+    native = dict(params or {})
+    options = dict(native.pop(PLRANK, {}))
     objective: Objective = method.objective.format(k=k)
     if method.objective == PLRANK:
+        hessian = options.pop("hessian", method.hessian)
+        plrank = replace(plrank, **options)
         objective = plrank_objective(
-            K=k, N=plrank.N, metric=plrank.metric, gain=plrank.gain, hessian=method.hessian,
+            K=k, N=plrank.N, metric=plrank.metric, gain=plrank.gain, hessian=hessian,
             seed=seed, sampler=plrank.sampler, n_jobs=trees.n_jobs,
         )
     return _TRAINERS[method.library](
-        method, data, k=k, seed=seed, trees=trees, objective=objective, params=params or {},
+        method, data, k=k, seed=seed, trees=trees, objective=objective, params=native,
+        callbacks=callbacks,
     )

@@ -1,0 +1,132 @@
+"""The value of a trial: validation NDCG@k of one training, pruned on its intermediate values.
+
+A trial trains the method with the harness (:func:`~gbdt_plrank.harness.train`: early stopping
+on validation NDCG@k) and returns the best validation NDCG@k. After every round the library's
+Optuna pruning callback (from ``optuna-integration``) reports the round's validation NDCG@k, and
+the trial stops as pruned when the study's pruner says so. CatBoost's callback cannot raise
+inside CatBoost: it stops the training, and the trial is marked pruned after it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._compat import require
+from ..harness.methods import METHODS, train
+
+if TYPE_CHECKING:
+    import optuna
+
+    from ..datasets import LTRDataset
+    from ..harness.config import PLRankSettings, TreeSettings
+    from .spaces import SearchSpace
+
+__all__ = ["Pruning", "make_objective", "pruning_callback"]
+
+PURPOSE = "tuning"
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """A library's pruning callback, and what to call once its training has returned."""
+
+    callback: Any
+    finish: Callable[[], None]
+
+
+def _nothing() -> None:
+    """Nothing to do after training: the callback raised ``TrialPruned`` itself."""
+
+
+# The observation keys follow gbdt_plrank.harness.methods: the validation set is named "vali"
+# for XGBoost and LightGBM, and each library computes NDCG@k under its own metric name.
+def _xgboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
+    return Pruning(integration.XGBoostPruningCallback(trial, f"vali-ndcg@{k}"), _nothing)
+
+
+def _lightgbm(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
+    callback = integration.LightGBMPruningCallback(trial, f"ndcg@{k}", valid_name="vali")
+    return Pruning(callback, _nothing)
+
+
+def _catboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
+    optuna = require("optuna", purpose=PURPOSE)
+    with warnings.catch_warnings():  # the callback is marked experimental since Optuna 3.0
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        callback = integration.CatBoostPruningCallback(trial, f"NDCG:top={k};type=Exp")
+    return Pruning(callback, callback.check_pruned)
+
+
+_PRUNING: dict[str, Callable[[Any, optuna.Trial, int], Pruning]] = {
+    "xgboost": _xgboost,
+    "lightgbm": _lightgbm,
+    "catboost": _catboost,
+}
+
+
+def pruning_callback(library: str, trial: optuna.Trial, *, k: int) -> Pruning:
+    """The ``optuna-integration`` pruning callback of ``library`` on validation NDCG@k.
+
+    Raises
+    ------
+    MissingDependencyError
+        When ``optuna-integration`` is not installed.
+    """
+    integration = require("optuna_integration", purpose=PURPOSE)
+    return _PRUNING[library](integration, trial, k)
+
+
+def make_objective(
+    space: SearchSpace,
+    data: LTRDataset,
+    *,
+    k: int,
+    seed: int,
+    trees: TreeSettings,
+    plrank: PLRankSettings,
+    params: Mapping[str, Any],
+) -> Callable[[optuna.Trial], float]:
+    """The function a study maximises for method ``space.method``.
+
+    Parameters
+    ----------
+    space : SearchSpace
+        The method's search space.
+    data : LTRDataset
+        Its train split trains, its validation split decides; the test split is not looked at.
+    k : int
+        Cut-off of the validation NDCG (and of the PL-Rank objective).
+    seed : int
+        Seed of every training (booster and sampled rankings): trials differ only in parameters.
+    trees, plrank : TreeSettings, PLRankSettings
+        The settings the trial's parameters are applied over.
+    params : mapping
+        Native parameters of the method applied under the trial's (as ``compare`` merges a
+        params file over a configuration's ``[params]``: key by key).
+
+    Returns
+    -------
+    callable
+        ``objective(trial) -> float``: the best validation NDCG@k. The trial's parameters, as
+        ``compare --params`` takes them, are kept in its user attribute ``"params"``, with
+        ``"best_round"`` and ``"train_seconds"``.
+    """
+    library = METHODS[space.method].library
+
+    def objective(trial: optuna.Trial) -> float:
+        chosen = space.suggest(trial)
+        trial.set_user_attr("params", chosen)
+        pruning = pruning_callback(library, trial, k=k)
+        fit = train(
+            space.method, data, k=k, seed=seed, trees=trees, plrank=plrank,
+            params={**params, **chosen}, callbacks=[pruning.callback],
+        )
+        pruning.finish()
+        trial.set_user_attr("best_round", int(fit.best_round))
+        trial.set_user_attr("train_seconds", float(fit.train_seconds))
+        return float(fit.curve[fit.best_round - 1])
+
+    return objective

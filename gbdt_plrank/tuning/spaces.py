@@ -1,0 +1,352 @@
+"""Search spaces: which parameters of a method are tuned, and over which values.
+
+A space file is TOML with three kinds of tables; a method's space is the merge of its library's
+table, the ``[plrank]`` table (PL-Rank methods only) and its own table, in that order:
+
+.. code-block:: toml
+
+    [xgboost]                                         # native parameters of every XGBoost method
+    eta = { low = 1e-3, high = 0.3, log = true }      # a float range, searched on a log scale
+    max_depth = { low = 3, high = 10 }                # an integer range (both bounds integers)
+    subsample = { low = 0.5, high = 1.0, step = 0.1 }
+
+    [plrank]                                          # PL-Rank objective options, every PL-Rank method
+    metric = { choices = ["ndcg", "dcg"] }            # one of a list
+
+    [plrank-xgb]                                      # one method, over the tables above
+    plrank.hessian = { choices = ["abs", "clip"] }    # its objective options go under plrank.
+
+    [lightgbm]
+    bagging_freq = 1                                  # a fixed value: set, not searched
+
+The defaults are in ``spaces.toml`` beside this module (:data:`DEFAULT_SPACES`). A user's file
+changes entries of the defaults, table by table and key by key. Its native parameters must be
+parameters of the defaults (which list every one worth tuning), so that a misspelt name cannot be
+silently ignored by a booster; objective options must be options of
+:func:`~gbdt_plrank.plrank_objective` (``N``, ``metric``, ``gain``, ``sampler``, ``hessian``).
+To stop searching a parameter, give it a fixed value.
+
+Trials name the parameters as in the file: native ones by their name, objective options as
+``plrank.<option>``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ..harness.config import ConfigError, check_plrank_options
+from ..harness.methods import METHODS, PLRANK
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+    import optuna
+
+__all__ = ["DEFAULT_SPACES", "Choice", "Range", "SearchSpace", "load_spaces"]
+
+#: The default search spaces of every method.
+DEFAULT_SPACES: Traversable = resources.files(__package__) / "spaces.toml"
+
+#: Tables of a space file besides the method names: libraries, then the PL-Rank options.
+LIBRARIES = tuple(dict.fromkeys(m.library for m in METHODS.values()))
+RANGE_KEYS = ("low", "high", "log", "step")
+PREFIX = f"{PLRANK}."
+
+Scalar = str | int | float | bool
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+@dataclass(frozen=True)
+class Range:
+    """Values from ``low`` to ``high``: integers when both bounds (and ``step``) are integers."""
+
+    low: float
+    high: float
+    log: bool = False
+    step: float | None = None
+
+    @property
+    def integer(self) -> bool:
+        """Whether the range holds integers."""
+        return all(_is_int(v) for v in (self.low, self.high, self.step) if v is not None)
+
+    def suggest(self, trial: optuna.Trial, name: str) -> int | float:
+        """The trial's value of parameter ``name``."""
+        if self.integer:
+            step = 1 if self.step is None else int(self.step)
+            return trial.suggest_int(name, int(self.low), int(self.high), step=step, log=self.log)
+        return trial.suggest_float(name, self.low, self.high, step=self.step, log=self.log)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as written in a space file."""
+        out: dict[str, Any] = {"low": self.low, "high": self.high}
+        if self.log:
+            out["log"] = True
+        if self.step is not None:
+            out["step"] = self.step
+        return out
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``choices``."""
+
+    choices: tuple[Scalar, ...]
+
+    def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
+        """The trial's value of parameter ``name``."""
+        return trial.suggest_categorical(name, list(self.choices))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as written in a space file."""
+        return {"choices": list(self.choices)}
+
+
+Entry = Range | Choice | Scalar
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The search space of one method.
+
+    Attributes
+    ----------
+    method : str
+        A method name of the comparison harness.
+    entries : mapping
+        Parameter name (native, or ``plrank.<option>``) -> :class:`Range`, :class:`Choice` or a
+        fixed value.
+    """
+
+    method: str
+    entries: Mapping[str, Entry]
+
+    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
+        """The trial's parameters, as :func:`~gbdt_plrank.harness.train` takes them.
+
+        Native parameters at the top level, objective options in a ``plrank`` table.
+        """
+        params: dict[str, Any] = {}
+        for name, entry in self.entries.items():
+            value = entry.suggest(trial, name) if isinstance(entry, (Range, Choice)) else entry
+            if name.startswith(PREFIX):
+                params.setdefault(PLRANK, {})[name.removeprefix(PREFIX)] = value
+            else:
+                params[name] = value
+        return params
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entries as written in a space file (JSON-able)."""
+        return {
+            name: entry.as_dict() if isinstance(entry, (Range, Choice)) else entry
+            for name, entry in self.entries.items()
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a space file
+# --------------------------------------------------------------------------------------------
+def _range(where: str, spec: dict[str, Any]) -> Range:
+    missing = [key for key in ("low", "high") if key not in spec]
+    if missing:
+        raise ConfigError(f"{where} must set {missing[0]!r} (a range needs low and high).")
+    low, high, log, step = spec["low"], spec["high"], spec.get("log", False), spec.get("step")
+    if not _is_number(low) or not _is_number(high) or not low < high:
+        raise ConfigError(
+            f"{where} must have numbers low < high, but low={low!r}, high={high!r} is given."
+        )
+    if not isinstance(log, bool):
+        raise ConfigError(f"{where}.log must be true or false, but {log!r} is given.")
+    if step is not None and (not _is_number(step) or not step > 0):
+        raise ConfigError(f"{where}.step must be a number > 0, but {step!r} is given.")
+    if log and step is not None:
+        raise ConfigError(f"{where} must not set both log and step (Optuna allows one of them).")
+    if log and not low > 0:
+        raise ConfigError(f"{where} must have low > 0 on a log scale, but low={low!r} is given.")
+    return Range(low, high, log, step)
+
+
+def _choice(where: str, spec: dict[str, Any]) -> Choice:
+    others = [key for key in spec if key != "choices"]
+    if others:
+        raise ConfigError(f"{where} must not set {others[0]!r} together with choices.")
+    choices = spec["choices"]
+    if not isinstance(choices, list) or not choices or not all(map(_is_scalar, choices)):
+        raise ConfigError(
+            f"{where}.choices must be a non-empty list of strings, numbers or booleans, "
+            f"but {choices!r} is given."
+        )
+    repeated = sorted({repr(c) for c in choices if choices.count(c) > 1})
+    if repeated:
+        raise ConfigError(f"{where}.choices must not repeat a value, but {repeated[0]} is repeated.")
+    return Choice(tuple(choices))
+
+
+def _entry(where: str, value: Any) -> Entry:
+    """One parameter: a fixed value, ``{low, high, log, step}`` or ``{choices}``."""
+    if _is_scalar(value):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{where} must be a value, a range {{ low, high }} or {{ choices = [...] }}, "
+            f"but {value!r} is given."
+        )
+    unknown = [key for key in value if key not in (*RANGE_KEYS, "choices")]
+    if unknown:
+        raise ConfigError(
+            f"unknown key {f'{where}.{unknown[0]}'!r}; allowed: {', '.join(RANGE_KEYS)}, choices."
+        )
+    return _choice(where, value) if "choices" in value else _range(where, value)
+
+
+def _values(entry: Entry) -> list[Any]:
+    """The values an entry can take that decide whether it is valid: bounds, choices, value."""
+    if isinstance(entry, Range):
+        return [entry.low, entry.high]
+    if isinstance(entry, Choice):
+        return list(entry.choices)
+    return [entry]
+
+
+def _options(key: str, table: Any) -> dict[str, Entry]:
+    """PL-Rank objective options ``plrank.<option>`` from the table at key path ``key``."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{key} must be a table of PL-Rank options, but {table!r} is given.")
+    entries = {option: _entry(f"{key}.{option}", v) for option, v in table.items()}
+    for option, entry in entries.items():
+        for value in _values(entry):
+            check_plrank_options(key, {option: value})
+    return {f"{PREFIX}{option}": entry for option, entry in entries.items()}
+
+
+def _table(name: str, body: Any) -> dict[str, Entry]:
+    """The flat entries of table ``name``: native names, and ``plrank.<option>`` for options."""
+    if not isinstance(body, dict):
+        raise ConfigError(f"[{name}] must be a table of parameters, but {body!r} is given.")
+    if name == PLRANK:
+        return _options(PLRANK, body)
+    entries: dict[str, Entry] = {}
+    for key, value in body.items():
+        if key == PLRANK and name in METHODS:
+            if METHODS[name].objective != PLRANK:
+                raise ConfigError(
+                    f"{name}.{PLRANK} must not be set: {name!r} is not a PL-Rank method."
+                )
+            entries.update(_options(f"{name}.{PLRANK}", value))
+        else:
+            entries[key] = _entry(f"{name}.{key}", value)
+    return entries
+
+
+def _read(text: str, *, source: str) -> dict[str, dict[str, Entry]]:
+    """Table name -> flat entries of a space file; every error names ``source``."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{source} is not valid TOML: {err}") from None
+    allowed = (*LIBRARIES, PLRANK, *METHODS)
+    unknown = [name for name in raw if name not in allowed]
+    if unknown:
+        raise ConfigError(
+            f"unknown table [{unknown[0]}] in {source}; allowed: {', '.join(allowed)}."
+        )
+    try:
+        return {name: _table(name, body) for name, body in raw.items()}
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+
+
+def _layers(name: str) -> tuple[str, ...]:
+    """The tables whose entries make the space of method ``name``, in order of precedence."""
+    method = METHODS[name]
+    return (method.library, *((PLRANK,) if method.objective == PLRANK else ()), name)
+
+
+def _resolve(tables: Mapping[str, Mapping[str, Entry]], name: str) -> dict[str, Entry]:
+    entries: dict[str, Entry] = {}
+    for layer in _layers(name):
+        entries.update(tables.get(layer, {}))
+    return entries
+
+
+def _native(tables: Mapping[str, Mapping[str, Entry]], name: str) -> list[str]:
+    """The native parameters that table ``name`` has, its layers included for a method."""
+    entries = _resolve(tables, name) if name in METHODS else tables.get(name, {})
+    return [key for key in entries if not key.startswith(PREFIX)]
+
+
+def _override(
+    defaults: dict[str, dict[str, Entry]],
+    user: dict[str, dict[str, Entry]],
+    *,
+    source: str,
+) -> dict[str, dict[str, Entry]]:
+    """``defaults`` with the entries of ``user``, whose native parameters must be the defaults'.
+
+    Objective options need no such rule: reading the file checked their names.
+    """
+    merged = {name: dict(entries) for name, entries in defaults.items()}
+    for name, entries in user.items():
+        known = _native(defaults, name)
+        unknown = [k for k in entries if not k.startswith(PREFIX) and k not in known]
+        if unknown:
+            raise ConfigError(
+                f"unknown parameter {unknown[0]!r} in [{name}] of {source}; the search space "
+                f"knows: {', '.join(known) or 'no native parameter'}."
+            )
+        merged.setdefault(name, {}).update(entries)
+    return merged
+
+
+def load_spaces(path: str | Path | None = None) -> dict[str, SearchSpace]:
+    """The search space of every method: the defaults, changed by the file ``path`` if given.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A space file (see the module docstring) whose entries replace the defaults'.
+
+    Returns
+    -------
+    dict
+        Method name -> :class:`SearchSpace`, for every method of the comparison harness.
+
+    Raises
+    ------
+    ConfigError
+        When the file is missing or not TOML, names an unknown table or parameter, or holds an
+        entry that breaks its rule (e.g. ``low >= high``); the message names the file, the key and
+        the rule.
+    """
+    tables = _read(DEFAULT_SPACES.read_text(encoding="utf-8"), source=str(DEFAULT_SPACES))
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"no such search space file: {path}")
+        user = _read(path.read_text(encoding="utf-8"), source=str(path))
+        tables = _override(tables, user, source=str(path))
+    return {
+        name: SearchSpace(name, MappingProxyType(_resolve(tables, name))) for name in METHODS
+    }
