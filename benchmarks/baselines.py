@@ -26,9 +26,10 @@ output does not depend on the number of threads.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
+
+from gbdt_plrank._estimator import numba_threads
 
 __all__ = [
     "gumbel_rankings",
@@ -254,8 +255,10 @@ def _plrank3_sample(ranking, e, S_total, rho, theta, rank_of, PR, prefix, grad, 
         dn = prefix[2, r]
         a = rd * prefix[1, r] - prefix[0, r]
         grad[d] += below + ed * a
-        hess[d] += below + ed * (twice * a - dn * below) + ed * ed * (
-            (prefix[3, r] - rd * prefix[4, r]) - dn * a
+        hess[d] += (
+            below
+            + ed * (twice * a - dn * below)
+            + ed * ed * ((prefix[3, r] - rd * prefix[4, r]) - dn * a)
         )
     for i in range(K):
         rank_of[ranking[i]] = -1
@@ -364,9 +367,7 @@ def _plrank3_groups(scores, rho, group_ptr, theta, n_samples, seed, grad, hess):
             hess[lo:hi] = 0.0
             continue
         state = _query_state(seed, g)
-        _plrank3_query(
-            scores[lo:hi], rho[lo:hi], theta, n_samples, state, grad[lo:hi], hess[lo:hi]
-        )
+        _plrank3_query(scores[lo:hi], rho[lo:hi], theta, n_samples, state, grad[lo:hi], hess[lo:hi])
 
 
 @njit(parallel=True, cache=True)
@@ -429,20 +430,6 @@ def _gumbel_rankings(scores, n_samples, seed, out):
 # --------------------------------------------------------------------------------------------
 # Python entry points
 # --------------------------------------------------------------------------------------------
-class _Threads:
-    """Run a block with ``n_jobs`` Numba threads (None: Numba's default), then restore."""
-
-    def __init__(self, n_jobs: int | None) -> None:
-        self.n = numba.config.NUMBA_NUM_THREADS if n_jobs is None else int(n_jobs)
-
-    def __enter__(self) -> None:
-        self.previous = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(self.n, numba.config.NUMBA_NUM_THREADS)))
-
-    def __exit__(self, *exc: object) -> None:
-        numba.set_num_threads(self.previous)
-
-
 def _vector(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64)
 
@@ -496,7 +483,7 @@ def plrank3_grad_hess(
     m = _vector(scores)
     grad = np.empty_like(m)
     hess = np.empty_like(m)
-    with _Threads(n_jobs):
+    with numba_threads(n_jobs):
         rho = rewards(labels, ptr, K, metric=metric, gain=gain)
         _plrank3_groups(m, rho, ptr, theta_dcg(K), N, seed, grad, hess)
     return grad, hess
@@ -527,7 +514,7 @@ def plrank2_grad(
     ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
     m = _vector(scores)
     grad = np.empty_like(m)
-    with _Threads(n_jobs):
+    with numba_threads(n_jobs):
         rho = rewards(labels, ptr, K, metric=metric, gain=gain)
         _plrank2_groups(m, rho, ptr, theta_dcg(K), N, seed, grad)
     return grad
