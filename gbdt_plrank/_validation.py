@@ -13,6 +13,16 @@ import numpy as np
 MAX_EXP_LABEL = 31  # XGBoost and LightGBM refuse larger labels with the exponential gain too
 
 
+def is_int(value: object) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    """An integer or a float (Python or NumPy), not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
 def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
     """``value`` must be one of ``allowed``."""
     allowed = tuple(allowed)
@@ -25,18 +35,14 @@ def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
 
 def check_positive_int(name: str, value: object) -> int:
     """``value`` must be an integer >= 1 (bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, but {value!r} is given.")
     return int(value)
 
 
 def check_seed(name: str, value: object) -> int:
     """``value`` must be an integer in [0, 2**63)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or not 0 <= value < 2**63
-    ):
+    if not is_int(value) or not 0 <= value < 2**63:
         raise ValueError(f"{name} must be an integer in [0, 2**63), but {value!r} is given.")
     return int(value)
 

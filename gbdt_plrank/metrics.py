@@ -66,6 +66,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _metric_kernels
+from ._estimator import dcg_weights
 from ._groups import resolve_groups
 from ._validation import (
     as_finite_vector,
@@ -73,6 +74,7 @@ from ._validation import (
     check_labels,
     check_positive_int,
     check_same_length,
+    is_number,
 )
 
 __all__ = [
@@ -112,8 +114,7 @@ def _check_k(k: object) -> int | None:
 
 
 def _check_empty(empty: object) -> float:
-    ok = isinstance(empty, (int, float, np.integer, np.floating)) and not isinstance(empty, bool)
-    if not ok or not (math.isnan(empty) or 0.0 <= empty <= 1.0):
+    if not is_number(empty) or not (math.isnan(empty) or 0.0 <= empty <= 1.0):
         raise ValueError(f"empty must be a number in [0, 1] or nan, but {empty!r} is given.")
     return float(empty)
 
@@ -137,11 +138,6 @@ def _gains(y: FloatArray, gain: str) -> FloatArray:
     if gain == "linear":
         return y
     return (y > 0).astype(np.float64)
-
-
-def _dcg_discounts(K: int) -> FloatArray:
-    r"""Rank weights :math:`\theta_r = 1/\log_2(r + 1)`, :math:`r = 1..K`."""
-    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
 
 
 def _cutoff(r: _Ranked, k: int | None) -> int:
@@ -199,7 +195,7 @@ def _dcg_parts(
     gain = check_choice("gain", gain, GAINS)
     k = _check_k(k)
     r = _ranked(y_true, y_score, group, exp_gain=gain == "exp")
-    value, ideal, _ = _sums(r, _gains(r.y, gain), _dcg_discounts(_cutoff(r, k)), want_ideal=True)
+    value, ideal, _ = _sums(r, _gains(r.y, gain), dcg_weights(_cutoff(r, k)), want_ideal=True)
     return value, ideal
 
 

@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
+from .._validation import is_int, is_number
 from .methods import METHODS, PLRANK, RESERVED_PARAMS
 
 if sys.version_info >= (3, 11):
@@ -66,34 +67,26 @@ class ConfigError(ValueError):
 # --------------------------------------------------------------------------------------------
 # Checks of single values: (key path, value) -> the value as the dataclass stores it
 # --------------------------------------------------------------------------------------------
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _positive_int(key: str, value: Any) -> int:
-    if not _is_int(value) or value < 1:
+    if not is_int(value) or value < 1:
         raise ConfigError(f"{key} must be an integer >= 1, but {value!r} is given.")
     return value
 
 
 def _positive_float(key: str, value: Any) -> float:
-    if not _is_number(value) or not value > 0:
+    if not is_number(value) or not value > 0:
         raise ConfigError(f"{key} must be a number > 0, but {value!r} is given.")
     return float(value)
 
 
 def _non_negative_float(key: str, value: Any) -> float:
-    if not _is_number(value) or not value >= 0:
+    if not is_number(value) or not value >= 0:
         raise ConfigError(f"{key} must be a number >= 0, but {value!r} is given.")
     return float(value)
 
 
 def _fraction(key: str, value: Any) -> float:
-    if not _is_number(value) or not 0 < value <= 1:
+    if not is_number(value) or not 0 < value <= 1:
         raise ConfigError(f"{key} must be a number in (0, 1], but {value!r} is given.")
     return float(value)
 
@@ -142,7 +135,7 @@ def _int_list(low: int, high: int | None) -> Check:
 
     def check(key: str, value: Any) -> tuple[int, ...]:
         items = value if isinstance(value, list) else [value]
-        bad = [v for v in items if not _is_int(v) or v < low or (high is not None and v > high)]
+        bad = [v for v in items if not is_int(v) or v < low or (high is not None and v > high)]
         if not items or bad:
             raise ConfigError(
                 f"{key} must be {rule} or a non-empty list of them, but {value!r} is given."

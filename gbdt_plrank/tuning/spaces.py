@@ -40,6 +40,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._validation import is_int, is_number
 from ..harness.config import ConfigError, check_plrank_options
 from ..harness.methods import METHODS, PLRANK
 
@@ -66,14 +67,6 @@ PREFIX = f"{PLRANK}."
 Scalar = str | int | float | bool
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, int, float, bool))
 
@@ -90,7 +83,7 @@ class Range:
     @property
     def integer(self) -> bool:
         """Whether the range holds integers."""
-        return all(_is_int(v) for v in (self.low, self.high, self.step) if v is not None)
+        return all(is_int(v) for v in (self.low, self.high, self.step) if v is not None)
 
     def suggest(self, trial: optuna.Trial, name: str) -> int | float:
         """The trial's value of parameter ``name``."""
@@ -173,13 +166,13 @@ def _range(where: str, spec: dict[str, Any]) -> Range:
     if missing:
         raise ConfigError(f"{where} must set {missing[0]!r} (a range needs low and high).")
     low, high, log, step = spec["low"], spec["high"], spec.get("log", False), spec.get("step")
-    if not _is_number(low) or not _is_number(high) or not low < high:
+    if not is_number(low) or not is_number(high) or not low < high:
         raise ConfigError(
             f"{where} must have numbers low < high, but low={low!r}, high={high!r} is given."
         )
     if not isinstance(log, bool):
         raise ConfigError(f"{where}.log must be true or false, but {log!r} is given.")
-    if step is not None and (not _is_number(step) or not step > 0):
+    if step is not None and (not is_number(step) or not step > 0):
         raise ConfigError(f"{where}.step must be a number > 0, but {step!r} is given.")
     if log and step is not None:
         raise ConfigError(f"{where} must not set both log and step (Optuna allows one of them).")
