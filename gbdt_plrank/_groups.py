@@ -38,10 +38,6 @@ class Groups:
     first_seen: np.ndarray
 
     @property
-    def n_groups(self) -> int:
-        return self.ptr.shape[0] - 1
-
-    @property
     def sizes(self) -> np.ndarray:
         return np.diff(self.ptr)
 
