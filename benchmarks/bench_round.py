@@ -33,19 +33,16 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-# As gbdt_plrank does on import, but before xgboost loads its OpenMP runtime (which reads the
-# variable once): threads that spin while waiting starve the other runtime on a small machine.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
+# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads its OpenMP
+# runtime (which reads the variable once).
+import gbdt_plrank  # isort: skip
 import numpy as np
+import xgboost
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-import xgboost  # noqa: E402
-
-import gbdt_plrank  # noqa: E402
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
 
