@@ -46,6 +46,9 @@ _X_RULES: dict[str, Any] = {
 }
 _SEED_BOUND = np.iinfo(np.int32).max
 
+#: The backends that take a callable objective (CatBoost has no hook for one).
+RANKER_BACKENDS = ("xgboost", "lightgbm")
+
 
 class MetricEstimate(NamedTuple):
     """A Monte-Carlo estimate and its standard error."""
@@ -253,7 +256,7 @@ class PLRankRanker(BaseEstimator):
             On an unknown backend or option, labels that are NaN or negative, lengths that
             differ, a group that is neither ids nor sizes, or early stopping without eval set.
         """
-        backend = BACKENDS[check_choice("backend", self.backend, BACKENDS)]
+        backend = BACKENDS[check_choice("backend", self.backend, RANKER_BACKENDS)]
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
         if early_stopping_rounds is not None:
             check_positive_int("early_stopping_rounds", early_stopping_rounds)

@@ -62,7 +62,7 @@ def test_changed_settings_are_refused(tmp_path: Path, tiny: Path, capsys) -> Non
         (["compare", str(DEMO), "--colour", "1"], "argument '--colour'; allowed flags: --help"),
         (["compare", str(DEMO), "--round", "3"], "unknown argument '--round'"),
         (["compare", str(DEMO), "extra.toml"], "unknown argument 'extra.toml'"),
-        (["compare", str(DEMO), "--methods", "plrank-xgb,ranknet"], "'ranknet' is not one"),
+        (["compare", str(DEMO), "--methods", "plrank-xgb,ranknet"], "'ranknet' is not a method"),
         (["compare", str(DEMO), "--seeds", "0"], "seeds must be an integer >= 1, but 0 is given"),
         (["compare", str(DEMO), "--k", "5,x"], "expected an integer or comma-separated integers"),
         (["compare", str(DEMO), "--data", "no/such/folder"], "'no/such/folder' is neither"),

@@ -20,7 +20,7 @@ import pytest
 
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
-from gbdt_plrank.harness.methods import train
+from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
 
 pytestmark = pytest.mark.slow

@@ -12,6 +12,7 @@ from tiny_ltr import write_tiny_letor
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("optuna_integration")
 
+from gbdt_plrank._boosters import BACKENDS  # noqa: E402
 from gbdt_plrank.harness import (  # noqa: E402
     METHODS,
     ConfigError,
@@ -21,7 +22,7 @@ from gbdt_plrank.harness import (  # noqa: E402
     read_params,
     run_comparison,
 )
-from gbdt_plrank.harness.methods import PLRANK, RESERVED_PARAMS  # noqa: E402
+from gbdt_plrank.harness.methods import PLRANK  # noqa: E402
 from gbdt_plrank.tuning import (  # noqa: E402
     Choice,
     Range,
@@ -91,7 +92,7 @@ def test_default_spaces_cover_every_method() -> None:
         assert isinstance(entry, Range) and entry.low <= low and entry.high >= high
     assert spaces["xendcg-lgb"].entries["bagging_freq"] == 1  # bagging takes effect
     for name, space in spaces.items():  # nothing the harness sets itself
-        assert not set(space.entries) & RESERVED_PARAMS[METHODS[name].library]
+        assert not set(space.entries) & BACKENDS[METHODS[name].library].reserved
 
 
 def test_shipped_space_files_load() -> None:

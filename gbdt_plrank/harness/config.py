@@ -1,4 +1,4 @@
-"""The description of a comparison: a TOML file read into frozen dataclasses.
+"""The description of a comparison: a TOML file read into frozen, validated models.
 
 .. code-block:: toml
 
@@ -25,31 +25,27 @@
     N = 200
     hessian = "clip"
 
-Every key is checked: an unknown one, or a value that breaks its rule, raises
-:class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
+The models are pydantic schemas (:mod:`.schema`): an unknown key, or a value that breaks its
+rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
-from .._validation import is_int, is_number
-from .methods import METHODS, PLRANK, RESERVED_PARAMS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as the tomli package
-    import tomli as tomllib
+from .methods import METHODS, PLRANK
+from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
     "CompareConfig",
     "ConfigError",
+    "PLRankOptions",
     "PLRankSettings",
     "TreeSettings",
     "check_plrank_options",
@@ -57,141 +53,124 @@ __all__ = [
     "read_params",
 ]
 
-Check = Callable[[str, Any], Any]
+
+def _one_of(names: Any) -> str:
+    return f"one of {', '.join(map(repr, names))}"
 
 
-class ConfigError(ValueError):
-    """A configuration key or value breaks its rule; the message names both."""
+def _as_tuple(value: Any) -> Any:
+    """TOML arrays arrive as lists; the models hold tuples (and a single integer as one item)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    return tuple(value) if isinstance(value, list) else value
 
 
-# --------------------------------------------------------------------------------------------
-# Checks of single values: (key path, value) -> the value as the dataclass stores it
-# --------------------------------------------------------------------------------------------
-def _positive_int(key: str, value: Any) -> int:
-    if not is_int(value) or value < 1:
-        raise ConfigError(f"{key} must be an integer >= 1, but {value!r} is given.")
-    return value
-
-
-def _positive_float(key: str, value: Any) -> float:
-    if not is_number(value) or not value > 0:
-        raise ConfigError(f"{key} must be a number > 0, but {value!r} is given.")
-    return float(value)
-
-
-def _non_negative_float(key: str, value: Any) -> float:
-    if not is_number(value) or not value >= 0:
-        raise ConfigError(f"{key} must be a number >= 0, but {value!r} is given.")
-    return float(value)
-
-
-def _fraction(key: str, value: Any) -> float:
-    if not is_number(value) or not 0 < value <= 1:
-        raise ConfigError(f"{key} must be a number in (0, 1], but {value!r} is given.")
-    return float(value)
-
-
-def _boolean(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key} must be true or false, but {value!r} is given.")
-    return value
-
-
-def _choice(allowed: tuple[str, ...]) -> Check:
-    def check(key: str, value: Any) -> str:
-        if value not in allowed:
-            raise ConfigError(
-                f"{key} must be one of {', '.join(map(repr, allowed))}, but {value!r} is given."
-            )
-        return value
-
-    return check
-
-
-def _non_empty_str(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{key} must be a non-empty string, but {value!r} is given.")
-    return value
-
-
-def _distinct(key: str, items: list[Any]) -> None:
+def _distinct(items: tuple[Any, ...]) -> tuple[Any, ...]:
     repeated = sorted({repr(v) for v in items if items.count(v) > 1})
     if repeated:
-        raise ConfigError(f"{key} must not repeat a value, but {', '.join(repeated)} is repeated.")
+        raise ValueError(f"{', '.join(repeated)} is repeated")
+    return items
 
 
-def _str_list(key: str, value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value:
-        raise ConfigError(f"{key} must be a non-empty list of strings, but {value!r} is given.")
-    for v in value:
-        _non_empty_str(f"each entry of {key}", v)
-    _distinct(key, value)
-    return tuple(value)
-
-
-def _int_list(low: int, high: int | None) -> Check:
-    """An integer or a non-empty list of distinct integers in [low, high]."""
-    rule = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
-
-    def check(key: str, value: Any) -> tuple[int, ...]:
-        items = value if isinstance(value, list) else [value]
-        bad = [v for v in items if not is_int(v) or v < low or (high is not None and v > high)]
-        if not items or bad:
-            raise ConfigError(
-                f"{key} must be {rule} or a non-empty list of them, but {value!r} is given."
-            )
-        _distinct(key, items)
-        return tuple(items)
-
-    return check
-
-
-def _methods(key: str, value: Any) -> tuple[str, ...]:
-    names = _str_list(key, value)
+def _known_methods(names: tuple[str, ...]) -> tuple[str, ...]:
     unknown = [n for n in names if n not in METHODS]
     if unknown:
-        raise ConfigError(
-            f"{key} must name known methods, but {unknown[0]!r} is not one; "
-            f"allowed: {', '.join(METHODS)}."
-        )
+        raise ValueError(f"{unknown[0]!r} is not a method")
     return names
 
 
-def check_plrank_options(key: str, value: Any) -> Mapping[str, Any]:
-    """Options of the PL-Rank objective: fields of :class:`PLRankSettings`, and ``hessian``.
+def _items(item: Any, *, rule: str, known: bool = False) -> Any:
+    """A TOML array (or one integer) read as a non-empty tuple of distinct items."""
+    names = _known_methods if known else _distinct
+    return Annotated[
+        tuple[item, ...],
+        BeforeValidator(_as_tuple),
+        AfterValidator(_distinct),
+        AfterValidator(names),
+        Field(min_length=1, description=rule),
+    ]
 
-    Parameters
-    ----------
-    key : str
-        The table's key path, for messages (``"params.plrank-xgb.plrank"``).
-    value : mapping
-        Option name -> value.
 
-    Returns
-    -------
-    mapping
-        The checked options.
+PositiveInt = Annotated[int, Field(ge=1)]
+Text = Annotated[str, Field(min_length=1)]
+
+
+class TreeSettings(Schema):
+    """Booster settings shared by every method of a comparison.
+
+    Each library reads them under its own names (the booster layer's table
+    :data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a setting a library has no counterpart for is
+    not passed to it. ``num_leaves`` unset keeps each library's default (XGBoost: no limit
+    besides ``max_depth``; LightGBM: 31).
+    """
+
+    rounds: int = Field(1000, ge=1, description="an integer >= 1")
+    learning_rate: float = Field(0.05, gt=0, description="a number > 0")
+    max_depth: int = Field(6, ge=1, description="an integer >= 1")
+    num_leaves: int | None = Field(None, ge=2, description="an integer >= 2")
+    min_child_weight: float = Field(0.1, ge=0, description="a number >= 0")
+    reg_lambda: float = Field(1.0, ge=0, alias="lambda", description="a number >= 0")
+    subsample: float = Field(1.0, gt=0, le=1, description="a number in (0, 1]")
+    early_stopping_rounds: int = Field(50, ge=1, description="an integer >= 1")
+    n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
+
+    def booster_settings(self, *, seed: int, params: Mapping[str, Any]) -> BoosterSettings:
+        """The booster layer's settings for one training with ``seed`` and native ``params``."""
+        return BoosterSettings(
+            learning_rate=self.learning_rate,
+            max_depth=self.max_depth,
+            num_leaves=self.num_leaves,
+            min_child_weight=self.min_child_weight,
+            reg_lambda=self.reg_lambda,
+            subsample=self.subsample,
+            n_threads=self.n_jobs,
+            seed=seed,
+            params=dict(params),
+        )
+
+
+class PLRankSettings(Schema):
+    """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``)."""
+
+    N: int = Field(100, ge=1, description="an integer >= 1")
+    metric: Literal[METRICS] = Field("ndcg", description=_one_of(METRICS))  # type: ignore[valid-type]
+    gain: Literal[GAINS] = Field("exp", description=_one_of(GAINS))  # type: ignore[valid-type]
+    sampler: Literal[tuple(SAMPLERS)] = Field(  # type: ignore[valid-type]
+        "auto", description=_one_of(SAMPLERS)
+    )
+
+
+class PLRankOptions(Schema):
+    """A PL-Rank method's own objective options: any of :class:`PLRankSettings`, and ``hessian``."""
+
+    N: int | None = Field(None, ge=1, description="an integer >= 1")
+    metric: Literal[METRICS] | None = Field(None, description=_one_of(METRICS))  # type: ignore[valid-type]
+    gain: Literal[GAINS] | None = Field(None, description=_one_of(GAINS))  # type: ignore[valid-type]
+    sampler: Literal[tuple(SAMPLERS)] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(SAMPLERS)
+    )
+    hessian: Literal[HESSIAN_MODES] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(HESSIAN_MODES)
+    )
+
+
+def check_plrank_options(key: str, value: Any) -> dict[str, Any]:
+    """The options set in ``value`` (a table at key path ``key``), checked by :class:`PLRankOptions`.
 
     Raises
     ------
     ConfigError
         On an unknown option (listing the allowed ones) or a value that breaks its rule.
     """
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key} must be a table of PL-Rank options, but {value!r} is given.")
-    checks = {f.name: f.metadata["check"] for f in fields(PLRankSettings)}
-    checks["hessian"] = _choice(HESSIAN_MODES)
-    unknown = [option for option in value if option not in checks]
-    if unknown:
-        raise ConfigError(
-            f"unknown key {f'{key}.{unknown[0]}'!r}; allowed in [{key}]: {', '.join(checks)}."
-        )
-    return MappingProxyType(
-        {option: checks[option](f"{key}.{option}", v) for option, v in value.items()}
-    )
+    options = validate(PLRankOptions, value, source=f"[{key}]", prefix=key)
+    return options.model_dump(exclude_unset=True)
 
 
-def _params(key: str, value: Any) -> Mapping[str, Mapping[str, Any]]:
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
     """Method name -> table of native parameters (scalars), none of them set by the harness.
 
     A PL-Rank method's table may hold a ``plrank`` sub-table of objective options.
@@ -210,119 +189,49 @@ def _params(key: str, value: Any) -> Mapping[str, Mapping[str, Any]]:
             )
         where = f"{key}.{name}" if key else name
         if not isinstance(table, dict):
-            raise ConfigError(
-                f"{where} must be a table of native parameters, but {table!r} is given."
-            )
-        reserved = RESERVED_PARAMS[METHODS[name].library]
-        table = dict(table)
+            raise ConfigError(f"{where} must be a table of native parameters, but {table!r} is given.")
+        method = METHODS[name]
+        checked = {}
         for param, v in table.items():
-            if param == PLRANK:
-                if METHODS[name].objective != PLRANK:
-                    raise ConfigError(
-                        f"{where}.{PLRANK} must not be set: {name!r} is not a PL-Rank method."
-                    )
-                table[param] = check_plrank_options(f"{where}.{PLRANK}", v)
-                continue
-            if param in reserved:
+            if param == PLRANK and method.objective == PLRANK:
+                checked[param] = check_plrank_options(f"{where}.{PLRANK}", v)
+            elif param == PLRANK:
+                raise ConfigError(f"{where}.{PLRANK} must not be set: {name!r} is not a PL-Rank method.")
+            elif param in BACKENDS[method.library].reserved:
                 raise ConfigError(
                     f"{where} must not set {param!r}: the objective, evaluation metric, seed, "
                     f"rounds and early stopping are the harness's (set seeds, k, trees.rounds "
                     f"and trees.early_stopping_rounds in the configuration)."
                 )
-            if not isinstance(v, (str, int, float, bool)):
-                raise ConfigError(
-                    f"{where}.{param} must be a string, number or boolean, but {v!r} is given."
-                )
-        out[name] = MappingProxyType(table)
-    return MappingProxyType(out)
+            elif not _scalar(v):
+                raise ConfigError(f"{where}.{param} must be a string, number or boolean, but {v!r} is given.")
+            else:
+                checked[param] = v
+        out[name] = checked
+    return out
 
 
-def _check(check: Check, *, key: str | None = None) -> dict[str, Any]:
-    """Field metadata: the value's check and, if it differs from the field name, its TOML key."""
-    return {"check": check} if key is None else {"check": check, "key": key}
-
-
-def _build(cls: type, table: Any, *, where: str, source: str) -> Any:
-    """``cls`` from a TOML table, every key checked; ``where`` prefixes the key paths.
-
-    A field whose metadata holds ``"section"`` (a dataclass) is read from a sub-table.
-    """
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where.rstrip('.')} must be a table, but {table!r} is given.")
-    by_key = {f.metadata.get("key", f.name): f for f in fields(cls)}
-    unknown = [key for key in table if key not in by_key]
-    if unknown:
-        section = f"[{where.rstrip('.')}]" if where else "the top level"
-        raise ConfigError(
-            f"unknown key {where + unknown[0]!r} in {source}; allowed at {section}: "
-            f"{', '.join(by_key)}."
-        )
-    missing = [key for key, f in by_key.items() if key not in table and f.metadata.get("required")]
-    if missing:
-        raise ConfigError(f"{source} must set {where + missing[0]!r}.")
-    values = {}
-    for key, f in by_key.items():
-        if key in table:
-            section_cls = f.metadata.get("section")
-            values[f.name] = (
-                _build(section_cls, table[key], where=f"{where}{key}.", source=source)
-                if section_cls is not None
-                else f.metadata["check"](f"{where}{key}", table[key])
-            )
-    return cls(**values)
-
-
-# --------------------------------------------------------------------------------------------
-# The configuration
-# --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TreeSettings:
-    """Booster settings shared by every method of a comparison.
-
-    Each library reads them under its own names (see :mod:`gbdt_plrank.harness.methods`);
-    a setting a library has no counterpart for is not passed to it.
-    """
-
-    rounds: int = field(default=1000, metadata=_check(_positive_int))
-    learning_rate: float = field(default=0.05, metadata=_check(_positive_float))
-    max_depth: int = field(default=6, metadata=_check(_positive_int))
-    num_leaves: int = field(default=31, metadata=_check(_positive_int))
-    min_child_weight: float = field(default=0.1, metadata=_check(_non_negative_float))
-    reg_lambda: float = field(default=1.0, metadata=_check(_non_negative_float, key="lambda"))
-    subsample: float = field(default=1.0, metadata=_check(_fraction))
-    early_stopping_rounds: int = field(default=50, metadata=_check(_positive_int))
-    n_jobs: int | None = field(default=None, metadata=_check(_positive_int))
-
-
-@dataclass(frozen=True)
-class PLRankSettings:
-    """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``)."""
-
-    N: int = field(default=100, metadata=_check(_positive_int))
-    metric: str = field(default="ndcg", metadata=_check(_choice(METRICS)))
-    gain: str = field(default="exp", metadata=_check(_choice(GAINS)))
-    sampler: str = field(default="auto", metadata=_check(_choice(tuple(SAMPLERS))))
-
-
-@dataclass(frozen=True)
-class CompareConfig:
+class CompareConfig(Schema):
     """A comparison: which data, methods, seeds and cut-offs, and the shared settings."""
 
-    datasets: tuple[str, ...] = field(metadata={"check": _str_list, "required": True})
-    methods: tuple[str, ...] = field(metadata={"check": _methods, "required": True})
-    folds: tuple[int, ...] = field(default=(1,), metadata=_check(_int_list(1, 5)))
-    seeds: int = field(default=5, metadata=_check(_positive_int))
-    k: tuple[int, ...] = field(default=(5,), metadata=_check(_int_list(1, None)))
-    out: str = field(default="runs/compare", metadata=_check(_non_empty_str))
-    drop_empty_test_queries: bool = field(default=True, metadata=_check(_boolean))
-    trees: TreeSettings = field(
-        default_factory=TreeSettings, metadata={"section": TreeSettings}
+    datasets: _items(Text, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
+    methods: _items(  # type: ignore[valid-type]
+        str, rule=f"a non-empty list of distinct methods from: {', '.join(METHODS)}", known=True
     )
-    plrank: PLRankSettings = field(
-        default_factory=PLRankSettings, metadata={"section": PLRankSettings}
-    )
-    params: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=lambda: MappingProxyType({}), metadata=_check(_params)
+    folds: _items(  # type: ignore[valid-type]
+        Annotated[int, Field(ge=1, le=5)],
+        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
+    ) = (1,)
+    seeds: int = Field(5, ge=1, description="an integer >= 1")
+    k: _items(  # type: ignore[valid-type]
+        PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
+    ) = (5,)
+    out: Text = Field("runs/compare", description="a non-empty string")
+    drop_empty_test_queries: bool = Field(True, description="true or false")
+    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
+    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
+    params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="a table of method name -> table of parameters"
     )
 
     @property
@@ -336,33 +245,15 @@ class CompareConfig:
         Results made under other settings must not be mixed with these; what only selects runs
         (datasets, folds, methods, seeds, k) or changes their speed (``n_jobs``) is left out.
         """
-        trees = {
-            f.metadata.get("key", f.name): getattr(self.trees, f.name)
-            for f in fields(TreeSettings)
-            if f.name != "n_jobs"
-        }
         return {
-            "trees": trees,
-            "plrank": asdict(self.plrank),
-            "params": {
-                m: {key: dict(v) if isinstance(v, Mapping) else v for key, v in p.items()}
-                for m, p in sorted(self.params.items())
-            },
+            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
+            "plrank": self.plrank.model_dump(),
+            "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
         }
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"no such configuration file: {path}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path} is not valid TOML: {err}") from None
-
-
-def read_params(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
+def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
     """Per-method native parameters from a TOML file of ``[method-name]`` tables.
 
     The format ``compare --params FILE`` reads (and a tuner writes)::
@@ -381,9 +272,9 @@ def read_params(path: str | Path) -> Mapping[str, Mapping[str, Any]]:
         harness sets itself.
     """
     path = Path(path)
-    raw = _read_toml(path)
+    raw = read_toml(path, what="parameter file")
     try:
-        return _params("", raw)
+        return _params(raw, key="")
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
 
@@ -417,7 +308,7 @@ def load_config(
         On a missing or invalid file, an unknown key or a value that breaks its rule.
     """
     path = Path(path)
-    raw = _read_toml(path)
+    raw = read_toml(path)
     raw.setdefault("out", str(Path("runs") / path.stem))
     for dotted, value in (overrides or {}).items():
         *sections, key = dotted.split(".")
@@ -425,8 +316,8 @@ def load_config(
         for section in sections:
             table = table.setdefault(section, {})
         table[key] = value
+    raw["params"] = _params(raw.get("params", {}), key="params")
     if params_file is not None:
-        merged = raw.setdefault("params", {})
         for name, table in read_params(params_file).items():
-            merged[name] = {**merged.get(name, {}), **table}
-    return _build(CompareConfig, raw, where="", source=str(path))
+            raw["params"][name] = {**raw["params"].get(name, {}), **table}
+    return validate(CompareConfig, raw, source=str(path))

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import BUNDLED, LTRDataset, Split, load_dataset
-from .config import ConfigError
+from .schema import ConfigError
 
 __all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
 

@@ -17,8 +17,9 @@ from .. import _compat
 from ..metrics import dataset_ndcg, ndcg
 from .config import CompareConfig
 from .data import check_data, dataset_label, load
-from .methods import METHODS, train
+from .methods import METHODS
 from .store import ResultStore, RunKey
+from .training import train
 
 __all__ = ["Plan", "plan", "run_comparison"]
 

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .config import ConfigError
+from .schema import ConfigError
 
 __all__ = ["COLUMNS", "ResultStore", "RunKey"]
 

@@ -14,7 +14,6 @@ command again resumes where it stopped.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -98,9 +97,8 @@ def run(args: argparse.Namespace) -> int:
     """Tune every method asked for; return the exit status."""
     config = load_config(args.config) if args.config is not None else None
     given = {"rounds": args.rounds, "n_jobs": args.n_jobs}
-    trees = dataclasses.replace(
-        config.trees if config is not None else TreeSettings(),
-        **{key: value for key, value in given.items() if value is not None},
+    trees = (config.trees if config is not None else TreeSettings()).model_copy(
+        update={key: value for key, value in given.items() if value is not None}
     )
     pruner = require("optuna", purpose="tuning").pruners.NopPruner() if args.no_pruning else None
     methods = [args.method] if args.method is not None else args.methods

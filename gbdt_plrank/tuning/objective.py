@@ -14,8 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._boosters import CatBoostBackend, eval_name, metric_name
 from .._compat import require
-from ..harness.methods import METHODS, train
+from ..harness.methods import METHODS
+from ..harness.training import train
 
 if TYPE_CHECKING:
     import optuna
@@ -41,14 +43,15 @@ def _nothing() -> None:
     """Nothing to do after training: the callback raised ``TrialPruned`` itself."""
 
 
-# The observation keys follow gbdt_plrank.harness.methods: the validation set is named "vali"
-# for XGBoost and LightGBM, and each library computes NDCG@k under its own metric name.
+# The observation keys follow the booster layer: the validation set is eval_name(0), and
+# each library computes NDCG@k under its own metric name.
 def _xgboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
-    return Pruning(integration.XGBoostPruningCallback(trial, f"vali-ndcg@{k}"), _nothing)
+    key = f"{eval_name(0)}-{metric_name(k)}"
+    return Pruning(integration.XGBoostPruningCallback(trial, key), _nothing)
 
 
 def _lightgbm(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
-    callback = integration.LightGBMPruningCallback(trial, f"ndcg@{k}", valid_name="vali")
+    callback = integration.LightGBMPruningCallback(trial, metric_name(k), valid_name=eval_name(0))
     return Pruning(callback, _nothing)
 
 
@@ -56,7 +59,7 @@ def _catboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
     optuna = require("optuna", purpose=PURPOSE)
     with warnings.catch_warnings():  # the callback is marked experimental since Optuna 3.0
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        callback = integration.CatBoostPruningCallback(trial, f"NDCG:top={k};type=Exp")
+        callback = integration.CatBoostPruningCallback(trial, CatBoostBackend.eval_metric(k, "exp"))
     return Pruning(callback, callback.check_pruned)
 
 

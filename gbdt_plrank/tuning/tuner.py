@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -230,7 +229,7 @@ def tune(
     params = {key: dict(v) if isinstance(v, Mapping) else v for key, v in (params or {}).items()}
     label = dataset_label(data, fold)
     settings = {
-        "data": label, "k": k, "seed": seed, "trees": asdict(trees), "plrank": asdict(plrank),
+        "data": label, "k": k, "seed": seed, "trees": trees.model_dump(), "plrank": plrank.model_dump(),
         "params": params, "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only

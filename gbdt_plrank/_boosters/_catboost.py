@@ -1,0 +1,115 @@
+"""CatBoost: ``CatBoost.fit`` with one of CatBoost's own ranking losses.
+
+CatBoost has no hook for a callable ranking objective (DESIGN.md section 6), so this backend takes
+only loss names (``"YetiRank"``, ``"StochasticRank:metric=NDCG;top=5;type=Exp"``); it is here so
+that the comparison trains every method through one layer. Query groups go in as ``group_id``;
+with early stopping CatBoost keeps the best round itself (``use_best_model``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._base import (
+    BoosterSettings,
+    Objective,
+    QueryData,
+    Trained,
+    eval_name,
+    library,
+    metric_name,
+    native_params,
+    normalised,
+    plain_history,
+)
+
+__all__ = ["CatBoostBackend"]
+
+
+def _pool_features(X: Any) -> Any:
+    """CSR input with the int32 indices CatBoost requires; dense input unchanged."""
+    if not sp.issparse(X):
+        return X
+    X = sp.csr_matrix(X)
+    return sp.csr_matrix(
+        (X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape
+    )
+
+
+class CatBoostBackend:
+    """``catboost.CatBoost`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+
+    name = "catboost"
+    reserved = frozenset({
+        "loss_function", "objective", "eval_metric", "iterations", "num_boost_round",
+        "n_estimators", "num_trees", "random_seed", "random_state", "od_type", "od_wait",
+        "early_stopping_rounds", "use_best_model",
+    })
+
+    def train(
+        self,
+        settings: BoosterSettings,
+        data: QueryData,
+        evals: Sequence[QueryData],
+        *,
+        objective: Objective,
+        K: int,
+        gain: str,
+        n_estimators: int,
+        early_stopping_rounds: int | None,
+        callbacks: Sequence[Any] = (),
+    ) -> Trained:
+        if not isinstance(objective, str):
+            raise ValueError(
+                f"objective must be a CatBoost loss name for the catboost backend (CatBoost has "
+                f"no hook for callable ranking objectives), but {objective!r} is given."
+            )
+        catboost = library(self.name)
+        metric = self.eval_metric(K, gain)
+        fixed: dict[str, Any] = {
+            "loss_function": objective, "eval_metric": metric, "iterations": n_estimators,
+        }
+        if early_stopping_rounds is not None:
+            fixed.update(od_type="Iter", od_wait=early_stopping_rounds, use_best_model=True)
+        defaults: dict[str, Any] = {"verbose": False, "allow_writing_files": False}
+        if settings.subsample is not None and settings.subsample < 1:
+            defaults["bootstrap_type"] = "Bernoulli"  # the default bootstrap has no subsample
+        params = native_params(
+            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
+        )
+        if settings.subsample is not None and settings.subsample >= 1:
+            params.pop("subsample")  # 1 is no subsampling, which every bootstrap type allows
+        model = catboost.CatBoost(params)
+        eval_sets = [self._pool(e) for e in evals]
+        start = time.perf_counter()
+        model.fit(self._pool(data), eval_set=eval_sets or None, callbacks=list(callbacks) or None)
+        seconds = time.perf_counter() - start
+        results = model.get_evals_result()
+        history = {
+            eval_name(i): {metric: results[name][metric]}
+            for i, name in enumerate(n for n in results if n != "learn")
+        }
+        best = model.get_best_iteration() if early_stopping_rounds is not None else None
+        return Trained(model, best, plain_history(history, {metric: metric_name(K)}), seconds)
+
+    @staticmethod
+    def eval_metric(K: int, gain: str) -> str:
+        """CatBoost's name of NDCG@K with the given gain (its callbacks observe this name)."""
+        return f"NDCG:top={K};type={'Exp' if gain == 'exp' else 'Base'}"
+
+    @staticmethod
+    def _pool(data: QueryData) -> Any:
+        return library("catboost").Pool(_pool_features(data.X), label=data.y, group_id=data.qid)
+
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
+        pool = library("catboost").Pool(_pool_features(X))
+        extra = {} if n_threads is None else {"thread_count": n_threads}
+        return np.asarray(booster.predict(pool, prediction_type="RawFormulaVal", **extra))
+
+    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+        return normalised(np.asarray(booster.get_feature_importance(), dtype=np.float64))

@@ -1,0 +1,124 @@
+"""LightGBM: ``lightgbm.train`` with a callable objective in ``params`` or one of LightGBM's own.
+
+Every Dataset carries its ``group`` sizes. Early stopping stops when any eval set has not improved
+for the given number of rounds (LightGBM's rule). The returned booster is rebuilt from its text
+form: it holds only the kept rounds and no reference to a callable objective, so that pickling it
+and LightGBM's own save and load round-trip exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._base import (
+    BoosterSettings,
+    Objective,
+    QueryData,
+    Trained,
+    eval_name,
+    library,
+    native_params,
+    normalised,
+    plain_history,
+)
+
+__all__ = ["LightGBMBackend"]
+
+
+class LightGBMBackend:
+    """``lightgbm.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+
+    name = "lightgbm"
+    reserved = frozenset({
+        "objective", "objective_type", "app", "application", "loss", "metric", "metrics",
+        "metric_types", "eval_at", "ndcg_eval_at", "ndcg_at", "seed", "random_seed",
+        "random_state", "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees",
+        "num_round", "num_rounds", "nrounds", "num_boost_round", "n_estimators", "max_iter",
+        "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
+    })
+
+    def train(
+        self,
+        settings: BoosterSettings,
+        data: QueryData,
+        evals: Sequence[QueryData],
+        *,
+        objective: Objective,
+        K: int,
+        gain: str,
+        n_estimators: int,
+        early_stopping_rounds: int | None,
+        callbacks: Sequence[Any] = (),
+    ) -> Trained:
+        lightgbm = library(self.name)
+        top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
+        fixed = {
+            "objective": objective,
+            "metric": "ndcg",
+            "eval_at": [K],
+            "label_gain": [2.0**i - 1.0 if gain == "exp" else float(i) for i in range(top + 1)],
+        }
+        defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
+        if settings.subsample is not None and settings.subsample < 1:
+            defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
+        params = native_params(
+            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
+        )
+        train_set = self._training_set(data, params)
+        history: dict[str, Any] = {}
+        hooks = [lightgbm.record_evaluation(history)]
+        if early_stopping_rounds is not None:
+            hooks.append(lightgbm.early_stopping(early_stopping_rounds, verbose=False))
+        start = time.perf_counter()
+        booster = lightgbm.train(
+            params, train_set, n_estimators,
+            valid_sets=[self._dataset(e, reference=train_set) for e in evals],
+            valid_names=[eval_name(i) for i in range(len(evals))],
+            callbacks=[*hooks, *callbacks],
+        )
+        seconds = time.perf_counter() - start
+        stopped = early_stopping_rounds is not None and booster.best_iteration > 0  # not in dart
+        best = booster.best_iteration - 1 if stopped else None
+        rounds = booster.current_iteration() if best is None else best + 1
+        standalone = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=rounds))
+        return Trained(standalone, best, plain_history(history, {}), seconds)
+
+    @staticmethod
+    def _dataset(data: QueryData, *, reference: Any = None, params: Any = None) -> Any:
+        return library("lightgbm").Dataset(
+            data.X, data.y, group=data.sizes, reference=reference, params=params
+        )
+
+    def _training_set(self, data: QueryData, params: Mapping[str, Any]) -> Any:
+        """The constructed training Dataset, refused when no feature can be split on.
+
+        LightGBM 4.7 drops features that are constant or cannot give two leaves of
+        ``min_data_in_leaf`` rows; with none left, a callable objective stops it with
+        "Check failed: (train_data->num_features()) > (0)". Say so in plain words instead.
+        """
+        # Built with the parameters lightgbm.train will use, so its binning is the same.
+        train_set = self._dataset(data, params={**params, "objective": "none"}).construct()
+        if not any(train_set.feature_num_bin(j) for j in range(train_set.num_feature())):
+            raise ValueError(
+                f"LightGBM finds no feature to split on in these {data.y.shape[0]} rows: every "
+                f"feature is constant or has too few rows (min_data_in_leaf="
+                f"{params.get('min_data_in_leaf', 20)}, min_data_in_bin="
+                f"{params.get('min_data_in_bin', 3)}), and LightGBM cannot train without one. "
+                f"Pass more rows, or lower them through params."
+            )
+        return train_set
+
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
+        extra = {} if n_threads is None else {"num_threads": n_threads}
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
+        return np.asarray(booster.predict(X, raw_score=True, **extra), dtype=np.float64)
+
+    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+        gains = np.asarray(booster.feature_importance(importance_type="gain"), dtype=np.float64)
+        return normalised(gains)

@@ -1,0 +1,99 @@
+"""XGBoost: ``xgboost.train`` with a callable objective or one of XGBoost's own.
+
+A callable objective gets ``base_score=0`` (margins are the policy's log-scores from round 0);
+every DMatrix carries ``qid``, since XGBoost scores an evaluation DMatrix without it as a single
+query, silently. Early stopping watches the last eval set (XGBoost's rule), and the booster is
+sliced to its best round. ``XGBRanker`` cannot be used: it refuses callable objectives.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    BoosterSettings,
+    Objective,
+    QueryData,
+    Trained,
+    eval_name,
+    library,
+    metric_name,
+    native_params,
+    normalised,
+    plain_history,
+)
+
+__all__ = ["XGBoostBackend"]
+
+
+class XGBoostBackend:
+    """``xgboost.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+
+    name = "xgboost"
+    reserved = frozenset({
+        "objective", "obj", "eval_metric", "disable_default_eval_metric", "base_score", "seed",
+        "random_state", "num_boost_round", "n_estimators", "early_stopping_rounds",
+    })
+
+    def train(
+        self,
+        settings: BoosterSettings,
+        data: QueryData,
+        evals: Sequence[QueryData],
+        *,
+        objective: Objective,
+        K: int,
+        gain: str,
+        n_estimators: int,
+        early_stopping_rounds: int | None,
+        callbacks: Sequence[Any] = (),
+    ) -> Trained:
+        xgboost = library(self.name)
+        fixed: dict[str, Any] = {
+            "eval_metric": metric_name(K),
+            "ndcg_exp_gain": gain == "exp",
+            "disable_default_eval_metric": 1,
+        }
+        if isinstance(objective, str):
+            fixed["objective"], obj = objective, None
+        else:  # the callable supplies the gradients; the named objective is not used
+            fixed.update(objective="reg:squarederror", base_score=0.0)
+            obj = objective
+        params = native_params(
+            self.name, settings, reserved=self.reserved, defaults={}, fixed=fixed
+        )
+        history: dict[str, Any] = {}
+        train_set = self._dmatrix(data)
+        eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
+        start = time.perf_counter()
+        booster = xgboost.train(
+            params, train_set, n_estimators, evals=eval_sets, obj=obj,
+            early_stopping_rounds=early_stopping_rounds, evals_result=history,
+            verbose_eval=False, callbacks=list(callbacks),
+        )
+        seconds = time.perf_counter() - start
+        best = None
+        if early_stopping_rounds is not None:
+            best = int(booster.attr("best_iteration"))
+            booster = booster[: best + 1]
+        return Trained(booster, best, plain_history(history, {}), seconds)
+
+    @staticmethod
+    def _dmatrix(data: QueryData) -> Any:
+        return library("xgboost").DMatrix(data.X, label=data.y, qid=data.qid, missing=np.nan)
+
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
+        if n_threads is not None:
+            booster.set_param({"nthread": n_threads})
+        out = booster.inplace_predict(X, predict_type="margin", missing=np.nan)
+        return np.asarray(out, dtype=np.float64)
+
+    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+        gains = np.zeros(n_features)
+        for name, gain in booster.get_score(importance_type="total_gain").items():
+            gains[int(name[1:])] = gain  # default feature names f0, f1, ...
+        return normalised(gains)

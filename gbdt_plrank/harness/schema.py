@@ -1,0 +1,109 @@
+"""Declarative checking of configuration files: pydantic models and plain-worded errors.
+
+Every configuration model derives from :class:`Schema`: frozen, strict types, unknown keys
+forbidden. Each field states its rule in words in its ``description`` ("an integer >= 1"), and
+:func:`validate` turns pydantic's first error into one :class:`ConfigError` sentence that names
+the key path, the value and that rule, or, for an unknown key, the keys allowed there.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "Schema", "read_toml", "validate"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A configuration key or value breaks its rule; the message names both."""
+
+
+class Schema(BaseModel):
+    """Base of the configuration models: frozen, strict, unknown keys refused."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, populate_by_name=True,
+        arbitrary_types_allowed=True,
+    )
+
+
+def read_toml(path: Path, *, what: str = "configuration file") -> dict[str, Any]:
+    """The TOML file ``path`` as a dict; a missing or malformed file is a :class:`ConfigError`."""
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"no such {what}: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"the {what} must be a file, but {path} is a folder.") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path} is not valid TOML: {err}") from None
+
+
+def _keys(model: type[BaseModel]) -> dict[str, str]:
+    """TOML key -> field name of ``model`` (a field's alias is its key)."""
+    return {(f.alias or name): name for name, f in model.model_fields.items()}
+
+
+def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel], str | None, str]:
+    """The model holding the error's field, the field's rule (description) and the key path."""
+    path: list[str] = []
+    rule = None
+    for i, part in enumerate(loc):
+        if isinstance(part, int):  # an item of a list: the list's rule applies
+            continue
+        path.append(str(part))
+        name = _keys(model).get(str(part))
+        if name is None:
+            return model, None, ".".join(path)
+        field = model.model_fields[name]
+        rule = field.description
+        sub = field.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel) and i < len(loc) - 1:
+            model = sub
+    return model, rule, ".".join(path)
+
+
+def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> str:
+    loc = tuple(error["loc"])
+    model, rule, key = _walk(root, loc)
+    key = f"{prefix}.{key}" if prefix else key
+    if error["type"] == "extra_forbidden":
+        parent = key.rpartition(".")[0]
+        section = f"[{parent}]" if parent else "the top level"
+        return (
+            f"unknown key {key!r} in {source}; allowed at {section}: {', '.join(_keys(model))}."
+        )
+    if error["type"] == "missing":
+        return f"{source} must set {key!r}."
+    value = error.get("input")
+    if rule is None:
+        return f"{key} is invalid: {error['msg']}, but {value!r} is given."
+    detail = ""
+    if error["type"] == "value_error":  # a custom check: its own words follow the rule
+        detail = f" ({str(error['ctx']['error']).rstrip('.')})"
+    return f"{key} must be {rule}, but {value!r} is given{detail}."
+
+
+def validate(model: type[M], data: Any, *, source: str, prefix: str = "") -> M:
+    """``model`` from ``data``, or a :class:`ConfigError` naming the key, the value and the rule.
+
+    ``prefix`` is the key path of ``data`` in its file (``"params.plrank-xgb.plrank"``).
+    """
+    if not isinstance(data, dict):
+        where = prefix or "the file"
+        raise ConfigError(f"{where} must be a table, but {data!r} is given.")
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_sentence(model, err.errors()[0], source, prefix)) from None

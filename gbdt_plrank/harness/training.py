@@ -1,0 +1,129 @@
+"""One training of a comparison method, through the package's booster layer.
+
+Every method trains on the train split, evaluates NDCG@k on the validation split after each
+round, stops early when it has not improved for ``early_stopping_rounds`` rounds, and scores the
+test split at its best round. The shared tree settings reach each library under its own names
+(:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
+(``[params.<method>]`` or ``--params``) are applied last; their ``plrank`` sub-table, for the
+PL-Rank methods, replaces options of the objective (``N``, ``metric``, ``gain``, ``sampler`` and
+``hessian``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._boosters import BACKENDS, Objective, QueryData, eval_name, metric_name
+from .._compat import require
+from .._objective import plrank_objective
+from .methods import METHODS, PLRANK
+
+if TYPE_CHECKING:
+    from ..datasets import LTRDataset, Split
+    from .config import PLRankSettings, TreeSettings
+
+__all__ = ["Fit", "train"]
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What one training produced.
+
+    Attributes
+    ----------
+    curve : float array (rounds_run,)
+        Validation NDCG@k after each round, as the library computed it for early stopping.
+    best_round : int
+        Number of rounds kept (1-based): the round with the best validation NDCG@k.
+    test_scores : float array (n_test,)
+        Scores of the test split's rows at ``best_round``.
+    train_seconds : float
+        Wall time of the library's training call, validation included.
+    """
+
+    curve: np.ndarray
+    best_round: int
+    test_scores: np.ndarray
+    train_seconds: float
+
+
+def _query_data(split: Split) -> QueryData:
+    return QueryData(split.X, split.y, split.group_sizes)
+
+
+def train(
+    name: str,
+    data: LTRDataset,
+    *,
+    k: int,
+    seed: int,
+    trees: TreeSettings,
+    plrank: PLRankSettings,
+    params: Mapping[str, Any] | None = None,
+    callbacks: Sequence[Any] = (),
+) -> Fit:
+    """Train method ``name`` with early stopping on validation NDCG@k and score the test split.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`~gbdt_plrank.harness.methods.METHODS`.
+    data : LTRDataset
+        Train, validation and test splits.
+    k : int
+        Cut-off of the validation metric, of the PL-Rank objective (its ``K``) and of
+        CatBoost's StochasticRank.
+    seed : int
+        Seed of the booster and of the PL-Rank objective's sampled rankings.
+    trees : TreeSettings
+        The shared booster settings.
+    plrank : PLRankSettings
+        Options of the PL-Rank objective (``PLRANK`` methods only).
+    params : mapping, optional
+        The method's native parameters, applied last. A PL-Rank method's ``plrank`` entry, a
+        mapping, replaces fields of ``plrank`` and, under ``"hessian"``, the method's Hessian mode.
+    callbacks : sequence, default ()
+        The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
+        ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
+        callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`).
+
+    Returns
+    -------
+    Fit
+
+    Raises
+    ------
+    ValueError
+        When ``name`` is not a method.
+    MissingDependencyError
+        When the method's library is not installed.
+    """
+    if name not in METHODS:
+        raise ValueError(f"name must be one of {', '.join(METHODS)}, but {name!r} is given.")
+    method = METHODS[name]
+    require(method.library, purpose=f"method {name!r}")
+    native = dict(params or {})
+    options = dict(native.pop(PLRANK, {}))
+    objective: Objective = method.objective.format(k=k)
+    if method.objective == PLRANK:
+        chosen = {**plrank.model_dump(), "hessian": method.hessian, **options}
+        objective = plrank_objective(K=k, seed=seed, n_jobs=trees.n_jobs, **chosen)
+    backend = BACKENDS[method.library]
+    trained = backend.train(
+        trees.booster_settings(seed=seed, params=native),
+        _query_data(data.train),
+        [_query_data(data.vali)],
+        objective=objective,
+        K=k,
+        gain="exp",
+        n_estimators=trees.rounds,
+        early_stopping_rounds=trees.early_stopping_rounds,
+        callbacks=callbacks,
+    )
+    scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
+    curve = np.asarray(trained.history[eval_name(0)][metric_name(k)])
+    return Fit(curve, trained.rounds, scores, trained.seconds)
