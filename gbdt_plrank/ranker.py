@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import BACKENDS, Backend, BoosterSettings, QueryData
+from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData
 from ._estimator import thread_count
 from ._groups import resolve_groups
 from ._objective import plrank_objective
@@ -273,10 +273,8 @@ class PLRankRanker(BaseEstimator):
         settings = self._settings(booster_seed)
         data = self._query_data(X, y, group, reset=True)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
-        trained = backend.train(
-            settings, data, evals, objective=objective, K=objective.spec.K, gain=self.gain,
-            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
-        )
+        plan = Plan(objective, objective.spec.K, self.gain, n_estimators, early_stopping_rounds)
+        trained = backend.train(settings, data, evals, plan)
         self.booster_ = trained.booster
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history

@@ -25,6 +25,7 @@ __all__ = [
     "BoosterSettings",
     "History",
     "Objective",
+    "Plan",
     "QueryData",
     "Trained",
     "eval_name",
@@ -130,6 +131,35 @@ class BoosterSettings:
 
 
 @dataclass(frozen=True)
+class Plan:
+    """What to train: the objective, the evaluation and the number of rounds.
+
+    Attributes
+    ----------
+    objective : callable or str
+        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
+    K : int
+        Cut-off of the NDCG evaluated on every eval set after each round.
+    gain : {"exp", "linear"}
+        Gain of a label in that NDCG: ``2**label - 1`` or ``label``.
+    n_estimators : int
+        Boosting rounds (at most, with early stopping).
+    early_stopping_rounds : int or None
+        Stop when NDCG@K has not improved for this many rounds (each library's rule), keep the
+        best round; ``None`` trains every round.
+    callbacks : sequence
+        The library's own callbacks, called after each round.
+    """
+
+    objective: Objective
+    K: int
+    gain: str = "exp"
+    n_estimators: int = 100
+    early_stopping_rounds: int | None = None
+    callbacks: Sequence[Any] = ()
+
+
+@dataclass(frozen=True)
 class Trained:
     """A fitted booster and what training recorded.
 
@@ -167,17 +197,7 @@ class Backend(Protocol):
     reserved: frozenset[str]
 
     def train(
-        self,
-        settings: BoosterSettings,
-        data: QueryData,
-        evals: Sequence[QueryData],
-        *,
-        objective: Objective,
-        K: int,
-        gain: str,
-        n_estimators: int,
-        early_stopping_rounds: int | None,
-        callbacks: Sequence[Any] = (),
+        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained: ...
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray: ...

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ._base import (
     BoosterSettings,
-    Objective,
+    Plan,
     QueryData,
     Trained,
     eval_name,
@@ -52,30 +52,20 @@ class CatBoostBackend:
     })
 
     def train(
-        self,
-        settings: BoosterSettings,
-        data: QueryData,
-        evals: Sequence[QueryData],
-        *,
-        objective: Objective,
-        K: int,
-        gain: str,
-        n_estimators: int,
-        early_stopping_rounds: int | None,
-        callbacks: Sequence[Any] = (),
+        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained:
-        if not isinstance(objective, str):
+        if not isinstance(plan.objective, str):
             raise ValueError(
                 f"objective must be a CatBoost loss name for the catboost backend (CatBoost has "
-                f"no hook for callable ranking objectives), but {objective!r} is given."
+                f"no hook for callable ranking objectives), but {plan.objective!r} is given."
             )
         catboost = library(self.name)
-        metric = self.eval_metric(K, gain)
+        metric = self.eval_metric(plan.K, plan.gain)
         fixed: dict[str, Any] = {
-            "loss_function": objective, "eval_metric": metric, "iterations": n_estimators,
+            "loss_function": plan.objective, "eval_metric": metric, "iterations": plan.n_estimators,
         }
-        if early_stopping_rounds is not None:
-            fixed.update(od_type="Iter", od_wait=early_stopping_rounds, use_best_model=True)
+        if plan.early_stopping_rounds is not None:
+            fixed.update(od_type="Iter", od_wait=plan.early_stopping_rounds, use_best_model=True)
         defaults: dict[str, Any] = {"verbose": False, "allow_writing_files": False}
         if settings.subsample is not None and settings.subsample < 1:
             defaults["bootstrap_type"] = "Bernoulli"  # the default bootstrap has no subsample
@@ -87,15 +77,15 @@ class CatBoostBackend:
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
         start = time.perf_counter()
-        model.fit(self._pool(data), eval_set=eval_sets or None, callbacks=list(callbacks) or None)
+        model.fit(self._pool(data), eval_set=eval_sets or None, callbacks=list(plan.callbacks) or None)
         seconds = time.perf_counter() - start
         results = model.get_evals_result()
         history = {
             eval_name(i): {metric: results[name][metric]}
             for i, name in enumerate(n for n in results if n != "learn")
         }
-        best = model.get_best_iteration() if early_stopping_rounds is not None else None
-        return Trained(model, best, plain_history(history, {metric: metric_name(K)}), seconds)
+        best = model.get_best_iteration() if plan.early_stopping_rounds is not None else None
+        return Trained(model, best, plain_history(history, {metric: metric_name(plan.K)}), seconds)
 
     @staticmethod
     def eval_metric(K: int, gain: str) -> str:
@@ -112,4 +102,6 @@ class CatBoostBackend:
         return np.asarray(booster.predict(pool, prediction_type="RawFormulaVal", **extra))
 
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
-        return normalised(np.asarray(booster.get_feature_importance(), dtype=np.float64))
+        # The default type for ranking losses (LossFunctionChange) needs the training data.
+        gains = booster.get_feature_importance(type="PredictionValuesChange")
+        return normalised(np.asarray(gains, dtype=np.float64))

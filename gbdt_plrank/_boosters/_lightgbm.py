@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from ._base import (
     BoosterSettings,
-    Objective,
+    Plan,
     QueryData,
     Trained,
     eval_name,
@@ -43,25 +43,15 @@ class LightGBMBackend:
     })
 
     def train(
-        self,
-        settings: BoosterSettings,
-        data: QueryData,
-        evals: Sequence[QueryData],
-        *,
-        objective: Objective,
-        K: int,
-        gain: str,
-        n_estimators: int,
-        early_stopping_rounds: int | None,
-        callbacks: Sequence[Any] = (),
+        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained:
         lightgbm = library(self.name)
         top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
         fixed = {
-            "objective": objective,
+            "objective": plan.objective,
             "metric": "ndcg",
-            "eval_at": [K],
-            "label_gain": [2.0**i - 1.0 if gain == "exp" else float(i) for i in range(top + 1)],
+            "eval_at": [plan.K],
+            "label_gain": [2.0**i - 1.0 if plan.gain == "exp" else float(i) for i in range(top + 1)],
         }
         defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
         if settings.subsample is not None and settings.subsample < 1:
@@ -72,17 +62,17 @@ class LightGBMBackend:
         train_set = self._training_set(data, params)
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
-        if early_stopping_rounds is not None:
-            hooks.append(lightgbm.early_stopping(early_stopping_rounds, verbose=False))
+        if plan.early_stopping_rounds is not None:
+            hooks.append(lightgbm.early_stopping(plan.early_stopping_rounds, verbose=False))
         start = time.perf_counter()
         booster = lightgbm.train(
-            params, train_set, n_estimators,
+            params, train_set, plan.n_estimators,
             valid_sets=[self._dataset(e, reference=train_set) for e in evals],
             valid_names=[eval_name(i) for i in range(len(evals))],
-            callbacks=[*hooks, *callbacks],
+            callbacks=[*hooks, *plan.callbacks],
         )
         seconds = time.perf_counter() - start
-        stopped = early_stopping_rounds is not None and booster.best_iteration > 0  # not in dart
+        stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0  # not in dart
         best = booster.best_iteration - 1 if stopped else None
         rounds = booster.current_iteration() if best is None else best + 1
         standalone = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=rounds))

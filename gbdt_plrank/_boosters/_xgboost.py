@@ -16,7 +16,7 @@ import numpy as np
 
 from ._base import (
     BoosterSettings,
-    Objective,
+    Plan,
     QueryData,
     Trained,
     eval_name,
@@ -40,29 +40,19 @@ class XGBoostBackend:
     })
 
     def train(
-        self,
-        settings: BoosterSettings,
-        data: QueryData,
-        evals: Sequence[QueryData],
-        *,
-        objective: Objective,
-        K: int,
-        gain: str,
-        n_estimators: int,
-        early_stopping_rounds: int | None,
-        callbacks: Sequence[Any] = (),
+        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained:
         xgboost = library(self.name)
         fixed: dict[str, Any] = {
-            "eval_metric": metric_name(K),
-            "ndcg_exp_gain": gain == "exp",
+            "eval_metric": metric_name(plan.K),
+            "ndcg_exp_gain": plan.gain == "exp",
             "disable_default_eval_metric": 1,
         }
-        if isinstance(objective, str):
-            fixed["objective"], obj = objective, None
+        if isinstance(plan.objective, str):
+            fixed["objective"], obj = plan.objective, None
         else:  # the callable supplies the gradients; the named objective is not used
             fixed.update(objective="reg:squarederror", base_score=0.0)
-            obj = objective
+            obj = plan.objective
         params = native_params(
             self.name, settings, reserved=self.reserved, defaults={}, fixed=fixed
         )
@@ -71,13 +61,13 @@ class XGBoostBackend:
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
         start = time.perf_counter()
         booster = xgboost.train(
-            params, train_set, n_estimators, evals=eval_sets, obj=obj,
-            early_stopping_rounds=early_stopping_rounds, evals_result=history,
-            verbose_eval=False, callbacks=list(callbacks),
+            params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
+            early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
+            verbose_eval=False, callbacks=list(plan.callbacks),
         )
         seconds = time.perf_counter() - start
         best = None
-        if early_stopping_rounds is not None:
+        if plan.early_stopping_rounds is not None:
             best = int(booster.attr("best_iteration"))
             booster = booster[: best + 1]
         return Trained(booster, best, plain_history(history, {}), seconds)

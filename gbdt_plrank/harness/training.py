@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, Objective, QueryData, eval_name, metric_name
+from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
 from .._objective import plrank_objective
 from .methods import METHODS, PLRANK
@@ -113,17 +113,12 @@ def train(
         chosen = {**plrank.model_dump(), "hessian": method.hessian, **options}
         objective = plrank_objective(K=k, seed=seed, n_jobs=trees.n_jobs, **chosen)
     backend = BACKENDS[method.library]
-    trained = backend.train(
-        trees.booster_settings(seed=seed, params=native),
-        _query_data(data.train),
-        [_query_data(data.vali)],
-        objective=objective,
-        K=k,
-        gain="exp",
-        n_estimators=trees.rounds,
-        early_stopping_rounds=trees.early_stopping_rounds,
-        callbacks=callbacks,
+    plan = Plan(
+        objective, k, n_estimators=trees.rounds,
+        early_stopping_rounds=trees.early_stopping_rounds, callbacks=callbacks,
     )
+    settings = trees.booster_settings(seed=seed, params=native)
+    trained = backend.train(settings, _query_data(data.train), [_query_data(data.vali)], plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
     curve = np.asarray(trained.history[eval_name(0)][metric_name(k)])
     return Fit(curve, trained.rounds, scores, trained.seconds)
