@@ -82,7 +82,7 @@ def test_default_spaces_cover_every_method() -> None:
             assert {"plrank.N", "plrank.metric"} <= options
         else:
             assert not options
-    assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(("abs", "clip"))
+    assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(choices=("abs", "clip"))
     assert "plrank.hessian" not in spaces["plrank-xgb-raw"].entries  # its identity
     # The paper's XGBoost space, widened: every range holds the paper's.
     paper = {"eta": (1e-3, 1e-2), "max_depth": (3, 8), "min_child_weight": (2, 10)}
@@ -98,7 +98,7 @@ def test_default_spaces_cover_every_method() -> None:
 def test_shipped_space_files_load() -> None:
     spaces = load_spaces(CONFIGS / "spaces" / "paper.toml")
     assert spaces["plrank-xgb-raw"].entries["plrank.N"] == 200
-    assert spaces["plrank-xgb-raw"].entries["eta"] == Range(1e-3, 1e-2, log=True)
+    assert spaces["plrank-xgb-raw"].entries["eta"] == Range(low=1e-3, high=1e-2, log=True)
     assert spaces["lambdarank-lgb"] == load_spaces()["lambdarank-lgb"]
 
 
@@ -111,11 +111,11 @@ def test_a_users_file_changes_entries_key_by_key(tmp_path: Path) -> None:
     )
     spaces, defaults = load_spaces(path), load_spaces()
     xgb = spaces["plrank-xgb"].entries
-    assert xgb["eta"] == 0.1 and xgb["max_depth"] == Range(2, 4)
+    assert xgb["eta"] == 0.1 and xgb["max_depth"] == Range(low=2, high=4)
     assert xgb["plrank.metric"] == "dcg" and xgb["plrank.gain"] == "linear"
-    assert xgb["plrank.hessian"] == Choice(("clip",))
+    assert xgb["plrank.hessian"] == Choice(choices=("clip",))
     assert xgb["gamma"] == defaults["plrank-xgb"].entries["gamma"]
-    assert spaces["lambdamart-xgb"].entries["max_depth"] == Range(3, 10)
+    assert spaces["lambdamart-xgb"].entries["max_depth"] == Range(low=3, high=10)
     assert spaces["lambdamart-xgb"].entries["eta"] == 0.1
     assert spaces["plrank-lgb"].entries["plrank.metric"] == "dcg"
 
@@ -124,9 +124,9 @@ def test_a_space_suggests_what_train_takes() -> None:
     space = SearchSpace(
         "plrank-lgb",
         {
-            "learning_rate": Range(0.01, 0.1, log=True), "num_leaves": Range(2, 8),
-            "bagging_fraction": Range(0.5, 1.0, step=0.25), "bagging_freq": 1,
-            "plrank.N": Choice((10, 20)), "plrank.hessian": "clip",
+            "learning_rate": Range(low=0.01, high=0.1, log=True), "num_leaves": Range(low=2, high=8),
+            "bagging_fraction": Range(low=0.5, high=1.0, step=0.25), "bagging_freq": 1,
+            "plrank.N": Choice(choices=(10, 20)), "plrank.hessian": "clip",
         },
     )
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
@@ -152,10 +152,10 @@ def test_a_space_suggests_what_train_takes() -> None:
         ("[xgboost]\neta = { low = 0, high = 1, log = true }", "low > 0 on a log scale"),
         ("[xgboost]\neta = { low = 0.1, high = 1, log = true, step = 0.1 }", "both log and step"),
         ("[xgboost]\neta = { low = 0.1, high = 1, step = -1 }", "step must be a number > 0"),
-        ("[xgboost]\neta = { lo = 0.1, high = 1 }", "unknown key 'xgboost.eta.lo'; allowed: low"),
+        ("[xgboost]\neta = { lo = 0.1, high = 1 }", "unknown key 'xgboost.eta.lo' in the space file; allowed at [xgboost.eta]: low, high"),
         ("[xgboost]\neta = { choices = [] }", "choices must be a non-empty list"),
-        ("[xgboost]\neta = { choices = [1, 1] }", "must not repeat a value, but 1 is repeated"),
-        ("[xgboost]\neta = { choices = [1], low = 0 }", "must not set 'low' together with choices"),
+        ("[xgboost]\neta = { choices = [1, 1] }", "but [1, 1] is given (1 is repeated)"),
+        ("[xgboost]\neta = { choices = [1], low = 0 }", "unknown key 'xgboost.eta.low' in the space file; allowed at [xgboost.eta]: choices"),
         ("[xgboost]\neta = [0.1]", "xgboost.eta must be a value, a range"),
         ("[plrank]\nN = { low = 0, high = 10 }", "plrank.N must be an integer >= 1, but 0"),
         ("[plrank-xgb]\nplrank.hessian = { choices = ['abs', 'cubic'] }", "but 'cubic' is given"),

@@ -77,7 +77,7 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel]
 def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> str:
     loc = tuple(error["loc"])
     model, rule, key = _walk(root, loc)
-    key = f"{prefix}.{key}" if prefix else key
+    key = ".".join(part for part in (prefix, key) if part)
     if error["type"] == "extra_forbidden":
         parent = key.rpartition(".")[0]
         section = f"[{parent}]" if parent else "the top level"
@@ -85,8 +85,11 @@ def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> st
             f"unknown key {key!r} in {source}; allowed at {section}: {', '.join(_keys(model))}."
         )
     if error["type"] == "missing":
-        return f"{source} must set {key!r}."
+        parent, _, leaf = key.rpartition(".")
+        return f"{parent} must set {leaf!r}." if parent else f"{source} must set {key!r}."
     value = error.get("input")
+    if error["type"] == "value_error" and len(loc) == 0:  # a check of the whole table
+        return f"{key} {str(error['ctx']['error']).rstrip('.')}."
     if rule is None:
         return f"{key} is invalid: {error['msg']}, but {value!r} is given."
     detail = ""
@@ -106,4 +109,6 @@ def validate(model: type[M], data: Any, *, source: str, prefix: str = "") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_sentence(model, err.errors()[0], source, prefix)) from None
+        # A misspelt key explains the missing one it stands for: report unknown keys first.
+        errors = sorted(err.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        raise ConfigError(_sentence(model, errors[0], source, prefix)) from None

@@ -38,11 +38,13 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from .._validation import is_int, is_number
-from ..harness.config import ConfigError, check_plrank_options
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+
+from ..harness.config import check_plrank_options
 from ..harness.methods import METHODS, PLRANK
+from ..harness.schema import ConfigError, Schema, validate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -61,7 +63,6 @@ DEFAULT_SPACES: Traversable = resources.files(__package__) / "spaces.toml"
 
 #: Tables of a space file besides the method names: libraries, then the PL-Rank options.
 LIBRARIES = tuple(dict.fromkeys(m.library for m in METHODS.values()))
-RANGE_KEYS = ("low", "high", "log", "step")
 PREFIX = f"{PLRANK}."
 
 Scalar = str | int | float | bool
@@ -71,19 +72,30 @@ def _is_scalar(value: object) -> bool:
     return isinstance(value, (str, int, float, bool))
 
 
-@dataclass(frozen=True)
-class Range:
+class Range(Schema):
     """Values from ``low`` to ``high``: integers when both bounds (and ``step``) are integers."""
 
-    low: float
-    high: float
-    log: bool = False
-    step: float | None = None
+    low: int | float = Field(description="a number")
+    high: int | float = Field(description="a number")
+    log: bool = Field(False, description="true or false")
+    step: int | float | None = Field(None, gt=0, description="a number > 0")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Range:
+        if not self.low < self.high:
+            raise ValueError(
+                f"must have numbers low < high, but low={self.low!r}, high={self.high!r} is given"
+            )
+        if self.log and self.step is not None:
+            raise ValueError("must not set both log and step (Optuna allows one of them)")
+        if self.log and not self.low > 0:
+            raise ValueError(f"must have low > 0 on a log scale, but low={self.low!r} is given")
+        return self
 
     @property
     def integer(self) -> bool:
         """Whether the range holds integers."""
-        return all(is_int(v) for v in (self.low, self.high, self.step) if v is not None)
+        return all(isinstance(v, int) for v in (self.low, self.high, self.step) if v is not None)
 
     def suggest(self, trial: optuna.Trial, name: str) -> int | float:
         """The trial's value of parameter ``name``."""
@@ -94,19 +106,25 @@ class Range:
 
     def as_dict(self) -> dict[str, Any]:
         """The entry as written in a space file."""
-        out: dict[str, Any] = {"low": self.low, "high": self.high}
-        if self.log:
-            out["log"] = True
-        if self.step is not None:
-            out["step"] = self.step
-        return out
+        return self.model_dump(exclude_defaults=True) | {"low": self.low, "high": self.high}
 
 
-@dataclass(frozen=True)
-class Choice:
+def _distinct(items: tuple[Any, ...]) -> tuple[Any, ...]:
+    repeated = sorted({repr(c) for c in items if items.count(c) > 1})
+    if repeated:
+        raise ValueError(f"{repeated[0]} is repeated")
+    return items
+
+
+class Choice(Schema):
     """One of ``choices``."""
 
-    choices: tuple[Scalar, ...]
+    choices: Annotated[
+        tuple[str | int | float | bool, ...],
+        BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v),
+        AfterValidator(_distinct),
+        Field(min_length=1, description="a non-empty list of distinct strings, numbers or booleans"),
+    ]
 
     def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
         """The trial's value of parameter ``name``."""
@@ -161,42 +179,6 @@ class SearchSpace:
 # --------------------------------------------------------------------------------------------
 # Reading a space file
 # --------------------------------------------------------------------------------------------
-def _range(where: str, spec: dict[str, Any]) -> Range:
-    missing = [key for key in ("low", "high") if key not in spec]
-    if missing:
-        raise ConfigError(f"{where} must set {missing[0]!r} (a range needs low and high).")
-    low, high, log, step = spec["low"], spec["high"], spec.get("log", False), spec.get("step")
-    if not is_number(low) or not is_number(high) or not low < high:
-        raise ConfigError(
-            f"{where} must have numbers low < high, but low={low!r}, high={high!r} is given."
-        )
-    if not isinstance(log, bool):
-        raise ConfigError(f"{where}.log must be true or false, but {log!r} is given.")
-    if step is not None and (not is_number(step) or not step > 0):
-        raise ConfigError(f"{where}.step must be a number > 0, but {step!r} is given.")
-    if log and step is not None:
-        raise ConfigError(f"{where} must not set both log and step (Optuna allows one of them).")
-    if log and not low > 0:
-        raise ConfigError(f"{where} must have low > 0 on a log scale, but low={low!r} is given.")
-    return Range(low, high, log, step)
-
-
-def _choice(where: str, spec: dict[str, Any]) -> Choice:
-    others = [key for key in spec if key != "choices"]
-    if others:
-        raise ConfigError(f"{where} must not set {others[0]!r} together with choices.")
-    choices = spec["choices"]
-    if not isinstance(choices, list) or not choices or not all(map(_is_scalar, choices)):
-        raise ConfigError(
-            f"{where}.choices must be a non-empty list of strings, numbers or booleans, "
-            f"but {choices!r} is given."
-        )
-    repeated = sorted({repr(c) for c in choices if choices.count(c) > 1})
-    if repeated:
-        raise ConfigError(f"{where}.choices must not repeat a value, but {repeated[0]} is repeated.")
-    return Choice(tuple(choices))
-
-
 def _entry(where: str, value: Any) -> Entry:
     """One parameter: a fixed value, ``{low, high, log, step}`` or ``{choices}``."""
     if _is_scalar(value):
@@ -206,12 +188,8 @@ def _entry(where: str, value: Any) -> Entry:
             f"{where} must be a value, a range {{ low, high }} or {{ choices = [...] }}, "
             f"but {value!r} is given."
         )
-    unknown = [key for key in value if key not in (*RANGE_KEYS, "choices")]
-    if unknown:
-        raise ConfigError(
-            f"unknown key {f'{where}.{unknown[0]}'!r}; allowed: {', '.join(RANGE_KEYS)}, choices."
-        )
-    return _choice(where, value) if "choices" in value else _range(where, value)
+    model = Choice if "choices" in value else Range
+    return validate(model, value, source="the space file", prefix=where)
 
 
 def _values(entry: Entry) -> list[Any]:
