@@ -4,6 +4,7 @@
 
     gbdt-plrank compare CONFIG [--data DIR] [--folds 1,2,...] [--methods a,b,...] [--seeds N]
                                [--k 5,10] [--rounds N] [--out DIR] [--params FILE] [--n-jobs N]
+                               [--workers N | --scheduler ADDRESS]
     gbdt-plrank tune --data DIR (--method NAME | --methods A,B,...) [--trials N] [--timeout S]
                      [--k K] [--out DIR] [--space FILE] [--config CONFIG] ...
 
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import __version__
+from ._argtypes import int_list, positive_int, text_list
 from ._compat import MissingDependencyError
 from .harness.config import ConfigError, load_config
 from .harness.methods import METHODS
@@ -42,22 +44,6 @@ class Subcommand:
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
-
-
-def _text_list(text: str) -> list[str]:
-    items = [item.strip() for item in text.split(",")]
-    if not all(items):
-        raise argparse.ArgumentTypeError(f"expected a comma-separated list, but {text!r} is given")
-    return items
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(item) for item in _text_list(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer or comma-separated integers, but {text!r} is given"
-        ) from None
 
 
 #: ``compare`` flag (its ``dest``) -> the configuration key it replaces.
@@ -83,15 +69,15 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
         "test.txt or with Fold1..Fold5 subfolders; replaces the config's datasets",
     )
     parser.add_argument(
-        "--folds", metavar="F,F", type=_int_list, help="folds to run, e.g. 1,2,3,4,5"
+        "--folds", metavar="F,F", type=int_list, help="folds to run, e.g. 1,2,3,4,5"
     )
     parser.add_argument(
-        "--methods", metavar="A,B", type=_text_list,
+        "--methods", metavar="A,B", type=text_list,
         help=f"methods to run, from: {', '.join(METHODS)}",
     )
     parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
     parser.add_argument(
-        "--k", metavar="K,K", type=_int_list, help="cut-offs, e.g. 5 or 5,10 (one training per k)"
+        "--k", metavar="K,K", type=int_list, help="cut-offs, e.g. 5 or 5,10 (one training per k)"
     )
     parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
     parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
@@ -100,6 +86,15 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
         help="TOML file of [method-name] tables of native parameters, applied over the config's",
     )
     parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--workers", metavar="N", type=positive_int,
+        help="run the trainings in parallel on a local Dask cluster of N single-threaded workers",
+    )
+    cluster.add_argument(
+        "--scheduler", metavar="ADDRESS",
+        help="run the trainings in parallel on the Dask cluster at ADDRESS (tcp://host:8786)",
+    )
 
 
 def _run_compare(args: argparse.Namespace) -> int:
@@ -107,7 +102,13 @@ def _run_compare(args: argparse.Namespace) -> int:
     overrides = {_COMPARE_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
     config = load_config(args.config, overrides=overrides, params_file=args.params)
     try:
-        store = run_comparison(config, echo=print)
+        if args.workers is None and args.scheduler is None:
+            store = run_comparison(config, echo=print)
+        else:
+            from .harness.parallel import dask_executor  # distributed takes a second to import
+
+            with dask_executor(scheduler=args.scheduler, workers=args.workers) as executor:
+                store = run_comparison(config, echo=print, executor=executor)
     except KeyboardInterrupt:
         print(
             f"interrupted: the finished trainings are kept in {config.out}; "

@@ -1,19 +1,24 @@
 """The loop of a comparison: datasets x k x methods x seeds, resumable.
 
 Every finished training is written to the output folder at once (:class:`ResultStore`); a rerun
-with the same settings skips what is there, so an interrupted comparison loses only the training
-under way. Early stopping on NDCG@k means one training per k: each (dataset, method, seed, k) is
+with the same settings skips what is there, so an interrupted comparison loses only the trainings
+under way. Trainings run one after the other here, or in parallel on a Dask cluster
+(:mod:`.parallel`); each is a plain function of its task (:func:`run_task`), so both give the
+same results. Early stopping on NDCG@k means one training per k: each (dataset, method, seed, k) is
 its own training, and PL-Rank optimises the top ``k`` of each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from .. import _compat
+from ..datasets import LTRDataset
 from ..metrics import dataset_ndcg, ndcg
 from .config import CompareConfig
 from .data import check_data, dataset_label, load
@@ -21,7 +26,7 @@ from .methods import METHODS
 from .store import ResultStore, RunKey
 from .training import train
 
-__all__ = ["Plan", "plan", "run_comparison"]
+__all__ = ["Done", "Executor", "Plan", "Task", "plan", "run_comparison", "run_task"]
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,71 @@ def plan(config: CompareConfig) -> Plan:
     return Plan(sources, keys, skipped)
 
 
-def run_comparison(config: CompareConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
+@dataclass(frozen=True)
+class Task:
+    """One training of a comparison, with everything a worker needs to run it."""
+
+    key: RunKey
+    data: str
+    fold: int
+    config: CompareConfig
+
+
+@dataclass(frozen=True)
+class Done:
+    """A finished training: its ``results.csv`` row and its validation curve."""
+
+    row: dict[str, Any]
+    curve: list[float]
+
+
+#: Runs tasks and yields their results as they finish, in any order.
+Executor = Callable[[Sequence[Task]], Iterable[Done]]
+
+
+@lru_cache(maxsize=2)
+def _dataset(data: str, fold: int, drop_empty_test_queries: bool) -> LTRDataset:
+    """The dataset of a task, loaded once per process for all the trainings that use it."""
+    return load(data, fold, drop_empty_test_queries=drop_empty_test_queries)
+
+
+def run_task(task: Task) -> Done:
+    """Train one method on one dataset fold, seed and k, and score its test split.
+
+    A plain function of its task, so that it runs the same in this process or on a Dask worker.
+    """
+    config, key = task.config, task.key
+    dataset = _dataset(task.data, task.fold, config.drop_empty_test_queries)
+    test = dataset.test
+    fit = train(
+        key.method, dataset, k=key.k, seed=key.seed, trees=config.trees,
+        plrank=config.plrank, params=config.params.get(key.method),
+    )
+    rounds_run = int(fit.curve.shape[0])
+    row = {
+        **key._asdict(),
+        "ndcg": ndcg(test.y, fit.test_scores, test.qid, k=key.k),
+        "ndcg_dataset": dataset_ndcg(test.y, fit.test_scores, test.qid, k=key.k),
+        "best_round": int(fit.best_round),
+        "rounds_run": rounds_run,
+        "train_seconds": fit.train_seconds,
+        "seconds_per_round": fit.train_seconds / max(rounds_run, 1),
+        "test_queries": test.n_queries,
+    }
+    return Done(row, [float(v) for v in fit.curve])
+
+
+def _sequential(tasks: Sequence[Task]) -> Iterator[Done]:
+    for task in tasks:
+        yield run_task(task)
+
+
+def run_comparison(
+    config: CompareConfig,
+    *,
+    echo: Callable[[str], None] = print,
+    executor: Executor | None = None,
+) -> ResultStore:
     """Run every training of ``config`` that its output folder does not hold yet.
 
     Parameters
@@ -78,6 +147,10 @@ def run_comparison(config: CompareConfig, *, echo: Callable[[str], None] = print
         The comparison.
     echo : callable, default print
         Receives the progress messages (skipped methods, what is left to run).
+    executor : callable, optional
+        Runs the tasks and yields their results in any order (e.g.
+        :func:`~gbdt_plrank.harness.parallel.dask_executor` on a Dask cluster); each result is
+        stored as soon as it arrives. Default: one after the other in this process.
 
     Returns
     -------
@@ -89,34 +162,15 @@ def run_comparison(config: CompareConfig, *, echo: Callable[[str], None] = print
         echo(f"skipped: {message}")
     store = ResultStore(config.out, settings=config.training_settings())
     done = set(store.rows())
-    todo = [key for key in work.keys if key not in done]
-    echo(f"{len(todo)} of {len(work.keys)} trainings to run; results in {store.folder}")
-    with tqdm(total=len(todo), unit="training", disable=None) as bar:
-        for data, fold, label in work.sources:
-            runs = [key for key in todo if key.dataset == label]
-            if not runs:
-                continue
-            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
-            test = dataset.test
-            for key in runs:
-                bar.set_postfix_str(f"{label} {key.method} k={key.k} seed={key.seed}")
-                fit = train(
-                    key.method, dataset, k=key.k, seed=key.seed, trees=config.trees,
-                    plrank=config.plrank, params=config.params.get(key.method),
-                )
-                rounds_run = int(fit.curve.shape[0])
-                store.add(
-                    {
-                        **key._asdict(),
-                        "ndcg": ndcg(test.y, fit.test_scores, test.qid, k=key.k),
-                        "ndcg_dataset": dataset_ndcg(test.y, fit.test_scores, test.qid, k=key.k),
-                        "best_round": int(fit.best_round),
-                        "rounds_run": rounds_run,
-                        "train_seconds": fit.train_seconds,
-                        "seconds_per_round": fit.train_seconds / max(rounds_run, 1),
-                        "test_queries": test.n_queries,
-                    },
-                    fit.curve,
-                )
-                bar.update()
+    sources = {label: (data, fold) for data, fold, label in work.sources}
+    tasks = [
+        Task(key, *sources[key.dataset], config) for key in work.keys if key not in done
+    ]
+    echo(f"{len(tasks)} of {len(work.keys)} trainings to run; results in {store.folder}")
+    with tqdm(total=len(tasks), unit="training", disable=None) as bar:
+        for finished in (executor or _sequential)(tasks):
+            store.add(finished.row, finished.curve)
+            key = finished.row
+            bar.set_postfix_str(f"{key['dataset']} {key['method']} k={key['k']} seed={key['seed']}")
+            bar.update()
     return store

@@ -17,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._argtypes import positive_int
 from .._compat import require
 from ..harness.config import TreeSettings, load_config
 from ..harness.methods import METHODS
@@ -38,16 +39,6 @@ def _method(text: str) -> str:
 
 def _methods(text: str) -> list[str]:
     return [_method(name.strip()) for name in text.split(",")]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, but {text!r} is given")
-    return value
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -87,9 +78,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--fold", metavar="F", type=int, default=1, help="LETOR fold (default 1)")
     parser.add_argument(
-        "--rounds", metavar="N", type=_positive_int, help="maximum boosting rounds"
+        "--rounds", metavar="N", type=positive_int, help="maximum boosting rounds"
     )
-    parser.add_argument("--n-jobs", metavar="N", type=_positive_int, help="threads per training")
+    parser.add_argument("--n-jobs", metavar="N", type=positive_int, help="threads per training")
     parser.add_argument("--no-pruning", action="store_true", help="let every trial finish")
 
 
