@@ -141,6 +141,9 @@ def _build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (give it first)"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     parsers = {}
     for sub in SUBCOMMANDS:
@@ -172,9 +175,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.command_line = shlex.join([PROG, *argv])
     try:
         return next(sub for sub in SUBCOMMANDS if sub.name == args.command).run(args)
-    except ConfigError as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 2
-    except (MissingDependencyError, FileNotFoundError) as err:
-        print(f"{PROG}: error: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        if args.debug:
+            raise
+        status = next((code for kind, code in _STATUS.items() if isinstance(err, kind)), None)
+        if status is None:
+            raise
+        print(f"{PROG}: error: {_one_line(err)}", file=sys.stderr)
+        return status
+
+
+#: Exit status of each kind of failure (the first that matches): 2 for bad input, 1 for a
+#: failure at run time. Anything else is a bug and keeps its traceback.
+_STATUS: dict[type[BaseException], int] = {
+    ConfigError: 2,
+    MissingDependencyError: 1,
+    FileNotFoundError: 1,
+    ValueError: 2,
+    OSError: 1,
+    RuntimeError: 1,
+}
+
+
+def _one_line(err: Exception) -> str:
+    """The error's message on one line; an OS error names its file and what happened."""
+    if isinstance(err, OSError) and err.filename is not None and err.strerror:
+        return f"{err.filename}: {err.strerror.lower()} (rerun with --debug for the traceback)"
+    return " ".join(str(err).split())

@@ -1,7 +1,9 @@
 """Learning-to-rank data in SVMlight / LETOR format, and the bundled LETOR 4.0 datasets.
 
 Files hold one document a line, ``label qid:ID idx:val ... [# comment]``, the rows of a query
-contiguous. A dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped files
+contiguous. Every split comes back with its rows sorted by query id (stably, so each query keeps
+its rows' order): both boosters need non-decreasing ids (XGBoost refuses a ``qid`` that is not
+sorted), and a LETOR fold concatenates partitions whose ids wrap around (Fold4: S4, S5, S1). A dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped files
 ``*.txt.gz`` also work), or the name of a bundled dataset: ``"mq2008"`` and ``"mq2007-agg"``
 (LETOR 4.0; Qin and Liu 2013), shipped as their five partitions S1..S5 and assembled into the
 standard folds (Fold k: train S_k, S_k+1, S_k+2; vali S_k+3; test S_k+4). Provenance and
@@ -10,9 +12,12 @@ citations are in ``gbdt_plrank/data/<name>/PROVENANCE.md``.
 
 from __future__ import annotations
 
+import gzip
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +62,35 @@ class LTRDataset:
     test: Split
 
 
+#: The format of a line, for messages.
+LINE_FORMAT = "<label> qid:<integer> <index>:<value> ... [# comment]"
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)"
+_LINE = re.compile(
+    rf"^\s*(?:(?:{_NUMBER})\s+qid:\d+(?:\s+\d+:(?:{_NUMBER}))*\s*)?(?:#.*)?$", re.IGNORECASE
+)
+
+
+def _open_text(path: Path) -> TextIO:
+    return gzip.open(path, "rt") if path.suffix == ".gz" else path.open()
+
+
+def _first_bad_line(path: Path) -> tuple[int, str] | None:
+    """The first line (1-based) of ``path`` that is not a LETOR line, or None."""
+    with _open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            if not _LINE.match(line.rstrip("\n")):
+                return number, line.rstrip("\n")
+    return None
+
+
+def _malformed(path: Path, reason: str) -> ValueError:
+    found = _first_bad_line(path)
+    where = f"line {found[0]} ({found[1][:80]!r})" if found else "a line"
+    return ValueError(
+        f"{path}: {where} is not a LETOR line {LINE_FORMAT!r} ({reason})."
+    )
+
+
 def _check_contiguous(path: object, qid: np.ndarray) -> None:
     starts = qid[np.concatenate(([True], qid[1:] != qid[:-1]))]
     if np.unique(starts).shape[0] != starts.shape[0]:
@@ -65,27 +99,55 @@ def _check_contiguous(path: object, qid: np.ndarray) -> None:
         )
 
 
+def _by_query(split: Split) -> Split:
+    """The split with its rows sorted stably by query id (unchanged when already sorted)."""
+    if np.all(split.qid[1:] >= split.qid[:-1]):
+        return split
+    order = np.argsort(split.qid, kind="stable")
+    return Split(split.X[order], split.y[order], split.qid[order])
+
+
 def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
-    """Load several SVMlight files with ``qid`` into splits with a common feature count."""
+    """Load several SVMlight files with ``qid`` into splits with a common feature count.
+
+    Each split's rows are sorted stably by query id.
+
+    Raises
+    ------
+    FileNotFoundError
+        When a file is missing.
+    ValueError
+        When a line is not ``<label> qid:<integer> <index>:<value> ...`` (naming the file, the
+        line and the format), or the rows of a query are not contiguous.
+    """
     from sklearn.datasets import load_svmlight_files  # 2 s to import: only when reading files
 
+    paths = [Path(p) for p in paths]
     for p in paths:
-        if not Path(p).is_file():
+        if not p.is_file():
             raise FileNotFoundError(f"no such data file: {p}")
-    loaded = load_svmlight_files([str(p) for p in paths], query_id=True, dtype=np.float32)
+    try:
+        loaded = load_svmlight_files([str(p) for p in paths], query_id=True, dtype=np.float32)
+    except ValueError as err:
+        bad = next((p for p in paths if _first_bad_line(p) is not None), paths[0])
+        raise _malformed(bad, str(err)) from None
     out = []
     for p, (X, y, qid) in zip(paths, zip(loaded[0::3], loaded[1::3], loaded[2::3])):
         qid = np.asarray(qid, dtype=np.int64)
+        if qid.shape[0] != X.shape[0]:  # scikit-learn skips the qid of a line without one
+            raise _malformed(p, "every document needs a qid")
         _check_contiguous(p, qid)
-        out.append(Split(X.tocsr(), np.asarray(y, dtype=np.float64), qid))
+        out.append(_by_query(Split(X.tocsr(), np.asarray(y, dtype=np.float64), qid)))
     return out
 
 
 def _concat(parts: list[Split]) -> Split:
-    return Split(
-        sp.vstack([p.X for p in parts], format="csr"),
-        np.concatenate([p.y for p in parts]),
-        np.concatenate([p.qid for p in parts]),
+    return _by_query(
+        Split(
+            sp.vstack([p.X for p in parts], format="csr"),
+            np.concatenate([p.y for p in parts]),
+            np.concatenate([p.qid for p in parts]),
+        )
     )
 
 

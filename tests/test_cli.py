@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from tiny_ltr import write_tiny_letor
 
+from gbdt_plrank import cli
 from gbdt_plrank.cli import SUBCOMMANDS, main
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
@@ -94,3 +95,50 @@ def test_module_entry_point(monkeypatch, capsys) -> None:
     assert exit_.value.code == 0
     printed = capsys.readouterr().out
     assert "--methods" in printed and "--params" in printed and "--k" in printed
+
+
+def test_failures_a_newcomer_meets_are_one_line_without_traceback(
+    tmp_path: Path, tiny: Path, capsys
+) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    bad_data = tmp_path / "bad"
+    bad_data.mkdir()
+    for split in ("train", "vali", "test"):
+        (bad_data / f"{split}.txt").write_text("1 qid:1 1:0.5\n1 qid:abc 1:0.5\n")
+    cases = [
+        (["compare", str(DEMO), "--out", str(taken)], f"but {taken} is a file; choose another"),
+        (["compare", str(tmp_path)], f"the configuration file must be a file, but {tmp_path}"),
+        (["compare", str(DEMO), "--params", str(tmp_path / "no.toml")], "no such parameter file"),
+        (["compare", str(DEMO), "--data", str(taken)], "is neither"),
+        (
+            ["compare", str(DEMO), "--data", str(bad_data), "--out", str(tmp_path / "o")],
+            "line 2 ('1 qid:abc 1:0.5') is not a LETOR line",
+        ),
+        (
+            ["tune", "--data", str(tiny), "--method", "lambdarank-lgb", "--trials", "1",
+             "--out", str(taken)],
+            f"but {taken} is a file",
+        ),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err, (argv, err)
+        assert "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    with pytest.raises(ValueError, match="is a file"):
+        main(["--debug", "compare", str(DEMO), "--out", str(taken)])
+
+
+def test_an_unexpected_error_keeps_its_traceback(monkeypatch) -> None:
+    def broken(config, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(cli, "run_comparison", broken)
+    with pytest.raises(TypeError, match="a bug"):
+        main(["compare", str(DEMO)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -117,3 +118,66 @@ def test_bad_data_is_refused(tmp_path, setup, kwargs, error, message):
         kwargs = {"data": tmp_path}
     with pytest.raises(error, match=message):
         load_dataset(**kwargs)
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_booster_example() -> str:
+    """The README's first code block (the objective in XGBoost and LightGBM), with 2 rounds."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python", text.index("## The objective in XGBoost and LightGBM"))
+    code = text[start + len("```python") : text.index("```", start + 3)]
+    assert 'load_dataset("mq2008")' in code and "300)" in code
+    assert ".lgbm_ranker)" in code
+    return code.replace("300)", "2)").replace(".lgbm_ranker)", ".lgbm_ranker, n_estimators=2)")
+
+
+@pytest.mark.parametrize("name", ["mq2008", "mq2007-agg"])
+@pytest.mark.parametrize("fold", [1, 2, 3, 4, 5])
+def test_every_fold_works_in_the_readme_example(name: str, fold: int) -> None:
+    """Fold 4 used to give a train split with unsorted qids, which XGBoost refuses."""
+    code = readme_booster_example().replace(
+        'load_dataset("mq2008")', f"load_dataset({name!r}, fold={fold})"
+    )
+    namespace: dict[str, object] = {}
+    exec(compile(code, str(README), "exec"), namespace)
+    data = namespace["data"]
+    for split in (data.train, data.vali, data.test):
+        assert np.all(np.diff(split.qid) >= 0)
+        assert split.n_queries == np.unique(split.qid).shape[0]
+
+
+def test_sorting_by_query_keeps_each_querys_rows_in_order(tmp_path):
+    _write(tmp_path / "train.txt", ["2 qid:9 1:1", "0 qid:9 1:2", "1 qid:3 1:3", "0 qid:3 1:4"])
+    _write(tmp_path / "vali.txt", ["1 qid:2 1:0.5"])
+    _write(tmp_path / "test.txt", ["1 qid:3 1:0.5"])
+    train = load_dataset(tmp_path).train
+    np.testing.assert_array_equal(train.qid, [3, 3, 9, 9])
+    np.testing.assert_array_equal(train.X.toarray().ravel(), [3, 4, 1, 2])
+    np.testing.assert_array_equal(train.y, [1, 0, 2, 0])
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("1 qid:abc 1:0.5", "invalid literal"),
+        ("x qid:1 1:0.5", "could not convert"),
+        ("1 qid:1 1-0.5", ""),
+        ("1 qid:1 a:0.5", "invalid literal"),
+        ("1 qid:1 1:zz", "could not convert"),
+        ("1 1:0.5", "every document needs a qid"),
+    ],
+)
+def test_a_malformed_line_names_the_file_the_line_and_the_format(tmp_path, line, reason, gz):
+    name = "vali.txt.gz" if gz else "vali.txt"
+    _write(tmp_path / "train.txt", ["1 qid:1 1:0.5", "0 qid:1 1:0.1"])
+    _write(tmp_path / name, ["# a comment", "1 qid:2 1:0.5 # doc", line, "0 qid:2 1:0.2"], gz=gz)
+    _write(tmp_path / "test.txt", ["1 qid:3 1:0.5"])
+    with pytest.raises(ValueError) as info:
+        load_dataset(tmp_path)
+    message = str(info.value)
+    assert f"{tmp_path / name}: line 3 ({line!r}) is not a LETOR line" in message
+    assert "'<label> qid:<integer> <index>:<value> ... [# comment]'" in message
+    assert reason in message

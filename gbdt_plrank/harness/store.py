@@ -24,7 +24,7 @@ import numpy as np
 
 from .schema import ConfigError
 
-__all__ = ["COLUMNS", "ResultStore", "RunKey"]
+__all__ = ["COLUMNS", "ResultStore", "RunKey", "output_folder"]
 
 #: Columns of ``results.csv``, in order, with the type of their values.
 COLUMNS: dict[str, type] = {
@@ -49,6 +49,23 @@ class RunKey(NamedTuple):
     method: str
     seed: int
     k: int
+
+
+def output_folder(path: str | Path) -> Path:
+    """The output folder ``path``, created if missing.
+
+    Raises
+    ------
+    ConfigError
+        When ``path`` exists and is not a folder.
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(
+            f"the output folder must be a folder, but {folder} is a file; choose another (--out)."
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _key(record: Mapping[str, Any]) -> RunKey:
@@ -106,8 +123,7 @@ class ResultStore:
     """
 
     def __init__(self, folder: str | Path, *, settings: Mapping[str, Any]) -> None:
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder = output_folder(folder)
         self.results_path = self.folder / "results.csv"
         self.curves_path = self.folder / "curves.jsonl"
         for path in (self.results_path, self.curves_path):

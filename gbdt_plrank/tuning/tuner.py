@@ -14,6 +14,7 @@ from .._compat import require
 from ..harness.config import ConfigError, PLRankSettings, TreeSettings
 from ..harness.data import check_data, dataset_label, load
 from ..harness.methods import METHODS
+from ..harness.store import output_folder
 from .objective import make_objective
 from .output import plot_history, plot_importances, summary, write_best_params
 from .spaces import SearchSpace, load_spaces
@@ -233,8 +234,7 @@ def tune(
         "params": params, "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_folder(out)
     where = storage if storage is not None else str(out / STORAGE_FILE)
     with _quiet(optuna):
         rdb = optuna.storages.get_storage(_storage_url(storage, out))
