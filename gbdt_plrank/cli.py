@@ -117,7 +117,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         )
         return 130
     keys = plan(config).keys
-    print(write_report(config, store.rows(), store.curves(), keys, command=args.command_line))
+    print(write_report(config, store, keys, command=args.command_line))
     written = [store.results_path, store.folder / "results.md", store.folder / "curves.png"]
     print(f"wrote {', '.join(map(str, written))}")
     return 0

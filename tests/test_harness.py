@@ -34,6 +34,9 @@ from gbdt_plrank.harness.data import (
     load,
     without_empty_queries,
 )
+from gbdt_plrank.harness.report import markdown_report
+from gbdt_plrank.harness.stats import paired
+from gbdt_plrank.harness.store import RunKey
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 FAST = TreeSettings(rounds=4, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
@@ -326,7 +329,7 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
         assert int(r["test_queries"]) == 10  # 2 of the 12 have no relevant document
     curves = store.curves()
     assert set(curves) == set(store.rows())
-    text = write_report(config, store.rows(), curves, plan(config).keys, command="gbdt-plrank x")
+    text = write_report(config, store, plan(config).keys, command="gbdt-plrank x")
     out = Path(config.out)
     assert (out / "results.md").read_text() == text
     assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
@@ -338,7 +341,8 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     path = write_config(tmp_path, f'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\nout = "{tmp_path}"')
-    text = write_report(load_config(path), {}, {}, [])
+    config = load_config(path)
+    text = write_report(config, ResultStore(config.out, settings={}), [])
     assert "curves.png is not drawn" in text and "gbdt_plrank[plot]" in text
     assert not (tmp_path / "curves.png").exists()
 
@@ -406,14 +410,14 @@ def test_other_settings_are_not_mixed_into_a_folder(tmp_path: Path, tiny: Path) 
 def test_store_refuses_rows_without_every_column(tmp_path: Path) -> None:
     store = ResultStore(tmp_path, settings={})
     with pytest.raises(ValueError, match="lacks ndcg"):
-        store.add({"dataset": "d", "method": "m", "seed": 0, "k": 5}, [0.5])
+        store.add({"dataset": "d", "method": "m", "seed": 0, "k": 5}, [0.5], {1: 0.5})
 
 
 def test_settings_may_change_until_a_result_exists(tmp_path: Path) -> None:
     ResultStore(tmp_path, settings={"a": 1})
     store = ResultStore(tmp_path, settings={"a": 2})
     row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
-    store.add(row, [0.5])
+    store.add(row, [0.5], {1: 0.5})
     assert ResultStore(tmp_path, settings={"a": 2}).rows()
     with pytest.raises(ConfigError, match=r"other settings \(a differs\)"):
         ResultStore(tmp_path, settings={"a": 3})
@@ -430,3 +434,76 @@ def test_methods_of_a_missing_library_are_skipped(tmp_path: Path, tiny: Path, mo
     store = run_comparison(config, echo=messages.append)
     assert sum("skipped" in m and "catboost" in m for m in messages) == 2
     assert {key.method for key in store.rows()} == {"lambdarank-lgb"}
+
+
+# ------------------------------------------------------------------------------------------
+# The paired per-query statistics
+# ------------------------------------------------------------------------------------------
+def test_paired_statistics_by_hand() -> None:
+    """d = 1, 2, 3, 4: t = 3.873 on 3 degrees of freedom; 2 of the 16 sign flips reach 2.5."""
+    a = {q: float(q) for q in (1, 2, 3, 4)}
+    r = paired(a, dict.fromkeys(a, 0.0))
+    assert r.n == 4 and r.mean == pytest.approx(2.5)
+    half = 3.182446305284263 * np.std([1, 2, 3, 4], ddof=1) / 2
+    assert (r.low, r.high) == pytest.approx((2.5 - half, 2.5 + half))
+    assert r.p_t == pytest.approx(0.030466, abs=1e-6)
+    assert r.p_randomization == pytest.approx(2 / 16)  # exact: every sign pattern
+    assert r.verdict == "level"  # the randomization test decides, not the t-test
+
+
+def test_paired_verdicts_and_shared_queries() -> None:
+    rng = np.random.default_rng(0)
+    base = {q: float(rng.uniform()) for q in range(200)}
+    better = {q: v + 0.05 + rng.normal(0, 0.05) for q, v in base.items()}
+    assert paired(better, base).verdict == "ahead"
+    assert paired(base, better).verdict == "behind"
+    same = {q: v + rng.normal(0, 0.05) for q, v in base.items()}
+    assert paired(same, base).verdict == "level"
+    assert paired({**better, 999: 5.0}, base).n == 200  # only shared queries are paired
+    with pytest.raises(ValueError, match="at least 2 shared queries"):
+        paired({1: 0.5}, {1: 0.4, 2: 0.3})
+
+
+def test_report_pools_folds_and_averages_seeds_per_query_first(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path,
+        'datasets = ["mq2008"]\nmethods = ["plrank-xgb", "lambdamart-xgb"]\nfolds = [1, 2]\n'
+        f"seeds = 2\nout = {str(tmp_path / 'o')!r}\n",
+    )
+    config = load_config(path)
+    queries = {}
+    for fold, ids in ((1, (10, 11)), (2, (20, 21))):
+        for seed in (0, 1):
+            queries[RunKey(f"mq2008/Fold{fold}", "lambdamart-xgb", seed, 5)] = dict.fromkeys(ids, 0.5)
+            # plrank: +0.1 and +0.3 on the two seeds, so +0.2 per query once averaged
+            queries[RunKey(f"mq2008/Fold{fold}", "plrank-xgb", seed, 5)] = dict.fromkeys(ids, 0.6 + 0.2 * seed)
+    row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
+    rows = {key: {**row, **key._asdict()} for key in queries}
+    text = markdown_report(config, rows, queries, list(queries))
+    assert "| plrank-xgb | lambdamart-xgb | 4 | +0.2000 |" in text
+    assert "| ahead |" not in text  # 4 queries: the randomization test cannot reach 0.05
+
+
+def test_store_keeps_per_query_values_of_finished_trainings(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path, settings={})
+    row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
+    store.add(row, [0.5], {7: 0.25, 3: 1.0})
+    (key,) = store.rows()
+    # An interruption after the per-query line and before the row: that training is not done.
+    with store.queries_path.open("a") as fh:
+        fh.write('{"dataset": "x", "method": "x", "seed": 1, "k": 0, "qid": [1], "ndcg": [0.1]}\n')
+        fh.write('{"dataset": "x", "method"')  # cut short
+    reopened = ResultStore(tmp_path, settings={})
+    assert reopened.queries() == {key: {3: 1.0, 7: 0.25}}
+    assert reopened.queries_path.read_text().endswith("\n")
+
+
+def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Path) -> None:
+    config = load_config(tiny_config(tmp_path, tiny, seeds="1"))
+    store = run_comparison(config, echo=lambda _: None)
+    test = load_dataset(str(tiny)).test
+    relevant = {int(q) for q in np.unique(test.qid) if test.y[test.qid == q].max() > 0}
+    for key, row in store.rows().items():
+        per_query = store.queries()[key]
+        assert set(per_query) == relevant
+        assert np.mean(list(per_query.values())) == pytest.approx(row["ndcg"])

@@ -1,9 +1,9 @@
 """The report of a comparison: ``results.md`` (mean (std) per method) and ``curves.png``.
 
 Runs are pooled per data entry (over its folds and the seeds) and cut-off k. Each method with a
-baseline in :data:`~gbdt_plrank.harness.methods.METHODS` that also ran is compared with it on
-the same dataset folds and seeds: the mean paired difference of test NDCG@k and its standard
-error.
+baseline in :data:`~gbdt_plrank.harness.methods.METHODS` that also ran is compared with it query by
+query on the pooled test queries (:mod:`.stats`): across the five LETOR folds every query of the
+dataset is a test query exactly once.
 """
 
 from __future__ import annotations
@@ -19,15 +19,14 @@ from .._compat import is_installed, missing_message, require
 from .config import CompareConfig
 from .data import family
 from .methods import METHODS
-from .store import RunKey
+from .stats import ALPHA, RESAMPLES, paired
+from .store import ResultStore, RunKey
 
 __all__ = ["markdown_report", "plot_curves", "write_report"]
 
 Rows = Mapping[RunKey, Mapping[str, Any]]
 
-#: Fewest pairs for a verdict: "ahead" / "behind" when the mean paired difference is more than
-#: two standard errors from 0, "level" otherwise.
-MIN_PAIRS = 5
+Queries = Mapping[RunKey, Mapping[int, float]]
 
 
 def _mean_std(values: Sequence[float], digits: int = 4) -> str:
@@ -38,26 +37,39 @@ def _mean_std(values: Sequence[float], digits: int = 4) -> str:
     return f"{np.mean(values):.{digits}f}{spread}"
 
 
-def _paired(rows: Rows, keys: Sequence[RunKey], method: str, baseline: str) -> str | None:
-    """``method - baseline`` in test NDCG@k, paired by dataset and seed, or None without pairs."""
-    diffs = [
-        rows[key]["ndcg"] - rows[other]["ndcg"]
-        for key in keys
-        if key.method == method
-        and (other := key._replace(method=baseline)) in rows
+def _per_query(queries: Queries, keys: Sequence[RunKey], method: str) -> dict[tuple[str, int], float]:
+    """(dataset fold, query id) -> the method's test NDCG@k there, averaged over its seeds."""
+    values: dict[tuple[str, int], list[float]] = {}
+    for key in keys:
+        if key.method == method and key in queries:
+            for qid, value in queries[key].items():
+                values.setdefault((key.dataset, qid), []).append(value)
+    return {q: float(np.mean(v)) for q, v in values.items()}
+
+
+def _paired_table(queries: Queries, keys: Sequence[RunKey], methods: Sequence[str]) -> list[str]:
+    """One row per method whose baseline also ran: the paired test over the pooled queries."""
+    lines = []
+    for method in methods:
+        baseline = METHODS[method].baseline
+        if baseline not in methods:
+            continue
+        a, b = _per_query(queries, keys, method), _per_query(queries, keys, baseline)
+        if sum(q in b for q in a) < 2:
+            continue
+        r = paired(a, b)
+        lines.append(
+            f"| {method} | {baseline} | {r.n} | {r.mean:+.4f} | [{r.low:+.4f}, {r.high:+.4f}] "
+            f"| {r.p_t:.3f} | {r.p_randomization:.3f} | {r.verdict} |"
+        )
+    if not lines:
+        return []
+    return [
+        "| method | baseline | queries | mean difference | 95% CI | p (t-test) "
+        "| p (randomization) | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+        *lines,
     ]
-    if not diffs:
-        return None
-    mean = float(np.mean(diffs))
-    se = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs))) if len(diffs) > 1 else math.nan
-    line = f"- {method} minus {baseline}: {mean:+.4f}"
-    if math.isnan(se):
-        return f"{line} (n = 1)"
-    line = f"{line} ± {se:.4f} (n = {len(diffs)})"
-    if len(diffs) < MIN_PAIRS:
-        return line
-    verdict = "behind" if mean + 2 * se < 0 else "ahead" if mean - 2 * se > 0 else "level"
-    return f"{line}: {verdict}"
 
 
 def _cell(
@@ -84,7 +96,12 @@ def _table(rows: Rows, keys: Sequence[RunKey], methods: Sequence[str], k: int) -
 
 
 def markdown_report(
-    config: CompareConfig, rows: Rows, keys: Sequence[RunKey], *, command: str | None = None
+    config: CompareConfig,
+    rows: Rows,
+    queries: Queries,
+    keys: Sequence[RunKey],
+    *,
+    command: str | None = None,
 ) -> str:
     """The text of ``results.md`` for the trainings ``keys`` (those present in ``rows``)."""
     empty = (
@@ -113,18 +130,16 @@ def markdown_report(
             if not group:
                 continue
             lines += [f"## {name}, NDCG@{k}", "", *_table(rows, group, config.methods, k), ""]
-            paired = [
-                _paired(rows, group, m, METHODS[m].baseline)
-                for m in config.methods
-                if METHODS[m].baseline in config.methods
-            ]
-            paired = [p for p in paired if p is not None]
-            if paired:
+            table = _paired_table(queries, group, config.methods)
+            if table:
                 lines += [
-                    f"Paired differences in NDCG@{k} (same fold and seed), mean ± standard error; "
-                    f"with {MIN_PAIRS} pairs or more, ahead / behind when more than 2 s.e. from 0:",
+                    f"Each method against its baseline, paired by test query (every query of "
+                    f"the folds run, each method's seeds averaged per query first): mean "
+                    f"difference in NDCG@{k}, its 95% confidence interval, and the p-values of "
+                    f"the paired t-test and of the paired randomization test "
+                    f"({RESAMPLES:,} sign flips), whose verdict at p < {ALPHA} is shown.",
                     "",
-                    *paired,
+                    *table,
                     "",
                 ]
     return "\n".join(lines)
@@ -178,8 +193,7 @@ def plot_curves(
 
 def write_report(
     config: CompareConfig,
-    rows: Rows,
-    curves: Mapping[RunKey, np.ndarray],
+    store: ResultStore,
     keys: Sequence[RunKey],
     *,
     command: str | None = None,
@@ -190,11 +204,11 @@ def write_report(
     more. Without matplotlib the curves are not drawn, and the markdown says so.
     """
     out = Path(config.out)
-    text = markdown_report(config, rows, keys, command=command)
+    text = markdown_report(config, store.rows(), store.queries(), keys, command=command)
     if is_installed("matplotlib"):
         wanted = set(keys)
         plot_curves(
-            {key: c for key, c in curves.items() if key in wanted},
+            {key: c for key, c in store.curves().items() if key in wanted},
             out / "curves.png", methods=config.methods, ks=config.k,
         )
     else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from .. import _compat
@@ -86,10 +87,11 @@ class Task:
 
 @dataclass(frozen=True)
 class Done:
-    """A finished training: its ``results.csv`` row and its validation curve."""
+    """A finished training: its ``results.csv`` row, validation curve and per-query test NDCG@k."""
 
     row: dict[str, Any]
     curve: list[float]
+    queries: dict[int, float]
 
 
 #: Runs tasks and yields their results as they finish, in any order.
@@ -115,9 +117,10 @@ def run_task(task: Task) -> Done:
         plrank=config.plrank, params=config.params.get(key.method),
     )
     rounds_run = int(fit.curve.shape[0])
+    per_query = ndcg(test.y, fit.test_scores, test.qid, k=key.k, per_query=True)
     row = {
         **key._asdict(),
-        "ndcg": ndcg(test.y, fit.test_scores, test.qid, k=key.k),
+        "ndcg": float(per_query.mean()),
         "ndcg_dataset": dataset_ndcg(test.y, fit.test_scores, test.qid, k=key.k),
         "best_round": int(fit.best_round),
         "rounds_run": rounds_run,
@@ -125,7 +128,8 @@ def run_task(task: Task) -> Done:
         "seconds_per_round": fit.train_seconds / max(rounds_run, 1),
         "test_queries": test.n_queries,
     }
-    return Done(row, [float(v) for v in fit.curve])
+    queries = {int(q): float(v) for q, v in zip(np.unique(test.qid), per_query)}
+    return Done(row, [float(v) for v in fit.curve], queries)
 
 
 def _sequential(tasks: Sequence[Task]) -> Iterator[Done]:
@@ -169,7 +173,7 @@ def run_comparison(
     echo(f"{len(tasks)} of {len(work.keys)} trainings to run; results in {store.folder}")
     with tqdm(total=len(tasks), unit="training", disable=None) as bar:
         for finished in (executor or _sequential)(tasks):
-            store.add(finished.row, finished.curve)
+            store.add(finished.row, finished.curve, finished.queries)
             key = finished.row
             bar.set_postfix_str(f"{key['dataset']} {key['method']} k={key['k']} seed={key['seed']}")
             bar.update()

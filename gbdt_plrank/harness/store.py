@@ -3,10 +3,12 @@
 - ``settings.json``: the settings that change results (:meth:`CompareConfig.training_settings`);
   a folder holding results made under other settings is refused rather than mixed.
 - ``curves.jsonl``: one line per finished training, its validation curve.
+- ``queries.jsonl``: one line per finished training, its test NDCG@k of every test query, by the
+  query ids of the data files (the unit of the paired tests of the report).
 - ``results.csv``: one row per finished training, the record of what is done.
 
-Each training's curve is appended first and its row second, each with one write followed by a
-flush to disk, so an interruption loses at most the training under way. A line cut short by an
+Each training's curve and per-query values are appended first and its row last, each with one
+write followed by a flush to disk, so an interruption loses at most the training under way. A line cut short by an
 interruption (no final newline) is removed when the folder is opened again.
 """
 
@@ -126,7 +128,8 @@ class ResultStore:
         self.folder = output_folder(folder)
         self.results_path = self.folder / "results.csv"
         self.curves_path = self.folder / "curves.jsonl"
-        for path in (self.results_path, self.curves_path):
+        self.queries_path = self.folder / "queries.jsonl"
+        for path in (self.results_path, self.curves_path, self.queries_path):
             _drop_partial_line(path)
         if not self.results_path.is_file() or self.results_path.stat().st_size == 0:
             _append(self.results_path, ",".join(COLUMNS) + "\r\n")
@@ -152,15 +155,25 @@ class ResultStore:
         else:
             path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
-    def add(self, row: Mapping[str, Any], curve: Sequence[float]) -> None:
-        """Record one finished training: its curve, then its row (which marks it done)."""
+    def add(
+        self, row: Mapping[str, Any], curve: Sequence[float], queries: Mapping[int, float]
+    ) -> None:
+        """Record one finished training: its curve, its per-query values, then its row.
+
+        ``queries`` maps each test query id to the training's test NDCG@k of that query; the
+        row marks the training done.
+        """
         missing = [c for c in COLUMNS if c not in row]
         if missing:
             raise ValueError(
                 f"row must have every column of results.csv, but lacks {', '.join(missing)}."
             )
-        record = {**_key(row)._asdict(), "curve": [float(v) for v in curve]}
-        _append(self.curves_path, json.dumps(record) + "\n")
+        key = _key(row)._asdict()
+        curve_record = {**key, "curve": [float(v) for v in curve]}
+        _append(self.curves_path, json.dumps(curve_record) + "\n")
+        ids = sorted(queries)
+        query_record = {**key, "qid": ids, "ndcg": [float(queries[q]) for q in ids]}
+        _append(self.queries_path, json.dumps(query_record) + "\n")
         line = io.StringIO()
         csv.writer(line).writerow([row[c] for c in COLUMNS])
         _append(self.results_path, line.getvalue())
@@ -171,14 +184,28 @@ class ResultStore:
             rows = ({c: COLUMNS[c](v) for c, v in r.items()} for r in csv.DictReader(fh))
             return {_key(r): r for r in rows}
 
-    def curves(self) -> dict[RunKey, np.ndarray]:
-        """The validation curves of the finished trainings, by key."""
+    def _records(self, path: Path) -> dict[RunKey, dict[str, Any]]:
+        """The JSON lines of ``path`` that belong to finished trainings (the last one per key)."""
         done = self.rows()
         out = {}
-        if self.curves_path.is_file():
-            with self.curves_path.open(encoding="utf-8") as fh:
+        if path.is_file():
+            with path.open(encoding="utf-8") as fh:
                 for line in fh:
                     record = json.loads(line)
                     if _key(record) in done:
-                        out[_key(record)] = np.asarray(record["curve"], dtype=np.float64)
+                        out[_key(record)] = record
         return out
+
+    def curves(self) -> dict[RunKey, np.ndarray]:
+        """The validation curves of the finished trainings, by key."""
+        return {
+            key: np.asarray(record["curve"], dtype=np.float64)
+            for key, record in self._records(self.curves_path).items()
+        }
+
+    def queries(self) -> dict[RunKey, dict[int, float]]:
+        """The per-query test NDCG@k of the finished trainings, by key (query id -> value)."""
+        return {
+            key: dict(zip(record["qid"], record["ndcg"]))
+            for key, record in self._records(self.queries_path).items()
+        }
