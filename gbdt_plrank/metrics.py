@@ -88,6 +88,7 @@ __all__ = [
     "ndcg",
     "precision_at_k",
     "recall_at_k",
+    "relevance_proportional_disparity",
 ]
 
 GAINS = ("exp", "linear")
@@ -662,3 +663,68 @@ def expected_exposure_loss(
 ) -> float | FloatArray:
     r"""Expected exposure loss EE-L, lower is fairer: see :func:`expected_exposure_parts`."""
     return expected_exposure_parts(y_true, exposure, group, k=k, per_query=per_query)["ee_l"]
+
+
+def relevance_proportional_disparity(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    gain: str = "exp",
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Disparity from exposure proportional to relevance (Oosterhuis 2021), lower is fairer.
+
+    The fairness measure of the 2021 PL-Rank experiments (Singh and Joachims' 2018 ideal:
+    exposure proportional to relevance), with the gain :math:`\rho_d` of each label: per query
+    of :math:`n` documents, the mean over ordered pairs of distinct documents of the squared
+    disparity,
+
+    .. math::
+
+        \frac{1}{n(n-1)} \sum_{i \ne j} \big(E(i)\,\rho_j - E(j)\,\rho_i\big)^2
+        = \frac{2}{n(n-1)}\Big(\sum_i E(i)^2 \sum_j \rho_j^2 - \big(\sum_i E(i)\rho_i\big)^2\Big),
+
+    which is computed in the closed form on the right (Lagrange's identity). A query with one
+    document, or without relevant documents, scores 0; the dataset value is the unweighted mean
+    over all queries. Both follow ``utils/evaluate.py`` (``evaluate_fairness``, its squared
+    value) of the paper's public code, github.com/HarrieO/2021-SIGIR-plackett-luce, which uses
+    the exponential gain and the DCG rank weights without normalisation for ``exposure``.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        Labels (finite, ``>= 0``; at most 31 with the exponential gain).
+    exposure : array-like (n,)
+        Expected exposure per document (finite, ``>= 0``), e.g. under DCG weights cut at ``k``.
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    gain : {"exp", "linear"}, default "exp"
+        :math:`\rho = 2^y - 1` (the paper's) or :math:`\rho = y`.
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean; their spread gives a standard
+        error over queries (see :func:`expected_exposure_parts`).
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    References
+    ----------
+    H. Oosterhuis. Computationally efficient optimization of Plackett-Luce ranking models for
+    relevance and fairness. SIGIR 2021.
+
+    A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
+    """
+    gain = check_choice("gain", gain, GAINS)
+    y, e, _, q, G = _exposure_rows(
+        check_labels(y_true, gain=gain, name="y_true"), exposure, group, None
+    )
+    rho = _gains(y, gain)
+    n = np.bincount(q, minlength=G).astype(np.float64)
+    lagrange = np.bincount(q, e * e, minlength=G) * np.bincount(q, rho * rho, minlength=G)
+    lagrange -= np.bincount(q, e * rho, minlength=G) ** 2
+    out = np.zeros(G)
+    ok = n > 1
+    out[ok] = 2.0 * np.maximum(lagrange[ok], 0.0) / (n[ok] * (n[ok] - 1.0))
+    return _result(out, per_query)

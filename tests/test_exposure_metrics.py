@@ -89,3 +89,20 @@ def test_bad_input() -> None:
         metrics.expected_exposure_loss([1.0, 0.0], [0.5, -0.1])
     with pytest.raises(ValueError, match="k must be"):
         metrics.expected_exposure_loss([1.0, 0.0], [0.5, 0.1], k=0)
+
+
+def test_relevance_proportional_disparity_pairwise() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 4, 7).astype(float)
+    e = _pl_exposure(rng.normal(size=7), 3)
+    rho = 2**y - 1
+    slow = sum(
+        (e[i] * rho[j] - e[j] * rho[i]) ** 2 for i in range(7) for j in range(7) if i != j
+    ) / (7 * 6)
+    assert metrics.relevance_proportional_disparity(y, e) == pytest.approx(slow, rel=1e-12)
+    # proportional exposure is perfectly fair; a single-document query scores 0
+    assert metrics.relevance_proportional_disparity(y, 0.1 * rho) == pytest.approx(0.0, abs=1e-15)
+    both = metrics.relevance_proportional_disparity(
+        np.append(y, 2.0), np.append(e, 0.3), [7, 1], per_query=True
+    )
+    np.testing.assert_allclose(both, [slow, 0.0], rtol=1e-12)
