@@ -360,14 +360,15 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
 def estimate_groups(scores, rho, group_ptr, theta, n_samples, seed, round_, sampler, grad, hess):
     """All query groups in parallel; group g's stream is keyed by (seed, round_, g).
 
-    Groups with fewer than two documents or without any positive ``rho`` get exactly 0.
+    Groups with fewer than two documents or with ``rho`` all 0 get exactly 0; ``rho`` may be
+    signed (fairness rewards): every formula is linear in ``rho``.
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
         relevant = False
         for d in range(lo, hi):
-            if rho[d] > 0.0:
+            if rho[d] != 0.0:
                 relevant = True
                 break
         if hi - lo < 2 or not relevant:

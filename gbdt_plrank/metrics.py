@@ -82,10 +82,13 @@ __all__ = [
     "average_relevance_position",
     "dataset_ndcg",
     "dcg",
+    "expected_exposure_loss",
+    "expected_exposure_parts",
     "mrr",
     "ndcg",
     "precision_at_k",
     "recall_at_k",
+    "relevance_proportional_disparity",
 ]
 
 GAINS = ("exp", "linear")
@@ -532,3 +535,196 @@ def average_relevance_position(
     positions = np.arange(1, _cutoff(r, None) + 1, dtype=np.float64)
     weighted, _, total = _sums(r, _gains(r.y, "linear"), positions)
     return _result(_normalised(weighted, total, math.nan), per_query)
+
+
+# --------------------------------------------------------------------------------------------
+# Fairness of exposure: metrics of a stochastic policy's expected exposure per document
+# --------------------------------------------------------------------------------------------
+def _exposure_rows(
+    y_true: object, exposure: object, group: object, k: object
+) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int64], int]:
+    """Grouped labels, exposures, equal-exposure targets, row query index and query count."""
+    k = _check_k(k)
+    y = check_labels(y_true, name="y_true")
+    e = as_finite_vector("exposure", exposure)
+    check_same_length(y_true=y, exposure=e)
+    if e.size and e.min() < 0:
+        raise ValueError(f"exposure must be >= 0, but its minimum {e.min()!r} is given.")
+    groups = resolve_groups(group, y.shape[0])
+    y, e, ptr = y[groups.order], e[groups.order], groups.ptr
+    G = ptr.shape[0] - 1
+    q = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
+    return y, e, _equal_exposure_target(y, q, ptr, k), q, G
+
+
+def _equal_exposure_target(
+    y: FloatArray, q: npt.NDArray[np.int64], ptr: npt.NDArray[np.int64], k: int | None
+) -> FloatArray:
+    """Per row: the mean rank weight over the ranks its grade occupies in the ideal ranking."""
+    n = y.shape[0]
+    order = np.lexsort((-y, q))  # by query, then grade descending
+    rank = np.arange(n) - ptr[q[order]]  # 0-based rank in the ideal ranking
+    longest = int(np.diff(ptr).max()) if n else 0
+    theta = np.zeros(longest)
+    theta[: longest if k is None else min(k, longest)] = dcg_weights(
+        longest if k is None else min(k, longest)
+    )
+    ys, qs = y[order], q[order]
+    new_block = np.ones(n, dtype=bool)
+    new_block[1:] = (ys[1:] != ys[:-1]) | (qs[1:] != qs[:-1])
+    block = np.cumsum(new_block) - 1
+    mean = np.bincount(block, theta[rank]) / np.bincount(block)
+    eps = np.empty(n)
+    eps[order] = mean[block]
+    return eps
+
+
+def expected_exposure_parts(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    per_query: bool = False,
+) -> dict[str, float | FloatArray]:
+    r"""Expected exposure loss EE-L and its parts EE-D and EE-R (Diaz et al. 2020).
+
+    ``exposure[d]`` is a policy's expected exposure of document ``d``,
+    :math:`E(d) = \mathbb{E}_y[\theta_{\mathrm{rank}(d)}]` with the DCG rank weights
+    :math:`\theta_k = 1/\log_2(k+1)` for :math:`k \le K` and 0 after. The target is equal
+    expected exposure: sort the query by grade; the grade that occupies ranks :math:`a..b` of the
+    ideal ranking gives each of its documents
+    :math:`\epsilon(d) = (\theta_a + \dots + \theta_b)/(b - a + 1)`. Per query,
+
+    .. math::
+
+        \text{EE-L} = \sum_d (E(d) - \epsilon(d))^2
+                     = \text{EE-D} - 2\,\text{EE-R} + \sum_d \epsilon(d)^2,\quad
+        \text{EE-D} = \sum_d E(d)^2,\quad \text{EE-R} = \sum_d E(d)\,\epsilon(d).
+
+    EE-D (disparity) is largest, :math:`\sum_k \theta_k^2`, for a deterministic ranking;
+    shuffling uniformly within grades gives :math:`E = \epsilon` and EE-L = 0.
+
+    Values are **not normalised** (the squared distances of Diaz et al.'s definition, with
+    the DCG browsing model in place of their RBP model); a dataset value is the unweighted mean
+    over queries, as every metric of this module (Diaz et al. also average over queries).
+
+    Standard error. When ``exposure`` is a Monte-Carlo estimate (mean over sampled rankings),
+    EE-L and EE-D are biased upwards by the estimate's variance (they are quadratic in
+    :math:`E`); EE-R is linear and unbiased. To get a standard error, compute the per-query
+    values (``per_query=True``) for each of several independent exposure estimates and take
+    the spread, or use the spread over queries, ``values.std(ddof=1) / sqrt(G)``, for the
+    uncertainty of the dataset mean with respect to the queries.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        Labels (finite, ``>= 0``); only their order within a query matters.
+    exposure : array-like (n,)
+        Expected exposure per document (finite, ``>= 0``), with the same ``k``.
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    k : int or None, default 10
+        Cut-off :math:`K` of the rank weights; ``None`` weights the whole list.
+    per_query : bool, default False
+        Return per-query values ``(G,)`` instead of their means.
+
+    Returns
+    -------
+    dict
+        ``{"ee_l": ..., "ee_d": ..., "ee_r": ...}``, floats or arrays ``(G,)``.
+
+    Raises
+    ------
+    ValueError
+        For bad labels, exposures (negative or not finite), lengths, groups or ``k``.
+
+    References
+    ----------
+    F. Diaz, B. Mitra, M. D. Ekstrand, A. J. Biega and B. Carterette. Evaluating stochastic
+    rankings with expected exposure. CIKM 2020.
+    """
+    _, e, eps, q, G = _exposure_rows(y_true, exposure, group, k)
+    parts = {
+        "ee_l": np.bincount(q, (e - eps) ** 2, minlength=G),
+        "ee_d": np.bincount(q, e * e, minlength=G),
+        "ee_r": np.bincount(q, e * eps, minlength=G),
+    }
+    return {name: _result(values, per_query) for name, values in parts.items()}
+
+
+def expected_exposure_loss(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    k: int | None = 10,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Expected exposure loss EE-L, lower is fairer: see :func:`expected_exposure_parts`."""
+    return expected_exposure_parts(y_true, exposure, group, k=k, per_query=per_query)["ee_l"]
+
+
+def relevance_proportional_disparity(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    gain: str = "exp",
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Disparity from exposure proportional to relevance (Oosterhuis 2021), lower is fairer.
+
+    The fairness measure of the 2021 PL-Rank experiments (Singh and Joachims' 2018 ideal:
+    exposure proportional to relevance), with the gain :math:`\rho_d` of each label: per query
+    of :math:`n` documents, the mean over ordered pairs of distinct documents of the squared
+    disparity,
+
+    .. math::
+
+        \frac{1}{n(n-1)} \sum_{i \ne j} \big(E(i)\,\rho_j - E(j)\,\rho_i\big)^2
+        = \frac{2}{n(n-1)}\Big(\sum_i E(i)^2 \sum_j \rho_j^2 - \big(\sum_i E(i)\rho_i\big)^2\Big),
+
+    which is computed in the closed form on the right (Lagrange's identity). A query with one
+    document, or without relevant documents, scores 0; the dataset value is the unweighted mean
+    over all queries. Both follow ``utils/evaluate.py`` (``evaluate_fairness``, its squared
+    value) of the paper's public code, github.com/HarrieO/2021-SIGIR-plackett-luce, which uses
+    the exponential gain and the DCG rank weights without normalisation for ``exposure``.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        Labels (finite, ``>= 0``; at most 31 with the exponential gain).
+    exposure : array-like (n,)
+        Expected exposure per document (finite, ``>= 0``), e.g. under DCG weights cut at ``k``.
+    group : array-like or None, default None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    gain : {"exp", "linear"}, default "exp"
+        :math:`\rho = 2^y - 1` (the paper's) or :math:`\rho = y`.
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean; their spread gives a standard
+        error over queries (see :func:`expected_exposure_parts`).
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    References
+    ----------
+    H. Oosterhuis. Computationally efficient optimization of Plackett-Luce ranking models for
+    relevance and fairness. SIGIR 2021.
+
+    A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
+    """
+    gain = check_choice("gain", gain, GAINS)
+    y, e, _, q, G = _exposure_rows(
+        check_labels(y_true, gain=gain, name="y_true"), exposure, group, None
+    )
+    rho = _gains(y, gain)
+    n = np.bincount(q, minlength=G).astype(np.float64)
+    lagrange = np.bincount(q, e * e, minlength=G) * np.bincount(q, rho * rho, minlength=G)
+    lagrange -= np.bincount(q, e * rho, minlength=G) ** 2
+    out = np.zeros(G)
+    ok = n > 1
+    out[ok] = 2.0 * np.maximum(lagrange[ok], 0.0) / (n[ok] * (n[ok] - 1.0))
+    return _result(out, per_query)
