@@ -30,9 +30,9 @@ __all__ = [
     "load_dataset",
     "metrics",
     "ndcg",
+    "pirank_objective",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
-    "pirank_objective",
     "plrank_objective",
 ]
 
