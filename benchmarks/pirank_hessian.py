@@ -17,7 +17,7 @@ import xgboost as xgb
 from gbdt_plrank import pirank_objective
 from gbdt_plrank.datasets import load_dataset
 
-MODES = ("abs", "clip", "constant")
+MODES = ("bound", "abs", "clip", "constant")
 K = 10
 
 
@@ -53,13 +53,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--taus", type=float, nargs="+", default=[0.1, 1.0])
+    ap.add_argument("--modes", nargs="+", default=list(MODES))
     ap.add_argument("--rounds", type=int, default=500)
     args = ap.parse_args()
     data = {f: load_dataset("mq2008", fold=f) for f in args.folds}
     print(f"| hessian | tau | vali NDCG@{K} (mean over folds {args.folds}) | test | rounds |")
     print("|---|---|---|---|---|")
     for tau in args.taus:
-        for mode in MODES:
+        for mode in args.modes:
             rows = [
                 run(data[f], pirank_objective(K=K, tau=tau, hessian=mode), args.rounds)
                 for f in args.folds

@@ -52,16 +52,20 @@ import numpy as np
 
 from . import _pirank_kernels
 from ._booster_objective import BoosterObjective
-from ._estimator import PLRankSpec, numba_threads
+from ._estimator import HESSIAN_MODES, PLRankSpec, numba_threads
 from ._validation import (
     as_finite_vector,
+    check_choice,
     check_group_ptr,
     check_labels,
     check_same_length,
     is_number,
 )
 
-__all__ = ["PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
+__all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
+
+#: Hessian modes: the majorising ``"bound"``, then those of the PL-Rank objective.
+PIRANK_HESSIANS = ("bound", *HESSIAN_MODES)
 
 
 def _check_tau(tau: object) -> float:
@@ -70,14 +74,26 @@ def _check_tau(tau: object) -> float:
     return float(tau)
 
 
+def _spec(K: object, hessian: object) -> PLRankSpec:
+    """NDCG@K with exponential gains; ``"bound"`` is computed by the kernel and passed as is."""
+    mode = check_choice("hessian", hessian, PIRANK_HESSIANS)
+    return PLRankSpec.of(K, "ndcg", "exp", "raw" if mode == "bound" else mode)
+
+
 def _run(
-    scores: np.ndarray, rho: np.ndarray, ptr: np.ndarray, spec: PLRankSpec, tau: float, n_jobs
+    scores: np.ndarray,
+    rho: np.ndarray,
+    ptr: np.ndarray,
+    spec: PLRankSpec,
+    tau: float,
+    bound: bool,
+    n_jobs: int | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     loss = np.empty(ptr.shape[0] - 1)
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
     with numba_threads(n_jobs):
-        _pirank_kernels.pirank_groups(scores, rho, ptr, spec.theta(), tau, loss, grad, hess)
+        _pirank_kernels.pirank_groups(scores, rho, ptr, spec.theta(), tau, bound, loss, grad, hess)
     return loss, grad, spec.finish_hessian(hess)
 
 
@@ -103,9 +119,13 @@ def pirank_loss_grad_hess(
         Cut-off of the relaxed NDCG.
     tau : float, default 1.0
         NeuralSort temperature, finite and > 0.
-    hessian : {"raw", "abs", "clip", "constant"}, default "raw"
-        ``"raw"`` is the exact diagonal (indefinite), ``"abs"`` its absolute value, ``"clip"``
-        :math:`\max(h, 10^{-3}\max|h|)`, ``"constant"`` all ones.
+    hessian : {"raw", "bound", "abs", "clip", "constant"}, default "raw"
+        ``"raw"`` is the exact diagonal :math:`h` (indefinite), ``"abs"`` :math:`|h|`, ``"clip"``
+        :math:`\max(h, 10^{-3}\max|h|)`, ``"constant"`` all ones. ``"bound"`` is the
+        Gauss-Newton-like majorant :math:`\sum_i \theta_i \Delta \operatorname{Var}_{p_i}(a)
+        \ge |h_m|`, with :math:`\Delta` the range of :math:`g'` in the query: the row term of
+        :math:`h_m` is :math:`-\theta_i \operatorname{Cov}_{p_i}(g', (a - \bar a)^2)`, and a
+        covariance with a non-negative variable is at most :math:`\Delta` times its mean.
     n_jobs : int or None
         Numba threads (None: Numba's default).
 
@@ -115,13 +135,13 @@ def pirank_loss_grad_hess(
         :math:`1 - \text{relaxed NDCG@K}` per query (0 for queries without a relevant document).
     grad, hess : ndarray of shape (n_docs,)
     """
-    spec = PLRankSpec.of(K, "ndcg", "exp", hessian)
+    spec = _spec(K, hessian)
     tau = _check_tau(tau)
     y = check_labels(labels, gain="exp")
     s = as_finite_vector("scores", scores)
     check_same_length(scores=s, labels=y)
     ptr = check_group_ptr(group_ptr, y.shape[0])
-    return _run(s, spec.rho(y, ptr), ptr, spec, tau, n_jobs)
+    return _run(s, spec.rho(y, ptr), ptr, spec, tau, hessian == "bound", n_jobs)
 
 
 class PiRankObjective(BoosterObjective):
@@ -135,15 +155,17 @@ class PiRankObjective(BoosterObjective):
 
     def __init__(self, K: int, tau: float, *, hessian: str, n_jobs: int | None) -> None:
         super().__init__()
-        self.spec = PLRankSpec.of(K, "ndcg", "exp", hessian)
+        self.spec = _spec(K, hessian)
+        self.hessian = hessian
         self.tau = _check_tau(tau)
         self.n_jobs = n_jobs
 
     def __repr__(self) -> str:
-        return f"pirank_objective(K={self.spec.K}, tau={self.tau!r}, hessian={self.spec.hessian!r})"
+        return f"pirank_objective(K={self.spec.K}, tau={self.tau!r}, hessian={self.hessian!r})"
 
     def _grad_hess(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        _, grad, hess = _run(scores, self._rho, self._ptr, self.spec, self.tau, self.n_jobs)
+        bound = self.hessian == "bound"
+        _, grad, hess = _run(scores, self._rho, self._ptr, self.spec, self.tau, bound, self.n_jobs)
         return grad, hess
 
 

@@ -51,8 +51,12 @@ def _below_above(x, order, last, low, high, tie):
 
 
 @njit(cache=True)
-def _query(s, rho, theta, tau, grad, hess):
-    """Loss, gradient and Hessian diagonal of ``1 - relaxed NDCG@K`` for one query; returns the loss."""
+def _query(s, rho, theta, tau, bound, grad, hess):
+    """Loss, gradient and Hessian diagonal of ``1 - relaxed NDCG@K`` for one query; returns the loss.
+
+    With ``bound`` the Hessian is replaced by its upper bound
+    ``sum_i theta_i (max rho - min rho) Var_{p_i}(a)``, which is >= its absolute value.
+    """
     n = s.shape[0]
     k = min(theta.shape[0], n)
     order = np.argsort(s, kind="mergesort")
@@ -77,6 +81,7 @@ def _query(s, rho, theta, tau, grad, hess):
     ulow = np.empty(n)
     uhigh = np.empty(n)
     utie = np.empty(n)
+    spread = rho.max() - rho.min()
     loss = 1.0
     for i in range(k):
         c = n - 1.0 - 2.0 * i  # n + 1 - 2 * rank, rank = i + 1
@@ -103,12 +108,16 @@ def _query(s, rho, theta, tau, grad, hess):
             pa = (c * p[m] - p[m] * S[m] - plow[m] + phigh[m]) / tau
             uaa = (u[m] * (c - S[m]) ** 2 + ulow[m] + uhigh[m]) / (tau * tau)
             grad[m] -= w * ua
-            hess[m] -= w * (uaa - 2.0 * ua * pa)
+            if bound:
+                paa = (p[m] * (c - S[m]) ** 2 + plow[m] + phigh[m]) / (tau * tau)
+                hess[m] += w * spread * (paa - pa * pa)
+            else:
+                hess[m] -= w * (uaa - 2.0 * ua * pa)
     return loss
 
 
 @njit(cache=True, parallel=True)
-def pirank_groups(scores, rho, group_ptr, theta, tau, loss, grad, hess):
+def pirank_groups(scores, rho, group_ptr, theta, tau, bound, loss, grad, hess):
     """Fill ``loss[q]`` (0 for queries without relevant documents), ``grad`` and ``hess``.
 
     ``rho`` holds the gains already divided by the ideal DCG@K of their query.
@@ -122,6 +131,6 @@ def pirank_groups(scores, rho, group_ptr, theta, tau, loss, grad, hess):
         for d in range(lo, hi):
             relevant = relevant or rho[d] > 0.0
         if relevant:
-            loss[q] = _query(scores[lo:hi], rho[lo:hi], theta, tau, grad[lo:hi], hess[lo:hi])
+            loss[q] = _query(scores[lo:hi], rho[lo:hi], theta, tau, bound, grad[lo:hi], hess[lo:hi])
         else:
             loss[q] = 0.0

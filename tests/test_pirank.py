@@ -81,6 +81,11 @@ def test_hessian_modes():
     _, _, const = pirank_loss_grad_hess(s, y, ptr, K=3, hessian="constant")
     assert (raw < 0).any()
     np.testing.assert_allclose(ab, np.abs(raw))
+    for tau in (0.2, 1.0, 5.0):
+        _, _, exact = pirank_loss_grad_hess(s, y, ptr, K=3, tau=tau, hessian="raw")
+        _, _, bound = pirank_loss_grad_hess(s, y, ptr, K=3, tau=tau, hessian="bound")
+        assert np.all(bound >= np.abs(exact) - 1e-12)
+        assert bound.max() < 10 * np.abs(exact).max()  # a majorant, not a huge constant
     np.testing.assert_array_equal(const, 1.0)
 
 
