@@ -1,49 +1,22 @@
 """PL-Rank objectives that ``xgboost.train`` and ``lightgbm.train`` accept as they are.
 
-One callable type serves both boosters: ``objective(preds, data) -> (grad, hess)``, where ``data`` is
-the training ``xgboost.DMatrix`` or ``lightgbm.Dataset``. The query groups are read from it
-(``group_ptr`` / ``group``); a dataset without groups is refused, since both boosters would
-otherwise treat every row as one query. ``lgbm_ranker`` is the four-argument form that
-``lightgbm.LGBMRanker(objective=...)`` calls with the groups.
+The booster-facing calls (groups and labels read from the training set, weights refused, the
+``lgbm_ranker`` form, the per-training-set cache) are those of
+:class:`~gbdt_plrank._booster_objective.BoosterObjective`.
 """
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
-
 import numpy as np
 
+from ._booster_objective import BoosterObjective
 from ._estimator import SAMPLERS, PLRankSpec, estimate
-from ._validation import (
-    as_finite_vector,
-    check_choice,
-    check_group_ptr,
-    check_labels,
-    check_positive_int,
-    check_same_length,
-    check_seed,
-)
+from ._validation import check_choice, check_positive_int, check_seed
 
 __all__ = ["PLRankObjective", "plrank_objective"]
 
 
-def _groups_and_labels(data: Any) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
-    """(group_ptr or None, labels, weights or None) of an XGBoost DMatrix or LightGBM Dataset."""
-    kind = type(data).__module__.split(".")[0]
-    if kind == "xgboost":
-        ptr = data.get_uint_info("group_ptr")
-        weight = data.get_weight()
-        return (ptr if ptr.size else None), data.get_label(), (weight if weight.size else None)
-    if kind == "lightgbm":
-        return data.get_field("group"), data.get_label(), data.get_weight()
-    raise TypeError(
-        f"the objective is called by xgboost.train with an xgboost.DMatrix or by lightgbm.train with "
-        f"a lightgbm.Dataset, but received a {type(data).__module__}.{type(data).__name__}."
-    )
-
-
-class PLRankObjective:
+class PLRankObjective(BoosterObjective):
     """A PL-Rank objective: estimated gradient and Hessian of the negative expected metric@K.
 
     Each call is one boosting round and draws fresh rankings: round ``r`` (counted from the first
@@ -52,6 +25,8 @@ class PLRankObjective:
     objective sees another training set, and on :meth:`reset`. Build it with
     :func:`plrank_objective`.
     """
+
+    title = "PL-Rank"
 
     def __init__(
         self,
@@ -65,15 +40,13 @@ class PLRankObjective:
         sampler: str,
         n_jobs: int | None,
     ) -> None:
+        super().__init__()
         self.spec = PLRankSpec.of(K, metric, gain, hessian)
         self.N = check_positive_int("N", N)
         self.seed = check_seed("seed", seed)
         self.sampler = check_choice("sampler", sampler, SAMPLERS)
         self.n_jobs = n_jobs
         self.round = 0
-        self._key: weakref.ref | None = None
-        self._ptr: np.ndarray | None = None
-        self._rho: np.ndarray | None = None
 
     def __repr__(self) -> str:
         s = self.spec
@@ -87,48 +60,11 @@ class PLRankObjective:
         self.round = 0
         self._key = None
 
-    def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
-        ptr, labels, weight = _groups_and_labels(data)
-        if ptr is None:
-            raise ValueError(
-                f"the training {type(data).__name__} has no query groups: set qid (XGBoost) or group "
-                f"(LightGBM), or every row would be scored as one query."
-            )
-        if weight is not None:
-            raise ValueError(
-                "the training data carries weights, which the PL-Rank objective does not use; "
-                "build the training set without them."
-            )
-        return self._step(preds, data, labels, ptr)
+    def _new_training_set(self) -> None:
+        self.round = 0
 
-    def lgbm_ranker(
-        self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The form for ``lightgbm.LGBMRanker(objective=obj.lgbm_ranker)``: four arguments.
-
-        LightGBM's scikit-learn wrapper passes the groups (as sizes) only to four-argument
-        functions; a three-argument one would silently receive the weights in their place.
-        """
-        if group is None:
-            raise ValueError("LGBMRanker passed no groups: call fit(X, y, group=sizes).")
-        if weight is not None:
-            raise ValueError("sample weights are not supported by the PL-Rank objective.")
-        ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
-        return self._step(y_pred, y_true, y_true, ptr)
-
-    def _step(
-        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One round; ``key`` identifies the training set (a new one restarts the count)."""
-        if self._key is None or self._key() is not key:
-            y = check_labels(labels, gain=self.spec.gain)
-            self._ptr = check_group_ptr(ptr, y.shape[0])
-            self._rho = self.spec.rho(y, self._ptr)
-            self._key = weakref.ref(key)
-            self.round = 0
-        scores = as_finite_vector("preds", np.ravel(preds))
-        check_same_length(preds=scores, labels=self._rho)
+    def _grad_hess(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One round: fresh rankings from the stream of this round."""
         grad, hess = estimate(
             scores,
             self._rho,

@@ -112,3 +112,22 @@ def expected_reward(scores, rho, theta):
         p * sum(theta[k] * rho[d] for k, d in enumerate(y))
         for y, p in partial_rankings(scores, len(theta))
     )
+
+
+def neuralsort_loss(s, y, K, tau):
+    """1 - relaxed NDCG@K from the full NeuralSort matrix (Grover et al. 2019, eq. 5), plainly."""
+    n = len(s)
+    A = np.abs(s[:, None] - s[None, :])
+    B = A.sum(axis=1)
+    g = 2.0**y - 1.0
+    theta = 1.0 / np.log2(np.arange(2, n + 2))
+    ideal = float(np.sum(theta[:K] * np.sort(g)[::-1][:K]))
+    if ideal == 0:
+        return 0.0
+    out = 0.0
+    for i in range(1, min(K, n) + 1):
+        z = ((n + 1 - 2 * i) * s - B) / tau
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        out += theta[i - 1] * p @ g
+    return 1.0 - out / ideal

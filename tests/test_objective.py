@@ -10,17 +10,6 @@ import xgboost as xgb
 from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    sizes = rng.integers(2, 30, size=60)
-    n = int(sizes.sum())
-    X = rng.normal(size=(n, 5))
-    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=n)), 0, 3)
-    qid = np.repeat(np.arange(len(sizes)), sizes)
-    return X, y, qid, sizes
-
-
 def recorder(obj, calls):
     """A function (LightGBM deep-copies ``params``, functions stay shared) that logs each round."""
 
