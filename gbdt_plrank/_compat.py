@@ -20,6 +20,8 @@ EXTRAS = {
     "matplotlib": "plot",
     "optuna": "tune",
     "optuna_integration": "tune",
+    "dask": "dask",
+    "distributed": "dask",
 }
 
 

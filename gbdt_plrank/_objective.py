@@ -118,9 +118,12 @@ class PLRankObjective:
         return self._step(y_pred, y_true, y_true, ptr)
 
     def _step(
-        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any
+        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any, keys: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One round; ``key`` identifies the training set (a new one restarts the count)."""
+        """One round; ``key`` identifies the training set (a new one restarts the count).
+
+        ``keys`` are the queries' stream keys (default: their index in ``ptr``).
+        """
         if self._key is None or self._key() is not key:
             y = check_labels(labels, gain=self.spec.gain)
             self._ptr = check_group_ptr(ptr, y.shape[0])
@@ -139,6 +142,7 @@ class PLRankObjective:
             round_=self.round,
             sampler=self.sampler,
             n_jobs=self.n_jobs,
+            keys=keys,
         )
         self.round += 1
         return grad, hess
