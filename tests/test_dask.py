@@ -282,3 +282,36 @@ def test_fit_predict_to_local(client, backend):
     if backend == "xgboost":  # XGBoost sums the metric over workers; LightGBM reports one worker's
         score = local.score(Xa.compute(), ya.compute(), qa.compute())
         assert score == pytest.approx(curve[-1], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_mq2008_two_workers_within_seed_spread_of_single_machine(client):
+    """Test NDCG@5 with 2 workers (4 partitions) is that of single-machine training, to 0.01.
+
+    XGBoost, 30 rounds of depth 4. The gradients are the same (tested above) and one partition
+    gives the single-machine model exactly, but XGBoost's distributed quantile sketch and
+    histogram sums depend on how rows are split over workers. Measured on 2026-11-22: single
+    machine 0.7722 / 0.7731 / 0.7716 (seeds 0-2, spread 0.0015); 2 workers with 2 partitions
+    0.7706 / 0.7731, with 4 partitions 0.7690 / 0.7704 / 0.7662 (seeds 0, 1, and 0 on another
+    placement of partitions). The partitioning moves the score more than the seed does, so the
+    band is 0.01 around the single-machine mean, below the 0.0067 that split queries cost at 50
+    rounds plus this spread (DESIGN.md section 9), not the seed spread itself.
+    """
+    from gbdt_plrank.datasets import load_dataset
+    from gbdt_plrank.metrics import ndcg
+
+    data = load_dataset("mq2008", fold=1)
+    options = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4,
+               "n_jobs": 1}
+    tr, te = data.train, data.test
+    local = []
+    for seed in (0, 1, 2):
+        ranker = PLRankRanker(**options, random_state=seed).fit(tr.X, tr.y, group=tr.qid)
+        local.append(ndcg(te.y, ranker.predict(te.X).astype(np.float32), te.qid, k=5))
+    chunk = -(-tr.qid.shape[0] // 4)
+    Xa, ya, qa = align_queries(*_dask(tr.X, tr.y, tr.qid, chunk))
+    assert len(Xa.chunks[0]) == 4
+    ranker = DaskPLRankRanker(**options, random_state=0).fit(Xa, ya, group=qa)
+    distributed = ndcg(te.y, ranker.to_local().predict(te.X).astype(np.float32), te.qid, k=5)
+    print(f"single machine {np.round(local, 4)}, 2 workers {distributed:.4f}")
+    assert abs(distributed - np.mean(local)) <= 0.01
