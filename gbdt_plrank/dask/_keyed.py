@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._objective import PLRankObjective, _groups_and_labels
+from .._objective import PLRankObjective, _groups_and_labels, plrank_objective
 
 __all__ = ["MAX_QUERIES", "KeyedPLRankObjective", "keyed_plrank_objective"]
 
@@ -89,33 +89,25 @@ class KeyedPLRankObjective(PLRankObjective):
         return self._step(y_pred, y_true, y_true, ptr, keys)
 
 
-def keyed_plrank_objective(
-    K: int = 5,
-    N: int = 100,
-    *,
-    metric: str = "ndcg",
-    gain: str = "exp",
-    hessian: str = "abs",
-    seed: int = 0,
-    sampler: str = "auto",
-    n_jobs: int | None = None,
-) -> KeyedPLRankObjective:
+def keyed_plrank_objective(K: int = 5, N: int = 100, **options: Any) -> KeyedPLRankObjective:
     """A PL-Rank objective for ``xgboost.dask`` / ``lightgbm.dask`` that is partition-independent.
 
     .. code-block:: python
 
         X, y, qid = align_queries(X, y, qid)
         keys = query_keys(qid)
-        dtrain = xgboost.dask.DaskDMatrix(client, X, y, qid=qid, label_lower_bound=keys)
+        dtrain = xgboost.dask.DaskDMatrix(client, X, y, qid=keys.astype("int64"),
+                                          label_lower_bound=keys)
         xgboost.dask.train(client, params, dtrain, 100, obj=keyed_plrank_objective(K=5))
 
         obj = keyed_plrank_objective(K=5)
         lightgbm.dask.DaskLGBMRanker(objective=obj.lgbm_ranker).fit(
             X, y, group=sizes, sample_weight=keys)
 
-    Round ``r`` of query ``q`` draws from the stream ``(seed, r, key(q))`` with ``key(q)`` the
-    global query index of :func:`query_keys`; otherwise as :func:`~gbdt_plrank.plrank_objective`.
+    Takes the arguments of :func:`~gbdt_plrank.plrank_objective`. Round ``r`` of query ``q``
+    draws from the stream ``(seed, r, key(q))`` with ``key(q)`` the global query index of
+    :func:`~gbdt_plrank.dask.query_keys`.
     """
-    return KeyedPLRankObjective(
-        K, N, metric=metric, gain=gain, hessian=hessian, seed=seed, sampler=sampler, n_jobs=n_jobs
-    )
+    keyed = KeyedPLRankObjective.__new__(KeyedPLRankObjective)
+    keyed.__dict__.update(vars(plrank_objective(K, N, **options)))
+    return keyed
