@@ -314,3 +314,17 @@ def test_mq2008_two_workers_within_seed_spread_of_single_machine(client):
     distributed = ndcg(te.y, ranker.to_local().predict(te.X).astype(np.float32), te.qid, k=5)
     print(f"single machine {np.round(local, 4)}, 2 workers {distributed:.4f}")
     assert abs(distributed - np.mean(local)) <= 0.01
+
+
+def test_align_queries_accepts_a_dask_dataframe_and_series():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y, qid = _data()
+    frame = dd.from_pandas(pd.DataFrame(X).assign(y=y, qid=qid), npartitions=3)
+    Xa, ya, qa = align_queries(frame[list(range(X.shape[1]))], frame["y"], frame["qid"])
+    assert query_layout(qa).split_query() is None
+    order = np.argsort(qid, kind="stable")
+    np.testing.assert_array_equal(qa.compute(), qid[order])
+    np.testing.assert_array_equal(ya.compute(), y[order])
+    np.testing.assert_array_equal(Xa.compute(), X[order])
