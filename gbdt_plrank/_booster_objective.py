@@ -84,9 +84,12 @@ class BoosterObjective:
         return self._step(y_pred, y_true, y_true, ptr)
 
     def _step(
-        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any
+        self, preds: np.ndarray, key: Any, labels: Any, ptr: Any, keys: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One round; ``key`` identifies the training set (a new one refreshes the cache)."""
+        """One round; ``key`` identifies the training set (a new one refreshes the cache).
+
+        ``keys`` are the queries' random-stream keys (default: their index in ``ptr``).
+        """
         if self._key is None or self._key() is not key:
             y = check_labels(labels, gain=self.spec.gain)
             self._ptr = check_group_ptr(ptr, y.shape[0])
@@ -95,11 +98,16 @@ class BoosterObjective:
             self._new_training_set()
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
-        return self._grad_hess(scores)
+        return self._grad_hess(scores, keys)
 
     def _new_training_set(self) -> None:
         """Hook called after the cache was filled for another training set."""
 
-    def _grad_hess(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Gradient and Hessian of the loss at ``scores`` on the cached training set."""
+    def _grad_hess(
+        self, scores: np.ndarray, keys: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of the loss at ``scores`` on the cached training set.
+
+        ``keys``: the queries' stream keys, for objectives that sample (None: query indices).
+        """
         raise NotImplementedError

@@ -154,13 +154,21 @@ def estimate(
     round_: int,
     sampler: str,
     n_jobs: int | None,
+    keys: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round."""
+    """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
+
+    Query ``g`` draws from the stream ``(seed, round_, keys[g])``; ``keys`` defaults to the
+    query index ``g`` (an int64 array of one non-negative key per query otherwise).
+    """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
+    if keys is None:
+        keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     with numba_threads(n_jobs):
         _kernels.estimate_groups(
-            scores, rho, group_ptr, spec.theta(), N, seed, round_, SAMPLERS[sampler], grad, hess
+            scores, rho, group_ptr, keys, spec.theta(), N, seed, round_, SAMPLERS[sampler],
+            grad, hess,
         )
     return grad, spec.finish_hessian(hess)
 

@@ -357,8 +357,13 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
 
 
 @njit(parallel=True, cache=True)
-def estimate_groups(scores, rho, group_ptr, theta, n_samples, seed, round_, sampler, grad, hess):
-    """All query groups in parallel; group g's stream is keyed by (seed, round_, g).
+def estimate_groups(
+    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess
+):
+    """All query groups in parallel; group g's stream is keyed by (seed, round_, keys[g]).
+
+    ``keys`` (int64, non-negative) is ``arange(G)`` unless the queries carry keys that do not
+    depend on how the data is split (the global query index of :mod:`gbdt_plrank.dask`).
 
     Groups with fewer than two documents or with ``rho`` all 0 get exactly 0; ``rho`` may be
     signed (fairness rewards): every formula is linear in ``rho``.
@@ -376,7 +381,7 @@ def estimate_groups(scores, rho, group_ptr, theta, n_samples, seed, round_, samp
             hess[lo:hi] = 0.0
             continue
         state = np.empty(1, dtype=np.uint64)
-        state[0] = stream_state(seed, round_, g)
+        state[0] = stream_state(seed, round_, keys[g])
         _estimate_query(
             scores[lo:hi], rho[lo:hi], theta, n_samples, state, sampler, grad[lo:hi], hess[lo:hi]
         )

@@ -63,8 +63,10 @@ class PLRankObjective(BoosterObjective):
     def _new_training_set(self) -> None:
         self.round = 0
 
-    def _grad_hess(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """One round: fresh rankings from the stream of this round."""
+    def _grad_hess(
+        self, scores: np.ndarray, keys: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
         grad, hess = estimate(
             scores,
             self._rho,
@@ -75,6 +77,7 @@ class PLRankObjective(BoosterObjective):
             round_=self.round,
             sampler=self.sampler,
             n_jobs=self.n_jobs,
+            keys=keys,
         )
         self.round += 1
         return grad, hess

@@ -163,7 +163,9 @@ class PiRankObjective(BoosterObjective):
     def __repr__(self) -> str:
         return f"pirank_objective(K={self.spec.K}, tau={self.tau!r}, hessian={self.hessian!r})"
 
-    def _grad_hess(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _grad_hess(
+        self, scores: np.ndarray, keys: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         bound = self.hessian == "bound"
         _, grad, hess = _run(scores, self._rho, self._ptr, self.spec, self.tau, bound, self.n_jobs)
         return grad, hess

@@ -1,0 +1,178 @@
+"""``DaskPLRankRanker``: :class:`~gbdt_plrank.PLRankRanker` trained on a Dask cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from .._compat import require
+from .._validation import check_choice, check_positive_int
+from ..ranker import PLRankRanker, _seeds
+from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
+from ._keyed import keyed_plrank_objective
+from ._native import DaskQueries, importances, margins, train
+
+__all__ = ["DaskPLRankRanker", "check_workers"]
+
+_BACKENDS = ("xgboost", "lightgbm")
+
+
+def _probe(module: str) -> str:
+    """On a worker: import ``module`` and return its version (the error text if that fails)."""
+    import importlib
+
+    try:
+        return str(getattr(importlib.import_module(module), "__version__", "?"))
+    except Exception as err:  # any failure to import is reported to the client
+        return f"!{type(err).__name__}: {err}"
+
+
+def check_workers(client: Any, modules: Sequence[str]) -> None:
+    """Refuse a cluster on which a worker cannot import one of ``modules``, naming it and the fix."""
+    for module in modules:
+        for worker, version in sorted(client.run(_probe, module).items()):
+            if version.startswith("!"):
+                raise RuntimeError(
+                    f"the Dask worker {worker} cannot import {module} ({version[1:]}): install "
+                    f"it on every worker, e.g. pip install 'gbdt_plrank[dask]' in the workers' "
+                    f"environment (the same version as on the client)."
+                )
+
+
+def _client() -> Any:
+    distributed = require("distributed", purpose="DaskPLRankRanker")
+    try:
+        return distributed.default_client()
+    except ValueError as err:
+        raise ValueError(
+            "DaskPLRankRanker needs a running distributed Client: create one first, e.g. "
+            "client = distributed.Client(distributed.LocalCluster(n_workers=2)) or "
+            "distributed.Client('scheduler-address:8786')."
+        ) from err
+
+
+def _queries(X: Any, y: Any, qid: Any, *, where: str) -> DaskQueries:
+    """Checked dask data of whole-query partitions, grouped by query, with global keys."""
+    X, y, qid = as_dask_arrays(X, y, qid, where=where)
+    layout = query_layout(qid)
+    layout.check_aligned(where)
+    if not all(layout.grouped):
+        X, y, qid = group_within_partitions(X, y, qid)
+    sizes = np.concatenate(layout.counts).astype(np.int64)
+    chunks = (tuple(len(ids) for ids in layout.ids),)
+    low = y.min().compute()
+    if not np.isfinite(low) or low < 0:
+        raise ValueError(f"labels of the {where} must be finite and >= 0, but the smallest is {low}.")
+    return DaskQueries(X, y.astype(np.float64), query_keys(qid, layout), da.from_array(sizes, chunks=chunks))
+
+
+class DaskPLRankRanker(PLRankRanker):
+    """:class:`~gbdt_plrank.PLRankRanker` trained with ``xgboost.dask`` or ``lightgbm.dask``.
+
+    Same parameters as :class:`~gbdt_plrank.PLRankRanker`; it trains on the cluster of the
+    current ``distributed`` client. Each worker runs the PL-Rank objective on its local rows, so
+    every query must lie in one partition (:func:`~gbdt_plrank.dask.align_queries`); training
+    refuses data that splits a query. Query ``q``'s random stream is keyed by its global query
+    index, so the same ``random_state`` gives the same gradients on any number of workers as in
+    one process (the trees can still differ in the last bits: distributed histogram sums add in
+    another order).
+
+    ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
+    threads). With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask``
+    has none), and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval
+    rows held by the worker whose model is returned, not of the whole eval set (XGBoost's is of
+    the whole set).
+
+    :meth:`predict` of a dask array returns a dask array; :meth:`to_local` returns a fitted
+    :class:`~gbdt_plrank.PLRankRanker` with the same booster for everything in memory.
+    """
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        early_stopping_rounds: int | None = None,
+    ) -> DaskPLRankRanker:
+        """Train on the cluster.
+
+        Parameters
+        ----------
+        X : dask array of shape (n_samples, n_features) or dask DataFrame
+        y : dask array or Series of shape (n_samples,)
+            Graded relevance labels, chunked like ``X``.
+        group : dask array or Series of shape (n_samples,)
+            Per-row query ids, chunked like ``X``; no query may span two partitions.
+        eval_set : list of (X, y, group) tuples of dask collections, default None
+            Validation sets, each with its query ids and aligned like the training set.
+        early_stopping_rounds : int or None, default None
+            As in :meth:`PLRankRanker.fit` (XGBoost only).
+
+        Returns
+        -------
+        self
+        """
+        backend = check_choice("backend", self.backend, _BACKENDS)
+        n_estimators = check_positive_int("n_estimators", self.n_estimators)
+        if early_stopping_rounds is not None:
+            check_positive_int("early_stopping_rounds", early_stopping_rounds)
+            if not eval_set:
+                raise ValueError(
+                    f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
+                    f"eval_set=[(X_val, y_val, qid_val)]."
+                )
+        client = _client()
+        check_workers(client, ("gbdt_plrank", backend))
+        data = _queries(X, y, group, where="training data")
+        evals = []
+        for i, item in enumerate(eval_set or ()):
+            if not isinstance(item, (tuple, list)) or len(item) != 3:
+                raise ValueError(
+                    f"eval_set[{i}] must be a tuple (X, y, qid) of dask collections: every eval "
+                    f"set needs its query ids, but {type(item).__name__} "
+                    f"{'of length ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}"
+                    f" is given."
+                )
+            evals.append(_queries(*item, where=f"eval_set[{i}]"))
+        objective_seed, booster_seed = _seeds(self.random_state, 2)
+        objective = keyed_plrank_objective(
+            self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
+            seed=objective_seed, n_jobs=self.n_jobs,
+        )
+        trained = train(
+            backend, client, self._settings(booster_seed), data, evals, objective=objective,
+            K=objective.spec.K, gain=self.gain, n_estimators=n_estimators,
+            early_stopping_rounds=early_stopping_rounds,
+        )
+        self.n_features_in_ = int(data.X.shape[1])
+        self.booster_ = trained.booster
+        self.best_iteration_ = trained.best_iteration
+        self.evals_result_ = trained.history
+        self.feature_importances_ = importances(backend, trained.booster, self.n_features_in_)
+        return self
+
+    def predict(self, X: Any) -> Any:
+        """Raw margins: a dask array for a dask collection, else as :meth:`PLRankRanker.predict`."""
+        if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
+            return super().predict(X)
+        self._fitted_backend()
+        X = X.to_dask_array(lengths=True) if hasattr(X, "to_dask_array") else X
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X must have shape (n, {self.n_features_in_}) as in fit, but has shape {X.shape}."
+            )
+        return margins(self.backend, self.booster_, X)
+
+    def to_local(self) -> PLRankRanker:
+        """A fitted :class:`~gbdt_plrank.PLRankRanker` holding the same booster."""
+        self._fitted_backend()
+        local = PLRankRanker(**self.get_params())
+        for name in ("n_features_in_", "booster_", "best_iteration_", "evals_result_",
+                     "feature_importances_"):
+            setattr(local, name, getattr(self, name))
+        return local
