@@ -38,6 +38,7 @@ def test_negative_only_query_is_not_skipped():
     grad = np.zeros(3)
     hess = np.zeros(3)
     _kernels.estimate_groups(
-        scores, rho, ptr, dcg_weights(2), 200, 7, 0, _kernels.SAMPLER_AUTO, grad, hess
+        scores, rho, ptr, np.zeros(1, dtype=np.int64), dcg_weights(2), 200, 7, 0,
+        _kernels.SAMPLER_AUTO, grad, hess,
     )
     assert np.abs(grad).sum() > 0
