@@ -167,3 +167,38 @@ def test_synthetic_data_is_seeded_and_mslr_shaped() -> None:
     assert informative > 0.3
     long = synthetic.long_lists(n_queries=20, features=False)
     assert 500 < long.sizes.mean() < 2000
+
+
+def test_quality_lever_hessians_by_hand() -> None:
+    from benchmarks import quality_levers as ql
+
+    ptr = np.array([0, 2, 5])
+    # Query 1: equal margins, p = (1/2, 1/2), p(1-p) = 1/4 each, sum |g| = 1 -> target 1/2 each.
+    # Query 2: margins (0, 0, log 2): p = (1/4, 1/4, 1/2), p(1-p) = (3/16, 3/16, 1/4),
+    # sum 5/8, sum |g| = 0.5 -> target = 0.8 * p(1-p) = (0.15, 0.15, 0.2).
+    preds = np.array([0.0, 0.0, 0.0, 0.0, np.log(2.0)], dtype=np.float32)
+    grad = np.array([0.5, -0.5, 0.25, -0.25, 0.0])
+    hess = np.array([-0.2, 0.4, 0.1, -0.1, 0.3])
+    out = ql._fisher(preds, grad, hess, ptr, 0.5)
+    target = np.array([0.5, 0.5, 0.15, 0.15, 0.2])
+    np.testing.assert_allclose(out, 0.5 * hess + 0.5 * target, rtol=1e-6)
+    np.testing.assert_allclose(
+        ql._qnorm(hess, ptr), [2 / 3, 4 / 3, 0.6, 0.6, 1.8], rtol=1e-12
+    )
+    # A query whose Hessian and gradient are all 0 stays 0.
+    zero = np.zeros(2)
+    np.testing.assert_array_equal(ql._qnorm(zero, np.array([0, 2])), zero)
+    np.testing.assert_array_equal(
+        ql._fisher(np.zeros(2, np.float32), zero, zero, np.array([0, 2]), 0.5), zero
+    )
+
+
+def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> None:
+    from benchmarks import quality_levers as ql
+
+    # Two queries, one per half: each is read at the round the other one prefers.
+    curves = np.array([[0.5, 0.8], [0.9, 0.1]])  # rounds x queries
+    np.testing.assert_array_equal(ql.cross_fitted(curves, seed=3), [0.5, 0.1])
+    # A round best for every query is where every query is read.
+    rising = np.linspace(0.1, 0.9, 12).reshape(3, 4)
+    np.testing.assert_array_equal(ql.cross_fitted(rising, seed=0), rising[2])
