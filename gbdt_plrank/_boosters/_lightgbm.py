@@ -42,23 +42,29 @@ class LightGBMBackend:
         "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
     })
 
+    def params(self, settings: BoosterSettings, plan: Plan, *, top_label: int) -> dict[str, Any]:
+        """The native parameters of ``plan`` under ``settings`` (labels up to ``top_label``).
+
+        NDCG@K with the plan's gain is the evaluation metric. Also used by
+        :mod:`gbdt_plrank.dask` for ``lightgbm.dask``.
+        """
+        gains = [2.0**i - 1.0 if plan.gain == "exp" else float(i) for i in range(top_label + 1)]
+        fixed = {
+            "objective": plan.objective, "metric": "ndcg", "eval_at": [plan.K], "label_gain": gains,
+        }
+        defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
+        if settings.subsample is not None and settings.subsample < 1:
+            defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
+        return native_params(
+            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
+        )
+
     def train(
         self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained:
         lightgbm = library(self.name)
         top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
-        fixed = {
-            "objective": plan.objective,
-            "metric": "ndcg",
-            "eval_at": [plan.K],
-            "label_gain": [2.0**i - 1.0 if plan.gain == "exp" else float(i) for i in range(top + 1)],
-        }
-        defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
-        if settings.subsample is not None and settings.subsample < 1:
-            defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
-        params = native_params(
-            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
-        )
+        params = self.params(settings, plan, top_label=top)
         train_set = self._training_set(data, params)
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]

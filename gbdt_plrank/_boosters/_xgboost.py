@@ -39,10 +39,12 @@ class XGBoostBackend:
         "random_state", "num_boost_round", "n_estimators", "early_stopping_rounds",
     })
 
-    def train(
-        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
-    ) -> Trained:
-        xgboost = library(self.name)
+    def params(self, settings: BoosterSettings, plan: Plan) -> tuple[dict[str, Any], Any]:
+        """The native parameters of ``plan`` under ``settings``, and the ``obj=`` callable or None.
+
+        A callable objective gets ``base_score=0`` and an unused named objective; NDCG@K is the
+        only evaluation metric. Also used by :mod:`gbdt_plrank.dask` for ``xgboost.dask.train``.
+        """
         fixed: dict[str, Any] = {
             "eval_metric": metric_name(plan.K),
             "ndcg_exp_gain": plan.gain == "exp",
@@ -56,6 +58,13 @@ class XGBoostBackend:
         params = native_params(
             self.name, settings, reserved=self.reserved, defaults={}, fixed=fixed
         )
+        return params, obj
+
+    def train(
+        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
+    ) -> Trained:
+        xgboost = library(self.name)
+        params, obj = self.params(settings, plan)
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]

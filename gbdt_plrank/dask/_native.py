@@ -15,8 +15,16 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._boosters import BACKENDS, BoosterSettings, Trained, eval_name, metric_name
-from .._boosters._base import native_params, plain_history
+from .._boosters import (
+    BACKENDS,
+    BoosterSettings,
+    LightGBMBackend,
+    Plan,
+    Trained,
+    XGBoostBackend,
+    eval_name,
+)
+from .._boosters._base import plain_history
 from .._compat import require
 from ._keyed import KeyedPLRankObjective
 
@@ -48,15 +56,8 @@ def _xgboost(
     early_stopping_rounds: int | None,
 ) -> Trained:
     dxgb = require("xgboost.dask", purpose="DaskPLRankRanker(backend='xgboost')")
-    fixed = {
-        "objective": "reg:squarederror",  # unused: obj= supplies the gradients
-        "base_score": 0.0,
-        "eval_metric": metric_name(K),
-        "ndcg_exp_gain": gain == "exp",
-        "disable_default_eval_metric": 1,
-    }
-    reserved = BACKENDS["xgboost"].reserved
-    params = native_params("xgboost", settings, reserved=reserved, defaults={}, fixed=fixed)
+    plan = Plan(objective, K, gain, n_estimators, early_stopping_rounds)
+    params, _ = XGBoostBackend().params(settings, plan)
 
     def dmatrix(d: DaskQueries, **extra: Any) -> Any:
         qid = d.keys.astype(np.int64)
@@ -89,17 +90,8 @@ def _lightgbm(
             f"early_stopping_rounds=None."
         )
     top = int(max(d.y.max() for d in (data, *evals)).compute())
-    fixed = {
-        "objective": objective.lgbm_ranker,
-        "metric": "ndcg",
-        "eval_at": [K],
-        "label_gain": [2.0**i - 1.0 if gain == "exp" else float(i) for i in range(top + 1)],
-    }
-    defaults: dict[str, Any] = {"verbose": -1, "deterministic": True}
-    if settings.subsample is not None and settings.subsample < 1:
-        defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
-    reserved = BACKENDS["lightgbm"].reserved
-    params = native_params("lightgbm", settings, reserved=reserved, defaults=defaults, fixed=fixed)
+    plan = Plan(objective.lgbm_ranker, K, gain, n_estimators)
+    params = LightGBMBackend().params(settings, plan, top_label=top)
     start = time.perf_counter()
     model = lightgbm.DaskLGBMRanker(client=client, n_estimators=n_estimators, **params)
     model.fit(
