@@ -62,6 +62,17 @@ def _seeds(random_state: Any, n: int) -> list[int]:
     return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
 
 
+def check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
+    """``early_stopping_rounds`` is None, or an integer >= 1 with a validation set to watch."""
+    if early_stopping_rounds is not None:
+        check_positive_int("early_stopping_rounds", early_stopping_rounds)
+        if not eval_set:
+            raise ValueError(
+                f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
+                f"eval_set=[(X_val, y_val, group_val)]."
+            )
+
+
 def _threads(n_jobs: object) -> int | None:
     """``None``, or ``n_jobs`` as a positive thread count (negative counts back from the cores)."""
     return None if n_jobs is None else thread_count(n_jobs)
@@ -258,13 +269,7 @@ class PLRankRanker(BaseEstimator):
         """
         backend = BACKENDS[check_choice("backend", self.backend, RANKER_BACKENDS)]
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        if early_stopping_rounds is not None:
-            check_positive_int("early_stopping_rounds", early_stopping_rounds)
-            if not eval_set:
-                raise ValueError(
-                    f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
-                    f"eval_set=[(X_val, y_val, group_val)]."
-                )
+        check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = _seeds(self.random_state, 2)
         objective = plrank_objective(
             self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._compat import require
 from .._validation import check_choice, check_positive_int
-from ..ranker import PLRankRanker, _seeds
+from ..ranker import PLRankRanker, _seeds, check_early_stopping
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
 from ._keyed import keyed_plrank_objective
 from ._native import DaskQueries, importances, margins, train
@@ -119,13 +119,7 @@ class DaskPLRankRanker(PLRankRanker):
         """
         backend = check_choice("backend", self.backend, _BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        if early_stopping_rounds is not None:
-            check_positive_int("early_stopping_rounds", early_stopping_rounds)
-            if not eval_set:
-                raise ValueError(
-                    f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
-                    f"eval_set=[(X_val, y_val, qid_val)]."
-                )
+        check_early_stopping(early_stopping_rounds, eval_set)
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
         data = _queries(X, y, group, where="training data")
