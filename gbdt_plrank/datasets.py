@@ -83,8 +83,8 @@ def _first_bad_line(path: Path) -> tuple[int, str] | None:
     return None
 
 
-def _malformed(path: Path, reason: str) -> ValueError:
-    found = _first_bad_line(path)
+def _malformed(path: Path, reason: str, found: tuple[int, str] | None) -> ValueError:
+    """The error for ``path``, naming ``found`` (its first bad line and text) when known."""
     where = f"line {found[0]} ({found[1][:80]!r})" if found else "a line"
     return ValueError(
         f"{path}: {where} is not a LETOR line {LINE_FORMAT!r} ({reason})."
@@ -129,13 +129,16 @@ def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
     try:
         loaded = load_svmlight_files([str(p) for p in paths], query_id=True, dtype=np.float32)
     except ValueError as err:
-        bad = next((p for p in paths if _first_bad_line(p) is not None), paths[0])
-        raise _malformed(bad, str(err)) from None
+        for p in paths:  # each file scanned once, until the bad line is found
+            found = _first_bad_line(p)
+            if found is not None:
+                raise _malformed(p, str(err), found) from None
+        raise _malformed(paths[0], str(err), None) from None
     out = []
     for p, (X, y, qid) in zip(paths, zip(loaded[0::3], loaded[1::3], loaded[2::3])):
         qid = np.asarray(qid, dtype=np.int64)
         if qid.shape[0] != X.shape[0]:  # scikit-learn skips the qid of a line without one
-            raise _malformed(p, "every document needs a qid")
+            raise _malformed(p, "every document needs a qid", _first_bad_line(p))
         _check_contiguous(p, qid)
         out.append(_by_query(Split(X.tocsr(), np.asarray(y, dtype=np.float64), qid)))
     return out
