@@ -53,8 +53,13 @@ class DaskPLRankRanker(PLRankRanker):
     every query must lie in one partition (:func:`~gbdt_plrank.dask.align_queries`); training
     refuses data that splits a query. Query ``q``'s random stream is keyed by its global query
     index, so the same ``random_state`` gives the same gradients on any number of workers as in
-    one process (the trees can still differ in the last bits: distributed histogram sums add in
-    another order).
+    one process. The trees can still differ: XGBoost merges the workers' quantile summaries of
+    each feature approximately (a summary holds ``8 * max_bin`` values), so a feature with more
+    distinct values gets other cut points than in one process; with ``params={"max_bin": m}``
+    and ``8 * m`` at least every feature's number of distinct values, the cut points and the
+    model are the single-machine ones. LightGBM's data-parallel training differs from one
+    process as well. On MQ2008 both stay within the seed-to-seed spread of single-machine
+    training (README, "Scaling out on Dask").
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads). With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask``
