@@ -13,6 +13,10 @@ Sections, each printed and written to ``OUT/<name>.md`` with its raw numbers in 
     1 and 2 threads, and the peak memory of one call, each in a fresh process.
 ``compile``
     First-call time in a fresh process, without and with Numba's on-disk cache.
+``dask``
+    Seconds per boosting round of PL-Rank and LambdaMART on 1 and 2 local Dask workers, on a
+    synthetic MSLR-shaped set of 20,000 queries (about 2.4M documents;
+    :mod:`benchmarks.dask_scaling`).
 
 Times are wall-clock medians after a warm-up call (:func:`benchmarks.harness.measure`); they are
 as noisy as the machine is busy, so the load average is recorded with each section.
@@ -46,7 +50,7 @@ if str(REPO) not in sys.path:
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
 
-SECTIONS = ("round", "table2", "threads", "compile")
+SECTIONS = ("round", "table2", "threads", "compile", "dask")
 LABELS = {
     "library-auto": "library, sampler=auto",
     "library-tree": "library, sampler=tree",
@@ -76,6 +80,9 @@ class Config:
     reps: int = 5
     budget: float = 2.0
     max_cell_seconds: float = 60.0
+    dask_queries: int = 20_000
+    dask_rounds: int = 8
+    dask_partitions: int = 8
     probe_methods: tuple[tuple[str, str], ...] = (
         ("mslr", "library-auto"), ("mslr", "plrank3"), ("mslr", "plrank2"),
         ("long", "library-auto"), ("long", "plrank3"),
@@ -86,6 +93,7 @@ class Config:
         return cls(
             mslr_queries=40, long_queries=4, Ks=(5, 10), Ns=(10, 50), round_n=20, warm_rounds=2,
             xgb_rounds=3, reps=2, budget=0.2, max_cell_seconds=5.0,
+            dask_queries=200, dask_rounds=3, dask_partitions=4,
             probe_methods=(("mslr", "library-auto"), ("mslr", "plrank3")),
         )
 
@@ -420,11 +428,30 @@ def section_compile(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     return md, {"no_cache": cold, "cache": warm, "load_average": os.getloadavg()}
 
 
+def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
+    """Seconds per round on 1 and 2 local Dask workers (:mod:`benchmarks.dask_scaling`)."""
+    from benchmarks import dask_scaling
+
+    note = _noise_note(cfg)
+    result = dask_scaling.measure(cfg.dask_queries, cfg.dask_rounds, cfg.dask_partitions)
+    md = "\n\n".join([
+        "## Dask: seconds per round on 1 and 2 local workers",
+        f"{result['data']}; `xgboost.dask.train`, depth 6, eta 0.1, single-threaded worker "
+        "processes. PL-Rank: the keyed objective (K=10, N=100); LambdaMART: `rank:ndcg`. A round "
+        "is the median time between the ends of consecutive rounds; the ratio 1 worker / "
+        "2 workers is the speed-up, bounded by the cores other processes leave free.",
+        dask_scaling.table(result["rows"]),
+        note,
+    ])
+    return md, {**result, "load_average": os.getloadavg()}
+
+
 RUNNERS = {
     "round": ("round_vs_xgboost", section_round),
     "table2": ("table2", section_table2),
     "threads": ("threads_memory", section_threads),
     "compile": ("compile_time", section_compile),
+    "dask": ("dask_scaling", section_dask),
 }
 
 

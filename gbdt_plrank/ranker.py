@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData
+from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData, Trained
 from ._estimator import thread_count
 from ._groups import resolve_groups
 from ._objective import plrank_objective
@@ -62,7 +62,7 @@ def _seeds(random_state: Any, n: int) -> list[int]:
     return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
 
 
-def check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
+def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
     """``early_stopping_rounds`` is None, or an integer >= 1 with a validation set to watch."""
     if early_stopping_rounds is not None:
         check_positive_int("early_stopping_rounds", early_stopping_rounds)
@@ -267,24 +267,44 @@ class PLRankRanker(BaseEstimator):
             On an unknown backend or option, labels that are NaN or negative, lengths that
             differ, a group that is neither ids nor sizes, or early stopping without eval set.
         """
-        backend = BACKENDS[check_choice("backend", self.backend, RANKER_BACKENDS)]
+        backend, settings, plan = self._training(eval_set, early_stopping_rounds)
+        data = self._query_data(X, y, group, reset=True)
+        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
+        self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)
+        return self
+
+    #: Builds the objective from :func:`~gbdt_plrank.plrank_objective`'s arguments.
+    _objective_factory = staticmethod(plrank_objective)
+
+    def _training(
+        self, eval_set: object, early_stopping_rounds: object
+    ) -> tuple[str, BoosterSettings, Plan]:
+        """The checked backend name, booster settings and training plan of a fit.
+
+        Everything but the data is checked here, before any data is read; the objective comes
+        from :attr:`_objective_factory` (the keyed objective for
+        :class:`~gbdt_plrank.dask.DaskPLRankRanker`).
+        """
+        backend = check_choice("backend", self.backend, RANKER_BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        check_early_stopping(early_stopping_rounds, eval_set)
+        _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = _seeds(self.random_state, 2)
-        objective = plrank_objective(
+        objective = self._objective_factory(
             self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
             seed=objective_seed, n_jobs=self.n_jobs,
         )
         settings = self._settings(booster_seed)
-        data = self._query_data(X, y, group, reset=True)
-        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
         plan = Plan(objective, objective.spec.K, self.gain, n_estimators, early_stopping_rounds)
-        trained = backend.train(settings, data, evals, plan)
+        return backend, settings, plan
+
+    def _keep(self, trained: Trained, backend: str) -> None:
+        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
         self.booster_ = trained.booster
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history
-        self.feature_importances_ = backend.importances(trained.booster, self.n_features_in_)
-        return self
+        self.feature_importances_ = BACKENDS[backend].importances(
+            trained.booster, self.n_features_in_
+        )
 
     def _settings(self, seed: int) -> BoosterSettings:
         """The booster settings, with ``params`` checked to be a dict with string keys."""

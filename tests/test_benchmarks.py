@@ -21,7 +21,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks import baselines, synthetic  # noqa: E402
 
-SECTION_FILES = ("round_vs_xgboost", "table2", "threads_memory", "compile_time")
+SECTION_FILES = ("round_vs_xgboost", "table2", "threads_memory", "compile_time", "dask_scaling")
 TOL = {"rtol": 1e-10, "atol": 1e-10}
 
 

@@ -21,6 +21,7 @@ import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 from gbdt_plrank import PLRankRanker, plrank_objective  # noqa: E402
+from gbdt_plrank._workers import check_workers  # noqa: E402
 from gbdt_plrank.dask import (  # noqa: E402
     DaskPLRankRanker,
     align_queries,
@@ -28,7 +29,7 @@ from gbdt_plrank.dask import (  # noqa: E402
     query_keys,
 )
 from gbdt_plrank.dask._align import query_layout  # noqa: E402
-from gbdt_plrank.dask._ranker import check_workers  # noqa: E402
+from gbdt_plrank.dask._ranker import _queries  # noqa: E402
 
 # The recording objective below is defined here; workers receive it by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -48,6 +49,16 @@ def _data(n_queries=40, seed=0, n_features=5):
 def _dask(X, y, qid, chunk):
     return (da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk),
             da.from_array(qid, chunks=chunk))
+
+
+def _spread(client, *arrays):
+    """``arrays`` with partition ``i`` held by the ``i mod w``-th of the ``w`` workers."""
+    workers = sorted(client.scheduler_info()["workers"])
+    return [
+        da.concatenate([client.persist(a.blocks[i], workers=[workers[i % len(workers)]])
+                        for i in range(a.numblocks[0])])
+        for a in arrays
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +254,44 @@ def test_xgboost_dask_gradients_equal_single_process(client, tmp_path, chunk):
     np.testing.assert_array_equal(_recorded_round(tmp_path, 0), grad)
 
 
+class _RecordingLGBM:
+    """The keyed objective's LightGBM form, also writing each call's (keys, grad) to ``folder``."""
+
+    def __init__(self, folder, **kw):
+        self.folder = folder
+        self.objective = keyed_plrank_objective(**kw)
+        self.calls = 0
+
+    def __call__(self, y_true, y_pred, weight, group):
+        import os
+
+        grad, hess = self.objective.lgbm_ranker(y_true, y_pred, weight, group)
+        np.savez(f"{self.folder}/{os.getpid()}-{id(self)}-{self.calls}.npz", keys=weight,
+                 grad=grad, round=self.calls)
+        self.calls += 1
+        return grad, hess
+
+
+@pytest.mark.parametrize("chunk", [10_000, 150])
+def test_lightgbm_dask_gradients_equal_single_process(client, tmp_path, chunk):
+    """Round 0 through lightgbm.dask on 1 partition / on both workers = one process."""
+    X, y, qid = _data()
+    Xa, ya, qa = align_queries(*_dask(X, y, qid, chunk))
+    Xa, ya, qa = _spread(client, Xa, ya, qa)
+    d = _queries(Xa, ya, qa, where="training data")
+    model = lightgbm.DaskLGBMRanker(
+        client=client, objective=_RecordingLGBM(str(tmp_path), K=5, N=11, seed=9),
+        n_estimators=2, verbose=-1, min_child_samples=2,
+    )
+    model.fit(d.X, d.y, sample_weight=d.keys, group=d.sizes)
+    workers = {f.name.split("-")[0] for f in tmp_path.glob("*.npz")}
+    assert len(workers) == (1 if chunk == 10_000 else 2)
+    _, ys, qs = _sorted(X, y, qid)
+    sizes = np.unique(qs, return_counts=True)[1]
+    grad, _ = plrank_objective(K=5, N=11, seed=9).lgbm_ranker(ys, np.zeros(qs.shape[0]), None, sizes)
+    np.testing.assert_array_equal(_recorded_round(tmp_path, 0), grad)
+
+
 def test_fit_refuses_split_queries_missing_ids_and_bad_chunks(client):
     X, y, qid = _data()
     Xd, yd, qd = _dask(X, y, qid, 97)
@@ -250,20 +299,65 @@ def test_fit_refuses_split_queries_missing_ids_and_bad_chunks(client):
         DaskPLRankRanker(n_estimators=2).fit(Xd, yd, group=qd)
     with pytest.raises(ValueError, match="the training data has no query ids"):
         DaskPLRankRanker(n_estimators=2).fit(Xd, yd)
-    with pytest.raises(ValueError, match="must be split into the same row chunks"):
-        DaskPLRankRanker(n_estimators=2).fit(Xd, yd.rechunk(50), group=qd)
+    for bad in [(Xd, yd.rechunk(50), qd), (Xd.rechunk((50, 5)), yd, qd), (Xd, yd, qd.rechunk(60))]:
+        with pytest.raises(ValueError, match=r"training data must be split into the same row "
+                                             r"chunks.*align_queries"):
+            DaskPLRankRanker(n_estimators=2).fit(bad[0], bad[1], group=bad[2])
     Xa, ya, qa = align_queries(Xd, yd, qd)
     with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y, qid\)"):
         DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xa, ya)])
+    with pytest.raises(ValueError, match=r"the eval_set\[0\] has no query ids: pass"):
+        DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xa, ya, None)])
+    with pytest.raises(ValueError, match=r"eval_set\[0\] must be split into the same row chunks"):
+        DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa.rechunk(40))])
     with pytest.raises(ValueError, match=r"query id \d+ of the eval_set\[0\] has rows"):
         DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xd, yd, qd)])
     with pytest.raises(TypeError, match="must be a dask array, DataFrame or Series"):
         DaskPLRankRanker(n_estimators=2).fit(X, y, group=qid)
 
 
-def test_worker_without_a_module_is_named(client):
-    with pytest.raises(RuntimeError, match=r"cannot import gbdt_plrank_not_installed .*pip install"):
-        check_workers(client, ("gbdt_plrank", "gbdt_plrank_not_installed"))
+def _hide_gbdt_plrank():
+    """On a worker: take every sys.path entry holding gbdt_plrank's metadata off the path."""
+    import importlib.metadata
+    import sys
+
+    def holds(path):
+        return any(d.metadata["Name"] == "gbdt_plrank"
+                   for d in importlib.metadata.distributions(path=[path]))
+
+    hidden = {i: p for i, p in enumerate(sys.path) if holds(p)}
+    sys.path[:] = [p for i, p in enumerate(sys.path) if i not in hidden]
+    return hidden
+
+
+def _restore_gbdt_plrank(hidden):
+    import sys
+
+    for i, p in sorted(hidden.items()):
+        sys.path.insert(i, p)
+
+
+def test_a_worker_without_gbdt_plrank_is_named_before_training(client):
+    X, y, qid = _data()
+    Xa, ya, qa = align_queries(*_dask(X, y, qid, 200))
+    worker = sorted(client.scheduler_info()["workers"])[1]
+    hidden = client.run(_hide_gbdt_plrank, workers=[worker])[worker]
+    try:
+        assert hidden
+        with pytest.raises(RuntimeError, match=rf"Dask worker {worker} has no gbdt_plrank "
+                                               rf"installed.*install gbdt_plrank==0.1.0 on every"):
+            DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa)
+    finally:
+        client.run(_restore_gbdt_plrank, hidden, workers=[worker])
+    check_workers(client, ("gbdt_plrank", "xgboost"))  # restored
+
+
+def test_lightgbm_refuses_early_stopping_before_any_work():
+    X, y, qid = _data(n_queries=5)
+    with pytest.raises(ValueError, match=r"early_stopping_rounds=3 is not supported with "
+                                         r"backend='lightgbm': lightgbm.dask has no early"):
+        DaskPLRankRanker(backend="lightgbm").fit(*_dask(X, y, qid, 20), early_stopping_rounds=3,
+                                                 eval_set=[_dask(X, y, qid, 20)])
 
 
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
@@ -284,36 +378,75 @@ def test_fit_predict_to_local(client, backend):
         assert score == pytest.approx(curve[-1], abs=1e-6)
 
 
-@pytest.mark.slow
-def test_mq2008_two_workers_within_seed_spread_of_single_machine(client):
-    """Test NDCG@5 with 2 workers (4 partitions) is that of single-machine training, to 0.01.
+MQ2008 = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1}
 
-    XGBoost, 30 rounds of depth 4. The gradients are the same (tested above) and one partition
-    gives the single-machine model exactly, but XGBoost's distributed quantile sketch and
-    histogram sums depend on how rows are split over workers. Measured on 2026-11-22: single
-    machine 0.7722 / 0.7731 / 0.7716 (seeds 0-2, spread 0.0015); 2 workers with 2 partitions
-    0.7706 / 0.7731, with 4 partitions 0.7690 / 0.7704 / 0.7662 (seeds 0, 1, and 0 on another
-    placement of partitions). The partitioning moves the score more than the seed does, so the
-    band is 0.01 around the single-machine mean rather than the seed spread itself.
-    """
+
+@pytest.fixture(scope="module")
+def mq2008(client):
+    """MQ2008 Fold1, and its training rows in 2 partitions of whole queries, one per worker."""
     from gbdt_plrank.datasets import load_dataset
-    from gbdt_plrank.metrics import ndcg
 
     data = load_dataset("mq2008", fold=1)
-    options = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4,
-               "n_jobs": 1}
+    tr = data.train
+    X = tr.X.toarray()
+    parts = _spread(client, *align_queries(*_dask(X, tr.y, tr.qid, -(-X.shape[0] // 2))))
+    assert len(parts[0].chunks[0]) == 2
+    return data, parts
+
+
+def _test_ndcg(data, scores):
+    from gbdt_plrank.metrics import ndcg
+
+    return ndcg(data.test.y, scores.astype(np.float32), data.test.qid, k=5, per_query=True)
+
+
+@pytest.mark.slow
+def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008):
+    """The issue's target: test NDCG@5 on 2 workers within single-machine training's seed spread.
+
+    XGBoost with its defaults (``hist``, ``max_bin`` 256), 30 rounds of depth 4, seeds 0-5 on
+    each side. Within the spread: the 2-worker mean over the seeds lies within one seed-to-seed
+    standard deviation of the single-machine mean, and the paired per-query test (each query's
+    NDCG@5 averaged over the seeds) finds them level. The models are not the same: XGBoost merges
+    the workers' quantile sketches approximately, so 15 of the 46 features get other cut points
+    (``benchmarks/dask_quality.py``; 20 seeds there: single machine 0.7711 +- 0.0046, 2 workers
+    0.7731 +- 0.0047, paired difference +0.0019 [-0.0009, +0.0047], level). Measured here:
+    single machine 0.7712 +- 0.0039, 2 workers 0.7720, paired +0.0009 (p 0.78).
+    """
+    from gbdt_plrank.harness.stats import paired
+
+    data, parts = mq2008
     tr, te = data.train, data.test
-    local = []
-    for seed in (0, 1, 2):
-        ranker = PLRankRanker(**options, random_state=seed).fit(tr.X, tr.y, group=tr.qid)
-        local.append(ndcg(te.y, ranker.predict(te.X).astype(np.float32), te.qid, k=5))
-    chunk = -(-tr.qid.shape[0] // 4)
-    Xa, ya, qa = align_queries(*_dask(tr.X, tr.y, tr.qid, chunk))
-    assert len(Xa.chunks[0]) == 4
-    ranker = DaskPLRankRanker(**options, random_state=0).fit(Xa, ya, group=qa)
-    distributed = ndcg(te.y, ranker.to_local().predict(te.X).astype(np.float32), te.qid, k=5)
-    print(f"single machine {np.round(local, 4)}, 2 workers {distributed:.4f}")
-    assert abs(distributed - np.mean(local)) <= 0.01
+    single, two = [], []
+    for seed in range(6):
+        ranker = PLRankRanker(**MQ2008, random_state=seed).fit(tr.X, tr.y, group=tr.qid)
+        single.append(_test_ndcg(data, ranker.predict(te.X)))
+        ranker = DaskPLRankRanker(**MQ2008, random_state=seed).fit(*parts)
+        two.append(_test_ndcg(data, ranker.to_local().predict(te.X)))
+    single_means, two_means = np.mean(single, axis=1), np.mean(two, axis=1)
+    spread = single_means.std(ddof=1)
+    test = paired(dict(enumerate(np.mean(two, axis=0))), dict(enumerate(np.mean(single, axis=0))))
+    print(f"single machine {np.round(single_means, 4)}, 2 workers {np.round(two_means, 4)}, "
+          f"paired {test}")
+    assert abs(two_means.mean() - single_means.mean()) <= spread
+    assert test.verdict == "level"
+
+
+@pytest.mark.slow
+def test_mq2008_two_workers_with_exact_sketches_train_the_single_machine_model(mq2008):
+    """With ``8 * max_bin`` at least every feature's number of distinct values, XGBoost's
+    quantile summaries are exact on each worker, the merged cut points are the single-machine
+    ones, and the 2-worker model predicts exactly as the single-machine model (the histogram
+    sums of float32 gradients in double precision do not depend on the order of addition here).
+    """
+    data, parts = mq2008
+    tr, te = data.train, data.test
+    X = tr.X.toarray()
+    distinct = max(np.unique(X[:, j]).shape[0] for j in range(X.shape[1]))
+    options = {**MQ2008, "params": {"max_bin": -(-distinct // 8)}, "random_state": 0}
+    single = PLRankRanker(**options).fit(tr.X, tr.y, group=tr.qid).predict(te.X)
+    two = DaskPLRankRanker(**options).fit(*parts).to_local().predict(te.X)
+    np.testing.assert_array_equal(two, single)
 
 
 def test_align_queries_accepts_a_dask_dataframe_and_series():

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 from pathlib import Path
 
 import pytest
 from tiny_ltr import write_tiny_letor
 
+from gbdt_plrank._workers import check_workers
 from gbdt_plrank.cli import main
-from gbdt_plrank.harness import parallel
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
 TIMING = {"train_seconds", "seconds_per_round"}
@@ -55,14 +56,28 @@ def test_two_workers_give_the_sequential_results_and_resume(tmp_path: Path, tiny
     assert curves(spread) == curves(sequential)
 
 
-def test_a_worker_without_the_package_is_named(monkeypatch) -> None:
-    class Client:
-        def run(self, function, *args, on_error):
-            return {"tcp://127.0.0.1:1": "0.1.0", "tcp://127.0.0.1:2": ModuleNotFoundError("x")}
+class _Client:
+    """Answers ``client.run`` as two workers would: one with the package, one as given."""
 
-    monkeypatch.setattr(parallel.importlib.metadata, "version", lambda name: "0.1.0")
-    with pytest.raises(RuntimeError, match=r"worker tcp://127.0.0.1:2 has no gbdt_plrank"):
-        parallel.check_workers(Client())
+    def __init__(self, second: object) -> None:
+        self.second = second
+
+    def run(self, function, *args, on_error):
+        assert function is importlib.metadata.version and on_error == "return"
+        return {"tcp://127.0.0.1:1": function(*args), "tcp://127.0.0.1:2": self.second}
+
+
+@pytest.mark.parametrize(("second", "says"), [
+    (importlib.metadata.PackageNotFoundError("gbdt_plrank"), "has no gbdt_plrank installed"),
+    ("0.0.9", "has gbdt_plrank 0.0.9"),
+    (OSError("lost"), r"cannot report its gbdt_plrank version \(OSError: lost\)"),
+])
+def test_a_worker_without_the_package_or_with_another_version_is_named(second, says) -> None:
+    local = importlib.metadata.version("gbdt_plrank")
+    with pytest.raises(RuntimeError, match=rf"Dask worker tcp://127.0.0.1:2 {says}, but this "
+                                           rf"client runs gbdt_plrank {local}: install"):
+        check_workers(_Client(second), ("gbdt_plrank",))
+    check_workers(_Client(local), ("gbdt_plrank",))
 
 
 def test_workers_and_scheduler_exclude_each_other(capsys) -> None:

@@ -78,11 +78,20 @@ class LightGBMBackend:
             callbacks=[*hooks, *plan.callbacks],
         )
         seconds = time.perf_counter() - start
+        return self.trained(booster, plan, history, seconds)
+
+    @staticmethod
+    def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
+        """The :class:`Trained` result of ``booster``: its kept rounds, rebuilt from text.
+
+        Also used by :mod:`gbdt_plrank.dask` for the booster of ``lightgbm.dask``.
+        """
         stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0  # not in dart
         best = booster.best_iteration - 1 if stopped else None
         rounds = booster.current_iteration() if best is None else best + 1
-        standalone = lightgbm.Booster(model_str=booster.model_to_string(num_iteration=rounds))
-        return Trained(standalone, best, plain_history(history, {}), seconds)
+        model = booster.model_to_string(num_iteration=rounds)
+        return Trained(library("lightgbm").Booster(model_str=model), best,
+                       plain_history(history, {}), seconds)
 
     @staticmethod
     def _dataset(data: QueryData, *, reference: Any = None, params: Any = None) -> Any:

@@ -75,6 +75,14 @@ class XGBoostBackend:
             verbose_eval=False, callbacks=list(plan.callbacks),
         )
         seconds = time.perf_counter() - start
+        return self.trained(booster, plan, history, seconds)
+
+    @staticmethod
+    def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
+        """The :class:`Trained` result of ``booster``, sliced to its best round under early stopping.
+
+        Also used by :mod:`gbdt_plrank.dask` for the booster of ``xgboost.dask.train``.
+        """
         best = None
         if plan.early_stopping_rounds is not None:
             best = int(booster.attr("best_iteration"))

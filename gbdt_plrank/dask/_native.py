@@ -1,15 +1,16 @@
 """The one place where :mod:`gbdt_plrank.dask` meets the single-machine booster layer.
 
-It takes the ranker's setting names, their native names and the fixed evaluation parameters
-from ``gbdt_plrank._boosters`` and trains with ``xgboost.dask`` / ``lightgbm.dask``; prediction
-and feature importances reuse the single-machine backends as they are.
+The native parameters and the result (best round, history, a standalone booster) come from the
+single-machine backends of ``gbdt_plrank._boosters``; only the training call is
+``xgboost.dask.train`` / ``lightgbm.dask.DaskLGBMRanker`` instead. Prediction reuses the
+single-machine backends block by block.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask.array as da
@@ -24,9 +25,7 @@ from .._boosters import (
     XGBoostBackend,
     eval_name,
 )
-from .._boosters._base import plain_history
 from .._compat import require
-from ._keyed import KeyedPLRankObjective
 
 __all__ = ["DaskQueries", "margins", "train"]
 
@@ -50,14 +49,11 @@ class DaskQueries:
     sizes: da.Array
 
 
-def _xgboost(
-    client: Any, settings: BoosterSettings, data: DaskQueries, evals: Sequence[DaskQueries], *,
-    objective: KeyedPLRankObjective, K: int, gain: str, n_estimators: int,
-    early_stopping_rounds: int | None,
-) -> Trained:
+def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
+             evals: Sequence[DaskQueries], plan: Plan) -> Trained:
     dxgb = require("xgboost.dask", purpose="DaskPLRankRanker(backend='xgboost')")
-    plan = Plan(objective, K, gain, n_estimators, early_stopping_rounds)
-    params, _ = XGBoostBackend().params(settings, plan)
+    backend = XGBoostBackend()
+    params, obj = backend.params(settings, plan)
 
     def dmatrix(d: DaskQueries, **extra: Any) -> Any:
         qid = d.keys.astype(np.int64)
@@ -65,54 +61,42 @@ def _xgboost(
 
     start = time.perf_counter()
     out = dxgb.train(
-        client, params, dmatrix(data, label_lower_bound=data.keys), n_estimators,
-        evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=objective,
-        early_stopping_rounds=early_stopping_rounds, verbose_eval=False,
+        client, params, dmatrix(data, label_lower_bound=data.keys), plan.n_estimators,
+        evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
+        early_stopping_rounds=plan.early_stopping_rounds, verbose_eval=False,
     )
-    seconds = time.perf_counter() - start
-    booster, best = out["booster"], None
-    if early_stopping_rounds is not None:
-        best = int(booster.attr("best_iteration"))
-        booster = booster[: best + 1]
-    return Trained(booster, best, plain_history(out["history"], {}), seconds)
+    return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)
 
 
-def _lightgbm(
-    client: Any, settings: BoosterSettings, data: DaskQueries, evals: Sequence[DaskQueries], *,
-    objective: KeyedPLRankObjective, K: int, gain: str, n_estimators: int,
-    early_stopping_rounds: int | None,
-) -> Trained:
+def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
+              evals: Sequence[DaskQueries], plan: Plan) -> Trained:
     lightgbm = require("lightgbm", purpose="DaskPLRankRanker(backend='lightgbm')")
-    if early_stopping_rounds is not None:
-        raise ValueError(
-            f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="
-            f"'lightgbm': lightgbm.dask does not stop early. Use backend='xgboost', or pass "
-            f"early_stopping_rounds=None."
-        )
+    backend = LightGBMBackend()
     top = int(max(d.y.max() for d in (data, *evals)).compute())
-    plan = Plan(objective.lgbm_ranker, K, gain, n_estimators)
-    params = LightGBMBackend().params(settings, plan, top_label=top)
+    # LightGBM's Dask API hands the sample weights (the keys) to the four-argument form only.
+    params = backend.params(settings, replace(plan, objective=plan.objective.lgbm_ranker),
+                            top_label=top)
     start = time.perf_counter()
-    model = lightgbm.DaskLGBMRanker(client=client, n_estimators=n_estimators, **params)
+    model = lightgbm.DaskLGBMRanker(client=client, n_estimators=plan.n_estimators, **params)
     model.fit(
         data.X, data.y, sample_weight=data.keys, group=data.sizes,
         eval_set=[(e.X, e.y) for e in evals] or None,
         eval_group=[e.sizes for e in evals] or None,
         eval_names=[eval_name(i) for i in range(len(evals))] or None,
     )
-    seconds = time.perf_counter() - start
-    # Rebuilt from its text form: no reference to the objective, as the single-machine backend.
-    booster = lightgbm.Booster(model_str=model.booster_.model_to_string())
-    return Trained(booster, None, plain_history(model.evals_result_, {}), seconds)
+    return backend.trained(model.booster_, plan, model.evals_result_, time.perf_counter() - start)
 
 
 _TRAIN = {"xgboost": _xgboost, "lightgbm": _lightgbm}
 
 
 def train(backend: str, client: Any, settings: BoosterSettings, data: DaskQueries,
-          evals: Sequence[DaskQueries], **options: Any) -> Trained:
-    """Train ``backend`` on the cluster of ``client``; ``options`` as the local backends take."""
-    return _TRAIN[backend](client, settings, data, evals, **options)
+          evals: Sequence[DaskQueries], plan: Plan) -> Trained:
+    """Train ``backend`` on the cluster of ``client`` with the keyed objective of ``plan``.
+
+    ``plan.objective`` is a :class:`~gbdt_plrank.dask.KeyedPLRankObjective`.
+    """
+    return _TRAIN[backend](client, settings, data, evals, plan)
 
 
 def _block_margins(block: np.ndarray, booster: Any, backend: str) -> np.ndarray:
@@ -124,8 +108,3 @@ def margins(backend: str, booster: Any, X: da.Array) -> da.Array:
     return X.rechunk({1: -1}).map_blocks(
         _block_margins, booster, backend, drop_axis=1, meta=np.empty(0, dtype=np.float64)
     )
-
-
-def importances(backend: str, booster: Any, n_features: int) -> np.ndarray:
-    """Normalised total-gain importances, as the single-machine ranker reports them."""
-    return BACKENDS[backend].importances(booster, n_features)

@@ -9,37 +9,13 @@ import dask.array as da
 import numpy as np
 
 from .._compat import require
-from .._validation import check_choice, check_positive_int
-from ..ranker import PLRankRanker, _seeds, check_early_stopping
+from .._workers import check_workers
+from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
 from ._keyed import keyed_plrank_objective
-from ._native import DaskQueries, importances, margins, train
+from ._native import DaskQueries, margins, train
 
-__all__ = ["DaskPLRankRanker", "check_workers"]
-
-_BACKENDS = ("xgboost", "lightgbm")
-
-
-def _probe(module: str) -> str:
-    """On a worker: import ``module`` and return its version (the error text if that fails)."""
-    import importlib
-
-    try:
-        return str(getattr(importlib.import_module(module), "__version__", "?"))
-    except Exception as err:  # any failure to import is reported to the client
-        return f"!{type(err).__name__}: {err}"
-
-
-def check_workers(client: Any, modules: Sequence[str]) -> None:
-    """Refuse a cluster on which a worker cannot import one of ``modules``, naming it and the fix."""
-    for module in modules:
-        for worker, version in sorted(client.run(_probe, module).items()):
-            if version.startswith("!"):
-                raise RuntimeError(
-                    f"the Dask worker {worker} cannot import {module} ({version[1:]}): install "
-                    f"it on every worker, e.g. pip install 'gbdt_plrank[dask]' in the workers' "
-                    f"environment (the same version as on the client)."
-                )
+__all__ = ["DaskPLRankRanker"]
 
 
 def _client() -> Any:
@@ -77,8 +53,13 @@ class DaskPLRankRanker(PLRankRanker):
     every query must lie in one partition (:func:`~gbdt_plrank.dask.align_queries`); training
     refuses data that splits a query. Query ``q``'s random stream is keyed by its global query
     index, so the same ``random_state`` gives the same gradients on any number of workers as in
-    one process (the trees can still differ in the last bits: distributed histogram sums add in
-    another order).
+    one process. The trees can still differ: XGBoost merges the workers' quantile summaries of
+    each feature approximately (a summary holds ``8 * max_bin`` values), so a feature with more
+    distinct values gets other cut points than in one process; with ``params={"max_bin": m}``
+    and ``8 * m`` at least every feature's number of distinct values, the cut points and the
+    model are the single-machine ones. LightGBM's data-parallel training differs from one
+    process as well. On MQ2008 both stay within the seed-to-seed spread of single-machine
+    training (README, "Scaling out on Dask").
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads). With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask``
@@ -89,6 +70,8 @@ class DaskPLRankRanker(PLRankRanker):
     :meth:`predict` of a dask array returns a dask array; :meth:`to_local` returns a fitted
     :class:`~gbdt_plrank.PLRankRanker` with the same booster for everything in memory.
     """
+
+    _objective_factory = staticmethod(keyed_plrank_objective)
 
     def fit(
         self,
@@ -117,9 +100,14 @@ class DaskPLRankRanker(PLRankRanker):
         -------
         self
         """
-        backend = check_choice("backend", self.backend, _BACKENDS)
-        n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        check_early_stopping(early_stopping_rounds, eval_set)
+        backend, settings, plan = self._training(eval_set, early_stopping_rounds)
+        if backend == "lightgbm" and early_stopping_rounds is not None:
+            raise ValueError(
+                f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="
+                f"'lightgbm': lightgbm.dask has no early stopping (LightGBM 4.7). Use "
+                f"backend='xgboost', or pass early_stopping_rounds=None and choose the number of "
+                f"rounds from evals_result_."
+            )
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
         data = _queries(X, y, group, where="training data")
@@ -133,21 +121,8 @@ class DaskPLRankRanker(PLRankRanker):
                     f" is given."
                 )
             evals.append(_queries(*item, where=f"eval_set[{i}]"))
-        objective_seed, booster_seed = _seeds(self.random_state, 2)
-        objective = keyed_plrank_objective(
-            self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
-            seed=objective_seed, n_jobs=self.n_jobs,
-        )
-        trained = train(
-            backend, client, self._settings(booster_seed), data, evals, objective=objective,
-            K=objective.spec.K, gain=self.gain, n_estimators=n_estimators,
-            early_stopping_rounds=early_stopping_rounds,
-        )
         self.n_features_in_ = int(data.X.shape[1])
-        self.booster_ = trained.booster
-        self.best_iteration_ = trained.best_iteration
-        self.evals_result_ = trained.history
-        self.feature_importances_ = importances(backend, trained.booster, self.n_features_in_)
+        self._keep(train(backend, client, settings, data, evals, plan), backend)
         return self
 
     def predict(self, X: Any) -> Any:

@@ -5,42 +5,22 @@ processes; ``--scheduler ADDRESS`` uses a running cluster. Each training is one 
 (:func:`~gbdt_plrank.harness.runner.run_task`, a plain function of its settings, so a worker gives
 the same result as a sequential run); the client stores each result as soon as it arrives, so an
 interrupted comparison resumes exactly as a sequential one does. Every worker must have the same
-version of ``gbdt_plrank`` installed, and the data folders at the same paths (bundled datasets
-travel with the package).
+version of ``gbdt_plrank`` installed (checked first), and the data folders at the same paths
+(bundled datasets travel with the package).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from .._compat import require
+from .._workers import check_workers
 from .runner import Done, Executor, Task, run_task
 
-__all__ = ["check_workers", "dask_executor"]
+__all__ = ["dask_executor"]
 
 PURPOSE = "running a comparison on Dask (--workers, --scheduler)"
-
-
-def check_workers(client: Any) -> None:
-    """Refuse a cluster whose workers lack this version of ``gbdt_plrank``.
-
-    Raises
-    ------
-    RuntimeError
-        Naming the worker, what it has, and the fix.
-    """
-    local = importlib.metadata.version("gbdt_plrank")
-    found = client.run(importlib.metadata.version, "gbdt_plrank", on_error="return")
-    for worker, version in sorted(found.items()):
-        if version != local:
-            has = "no gbdt_plrank" if isinstance(version, Exception) else f"gbdt_plrank {version}"
-            raise RuntimeError(
-                f"Dask worker {worker} has {has}, but this client runs gbdt_plrank {local}: "
-                f"install the same version on every worker (pip install 'gbdt_plrank[dask]')."
-            )
 
 
 @contextmanager
@@ -74,7 +54,7 @@ def dask_executor(
     else:
         cluster, client = None, distributed.Client(scheduler)
     try:
-        check_workers(client)
+        check_workers(client, ("gbdt_plrank",))
 
         def execute(tasks: Sequence[Task]) -> Iterator[Done]:
             futures = client.map(run_task, tasks, pure=False)
