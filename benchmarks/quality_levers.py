@@ -1,181 +1,230 @@
-"""Measure the levers of PL-Rank GBDT quality on VALIDATION splits, paired over queries.
+r"""Measure the levers of PL-Rank GBDT quality on VALIDATION splits, paired over queries.
 
-Each candidate PL-Rank setting trains XGBoost on every requested LETOR fold with early stopping
-on validation NDCG@5 and records each validation query's NDCG@5 at the best round; XGBoost's own
-``rank:ndcg`` (LambdaMART) does the same under the same tree settings (the harness defaults: eta
-0.05, max_depth 6, min_child_weight 0.1, lambda 1, patience 50, at most 1000 rounds). The
-validation queries of all folds pool (each query is a validation query once across the five
-folds) and every candidate is compared with LambdaMART over them with the paired statistics of
-the comparison report (:mod:`gbdt_plrank.harness.stats`). Test splits are never read: choices are
-made on validation. Validation queries without a relevant document are left out (they score the
-same under every ranker).
+Each candidate PL-Rank setting trains XGBoost or LightGBM on every requested LETOR fold with
+early stopping on validation NDCG@K (patience 50, at most 1000 rounds; eta 0.05, XGBoost depth 6 /
+LightGBM 31 leaves, min_child_weight 0.1, lambda 1, one thread) and records each validation
+query's NDCG@K after every round; the library's own LambdaMART (XGBoost ``rank:ndcg``) or
+LambdaRank (LightGBM ``lambdarank``) does the same under the same settings. A query is read
+**cross-fitted**: at the round that is best on the other half of its fold's validation queries
+(the early stopper's own best round is the maximum of a noisy curve and flatters noisy curves).
+The validation queries of the five folds pool, and every candidate is compared with the
+library's LambdaMART and with PL-Rank's default ``abs`` by the comparison report's paired tests
+(:mod:`gbdt_plrank.harness.stats`). Test splits are never read. Validation queries without a
+relevant document are left out.
 
-Finished trainings are appended to a JSON-lines file as they end, so a rerun resumes.
+    nice -n 5 python benchmarks/quality_levers.py --data mq2008,mq2007-agg --libs xgb,lgb \
+        --k 5,10 --only 'abs (default);|g|, unit scale' --out benchmarks/results/quality_levers.md
 
-    nice -n 10 python benchmarks/quality_levers.py --data mq2008 \\
-        --out benchmarks/results/quality_levers.md
+Finished trainings are appended to a JSON-lines store (``--store``, default beside ``--out``), so
+a rerun resumes and reports of other selections can share one store.
 
-Some levers are compositions of the public objective, measured here before any becomes an option
-of :func:`~gbdt_plrank.plrank_objective`:
+The levers (all built from the public objective, none of them an option of it):
 
-- ``indep``: the gradient from one sample of N rankings, the Hessian from a second, independent
-  sample (another seed), so the leaf value's numerator and denominator have independent noise.
-- ``fisher``: each query's Hessian is shrunk toward a positive curvature of the same scale,
-  :math:`h_d \\leftarrow (1-w) h_d + w\\, c_q\\, p_d (1 - p_d)` with :math:`p_d = e^{m_d}/\\sum_j
-  e^{m_j}` the Plackett-Luce probability of placing d first (the diagonal of the Fisher
-  information of the first placement) and :math:`c_q = \\sum_d |g_d| / \\sum_d p_d (1 - p_d)`
-  putting it on the scale of the query's gradient.
-- ``qnorm``: each query's |Hessian| divided by its mean over the query's documents (the Newton
-  step keeps the within-query shape of the curvature, not its scale across queries).
+- The Hessian modes of :func:`~gbdt_plrank.plrank_objective`: ``abs`` (default), ``raw``,
+  ``constant`` (all ones).
+- ``constant, gradient scale``: a constant equal to the round's mean :math:`|h|` over the
+  documents of queries that contribute, i.e. no second-order information, but on the Hessian's
+  scale (all ones is 10 to 40 times too small a curvature for the boosters' step sizes).
+- ``|g|``: the Hessian replaced by :math:`|g_d|`. The exact diagonal of the Hessian is nearly
+  proportional to the gradient (exactly :math:`h_d = (1 - 2 p_d) g_d` at K = 1, README "Choosing
+  the Hessian"), so :math:`|g|` keeps the curvature's scale without the Hessian estimate's
+  extra noise.
+- ``..., unit scale``: gradient and Hessian multiplied by one factor per round so that the mean
+  Hessian over contributing documents is 1 (as with squared error), which puts ``lambda`` and
+  ``min_child_weight`` on the scale the boosters' defaults assume.
+- ``temperature T``: the objective of the sharper policy with margins :math:`T f` (gradient
+  :math:`T g(Tf)`, Hessian :math:`T^2 h(Tf)`), closer to the deterministic ranking.
+- ``after 20 LambdaMART rounds``: a warm start, 20 rounds of the library's LambdaMART, then
+  PL-Rank with early stopping.
+- ``K x2``, ``N=300``: a longer sampled ranking or more samples.
+- ``reward-weighted Fisher``: a positive Gauss-Newton-like curvature,
+  :math:`E\big[\sum_{k \le r_d} p_k(d)(1 - p_k(d))\,|\rho_d \theta_k - PR_k|\big]` (the softmax
+  variance of every placement d took part in, weighted by how much placing d there would change
+  the reward), from its own samples (:mod:`benchmarks.gn_curvature`); ``raw/Fisher mix`` averages
+  it with the raw estimate.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+import gbdt_plrank  # noqa: F401  # isort: skip
+import lightgbm as lgb
 import numpy as np
 import xgboost as xgb
 
+from benchmarks.gn_curvature import gn_groups
 from gbdt_plrank import plrank_objective
-from gbdt_plrank.datasets import LTRDataset, Split, load_dataset
+from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 
-K = 5
-TREES = {
-    "tree_method": "hist", "eta": 0.05, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
-    "eval_metric": f"ndcg@{K}", "nthread": 1,
-}
+ETA, DEPTH, LEAVES, MCW, LAMBDA = 0.05, 6, 31, 0.1, 1.0
 ROUNDS, PATIENCE = 1000, 50
-BASELINE = "lambdamart (rank:ndcg)"
+LIBS = ("xgb", "lgb")
+#: The library's own LambdaMART, the baseline of every candidate (key ``base`` in the store).
+BASELINE = {"xgb": "lambdamart (rank:ndcg)", "lgb": "lambdarank"}
+REFERENCE = "abs (default)"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A PL-Rank setting: objective options, XGBoost parameters over TREES, and a wrapper."""
+    """A PL-Rank setting: how the Hessian is formed, N, K factor, temperature, warm start."""
 
-    N: int = 100
     hessian: str = "abs"
-    params: dict[str, Any] = field(default_factory=dict)
-    wrap: str | None = None
-    weight: float = 0.5
+    N: int = 100
+    k_factor: int = 1
+    temperature: float = 1.0
+    warm: int = 0
 
 
 CANDIDATES: dict[str, Candidate] = {
-    "abs (default)": Candidate(),
+    REFERENCE: Candidate(),
     "raw": Candidate(hessian="raw"),
-    "clip": Candidate(hessian="clip"),
-    "constant": Candidate(hessian="constant"),
-    "raw, max_delta_step 1": Candidate(hessian="raw", params={"max_delta_step": 1.0}),
-    "raw, max_delta_step 0.5": Candidate(hessian="raw", params={"max_delta_step": 0.5}),
-    "raw, max_delta_step 2": Candidate(hessian="raw", params={"max_delta_step": 2.0}),
-    "abs, N=200": Candidate(N=200),
-    "raw, N=200, max_delta_step 1": Candidate(N=200, hessian="raw", params={"max_delta_step": 1.0}),
-    "abs, min_child_weight 0.01": Candidate(params={"min_child_weight": 0.01}),
-    "abs, lambda 0.1": Candidate(params={"lambda": 0.1}),
-    "abs, eta 0.1": Candidate(params={"eta": 0.1}),
-    "fisher w=0.5 (raw shrunk)": Candidate(hessian="raw", wrap="fisher", weight=0.5),
-    "fisher w=0.2 (raw shrunk)": Candidate(hessian="raw", wrap="fisher", weight=0.2),
-    "indep raw, max_delta_step 1": Candidate(
-        hessian="raw", wrap="indep", params={"max_delta_step": 1.0}
-    ),
-    "indep abs": Candidate(wrap="indep"),
-    "qnorm abs": Candidate(wrap="qnorm"),
-    "abs, min_child_weight 1": Candidate(params={"min_child_weight": 1.0}),
-    "abs, eta 0.02": Candidate(params={"eta": 0.02}),
+    "constant 1": Candidate(hessian="constant"),
+    "constant, gradient scale": Candidate(hessian="scaled-constant"),
+    "|g|": Candidate(hessian="grad"),
+    "|g|, unit scale": Candidate(hessian="grad-unit"),
+    "abs, unit scale": Candidate(hessian="abs-unit"),
+    "abs, temperature 2": Candidate(hessian="abs-wrapped", temperature=2.0),
+    "abs, temperature 4": Candidate(hessian="abs-wrapped", temperature=4.0),
+    "abs after 20 LambdaMART rounds": Candidate(warm=20),
+    "|g|, unit scale, after 20 LambdaMART rounds": Candidate(hessian="grad-unit", warm=20),
+    "|g|, unit scale, K x2": Candidate(hessian="grad-unit", k_factor=2),
+    "|g|, unit scale, N=300": Candidate(hessian="grad-unit", N=300),
+    "reward-weighted Fisher": Candidate(hessian="fisher"),
+    "raw/Fisher mix": Candidate(hessian="fisher-mix"),
 }
 
-
-def _per_query_sums(values: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    return np.add.reduceat(values, ptr[:-1]) if values.size else values
-
-
-def _fisher(preds: np.ndarray, grad: np.ndarray, hess: np.ndarray, ptr: np.ndarray, w: float):
-    sizes = np.diff(ptr)
-    m = preds.astype(np.float64)
-    m = m - np.repeat(np.maximum.reduceat(m, ptr[:-1]), sizes)
-    e = np.exp(m)
-    p = e / np.repeat(_per_query_sums(e, ptr), sizes)
-    fisher = p * (1.0 - p)
-    f_sum = _per_query_sums(fisher, ptr)
-    scale = np.divide(
-        _per_query_sums(np.abs(grad), ptr), f_sum, out=np.zeros_like(f_sum), where=f_sum > 0
-    )
-    return (1.0 - w) * hess + w * np.repeat(scale, sizes) * fisher
+#: Hessian modes the objective computes itself; the others replace its raw estimate.
+_NATIVE = ("abs", "raw", "constant")
 
 
-def _qnorm(hess: np.ndarray, ptr: np.ndarray) -> np.ndarray:
-    sizes = np.diff(ptr)
-    h = np.abs(hess)
-    mean = _per_query_sums(h, ptr) / sizes
-    return np.divide(h, np.repeat(mean, sizes), out=np.zeros_like(h), where=np.repeat(mean, sizes) > 0)
+class Lever:
+    """``obj(preds, data)``: PL-Rank's gradient with the candidate's Hessian and temperature."""
+
+    def __init__(self, c: Candidate, K: int, seed: int) -> None:
+        self.c = c
+        self.seed = seed
+        self.round = 0
+        self.main = plrank_objective(K=K, N=c.N, hessian="raw", seed=seed, n_jobs=1)
+
+    def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        T = self.c.temperature
+        if T != 1.0:
+            preds = np.asarray(preds, dtype=np.float64) * T
+        grad, hess = self.main(preds, data)
+        if T != 1.0:
+            grad, hess = grad * T, hess * T**2
+        grad, hess = self._hessian(np.ravel(preds), grad, hess)
+        self.round += 1
+        return grad, hess
+
+    def _hessian(self, preds, grad, hess):
+        mode = self.c.hessian
+        live = grad != 0
+        if mode == "abs-wrapped":
+            return grad, np.abs(hess)
+        if mode == "grad":
+            return grad, np.abs(grad)
+        if mode == "scaled-constant":
+            level = np.abs(hess)[live].mean() if live.any() else 1.0
+            return grad, np.full_like(hess, level)
+        if mode in ("grad-unit", "abs-unit"):
+            curvature = np.abs(grad if mode == "grad-unit" else hess)
+            scale = 1.0 / max(curvature[live].mean(), 1e-300) if live.any() else 1.0
+            return grad * scale, curvature * scale
+        o = self.main
+        fisher = np.empty_like(grad)
+        margins = np.ascontiguousarray(preds, dtype=np.float64)
+        gn_groups(margins, o._rho, o._ptr, o.spec.theta(), 100, self.seed, self.round, fisher)
+        return grad, (fisher if mode == "fisher" else 0.5 * hess + 0.5 * fisher)
 
 
-def objective(c: Candidate, seed: int):
-    """The candidate's objective for ``xgboost.train(obj=...)``."""
-    main = plrank_objective(K=K, N=c.N, hessian=c.hessian, seed=seed, n_jobs=1)
-    if c.wrap is None:
-        return main
-    second = plrank_objective(K=K, N=c.N, hessian=c.hessian, seed=seed + 7919, n_jobs=1)
-
-    def obj(preds: np.ndarray, dtrain: xgb.DMatrix):
-        grad, hess = main(preds, dtrain)
-        ptr = np.asarray(dtrain.get_uint_info("group_ptr"), dtype=np.int64)
-        if c.wrap == "indep":
-            return grad, second(preds, dtrain)[1]
-        if c.wrap == "fisher":
-            return grad, _fisher(preds, grad, hess, ptr, c.weight)
-        return grad, _qnorm(hess, ptr)
-
-    return obj
+def objective(name: str, K: int, seed: int) -> Any:
+    """The candidate's ``obj``: the plain objective for a native mode, else a :class:`Lever`."""
+    c = CANDIDATES[name]
+    if c.hessian in _NATIVE and c.temperature == 1.0:
+        return plrank_objective(K=K * c.k_factor, N=c.N, hessian=c.hessian, seed=seed, n_jobs=1)
+    return Lever(c, K * c.k_factor, seed)
 
 
-def train(name: str, ds, dmats: dict[str, xgb.DMatrix], seed: int, fold: int) -> dict[str, Any]:
-    """One training; the per-query validation NDCG@5 at its best round and cross-fitted."""
-    params = {**TREES, "seed": seed, "base_score": 0.0}
-    obj = None
-    if name == BASELINE:
-        params["objective"] = "rank:ndcg"
-    else:
-        c = CANDIDATES[name]
-        params.update(c.params)
-        obj = objective(c, seed)
+def _curves_xgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarray) -> int:
+    tr, va = ds.train, ds.vali
+    dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
+    dva = xgb.DMatrix(va.X, va.y, qid=va.qid)
+    params = {"tree_method": "hist", "eta": ETA, "max_depth": DEPTH, "min_child_weight": MCW,
+              "lambda": LAMBDA, "eval_metric": f"ndcg@{K}", "nthread": 1, "seed": seed}
+
+    class Record(xgb.callback.TrainingCallback):
+        def after_iteration(self, model, epoch, evals_log):
+            margin[:] += model.predict(dva, iteration_range=(epoch, epoch + 1), output_margin=True)
+            curves.append(ndcg(va.y, margin, va.qid, k=K, per_query=True, empty=float("nan")))
+            return False
+
+    common = {"evals": [(dva, "v")], "verbose_eval": False}
+    if name == "base":
+        bst = xgb.train({**params, "objective": "rank:ndcg"}, dtr, ROUNDS, callbacks=[Record()],
+                        early_stopping_rounds=PATIENCE, **common)
+        return int(bst.best_iteration)
+    warm = CANDIDATES[name].warm
+    init = None
+    if warm:
+        init = xgb.train({**params, "objective": "rank:ndcg"}, dtr, warm, callbacks=[Record()],
+                         **common)
+    bst = xgb.train({**params, "base_score": 0.0}, dtr, ROUNDS, obj=objective(name, K, seed),
+                    early_stopping_rounds=PATIENCE, callbacks=[Record()], xgb_model=init, **common)
+    return int(bst.best_iteration)
+
+
+def _curves_lgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarray) -> int:
+    tr, va = ds.train, ds.vali
+    dtr = lgb.Dataset(tr.X, tr.y, group=tr.group_sizes, free_raw_data=False)
+    dva = lgb.Dataset(va.X, va.y, group=va.group_sizes, reference=dtr, free_raw_data=False)
+    params = {"learning_rate": ETA, "num_leaves": LEAVES, "min_sum_hessian_in_leaf": MCW,
+              "lambda_l2": LAMBDA, "metric": "ndcg", "eval_at": [K], "num_threads": 1,
+              "seed": seed, "verbose": -1, "force_row_wise": True}
+
+    def record(env):
+        margin[:] += env.model.predict(
+            va.X, start_iteration=env.iteration, num_iteration=1, raw_score=True
+        )
+        curves.append(ndcg(va.y, margin, va.qid, k=K, per_query=True, empty=float("nan")))
+
+    stop = lgb.early_stopping(PATIENCE, verbose=False)
+    if name == "base":
+        bst = lgb.train({**params, "objective": "lambdarank"}, dtr, ROUNDS, valid_sets=[dva],
+                        callbacks=[record, stop])
+        return int(bst.best_iteration) - 1
+    warm = CANDIDATES[name].warm
+    init = None
+    if warm:
+        init = lgb.train({**params, "objective": "lambdarank"}, dtr, warm, valid_sets=[dva],
+                         callbacks=[record])
+    bst = lgb.train({**params, "objective": objective(name, K, seed)}, dtr, ROUNDS,
+                    valid_sets=[dva], init_model=init, callbacks=[record, stop])
+    return int(bst.best_iteration) - 1
+
+
+def train(lib: str, name: str, ds, K: int, seed: int) -> dict[str, Any]:
+    """One training; each validation query's NDCG@K at the best round and cross-fitted."""
+    curves: list[np.ndarray] = []
+    margin = np.zeros(ds.vali.y.shape[0])
     start = time.perf_counter()
-    bst = xgb.train(
-        params, dmats["train"], ROUNDS, obj=obj, evals=[(dmats["vali"], "vali")],
-        early_stopping_rounds=PATIENCE, verbose_eval=False,
-    )
+    best = (_curves_xgb if lib == "xgb" else _curves_lgb)(name, ds, K, seed, curves, margin)
     seconds = time.perf_counter() - start
-    curves = per_round_ndcg(bst, dmats["vali"], ds.vali)
-    qids = np.unique(ds.vali.qid)
-    kept = ~np.isnan(curves[0])
-    best = bst.best_iteration
-    return {
-        "qid": qids[kept].tolist(), "ndcg": curves[best, kept].tolist(),
-        "ndcg_xfit": cross_fitted(curves[:, kept], seed=fold).tolist(),
-        "best_round": int(best) + 1, "seconds": seconds,
-    }
-
-
-def per_round_ndcg(bst: xgb.Booster, dvali: xgb.DMatrix, vali) -> np.ndarray:
-    """Per-query NDCG@K after every round, shape (rounds, queries); nan without relevant docs.
-
-    Tree r's margins are added one round at a time (``base_score`` is 0, so no constant piles
-    up).
-    """
-    margin = np.zeros(vali.y.shape[0], dtype=np.float64)
-    out = []
-    for r in range(bst.num_boosted_rounds()):
-        margin += bst.predict(dvali, iteration_range=(r, r + 1), output_margin=True)
-        out.append(ndcg(vali.y, margin, vali.qid, k=K, per_query=True, empty=float("nan")))
-    return np.asarray(out)
+    c = np.asarray(curves)
+    kept = ~np.isnan(c[0])
+    return {"qid": np.unique(ds.vali.qid)[kept].tolist(), "ndcg": c[best, kept].tolist(),
+            "xfit": cross_fitted(c[:, kept], seed=0).tolist(), "best": best + 1,
+            "secs": seconds}
 
 
 def cross_fitted(curves: np.ndarray, *, seed: int) -> np.ndarray:
@@ -193,129 +242,146 @@ def cross_fitted(curves: np.ndarray, *, seed: int) -> np.ndarray:
     return out
 
 
-def sorted_by_qid(ds) -> LTRDataset:
-    """The dataset with each split's rows stably sorted by query id (XGBoost needs it)."""
-    def split(part: Split) -> Split:
-        order = np.argsort(part.qid, kind="stable")
-        return Split(part.X[order], part.y[order], part.qid[order])
-
-    return dataclasses.replace(ds, **{s: split(getattr(ds, s)) for s in ("train", "vali")})
+Key = tuple[str, str, int, str, int, int]
 
 
-def load_done(path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+def load_done(path: Path) -> dict[Key, dict[str, Any]]:
+    """Finished trainings by (data, lib, K, name, fold, seed); an interrupted last line is cut."""
     done = {}
     if path.is_file():
         data = path.read_bytes()
-        if data and not data.endswith(b"\n"):  # an interrupted line
+        if data and not data.endswith(b"\n"):
             path.write_bytes(data[: data.rfind(b"\n") + 1])
         for line in path.read_text().splitlines():
             r = json.loads(line)
-            done[(r["data"], r["name"], r["fold"], r["seed"])] = r
+            done[(r["data"], r["lib"], r["K"], r["name"], r["fold"], r["seed"])] = r
     return done
 
 
-def _table(done, data: str, folds: list[int], seeds: list[int], field: str) -> list[str]:
-    """One row per setting with every (fold, seed) done: ``field`` paired against the baseline."""
+def _pooled(done, data, lib, K, name, folds, seeds) -> dict[tuple[int, int], float] | None:
+    """Query -> cross-fitted NDCG, seeds averaged; None until every (fold, seed) is done.
 
-    def runs(name: str) -> list[dict[str, Any]] | None:
-        found = [done.get((data, name, f, s)) for f in folds for s in seeds]
-        return None if any(r is None for r in found) else found
+    The baselines are deterministic (no subsampling), so they run with the first seed only.
+    """
+    values: dict[tuple[int, int], list[float]] = {}
+    for fold in folds:
+        for seed in seeds[:1] if name == "base" else seeds:
+            r = done.get((data, lib, K, name, fold, seed))
+            if r is None:
+                return None
+            for q, v in zip(r["qid"], r["xfit"], strict=True):
+                values.setdefault((fold, q), []).append(v)
+    return {q: float(np.mean(v)) for q, v in values.items()}
 
-    def pooled(found: list[dict[str, Any]]) -> dict[tuple[int, int], float]:
-        values: dict[tuple[int, int], list[float]] = {}
-        for r in found:  # each query's seeds averaged first
-            for q, v in zip(r["qid"], r[field], strict=True):
-                values.setdefault((r["fold"], q), []).append(v)
-        return {query: float(np.mean(v)) for query, v in values.items()}
 
+def _runs(done, data, lib, K, name, folds, seeds) -> list[dict[str, Any]]:
+    return [done[(data, lib, K, name, f, s)] for f in folds for s in seeds if
+            (data, lib, K, name, f, s) in done]
+
+
+def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
+    """Markdown rows: each candidate against the library's LambdaMART and against ``abs``."""
+    base = _pooled(done, data, lib, K, "base", folds, seeds)
+    ref = _pooled(done, data, lib, K, REFERENCE, folds, seeds)
+    if base is None:
+        return ["(the baseline has not finished)"]
     lines = [
-        f"| setting | NDCG@{K} | minus LambdaMART [95% CI] | t-test p | randomization p "
-        "| verdict | best round | s / training |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| setting | NDCG@{K} | minus {BASELINE[lib]} [95% CI], p, verdict "
+        f"| minus abs [95% CI], p, verdict | best round | s / training |",
+        "|---|---|---|---|---|---|",
+        f"| {BASELINE[lib]} | {np.mean(list(base.values())):.4f} | | | "
+        f"{np.mean([r['best'] for r in _runs(done, data, lib, K, 'base', folds, seeds[:1])]):.0f} | "
+        f"{np.mean([r['secs'] for r in _runs(done, data, lib, K, 'base', folds, seeds[:1])]):.1f} |",
     ]
-    base_runs = runs(BASELINE)
-    if base_runs is None:
-        return [*lines, "", "(the baseline has not finished)"]
-    base = pooled(base_runs)
-    for name in [BASELINE, *CANDIDATES]:
-        found = runs(name)
-        if found is None:
+    for name in names:
+        cand = _pooled(done, data, lib, K, name, folds, seeds)
+        if cand is None:
             continue
-        cand = pooled(found)
-        p = paired(cand, base)
-        diff = (
-            "" if name == BASELINE else f"{p.mean:+.4f} [{p.low:+.4f}, {p.high:+.4f}] "
-            f"| {p.p_t:.3g} | {p.p_randomization:.3g} | {p.verdict}"
-        )
+        vs = [paired(cand, b) for b in (base, ref) if b is not None]
+        cells = [f"{p.mean:+.4f} [{p.low:+.4f}, {p.high:+.4f}], {p.p_randomization:.2g}, "
+                 f"{p.verdict}" for p in vs]
+        if name == REFERENCE:
+            cells = [*cells[:1], ""]
+        runs = _runs(done, data, lib, K, name, folds, seeds)
+        label = name.replace("|", "\\|")  # a markdown cell cannot hold a bare "|"
         lines.append(
-            f"| {name} | {np.mean(list(cand.values())):.4f} | {diff or ' | | | '} "
-            f"| {np.mean([r['best_round'] for r in found]):.0f} "
-            f"| {np.mean([r['seconds'] for r in found]):.1f} |"
+            f"| {label} | {np.mean(list(cand.values())):.4f} | {' | '.join(cells)} | "
+            f"{np.mean([r['best'] for r in runs]):.0f} | {np.mean([r['secs'] for r in runs]):.1f} |"
         )
     return lines
 
 
-def report(done, data: str, folds: list[int], seeds: list[int], command: str) -> str:
-    """The markdown of the results for ``folds`` x ``seeds``."""
-    trees = {k: v for k, v in TREES.items() if k not in ("eval_metric", "nthread")}
-    return "\n".join([
-        f"# PL-Rank quality levers: {data}, validation NDCG@{K}", "",
+def report(done, datas, libs, ks, folds, seeds, names, command: str) -> str:
+    """The markdown of every (data, library, K) cell that has results."""
+    out = [
+        "# PL-Rank quality levers on validation queries (cross-fitted)", "",
         f"Command: `{command}`", "",
-        f"XGBoost, early stopping on validation NDCG@{K} (patience {PATIENCE}, at most {ROUNDS} "
-        f"rounds), tree settings {trees} unless a row says otherwise; folds {folds}, seeds "
-        f"{seeds}. Per-query validation NDCG@{K} (queries with a relevant document), averaged "
-        f"over seeds per query, pooled over the folds. Difference: setting minus {BASELINE} per "
-        f"query, mean [95% CI], paired t-test p and paired randomization p (the verdict, at "
-        f"0.05). Test splits are not used. Best round: the early stopper's, mean over trainings.", "",
-        "## Cross-fitted (the unbiased measure)", "",
-        "Each fold's validation queries are split at random into two halves; a query's NDCG is "
-        "read at the round best on the other half. The NDCG at the early stopper's own best "
-        "round (next table) is biased upward, more for noisier curves.", "",
-        *_table(done, data, folds, seeds, "ndcg_xfit"), "",
-        "## At the early stopper's best round (optimistic)", "",
-        *_table(done, data, folds, seeds, "ndcg"), "",
-    ])
+        f"Folds {folds}, seeds {seeds} (the baselines are deterministic and run once). Each "
+        "query's validation NDCG@K is read at the round best on the other half of its fold's "
+        "validation queries, averaged over seeds, and pooled over the folds; differences are "
+        "per query with a 95% CI, the paired randomization test's p and its verdict at 0.05. "
+        "Best round: the early stopper's, mean over trainings.", "",
+    ]
+    for data in datas:
+        for lib in libs:
+            for K in ks:
+                out += [f"## {data}, {'XGBoost' if lib == 'xgb' else 'LightGBM'}, NDCG@{K}", "",
+                        *table(done, data, lib, K, folds, seeds, names), ""]
+    return "\n".join(out)
+
+
+def _items(text: str, sep: str = ",") -> list[str]:
+    return [t for t in text.split(sep) if t]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="mq2008")
+    parser.add_argument("--libs", default="xgb,lgb")
+    parser.add_argument("--k", default="5,10")
     parser.add_argument("--folds", default="1,2,3,4,5")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--only", default="", help="semicolon-separated candidate names (default all)")
+    parser.add_argument("--only", default="", help="semicolon-separated candidates (default all)")
     parser.add_argument("--out", default="benchmarks/results/quality_levers.md")
+    parser.add_argument("--store", default="", help="JSON-lines store (default: --out as .jsonl)")
     args = parser.parse_args()
-    folds = [int(f) for f in args.folds.split(",")]
-    seeds = [int(s) for s in args.seeds.split(",")]
-    names = [n for n in args.only.split(";") if n] or list(CANDIDATES)
+    datas, libs = _items(args.data), _items(args.libs)
+    unknown = [lib for lib in libs if lib not in LIBS]
+    names = _items(args.only, ";") or list(CANDIDATES)
+    unknown += [n for n in names if n not in CANDIDATES]
+    if unknown:
+        parser.error(f"unknown: {', '.join(map(repr, unknown))}; libraries are {LIBS}, "
+                     f"candidates {list(CANDIDATES)}")
+    ks = [int(k) for k in _items(args.k)]
+    folds = [int(f) for f in _items(args.folds)]
+    seeds = [int(s) for s in _items(args.seeds)]
     out = Path(args.out)
-    log = out.with_suffix(".jsonl")
+    log = Path(args.store) if args.store else out.with_suffix(".jsonl")
     done = load_done(log)
-    command = "nice -n 10 python benchmarks/quality_levers.py " + " ".join(
+    command = "python benchmarks/quality_levers.py " + " ".join(
         f"--{k} '{v}'" for k, v in vars(args).items() if v
     )
-    for fold in folds:
-        ds = sorted_by_qid(load_dataset(args.data, fold=fold))
-        dmats = {
-            s: xgb.DMatrix(getattr(ds, s).X, getattr(ds, s).y, qid=getattr(ds, s).qid)
-            for s in ("train", "vali")
-        }
-        for name in [BASELINE, *names]:
-            for seed in seeds:
-                key = (args.data, name, fold, seed)
-                if key in done:
-                    continue
-                r = {"data": args.data, "name": name, "fold": fold, "seed": seed}
-                r.update(train(name, ds, dmats, seed, fold))
-                with log.open("a") as fh:
-                    fh.write(json.dumps(r) + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                done[key] = r
-                print(f"{args.data} fold {fold} {name} seed {seed}: best {r['best_round']} "
-                      f"{r['seconds']:.1f}s mean {np.mean(r['ndcg']):.4f}", flush=True)
-        out.write_text(report(done, args.data, folds[: folds.index(fold) + 1], seeds, command))
-    print(report(done, args.data, folds, seeds, command))
+    for data in datas:
+        for fold in folds:
+            ds = load_dataset(data, fold=fold)
+            for lib in libs:
+                for K in ks:
+                    for name in ["base", *names]:
+                        for seed in seeds[:1] if name == "base" else seeds:
+                            key = (data, lib, K, name, fold, seed)
+                            if key in done:
+                                continue
+                            r = {"data": data, "lib": lib, "K": K, "name": name, "fold": fold,
+                                 "seed": seed, **train(lib, name, ds, K, seed)}
+                            with log.open("a") as fh:
+                                fh.write(json.dumps(r) + "\n")
+                                fh.flush()
+                                os.fsync(fh.fileno())
+                            done[key] = r
+                            print(f"{data} fold {fold} {lib} @{K} {name} seed {seed}: best "
+                                  f"{r['best']} {r['secs']:.1f}s", flush=True)
+        out.write_text(report(done, datas, libs, ks, folds, seeds, names, command))
+    print(report(done, datas, libs, ks, folds, seeds, names, command))
 
 
 if __name__ == "__main__":

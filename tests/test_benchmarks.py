@@ -172,25 +172,46 @@ def test_synthetic_data_is_seeded_and_mslr_shaped() -> None:
 def test_quality_lever_hessians_by_hand() -> None:
     from benchmarks import quality_levers as ql
 
-    ptr = np.array([0, 2, 5])
-    # Query 1: equal margins, p = (1/2, 1/2), p(1-p) = 1/4 each, sum |g| = 1 -> target 1/2 each.
-    # Query 2: margins (0, 0, log 2): p = (1/4, 1/4, 1/2), p(1-p) = (3/16, 3/16, 1/4),
-    # sum 5/8, sum |g| = 0.5 -> target = 0.8 * p(1-p) = (0.15, 0.15, 0.2).
-    preds = np.array([0.0, 0.0, 0.0, 0.0, np.log(2.0)], dtype=np.float32)
-    grad = np.array([0.5, -0.5, 0.25, -0.25, 0.0])
-    hess = np.array([-0.2, 0.4, 0.1, -0.1, 0.3])
-    out = ql._fisher(preds, grad, hess, ptr, 0.5)
-    target = np.array([0.5, 0.5, 0.15, 0.15, 0.2])
-    np.testing.assert_allclose(out, 0.5 * hess + 0.5 * target, rtol=1e-6)
-    np.testing.assert_allclose(
-        ql._qnorm(hess, ptr), [2 / 3, 4 / 3, 0.6, 0.6, 1.8], rtol=1e-12
+    grad = np.array([0.5, -0.25, 0.0, 0.0])  # the last two rows: a query that contributes 0
+    hess = np.array([-0.2, 0.4, 0.0, 0.0])
+
+    def lever(mode: str) -> tuple[np.ndarray, np.ndarray]:
+        return ql.Lever(ql.Candidate(hessian=mode), K=5, seed=0)._hessian(None, grad, hess)
+
+    g, h = lever("grad")
+    np.testing.assert_array_equal(g, grad)
+    np.testing.assert_array_equal(h, [0.5, 0.25, 0.0, 0.0])
+    np.testing.assert_array_equal(lever("abs-wrapped")[1], [0.2, 0.4, 0.0, 0.0])
+    # The constant is the mean |h| of the contributing rows (0.3), on every row.
+    np.testing.assert_allclose(lever("scaled-constant")[1], [0.3] * 4, rtol=1e-15)
+    # Unit scale: both multiplied by 1 / mean curvature of the contributing rows.
+    g, h = lever("grad-unit")  # mean |g| = 0.375
+    np.testing.assert_allclose(g, grad / 0.375, rtol=1e-15)
+    np.testing.assert_allclose(h, [4 / 3, 2 / 3, 0.0, 0.0], rtol=1e-15)
+    g, h = lever("abs-unit")  # mean |h| = 0.3
+    np.testing.assert_allclose(g, grad / 0.3, rtol=1e-15)
+    np.testing.assert_allclose(h, [2 / 3, 4 / 3, 0.0, 0.0], rtol=1e-15)
+
+
+def test_quality_lever_temperature_is_the_sharper_policys_objective() -> None:
+    import xgboost
+
+    from benchmarks import quality_levers as ql
+    from gbdt_plrank import plrank_grad_hess
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 12).astype(float)
+    qid = np.repeat([0, 1], 6)
+    preds = rng.normal(size=12).astype(np.float32)
+    data = xgboost.DMatrix(np.zeros((12, 1)), labels, qid=qid)
+    lever = ql.Lever(ql.Candidate(hessian="abs-wrapped", temperature=2.0), K=3, seed=4)
+    grad, hess = lever(preds, data)
+    g, h = plrank_grad_hess(
+        2.0 * preds.astype(np.float64), labels, np.array([0, 6, 12]), K=3, N=100, seed=4,
+        hessian="abs",
     )
-    # A query whose Hessian and gradient are all 0 stays 0.
-    zero = np.zeros(2)
-    np.testing.assert_array_equal(ql._qnorm(zero, np.array([0, 2])), zero)
-    np.testing.assert_array_equal(
-        ql._fisher(np.zeros(2, np.float32), zero, zero, np.array([0, 2]), 0.5), zero
-    )
+    np.testing.assert_allclose(grad, 2.0 * g, rtol=1e-12)
+    np.testing.assert_allclose(hess, 4.0 * h, rtol=1e-12)
 
 
 def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> None:

@@ -366,6 +366,24 @@ def test_raw_hessian_trace_is_zero_at_equal_margins():
     assert abs(z) < 5 and per_query.std() > 0.01
 
 
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_exact_hessian_is_the_gradient_times_one_minus_twice_p_at_k_one(seed):
+    """README "Choosing the Hessian": at K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly.
+
+    With R = sum_d p_d rho_d and p the softmax of the margins, dR/dm_d = p_d (rho_d - rho_bar)
+    and its derivative is p_d (rho_d - rho_bar)(1 - 2 p_d): the diagonal Newton step
+    -g_d / h_d = -1 / (1 - 2 p_d) carries no information about rho, only its sign convention.
+    """
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=6)
+    labels = np.array([2.0, 0.0, 1.0, 0.0, 1.0, 0.0])
+    rho, theta = naive.rewards(labels, K=1)
+    _, g, h = naive.exact_derivatives(scores, rho, theta)
+    p = np.exp(scores) / np.exp(scores).sum()
+    np.testing.assert_allclose(h, (1.0 - 2.0 * p) * g, atol=1e-14)
+    np.testing.assert_allclose(g, p * (rho - p @ rho), atol=1e-14)
+
 def test_hessian_modes():
     scores, labels, ptr = _dataset()
     g_raw, raw = plrank_grad_hess(scores, labels, ptr, K=5, hessian="raw")
