@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Timing", "environment", "markdown_table", "measure", "write_section"]
+__all__ = ["Timing", "environment", "markdown_table", "measure", "measure_interleaved", "write_section"]
 
 
 @dataclass
@@ -62,6 +62,23 @@ def measure(fn: Callable[[], object], *, reps: int = 5, budget: float = 3.0) -> 
     count = min(reps, max(1, int(budget // max(first, 1e-9))))
     times = [_clock(fn) for _ in range(count)]
     return Timing(median=statistics.median(times), times=times, warmup=first)
+
+
+def measure_interleaved(fns: dict[str, Callable[[], object]], *, reps: int = 5) -> dict[str, Timing]:
+    """Time several functions in turns: one warm-up call each, then ``reps`` rounds of one call each.
+
+    A change of the machine's load during the measurement then falls on every function alike,
+    so their ratios are steadier than those of back-to-back :func:`measure` calls.
+    """
+    warmup = {name: _clock(fn) for name, fn in fns.items()}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            times[name].append(_clock(fn))
+    return {
+        name: Timing(median=statistics.median(t), times=t, warmup=warmup[name])
+        for name, t in times.items()
+    }
 
 
 def environment() -> dict[str, Any]:
