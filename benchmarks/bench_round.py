@@ -77,7 +77,6 @@ class Config:
     round_k: int = 10
     round_n: int = 100
     warm_rounds: int = 5
-    pirank_tau: float = 1.0
     list_lengths: tuple[int, ...] = (120, 1000, 5000, 20000)
     growth_docs: int = 240_000
     xgb_rounds: int = 20
@@ -274,8 +273,9 @@ def _objectives_vs_round(
 def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     """PiRank's objective next to PL-Rank's and a LambdaMART round; its growth with list length."""
     note = _noise_note(cfg)
-    K, N, threads, tau = cfg.round_k, cfg.round_n, cfg.threads, cfg.pirank_tau
-    pirank_of = partial(gbdt_plrank.pirank_objective, K, tau, n_jobs=threads)
+    K, N, threads = cfg.round_k, cfg.round_n, cfg.threads
+    pirank_of = partial(gbdt_plrank.pirank_objective, K, n_jobs=threads)
+    tau = pirank_of().tau
     plrank_of = partial(gbdt_plrank.plrank_objective, K, N, n_jobs=threads)
     rows, raw = [], {}
     for key in ("mslr", "long"):

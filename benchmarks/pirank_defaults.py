@@ -120,12 +120,21 @@ def _pooled(runs: list[dict[str, Any]], field: str) -> dict[tuple[int, int], flo
     return {(r["fold"], q): v for r in runs for q, v in zip(r["qid"], r[field], strict=True)}
 
 
-def cell_table(done, data: str, library: str, k: int, folds: list[int], names: list[str]):
-    """Rows of one (library, k) cell: each candidate paired with the cell's best and LambdaMART."""
-    runs = {
+def _cell_runs(done, data: str, library: str, k: int, folds: list[int]):
+    """Candidate -> its runs on ``folds`` in one (library, k) cell, for those with every fold done.
+
+    Every candidate of the log takes part, whichever run added it.
+    """
+    names = dict.fromkeys(n for (d, lib, kk, n, _) in done if (d, lib, kk) == (data, library, k))
+    return {
         n: [done[data, library, k, n, f] for f in folds]
         for n in names if all((data, library, k, n, f) in done for f in folds)
     }
+
+
+def cell_table(done, data: str, library: str, k: int, folds: list[int]):
+    """Rows of one (library, k) cell: each candidate paired with the cell's best and LambdaMART."""
+    runs = _cell_runs(done, data, library, k, folds)
     if LAMBDAMART[library] not in runs or len(runs) < 2:
         return [], {}
     pooled = {n: _pooled(r, "xfit") for n, r in runs.items()}
@@ -149,7 +158,7 @@ def cell_table(done, data: str, library: str, k: int, folds: list[int], names: l
     return lines, means
 
 
-def report(done, data: str, libraries, ks, folds, names_of, command: str) -> str:
+def report(done, data: str, libraries, ks, folds, command: str, versus: str | None) -> str:
     parts = [
         f"# PiRank defaults on validation: {data}, folds {folds}", "",
         f"Command: `{command}`", "",
@@ -160,7 +169,7 @@ def report(done, data: str, libraries, ks, folds, names_of, command: str) -> str
     ]
     overall: dict[str, list[float]] = {}
     for library, k in itertools.product(libraries, ks):
-        lines, means = cell_table(done, data, library, k, folds, names_of(library))
+        lines, means = cell_table(done, data, library, k, folds)
         if not lines:
             continue
         parts += [f"## {PIRANK[library]}, NDCG@{k}", "", *lines, ""]
@@ -176,7 +185,31 @@ def report(done, data: str, libraries, ks, folds, names_of, command: str) -> str
         "| candidate | mean validation NDCG@K |", "|---|---|",
         *[f"| {n} | {np.mean(overall[n]):.4f} |" for n in ranked], "",
     ]
+    if ranked:
+        reference = versus if versus in ranked else ranked[0]
+        others = [n for n in ranked if n != reference]
+        parts += head_to_head(done, data, libraries, ks, folds, reference, others)
     return "\n".join(parts)
+
+
+def head_to_head(done, data: str, libraries, ks, folds, winner: str, others: list[str]) -> list[str]:
+    """Candidate ``winner`` against each of ``others``, paired per query in every cell."""
+    cells = list(itertools.product(libraries, ks))
+    runs = {cell: _cell_runs(done, data, *cell, folds) for cell in cells}
+    lines = [
+        f"## {winner} against each candidate, per cell", "",
+        f"Mean paired difference ({winner} minus the row) of cross-fitted validation NDCG@K, "
+        "with the randomization test's verdict for the row's side.", "",
+        "| candidate | " + " | ".join(f"{PIRANK[lib]} @{k}" for lib, k in cells) + " |",
+        "|---" * (len(cells) + 1) + "|",
+    ]
+    for name in others:
+        row = []
+        for cell in cells:
+            r = paired(_pooled(runs[cell][winner], "xfit"), _pooled(runs[cell][name], "xfit"))
+            row.append(f"{r.mean:+.4f} ({r.verdict})")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -188,6 +221,9 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(PIRANK_HESSIANS))
     parser.add_argument("--taus", default=",".join(f"{t:g}" for t in TAUS))
     parser.add_argument("--out", default="benchmarks/results/pirank_defaults.md")
+    parser.add_argument(
+        "--versus", help="the candidate paired with every other one (default: the best mean)"
+    )
     args = parser.parse_args()
     folds = [int(f) for f in args.folds.split(",")]
     ks = [int(k) for k in args.k.split(",")]
@@ -197,9 +233,6 @@ def main() -> None:
     log = out.with_suffix(".jsonl")
     done = _load(log)
     command = "nice -n 10 python -m benchmarks.pirank_defaults " + shlex.join(sys.argv[1:])
-
-    def names_of(library: str) -> list[str]:
-        return [LAMBDAMART[library]] + [candidate_name(m, t, library) for m, t in grid]
 
     for fold in folds:
         ds = load_dataset(args.data, fold=fold)
@@ -220,8 +253,8 @@ def main() -> None:
                 print(f"{args.data} fold {fold} {library} @{k} {name}: round {r['best_round']} "
                       f"{r['seconds']:.1f}s xfit {np.mean(r['xfit']):.4f}", flush=True)
         seen = folds[: folds.index(fold) + 1]
-        out.write_text(report(done, args.data, libraries, ks, seen, names_of, command))
-    print(report(done, args.data, libraries, ks, folds, names_of, command))
+        out.write_text(report(done, args.data, libraries, ks, seen, command, args.versus))
+    print(report(done, args.data, libraries, ks, folds, command, args.versus))
 
 
 if __name__ == "__main__":

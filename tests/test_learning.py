@@ -84,10 +84,12 @@ def test_default_objective_learns_as_well_as_lambdamart(
 def test_pirank_learns_about_as_well_as_lambdamart(mq2008, pirank, baseline, capsys):
     """PiRank at its defaults, through the harness, on real data: a few seconds per method.
 
-    The objective is deterministic and the trees are (no subsampling), so one seed says all. A
-    broken gradient or Hessian (a sign, a scale) leaves validation NDCG@5 near its first round
-    and far below LambdaMART; the bounds are those of PL-Rank above, with the test split held
-    to 0.04 (measured: see README, "PiRank objective").
+    The objective is deterministic and the trees are (no subsampling), so one seed says all.
+    Measured (validation / test): pirank-xgb 0.7578 / 0.7701 against lambdamart-xgb 0.7377 /
+    0.7814, pirank-lgb 0.7484 / 0.7432 against lambdarank-lgb 0.7407 / 0.7706. A gradient of the
+    wrong sign ends at 0.34 / 0.45; a Hessian 100 times too large learns too slowly and ends at
+    test 0.734 with XGBoost. The bounds are those of PL-Rank above, with the test split held to
+    0.04.
     """
     fit = train(pirank, mq2008, k=K, seed=0, trees=TREES)
     results = {pirank: _scores(fit, mq2008), baseline: _test_ndcg(baseline, mq2008, 0)}

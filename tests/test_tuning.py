@@ -82,7 +82,8 @@ def test_default_spaces_cover_every_method() -> None:
             options = {n for n in space.entries if n.startswith(f"{kind}.")}
             assert required[kind] <= options if METHODS[name].objective == kind else not options
     assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(choices=("abs", "clip"))
-    assert spaces["pirank-lgb"].entries["pirank.tau"] == Range(low=0.01, high=100.0, log=True)
+    assert spaces["pirank-lgb"].entries["pirank.tau"] == Range(low=0.1, high=100.0, log=True)
+    assert spaces["pirank-xgb"].entries["pirank.hessian"] == Choice(choices=("clip", "abs", "constant"))
     assert "plrank.hessian" not in spaces["plrank-xgb-raw"].entries  # its identity
     # The paper's XGBoost space, widened: every range holds the paper's.
     paper = {"eta": (1e-3, 1e-2), "max_depth": (3, 8), "min_child_weight": (2, 10)}
