@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import os
 import shlex
 import sys
 import time
@@ -34,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import harness
 from benchmarks.quality_levers import cross_fitted
 from gbdt_plrank._pirank import PIRANK_HESSIANS
 from gbdt_plrank.datasets import Split, load_dataset
@@ -105,15 +104,10 @@ def candidate_name(hessian: str | None, tau: float | None, library: str) -> str:
 
 
 def _load(path: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
-    done = {}
-    if path.is_file():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):  # a line cut short by an interruption
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            done[r["data"], r["library"], r["k"], r["name"], r["fold"]] = r
-    return done
+    return {
+        (r["data"], r["library"], r["k"], r["name"], r["fold"]): r
+        for r in harness.read_records(path)
+    }
 
 
 def _pooled(runs: list[dict[str, Any]], field: str) -> dict[tuple[int, int], float]:
@@ -245,10 +239,7 @@ def main() -> None:
                 method = PIRANK[library] if hessian is not None else LAMBDAMART[library]
                 r = {"data": args.data, "library": library, "k": k, "name": name, "fold": fold}
                 r |= run(method, ds, k=k, fold=fold, hessian=hessian, tau=tau)
-                with log.open("a") as fh:
-                    fh.write(json.dumps(r) + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                harness.append_record(log, r)
                 done[key] = r
                 print(f"{args.data} fold {fold} {library} @{k} {name}: round {r['best_round']} "
                       f"{r['seconds']:.1f}s xfit {np.mean(r['xfit']):.4f}", flush=True)

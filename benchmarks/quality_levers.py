@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,12 @@ from gbdt_plrank import plrank_objective
 from gbdt_plrank.datasets import LTRDataset, Split, load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: python benchmarks/quality_levers.py
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import harness  # noqa: E402
 
 K = 5
 TREES = {
@@ -203,15 +208,7 @@ def sorted_by_qid(ds) -> LTRDataset:
 
 
 def load_done(path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
-    done = {}
-    if path.is_file():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):  # an interrupted line
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            done[(r["data"], r["name"], r["fold"], r["seed"])] = r
-    return done
+    return {(r["data"], r["name"], r["fold"], r["seed"]): r for r in harness.read_records(path)}
 
 
 def _table(done, data: str, folds: list[int], seeds: list[int], field: str) -> list[str]:
@@ -307,10 +304,7 @@ def main() -> None:
                     continue
                 r = {"data": args.data, "name": name, "fold": fold, "seed": seed}
                 r.update(train(name, ds, dmats, seed, fold))
-                with log.open("a") as fh:
-                    fh.write(json.dumps(r) + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                harness.append_record(log, r)
                 done[key] = r
                 print(f"{args.data} fold {fold} {name} seed {seed}: best {r['best_round']} "
                       f"{r['seconds']:.1f}s mean {np.mean(r['ndcg']):.4f}", flush=True)
