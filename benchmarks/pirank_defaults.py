@@ -155,7 +155,8 @@ def cell_table(done, data: str, library: str, k: int, folds: list[int]):
 def report(done, data: str, libraries, ks, folds, command: str, versus: str | None) -> str:
     parts = [
         f"# PiRank defaults on validation: {data}, folds {folds}", "",
-        f"Command: `{command}`", "",
+        f"Last command: `{command}`. The tables cover every candidate of the log "
+        f"(`{data}` in the `.jsonl` file beside this one), whichever run added it.", "",
         __doc__.split("\n\n")[1].replace("\n", " "), "",
         "Per-query validation NDCG@K, cross-fitted, pooled over the folds. Each candidate is "
         "paired with the cell's best candidate and with the library's LambdaMART: mean "
@@ -243,9 +244,9 @@ def main() -> None:
                 done[key] = r
                 print(f"{args.data} fold {fold} {library} @{k} {name}: round {r['best_round']} "
                       f"{r['seconds']:.1f}s xfit {np.mean(r['xfit']):.4f}", flush=True)
-        seen = folds[: folds.index(fold) + 1]
-        out.write_text(report(done, args.data, libraries, ks, seen, command, args.versus))
-    print(report(done, args.data, libraries, ks, folds, command, args.versus))
+    text = report(done, args.data, libraries, ks, folds, command, args.versus)
+    out.write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
