@@ -6,6 +6,10 @@ Sections, each printed and written to ``OUT/<name>.md`` with its raw numbers in 
 ``round``
     The PL-Rank objective (K=10, N=100) on MSLR-shaped data, at round 0 and on the margins of a
     few boosting rounds, against one XGBoost ``rank:ndcg`` round and one full PL-Rank round.
+``pirank``
+    The PiRank objective (K=10) next to the PL-Rank objective and one XGBoost ``rank:ndcg``
+    round on the MSLR-shaped data and on ~1,000-document lists, and the growth of both
+    objectives' time with the list length at a fixed number of documents.
 ``table2``
     The shape of Table 2 of Oosterhuis (SIGIR 2022): seconds per round, K x N, for the library's
     samplers and the PL-Rank-3 and PL-Rank-2 baselines (:mod:`benchmarks.baselines`).
@@ -34,6 +38,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +55,7 @@ if str(REPO) not in sys.path:
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
 
-SECTIONS = ("round", "table2", "threads", "compile", "dask")
+SECTIONS = ("round", "pirank", "table2", "threads", "compile", "dask")
 LABELS = {
     "library-auto": "library, sampler=auto",
     "library-tree": "library, sampler=tree",
@@ -76,6 +81,8 @@ class Config:
     round_k: int = 10
     round_n: int = 100
     warm_rounds: int = 5
+    list_lengths: tuple[int, ...] = (120, 1000, 5000, 20000)
+    growth_docs: int = 240_000
     xgb_rounds: int = 20
     reps: int = 5
     budget: float = 2.0
@@ -92,6 +99,7 @@ class Config:
     def quick(cls) -> Config:
         return cls(
             mslr_queries=40, long_queries=4, Ks=(5, 10), Ns=(10, 50), round_n=20, warm_rounds=2,
+            list_lengths=(120, 1000), growth_docs=6000,
             xgb_rounds=3, reps=2, budget=0.2, max_cell_seconds=5.0,
             dask_queries=200, dask_rounds=3, dask_partitions=4,
             probe_methods=(("mslr", "library-auto"), ("mslr", "plrank3")),
@@ -232,6 +240,107 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         "ratio_objective_to_plrank_round": t_warm.median / full["median"],
         "load_average": os.getloadavg(),
     }
+    return md, raw
+
+
+# --------------------------------------------------------------------------------------------
+# Section 1b: the PiRank objective
+# --------------------------------------------------------------------------------------------
+def _equal_lists(cfg: Config, length: int) -> synthetic.RankingData:
+    """About ``cfg.growth_docs`` documents in queries of exactly ``length`` documents."""
+    return synthetic.make_dataset(
+        n_queries=max(1, cfg.growth_docs // length), mean_docs=float(length), sigma=1e-9,
+        max_docs=length, features=False, name=f"{length} docs/query",
+    )
+
+
+def _objectives_vs_round(
+    cfg: Config, ws: Workspace, key: str, pirank: Any, plrank: Any
+) -> tuple[list[list[object]], dict[str, Any]]:
+    """The two objectives on warm margins of data ``key`` and one XGBoost ``rank:ndcg`` round."""
+    data, dtrain = ws.data(key), ws.dmatrix(key)
+    warm = ws.margins(key).astype(np.float32)
+    timed = harness.measure_interleaved(
+        {"pirank": lambda: pirank(warm, dtrain), "plrank": lambda: plrank(warm, dtrain)},
+        reps=cfg.reps,
+    )
+    t_pi, t_pl = timed["pirank"], timed["plrank"]
+    params = {"tree_method": "hist", "nthread": cfg.threads, "seed": 0, "objective": "rank:ndcg"}
+    lambdamart = xgboost.Booster(params, [dtrain])
+    xgb = _time_rounds(lambda i: lambdamart.update(dtrain, i), cfg.xgb_rounds)
+    name = data.summary()["name"]
+    rows = [
+        [name, f"PiRank objective (tau {pirank.tau:g})", t_pi.median,
+         t_pi.median / xgb["median"], t_pi.median / t_pl.median],
+        [name, f"PL-Rank objective (N={plrank.N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
+        [name, "XGBoost `rank:ndcg` round", xgb["median"], 1.0, xgb["median"] / t_pl.median],
+    ]
+    return rows, {"data": data.summary(), "pirank": t_pi, "plrank": t_pl, "xgboost_round": xgb}
+
+
+def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
+    """PiRank's objective next to PL-Rank's and a LambdaMART round; its growth with list length."""
+    note = _noise_note(cfg)
+    K, N, threads = cfg.round_k, cfg.round_n, cfg.threads
+    pirank_of = partial(gbdt_plrank.pirank_objective, K, n_jobs=threads)
+    tau = pirank_of().tau
+    plrank_of = partial(gbdt_plrank.plrank_objective, K, N, n_jobs=threads)
+    rows, raw = [], {}
+    for key in ("mslr", "long"):
+        found, raw[key] = _objectives_vs_round(cfg, ws, key, pirank_of(), plrank_of())
+        rows += found
+    growth, raw["growth"] = [], []
+    rng = np.random.default_rng(0)
+    calls = {}
+    lists = {length: _equal_lists(cfg, length) for length in cfg.list_lengths}
+    for length, data in lists.items():  # the booster's call form, rewards cached as in training
+        scores = rng.standard_normal(data.n_docs)
+        for name, make in (("pirank", pirank_of), ("plrank", plrank_of)):
+            calls[name, length] = partial(make().lgbm_ranker, data.y, scores, None, data.sizes)
+    timed = harness.measure_interleaved(
+        {f"{name} {length}": fn for (name, length), fn in calls.items()}, reps=cfg.reps
+    )
+    for length, data in lists.items():
+        t_pi, t_pl = timed[f"pirank {length}"], timed[f"plrank {length}"]
+        ns = 1e9 / data.n_docs
+        growth.append([length, data.n_queries, t_pi.median, ns * t_pi.median, t_pl.median,
+                       ns * t_pl.median])
+        raw["growth"].append({"length": length, "data": data.summary(), "pirank": t_pi,
+                              "plrank": t_pl})
+    first = growth[0]
+    exponents = [
+        [f"{first[0]} -> {row[0]}",
+         float(np.log((row[2] / row[1]) / (first[2] / first[1])) / np.log(row[0] / first[0]))]
+        for row in growth[1:]
+    ]
+    md = "\n\n".join([
+        f"## PiRank objective time (K={K}, tau {tau:g}, {threads} threads)",
+        f"Seconds per call on margins after {cfg.warm_rounds} PL-Rank rounds, next to the "
+        f"PL-Rank objective (K={K}, N={N}, hessian='abs') and one XGBoost `rank:ndcg` round "
+        f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank computes "
+        "the exact top-K NeuralSort loss, gradient and Hessian diagonal in O(L log L + K L) per "
+        "query of L documents (one sort, then sums over the documents above and below each one).",
+        harness.markdown_table(
+            ["data", "what", "seconds", "/ XGBoost rank:ndcg round", "/ PL-Rank objective"], rows
+        ),
+        f"### Growth with the list length ({cfg.growth_docs:,} documents in queries of equal "
+        f"length L, labels as MSLR, normal margins; each objective called as the booster "
+        f"calls it, its rewards cached; the lengths timed in turns)",
+        "Linear cost per query (O(L) at fixed K) means a constant time per document; the "
+        "quadratic NeuralSort matrix (O(L^2)) would double the time per document with every "
+        "doubling of L. The exponent column is log(time per query ratio) / log(L ratio): 1 for "
+        "linear, 2 for quadratic.",
+        harness.markdown_table(
+            ["L", "queries", "PiRank s", "PiRank ns / document", "PL-Rank s",
+             "PL-Rank ns / document"], growth,
+        ),
+        harness.markdown_table(["L", "PiRank cost exponent per query"], exponents),
+        note,
+    ])
+    raw["config"] = {"K": K, "N": N, "tau": tau, "threads": threads,
+                     "list_lengths": cfg.list_lengths, "growth_docs": cfg.growth_docs}
+    raw["exponents"] = exponents
+    raw["load_average"] = os.getloadavg()
     return md, raw
 
 
@@ -448,6 +557,7 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 
 RUNNERS = {
     "round": ("round_vs_xgboost", section_round),
+    "pirank": ("pirank_objective", section_pirank),
     "table2": ("table2", section_table2),
     "threads": ("threads_memory", section_threads),
     "compile": ("compile_time", section_compile),

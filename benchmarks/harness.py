@@ -17,7 +17,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Timing", "environment", "markdown_table", "measure", "write_section"]
+__all__ = [
+    "Timing",
+    "append_record",
+    "environment",
+    "markdown_table",
+    "measure",
+    "measure_interleaved",
+    "read_records",
+    "write_section",
+]
 
 
 @dataclass
@@ -64,6 +73,23 @@ def measure(fn: Callable[[], object], *, reps: int = 5, budget: float = 3.0) -> 
     return Timing(median=statistics.median(times), times=times, warmup=first)
 
 
+def measure_interleaved(fns: dict[str, Callable[[], object]], *, reps: int = 5) -> dict[str, Timing]:
+    """Time several functions in turns: one warm-up call each, then ``reps`` rounds of one call each.
+
+    A change of the machine's load during the measurement then falls on every function alike,
+    so their ratios are steadier than those of back-to-back :func:`measure` calls.
+    """
+    warmup = {name: _clock(fn) for name, fn in fns.items()}
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            times[name].append(_clock(fn))
+    return {
+        name: Timing(median=statistics.median(t), times=t, warmup=warmup[name])
+        for name, t in times.items()
+    }
+
+
 def environment() -> dict[str, Any]:
     """Machine and library versions, and the load average (the timings' noise indicator)."""
     import numba
@@ -103,6 +129,27 @@ def write_section(out_dir: Path, name: str, markdown: str, raw: dict[str, Any]) 
     print(markdown, flush=True)
     (out_dir / f"{name}.md").write_text(markdown + "\n")
     (out_dir / f"{name}.json").write_text(json.dumps(raw, indent=2, default=_jsonable) + "\n")
+
+
+def append_record(path: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` as one JSON line to ``path`` and flush it to disk (a finished result)."""
+    with path.open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file of :func:`append_record` (none if it is missing).
+
+    A last line cut short by an interruption is removed from the file first.
+    """
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def _jsonable(value: object) -> object:

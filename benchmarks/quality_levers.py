@@ -47,8 +47,7 @@ The levers (all built from the public objective, none of them an option of it):
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,11 +59,17 @@ import lightgbm as lgb
 import numpy as np
 import xgboost as xgb
 
-from benchmarks.gn_curvature import gn_groups
 from gbdt_plrank import plrank_objective
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: python benchmarks/quality_levers.py
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import harness  # noqa: E402
+from benchmarks.gn_curvature import gn_groups  # noqa: E402
 
 ETA, DEPTH, LEAVES, MCW, LAMBDA = 0.05, 6, 31, 0.1, 1.0
 ROUNDS, PATIENCE = 1000, 50
@@ -246,16 +251,9 @@ Key = tuple[str, str, int, str, int, int]
 
 
 def load_done(path: Path) -> dict[Key, dict[str, Any]]:
-    """Finished trainings by (data, lib, K, name, fold, seed); an interrupted last line is cut."""
-    done = {}
-    if path.is_file():
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            path.write_bytes(data[: data.rfind(b"\n") + 1])
-        for line in path.read_text().splitlines():
-            r = json.loads(line)
-            done[(r["data"], r["lib"], r["K"], r["name"], r["fold"], r["seed"])] = r
-    return done
+    """Finished trainings by (data, lib, K, name, fold, seed)."""
+    return {(r["data"], r["lib"], r["K"], r["name"], r["fold"], r["seed"]): r
+            for r in harness.read_records(path)}
 
 
 def _pooled(done, data, lib, K, name, folds, seeds) -> dict[tuple[int, int], float] | None:
@@ -373,10 +371,7 @@ def main() -> None:
                                 continue
                             r = {"data": data, "lib": lib, "K": K, "name": name, "fold": fold,
                                  "seed": seed, **train(lib, name, ds, K, seed)}
-                            with log.open("a") as fh:
-                                fh.write(json.dumps(r) + "\n")
-                                fh.flush()
-                                os.fsync(fh.fileno())
+                            harness.append_record(log, r)
                             done[key] = r
                             print(f"{data} fold {fold} {lib} @{K} {name} seed {seed}: best "
                                   f"{r['best']} {r['secs']:.1f}s", flush=True)

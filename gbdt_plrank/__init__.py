@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from . import datasets, metrics
 from ._estimator import plrank_grad_hess, plrank_grad_hess_from_rankings
 from ._objective import PLRankObjective, plrank_objective
-from ._pirank import PiRankObjective, pirank_objective
+from ._pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
 
@@ -30,6 +30,7 @@ __all__ = [
     "load_dataset",
     "metrics",
     "ndcg",
+    "pirank_loss_grad_hess",
     "pirank_objective",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",

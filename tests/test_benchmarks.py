@@ -21,7 +21,10 @@ if str(REPO) not in sys.path:
 
 from benchmarks import baselines, synthetic  # noqa: E402
 
-SECTION_FILES = ("round_vs_xgboost", "table2", "threads_memory", "compile_time", "dask_scaling")
+SECTION_FILES = (
+    "round_vs_xgboost", "pirank_objective", "table2", "threads_memory", "compile_time",
+    "dask_scaling",
+)
 TOL = {"rtol": 1e-10, "atol": 1e-10}
 
 
@@ -64,6 +67,9 @@ def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
 
     rnd = json.loads((tmp_path / "round_vs_xgboost.json").read_text())
     assert rnd["ratio_objective_to_xgboost_round"] > 0
+    pirank = json.loads((tmp_path / "pirank_objective.json").read_text())
+    assert [g["length"] for g in pirank["growth"]] == list(pirank["config"]["list_lengths"])
+    assert all(pirank[key]["pirank"]["median"] > 0 for key in ("mslr", "long"))
     threads = json.loads((tmp_path / "threads_memory.json").read_text())
     assert {r["n_jobs"] for r in threads["runs"]} == {1, 2}
     assert all(r["peak_kb"] is None or r["peak_kb"] > 0 for r in threads["runs"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -10,11 +11,13 @@ import numpy as np
 import pytest
 from tiny_ltr import write_tiny_letor
 
+from gbdt_plrank import pirank_objective
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
     METHODS,
     ConfigError,
+    PiRankSettings,
     PLRankSettings,
     ResultStore,
     TreeSettings,
@@ -26,7 +29,6 @@ from gbdt_plrank.harness import (
     write_report,
 )
 from gbdt_plrank.harness import runner as runner_module
-from gbdt_plrank.harness import training as training_module
 from gbdt_plrank.harness.data import (
     check_data,
     dataset_label,
@@ -34,6 +36,7 @@ from gbdt_plrank.harness.data import (
     load,
     without_empty_queries,
 )
+from gbdt_plrank.harness.methods import OWN_OBJECTIVES, PIRANK, PLRANK
 from gbdt_plrank.harness.report import markdown_report
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.store import RunKey
@@ -80,6 +83,7 @@ def test_minimal_config_takes_the_defaults(tmp_path: Path) -> None:
     assert list(config.seed_values) == [0, 1, 2, 3, 4]
     assert config.out == str(Path("runs") / "mine")
     assert config.trees == TreeSettings() and config.plrank == PLRankSettings()
+    assert config.pirank == PiRankSettings()
     assert dict(config.params) == {}
 
 
@@ -124,6 +128,17 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "[params.plrank-xgb.plrank]\nK = 3", "unknown key 'params.plrank-xgb.plrank.K'"),
         (BASE + "[params.lambdamart-xgb.plrank]\nN = 3", "'lambdamart-xgb' is not a PL-Rank"),
         (BASE + '[params.plrank-xgb.plrank]\nhessian = "cubic"', "'abs', 'raw', 'clip', 'constant'"),
+        (BASE + "[pirank]\ntau = 0", "pirank.tau must be a finite number > 0, but 0 is given"),
+        (BASE + "[pirank]\ntau = -1.5", "pirank.tau must be a finite number > 0, but -1.5 is given"),
+        (BASE + "[pirank]\ntau = nan", "pirank.tau must be a finite number > 0, but nan is given"),
+        (BASE + "[pirank]\ntau = inf", "pirank.tau must be a finite number > 0, but inf is given"),
+        (BASE + '[pirank]\ntau = "1"', "pirank.tau must be a finite number > 0, but '1' is given"),
+        (BASE + '[pirank]\nhessian = "cubic"', "pirank.hessian must be one of 'bound', 'abs'"),
+        (BASE + "[pirank]\nK = 3", "unknown key 'pirank.K'"),
+        (BASE + "[params.pirank-xgb.pirank]\ntau = 0.0", "params.pirank-xgb.pirank.tau must be a finite"),
+        (BASE + "[params.pirank-xgb.pirank]\nN = 3", "unknown key 'params.pirank-xgb.pirank.N'"),
+        (BASE + "[params.pirank-xgb.plrank]\nN = 3", "'pirank-xgb' is not a PL-Rank method"),
+        (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -253,15 +268,21 @@ def test_native_params_reach_the_booster(tiny: Path) -> None:
     assert not np.array_equal(stumps.test_scores, deep.test_scores)
 
 
-def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeypatch) -> None:
+def spy_on(monkeypatch: pytest.MonkeyPatch, objective: str) -> list[dict]:
+    """The keyword arguments of every build of the package's objective ``objective``."""
     made: list[dict] = []
-    real = training_module.plrank_objective
+    own = OWN_OBJECTIVES[objective]
 
-    def spy(**kwargs):
+    def build(**kwargs):
         made.append(kwargs)
-        return real(**kwargs)
+        return own.build(**kwargs)
 
-    monkeypatch.setattr(training_module, "plrank_objective", spy)
+    monkeypatch.setitem(OWN_OBJECTIVES, objective, dataclasses.replace(own, build=build))
+    return made
+
+
+def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeypatch) -> None:
+    made = spy_on(monkeypatch, PLRANK)
     data = load_dataset(str(tiny))
     params = {"num_leaves": 7, "plrank": {"N": 7, "metric": "dcg", "hessian": "clip"}}
     train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=params)
@@ -269,6 +290,22 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     assert (made[0]["N"], made[0]["metric"], made[0]["hessian"]) == (7, "dcg", "clip")
     assert (made[1]["N"], made[1]["metric"], made[1]["hessian"]) == (20, "ndcg", "abs")
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
+
+
+def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path, monkeypatch) -> None:
+    made = spy_on(monkeypatch, PIRANK)
+    data = load_dataset(str(tiny))
+    settings = PiRankSettings(tau=2.0, hessian="abs")
+    train("pirank-xgb", data, k=3, seed=5, trees=FAST, pirank=settings, params={"pirank": {"tau": 0.5}})
+    train("pirank-lgb", data, k=4, seed=5, trees=FAST, pirank=settings)
+    train("pirank-xgb", data, k=3, seed=0, trees=FAST)
+    assert made[0] == {"K": 3, "n_jobs": 1, "tau": 0.5, "hessian": "abs"}  # deterministic: no seed
+    assert made[1] == {"K": 4, "n_jobs": 1, "tau": 2.0, "hessian": "abs"}
+    defaults = PiRankSettings()
+    assert made[2] == {"K": 3, "n_jobs": 1, "tau": defaults.tau, "hessian": defaults.hessian}
+    assert repr(pirank_objective()) == (
+        f"pirank_objective(K=10, tau={defaults.tau!r}, hessian={defaults.hessian!r})"
+    )
 
 
 @pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"])
@@ -483,6 +520,23 @@ def test_report_pools_folds_and_averages_seeds_per_query_first(tmp_path: Path) -
     text = markdown_report(config, rows, queries, list(queries))
     assert "| plrank-xgb | lambdamart-xgb | 4 | +0.2000 |" in text
     assert "| ahead |" not in text  # 4 queries: the randomization test cannot reach 0.05
+
+
+def test_report_pairs_a_method_with_its_baseline_and_its_references(tmp_path: Path) -> None:
+    methods = ["pirank-xgb", "plrank-xgb", "lambdamart-xgb"]
+    path = write_config(
+        tmp_path, f'datasets = ["mq2008"]\nmethods = {methods}\nseeds = 1\nout = {str(tmp_path)!r}\n'
+    )
+    level = {"lambdamart-xgb": 0.5, "plrank-xgb": 0.4, "pirank-xgb": 0.45}
+    queries = {RunKey("mq2008/Fold1", m, 0, 5): {q: v + 0.01 * (q % 3) for q in range(9)} for m, v in level.items()}
+    row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
+    rows = {key: {**row, **key._asdict()} for key in queries}
+    text = markdown_report(load_config(path), rows, queries, list(queries))
+    assert "| pirank-xgb | lambdamart-xgb | 9 | -0.0500 |" in text
+    assert "| pirank-xgb | plrank-xgb | 9 | +0.0500 |" in text
+    assert "| plrank-xgb | lambdamart-xgb | 9 | -0.1000 |" in text
+    alone = load_config(path, overrides={"methods": ["pirank-xgb", "lambdamart-xgb"]})
+    assert "| pirank-xgb | plrank-xgb |" not in markdown_report(alone, rows, queries, list(queries))
 
 
 def test_store_keeps_per_query_values_of_finished_trainings(tmp_path: Path) -> None:

@@ -44,10 +44,14 @@ def mq2008():
     return load_dataset("mq2008", fold=1)
 
 
-def _test_ndcg(name: str, data, seed: int) -> tuple[float, float]:
-    fit = train(name, data, k=K, seed=seed, trees=TREES, plrank=PLRankSettings())
+def _scores(fit, data) -> tuple[float, float]:
+    """Validation NDCG@K at the best round and test NDCG@K of a harness training."""
     vali = float(fit.curve[fit.best_round - 1])
     return vali, ndcg(data.test.y, fit.test_scores.astype(np.float32), data.test.qid, k=K)
+
+
+def _test_ndcg(name: str, data, seed: int) -> tuple[float, float]:
+    return _scores(train(name, data, k=K, seed=seed, trees=TREES, plrank=PLRankSettings()), data)
 
 
 def _mean(name: str, data, seeds=SEEDS) -> tuple[float, float]:
@@ -72,3 +76,27 @@ def test_default_objective_learns_as_well_as_lambdamart(
             print(f"  {name:20s} {vali:.4f} / {test:.4f}")
     assert results[plrank][0] >= results[baseline][0] - 0.01
     assert results[plrank][1] >= results[baseline][1] - 0.03
+
+
+@pytest.mark.parametrize(
+    ("pirank", "baseline"), [("pirank-xgb", "lambdamart-xgb"), ("pirank-lgb", "lambdarank-lgb")]
+)
+def test_pirank_learns_about_as_well_as_lambdamart(mq2008, pirank, baseline, capsys):
+    """PiRank at its defaults, through the harness, on real data: a few seconds per method.
+
+    The objective is deterministic and the trees are (no subsampling), so one seed says all.
+    Measured (validation / test): pirank-xgb 0.7578 / 0.7701 against lambdamart-xgb 0.7377 /
+    0.7814, pirank-lgb 0.7484 / 0.7432 against lambdarank-lgb 0.7407 / 0.7706. A gradient of the
+    wrong sign ends at 0.34 / 0.45; a Hessian 100 times too large learns too slowly and ends at
+    test 0.734 with XGBoost. The bounds are those of PL-Rank above, with the test split held to
+    0.04.
+    """
+    fit = train(pirank, mq2008, k=K, seed=0, trees=TREES)
+    results = {pirank: _scores(fit, mq2008), baseline: _test_ndcg(baseline, mq2008, 0)}
+    with capsys.disabled():
+        print(f"\nMQ2008 Fold1, NDCG@{K}, one seed (validation / test):")
+        for name, (vali, test) in results.items():
+            print(f"  {name:20s} {vali:.4f} / {test:.4f}")
+    assert results[pirank][0] >= fit.curve[0] + 0.01  # it learns past its first tree
+    assert results[pirank][0] >= results[baseline][0] - 0.01
+    assert results[pirank][1] >= results[baseline][1] - 0.04

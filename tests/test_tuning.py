@@ -22,7 +22,7 @@ from gbdt_plrank.harness import (  # noqa: E402
     read_params,
     run_comparison,
 )
-from gbdt_plrank.harness.methods import PLRANK  # noqa: E402
+from gbdt_plrank.harness.methods import OWN_OBJECTIVES, PIRANK, PLRANK  # noqa: E402
 from gbdt_plrank.tuning import (  # noqa: E402
     Choice,
     Range,
@@ -76,13 +76,14 @@ def write(folder: Path, text: str, name: str = "space.toml") -> Path:
 def test_default_spaces_cover_every_method() -> None:
     spaces = load_spaces()
     assert list(spaces) == list(METHODS)
+    required = {PLRANK: {"plrank.N", "plrank.metric"}, PIRANK: {"pirank.tau", "pirank.hessian"}}
     for name, space in spaces.items():
-        options = {n for n in space.entries if n.startswith(f"{PLRANK}.")}
-        if METHODS[name].objective == PLRANK:
-            assert {"plrank.N", "plrank.metric"} <= options
-        else:
-            assert not options
+        for kind in OWN_OBJECTIVES:
+            options = {n for n in space.entries if n.startswith(f"{kind}.")}
+            assert required[kind] <= options if METHODS[name].objective == kind else not options
     assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(choices=("abs", "clip"))
+    assert spaces["pirank-lgb"].entries["pirank.tau"] == Range(low=0.1, high=100.0, log=True)
+    assert spaces["pirank-xgb"].entries["pirank.hessian"] == Choice(choices=("clip", "abs", "constant"))
     assert "plrank.hessian" not in spaces["plrank-xgb-raw"].entries  # its identity
     # The paper's XGBoost space, widened: every range holds the paper's.
     paper = {"eta": (1e-3, 1e-2), "max_depth": (3, 8), "min_child_weight": (2, 10)}
@@ -120,6 +121,15 @@ def test_a_users_file_changes_entries_key_by_key(tmp_path: Path) -> None:
     assert spaces["plrank-lgb"].entries["plrank.metric"] == "dcg"
 
 
+def test_a_users_file_changes_the_pirank_options(tmp_path: Path) -> None:
+    path = write(tmp_path, "[pirank]\ntau = 0.5\n[pirank-lgb]\npirank.hessian = 'abs'\n")
+    spaces, defaults = load_spaces(path), load_spaces()
+    assert spaces["pirank-xgb"].entries["pirank.tau"] == 0.5
+    assert spaces["pirank-xgb"].entries["pirank.hessian"] == defaults["pirank-xgb"].entries["pirank.hessian"]
+    assert spaces["pirank-lgb"].entries["pirank.hessian"] == "abs"
+    assert spaces["plrank-lgb"] == defaults["plrank-lgb"]
+
+
 def test_a_space_suggests_what_train_takes() -> None:
     space = SearchSpace(
         "plrank-lgb",
@@ -135,6 +145,13 @@ def test_a_space_suggests_what_train_takes() -> None:
     assert 0.01 <= params["learning_rate"] <= 0.1 and isinstance(params["num_leaves"], int)
     assert params["bagging_fraction"] in (0.5, 0.75, 1.0) and params["bagging_freq"] == 1
     assert params["plrank"]["N"] in (10, 20) and params["plrank"]["hessian"] == "clip"
+    space = SearchSpace(
+        "pirank-xgb",
+        {"eta": 0.1, "pirank.tau": Range(low=0.1, high=10.0, log=True), "pirank.hessian": "abs"},
+    )
+    params = space.suggest(study.ask())
+    assert set(params) == {"eta", "pirank"} and params["pirank"]["hessian"] == "abs"
+    assert 0.1 <= params["pirank"]["tau"] <= 10.0
 
 
 @pytest.mark.parametrize(
@@ -160,6 +177,14 @@ def test_a_space_suggests_what_train_takes() -> None:
         ("[plrank]\nN = { low = 0, high = 10 }", "plrank.N must be an integer >= 1, but 0"),
         ("[plrank-xgb]\nplrank.hessian = { choices = ['abs', 'cubic'] }", "but 'cubic' is given"),
         ("[plrank]\nmetric = 'ndgc'", "plrank.metric must be one of 'ndcg', 'dcg'"),
+        ("[pirank]\ntau = { low = 0.0, high = 1.0 }", "pirank.tau must be a finite number > 0, but 0.0"),
+        ("[pirank]\ntau = -1.0", "pirank.tau must be a finite number > 0, but -1.0 is given"),
+        ("[pirank]\ntau = inf", "pirank.tau must be a finite number > 0, but inf is given"),
+        ("[pirank]\nN = 3", "unknown key 'pirank.N'"),
+        ("[pirank-xgb]\npirank.hessian = { choices = ['clip', 'cubic'] }", "but 'cubic' is given"),
+        ("[pirank-xgb]\nplrank.N = 3", "'pirank-xgb' is not a PL-Rank method"),
+        ("[plrank-lgb]\npirank.tau = 3.0", "'plrank-lgb' is not a PiRank method"),
+        ("[pirank-lgb]\npirank = 3", "pirank-lgb.pirank must be a table of PiRank options"),
         ("[xgboost\n", "is not valid TOML"),
     ],
 )

@@ -8,6 +8,7 @@
 from .config import (
     CompareConfig,
     ConfigError,
+    PiRankSettings,
     PLRankSettings,
     TreeSettings,
     load_config,
@@ -27,6 +28,7 @@ __all__ = [
     "Fit",
     "Method",
     "PLRankSettings",
+    "PiRankSettings",
     "ResultStore",
     "RunKey",
     "TreeSettings",

@@ -18,6 +18,9 @@
     [plrank]                         # options of the PL-Rank objective
     N = 100
 
+    [pirank]                         # options of the PiRank objective
+    tau = 1.0
+
     [params.lambdamart-xgb]          # native parameters of one method, applied last
     lambdarank_num_pair_per_sample = 8
 
@@ -25,12 +28,16 @@
     N = 200
     hessian = "clip"
 
+    [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
+    tau = 0.5
+
 The models are pydantic schemas (:mod:`.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -39,7 +46,8 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
-from .methods import METHODS, PLRANK
+from .._pirank import PIRANK_HESSIANS, pirank_objective
+from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK
 from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
@@ -47,8 +55,10 @@ __all__ = [
     "ConfigError",
     "PLRankOptions",
     "PLRankSettings",
+    "PiRankOptions",
+    "PiRankSettings",
     "TreeSettings",
-    "check_plrank_options",
+    "check_objective_options",
     "load_config",
     "read_params",
 ]
@@ -154,15 +164,46 @@ class PLRankOptions(Schema):
     )
 
 
-def check_plrank_options(key: str, value: Any) -> dict[str, Any]:
-    """The options set in ``value`` (a table at key path ``key``), checked by :class:`PLRankOptions`.
+#: The defaults of :func:`~gbdt_plrank.pirank_objective`, which ``[pirank]`` starts from.
+_PIRANK_DEFAULTS = {
+    name: p.default for name, p in inspect.signature(pirank_objective).parameters.items()
+}
+
+
+class PiRankSettings(Schema):
+    """Options of :func:`~gbdt_plrank.pirank_objective` (its ``K`` is the comparison's ``k``)."""
+
+    tau: float = Field(
+        _PIRANK_DEFAULTS["tau"], gt=0, allow_inf_nan=False, description="a finite number > 0"
+    )
+    hessian: Literal[PIRANK_HESSIANS] = Field(  # type: ignore[valid-type]
+        _PIRANK_DEFAULTS["hessian"], description=_one_of(PIRANK_HESSIANS)
+    )
+
+
+class PiRankOptions(Schema):
+    """A PiRank method's own objective options: any of :class:`PiRankSettings`."""
+
+    tau: float | None = Field(None, gt=0, allow_inf_nan=False, description="a finite number > 0")
+    hessian: Literal[PIRANK_HESSIANS] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(PIRANK_HESSIANS)
+    )
+
+
+#: A key of :data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES` -> the schema of its options in a
+#: method's sub-table (every field optional).
+OPTIONS: dict[str, type[Schema]] = {PLRANK: PLRankOptions, PIRANK: PiRankOptions}
+
+
+def check_objective_options(objective: str, key: str, value: Any) -> dict[str, Any]:
+    """The options of ``objective`` set in ``value`` (a table at key path ``key``), checked.
 
     Raises
     ------
     ConfigError
         On an unknown option (listing the allowed ones) or a value that breaks its rule.
     """
-    options = validate(PLRankOptions, value, source=f"[{key}]", prefix=key)
+    options = validate(OPTIONS[objective], value, source=f"[{key}]", prefix=key)
     return options.model_dump(exclude_unset=True)
 
 
@@ -173,7 +214,8 @@ def _scalar(value: Any) -> bool:
 def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
     """Method name -> table of native parameters (scalars), none of them set by the harness.
 
-    A PL-Rank method's table may hold a ``plrank`` sub-table of objective options.
+    A method of one of the package's objectives may hold a sub-table of its options, named
+    after the objective (``plrank``, ``pirank``).
     """
     if not isinstance(value, dict):
         raise ConfigError(
@@ -193,10 +235,13 @@ def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
         method = METHODS[name]
         checked = {}
         for param, v in table.items():
-            if param == PLRANK and method.objective == PLRANK:
-                checked[param] = check_plrank_options(f"{where}.{PLRANK}", v)
-            elif param == PLRANK:
-                raise ConfigError(f"{where}.{PLRANK} must not be set: {name!r} is not a PL-Rank method.")
+            if param in OWN_OBJECTIVES and method.objective == param:
+                checked[param] = check_objective_options(param, f"{where}.{param}", v)
+            elif param in OWN_OBJECTIVES:
+                raise ConfigError(
+                    f"{where}.{param} must not be set: {name!r} is not a "
+                    f"{OWN_OBJECTIVES[param].title} method."
+                )
             elif param in BACKENDS[method.library].reserved:
                 raise ConfigError(
                     f"{where} must not set {param!r}: the objective, evaluation metric, seed, "
@@ -230,6 +275,7 @@ class CompareConfig(Schema):
     drop_empty_test_queries: bool = Field(True, description="true or false")
     trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
     plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
+    pirank: PiRankSettings = Field(default_factory=PiRankSettings, description="a table")
     params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="a table of method name -> table of parameters"
     )
@@ -248,6 +294,7 @@ class CompareConfig(Schema):
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
             "plrank": self.plrank.model_dump(),
+            "pirank": self.pirank.model_dump(),
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
         }
@@ -264,6 +311,9 @@ def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
 
         [plrank-xgb.plrank]  # objective options of a PL-Rank method
         N = 200
+
+        [pirank-xgb.pirank]  # objective options of a PiRank method
+        tau = 0.5
 
     Raises
     ------
@@ -296,7 +346,7 @@ def load_config(
         are checked like the file's.
     params_file : str or Path, optional
         A file read by :func:`read_params`; its parameters update the file's ``[params]``, method
-        by method and key by key (a ``plrank`` table as a whole).
+        by method and key by key (a ``plrank`` or ``pirank`` table as a whole).
 
     Returns
     -------

@@ -1,24 +1,68 @@
 """The methods a comparison runs: one registry entry per name.
 
-A method is a booster library and an objective: PL-Rank (:func:`~gbdt_plrank.plrank_objective`,
-with a Hessian mode) or one of the library's own ranking objectives. How a method is trained is
-:mod:`.training`'s job, through the package's one booster layer.
+A method is a booster library and an objective: one of the package's own objectives
+(:data:`OWN_OBJECTIVES`: PL-Rank, :func:`~gbdt_plrank.plrank_objective`, or PiRank,
+:func:`~gbdt_plrank.pirank_objective`) or one of the library's own ranking objectives. How a
+method is trained is :mod:`.training`'s job, through the package's one booster layer.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .._objective import plrank_objective
+from .._pirank import pirank_objective
 
-__all__ = ["DEFAULT_HESSIAN", "METHODS", "PLRANK", "Method"]
+__all__ = [
+    "DEFAULT_HESSIAN",
+    "METHODS",
+    "OWN_OBJECTIVES",
+    "PIRANK",
+    "PLRANK",
+    "Method",
+    "OwnObjective",
+]
 
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.plrank_objective`.
 PLRANK = "plrank"
 
+#: The ``objective`` of the methods that use :func:`~gbdt_plrank.pirank_objective`.
+PIRANK = "pirank"
+
 #: The Hessian mode of :func:`~gbdt_plrank.plrank_objective` when none is given.
 DEFAULT_HESSIAN = inspect.signature(plrank_objective).parameters["hessian"].default
+
+
+@dataclass(frozen=True)
+class OwnObjective:
+    """One of the package's objectives, as the harness builds it.
+
+    Attributes
+    ----------
+    title : str
+        Its name in messages ("PL-Rank").
+    build : callable
+        ``build(K=k, n_jobs=..., **options)`` returns the objective; ``options`` are the fields
+        of its settings table (``[plrank]``, ``[pirank]``), with a method's Hessian mode and
+        its own options over them.
+    sampled : bool
+        Whether it samples, and so takes the run's ``seed`` too.
+    """
+
+    title: str
+    build: Callable[..., Any]
+    sampled: bool
+
+
+#: A method's ``objective`` -> the package's objective it names; also the names of the settings
+#: tables of a configuration and of a method's option sub-tables (``[params.<method>.<name>]``).
+OWN_OBJECTIVES: dict[str, OwnObjective] = {
+    PLRANK: OwnObjective("PL-Rank", plrank_objective, sampled=True),
+    PIRANK: OwnObjective("PiRank", pirank_objective, sampled=False),
+}
 
 
 @dataclass(frozen=True)
@@ -32,11 +76,15 @@ class Method:
     library : {"xgboost", "lightgbm", "catboost"}
         The booster library.
     objective : str
-        ``PLRANK``, or the library's own objective; ``{k}`` in it is replaced by the cut-off.
+        A key of :data:`OWN_OBJECTIVES`, or the library's own objective; ``{k}`` in it is
+        replaced by the cut-off.
     hessian : str or None
-        The PL-Rank Hessian mode (``PLRANK`` methods only).
+        The Hessian mode that defines the method (:data:`OWN_OBJECTIVES` methods only); None
+        takes the objective's settings table's.
     baseline : str or None
         The method the report measures this one against, paired by dataset and seed.
+    references : tuple of str
+        Further methods the report pairs this one with, when they ran too.
     """
 
     name: str
@@ -44,6 +92,7 @@ class Method:
     objective: str
     hessian: str | None = None
     baseline: str | None = None
+    references: tuple[str, ...] = ()
 
 
 METHODS: dict[str, Method] = {
@@ -54,6 +103,12 @@ METHODS: dict[str, Method] = {
         Method("plrank-xgb-nohess", "xgboost", PLRANK, "constant", baseline="plrank-xgb"),
         Method("plrank-lgb", "lightgbm", PLRANK, DEFAULT_HESSIAN, baseline="lambdarank-lgb"),
         Method("plrank-lgb-nohess", "lightgbm", PLRANK, "constant", baseline="plrank-lgb"),
+        Method(
+            "pirank-xgb", "xgboost", PIRANK, baseline="lambdamart-xgb", references=("plrank-xgb",)
+        ),
+        Method(
+            "pirank-lgb", "lightgbm", PIRANK, baseline="lambdarank-lgb", references=("plrank-lgb",)
+        ),
         Method("lambdamart-xgb", "xgboost", "rank:ndcg"),
         Method("pairwise-xgb", "xgboost", "rank:pairwise"),
         Method("lambdarank-lgb", "lightgbm", "lambdarank"),

@@ -1,9 +1,9 @@
 """The report of a comparison: ``results.md`` (mean (std) per method) and ``curves.png``.
 
-Runs are pooled per data entry (over its folds and the seeds) and cut-off k. Each method with a
-baseline in :data:`~gbdt_plrank.harness.methods.METHODS` that also ran is compared with it query by
-query on the pooled test queries (:mod:`.stats`): across the five LETOR folds every query of the
-dataset is a test query exactly once.
+Runs are pooled per data entry (over its folds and the seeds) and cut-off k. Each method is
+compared with its baseline and its references in :data:`~gbdt_plrank.harness.methods.METHODS` that
+also ran, query by query on the pooled test queries (:mod:`.stats`): across the five LETOR folds
+every query of the dataset is a test query exactly once.
 """
 
 from __future__ import annotations
@@ -48,20 +48,21 @@ def _per_query(queries: Queries, keys: Sequence[RunKey], method: str) -> dict[tu
 
 
 def _paired_table(queries: Queries, keys: Sequence[RunKey], methods: Sequence[str]) -> list[str]:
-    """One row per method whose baseline also ran: the paired test over the pooled queries."""
+    """The paired tests over the pooled queries: each method against its baseline and references."""
     lines = []
     for method in methods:
-        baseline = METHODS[method].baseline
-        if baseline not in methods:
-            continue
-        a, b = _per_query(queries, keys, method), _per_query(queries, keys, baseline)
-        if sum(q in b for q in a) < 2:
-            continue
-        r = paired(a, b)
-        lines.append(
-            f"| {method} | {baseline} | {r.n} | {r.mean:+.4f} | [{r.low:+.4f}, {r.high:+.4f}] "
-            f"| {r.p_t:.3f} | {r.p_randomization:.3f} | {r.verdict} |"
-        )
+        a = _per_query(queries, keys, method)
+        for baseline in (METHODS[method].baseline, *METHODS[method].references):
+            if baseline not in methods:
+                continue
+            b = _per_query(queries, keys, baseline)
+            if sum(q in b for q in a) < 2:
+                continue
+            r = paired(a, b)
+            lines.append(
+                f"| {method} | {baseline} | {r.n} | {r.mean:+.4f} | [{r.low:+.4f}, {r.high:+.4f}] "
+                f"| {r.p_t:.3f} | {r.p_randomization:.3f} | {r.verdict} |"
+            )
     if not lines:
         return []
     return [
@@ -133,7 +134,8 @@ def markdown_report(
             table = _paired_table(queries, group, config.methods)
             if table:
                 lines += [
-                    f"Each method against its baseline, paired by test query (every query of "
+                    f"Each method against its baseline (and references), paired by test query "
+                    f"(every query of "
                     f"the folds run, each method's seeds averaged per query first): mean "
                     f"difference in NDCG@{k}, its 95% confidence interval, and the p-values of "
                     f"the paired t-test and of the paired randomization test "

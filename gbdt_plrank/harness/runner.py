@@ -114,7 +114,7 @@ def run_task(task: Task) -> Done:
     test = dataset.test
     fit = train(
         key.method, dataset, k=key.k, seed=key.seed, trees=config.trees,
-        plrank=config.plrank, params=config.params.get(key.method),
+        plrank=config.plrank, pirank=config.pirank, params=config.params.get(key.method),
     )
     rounds_run = int(fit.curve.shape[0])
     per_query = ndcg(test.y, fit.test_scores, test.qid, k=key.k, per_query=True)

@@ -4,9 +4,11 @@ Every method trains on the train split, evaluates NDCG@k on the validation split
 round, stops early when it has not improved for ``early_stopping_rounds`` rounds, and scores the
 test split at its best round. The shared tree settings reach each library under its own names
 (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
-(``[params.<method>]`` or ``--params``) are applied last; their ``plrank`` sub-table, for the
-PL-Rank methods, replaces options of the objective (``N``, ``metric``, ``gain``, ``sampler`` and
-``hessian``).
+(``[params.<method>]`` or ``--params``) are applied last. The methods of the package's own
+objectives (:data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES`) build theirs from its settings
+table (``[plrank]``, ``[pirank]``), their Hessian mode and their own sub-table of ``params``
+(``plrank``: ``N``, ``metric``, ``gain``, ``sampler``, ``hessian``; ``pirank``: ``tau``,
+``hessian``), in that order.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import numpy as np
 
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
-from .._objective import plrank_objective
-from .methods import METHODS, PLRANK
+from .config import PiRankSettings, PLRankSettings
+from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset, Split
-    from .config import PLRankSettings, TreeSettings
+    from .config import TreeSettings
+    from .schema import Schema
 
 __all__ = ["Fit", "train"]
 
@@ -55,6 +58,28 @@ def _query_data(split: Split) -> QueryData:
     return QueryData(split.X, split.y, split.group_sizes)
 
 
+def _objective(
+    method: Method,
+    *,
+    k: int,
+    seed: int,
+    n_jobs: int | None,
+    settings: Mapping[str, Schema],
+    options: Mapping[str, Any],
+) -> Objective:
+    """The method's objective: the library's own by name, or one of the package's built."""
+    own = OWN_OBJECTIVES.get(method.objective)
+    if own is None:
+        return method.objective.format(k=k)
+    chosen = settings[method.objective].model_dump()
+    if method.hessian is not None:
+        chosen["hessian"] = method.hessian
+    chosen.update(options)
+    if own.sampled:
+        chosen["seed"] = seed
+    return own.build(K=k, n_jobs=n_jobs, **chosen)
+
+
 def train(
     name: str,
     data: LTRDataset,
@@ -62,7 +87,8 @@ def train(
     k: int,
     seed: int,
     trees: TreeSettings,
-    plrank: PLRankSettings,
+    plrank: PLRankSettings | None = None,
+    pirank: PiRankSettings | None = None,
     params: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
 ) -> Fit:
@@ -75,17 +101,20 @@ def train(
     data : LTRDataset
         Train, validation and test splits.
     k : int
-        Cut-off of the validation metric, of the PL-Rank objective (its ``K``) and of
+        Cut-off of the validation metric, of the package's objectives (their ``K``) and of
         CatBoost's StochasticRank.
     seed : int
         Seed of the booster and of the PL-Rank objective's sampled rankings.
     trees : TreeSettings
         The shared booster settings.
-    plrank : PLRankSettings
-        Options of the PL-Rank objective (``PLRANK`` methods only).
+    plrank : PLRankSettings, optional
+        Options of the PL-Rank objective (``PLRANK`` methods only; default: the schema's).
+    pirank : PiRankSettings, optional
+        Options of the PiRank objective (``PIRANK`` methods only; default: the schema's).
     params : mapping, optional
-        The method's native parameters, applied last. A PL-Rank method's ``plrank`` entry, a
-        mapping, replaces fields of ``plrank`` and, under ``"hessian"``, the method's Hessian mode.
+        The method's native parameters, applied last. The entry named after the method's
+        objective (``"plrank"``, ``"pirank"``), a mapping, replaces fields of that objective's
+        settings and, under ``"hessian"``, the method's Hessian mode.
     callbacks : sequence, default ()
         The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
         ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
@@ -107,11 +136,11 @@ def train(
     method = METHODS[name]
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
-    options = dict(native.pop(PLRANK, {}))
-    objective: Objective = method.objective.format(k=k)
-    if method.objective == PLRANK:
-        chosen = {**plrank.model_dump(), "hessian": method.hessian, **options}
-        objective = plrank_objective(K=k, seed=seed, n_jobs=trees.n_jobs, **chosen)
+    objective = _objective(
+        method, k=k, seed=seed, n_jobs=trees.n_jobs,
+        settings={PLRANK: plrank or PLRankSettings(), PIRANK: pirank or PiRankSettings()},
+        options=native.pop(method.objective, {}) if method.objective in OWN_OBJECTIVES else {},
+    )
     backend = BACKENDS[method.library]
     plan = Plan(
         objective, k, n_estimators=trees.rounds,

@@ -73,7 +73,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--config", metavar="CONFIG",
-        help="take [trees], [plrank] and [params] from this comparison configuration",
+        help="take [trees], [plrank], [pirank] and [params] from this comparison configuration",
     )
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--fold", metavar="F", type=int, default=1, help="LETOR fold (default 1)")
@@ -103,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 out=args.out, storage=args.storage, space=spaces[method], seed=args.seed,
                 fold=args.fold, trees=trees, pruner=pruner,
                 plrank=config.plrank if config is not None else None,
+                pirank=config.pirank if config is not None else None,
                 params=config.params.get(method) if config is not None else None,
             )
     except KeyboardInterrupt:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import optuna
 
     from ..datasets import LTRDataset
-    from ..harness.config import PLRankSettings, TreeSettings
+    from ..harness.config import PiRankSettings, PLRankSettings, TreeSettings
     from .spaces import SearchSpace
 
 __all__ = ["Pruning", "make_objective", "pruning_callback"]
@@ -90,6 +90,7 @@ def make_objective(
     seed: int,
     trees: TreeSettings,
     plrank: PLRankSettings,
+    pirank: PiRankSettings,
     params: Mapping[str, Any],
 ) -> Callable[[optuna.Trial], float]:
     """The function a study maximises for method ``space.method``.
@@ -101,10 +102,10 @@ def make_objective(
     data : LTRDataset
         Its train split trains, its validation split decides; the test split is not looked at.
     k : int
-        Cut-off of the validation NDCG (and of the PL-Rank objective).
+        Cut-off of the validation NDCG (and of the package's objectives).
     seed : int
         Seed of every training (booster and sampled rankings): trials differ only in parameters.
-    trees, plrank : TreeSettings, PLRankSettings
+    trees, plrank, pirank : TreeSettings, PLRankSettings, PiRankSettings
         The settings the trial's parameters are applied over.
     params : mapping
         Native parameters of the method applied under the trial's (as ``compare`` merges a
@@ -124,7 +125,7 @@ def make_objective(
         trial.set_user_attr("params", chosen)
         pruning = pruning_callback(library, trial, k=k)
         fit = train(
-            space.method, data, k=k, seed=seed, trees=trees, plrank=plrank,
+            space.method, data, k=k, seed=seed, trees=trees, plrank=plrank, pirank=pirank,
             params={**params, **chosen}, callbacks=[pruning.callback],
         )
         pruning.finish()

@@ -1,7 +1,8 @@
 """Search spaces: which parameters of a method are tuned, and over which values.
 
 A space file is TOML with three kinds of tables; a method's space is the merge of its library's
-table, the ``[plrank]`` table (PL-Rank methods only) and its own table, in that order:
+table, its objective's table (``[plrank]`` for the PL-Rank methods, ``[pirank]`` for the PiRank
+ones) and its own table, in that order:
 
 .. code-block:: toml
 
@@ -16,6 +17,9 @@ table, the ``[plrank]`` table (PL-Rank methods only) and its own table, in that 
     [plrank-xgb]                                      # one method, over the tables above
     plrank.hessian = { choices = ["abs", "clip"] }    # its objective options go under plrank.
 
+    [pirank]                                          # PiRank objective options
+    tau = { low = 0.01, high = 100.0, log = true }
+
     [lightgbm]
     bagging_freq = 1                                  # a fixed value: set, not searched
 
@@ -23,11 +27,12 @@ The defaults are in ``spaces.toml`` beside this module (:data:`DEFAULT_SPACES`).
 changes entries of the defaults, table by table and key by key. Its native parameters must be
 parameters of the defaults (which list every one worth tuning), so that a misspelt name cannot be
 silently ignored by a booster; objective options must be options of
-:func:`~gbdt_plrank.plrank_objective` (``N``, ``metric``, ``gain``, ``sampler``, ``hessian``).
-To stop searching a parameter, give it a fixed value.
+:func:`~gbdt_plrank.plrank_objective` (``N``, ``metric``, ``gain``, ``sampler``, ``hessian``) or
+:func:`~gbdt_plrank.pirank_objective` (``tau``, ``hessian``). To stop searching a parameter, give
+it a fixed value.
 
 Trials name the parameters as in the file: native ones by their name, objective options as
-``plrank.<option>``.
+``plrank.<option>`` or ``pirank.<option>``.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from ..harness.config import check_plrank_options
-from ..harness.methods import METHODS, PLRANK
+from ..harness.config import check_objective_options
+from ..harness.methods import METHODS, OWN_OBJECTIVES
 from ..harness.schema import ConfigError, Schema, validate
 
 if sys.version_info >= (3, 11):
@@ -61,9 +66,8 @@ __all__ = ["DEFAULT_SPACES", "Choice", "Range", "SearchSpace", "load_spaces"]
 #: The default search spaces of every method.
 DEFAULT_SPACES: Traversable = resources.files(__package__) / "spaces.toml"
 
-#: Tables of a space file besides the method names: libraries, then the PL-Rank options.
+#: Tables of a space file besides the method names: libraries, then the objectives' options.
 LIBRARIES = tuple(dict.fromkeys(m.library for m in METHODS.values()))
-PREFIX = f"{PLRANK}."
 
 Scalar = str | int | float | bool
 
@@ -147,8 +151,8 @@ class SearchSpace:
     method : str
         A method name of the comparison harness.
     entries : mapping
-        Parameter name (native, or ``plrank.<option>``) -> :class:`Range`, :class:`Choice` or a
-        fixed value.
+        Parameter name (native, or ``<objective>.<option>``: ``plrank.N``) -> :class:`Range`,
+        :class:`Choice` or a fixed value.
     """
 
     method: str
@@ -157,15 +161,17 @@ class SearchSpace:
     def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
         """The trial's parameters, as :func:`~gbdt_plrank.harness.train` takes them.
 
-        Native parameters at the top level, objective options in a ``plrank`` table.
+        Native parameters at the top level, objective options in a table named after the
+        objective (``plrank``, ``pirank``).
         """
         params: dict[str, Any] = {}
         for name, entry in self.entries.items():
             value = entry.suggest(trial, name) if isinstance(entry, (Range, Choice)) else entry
-            if name.startswith(PREFIX):
-                params.setdefault(PLRANK, {})[name.removeprefix(PREFIX)] = value
-            else:
+            objective, option = _split(name)
+            if objective is None:
                 params[name] = value
+            else:
+                params.setdefault(objective, {})[option] = value
         return params
 
     def as_dict(self) -> dict[str, Any]:
@@ -179,6 +185,12 @@ class SearchSpace:
 # --------------------------------------------------------------------------------------------
 # Reading a space file
 # --------------------------------------------------------------------------------------------
+def _split(name: str) -> tuple[str | None, str]:
+    """``(objective, option)`` of an objective option ``<objective>.<option>``, else ``(None, name)``."""
+    objective, dot, option = name.partition(".")
+    return (objective, option) if dot and objective in OWN_OBJECTIVES else (None, name)
+
+
 def _entry(where: str, value: Any) -> Entry:
     """One parameter: a fixed value, ``{low, high, log, step}`` or ``{choices}``."""
     if _is_scalar(value):
@@ -201,31 +213,35 @@ def _values(entry: Entry) -> list[Any]:
     return [entry]
 
 
-def _options(key: str, table: Any) -> dict[str, Entry]:
-    """PL-Rank objective options ``plrank.<option>`` from the table at key path ``key``."""
+def _options(objective: str, key: str, table: Any) -> dict[str, Entry]:
+    """Options ``<objective>.<option>`` of one of the package's objectives from the table at ``key``."""
     if not isinstance(table, dict):
-        raise ConfigError(f"{key} must be a table of PL-Rank options, but {table!r} is given.")
+        raise ConfigError(
+            f"{key} must be a table of {OWN_OBJECTIVES[objective].title} options, "
+            f"but {table!r} is given."
+        )
     entries = {option: _entry(f"{key}.{option}", v) for option, v in table.items()}
     for option, entry in entries.items():
         for value in _values(entry):
-            check_plrank_options(key, {option: value})
-    return {f"{PREFIX}{option}": entry for option, entry in entries.items()}
+            check_objective_options(objective, key, {option: value})
+    return {f"{objective}.{option}": entry for option, entry in entries.items()}
 
 
 def _table(name: str, body: Any) -> dict[str, Entry]:
-    """The flat entries of table ``name``: native names, and ``plrank.<option>`` for options."""
+    """The flat entries of table ``name``: native names, ``<objective>.<option>`` for options."""
     if not isinstance(body, dict):
         raise ConfigError(f"[{name}] must be a table of parameters, but {body!r} is given.")
-    if name == PLRANK:
-        return _options(PLRANK, body)
+    if name in OWN_OBJECTIVES:
+        return _options(name, name, body)
     entries: dict[str, Entry] = {}
     for key, value in body.items():
-        if key == PLRANK and name in METHODS:
-            if METHODS[name].objective != PLRANK:
+        if key in OWN_OBJECTIVES and name in METHODS:
+            if METHODS[name].objective != key:
                 raise ConfigError(
-                    f"{name}.{PLRANK} must not be set: {name!r} is not a PL-Rank method."
+                    f"{name}.{key} must not be set: {name!r} is not a "
+                    f"{OWN_OBJECTIVES[key].title} method."
                 )
-            entries.update(_options(f"{name}.{PLRANK}", value))
+            entries.update(_options(key, f"{name}.{key}", value))
         else:
             entries[key] = _entry(f"{name}.{key}", value)
     return entries
@@ -237,7 +253,7 @@ def _read(text: str, *, source: str) -> dict[str, dict[str, Entry]]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{source} is not valid TOML: {err}") from None
-    allowed = (*LIBRARIES, PLRANK, *METHODS)
+    allowed = (*LIBRARIES, *OWN_OBJECTIVES, *METHODS)
     unknown = [name for name in raw if name not in allowed]
     if unknown:
         raise ConfigError(
@@ -252,7 +268,8 @@ def _read(text: str, *, source: str) -> dict[str, dict[str, Entry]]:
 def _layers(name: str) -> tuple[str, ...]:
     """The tables whose entries make the space of method ``name``, in order of precedence."""
     method = METHODS[name]
-    return (method.library, *((PLRANK,) if method.objective == PLRANK else ()), name)
+    own = (method.objective,) if method.objective in OWN_OBJECTIVES else ()
+    return (method.library, *own, name)
 
 
 def _resolve(tables: Mapping[str, Mapping[str, Entry]], name: str) -> dict[str, Entry]:
@@ -265,7 +282,7 @@ def _resolve(tables: Mapping[str, Mapping[str, Entry]], name: str) -> dict[str, 
 def _native(tables: Mapping[str, Mapping[str, Entry]], name: str) -> list[str]:
     """The native parameters that table ``name`` has, its layers included for a method."""
     entries = _resolve(tables, name) if name in METHODS else tables.get(name, {})
-    return [key for key in entries if not key.startswith(PREFIX)]
+    return [key for key in entries if _split(key)[0] is None]
 
 
 def _override(
@@ -281,7 +298,7 @@ def _override(
     merged = {name: dict(entries) for name, entries in defaults.items()}
     for name, entries in user.items():
         known = _native(defaults, name)
-        unknown = [k for k in entries if not k.startswith(PREFIX) and k not in known]
+        unknown = [k for k in entries if _split(k)[0] is None and k not in known]
         if unknown:
             raise ConfigError(
                 f"unknown parameter {unknown[0]!r} in [{name}] of {source}; the search space "

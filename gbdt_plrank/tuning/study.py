@@ -1,7 +1,7 @@
 """Studies in a storage: one per method, resumable, with their budgets counted across runs.
 
 A storage (by default ``optuna.db``, SQLite, in the output folder) holds one study per method,
-named after it, all tuned under the same settings: data, k, seed, tree and PL-Rank settings. Each
+named after it, all tuned under the same settings: data, k, seed, tree and objective settings. Each
 study records its settings and its search space; opening it again under other ones is refused
 rather than mixed, as the comparison harness refuses other settings in its output folder.
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from .._compat import require
-from ..harness.config import ConfigError, PLRankSettings, TreeSettings
+from ..harness.config import ConfigError, PiRankSettings, PLRankSettings, TreeSettings
 from ..harness.data import check_data, dataset_label, load
 from ..harness.methods import METHODS
 from ..harness.store import output_folder
@@ -149,6 +149,7 @@ def tune(
     fold: int = 1,
     trees: TreeSettings | None = None,
     plrank: PLRankSettings | None = None,
+    pirank: PiRankSettings | None = None,
     params: Mapping[str, Any] | None = None,
     pruner: optuna.pruners.BasePruner | None = None,
     callbacks: Sequence[StudyCallback] = (),
@@ -172,7 +173,7 @@ def tune(
     method : str
         A method name of the comparison harness (:data:`~gbdt_plrank.harness.METHODS`).
     k : int, default 5
-        Cut-off of the validation NDCG, of early stopping and of the PL-Rank objective.
+        Cut-off of the validation NDCG, of early stopping and of the package's objectives.
     trials : int, optional
         Trials to finish (COMPLETE or PRUNED), earlier runs included.
     timeout : float, optional
@@ -192,11 +193,12 @@ def tune(
     trees : TreeSettings, optional
         Booster settings the trial's parameters are applied over (default: the harness's).
         ``trees.n_jobs`` is the number of threads per training.
-    plrank : PLRankSettings, optional
-        PL-Rank settings the trial's options are applied over (default: the harness's).
+    plrank, pirank : PLRankSettings, PiRankSettings, optional
+        PL-Rank and PiRank settings the trial's options are applied over (default: the
+        harness's).
     params : mapping, optional
-        Native parameters of the method applied under the trial's, key by key (a ``plrank``
-        table as a whole), as ``compare`` applies a params file over a configuration's
+        Native parameters of the method applied under the trial's, key by key (a ``plrank`` or
+        ``pirank`` table as a whole), as ``compare`` applies a params file over a configuration's
         ``[params.<method>]``.
     pruner : optuna.pruners.BasePruner, optional
         Default: ``MedianPruner(**DEFAULT_PRUNER)``; ``optuna.pruners.NopPruner()`` prunes none.
@@ -227,11 +229,12 @@ def tune(
     require(METHODS[method].library, purpose=f"method {method!r}")
     trees = TreeSettings() if trees is None else trees
     plrank = PLRankSettings() if plrank is None else plrank
+    pirank = PiRankSettings() if pirank is None else pirank
     params = {key: dict(v) if isinstance(v, Mapping) else v for key, v in (params or {}).items()}
     label = dataset_label(data, fold)
     settings = {
         "data": label, "k": k, "seed": seed, "trees": trees.model_dump(), "plrank": plrank.model_dump(),
-        "params": params, "space": space.as_dict(),
+        "pirank": pirank.model_dump(), "params": params, "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only
     out = output_folder(out)
@@ -249,7 +252,7 @@ def tune(
         if not budget.exhausted:
             objective = make_objective(
                 space, load(data, fold, drop_empty_test_queries=False), k=k, seed=seed,
-                trees=trees, plrank=plrank, params=params,
+                trees=trees, plrank=plrank, pirank=pirank, params=params,
             )
             _optimize(study, objective, budget, k=k, callbacks=callbacks)
         header = (
