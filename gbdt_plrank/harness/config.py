@@ -24,6 +24,8 @@
     [params.plrank-xgb.plrank]       # a PL-Rank method's own objective options, over [plrank]
     N = 200
     hessian = "clip"
+    fairness = "expected-exposure"   # maximise E[NDCG@k] - fairness_weight * EE-L
+    fairness_weight = 0.5
 
 The models are pydantic schemas (:mod:`.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
@@ -31,7 +33,7 @@ rule, raises :class:`ConfigError` naming the key, the value and the rule (or the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -39,7 +41,9 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
-from .methods import METHODS, PLRANK
+from .._fairness import FAIRNESS
+from .._objective import plrank_objective
+from .methods import METHODS, PLRANK, objective_options
 from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "PLRankOptions",
     "PLRankSettings",
     "TreeSettings",
+    "check_objectives",
     "check_plrank_options",
     "load_config",
     "read_params",
@@ -138,6 +143,23 @@ class PLRankSettings(Schema):
     sampler: Literal[tuple(SAMPLERS)] = Field(  # type: ignore[valid-type]
         "auto", description=_one_of(SAMPLERS)
     )
+    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(FAIRNESS)
+    )
+    fairness_weight: float = Field(
+        1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
+    )
+
+    def results_settings(self) -> dict[str, Any]:
+        """The options as JSON-able data, leaving out the fairness options at their defaults.
+
+        Results stored before the fairness options existed keep matching their settings.
+        """
+        unchanged = {
+            name for name in ("fairness", "fairness_weight")
+            if getattr(self, name) == type(self).model_fields[name].default
+        }
+        return self.model_dump(exclude=unchanged)
 
 
 class PLRankOptions(Schema):
@@ -151,6 +173,12 @@ class PLRankOptions(Schema):
     )
     hessian: Literal[HESSIAN_MODES] | None = Field(  # type: ignore[valid-type]
         None, description=_one_of(HESSIAN_MODES)
+    )
+    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(FAIRNESS)
+    )
+    fairness_weight: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
 
 
@@ -247,7 +275,7 @@ class CompareConfig(Schema):
         """
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
+            "plrank": self.plrank.results_settings(),
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
         }
@@ -320,4 +348,37 @@ def load_config(
     if params_file is not None:
         for name, table in read_params(params_file).items():
             raw["params"][name] = {**raw["params"].get(name, {}), **table}
-    return validate(CompareConfig, raw, source=str(path))
+    config = validate(CompareConfig, raw, source=str(path))
+    check_objectives(config.methods, config.plrank, config.params, k=config.k[0])
+    return config
+
+
+def check_objectives(
+    methods: Sequence[str],
+    plrank: PLRankSettings,
+    params: Mapping[str, Mapping[str, Any]],
+    *,
+    k: int,
+) -> None:
+    """Check the combined objective options of every PL-Rank method among ``methods``.
+
+    Each table is valid on its own; this checks the rules that tie options together (e.g.
+    ``fairness`` needs ``metric`` "ndcg" or "dcg" and ``N >= 2``), after ``[plrank]`` and a
+    method's ``plrank`` table are combined.
+
+    Raises
+    ------
+    ConfigError
+        Naming the method and the rule.
+    """
+    for name in methods:
+        method = METHODS[name]
+        if method.objective != PLRANK:
+            continue
+        try:
+            plrank_objective(K=k, **objective_options(method, plrank, params.get(name)))
+        except ValueError as err:
+            raise ConfigError(
+                f"the PL-Rank options of {name!r} ([plrank] with [params.{name}.plrank]) break a "
+                f"rule: {err}"
+            ) from None

@@ -5,8 +5,8 @@ round, stops early when it has not improved for ``early_stopping_rounds`` rounds
 test split at its best round. The shared tree settings reach each library under its own names
 (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
 (``[params.<method>]`` or ``--params``) are applied last; their ``plrank`` sub-table, for the
-PL-Rank methods, replaces options of the objective (``N``, ``metric``, ``gain``, ``sampler`` and
-``hessian``).
+PL-Rank methods, replaces options of the objective (``N``, ``metric``, ``gain``, ``sampler``,
+``hessian``, ``fairness`` and ``fairness_weight``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
 from .._objective import plrank_objective
-from .methods import METHODS, PLRANK
+from .methods import METHODS, PLRANK, objective_options
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset, Split
@@ -107,10 +107,10 @@ def train(
     method = METHODS[name]
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
-    options = dict(native.pop(PLRANK, {}))
+    native.pop(PLRANK, None)
     objective: Objective = method.objective.format(k=k)
     if method.objective == PLRANK:
-        chosen = {**plrank.model_dump(), "hessian": method.hessian, **options}
+        chosen = objective_options(method, plrank, params)
         objective = plrank_objective(K=k, seed=seed, n_jobs=trees.n_jobs, **chosen)
     backend = BACKENDS[method.library]
     plan = Plan(
