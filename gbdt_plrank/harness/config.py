@@ -55,6 +55,7 @@ __all__ = [
     "check_objectives",
     "check_plrank_options",
     "load_config",
+    "read_config_table",
     "read_params",
 ]
 
@@ -307,6 +308,24 @@ def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: {err}") from None
 
 
+def read_config_table(path: Path, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A configuration file's table with ``overrides`` applied and ``params`` checked.
+
+    ``out`` defaults to ``runs/<file name without extension>``; ``overrides`` replace values by
+    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`.
+    """
+    raw = read_toml(path)
+    raw.setdefault("out", str(Path("runs") / path.stem))
+    for dotted, value in (overrides or {}).items():
+        *sections, key = dotted.split(".")
+        table = raw
+        for section in sections:
+            table = table.setdefault(section, {})
+        table[key] = value
+    raw["params"] = _params(raw.get("params", {}), key="params")
+    return raw
+
+
 def load_config(
     path: str | Path,
     *,
@@ -336,15 +355,7 @@ def load_config(
         On a missing or invalid file, an unknown key or a value that breaks its rule.
     """
     path = Path(path)
-    raw = read_toml(path)
-    raw.setdefault("out", str(Path("runs") / path.stem))
-    for dotted, value in (overrides or {}).items():
-        *sections, key = dotted.split(".")
-        table = raw
-        for section in sections:
-            table = table.setdefault(section, {})
-        table[key] = value
-    raw["params"] = _params(raw.get("params", {}), key="params")
+    raw = read_config_table(path, overrides)
     if params_file is not None:
         for name, table in read_params(params_file).items():
             raw["params"][name] = {**raw["params"].get(name, {}), **table}

@@ -43,12 +43,16 @@ class Fit:
         Scores of the test split's rows at ``best_round``.
     train_seconds : float
         Wall time of the library's training call, validation included.
+    vali_scores : float array (n_vali,)
+        Scores of the validation split's rows at ``best_round`` (e.g. to calibrate a
+        temperature without looking at the test split).
     """
 
     curve: np.ndarray
     best_round: int
     test_scores: np.ndarray
     train_seconds: float
+    vali_scores: np.ndarray
 
 
 def _query_data(split: Split) -> QueryData:
@@ -120,5 +124,6 @@ def train(
     settings = trees.booster_settings(seed=seed, params=native)
     trained = backend.train(settings, _query_data(data.train), [_query_data(data.vali)], plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
+    vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
     curve = np.asarray(trained.history[eval_name(0)][metric_name(k)])
-    return Fit(curve, trained.rounds, scores, trained.seconds)
+    return Fit(curve, trained.rounds, scores, trained.seconds, vali)
