@@ -57,6 +57,14 @@ def stream_state(seed, round_, group):
 
 
 @njit(cache=True, inline="always")
+def _stream(seed, round_, group):
+    """A one-element state array holding :func:`stream_state` (what :func:`_uniform` advances)."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = stream_state(seed, round_, group)
+    return state
+
+
+@njit(cache=True, inline="always")
 def _uniform(state):
     """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
     state[0] += _GOLDEN
@@ -398,10 +406,9 @@ def estimate_groups(
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
             continue
-        state = np.empty(1, dtype=np.uint64)
-        state[0] = stream_state(seed, round_, keys[g])
         _estimate_query(
-            scores[lo:hi], rho[lo:hi], theta, n_samples, state, sampler, grad[lo:hi], hess[lo:hi]
+            scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]), sampler,
+            grad[lo:hi], hess[lo:hi],
         )
 
 
@@ -511,11 +518,9 @@ def fair_estimate_groups(
             hess[lo:hi] = 0.0
             slope[lo:hi] = 0.0
             continue
-        state = np.empty(1, dtype=np.uint64)
-        state[0] = stream_state(seed, round_, keys[g])
         _fair_query(
-            scores[lo:hi], rho[lo:hi], target[lo:hi], weight, theta, n_samples, state, sampler,
-            grad[lo:hi], hess[lo:hi], slope[lo:hi],
+            scores[lo:hi], rho[lo:hi], target[lo:hi], weight, theta, n_samples,
+            _stream(seed, round_, keys[g]), sampler, grad[lo:hi], hess[lo:hi], slope[lo:hi],
         )
 
 
@@ -558,8 +563,7 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
             continue
         _, tree, base, P = _query_tree(scores[lo:hi])
         S = np.empty(k)
-        state = np.empty(1, dtype=np.uint64)
-        state[0] = stream_state(seed, 0, g)
+        state = _stream(seed, 0, g)
         for s in range(n_samples):
             row = out[g * n_samples + s]
             _draw_tree(tree, base, P, state, row[:k], S)

@@ -262,3 +262,9 @@ def test_fairness_command_writes_the_frontier_and_resumes(tmp_path: Path, capsys
     config.write_text(config.read_text().replace("n_samples = 20", "n_samples = 40"))
     assert main(["fairness", str(config)]) == 2
     assert "n_samples differs" in capsys.readouterr().err
+
+
+def test_shipped_frontier_config_loads():
+    config = load_frontier_config(Path(__file__).resolve().parents[1] / "configs" / "fairness.toml")
+    assert config.datasets == ("mq2008", "mq2007-agg") and config.folds == (1, 2, 3, 4, 5)
+    assert config.k == 10 and len(config.fairness_weights) >= 5 and len(config.temperatures) >= 5

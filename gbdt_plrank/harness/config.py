@@ -43,7 +43,7 @@ from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
 from .._fairness import FAIRNESS
 from .._objective import plrank_objective
-from .methods import METHODS, PLRANK, objective_options
+from .methods import METHODS, PLRANK, Method
 from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "check_objectives",
     "check_plrank_options",
     "load_config",
+    "objective_options",
     "read_config_table",
     "read_params",
 ]
@@ -181,6 +182,18 @@ class PLRankOptions(Schema):
     fairness_weight: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
+
+
+def objective_options(
+    method: Method, plrank: PLRankSettings, params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The keyword options of :func:`~gbdt_plrank.plrank_objective` for a PL-Rank ``method``.
+
+    ``[plrank]`` (``plrank``), then the method's Hessian mode, then the ``plrank`` table of its
+    native parameters ``params`` (if any), each over the ones before.
+    """
+    options = dict((params or {}).get(PLRANK, {}))
+    return {**plrank.model_dump(), "hessian": method.hessian, **options}
 
 
 def check_plrank_options(key: str, value: Any) -> dict[str, Any]:

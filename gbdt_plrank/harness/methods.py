@@ -8,16 +8,11 @@ with a Hessian mode) or one of the library's own ranking objectives. How a metho
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from .._objective import plrank_objective
 
-if TYPE_CHECKING:
-    from .config import PLRankSettings
-
-__all__ = ["DEFAULT_HESSIAN", "METHODS", "PLRANK", "Method", "objective_options"]
+__all__ = ["DEFAULT_HESSIAN", "METHODS", "PLRANK", "Method"]
 
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.plrank_objective`.
 PLRANK = "plrank"
@@ -67,15 +62,3 @@ METHODS: dict[str, Method] = {
         Method("stochasticrank-cb", "catboost", "StochasticRank:metric=NDCG;top={k};type=Exp"),
     )
 }
-
-
-def objective_options(
-    method: Method, plrank: PLRankSettings, params: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The keyword options of :func:`~gbdt_plrank.plrank_objective` for a PL-Rank ``method``.
-
-    ``[plrank]`` (``plrank``), then the method's Hessian mode, then the ``plrank`` table of its
-    native parameters ``params`` (if any), each over the ones before.
-    """
-    options = dict((params or {}).get(PLRANK, {}))
-    return {**plrank.model_dump(), "hessian": method.hessian, **options}

@@ -20,7 +20,8 @@ import numpy as np
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
 from .._objective import plrank_objective
-from .methods import METHODS, PLRANK, objective_options
+from .config import objective_options
+from .methods import METHODS, PLRANK
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset, Split
