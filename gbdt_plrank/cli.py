@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from . import __version__
 from ._argtypes import int_list, positive_int, text_list
 from ._compat import MissingDependencyError
+from .harness import load_frontier_config, run_frontier, write_frontier_report
 from .harness.config import ConfigError, load_config
 from .harness.methods import METHODS
 from .harness.report import write_report
@@ -153,10 +154,6 @@ def _configure_fairness(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_fairness(args: argparse.Namespace) -> int:
-    from .harness.frontier import run_frontier
-    from .harness.frontier_config import load_frontier_config
-    from .harness.frontier_report import write_frontier_report
-
     given = {dest: getattr(args, dest) for dest in _FAIRNESS_OVERRIDES}
     overrides = {_FAIRNESS_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
     config = load_frontier_config(args.config, overrides=overrides)
