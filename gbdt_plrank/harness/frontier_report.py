@@ -154,31 +154,46 @@ class Comparison:
         return "higher by > 1 s.e." if self.difference > self.se else "not higher by > 1 s.e."
 
 
+def _shared_means(a: Point, b: Point) -> tuple[list, float, float, float]:
+    """Queries scored by both; a's mean EE-L, b's mean EE-L and expected NDCG on them."""
+    shared = [q for q in a.ndcg if q in b.ndcg]
+
+    def mean(values: dict) -> float:
+        return float(np.mean([values[q] for q in shared])) if shared else math.nan
+
+    return shared, mean(a.ee_l), mean(b.ee_l), mean(b.ndcg)
+
+
 def compare_points(points: Sequence[Point]) -> list[Comparison]:
-    """The goal check of the module docstring, for every temperature point of every dataset."""
+    """The goal check of the module docstring, for every temperature point of every dataset.
+
+    Every mean is taken over the queries both points scored (all of them once a run is
+    complete).
+    """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
         fair = [p for p in points if p.dataset == name and p.curve == FAIR]
         for curve in TEMPERATURE_CURVES:
             for base in (p for p in points if p.dataset == name and p.curve == curve):
                 row = base.row()
-                level = row["ee_l"]
-                fair_rows = [(f, f.row()) for f in fair]
-                candidates = [(f, r) for f, r in fair_rows if r["ee_l"] <= level]
+                candidates = []
+                for f in fair:
+                    shared, base_ee, f_ee, f_ndcg = _shared_means(base, f)
+                    if len(shared) > 1 and f_ee <= base_ee:
+                        candidates.append((f_ndcg, f_ee, f, shared))
                 if not candidates:
                     out.append(Comparison(
-                        name, curve, base.temperature, level, row["ndcg"], None, math.nan,
+                        name, curve, base.temperature, row["ee_l"], row["ndcg"], None, math.nan,
                         math.nan, math.nan, math.nan, math.nan,
                     ))
                     continue
-                best, best_row = max(candidates, key=lambda c: c[1]["ndcg"])
-                shared = [q for q in best.ndcg if q in base.ndcg]
+                f_ndcg, f_ee, best, shared = max(candidates, key=lambda c: c[0])
                 d = np.array([best.ndcg[q] - base.ndcg[q] for q in shared])
                 result = paired(best.ndcg, base.ndcg)
                 out.append(Comparison(
-                    name, curve, base.temperature, level, row["ndcg"], best.weight,
-                    best_row["ee_l"], best_row["ndcg"], float(d.mean()),
-                    float(d.std(ddof=1) / math.sqrt(d.size)), result.p_randomization,
+                    name, curve, base.temperature, row["ee_l"], row["ndcg"], best.weight, f_ee,
+                    f_ndcg, float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)),
+                    result.p_randomization,
                 ))
     return out
 
@@ -239,6 +254,23 @@ def markdown(points: Sequence[Point], comparisons: Sequence[Comparison], command
     return "\n".join(lines)
 
 
+def _oracle_inside(ax: object, points: Sequence[Point], metric: str) -> None:
+    """Zoom on the policies; the oracle, far off at NDCG 1, is named in a corner instead."""
+    rows = [p.row() for p in points if p.curve != ORACLE]
+    oracle = [p.row() for p in points if p.curve == ORACLE]
+    if not rows or not oracle:
+        return
+    xs, ys = [r[metric] for r in rows], [r["ndcg"] for r in rows]
+    pad_x, pad_y = 0.05 * (max(xs) - min(xs) or 1.0), 0.05 * (max(ys) - min(ys) or 1.0)
+    ax.set_xlim(min(xs) - pad_x, max(xs) + pad_x)  # type: ignore[attr-defined]
+    ax.set_ylim(min(ys) - pad_y, max(ys) + pad_y)  # type: ignore[attr-defined]
+    o = oracle[0]
+    ax.text(  # type: ignore[attr-defined]
+        0.02, 0.02, f"oracle (off the plot): {o[metric]:.3f}, NDCG {o['ndcg']:.3f}",
+        transform=ax.transAxes, fontsize="small",  # type: ignore[attr-defined]
+    )
+
+
 def plot_frontier(points: Sequence[Point], path: Path) -> None:
     """Expected NDCG against EE-L (left) and the disparity (right), one row per data entry."""
     figure_module = require("matplotlib.figure", purpose="frontier.png")
@@ -273,6 +305,7 @@ def plot_frontier(points: Sequence[Point], path: Path) -> None:
                     for p, r in zip(pts, rows):
                         ax.annotate(f"w={p.weight:g}", (r[metric], r["ndcg"]), fontsize=7,
                                     textcoords="offset points", xytext=(4, 4))
+            _oracle_inside(ax, [p for p in points if p.dataset == name], metric)
             ax.set(title=name, xlabel=label, ylabel="expected NDCG@10 (test)")
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
