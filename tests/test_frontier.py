@@ -182,14 +182,19 @@ def test_compare_points_verdicts():
         point("plrank-fair", 0.1, 0.0, 0.60, 0.55), point("plrank-fair", 1.0, 0.0, 0.50, 0.45),
         point("lambdamart", 0.0, 1.0, 0.55, 0.56),   # fair w=0.1 is fairer and better
         point("lambdamart", 0.0, 0.5, 0.70, 0.80),   # fair w=0.1 is fairer but worse
-        point("lambdamart", 0.0, 4.0, 0.40, 0.40),   # no fair point is as fair
+        point("lambdamart", 0.0, 4.0, 0.40, 0.40),   # no fair policy is as fair
+        point("lambdamart", 0.0, 2.0, 0.53, 0.50),   # a half-half mixture is as fair and better
     ]
     verdicts = {(c.curve, c.temperature): c for c in compare_points(points)}
     assert verdicts["lambdamart", 1.0].verdict == "higher by > 1 s.e."
-    assert verdicts["lambdamart", 1.0].fair_weight == 0.1
+    assert verdicts["lambdamart", 1.0].fair == "w=0.1"
     assert verdicts["lambdamart", 1.0].difference == pytest.approx(0.05)
     assert verdicts["lambdamart", 0.5].verdict == "not higher by > 1 s.e."
     assert verdicts["lambdamart", 4.0].verdict == "not reached"
+    mixed = verdicts["lambdamart", 2.0]
+    assert mixed.fair == "0.50 w=1 + 0.50 w=0.1" and mixed.fair_ee_l == pytest.approx(0.50)
+    assert mixed.fair_ndcg == pytest.approx(0.55) and mixed.difference == pytest.approx(0.02)
+    assert mixed.verdict == "higher by > 1 s.e."
 
 
 BASE = 'datasets = ["mq2008"]\n'

@@ -6,10 +6,11 @@ seeds first. Its standard errors are over those queries (``*_se``), and, for the
 NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings (``ndcg_mc_se``).
 
 The goal check: for each point of a post-hoc randomised deterministic ranker (LambdaMART,
-LambdaRank) and of the randomised relevance-only PL-Rank, the fair PL-Rank point with the highest
-expected NDCG@k among those whose EE-L is at most that point's, compared query by query
+LambdaRank) and of the randomised relevance-only PL-Rank, the fair PL-Rank policy with the highest
+expected NDCG@k among those whose EE-L is at most that point's (a trained weight, or a random
+mixture of two trained weights: see :func:`_best_fair`), compared query by query
 (:func:`.stats.paired`): the mean paired difference of expected NDCG@k, its standard error, and
-whether it is higher by more than that standard error. "not reached" when no fair point is as
+whether it is higher by more than that standard error. "not reached" when no fair policy is as
 fair.
 """
 
@@ -129,10 +130,11 @@ def pool(store: FrontierStore, config: FrontierConfig) -> list[Point]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A randomised baseline point against the best fair point at least as fair (EE-L).
+    """A randomised baseline point against the best fair PL-Rank policy at least as fair.
 
-    ``fair_weight`` is None and the differences NaN when no fair point is as fair
-    ("not reached").
+    ``fair`` names that policy: one trained weight (``"w=0.3"``) or a random mixture of two
+    (``"0.75 w=0.3 + 0.25 w=0.1"``); None, with NaN figures, when no fair policy is as fair
+    ("not reached"). ``fair_ee_l`` is the mixture's interpolated EE-L, an upper bound of its own.
     """
 
     dataset: str
@@ -140,7 +142,7 @@ class Comparison:
     temperature: float
     ee_l: float
     ndcg: float
-    fair_weight: float | None
+    fair: str | None
     fair_ee_l: float
     fair_ndcg: float
     difference: float
@@ -149,51 +151,69 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        if self.fair_weight is None:
+        if self.fair is None:
             return "not reached"
         return "higher by > 1 s.e." if self.difference > self.se else "not higher by > 1 s.e."
 
 
-def _shared_means(a: Point, b: Point) -> tuple[list, float, float, float]:
-    """Queries scored by both; a's mean EE-L, b's mean EE-L and expected NDCG on them."""
-    shared = [q for q in a.ndcg if q in b.ndcg]
+def _mean(values: dict, queries: Sequence) -> float:
+    return float(np.mean([values[q] for q in queries]))
 
-    def mean(values: dict) -> float:
-        return float(np.mean([values[q] for q in shared])) if shared else math.nan
 
-    return shared, mean(a.ee_l), mean(b.ee_l), mean(b.ndcg)
+def _best_fair(
+    base: Point, fair: Sequence[Point], queries: Sequence
+) -> tuple[str, dict[int, float], float, float] | None:
+    """The fair policy with the highest mean NDCG on ``queries`` whose EE-L is at most base's.
+
+    Candidates: every fair point, and every random mixture of a fairer point ``a`` and a less
+    fair one ``b`` with the share of ``a`` set so that the interpolated EE-L equals base's. A
+    mixture's exposure is the same mixture of the two exposures, so its expected NDCG is exactly
+    the interpolation and its EE-L, convex in the exposure, at most the interpolation. Returns
+    (name, {fair point index: share}, interpolated EE-L, NDCG), or None when none is as fair.
+    """
+    level = _mean(base.ee_l, queries)
+    ee = [_mean(f.ee_l, queries) for f in fair]
+    nd = [_mean(f.ndcg, queries) for f in fair]
+    options = [(nd[i], ee[i], f"w={fair[i].weight:g}", {i: 1.0}) for i in range(len(fair))
+               if ee[i] <= level]
+    for i in range(len(fair)):
+        for j in range(len(fair)):
+            if ee[i] <= level < ee[j]:
+                share = (ee[j] - level) / (ee[j] - ee[i])
+                name = f"{share:.2f} w={fair[i].weight:g} + {1 - share:.2f} w={fair[j].weight:g}"
+                options.append((share * nd[i] + (1 - share) * nd[j], level, name,
+                                {i: share, j: 1 - share}))
+    if not options:
+        return None
+    ndcg, ee_l, name, shares = max(options, key=lambda o: o[0])
+    return name, shares, ee_l, ndcg
 
 
 def compare_points(points: Sequence[Point]) -> list[Comparison]:
     """The goal check of the module docstring, for every temperature point of every dataset.
 
-    Every mean is taken over the queries both points scored (all of them once a run is
-    complete).
+    Every mean is taken over the queries that the point and all fair points scored (all of them
+    once a run is complete).
     """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
         fair = [p for p in points if p.dataset == name and p.curve == FAIR]
         for curve in TEMPERATURE_CURVES:
             for base in (p for p in points if p.dataset == name and p.curve == curve):
-                row = base.row()
-                candidates = []
-                for f in fair:
-                    shared, base_ee, f_ee, f_ndcg = _shared_means(base, f)
-                    if len(shared) > 1 and f_ee <= base_ee:
-                        candidates.append((f_ndcg, f_ee, f, shared))
-                if not candidates:
-                    out.append(Comparison(
-                        name, curve, base.temperature, row["ee_l"], row["ndcg"], None, math.nan,
-                        math.nan, math.nan, math.nan, math.nan,
-                    ))
+                queries = [q for q in base.ndcg if all(q in f.ndcg for f in fair)]
+                best = _best_fair(base, fair, queries) if fair and len(queries) > 1 else None
+                level, value = _mean(base.ee_l, queries), _mean(base.ndcg, queries)
+                if best is None:
+                    out.append(Comparison(name, curve, base.temperature, level, value, None,
+                                          *[math.nan] * 5))
                     continue
-                f_ndcg, f_ee, best, shared = max(candidates, key=lambda c: c[0])
-                d = np.array([best.ndcg[q] - base.ndcg[q] for q in shared])
-                result = paired(best.ndcg, base.ndcg)
+                label, shares, fair_ee, fair_ndcg = best
+                mixed = {q: sum(w * fair[i].ndcg[q] for i, w in shares.items()) for q in queries}
+                d = np.array([mixed[q] - base.ndcg[q] for q in queries])
                 out.append(Comparison(
-                    name, curve, base.temperature, row["ee_l"], row["ndcg"], best.weight, f_ee,
-                    f_ndcg, float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)),
-                    result.p_randomization,
+                    name, curve, base.temperature, level, value, label, fair_ee, fair_ndcg,
+                    float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)),
+                    paired(mixed, base.ndcg).p_randomization,
                 ))
     return out
 
@@ -239,15 +259,17 @@ def markdown(points: Sequence[Point], comparisons: Sequence[Comparison], command
         )
         rows = [
             [LABELS[c.curve], f"{c.temperature:g}", c.ee_l, c.ndcg,
-             "" if c.fair_weight is None else f"{c.fair_weight:g}", c.fair_ee_l, c.fair_ndcg,
-             "" if c.fair_weight is None else f"{c.difference:+.4f} ({c.se:.4f})",
-             "" if c.fair_weight is None else f"{c.p_randomization:.3g}", c.verdict]
+             c.fair or "", c.fair_ee_l, c.fair_ndcg,
+             "" if c.fair is None else f"{c.difference:+.4f} ({c.se:.4f})",
+             "" if c.fair is None else f"{c.p_randomization:.3g}", c.verdict]
             for c in comparisons if c.dataset == name
         ]
-        lines += ["", "Each randomised point against the fair PL-Rank point with the highest "
-                  "expected NDCG among those with EE-L at most its own (paired over queries):", ""]
+        lines += ["", "Each randomised point against the fair PL-Rank policy with the highest "
+                  "expected NDCG among those with EE-L at most its own: a trained weight or a "
+                  "random mixture of two (whose EE-L is at most the interpolated one); paired "
+                  "over queries:", ""]
         lines += _table(
-            ["randomised policy", "T", "EE-L", "expected NDCG", "fair weight", "fair EE-L",
+            ["randomised policy", "T", "EE-L", "expected NDCG", "fair policy", "fair EE-L",
              "fair expected NDCG", "difference (s.e.)", "p (randomization)", "verdict"], rows,
         )
         lines.append("")
