@@ -13,8 +13,10 @@ and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-R
 trained; the deterministic models and the relevance-only PL-Rank as Plackett-Luce policies
 :math:`\pi(m / (T\sigma))` for every temperature :math:`T` of the grid (post-hoc
 randomisation), where :math:`\sigma` is the root mean within-query variance of the model's
-margins on the *validation* split, so that one grid spans the same range, from nearly
-deterministic to nearly uniform, for every model and fold; the deterministic LambdaMART ranking;
+margins on the *validation* split (all its queries for LambdaMART and LambdaRank; for PL-Rank
+those with a relevant document, which its early stopping watches), so that one grid spans the
+same range, from nearly deterministic to nearly uniform, for every model and fold; the
+deterministic LambdaMART ranking;
 and the equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order,
 so that :math:`E = \epsilon`).
 
