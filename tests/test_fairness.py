@@ -270,3 +270,26 @@ def test_without_fairness_results_are_bit_identical_to_before():
     out["rankings"] = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()[:16]
     listing = json.dumps(sorted((str(k), v) for k, v in out.items()))
     assert hashlib.sha256(listing.encode()).hexdigest() == GOLDEN
+
+
+def test_keyed_dask_objective_takes_the_fairness_options():
+    """gbdt_plrank.dask's partition-independent objective: with fairness, each worker's local
+    rows get the single-process gradients (its queries keep their stream keys)."""
+    pytest.importorskip("distributed")
+    from gbdt_plrank import plrank_objective
+    from gbdt_plrank.dask import keyed_plrank_objective
+
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 15, size=30)
+    y = rng.integers(0, 3, size=sizes.sum()).astype(float)
+    preds = rng.normal(size=sizes.sum())
+    keys = np.repeat(np.arange(30), sizes).astype(np.float32)
+    kw = {"K": 4, "N": 8, "seed": 2, "fairness": FAIR, "fairness_weight": 0.7}
+    g, h = plrank_objective(**kw).lgbm_ranker(y, preds, None, sizes)
+    half = int(sizes[:12].sum())
+    rows = np.r_[half : sizes.sum(), 0:half]  # the second partition first
+    keyed = keyed_plrank_objective(**kw)
+    gl, hl = keyed.lgbm_ranker(y[rows], preds[rows], keys[rows], np.r_[sizes[12:], sizes[:12]])
+    np.testing.assert_array_equal(gl, g[rows])
+    np.testing.assert_array_equal(hl, h[rows])
+    assert "fairness='expected-exposure'" in repr(keyed)
