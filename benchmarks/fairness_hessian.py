@@ -31,7 +31,7 @@ from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries
 from gbdt_plrank.harness.policy_eval import evaluate_policy
-from gbdt_plrank.harness.policy_stopping import PolicyStopping
+from gbdt_plrank.harness.policy_stopping import PolicyStopping, round_callback
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.training import train
 
@@ -48,17 +48,6 @@ def _halves(split: Split) -> tuple[Split, Split]:
             Split(split.X[~first], split.y[~first], split.qid[~first]))
 
 
-class _Both:
-    """Two stoppers on one training: stop when both have run out of patience."""
-
-    def __init__(self, stoppers: list[PolicyStopping]) -> None:
-        self.stoppers = stoppers
-        self.library = stoppers[0].library
-
-    def after_round(self, booster: Any, iteration: int) -> bool:
-        return all([s.after_round(booster, iteration) for s in self.stoppers])
-
-    callback = PolicyStopping.callback
 
 
 def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSettings) -> dict:
@@ -71,13 +60,16 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
                        seed=11 + seed, n_jobs=trees.n_jobs)
         for chosen, other in ((a, b), (b, a))
     ]
-    both = _Both(stoppers)
+
+    def both(booster: Any, iteration: int) -> bool:  # stop when both have run out of patience
+        return all([s.after_round(booster, iteration) for s in stoppers])
+
     params = {"plrank": {"fairness": "expected-exposure", "fairness_weight": weight,
                          "hessian": mode}}
     start = time.perf_counter()
     no_harness_stop = trees.model_copy(update={"early_stopping_rounds": trees.rounds})
     train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop, plrank=PLRankSettings(),
-          params=params, callbacks=[both.callback()])
+          params=params, callbacks=[round_callback("xgboost", both)])
     out: dict[str, Any] = {"qid": [], "objective": [], "ndcg": [], "ee_l": [], "rounds": []}
     for stopper, held_out in zip(stoppers, (b, a)):
         v = evaluate_policy(stopper.margins, held_out, k=K, n_samples=SAMPLES, seed=7,

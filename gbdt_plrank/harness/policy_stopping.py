@@ -13,6 +13,7 @@ improvement. It is passed to :func:`.training.train` as a library callback (its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from .._compat import require
 from ..datasets import Split
 from .policy_eval import policy_objective
 
-__all__ = ["PolicyStopping"]
+__all__ = ["PolicyStopping", "round_callback"]
 
 
 class PolicyStopping:
@@ -84,21 +85,29 @@ class PolicyStopping:
 
     def callback(self) -> Any:
         """The library's callback object that calls :meth:`after_round` after every round."""
-        if self.library == "xgboost":
-            xgboost = require("xgboost", purpose="policy early stopping")
-            after_round = self.after_round
+        return round_callback(self.library, self.after_round)
 
-            class _After(xgboost.callback.TrainingCallback):
-                def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
-                    return after_round(model, epoch)
 
-            return _After()
-        lightgbm = require("lightgbm", purpose="policy early stopping")
+def round_callback(library: str, after_round: Callable[[Any, int], bool]) -> Any:
+    """A callback for ``library`` that calls ``after_round(booster, iteration)`` after each round.
 
-        def after(env: Any) -> None:
-            if self.after_round(env.model, env.iteration):
-                raise lightgbm.callback.EarlyStopException(
-                    self.best_round - 1, env.evaluation_result_list
-                )
+    Training stops when it returns True (XGBoost: the callback returns True; LightGBM: it raises
+    ``EarlyStopException`` at the last round).
+    """
+    if library == "xgboost":
+        xgboost = require("xgboost", purpose="policy early stopping")
 
-        return after
+        class _After(xgboost.callback.TrainingCallback):
+            def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+                return after_round(model, epoch)
+
+        return _After()
+    lightgbm = require("lightgbm", purpose="policy early stopping")
+
+    def after(env: Any) -> None:
+        if after_round(env.model, env.iteration):
+            raise lightgbm.callback.EarlyStopException(
+                env.iteration, env.evaluation_result_list
+            )
+
+    return after
