@@ -5,8 +5,8 @@ the training ``xgboost.DMatrix`` or ``lightgbm.Dataset``. The query groups are r
 (``group_ptr`` / ``group``); a dataset without groups is refused, since both boosters would
 otherwise treat every row as one query, and so is one with weights, which the ranking objectives do
 not use. ``lgbm_ranker`` is the four-argument form that ``lightgbm.LGBMRanker(objective=...)`` calls
-with the groups. The per-row rewards (the normalised gains of the metric) and the validated group
-boundaries are computed once per training set and cached.
+with the groups. The per-row rewards (the normalised gains of the metric), the validated labels and
+group boundaries are computed once per training set and cached.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class BoosterObjective:
         self._key: weakref.ref | None = None
         self._ptr: np.ndarray | None = None
         self._rho: np.ndarray | None = None
+        self._labels: np.ndarray | None = None
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
@@ -94,6 +95,7 @@ class BoosterObjective:
             y = check_labels(labels, gain=self.spec.gain)
             self._ptr = check_group_ptr(ptr, y.shape[0])
             self._rho = self.spec.rho(y, self._ptr)
+            self._labels = y
             self._key = weakref.ref(key)
             self._new_training_set()
         scores = as_finite_vector("preds", np.ravel(preds))

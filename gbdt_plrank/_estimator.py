@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from . import _kernels
+from ._fairness import FairnessSpec
 from ._validation import (
     as_finite_vector,
     check_choice,
@@ -155,21 +156,34 @@ def estimate(
     sampler: str,
     n_jobs: int | None,
     keys: np.ndarray | None = None,
+    fairness: FairnessSpec | None = None,
+    target: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
     Query ``g`` draws from the stream ``(seed, round_, keys[g])``; ``keys`` defaults to the
-    query index ``g`` (an int64 array of one non-negative key per query otherwise).
+    query index ``g`` (an int64 array of one non-negative key per query otherwise). With
+    ``fairness``, ``target`` holds the rows' equal-exposure targets
+    (:meth:`FairnessSpec.target`) and the cross-fitted fairness kernel runs instead; its
+    Gauss-Newton term is added to the Hessian estimate before ``spec.hessian`` finishes it.
     """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     with numba_threads(n_jobs):
-        _kernels.estimate_groups(
-            scores, rho, group_ptr, keys, spec.theta(), N, seed, round_, SAMPLERS[sampler],
-            grad, hess,
-        )
+        if fairness is None:
+            _kernels.estimate_groups(
+                scores, rho, group_ptr, keys, spec.theta(), N, seed, round_, SAMPLERS[sampler],
+                grad, hess,
+            )
+        else:
+            slope = np.empty_like(scores)
+            _kernels.fair_estimate_groups(
+                scores, rho, target, fairness.weight, group_ptr, keys, spec.theta(), N, seed,
+                round_, SAMPLERS[sampler], grad, hess, slope,
+            )
+            hess += fairness.gauss_newton(slope, group_ptr)
     return grad, spec.finish_hessian(hess)
 
 
@@ -186,6 +200,8 @@ def plrank_grad_hess(
     seed: int = 0,
     sampler: str = "auto",
     n_jobs: int | None = None,
+    fairness: str | None = None,
+    fairness_weight: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Estimated gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
 
@@ -225,19 +241,33 @@ def plrank_grad_hess(
         cheaper of the two for each query. Identical rankings give identical estimates.
     n_jobs : int or None, default None
         Threads; None uses Numba's default, negative values count back from it.
+    fairness : {None, "expected-exposure"}, default None
+        None: the expected metric alone. ``"expected-exposure"``: the loss is
+        :math:`-\sum_q (\mathbb{E}[\mathrm{metric@K}] - w\,\mathrm{EE\text{-}L}_q)`, the
+        expected exposure loss of Diaz et al. (2020) against equal exposure within grades,
+        with the metric's DCG rank weights (:mod:`gbdt_plrank._fairness`). The gradient is
+        PL-Rank's with the signed reward :math:`\rho_d - 2w(E(d) - \epsilon(d))`, exposure and
+        terms estimated from two independent halves of the ``N`` rankings (unbiased); the
+        Hessian estimate gains the Gauss-Newton lower bound
+        :math:`2w\frac{D}{D-1}(\partial E(d)/\partial m(d))^2` before ``hessian`` applies.
+        Queries without relevant documents contribute too. Needs ``N >= 2`` and ``metric``
+        "ndcg" or "dcg".
+    fairness_weight : float, default 1.0
+        :math:`w \ge 0`, finite; used only with ``fairness``.
 
     Returns
     -------
     grad, hess : float64 arrays of shape (n,)
-        Queries with one document or without a relevant document get exactly 0 (1 for the
-        Hessian in ``"constant"`` mode).
+        Queries with one document, or (without ``fairness``) without a relevant document, get
+        exactly 0 (1 for the Hessian in ``"constant"`` mode).
 
     Raises
     ------
     ValueError
         For non-finite scores or labels, negative labels, labels too large for the exponential
         gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` or an
-        unknown option name.
+        unknown option name, and for the fairness rules above (a negative or non-finite
+        ``fairness_weight``, ``metric="precision"``, ``N < 2``).
 
     References
     ----------
@@ -248,14 +278,17 @@ def plrank_grad_hess(
     """
     spec = PLRankSpec.of(K, metric, gain, hessian)
     N = check_positive_int("N", N)
+    fair = FairnessSpec.of(fairness, fairness_weight, metric=spec.metric, N=N)
     seed = check_seed("seed", seed)
     check_choice("sampler", sampler, SAMPLERS)
     m = as_finite_vector("scores", scores)
     y = check_labels(labels, gain=gain)
     check_same_length(scores=m, labels=y)
     ptr = check_group_ptr(group_ptr, m.shape[0])
+    target = None if fair is None else fair.target(y, ptr, spec.theta())
     return estimate(
-        m, spec.rho(y, ptr), ptr, spec, N=N, seed=seed, round_=0, sampler=sampler, n_jobs=n_jobs
+        m, spec.rho(y, ptr), ptr, spec, N=N, seed=seed, round_=0, sampler=sampler, n_jobs=n_jobs,
+        fairness=fair, target=target,
     )
 
 
@@ -268,6 +301,8 @@ def plrank_grad_hess_from_rankings(
     metric: str = "ndcg",
     gain: str = "exp",
     hessian: str = "raw",
+    fairness: str | None = None,
+    fairness_weight: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimate of :func:`plrank_grad_hess` for one query, from explicit rankings.
 
@@ -280,23 +315,27 @@ def plrank_grad_hess_from_rankings(
         One query's margins and labels (rules as in :func:`plrank_grad_hess`).
     rankings : int array of shape (N, min(K, D))
         Each row lists distinct document indices in ``[0, D)``, top first.
-    K, metric, gain, hessian
-        As in :func:`plrank_grad_hess`; ``hessian`` defaults to the unbiased ``"raw"``.
+    K, metric, gain, hessian, fairness, fairness_weight
+        As in :func:`plrank_grad_hess`; ``hessian`` defaults to ``"raw"`` (unbiased without
+        ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half.
 
     Returns
     -------
     grad, hess : float64 arrays of shape (D,)
     """
     spec = PLRankSpec.of(K, metric, gain, hessian)
+    fair = FairnessSpec.of(fairness, fairness_weight, metric=spec.metric, N=None)
     m = as_finite_vector("scores", scores)
     y = check_labels(labels, gain=gain)
     check_same_length(scores=m, labels=y)
     D = m.shape[0]
     rk = np.asarray(rankings)
     width = min(spec.K, D)
-    if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < 1:
+    least = 1 if fair is None else 2
+    if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
         raise ValueError(
-            f"rankings must have shape (N >= 1, min(K, D) = {width}), but has shape {rk.shape}."
+            f"rankings must have shape (N >= {least}, min(K, D) = {width}), but has shape "
+            f"{rk.shape}" + ("." if fair is None else " (fairness splits them in two halves).")
         )
     if not np.issubdtype(rk.dtype, np.integer):
         raise ValueError(f"rankings must hold integers, but has dtype {rk.dtype}.")
@@ -314,6 +353,13 @@ def plrank_grad_hess_from_rankings(
     rho = spec.rho(y, ptr)
     grad = np.zeros(D)
     hess = np.zeros(D)
-    if D >= 2 and rho.max() > 0:
+    if D >= 2 and fair is not None:
+        slope = np.empty(D)
+        target = fair.target(y, ptr, spec.theta())
+        _kernels.fair_estimate_from_rankings(
+            m, rho, target, fair.weight, spec.theta(), rk, grad, hess, slope
+        )
+        hess += fair.gauss_newton(slope, ptr)
+    elif D >= 2 and rho.max() > 0:
         _kernels.estimate_from_rankings(m, rho, spec.theta(), rk, grad, hess)
     return grad, spec.finish_hessian(hess)

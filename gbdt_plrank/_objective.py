@@ -11,6 +11,7 @@ import numpy as np
 
 from ._booster_objective import BoosterObjective
 from ._estimator import SAMPLERS, PLRankSpec, estimate
+from ._fairness import FairnessSpec
 from ._validation import check_choice, check_positive_int, check_seed
 
 __all__ = ["PLRankObjective", "plrank_objective"]
@@ -22,7 +23,8 @@ class PLRankObjective(BoosterObjective):
     Each call is one boosting round and draws fresh rankings: round ``r`` (counted from the first
     call on a training set) samples query ``q`` from the stream keyed by ``(seed, r, q)``, so the
     same seed gives the same model whatever the number of threads. The count restarts when the
-    objective sees another training set, and on :meth:`reset`. Build it with
+    objective sees another training set, and on :meth:`reset`. With ``fairness`` the expected
+    exposure loss is subtracted (:mod:`gbdt_plrank._fairness`). Build it with
     :func:`plrank_objective`.
     """
 
@@ -39,20 +41,28 @@ class PLRankObjective(BoosterObjective):
         seed: int,
         sampler: str,
         n_jobs: int | None,
+        fairness: str | None = None,
+        fairness_weight: float = 1.0,
     ) -> None:
         super().__init__()
         self.spec = PLRankSpec.of(K, metric, gain, hessian)
         self.N = check_positive_int("N", N)
+        self.fairness = FairnessSpec.of(
+            fairness, fairness_weight, metric=self.spec.metric, N=self.N
+        )
         self.seed = check_seed("seed", seed)
         self.sampler = check_choice("sampler", sampler, SAMPLERS)
         self.n_jobs = n_jobs
         self.round = 0
+        self._target: np.ndarray | None = None
 
     def __repr__(self) -> str:
         s = self.spec
+        fair = self.fairness
+        extra = "" if fair is None else f", fairness={fair.name!r}, fairness_weight={fair.weight!r}"
         return (
             f"plrank_objective(K={s.K}, N={self.N}, metric={s.metric!r}, gain={s.gain!r}, "
-            f"hessian={s.hessian!r}, seed={self.seed}, sampler={self.sampler!r})"
+            f"hessian={s.hessian!r}, seed={self.seed}, sampler={self.sampler!r}{extra})"
         )
 
     def reset(self) -> None:
@@ -62,6 +72,8 @@ class PLRankObjective(BoosterObjective):
 
     def _new_training_set(self) -> None:
         self.round = 0
+        if self.fairness is not None:
+            self._target = self.fairness.target(self._labels, self._ptr, self.spec.theta())
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None
@@ -78,6 +90,8 @@ class PLRankObjective(BoosterObjective):
             sampler=self.sampler,
             n_jobs=self.n_jobs,
             keys=keys,
+            fairness=self.fairness,
+            target=self._target,
         )
         self.round += 1
         return grad, hess
@@ -93,6 +107,8 @@ def plrank_objective(
     seed: int = 0,
     sampler: str = "auto",
     n_jobs: int | None = None,
+    fairness: str | None = None,
+    fairness_weight: float = 1.0,
 ) -> PLRankObjective:
     """A PL-Rank objective for ``xgboost.train(obj=...)`` and ``lightgbm.train``.
 
@@ -102,14 +118,16 @@ def plrank_objective(
         xgboost.train({"base_score": 0.0, "eval_metric": "ndcg@5"}, dtrain, 300, obj=obj)
         lightgbm.train({"objective": obj, "metric": "ndcg", "eval_at": [5]}, dataset, 300)
         lightgbm.LGBMRanker(objective=obj.lgbm_ranker).fit(X, y, group=sizes)
+        fair = plrank_objective(K=10, N=100, fairness="expected-exposure", fairness_weight=0.5)
 
     Every round returns :func:`~gbdt_plrank.plrank_grad_hess` of the current margins with fresh
     samples. With XGBoost set ``base_score=0.0`` and an ``eval_metric`` (the default is rmse).
 
     Parameters
     ----------
-    K, N, metric, gain, hessian, sampler, n_jobs
-        As in :func:`~gbdt_plrank.plrank_grad_hess`.
+    K, N, metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight
+        As in :func:`~gbdt_plrank.plrank_grad_hess`: ``fairness="expected-exposure"`` maximises
+        the expected metric@K minus ``fairness_weight`` times the expected exposure loss.
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
 
@@ -118,5 +136,6 @@ def plrank_objective(
     PLRankObjective
     """
     return PLRankObjective(
-        K, N, metric=metric, gain=gain, hessian=hessian, seed=seed, sampler=sampler, n_jobs=n_jobs
+        K, N, metric=metric, gain=gain, hessian=hessian, seed=seed, sampler=sampler, n_jobs=n_jobs,
+        fairness=fairness, fairness_weight=fairness_weight,
     )

@@ -7,6 +7,8 @@
                                [--workers N | --scheduler ADDRESS]
     gbdt-plrank tune --data DIR (--method NAME | --methods A,B,...) [--trials N] [--timeout S]
                      [--k K] [--out DIR] [--space FILE] [--config CONFIG] ...
+    gbdt-plrank fairness CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--rounds N]
+                                [--out DIR] [--n-jobs N]
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from . import __version__
 from ._argtypes import int_list, positive_int, text_list
 from ._compat import MissingDependencyError
+from .harness import load_frontier_config, run_frontier, write_frontier_report
 from .harness.config import ConfigError, load_config
 from .harness.methods import METHODS
 from .harness.report import write_report
@@ -123,6 +126,52 @@ def _run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``fairness`` flag (its ``dest``) -> the configuration key it replaces.
+_FAIRNESS_OVERRIDES = {
+    "data": "datasets",
+    "folds": "folds",
+    "seeds": "seeds",
+    "rounds": "trees.rounds",
+    "out": "out",
+    "n_jobs": "trees.n_jobs",
+}
+
+
+def _configure_fairness(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "config", metavar="CONFIG",
+        help="a TOML file describing the frontier (see configs/fairness.toml)",
+    )
+    parser.add_argument(
+        "--data", metavar="DIR", type=lambda text: [text],
+        help="a bundled dataset or a data folder; replaces the config's datasets",
+    )
+    parser.add_argument("--folds", metavar="F,F", type=int_list, help="folds, e.g. 1,2,3,4,5")
+    parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
+    parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
+    parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
+    parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+
+
+def _run_fairness(args: argparse.Namespace) -> int:
+    given = {dest: getattr(args, dest) for dest in _FAIRNESS_OVERRIDES}
+    overrides = {_FAIRNESS_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    config = load_frontier_config(args.config, overrides=overrides)
+    try:
+        store = run_frontier(config, echo=print)
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: the finished trainings and evaluations are kept in {config.out}; "
+            f"run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    print(write_frontier_report(config, store, command=args.command_line))
+    written = [store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")]
+    print(f"wrote {', '.join(map(str, written))}")
+    return 0
+
+
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         "compare",
@@ -131,6 +180,13 @@ SUBCOMMANDS: list[Subcommand] = [
         _run_compare,
     ),
     Subcommand("tune", tune_command.HELP, tune_command.configure, tune_command.run),
+    Subcommand(
+        "fairness",
+        "draw the frontier of expected NDCG@k against exposure fairness: PL-Rank with the "
+        "fairness objective against post-hoc randomised LambdaMART and LambdaRank",
+        _configure_fairness,
+        _run_fairness,
+    ),
 ]
 
 

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import _metric_kernels
+from . import _kernels, _metric_kernels
 from ._estimator import dcg_weights
 from ._groups import resolve_groups
 from ._validation import (
@@ -554,28 +554,17 @@ def _exposure_rows(
     y, e, ptr = y[groups.order], e[groups.order], groups.ptr
     G = ptr.shape[0] - 1
     q = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
-    return y, e, _equal_exposure_target(y, q, ptr, k), q, G
+    return y, e, _equal_exposure_target(y, ptr, k), q, G
 
 
 def _equal_exposure_target(
-    y: FloatArray, q: npt.NDArray[np.int64], ptr: npt.NDArray[np.int64], k: int | None
+    y: FloatArray, ptr: npt.NDArray[np.int64], k: int | None
 ) -> FloatArray:
     """Per row: the mean rank weight over the ranks its grade occupies in the ideal ranking."""
-    n = y.shape[0]
-    order = np.lexsort((-y, q))  # by query, then grade descending
-    rank = np.arange(n) - ptr[q[order]]  # 0-based rank in the ideal ranking
-    longest = int(np.diff(ptr).max()) if n else 0
-    theta = np.zeros(longest)
-    theta[: longest if k is None else min(k, longest)] = dcg_weights(
-        longest if k is None else min(k, longest)
-    )
-    ys, qs = y[order], q[order]
-    new_block = np.ones(n, dtype=bool)
-    new_block[1:] = (ys[1:] != ys[:-1]) | (qs[1:] != qs[:-1])
-    block = np.cumsum(new_block) - 1
-    mean = np.bincount(block, theta[rank]) / np.bincount(block)
-    eps = np.empty(n)
-    eps[order] = mean[block]
+    longest = int(np.diff(ptr).max()) if y.shape[0] else 0
+    eps = np.empty(y.shape[0])
+    theta = dcg_weights(longest if k is None else min(k, longest))
+    _kernels.equal_exposure_target(y, ptr, theta, eps)
     return eps
 
 

@@ -106,6 +106,14 @@ class PLRankRanker(BaseEstimator):
         evaluation metric, :meth:`score` and :meth:`expected_metric`.
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
         What the booster receives as Hessian (see :func:`gbdt_plrank.plrank_grad_hess`).
+    fairness : {None, "expected-exposure"}, default None
+        ``"expected-exposure"`` maximises the expected metric@K minus ``fairness_weight`` times
+        the expected exposure loss EE-L (equal expected exposure within relevance grades, Diaz
+        et al. 2020; see :func:`gbdt_plrank.plrank_grad_hess`), which only a stochastic ranker
+        can bring to 0. Measure it with :meth:`expected_exposure` and
+        :func:`gbdt_plrank.metrics.expected_exposure_loss`.
+    fairness_weight : float, default 1.0
+        Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
     n_estimators : int, default 100
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.1
@@ -185,6 +193,8 @@ class PLRankRanker(BaseEstimator):
         metric: str = "ndcg",
         gain: str = "exp",
         hessian: str = "abs",
+        fairness: str | None = None,
+        fairness_weight: float = 1.0,
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = None,
@@ -205,6 +215,8 @@ class PLRankRanker(BaseEstimator):
         self.metric = metric
         self.gain = gain
         self.hessian = hessian
+        self.fairness = fairness
+        self.fairness_weight = fairness_weight
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -265,7 +277,8 @@ class PLRankRanker(BaseEstimator):
         ------
         ValueError
             On an unknown backend or option, labels that are NaN or negative, lengths that
-            differ, a group that is neither ids nor sizes, or early stopping without eval set.
+            differ, a group that is neither ids nor sizes, early stopping without eval set, or
+            fairness options that break their rules (see ``fairness``).
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
         data = self._query_data(X, y, group, reset=True)
@@ -291,7 +304,8 @@ class PLRankRanker(BaseEstimator):
         objective_seed, booster_seed = _seeds(self.random_state, 2)
         objective = self._objective_factory(
             self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
-            seed=objective_seed, n_jobs=self.n_jobs,
+            seed=objective_seed, n_jobs=self.n_jobs, fairness=self.fairness,
+            fairness_weight=self.fairness_weight,
         )
         settings = self._settings(booster_seed)
         plan = Plan(objective, objective.spec.K, self.gain, n_estimators, early_stopping_rounds)

@@ -131,3 +131,64 @@ def neuralsort_loss(s, y, K, tau):
         p /= p.sum()
         out += theta[i - 1] * p @ g
     return 1.0 - out / ideal
+
+
+def exact_exposure(scores, theta):
+    """Exact E(d) = E_y[theta at d's rank] by enumeration (theta of length K)."""
+    E = np.zeros(len(scores))
+    for y, p in partial_rankings(scores, len(theta)):
+        for k, d in enumerate(y):
+            E[d] += p * theta[k]
+    return E
+
+
+def equal_exposure_target(labels, theta):
+    """eps(d): mean of theta (0 beyond its length) over the ideal ranks of d's grade."""
+    labels = np.asarray(labels, dtype=float)
+    D = len(labels)
+    weights = np.zeros(D)
+    weights[: min(D, len(theta))] = theta[:D]
+    ideal = np.sort(labels)[::-1]
+    return np.array([weights[ideal == g].mean() for g in labels])
+
+
+def fair_objective(scores, rho, target, weight, theta):
+    """Exact E[sum_k theta_k rho_{y_k}] - weight * sum_d (E(d) - target(d))^2."""
+    E = exact_exposure(scores, theta)
+    return expected_reward(scores, rho, theta) - weight * float(np.sum((E - target) ** 2))
+
+
+def fair_estimate(scores, rho, target, weight, theta, rankings, *, crossfit=True):
+    """The fairness estimate written out: (loss grad, loss Hessian first part, dE(d)/dm(d)).
+
+    The rankings' first half (N // 2 rows) and second half each give a Monte-Carlo exposure;
+    with ``crossfit`` each half's terms use the rewards rho - 2 weight (E_other - target) of the
+    other half, without it every ranking uses the exposure of all N rankings (the same-sample
+    estimate, which is biased).
+    """
+    rankings = [list(r) for r in rankings]
+    N, D = len(rankings), len(scores)
+
+    def exposure(rs):
+        E = np.zeros(D)
+        for r in rs:
+            for k, d in enumerate(r):
+                E[d] += theta[k]
+        return E / len(rs)
+
+    halves = [rankings[: N // 2], rankings[N // 2 :]]
+    grad = np.zeros(D)
+    hess = np.zeros(D)
+    for h, own in enumerate(halves):
+        source = halves[1 - h] if crossfit else rankings
+        reward = np.asarray(rho, dtype=float) - 2.0 * weight * (exposure(source) - target)
+        for r in own:
+            g, hh = ranking_estimate(scores, reward, theta, r)
+            grad -= g / N
+            hess -= hh / N
+    slope = np.zeros(D)
+    for d in range(D):
+        unit = np.zeros(D)
+        unit[d] = 1.0
+        slope[d] = np.mean([ranking_estimate(scores, unit, theta, r)[0][d] for r in rankings])
+    return grad, hess, slope

@@ -85,7 +85,7 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 
 def test_subcommands_are_a_registry() -> None:
-    assert [sub.name for sub in SUBCOMMANDS] == ["compare", "tune"]
+    assert [sub.name for sub in SUBCOMMANDS] == ["compare", "tune", "fairness"]
 
 
 def test_module_entry_point(monkeypatch, capsys) -> None:

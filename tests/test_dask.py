@@ -363,7 +363,9 @@ def test_lightgbm_refuses_early_stopping_before_any_work():
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
 def test_fit_predict_to_local(client, backend):
     X, y, qid = _data(n_queries=60)
-    Xa, ya, qa = align_queries(*_dask(X, y, qid, 200))
+    # Both workers hold rows: XGBoost's metric over a cluster with an empty worker is not the
+    # metric of the data (CI caught 0.7903 reported for a model whose NDCG@5 is 0.7868).
+    Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
     ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, random_state=0)
     ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)])
     scores = ranker.predict(Xa)

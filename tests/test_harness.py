@@ -91,6 +91,8 @@ def test_shipped_configs_load() -> None:
     names = sorted(p.stem for p in CONFIGS.glob("*.toml"))
     assert {"demo", "mq2008", "mq2007-agg"} <= set(names)
     for path in CONFIGS.glob("*.toml"):
+        if path.stem == "fairness":  # a frontier (gbdt-plrank fairness), not a comparison
+            continue
         config = load_config(path)
         assert config.seeds >= 2 and config.methods
     assert load_config(CONFIGS / "demo.toml").k == (5, 10)
@@ -139,6 +141,14 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "[params.pirank-xgb.pirank]\nN = 3", "unknown key 'params.pirank-xgb.pirank.N'"),
         (BASE + "[params.pirank-xgb.plrank]\nN = 3", "'pirank-xgb' is not a PL-Rank method"),
         (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
+        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be one of 'expected-exposure', but 'equal'"),
+        (BASE + "[plrank]\nfairness_weight = -0.5", "plrank.fairness_weight must be a finite number >= 0, but -0.5"),
+        (BASE + "[plrank]\nfairness_weight = inf", "plrank.fairness_weight must be a finite number >= 0, but inf"),
+        (BASE + "[params.plrank-xgb.plrank]\nfairness_weight = nan", "fairness_weight must be a finite number >= 0, but nan"),
+        (BASE + '[plrank]\nmetric = "precision"\n[params.plrank-xgb.plrank]\nfairness = "expected-exposure"',
+         "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
+         "fairness='expected-exposure' measures exposure with the DCG rank weights"),
+        (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -190,6 +200,19 @@ def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> No
     bad = write_config(tmp_path, '[yetirank-cb]\nloss_function = "RMSE"\n', "bad.toml")
     with pytest.raises(ConfigError, match=r"bad.toml: yetirank-cb must not set 'loss_function'"):
         read_params(bad)
+
+
+def test_fairness_options_reach_the_settings_only_when_set(tmp_path: Path) -> None:
+    plain = load_config(write_config(tmp_path, BASE, "plain.toml")).training_settings()
+    assert "fairness" not in plain["plrank"] and "fairness_weight" not in plain["plrank"]
+    fair = load_config(
+        write_config(tmp_path, BASE + '[plrank]\nfairness = "expected-exposure"', "fair.toml")
+    ).training_settings()
+    assert fair["plrank"]["fairness"] == "expected-exposure"
+    weight = load_config(
+        write_config(tmp_path, BASE + "[plrank]\nfairness_weight = 0.5", "w.toml")
+    ).training_settings()
+    assert weight["plrank"]["fairness_weight"] == 0.5
 
 
 def test_training_settings_leave_out_selection_and_threads(tmp_path: Path) -> None:
@@ -287,8 +310,12 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     params = {"num_leaves": 7, "plrank": {"N": 7, "metric": "dcg", "hessian": "clip"}}
     train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=params)
     train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20))
+    fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.3}}
+    train("plrank-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=fair)
     assert (made[0]["N"], made[0]["metric"], made[0]["hessian"]) == (7, "dcg", "clip")
     assert (made[1]["N"], made[1]["metric"], made[1]["hessian"]) == (20, "ndcg", "abs")
+    assert made[1]["fairness"] is None
+    assert (made[2]["fairness"], made[2]["fairness_weight"]) == ("expected-exposure", 0.3)
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
 
 

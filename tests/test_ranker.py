@@ -368,6 +368,14 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
+        ({"fairness": "expected-exposure", "fairness_weight": -1.0}, {}, ValueError,
+         "fairness_weight must be a finite number >= 0, but -1.0 is given"),
+        ({"fairness": "expected-exposure", "fairness_weight": float("inf")}, {}, ValueError,
+         "fairness_weight must be a finite number >= 0, but inf is given"),
+        ({"fairness": "exposure"}, {}, ValueError,
+         "fairness must be one of 'expected-exposure', but 'exposure' is given"),
+        ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
+         "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
     ],
 )
 def test_bad_fit_input(mq, options, change, error, match):

@@ -3,6 +3,12 @@
 ``gbdt-plrank compare CONFIG`` reads a TOML file (:mod:`.config`), trains every method
 (:mod:`.methods`, trained by :mod:`.training` through the booster layer) on every dataset fold, cut-off and seed (:mod:`.runner`, resumable through
 :mod:`.store`) and writes ``results.csv``, ``results.md`` and ``curves.png`` (:mod:`.report`).
+
+``gbdt-plrank fairness CONFIG`` (:mod:`.frontier_config`) draws the frontier of expected NDCG@k
+against exposure fairness (:mod:`.frontier`: PL-Rank with the fairness objective against post-hoc
+randomised deterministic rankers, evaluated by :mod:`.policy_eval`, PL-Rank early-stopped by
+:mod:`.policy_stopping`) and writes ``frontier.csv``, ``frontier.md`` and ``frontier.png``
+(:mod:`.frontier_report`).
 """
 
 from .config import (
@@ -14,6 +20,9 @@ from .config import (
     load_config,
     read_params,
 )
+from .frontier import run_frontier
+from .frontier_config import FrontierConfig, load_frontier_config
+from .frontier_report import write_frontier_report
 from .methods import METHODS, Method
 from .report import write_report
 from .runner import plan, run_comparison
@@ -26,6 +35,7 @@ __all__ = [
     "CompareConfig",
     "ConfigError",
     "Fit",
+    "FrontierConfig",
     "Method",
     "PLRankSettings",
     "PiRankSettings",
@@ -33,9 +43,12 @@ __all__ = [
     "RunKey",
     "TreeSettings",
     "load_config",
+    "load_frontier_config",
     "plan",
     "read_params",
     "run_comparison",
+    "run_frontier",
     "train",
+    "write_frontier_report",
     "write_report",
 ]

@@ -27,6 +27,8 @@
     [params.plrank-xgb.plrank]       # a PL-Rank method's own objective options, over [plrank]
     N = 200
     hessian = "clip"
+    fairness = "expected-exposure"   # maximise E[NDCG@k] - fairness_weight * EE-L
+    fairness_weight = 0.5
 
     [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
     tau = 0.5
@@ -38,7 +40,7 @@ rule, raises :class:`ConfigError` naming the key, the value and the rule (or the
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -46,8 +48,9 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
+from .._fairness import FAIRNESS
 from .._pirank import PIRANK_HESSIANS, pirank_objective
-from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK
+from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
@@ -59,7 +62,11 @@ __all__ = [
     "PiRankSettings",
     "TreeSettings",
     "check_objective_options",
+    "check_objectives",
     "load_config",
+    "objective_options",
+    "objective_settings",
+    "read_config_table",
     "read_params",
 ]
 
@@ -148,6 +155,23 @@ class PLRankSettings(Schema):
     sampler: Literal[tuple(SAMPLERS)] = Field(  # type: ignore[valid-type]
         "auto", description=_one_of(SAMPLERS)
     )
+    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(FAIRNESS)
+    )
+    fairness_weight: float = Field(
+        1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
+    )
+
+    def results_settings(self) -> dict[str, Any]:
+        """The options as JSON-able data, leaving out the fairness options at their defaults.
+
+        Results stored before the fairness options existed keep matching their settings.
+        """
+        unchanged = {
+            name for name in ("fairness", "fairness_weight")
+            if getattr(self, name) == type(self).model_fields[name].default
+        }
+        return self.model_dump(exclude=unchanged)
 
 
 class PLRankOptions(Schema):
@@ -161,6 +185,12 @@ class PLRankOptions(Schema):
     )
     hessian: Literal[HESSIAN_MODES] | None = Field(  # type: ignore[valid-type]
         None, description=_one_of(HESSIAN_MODES)
+    )
+    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
+        None, description=_one_of(FAIRNESS)
+    )
+    fairness_weight: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
 
 
@@ -205,6 +235,29 @@ def check_objective_options(objective: str, key: str, value: Any) -> dict[str, A
     """
     options = validate(OPTIONS[objective], value, source=f"[{key}]", prefix=key)
     return options.model_dump(exclude_unset=True)
+
+
+def objective_settings(
+    plrank: PLRankSettings | None = None, pirank: PiRankSettings | None = None
+) -> dict[str, Schema]:
+    """Each of the package's objectives -> its settings table (the defaults where ``None``)."""
+    return {PLRANK: plrank or PLRankSettings(), PIRANK: pirank or PiRankSettings()}
+
+
+def objective_options(
+    method: Method, settings: Mapping[str, Schema], params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The keyword options of the package's objective that ``method`` trains with.
+
+    Its settings table (``settings[method.objective]``: ``[plrank]``, ``[pirank]``), then the
+    method's Hessian mode, then its own sub-table of the native parameters ``params`` (if any),
+    each over the ones before.
+    """
+    chosen = settings[method.objective].model_dump()
+    if method.hessian is not None:
+        chosen["hessian"] = method.hessian
+    chosen.update((params or {}).get(method.objective, {}))
+    return chosen
 
 
 def _scalar(value: Any) -> bool:
@@ -293,7 +346,7 @@ class CompareConfig(Schema):
         """
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
+            "plrank": self.plrank.results_settings(),
             "pirank": self.pirank.model_dump(),
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
@@ -329,6 +382,24 @@ def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: {err}") from None
 
 
+def read_config_table(path: Path, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A configuration file's table with ``overrides`` applied and ``params`` checked.
+
+    ``out`` defaults to ``runs/<file name without extension>``; ``overrides`` replace values by
+    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`.
+    """
+    raw = read_toml(path)
+    raw.setdefault("out", str(Path("runs") / path.stem))
+    for dotted, value in (overrides or {}).items():
+        *sections, key = dotted.split(".")
+        table = raw
+        for section in sections:
+            table = table.setdefault(section, {})
+        table[key] = value
+    raw["params"] = _params(raw.get("params", {}), key="params")
+    return raw
+
+
 def load_config(
     path: str | Path,
     *,
@@ -358,16 +429,43 @@ def load_config(
         On a missing or invalid file, an unknown key or a value that breaks its rule.
     """
     path = Path(path)
-    raw = read_toml(path)
-    raw.setdefault("out", str(Path("runs") / path.stem))
-    for dotted, value in (overrides or {}).items():
-        *sections, key = dotted.split(".")
-        table = raw
-        for section in sections:
-            table = table.setdefault(section, {})
-        table[key] = value
-    raw["params"] = _params(raw.get("params", {}), key="params")
+    raw = read_config_table(path, overrides)
     if params_file is not None:
         for name, table in read_params(params_file).items():
             raw["params"][name] = {**raw["params"].get(name, {}), **table}
-    return validate(CompareConfig, raw, source=str(path))
+    config = validate(CompareConfig, raw, source=str(path))
+    settings = objective_settings(config.plrank, config.pirank)
+    check_objectives(config.methods, settings, config.params, k=config.k[0])
+    return config
+
+
+def check_objectives(
+    methods: Sequence[str],
+    settings: Mapping[str, Schema],
+    params: Mapping[str, Mapping[str, Any]],
+    *,
+    k: int,
+) -> None:
+    """Check the combined objective options of every method of the package's objectives.
+
+    Each table is valid on its own; this checks the rules that tie options together (e.g.
+    ``fairness`` needs ``metric`` "ndcg" or "dcg" and ``N >= 2``), after the settings table
+    (:func:`objective_settings`) and a method's own sub-table are combined.
+
+    Raises
+    ------
+    ConfigError
+        Naming the method and the rule.
+    """
+    for name in methods:
+        method = METHODS[name]
+        own = OWN_OBJECTIVES.get(method.objective)
+        if own is None:
+            continue
+        try:
+            own.build(K=k, **objective_options(method, settings, params.get(name)))
+        except ValueError as err:
+            raise ConfigError(
+                f"the {own.title} options of {name!r} ([{method.objective}] with "
+                f"[params.{name}.{method.objective}]) break a rule: {err}"
+            ) from None

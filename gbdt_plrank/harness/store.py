@@ -26,7 +26,15 @@ import numpy as np
 
 from .schema import ConfigError
 
-__all__ = ["COLUMNS", "ResultStore", "RunKey", "output_folder"]
+__all__ = [
+    "COLUMNS",
+    "ResultStore",
+    "RunKey",
+    "append_line",
+    "check_settings",
+    "drop_partial_line",
+    "output_folder",
+]
 
 #: Columns of ``results.csv``, in order, with the type of their values.
 COLUMNS: dict[str, type] = {
@@ -76,7 +84,7 @@ def _key(record: Mapping[str, Any]) -> RunKey:
     )
 
 
-def _drop_partial_line(path: Path) -> None:
+def drop_partial_line(path: Path) -> None:
     """Cut a file back to its last complete line."""
     if not path.is_file():
         return
@@ -86,7 +94,8 @@ def _drop_partial_line(path: Path) -> None:
             fh.truncate(data.rfind(b"\n") + 1)
 
 
-def _append(path: Path, text: str) -> None:
+def append_line(path: Path, text: str) -> None:
+    """Append ``text`` (whole lines) with one write, flushed to disk before returning."""
     with path.open("a", encoding="utf-8", newline="") as fh:
         fh.write(text)
         fh.flush()
@@ -105,6 +114,27 @@ def _first_difference(old: Any, new: Any, path: str = "") -> str | None:
                 return found
         return None
     return None if old == new else path
+
+
+def check_settings(folder: Path, settings: Mapping[str, Any], *, has_results: bool) -> None:
+    """Refuse other settings than ``folder/settings.json`` once results exist; else (re)write it.
+
+    Raises
+    ------
+    ConfigError
+        Naming the first setting that differs.
+    """
+    path = folder / "settings.json"
+    settings = json.loads(json.dumps(settings))
+    if path.is_file() and has_results:
+        where = _first_difference(json.loads(path.read_text(encoding="utf-8")), settings)
+        if where is not None:
+            raise ConfigError(
+                f"{folder} holds results made with other settings ({where} differs); "
+                f"choose another output folder (--out) or delete {folder}."
+            )
+    else:
+        path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 class ResultStore:
@@ -130,9 +160,9 @@ class ResultStore:
         self.curves_path = self.folder / "curves.jsonl"
         self.queries_path = self.folder / "queries.jsonl"
         for path in (self.results_path, self.curves_path, self.queries_path):
-            _drop_partial_line(path)
+            drop_partial_line(path)
         if not self.results_path.is_file() or self.results_path.stat().st_size == 0:
-            _append(self.results_path, ",".join(COLUMNS) + "\r\n")
+            append_line(self.results_path, ",".join(COLUMNS) + "\r\n")
         with self.results_path.open(encoding="utf-8", newline="") as fh:
             header = next(csv.reader(fh))
         if header != list(COLUMNS):
@@ -140,20 +170,7 @@ class ResultStore:
                 f"{self.results_path} must have the columns {', '.join(COLUMNS)}, but has "
                 f"{', '.join(header)}; choose another output folder."
             )
-        self._check_settings(json.loads(json.dumps(settings)))
-
-    def _check_settings(self, settings: dict[str, Any]) -> None:
-        """Refuse other settings once results exist; until then, (re)write them."""
-        path = self.folder / "settings.json"
-        if path.is_file() and self.rows():
-            where = _first_difference(json.loads(path.read_text(encoding="utf-8")), settings)
-            if where is not None:
-                raise ConfigError(
-                    f"{self.folder} holds results made with other settings ({where} differs); "
-                    f"choose another output folder (--out) or delete {self.folder}."
-                )
-        else:
-            path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        check_settings(self.folder, settings, has_results=bool(self.rows()))
 
     def add(
         self, row: Mapping[str, Any], curve: Sequence[float], queries: Mapping[int, float]
@@ -170,13 +187,13 @@ class ResultStore:
             )
         key = _key(row)._asdict()
         curve_record = {**key, "curve": [float(v) for v in curve]}
-        _append(self.curves_path, json.dumps(curve_record) + "\n")
+        append_line(self.curves_path, json.dumps(curve_record) + "\n")
         ids = sorted(queries)
         query_record = {**key, "qid": ids, "ndcg": [float(queries[q]) for q in ids]}
-        _append(self.queries_path, json.dumps(query_record) + "\n")
+        append_line(self.queries_path, json.dumps(query_record) + "\n")
         line = io.StringIO()
         csv.writer(line).writerow([row[c] for c in COLUMNS])
-        _append(self.results_path, line.getvalue())
+        append_line(self.results_path, line.getvalue())
 
     def rows(self) -> dict[RunKey, dict[str, Any]]:
         """The finished trainings' rows, typed, by key (a key written twice keeps its last row)."""

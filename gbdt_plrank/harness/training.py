@@ -8,7 +8,8 @@ test split at its best round. The shared tree settings reach each library under 
 objectives (:data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES`) build theirs from its settings
 table (``[plrank]``, ``[pirank]``), their Hessian mode and their own sub-table of ``params``
 (``plrank``: ``N``, ``metric``, ``gain``, ``sampler``, ``hessian``; ``pirank``: ``tau``,
-``hessian``), in that order.
+``hessian``, ``fairness``, ``fairness_weight``), in that order
+(:func:`~gbdt_plrank.harness.config.objective_options`).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import numpy as np
 
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
-from .config import PiRankSettings, PLRankSettings
-from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
+from .config import PiRankSettings, PLRankSettings, objective_options, objective_settings
+from .methods import METHODS, OWN_OBJECTIVES, Method
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset, Split
@@ -46,12 +47,16 @@ class Fit:
         Scores of the test split's rows at ``best_round``.
     train_seconds : float
         Wall time of the library's training call, validation included.
+    vali_scores : float array (n_vali,)
+        Scores of the validation split's rows at ``best_round`` (e.g. to calibrate a
+        temperature without looking at the test split).
     """
 
     curve: np.ndarray
     best_round: int
     test_scores: np.ndarray
     train_seconds: float
+    vali_scores: np.ndarray
 
 
 def _query_data(split: Split) -> QueryData:
@@ -65,16 +70,13 @@ def _objective(
     seed: int,
     n_jobs: int | None,
     settings: Mapping[str, Schema],
-    options: Mapping[str, Any],
+    params: Mapping[str, Any],
 ) -> Objective:
     """The method's objective: the library's own by name, or one of the package's built."""
     own = OWN_OBJECTIVES.get(method.objective)
     if own is None:
         return method.objective.format(k=k)
-    chosen = settings[method.objective].model_dump()
-    if method.hessian is not None:
-        chosen["hessian"] = method.hessian
-    chosen.update(options)
+    chosen = objective_options(method, settings, params)
     if own.sampled:
         chosen["seed"] = seed
     return own.build(K=k, n_jobs=n_jobs, **chosen)
@@ -137,10 +139,11 @@ def train(
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
     objective = _objective(
-        method, k=k, seed=seed, n_jobs=trees.n_jobs,
-        settings={PLRANK: plrank or PLRankSettings(), PIRANK: pirank or PiRankSettings()},
-        options=native.pop(method.objective, {}) if method.objective in OWN_OBJECTIVES else {},
+        method, k=k, seed=seed, n_jobs=trees.n_jobs, settings=objective_settings(plrank, pirank),
+        params=native,
     )
+    if method.objective in OWN_OBJECTIVES:
+        native.pop(method.objective, None)
     backend = BACKENDS[method.library]
     plan = Plan(
         objective, k, n_estimators=trees.rounds,
@@ -149,5 +152,6 @@ def train(
     settings = trees.booster_settings(seed=seed, params=native)
     trained = backend.train(settings, _query_data(data.train), [_query_data(data.vali)], plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
+    vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
     curve = np.asarray(trained.history[eval_name(0)][metric_name(k)])
-    return Fit(curve, trained.rounds, scores, trained.seconds)
+    return Fit(curve, trained.rounds, scores, trained.seconds, vali)

@@ -233,8 +233,9 @@ def tune(
     params = {key: dict(v) if isinstance(v, Mapping) else v for key, v in (params or {}).items()}
     label = dataset_label(data, fold)
     settings = {
-        "data": label, "k": k, "seed": seed, "trees": trees.model_dump(), "plrank": plrank.model_dump(),
-        "pirank": pirank.model_dump(), "params": params, "space": space.as_dict(),
+        "data": label, "k": k, "seed": seed, "trees": trees.model_dump(),
+        "plrank": plrank.results_settings(), "pirank": pirank.model_dump(), "params": params,
+        "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only
     out = output_folder(out)

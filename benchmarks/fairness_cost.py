@@ -1,0 +1,80 @@
+"""What the fairness objective costs per round against the relevance objective, interleaved.
+
+For each dataset, two XGBoost boosters train side by side, one with ``plrank_objective(K, N)``
+and one with the same plus ``fairness="expected-exposure"``; every round calls both objectives on
+the same margins (the objective alone), then updates both boosters (a full round), alternating
+the two so that the machine's load hits both alike. Medians over the rounds, and their ratios.
+
+    nice -n 10 python benchmarks/fairness_cost.py [--rounds 15] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import gbdt_plrank  # isort: skip  (sets OMP_WAIT_POLICY before xgboost loads)
+import numpy as np
+import xgboost
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import synthetic  # noqa: E402
+
+
+def _dmatrix(name: str) -> xgboost.DMatrix:
+    if name == "mslr-like":
+        return synthetic.mslr_like(n_queries=300).dmatrix()
+    train = gbdt_plrank.load_dataset(name).train
+    return xgboost.DMatrix(train.X, train.y, qid=train.qid)
+
+
+def measure(name: str, *, K: int, N: int, rounds: int, threads: int) -> str:
+    dtrain = _dmatrix(name)
+    params = {"tree_method": "hist", "nthread": threads, "seed": 0, "base_score": 0.0,
+              "eval_metric": f"ndcg@{K}"}
+    objectives = {
+        "relevance": gbdt_plrank.plrank_objective(K, N, n_jobs=threads),
+        "fairness": gbdt_plrank.plrank_objective(K, N, n_jobs=threads,
+                                                 fairness="expected-exposure"),
+    }
+    boosters = {k: xgboost.Booster(params, [dtrain]) for k in objectives}
+    for k, obj in objectives.items():
+        boosters[k].update(dtrain, 0, fobj=obj)  # compile and sketch the quantiles
+    objective_times = {k: [] for k in objectives}
+    round_times = {k: [] for k in objectives}
+    preds = boosters["relevance"].predict(dtrain, output_margin=True)
+    for i in range(1, rounds + 1):
+        for k, obj in objectives.items():
+            start = time.perf_counter()
+            obj(preds, dtrain)
+            objective_times[k].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            boosters[k].update(dtrain, i, fobj=obj)
+            round_times[k].append(time.perf_counter() - start)
+    o = {k: float(np.median(v)) for k, v in objective_times.items()}
+    r = {k: float(np.median(v)) for k, v in round_times.items()}
+    return (f"| {name} | {1e3 * o['relevance']:.1f} | {1e3 * o['fairness']:.1f} | "
+            f"{o['fairness'] / o['relevance']:.2f} | {1e3 * r['relevance']:.1f} | "
+            f"{1e3 * r['fairness']:.1f} | {r['fairness'] / r['relevance']:.2f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--data", default="mq2008,mq2007-agg,mslr-like")
+    args = parser.parse_args()
+    print("| data (train) | relevance objective ms | fairness objective ms | ratio | relevance "
+          "round ms | fairness round ms | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.data.split(","):
+        print(measure(name, K=10, N=100, rounds=args.rounds, threads=args.threads), flush=True)
+
+
+if __name__ == "__main__":
+    main()

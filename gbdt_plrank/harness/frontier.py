@@ -1,0 +1,308 @@
+r"""The fairness frontier: expected NDCG@k against exposure fairness, resumable.
+
+For every data entry, fold and seed, the frontier trains (through :func:`.training.train`)
+
+- LambdaMART (XGBoost ``rank:ndcg``) and LambdaRank (LightGBM ``lambdarank``), deterministic
+  rankers early-stopped on validation NDCG@k as a comparison does;
+- PL-Rank with the relevance objective, and with ``fairness="expected-exposure"`` for every
+  weight of the grid, early-stopped on the validation value of their own policy's objective,
+  expected NDCG@k minus the weight times EE-L (:mod:`.policy_stopping`): the ranking by score
+  cannot see the scale of the margins, which sets how random the policy is;
+
+and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
+trained; the deterministic models and the relevance-only PL-Rank as Plackett-Luce policies
+:math:`\pi(m / (T\sigma))` for every temperature :math:`T` of the grid (post-hoc
+randomisation), where :math:`\sigma` is the root mean within-query variance of the model's
+margins on the *validation* split (all its queries for LambdaMART and LambdaRank; for PL-Rank
+those with a relevant document, which its early stopping watches), so that one grid spans the
+same range, from nearly deterministic to nearly uniform, for every model and fold; the
+deterministic LambdaMART ranking;
+and the equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order,
+so that :math:`E = \epsilon`).
+
+Every finished training (its test margins) and every finished evaluation (its per-query values)
+is written at once (:class:`FrontierStore`); a rerun skips what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from ..datasets import LTRDataset, Split
+from .data import check_data, dataset_label, load, without_empty_queries
+from .frontier_config import BASELINES, FrontierConfig
+from .methods import METHODS
+from .policy_eval import (
+    PolicyValues,
+    evaluate_oracle,
+    evaluate_policy,
+    evaluate_ranking,
+    validation_scale,
+)
+from .policy_stopping import PolicyStopping
+from .store import append_line, check_settings, drop_partial_line, output_folder
+from .training import train
+
+__all__ = ["EvalKey", "FrontierStore", "TrainingKey", "planned_evaluations", "run_frontier"]
+
+#: Curve names: the temperature curves, the fair curve and the two single points.
+TEMPERATURE_CURVES = ("lambdamart", "lambdarank", "plrank")
+FAIR = "plrank-fair"
+DETERMINISTIC = "lambdamart-deterministic"
+ORACLE = "oracle"
+
+#: Seed of the evaluation's sampled rankings for run seed s: EVAL_SEED + 2 s (and + 1); the
+#: policy early stopping samples its validation rankings with STOP_SEED + 2 s (and + 1).
+EVAL_SEED = 1_000_003
+STOP_SEED = 2_000_003
+
+
+class TrainingKey(NamedTuple):
+    """One training: dataset label, curve, fairness weight (0 without fairness) and seed."""
+
+    dataset: str
+    curve: str
+    weight: float
+    seed: int
+
+
+class EvalKey(NamedTuple):
+    """One evaluated policy: dataset label, curve, weight, temperature (0: none) and seed."""
+
+    dataset: str
+    curve: str
+    weight: float
+    temperature: float
+    seed: int
+
+
+# --------------------------------------------------------------------------------------------
+# The output folder
+# --------------------------------------------------------------------------------------------
+def _training_key(record: dict[str, Any]) -> TrainingKey:
+    return TrainingKey(
+        record["dataset"], record["curve"], float(record["weight"]), int(record["seed"])
+    )
+
+
+def _eval_key(record: dict[str, Any]) -> EvalKey:
+    return EvalKey(
+        record["dataset"], record["curve"], float(record["weight"]),
+        float(record["temperature"]), int(record["seed"]),
+    )
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+class FrontierStore:
+    """A frontier's output folder: finished trainings and evaluations, appended at once.
+
+    - ``settings.json``: :meth:`FrontierConfig.settings`; other settings are refused once
+      results exist;
+    - ``margins/<name>.npy``: each training's test margins (written whole, then renamed);
+    - ``trainings.jsonl``: one line per finished training (key, best round, seconds, the
+      validation scale of its margins, the margins file), written after its margins;
+    - ``evaluations.jsonl``: one line per finished evaluation, its per-query values.
+    """
+
+    def __init__(self, folder: str | Path, *, settings: dict[str, Any]) -> None:
+        self.folder = output_folder(folder)
+        self.trainings_path = self.folder / "trainings.jsonl"
+        self.evaluations_path = self.folder / "evaluations.jsonl"
+        for path in (self.trainings_path, self.evaluations_path):
+            drop_partial_line(path)
+        (self.folder / "margins").mkdir(exist_ok=True)
+        self.trainings = {_training_key(r): r for r in _read_records(self.trainings_path)}
+        self.evaluations = {_eval_key(r): r for r in _read_records(self.evaluations_path)}
+        check_settings(
+            self.folder, settings, has_results=bool(self.trainings or self.evaluations)
+        )
+
+    def add_training(self, key: TrainingKey, margins: np.ndarray, **info: Any) -> None:
+        """Store a training's test margins, then its line."""
+        name = f"{key.dataset.replace('/', '_')}__{key.curve}__w{key.weight:g}__s{key.seed}.npy"
+        path = self.folder / "margins" / name
+        partial = path.with_suffix(".partial.npy")
+        np.save(partial, np.asarray(margins, dtype=np.float64))
+        os.replace(partial, path)
+        record = {**key._asdict(), **info, "margins": f"margins/{name}"}
+        append_line(self.trainings_path, json.dumps(record) + "\n")
+        self.trainings[key] = record
+
+    def margins(self, key: TrainingKey) -> np.ndarray:
+        """The stored test margins of a finished training."""
+        return np.load(self.folder / self.trainings[key]["margins"])
+
+    def add_evaluation(self, key: EvalKey, values: PolicyValues) -> None:
+        """Store one evaluation's per-query values."""
+        record = {
+            **key._asdict(),
+            "qid": [int(q) for q in values.qid],
+            "ndcg": values.ndcg.tolist(),
+            "ee_l": values.ee_l.tolist(),
+            "disparity": values.disparity.tolist(),
+            "mc_mean": values.mc_mean,
+            "mc_var": values.mc_var,
+            "n_samples": values.n_samples,
+        }
+        append_line(self.evaluations_path, json.dumps(record) + "\n")
+        self.evaluations[key] = record
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Training:
+    """One training of a frontier and the evaluations of its margins.
+
+    ``policy``: early-stopped on its policy's validation objective (the PL-Rank trainings).
+    """
+
+    key: TrainingKey
+    method: str
+    params: dict[str, Any]
+    evals: tuple[EvalKey, ...]
+    policy: bool
+
+
+def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Training]:
+    temps = config.temperatures
+    methods = {**BASELINES, "plrank": config.plrank_method}
+    for curve, method in methods.items():
+        key = TrainingKey(label, curve, 0.0, seed)
+        evals = tuple(EvalKey(label, curve, 0.0, t, seed) for t in temps)
+        if curve == "lambdamart":
+            evals += (EvalKey(label, DETERMINISTIC, 0.0, 0.0, seed),)
+        params = dict(config.params.get(method, {}))
+        yield _Training(key, method, params, evals, policy=curve == "plrank")
+    for w in config.fairness_weights:
+        key = TrainingKey(label, FAIR, w, seed)
+        evals = (EvalKey(label, FAIR, w, 0.0, seed),)
+        yield _Training(key, config.plrank_method, config.fair_options(w), evals, policy=True)
+
+
+def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, Any]:
+    """Train one job; its test margins and what the store records about it."""
+    seed = job.key.seed
+    if not job.policy:
+        fit = train(
+            job.method, data, k=config.k, seed=seed, trees=config.trees, plrank=config.plrank,
+            params=job.params,
+        )
+        return {
+            "margins": fit.test_scores, "best_round": int(fit.best_round),
+            "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
+            "scale": validation_scale(fit.vali_scores, data.vali),
+        }
+    vali = without_empty_queries(data.vali)
+    stopper = PolicyStopping(
+        METHODS[job.method].library, vali, data.test.X, k=config.k, weight=job.key.weight,
+        patience=config.trees.early_stopping_rounds, n_samples=config.stopping_samples,
+        seed=STOP_SEED + 2 * seed, n_jobs=config.trees.n_jobs,
+    )
+    # the harness's own early stopping (on NDCG@k of the ranking by score) is switched off
+    trees = config.trees.model_copy(update={"early_stopping_rounds": config.trees.rounds})
+    fit = train(
+        job.method, data, k=config.k, seed=seed, trees=trees, plrank=config.plrank,
+        params=job.params, callbacks=[stopper.callback()],
+    )
+    return {
+        "margins": stopper.margins, "best_round": stopper.best_round,
+        "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
+        "scale": validation_scale(stopper.vali_margins, vali),
+        "validation_objective": stopper.best_value,
+    }
+
+
+def _evaluate(
+    key: EvalKey, margins: np.ndarray, scale: float, split: Split, config: FrontierConfig
+) -> PolicyValues:
+    if key.curve == DETERMINISTIC:
+        return evaluate_ranking(margins, split, k=config.k)
+    policy = margins if key.curve == FAIR else margins / (key.temperature * scale)
+    return evaluate_policy(
+        policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + 2 * key.seed,
+        n_jobs=config.trees.n_jobs,
+    )
+
+
+def _plan(
+    config: FrontierConfig,
+) -> tuple[list[tuple[str, int, _Training]], list[tuple[str, int, EvalKey]]]:
+    """The trainings (with their evaluations) and the oracle evaluations, in the order they run."""
+    sources = [(d, f, dataset_label(d, f)) for d in config.datasets for f in config.folds]
+    jobs = [
+        (data, fold, job)
+        for data, fold, label in sources
+        for seed in range(config.seeds)
+        for job in _trainings(config, label, seed)
+    ]
+    oracles = [(data, fold, EvalKey(label, ORACLE, 0.0, 0.0, 0)) for data, fold, label in sources]
+    return jobs, oracles
+
+
+def planned_evaluations(config: FrontierConfig) -> list[EvalKey]:
+    """Every evaluation the configuration asks for."""
+    jobs, oracles = _plan(config)
+    return [key for _, _, job in jobs for key in job.evals] + [key for _, _, key in oracles]
+
+
+def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print) -> FrontierStore:
+    """Run every training and evaluation of ``config`` that its output folder does not hold.
+
+    Returns
+    -------
+    FrontierStore
+        The output folder's results, earlier runs' included.
+
+    Raises
+    ------
+    ConfigError
+        When a data entry is missing, or the folder holds results of other settings.
+    """
+    check_data(config.datasets, config.folds)
+    store = FrontierStore(config.out, settings=config.settings())
+    jobs, oracles = _plan(config)
+    left = [j for j in jobs if not all(e in store.evaluations for e in j[2].evals)]
+    echo(f"{len(left)} of {len(jobs)} trainings to run or evaluate; results in {store.folder}")
+    loaded: dict[tuple[str, int], LTRDataset] = {}
+
+    def dataset(data: str, fold: int) -> LTRDataset:
+        if (data, fold) not in loaded:
+            loaded.clear()
+            loaded[data, fold] = load(
+                data, fold, drop_empty_test_queries=config.drop_empty_test_queries
+            )
+        return loaded[data, fold]
+
+    with tqdm(total=len(left), unit="training", disable=None) as bar:
+        for data, fold, job in left:
+            split = dataset(data, fold)
+            if job.key not in store.trainings:
+                info = _fit(job, split, config)
+                store.add_training(job.key, info.pop("margins"), **info)
+            margins = store.margins(job.key)
+            scale = float(store.trainings[job.key]["scale"])
+            for key in job.evals:
+                if key not in store.evaluations:
+                    store.add_evaluation(key, _evaluate(key, margins, scale, split.test, config))
+            bar.set_postfix_str(f"{job.key.dataset} {job.key.curve} w={job.key.weight:g}")
+            bar.update()
+    for data, fold, key in oracles:
+        if key not in store.evaluations:
+            store.add_evaluation(key, evaluate_oracle(dataset(data, fold).test, k=config.k))
+    return store

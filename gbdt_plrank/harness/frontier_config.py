@@ -1,0 +1,142 @@
+"""The description of a fairness frontier (``gbdt-plrank fairness CONFIG``): a validated TOML file.
+
+.. code-block:: toml
+
+    datasets = ["mq2008", "mq2007-agg"]
+    folds = [1, 2, 3, 4, 5]
+    seeds = 1                              # seeds 0 .. seeds-1
+    k = 10                                 # metric cut-off, exposure cut-off, early stopping
+    out = "runs/fairness"                  # default: runs/<name of the config file>
+    plrank_method = "plrank-xgb"           # the PL-Rank method of both PL-Rank curves
+    fairness_weights = [0.1, 0.3, 1, 3, 10]
+    temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
+    n_samples = 1000                       # Monte-Carlo rankings per test query and policy
+    stopping_samples = 100                 # rankings per validation query, policy early stopping
+
+    [trees]                                # as in a comparison
+    [plrank]                               # PL-Rank options of both PL-Rank curves
+    [params.lambdamart-xgb]                # native parameters of a method, as in a comparison
+
+Unknown keys and values that break their rule raise :class:`~.schema.ConfigError` naming the key,
+the value and the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+
+from .config import (
+    PLRankSettings,
+    TreeSettings,
+    _items,
+    check_objectives,
+    objective_settings,
+    read_config_table,
+)
+from .methods import METHODS, PLRANK
+from .schema import ConfigError, Schema, validate
+
+__all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
+
+#: The deterministic rankers randomised post hoc: LambdaMART (XGBoost) and LambdaRank (LightGBM).
+BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
+
+_PLRANK_METHODS = tuple(n for n, m in METHODS.items() if m.objective == PLRANK and m.hessian == "abs")
+
+Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class FrontierConfig(Schema):
+    """A frontier: data, the PL-Rank method, the fairness weights and the temperatures."""
+
+    datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
+    folds: _items(  # type: ignore[valid-type]
+        Annotated[int, Field(ge=1, le=5)],
+        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
+    ) = (1,)
+    seeds: int = Field(1, ge=1, description="an integer >= 1")
+    k: int = Field(10, ge=1, description="an integer >= 1")
+    out: str = Field("runs/fairness", min_length=1, description="a non-empty string")
+    drop_empty_test_queries: bool = Field(True, description="true or false")
+    plrank_method: Literal[_PLRANK_METHODS] = Field(  # type: ignore[valid-type]
+        "plrank-xgb", description=f"one of {', '.join(map(repr, _PLRANK_METHODS))}"
+    )
+    fairness_weights: _items(  # type: ignore[valid-type]
+        Weight, rule="a non-empty list of distinct finite numbers >= 0"
+    ) = (0.1, 0.3, 1.0, 3.0, 10.0)
+    temperatures: _items(  # type: ignore[valid-type]
+        Temperature, rule="a non-empty list of distinct finite numbers > 0"
+    ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
+    n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")
+    stopping_samples: int = Field(100, ge=2, multiple_of=2, description="an even integer >= 2")
+    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
+    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
+    params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="a table of method name -> table of parameters"
+    )
+
+    @field_validator("plrank")
+    @classmethod
+    def _relevance_only(cls, value: PLRankSettings) -> PLRankSettings:
+        if value.fairness is not None:
+            raise ValueError(
+                "fairness is set by the command for the fair curve (fairness_weights) and must "
+                "not be set here"
+            )
+        return value
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        """The comparison methods trained: the two baselines and the PL-Rank method."""
+        return (*BASELINES.values(), self.plrank_method)
+
+    def fair_options(self, weight: float) -> dict[str, Any]:
+        """The PL-Rank method's native parameters with the fairness options of ``weight``."""
+        native = dict(self.params.get(self.plrank_method, {}))
+        native[PLRANK] = {
+            **native.get(PLRANK, {}), "fairness": "expected-exposure", "fairness_weight": weight,
+        }
+        return native
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that changes a stored training or evaluation, as JSON-able data."""
+        return {
+            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
+            "plrank": self.plrank.results_settings(),
+            "plrank_method": self.plrank_method,
+            "params": {m: self.params[m] for m in sorted(self.params)},
+            "drop_empty_test_queries": self.drop_empty_test_queries,
+            "k": self.k,
+            "n_samples": self.n_samples,
+            "stopping_samples": self.stopping_samples,
+        }
+
+
+def load_frontier_config(
+    path: str | Path, *, overrides: Mapping[str, Any] | None = None
+) -> FrontierConfig:
+    """Read and check a frontier's TOML file; ``overrides`` replace values by key path.
+
+    Raises
+    ------
+    ConfigError
+        On a missing or invalid file, an unknown key, a value that breaks its rule, or
+        ``[params]`` for a method the frontier does not train.
+    """
+    path = Path(path)
+    config = validate(FrontierConfig, read_config_table(path, overrides), source=str(path))
+    unused = sorted(set(config.params) - set(config.methods))
+    if unused:
+        raise ConfigError(
+            f"params must name the methods the frontier trains ({', '.join(config.methods)}), "
+            f"but {unused[0]!r} is not one of them."
+        )
+    for weight in (0.0, *config.fairness_weights):
+        options = {config.plrank_method: config.fair_options(weight)} if weight else config.params
+        check_objectives(config.methods, objective_settings(config.plrank), options, k=config.k)
+    return config

@@ -1,0 +1,180 @@
+r"""Relevance and exposure fairness of a ranking policy on a split, query by query.
+
+A policy is the Plackett-Luce policy of a model's margins (Monte-Carlo), a deterministic ranking
+by score, or the equal-exposure oracle. Per query (in the order of :func:`numpy.unique` of the
+query ids):
+
+- expected NDCG@k: :math:`\sum_d \hat E(d) (2^{\ell_d} - 1) / \mathrm{IDCG@k}` (1 when the ideal
+  DCG is 0), exact for the Monte-Carlo exposure :math:`\hat E` with the DCG rank weights, since
+  DCG is linear in exposure: it is the mean NDCG@k of the sampled rankings;
+- EE-L (:func:`gbdt_plrank.metrics.expected_exposure_loss`) and the relevance-proportional
+  disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`). Both are quadratic in
+  the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
+  estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
+  :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
+  the bilinear form :math:`f(\hat E_A, \hat E_B)` of a quadratic :math:`f` (its expectation is
+  :math:`f(E)` since the halves are independent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._estimator import dcg_weights
+from .._fairness import FairnessSpec
+from .._groups import resolve_groups
+from .._policy import PolicySample, sample_policy
+from ..datasets import Split
+from ..metrics import dcg, expected_exposure_loss, ndcg, relevance_proportional_disparity
+
+__all__ = [
+    "PolicyValues",
+    "evaluate_oracle",
+    "evaluate_policy",
+    "evaluate_ranking",
+    "policy_objective",
+    "validation_scale",
+]
+
+
+@dataclass(frozen=True)
+class PolicyValues:
+    """Per query (in the order of ``qid``): expected NDCG@k, EE-L and disparity.
+
+    ``mc_mean`` and ``mc_var`` are the mean and variance over the sampled rankings of the
+    dataset-mean NDCG@k of each sample (0 variance for an exact evaluation); ``n_samples``
+    the number of samples (1 for an exact evaluation).
+    """
+
+    qid: np.ndarray
+    ndcg: np.ndarray
+    ee_l: np.ndarray
+    disparity: np.ndarray
+    mc_mean: float
+    mc_var: float
+    n_samples: int
+
+
+def _expected_ndcg(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
+    """Per query: expected DCG@k from the exposure, over the ideal DCG@k (1 when that is 0)."""
+    q = np.unique(split.qid, return_inverse=True)[1]
+    ideal = dcg(split.y, split.y, split.qid, k=k, per_query=True)
+    expected = np.bincount(q, exposure * (np.exp2(split.y) - 1.0), minlength=ideal.shape[0])
+    return np.where(ideal > 0, expected / np.where(ideal > 0, ideal, 1.0), 1.0)
+
+
+def _ee_l(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
+    return expected_exposure_loss(split.y, exposure, split.qid, k=k, per_query=True)
+
+
+def _disparity(split: Split, exposure: np.ndarray) -> np.ndarray:
+    return relevance_proportional_disparity(split.y, exposure, split.qid, per_query=True)
+
+
+@dataclass(frozen=True)
+class _Halves:
+    """Two independent halves of the sampled rankings of a policy, and their exposures."""
+
+    samples: tuple[PolicySample, PolicySample]
+    E_a: np.ndarray
+    E_b: np.ndarray
+
+    @classmethod
+    def draw(
+        cls, margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int,
+        n_jobs: int | None,
+    ) -> _Halves:
+        groups = resolve_groups(split.qid, split.y.shape[0])
+        samples = tuple(
+            sample_policy(margins, groups, K=k, n_samples=n_samples // 2, seed=seed + i,
+                          n_jobs=n_jobs)
+            for i in (0, 1)
+        )
+        E_a, E_b = (s.exposure(n_jobs=n_jobs) for s in samples)
+        return cls(samples, E_a, E_b)  # type: ignore[arg-type]
+
+    @property
+    def exposure(self) -> np.ndarray:
+        return 0.5 * (self.E_a + self.E_b)
+
+    def unbiased(self, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """:math:`f(E)` for a quadratic ``f`` of the exposure, without the variance's bias."""
+        return 2.0 * f(self.exposure) - 0.5 * (f(self.E_a) + f(self.E_b))
+
+
+def evaluate_policy(
+    margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int, n_jobs: int | None
+) -> PolicyValues:
+    """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
+
+    ``n_samples`` (even) rankings per query in two halves, drawn from the streams of seeds
+    ``seed`` and ``seed + 1`` (:func:`~gbdt_plrank._policy.sample_policy`).
+    """
+    h = _Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    per_sample = np.concatenate([s.ndcg_per_sample(split.y, K=k, gain="exp") for s in h.samples])
+    return PolicyValues(
+        np.unique(split.qid),
+        _expected_ndcg(split, h.exposure, k),
+        h.unbiased(lambda x: _ee_l(split, x, k)),
+        h.unbiased(lambda x: _disparity(split, x)),
+        float(per_sample.mean()),
+        float(per_sample.var(ddof=1)),
+        n_samples,
+    )
+
+
+def policy_objective(
+    margins: np.ndarray, split: Split, *, k: int, weight: float, n_samples: int, seed: int,
+    n_jobs: int | None,
+) -> float:
+    """Mean over queries of expected NDCG@k minus ``weight`` times EE-L (Monte-Carlo).
+
+    The objective of the fair PL-Rank policy (``weight`` 0: of the relevance-only one), as
+    :func:`evaluate_policy` estimates it, without the disparity and the per-sample NDCG.
+    """
+    h = _Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    value = float(_expected_ndcg(split, h.exposure, k).mean())
+    if weight:
+        value -= weight * float(h.unbiased(lambda x: _ee_l(split, x, k)).mean())
+    return value
+
+
+def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
+    return PolicyValues(
+        np.unique(split.qid), ndcg_q, _ee_l(split, exposure, k), _disparity(split, exposure),
+        float(ndcg_q.mean()), 0.0, 1,
+    )
+
+
+def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:
+    """Exact values of the deterministic ranking by descending score (ties in input order)."""
+    q = np.unique(split.qid, return_inverse=True)[1]
+    n = scores.shape[0]
+    order = np.lexsort((np.arange(n), -scores, q))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - split.group_ptr[q[order]]
+    theta = dcg_weights(k)
+    exposure = np.where(rank < k, theta[np.minimum(rank, k - 1)], 0.0)
+    return _exact_values(split, exposure, ndcg(split.y, scores, split.qid, k=k, per_query=True), k)
+
+
+def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
+    """Exact values of the equal-exposure oracle: exposure = the target, ideal order of grades."""
+    exposure = FairnessSpec.target(split.y, split.group_ptr, dcg_weights(k))
+    return _exact_values(split, exposure, _expected_ndcg(split, exposure, k), k)
+
+
+def validation_scale(scores: np.ndarray, split: Split) -> float:
+    """Root mean within-query variance of ``scores`` over the queries of two or more rows.
+
+    1 when that is 0 (a constant model), so that dividing by it is always defined.
+    """
+    sizes = np.diff(split.group_ptr)
+    q = np.repeat(np.arange(sizes.shape[0]), sizes)
+    mean = np.bincount(q, scores, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
+    var = np.bincount(q, (scores - mean[q]) ** 2, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
+    sigma = float(np.sqrt(var[sizes > 1].mean())) if (sizes > 1).any() else 0.0
+    return sigma if sigma > 0 else 1.0
