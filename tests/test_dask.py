@@ -278,7 +278,7 @@ def test_lightgbm_dask_gradients_equal_single_process(client, tmp_path, chunk):
     X, y, qid = _data()
     Xa, ya, qa = align_queries(*_dask(X, y, qid, chunk))
     Xa, ya, qa = _spread(client, Xa, ya, qa)
-    d = _queries(Xa, ya, qa, where="training data")
+    d = _queries(Xa, ya, qa, where="training data", gain="exp")
     model = lightgbm.DaskLGBMRanker(
         client=client, objective=_RecordingLGBM(str(tmp_path), K=5, N=11, seed=9),
         n_estimators=2, verbose=-1, min_child_samples=2,
@@ -314,6 +314,30 @@ def test_fit_refuses_split_queries_missing_ids_and_bad_chunks(client):
         DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xd, yd, qd)])
     with pytest.raises(TypeError, match="must be a dask array, DataFrame or Series"):
         DaskPLRankRanker(n_estimators=2).fit(X, y, group=qid)
+
+
+@pytest.mark.parametrize(
+    ("label", "gain", "message"),
+    [
+        (-1.0, "exp", r"labels of the training data must be finite and >= 0, but the smallest is -1"),
+        (np.inf, "linear", r"labels of the training data must be finite, but the largest is inf"),
+        (32.0, "exp", r"labels of the training data must be <= 31 with the exponential gain "
+                      r"2\*\*label - 1, but the largest is 32.0; use gain='linear'"),
+    ],
+)
+def test_dask_labels_that_break_the_gain_rule_are_refused(label, gain, message):
+    X, y, qid = _data()
+    y[5] = label
+    Xa, ya, qa = align_queries(*_dask(X, y, qid, 97))
+    with pytest.raises(ValueError, match=message):
+        _queries(Xa, ya, qa, where="training data", gain=gain)
+
+
+def test_dask_labels_above_31_pass_with_the_linear_gain():
+    X, y, qid = _data()
+    y[5] = 40.0
+    d = _queries(*align_queries(*_dask(X, y, qid, 97)), where="training data", gain="linear")
+    assert d.y.max().compute() == 40.0
 
 
 def _hide_gbdt_plrank():

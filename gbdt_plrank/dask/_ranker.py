@@ -9,6 +9,7 @@ import dask.array as da
 import numpy as np
 
 from .._compat import require
+from .._validation import MAX_EXP_LABEL
 from .._workers import check_workers
 from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
@@ -30,8 +31,11 @@ def _client() -> Any:
         ) from err
 
 
-def _queries(X: Any, y: Any, qid: Any, *, where: str) -> DaskQueries:
-    """Checked dask data of whole-query partitions, grouped by query, with global keys."""
+def _queries(X: Any, y: Any, qid: Any, *, where: str, gain: str) -> DaskQueries:
+    """Checked dask data of whole-query partitions, grouped by query, with global keys.
+
+    The labels follow :func:`~gbdt_plrank._validation.check_labels`' rules for ``gain``.
+    """
     X, y, qid = as_dask_arrays(X, y, qid, where=where)
     layout = query_layout(qid)
     layout.check_aligned(where)
@@ -39,9 +43,16 @@ def _queries(X: Any, y: Any, qid: Any, *, where: str) -> DaskQueries:
         X, y, qid = group_within_partitions(X, y, qid)
     sizes = np.concatenate(layout.counts).astype(np.int64)
     chunks = (tuple(len(ids) for ids in layout.ids),)
-    low = y.min().compute()
+    low, high = da.compute(y.min(), y.max())
     if not np.isfinite(low) or low < 0:
         raise ValueError(f"labels of the {where} must be finite and >= 0, but the smallest is {low}.")
+    if not np.isfinite(high):
+        raise ValueError(f"labels of the {where} must be finite, but the largest is {high}.")
+    if gain == "exp" and high > MAX_EXP_LABEL:
+        raise ValueError(
+            f"labels of the {where} must be <= {MAX_EXP_LABEL} with the exponential gain "
+            f"2**label - 1, but the largest is {high}; use gain='linear' for larger grades."
+        )
     return DaskQueries(X, y.astype(np.float64), query_keys(qid, layout), da.from_array(sizes, chunks=chunks))
 
 
@@ -110,7 +121,7 @@ class DaskPLRankRanker(PLRankRanker):
             )
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
-        data = _queries(X, y, group, where="training data")
+        data = _queries(X, y, group, where="training data", gain=self.gain)
         evals = []
         for i, item in enumerate(eval_set or ()):
             if not isinstance(item, (tuple, list)) or len(item) != 3:
@@ -120,7 +131,7 @@ class DaskPLRankRanker(PLRankRanker):
                     f"{'of length ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}"
                     f" is given."
                 )
-            evals.append(_queries(*item, where=f"eval_set[{i}]"))
+            evals.append(_queries(*item, where=f"eval_set[{i}]", gain=self.gain))
         self.n_features_in_ = int(data.X.shape[1])
         self._keep(train(backend, client, settings, data, evals, plan), backend)
         return self
