@@ -7,8 +7,8 @@ test split at its best round. The shared tree settings reach each library under 
 (``[params.<method>]`` or ``--params``) are applied last. The methods of the package's own
 objectives (:data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES`) build theirs from its settings
 table (``[plrank]``, ``[pirank]``), their Hessian mode and their own sub-table of ``params``
-(``plrank``: ``N``, ``metric``, ``gain``, ``sampler``, ``hessian``; ``pirank``: ``tau``,
-``hessian``, ``fairness``, ``fairness_weight``), in that order
+(``plrank``: ``N``, ``metric``, ``gain``, ``sampler``, ``hessian``, ``fairness``,
+``fairness_weight``; ``pirank``: ``tau``, ``hessian``), in that order
 (:func:`~gbdt_plrank.harness.config.objective_options`).
 """
 
