@@ -37,6 +37,12 @@ The levers (all built from the public objective, none of them an option of it):
 - ``after 20 LambdaMART rounds``: a warm start, 20 rounds of the library's LambdaMART, then
   PL-Rank with early stopping.
 - ``K x2``, ``N=300``: a longer sampled ranking or more samples.
+- ``stopped on the policy's expected NDCG``: the default objective, early-stopped (patience 50)
+  on the validation expected NDCG@K of its Plackett-Luce policy (100 sampled rankings per query,
+  the same streams every round; :func:`~gbdt_plrank.harness.policy_eval.policy_objective`) rather
+  than on NDCG@K of the ranking by score: a smoothed validation curve, and the objective
+  PL-Rank optimises. Its rounds are chosen, cross-fitted, on that curve too; what is scored is
+  still the ranking's NDCG@K.
 - ``reward-weighted Fisher``: a positive Gauss-Newton-like curvature,
   :math:`E\big[\sum_{k \le r_d} p_k(d)(1 - p_k(d))\,|\rho_d \theta_k - PR_k|\big]` (the softmax
   variance of every placement d took part in, weighted by how much placing d there would change
@@ -61,6 +67,7 @@ import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
 from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.harness.policy_eval import policy_objective
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 
@@ -81,13 +88,14 @@ REFERENCE = "abs (default)"
 
 @dataclass(frozen=True)
 class Candidate:
-    """A PL-Rank setting: how the Hessian is formed, N, K factor, temperature, warm start."""
+    """A PL-Rank setting: Hessian, N, K factor, temperature, warm start, stopping curve."""
 
     hessian: str = "abs"
     N: int = 100
     k_factor: int = 1
     temperature: float = 1.0
     warm: int = 0
+    policy_stopping: bool = False
 
 
 CANDIDATES: dict[str, Candidate] = {
@@ -106,7 +114,11 @@ CANDIDATES: dict[str, Candidate] = {
     "|g|, unit scale, N=300": Candidate(hessian="grad-unit", N=300),
     "reward-weighted Fisher": Candidate(hessian="fisher"),
     "raw/Fisher mix": Candidate(hessian="fisher-mix"),
+    "stopped on the policy's expected NDCG": Candidate(policy_stopping=True),
 }
+
+#: Sampled rankings per validation query, and their seed, of the policy stopping curve.
+POLICY_SAMPLES, POLICY_SEED = 100, 2_000_003
 
 #: Hessian modes the objective computes itself; the others replace its raw estimate.
 _NATIVE = ("abs", "raw", "constant")
@@ -161,7 +173,40 @@ def objective(name: str, K: int, seed: int) -> Any:
     return Lever(c, K * c.k_factor, seed)
 
 
-def _curves_xgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarray) -> int:
+class Curves:
+    """Each validation query's NDCG@K after every round, and the policy stopping's decision.
+
+    ``ranking``: NDCG@K of the ranking by score, per query (NaN without a relevant document);
+    ``expected``: for a policy-stopped candidate, its policy's expected NDCG@K per query.
+    """
+
+    def __init__(self, vali, K: int, *, policy: bool) -> None:
+        self.vali, self.K, self.policy = vali, K, policy
+        self.margin = np.zeros(vali.y.shape[0])
+        self.ranking: list[np.ndarray] = []
+        self.expected: list[np.ndarray] = []
+
+    def add(self, increment: np.ndarray) -> bool:
+        """Record a round's margins; True when a policy-stopped training should stop."""
+        va = self.vali
+        self.margin += increment
+        self.ranking.append(ndcg(va.y, self.margin, va.qid, k=self.K, per_query=True,
+                                 empty=float("nan")))
+        if not self.policy:
+            return False
+        self.expected.append(policy_objective(
+            self.margin, va, k=self.K, weight=0.0, n_samples=POLICY_SAMPLES, seed=POLICY_SEED,
+            n_jobs=1, per_query=True,
+        ))
+        return len(self.expected) - 1 - self.best() >= PATIENCE
+
+    def best(self) -> int:
+        """The round (0-based) of the highest mean expected NDCG@K over the kept queries."""
+        kept = ~np.isnan(self.ranking[0])
+        return int(np.argmax([e[kept].mean() for e in self.expected]))
+
+
+def _curves_xgb(name: str, ds, K: int, seed: int, rec: Curves) -> int:
     tr, va = ds.train, ds.vali
     dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
     dva = xgb.DMatrix(va.X, va.y, qid=va.qid)
@@ -170,9 +215,8 @@ def _curves_xgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarr
 
     class Record(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log):
-            margin[:] += model.predict(dva, iteration_range=(epoch, epoch + 1), output_margin=True)
-            curves.append(ndcg(va.y, margin, va.qid, k=K, per_query=True, empty=float("nan")))
-            return False
+            return rec.add(model.predict(dva, iteration_range=(epoch, epoch + 1),
+                                         output_margin=True))
 
     common = {"evals": [(dva, "v")], "verbose_eval": False}
     if name == "base":
@@ -185,11 +229,12 @@ def _curves_xgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarr
         init = xgb.train({**params, "objective": "rank:ndcg"}, dtr, warm, callbacks=[Record()],
                          **common)
     bst = xgb.train({**params, "base_score": 0.0}, dtr, ROUNDS, obj=objective(name, K, seed),
-                    early_stopping_rounds=PATIENCE, callbacks=[Record()], xgb_model=init, **common)
-    return int(bst.best_iteration)
+                    early_stopping_rounds=None if rec.policy else PATIENCE,
+                    callbacks=[Record()], xgb_model=init, **common)
+    return rec.best() if rec.policy else int(bst.best_iteration)
 
 
-def _curves_lgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarray) -> int:
+def _curves_lgb(name: str, ds, K: int, seed: int, rec: Curves) -> int:
     tr, va = ds.train, ds.vali
     dtr = lgb.Dataset(tr.X, tr.y, group=tr.group_sizes, free_raw_data=False)
     dva = lgb.Dataset(va.X, va.y, group=va.group_sizes, reference=dtr, free_raw_data=False)
@@ -198,15 +243,16 @@ def _curves_lgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarr
               "seed": seed, "verbose": -1, "force_row_wise": True}
 
     def record(env):
-        margin[:] += env.model.predict(
+        stop = rec.add(env.model.predict(
             va.X, start_iteration=env.iteration, num_iteration=1, raw_score=True
-        )
-        curves.append(ndcg(va.y, margin, va.qid, k=K, per_query=True, empty=float("nan")))
+        ))
+        if stop:
+            raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
 
-    stop = lgb.early_stopping(PATIENCE, verbose=False)
+    stop = [] if rec.policy else [lgb.early_stopping(PATIENCE, verbose=False)]
     if name == "base":
         bst = lgb.train({**params, "objective": "lambdarank"}, dtr, ROUNDS, valid_sets=[dva],
-                        callbacks=[record, stop])
+                        callbacks=[record, *stop])
         return int(bst.best_iteration) - 1
     warm = CANDIDATES[name].warm
     init = None
@@ -214,35 +260,39 @@ def _curves_lgb(name: str, ds, K: int, seed: int, curves: list, margin: np.ndarr
         init = lgb.train({**params, "objective": "lambdarank"}, dtr, warm, valid_sets=[dva],
                          callbacks=[record])
     bst = lgb.train({**params, "objective": objective(name, K, seed)}, dtr, ROUNDS,
-                    valid_sets=[dva], init_model=init, callbacks=[record, stop])
-    return int(bst.best_iteration) - 1
+                    valid_sets=[dva], init_model=init, callbacks=[record, *stop])
+    return rec.best() if rec.policy else int(bst.best_iteration) - 1
 
 
 def train(lib: str, name: str, ds, K: int, seed: int) -> dict[str, Any]:
     """One training; each validation query's NDCG@K at the best round and cross-fitted."""
-    curves: list[np.ndarray] = []
-    margin = np.zeros(ds.vali.y.shape[0])
+    rec = Curves(ds.vali, K, policy=name != "base" and CANDIDATES[name].policy_stopping)
     start = time.perf_counter()
-    best = (_curves_xgb if lib == "xgb" else _curves_lgb)(name, ds, K, seed, curves, margin)
+    best = (_curves_xgb if lib == "xgb" else _curves_lgb)(name, ds, K, seed, rec)
     seconds = time.perf_counter() - start
-    c = np.asarray(curves)
+    c = np.asarray(rec.ranking)
     kept = ~np.isnan(c[0])
+    select = np.asarray(rec.expected)[:, kept] if rec.policy else None
     return {"qid": np.unique(ds.vali.qid)[kept].tolist(), "ndcg": c[best, kept].tolist(),
-            "xfit": cross_fitted(c[:, kept], seed=0).tolist(), "best": best + 1,
+            "xfit": cross_fitted(c[:, kept], seed=0, select=select).tolist(), "best": best + 1,
             "secs": seconds}
 
 
-def cross_fitted(curves: np.ndarray, *, seed: int) -> np.ndarray:
+def cross_fitted(
+    curves: np.ndarray, *, seed: int, select: np.ndarray | None = None
+) -> np.ndarray:
     """Each query's NDCG at the round that is best on the OTHER half of the queries.
 
     The round an early stopper picks is the maximum of a noisy curve, so the NDCG at it is
     biased upward, the more so the noisier the curve. Splitting the queries at random into two
-    halves, choosing the round on one and scoring the other removes that bias.
+    halves, choosing the round on one and scoring the other removes that bias. ``select``: the
+    per-query curves the round is chosen on (default ``curves`` themselves).
     """
+    select = curves if select is None else select
     half = np.random.default_rng(seed).permutation(curves.shape[1]) % 2 == 0
     out = np.empty(curves.shape[1])
     for scored in (half, ~half):
-        best = int(np.argmax(curves[:, ~scored].mean(axis=1)))
+        best = int(np.argmax(select[:, ~scored].mean(axis=1)))
         out[scored] = curves[best, scored]
     return out
 

@@ -229,3 +229,27 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
     # A round best for every query is where every query is read.
     rising = np.linspace(0.1, 0.9, 12).reshape(3, 4)
     np.testing.assert_array_equal(ql.cross_fitted(rising, seed=0), rising[2])
+    # With ``select``, the round is chosen on those curves and the NDCG read from ``curves``.
+    np.testing.assert_array_equal(ql.cross_fitted(curves, seed=3, select=curves[::-1]), [0.9, 0.8])
+
+
+def test_quality_lever_policy_stopping_curve() -> None:
+    from benchmarks import quality_levers as ql
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.policy_eval import policy_objective
+
+    y = np.array([2.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # the second query has no relevant document
+    vali = Split(np.zeros((6, 1)), y, np.repeat([1, 2], 3))
+    rec = ql.Curves(vali, 2, policy=True)
+    assert not rec.add(np.array([1.0, -1.0, 0.5, 0.0, 0.3, 0.1]))  # round 0: sharp, well ranked
+    # The next rounds make the policy flatter (same ranking): its expected NDCG falls, the
+    # ranking's NDCG stays, and training stops once PATIENCE rounds have not beaten round 0.
+    stops = [rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(ql.PATIENCE)]
+    assert stops == [False] * (ql.PATIENCE - 1) + [True] and rec.best() == 0
+    assert np.isnan(rec.ranking[0][1]) and rec.ranking[-1][0] == rec.ranking[0][0] == 1.0
+    expected = policy_objective(rec.margin, vali, k=2, weight=0.0, n_samples=ql.POLICY_SAMPLES,
+                                seed=ql.POLICY_SEED, n_jobs=1, per_query=True)
+    np.testing.assert_array_equal(rec.expected[-1], expected)
+    assert expected[0] < rec.expected[0][0] and expected.mean() == policy_objective(
+        rec.margin, vali, k=2, weight=0.0, n_samples=ql.POLICY_SAMPLES, seed=ql.POLICY_SEED,
+        n_jobs=1)

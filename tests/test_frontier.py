@@ -195,6 +195,15 @@ def test_compare_points_verdicts():
     assert mixed.fair == "0.50 w=1 + 0.50 w=0.1" and mixed.fair_ee_l == pytest.approx(0.50)
     assert mixed.fair_ndcg == pytest.approx(0.55) and mixed.difference == pytest.approx(0.02)
     assert mixed.verdict == "higher by > 1 s.e."
+    # a fair policy under a temperature competes with the deterministic rankers' points, not
+    # with the relevance-only PL-Rank's (the weight-0 policy under the same temperatures)
+    sharp = point("plrank-fair", 0.1, 0.25, 0.75, 0.85)
+    points += [sharp, point("plrank", 0.0, 0.25, 0.74, 0.85)]
+    verdicts = {(c.curve, c.temperature): c for c in compare_points(points)}
+    assert verdicts["lambdamart", 0.5].fair == "0.17 w=0.1 + 0.83 w=0.1 T=0.25"
+    assert verdicts["lambdamart", 0.5].verdict == "higher by > 1 s.e."
+    assert verdicts["plrank", 0.25].fair == "w=0.1"
+    assert verdicts["plrank", 0.25].verdict == "not higher by > 1 s.e."
 
 
 BASE = 'datasets = ["mq2008"]\n'
@@ -244,7 +253,8 @@ def test_fairness_command_writes_the_frontier_and_resumes(tmp_path: Path, capsys
     with (out / "frontier.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     curves = {(r["curve"], r["fairness_weight"], r["temperature"]) for r in rows}
-    assert len(rows) == 3 * 2 + 2 + 2 == len(curves)  # 3 temperature curves, 2 fair, 2 points
+    # 3 temperature curves, 2 fair weights as trained and under both temperatures, 2 points
+    assert len(rows) == 3 * 2 + 2 * (1 + 2) + 2 == len(curves)
     trainings = (out / "trainings.jsonl").read_text().splitlines()
     assert len(trainings) == 5
     records = [json.loads(line) for line in trainings]

@@ -10,13 +10,13 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
   cannot see the scale of the margins, which sets how random the policy is;
 
 and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
-trained; the deterministic models and the relevance-only PL-Rank as Plackett-Luce policies
-:math:`\pi(m / (T\sigma))` for every temperature :math:`T` of the grid (post-hoc
-randomisation), where :math:`\sigma` is the root mean within-query variance of the model's
-margins on the *validation* split (all its queries for LambdaMART and LambdaRank; for PL-Rank
-those with a relevant document, which its early stopping watches), so that one grid spans the
-same range, from nearly deterministic to nearly uniform, for every model and fold; the
-deterministic LambdaMART ranking;
+trained; every model (the fair ones too) as the Plackett-Luce policy :math:`\pi(m / (T\sigma))`
+for every temperature :math:`T` of the grid (post-hoc randomisation, or sharpening), where
+:math:`\sigma` is the root mean within-query variance of the model's margins on the
+*validation* split (all its queries for LambdaMART and LambdaRank; for PL-Rank those with a
+relevant document, which its early stopping watches), so that one grid spans the same range,
+from nearly deterministic to nearly uniform, for every model and fold; the deterministic
+LambdaMART ranking;
 and the equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order,
 so that :math:`E = \epsilon`).
 
@@ -75,7 +75,7 @@ class TrainingKey(NamedTuple):
 
 
 class EvalKey(NamedTuple):
-    """One evaluated policy: dataset label, curve, weight, temperature (0: none) and seed."""
+    """One evaluated policy: dataset label, curve, weight, temperature (0: as trained), seed."""
 
     dataset: str
     curve: str
@@ -191,7 +191,7 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
         yield _Training(key, method, params, evals, policy=curve == "plrank")
     for w in config.fairness_weights:
         key = TrainingKey(label, FAIR, w, seed)
-        evals = (EvalKey(label, FAIR, w, 0.0, seed),)
+        evals = tuple(EvalKey(label, FAIR, w, t, seed) for t in (0.0, *temps))
         yield _Training(key, config.plrank_method, config.fair_options(w), evals, policy=True)
 
 
@@ -233,7 +233,8 @@ def _evaluate(
 ) -> PolicyValues:
     if key.curve == DETERMINISTIC:
         return evaluate_ranking(margins, split, k=config.k)
-    policy = margins if key.curve == FAIR else margins / (key.temperature * scale)
+    # temperature 0: a fair policy as trained
+    policy = margins / (key.temperature * scale) if key.temperature else margins
     return evaluate_policy(
         policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + 2 * key.seed,
         n_jobs=config.trees.n_jobs,

@@ -6,12 +6,15 @@ seeds first. Its standard errors are over those queries (``*_se``), and, for the
 NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings (``ndcg_mc_se``).
 
 The goal check: for each point of a post-hoc randomised deterministic ranker (LambdaMART,
-LambdaRank) and of the randomised relevance-only PL-Rank, the fair PL-Rank policy with the highest
-expected NDCG@k among those whose EE-L is at most that point's (a trained weight, or a random
-mixture of two trained weights: see :func:`_best_fair`), compared query by query
-(:func:`.stats.paired`): the mean paired difference of expected NDCG@k, its standard error, and
-whether it is higher by more than that standard error. "not reached" when no fair policy is as
-fair.
+LambdaRank), the PL-Rank policy with the highest expected NDCG@k among those whose EE-L is at most
+that point's, compared query by query (:func:`.stats.paired`): the mean paired difference of
+expected NDCG@k, its standard error, and whether it is higher by more than that standard error;
+"not reached" when no PL-Rank policy is as fair. The PL-Rank policies are what a user of the fair
+objective can choose from: every trained fairness weight, each also under every temperature of the
+grid (the same post-hoc knob the deterministic rankers get), and random mixtures of two of them
+(:func:`_best_fair`). Against the randomised relevance-only PL-Rank, whose points are the weight-0
+policy under the same temperatures, only the fair policies as trained compete: does training for
+fairness beat randomising the relevance model?
 """
 
 from __future__ import annotations
@@ -39,9 +42,13 @@ from .stats import paired
 
 __all__ = ["Comparison", "Point", "compare_points", "pool", "write_frontier_report"]
 
+#: The label of fair policies under a temperature (their points keep the curve name FAIR).
+TEMPERED = "plrank-fair+temperature"
+
 #: Legend names of the curves.
 LABELS = {
     FAIR: "PL-Rank fair (fairness_weight grid)",
+    TEMPERED: "PL-Rank fair + temperature",
     "plrank": "PL-Rank relevance-only + temperature",
     "lambdamart": "LambdaMART (XGBoost) + temperature",
     "lambdarank": "LambdaRank (LightGBM) + temperature",
@@ -87,6 +94,15 @@ class Point:
         }
 
 
+def _series(point: Point) -> str:
+    """The legend entry of a point: its curve, or TEMPERED for a fair policy under a temperature."""
+    return TEMPERED if point.curve == FAIR and point.temperature else point.curve
+
+
+def _label(point: Point) -> str:
+    return LABELS[_series(point)]
+
+
 def _mc_se(records: Sequence[dict], weights: dict[str, int], total: int) -> float:
     """Monte-Carlo s.e. of the pooled mean: folds weighted by their queries, seeds averaged."""
     by_fold: dict[str, list[dict]] = {}
@@ -130,11 +146,12 @@ def pool(store: FrontierStore, config: FrontierConfig) -> list[Point]:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A randomised baseline point against the best fair PL-Rank policy at least as fair.
+    """A randomised baseline point against the best PL-Rank policy at least as fair.
 
-    ``fair`` names that policy: one trained weight (``"w=0.3"``) or a random mixture of two
-    (``"0.75 w=0.3 + 0.25 w=0.1"``); None, with NaN figures, when no fair policy is as fair
-    ("not reached"). ``fair_ee_l`` is the mixture's interpolated EE-L, an upper bound of its own.
+    ``fair`` names that policy: one fair policy (``"w=0.3"`` as trained, ``"w=0 T=0.1"`` under a
+    temperature) or a random mixture of two (``"0.75 w=0.3 + 0.25 w=0.1"``); None, with NaN
+    figures, when none is as fair ("not reached"). ``fair_ee_l`` is the mixture's interpolated
+    EE-L, an upper bound of its own.
     """
 
     dataset: str
@@ -160,12 +177,18 @@ def _mean(values: dict, queries: Sequence) -> float:
     return float(np.mean([values[q] for q in queries]))
 
 
+def policy_name(point: Point) -> str:
+    """``"w=0.3"`` for a fair policy as trained, ``"w=0.3 T=0.5"`` under a temperature."""
+    name = f"w={point.weight:g}"
+    return f"{name} T={point.temperature:g}" if point.temperature else name
+
+
 def _best_fair(
     base: Point, fair: Sequence[Point], queries: Sequence
 ) -> tuple[str, dict[int, float], float, float] | None:
     """The fair policy with the highest mean NDCG on ``queries`` whose EE-L is at most base's.
 
-    Candidates: every fair point, and every random mixture of a fairer point ``a`` and a less
+    Candidates: every point of ``fair``, and every random mixture of a fairer point ``a`` and a less
     fair one ``b`` with the share of ``a`` set so that the interpolated EE-L equals base's. A
     mixture's exposure is the same mixture of the two exposures, so its expected NDCG is exactly
     the interpolation and its EE-L, convex in the exposure, at most the interpolation. Returns
@@ -174,13 +197,13 @@ def _best_fair(
     level = _mean(base.ee_l, queries)
     ee = [_mean(f.ee_l, queries) for f in fair]
     nd = [_mean(f.ndcg, queries) for f in fair]
-    options = [(nd[i], ee[i], f"w={fair[i].weight:g}", {i: 1.0}) for i in range(len(fair))
-               if ee[i] <= level]
+    names = [policy_name(f) for f in fair]
+    options = [(nd[i], ee[i], names[i], {i: 1.0}) for i in range(len(fair)) if ee[i] <= level]
     for i in range(len(fair)):
         for j in range(len(fair)):
             if ee[i] <= level < ee[j]:
                 share = (ee[j] - level) / (ee[j] - ee[i])
-                name = f"{share:.2f} w={fair[i].weight:g} + {1 - share:.2f} w={fair[j].weight:g}"
+                name = f"{share:.2f} {names[i]} + {1 - share:.2f} {names[j]}"
                 options.append((share * nd[i] + (1 - share) * nd[j], level, name,
                                 {i: share, j: 1 - share}))
     if not options:
@@ -197,8 +220,10 @@ def compare_points(points: Sequence[Point]) -> list[Comparison]:
     """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
-        fair = [p for p in points if p.dataset == name and p.curve == FAIR]
+        tempered = [p for p in points if p.dataset == name and p.curve == FAIR]
+        trained = [p for p in tempered if not p.temperature]
         for curve in TEMPERATURE_CURVES:
+            fair = trained if curve == "plrank" else tempered
             for base in (p for p in points if p.dataset == name and p.curve == curve):
                 queries = [q for q in base.ndcg if all(q in f.ndcg for f in fair)]
                 best = _best_fair(base, fair, queries) if fair and len(queries) > 1 else None
@@ -245,8 +270,8 @@ def markdown(points: Sequence[Point], comparisons: Sequence[Comparison], command
         for p in (p for p in points if p.dataset == name):
             r = p.row()
             rows.append([
-                LABELS.get(p.curve, p.curve), f"{p.weight:g}" if p.curve == FAIR else "",
-                f"{p.temperature:g}" if p.curve in TEMPERATURE_CURVES else "",
+                _label(p), f"{p.weight:g}" if p.curve == FAIR else "",
+                f"{p.temperature:g}" if p.temperature else "",
                 f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
                 f"{r['ee_l']:.4f} ({r['ee_l_se']:.4f})",
                 f"{r['disparity']:.5f} ({r['disparity_se']:.5f})", r["queries"],
@@ -264,10 +289,12 @@ def markdown(points: Sequence[Point], comparisons: Sequence[Comparison], command
              "" if c.fair is None else f"{c.p_randomization:.3g}", c.verdict]
             for c in comparisons if c.dataset == name
         ]
-        lines += ["", "Each randomised point against the fair PL-Rank policy with the highest "
-                  "expected NDCG among those with EE-L at most its own: a trained weight or a "
-                  "random mixture of two (whose EE-L is at most the interpolated one); paired "
-                  "over queries:", ""]
+        lines += ["", "Each randomised point against the PL-Rank policy with the highest "
+                  "expected NDCG among those with EE-L at most its own: a fair policy (a trained "
+                  "weight w, as trained or under a temperature T) or a random mixture of two "
+                  "(whose EE-L is at most the interpolated one); paired over queries. Against "
+                  "the randomised relevance-only PL-Rank (the w=0 policy under the same "
+                  "temperatures) only the fair policies as trained compete.", ""]
         lines += _table(
             ["randomised policy", "T", "EE-L", "expected NDCG", "fair policy", "fair EE-L",
              "fair expected NDCG", "difference (s.e.)", "p (randomization)", "verdict"], rows,
@@ -301,6 +328,8 @@ def plot_frontier(points: Sequence[Point], path: Path) -> None:
     axes = fig.subplots(len(names), 2, squeeze=False)
     styles = {
         FAIR: {"color": "C3", "marker": "o", "linestyle": "-", "linewidth": 2},
+        TEMPERED: {"color": "C3", "marker": ".", "linestyle": "-", "linewidth": 0.8,
+                   "alpha": 0.35},
         "plrank": {"color": "C1", "marker": "s", "linestyle": "--"},
         "lambdamart": {"color": "C0", "marker": "^", "linestyle": "--"},
         "lambdarank": {"color": "C2", "marker": "v", "linestyle": ":"},
@@ -313,17 +342,17 @@ def plot_frontier(points: Sequence[Point], path: Path) -> None:
              ("disparity", "relevance-proportional disparity (lower is fairer)"))
         ):
             ax = axes[row, col]
-            for curve, style in styles.items():
+            for series, style in styles.items():
                 pts = sorted(
-                    (p for p in points if p.dataset == name and p.curve == curve),
+                    (p for p in points if p.dataset == name and _series(p) == series),
                     key=lambda p: (p.weight, p.temperature),
                 )
-                if not pts:
-                    continue
-                rows = [p.row() for p in pts]
-                ax.plot([r[metric] for r in rows], [r["ndcg"] for r in rows],
-                        label=LABELS[curve], **style)
-                if curve == FAIR:
+                weights = dict.fromkeys(p.weight for p in pts) if series == TEMPERED else [None]
+                for i, weight in enumerate(weights):  # one line per weight under temperatures
+                    rows = [p.row() for p in pts if weight is None or p.weight == weight]
+                    ax.plot([r[metric] for r in rows], [r["ndcg"] for r in rows],
+                            label=LABELS[series] if i == 0 else None, **style)
+                if series == FAIR:
                     for p, r in zip(pts, rows):
                         ax.annotate(f"w={p.weight:g}", (r[metric], r["ndcg"]), fontsize=7,
                                     textcoords="offset points", xytext=(4, 4))

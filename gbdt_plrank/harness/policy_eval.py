@@ -128,18 +128,20 @@ def evaluate_policy(
 
 def policy_objective(
     margins: np.ndarray, split: Split, *, k: int, weight: float, n_samples: int, seed: int,
-    n_jobs: int | None,
-) -> float:
+    n_jobs: int | None, per_query: bool = False,
+) -> float | np.ndarray:
     """Mean over queries of expected NDCG@k minus ``weight`` times EE-L (Monte-Carlo).
 
     The objective of the fair PL-Rank policy (``weight`` 0: of the relevance-only one), as
-    :func:`evaluate_policy` estimates it, without the disparity and the per-sample NDCG.
+    :func:`evaluate_policy` estimates it, without the disparity and the per-sample NDCG. With
+    ``per_query``, each query's value (in the order of :func:`numpy.unique` of the query ids)
+    instead of their mean.
     """
     h = _Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
-    value = float(_expected_ndcg(split, h.exposure, k).mean())
+    values = _expected_ndcg(split, h.exposure, k)
     if weight:
-        value -= weight * float(h.unbiased(lambda x: _ee_l(split, x, k)).mean())
-    return value
+        values = values - weight * h.unbiased(lambda x: _ee_l(split, x, k))
+    return values if per_query else float(values.mean())
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
