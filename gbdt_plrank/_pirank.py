@@ -46,8 +46,6 @@ Continuous Relaxations", ICLR 2019 (NeuralSort).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import _pirank_kernels
@@ -58,20 +56,14 @@ from ._validation import (
     check_choice,
     check_group_ptr,
     check_labels,
+    check_positive_number,
     check_same_length,
-    is_number,
 )
 
 __all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
 
 #: Hessian modes: the majorising ``"bound"``, then those of the PL-Rank objective.
 PIRANK_HESSIANS = ("bound", *HESSIAN_MODES)
-
-
-def _check_tau(tau: object) -> float:
-    if not is_number(tau) or not math.isfinite(tau) or tau <= 0:
-        raise ValueError(f"tau must be a finite number > 0, but {tau!r} is given.")
-    return float(tau)
 
 
 def _spec(K: object, hessian: object) -> PLRankSpec:
@@ -136,7 +128,7 @@ def pirank_loss_grad_hess(
     grad, hess : ndarray of shape (n_docs,)
     """
     spec = _spec(K, hessian)
-    tau = _check_tau(tau)
+    tau = check_positive_number("tau", tau)
     y = check_labels(labels, gain="exp")
     s = as_finite_vector("scores", scores)
     check_same_length(scores=s, labels=y)
@@ -157,7 +149,7 @@ class PiRankObjective(BoosterObjective):
         super().__init__()
         self.spec = _spec(K, hessian)
         self.hessian = hessian
-        self.tau = _check_tau(tau)
+        self.tau = check_positive_number("tau", tau)
         self.n_jobs = n_jobs
 
     def __repr__(self) -> str:

@@ -6,6 +6,7 @@ the offending value and states the rule.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -38,6 +39,13 @@ def check_positive_int(name: str, value: object) -> int:
     if not is_int(value) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, but {value!r} is given.")
     return int(value)
+
+
+def check_positive_number(name: str, value: object) -> float:
+    """``value`` must be a finite number > 0 (bools are refused)."""
+    if not is_number(value) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, but {value!r} is given.")
+    return float(value)
 
 
 def check_seed(name: str, value: object) -> int:

@@ -34,7 +34,13 @@ from ._estimator import thread_count
 from ._groups import resolve_groups
 from ._objective import plrank_objective
 from ._policy import PolicySample, sample_policy
-from ._validation import check_choice, check_labels, check_positive_int, check_same_length
+from ._validation import (
+    check_choice,
+    check_labels,
+    check_positive_int,
+    check_positive_number,
+    check_same_length,
+)
 from .metrics import ndcg
 
 __all__ = ["MetricEstimate", "PLRankRanker"]
@@ -406,9 +412,10 @@ class PLRankRanker(BaseEstimator):
     # The stochastic policy
     # ----------------------------------------------------------------------------------------
     def _sample(
-        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any
+        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any,
+        temperature: object,
     ) -> PolicySample:
-        margins = self.predict(X)
+        margins = self.predict(X) / check_positive_number("temperature", temperature)
         groups = resolve_groups(group, margins.shape[0])
         (seed,) = _seeds(random_state, 1)
         return sample_policy(
@@ -424,6 +431,7 @@ class PLRankRanker(BaseEstimator):
         n_samples: int,
         K: int | None = None,
         random_state: Any = None,
+        temperature: float = 1.0,
     ) -> list[np.ndarray]:
         r"""Draw rankings from the learned Plackett-Luce policy.
 
@@ -445,6 +453,9 @@ class PLRankRanker(BaseEstimator):
             Ranking length; ``None`` uses the ranker's ``K``.
         random_state : int, RandomState or None, default None
             The same int gives the same rankings (whatever the number of threads).
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
 
         Returns
         -------
@@ -453,12 +464,14 @@ class PLRankRanker(BaseEstimator):
             are row indices into ``X``, top rank first.
         """
         sample = self._sample(
-            X, group, n_samples=n_samples, K=self.K if K is None else K, random_state=random_state
+            X, group, n_samples=n_samples, K=self.K if K is None else K,
+            random_state=random_state, temperature=temperature,
         )
         return sample.per_query()
 
     def expected_exposure(
-        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None
+        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
+        temperature: float = 1.0,
     ) -> np.ndarray:
         r"""Monte-Carlo expected exposure of every row under the learned policy.
 
@@ -480,17 +493,22 @@ class PLRankRanker(BaseEstimator):
         n_samples : int
             Rankings per query, ``>= 1``.
         random_state : int, RandomState or None, default None
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
 
         Returns
         -------
         float64 array of shape (n_rows,)
             In the caller's row order.
         """
-        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state)
+        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
+                              temperature=temperature)
         return sample.exposure(n_jobs=self.n_jobs)
 
     def expected_metric(
-        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None
+        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
+        temperature: float = 1.0,
     ) -> MetricEstimate:
         r"""Monte-Carlo expected NDCG@K of the learned policy, with its standard error.
 
@@ -518,6 +536,9 @@ class PLRankRanker(BaseEstimator):
         n_samples : int
             Rankings per query, ``>= 2``.
         random_state : int, RandomState or None, default None
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
 
         Returns
         -------
@@ -530,7 +551,8 @@ class PLRankRanker(BaseEstimator):
                 f"{n_samples!r} is given."
             )
         labels = check_labels(y, gain=self.gain)
-        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state)
+        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
+                              temperature=temperature)
         check_same_length(X=sample.groups.order, y=labels)
         values = sample.ndcg_per_sample(labels, K=self.K, gain=self.gain)
         stderr = values.std(ddof=1) / np.sqrt(values.shape[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
+import re
 
 import lightgbm
 import numpy as np
@@ -278,6 +279,37 @@ def test_expected_metric_and_exposure_match_exact_enumeration(fitted, mq):
     assert est.stderr == pytest.approx(se, rel=0.1)
     exposure = fitted.expected_exposure(X, qid, n_samples=S, random_state=1)
     np.testing.assert_allclose(exposure, exact_exposure, atol=5 * 0.5 / math.sqrt(S))
+
+
+@pytest.mark.parametrize("temperature", [0.2, 3.0])
+def test_temperature_samples_the_policy_of_the_divided_margins(fitted, mq, temperature):
+    """Exact enumeration of the policy of margins / T (sharper below 1, flatter above)."""
+    _, _, test = mq
+    rows = np.flatnonzero(test.qid == test.qid[0])[:5]
+    X, y = test.X[rows], test.y[rows].copy()
+    y[0] = 2
+    margins = fitted.predict(X)
+    mean, variance, exposure = _exact_policy(margins / temperature, y, 5)
+    plain = _exact_policy(margins, y, 5)[2]
+    assert np.abs(exposure - plain).max() > 0.05  # the temperature changes the policy
+    S = 4000
+    est = fitted.expected_metric(X, y, n_samples=S, random_state=0, temperature=temperature)
+    assert abs(est.mean - mean) < 5 * math.sqrt(variance / S)
+    got = fitted.expected_exposure(X, n_samples=S, random_state=1, temperature=temperature)
+    np.testing.assert_allclose(got, exposure, atol=5 * 0.5 / math.sqrt(S))
+    (rankings,) = fitted.sample_rankings(X, n_samples=3, random_state=2, temperature=temperature)
+    assert rankings.shape == (3, 5)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "1"])
+def test_bad_temperature_is_refused(fitted, mq, bad):
+    X = mq[2].X[:5]
+    message = re.escape(f"temperature must be a finite number > 0, but {bad!r} is given.")
+    for call in (fitted.sample_rankings, fitted.expected_exposure):
+        with pytest.raises(ValueError, match=message):
+            call(X, n_samples=2, temperature=bad)
+    with pytest.raises(ValueError, match=message):
+        fitted.expected_metric(X, np.ones(5), n_samples=2, temperature=bad)
 
 
 # --------------------------------------------------------------------------------------------
