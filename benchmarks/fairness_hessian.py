@@ -3,7 +3,7 @@
 For every fold, Hessian mode and fairness weight, PL-Rank with ``fairness="expected-exposure"``
 trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`, the harness's
 tree settings) and is early-stopped on its policy's validation objective, expected NDCG@10 minus
-the weight times EE-L (:class:`gbdt_plrank.harness.policy_stopping.PolicyStopping`). The
+the weight times EE-L (:class:`gbdt_plrank._policy_value.PolicyStopping`). The
 validation queries (with a relevant document) are split in two halves A and B by query id; the
 round is chosen on one half and the other half is read at that round (cross-fitting: the best
 round of a noisy curve flatters it on the queries that chose it). Each held-out query's objective
@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from gbdt_plrank._boosters import BACKENDS
+from gbdt_plrank._policy_value import PolicyStopping
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries
 from gbdt_plrank.harness.policy_eval import evaluate_policy
-from gbdt_plrank.harness.policy_stopping import PolicyStopping, round_callback
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.training import train
 
@@ -55,7 +56,7 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
     vali = without_empty_queries(dataset.vali)
     a, b = _halves(vali)
     stoppers = [
-        PolicyStopping("xgboost", chosen, other.X, k=K, weight=weight,
+        PolicyStopping(BACKENDS["xgboost"], chosen, other.X, k=K, weight=weight,
                        patience=trees.early_stopping_rounds, n_samples=STOP_SAMPLES,
                        seed=11 + seed, n_jobs=trees.n_jobs)
         for chosen, other in ((a, b), (b, a))
@@ -69,7 +70,7 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
     start = time.perf_counter()
     no_harness_stop = trees.model_copy(update={"early_stopping_rounds": trees.rounds})
     train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop, plrank=PLRankSettings(),
-          params=params, callbacks=[round_callback("xgboost", both)])
+          params=params, callbacks=[BACKENDS["xgboost"].round_callback(both)])
     out: dict[str, Any] = {"qid": [], "objective": [], "ndcg": [], "ee_l": [], "rounds": []}
     for stopper, held_out in zip(stoppers, (b, a)):
         v = evaluate_policy(stopper.margins, held_out, k=K, n_samples=SAMPLES, seed=7,

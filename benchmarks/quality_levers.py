@@ -66,8 +66,8 @@ import numpy as np
 import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
+from gbdt_plrank._policy_value import policy_objective
 from gbdt_plrank.datasets import load_dataset
-from gbdt_plrank.harness.policy_eval import policy_objective
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 

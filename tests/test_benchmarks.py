@@ -235,8 +235,8 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
 
 def test_quality_lever_policy_stopping_curve() -> None:
     from benchmarks import quality_levers as ql
+    from gbdt_plrank._policy_value import policy_objective
     from gbdt_plrank.datasets import Split
-    from gbdt_plrank.harness.policy_eval import policy_objective
 
     y = np.array([2.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # the second query has no relevant document
     vali = Split(np.zeros((6, 1)), y, np.repeat([1, 2], 3))

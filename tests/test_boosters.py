@@ -112,3 +112,11 @@ def test_catboost_refuses_a_callable_objective(tiny: Path) -> None:
         BACKENDS["catboost"].train(
             BoosterSettings(), query_data(data.train), [], Plan(plrank_objective(K=3), 3)
         )
+
+
+def test_catboost_refuses_another_stopping_rule(tiny: Path) -> None:
+    data = load_dataset(str(tiny))
+    with pytest.raises(ValueError, match="stopping must be None for the catboost backend"):
+        BACKENDS["catboost"].train(
+            BoosterSettings(), query_data(data.train), [], Plan("YetiRank", 3, stopping=object())
+        )

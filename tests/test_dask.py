@@ -384,6 +384,14 @@ def test_lightgbm_refuses_early_stopping_before_any_work():
                                                  eval_set=[_dask(X, y, qid, 20)])
 
 
+def test_policy_stopping_is_refused_before_any_work():
+    X, y, qid = _data(n_queries=5)
+    with pytest.raises(ValueError, match=r"stopping_metric='policy' is not supported on Dask"):
+        DaskPLRankRanker(stopping_metric="policy").fit(
+            *_dask(X, y, qid, 20), early_stopping_rounds=3, eval_set=[_dask(X, y, qid, 20)]
+        )
+
+
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
 def test_fit_predict_to_local(client, backend):
     X, y, qid = _data(n_queries=60)

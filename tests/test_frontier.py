@@ -15,20 +15,18 @@ from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import metrics
 from gbdt_plrank._fairness import FairnessSpec
+from gbdt_plrank._policy_value import Halves, PolicyStopping, policy_objective
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import Split, load_dataset
 from gbdt_plrank.harness.config import ConfigError
 from gbdt_plrank.harness.frontier_config import load_frontier_config
 from gbdt_plrank.harness.frontier_report import Point, compare_points
 from gbdt_plrank.harness.policy_eval import (
-    _Halves,
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
-    policy_objective,
     validation_scale,
 )
-from gbdt_plrank.harness.policy_stopping import PolicyStopping
 
 K = 3
 
@@ -72,7 +70,7 @@ def test_policy_evaluation_is_unbiased():
     # the plain plug-in EE-L of 4 rankings is biased upwards; the estimate above is not
     plain, fixed = [], []
     for s in range(300):
-        h = _Halves.draw(margins, split, k=K, n_samples=4, seed=2 * s, n_jobs=1)
+        h = Halves.draw(margins, split, k=K, n_samples=4, seed=2 * s, n_jobs=1)
         plain.append(metrics.expected_exposure_loss(split.y, h.exposure, split.qid, k=K))
         fixed.append(evaluate_policy(margins, split, k=K, n_samples=4, seed=2 * s,
                                      n_jobs=1).ee_l.mean())
@@ -85,7 +83,7 @@ def test_polarisation_identity_is_exact():
     split = _split(3)
     rng = np.random.default_rng(4)
     a, b = rng.random(split.y.shape[0]), rng.random(split.y.shape[0])
-    h = _Halves((None, None), a, b)  # type: ignore[arg-type]
+    h = Halves((None, None), a, b)  # type: ignore[arg-type]
     eps = FairnessSpec.target(split.y, split.group_ptr, 1.0 / np.log2(np.arange(2, K + 2)))
     q = np.unique(split.qid, return_inverse=True)[1]
     bilinear = np.bincount(q, (a - eps) * (b - eps))
@@ -144,7 +142,8 @@ def test_policy_stopping_keeps_the_best_round(mq_small, library):
     from gbdt_plrank._objective import plrank_objective
 
     train, vali = mq_small
-    stopper = PolicyStopping(library, vali, vali.X, k=5, weight=0.5, patience=3, n_samples=20,
+    backend = BACKENDS[library]
+    stopper = PolicyStopping(backend, vali, vali.X, k=5, weight=0.5, patience=3, n_samples=20,
                              seed=0, n_jobs=1)
     seen = []
     real = stopper.after_round
@@ -159,15 +158,21 @@ def test_policy_stopping_keeps_the_best_round(mq_small, library):
 
     stopper.after_round = spy
     objective = plrank_objective(K=5, N=10, fairness="expected-exposure", fairness_weight=0.5)
-    plan = Plan(objective, 5, n_estimators=200, callbacks=[stopper.callback()])
+    # the library's own early stopping (patience 1 on NDCG@5) is replaced by the stopper's
+    plan = Plan(objective, 5, n_estimators=200, early_stopping_rounds=1, stopping=stopper)
     settings = BoosterSettings(learning_rate=0.3, n_threads=1, max_depth=3, num_leaves=7)
     qd = lambda s: QueryData(s.X, s.y, s.group_sizes)  # noqa: E731
-    BACKENDS[library].train(settings, qd(train), [qd(vali)], plan)
+    trained = backend.train(settings, qd(train), [qd(vali)], plan)
     values = [v for _, v in seen]
     best = int(np.argmax(values))
     assert stopper.best_round == best + 1 and stopper.best_value == values[best]
     assert len(seen) < 200 and len(seen) == best + 1 + 3  # stopped after 3 rounds without gain
-    assert stopper.margins is not None and stopper.margins.shape == (vali.y.shape[0],)
+    assert len(trained.history["valid_0"]["ndcg@5"]) == len(seen)
+    # the booster keeps the best round's trees: its margins are the stopper's at that round
+    assert trained.best_iteration == best
+    np.testing.assert_allclose(backend.margins(trained.booster, vali.X, n_threads=1),
+                               stopper.margins, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(stopper.margins, stopper.vali_margins)
 
 
 def test_compare_points_verdicts():

@@ -89,6 +89,48 @@ def test_early_stopping_keeps_the_best_round(fitted):
     assert rounds == best + 1
 
 
+def _policy_stopping_round(mq, backend, fairness):
+    """The round kept under stopping_metric="policy", checked to maximise the policy's value on
+    the eval set, and the round the ranking's NDCG@5 keeps."""
+    from gbdt_plrank._policy_value import policy_objective
+    from gbdt_plrank.ranker import POLICY_STOPPING_SAMPLES
+
+    train, vali, _ = mq
+    options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
+               "n_jobs": 1, "random_state": 0, "fairness": fairness, "fairness_weight": 0.5}
+    fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
+    ranker = PLRankRanker(stopping_metric="policy", **options).fit(
+        train.X, train.y, train.qid, **fit
+    )
+    best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
+    assert len(history) == best + 1 + 4 or len(history) == 60
+    # the policy's value of the eval set after every round, from a model trained without
+    # stopping (the same seeds give the same trees), peaks at the kept round
+    full = PLRankRanker(**{**options, "n_estimators": len(history)}).fit(
+        train.X, train.y, train.qid
+    )
+    seed = __import__("gbdt_plrank.ranker", fromlist=["_seeds"])._seeds(0, 3)[2]
+    weight = 0.5 if fairness else 0.0
+    values = []
+    for r in range(1, len(history) + 1):
+        margins = (full.booster_[:r].inplace_predict(vali.X) if backend == "xgboost"
+                   else full.booster_.predict(vali.X, num_iteration=r, raw_score=True))
+        values.append(policy_objective(np.asarray(margins, dtype=np.float64), vali, k=5,
+                                       weight=weight, n_samples=POLICY_STOPPING_SAMPLES,
+                                       seed=seed, n_jobs=1))
+    assert best == int(np.argmax(values))
+    np.testing.assert_allclose(ranker.predict(vali.X), full.booster_[: best + 1].inplace_predict(
+        vali.X) if backend == "xgboost" else full.booster_.predict(
+        vali.X, num_iteration=best + 1, raw_score=True), rtol=1e-5, atol=1e-6)
+    return best, PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit).best_iteration_
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_policy_stopping_keeps_the_round_of_the_best_policy_value(mq, backend):
+    kept = [_policy_stopping_round(mq, backend, f) for f in (None, "expected-exposure")]
+    assert any(policy != ranking for policy, ranking in kept)  # another rule than the ranking's
+
+
 def test_no_eval_set_means_no_history(mq):
     train, _, _ = mq
     ranker = PLRankRanker(backend="lightgbm", n_estimators=3, **FAST).fit(train.X, train.y, train.qid)
@@ -397,6 +439,8 @@ def test_model_selection_with_group_kfold(backend, mq):
          "params must not set 'num_iterations'"),
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
         ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
+        ({"stopping_metric": "map"}, {}, ValueError,
+         "stopping_metric must be one of 'ndcg', 'policy', but 'map' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),

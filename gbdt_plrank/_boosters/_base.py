@@ -149,6 +149,12 @@ class Plan:
         best round; ``None`` trains every round.
     callbacks : sequence
         The library's own callbacks, called after each round.
+    stopping : object or None
+        Early stopping on another criterion than NDCG@K, e.g.
+        :class:`~gbdt_plrank._policy_value.PolicyStopping`: its ``after_round(booster, iteration)``
+        is called after each round (0-based) and stops training by returning True; the booster
+        keeps its first ``best_round`` rounds. It replaces the library's early stopping
+        (``early_stopping_rounds`` is then not used).
     """
 
     objective: Objective
@@ -157,6 +163,12 @@ class Plan:
     n_estimators: int = 100
     early_stopping_rounds: int | None = None
     callbacks: Sequence[Any] = ()
+    stopping: Any = None
+
+    @property
+    def library_early_stopping(self) -> int | None:
+        """The library's own early stopping rounds: None under :attr:`stopping`."""
+        return None if self.stopping is not None else self.early_stopping_rounds
 
 
 @dataclass(frozen=True)

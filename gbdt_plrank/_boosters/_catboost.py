@@ -54,6 +54,11 @@ class CatBoostBackend:
     def train(
         self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
     ) -> Trained:
+        if plan.stopping is not None:
+            raise ValueError(
+                f"stopping must be None for the catboost backend (its early stopping watches "
+                f"NDCG@K only), but {plan.stopping!r} is given."
+            )
         if not isinstance(plan.objective, str):
             raise ValueError(
                 f"objective must be a CatBoost loss name for the catboost backend (CatBoost has "

@@ -9,7 +9,7 @@ and LightGBM's own save and load round-trip exactly.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,8 +68,10 @@ class LightGBMBackend:
         train_set = self._training_set(data, params)
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
-        if plan.early_stopping_rounds is not None:
-            hooks.append(lightgbm.early_stopping(plan.early_stopping_rounds, verbose=False))
+        if plan.library_early_stopping is not None:
+            hooks.append(lightgbm.early_stopping(plan.library_early_stopping, verbose=False))
+        if plan.stopping is not None:
+            hooks.append(self.round_callback(plan.stopping.after_round))
         start = time.perf_counter()
         booster = lightgbm.train(
             params, train_set, plan.n_estimators,
@@ -86,12 +88,34 @@ class LightGBMBackend:
 
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``lightgbm.dask``.
         """
-        stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0  # not in dart
-        best = booster.best_iteration - 1 if stopped else None
+        if plan.stopping is not None:
+            best = plan.stopping.best_round - 1
+        else:
+            stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0  # dart
+            best = booster.best_iteration - 1 if stopped else None
         rounds = booster.current_iteration() if best is None else best + 1
         model = booster.model_to_string(num_iteration=rounds)
         return Trained(library("lightgbm").Booster(model_str=model), best,
                        plain_history(history, {}), seconds)
+
+    @staticmethod
+    def round_callback(after_round: Callable[[Any, int], bool]) -> Any:
+        """A training callback calling ``after_round(booster, iteration)``; True stops training.
+
+        LightGBM stops at an ``EarlyStopException`` raised from a callback. It runs after
+        LightGBM's own (``record_evaluation`` has order 20, ``early_stopping`` 30), so that the
+        history also holds the round it stops at.
+        """
+        lightgbm = library("lightgbm")
+
+        def after(env: Any) -> None:
+            if after_round(env.model, env.iteration):
+                raise lightgbm.callback.EarlyStopException(
+                    env.iteration, env.evaluation_result_list
+                )
+
+        after.order = 40  # type: ignore[attr-defined]
+        return after
 
     @staticmethod
     def _dataset(data: QueryData, *, reference: Any = None, params: Any = None) -> Any:

@@ -9,7 +9,7 @@ sliced to its best round. ``XGBRanker`` cannot be used: it refuses callable obje
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,11 +68,14 @@ class XGBoostBackend:
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
+        callbacks = list(plan.callbacks)
+        if plan.stopping is not None:
+            callbacks.append(self.round_callback(plan.stopping.after_round))
         start = time.perf_counter()
         booster = xgboost.train(
             params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
-            early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
-            verbose_eval=False, callbacks=list(plan.callbacks),
+            early_stopping_rounds=plan.library_early_stopping, evals_result=history,
+            verbose_eval=False, callbacks=callbacks,
         )
         seconds = time.perf_counter() - start
         return self.trained(booster, plan, history, seconds)
@@ -84,10 +87,24 @@ class XGBoostBackend:
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``xgboost.dask.train``.
         """
         best = None
-        if plan.early_stopping_rounds is not None:
+        if plan.stopping is not None:
+            best = plan.stopping.best_round - 1
+        elif plan.early_stopping_rounds is not None:
             best = int(booster.attr("best_iteration"))
+        if best is not None:
             booster = booster[: best + 1]
         return Trained(booster, best, plain_history(history, {}), seconds)
+
+    @staticmethod
+    def round_callback(after_round: Callable[[Any, int], bool]) -> Any:
+        """A training callback calling ``after_round(booster, iteration)``; True stops training."""
+        xgboost = library("xgboost")
+
+        class _After(xgboost.callback.TrainingCallback):
+            def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+                return bool(after_round(model, epoch))
+
+        return _After()
 
     @staticmethod
     def _dmatrix(data: QueryData) -> Any:

@@ -73,8 +73,8 @@ class DaskPLRankRanker(PLRankRanker):
     training (README, "Scaling out on Dask").
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
-    threads). With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask``
-    has none), and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval
+    threads). Early stopping watches NDCG@K only (``stopping_metric="policy"`` is refused).
+    With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none), and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval
     rows held by the worker whose model is returned, not of the whole eval set (XGBoost's is of
     the whole set).
 
@@ -112,6 +112,12 @@ class DaskPLRankRanker(PLRankRanker):
         self
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
+        if self.stopping_metric == "policy" and early_stopping_rounds is not None:
+            raise ValueError(
+                "stopping_metric='policy' is not supported on Dask: the policy's value of the "
+                "eval set would have to be gathered from the workers every round. Use "
+                "stopping_metric='ndcg', or train in one process with PLRankRanker."
+            )
         if backend == "lightgbm" and early_stopping_rounds is not None:
             raise ValueError(
                 f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="

@@ -6,7 +6,7 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
   rankers early-stopped on validation NDCG@k as a comparison does;
 - PL-Rank with the relevance objective, and with ``fairness="expected-exposure"`` for every
   weight of the grid, early-stopped on the validation value of their own policy's objective,
-  expected NDCG@k minus the weight times EE-L (:mod:`.policy_stopping`): the ranking by score
+  expected NDCG@k minus the weight times EE-L (:class:`~gbdt_plrank._policy_value.PolicyStopping`): the ranking by score
   cannot see the scale of the margins, which sets how random the policy is;
 
 and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
@@ -36,6 +36,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._boosters import BACKENDS
+from .._policy_value import PolicyStopping
 from ..datasets import LTRDataset, Split
 from .data import check_data, dataset_label, load, without_empty_queries
 from .frontier_config import BASELINES, FrontierConfig
@@ -47,7 +49,6 @@ from .policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from .policy_stopping import PolicyStopping
 from .store import append_line, check_settings, drop_partial_line, output_folder
 from .training import train
 
@@ -210,15 +211,13 @@ def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, 
         }
     vali = without_empty_queries(data.vali)
     stopper = PolicyStopping(
-        METHODS[job.method].library, vali, data.test.X, k=config.k, weight=job.key.weight,
-        patience=config.trees.early_stopping_rounds, n_samples=config.stopping_samples,
-        seed=STOP_SEED + 2 * seed, n_jobs=config.trees.n_jobs,
+        BACKENDS[METHODS[job.method].library], vali, data.test.X, k=config.k,
+        weight=job.key.weight, patience=config.trees.early_stopping_rounds,
+        n_samples=config.stopping_samples, seed=STOP_SEED + 2 * seed, n_jobs=config.trees.n_jobs,
     )
-    # the harness's own early stopping (on NDCG@k of the ranking by score) is switched off
-    trees = config.trees.model_copy(update={"early_stopping_rounds": config.trees.rounds})
     fit = train(
-        job.method, data, k=config.k, seed=seed, trees=trees, plrank=config.plrank,
-        params=job.params, callbacks=[stopper.callback()],
+        job.method, data, k=config.k, seed=seed, trees=config.trees, plrank=config.plrank,
+        params=job.params, stopping=stopper,
     )
     return {
         "margins": stopper.margins, "best_round": stopper.best_round,

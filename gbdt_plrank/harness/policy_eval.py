@@ -18,24 +18,21 @@ query ids):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._estimator import dcg_weights
 from .._fairness import FairnessSpec
-from .._groups import resolve_groups
-from .._policy import PolicySample, sample_policy
+from .._policy_value import Halves, expected_ndcg, exposure_loss
 from ..datasets import Split
-from ..metrics import dcg, expected_exposure_loss, ndcg, relevance_proportional_disparity
+from ..metrics import ndcg, relevance_proportional_disparity
 
 __all__ = [
     "PolicyValues",
     "evaluate_oracle",
     "evaluate_policy",
     "evaluate_ranking",
-    "policy_objective",
     "validation_scale",
 ]
 
@@ -58,51 +55,8 @@ class PolicyValues:
     n_samples: int
 
 
-def _expected_ndcg(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
-    """Per query: expected DCG@k from the exposure, over the ideal DCG@k (1 when that is 0)."""
-    q = np.unique(split.qid, return_inverse=True)[1]
-    ideal = dcg(split.y, split.y, split.qid, k=k, per_query=True)
-    expected = np.bincount(q, exposure * (np.exp2(split.y) - 1.0), minlength=ideal.shape[0])
-    return np.where(ideal > 0, expected / np.where(ideal > 0, ideal, 1.0), 1.0)
-
-
-def _ee_l(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
-    return expected_exposure_loss(split.y, exposure, split.qid, k=k, per_query=True)
-
-
 def _disparity(split: Split, exposure: np.ndarray) -> np.ndarray:
     return relevance_proportional_disparity(split.y, exposure, split.qid, per_query=True)
-
-
-@dataclass(frozen=True)
-class _Halves:
-    """Two independent halves of the sampled rankings of a policy, and their exposures."""
-
-    samples: tuple[PolicySample, PolicySample]
-    E_a: np.ndarray
-    E_b: np.ndarray
-
-    @classmethod
-    def draw(
-        cls, margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int,
-        n_jobs: int | None,
-    ) -> _Halves:
-        groups = resolve_groups(split.qid, split.y.shape[0])
-        samples = tuple(
-            sample_policy(margins, groups, K=k, n_samples=n_samples // 2, seed=seed + i,
-                          n_jobs=n_jobs)
-            for i in (0, 1)
-        )
-        E_a, E_b = (s.exposure(n_jobs=n_jobs) for s in samples)
-        return cls(samples, E_a, E_b)  # type: ignore[arg-type]
-
-    @property
-    def exposure(self) -> np.ndarray:
-        return 0.5 * (self.E_a + self.E_b)
-
-    def unbiased(self, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """:math:`f(E)` for a quadratic ``f`` of the exposure, without the variance's bias."""
-        return 2.0 * f(self.exposure) - 0.5 * (f(self.E_a) + f(self.E_b))
 
 
 def evaluate_policy(
@@ -113,12 +67,12 @@ def evaluate_policy(
     ``n_samples`` (even) rankings per query in two halves, drawn from the streams of seeds
     ``seed`` and ``seed + 1`` (:func:`~gbdt_plrank._policy.sample_policy`).
     """
-    h = _Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    h = Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
     per_sample = np.concatenate([s.ndcg_per_sample(split.y, K=k, gain="exp") for s in h.samples])
     return PolicyValues(
         np.unique(split.qid),
-        _expected_ndcg(split, h.exposure, k),
-        h.unbiased(lambda x: _ee_l(split, x, k)),
+        expected_ndcg(split, h.exposure, k),
+        h.unbiased(lambda x: exposure_loss(split, x, k)),
         h.unbiased(lambda x: _disparity(split, x)),
         float(per_sample.mean()),
         float(per_sample.var(ddof=1)),
@@ -126,27 +80,9 @@ def evaluate_policy(
     )
 
 
-def policy_objective(
-    margins: np.ndarray, split: Split, *, k: int, weight: float, n_samples: int, seed: int,
-    n_jobs: int | None, per_query: bool = False,
-) -> float | np.ndarray:
-    """Mean over queries of expected NDCG@k minus ``weight`` times EE-L (Monte-Carlo).
-
-    The objective of the fair PL-Rank policy (``weight`` 0: of the relevance-only one), as
-    :func:`evaluate_policy` estimates it, without the disparity and the per-sample NDCG. With
-    ``per_query``, each query's value (in the order of :func:`numpy.unique` of the query ids)
-    instead of their mean.
-    """
-    h = _Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
-    values = _expected_ndcg(split, h.exposure, k)
-    if weight:
-        values = values - weight * h.unbiased(lambda x: _ee_l(split, x, k))
-    return values if per_query else float(values.mean())
-
-
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
     return PolicyValues(
-        np.unique(split.qid), ndcg_q, _ee_l(split, exposure, k), _disparity(split, exposure),
+        np.unique(split.qid), ndcg_q, exposure_loss(split, exposure, k), _disparity(split, exposure),
         float(ndcg_q.mean()), 0.0, 1,
     )
 
@@ -166,7 +102,7 @@ def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValue
 def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     """Exact values of the equal-exposure oracle: exposure = the target, ideal order of grades."""
     exposure = FairnessSpec.target(split.y, split.group_ptr, dcg_weights(k))
-    return _exact_values(split, exposure, _expected_ndcg(split, exposure, k), k)
+    return _exact_values(split, exposure, expected_ndcg(split, exposure, k), k)
 
 
 def validation_scale(scores: np.ndarray, split: Split) -> float:

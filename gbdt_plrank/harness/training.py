@@ -93,6 +93,7 @@ def train(
     pirank: PiRankSettings | None = None,
     params: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
+    stopping: Any = None,
 ) -> Fit:
     """Train method ``name`` with early stopping on validation NDCG@k and score the test split.
 
@@ -121,6 +122,10 @@ def train(
         The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
         ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
         callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`).
+    stopping : object, optional
+        Early stopping on another criterion than validation NDCG@k, replacing it (a
+        :class:`~gbdt_plrank._boosters.Plan`'s ``stopping``, e.g.
+        :class:`~gbdt_plrank._policy_value.PolicyStopping` on the policy's validation objective).
 
     Returns
     -------
@@ -147,7 +152,7 @@ def train(
     backend = BACKENDS[method.library]
     plan = Plan(
         objective, k, n_estimators=trees.rounds,
-        early_stopping_rounds=trees.early_stopping_rounds, callbacks=callbacks,
+        early_stopping_rounds=trees.early_stopping_rounds, callbacks=callbacks, stopping=stopping,
     )
     settings = trees.booster_settings(seed=seed, params=native)
     trained = backend.train(settings, _query_data(data.train), [_query_data(data.vali)], plan)
