@@ -93,7 +93,7 @@ def _policy_stopping_round(mq, backend, fairness):
     """The round kept under stopping_metric="policy", checked to maximise the policy's value on
     the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._policy_value import policy_objective
-    from gbdt_plrank.ranker import POLICY_STOPPING_SAMPLES
+    from gbdt_plrank.ranker import POLICY_STOPPING_SAMPLES, _seeds
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -109,19 +109,21 @@ def _policy_stopping_round(mq, backend, fairness):
     full = PLRankRanker(**{**options, "n_estimators": len(history)}).fit(
         train.X, train.y, train.qid
     )
-    seed = __import__("gbdt_plrank.ranker", fromlist=["_seeds"])._seeds(0, 3)[2]
+    seed = _seeds(0, 3)[2]  # the ranker's third seed: the stopping's rankings
     weight = 0.5 if fairness else 0.0
-    values = []
-    for r in range(1, len(history) + 1):
-        margins = (full.booster_[:r].inplace_predict(vali.X) if backend == "xgboost"
-                   else full.booster_.predict(vali.X, num_iteration=r, raw_score=True))
-        values.append(policy_objective(np.asarray(margins, dtype=np.float64), vali, k=5,
-                                       weight=weight, n_samples=POLICY_STOPPING_SAMPLES,
-                                       seed=seed, n_jobs=1))
+
+    def margins(rounds: int) -> np.ndarray:
+        if backend == "xgboost":
+            return np.asarray(full.booster_[:rounds].inplace_predict(vali.X), dtype=np.float64)
+        return full.booster_.predict(vali.X, num_iteration=rounds, raw_score=True)
+
+    values = [
+        policy_objective(margins(r), vali, k=5, weight=weight, n_samples=POLICY_STOPPING_SAMPLES,
+                         seed=seed, n_jobs=1)
+        for r in range(1, len(history) + 1)
+    ]
     assert best == int(np.argmax(values))
-    np.testing.assert_allclose(ranker.predict(vali.X), full.booster_[: best + 1].inplace_predict(
-        vali.X) if backend == "xgboost" else full.booster_.predict(
-        vali.X, num_iteration=best + 1, raw_score=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ranker.predict(vali.X), margins(best + 1), rtol=1e-5, atol=1e-6)
     return best, PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit).best_iteration_
 
 
