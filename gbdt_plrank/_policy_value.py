@@ -36,12 +36,21 @@ from ._policy import PolicySample, sample_policy
 from .metrics import dcg, expected_exposure_loss
 
 __all__ = [
+    "STOPPING_METRICS",
+    "STOPPING_SAMPLES",
     "Halves",
     "PolicyStopping",
     "expected_ndcg",
     "exposure_loss",
     "policy_objective",
 ]
+
+
+#: What early stopping can watch: the ranking's NDCG@K, or the policy's value.
+STOPPING_METRICS = ("ndcg", "policy")
+
+#: Rankings per validation query of the policy stopping (two halves of 50).
+STOPPING_SAMPLES = 100
 
 
 class Queries(Protocol):

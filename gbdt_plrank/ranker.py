@@ -35,7 +35,7 @@ from ._estimator import thread_count
 from ._groups import resolve_groups
 from ._objective import plrank_objective
 from ._policy import PolicySample, sample_policy
-from ._policy_value import PolicyStopping
+from ._policy_value import STOPPING_METRICS, STOPPING_SAMPLES, PolicyStopping
 from ._validation import (
     check_choice,
     check_labels,
@@ -56,12 +56,6 @@ _SEED_BOUND = np.iinfo(np.int32).max
 
 #: The backends that take a callable objective (CatBoost has no hook for one).
 RANKER_BACKENDS = ("xgboost", "lightgbm")
-
-#: What early stopping watches (the ``stopping_metric`` parameter).
-STOPPING_METRICS = ("ndcg", "policy")
-
-#: Rankings per validation query of ``stopping_metric="policy"`` (two halves of 50).
-POLICY_STOPPING_SAMPLES = 100
 
 
 class MetricEstimate(NamedTuple):
@@ -155,7 +149,7 @@ class PLRankRanker(BaseEstimator):
         What early stopping (``fit(early_stopping_rounds=)``) watches on the last eval set:
         ``"ndcg"`` NDCG@K of the ranking by score (the library's own early stopping);
         ``"policy"`` the policy's expected NDCG@K, minus ``fairness_weight`` times EE-L with
-        ``fairness``, from ``POLICY_STOPPING_SAMPLES`` rankings per query drawn from the same
+        ``fairness``, from ``STOPPING_SAMPLES`` rankings per query drawn from the same
         streams every round (:class:`gbdt_plrank._policy_value.PolicyStopping`). The policy's
         value is smooth in the margins, where the ranking's NDCG@K jumps from round to round and
         stops training at early noisy peaks; on LETOR validation splits it stops 2 to 4 times
@@ -313,7 +307,7 @@ class PLRankRanker(BaseEstimator):
             plan = replace(plan, stopping=PolicyStopping(
                 BACKENDS[backend], evals[-1], k=plan.K,
                 weight=self.fairness_weight if self.fairness is not None else 0.0,
-                patience=plan.early_stopping_rounds, n_samples=POLICY_STOPPING_SAMPLES,
+                patience=plan.early_stopping_rounds, n_samples=STOPPING_SAMPLES,
                 seed=_seeds(self.random_state, 3)[2], n_jobs=self.n_jobs,
             ))
         self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)

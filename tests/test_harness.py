@@ -149,6 +149,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
          "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
          "fairness='expected-exposure' measures exposure with the DCG rank weights"),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
+        (BASE + '[plrank]\nstopping_metric = "map"', "plrank.stopping_metric must be one of 'ndcg', 'policy', but 'map'"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -317,6 +318,40 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     assert made[1]["fairness"] is None
     assert (made[2]["fairness"], made[2]["fairness_weight"]) == ("expected-exposure", 0.3)
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
+
+
+def test_plrank_stopping_metric_policy_stops_the_plrank_methods_on_their_policy(tiny: Path) -> None:
+    from gbdt_plrank._boosters import BACKENDS
+    from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping
+    from gbdt_plrank.harness.data import without_empty_queries
+    from gbdt_plrank.harness.training import STOP_SEED
+
+    data = load_dataset(str(tiny))
+    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
+    policy = PLRankSettings(N=20, stopping_metric="policy")
+    # the settings' stopping is the PolicyStopping of the fair objective's weight, seeded by
+    # the training's seed, on the validation queries with a relevant document
+    fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.4}}
+    by_settings = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy, params=fair)
+    stopper = PolicyStopping(
+        BACKENDS["xgboost"], without_empty_queries(data.vali), k=3, weight=0.4, patience=3,
+        n_samples=STOPPING_SAMPLES, seed=STOP_SEED + 4, n_jobs=1,
+    )
+    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20),
+                     params=fair, stopping=stopper)
+    assert by_settings.best_round == explicit.best_round == stopper.best_round
+    np.testing.assert_array_equal(by_settings.test_scores, explicit.test_scores)
+    ranking = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20),
+                    params=fair)
+    assert ranking.best_round != by_settings.best_round  # not the ranking's NDCG@3 stopping
+    # the other methods keep the validation NDCG@k: the same model as without the setting
+    base = [train("lambdamart-xgb", data, k=3, seed=2, trees=trees, plrank=s)
+            for s in (policy, PLRankSettings(N=20))]
+    assert base[0].best_round == base[1].best_round
+    np.testing.assert_array_equal(base[0].test_scores, base[1].test_scores)
+    # at its default the setting is left out of the stored settings (earlier runs still match)
+    assert "stopping_metric" not in PLRankSettings().results_settings()
+    assert policy.results_settings()["stopping_metric"] == "policy"
 
 
 def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path, monkeypatch) -> None:

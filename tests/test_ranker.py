@@ -92,8 +92,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
 def _policy_stopping_round(mq, backend, fairness):
     """The round kept under stopping_metric="policy", checked to maximise the policy's value on
     the eval set, and the round the ranking's NDCG@5 keeps."""
-    from gbdt_plrank._policy_value import policy_objective
-    from gbdt_plrank.ranker import POLICY_STOPPING_SAMPLES, _seeds
+    from gbdt_plrank._policy_value import STOPPING_SAMPLES, policy_objective
+    from gbdt_plrank.ranker import _seeds
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -118,7 +118,7 @@ def _policy_stopping_round(mq, backend, fairness):
         return full.booster_.predict(vali.X, num_iteration=rounds, raw_score=True)
 
     values = [
-        policy_objective(margins(r), vali, k=5, weight=weight, n_samples=POLICY_STOPPING_SAMPLES,
+        policy_objective(margins(r), vali, k=5, weight=weight, n_samples=STOPPING_SAMPLES,
                          seed=seed, n_jobs=1)
         for r in range(1, len(history) + 1)
     ]

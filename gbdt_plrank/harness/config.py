@@ -50,6 +50,7 @@ from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
 from .._fairness import FAIRNESS
 from .._pirank import PIRANK_HESSIANS, pirank_objective
+from .._policy_value import STOPPING_METRICS
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 from .schema import ConfigError, Schema, read_toml, validate
 
@@ -147,7 +148,14 @@ class TreeSettings(Schema):
 
 
 class PLRankSettings(Schema):
-    """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``)."""
+    """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``).
+
+    And ``stopping_metric``, how the PL-Rank methods are early-stopped: ``"ndcg"`` on the
+    validation NDCG@k of the ranking by score, as every method; ``"policy"`` on their policy's
+    validation expected NDCG@k minus the fairness weight times EE-L
+    (:class:`~gbdt_plrank._policy_value.PolicyStopping`, the validation queries with a relevant
+    document, patience ``early_stopping_rounds``).
+    """
 
     N: int = Field(100, ge=1, description="an integer >= 1")
     metric: Literal[METRICS] = Field("ndcg", description=_one_of(METRICS))  # type: ignore[valid-type]
@@ -161,14 +169,18 @@ class PLRankSettings(Schema):
     fairness_weight: float = Field(
         1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
+    stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
+        "ndcg", description=_one_of(STOPPING_METRICS)
+    )
 
     def results_settings(self) -> dict[str, Any]:
-        """The options as JSON-able data, leaving out the fairness options at their defaults.
+        """The options as JSON-able data, leaving out the later options at their defaults.
 
-        Results stored before the fairness options existed keep matching their settings.
+        Results stored before the fairness and stopping options existed keep matching their
+        settings.
         """
         unchanged = {
-            name for name in ("fairness", "fairness_weight")
+            name for name in ("fairness", "fairness_weight", "stopping_metric")
             if getattr(self, name) == type(self).model_fields[name].default
         }
         return self.model_dump(exclude=unchanged)
@@ -244,6 +256,10 @@ def objective_settings(
     return {PLRANK: plrank or PLRankSettings(), PIRANK: pirank or PiRankSettings()}
 
 
+#: Fields of a settings table that set how a method trains, not its objective's options.
+NOT_OBJECTIVE_OPTIONS = frozenset({"stopping_metric"})
+
+
 def objective_options(
     method: Method, settings: Mapping[str, Schema], params: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -253,7 +269,7 @@ def objective_options(
     method's Hessian mode, then its own sub-table of the native parameters ``params`` (if any),
     each over the ones before.
     """
-    chosen = settings[method.objective].model_dump()
+    chosen = settings[method.objective].model_dump(exclude=NOT_OBJECTIVE_OPTIONS)
     if method.hessian is not None:
         chosen["hessian"] = method.hessian
     chosen.update((params or {}).get(method.objective, {}))

@@ -50,7 +50,7 @@ from .policy_eval import (
     validation_scale,
 )
 from .store import append_line, check_settings, drop_partial_line, output_folder
-from .training import train
+from .training import STOP_SEED, train
 
 __all__ = ["EvalKey", "FrontierStore", "TrainingKey", "planned_evaluations", "run_frontier"]
 
@@ -63,7 +63,6 @@ ORACLE = "oracle"
 #: Seed of the evaluation's sampled rankings for run seed s: EVAL_SEED + 2 s (and + 1); the
 #: policy early stopping samples its validation rankings with STOP_SEED + 2 s (and + 1).
 EVAL_SEED = 1_000_003
-STOP_SEED = 2_000_003
 
 
 class TrainingKey(NamedTuple):

@@ -22,8 +22,10 @@ import numpy as np
 
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
+from .._policy_value import STOPPING_SAMPLES, PolicyStopping
 from .config import PiRankSettings, PLRankSettings, objective_options, objective_settings
-from .methods import METHODS, OWN_OBJECTIVES, Method
+from .data import without_empty_queries
+from .methods import METHODS, OWN_OBJECTIVES, PLRANK, Method
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset, Split
@@ -82,6 +84,27 @@ def _objective(
     return own.build(K=k, n_jobs=n_jobs, **chosen)
 
 
+#: The policy stopping of training seed s samples its rankings with STOP_SEED + 2 s (and + 1).
+STOP_SEED = 2_000_003
+
+
+def _policy_stopping(
+    backend: Any, data: LTRDataset, options: Mapping[str, Any], *, k: int, seed: int,
+    trees: TreeSettings,
+) -> PolicyStopping:
+    """Early stopping on the PL-Rank policy's validation objective (``stopping_metric="policy"``).
+
+    Its fairness weight is the objective's (0 without fairness); validation queries without a
+    relevant document are left out, as in the fairness frontier.
+    """
+    weight = options["fairness_weight"] if options.get("fairness") else 0.0
+    return PolicyStopping(
+        backend, without_empty_queries(data.vali), k=k, weight=weight,
+        patience=trees.early_stopping_rounds, n_samples=STOPPING_SAMPLES,
+        seed=STOP_SEED + 2 * seed, n_jobs=trees.n_jobs,
+    )
+
+
 def train(
     name: str,
     data: LTRDataset,
@@ -126,6 +149,8 @@ def train(
         Early stopping on another criterion than validation NDCG@k, replacing it (a
         :class:`~gbdt_plrank._boosters.Plan`'s ``stopping``, e.g.
         :class:`~gbdt_plrank._policy_value.PolicyStopping` on the policy's validation objective).
+        Without it, the PL-Rank methods stop on their policy when ``plrank.stopping_metric`` is
+        ``"policy"``.
 
     Returns
     -------
@@ -143,13 +168,19 @@ def train(
     method = METHODS[name]
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
+    settings_tables = objective_settings(plrank, pirank)
     objective = _objective(
-        method, k=k, seed=seed, n_jobs=trees.n_jobs, settings=objective_settings(plrank, pirank),
-        params=native,
+        method, k=k, seed=seed, n_jobs=trees.n_jobs, settings=settings_tables, params=native,
     )
+    backend = BACKENDS[method.library]
+    if stopping is None and method.objective == PLRANK:
+        if settings_tables[PLRANK].stopping_metric == "policy":
+            stopping = _policy_stopping(
+                backend, data, objective_options(method, settings_tables, native), k=k,
+                seed=seed, trees=trees,
+            )
     if method.objective in OWN_OBJECTIVES:
         native.pop(method.objective, None)
-    backend = BACKENDS[method.library]
     plan = Plan(
         objective, k, n_estimators=trees.rounds,
         early_stopping_rounds=trees.early_stopping_rounds, callbacks=callbacks, stopping=stopping,
