@@ -349,7 +349,7 @@ def test_plrank_stopping_metric_policy_stops_the_plrank_methods_on_their_policy(
             for s in (policy, PLRankSettings(N=20))]
     assert base[0].best_round == base[1].best_round
     np.testing.assert_array_equal(base[0].test_scores, base[1].test_scores)
-    # at its default the setting is left out of the stored settings (earlier runs still match)
+    # at "ndcg", the rule earlier results were stored under, it is left out of their settings
     assert "stopping_metric" not in PLRankSettings().results_settings()
     assert policy.results_settings()["stopping_metric"] == "policy"
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
@@ -173,17 +173,19 @@ class PLRankSettings(Schema):
         "ndcg", description=_one_of(STOPPING_METRICS)
     )
 
-    def results_settings(self) -> dict[str, Any]:
-        """The options as JSON-able data, leaving out the later options at their defaults.
+    #: Options added after results were first stored, and the value those results were stored
+    #: under; at that value an option is left out of the stored settings, so that they still
+    #: match (whatever the option's default becomes).
+    LATER_OPTIONS: ClassVar[dict[str, Any]] = {
+        "fairness": None, "fairness_weight": 1.0, "stopping_metric": "ndcg",
+    }
 
-        Results stored before the fairness and stopping options existed keep matching their
-        settings.
-        """
-        unchanged = {
-            name for name in ("fairness", "fairness_weight", "stopping_metric")
-            if getattr(self, name) == type(self).model_fields[name].default
+    def results_settings(self) -> dict[str, Any]:
+        """The options as JSON-able data, leaving out later options at their earlier value."""
+        earlier = {
+            name for name, value in self.LATER_OPTIONS.items() if getattr(self, name) == value
         }
-        return self.model_dump(exclude=unchanged)
+        return self.model_dump(exclude=earlier)
 
 
 class PLRankOptions(Schema):
