@@ -175,6 +175,22 @@ class PolicyStopping:
         self.margins: np.ndarray | None = None
         self.vali_margins: np.ndarray | None = None
 
+    @classmethod
+    def for_objective(
+        cls, backend: Any, vali: Any, objective: Any, *, patience: int, seed: int,
+        n_jobs: int | None,
+    ) -> PolicyStopping:
+        """Stopping on the value a PL-Rank ``objective`` trains for.
+
+        Its cut-off ``K`` and fairness weight (0 without fairness), ``STOPPING_SAMPLES``
+        rankings per validation query.
+        """
+        weight = objective.fairness.weight if objective.fairness is not None else 0.0
+        return cls(
+            backend, vali, k=objective.spec.K, weight=weight, patience=patience,
+            n_samples=STOPPING_SAMPLES, seed=seed, n_jobs=n_jobs,
+        )
+
     def after_round(self, booster: Any, iteration: int) -> bool:
         """Score round ``iteration`` (0-based); True when training should stop."""
         scores = self.backend.margins(booster, self.vali.X, n_threads=self.n_jobs)

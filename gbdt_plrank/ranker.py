@@ -35,7 +35,7 @@ from ._estimator import thread_count
 from ._groups import resolve_groups
 from ._objective import plrank_objective
 from ._policy import PolicySample, sample_policy
-from ._policy_value import STOPPING_METRICS, STOPPING_SAMPLES, PolicyStopping
+from ._policy_value import STOPPING_METRICS, PolicyStopping
 from ._validation import (
     check_choice,
     check_labels,
@@ -149,7 +149,7 @@ class PLRankRanker(BaseEstimator):
         What early stopping (``fit(early_stopping_rounds=)``) watches on the last eval set:
         ``"ndcg"`` NDCG@K of the ranking by score (the library's own early stopping);
         ``"policy"`` the policy's expected NDCG@K, minus ``fairness_weight`` times EE-L with
-        ``fairness``, from ``STOPPING_SAMPLES`` rankings per query drawn from the same
+        ``fairness``, from 100 rankings per query drawn from the same
         streams every round (:class:`gbdt_plrank._policy_value.PolicyStopping`). The policy's
         value is smooth in the margins, where the ranking's NDCG@K jumps from round to round and
         stops training at early noisy peaks; on LETOR validation splits it stops 2 to 4 times
@@ -304,10 +304,8 @@ class PLRankRanker(BaseEstimator):
         data = self._query_data(X, y, group, reset=True)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
         if plan.early_stopping_rounds is not None and self.stopping_metric == "policy":
-            plan = replace(plan, stopping=PolicyStopping(
-                BACKENDS[backend], evals[-1], k=plan.K,
-                weight=self.fairness_weight if self.fairness is not None else 0.0,
-                patience=plan.early_stopping_rounds, n_samples=STOPPING_SAMPLES,
+            plan = replace(plan, stopping=PolicyStopping.for_objective(
+                BACKENDS[backend], evals[-1], plan.objective, patience=plan.early_stopping_rounds,
                 seed=_seeds(self.random_state, 3)[2], n_jobs=self.n_jobs,
             ))
         self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)

@@ -74,9 +74,10 @@ class DaskPLRankRanker(PLRankRanker):
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads). Early stopping watches NDCG@K only (``stopping_metric="policy"`` is refused).
-    With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none), and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval
-    rows held by the worker whose model is returned, not of the whole eval set (XGBoost's is of
-    the whole set).
+    With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
+    and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval rows held by
+    the worker whose model is returned, not of the whole eval set (XGBoost's is of the whole
+    set).
 
     :meth:`predict` of a dask array returns a dask array; :meth:`to_local` returns a fitted
     :class:`~gbdt_plrank.PLRankRanker` with the same booster for everything in memory.

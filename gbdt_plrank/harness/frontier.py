@@ -6,8 +6,9 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
   rankers early-stopped on validation NDCG@k as a comparison does;
 - PL-Rank with the relevance objective, and with ``fairness="expected-exposure"`` for every
   weight of the grid, early-stopped on the validation value of their own policy's objective,
-  expected NDCG@k minus the weight times EE-L (:class:`~gbdt_plrank._policy_value.PolicyStopping`): the ranking by score
-  cannot see the scale of the margins, which sets how random the policy is;
+  expected NDCG@k minus the weight times EE-L
+  (:class:`~gbdt_plrank._policy_value.PolicyStopping`): the ranking by score cannot see the
+  scale of the margins, which sets how random the policy is;
 
 and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
 trained; every model (the fair ones too) as the Plackett-Luce policy :math:`\pi(m / (T\sigma))`

@@ -82,8 +82,8 @@ def evaluate_policy(
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
     return PolicyValues(
-        np.unique(split.qid), ndcg_q, exposure_loss(split, exposure, k), _disparity(split, exposure),
-        float(ndcg_q.mean()), 0.0, 1,
+        np.unique(split.qid), ndcg_q, exposure_loss(split, exposure, k),
+        _disparity(split, exposure), float(ndcg_q.mean()), 0.0, 1,
     )
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
 from .._compat import require
-from .._policy_value import STOPPING_SAMPLES, PolicyStopping
+from .._policy_value import PolicyStopping
 from .config import PiRankSettings, PLRankSettings, objective_options, objective_settings
 from .data import without_empty_queries
 from .methods import METHODS, OWN_OBJECTIVES, PLRANK, Method
@@ -86,23 +86,6 @@ def _objective(
 
 #: The policy stopping of training seed s samples its rankings with STOP_SEED + 2 s (and + 1).
 STOP_SEED = 2_000_003
-
-
-def _policy_stopping(
-    backend: Any, data: LTRDataset, options: Mapping[str, Any], *, k: int, seed: int,
-    trees: TreeSettings,
-) -> PolicyStopping:
-    """Early stopping on the PL-Rank policy's validation objective (``stopping_metric="policy"``).
-
-    Its fairness weight is the objective's (0 without fairness); validation queries without a
-    relevant document are left out, as in the fairness frontier.
-    """
-    weight = options["fairness_weight"] if options.get("fairness") else 0.0
-    return PolicyStopping(
-        backend, without_empty_queries(data.vali), k=k, weight=weight,
-        patience=trees.early_stopping_rounds, n_samples=STOPPING_SAMPLES,
-        seed=STOP_SEED + 2 * seed, n_jobs=trees.n_jobs,
-    )
 
 
 def train(
@@ -173,12 +156,13 @@ def train(
         method, k=k, seed=seed, n_jobs=trees.n_jobs, settings=settings_tables, params=native,
     )
     backend = BACKENDS[method.library]
-    if stopping is None and method.objective == PLRANK:
-        if settings_tables[PLRANK].stopping_metric == "policy":
-            stopping = _policy_stopping(
-                backend, data, objective_options(method, settings_tables, native), k=k,
-                seed=seed, trees=trees,
-            )
+    policy = method.objective == PLRANK and settings_tables[PLRANK].stopping_metric == "policy"
+    if stopping is None and policy:
+        # validation queries without a relevant document are left out, as in the frontier
+        stopping = PolicyStopping.for_objective(
+            backend, without_empty_queries(data.vali), objective,
+            patience=trees.early_stopping_rounds, seed=STOP_SEED + 2 * seed, n_jobs=trees.n_jobs,
+        )
     if method.objective in OWN_OBJECTIVES:
         native.pop(method.objective, None)
     plan = Plan(
