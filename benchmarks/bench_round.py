@@ -55,6 +55,8 @@ if str(REPO) not in sys.path:
 
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
+from gbdt_plrank._boosters import BACKENDS, QueryData  # noqa: E402
+from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping  # noqa: E402
 
 SECTIONS = ("round", "pirank", "table2", "threads", "compile", "dask")
 LABELS = {
@@ -214,6 +216,27 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         lambda i: fair_booster.update(dtrain, i, fobj=fair_round_obj), cfg.xgb_rounds
     )
 
+    # early stopping's work after each round, on a validation set a third the training set's
+    # size: LambdaMART's NDCG@K of it (XGBoost's own), PL-Rank's default policy stopping
+    vali = synthetic.mslr_like(n_queries=max(cfg.mslr_queries // 3, 2), seed=1)
+    dvali = vali.dmatrix()
+    stopped_lambdamart = xgboost.Booster(ndcg_params, [dtrain, dvali])
+    xgb_eval = _time_rounds(
+        lambda i: (stopped_lambdamart.update(dtrain, i), stopped_lambdamart.eval(dvali)),
+        cfg.xgb_rounds,
+    )
+    stopped_plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
+    stopping = PolicyStopping(
+        BACKENDS["xgboost"], QueryData(vali.X, vali.y, vali.sizes), k=K, weight=0.0,
+        patience=cfg.xgb_rounds + 1, n_samples=STOPPING_SAMPLES, seed=0, n_jobs=threads,
+    )
+    pl_stop_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
+    full_stop = _time_rounds(
+        lambda i: (stopped_plrank.update(dtrain, i, fobj=pl_stop_obj),
+                   stopping.after_round(stopped_plrank, i)),
+        cfg.xgb_rounds,
+    )
+
     grad, hess = obj(warm, dtrain)
     fixed = xgboost.Booster(ws.plrank_params(), [dtrain])
     trees = _time_rounds(lambda i: fixed.boost(dtrain, i, grad=grad, hess=hess), cfg.xgb_rounds)
@@ -233,6 +256,13 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
          fair_full["median"] / xgb["median"], fair_full["median"] / full["median"]],
         ["XGBoost `rank:ndcg` round (`Booster.update`)", xgb["median"], 1.0,
          xgb["median"] / full["median"]],
+        ["full PL-Rank round + policy stopping (its default early stopping: the validation "
+         f"policy's expected NDCG@{K}, {STOPPING_SAMPLES} rankings per query)",
+         full_stop["median"], full_stop["median"] / xgb["median"],
+         full_stop["median"] / full["median"]],
+        [f"XGBoost `rank:ndcg` round + NDCG@{K} of the validation set (its early stopping)",
+         xgb_eval["median"], xgb_eval["median"] / xgb["median"],
+         xgb_eval["median"] / full["median"]],
     ]
     md = "\n\n".join([
         f"## Objective time per round vs one XGBoost round (K={K}, N={N}, {threads} threads)",
@@ -243,7 +273,10 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         "hessian='abs'). The fairness rows add `fairness='expected-exposure'` (weight 1): "
         f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
         "here (goal: at most 1.3x; it also runs queries without relevant documents, which the "
-        "relevance objective skips).",
+        "relevance objective skips). The last two rows add each method's early stopping on "
+        f"a validation set of {vali.n_queries} MSLR-shaped queries after every round: with it "
+        f"a PL-Rank round costs {full_stop['median'] / xgb_eval['median']:.2f}x a LambdaMART "
+        "round.",
         harness.markdown_table(
             ["what", "seconds", "/ XGBoost rank:ndcg round", "/ full PL-Rank round"], rows
         ),
@@ -256,6 +289,9 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         "objective_round0": t_zero, "objective_warm": t_warm,
         "xgboost_rank_ndcg_round": xgb, "plrank_full_round": full, "tree_building_only": trees,
         "fairness_objective_warm": t_fair, "fairness_full_round": fair_full,
+        "plrank_round_with_policy_stopping": full_stop,
+        "xgboost_round_with_ndcg_evaluation": xgb_eval,
+        "ratio_stopped_plrank_to_stopped_xgboost_round": full_stop["median"] / xgb_eval["median"],
         "ratio_fairness_to_relevance_objective": t_fair.median / t_warm.median,
         "ratio_objective_to_xgboost_round": t_warm.median / xgb["median"],
         "ratio_objective_to_plrank_round": t_warm.median / full["median"],

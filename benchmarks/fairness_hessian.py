@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xgboost as xgb
 
 from gbdt_plrank._boosters import BACKENDS
 from gbdt_plrank._policy_value import PolicyStopping
@@ -62,15 +63,17 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
         for chosen, other in ((a, b), (b, a))
     ]
 
-    def both(booster: Any, iteration: int) -> bool:  # stop when both have run out of patience
-        return all([s.after_round(booster, iteration) for s in stoppers])
+    class BothStopped(xgb.callback.TrainingCallback):  # both have run out of patience
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            return all([s.after_round(model, epoch) for s in stoppers])
 
     params = {"plrank": {"fairness": "expected-exposure", "fairness_weight": weight,
                          "hessian": mode}}
     start = time.perf_counter()
     no_harness_stop = trees.model_copy(update={"early_stopping_rounds": trees.rounds})
-    train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop, plrank=PLRankSettings(),
-          params=params, callbacks=[BACKENDS["xgboost"].round_callback(both)])
+    train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop,
+          plrank=PLRankSettings(stopping_metric="ndcg"),
+          params=params, callbacks=[BothStopped()])
     out: dict[str, Any] = {"qid": [], "objective": [], "ndcg": [], "ee_l": [], "rounds": []}
     for stopper, held_out in zip(stoppers, (b, a)):
         v = evaluate_policy(stopper.margins, held_out, k=K, n_samples=SAMPLES, seed=7,

@@ -6,14 +6,16 @@ policy, as objectives for XGBoost and LightGBM.
 Importing the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is already set: every boosting
 round alternates the booster's OpenMP threads with the objective's Numba threads, and threads
 that spin while they wait starve the other runtime (measured: a round 10 to 20 times slower on
-a busy 2-core machine). Set the variable yourself to keep another policy.
+a busy 2-core machine). Set the variable yourself to keep another policy. An OpenMP runtime
+reads it when it is loaded, so a booster imported before the package without the variable set
+keeps spinning: the import warns then.
 """
 
-import os
-
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from . import datasets, metrics
+from . import (
+    _openmp,  # noqa: F401  (first: it sets OMP_WAIT_POLICY before any booster loads)
+    datasets,
+    metrics,
+)
 from ._estimator import plrank_grad_hess, plrank_grad_hess_from_rankings
 from ._objective import PLRankObjective, plrank_objective
 from ._pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
@@ -35,11 +37,15 @@ __all__ = [
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
     "plrank_objective",
+    "policy_early_stopping",
 ]
 
 __version__ = "0.1.0"
 
-_LAZY = {"PLRankRanker": "ranker", "MetricEstimate": "ranker"}  # scikit-learn: 1 s to import
+_LAZY = {  # scikit-learn: 1 s to import
+    "PLRankRanker": "ranker", "MetricEstimate": "ranker",
+    "policy_early_stopping": "_early_stopping",
+}
 
 
 def __getattr__(name: str) -> object:

@@ -135,7 +135,8 @@ class PolicyStopping:
     Parameters
     ----------
     backend : Backend
-        The booster backend of the training (it computes the margins).
+        The booster backend of the training (XGBoost or LightGBM): its ``margin_tracker`` gives
+        the validation margins after each round, its ``margins`` those of ``X_predict``.
     vali : Queries with features ``X``
         The validation rows.
     X_predict : array, CSR matrix or None
@@ -155,6 +156,8 @@ class PolicyStopping:
         Rounds kept (1-based) at the best validation objective.
     best_value : float
         That objective.
+    name : str
+        Its name: ``expected_ndcg@k``, with ``-{weight}*ee_l`` appended when ``weight > 0``.
     margins, vali_margins : ndarray
         Margins of ``X_predict`` (None without it) and of the validation rows at the best round.
     """
@@ -166,10 +169,12 @@ class PolicyStopping:
         self.backend = backend
         self.vali = vali
         self.X_predict = X_predict
+        self.vali_margins_after = backend.margin_tracker(vali.X, n_threads=n_jobs)
         self.options = {"k": k, "weight": weight, "n_samples": n_samples, "seed": seed,
                         "n_jobs": n_jobs}
         self.patience = patience
         self.n_jobs = n_jobs
+        self.name = f"expected_ndcg@{k}" + (f"-{weight:g}*ee_l" if weight > 0 else "")
         self.best_round = 0
         self.best_value = -np.inf
         self.margins: np.ndarray | None = None
@@ -193,7 +198,7 @@ class PolicyStopping:
 
     def after_round(self, booster: Any, iteration: int) -> bool:
         """Score round ``iteration`` (0-based); True when training should stop."""
-        scores = self.backend.margins(booster, self.vali.X, n_threads=self.n_jobs)
+        scores = self.vali_margins_after(booster, iteration)
         value = float(policy_objective(scores, self.vali, **self.options))
         if value > self.best_value:
             self.best_value, self.best_round = value, iteration + 1

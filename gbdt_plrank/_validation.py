@@ -13,6 +13,14 @@ import numpy as np
 
 MAX_EXP_LABEL = 31  # XGBoost and LightGBM refuse larger labels with the exponential gain too
 
+#: scikit-learn's checks of a feature matrix (``check_array`` / ``validate_data`` options): CSR
+#: or dense, float64 or float32, NaN allowed (missing), infinities refused.
+X_RULES: dict[str, object] = {
+    "accept_sparse": "csr",
+    "dtype": (np.float64, np.float32),
+    "ensure_all_finite": "allow-nan",
+}
+
 
 def is_int(value: object) -> bool:
     """An integer (Python or NumPy), not a bool."""

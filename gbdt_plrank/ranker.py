@@ -37,6 +37,7 @@ from ._objective import plrank_objective
 from ._policy import PolicySample, sample_policy
 from ._policy_value import STOPPING_METRICS, PolicyStopping
 from ._validation import (
+    X_RULES,
     check_choice,
     check_labels,
     check_positive_int,
@@ -47,11 +48,6 @@ from .metrics import ndcg
 
 __all__ = ["MetricEstimate", "PLRankRanker"]
 
-_X_RULES: dict[str, Any] = {
-    "accept_sparse": "csr",
-    "dtype": (np.float64, np.float32),
-    "ensure_all_finite": "allow-nan",
-}
 _SEED_BOUND = np.iinfo(np.int32).max
 
 #: The backends that take a callable objective (CatBoost has no hook for one).
@@ -145,15 +141,17 @@ class PLRankRanker(BaseEstimator):
     n_jobs : int or None, default None
         Threads of the booster and of the objective's sampling; ``None`` leaves each library's
         default, negative values count back from the number of cores (-1: all).
-    stopping_metric : {"ndcg", "policy"}, default "ndcg"
+    stopping_metric : {"auto", "policy", "ndcg"}, default "auto"
         What early stopping (``fit(early_stopping_rounds=)``) watches on the last eval set:
-        ``"ndcg"`` NDCG@K of the ranking by score (the library's own early stopping);
         ``"policy"`` the policy's expected NDCG@K, minus ``fairness_weight`` times EE-L with
-        ``fairness``, from 100 rankings per query drawn from the same
-        streams every round (:class:`gbdt_plrank._policy_value.PolicyStopping`). The policy's
-        value is smooth in the margins, where the ranking's NDCG@K jumps from round to round and
-        stops training at early noisy peaks; on LETOR validation splits it stops 2 to 4 times
-        later and ranks better (README, "Levers measured on validation").
+        ``fairness``, from 100 rankings per query drawn from the same streams every round
+        (:class:`gbdt_plrank._policy_value.PolicyStopping`); ``"ndcg"`` NDCG@K of the ranking
+        by score (the library's own early stopping); ``"auto"`` is ``"policy"`` here and
+        ``"ndcg"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's value is smooth
+        in the margins, where the ranking's NDCG@K jumps from round to round and stops training
+        at early noisy peaks; on LETOR validation splits it stops 2 to 4 times later and ranks
+        better (README, "Levers measured on validation"), at the price of sampling the eval set's
+        rankings every round.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings, the booster's own randomness and the policy
         stopping's rankings; the same int gives the same model. ``None`` draws fresh seeds on
@@ -224,7 +222,7 @@ class PLRankRanker(BaseEstimator):
         subsample: float | None = None,
         colsample_bytree: float | None = None,
         n_jobs: int | None = None,
-        stopping_metric: str = "ndcg",
+        stopping_metric: str = "auto",
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> None:
@@ -303,16 +301,23 @@ class PLRankRanker(BaseEstimator):
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
         data = self._query_data(X, y, group, reset=True)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
-        if plan.early_stopping_rounds is not None and self.stopping_metric == "policy":
+        if plan.early_stopping_rounds is not None and self._stopping_metric() == "policy":
             plan = replace(plan, stopping=PolicyStopping.for_objective(
                 BACKENDS[backend], evals[-1], plan.objective, patience=plan.early_stopping_rounds,
-                seed=_seeds(self.random_state, 3)[2], n_jobs=self.n_jobs,
+                seed=_seeds(self.random_state, 3)[2], n_jobs=_threads(self.n_jobs),
             ))
         self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)
         return self
 
     #: Builds the objective from :func:`~gbdt_plrank.plrank_objective`'s arguments.
     _objective_factory = staticmethod(plrank_objective)
+    #: What ``stopping_metric="auto"`` watches.
+    _auto_stopping_metric = "policy"
+
+    def _stopping_metric(self) -> str:
+        """The checked ``stopping_metric``, with ``"auto"`` resolved."""
+        choice = check_choice("stopping_metric", self.stopping_metric, ("auto", *STOPPING_METRICS))
+        return self._auto_stopping_metric if choice == "auto" else choice
 
     def _training(
         self, eval_set: object, early_stopping_rounds: object
@@ -325,7 +330,7 @@ class PLRankRanker(BaseEstimator):
         """
         backend = check_choice("backend", self.backend, RANKER_BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        check_choice("stopping_metric", self.stopping_metric, STOPPING_METRICS)
+        self._stopping_metric()
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = _seeds(self.random_state, 2)
         objective = self._objective_factory(
@@ -382,7 +387,7 @@ class PLRankRanker(BaseEstimator):
 
     def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> QueryData:
         """Checked features and labels, grouped by query (``reset``: this is the training set)."""
-        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **_X_RULES)
+        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **X_RULES)
         labels = check_labels(y, gain=self.gain)
         return QueryData.grouped(X, labels, resolve_groups(group, X.shape[0]))
 
@@ -404,7 +409,7 @@ class PLRankRanker(BaseEstimator):
             The policy's log-scores :math:`m(d)`.
         """
         backend = self._fitted_backend()
-        X = validate_data(self, X, reset=False, **_X_RULES)
+        X = validate_data(self, X, reset=False, **X_RULES)
         return backend.margins(self.booster_, X, n_threads=_threads(self.n_jobs))
 
     def score(self, X: Any, y: Any, group: Any = None) -> float:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -68,7 +70,8 @@ def test_the_harness_and_the_ranker_train_the_same_model(tiny: Path) -> None:
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=5, early_stopping_rounds=5, learning_rate=0.3, n_jobs=1)
     for library, method in (("xgboost", "plrank-xgb"), ("lightgbm", "plrank-lgb")):
-        fit = train(method, data, k=3, seed=4, trees=trees, plrank=PLRankSettings(N=10))
+        ndcg_stopping = PLRankSettings(N=10, stopping_metric="ndcg")
+        fit = train(method, data, k=3, seed=4, trees=trees, plrank=ndcg_stopping)
         backend = BACKENDS[library]
         settings = trees.booster_settings(seed=4, params={})
         plan = Plan(plrank_objective(K=3, N=10, seed=4, n_jobs=1), 3, n_estimators=5, early_stopping_rounds=5)
@@ -120,3 +123,31 @@ def test_catboost_refuses_another_stopping_rule(tiny: Path) -> None:
         BACKENDS["catboost"].train(
             BoosterSettings(), query_data(data.train), [], Plan("YetiRank", 3, stopping=object())
         )
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_margin_tracker_gives_every_rounds_margins_exactly(library: str) -> None:
+    """Tracked round by round (only the new trees), the margins are those of predicting every
+    tree; for LightGBM also when a round is skipped (then it predicts every round)."""
+    data = load_dataset("mq2008", fold=2)
+    backend = BACKENDS[library]
+    seen: list[tuple[int, np.ndarray, np.ndarray]] = []
+    tracker = backend.margin_tracker(data.vali.X, n_threads=1)
+    skipped = backend.margin_tracker(data.vali.X, n_threads=1)
+
+    def after(booster: Any, iteration: int) -> bool:
+        seen.append((iteration, tracker(booster, iteration),
+                     backend.margins(booster, data.vali.X, n_threads=1)))
+        if iteration % 3 == 0:  # every third round only
+            np.testing.assert_array_equal(skipped(booster, iteration), seen[-1][2])
+        return False
+
+    stop = SimpleNamespace(after_round=after, best_round=30, best_value=0.0, name="test")
+    plan = Plan(plrank_objective(K=5, N=20, seed=0, n_jobs=1), 5, n_estimators=30,
+                early_stopping_rounds=30, stopping=stop)
+    backend.train(BoosterSettings(learning_rate=0.1, n_threads=1), query_data(data.train),
+                  [query_data(data.vali)], plan)
+    assert [iteration for iteration, _, _ in seen] == list(range(30))
+    for _, tracked, predicted in seen:
+        np.testing.assert_array_equal(tracked, predicted)
+    assert not np.array_equal(seen[0][1], seen[-1][1])

@@ -392,6 +392,18 @@ def test_policy_stopping_is_refused_before_any_work():
         )
 
 
+def test_default_early_stopping_watches_ndcg(client):
+    """stopping_metric="auto" is "ndcg" on Dask: the default early-stops on the library's NDCG@K
+    (where PLRankRanker's "auto" watches the policy, which Dask refuses)."""
+    X, y, qid = _data(n_queries=60)
+    Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
+    ranker = DaskPLRankRanker(K=5, N=20, n_estimators=40, learning_rate=0.5, random_state=0)
+    ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)], early_stopping_rounds=2)
+    curve = ranker.evals_result_["valid_0"]["ndcg@5"]
+    assert ranker.best_iteration_ == int(np.argmax(curve))
+    assert len(curve) == ranker.best_iteration_ + 3 or len(curve) == 40
+
+
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
 def test_fit_predict_to_local(client, backend):
     X, y, qid = _data(n_queries=60)

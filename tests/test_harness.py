@@ -320,7 +320,7 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
 
 
-def test_plrank_stopping_metric_policy_stops_the_plrank_methods_on_their_policy(tiny: Path) -> None:
+def test_plrank_methods_stop_on_their_policy_by_default(tiny: Path) -> None:
     from gbdt_plrank._boosters import BACKENDS
     from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping
     from gbdt_plrank.harness.data import without_empty_queries
@@ -328,7 +328,8 @@ def test_plrank_stopping_metric_policy_stops_the_plrank_methods_on_their_policy(
 
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
-    policy = PLRankSettings(N=20, stopping_metric="policy")
+    policy, ndcg = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ndcg")
+    assert policy.stopping_metric == "policy"  # the default
     # the settings' stopping is the PolicyStopping of the fair objective's weight, seeded by
     # the training's seed, on the validation queries with a relevant document
     fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.4}}
@@ -337,20 +338,19 @@ def test_plrank_stopping_metric_policy_stops_the_plrank_methods_on_their_policy(
         BACKENDS["xgboost"], without_empty_queries(data.vali), k=3, weight=0.4, patience=3,
         n_samples=STOPPING_SAMPLES, seed=STOP_SEED + 4, n_jobs=1,
     )
-    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20),
-                     params=fair, stopping=stopper)
+    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=ndcg, params=fair,
+                     stopping=stopper)
     assert by_settings.best_round == explicit.best_round == stopper.best_round
     np.testing.assert_array_equal(by_settings.test_scores, explicit.test_scores)
-    ranking = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20),
-                    params=fair)
+    ranking = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=ndcg, params=fair)
     assert ranking.best_round != by_settings.best_round  # not the ranking's NDCG@3 stopping
     # the other methods keep the validation NDCG@k: the same model as without the setting
     base = [train("lambdamart-xgb", data, k=3, seed=2, trees=trees, plrank=s)
-            for s in (policy, PLRankSettings(N=20))]
+            for s in (policy, ndcg)]
     assert base[0].best_round == base[1].best_round
     np.testing.assert_array_equal(base[0].test_scores, base[1].test_scores)
     # at "ndcg", the rule earlier results were stored under, it is left out of their settings
-    assert "stopping_metric" not in PLRankSettings().results_settings()
+    assert "stopping_metric" not in ndcg.results_settings()
     assert policy.results_settings()["stopping_metric"] == "policy"
 
 

@@ -42,7 +42,9 @@ def mq():
 @pytest.fixture(scope="module", params=BACKENDS)
 def fitted(request, mq):
     train, vali, _ = mq
-    ranker = PLRankRanker(backend=request.param, n_estimators=40, learning_rate=0.2, **FAST)
+    ranker = PLRankRanker(
+        backend=request.param, n_estimators=40, learning_rate=0.2, stopping_metric="ndcg", **FAST
+    )
     return ranker.fit(
         train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
         early_stopping_rounds=5,
@@ -90,8 +92,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
 
 
 def _policy_stopping_round(mq, backend, fairness):
-    """The round kept under stopping_metric="policy", checked to maximise the policy's value on
-    the eval set, and the round the ranking's NDCG@5 keeps."""
+    """The round kept by default (stopping_metric="auto": the policy), checked to maximise the
+    policy's value on the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._policy_value import STOPPING_SAMPLES, policy_objective
     from gbdt_plrank.ranker import _seeds
 
@@ -99,9 +101,7 @@ def _policy_stopping_round(mq, backend, fairness):
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
                "n_jobs": 1, "random_state": 0, "fairness": fairness, "fairness_weight": 0.5}
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
-    ranker = PLRankRanker(stopping_metric="policy", **options).fit(
-        train.X, train.y, train.qid, **fit
-    )
+    ranker = PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit)
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
     assert len(history) == best + 1 + 4 or len(history) == 60
     # the policy's value of the eval set after every round, from a model trained without
@@ -124,7 +124,8 @@ def _policy_stopping_round(mq, backend, fairness):
     ]
     assert best == int(np.argmax(values))
     np.testing.assert_allclose(ranker.predict(vali.X), margins(best + 1), rtol=1e-5, atol=1e-6)
-    return best, PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit).best_iteration_
+    ndcg = PLRankRanker(stopping_metric="ndcg", **options)
+    return best, ndcg.fit(train.X, train.y, train.qid, **fit).best_iteration_
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -442,7 +443,7 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
         ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
         ({"stopping_metric": "map"}, {}, ValueError,
-         "stopping_metric must be one of 'ndcg', 'policy', but 'map' is given"),
+         "stopping_metric must be one of 'auto', 'ndcg', 'policy', but 'map' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),

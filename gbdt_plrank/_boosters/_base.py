@@ -153,8 +153,9 @@ class Plan:
         Early stopping on another criterion than NDCG@K, e.g.
         :class:`~gbdt_plrank._policy_value.PolicyStopping`: its ``after_round(booster, iteration)``
         is called after each round (0-based) and stops training by returning True; the booster
-        keeps its first ``best_round`` rounds. It replaces the library's early stopping
-        (``early_stopping_rounds`` is then not used).
+        keeps its first ``best_round`` rounds (``best_value`` is the criterion there, ``name``
+        its name). It replaces the library's early stopping (``early_stopping_rounds`` is then
+        not used).
     """
 
     objective: Objective
@@ -169,6 +170,11 @@ class Plan:
     def library_early_stopping(self) -> int | None:
         """The library's own early stopping rounds: None under :attr:`stopping`."""
         return None if self.stopping is not None else self.early_stopping_rounds
+
+    @property
+    def stops_early(self) -> bool:
+        """Whether training stops early (by the library's rule or :attr:`stopping`)."""
+        return self.stopping is not None or self.early_stopping_rounds is not None
 
 
 @dataclass(frozen=True)

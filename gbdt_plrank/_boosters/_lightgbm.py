@@ -71,7 +71,7 @@ class LightGBMBackend:
         if plan.library_early_stopping is not None:
             hooks.append(lightgbm.early_stopping(plan.library_early_stopping, verbose=False))
         if plan.stopping is not None:
-            hooks.append(self.round_callback(plan.stopping.after_round))
+            hooks.append(self.stopping_callback(plan.stopping))
         start = time.perf_counter()
         booster = lightgbm.train(
             params, train_set, plan.n_estimators,
@@ -88,30 +88,33 @@ class LightGBMBackend:
 
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``lightgbm.dask``.
         """
-        if plan.stopping is not None:
-            best = plan.stopping.best_round - 1
-        else:
-            stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0  # dart
-            best = booster.best_iteration - 1 if stopped else None
+        # the stopping callbacks record the best round in the booster (LightGBM's own: not dart)
+        stopped = plan.stops_early and booster.best_iteration > 0
+        best = booster.best_iteration - 1 if stopped else None
         rounds = booster.current_iteration() if best is None else best + 1
         model = booster.model_to_string(num_iteration=rounds)
         return Trained(library("lightgbm").Booster(model_str=model), best,
                        plain_history(history, {}), seconds)
 
     @staticmethod
-    def round_callback(after_round: Callable[[Any, int], bool]) -> Any:
-        """A training callback calling ``after_round(booster, iteration)``; True stops training.
+    def stopping_callback(stopping: Any) -> Any:
+        """A training callback stopping when ``stopping.after_round(booster, iteration)`` is True.
 
-        LightGBM stops at an ``EarlyStopException`` raised from a callback. It runs after
-        LightGBM's own (``record_evaluation`` has order 20, ``early_stopping`` 30), so that the
-        history also holds the round it stops at.
+        As LightGBM's own early stopping, it raises an ``EarlyStopException`` with the best
+        round (from ``stopping.best_round``) when it stops and at the last round, which
+        ``lightgbm.train`` records as the booster's ``best_iteration`` (1-based) and
+        ``best_score["valid"][stopping.name]``. It runs after LightGBM's own callbacks
+        (``record_evaluation`` has order 20, ``early_stopping`` 30), so that the history also
+        holds the round it stops at.
         """
         lightgbm = library("lightgbm")
 
         def after(env: Any) -> None:
-            if after_round(env.model, env.iteration):
+            stop = stopping.after_round(env.model, env.iteration)
+            if stop or env.iteration == env.end_iteration - 1:
                 raise lightgbm.callback.EarlyStopException(
-                    env.iteration, env.evaluation_result_list
+                    stopping.best_round - 1,
+                    [("valid", stopping.name, stopping.best_value, True)],
                 )
 
         after.order = 40  # type: ignore[attr-defined]
@@ -147,6 +150,32 @@ class LightGBMBackend:
         if sp.issparse(X):
             X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
         return np.asarray(booster.predict(X, raw_score=True, **extra), dtype=np.float64)
+
+    def margin_tracker(self, X: Any, *, n_threads: int | None) -> Callable[[Any, int], np.ndarray]:
+        """``f(booster, iteration)``: the margins of ``X`` after round ``iteration`` of a training.
+
+        Called after every round, it predicts only the new round's trees and adds them to the
+        running sum, in the order LightGBM sums them, so the values are :meth:`margins` of the
+        first ``iteration + 1`` rounds (a test checks every round); a call out of turn predicts
+        every round. :meth:`margins` would predict every tree again, a cost that grows with the
+        rounds.
+        """
+        extra = {} if n_threads is None else {"num_threads": n_threads}
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
+        running = {"margins": np.zeros(X.shape[0]), "rounds": 0}
+
+        def margins(booster: Any, iteration: int) -> np.ndarray:
+            if iteration == running["rounds"]:
+                new = booster.predict(X, start_iteration=iteration, num_iteration=1,
+                                      raw_score=True, **extra)
+                total = running["margins"] + new
+            else:
+                total = booster.predict(X, num_iteration=iteration + 1, raw_score=True, **extra)
+            running.update(margins=np.asarray(total, dtype=np.float64), rounds=iteration + 1)
+            return running["margins"]
+
+        return margins
 
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         gains = np.asarray(booster.feature_importance(importance_type="gain"), dtype=np.float64)

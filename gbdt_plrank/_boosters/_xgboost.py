@@ -70,7 +70,7 @@ class XGBoostBackend:
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
         callbacks = list(plan.callbacks)
         if plan.stopping is not None:
-            callbacks.append(self.round_callback(plan.stopping.after_round))
+            callbacks.append(self.stopping_callback(plan.stopping))
         start = time.perf_counter()
         booster = xgboost.train(
             params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
@@ -87,24 +87,33 @@ class XGBoostBackend:
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``xgboost.dask.train``.
         """
         best = None
-        if plan.stopping is not None:
-            best = plan.stopping.best_round - 1
-        elif plan.early_stopping_rounds is not None:
+        if plan.stops_early:  # the stopping callbacks record the best round in the booster
             best = int(booster.attr("best_iteration"))
         if best is not None:
             booster = booster[: best + 1]
         return Trained(booster, best, plain_history(history, {}), seconds)
 
     @staticmethod
-    def round_callback(after_round: Callable[[Any, int], bool]) -> Any:
-        """A training callback calling ``after_round(booster, iteration)``; True stops training."""
+    def stopping_callback(stopping: Any) -> Any:
+        """A training callback stopping when ``stopping.after_round(booster, iteration)`` is True.
+
+        As XGBoost's own early stopping, it keeps every round and records the best one in the
+        booster's ``best_iteration`` (0-based, from ``stopping.best_round``) and ``best_score``
+        (``stopping.best_value``) attributes.
+        """
         xgboost = library("xgboost")
 
-        class _After(xgboost.callback.TrainingCallback):
+        class _Stopping(xgboost.callback.TrainingCallback):
             def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
-                return bool(after_round(model, epoch))
+                return bool(stopping.after_round(model, epoch))
 
-        return _After()
+            def after_training(self, model: Any) -> Any:
+                if stopping.best_round > 0:
+                    model.set_attr(best_iteration=str(stopping.best_round - 1),
+                                   best_score=str(stopping.best_value))
+                return model
+
+        return _Stopping()
 
     @staticmethod
     def _dmatrix(data: QueryData) -> Any:
@@ -115,6 +124,23 @@ class XGBoostBackend:
             booster.set_param({"nthread": n_threads})
         out = booster.inplace_predict(X, predict_type="margin", missing=np.nan)
         return np.asarray(out, dtype=np.float64)
+
+    def margin_tracker(self, X: Any, *, n_threads: int | None) -> Callable[[Any, int], np.ndarray]:
+        """``f(booster, iteration)``: the margins of ``X`` after round ``iteration`` of a training.
+
+        Called after every round, it adds only the new trees: XGBoost caches the predictions of a
+        DMatrix in the booster, the same float32 sums as :meth:`margins` of the first
+        ``iteration + 1`` rounds (a test checks every round). :meth:`margins` would predict every
+        tree again, a cost that grows with the rounds.
+        """
+        dmatrix = library(self.name).DMatrix(X, missing=np.nan)
+
+        def margins(booster: Any, iteration: int) -> np.ndarray:
+            if n_threads is not None:
+                booster.set_param({"nthread": n_threads})
+            return np.asarray(booster.predict(dmatrix, output_margin=True), dtype=np.float64)
+
+        return margins
 
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         gains = np.zeros(n_features)

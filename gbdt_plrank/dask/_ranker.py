@@ -73,7 +73,8 @@ class DaskPLRankRanker(PLRankRanker):
     training (README, "Scaling out on Dask").
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
-    threads). Early stopping watches NDCG@K only (``stopping_metric="policy"`` is refused).
+    threads). Early stopping watches NDCG@K only: ``stopping_metric="auto"`` is ``"ndcg"``
+    here, and ``"policy"`` is refused.
     With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
     and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval rows held by
     the worker whose model is returned, not of the whole eval set (XGBoost's is of the whole
@@ -84,6 +85,7 @@ class DaskPLRankRanker(PLRankRanker):
     """
 
     _objective_factory = staticmethod(keyed_plrank_objective)
+    _auto_stopping_metric = "ndcg"
 
     def fit(
         self,
@@ -113,7 +115,7 @@ class DaskPLRankRanker(PLRankRanker):
         self
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        if self.stopping_metric == "policy" and early_stopping_rounds is not None:
+        if self._stopping_metric() == "policy" and early_stopping_rounds is not None:
             raise ValueError(
                 "stopping_metric='policy' is not supported on Dask: the policy's value of the "
                 "eval set would have to be gathered from the workers every round. Use "

@@ -150,11 +150,11 @@ class TreeSettings(Schema):
 class PLRankSettings(Schema):
     """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``).
 
-    And ``stopping_metric``, how the PL-Rank methods are early-stopped: ``"ndcg"`` on the
-    validation NDCG@k of the ranking by score, as every method; ``"policy"`` on their policy's
-    validation expected NDCG@k minus the fairness weight times EE-L
+    And ``stopping_metric``, how the PL-Rank methods are early-stopped: ``"policy"`` (default)
+    on their policy's validation expected NDCG@k minus the fairness weight times EE-L
     (:class:`~gbdt_plrank._policy_value.PolicyStopping`, the validation queries with a relevant
-    document, patience ``early_stopping_rounds``).
+    document, patience ``early_stopping_rounds``); ``"ndcg"`` on the validation NDCG@k of the
+    ranking by score, as every other method.
     """
 
     N: int = Field(100, ge=1, description="an integer >= 1")
@@ -170,7 +170,7 @@ class PLRankSettings(Schema):
         1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
     stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
-        "ndcg", description=_one_of(STOPPING_METRICS)
+        "policy", description=_one_of(STOPPING_METRICS)
     )
 
     #: Options added after results were first stored, and the value those results were stored
