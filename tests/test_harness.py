@@ -435,7 +435,11 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
     assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
     assert "Command: `gbdt-plrank x`" in text and "left out" in text
+    assert "; the PL-Rank methods on their policy's validation expected NDCG@k," in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ndcg = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ndcg")})
+    other = markdown_report(ndcg, store.rows(), store.queries(), plan(config).keys)
+    assert "(early stopping on validation NDCG@k, patience" in other
 
 
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:

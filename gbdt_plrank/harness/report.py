@@ -113,10 +113,15 @@ def markdown_report(
     lines = ["# Comparison", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
+    policy = (
+        "; the PL-Rank methods on their policy's validation expected NDCG@k"
+        if config.plrank.stopping_metric == "policy" else ""
+    )
     lines += [
         f"Test NDCG@k at each method's best validation round, mean (std) over folds "
         f"{list(config.folds)} and seeds {list(config.seed_values)}, one training per k (early "
-        f"stopping on validation NDCG@k, patience {config.trees.early_stopping_rounds}, at most "
+        f"stopping on validation NDCG@k{policy}, patience {config.trees.early_stopping_rounds}, "
+        f"at most "
         f"{config.trees.rounds} rounds). NDCG@k: gain 2^label - 1, ties in input order, mean "
         f"over queries (XGBoost's and LightGBM's conventions). Dataset NDCG@k: each query's "
         f"DCG@k over the mean ideal DCG@k of the split (the PL-Rank papers). Test queries "

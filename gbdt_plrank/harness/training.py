@@ -101,7 +101,7 @@ def train(
     callbacks: Sequence[Any] = (),
     stopping: Any = None,
 ) -> Fit:
-    """Train method ``name`` with early stopping on validation NDCG@k and score the test split.
+    """Train method ``name`` with early stopping on validation and score the test split.
 
     Parameters
     ----------
