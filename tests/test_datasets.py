@@ -128,9 +128,10 @@ def readme_booster_example() -> str:
     text = README.read_text(encoding="utf-8")
     start = text.index("```python", text.index("## The objective in XGBoost and LightGBM"))
     code = text[start + len("```python") : text.index("```", start + 3)]
-    assert 'load_dataset("mq2008")' in code and "300)" in code
+    assert 'load_dataset("mq2008")' in code and "dtrain, 300," in code and "train, 300)" in code
     assert ".lgbm_ranker)" in code
-    return code.replace("300)", "2)").replace(".lgbm_ranker)", ".lgbm_ranker, n_estimators=2)")
+    return (code.replace("dtrain, 300,", "dtrain, 2,").replace("train, 300)", "train, 2)")
+            .replace(".lgbm_ranker)", ".lgbm_ranker, n_estimators=2)"))
 
 
 @pytest.mark.parametrize("name", ["mq2008", "mq2007-agg"])
