@@ -12,16 +12,14 @@ from typing import Any
 from sklearn.utils import check_array, check_consistent_length
 
 from ._boosters import BACKENDS, QueryData
-from ._estimator import thread_count
+from ._estimator import booster_threads
 from ._groups import resolve_groups
 from ._objective import PLRankObjective
 from ._policy_value import PolicyStopping
-from ._validation import X_RULES, check_choice, check_labels, check_positive_int, is_int
+from ._validation import X_RULES, check_choice, check_labels, check_positive_int, check_seed
+from .ranker import RANKER_BACKENDS
 
 __all__ = ["policy_early_stopping"]
-
-#: The boosters with a stopping callback.
-CALLBACK_BACKENDS = ("xgboost", "lightgbm")
 
 
 def policy_early_stopping(
@@ -87,8 +85,8 @@ def policy_early_stopping(
     Raises
     ------
     ValueError
-        On a backend without a callback, ``stopping_rounds`` or ``seed`` that is not a
-        positive / non-negative integer, labels that break the objective's gain, features and
+        On a backend without a callback, ``stopping_rounds`` that is not a positive integer,
+        ``seed`` outside [0, 2**63), labels that break the objective's gain, features and
         labels of different lengths, or a group that is neither ids nor sizes.
     TypeError
         When ``objective`` is not a :class:`~gbdt_plrank.PLRankObjective`.
@@ -105,21 +103,20 @@ def policy_early_stopping(
     >>> scores = bst.predict(xgb.DMatrix(X_test), output_margin=True,
     ...                      iteration_range=(0, bst.best_iteration + 1))  # doctest: +SKIP
     """
-    backend = check_choice("backend", backend, CALLBACK_BACKENDS)
+    backend = check_choice("backend", backend, RANKER_BACKENDS)
     if not isinstance(objective, PLRankObjective):
         raise TypeError(
             f"objective must be a PLRankObjective (from plrank_objective), but "
             f"{type(objective).__name__} {objective!r} is given."
         )
     stopping_rounds = check_positive_int("stopping_rounds", stopping_rounds)
-    if not is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, but {seed!r} is given.")
+    seed = check_seed("seed", seed)
     X = check_array(X, **X_RULES)
     labels = check_labels(y, gain=objective.spec.gain)
     check_consistent_length(X, labels)
     vali = QueryData.grouped(X, labels, resolve_groups(group, X.shape[0]))
     stopping = PolicyStopping.for_objective(
-        BACKENDS[backend], vali, objective, patience=stopping_rounds, seed=int(seed),
-        n_jobs=None if n_jobs is None else thread_count(n_jobs),
+        BACKENDS[backend], vali, objective, patience=stopping_rounds, seed=seed,
+        n_jobs=booster_threads(n_jobs),
     )
     return BACKENDS[backend].stopping_callback(stopping)

@@ -133,6 +133,11 @@ def thread_count(n_jobs: int | None) -> int:
     return max(1, min(limit, n_jobs if n_jobs > 0 else limit + 1 + n_jobs))
 
 
+def booster_threads(n_jobs: int | None) -> int | None:
+    """``None`` (each library's default), or ``n_jobs`` as a positive :func:`thread_count`."""
+    return None if n_jobs is None else thread_count(n_jobs)
+
+
 @contextmanager
 def numba_threads(n_jobs: int | None) -> Iterator[None]:
     """Run the enclosed parallel kernels on :func:`thread_count` threads, then restore."""

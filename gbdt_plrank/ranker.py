@@ -31,7 +31,7 @@ from sklearn.utils import Tags, check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData, Trained
-from ._estimator import thread_count
+from ._estimator import booster_threads
 from ._groups import resolve_groups
 from ._objective import plrank_objective
 from ._policy import PolicySample, sample_policy
@@ -75,11 +75,6 @@ def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> No
                 f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
                 f"eval_set=[(X_val, y_val, group_val)]."
             )
-
-
-def _threads(n_jobs: object) -> int | None:
-    """``None``, or ``n_jobs`` as a positive thread count (negative counts back from the cores)."""
-    return None if n_jobs is None else thread_count(n_jobs)
 
 
 class PLRankRanker(BaseEstimator):
@@ -304,7 +299,7 @@ class PLRankRanker(BaseEstimator):
         if plan.early_stopping_rounds is not None and self._stopping_metric() == "policy":
             plan = replace(plan, stopping=PolicyStopping.for_objective(
                 BACKENDS[backend], evals[-1], plan.objective, patience=plan.early_stopping_rounds,
-                seed=_seeds(self.random_state, 3)[2], n_jobs=_threads(self.n_jobs),
+                seed=_seeds(self.random_state, 3)[2], n_jobs=booster_threads(self.n_jobs),
             ))
         self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)
         return self
@@ -369,7 +364,7 @@ class PLRankRanker(BaseEstimator):
             min_split_gain=self.min_split_gain,
             subsample=self.subsample,
             colsample_bytree=self.colsample_bytree,
-            n_threads=_threads(self.n_jobs),
+            n_threads=booster_threads(self.n_jobs),
             seed=seed,
             params=dict(params),
         )
@@ -410,7 +405,7 @@ class PLRankRanker(BaseEstimator):
         """
         backend = self._fitted_backend()
         X = validate_data(self, X, reset=False, **X_RULES)
-        return backend.margins(self.booster_, X, n_threads=_threads(self.n_jobs))
+        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
     def score(self, X: Any, y: Any, group: Any = None) -> float:
         r"""Mean NDCG@K over the queries of the ranking by :meth:`predict`.

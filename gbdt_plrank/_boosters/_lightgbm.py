@@ -145,10 +145,15 @@ class LightGBMBackend:
             )
         return train_set
 
-    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
-        extra = {} if n_threads is None else {"num_threads": n_threads}
+    @staticmethod
+    def _prediction_input(X: Any, n_threads: int | None) -> tuple[Any, dict[str, Any]]:
+        """``X`` as LightGBM predicts it, and the ``predict`` options of ``n_threads``."""
         if sp.issparse(X):
             X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
+        return X, ({} if n_threads is None else {"num_threads": n_threads})
+
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
+        X, extra = self._prediction_input(X, n_threads)
         return np.asarray(booster.predict(X, raw_score=True, **extra), dtype=np.float64)
 
     def margin_tracker(self, X: Any, *, n_threads: int | None) -> Callable[[Any, int], np.ndarray]:
@@ -160,9 +165,7 @@ class LightGBMBackend:
         every round. :meth:`margins` would predict every tree again, a cost that grows with the
         rounds.
         """
-        extra = {} if n_threads is None else {"num_threads": n_threads}
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
+        X, extra = self._prediction_input(X, n_threads)
         running = {"margins": np.zeros(X.shape[0]), "rounds": 0}
 
         def margins(booster: Any, iteration: int) -> np.ndarray:
