@@ -43,6 +43,12 @@ The levers (all built from the public objective, none of them an option of it):
   than on NDCG@K of the ranking by score: a smoothed validation curve, and the objective
   PL-Rank optimises. Its rounds are chosen, cross-fitted, on that curve too; what is scored is
   still the ranking's NDCG@K.
+- ``policy-stopped, objective x4`` / ``x16``: the policy-stopped default with its gradient and
+  Hessian multiplied by 4 / 16. A leaf's step :math:`-c\sum g / (c\sum h + \lambda)` is then
+  that of ``lambda`` and ``min_child_weight`` divided by :math:`c`, and the rounds are exactly
+  those of temperature :math:`\sqrt{c}` (2 / 4) with the policy's margins as the model's.
+- ``policy-stopped, K x2``: the policy-stopped default trained at cut-off 2K and stopped on the
+  expected NDCG at K (``PLRankRanker(train_K="auto")``, :func:`gbdt_plrank.training_cutoff`).
 - ``reward-weighted Fisher``: a positive Gauss-Newton-like curvature,
   :math:`E\big[\sum_{k \le r_d} p_k(d)(1 - p_k(d))\,|\rho_d \theta_k - PR_k|\big]` (the softmax
   variance of every placement d took part in, weighted by how much placing d there would change
@@ -96,6 +102,7 @@ class Candidate:
     temperature: float = 1.0
     warm: int = 0
     policy_stopping: bool = False
+    scale: float = 1.0
 
 
 CANDIDATES: dict[str, Candidate] = {
@@ -115,6 +122,9 @@ CANDIDATES: dict[str, Candidate] = {
     "reward-weighted Fisher": Candidate(hessian="fisher"),
     "raw/Fisher mix": Candidate(hessian="fisher-mix"),
     "stopped on the policy's expected NDCG": Candidate(policy_stopping=True),
+    "policy-stopped, objective x4": Candidate(policy_stopping=True, scale=4.0),
+    "policy-stopped, objective x16": Candidate(policy_stopping=True, scale=16.0),
+    "policy-stopped, K x2": Candidate(policy_stopping=True, k_factor=2),
 }
 
 #: Sampled rankings per validation query, and their seed, of the policy stopping curve.
@@ -142,12 +152,12 @@ class Lever:
             grad, hess = grad * T, hess * T**2
         grad, hess = self._hessian(np.ravel(preds), grad, hess)
         self.round += 1
-        return grad, hess
+        return grad * self.c.scale, hess * self.c.scale
 
     def _hessian(self, preds, grad, hess):
         mode = self.c.hessian
         live = grad != 0
-        if mode == "abs-wrapped":
+        if mode == "abs" or mode == "abs-wrapped":
             return grad, np.abs(hess)
         if mode == "grad":
             return grad, np.abs(grad)
@@ -168,7 +178,7 @@ class Lever:
 def objective(name: str, K: int, seed: int) -> Any:
     """The candidate's ``obj``: the plain objective for a native mode, else a :class:`Lever`."""
     c = CANDIDATES[name]
-    if c.hessian in _NATIVE and c.temperature == 1.0:
+    if c.hessian in _NATIVE and c.temperature == 1.0 and c.scale == 1.0:
         return plrank_objective(K=K * c.k_factor, N=c.N, hessian=c.hessian, seed=seed, n_jobs=1)
     return Lever(c, K * c.k_factor, seed)
 

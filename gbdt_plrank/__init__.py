@@ -17,7 +17,7 @@ from . import (
     metrics,
 )
 from ._estimator import plrank_grad_hess, plrank_grad_hess_from_rankings
-from ._objective import PLRankObjective, plrank_objective
+from ._objective import PLRankObjective, plrank_objective, training_cutoff
 from ._pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
@@ -38,6 +38,7 @@ __all__ = [
     "plrank_grad_hess_from_rankings",
     "plrank_objective",
     "policy_early_stopping",
+    "training_cutoff",
 ]
 
 __version__ = "0.1.0"

@@ -29,6 +29,7 @@ def policy_early_stopping(
     *,
     objective: PLRankObjective,
     stopping_rounds: int,
+    k: int | None = None,
     backend: str = "xgboost",
     seed: int = 0,
     n_jobs: int | None = None,
@@ -64,6 +65,11 @@ def policy_early_stopping(
         fairness weight define :math:`V`.
     stopping_rounds : int
         Rounds without a better :math:`V` before training stops.
+    k : int or None, default None
+        The cut-off K of :math:`V`; ``None`` is the objective's. Pass the cut-off the model is
+        judged at when the objective trains at a longer one (e.g. ``plrank_objective(K=10)``
+        for NDCG@5, as :class:`~gbdt_plrank.PLRankRanker` does by default:
+        :func:`~gbdt_plrank.training_cutoff`).
     backend : {"xgboost", "lightgbm"}, default "xgboost"
         The library whose ``train`` takes the callback.
     seed : int, default 0
@@ -85,7 +91,8 @@ def policy_early_stopping(
     Raises
     ------
     ValueError
-        On a backend without a callback, ``stopping_rounds`` that is not a positive integer,
+        On a backend without a callback, ``stopping_rounds`` or ``k`` that is not a positive
+        integer,
         ``seed`` outside [0, 2**63), labels that break the objective's gain, features and
         labels of different lengths, or a group that is neither ids nor sizes.
     TypeError
@@ -110,13 +117,14 @@ def policy_early_stopping(
             f"{type(objective).__name__} {objective!r} is given."
         )
     stopping_rounds = check_positive_int("stopping_rounds", stopping_rounds)
+    k = None if k is None else check_positive_int("k", k)
     seed = check_seed("seed", seed)
     X = check_array(X, **X_RULES)
     labels = check_labels(y, gain=objective.spec.gain)
     check_consistent_length(X, labels)
     vali = QueryData.grouped(X, labels, resolve_groups(group, X.shape[0]))
     stopping = PolicyStopping.for_objective(
-        BACKENDS[backend], vali, objective, patience=stopping_rounds, seed=seed,
+        BACKENDS[backend], vali, objective, k=k, patience=stopping_rounds, seed=seed,
         n_jobs=booster_threads(n_jobs),
     )
     return BACKENDS[backend].stopping_callback(stopping)

@@ -182,18 +182,19 @@ class PolicyStopping:
 
     @classmethod
     def for_objective(
-        cls, backend: Any, vali: Any, objective: Any, *, patience: int, seed: int,
-        n_jobs: int | None,
+        cls, backend: Any, vali: Any, objective: Any, *, k: int | None = None, patience: int,
+        seed: int, n_jobs: int | None,
     ) -> PolicyStopping:
-        """Stopping on the value a PL-Rank ``objective`` trains for.
+        """Stopping on the value a PL-Rank ``objective`` trains for, at the cut-off ``k``.
 
-        Its cut-off ``K`` and fairness weight (0 without fairness), ``STOPPING_SAMPLES``
-        rankings per validation query.
+        ``k`` defaults to the objective's ``K`` (a ranker trained at a longer cut-off than it is
+        judged at passes its own); the objective's fairness weight (0 without fairness),
+        ``STOPPING_SAMPLES`` rankings per validation query.
         """
         weight = objective.fairness.weight if objective.fairness is not None else 0.0
         return cls(
-            backend, vali, k=objective.spec.K, weight=weight, patience=patience,
-            n_samples=STOPPING_SAMPLES, seed=seed, n_jobs=n_jobs,
+            backend, vali, k=objective.spec.K if k is None else k, weight=weight,
+            patience=patience, n_samples=STOPPING_SAMPLES, seed=seed, n_jobs=n_jobs,
         )
 
     def after_round(self, booster: Any, iteration: int) -> bool:

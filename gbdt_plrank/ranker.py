@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData, Trained
 from ._estimator import booster_threads
 from ._groups import resolve_groups
-from ._objective import plrank_objective
+from ._objective import plrank_objective, training_cutoff
 from ._policy import PolicySample, sample_policy
 from ._policy_value import STOPPING_METRICS, PolicyStopping
 from ._validation import (
@@ -78,13 +78,14 @@ def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> No
 
 
 class PLRankRanker(BaseEstimator):
-    r"""Gradient-boosted trees trained to maximise the expected NDCG@K of a Plackett-Luce policy.
+    r"""Gradient-boosted trees trained to maximise the expected NDCG of a Plackett-Luce policy.
 
     The booster's raw margin :math:`m(d)` of a document is the log-score of a stochastic ranking
     policy :math:`\pi`: at each rank :math:`k = 1..\min(K, D)` it places an unplaced document
     :math:`d` of the query with probability :math:`e^{m(d)} / \sum_{d'\,\mathrm{unplaced}}
     e^{m(d')}`. Every boosting round estimates the gradient and Hessian of
-    :math:`-\mathbb{E}_{y \sim \pi}[\mathrm{metric@K}(y)]` from ``N`` sampled rankings per query
+    :math:`-\mathbb{E}_{y \sim \pi}[\mathrm{metric@K'}(y)]`, at the training cut-off
+    :math:`K'` = ``train_K`` (2K by default), from ``N`` sampled rankings per query
     (PL-Rank-3, Oosterhuis 2022; Hessian of Kang, de Rijke and Oosterhuis 2024). Ranking by
     :meth:`predict` is the policy's most likely ranking.
 
@@ -95,11 +96,19 @@ class PLRankRanker(BaseEstimator):
     backend : {"xgboost", "lightgbm"}, default "xgboost"
         The booster library.
     K : int, default 5
-        Metric cut-off and length of the sampled rankings.
+        Cut-off of the metric the ranker is judged by: NDCG@K of the eval sets, the policy
+        stopping's expected NDCG@K, :meth:`score` and the length of the policy's rankings
+        (:meth:`sample_rankings`, :meth:`expected_exposure`, :meth:`expected_metric`).
+    train_K : int or "auto", default "auto"
+        Cut-off of the expected metric the boosting rounds maximise, the length of the rankings
+        sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
+        ``fairness``). The libraries' LambdaMART objectives also train beyond the cut-off they
+        are judged at, and on LETOR validation splits PL-Rank trained at 2K ranks better at K
+        than trained at K (README, "Levers measured on validation").
     N : int, default 100
         Rankings sampled per query and boosting round.
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        The metric@K whose expectation is maximised.
+        The metric (at the cut-off ``train_K``) whose expectation is maximised.
     gain : {"exp", "linear"}, default "exp"
         Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell`, for training, the
         evaluation metric, :meth:`score` and :meth:`expected_metric`.
@@ -200,6 +209,7 @@ class PLRankRanker(BaseEstimator):
         *,
         backend: str = "xgboost",
         K: int = 5,
+        train_K: int | str = "auto",
         N: int = 100,
         metric: str = "ndcg",
         gain: str = "exp",
@@ -223,6 +233,7 @@ class PLRankRanker(BaseEstimator):
     ) -> None:
         self.backend = backend
         self.K = K
+        self.train_K = train_K
         self.N = N
         self.metric = metric
         self.gain = gain
@@ -298,8 +309,9 @@ class PLRankRanker(BaseEstimator):
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
         if plan.early_stopping_rounds is not None and self._stopping_metric() == "policy":
             plan = replace(plan, stopping=PolicyStopping.for_objective(
-                BACKENDS[backend], evals[-1], plan.objective, patience=plan.early_stopping_rounds,
-                seed=_seeds(self.random_state, 3)[2], n_jobs=booster_threads(self.n_jobs),
+                BACKENDS[backend], evals[-1], plan.objective, k=plan.K,
+                patience=plan.early_stopping_rounds, seed=_seeds(self.random_state, 3)[2],
+                n_jobs=booster_threads(self.n_jobs),
             ))
         self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)
         return self
@@ -328,13 +340,14 @@ class PLRankRanker(BaseEstimator):
         self._stopping_metric()
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = _seeds(self.random_state, 2)
+        K = check_positive_int("K", self.K)
         objective = self._objective_factory(
-            self.K, self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
+            training_cutoff(K, self.train_K, fairness=self.fairness), self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
             seed=objective_seed, n_jobs=self.n_jobs, fairness=self.fairness,
             fairness_weight=self.fairness_weight,
         )
         settings = self._settings(booster_seed)
-        plan = Plan(objective, objective.spec.K, self.gain, n_estimators, early_stopping_rounds)
+        plan = Plan(objective, K, self.gain, n_estimators, early_stopping_rounds)
         return backend, settings, plan
 
     def _keep(self, trained: Trained, backend: str) -> None:

@@ -100,6 +100,23 @@ def test_rows_in_any_order_give_the_same_stopping(splits):
     assert kept[0] == kept[1]
 
 
+def test_k_sets_the_cutoff_watched(splits):
+    """An objective trained at K=10 stopped on the policy's expected NDCG@5."""
+    train, vali = splits
+    objective = plrank_objective(K=10, N=10, seed=1, n_jobs=1)
+    stop = policy_early_stopping(vali.X, vali.y, vali.qid, objective=objective, k=5,
+                                 stopping_rounds=PATIENCE, backend="lightgbm", seed=7, n_jobs=1)
+    stopped = _lightgbm(train, objective, [stop])
+    full = _lightgbm(train, plrank_objective(K=10, N=10, seed=1, n_jobs=1), [])
+    values = [
+        policy_objective(_margins(full, vali.X, r), vali, k=5, weight=0.0,
+                         n_samples=STOPPING_SAMPLES, seed=7, n_jobs=1)
+        for r in range(1, stopped.current_iteration() + 1)
+    ]
+    assert stopped.best_iteration == int(np.argmax(values)) + 1
+    assert stopped.best_score["valid"]["expected_ndcg@5"] == pytest.approx(max(values), rel=1e-12)
+
+
 @pytest.mark.parametrize(
     ("change", "error", "message"),
     [
@@ -108,6 +125,7 @@ def test_rows_in_any_order_give_the_same_stopping(splits):
         ({"objective": "rank:ndcg"}, TypeError,
          "objective must be a PLRankObjective .from plrank_objective., but str 'rank:ndcg'"),
         ({"stopping_rounds": 0}, ValueError, "stopping_rounds must be an integer >= 1, but 0"),
+        ({"k": 0}, ValueError, "k must be an integer >= 1, but 0 is given"),
         ({"seed": -1}, ValueError, r"seed must be an integer in \[0, 2\*\*63\), but -1 is given"),
         ({"seed": 2**63}, ValueError, r"seed must be an integer in \[0, 2\*\*63\), but 9223"),
         ({"y": np.full(6, 40.0)}, ValueError, r"labels must be <= 31 with the exponential gain"),

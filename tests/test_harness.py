@@ -150,6 +150,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
          "fairness='expected-exposure' measures exposure with the DCG rank weights"),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
         (BASE + '[plrank]\nstopping_metric = "map"', "plrank.stopping_metric must be one of 'ndcg', 'policy', but 'map'"),
+        (BASE + '[plrank]\ntrain_k = 0', "plrank.train_k must be \"auto\", \"k\" or an integer >= 1, but 0"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -317,7 +318,36 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     assert (made[1]["N"], made[1]["metric"], made[1]["hessian"]) == (20, "ndcg", "abs")
     assert made[1]["fairness"] is None
     assert (made[2]["fairness"], made[2]["fairness_weight"]) == ("expected-exposure", 0.3)
+    assert [m["K"] for m in made] == [6, 6, 3]  # train_k "auto": 2k, k with fairness
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
+
+
+def test_plrank_methods_train_at_train_k_and_stop_at_k(tiny: Path, monkeypatch) -> None:
+    from gbdt_plrank._boosters import BACKENDS
+    from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping
+    from gbdt_plrank.harness.data import without_empty_queries
+    from gbdt_plrank.harness.training import STOP_SEED
+
+    made = spy_on(monkeypatch, PLRANK)
+    data = load_dataset(str(tiny))
+    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
+    by_settings = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20))
+    stopper = PolicyStopping(
+        BACKENDS["xgboost"], without_empty_queries(data.vali), k=3, weight=0.0, patience=3,
+        n_samples=STOPPING_SAMPLES, seed=STOP_SEED + 4, n_jobs=1,
+    )
+    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, stopping=stopper,
+                     plrank=PLRankSettings(N=20, stopping_metric="ndcg"))
+    assert by_settings.best_round == explicit.best_round == stopper.best_round
+    np.testing.assert_array_equal(by_settings.test_scores, explicit.test_scores)
+    for train_k in ("k", 5):
+        train("plrank-xgb", data, k=3, seed=2, trees=trees,
+              plrank=PLRankSettings(N=20, train_k=train_k))
+    assert [m["K"] for m in made] == [6, 6, 3, 5]
+    assert "train_k" not in made[0]  # not an option of the objective
+    # at "k", the cut-off earlier results were trained at, it is left out of their settings
+    assert "train_k" not in PLRankSettings(train_k="k").results_settings()
+    assert PLRankSettings().results_settings()["train_k"] == "auto"
 
 
 def test_plrank_methods_stop_on_their_policy_by_default(tiny: Path) -> None:

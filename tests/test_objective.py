@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import lightgbm as lgb
 import numpy as np
 import pytest
 import xgboost as xgb
 
-from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective
+from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective, training_cutoff
 
 
 def recorder(obj, calls):
@@ -203,3 +205,24 @@ def test_compiled_kernels_are_cached_on_disk():
     """cache=True on every kernel, so a fresh process loads machine code instead of compiling."""
     dispatchers = [v for v in vars(_kernels).values() if hasattr(v, "_cache")]
     assert dispatchers and all(type(d._cache).__name__ != "NullCache" for d in dispatchers)
+
+
+@pytest.mark.parametrize(
+    ("K", "train_K", "fairness", "cutoff"),
+    [(5, "auto", None, 10), (1, "auto", None, 2), (5, "auto", "expected-exposure", 5),
+     (5, 3, None, 3), (5, np.int64(20), "expected-exposure", 20)],
+)
+def test_training_cutoff(K, train_K, fairness, cutoff):
+    assert training_cutoff(K, train_K, fairness=fairness) == cutoff
+
+
+@pytest.mark.parametrize(
+    ("K", "train_K", "message"),
+    [(0, "auto", "K must be an integer >= 1, but 0 is given."),
+     (5, 0, 'train_K must be "auto" or an integer >= 1, but 0 is given.'),
+     (5, "twice", "train_K must be \"auto\" or an integer >= 1, but 'twice' is given."),
+     (5, 7.0, 'train_K must be "auto" or an integer >= 1, but 7.0 is given.')],
+)
+def test_training_cutoff_names_bad_values(K, train_K, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        training_cutoff(K, train_K)

@@ -134,6 +134,35 @@ def test_policy_stopping_keeps_the_round_of_the_best_policy_value(mq, backend):
     assert any(policy != ranking for policy, ranking in kept)  # another rule than the ranking's
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
+    """By default the objective trains at 2K (K with fairness); eval history, policy stopping
+    and score stay at K."""
+    train, vali, test = mq
+    fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 3}
+
+    def scores(**options):
+        ranker = PLRankRanker(backend=backend, K=3, n_estimators=12, **FAST, **options)
+        ranker.fit(train.X, train.y, train.qid, **fit)
+        assert list(ranker.evals_result_["valid_0"]) == ["ndcg@3"]
+        return ranker.predict(test.X)
+
+    default = scores()
+    np.testing.assert_array_equal(default, scores(train_K=6))
+    assert not np.array_equal(default, scores(train_K=3))
+    fair = {"fairness": "expected-exposure", "fairness_weight": 0.5}
+    np.testing.assert_array_equal(scores(**fair), scores(train_K=3, **fair))
+
+
+@pytest.mark.parametrize("train_K", [0, -1, 2.0, "2K", True, None])
+def test_bad_train_K_is_named(mq, train_K):
+    train, _, _ = mq
+    with pytest.raises(ValueError, match=re.escape(
+        f'train_K must be "auto" or an integer >= 1, but {train_K!r} is given.'
+    )):
+        PLRankRanker(train_K=train_K, n_estimators=2, **FAST).fit(train.X, train.y, train.qid)
+
+
 def test_no_eval_set_means_no_history(mq):
     train, _, _ = mq
     ranker = PLRankRanker(backend="lightgbm", n_estimators=3, **FAST).fit(train.X, train.y, train.qid)

@@ -49,6 +49,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from .._boosters import BACKENDS, BoosterSettings
 from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
 from .._fairness import FAIRNESS
+from .._objective import training_cutoff
 from .._pirank import PIRANK_HESSIANS, pirank_objective
 from .._policy_value import STOPPING_METRICS
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
@@ -154,7 +155,10 @@ class PLRankSettings(Schema):
     on their policy's validation expected NDCG@k minus the fairness weight times EE-L
     (:class:`~gbdt_plrank._policy_value.PolicyStopping`, the validation queries with a relevant
     document, patience ``early_stopping_rounds``); ``"ndcg"`` on the validation NDCG@k of the
-    ranking by score, as every other method.
+    ranking by score, as every other method. And ``train_k``, the cut-off the PL-Rank methods
+    train at, while they are stopped and judged at ``k``: ``"auto"`` (default) that of
+    :class:`~gbdt_plrank.PLRankRanker` (:func:`~gbdt_plrank.training_cutoff`: 2k, k with
+    fairness), ``"k"`` the comparison's ``k``, or an integer.
     """
 
     N: int = Field(100, ge=1, description="an integer >= 1")
@@ -172,13 +176,20 @@ class PLRankSettings(Schema):
     stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
         "policy", description=_one_of(STOPPING_METRICS)
     )
+    train_k: Literal["auto", "k"] | PositiveInt = Field(
+        "auto", description='"auto", "k" or an integer >= 1'
+    )
 
     #: Options added after results were first stored, and the value those results were stored
     #: under; at that value an option is left out of the stored settings, so that they still
     #: match (whatever the option's default becomes).
     LATER_OPTIONS: ClassVar[dict[str, Any]] = {
-        "fairness": None, "fairness_weight": 1.0, "stopping_metric": "ndcg",
+        "fairness": None, "fairness_weight": 1.0, "stopping_metric": "ndcg", "train_k": "k",
     }
+
+    def training_cutoff(self, k: int, fairness: str | None) -> int:
+        """The cut-off a PL-Rank method judged at ``k`` trains at, with its ``fairness``."""
+        return k if self.train_k == "k" else training_cutoff(k, self.train_k, fairness=fairness)
 
     def results_settings(self) -> dict[str, Any]:
         """The options as JSON-able data, leaving out later options at their earlier value."""
@@ -259,7 +270,7 @@ def objective_settings(
 
 
 #: Fields of a settings table that set how a method trains, not its objective's options.
-NOT_OBJECTIVE_OPTIONS = frozenset({"stopping_metric"})
+NOT_OBJECTIVE_OPTIONS = frozenset({"stopping_metric", "train_k"})
 
 
 def objective_options(

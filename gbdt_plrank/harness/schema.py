@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, TypeVar, Union, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -59,9 +60,12 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel]
     """The model holding the error's field, the field's rule (description) and the key path."""
     path: list[str] = []
     rule = None
+    union = False
     for i, part in enumerate(loc):
         if isinstance(part, int):  # an item of a list: the list's rule applies
             continue
+        if union:  # the member of a union field the value failed ("int"): the field's rule
+            break
         path.append(str(part))
         name = _keys(model).get(str(part))
         if name is None:
@@ -69,6 +73,7 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel]
         field = model.model_fields[name]
         rule = field.description
         sub = field.annotation
+        union = get_origin(sub) in (Union, UnionType)
         if isinstance(sub, type) and issubclass(sub, BaseModel) and i < len(loc) - 1:
             model = sub
     return model, rule, ".".join(path)

@@ -81,6 +81,8 @@ def _objective(
     chosen = objective_options(method, settings, params)
     if own.sampled:
         chosen["seed"] = seed
+    if method.objective == PLRANK:
+        k = settings[PLRANK].training_cutoff(k, chosen.get("fairness"))  # type: ignore[attr-defined]
     return own.build(K=k, n_jobs=n_jobs, **chosen)
 
 
@@ -160,7 +162,7 @@ def train(
     if stopping is None and policy:
         # validation queries without a relevant document are left out, as in the frontier
         stopping = PolicyStopping.for_objective(
-            backend, without_empty_queries(data.vali), objective,
+            backend, without_empty_queries(data.vali), objective, k=k,
             patience=trees.early_stopping_rounds, seed=STOP_SEED + 2 * seed, n_jobs=trees.n_jobs,
         )
     if method.objective in OWN_OBJECTIVES:
