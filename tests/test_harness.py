@@ -466,10 +466,15 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
     assert "Command: `gbdt-plrank x`" in text and "left out" in text
     assert "; the PL-Rank methods on their policy's validation expected NDCG@k," in text
+    assert "The PL-Rank methods train at the cut-off 2k (k with fairness)." in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ndcg = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ndcg")})
     other = markdown_report(ndcg, store.rows(), store.queries(), plan(config).keys)
     assert "(early stopping on validation NDCG@k, patience" in other
+    for train_k, said in (("k", None), (20, "The PL-Rank methods train at the cut-off 20.")):
+        at = config.model_copy(update={"plrank": PLRankSettings(train_k=train_k)})
+        text = markdown_report(at, store.rows(), store.queries(), plan(config).keys)
+        assert ("train at the cut-off" not in text) if said is None else (said in text)
 
 
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:

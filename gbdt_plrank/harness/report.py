@@ -117,6 +117,10 @@ def markdown_report(
         "; the PL-Rank methods on their policy's validation expected NDCG@k"
         if config.plrank.stopping_metric == "policy" else ""
     )
+    train_k = config.plrank.train_k
+    trained_at = {
+        "k": "", "auto": " The PL-Rank methods train at the cut-off 2k (k with fairness).",
+    }.get(train_k, f" The PL-Rank methods train at the cut-off {train_k}.")  # type: ignore[call-overload]
     lines += [
         f"Test NDCG@k at each method's best validation round, mean (std) over folds "
         f"{list(config.folds)} and seeds {list(config.seed_values)}, one training per k (early "
@@ -126,7 +130,7 @@ def markdown_report(
         f"over queries (XGBoost's and LightGBM's conventions). Dataset NDCG@k: each query's "
         f"DCG@k over the mean ideal DCG@k of the split (the PL-Rank papers). Test queries "
         f"without relevant documents: {empty}. Train s: wall time of training, validation "
-        f"included.",
+        f"included.{trained_at}",
         "",
     ]
     present = [key for key in keys if key in rows]
