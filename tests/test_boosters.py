@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tiny_ltr import write_tiny_letor
 
-from gbdt_plrank import PLRankRanker, plrank_objective
+from gbdt_plrank import PLRankRanker, plrank_objective, training_cutoff
 from gbdt_plrank._boosters import (
     BACKENDS,
     NATIVE_NAMES,
@@ -74,7 +74,8 @@ def test_the_harness_and_the_ranker_train_the_same_model(tiny: Path) -> None:
         fit = train(method, data, k=3, seed=4, trees=trees, plrank=ndcg_stopping)
         backend = BACKENDS[library]
         settings = trees.booster_settings(seed=4, params={})
-        plan = Plan(plrank_objective(K=3, N=10, seed=4, n_jobs=1), 3, n_estimators=5, early_stopping_rounds=5)
+        objective = plrank_objective(K=training_cutoff(3), N=10, seed=4, n_jobs=1)  # 2k
+        plan = Plan(objective, 3, n_estimators=5, early_stopping_rounds=5)
         trained = backend.train(settings, query_data(data.train), [query_data(data.vali)], plan)
         scores = backend.margins(trained.booster, data.test.X, n_threads=1)
         np.testing.assert_array_equal(scores, fit.test_scores)
