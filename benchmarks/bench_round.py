@@ -55,8 +55,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
-from gbdt_plrank._boosters import BACKENDS, QueryData  # noqa: E402
-from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping  # noqa: E402
+from gbdt_plrank._evaluation import EVAL_SAMPLES  # noqa: E402
 
 SECTIONS = ("round", "pirank", "table2", "threads", "compile", "dask")
 LABELS = {
@@ -141,7 +140,8 @@ class Workspace:
         """Margins after ``warm_rounds`` PL-Rank rounds (K=10, N=100): a realistic input."""
         if key not in self._margins:
             obj = gbdt_plrank.plrank_objective(
-                self.cfg.round_k, self.cfg.round_n, n_jobs=self.cfg.threads
+                self.cfg.round_k, self.cfg.round_n, train_K=self.cfg.round_k,
+                n_jobs=self.cfg.threads,
             )
             bst = xgboost.train(
                 self.plrank_params(), self.dmatrix(key), self.cfg.warm_rounds, obj=obj
@@ -189,7 +189,7 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     note = _noise_note(cfg)
     data, dtrain = ws.data("mslr"), ws.dmatrix("mslr")
     K, N, threads = cfg.round_k, cfg.round_n, cfg.threads
-    obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
+    obj = gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads)
     warm = ws.margins("mslr").astype(np.float32)
     zero = np.zeros(data.n_docs, dtype=np.float32)
     obj(zero, dtrain)  # compile (or load from cache) and cache the rewards
@@ -201,12 +201,12 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     lambdamart = xgboost.Booster(ndcg_params, [dtrain])
     xgb = _time_rounds(lambda i: lambdamart.update(dtrain, i), cfg.xgb_rounds)
 
-    pl_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
+    pl_obj = gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads)
     plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
     full = _time_rounds(lambda i: plrank.update(dtrain, i, fobj=pl_obj), cfg.xgb_rounds)
     # what PLRankRanker(K=K) trains with by default: the objective at train_K="auto"
     train_K = gbdt_plrank.training_cutoff(K)
-    long_obj = gbdt_plrank.plrank_objective(train_K, N, n_jobs=threads)
+    long_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
     long_plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
     full_long = _time_rounds(
         lambda i: long_plrank.update(dtrain, i, fobj=long_obj), cfg.xgb_rounds
@@ -232,15 +232,12 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         lambda i: (stopped_lambdamart.update(dtrain, i), stopped_lambdamart.eval(dvali)),
         cfg.xgb_rounds,
     )
-    stopped_plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
-    stopping = PolicyStopping(
-        BACKENDS["xgboost"], QueryData(vali.X, vali.y, vali.sizes), k=K, weight=0.0,
-        patience=cfg.xgb_rounds + 1, n_samples=STOPPING_SAMPLES, seed=0, n_jobs=threads,
-    )
-    pl_stop_obj = gbdt_plrank.plrank_objective(train_K, N, n_jobs=threads)
+    stopped_plrank = xgboost.Booster(ws.plrank_params(), [dtrain, dvali])
+    pl_stop_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
     full_stop = _time_rounds(
         lambda i: (stopped_plrank.update(dtrain, i, fobj=pl_stop_obj),
-                   stopping.after_round(stopped_plrank, i)),
+                   stopped_plrank.eval_set([(dvali, "valid")], i,
+                                           feval=pl_stop_obj.expected_metric)),
         cfg.xgb_rounds,
     )
 
@@ -267,7 +264,7 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         ["XGBoost `rank:ndcg` round (`Booster.update`)", xgb["median"], 1.0,
          xgb["median"] / full["median"]],
         [f"full PL-Rank round trained at K={train_K} + policy stopping (the ranker's defaults: "
-         f"the validation policy's expected NDCG@{K}, {STOPPING_SAMPLES} rankings per query)",
+         f"the validation policy's expected NDCG@{K}, {EVAL_SAMPLES} rankings per query)",
          full_stop["median"], full_stop["median"] / xgb["median"],
          full_stop["median"] / full["median"]],
         [f"XGBoost `rank:ndcg` round + NDCG@{K} of the validation set (its early stopping)",
@@ -279,7 +276,7 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         _data_line(data),
         f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also sketches "
         f"the feature quantiles, is left out); tree_method=hist, nthread={threads}, default "
-        "depth 6. The objective is `plrank_objective(K, N)` with its defaults (NDCG, "
+        "depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
         "hessian='abs'). The fairness rows add `fairness='expected-exposure'` (weight 1): "
         f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
         "here (goal: at most 1.3x; it also runs queries without relevant documents, which the "
@@ -342,7 +339,7 @@ def _objectives_vs_round(
     rows = [
         [name, f"PiRank objective (tau {pirank.tau:g})", t_pi.median,
          t_pi.median / xgb["median"], t_pi.median / t_pl.median],
-        [name, f"PL-Rank objective (N={plrank.N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
+        [name, f"PL-Rank objective (N={plrank.options.N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
         [name, "XGBoost `rank:ndcg` round", xgb["median"], 1.0, xgb["median"] / t_pl.median],
     ]
     return rows, {"data": data.summary(), "pirank": t_pi, "plrank": t_pl, "xgboost_round": xgb}
@@ -354,7 +351,7 @@ def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     K, N, threads = cfg.round_k, cfg.round_n, cfg.threads
     pirank_of = partial(gbdt_plrank.pirank_objective, K, n_jobs=threads)
     tau = pirank_of().tau
-    plrank_of = partial(gbdt_plrank.plrank_objective, K, N, n_jobs=threads)
+    plrank_of = partial(gbdt_plrank.plrank_objective, K, N, train_K=K, n_jobs=threads)
     rows, raw = [], {}
     for key in ("mslr", "long"):
         found, raw[key] = _objectives_vs_round(cfg, ws, key, pirank_of(), plrank_of())

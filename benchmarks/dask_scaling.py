@@ -86,7 +86,7 @@ def _seconds_per_round(client: Client, X, y, qid, rounds: int, plrank: bool) -> 
         keys = query_keys(qid)
         dtrain = dxgb.DaskDMatrix(client, X, y, qid=keys.astype(np.int64), label_lower_bound=keys)
         params = {**PARAMS, "base_score": 0.0, "disable_default_eval_metric": 1}
-        obj = keyed_plrank_objective(K=10, N=100, seed=0)
+        obj = keyed_plrank_objective(K=10, N=100, train_K=10, seed=0)
     else:
         dtrain = dxgb.DaskDMatrix(client, X, y, qid=qid)
         params, obj = {**PARAMS, "objective": "rank:ndcg"}, None

@@ -48,7 +48,7 @@ def measure(name: str, *, K: int, N: int, rounds: int, threads: int) -> str:
     params = {"tree_method": "hist", "nthread": threads, "seed": 0, "base_score": 0.0,
               "eval_metric": f"ndcg@{K}"}
     objectives = {
-        "relevance": gbdt_plrank.plrank_objective(K, N, n_jobs=threads),
+        "relevance": gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads),
         "fairness": gbdt_plrank.plrank_objective(K, N, n_jobs=threads,
                                                  fairness="expected-exposure"),
     }

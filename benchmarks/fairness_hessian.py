@@ -3,7 +3,7 @@
 For every fold, Hessian mode and fairness weight, PL-Rank with ``fairness="expected-exposure"``
 trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`, the harness's
 tree settings) and is early-stopped on its policy's validation objective, expected NDCG@10 minus
-the weight times EE-L (:class:`gbdt_plrank._policy_value.PolicyStopping`). The
+the weight times EE-L (:class:`gbdt_plrank._evaluation.PolicyValue`). The
 validation queries (with a relevant document) are split in two halves A and B by query id; the
 round is chosen on one half and the other half is read at that round (cross-fitting: the best
 round of a noisy curve flatters it on the queries that chose it). Each held-out query's objective
@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from gbdt_plrank._boosters import BACKENDS
-from gbdt_plrank._policy_value import PolicyStopping
+from gbdt_plrank._evaluation import PolicyValue
+from gbdt_plrank._fairness import FairnessSpec
+from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries
@@ -52,14 +53,36 @@ def _halves(split: Split) -> tuple[Split, Split]:
 
 
 
+class _HalfStopper:
+    """The round of the best validation objective on ``chosen``; ``other``'s margins there."""
+
+    def __init__(self, chosen: Split, other: Split, *, weight: float, patience: int, seed: int,
+                 n_jobs: int | None) -> None:
+        self.value = PolicyValue(
+            RankingMetric("ndcg", K, "exp"), FairnessSpec("expected-exposure", weight), chosen,
+            n_samples=STOP_SAMPLES, seed=seed, n_jobs=n_jobs,
+        )
+        self.chosen, self.other = xgb.DMatrix(chosen.X), xgb.DMatrix(other.X)
+        self.patience = patience
+        self.best_value, self.best_round = -np.inf, 0
+        self.margins: np.ndarray | None = None
+
+    def after_round(self, model: Any, epoch: int) -> bool:
+        margins = np.asarray(model.predict(self.chosen, output_margin=True), dtype=np.float64)
+        value = float(self.value.per_query(margins).mean())
+        if value > self.best_value:
+            self.best_value, self.best_round = value, epoch + 1
+            self.margins = np.asarray(model.predict(self.other, output_margin=True), np.float64)
+        return epoch + 1 - self.best_round >= self.patience
+
+
 def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSettings) -> dict:
     dataset = load(data, fold, drop_empty_test_queries=True)
     vali = without_empty_queries(dataset.vali)
     a, b = _halves(vali)
     stoppers = [
-        PolicyStopping(BACKENDS["xgboost"], chosen, other.X, k=K, weight=weight,
-                       patience=trees.early_stopping_rounds, n_samples=STOP_SAMPLES,
-                       seed=11 + seed, n_jobs=trees.n_jobs)
+        _HalfStopper(chosen, other, weight=weight, patience=trees.early_stopping_rounds,
+                     seed=11 + seed, n_jobs=trees.n_jobs)
         for chosen, other in ((a, b), (b, a))
     ]
 
@@ -72,7 +95,7 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
     start = time.perf_counter()
     no_harness_stop = trees.model_copy(update={"early_stopping_rounds": trees.rounds})
     train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop,
-          plrank=PLRankSettings(stopping_metric="ndcg"),
+          plrank=PLRankSettings(stopping_metric="ranking"),
           params=params, callbacks=[BothStopped()])
     out: dict[str, Any] = {"qid": [], "objective": [], "ndcg": [], "ee_l": [], "rounds": []}
     for stopper, held_out in zip(stoppers, (b, a)):

@@ -110,7 +110,7 @@ def main() -> None:
                         ds,
                         None
                         if mode == native
-                        else plrank_objective(K=K, N=100, hessian=mode, seed=s),
+                        else plrank_objective(K=K, N=100, train_K=K, hessian=mode, seed=s),
                         s,
                         args.rounds,
                     )

@@ -62,8 +62,8 @@ def scale_rows(data: str) -> list[str]:
     rows = []
     for name, obj, extra in (
         ("LambdaMART (rank:ndcg)", None, {"objective": "rank:ndcg"}),
-        ("PL-Rank abs", plrank_objective(K=K, n_jobs=1), {"base_score": 0.0}),
-        ("PL-Rank constant 1", plrank_objective(K=K, hessian="constant", n_jobs=1),
+        ("PL-Rank abs", plrank_objective(K=K, train_K=K, n_jobs=1), {"base_score": 0.0}),
+        ("PL-Rank constant 1", plrank_objective(K=K, train_K=K, hessian="constant", n_jobs=1),
          {"base_score": 0.0}),
     ):
         bst = xgb.train({**TREES, **extra}, dtrain, 20, obj=obj)

@@ -39,7 +39,7 @@ The levers (all built from the public objective, none of them an option of it):
 - ``K x2``, ``N=300``: a longer sampled ranking or more samples.
 - ``stopped on the policy's expected NDCG``: the default objective, early-stopped (patience 50)
   on the validation expected NDCG@K of its Plackett-Luce policy (100 sampled rankings per query,
-  the same streams every round; :func:`~gbdt_plrank.harness.policy_eval.policy_objective`) rather
+  the same streams every round; :class:`~gbdt_plrank._evaluation.PolicyValue`) rather
   than on NDCG@K of the ranking by score: a smoothed validation curve, and the objective
   PL-Rank optimises. Its rounds are chosen, cross-fitted, on that curve too; what is scored is
   still the ranking's NDCG@K.
@@ -72,7 +72,8 @@ import numpy as np
 import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
-from gbdt_plrank._policy_value import policy_objective
+from gbdt_plrank._evaluation import PolicyValue
+from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
@@ -141,7 +142,7 @@ class Lever:
         self.c = c
         self.seed = seed
         self.round = 0
-        self.main = plrank_objective(K=K, N=c.N, hessian="raw", seed=seed, n_jobs=1)
+        self.main = plrank_objective(K=K, N=c.N, train_K=K, hessian="raw", seed=seed, n_jobs=1)
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         T = self.c.temperature
@@ -171,7 +172,7 @@ class Lever:
         o = self.main
         fisher = np.empty_like(grad)
         margins = np.ascontiguousarray(preds, dtype=np.float64)
-        gn_groups(margins, o._rho, o._ptr, o.spec.theta(), 100, self.seed, self.round, fisher)
+        gn_groups(margins, o._rho, o._ptr, o.metric.theta(), 100, self.seed, self.round, fisher)
         return grad, (fisher if mode == "fisher" else 0.5 * hess + 0.5 * fisher)
 
 
@@ -179,7 +180,8 @@ def objective(name: str, K: int, seed: int) -> Any:
     """The candidate's ``obj``: the plain objective for a native mode, else a :class:`Lever`."""
     c = CANDIDATES[name]
     if c.hessian in _NATIVE and c.temperature == 1.0 and c.scale == 1.0:
-        return plrank_objective(K=K * c.k_factor, N=c.N, hessian=c.hessian, seed=seed, n_jobs=1)
+        return plrank_objective(K=K, N=c.N, train_K=K * c.k_factor, hessian=c.hessian, seed=seed,
+                                n_jobs=1)
     return Lever(c, K * c.k_factor, seed)
 
 
@@ -195,6 +197,8 @@ class Curves:
         self.margin = np.zeros(vali.y.shape[0])
         self.ranking: list[np.ndarray] = []
         self.expected: list[np.ndarray] = []
+        self.value = PolicyValue(RankingMetric("ndcg", K, "exp"), None, vali,
+                                 n_samples=POLICY_SAMPLES, seed=POLICY_SEED, n_jobs=1)
 
     def add(self, increment: np.ndarray) -> bool:
         """Record a round's margins; True when a policy-stopped training should stop."""
@@ -204,10 +208,7 @@ class Curves:
                                  empty=float("nan")))
         if not self.policy:
             return False
-        self.expected.append(policy_objective(
-            self.margin, va, k=self.K, weight=0.0, n_samples=POLICY_SAMPLES, seed=POLICY_SEED,
-            n_jobs=1, per_query=True,
-        ))
+        self.expected.append(self.value.per_query(self.margin))
         return len(self.expected) - 1 - self.best() >= PATIENCE
 
     def best(self) -> int:

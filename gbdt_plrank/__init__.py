@@ -1,7 +1,8 @@
 """gbdt_plrank: stochastic learning to rank with gradient-boosted trees.
 
 PL-Rank-3 gradients and estimated Hessians of the expected ranking metric of a Plackett-Luce
-policy, as objectives for XGBoost and LightGBM.
+policy, as objectives for XGBoost and LightGBM, with the policy's expected metric as their
+evaluation metric.
 
 Importing the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is already set: every boosting
 round alternates the booster's OpenMP threads with the objective's Numba threads, and threads
@@ -12,19 +13,21 @@ keeps spinning: the import warns then.
 """
 
 from . import (
-    _openmp,  # noqa: F401  (first: it sets OMP_WAIT_POLICY before any booster loads)
+    _threads,  # noqa: F401  (first: it sets OMP_WAIT_POLICY before any booster loads)
     datasets,
     metrics,
 )
-from ._estimator import plrank_grad_hess, plrank_grad_hess_from_rankings
-from ._objective import PLRankObjective, plrank_objective, training_cutoff
+from ._objective import PLRankObjective, plrank_objective
+from ._options import PLRankOptions, training_cutoff
 from ._pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
+from ._plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
 
 __all__ = [
     "MetricEstimate",
     "PLRankObjective",
+    "PLRankOptions",
     "PLRankRanker",
     "PiRankObjective",
     "dataset_ndcg",
@@ -37,16 +40,12 @@ __all__ = [
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
     "plrank_objective",
-    "policy_early_stopping",
     "training_cutoff",
 ]
 
 __version__ = "0.1.0"
 
-_LAZY = {  # scikit-learn: 1 s to import
-    "PLRankRanker": "ranker", "MetricEstimate": "ranker",
-    "policy_early_stopping": "_early_stopping",
-}
+_LAZY = {"PLRankRanker": "ranker", "MetricEstimate": "ranker"}  # scikit-learn: 1 s to import
 
 
 def __getattr__(name: str) -> object:

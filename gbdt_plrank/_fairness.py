@@ -1,4 +1,4 @@
-r"""HIGH LEVEL: the options of the fairness-of-exposure objective and what the estimator needs.
+r"""HIGH LEVEL: the fairness-of-exposure term of the PL-Rank objective and what the estimator needs.
 
 With ``fairness="expected-exposure"`` the PL-Rank objective maximises, per query,
 
@@ -11,7 +11,7 @@ With ``fairness="expected-exposure"`` the PL-Rank objective maximises, per query
 the expected metric@K (``rho`` normalised by the ideal DCG for NDCG) minus ``w`` =
 ``fairness_weight`` times the expected exposure loss EE-L of Diaz et al. (2020) against the
 equal-expected-exposure target :math:`\epsilon(d)`: the mean rank weight over the ranks that
-d's grade occupies in the ideal ranking (DESIGN.md section 8;
+d's grade occupies in the ideal ranking (Diaz et al. 2020;
 :func:`gbdt_plrank.metrics.expected_exposure_loss` measures it). Its gradient is PL-Rank's with
 the signed per-document reward :math:`\rho_d - 2w(E(d) - \epsilon(d))` (Oosterhuis 2021, the
 fairness form of PL-Rank); the kernels estimate :math:`E` and the PL-Rank terms from independent
@@ -36,13 +36,11 @@ relevance and fairness. SIGIR 2021.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import _kernels
-from ._validation import check_choice, is_number
 
 __all__ = ["FAIRNESS", "FairnessSpec"]
 
@@ -53,51 +51,20 @@ FAIRNESS = ("expected-exposure",)
 FAIR_METRICS = ("ndcg", "dcg")
 
 
-def check_fairness_weight(value: object) -> float:
-    """``fairness_weight`` must be a finite number >= 0."""
-    if not is_number(value) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"fairness_weight must be a finite number >= 0, but {value!r} is given.")
-    return float(value)
-
-
 @dataclass(frozen=True)
 class FairnessSpec:
-    """The validated fairness options: the loss's name and its weight ``w``."""
+    """The fairness term: its name (one of :data:`FAIRNESS`) and its weight ``w >= 0``.
+
+    Built from validated options (:attr:`gbdt_plrank._options.PLRankOptions.fairness_spec`).
+    """
 
     name: str
     weight: float
 
-    @classmethod
-    def of(
-        cls, fairness: object, fairness_weight: object, *, metric: str, N: int | None
-    ) -> FairnessSpec | None:
-        """Validate the options; ``None`` when ``fairness`` is None (relevance only).
-
-        ``fairness_weight`` is checked either way. ``N`` (rankings per query; None when the
-        rankings are given) must be >= 2, since the rankings are split into two halves.
-
-        Raises
-        ------
-        ValueError
-            For a weight that is negative or not finite, an unknown name, the precision metric,
-            or ``N < 2``; the message names the value and the rule.
-        """
-        weight = check_fairness_weight(fairness_weight)
-        if fairness is None:
-            return None
-        name = check_choice("fairness", fairness, FAIRNESS)
-        if metric not in FAIR_METRICS:
-            raise ValueError(
-                f"fairness={name!r} measures exposure with the DCG rank weights 1/log2(rank+1), "
-                f"so metric must be one of {', '.join(map(repr, FAIR_METRICS))}, but "
-                f"{metric!r} is given."
-            )
-        if N is not None and N < 2:
-            raise ValueError(
-                f"N must be >= 2 with fairness={name!r} (exposure and gradient terms come from "
-                f"two halves of the N rankings), but {N!r} is given."
-            )
-        return cls(name, weight)
+    @property
+    def loss_name(self) -> str:
+        """The loss's short name in metric names: ``"ee_l"`` for the expected exposure loss."""
+        return "ee_l"
 
     @staticmethod
     def target(labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray) -> np.ndarray:

@@ -1,4 +1,10 @@
-"""How a ``group=`` argument is read, the same way by the ranker and the metrics.
+"""Rows grouped by query, and how a ``group=`` argument is read.
+
+:class:`Split` is the package's one type of rows grouped by query: the datasets' splits, the data
+every booster trains and evaluates on, and the labelled queries a policy is evaluated on.
+:func:`boundaries` turns query sizes into boundaries ``[0, ..., n]``.
+
+A ``group=`` argument is read the same way by the rankers and the metrics (:func:`resolve_groups`):
 
 - per-row query ids (length ``n_rows``): rows need not be sorted; they are sorted stably by query
   id, so the queries' order is that of their ids and shuffling whole queries changes nothing;
@@ -10,10 +16,64 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Groups", "resolve_groups"]
+__all__ = ["Groups", "Split", "boundaries", "resolve_groups"]
+
+
+def boundaries(sizes: Any) -> np.ndarray:
+    """Query boundaries ``[0, s_0, s_0 + s_1, ..., n]`` (int64) of the query sizes ``sizes``."""
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(sizes, dtype=np.int64), out=out[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class Split:
+    """Rows grouped by query: features ``X``, labels ``y`` and per-row query ids ``qid``.
+
+    The rows of a query are contiguous and ``qid`` never decreases (what both boosters need).
+
+    Attributes
+    ----------
+    X : array, CSR matrix or None
+        Features of the rows (None where only labels matter).
+    y : float64 array of shape (n,)
+        Labels.
+    qid : int array of shape (n,)
+        Query id of every row.
+    """
+
+    X: Any
+    y: np.ndarray
+    qid: np.ndarray
+
+    @classmethod
+    def grouped(cls, X: Any, y: np.ndarray, groups: Groups) -> Split:
+        """The rows of ``X`` (None: none) and ``y`` in the query order of ``groups``.
+
+        Empty queries hold no rows and are left out.
+        """
+        qid = np.repeat(np.arange(groups.sizes.shape[0], dtype=np.int64), groups.sizes)
+        return cls(None if X is None else X[groups.order], groups.to_sorted(y), qid)
+
+    @cached_property
+    def group_ptr(self) -> np.ndarray:
+        """Query boundaries ``[0, ..., n]``."""
+        starts = np.flatnonzero(np.diff(self.qid)) + 1
+        return np.concatenate(([0], starts, [self.qid.shape[0]])).astype(np.int64)
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        """Documents per query, in order (LightGBM's ``group``)."""
+        return np.diff(self.group_ptr)
+
+    @property
+    def n_queries(self) -> int:
+        return self.group_ptr.shape[0] - 1
 
 
 @dataclass(frozen=True)
@@ -54,7 +114,7 @@ class Groups:
 
 def _from_sizes(sizes: np.ndarray, n_rows: int) -> Groups:
     G = sizes.shape[0]
-    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    ptr = boundaries(sizes)
     ident = np.arange(G, dtype=np.int64)
     return Groups(np.arange(n_rows, dtype=np.int64), ptr, ident, ident)
 

@@ -1,7 +1,7 @@
 """Numba kernels: Plackett-Luce sampling and the PL-Rank-3 gradient / Hessian estimate.
 
 LOW LEVEL. Nothing here validates its input: every array is contiguous and of the dtype the
-public functions in :mod:`gbdt_plrank._estimator` converted it to. Shapes are written
+public functions in :mod:`gbdt_plrank._plrank` converted it to. Shapes are written
 ``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
 
 The estimator is the one of DESIGN.md section 2 (PL-Rank-3 gradient, Oosterhuis 2022; Hessian,
@@ -547,10 +547,11 @@ def equal_exposure_target(labels, group_ptr, theta, out):
 
 
 @njit(parallel=True, cache=True)
-def sample_groups(scores, group_ptr, K, n_samples, seed, out):
+def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
     """``out[g * n_samples + s, :min(K, D_g)]``: sampled rankings (group-local indices), -1 padded.
 
-    The rows of empty groups are left as they are.
+    Group ``g`` draws from the stream ``(seed, round_, g)``. The rows of empty groups are left
+    as they are.
 
     Used by the ranker to expose its stochastic policy; the tree sampler draws the same law.
     """
@@ -563,7 +564,7 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
             continue
         _, tree, base, P = _query_tree(scores[lo:hi])
         S = np.empty(k)
-        state = _stream(seed, 0, g)
+        state = _stream(seed, round_, g)
         for s in range(n_samples):
             row = out[g * n_samples + s]
             _draw_tree(tree, base, P, state, row[:k], S)

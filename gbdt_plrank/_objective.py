@@ -1,109 +1,172 @@
 """PL-Rank objectives that ``xgboost.train`` and ``lightgbm.train`` accept as they are.
 
-The booster-facing calls (groups and labels read from the training set, weights refused, the
+The booster-facing calls (groups, labels and weights read from the training set, the
 ``lgbm_ranker`` form, the per-training-set cache) are those of
-:class:`~gbdt_plrank._booster_objective.BoosterObjective`.
+:class:`~gbdt_plrank._booster_objective.BoosterObjective`. The objective also brings the two
+evaluation metrics of the model it trains, at the cut-off the model is judged at:
+:attr:`PLRankObjective.expected_metric` (its policy's value, what the rounds maximise) and
+:attr:`PLRankObjective.ranking_metric` (the metric of the ranking by score).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._booster_objective import BoosterObjective
-from ._estimator import SAMPLERS, PLRankSpec, estimate
-from ._fairness import FairnessSpec
-from ._validation import check_choice, check_positive_int, check_seed, is_int
+from ._boosters import QueryFields
+from ._evaluation import ExpectedMetric, RankingMetricEval
+from ._groups import boundaries
+from ._options import PLRankOptions
+from ._plrank import estimate
+from ._threads import thread_count
+from ._validation import check_seed
 
-__all__ = ["TRAIN_K_FACTOR", "PLRankObjective", "plrank_objective", "training_cutoff"]
-
-#: ``train_K="auto"`` trains a ranker judged at the cut-off K on rankings this many times longer.
-TRAIN_K_FACTOR = 2
+__all__ = ["PLRankObjective", "plrank_objective"]
 
 
 class PLRankObjective(BoosterObjective):
-    """A PL-Rank objective: estimated gradient and Hessian of the negative expected metric@K.
+    r"""A PL-Rank objective: estimated gradient and Hessian of the negative expected metric.
 
-    Each call is one boosting round and draws fresh rankings: round ``r`` (counted from the first
-    call on a training set) samples query ``q`` from the stream keyed by ``(seed, r, q)``, so the
-    same seed gives the same model whatever the number of threads. The count restarts when the
-    objective sees another training set, and on :meth:`reset`. With ``fairness`` the expected
-    exposure loss is subtracted (:mod:`gbdt_plrank._fairness`). Build it with
+    Each call is one boosting round and draws fresh rankings of length ``train_K``: round ``r``
+    (counted from the first call on a training set) samples query ``q`` from the stream keyed by
+    ``(seed, r, q)``, so the same seed gives the same model whatever the number of threads. The
+    count restarts when the objective sees another training set, and on :meth:`reset`. With
+    ``fairness`` the fairness loss is subtracted (:mod:`gbdt_plrank._fairness`). Build it with
     :func:`plrank_objective`.
+
+    Attributes
+    ----------
+    options : PLRankOptions
+        The validated options.
+    K : int
+        The cut-off the model is judged at (its evaluation metrics').
+    train_K : int
+        The cut-off it trains at.
+    seed : int
+        Seed of the sampled rankings.
     """
 
     title = "PL-Rank"
 
-    def __init__(
-        self,
-        K: int,
-        N: int,
-        *,
-        metric: str,
-        gain: str,
-        hessian: str,
-        seed: int,
-        sampler: str,
-        n_jobs: int | None,
-        fairness: str | None = None,
-        fairness_weight: float = 1.0,
-    ) -> None:
+    def __init__(self, options: PLRankOptions, *, seed: int, n_jobs: int | None) -> None:
         super().__init__()
-        self.spec = PLRankSpec.of(K, metric, gain, hessian)
-        self.N = check_positive_int("N", N)
-        self.fairness = FairnessSpec.of(
-            fairness, fairness_weight, metric=self.spec.metric, N=self.N
-        )
+        self.options = options
+        self.metric = options.trained
+        self.fairness = options.fairness_spec
         self.seed = check_seed("seed", seed)
-        self.sampler = check_choice("sampler", sampler, SAMPLERS)
+        if n_jobs is not None:
+            thread_count(n_jobs)  # checked now, not at the first round
         self.n_jobs = n_jobs
         self.round = 0
         self._target: np.ndarray | None = None
+        self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
+        self._ranking = RankingMetricEval(options.judged)
+
+    @property
+    def K(self) -> int:
+        return self.options.K
+
+    @property
+    def train_K(self) -> int:
+        return self.options.training_K
 
     def __repr__(self) -> str:
-        s = self.spec
-        fair = self.fairness
-        extra = "" if fair is None else f", fairness={fair.name!r}, fairness_weight={fair.weight!r}"
-        return (
-            f"plrank_objective(K={s.K}, N={self.N}, metric={s.metric!r}, gain={s.gain!r}, "
-            f"hessian={s.hessian!r}, seed={self.seed}, sampler={self.sampler!r}{extra})"
-        )
+        o = self.options
+        given = o.model_dump(exclude_defaults=True, exclude={"K"})
+        extra = "".join(f", {name}={value!r}" for name, value in given.items())
+        return f"plrank_objective(K={o.K}{extra}, seed={self.seed})"
 
     def reset(self) -> None:
         """Restart the round count: the next call is round 0 again."""
         self.round = 0
-        self._key = None
+        self._training.clear()
 
     def _new_training_set(self) -> None:
         self.round = 0
         if self.fairness is not None:
-            self._target = self.fairness.target(self._labels, self._ptr, self.spec.theta())
+            self._target = self.fairness.target(self._labels, self._ptr, self.metric.theta())
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
+        o = self.options
         grad, hess = estimate(
-            scores,
-            self._rho,
-            self._ptr,
-            self.spec,
-            N=self.N,
-            seed=self.seed,
-            round_=self.round,
-            sampler=self.sampler,
-            n_jobs=self.n_jobs,
-            keys=keys,
-            fairness=self.fairness,
-            target=self._target,
+            scores, self._rho, self._ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
+            round_=self.round, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
+            fairness=self.fairness, target=self._target,
         )
         self.round += 1
         return grad, hess
+
+    # ----------------------------------------------------------------------------------------
+    # Evaluation metrics
+    # ----------------------------------------------------------------------------------------
+    @property
+    def expected_metric(self) -> ExpectedMetric:
+        r"""The policy's expected metric@K on an eval set: an evaluation metric for the boosters.
+
+        .. code-block:: python
+
+            obj = plrank_objective(K=5)
+            xgboost.train(params, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
+                          custom_metric=obj.expected_metric, maximize=True,
+                          early_stopping_rounds=50)
+            lightgbm.train({"objective": obj, "metric": "None"}, train, 1000,
+                           valid_sets=[valid], feval=obj.expected_metric,
+                           callbacks=[lightgbm.early_stopping(50)])
+
+        Called as ``f(preds, data)`` with the booster's raw margins of an eval set (an
+        ``xgboost.DMatrix`` or ``lightgbm.Dataset`` with its query groups), it returns
+        ``(name, value)`` to XGBoost and ``(name, value, True)`` to LightGBM (higher is better):
+        the mean over the eval set's queries (weighted by their weights, if it has them) of
+
+        .. math:: \mathbb{E}_{y \sim \pi}[\mathrm{metric@K}(y)] - w\, F,
+
+        the value the objective trains for, at the judged cut-off ``K`` with the objective's
+        metric and gain, minus the fairness weight times the fairness loss with fairness
+        (:class:`~gbdt_plrank._evaluation.PolicyValue`), from 100 rankings per query drawn from
+        the same random streams every round. Its name is ``expected_<metric>@<K>``, e.g.
+        ``"expected_ndcg@5"`` (with ``-<w>*ee_l`` appended for a weighted fairness term). The
+        ranking's metric@K is a step function of the margins and blind to their scale, which
+        sets how random the policy is; this value is smooth in them, so early stopping on it
+        does not stop at an early noisy peak.
+        """
+        return self._expected
+
+    @property
+    def ranking_metric(self) -> RankingMetricEval:
+        """The metric@K of the ranking by score on an eval set, called as :attr:`expected_metric`.
+
+        The mean over the queries (weighted by their weights, if any) of the objective's metric
+        at the judged cut-off ``K`` with its gain (:mod:`gbdt_plrank.metrics`: ties in input
+        order, a query without relevant documents scores 1 for NDCG), named ``<metric>@<K>``,
+        e.g. ``"ndcg@5"``.
+        """
+        return self._ranking
+
+    def lgbm_ranker_metric(
+        self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
+    ) -> tuple[str, float, bool]:
+        """:attr:`expected_metric` for ``LGBMRanker.fit(eval_metric=obj.lgbm_ranker_metric)``.
+
+        LightGBM's scikit-learn wrapper passes the eval set's groups (sizes) to a metric of four
+        arguments.
+        """
+        if group is None:
+            raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
+        fields = QueryFields(boundaries(group), y_true, weight)
+        value = self._expected.of(y_pred, y_true, lambda _: fields)
+        return self._expected.name, value, True
 
 
 def plrank_objective(
     K: int = 5,
     N: int = 100,
     *,
+    train_K: int | str = "auto",
     metric: str = "ndcg",
     gain: str = "exp",
     hessian: str = "abs",
@@ -117,55 +180,45 @@ def plrank_objective(
 
     .. code-block:: python
 
-        obj = plrank_objective(K=5, N=100)
-        xgboost.train({"base_score": 0.0, "eval_metric": "ndcg@5"}, dtrain, 300, obj=obj)
-        lightgbm.train({"objective": obj, "metric": "ndcg", "eval_at": [5]}, dataset, 300)
+        obj = plrank_objective(K=5)      # judged at NDCG@5, trains at 10
+        xgboost.train({"base_score": 0.0}, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
+                      custom_metric=obj.expected_metric, maximize=True, early_stopping_rounds=50)
+        lightgbm.train({"objective": obj, "metric": "None"}, train, 1000, valid_sets=[valid],
+                       feval=obj.expected_metric, callbacks=[lightgbm.early_stopping(50)])
         lightgbm.LGBMRanker(objective=obj.lgbm_ranker).fit(X, y, group=sizes)
-        fair = plrank_objective(K=10, N=100, fairness="expected-exposure", fairness_weight=0.5)
 
     Every round returns :func:`~gbdt_plrank.plrank_grad_hess` of the current margins with fresh
-    samples. With XGBoost set ``base_score=0.0`` and an ``eval_metric`` (the default is rmse).
+    samples, at the training cut-off. With XGBoost set ``base_score=0.0``.
 
     Parameters
     ----------
-    K, N, metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight
+    K : int, default 5
+        The cut-off the model is judged at: that of :attr:`PLRankObjective.expected_metric` and
+        :attr:`PLRankObjective.ranking_metric`.
+    N : int, default 100
+        Rankings sampled per query and round.
+    train_K : "auto" or int, default "auto"
+        The cut-off the rounds train at (:func:`~gbdt_plrank.training_cutoff`): ``"auto"`` is
+        2K (K with ``fairness``), an integer is used as given (``train_K=K`` trains at the
+        judged cut-off).
+    metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight
         As in :func:`~gbdt_plrank.plrank_grad_hess`: ``fairness="expected-exposure"`` maximises
-        the expected metric@K minus ``fairness_weight`` times the expected exposure loss.
+        the expected metric minus ``fairness_weight`` times the expected exposure loss.
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
 
     Returns
     -------
     PLRankObjective
-    """
-    return PLRankObjective(
-        K, N, metric=metric, gain=gain, hessian=hessian, seed=seed, sampler=sampler, n_jobs=n_jobs,
-        fairness=fairness, fairness_weight=fairness_weight,
-    )
-
-
-def training_cutoff(K: object, train_K: object = "auto", *, fairness: str | None = None) -> int:
-    r"""The cut-off the objective trains at, for a ranker judged by its metric@K.
-
-    ``train_K="auto"`` is :data:`TRAIN_K_FACTOR` :math:`\times K` without fairness: the
-    rankings sampled for training are longer than the cut-off the ranker is judged at, so the
-    documents just below it (the ones a better model lifts into the top K) also get gradient.
-    The libraries' LambdaMART objectives do the same: XGBoost ``rank:ndcg`` builds its pairs from
-    the top 32 documents of every query and LightGBM ``lambdarank`` from the top 30
-    (``lambdarank_truncation_level``), whatever the evaluation cut-off. On the LETOR validation
-    splits PL-Rank trained at 2K ranks better at K than trained at K (README, "Levers measured
-    on validation"). With fairness, ``"auto"`` is K: the expected exposure loss is defined by
-    the exposure at the cut-off K, so training at another cut-off would optimise another
-    fairness. An integer ``train_K`` is used as given.
 
     Raises
     ------
     ValueError
-        When ``K`` is not an integer >= 1, or ``train_K`` is neither ``"auto"`` nor one.
+        For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), the message
+        naming the value and the rule.
     """
-    K = check_positive_int("K", K)
-    if isinstance(train_K, str) and train_K == "auto":
-        return K if fairness is not None else TRAIN_K_FACTOR * K
-    if not is_int(train_K) or train_K < 1:  # type: ignore[operator]
-        raise ValueError(f'train_K must be "auto" or an integer >= 1, but {train_K!r} is given.')
-    return int(train_K)  # type: ignore[arg-type]
+    options = PLRankOptions.checked(
+        K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
+        fairness=fairness, fairness_weight=fairness_weight,
+    )
+    return PLRankObjective(options, seed=seed, n_jobs=n_jobs)

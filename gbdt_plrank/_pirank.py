@@ -50,12 +50,16 @@ import numpy as np
 
 from . import _pirank_kernels
 from ._booster_objective import BoosterObjective
-from ._estimator import HESSIAN_MODES, PLRankSpec, numba_threads
+from ._options import HESSIAN_MODES
+from ._plrank import finish_hessian
+from ._ranking_metric import RankingMetric
+from ._threads import numba_threads
 from ._validation import (
     as_finite_vector,
     check_choice,
     check_group_ptr,
     check_labels,
+    check_positive_int,
     check_positive_number,
     check_same_length,
 )
@@ -66,27 +70,28 @@ __all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "piran
 PIRANK_HESSIANS = ("bound", *HESSIAN_MODES)
 
 
-def _spec(K: object, hessian: object) -> PLRankSpec:
-    """NDCG@K with exponential gains; ``"bound"`` is computed by the kernel and passed as is."""
-    mode = check_choice("hessian", hessian, PIRANK_HESSIANS)
-    return PLRankSpec.of(K, "ndcg", "exp", "raw" if mode == "bound" else mode)
+def _metric(K: object) -> RankingMetric:
+    """NDCG@K with exponential gains, the metric PiRank relaxes."""
+    return RankingMetric("ndcg", check_positive_int("K", K), "exp")
 
 
 def _run(
     scores: np.ndarray,
     rho: np.ndarray,
     ptr: np.ndarray,
-    spec: PLRankSpec,
+    metric: RankingMetric,
     tau: float,
-    bound: bool,
+    hessian: str,
     n_jobs: int | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Loss per query, gradient and Hessian; ``"bound"`` is computed by the kernel, passed as is."""
     loss = np.empty(ptr.shape[0] - 1)
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
+    bound = hessian == "bound"
     with numba_threads(n_jobs):
-        _pirank_kernels.pirank_groups(scores, rho, ptr, spec.theta(), tau, bound, loss, grad, hess)
-    return loss, grad, spec.finish_hessian(hess)
+        _pirank_kernels.pirank_groups(scores, rho, ptr, metric.theta(), tau, bound, loss, grad, hess)
+    return loss, grad, finish_hessian(hess, "raw" if bound else hessian)
 
 
 def pirank_loss_grad_hess(
@@ -127,13 +132,14 @@ def pirank_loss_grad_hess(
         :math:`1 - \text{relaxed NDCG@K}` per query (0 for queries without a relevant document).
     grad, hess : ndarray of shape (n_docs,)
     """
-    spec = _spec(K, hessian)
+    metric = _metric(K)
+    hessian = check_choice("hessian", hessian, PIRANK_HESSIANS)
     tau = check_positive_number("tau", tau)
     y = check_labels(labels, gain="exp")
     s = as_finite_vector("scores", scores)
     check_same_length(scores=s, labels=y)
     ptr = check_group_ptr(group_ptr, y.shape[0])
-    return _run(s, spec.rho(y, ptr), ptr, spec, tau, hessian == "bound", n_jobs)
+    return _run(s, metric.rewards(y, ptr), ptr, metric, tau, hessian, n_jobs)
 
 
 class PiRankObjective(BoosterObjective):
@@ -147,19 +153,20 @@ class PiRankObjective(BoosterObjective):
 
     def __init__(self, K: int, tau: float, *, hessian: str, n_jobs: int | None) -> None:
         super().__init__()
-        self.spec = _spec(K, hessian)
-        self.hessian = hessian
+        self.metric = _metric(K)
+        self.hessian = check_choice("hessian", hessian, PIRANK_HESSIANS)
         self.tau = check_positive_number("tau", tau)
         self.n_jobs = n_jobs
 
     def __repr__(self) -> str:
-        return f"pirank_objective(K={self.spec.K}, tau={self.tau!r}, hessian={self.hessian!r})"
+        return f"pirank_objective(K={self.metric.K}, tau={self.tau!r}, hessian={self.hessian!r})"
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        bound = self.hessian == "bound"
-        _, grad, hess = _run(scores, self._rho, self._ptr, self.spec, self.tau, bound, self.n_jobs)
+        _, grad, hess = _run(
+            scores, self._rho, self._ptr, self.metric, self.tau, self.hessian, self.n_jobs
+        )
         return grad, hess
 
 
@@ -200,35 +207,9 @@ def pirank_objective(
 
     Notes
     -----
-    The defaults were chosen on validation splits, never on test splits:
-    ``python -m benchmarks.pirank_defaults`` (tables and commands in
-    ``benchmarks/results/pirank_defaults_*.md``) trains ``pirank-xgb`` and ``pirank-lgb``
-    through the comparison harness (its default trees, early stopping on validation NDCG@K) for
-    each (hessian, tau) on the five folds of MQ2008 (hessian in constant, clip, abs, bound, raw;
-    tau from 0.1 to 100) and of MQ2007-agg (eight of them: the leading ones on MQ2008 and the
-    former default), at K=5 and K=10, and pairs the cross-fitted validation NDCG@K of every
-    pooled query. The default is the best mean over those eight cells (2 datasets x 2
-    boosters x 2 K); a dataset's column is the mean of its four:
-
-    ==================  ==========  =============  =========
-    hessian, tau        MQ2008      MQ2007-agg     8 cells
-    ==================  ==========  =============  =========
-    constant, 0.3       0.6464      0.5408         0.5936
-    clip, 10            0.6510      0.5342         0.5926
-    constant, 1         0.6462      0.5351         0.5906
-    clip, 3             0.6437      0.5361         0.5899
-    constant, 0.1       0.6433      0.5336         0.5885
-    clip, 30            0.6435      0.5329         0.5882
-    clip, 1 (before)    0.6390      0.5352         0.5871
-    abs, 10             0.6468      0.5267         0.5868
-    ==================  ==========  =============  =========
-
-    Paired per query, ``"constant"`` at tau 0.3 is behind no other candidate in any of the
-    eight cells. It is ahead of the former default (``"clip"``, tau 1) in four (MQ2008 with
-    XGBoost at K=5 and K=10, +0.019 and +0.021; MQ2007-agg at K=10 with XGBoost, +0.013, and
-    with LightGBM, +0.011) and level in the other four; ``"clip"`` at tau 10 is level with it
-    on MQ2008 and behind it in three MQ2007-agg cells. ``"bound"`` and ``"raw"`` are behind
-    (with XGBoost ``"raw"`` stalls at the first round). So the constant Hessian, first-order
-    boosting of the relaxed NDCG, is the default at K=5 and at K=10 alike.
+    The defaults were chosen on validation splits of MQ2008 and MQ2007-agg, never on test
+    splits (``python -m benchmarks.pirank_defaults`` writes the tables): the constant Hessian at
+    tau 0.3 was behind no other candidate in any of the eight cells (2 datasets x 2 boosters
+    x NDCG@5 and @10).
     """
     return PiRankObjective(K, tau, hessian=hessian, n_jobs=n_jobs)

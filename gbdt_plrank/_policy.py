@@ -3,9 +3,10 @@ r"""Monte-Carlo summaries of the Plackett-Luce policy of a ranker's margins.
 A query's margins :math:`m(d)` define the policy that places, at rank :math:`k`, an unplaced
 document with probability :math:`e^{m(d)} / \sum_{d' \text{ unplaced}} e^{m(d')}`: the policy
 whose expected metric the PL-Rank objective maximises. :func:`sample_policy` draws rankings from
-it once, with :func:`gbdt_plrank._kernels.sample_groups`; the rankings, the exposure and the
-metric of a :class:`PolicySample` are then all functions of the same draws, so that one seed gives
-rankings, exposures and metric estimates that agree with each other exactly.
+it once, with :func:`gbdt_plrank._kernels.sample_groups`, and keeps them in a
+:class:`PolicySample`.
+:func:`sampled_exposure` draws rankings and keeps only the exposure they give, the quantity every
+expected metric and fairness measure of a policy is a function of.
 """
 
 from __future__ import annotations
@@ -16,32 +17,82 @@ import numpy as np
 from numba import njit, prange
 
 from . import _kernels
-from ._estimator import dcg_weights, numba_threads
-from ._groups import Groups
-from .metrics import ndcg
+from ._groups import Groups, boundaries
+from ._threads import numba_threads
 
-__all__ = ["PolicySample", "sample_policy"]
-
-# Rows per call of the NDCG: samples are scored in blocks of about this many rows.
-_BLOCK_ROWS = 1 << 20
+__all__ = ["PolicySample", "sample_policy", "sampled_exposure"]
 
 
 @njit(parallel=True, cache=True)
-def _exposure_groups(rankings, ptr, n_samples, theta, out):
-    """``out[ptr[g] + d]``: mean over the samples of ``theta[r]`` where ``d`` sits at rank ``r``."""
+def _sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
+    """``out[d]``: mean over ``n_samples`` PL rankings of ``theta`` at d's rank (0 beyond).
+
+    Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler, the draws of
+    :func:`gbdt_plrank._kernels.sample_groups` for ``round_`` 0.
+    """
     for g in prange(ptr.shape[0] - 1):
         lo = ptr[g]
         hi = ptr[g + 1]
-        for d in range(lo, hi):
-            out[d] = 0.0
-        for s in range(n_samples):
-            row = rankings[g * n_samples + s]
-            for r in range(row.shape[0]):
-                if row[r] < 0:
-                    break
-                out[lo + row[r]] += theta[r]
+        out[lo:hi] = 0.0
+        if hi - lo == 0:
+            continue
+        k = min(theta.shape[0], hi - lo)
+        _, tree, base, P = _kernels._query_tree(scores[lo:hi])
+        ranking = np.empty(k, dtype=np.int64)
+        S = np.empty(k)
+        state = _kernels._stream(seed, round_, g)
+        for _ in range(n_samples):
+            _kernels._draw_tree(tree, base, P, state, ranking, S)
+            for r in range(k):
+                out[lo + ranking[r]] += theta[r]
         for d in range(lo, hi):
             out[d] /= n_samples
+
+
+def sampled_exposure(
+    margins: np.ndarray,
+    group_ptr: np.ndarray,
+    theta: np.ndarray,
+    *,
+    n_samples: int,
+    seed: int,
+    round_: int,
+    n_jobs: int | None,
+) -> np.ndarray:
+    r"""Monte-Carlo exposure of every row under the PL policy of ``margins``.
+
+    .. math::
+
+        \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)}
+
+    over :math:`S` = ``n_samples`` rankings of length ``min(len(theta), D)`` of each query,
+    ``theta[r]`` the weight of rank ``r + 1`` (0 beyond). Query ``g`` draws from the stream
+    ``(seed, round_, g)``, whatever the number of threads.
+
+    Parameters
+    ----------
+    margins : float64 array of shape (n,)
+        Finite margins, rows grouped by query.
+    group_ptr : int64 array of shape (G + 1,)
+        Query boundaries.
+    theta : float64 array of shape (K,)
+        Rank weights.
+    n_samples, seed, round_ : int
+        Rankings per query (>= 1) and the streams' keys (>= 0).
+    n_jobs : int or None
+        Numba threads.
+
+    Returns
+    -------
+    float64 array of shape (n,)
+    """
+    out = np.empty(margins.shape[0])
+    with numba_threads(n_jobs):
+        _sampled_exposure_groups(
+            np.ascontiguousarray(margins, dtype=np.float64), group_ptr,
+            np.ascontiguousarray(theta, dtype=np.float64), n_samples, seed, round_, out,
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -87,79 +138,6 @@ class PolicySample:
             out.append(self.groups.order[self.groups.ptr[g] + local])
         return out
 
-    def exposure(self, *, n_jobs: int | None) -> np.ndarray:
-        r"""Monte-Carlo exposure of every row, in the caller's row order.
-
-        .. math::
-
-            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \sum_{k=1}^{\min(K, D)}
-                \frac{\mathbb{1}[y^{(s)}_k = d]}{\log_2(k + 1)},
-
-        Parameters
-        ----------
-        n_jobs : int or None
-            Numba threads (the result does not depend on it).
-
-        Returns
-        -------
-        float64 array of shape (n,)
-        """
-        grouped = np.empty(int(self.ptr[-1]))
-        theta = dcg_weights(self.rankings.shape[1])
-        with numba_threads(n_jobs):
-            _exposure_groups(self.rankings, self.ptr, self.n_samples, theta, grouped)
-        return self.groups.to_input(grouped)
-
-    def ndcg_per_sample(self, labels: np.ndarray, *, K: int, gain: str) -> np.ndarray:
-        r"""Mean NDCG@K over the queries of each sample :math:`s = 1..S`.
-
-        .. math::
-
-            X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{NDCG@K}\big(y^{(q, s)}\big),
-
-        computed by :func:`gbdt_plrank.metrics.ndcg` on scores that put the placed documents in
-        their sampled order above every unplaced one (NDCG@K only sees the top K), for blocks of
-        samples at once (each sample's copy of a query is a query of its own). The :math:`X_s`
-        are independent and identically distributed: each query draws from its own random
-        stream, one sample after another.
-
-        Parameters
-        ----------
-        labels : float64 array of shape (n,)
-            Labels in the caller's row order.
-        K : int
-            Cut-off; the rankings must have been drawn with this ``K``.
-        gain : {"exp", "linear"}
-            Gain of the NDCG.
-
-        Returns
-        -------
-        float64 array of shape (n_samples,)
-        """
-        Q = self.ptr.shape[0] - 1
-        S = self.n_samples
-        width = self.rankings.shape[1]
-        by_sample = self.rankings.reshape(Q, S, width).transpose(1, 0, 2)  # (S, Q, width)
-        grouped_labels = self.groups.to_sorted(labels)
-        n = grouped_labels.shape[0]
-        qid = np.repeat(np.arange(Q), np.diff(self.ptr))
-        step = max(1, _BLOCK_ROWS // n)
-        out = np.empty(S)
-        for first in range(0, S, step):
-            block = by_sample[first : first + step]
-            b = block.shape[0]
-            placed = block >= 0
-            copy = np.broadcast_to(np.arange(b)[:, None, None], block.shape)
-            rank_score = np.broadcast_to(np.arange(width, 0, -1, dtype=np.float64), block.shape)
-            scores = np.zeros((b, n))
-            scores[copy[placed], (self.ptr[:-1, None] + block)[placed]] = rank_score[placed]
-            copy_qid = (np.arange(b)[:, None] * Q + qid).ravel()
-            per_query = ndcg(
-                np.tile(grouped_labels, b), scores.ravel(), copy_qid, k=K, gain=gain, per_query=True
-            )
-            out[first : first + b] = per_query.reshape(b, Q).mean(axis=1)
-        return out
-
 
 def sample_policy(
     margins: np.ndarray,
@@ -169,6 +147,7 @@ def sample_policy(
     n_samples: int,
     seed: int,
     n_jobs: int | None,
+    round_: int = 0,
 ) -> PolicySample:
     """Draw ``n_samples`` PL rankings of length ``min(K, D)`` for every query.
 
@@ -182,19 +161,21 @@ def sample_policy(
         Ranking length and samples per query, both ``>= 1``.
     seed : int
         Non-negative seed: the ``q``-th non-empty query in grouped order draws from the stream
-        ``(seed, 0, q)``, so the result does not depend on the number of threads.
+        ``(seed, round_, q)``, so the result does not depend on the number of threads.
     n_jobs : int or None
         Numba threads.
+    round_ : int, default 0
+        The streams' round key (:data:`gbdt_plrank._evaluation.EVAL_ROUNDS`: an evaluation's).
 
     Returns
     -------
     PolicySample
     """
     sizes = groups.sizes
-    ptr = np.concatenate(([0], np.cumsum(sizes[sizes > 0]))).astype(np.int64)
+    ptr = boundaries(sizes[sizes > 0])
     width = min(K, int(sizes.max(initial=0)))
     rankings = np.empty(((ptr.shape[0] - 1) * n_samples, width), dtype=np.int64)
     grouped = np.ascontiguousarray(groups.to_sorted(margins), dtype=np.float64)
     with numba_threads(n_jobs):
-        _kernels.sample_groups(grouped, ptr, K, n_samples, seed, rankings)
+        _kernels.sample_groups(grouped, ptr, K, n_samples, seed, round_, rankings)
     return PolicySample(groups, ptr, rankings, n_samples)

@@ -22,34 +22,12 @@ from typing import TextIO
 import numpy as np
 import scipy.sparse as sp
 
+from ._groups import Split
+
 __all__ = ["BUNDLED", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits"]
 
 BUNDLED = ("mq2008", "mq2007-agg")
 SPLITS = ("train", "vali", "test")
-
-
-@dataclass(frozen=True)
-class Split:
-    """One split: features ``X`` (CSR, float32), labels ``y`` and per-row query ids ``qid``."""
-
-    X: sp.csr_matrix
-    y: np.ndarray
-    qid: np.ndarray
-
-    @property
-    def group_ptr(self) -> np.ndarray:
-        """Query boundaries ``[0, ..., n]`` (rows of a query are contiguous)."""
-        starts = np.flatnonzero(np.diff(self.qid)) + 1
-        return np.concatenate(([0], starts, [self.qid.shape[0]])).astype(np.int64)
-
-    @property
-    def group_sizes(self) -> np.ndarray:
-        """Documents per query, in order (LightGBM's ``group``)."""
-        return np.diff(self.group_ptr)
-
-    @property
-    def n_queries(self) -> int:
-        return self.group_ptr.shape[0] - 1
 
 
 @dataclass(frozen=True)

@@ -66,8 +66,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _kernels, _metric_kernels
-from ._estimator import dcg_weights
 from ._groups import resolve_groups
+from ._ranking_metric import GAINS, dcg_weights, gains
 from ._validation import (
     as_finite_vector,
     check_choice,
@@ -90,8 +90,6 @@ __all__ = [
     "recall_at_k",
     "relevance_proportional_disparity",
 ]
-
-GAINS = ("exp", "linear")
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -134,12 +132,8 @@ def _ranked(y_true: object, y_score: object, group: object, *, exp_gain: bool = 
     )
 
 
-def _gains(y: FloatArray, gain: str) -> FloatArray:
-    """Per-document gains: ``2**y - 1``, ``y`` or the binary relevance ``y > 0``."""
-    if gain == "exp":
-        return np.exp2(y) - 1.0
-    if gain == "linear":
-        return y
+def _relevant(y: FloatArray) -> FloatArray:
+    """The relevance indicator ``y > 0`` as floats."""
     return (y > 0).astype(np.float64)
 
 
@@ -198,7 +192,7 @@ def _dcg_parts(
     gain = check_choice("gain", gain, GAINS)
     k = _check_k(k)
     r = _ranked(y_true, y_score, group, exp_gain=gain == "exp")
-    value, ideal, _ = _sums(r, _gains(r.y, gain), dcg_weights(_cutoff(r, k)), want_ideal=True)
+    value, ideal, _ = _sums(r, gains(r.y, gain), dcg_weights(_cutoff(r, k)), want_ideal=True)
     return value, ideal
 
 
@@ -394,7 +388,7 @@ def precision_at_k(
     k = _check_k(k)
     r = _ranked(y_true, y_score, group)
     K = _cutoff(r, k)
-    hits, _, _ = _sums(r, _gains(r.y, "binary"), np.ones(K))
+    hits, _, _ = _sums(r, _relevant(r.y), np.ones(K))
     shown = np.maximum(r.sizes if k is None else np.minimum(r.sizes, k), 1)
     return _result(hits / shown, per_query)
 
@@ -439,7 +433,7 @@ def recall_at_k(
     empty = _check_empty(empty)
     k = _check_k(k)
     r = _ranked(y_true, y_score, group)
-    hits, _, n_relevant = _sums(r, _gains(r.y, "binary"), np.ones(_cutoff(r, k)))
+    hits, _, n_relevant = _sums(r, _relevant(r.y), np.ones(_cutoff(r, k)))
     return _result(_normalised(hits, n_relevant, empty), per_query)
 
 
@@ -489,7 +483,7 @@ def mrr(
     r = _ranked(y_true, y_score, group)
     K = _cutoff(r, k)
     theta = 1.0 / np.arange(1, K + 1, dtype=np.float64)
-    rr, _, n_relevant = _sums(r, _gains(r.y, "binary"), theta, first_only=True)
+    rr, _, n_relevant = _sums(r, _relevant(r.y), theta, first_only=True)
     return _result(_normalised(rr, np.minimum(n_relevant, 1.0), empty), per_query)
 
 
@@ -533,7 +527,7 @@ def average_relevance_position(
     """
     r = _ranked(y_true, y_score, group)
     positions = np.arange(1, _cutoff(r, None) + 1, dtype=np.float64)
-    weighted, _, total = _sums(r, _gains(r.y, "linear"), positions)
+    weighted, _, total = _sums(r, r.y, positions)
     return _result(_normalised(weighted, total, math.nan), per_query)
 
 
@@ -709,7 +703,7 @@ def relevance_proportional_disparity(
     y, e, _, q, G = _exposure_rows(
         check_labels(y_true, gain=gain, name="y_true"), exposure, group, None
     )
-    rho = _gains(y, gain)
+    rho = gains(y, gain)
     n = np.bincount(q, minlength=G).astype(np.float64)
     lagrange = np.bincount(q, e * e, minlength=G) * np.bincount(q, rho * rho, minlength=G)
     lagrange -= np.bincount(q, e * rho, minlength=G) ** 2

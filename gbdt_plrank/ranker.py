@@ -22,48 +22,25 @@ Every output comes back in the caller's row order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import Tags, check_random_state
+from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, QueryData, Trained
-from ._estimator import booster_threads
+from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
 from ._groups import resolve_groups
-from ._objective import plrank_objective, training_cutoff
-from ._policy import PolicySample, sample_policy
-from ._policy_value import STOPPING_METRICS, PolicyStopping
-from ._validation import (
-    X_RULES,
-    check_choice,
-    check_labels,
-    check_positive_int,
-    check_positive_number,
-    check_same_length,
-)
-from .metrics import ndcg
+from ._options import PLRankOptions
+from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
+from ._run import STOPPING_METRICS, plrank_plan
+from ._threads import booster_threads
+from ._validation import X_RULES, check_choice, check_labels, check_positive_int
 
-__all__ = ["MetricEstimate", "PLRankRanker"]
-
-_SEED_BOUND = np.iinfo(np.int32).max
+__all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker"]
 
 #: The backends that take a callable objective (CatBoost has no hook for one).
 RANKER_BACKENDS = ("xgboost", "lightgbm")
-
-
-class MetricEstimate(NamedTuple):
-    """A Monte-Carlo estimate and its standard error."""
-
-    mean: float
-    stderr: float
-
-
-def _seeds(random_state: Any, n: int) -> list[int]:
-    """``n`` seeds in [0, 2**31 - 1) from ``random_state`` (scikit-learn's conventions)."""
-    return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
 
 
 def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
@@ -77,7 +54,7 @@ def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> No
             )
 
 
-class PLRankRanker(BaseEstimator):
+class PLRankRanker(PolicyMethods, BaseEstimator):
     r"""Gradient-boosted trees trained to maximise the expected NDCG of a Plackett-Luce policy.
 
     The booster's raw margin :math:`m(d)` of a document is the log-score of a stochastic ranking
@@ -96,24 +73,27 @@ class PLRankRanker(BaseEstimator):
     backend : {"xgboost", "lightgbm"}, default "xgboost"
         The booster library.
     K : int, default 5
-        Cut-off of the metric the ranker is judged by: NDCG@K of the eval sets, the policy
-        stopping's expected NDCG@K, :meth:`score` and the length of the policy's rankings
-        (:meth:`sample_rankings`, :meth:`expected_exposure`, :meth:`expected_metric`).
+        Cut-off of the metric the ranker is judged by: the metric@K of its eval sets and
+        :meth:`score`, its policy's expected metric@K (early stopping) and the length of the
+        policy's rankings (:meth:`sample_rankings`, :meth:`expected_exposure`,
+        :meth:`expected_metric`).
     train_K : int or "auto", default "auto"
         Cut-off of the expected metric the boosting rounds maximise, the length of the rankings
         sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
-        ``fairness``). The libraries' LambdaMART objectives also train beyond the cut-off they
-        are judged at, and on LETOR validation splits PL-Rank trained at 2K ranks better at K
-        than trained at K (README, "Levers measured on validation").
+        ``fairness``), so that the documents just below the cut-off get gradient too, as the
+        libraries' LambdaMART objectives do.
     N : int, default 100
         Rankings sampled per query and boosting round.
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        The metric (at the cut-off ``train_K``) whose expectation is maximised.
+        The metric whose expectation is maximised (at ``train_K``) and by which the ranker is
+        judged (at ``K``).
     gain : {"exp", "linear"}, default "exp"
         Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell`, for training, the
         evaluation metric, :meth:`score` and :meth:`expected_metric`.
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
         What the booster receives as Hessian (see :func:`gbdt_plrank.plrank_grad_hess`).
+    sampler : {"auto", "tree", "race"}, default "auto"
+        How the rankings are drawn (see :func:`gbdt_plrank.plrank_grad_hess`).
     fairness : {None, "expected-exposure"}, default None
         ``"expected-exposure"`` maximises the expected metric@K minus ``fairness_weight`` times
         the expected exposure loss EE-L (equal expected exposure within relevance grades, Diaz
@@ -145,20 +125,19 @@ class PLRankRanker(BaseEstimator):
     n_jobs : int or None, default None
         Threads of the booster and of the objective's sampling; ``None`` leaves each library's
         default, negative values count back from the number of cores (-1: all).
-    stopping_metric : {"auto", "policy", "ndcg"}, default "auto"
-        What early stopping (``fit(early_stopping_rounds=)``) watches on the last eval set:
-        ``"policy"`` the policy's expected NDCG@K, minus ``fairness_weight`` times EE-L with
-        ``fairness``, from 100 rankings per query drawn from the same streams every round
-        (:class:`gbdt_plrank._policy_value.PolicyStopping`); ``"ndcg"`` NDCG@K of the ranking
-        by score (the library's own early stopping); ``"auto"`` is ``"policy"`` here and
-        ``"ndcg"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's value is smooth
-        in the margins, where the ranking's NDCG@K jumps from round to round and stops training
-        at early noisy peaks; on LETOR validation splits it stops 2 to 4 times later and ranks
-        better (README, "Levers measured on validation"), at the price of sampling the eval set's
-        rankings every round.
+    stopping_metric : {"auto", "policy", "ranking"}, default "auto"
+        What early stopping (``fit(early_stopping_rounds=)``) watches, each library's rule on
+        the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
+        times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
+        same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
+        ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"policy"`` here and
+        ``"ranking"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's value is
+        smooth in the margins, where the ranking's metric jumps from round to round and stops
+        training at early noisy peaks, at the price of sampling the eval set's rankings every
+        round.
     random_state : int, RandomState or None, default None
-        Seeds the objective's sampled rankings, the booster's own randomness and the policy
-        stopping's rankings; the same int gives the same model. ``None`` draws fresh seeds on
+        Seeds the objective's sampled rankings (and those of its expected metric) and the
+        booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
         every fit.
     params : dict or None, default None
         Further native parameters of the backend, applied after the settings above (e.g.
@@ -176,7 +155,9 @@ class PLRankRanker(BaseEstimator):
     best_iteration_ : int or None
         0-based best round under early stopping, else ``None``.
     evals_result_ : dict
-        ``{"valid_i": {"ndcg@K": [value per round]}}`` for the i-th eval set (empty without).
+        ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
+        the i-th eval set (the second with ``stopping_metric="policy"``; empty without eval
+        sets), e.g. ``"ndcg@5"`` and ``"expected_ndcg@5"``.
     feature_importances_ : ndarray of shape (n_features_in_,)
         Total split gain of each feature, divided by the sum over features (all zeros when no
         tree has a split).
@@ -214,6 +195,7 @@ class PLRankRanker(BaseEstimator):
         metric: str = "ndcg",
         gain: str = "exp",
         hessian: str = "abs",
+        sampler: str = "auto",
         fairness: str | None = None,
         fairness_weight: float = 1.0,
         n_estimators: int = 100,
@@ -238,6 +220,7 @@ class PLRankRanker(BaseEstimator):
         self.metric = metric
         self.gain = gain
         self.hessian = hessian
+        self.sampler = sampler
         self.fairness = fairness
         self.fairness_weight = fairness_weight
         self.n_estimators = n_estimators
@@ -286,12 +269,13 @@ class PLRankRanker(BaseEstimator):
             Per-row query ids (rows in any order), or group sizes when its length differs from
             ``n_samples`` and it sums to ``n_samples``, or ``None`` for one query.
         eval_set : list of tuples (X, y) or (X, y, group), default None
-            Validation sets, scored with NDCG@K after every round; their history is
+            Validation sets, scored after every round (the metric@K of the ranking, and the
+            policy's expected metric@K with ``stopping_metric="policy"``); their history is
             :attr:`evals_result_`, under the names ``"valid_0"``, ``"valid_1"``, ...
         early_stopping_rounds : int or None, default None
-            Stop when NDCG@K has not improved for this many rounds and keep the best round.
-            XGBoost watches the last eval set; LightGBM stops as soon as any eval set stops
-            improving (each library's rule).
+            Stop when the metric ``stopping_metric`` names has not improved for this many
+            rounds and keep the best round. XGBoost watches the last eval set; LightGBM stops
+            as soon as any eval set stops improving (each library's rule).
 
         Returns
         -------
@@ -307,17 +291,11 @@ class PLRankRanker(BaseEstimator):
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
         data = self._query_data(X, y, group, reset=True)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
-        if plan.early_stopping_rounds is not None and self._stopping_metric() == "policy":
-            plan = replace(plan, stopping=PolicyStopping.for_objective(
-                BACKENDS[backend], evals[-1], plan.objective, k=plan.K,
-                patience=plan.early_stopping_rounds, seed=_seeds(self.random_state, 3)[2],
-                n_jobs=booster_threads(self.n_jobs),
-            ))
-        self._keep(BACKENDS[backend].train(settings, data, evals, plan), backend)
+        self._keep(BACKENDS[backend].train(settings, data, evals, plan))
         return self
 
-    #: Builds the objective from :func:`~gbdt_plrank.plrank_objective`'s arguments.
-    _objective_factory = staticmethod(plrank_objective)
+    #: Builds the objective from ``(options, seed=, n_jobs=)``.
+    _objective_type: Any = None
     #: What ``stopping_metric="auto"`` watches.
     _auto_stopping_metric = "policy"
 
@@ -326,36 +304,41 @@ class PLRankRanker(BaseEstimator):
         choice = check_choice("stopping_metric", self.stopping_metric, ("auto", *STOPPING_METRICS))
         return self._auto_stopping_metric if choice == "auto" else choice
 
+    def _options(self) -> PLRankOptions:
+        """The checked PL-Rank options of the ranker's parameters."""
+        return PLRankOptions.checked(
+            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
+            hessian=self.hessian, sampler=self.sampler, fairness=self.fairness,
+            fairness_weight=self.fairness_weight,
+        )
+
     def _training(
         self, eval_set: object, early_stopping_rounds: object
     ) -> tuple[str, BoosterSettings, Plan]:
         """The checked backend name, booster settings and training plan of a fit.
 
-        Everything but the data is checked here, before any data is read; the objective comes
-        from :attr:`_objective_factory` (the keyed objective for
-        :class:`~gbdt_plrank.dask.DaskPLRankRanker`).
+        Everything but the data is checked here, before any data is read; the plan comes from
+        the package's one run builder (:func:`gbdt_plrank._run.plrank_plan`).
         """
         backend = check_choice("backend", self.backend, RANKER_BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        self._stopping_metric()
+        stopping_metric = self._stopping_metric()
+        options = self._options()
         _check_early_stopping(early_stopping_rounds, eval_set)
-        objective_seed, booster_seed = _seeds(self.random_state, 2)
-        K = check_positive_int("K", self.K)
-        objective = self._objective_factory(
-            training_cutoff(K, self.train_K, fairness=self.fairness), self.N, metric=self.metric, gain=self.gain, hessian=self.hessian,
-            seed=objective_seed, n_jobs=self.n_jobs, fairness=self.fairness,
-            fairness_weight=self.fairness_weight,
+        objective_seed, booster_seed = seeds_from(self.random_state, 2)
+        extra = {} if self._objective_type is None else {"objective_type": self._objective_type}
+        plan = plrank_plan(
+            options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
+            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds, **extra,
         )
-        settings = self._settings(booster_seed)
-        plan = Plan(objective, K, self.gain, n_estimators, early_stopping_rounds)
-        return backend, settings, plan
+        return backend, self._settings(booster_seed), plan
 
-    def _keep(self, trained: Trained, backend: str) -> None:
+    def _keep(self, trained: Trained) -> None:
         """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
         self.booster_ = trained.booster
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history
-        self.feature_importances_ = BACKENDS[backend].importances(
+        self.feature_importances_ = backend_of_booster(trained.booster).importances(
             trained.booster, self.n_features_in_
         )
 
@@ -382,7 +365,7 @@ class PLRankRanker(BaseEstimator):
             params=dict(params),
         )
 
-    def _eval_data(self, i: int, item: object) -> QueryData:
+    def _eval_data(self, i: int, item: object) -> Split:
         """``eval_set[i]`` checked against the training features and grouped by query."""
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
             given = type(item).__name__
@@ -393,15 +376,15 @@ class PLRankRanker(BaseEstimator):
             )
         return self._query_data(*item[:2], item[2] if len(item) == 3 else None, reset=False)
 
-    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> QueryData:
+    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> Split:
         """Checked features and labels, grouped by query (``reset``: this is the training set)."""
         X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **X_RULES)
         labels = check_labels(y, gain=self.gain)
-        return QueryData.grouped(X, labels, resolve_groups(group, X.shape[0]))
+        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]))
 
     def _fitted_backend(self) -> Backend:
         check_is_fitted(self)
-        return BACKENDS[type(self.booster_).__module__.split(".")[0]]
+        return backend_of_booster(self.booster_)
 
     def predict(self, X: Any) -> np.ndarray:
         """Raw margins of the booster: higher ranks first within a query.
@@ -419,174 +402,3 @@ class PLRankRanker(BaseEstimator):
         backend = self._fitted_backend()
         X = validate_data(self, X, reset=False, **X_RULES)
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
-
-    def score(self, X: Any, y: Any, group: Any = None) -> float:
-        r"""Mean NDCG@K over the queries of the ranking by :meth:`predict`.
-
-        XGBoost's and LightGBM's conventions (:func:`gbdt_plrank.metrics.ndcg`): gain
-        :math:`2^\ell - 1` (``gain="exp"``) or :math:`\ell`, discount :math:`1/\log_2(r+1)`,
-        ties in input order, and a query without relevant documents scores 1.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
-        y : array-like of shape (n_samples,)
-            Labels, finite and ``>= 0``.
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` (as in :meth:`fit`).
-
-        Returns
-        -------
-        float
-        """
-        return float(ndcg(y, self.predict(X), group, k=self.K, gain=self.gain))
-
-    # ----------------------------------------------------------------------------------------
-    # The stochastic policy
-    # ----------------------------------------------------------------------------------------
-    def _sample(
-        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any,
-        temperature: object,
-    ) -> PolicySample:
-        margins = self.predict(X) / check_positive_number("temperature", temperature)
-        groups = resolve_groups(group, margins.shape[0])
-        (seed,) = _seeds(random_state, 1)
-        return sample_policy(
-            margins, groups, K=check_positive_int("K", K),
-            n_samples=check_positive_int("n_samples", n_samples), seed=seed, n_jobs=self.n_jobs,
-        )
-
-    def sample_rankings(
-        self,
-        X: Any,
-        group: Any = None,
-        *,
-        n_samples: int,
-        K: int | None = None,
-        random_state: Any = None,
-        temperature: float = 1.0,
-    ) -> list[np.ndarray]:
-        r"""Draw rankings from the learned Plackett-Luce policy.
-
-        For each query, ``n_samples`` independent rankings :math:`y = (y_1, .., y_k)`,
-        :math:`k = \min(K, D)`, each drawn with probability
-
-        .. math::
-
-            \pi(y) = \prod_{i=1}^{k} \frac{e^{m(y_i)}}{\sum_{d \notin \{y_1..y_{i-1}\}} e^{m(d)}}.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
-        n_samples : int
-            Rankings per query, ``>= 1``.
-        K : int or None, default None
-            Ranking length; ``None`` uses the ranker's ``K``.
-        random_state : int, RandomState or None, default None
-            The same int gives the same rankings (whatever the number of threads).
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
-
-        Returns
-        -------
-        list of int64 arrays of shape (n_samples, min(K, D))
-            One per query, queries in the order of their first appearance in ``group``; entries
-            are row indices into ``X``, top rank first.
-        """
-        sample = self._sample(
-            X, group, n_samples=n_samples, K=self.K if K is None else K,
-            random_state=random_state, temperature=temperature,
-        )
-        return sample.per_query()
-
-    def expected_exposure(
-        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0,
-    ) -> np.ndarray:
-        r"""Monte-Carlo expected exposure of every row under the learned policy.
-
-        .. math::
-
-            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)},
-            \qquad \theta_k = \frac{1}{\log_2(k + 1)} \text{ for } k \le K, \ 0 \text{ after},
-
-        an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` over
-        :math:`S` = ``n_samples`` rankings of its query. Each query's exposures sum to
-        :math:`\sum_{k \le \min(K, D)} \theta_k` exactly. With the same ``random_state`` and
-        ``n_samples``, it is computed from exactly the rankings :meth:`sample_rankings` returns.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
-        n_samples : int
-            Rankings per query, ``>= 1``.
-        random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
-
-        Returns
-        -------
-        float64 array of shape (n_rows,)
-            In the caller's row order.
-        """
-        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
-                              temperature=temperature)
-        return sample.exposure(n_jobs=self.n_jobs)
-
-    def expected_metric(
-        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0,
-    ) -> MetricEstimate:
-        r"""Monte-Carlo expected NDCG@K of the learned policy, with its standard error.
-
-        With :math:`Q` non-empty queries and :math:`S` = ``n_samples`` rankings of each, let
-        :math:`X_s = \frac{1}{Q}\sum_{q} \mathrm{NDCG@K}(y^{(q,s)})` be the mean NDCG@K of the
-        ``s``-th sample (conventions of :meth:`score`). The :math:`X_s` are independent and
-        identically distributed with mean
-        :math:`\mu = \frac{1}{Q}\sum_q \mathbb{E}_{y \sim \pi_q}[\mathrm{NDCG@K}(y)]`, so
-
-        .. math::
-
-            \hat{\mu} = \frac{1}{S}\sum_{s=1}^{S} X_s, \qquad
-            \mathrm{SE} = \sqrt{\frac{1}{S(S-1)} \sum_{s=1}^{S} (X_s - \hat{\mu})^2}:
-
-        the standard error of the mean over the ``n_samples`` draws of the dataset-mean NDCG@K,
-        i.e. the Monte-Carlo error for these queries (not a sampling error over queries).
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
-        y : array-like of shape (n_rows,)
-            Labels, finite and ``>= 0``.
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in :meth:`fit`).
-        n_samples : int
-            Rankings per query, ``>= 2``.
-        random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
-
-        Returns
-        -------
-        MetricEstimate
-            The named tuple ``(mean, stderr)``.
-        """
-        if check_positive_int("n_samples", n_samples) < 2:
-            raise ValueError(
-                f"n_samples must be an integer >= 2 to estimate a standard error, but "
-                f"{n_samples!r} is given."
-            )
-        labels = check_labels(y, gain=self.gain)
-        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
-                              temperature=temperature)
-        check_same_length(X=sample.groups.order, y=labels)
-        values = sample.ndcg_per_sample(labels, K=self.K, gain=self.gain)
-        stderr = values.std(ddof=1) / np.sqrt(values.shape[0])
-        return MetricEstimate(float(values.mean()), float(stderr))

@@ -19,8 +19,8 @@ def rewards(labels, *, K, metric="ndcg", gain="exp"):
     """(rho, theta) of one query, straight from the definitions."""
     labels = np.asarray(labels, dtype=float)
     D = len(labels)
-    if metric == "precision":
-        return (labels > 0).astype(float), np.full(K, 1.0 / K)
+    if metric == "precision":  # precision@K of a query shorter than K divides by its length
+        return (labels > 0) * K / min(K, D), np.full(K, 1.0 / K)
     theta = np.array([1.0 / math.log2(k + 1) for k in range(1, K + 1)])
     rho = 2.0**labels - 1.0 if gain == "exp" else labels.copy()
     if metric == "ndcg":

@@ -237,7 +237,8 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
 
 def test_quality_lever_policy_stopping_curve() -> None:
     from benchmarks import quality_levers as ql
-    from gbdt_plrank._policy_value import policy_objective
+    from gbdt_plrank._evaluation import PolicyValue
+    from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank.datasets import Split
 
     y = np.array([2.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # the second query has no relevant document
@@ -249,9 +250,8 @@ def test_quality_lever_policy_stopping_curve() -> None:
     stops = [rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(ql.PATIENCE)]
     assert stops == [False] * (ql.PATIENCE - 1) + [True] and rec.best() == 0
     assert np.isnan(rec.ranking[0][1]) and rec.ranking[-1][0] == rec.ranking[0][0] == 1.0
-    expected = policy_objective(rec.margin, vali, k=2, weight=0.0, n_samples=ql.POLICY_SAMPLES,
-                                seed=ql.POLICY_SEED, n_jobs=1, per_query=True)
+    value = PolicyValue(RankingMetric("ndcg", 2, "exp"), None, vali, n_samples=ql.POLICY_SAMPLES,
+                        seed=ql.POLICY_SEED, n_jobs=1)
+    expected = value.per_query(rec.margin)
     np.testing.assert_array_equal(rec.expected[-1], expected)
-    assert expected[0] < rec.expected[0][0] and expected.mean() == policy_objective(
-        rec.margin, vali, k=2, weight=0.0, n_samples=ql.POLICY_SAMPLES, seed=ql.POLICY_SEED,
-        n_jobs=1)
+    assert expected[0] < rec.expected[0][0]

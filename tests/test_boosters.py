@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
 from tiny_ltr import write_tiny_letor
 
-from gbdt_plrank import PLRankRanker, plrank_objective, training_cutoff
+from gbdt_plrank import PLRankRanker, plrank_objective
 from gbdt_plrank._boosters import (
     BACKENDS,
     NATIVE_NAMES,
     BoosterSettings,
     Plan,
-    QueryData,
+    backend_of_booster,
+    backend_of_data,
     eval_name,
     metric_name,
 )
 from gbdt_plrank._boosters._base import native_params
+from gbdt_plrank._policy_methods import seeds_from
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import PLRankSettings, TreeSettings, train
 
@@ -28,10 +28,6 @@ from gbdt_plrank.harness import PLRankSettings, TreeSettings, train
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_letor(tmp_path_factory.mktemp("data") / "tiny")
-
-
-def query_data(split) -> QueryData:
-    return QueryData(split.X, split.y, split.group_sizes)
 
 
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
@@ -65,21 +61,57 @@ def test_num_leaves_is_xgboost_max_leaves_for_the_ranker_and_the_harness(tiny: P
     assert np.unique(fit.test_scores).shape[0] <= 2 ** 3  # 3 trees of at most 2 leaves each
 
 
-def test_the_harness_and_the_ranker_train_the_same_model(tiny: Path) -> None:
-    """Same settings, same objective and seed: the harness's test scores are the ranker's."""
+def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: int,
+                      booster_seed: int | None = None):
+    """The README's call: plrank_objective in xgboost.train / lightgbm.train, the boosters' own
+    early stopping on obj.expected_metric, under the harness's tree settings."""
+    import lightgbm
+    import xgboost
+
+    obj = plrank_objective(K=3, N=10, seed=seed, n_jobs=1)
+    seed = seed if booster_seed is None else booster_seed
+    if library == "xgboost":
+        params = {"eta": 0.3, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
+                  "subsample": 1.0, "nthread": 1, "seed": seed, "base_score": 0.0,
+                  "disable_default_eval_metric": 1}
+        dtrain = xgboost.DMatrix(data.train.X, data.train.y, qid=data.train.qid)
+        dvali = xgboost.DMatrix(data.vali.X, data.vali.y, qid=data.vali.qid)
+        bst = xgboost.train(params, dtrain, rounds, obj=obj, evals=[(dvali, "valid")],
+                            custom_metric=obj.expected_metric, maximize=True,
+                            early_stopping_rounds=patience, verbose_eval=False)
+        return bst[: bst.best_iteration + 1].inplace_predict(data.test.X, predict_type="margin")
+    params = {"objective": obj, "metric": "None", "learning_rate": 0.3, "max_depth": 6,
+              "min_sum_hessian_in_leaf": 0.1, "lambda_l2": 1.0, "bagging_fraction": 1.0,
+              "num_threads": 1, "seed": seed, "verbose": -1, "deterministic": True,
+              "force_row_wise": True}
+    train = lightgbm.Dataset(data.train.X, data.train.y, group=data.train.group_sizes)
+    vali = lightgbm.Dataset(data.vali.X, data.vali.y, group=data.vali.group_sizes, reference=train)
+    bst = lightgbm.train(params, train, rounds, valid_sets=[vali], feval=obj.expected_metric,
+                         callbacks=[lightgbm.early_stopping(patience, verbose=False)])
+    return bst.predict(data.test.X, raw_score=True)
+
+
+@pytest.mark.parametrize(("library", "method"), [("xgboost", "plrank-xgb"), ("lightgbm", "plrank-lgb")])
+def test_the_harness_the_ranker_and_the_readme_call_train_the_same_model(
+    tiny: Path, library: str, method: str
+) -> None:
+    """One run builder: the harness's PL-Rank method, PLRankRanker and the design card's call of
+    xgboost.train / lightgbm.train with the boosters' own early stopping on the policy."""
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=5, early_stopping_rounds=5, learning_rate=0.3, n_jobs=1)
-    for library, method in (("xgboost", "plrank-xgb"), ("lightgbm", "plrank-lgb")):
-        ndcg_stopping = PLRankSettings(N=10, stopping_metric="ndcg")
-        fit = train(method, data, k=3, seed=4, trees=trees, plrank=ndcg_stopping)
-        backend = BACKENDS[library]
-        settings = trees.booster_settings(seed=4, params={})
-        objective = plrank_objective(K=training_cutoff(3), N=10, seed=4, n_jobs=1)  # 2k
-        plan = Plan(objective, 3, n_estimators=5, early_stopping_rounds=5)
-        trained = backend.train(settings, query_data(data.train), [query_data(data.vali)], plan)
-        scores = backend.margins(trained.booster, data.test.X, n_threads=1)
-        np.testing.assert_array_equal(scores, fit.test_scores)
-        assert trained.history[eval_name(0)][metric_name(3)] == list(fit.curve)
+    trees = TreeSettings(rounds=25, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
+    fit = train(method, data, k=3, seed=4, trees=trees, plrank=PLRankSettings(N=10))
+    assert fit.watched == "expected_ndcg@3" and fit.best_round < 25
+    by_hand = _design_card_call(library, data, seed=4, rounds=25, patience=3)
+    np.testing.assert_allclose(fit.test_scores, by_hand, rtol=1e-6, atol=1e-6)
+    ranker = PLRankRanker(backend=library, K=3, N=10, n_estimators=25, learning_rate=0.3,
+                          max_depth=6, min_child_weight=0.1, reg_lambda=1.0, subsample=1.0,
+                          n_jobs=1, random_state=0)
+    ranker.fit(data.train.X, data.train.y, data.train.qid,
+               eval_set=[(data.vali.X, data.vali.y, data.vali.qid)], early_stopping_rounds=3)
+    objective_seed, booster_seed = seeds_from(0, 2)
+    by_hand = _design_card_call(library, data, seed=objective_seed, rounds=25, patience=3,
+                                booster_seed=booster_seed)
+    np.testing.assert_allclose(ranker.predict(data.test.X), by_hand, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
@@ -90,7 +122,7 @@ def test_best_round_margins_and_history_under_common_names(library: str, tiny: P
     plan = Plan(objective, 3, n_estimators=40, early_stopping_rounds=3)
     trained = backend.train(
         BoosterSettings(learning_rate=0.5, max_depth=3, n_threads=1),
-        query_data(data.train), [query_data(data.vali)], plan,
+        data.train, [data.vali], plan,
     )
     curve = trained.history[eval_name(0)][metric_name(3)]
     assert trained.best_iteration is not None
@@ -114,41 +146,29 @@ def test_catboost_refuses_a_callable_objective(tiny: Path) -> None:
     data = load_dataset(str(tiny))
     with pytest.raises(ValueError, match="CatBoost loss name"):
         BACKENDS["catboost"].train(
-            BoosterSettings(), query_data(data.train), [], Plan(plrank_objective(K=3), 3)
+            BoosterSettings(), data.train, [], Plan(plrank_objective(K=3), 3)
         )
 
 
-def test_catboost_refuses_another_stopping_rule(tiny: Path) -> None:
+def test_catboost_refuses_the_package_metrics(tiny: Path) -> None:
     data = load_dataset(str(tiny))
-    with pytest.raises(ValueError, match="stopping must be None for the catboost backend"):
+    metric = plrank_objective(K=3).expected_metric
+    with pytest.raises(ValueError, match="metrics must be empty for the catboost backend"):
         BACKENDS["catboost"].train(
-            BoosterSettings(), query_data(data.train), [], Plan("YetiRank", 3, stopping=object())
+            BoosterSettings(), data.train, [], Plan("YetiRank", 3, metrics=(metric,))
         )
 
 
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
-def test_margin_tracker_gives_every_rounds_margins_exactly(library: str) -> None:
-    """Tracked round by round (only the new trees), the margins are those of predicting every
-    tree; for LightGBM also when a round is skipped (then it predicts every round)."""
-    data = load_dataset("mq2008", fold=2)
-    backend = BACKENDS[library]
-    seen: list[tuple[int, np.ndarray, np.ndarray]] = []
-    tracker = backend.margin_tracker(data.vali.X, n_threads=1)
-    skipped = backend.margin_tracker(data.vali.X, n_threads=1)
+def test_each_object_finds_its_backend() -> None:
+    import lightgbm
+    import xgboost
 
-    def after(booster: Any, iteration: int) -> bool:
-        seen.append((iteration, tracker(booster, iteration),
-                     backend.margins(booster, data.vali.X, n_threads=1)))
-        if iteration % 3 == 0:  # every third round only
-            np.testing.assert_array_equal(skipped(booster, iteration), seen[-1][2])
-        return False
-
-    stop = SimpleNamespace(after_round=after, best_round=30, best_value=0.0, name="test")
-    plan = Plan(plrank_objective(K=5, N=20, seed=0, n_jobs=1), 5, n_estimators=30,
-                early_stopping_rounds=30, stopping=stop)
-    backend.train(BoosterSettings(learning_rate=0.1, n_threads=1), query_data(data.train),
-                  [query_data(data.vali)], plan)
-    assert [iteration for iteration, _, _ in seen] == list(range(30))
-    for _, tracked, predicted in seen:
-        np.testing.assert_array_equal(tracked, predicted)
-    assert not np.array_equal(seen[0][1], seen[-1][1])
+    X, y = np.zeros((4, 2)), np.array([1.0, 0.0, 1.0, 0.0])
+    assert backend_of_data(xgboost.DMatrix(X, y)).name == "xgboost"
+    assert backend_of_data(lightgbm.Dataset(X, y)).name == "lightgbm"
+    booster = xgboost.train({}, xgboost.DMatrix(X, y), 1)
+    assert backend_of_booster(booster).name == "xgboost"
+    with pytest.raises(TypeError, match=r"received a builtins\.list"):
+        backend_of_data([1, 2])
+    with pytest.raises(TypeError, match=r"booster must be a model of xgboost, lightgbm, catboost"):
+        backend_of_booster(object())

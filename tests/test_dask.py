@@ -21,7 +21,6 @@ import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
 
 from gbdt_plrank import PLRankRanker, plrank_objective  # noqa: E402
-from gbdt_plrank._workers import check_workers  # noqa: E402
 from gbdt_plrank.dask import (  # noqa: E402
     DaskPLRankRanker,
     align_queries,
@@ -30,6 +29,7 @@ from gbdt_plrank.dask import (  # noqa: E402
 )
 from gbdt_plrank.dask._align import query_layout  # noqa: E402
 from gbdt_plrank.dask._ranker import _queries  # noqa: E402
+from gbdt_plrank.dask._workers import check_workers  # noqa: E402
 
 # The recording objective below is defined here; workers receive it by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])

@@ -71,7 +71,7 @@ def test_exact_derivatives_match_finite_differences(D):
         assert abs((r_up - 2 * R + r_down) / step**2 - h[d]) < 1e-5
 
 
-@pytest.mark.parametrize(("D", "K"), [(7, 3), (30, 5), (30, 30), (64, 10), (200, 12)])
+@pytest.mark.parametrize(("D", "K"), [(4, 6), (7, 3), (30, 5), (30, 30), (64, 10), (200, 12)])
 @pytest.mark.parametrize(
     ("metric", "gain"), [("ndcg", "exp"), ("dcg", "linear"), ("precision", "exp")]
 )

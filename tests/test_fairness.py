@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import _kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
-from gbdt_plrank._estimator import dcg_weights
+from gbdt_plrank._ranking_metric import dcg_weights
 
 FAIR = "expected-exposure"
 
@@ -221,7 +221,7 @@ def test_deterministic_and_thread_independent():
         ({"fairness_weight": float("nan")}, "fairness_weight must be a finite number >= 0, but nan"),
         ({"fairness_weight": float("inf")}, "fairness_weight must be a finite number >= 0, but inf"),
         ({"fairness_weight": "1"}, "fairness_weight must be a finite number >= 0, but '1'"),
-        ({"fairness": "equal"}, "fairness must be one of 'expected-exposure', but 'equal'"),
+        ({"fairness": "equal"}, "fairness must be None or one of 'expected-exposure', but 'equal'"),
         ({"fairness": FAIR, "metric": "precision"}, "metric must be one of 'ndcg', 'dcg', but "
          "'precision' is given"),
         ({"fairness": FAIR, "N": 1}, "N must be >= 2 with fairness='expected-exposure'"),
@@ -235,15 +235,25 @@ def test_bad_fairness_options(options, message):
 
 
 def test_one_ranking_is_refused_with_fairness():
-    with pytest.raises(ValueError, match=r"rankings must have shape \(N >= 2"):
+    with pytest.raises(ValueError, match=r"N must be >= 2 with fairness='expected-exposure'"):
         plrank_grad_hess_from_rankings(
             np.zeros(3), np.array([0.0, 1.0, 2.0]), np.array([[0, 1]]), K=2, fairness=FAIR
         )
 
 
-#: sha256 of every (metric, hessian, sampler, K) output of the script below, computed with the
-#: code of main at 5051e10, before the fairness objective existed.
-GOLDEN = "16d2ea38e7873d7c06c56a3ef9d668b3ec66239b0072468f8744918b9f6db54d"
+#: sha256 of every (metric, hessian, sampler, K) output of the script below for NDCG and DCG, and
+#: of the rankings' estimate, computed with the code of main at 5051e10, before the fairness
+#: objective existed.
+GOLDEN = "455981e39d78e6ca7abd239bda049f4577fe186b94d744599bad9ba0a335d32b"
+GOLDEN_RANKINGS = "6e89d78ea9493a36d5fd5c7fcafadea66683aa1d09c88ce7120d37fa2cf4f93f"
+#: The same for precision, since its reward of a query shorter than K divides by the query's
+#: length (XGBoost's pre@K); before, it divided by K.
+GOLDEN_PRECISION = "d066a7468844d1b777f0412f16e9f4c326b9e1a99eb2ec4c0b0c0e7897c1a87a"
+
+
+def _digest(out: dict) -> str:
+    listing = json.dumps(sorted((str(k), v) for k, v in out.items()))
+    return hashlib.sha256(listing.encode()).hexdigest()
 
 
 def test_without_fairness_results_are_bit_identical_to_before():
@@ -254,22 +264,25 @@ def test_without_fairness_results_are_bit_identical_to_before():
     scores = rng.normal(scale=2.0, size=n)
     labels = rng.integers(0, 5, size=n).astype(float)
     labels[ptr[2] : ptr[3]] = 0
-    out = {}
-    for metric in ("ndcg", "dcg", "precision"):
-        for hessian in ("abs", "raw", "clip", "constant"):
-            for sampler in ("auto", "tree", "race"):
-                for K in (3, 10, 50):
-                    g, h = plrank_grad_hess(
-                        scores, labels, ptr, K=K, N=17, metric=metric, hessian=hessian,
-                        sampler=sampler, seed=5, n_jobs=2,
-                    )
-                    digest = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()[:16]
-                    out[metric, hessian, sampler, K] = digest
+    digests = []
+    for metrics in (("ndcg", "dcg"), ("precision",)):
+        out = {}
+        for metric in metrics:
+            for hessian in ("abs", "raw", "clip", "constant"):
+                for sampler in ("auto", "tree", "race"):
+                    for K in (3, 10, 50):
+                        g, h = plrank_grad_hess(
+                            scores, labels, ptr, K=K, N=17, metric=metric, hessian=hessian,
+                            sampler=sampler, seed=5, n_jobs=2,
+                        )
+                        digest = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()[:16]
+                        out[metric, hessian, sampler, K] = digest
+        digests.append(_digest(out))
     rk = np.array([rng.permutation(9)[:4] for _ in range(6)])
     g, h = plrank_grad_hess_from_rankings(scores[3:12], labels[3:12], rk, K=4)
-    out["rankings"] = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()[:16]
-    listing = json.dumps(sorted((str(k), v) for k, v in out.items()))
-    assert hashlib.sha256(listing.encode()).hexdigest() == GOLDEN
+    rankings = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()
+    assert digests == [GOLDEN, GOLDEN_PRECISION]
+    assert rankings == GOLDEN_RANKINGS
 
 
 def test_keyed_dask_objective_takes_the_fairness_options():

@@ -14,10 +14,11 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import metrics
+from gbdt_plrank._evaluation import Halves, PolicyValue
 from gbdt_plrank._fairness import FairnessSpec
-from gbdt_plrank._policy_value import Halves, PolicyStopping, policy_objective
+from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank.cli import main
-from gbdt_plrank.datasets import Split, load_dataset
+from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.config import ConfigError
 from gbdt_plrank.harness.frontier_config import load_frontier_config
 from gbdt_plrank.harness.frontier_report import Point, compare_points
@@ -70,7 +71,8 @@ def test_policy_evaluation_is_unbiased():
     # the plain plug-in EE-L of 4 rankings is biased upwards; the estimate above is not
     plain, fixed = [], []
     for s in range(300):
-        h = Halves.draw(margins, split, k=K, n_samples=4, seed=2 * s, n_jobs=1)
+        h = PolicyValue(RankingMetric("ndcg", K, "exp"), None, split, n_samples=4, seed=2 * s,
+                        n_jobs=1).halves(margins)
         plain.append(metrics.expected_exposure_loss(split.y, h.exposure, split.qid, k=K))
         fixed.append(evaluate_policy(margins, split, k=K, n_samples=4, seed=2 * s,
                                      n_jobs=1).ee_l.mean())
@@ -83,7 +85,7 @@ def test_polarisation_identity_is_exact():
     split = _split(3)
     rng = np.random.default_rng(4)
     a, b = rng.random(split.y.shape[0]), rng.random(split.y.shape[0])
-    h = Halves((None, None), a, b)  # type: ignore[arg-type]
+    h = Halves(a, b)
     eps = FairnessSpec.target(split.y, split.group_ptr, 1.0 / np.log2(np.arange(2, K + 2)))
     q = np.unique(split.qid, return_inverse=True)[1]
     bilinear = np.bincount(q, (a - eps) * (b - eps))
@@ -123,56 +125,6 @@ def test_validation_scale():
     within = [np.var([1.0, 2.0, 3.0]), np.var([0.0, 0.0, 2.0, 2.0])]
     assert validation_scale(scores, split) == pytest.approx(math.sqrt(np.mean(within)))
     assert validation_scale(np.zeros(8), split) == 1.0
-
-
-@pytest.fixture(scope="module")
-def mq_small():
-    data = load_dataset("mq2008", fold=1)
-
-    def head(split: Split, n: int) -> Split:
-        end = split.group_ptr[n]
-        return Split(split.X[:end], split.y[:end], split.qid[:end])
-
-    return head(data.train, 60), head(data.vali, 30)
-
-
-@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
-def test_policy_stopping_keeps_the_best_round(mq_small, library):
-    from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Plan, QueryData
-    from gbdt_plrank._objective import plrank_objective
-
-    train, vali = mq_small
-    backend = BACKENDS[library]
-    stopper = PolicyStopping(backend, vali, vali.X, k=5, weight=0.5, patience=3, n_samples=20,
-                             seed=0, n_jobs=1)
-    seen = []
-    real = stopper.after_round
-
-    def spy(booster, iteration):
-        stop = real(booster, iteration)
-        seen.append((iteration, policy_objective(
-            BACKENDS[library].margins(booster, vali.X, n_threads=1), vali, k=5, weight=0.5,
-            n_samples=20, seed=0, n_jobs=1,
-        )))
-        return stop
-
-    stopper.after_round = spy
-    objective = plrank_objective(K=5, N=10, fairness="expected-exposure", fairness_weight=0.5)
-    # the library's own early stopping (patience 1 on NDCG@5) is replaced by the stopper's
-    plan = Plan(objective, 5, n_estimators=200, early_stopping_rounds=1, stopping=stopper)
-    settings = BoosterSettings(learning_rate=0.3, n_threads=1, max_depth=3, num_leaves=7)
-    qd = lambda s: QueryData(s.X, s.y, s.group_sizes)  # noqa: E731
-    trained = backend.train(settings, qd(train), [qd(vali)], plan)
-    values = [v for _, v in seen]
-    best = int(np.argmax(values))
-    assert stopper.best_round == best + 1 and stopper.best_value == values[best]
-    assert len(seen) < 200 and len(seen) == best + 1 + 3  # stopped after 3 rounds without gain
-    assert len(trained.history["valid_0"]["ndcg@5"]) == len(seen)
-    # the booster keeps the best round's trees: its margins are the stopper's at that round
-    assert trained.best_iteration == best
-    np.testing.assert_allclose(backend.margins(trained.booster, vali.X, n_threads=1),
-                               stopper.margins, rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(stopper.margins, stopper.vali_margins)
 
 
 def test_compare_points_verdicts():
@@ -246,7 +198,7 @@ def test_fairness_command_writes_the_frontier_and_resumes(tmp_path: Path, capsys
     config = tmp_path / "fair.toml"
     config.write_text(
         f"datasets = [{str(data)!r}]\nk = 3\nfairness_weights = [0.5, 2]\n"
-        f"temperatures = [0.5, 2]\nn_samples = 20\nstopping_samples = 10\n"
+        f"temperatures = [0.5, 2]\nn_samples = 20\n"
         f"out = {str(tmp_path / 'out')!r}\n"
         "[trees]\nrounds = 6\nearly_stopping_rounds = 2\nlearning_rate = 0.3\nn_jobs = 1\n"
         "[plrank]\nN = 10\n"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import pirank_objective
+from gbdt_plrank._run import plrank_plan
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
@@ -36,7 +36,6 @@ from gbdt_plrank.harness.data import (
     load,
     without_empty_queries,
 )
-from gbdt_plrank.harness.methods import OWN_OBJECTIVES, PIRANK, PLRANK
 from gbdt_plrank.harness.report import markdown_report
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.store import RunKey
@@ -141,7 +140,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "[params.pirank-xgb.pirank]\nN = 3", "unknown key 'params.pirank-xgb.pirank.N'"),
         (BASE + "[params.pirank-xgb.plrank]\nN = 3", "'pirank-xgb' is not a PL-Rank method"),
         (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
-        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be one of 'expected-exposure', but 'equal'"),
+        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be None or one of 'expected-exposure', but 'equal'"),
         (BASE + "[plrank]\nfairness_weight = -0.5", "plrank.fairness_weight must be a finite number >= 0, but -0.5"),
         (BASE + "[plrank]\nfairness_weight = inf", "plrank.fairness_weight must be a finite number >= 0, but inf"),
         (BASE + "[params.plrank-xgb.plrank]\nfairness_weight = nan", "fairness_weight must be a finite number >= 0, but nan"),
@@ -149,8 +148,9 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
          "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
          "fairness='expected-exposure' measures exposure with the DCG rank weights"),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
-        (BASE + '[plrank]\nstopping_metric = "map"', "plrank.stopping_metric must be one of 'ndcg', 'policy', but 'map'"),
-        (BASE + '[plrank]\ntrain_k = 0', "plrank.train_k must be \"auto\", \"k\" or an integer >= 1, but 0"),
+        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'policy', 'ranking', but 'ndcg'"),
+        (BASE + '[plrank]\ntrain_K = 0', "plrank.train_K must be \"auto\" or an integer >= 1, but 0"),
+        (BASE + '[plrank]\ntrain_K = "k"', "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -204,9 +204,10 @@ def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> No
         read_params(bad)
 
 
-def test_fairness_options_reach_the_settings_only_when_set(tmp_path: Path) -> None:
+def test_every_plrank_option_reaches_the_settings(tmp_path: Path) -> None:
     plain = load_config(write_config(tmp_path, BASE, "plain.toml")).training_settings()
-    assert "fairness" not in plain["plrank"] and "fairness_weight" not in plain["plrank"]
+    assert plain["plrank"] == PLRankSettings().model_dump()
+    assert plain["plrank"]["fairness"] is None and plain["plrank"]["train_K"] == "auto"
     fair = load_config(
         write_config(tmp_path, BASE + '[plrank]\nfairness = "expected-exposure"', "fair.toml")
     ).training_settings()
@@ -293,99 +294,83 @@ def test_native_params_reach_the_booster(tiny: Path) -> None:
     assert not np.array_equal(stumps.test_scores, deep.test_scores)
 
 
-def spy_on(monkeypatch: pytest.MonkeyPatch, objective: str) -> list[dict]:
-    """The keyword arguments of every build of the package's objective ``objective``."""
+def spy_on_plans(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """The options and keyword arguments of every PL-Rank plan the harness builds."""
+    from gbdt_plrank.harness import training
+
     made: list[dict] = []
-    own = OWN_OBJECTIVES[objective]
 
-    def build(**kwargs):
-        made.append(kwargs)
-        return own.build(**kwargs)
+    def plan(options, **kwargs):
+        made.append({"options": options, **kwargs})
+        return plrank_plan(options, **kwargs)
 
-    monkeypatch.setitem(OWN_OBJECTIVES, objective, dataclasses.replace(own, build=build))
+    monkeypatch.setattr(training, "plrank_plan", plan)
     return made
 
 
 def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeypatch) -> None:
-    made = spy_on(monkeypatch, PLRANK)
+    made = spy_on_plans(monkeypatch)
     data = load_dataset(str(tiny))
     params = {"num_leaves": 7, "plrank": {"N": 7, "metric": "dcg", "hessian": "clip"}}
     train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=params)
     train("plrank-lgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20))
     fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.3}}
     train("plrank-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=fair)
-    assert (made[0]["N"], made[0]["metric"], made[0]["hessian"]) == (7, "dcg", "clip")
-    assert (made[1]["N"], made[1]["metric"], made[1]["hessian"]) == (20, "ndcg", "abs")
-    assert made[1]["fairness"] is None
-    assert (made[2]["fairness"], made[2]["fairness_weight"]) == ("expected-exposure", 0.3)
-    assert [m["K"] for m in made] == [6, 6, 3]  # train_k "auto": 2k, k with fairness
+    options = [m["options"] for m in made]
+    assert (options[0].N, options[0].metric, options[0].hessian) == (7, "dcg", "clip")
+    assert (options[1].N, options[1].metric, options[1].hessian) == (20, "ndcg", "abs")
+    assert options[1].fairness is None
+    assert (options[2].fairness, options[2].fairness_weight) == ("expected-exposure", 0.3)
+    assert [o.K for o in options] == [3, 3, 3]  # judged at k
+    assert [o.training_K for o in options] == [6, 6, 3]  # train_K "auto": 2k, k with fairness
+    assert [m["seed"] for m in made] == [0, 0, 0]  # the training's seed
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
 
 
-def test_plrank_methods_train_at_train_k_and_stop_at_k(tiny: Path, monkeypatch) -> None:
-    from gbdt_plrank._boosters import BACKENDS
-    from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping
-    from gbdt_plrank.harness.data import without_empty_queries
-    from gbdt_plrank.harness.training import STOP_SEED
-
-    made = spy_on(monkeypatch, PLRANK)
+def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Path, monkeypatch) -> None:
+    made = spy_on_plans(monkeypatch)
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
-    by_settings = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20))
-    stopper = PolicyStopping(
-        BACKENDS["xgboost"], without_empty_queries(data.vali), k=3, weight=0.0, patience=3,
-        n_samples=STOPPING_SAMPLES, seed=STOP_SEED + 4, n_jobs=1,
-    )
-    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, stopping=stopper,
-                     plrank=PLRankSettings(N=20, stopping_metric="ndcg"))
-    assert by_settings.best_round == explicit.best_round == stopper.best_round
-    np.testing.assert_array_equal(by_settings.test_scores, explicit.test_scores)
-    for train_k in ("k", 5):
-        train("plrank-xgb", data, k=3, seed=2, trees=trees,
-              plrank=PLRankSettings(N=20, train_k=train_k))
-    assert [m["K"] for m in made] == [6, 6, 3, 5]
-    assert "train_k" not in made[0]  # not an option of the objective
-    # at "k", the cut-off earlier results were trained at, it is left out of their settings
-    assert "train_k" not in PLRankSettings(train_k="k").results_settings()
-    assert PLRankSettings().results_settings()["train_k"] == "auto"
+    fit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20))
+    assert fit.watched == "expected_ndcg@3" and list(fit.history) == ["ndcg@3", "expected_ndcg@3"]
+    curve = np.round(fit.history["expected_ndcg@3"], 6)  # XGBoost records 6 decimals
+    assert fit.best_round == int(np.argmax(curve)) + 1 == curve.shape[0] - 3
+    train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20, train_K=5))
+    assert [m["options"].training_K for m in made] == [6, 5]
+    assert [m["stopping_metric"] for m in made] == ["policy", "policy"]
 
 
 def test_plrank_methods_stop_on_their_policy_by_default(tiny: Path) -> None:
-    from gbdt_plrank._boosters import BACKENDS
-    from gbdt_plrank._policy_value import STOPPING_SAMPLES, PolicyStopping
-    from gbdt_plrank.harness.data import without_empty_queries
-    from gbdt_plrank.harness.training import STOP_SEED
-
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
-    policy, ndcg = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ndcg")
+    policy, ranking = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ranking")
     assert policy.stopping_metric == "policy"  # the default
-    # the settings' stopping is the PolicyStopping of the fair objective's weight, seeded by
-    # the training's seed, on the validation queries with a relevant document
+    # with fairness, the value watched is the fair objective's: expected NDCG@3 - 0.4 EE-L
     fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.4}}
-    by_settings = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy, params=fair)
-    stopper = PolicyStopping(
-        BACKENDS["xgboost"], without_empty_queries(data.vali), k=3, weight=0.4, patience=3,
-        n_samples=STOPPING_SAMPLES, seed=STOP_SEED + 4, n_jobs=1,
-    )
-    explicit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=ndcg, params=fair,
-                     stopping=stopper)
-    assert by_settings.best_round == explicit.best_round == stopper.best_round
-    np.testing.assert_array_equal(by_settings.test_scores, explicit.test_scores)
-    ranking = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=ndcg, params=fair)
-    assert ranking.best_round != by_settings.best_round  # not the ranking's NDCG@3 stopping
-    # the other methods keep the validation NDCG@k: the same model as without the setting
+    by_policy = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy, params=fair)
+    assert by_policy.watched == "expected_ndcg@3-0.4*ee_l"
+    curve = np.round(by_policy.history[by_policy.watched], 6)
+    assert by_policy.best_round == int(np.argmax(curve)) + 1
+    by_ranking = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=ranking, params=fair)
+    assert by_ranking.watched == "ndcg@3" and list(by_ranking.history) == ["ndcg@3"]
+    assert by_ranking.best_round != by_policy.best_round
+    # the other methods keep the library's validation NDCG@k: the same model either way
     base = [train("lambdamart-xgb", data, k=3, seed=2, trees=trees, plrank=s)
-            for s in (policy, ndcg)]
+            for s in (policy, ranking)]
     assert base[0].best_round == base[1].best_round
     np.testing.assert_array_equal(base[0].test_scores, base[1].test_scores)
-    # at "ndcg", the rule earlier results were stored under, it is left out of their settings
-    assert "stopping_metric" not in ndcg.results_settings()
-    assert policy.results_settings()["stopping_metric"] == "policy"
 
 
 def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path, monkeypatch) -> None:
-    made = spy_on(monkeypatch, PIRANK)
+    from gbdt_plrank.harness import training
+
+    made: list[dict] = []
+
+    def build(**kwargs):
+        made.append(kwargs)
+        return pirank_objective(**kwargs)
+
+    monkeypatch.setattr(training, "pirank_objective", build)
     data = load_dataset(str(tiny))
     settings = PiRankSettings(tau=2.0, hessian="abs")
     train("pirank-xgb", data, k=3, seed=5, trees=FAST, pirank=settings, params={"pirank": {"tau": 0.5}})
@@ -468,13 +453,12 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "; the PL-Rank methods on their policy's validation expected NDCG@k," in text
     assert "The PL-Rank methods train at the cut-off 2k (k with fairness)." in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    ndcg = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ndcg")})
-    other = markdown_report(ndcg, store.rows(), store.queries(), plan(config).keys)
+    ranking = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ranking")})
+    other = markdown_report(ranking, store.rows(), store.queries(), plan(config).keys)
     assert "(early stopping on validation NDCG@k, patience" in other
-    for train_k, said in (("k", None), (20, "The PL-Rank methods train at the cut-off 20.")):
-        at = config.model_copy(update={"plrank": PLRankSettings(train_k=train_k)})
-        text = markdown_report(at, store.rows(), store.queries(), plan(config).keys)
-        assert ("train at the cut-off" not in text) if said is None else (said in text)
+    at = config.model_copy(update={"plrank": PLRankSettings(train_K=20)})
+    text = markdown_report(at, store.rows(), store.queries(), plan(config).keys)
+    assert "The PL-Rank methods train at the cut-off 20." in text
 
 
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:

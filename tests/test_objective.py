@@ -10,6 +10,9 @@ import pytest
 import xgboost as xgb
 
 from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective, training_cutoff
+from gbdt_plrank._groups import boundaries
+from gbdt_plrank._plrank import estimate
+from gbdt_plrank._ranking_metric import RankingMetric
 
 
 def recorder(obj, calls):
@@ -37,7 +40,7 @@ def test_xgboost_rounds_receive_fresh_samples_keyed_by_round(data):
     obj, calls = plrank_objective(K=5, N=20, seed=3), []
     xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 4, obj=recorder(obj, calls))
     assert len(calls) == 4 and obj.round == 4
-    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    ptr = boundaries(sizes)
     for r, (preds, grad, hess) in enumerate(calls):
         expected = _estimate_round(preds, y, ptr, seed=3, round_=r)
         np.testing.assert_array_equal(grad, expected[0])
@@ -46,30 +49,31 @@ def test_xgboost_rounds_receive_fresh_samples_keyed_by_round(data):
 
 
 def _estimate_round(preds, y, ptr, *, seed, round_):
-    from gbdt_plrank._estimator import PLRankSpec, estimate
-
-    spec = PLRankSpec.of(5, "ndcg", "exp", "abs")
+    """Round ``round_`` of ``plrank_objective(K=5, N=20)``: the estimate at its train_K, 10."""
+    metric = RankingMetric("ndcg", 10, "exp")
     return estimate(
-        np.asarray(preds, dtype=np.float64),
-        spec.rho(y, ptr),
-        ptr,
-        spec,
-        N=20,
-        seed=seed,
-        round_=round_,
-        sampler="auto",
-        n_jobs=None,
+        np.asarray(preds, dtype=np.float64), metric.rewards(y, ptr), ptr, metric,
+        hessian="abs", N=20, seed=seed, round_=round_, sampler="auto", n_jobs=None,
     )
 
 
-def test_round_zero_equals_the_public_function(data):
+def test_round_zero_equals_the_public_function_at_the_training_cutoff(data):
+    """plrank_objective(K=5) is judged at 5 and trains at train_K = 2K = 10, as PLRankRanker."""
     X, y, qid, sizes = data
-    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    ptr = boundaries(sizes)
     obj = plrank_objective(K=5, N=20, seed=3)
+    assert (obj.K, obj.train_K) == (5, 10)
     grad, hess = obj(np.zeros(len(y), dtype=np.float32), xgb.DMatrix(X, y, qid=qid))
-    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=5, N=20, seed=3)
+    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3)
     np.testing.assert_array_equal(grad, expected[0])
     np.testing.assert_array_equal(hess, expected[1])
+    at_k = plrank_objective(K=5, N=20, seed=3, train_K=5)  # an integer is used as given
+    assert (at_k.K, at_k.train_K) == (5, 5)
+    grad, _ = at_k(np.zeros(len(y), dtype=np.float32), xgb.DMatrix(X, y, qid=qid))
+    np.testing.assert_array_equal(grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=5, N=20,
+                                                         seed=3)[0])
+    fair = plrank_objective(K=5, fairness="expected-exposure")
+    assert fair.train_K == 5  # fairness is defined at K
 
 
 def test_xgboost_same_seed_same_model_any_thread_count(data):
@@ -119,10 +123,6 @@ def test_xgboost_learns_and_refuses_data_without_groups(data):
     assert curve[-1] > curve[0] + 0.05
     with pytest.raises(ValueError, match="has no query groups: set qid"):
         xgb.train(XGB_PARAMS, xgb.DMatrix(X, y), 1, obj=plrank_objective())
-    with pytest.raises(ValueError, match="carries weights"):
-        xgb.train(
-            XGB_PARAMS, xgb.DMatrix(X, y, qid=qid, weight=np.ones(60)), 1, obj=plrank_objective()
-        )
 
 
 def test_lightgbm_train_receives_groups_and_learns(data):
@@ -144,7 +144,7 @@ def test_lightgbm_train_receives_groups_and_learns(data):
         callbacks=[lgb.record_evaluation(res)],
     )
     assert len(calls) == 20
-    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    ptr = boundaries(sizes)
     preds, grad, _ = calls[3]
     expected = _estimate_round(preds, y, ptr, seed=2, round_=3)
     np.testing.assert_array_equal(grad, expected[0])
@@ -226,3 +226,37 @@ def test_training_cutoff(K, train_K, fairness, cutoff):
 def test_training_cutoff_names_bad_values(K, train_K, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         training_cutoff(K, train_K)
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_per_query_weights_scale_each_querys_gradient_and_hessian(data, library):
+    """One weight per query (XGBoost: per group; LightGBM: per row, equal within a query)."""
+    X, y, qid, sizes = data
+    w = np.random.default_rng(5).uniform(0.0, 3.0, size=len(sizes)).astype(np.float32)  # as stored
+    calls: list = []
+    objective = recorder(plrank_objective(K=5, N=20, seed=3), calls)
+    if library == "xgboost":
+        xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid, weight=w), 3, obj=objective)
+    else:
+        train = lgb.Dataset(X, y, group=sizes, weight=np.repeat(w, sizes))
+        lgb.train({"objective": objective, "verbosity": -1, "min_data_in_leaf": 5}, train, 3)
+    ptr = boundaries(sizes)
+    for r, (preds, grad, hess) in enumerate(calls):
+        plain = _estimate_round(preds, y, ptr, seed=3, round_=r)
+        np.testing.assert_allclose(grad, plain[0] * np.repeat(w, sizes), rtol=1e-12)
+        np.testing.assert_allclose(hess, plain[1] * np.repeat(w, sizes), rtol=1e-12)
+
+
+def test_per_document_weights_are_refused(data):
+    X, y, _, sizes = data
+    rows = np.ones(len(y))
+    rows[1] = 0.5  # rows 0 and 1 belong to the first query
+    d = lgb.Dataset(X, y, group=sizes, weight=rows).construct()
+    with pytest.raises(ValueError, match=r"weights must be one per query.*row 1 of query 0 has "
+                                         r"weight 0\.5 where the query's first row has 1\.0"):
+        plrank_objective()(np.zeros(len(y)), d)
+    with pytest.raises(ValueError, match=r"weights must be finite and >= 0, but weight \d+ is -1\.0"):
+        plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.repeat([1, 1, -1.0] + [1] * 57, sizes),
+                                       sizes)
+    with pytest.raises(ValueError, match=r"one per query \(60\) or one per row \(\d+\), but 3 are"):
+        plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.ones(3), sizes)

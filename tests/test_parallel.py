@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tiny_ltr import write_tiny_letor
 
-from gbdt_plrank._workers import check_workers
 from gbdt_plrank.cli import main
+from gbdt_plrank.dask._workers import check_workers
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
 TIMING = {"train_seconds", "seconds_per_round"}

@@ -150,11 +150,14 @@ def test_lightgbm_learns(data):
     assert curve[-1] > curve[0] + 0.03
 
 
-def test_refuses_weights_and_missing_groups(data):
+def test_weights_scale_queries_and_missing_groups_are_refused(data):
     X, y, qid, sizes = data
     obj = pirank_objective()
-    with pytest.raises(ValueError, match="carries weights, which the PiRank objective"):
-        obj(np.zeros(len(y)), xgb.DMatrix(X, label=y, qid=qid, weight=np.ones(len(sizes))))
+    w = np.linspace(0.5, 2.0, len(sizes)).astype(np.float32)
+    plain = obj(np.zeros(len(y)), xgb.DMatrix(X, label=y, qid=qid))
+    weighted = obj(np.zeros(len(y)), xgb.DMatrix(X, label=y, qid=qid, weight=w))
+    for a, b in zip(weighted, plain, strict=True):
+        np.testing.assert_allclose(a, b * np.repeat(w, sizes), rtol=1e-12)
     with pytest.raises(ValueError, match="has no query groups"):
         obj(np.zeros(len(y)), xgb.DMatrix(X, label=y))
     grad, hess = obj.lgbm_ranker(y, np.zeros(len(y)), None, sizes)

@@ -43,7 +43,7 @@ def mq():
 def fitted(request, mq):
     train, vali, _ = mq
     ranker = PLRankRanker(
-        backend=request.param, n_estimators=40, learning_rate=0.2, stopping_metric="ndcg", **FAST
+        backend=request.param, n_estimators=40, learning_rate=0.2, stopping_metric="ranking", **FAST
     )
     return ranker.fit(
         train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
@@ -94,8 +94,10 @@ def test_early_stopping_keeps_the_best_round(fitted):
 def _policy_stopping_round(mq, backend, fairness):
     """The round kept by default (stopping_metric="auto": the policy), checked to maximise the
     policy's value on the eval set, and the round the ranking's NDCG@5 keeps."""
-    from gbdt_plrank._policy_value import STOPPING_SAMPLES, policy_objective
-    from gbdt_plrank.ranker import _seeds
+    from gbdt_plrank._evaluation import PolicyValue
+    from gbdt_plrank._fairness import FairnessSpec
+    from gbdt_plrank._policy_methods import seeds_from
+    from gbdt_plrank._ranking_metric import RankingMetric
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -103,28 +105,28 @@ def _policy_stopping_round(mq, backend, fairness):
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
     ranker = PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit)
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
+    name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
+    assert list(ranker.evals_result_["valid_0"]) == ["ndcg@5", name]
     assert len(history) == best + 1 + 4 or len(history) == 60
     # the policy's value of the eval set after every round, from a model trained without
     # stopping (the same seeds give the same trees), peaks at the kept round
     full = PLRankRanker(**{**options, "n_estimators": len(history)}).fit(
         train.X, train.y, train.qid
     )
-    seed = _seeds(0, 3)[2]  # the ranker's third seed: the stopping's rankings
-    weight = 0.5 if fairness else 0.0
+    seed = seeds_from(0, 2)[0]  # the objective's seed: its expected metric's streams too
+    spec = FairnessSpec("expected-exposure", 0.5) if fairness else None
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), spec, vali, seed=seed, n_jobs=1)
 
     def margins(rounds: int) -> np.ndarray:
         if backend == "xgboost":
             return np.asarray(full.booster_[:rounds].inplace_predict(vali.X), dtype=np.float64)
         return full.booster_.predict(vali.X, num_iteration=rounds, raw_score=True)
 
-    values = [
-        policy_objective(margins(r), vali, k=5, weight=weight, n_samples=STOPPING_SAMPLES,
-                         seed=seed, n_jobs=1)
-        for r in range(1, len(history) + 1)
-    ]
-    assert best == int(np.argmax(values))
+    values = [value.per_query(margins(r)).mean() for r in range(1, len(history) + 1)]
+    assert best == int(np.argmax(np.round(values, 6)))  # XGBoost records metrics to 6 decimals
+    np.testing.assert_allclose(ranker.evals_result_["valid_0"][name], values, atol=1e-6)
     np.testing.assert_allclose(ranker.predict(vali.X), margins(best + 1), rtol=1e-5, atol=1e-6)
-    ndcg = PLRankRanker(stopping_metric="ndcg", **options)
+    ndcg = PLRankRanker(stopping_metric="ranking", **options)
     return best, ndcg.fit(train.X, train.y, train.qid, **fit).best_iteration_
 
 
@@ -144,7 +146,8 @@ def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
     def scores(**options):
         ranker = PLRankRanker(backend=backend, K=3, n_estimators=12, **FAST, **options)
         ranker.fit(train.X, train.y, train.qid, **fit)
-        assert list(ranker.evals_result_["valid_0"]) == ["ndcg@3"]
+        ranking, policy = ranker.evals_result_["valid_0"]
+        assert ranking == "ndcg@3" and policy.startswith("expected_ndcg@3")
         return ranker.predict(test.X)
 
     default = scores()
@@ -471,8 +474,10 @@ def test_model_selection_with_group_kfold(backend, mq):
          "params must not set 'num_iterations'"),
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
         ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
-        ({"stopping_metric": "map"}, {}, ValueError,
-         "stopping_metric must be one of 'auto', 'ndcg', 'policy', but 'map' is given"),
+        ({"stopping_metric": "ndcg"}, {}, ValueError,
+         "stopping_metric must be one of 'auto', 'policy', 'ranking', but 'ndcg' is given"),
+        ({"sampler": "gumbel"}, {}, ValueError,
+         "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
@@ -481,7 +486,7 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"fairness": "expected-exposure", "fairness_weight": float("inf")}, {}, ValueError,
          "fairness_weight must be a finite number >= 0, but inf is given"),
         ({"fairness": "exposure"}, {}, ValueError,
-         "fairness must be one of 'expected-exposure', but 'exposure' is given"),
+         "fairness must be None or one of 'expected-exposure', but 'exposure' is given"),
         ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
          "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
     ],
@@ -543,11 +548,41 @@ def test_bad_input_after_fit(fitted, mq):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_linear_gain_reaches_the_evaluation_metric(backend, mq):
+def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq):
+    """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy."""
+    from gbdt_plrank._evaluation import PolicyValue
+    from gbdt_plrank._policy_methods import seeds_from
+    from gbdt_plrank._ranking_metric import RankingMetric
+
     train, vali, _ = mq
-    y_train, y_vali = train.y * 20, vali.y * 20  # grades up to 40: too large for 2**label - 1
-    ranker = PLRankRanker(backend=backend, gain="linear", n_estimators=3, **FAST)
-    ranker.fit(train.X, y_train, train.qid, eval_set=[(vali.X, y_vali, vali.qid)])
-    last = ranker.evals_result_["valid_0"]["ndcg@5"][-1]
-    assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(last, abs=1e-6)
-    assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, ranker.predict(vali.X), vali.qid, k=5, gain="linear")
+    y_train, y_vali = train.y * 20, vali.y * 20
+    ranker = PLRankRanker(backend=backend, gain="linear", n_estimators=6, **FAST)
+    ranker.fit(train.X, y_train, train.qid, eval_set=[(vali.X, y_vali, vali.qid)],
+               early_stopping_rounds=2)
+    history = ranker.evals_result_["valid_0"]
+    margins = ranker.predict(vali.X)
+    best = ranker.best_iteration_
+    assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(history["ndcg@5"][best], abs=1e-6)
+    assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
+    value = PolicyValue(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
+                        seed=seeds_from(0, 2)[0], n_jobs=1)
+    assert history["expected_ndcg@5"][best] == pytest.approx(value.per_query(margins).mean(), abs=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq):
+    """metric="precision": eval history, policy stopping and score are precision@K's."""
+    from gbdt_plrank.metrics import precision_at_k
+
+    train, vali, test = mq
+    ranker = PLRankRanker(backend=backend, metric="precision", n_estimators=6, **FAST)
+    ranker.fit(train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+               early_stopping_rounds=2)
+    history = ranker.evals_result_["valid_0"]
+    assert list(history) == ["precision@5", "expected_precision@5"]
+    margins = ranker.predict(vali.X)
+    expected = precision_at_k(vali.y, margins, vali.qid, k=5)
+    assert history["precision@5"][ranker.best_iteration_] == pytest.approx(expected, abs=1e-6)
+    assert ranker.score(test.X, test.y, test.qid) == precision_at_k(
+        test.y, ranker.predict(test.X), test.qid, k=5
+    )

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import _kernels
-from gbdt_plrank._estimator import dcg_weights
+from gbdt_plrank._ranking_metric import dcg_weights
 
 
 @pytest.mark.parametrize(("D", "K"), [(2, 1), (3, 2), (4, 4), (5, 3), (6, 2)])

@@ -13,6 +13,7 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("optuna_integration")
 
 from gbdt_plrank._boosters import BACKENDS  # noqa: E402
+from gbdt_plrank.cli import _tune as command  # noqa: E402
 from gbdt_plrank.harness import (  # noqa: E402
     METHODS,
     ConfigError,
@@ -27,7 +28,6 @@ from gbdt_plrank.tuning import (  # noqa: E402
     Choice,
     Range,
     SearchSpace,
-    command,
     load_spaces,
     objective,
     output,

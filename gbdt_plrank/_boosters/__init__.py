@@ -2,8 +2,8 @@
 
 :class:`~gbdt_plrank.PLRankRanker`, the comparison harness and the tuner train here. A backend
 translates the shared settings into its library's names (:data:`NATIVE_NAMES`, one table), builds
-the library's data objects with their query groups, trains with NDCG@K evaluation, early stopping
-and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
+the library's data objects with their query groups, trains with an evaluation (the library's
+NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
 the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``).
 """
 
@@ -11,13 +11,16 @@ from ._base import (
     NATIVE_NAMES,
     Backend,
     BoosterSettings,
+    EvalMetric,
     History,
     Objective,
     Plan,
-    QueryData,
+    QueryFields,
+    Split,
     Trained,
     eval_name,
     metric_name,
+    query_weights,
 )
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
@@ -29,15 +32,20 @@ __all__ = [
     "Backend",
     "BoosterSettings",
     "CatBoostBackend",
+    "EvalMetric",
     "History",
     "LightGBMBackend",
     "Objective",
     "Plan",
-    "QueryData",
+    "QueryFields",
+    "Split",
     "Trained",
     "XGBoostBackend",
+    "backend_of_booster",
+    "backend_of_data",
     "eval_name",
     "metric_name",
+    "query_weights",
 ]
 
 #: Library name -> its backend.
@@ -46,3 +54,38 @@ BACKENDS: dict[str, Backend] = {
     "lightgbm": LightGBMBackend(),
     "catboost": CatBoostBackend(),
 }
+
+
+def backend_of_data(data: object) -> Backend:
+    """The backend whose library ``data`` (a training or evaluation set) belongs to.
+
+    Raises
+    ------
+    TypeError
+        When ``data`` is neither an ``xgboost.DMatrix`` nor a ``lightgbm.Dataset``.
+    """
+    for backend in BACKENDS.values():
+        if backend.holds_data(data):
+            return backend
+    raise TypeError(
+        f"the objectives and metrics are called by xgboost.train with an xgboost.DMatrix or by "
+        f"lightgbm.train with a lightgbm.Dataset, but received a "
+        f"{type(data).__module__}.{type(data).__name__}."
+    )
+
+
+def backend_of_booster(booster: object) -> Backend:
+    """The backend whose library trained ``booster``.
+
+    Raises
+    ------
+    TypeError
+        When ``booster`` is not a model of XGBoost, LightGBM or CatBoost.
+    """
+    for backend in BACKENDS.values():
+        if backend.holds_booster(booster):
+            return backend
+    raise TypeError(
+        f"booster must be a model of {', '.join(BACKENDS)}, but a "
+        f"{type(booster).__module__}.{type(booster).__name__} is given."
+    )

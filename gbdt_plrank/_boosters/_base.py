@@ -9,31 +9,35 @@ default of 31 leaves.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._compat import require
-from .._groups import Groups
+from .._groups import Split
 
 __all__ = [
     "NATIVE_NAMES",
     "Backend",
     "BoosterSettings",
+    "EvalMetric",
     "History",
     "Objective",
     "Plan",
-    "QueryData",
+    "QueryFields",
+    "Split",
     "Trained",
     "eval_name",
     "library",
+    "loaded",
     "metric_name",
     "native_params",
     "normalised",
     "plain_history",
+    "query_weights",
 ]
 
 History = dict[str, dict[str, list[float]]]
@@ -71,36 +75,6 @@ def metric_name(K: int) -> str:
 
 
 @dataclass(frozen=True)
-class QueryData:
-    """Rows grouped by query, as every booster needs them.
-
-    Attributes
-    ----------
-    X : array or CSR matrix of shape (n, n_features)
-        Rows sorted by query (stable within a query).
-    y : float64 array of shape (n,)
-        Labels in the same order.
-    sizes : int64 array of shape (n_queries,)
-        Positive query sizes, in order.
-    """
-
-    X: np.ndarray | sp.csr_matrix
-    y: np.ndarray
-    sizes: np.ndarray
-
-    @classmethod
-    def grouped(cls, X: np.ndarray | sp.csr_matrix, y: np.ndarray, groups: Groups) -> QueryData:
-        """The rows of ``X``, ``y`` in the grouped order of ``groups`` (empty groups dropped)."""
-        sizes = groups.sizes
-        return cls(X[groups.order], groups.to_sorted(y), sizes[sizes > 0].astype(np.int64))
-
-    @property
-    def qid(self) -> np.ndarray:
-        """Non-decreasing per-row query ids 0, 0, ..., 1, ... (XGBoost's ``qid``)."""
-        return np.repeat(np.arange(self.sizes.shape[0], dtype=np.int64), self.sizes)
-
-
-@dataclass(frozen=True)
 class BoosterSettings:
     """Shared booster settings by their common names; ``None`` leaves the library's default.
 
@@ -130,6 +104,12 @@ class BoosterSettings:
         }
 
 
+#: An evaluation metric of the ranking objectives: ``f(preds, data)`` -> ``(name, value)`` for
+#: ``xgboost.train(custom_metric=)``, ``(name, value, True)`` for ``lightgbm.train(feval=)``
+#: (higher is better for both).
+EvalMetric = Callable[[np.ndarray, Any], tuple[Any, ...]]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What to train: the objective, the evaluation and the number of rounds.
@@ -139,23 +119,21 @@ class Plan:
     objective : callable or str
         A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
     K : int
-        Cut-off of the NDCG evaluated on every eval set after each round.
+        Cut-off of the library's NDCG evaluated on every eval set after each round (when
+        :attr:`metrics` is empty).
     gain : {"exp", "linear"}
         Gain of a label in that NDCG: ``2**label - 1`` or ``label``.
     n_estimators : int
         Boosting rounds (at most, with early stopping).
     early_stopping_rounds : int or None
-        Stop when NDCG@K has not improved for this many rounds (each library's rule), keep the
-        best round; ``None`` trains every round.
+        Stop when the watched metric has not improved for this many rounds (each library's
+        rule), keep the best round; ``None`` trains every round.
     callbacks : sequence
         The library's own callbacks, called after each round.
-    stopping : object or None
-        Early stopping on another criterion than NDCG@K, e.g.
-        :class:`~gbdt_plrank._policy_value.PolicyStopping`: its ``after_round(booster, iteration)``
-        is called after each round (0-based) and stops training by returning True; the booster
-        keeps its first ``best_round`` rounds (``best_value`` is the criterion there, ``name``
-        its name). It replaces the library's early stopping (``early_stopping_rounds`` is then
-        not used).
+    metrics : sequence of callables
+        Evaluation metrics of the package (:data:`EvalMetric`, e.g. a PL-Rank objective's
+        ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
+        in place of the library's NDCG@K; early stopping watches the last one.
     """
 
     objective: Objective
@@ -164,17 +142,7 @@ class Plan:
     n_estimators: int = 100
     early_stopping_rounds: int | None = None
     callbacks: Sequence[Any] = ()
-    stopping: Any = None
-
-    @property
-    def library_early_stopping(self) -> int | None:
-        """The library's own early stopping rounds: None under :attr:`stopping`."""
-        return None if self.stopping is not None else self.early_stopping_rounds
-
-    @property
-    def stops_early(self) -> bool:
-        """Whether training stops early (by the library's rule or :attr:`stopping`)."""
-        return self.stopping is not None or self.early_stopping_rounds is not None
+    metrics: Sequence[EvalMetric] = ()
 
 
 @dataclass(frozen=True)
@@ -207,20 +175,107 @@ class Trained:
         return len(curves[0]) if curves else 0
 
 
-class Backend(Protocol):
-    """What the ranker, the harness and the tuner need from a booster library."""
+class QueryFields(NamedTuple):
+    """What a ranking objective or metric reads from a library's data object."""
 
+    #: Query boundaries ``[0, ..., n]``, or None when the data has no query groups.
+    group_ptr: np.ndarray | None
+    #: Labels ``(n,)``.
+    labels: np.ndarray
+    #: The data's weights as the library stores them (None without), see
+    #: :func:`gbdt_plrank._booster_objective.query_weights`.
+    weights: np.ndarray | None
+
+
+class Backend(Protocol):
+    """What the rankers, the harness, the tuner and the objectives need from a booster library."""
+
+    #: The library's name (``"xgboost"``, ``"lightgbm"``, ``"catboost"``).
     name: str
     #: Native parameters the backend sets itself (and their aliases): refused in ``params``.
     reserved: frozenset[str]
 
+    def holds_data(self, data: object) -> bool:
+        """Whether ``data`` is one of the library's training-data objects."""
+        ...
+
+    def holds_booster(self, booster: object) -> bool:
+        """Whether ``booster`` is one of the library's trained models."""
+        ...
+
+    def query_fields(self, data: Any) -> QueryFields:
+        """The query boundaries, labels and weights of one of the library's data objects."""
+        ...
+
+    def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
+        """What the library's custom evaluation metrics return for ``value`` (higher is better)."""
+        ...
+
     def train(
-        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
-    ) -> Trained: ...
+        self, settings: BoosterSettings, data: Split, evals: Sequence[Split], plan: Plan
+    ) -> Trained:
+        """Train on ``data``, evaluate ``evals`` after every round, as ``plan`` says."""
+        ...
 
-    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray: ...
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
+        """Raw margins (float64) of ``booster`` for the rows of ``X``."""
+        ...
 
-    def importances(self, booster: Any, n_features: int) -> np.ndarray: ...
+    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+        """Total split gain of each feature, divided by the sum over features."""
+        ...
+
+
+def query_weights(fields: QueryFields) -> np.ndarray | None:
+    """One weight per query from a data object's weights, or None when it has none.
+
+    XGBoost stores one weight per query group; LightGBM one per row, which must then be the same
+    for every row of a query (LightGBM's own query weights are their mean). A ranking objective
+    scales a query's gradient and Hessian by its weight; it has no use for per-document ones.
+
+    Raises
+    ------
+    ValueError
+        For weights that are not finite and >= 0, or that differ within a query.
+    """
+    w, ptr = fields.weights, fields.group_ptr
+    if w is None or ptr is None:
+        return None
+    w = np.asarray(w, dtype=np.float64)
+    G, n = ptr.shape[0] - 1, int(ptr[-1])
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"weights must be finite and >= 0, but weight {i} is {float(w[i])!r}.")
+    if w.shape[0] == G:
+        return w
+    if w.shape[0] != n:
+        raise ValueError(
+            f"weights must be one per query ({G}) or one per row ({n}), but {w.shape[0]} are given."
+        )
+    sizes = np.diff(ptr)
+    first = w[ptr[:-1][sizes > 0]]
+    differs = np.flatnonzero(np.repeat(first, sizes[sizes > 0]) != w)
+    if differs.size:
+        row = int(differs[0])
+        q = int(np.searchsorted(ptr, row, side="right") - 1)
+        raise ValueError(
+            f"weights must be one per query: the ranking objectives and metrics weigh whole "
+            f"queries and have no per-document weights, but row {row} of query {q} has weight "
+            f"{float(w[row])!r} where the query's first row has {float(w[ptr[q]])!r}."
+        )
+    out = np.zeros(G)
+    out[sizes > 0] = first
+    return out
+
+
+def loaded(module: str) -> Any:
+    """The library ``module`` if some code has imported it, else None (nothing is imported).
+
+    An object can only be one of a library's types once the library is loaded, so this tells
+    the backends' ``holds_*`` apart without importing every library.
+    """
+    return sys.modules.get(module)
 
 
 def library(name: str) -> Any:

@@ -1,6 +1,6 @@
 """CatBoost: ``CatBoost.fit`` with one of CatBoost's own ranking losses.
 
-CatBoost has no hook for a callable ranking objective (DESIGN.md section 6), so this backend takes
+CatBoost has no hook for a callable ranking objective or metric, so this backend takes
 only loss names (``"YetiRank"``, ``"StochasticRank:metric=NDCG;top=5;type=Exp"``); it is here so
 that the comparison trains every method through one layer. Query groups go in as ``group_id``;
 with early stopping CatBoost keeps the best round itself (``use_best_model``).
@@ -18,10 +18,12 @@ import scipy.sparse as sp
 from ._base import (
     BoosterSettings,
     Plan,
-    QueryData,
+    QueryFields,
+    Split,
     Trained,
     eval_name,
     library,
+    loaded,
     metric_name,
     native_params,
     normalised,
@@ -29,6 +31,11 @@ from ._base import (
 )
 
 __all__ = ["CatBoostBackend"]
+
+_NO_CALLABLES = (
+    "CatBoost calls no callable ranking objective or metric: train the package's objectives "
+    "and metrics with xgboost.train or lightgbm.train."
+)
 
 
 def _pool_features(X: Any) -> Any:
@@ -51,13 +58,27 @@ class CatBoostBackend:
         "early_stopping_rounds", "use_best_model",
     })
 
+    def holds_data(self, data: object) -> bool:
+        catboost = loaded(self.name)
+        return catboost is not None and isinstance(data, catboost.Pool)
+
+    def holds_booster(self, booster: object) -> bool:
+        catboost = loaded(self.name)
+        return catboost is not None and isinstance(booster, catboost.CatBoost)
+
+    def query_fields(self, data: Any) -> QueryFields:
+        raise TypeError(_NO_CALLABLES)
+
+    def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
+        raise TypeError(_NO_CALLABLES)
+
     def train(
-        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
+        self, settings: BoosterSettings, data: Split, evals: Sequence[Split], plan: Plan
     ) -> Trained:
-        if plan.stopping is not None:
+        if plan.metrics:
             raise ValueError(
-                f"stopping must be None for the catboost backend (its early stopping watches "
-                f"NDCG@K only), but {plan.stopping!r} is given."
+                f"metrics must be empty for the catboost backend (its early stopping watches "
+                f"its own NDCG@K), but {len(plan.metrics)} metric(s) are given."
             )
         if not isinstance(plan.objective, str):
             raise ValueError(
@@ -98,7 +119,7 @@ class CatBoostBackend:
         return f"NDCG:top={K};type={'Exp' if gain == 'exp' else 'Base'}"
 
     @staticmethod
-    def _pool(data: QueryData) -> Any:
+    def _pool(data: Split) -> Any:
         return library("catboost").Pool(_pool_features(data.X), label=data.y, group_id=data.qid)
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:

@@ -1,7 +1,9 @@
 """LightGBM: ``lightgbm.train`` with a callable objective in ``params`` or one of LightGBM's own.
 
-Every Dataset carries its ``group`` sizes. Early stopping stops when any eval set has not improved
-for the given number of rounds (LightGBM's rule). The returned booster is rebuilt from its text
+Every Dataset carries its ``group`` sizes. The evaluation is LightGBM's NDCG@K, or the plan's own
+metrics (``feval=``). Early stopping stops when any eval set has not improved for the given
+number of rounds (LightGBM's rule), on its first metric: LightGBM's NDCG@K, or the last of the
+plan's metrics, which goes first. The returned booster is rebuilt from its text
 form: it holds only the kept rounds and no reference to a callable objective, so that pickling it
 and LightGBM's own save and load round-trip exactly.
 """
@@ -9,19 +11,22 @@ and LightGBM's own save and load round-trip exactly.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._ranking_metric import gains
 from ._base import (
     BoosterSettings,
     Plan,
-    QueryData,
+    QueryFields,
+    Split,
     Trained,
     eval_name,
     library,
+    loaded,
     native_params,
     normalised,
     plain_history,
@@ -42,16 +47,31 @@ class LightGBMBackend:
         "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
     })
 
+    def holds_data(self, data: object) -> bool:
+        lightgbm = loaded(self.name)
+        return lightgbm is not None and isinstance(data, lightgbm.Dataset)
+
+    def holds_booster(self, booster: object) -> bool:
+        lightgbm = loaded(self.name)
+        return lightgbm is not None and isinstance(booster, lightgbm.Booster)
+
+    def query_fields(self, data: Any) -> QueryFields:
+        """``group`` boundaries (None without groups), labels and weights (one per row)."""
+        return QueryFields(data.get_field("group"), data.get_label(), data.get_weight())
+
+    def metric_result(self, name: str, value: float) -> tuple[str, float, bool]:
+        return name, value, True
+
     def params(self, settings: BoosterSettings, plan: Plan, *, top_label: int) -> dict[str, Any]:
         """The native parameters of ``plan`` under ``settings`` (labels up to ``top_label``).
 
-        NDCG@K with the plan's gain is the evaluation metric. Also used by
-        :mod:`gbdt_plrank.dask` for ``lightgbm.dask``.
+        NDCG@K with the plan's gain is the evaluation metric, or none when the plan brings its
+        own metrics. Also used by :mod:`gbdt_plrank.dask` for ``lightgbm.dask``.
         """
-        gains = [2.0**i - 1.0 if plan.gain == "exp" else float(i) for i in range(top_label + 1)]
-        fixed = {
-            "objective": plan.objective, "metric": "ndcg", "eval_at": [plan.K], "label_gain": gains,
-        }
+        levels = np.arange(top_label + 1, dtype=np.float64)
+        fixed: dict[str, Any] = {"objective": plan.objective, "metric": "None"}
+        if not plan.metrics:
+            fixed.update(metric="ndcg", eval_at=[plan.K], label_gain=list(gains(levels, plan.gain)))
         defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
         if settings.subsample is not None and settings.subsample < 1:
             defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
@@ -60,7 +80,7 @@ class LightGBMBackend:
         )
 
     def train(
-        self, settings: BoosterSettings, data: QueryData, evals: Sequence[QueryData], plan: Plan
+        self, settings: BoosterSettings, data: Split, evals: Sequence[Split], plan: Plan
     ) -> Trained:
         lightgbm = library(self.name)
         top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
@@ -68,15 +88,16 @@ class LightGBMBackend:
         train_set = self._training_set(data, params)
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
-        if plan.library_early_stopping is not None:
-            hooks.append(lightgbm.early_stopping(plan.library_early_stopping, verbose=False))
-        if plan.stopping is not None:
-            hooks.append(self.stopping_callback(plan.stopping))
+        if plan.early_stopping_rounds is not None:
+            hooks.append(lightgbm.early_stopping(
+                plan.early_stopping_rounds, first_metric_only=True, verbose=False
+            ))
         start = time.perf_counter()
         booster = lightgbm.train(
             params, train_set, plan.n_estimators,
             valid_sets=[self._dataset(e, reference=train_set) for e in evals],
             valid_names=[eval_name(i) for i in range(len(evals))],
+            feval=list(reversed(plan.metrics)) or None,  # the watched metric first
             callbacks=[*hooks, *plan.callbacks],
         )
         seconds = time.perf_counter() - start
@@ -88,45 +109,24 @@ class LightGBMBackend:
 
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``lightgbm.dask``.
         """
-        # the stopping callbacks record the best round in the booster (LightGBM's own: not dart)
-        stopped = plan.stops_early and booster.best_iteration > 0
+        # early stopping records the best round in the booster (not with dart)
+        stopped = plan.early_stopping_rounds is not None and booster.best_iteration > 0
         best = booster.best_iteration - 1 if stopped else None
         rounds = booster.current_iteration() if best is None else best + 1
         model = booster.model_to_string(num_iteration=rounds)
+        order = {m.name: i for i, m in enumerate(plan.metrics)}  # fed in reverse: the plan's order
+        ordered = {name: dict(sorted(per.items(), key=lambda item: order.get(item[0], -1)))
+                   for name, per in history.items()}
         return Trained(library("lightgbm").Booster(model_str=model), best,
-                       plain_history(history, {}), seconds)
+                       plain_history(ordered, {}), seconds)
 
     @staticmethod
-    def stopping_callback(stopping: Any) -> Any:
-        """A training callback stopping when ``stopping.after_round(booster, iteration)`` is True.
-
-        As LightGBM's own early stopping, it raises an ``EarlyStopException`` with the best
-        round (from ``stopping.best_round``) when it stops and at the last round, which
-        ``lightgbm.train`` records as the booster's ``best_iteration`` (1-based) and
-        ``best_score["valid"][stopping.name]``. It runs after LightGBM's own callbacks
-        (``record_evaluation`` has order 20, ``early_stopping`` 30), so that the history also
-        holds the round it stops at.
-        """
-        lightgbm = library("lightgbm")
-
-        def after(env: Any) -> None:
-            stop = stopping.after_round(env.model, env.iteration)
-            if stop or env.iteration == env.end_iteration - 1:
-                raise lightgbm.callback.EarlyStopException(
-                    stopping.best_round - 1,
-                    [("valid", stopping.name, stopping.best_value, True)],
-                )
-
-        after.order = 40  # type: ignore[attr-defined]
-        return after
-
-    @staticmethod
-    def _dataset(data: QueryData, *, reference: Any = None, params: Any = None) -> Any:
+    def _dataset(data: Split, *, reference: Any = None, params: Any = None) -> Any:
         return library("lightgbm").Dataset(
-            data.X, data.y, group=data.sizes, reference=reference, params=params
+            data.X, data.y, group=data.group_sizes, reference=reference, params=params
         )
 
-    def _training_set(self, data: QueryData, params: Mapping[str, Any]) -> Any:
+    def _training_set(self, data: Split, params: Mapping[str, Any]) -> Any:
         """The constructed training Dataset, refused when no feature can be split on.
 
         LightGBM 4.7 drops features that are constant or cannot give two leaves of
@@ -145,41 +145,12 @@ class LightGBMBackend:
             )
         return train_set
 
-    @staticmethod
-    def _prediction_input(X: Any, n_threads: int | None) -> tuple[Any, dict[str, Any]]:
-        """``X`` as LightGBM predicts it, and the ``predict`` options of ``n_threads``."""
+    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
         if sp.issparse(X):
             X = sp.csr_matrix(X)  # LightGBM predicts sparse arrays only after a warning
-        return X, ({} if n_threads is None else {"num_threads": n_threads})
-
-    def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
-        X, extra = self._prediction_input(X, n_threads)
+        extra = {} if n_threads is None else {"num_threads": n_threads}
         return np.asarray(booster.predict(X, raw_score=True, **extra), dtype=np.float64)
 
-    def margin_tracker(self, X: Any, *, n_threads: int | None) -> Callable[[Any, int], np.ndarray]:
-        """``f(booster, iteration)``: the margins of ``X`` after round ``iteration`` of a training.
-
-        Called after every round, it predicts only the new round's trees and adds them to the
-        running sum, in the order LightGBM sums them, so the values are :meth:`margins` of the
-        first ``iteration + 1`` rounds (a test checks every round); a call out of turn predicts
-        every round. :meth:`margins` would predict every tree again, a cost that grows with the
-        rounds.
-        """
-        X, extra = self._prediction_input(X, n_threads)
-        running = {"margins": np.zeros(X.shape[0]), "rounds": 0}
-
-        def margins(booster: Any, iteration: int) -> np.ndarray:
-            if iteration == running["rounds"]:
-                new = booster.predict(X, start_iteration=iteration, num_iteration=1,
-                                      raw_score=True, **extra)
-                total = running["margins"] + new
-            else:
-                total = booster.predict(X, num_iteration=iteration + 1, raw_score=True, **extra)
-            running.update(margins=np.asarray(total, dtype=np.float64), rounds=iteration + 1)
-            return running["margins"]
-
-        return margins
-
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
-        gains = np.asarray(booster.feature_importance(importance_type="gain"), dtype=np.float64)
-        return normalised(gains)
+        total = np.asarray(booster.feature_importance(importance_type="gain"), dtype=np.float64)
+        return normalised(total)

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .._booster_objective import _groups_and_labels
+from .._boosters import QueryFields, backend_of_data
+from .._groups import boundaries
 from .._objective import PLRankObjective, plrank_objective
 
 __all__ = ["MAX_QUERIES", "KeyedPLRankObjective", "keyed_plrank_objective"]
@@ -67,17 +68,18 @@ class KeyedPLRankObjective(PLRankObjective):
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` form: keys from ``label_lower_bound``."""
-        if type(data).__module__.split(".")[0] == "lightgbm":
+        backend = backend_of_data(data)
+        if backend.name != "xgboost":
             raise TypeError(
                 "with LightGBM pass keyed_plrank_objective(...).lgbm_ranker as the objective "
                 "(the keys travel as sample weights), not the objective itself."
             )
-        ptr, labels, _ = _groups_and_labels(data)
-        if ptr is None:
+        fields = backend.query_fields(data)
+        if fields.group_ptr is None:
             return super().__call__(preds, data)  # its error for data without query groups
         bounds = data.get_float_info("label_lower_bound")
-        keys = _query_keys(bounds if bounds.size else None, ptr, "label_lower_bound")
-        return self._step(preds, data, labels, ptr, keys)
+        keys = _query_keys(bounds if bounds.size else None, fields.group_ptr, "label_lower_bound")
+        return self._step(preds, data, fields, keys)
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
@@ -85,9 +87,9 @@ class KeyedPLRankObjective(PLRankObjective):
         """The four-argument LightGBM form: keys from the sample weights."""
         if group is None:
             raise ValueError("LightGBM passed no groups: fit with group=sizes.")
-        ptr = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
+        ptr = boundaries(group)
         keys = _query_keys(None if weight is None else np.asarray(weight), ptr, "sample weight")
-        return self._step(y_pred, y_true, y_true, ptr, keys)
+        return self._step(y_pred, y_true, QueryFields(ptr, y_true, None), keys)
 
 
 def keyed_plrank_objective(K: int = 5, N: int = 100, **options: Any) -> KeyedPLRankObjective:
@@ -109,6 +111,5 @@ def keyed_plrank_objective(K: int = 5, N: int = 100, **options: Any) -> KeyedPLR
     draws from the stream ``(seed, r, key(q))`` with ``key(q)`` the global query index of
     :func:`~gbdt_plrank.dask.query_keys`.
     """
-    keyed = KeyedPLRankObjective.__new__(KeyedPLRankObjective)
-    keyed.__dict__.update(vars(plrank_objective(K, N, **options)))
-    return keyed
+    plain = plrank_objective(K, N, **options)
+    return KeyedPLRankObjective(plain.options, seed=plain.seed, n_jobs=plain.n_jobs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import dask.array as da
@@ -10,11 +11,11 @@ import numpy as np
 
 from .._compat import require
 from .._validation import MAX_EXP_LABEL
-from .._workers import check_workers
 from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
-from ._keyed import keyed_plrank_objective
+from ._keyed import KeyedPLRankObjective
 from ._native import DaskQueries, margins, train
+from ._workers import check_workers
 
 __all__ = ["DaskPLRankRanker"]
 
@@ -73,8 +74,10 @@ class DaskPLRankRanker(PLRankRanker):
     training (README, "Scaling out on Dask").
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
-    threads). Early stopping watches NDCG@K only: ``stopping_metric="auto"`` is ``"ndcg"``
-    here, and ``"policy"`` is refused.
+    threads). Eval sets are scored with the library's own NDCG@K, computed on the workers (the
+    package's metrics would see only a worker's local rows), so early stopping watches it:
+    ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` is refused, and eval sets need
+    ``metric="ndcg"``.
     With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
     and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval rows held by
     the worker whose model is returned, not of the whole eval set (XGBoost's is of the whole
@@ -84,8 +87,8 @@ class DaskPLRankRanker(PLRankRanker):
     :class:`~gbdt_plrank.PLRankRanker` with the same booster for everything in memory.
     """
 
-    _objective_factory = staticmethod(keyed_plrank_objective)
-    _auto_stopping_metric = "ndcg"
+    _objective_type = KeyedPLRankObjective
+    _auto_stopping_metric = "ranking"
 
     def fit(
         self,
@@ -119,8 +122,15 @@ class DaskPLRankRanker(PLRankRanker):
             raise ValueError(
                 "stopping_metric='policy' is not supported on Dask: the policy's value of the "
                 "eval set would have to be gathered from the workers every round. Use "
-                "stopping_metric='ndcg', or train in one process with PLRankRanker."
+                "stopping_metric='ranking', or train in one process with PLRankRanker."
             )
+        if eval_set and self.metric != "ndcg":
+            raise ValueError(
+                f"eval_set needs metric='ndcg' on Dask, but {self.metric!r} is given: eval sets "
+                f"are scored with the library's NDCG@K on the workers. Train without eval_set, "
+                f"or in one process with PLRankRanker."
+            )
+        plan = replace(plan, metrics=())  # the library's NDCG@K, reduced over the workers
         if backend == "lightgbm" and early_stopping_rounds is not None:
             raise ValueError(
                 f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="
@@ -142,7 +152,7 @@ class DaskPLRankRanker(PLRankRanker):
                 )
             evals.append(_queries(*item, where=f"eval_set[{i}]", gain=self.gain))
         self.n_features_in_ = int(data.X.shape[1])
-        self._keep(train(backend, client, settings, data, evals, plan), backend)
+        self._keep(train(backend, client, settings, data, evals, plan))
         return self
 
     def predict(self, X: Any) -> Any:

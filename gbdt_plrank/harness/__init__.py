@@ -7,7 +7,7 @@
 ``gbdt-plrank fairness CONFIG`` (:mod:`.frontier_config`) draws the frontier of expected NDCG@k
 against exposure fairness (:mod:`.frontier`: PL-Rank with the fairness objective against post-hoc
 randomised deterministic rankers, evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its
-policy's validation objective by :class:`gbdt_plrank._policy_value.PolicyStopping`) and writes
+policy's validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
 ``frontier.csv``, ``frontier.md`` and ``frontier.png`` (:mod:`.frontier_report`).
 """
 

@@ -33,7 +33,7 @@
     [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
     tau = 0.5
 
-The models are pydantic schemas (:mod:`.schema`): an unknown key, or a value that breaks its
+The models are pydantic schemas (:mod:`gbdt_plrank._schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
 
@@ -42,39 +42,32 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings
-from .._estimator import GAINS, HESSIAN_MODES, METRICS, SAMPLERS
-from .._fairness import FAIRNESS
-from .._objective import training_cutoff
+from .._options import PLRankFields, PLRankOptions
 from .._pirank import PIRANK_HESSIANS, pirank_objective
-from .._policy_value import STOPPING_METRICS
+from .._run import STOPPING_METRICS
+from .._schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
-from .schema import ConfigError, Schema, read_toml, validate
 
 __all__ = [
+    "SETTINGS",
     "CompareConfig",
     "ConfigError",
-    "PLRankOptions",
     "PLRankSettings",
-    "PiRankOptions",
     "PiRankSettings",
     "TreeSettings",
     "check_objective_options",
     "check_objectives",
     "load_config",
-    "objective_options",
+    "method_settings",
     "objective_settings",
     "read_config_table",
     "read_params",
 ]
-
-
-def _one_of(names: Any) -> str:
-    return f"one of {', '.join(map(repr, names))}"
 
 
 def _as_tuple(value: Any) -> Any:
@@ -148,75 +141,24 @@ class TreeSettings(Schema):
         )
 
 
-class PLRankSettings(Schema):
-    """Options of :func:`~gbdt_plrank.plrank_objective` (its ``K`` is the comparison's ``k``).
+class PLRankSettings(PLRankFields):
+    """The ``[plrank]`` table: the PL-Rank methods' objective options and how they stop.
 
-    And ``stopping_metric``, how the PL-Rank methods are early-stopped: ``"policy"`` (default)
-    on their policy's validation expected NDCG@k minus the fairness weight times EE-L
-    (:class:`~gbdt_plrank._policy_value.PolicyStopping`, the validation queries with a relevant
-    document, patience ``early_stopping_rounds``); ``"ndcg"`` on the validation NDCG@k of the
-    ranking by score, as every other method. And ``train_k``, the cut-off the PL-Rank methods
-    train at, while they are stopped and judged at ``k``: ``"auto"`` (default) that of
-    :class:`~gbdt_plrank.PLRankRanker` (:func:`~gbdt_plrank.training_cutoff`: 2k, k with
-    fairness), ``"k"`` the comparison's ``k``, or an integer.
+    Every option of :class:`~gbdt_plrank.PLRankOptions` but ``K``, which is the comparison's
+    ``k`` (``train_K="auto"`` trains at 2k, k with fairness), and ``stopping_metric``: what the
+    PL-Rank methods' early stopping watches on the validation split, ``"policy"`` (default)
+    their policy's expected NDCG@k (minus the fairness weight times the fairness loss;
+    :attr:`~gbdt_plrank.PLRankObjective.expected_metric`), ``"ranking"`` NDCG@k of the ranking
+    by score, as every other method.
     """
 
-    N: int = Field(100, ge=1, description="an integer >= 1")
-    metric: Literal[METRICS] = Field("ndcg", description=_one_of(METRICS))  # type: ignore[valid-type]
-    gain: Literal[GAINS] = Field("exp", description=_one_of(GAINS))  # type: ignore[valid-type]
-    sampler: Literal[tuple(SAMPLERS)] = Field(  # type: ignore[valid-type]
-        "auto", description=_one_of(SAMPLERS)
-    )
-    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
-        None, description=_one_of(FAIRNESS)
-    )
-    fairness_weight: float = Field(
-        1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
-    )
     stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
-        "policy", description=_one_of(STOPPING_METRICS)
-    )
-    train_k: Literal["auto", "k"] | PositiveInt = Field(
-        "auto", description='"auto", "k" or an integer >= 1'
+        "policy", description=one_of(STOPPING_METRICS)
     )
 
-    #: Options added after results were first stored, and the value those results were stored
-    #: under; at that value an option is left out of the stored settings, so that they still
-    #: match (whatever the option's default becomes).
-    LATER_OPTIONS: ClassVar[dict[str, Any]] = {
-        "fairness": None, "fairness_weight": 1.0, "stopping_metric": "ndcg", "train_k": "k",
-    }
-
-    def training_cutoff(self, k: int, fairness: str | None) -> int:
-        """The cut-off a PL-Rank method judged at ``k`` trains at, with its ``fairness``."""
-        return k if self.train_k == "k" else training_cutoff(k, self.train_k, fairness=fairness)
-
-    def results_settings(self) -> dict[str, Any]:
-        """The options as JSON-able data, leaving out later options at their earlier value."""
-        earlier = {
-            name for name, value in self.LATER_OPTIONS.items() if getattr(self, name) == value
-        }
-        return self.model_dump(exclude=earlier)
-
-
-class PLRankOptions(Schema):
-    """A PL-Rank method's own objective options: any of :class:`PLRankSettings`, and ``hessian``."""
-
-    N: int | None = Field(None, ge=1, description="an integer >= 1")
-    metric: Literal[METRICS] | None = Field(None, description=_one_of(METRICS))  # type: ignore[valid-type]
-    gain: Literal[GAINS] | None = Field(None, description=_one_of(GAINS))  # type: ignore[valid-type]
-    sampler: Literal[tuple(SAMPLERS)] | None = Field(  # type: ignore[valid-type]
-        None, description=_one_of(SAMPLERS)
-    )
-    hessian: Literal[HESSIAN_MODES] | None = Field(  # type: ignore[valid-type]
-        None, description=_one_of(HESSIAN_MODES)
-    )
-    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
-        None, description=_one_of(FAIRNESS)
-    )
-    fairness_weight: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="a finite number >= 0"
-    )
+    def options(self, k: int) -> PLRankOptions:
+        """The objective's options at the comparison's cut-off ``k``."""
+        return PLRankOptions.checked(K=k, **self.model_dump(exclude={"stopping_metric"}))
 
 
 #: The defaults of :func:`~gbdt_plrank.pirank_objective`, which ``[pirank]`` starts from.
@@ -232,34 +174,29 @@ class PiRankSettings(Schema):
         _PIRANK_DEFAULTS["tau"], gt=0, allow_inf_nan=False, description="a finite number > 0"
     )
     hessian: Literal[PIRANK_HESSIANS] = Field(  # type: ignore[valid-type]
-        _PIRANK_DEFAULTS["hessian"], description=_one_of(PIRANK_HESSIANS)
+        _PIRANK_DEFAULTS["hessian"], description=one_of(PIRANK_HESSIANS)
     )
 
 
-class PiRankOptions(Schema):
-    """A PiRank method's own objective options: any of :class:`PiRankSettings`."""
-
-    tau: float | None = Field(None, gt=0, allow_inf_nan=False, description="a finite number > 0")
-    hessian: Literal[PIRANK_HESSIANS] | None = Field(  # type: ignore[valid-type]
-        None, description=_one_of(PIRANK_HESSIANS)
-    )
-
-
-#: A key of :data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES` -> the schema of its options in a
-#: method's sub-table (every field optional).
-OPTIONS: dict[str, type[Schema]] = {PLRANK: PLRankOptions, PIRANK: PiRankOptions}
+#: A key of :data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES` -> the schema of its settings.
+SETTINGS: dict[str, type[Schema]] = {PLRANK: PLRankSettings, PIRANK: PiRankSettings}
 
 
 def check_objective_options(objective: str, key: str, value: Any) -> dict[str, Any]:
     """The options of ``objective`` set in ``value`` (a table at key path ``key``), checked.
+
+    Each option is checked by its rule, over the defaults of the other options.
 
     Raises
     ------
     ConfigError
         On an unknown option (listing the allowed ones) or a value that breaks its rule.
     """
-    options = validate(OPTIONS[objective], value, source=f"[{key}]", prefix=key)
-    return options.model_dump(exclude_unset=True)
+    model = SETTINGS[objective]
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key} must be a table, but {value!r} is given.")
+    checked = validate(model, {**model().model_dump(), **value}, source=f"[{key}]", prefix=key)
+    return {name: getattr(checked, name) for name in value}
 
 
 def objective_settings(
@@ -269,24 +206,27 @@ def objective_settings(
     return {PLRANK: plrank or PLRankSettings(), PIRANK: pirank or PiRankSettings()}
 
 
-#: Fields of a settings table that set how a method trains, not its objective's options.
-NOT_OBJECTIVE_OPTIONS = frozenset({"stopping_metric", "train_k"})
-
-
-def objective_options(
+def method_settings(
     method: Method, settings: Mapping[str, Schema], params: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The keyword options of the package's objective that ``method`` trains with.
+) -> Schema:
+    """The settings of the package's objective that ``method`` trains with.
 
     Its settings table (``settings[method.objective]``: ``[plrank]``, ``[pirank]``), then the
     method's Hessian mode, then its own sub-table of the native parameters ``params`` (if any),
     each over the ones before.
+
+    Raises
+    ------
+    ConfigError
+        When the combination breaks a rule that ties options together.
     """
-    chosen = settings[method.objective].model_dump(exclude=NOT_OBJECTIVE_OPTIONS)
+    table = settings[method.objective]
+    chosen = table.model_dump()
     if method.hessian is not None:
         chosen["hessian"] = method.hessian
     chosen.update((params or {}).get(method.objective, {}))
-    return chosen
+    where = f"[{method.objective}] with [params.{method.name}.{method.objective}]"
+    return validate(type(table), chosen, source=where)
 
 
 def _scalar(value: Any) -> bool:
@@ -322,7 +262,7 @@ def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
             elif param in OWN_OBJECTIVES:
                 raise ConfigError(
                     f"{where}.{param} must not be set: {name!r} is not a "
-                    f"{OWN_OBJECTIVES[param].title} method."
+                    f"{OWN_OBJECTIVES[param]} method."
                 )
             elif param in BACKENDS[method.library].reserved:
                 raise ConfigError(
@@ -375,7 +315,7 @@ class CompareConfig(Schema):
         """
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.results_settings(),
+            "plrank": self.plrank.model_dump(),
             "pirank": self.pirank.model_dump(),
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
@@ -479,7 +419,7 @@ def check_objectives(
 
     Each table is valid on its own; this checks the rules that tie options together (e.g.
     ``fairness`` needs ``metric`` "ndcg" or "dcg" and ``N >= 2``), after the settings table
-    (:func:`objective_settings`) and a method's own sub-table are combined.
+    (:func:`objective_settings`) and a method's own sub-table are combined, at the cut-off ``k``.
 
     Raises
     ------
@@ -488,13 +428,14 @@ def check_objectives(
     """
     for name in methods:
         method = METHODS[name]
-        own = OWN_OBJECTIVES.get(method.objective)
-        if own is None:
+        if method.objective not in OWN_OBJECTIVES:
             continue
         try:
-            own.build(K=k, **objective_options(method, settings, params.get(name)))
+            chosen = method_settings(method, settings, params.get(name))
+            if isinstance(chosen, PLRankSettings):
+                chosen.options(k)
         except ValueError as err:
             raise ConfigError(
-                f"the {own.title} options of {name!r} ([{method.objective}] with "
-                f"[params.{name}.{method.objective}]) break a rule: {err}"
+                f"the {OWN_OBJECTIVES[method.objective]} options of {name!r} "
+                f"([{method.objective}] with [params.{name}.{method.objective}]) break a rule: {err}"
             ) from None

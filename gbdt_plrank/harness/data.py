@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._schema import ConfigError
 from ..datasets import BUNDLED, LTRDataset, Split, load_dataset
-from .schema import ConfigError
 
 __all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
 

@@ -7,15 +7,14 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
 - PL-Rank with the relevance objective, and with ``fairness="expected-exposure"`` for every
   weight of the grid, early-stopped on the validation value of their own policy's objective,
   expected NDCG@k minus the weight times EE-L
-  (:class:`~gbdt_plrank._policy_value.PolicyStopping`): the ranking by score cannot see the
+  (:attr:`~gbdt_plrank.PLRankObjective.expected_metric`): the ranking by score cannot see the
   scale of the margins, which sets how random the policy is;
 
 and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
 trained; every model (the fair ones too) as the Plackett-Luce policy :math:`\pi(m / (T\sigma))`
 for every temperature :math:`T` of the grid (post-hoc randomisation, or sharpening), where
 :math:`\sigma` is the root mean within-query variance of the model's margins on the
-*validation* split (all its queries for LambdaMART and LambdaRank; for PL-Rank those with a
-relevant document, which its early stopping watches), so that one grid spans the same range,
+*validation* split, so that one grid spans the same range,
 from nearly deterministic to nearly uniform, for every model and fold; the deterministic
 LambdaMART ranking;
 and the equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order,
@@ -37,12 +36,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._boosters import BACKENDS
-from .._policy_value import PolicyStopping
 from ..datasets import LTRDataset, Split
-from .data import check_data, dataset_label, load, without_empty_queries
+from .data import check_data, dataset_label, load
 from .frontier_config import BASELINES, FrontierConfig
-from .methods import METHODS
 from .policy_eval import (
     PolicyValues,
     evaluate_oracle,
@@ -51,7 +47,7 @@ from .policy_eval import (
     validation_scale,
 )
 from .store import append_line, check_settings, drop_partial_line, output_folder
-from .training import STOP_SEED, train
+from .training import train
 
 __all__ = ["EvalKey", "FrontierStore", "TrainingKey", "planned_evaluations", "run_frontier"]
 
@@ -61,8 +57,7 @@ FAIR = "plrank-fair"
 DETERMINISTIC = "lambdamart-deterministic"
 ORACLE = "oracle"
 
-#: Seed of the evaluation's sampled rankings for run seed s: EVAL_SEED + 2 s (and + 1); the
-#: policy early stopping samples its validation rankings with STOP_SEED + 2 s (and + 1).
+#: Seed of the evaluation's sampled rankings for run seed s: EVAL_SEED + s.
 EVAL_SEED = 1_000_003
 
 
@@ -198,33 +193,18 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
 
 def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, Any]:
     """Train one job; its test margins and what the store records about it."""
-    seed = job.key.seed
-    if not job.policy:
-        fit = train(
-            job.method, data, k=config.k, seed=seed, trees=config.trees, plrank=config.plrank,
-            params=job.params,
-        )
-        return {
-            "margins": fit.test_scores, "best_round": int(fit.best_round),
-            "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
-            "scale": validation_scale(fit.vali_scores, data.vali),
-        }
-    vali = without_empty_queries(data.vali)
-    stopper = PolicyStopping(
-        BACKENDS[METHODS[job.method].library], vali, data.test.X, k=config.k,
-        weight=job.key.weight, patience=config.trees.early_stopping_rounds,
-        n_samples=config.stopping_samples, seed=STOP_SEED + 2 * seed, n_jobs=config.trees.n_jobs,
-    )
     fit = train(
-        job.method, data, k=config.k, seed=seed, trees=config.trees, plrank=config.plrank,
-        params=job.params, stopping=stopper,
+        job.method, data, k=config.k, seed=job.key.seed, trees=config.trees,
+        plrank=config.plrank, params=job.params,
     )
-    return {
-        "margins": stopper.margins, "best_round": stopper.best_round,
+    info = {
+        "margins": fit.test_scores, "best_round": int(fit.best_round),
         "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
-        "scale": validation_scale(stopper.vali_margins, vali),
-        "validation_objective": stopper.best_value,
+        "scale": validation_scale(fit.vali_scores, data.vali),
     }
+    if job.policy:  # the value its early stopping watched, at the round kept
+        info["validation_objective"] = float(fit.history[fit.watched][fit.best_round - 1])
+    return info
 
 
 def _evaluate(
@@ -235,7 +215,7 @@ def _evaluate(
     # temperature 0: a fair policy as trained
     policy = margins / (key.temperature * scale) if key.temperature else margins
     return evaluate_policy(
-        policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + 2 * key.seed,
+        policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + key.seed,
         n_jobs=config.trees.n_jobs,
     )
 

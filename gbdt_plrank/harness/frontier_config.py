@@ -11,14 +11,13 @@
     fairness_weights = [0.1, 0.3, 1, 3, 10]
     temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
     n_samples = 1000                       # Monte-Carlo rankings per test query and policy
-    stopping_samples = 100                 # rankings per validation query, policy early stopping
 
     [trees]                                # as in a comparison
     [plrank]                               # PL-Rank options of both PL-Rank curves
     [params.lambdamart-xgb]                # native parameters of a method, as in a comparison
 
-Unknown keys and values that break their rule raise :class:`~.schema.ConfigError` naming the key,
-the value and the rule.
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+naming the key, the value and the rule.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
+from .._schema import ConfigError, Schema, validate
 from .config import (
     PLRankSettings,
     TreeSettings,
@@ -38,7 +38,6 @@ from .config import (
     read_config_table,
 )
 from .methods import METHODS, PLRANK
-from .schema import ConfigError, Schema, validate
 
 __all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 
@@ -73,7 +72,6 @@ class FrontierConfig(Schema):
         Temperature, rule="a non-empty list of distinct finite numbers > 0"
     ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
     n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")
-    stopping_samples: int = Field(100, ge=2, multiple_of=2, description="an even integer >= 2")
     trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
     plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
     params: dict[str, dict[str, Any]] = Field(
@@ -107,13 +105,12 @@ class FrontierConfig(Schema):
         """Everything that changes a stored training or evaluation, as JSON-able data."""
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.results_settings(),
+            "plrank": self.plrank.model_dump(),
             "plrank_method": self.plrank_method,
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
             "k": self.k,
             "n_samples": self.n_samples,
-            "stopping_samples": self.stopping_samples,
         }
 
 

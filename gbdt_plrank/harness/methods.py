@@ -8,23 +8,11 @@ method is trained is :mod:`.training`'s job, through the package's one booster l
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from .._objective import plrank_objective
-from .._pirank import pirank_objective
+from .._options import PLRankFields
 
-__all__ = [
-    "DEFAULT_HESSIAN",
-    "METHODS",
-    "OWN_OBJECTIVES",
-    "PIRANK",
-    "PLRANK",
-    "Method",
-    "OwnObjective",
-]
+__all__ = ["DEFAULT_HESSIAN", "METHODS", "OWN_OBJECTIVES", "PIRANK", "PLRANK", "Method"]
 
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.plrank_objective`.
 PLRANK = "plrank"
@@ -32,37 +20,13 @@ PLRANK = "plrank"
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.pirank_objective`.
 PIRANK = "pirank"
 
-#: The Hessian mode of :func:`~gbdt_plrank.plrank_objective` when none is given.
-DEFAULT_HESSIAN = inspect.signature(plrank_objective).parameters["hessian"].default
+#: The Hessian mode of the PL-Rank objective when none is given.
+DEFAULT_HESSIAN = PLRankFields.model_fields["hessian"].default
 
-
-@dataclass(frozen=True)
-class OwnObjective:
-    """One of the package's objectives, as the harness builds it.
-
-    Attributes
-    ----------
-    title : str
-        Its name in messages ("PL-Rank").
-    build : callable
-        ``build(K=k, n_jobs=..., **options)`` returns the objective; ``options`` are the fields
-        of its settings table (``[plrank]``, ``[pirank]``), with a method's Hessian mode and
-        its own options over them.
-    sampled : bool
-        Whether it samples, and so takes the run's ``seed`` too.
-    """
-
-    title: str
-    build: Callable[..., Any]
-    sampled: bool
-
-
-#: A method's ``objective`` -> the package's objective it names; also the names of the settings
-#: tables of a configuration and of a method's option sub-tables (``[params.<method>.<name>]``).
-OWN_OBJECTIVES: dict[str, OwnObjective] = {
-    PLRANK: OwnObjective("PL-Rank", plrank_objective, sampled=True),
-    PIRANK: OwnObjective("PiRank", pirank_objective, sampled=False),
-}
+#: A method's ``objective`` -> the title of the package's objective it names; also the names of
+#: the settings tables of a configuration and of a method's option sub-tables
+#: (``[params.<method>.<name>]``).
+OWN_OBJECTIVES: dict[str, str] = {PLRANK: "PL-Rank", PIRANK: "PiRank"}
 
 
 @dataclass(frozen=True)
@@ -79,8 +43,8 @@ class Method:
         A key of :data:`OWN_OBJECTIVES`, or the library's own objective; ``{k}`` in it is
         replaced by the cut-off.
     hessian : str or None
-        The Hessian mode that defines the method (:data:`OWN_OBJECTIVES` methods only); None
-        takes the objective's settings table's.
+        The Hessian mode that defines the method (:data:`OWN_OBJECTIVES` methods only), over
+        the objective's settings table; None keeps the table's.
     baseline : str or None
         The method the report measures this one against, paired by dataset and seed.
     references : tuple of str

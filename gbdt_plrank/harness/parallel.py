@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from .._compat import require
-from .._workers import check_workers
+from ..dask._workers import check_workers
 from .runner import Done, Executor, Task, run_task
 
 __all__ = ["dask_executor"]

@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._estimator import dcg_weights
+from .._evaluation import EVAL_ROUNDS, PolicyValue
 from .._fairness import FairnessSpec
-from .._policy_value import Halves, expected_ndcg, exposure_loss
+from .._groups import resolve_groups
+from .._policy import sample_policy
+from .._policy_methods import per_sample_metric
+from .._ranking_metric import RankingMetric, dcg_weights
 from ..datasets import Split
 from ..metrics import ndcg, relevance_proportional_disparity
 
@@ -64,15 +67,23 @@ def evaluate_policy(
 ) -> PolicyValues:
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
-    ``n_samples`` (even) rankings per query in two halves, drawn from the streams of seeds
-    ``seed`` and ``seed + 1`` (:func:`~gbdt_plrank._policy.sample_policy`).
+    ``n_samples`` (even) rankings per query in two halves, the draws of
+    :class:`~gbdt_plrank._evaluation.PolicyValue` with ``seed``: their exposures give the values,
+    their NDCG@k the Monte-Carlo mean and variance.
     """
-    h = Halves.draw(margins, split, k=k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
-    per_sample = np.concatenate([s.ndcg_per_sample(split.y, K=k, gain="exp") for s in h.samples])
+    ndcg_k = RankingMetric("ndcg", k, "exp")
+    value = PolicyValue(ndcg_k, None, split, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    h = value.halves(margins)
+    groups = resolve_groups(split.qid, split.y.shape[0])
+    per_sample = np.concatenate([
+        per_sample_metric(sample_policy(margins, groups, K=k, n_samples=n_samples // 2,
+                                        seed=seed, n_jobs=n_jobs, round_=r), split.y, ndcg_k)
+        for r in EVAL_ROUNDS
+    ])
     return PolicyValues(
         np.unique(split.qid),
-        expected_ndcg(split, h.exposure, k),
-        h.unbiased(lambda x: exposure_loss(split, x, k)),
+        value.expected_metric(h.exposure),
+        h.unbiased(value.fairness_loss),
         h.unbiased(lambda x: _disparity(split, x)),
         float(per_sample.mean()),
         float(per_sample.var(ddof=1)),
@@ -81,8 +92,9 @@ def evaluate_policy(
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
+    value = PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, seed=0, n_jobs=None)
     return PolicyValues(
-        np.unique(split.qid), ndcg_q, exposure_loss(split, exposure, k),
+        np.unique(split.qid), ndcg_q, value.fairness_loss(exposure),
         _disparity(split, exposure), float(ndcg_q.mean()), 0.0, 1,
     )
 
@@ -102,7 +114,8 @@ def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValue
 def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     """Exact values of the equal-exposure oracle: exposure = the target, ideal order of grades."""
     exposure = FairnessSpec.target(split.y, split.group_ptr, dcg_weights(k))
-    return _exact_values(split, exposure, expected_ndcg(split, exposure, k), k)
+    value = PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, seed=0, n_jobs=None)
+    return _exact_values(split, exposure, value.expected_metric(exposure), k)
 
 
 def validation_scale(scores: np.ndarray, split: Split) -> float:

@@ -117,10 +117,11 @@ def markdown_report(
         "; the PL-Rank methods on their policy's validation expected NDCG@k"
         if config.plrank.stopping_metric == "policy" else ""
     )
-    train_k = config.plrank.train_k
-    trained_at = {
-        "k": "", "auto": " The PL-Rank methods train at the cut-off 2k (k with fairness).",
-    }.get(train_k, f" The PL-Rank methods train at the cut-off {train_k}.")  # type: ignore[call-overload]
+    train_K = config.plrank.train_K
+    trained_at = (
+        " The PL-Rank methods train at the cut-off 2k (k with fairness)." if train_K == "auto"
+        else f" The PL-Rank methods train at the cut-off {train_K}."
+    )
     lines += [
         f"Test NDCG@k at each method's best validation round, mean (std) over folds "
         f"{list(config.folds)} and seeds {list(config.seed_values)}, one training per k (early "

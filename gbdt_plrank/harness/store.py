@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .schema import ConfigError
+from .._schema import ConfigError
 
 __all__ = [
     "COLUMNS",

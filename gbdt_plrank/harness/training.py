@@ -1,15 +1,16 @@
 """One training of a comparison method, through the package's booster layer.
 
-Every method trains on the train split, evaluates NDCG@k on the validation split after each
-round, stops early when it has not improved for ``early_stopping_rounds`` rounds, and scores the
+Every method trains on the train split, evaluates the validation split after each round, stops
+early when what it watches has not improved for ``early_stopping_rounds`` rounds, and scores the
 test split at its best round. The shared tree settings reach each library under its own names
 (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
-(``[params.<method>]`` or ``--params``) are applied last. The methods of the package's own
-objectives (:data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES`) build theirs from its settings
-table (``[plrank]``, ``[pirank]``), their Hessian mode and their own sub-table of ``params``
-(``plrank``: ``N``, ``metric``, ``gain``, ``sampler``, ``hessian``, ``fairness``,
-``fairness_weight``; ``pirank``: ``tau``, ``hessian``), in that order
-(:func:`~gbdt_plrank.harness.config.objective_options`).
+(``[params.<method>]`` or ``--params``) are applied last. The library objectives' methods watch
+the library's NDCG@k. The PL-Rank methods are planned by the package's one run builder
+(:func:`~gbdt_plrank._run.plrank_plan`) from their settings (:func:`.config.method_settings`:
+``[plrank]``, the method's Hessian mode, its ``[params.<method>.plrank]`` table) and record
+NDCG@k with the package's metric, then their policy's expected NDCG@k, which they stop on by
+default. The PiRank methods build :func:`~gbdt_plrank.pirank_objective` from ``[pirank]`` the
+same way and watch the library's NDCG@k.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, Objective, Plan, QueryData, eval_name, metric_name
+from .._boosters import BACKENDS, Plan, eval_name, metric_name
 from .._compat import require
-from .._policy_value import PolicyStopping
-from .config import PiRankSettings, PLRankSettings, objective_options, objective_settings
-from .data import without_empty_queries
-from .methods import METHODS, OWN_OBJECTIVES, PLRANK, Method
+from .._pirank import pirank_objective
+from .._ranking_metric import RankingMetric
+from .._run import plrank_plan
+from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
+from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 if TYPE_CHECKING:
-    from ..datasets import LTRDataset, Split
+    from ..datasets import LTRDataset
     from .config import TreeSettings
-    from .schema import Schema
 
 __all__ = ["Fit", "train"]
 
@@ -42,9 +43,14 @@ class Fit:
     Attributes
     ----------
     curve : float array (rounds_run,)
-        Validation NDCG@k after each round, as the library computed it for early stopping.
+        Validation NDCG@k after each round.
+    history : dict
+        Every validation curve the training recorded, by metric name (``"ndcg@<k>"``, and
+        ``"expected_ndcg@<k>"`` for a PL-Rank method stopped on its policy).
+    watched : str
+        The name of the curve early stopping watched.
     best_round : int
-        Number of rounds kept (1-based): the round with the best validation NDCG@k.
+        Number of rounds kept (1-based): the round early stopping chose.
     test_scores : float array (n_test,)
         Scores of the test split's rows at ``best_round``.
     train_seconds : float
@@ -55,39 +61,39 @@ class Fit:
     """
 
     curve: np.ndarray
+    history: dict[str, np.ndarray]
+    watched: str
     best_round: int
     test_scores: np.ndarray
     train_seconds: float
     vali_scores: np.ndarray
 
 
-def _query_data(split: Split) -> QueryData:
-    return QueryData(split.X, split.y, split.group_sizes)
-
-
-def _objective(
+def _plan(
     method: Method,
     *,
     k: int,
     seed: int,
-    n_jobs: int | None,
-    settings: Mapping[str, Schema],
+    trees: TreeSettings,
+    settings: Mapping[str, Any],
     params: Mapping[str, Any],
-) -> Objective:
-    """The method's objective: the library's own by name, or one of the package's built."""
-    own = OWN_OBJECTIVES.get(method.objective)
-    if own is None:
-        return method.objective.format(k=k)
-    chosen = objective_options(method, settings, params)
-    if own.sampled:
-        chosen["seed"] = seed
+    callbacks: Sequence[Any],
+) -> Plan:
+    """The method's plan: a library objective by name, or one of the package's objectives."""
+    rounds = {"n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds}
+    if method.objective not in OWN_OBJECTIVES:
+        return Plan(method.objective.format(k=k), k, callbacks=callbacks, **rounds)
+    chosen = method_settings(method, settings, params)
     if method.objective == PLRANK:
-        k = settings[PLRANK].training_cutoff(k, chosen.get("fairness"))  # type: ignore[attr-defined]
-    return own.build(K=k, n_jobs=n_jobs, **chosen)
-
-
-#: The policy stopping of training seed s samples its rankings with STOP_SEED + 2 s (and + 1).
-STOP_SEED = 2_000_003
+        assert isinstance(chosen, PLRankSettings)
+        return plrank_plan(
+            chosen.options(k), stopping_metric=chosen.stopping_metric, seed=seed,
+            n_jobs=trees.n_jobs, callbacks=callbacks, ranking=RankingMetric("ndcg", k, "exp"),
+            **rounds,
+        )
+    assert method.objective == PIRANK and isinstance(chosen, PiRankSettings)
+    objective = pirank_objective(K=k, tau=chosen.tau, hessian=chosen.hessian, n_jobs=trees.n_jobs)
+    return Plan(objective, k, callbacks=callbacks, **rounds)
 
 
 def train(
@@ -101,7 +107,6 @@ def train(
     pirank: PiRankSettings | None = None,
     params: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
-    stopping: Any = None,
 ) -> Fit:
     """Train method ``name`` with early stopping on validation and score the test split.
 
@@ -119,9 +124,9 @@ def train(
     trees : TreeSettings
         The shared booster settings.
     plrank : PLRankSettings, optional
-        Options of the PL-Rank objective (``PLRANK`` methods only; default: the schema's).
+        Settings of the PL-Rank methods (default: the schema's).
     pirank : PiRankSettings, optional
-        Options of the PiRank objective (``PIRANK`` methods only; default: the schema's).
+        Settings of the PiRank methods (default: the schema's).
     params : mapping, optional
         The method's native parameters, applied last. The entry named after the method's
         objective (``"plrank"``, ``"pirank"``), a mapping, replaces fields of that objective's
@@ -130,12 +135,6 @@ def train(
         The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
         ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
         callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`).
-    stopping : object, optional
-        Early stopping on another criterion than validation NDCG@k, replacing it (a
-        :class:`~gbdt_plrank._boosters.Plan`'s ``stopping``, e.g.
-        :class:`~gbdt_plrank._policy_value.PolicyStopping` on the policy's validation objective).
-        Without it, the PL-Rank methods stop on their policy when ``plrank.stopping_metric`` is
-        ``"policy"``.
 
     Returns
     -------
@@ -153,27 +152,18 @@ def train(
     method = METHODS[name]
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
-    settings_tables = objective_settings(plrank, pirank)
-    objective = _objective(
-        method, k=k, seed=seed, n_jobs=trees.n_jobs, settings=settings_tables, params=native,
+    plan = _plan(
+        method, k=k, seed=seed, trees=trees, settings=objective_settings(plrank, pirank),
+        params=native, callbacks=callbacks,
     )
+    native.pop(method.objective, None)
     backend = BACKENDS[method.library]
-    policy = method.objective == PLRANK and settings_tables[PLRANK].stopping_metric == "policy"
-    if stopping is None and policy:
-        # validation queries without a relevant document are left out, as in the frontier
-        stopping = PolicyStopping.for_objective(
-            backend, without_empty_queries(data.vali), objective, k=k,
-            patience=trees.early_stopping_rounds, seed=STOP_SEED + 2 * seed, n_jobs=trees.n_jobs,
-        )
-    if method.objective in OWN_OBJECTIVES:
-        native.pop(method.objective, None)
-    plan = Plan(
-        objective, k, n_estimators=trees.rounds,
-        early_stopping_rounds=trees.early_stopping_rounds, callbacks=callbacks, stopping=stopping,
-    )
     settings = trees.booster_settings(seed=seed, params=native)
-    trained = backend.train(settings, _query_data(data.train), [_query_data(data.vali)], plan)
+    trained = backend.train(settings, data.train, [data.vali], plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
     vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
-    curve = np.asarray(trained.history[eval_name(0)][metric_name(k)])
-    return Fit(curve, trained.rounds, scores, trained.seconds, vali)
+    history = {m: np.asarray(v) for m, v in trained.history[eval_name(0)].items()}
+    watched = plan.metrics[-1].name if plan.metrics else metric_name(k)
+    return Fit(
+        history[metric_name(k)], history, watched, trained.rounds, scores, trained.seconds, vali
+    )

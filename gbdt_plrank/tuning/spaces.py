@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
+from .._schema import ConfigError, Schema, validate
 from ..harness.config import check_objective_options
 from ..harness.methods import METHODS, OWN_OBJECTIVES
-from ..harness.schema import ConfigError, Schema, validate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -217,7 +217,7 @@ def _options(objective: str, key: str, table: Any) -> dict[str, Entry]:
     """Options ``<objective>.<option>`` of one of the package's objectives from the table at ``key``."""
     if not isinstance(table, dict):
         raise ConfigError(
-            f"{key} must be a table of {OWN_OBJECTIVES[objective].title} options, "
+            f"{key} must be a table of {OWN_OBJECTIVES[objective]} options, "
             f"but {table!r} is given."
         )
     entries = {option: _entry(f"{key}.{option}", v) for option, v in table.items()}
@@ -239,7 +239,7 @@ def _table(name: str, body: Any) -> dict[str, Entry]:
             if METHODS[name].objective != key:
                 raise ConfigError(
                     f"{name}.{key} must not be set: {name!r} is not a "
-                    f"{OWN_OBJECTIVES[key].title} method."
+                    f"{OWN_OBJECTIVES[key]} method."
                 )
             entries.update(_options(key, f"{name}.{key}", value))
         else:

@@ -234,7 +234,7 @@ def tune(
     label = dataset_label(data, fold)
     settings = {
         "data": label, "k": k, "seed": seed, "trees": trees.model_dump(),
-        "plrank": plrank.results_settings(), "pirank": pirank.model_dump(), "params": params,
+        "plrank": plrank.model_dump(), "pirank": pirank.model_dump(), "params": params,
         "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only

@@ -24,15 +24,15 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import __version__
+from .. import __version__
+from .._compat import MissingDependencyError
+from ..harness import load_frontier_config, run_frontier, write_frontier_report
+from ..harness.config import ConfigError, load_config
+from ..harness.methods import METHODS
+from ..harness.report import write_report
+from ..harness.runner import plan, run_comparison
+from . import _tune as tune_command
 from ._argtypes import int_list, positive_int, text_list
-from ._compat import MissingDependencyError
-from .harness import load_frontier_config, run_frontier, write_frontier_report
-from .harness.config import ConfigError, load_config
-from .harness.methods import METHODS
-from .harness.report import write_report
-from .harness.runner import plan, run_comparison
-from .tuning import command as tune_command
 
 __all__ = ["SUBCOMMANDS", "Subcommand", "main"]
 
@@ -108,7 +108,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         if args.workers is None and args.scheduler is None:
             store = run_comparison(config, echo=print)
         else:
-            from .harness.parallel import dask_executor  # distributed takes a second to import
+            from ..harness.parallel import dask_executor  # distributed takes a second to import
 
             with dask_executor(scheduler=args.scheduler, workers=args.workers) as executor:
                 store = run_comparison(config, echo=print, executor=executor)

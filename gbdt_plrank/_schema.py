@@ -1,7 +1,7 @@
-"""Declarative checking of configuration files: pydantic models and plain-worded errors.
+"""Declarative checking of options and configuration files: pydantic models, plain-worded errors.
 
-Every configuration model derives from :class:`Schema`: frozen, strict types, unknown keys
-forbidden. Each field states its rule in words in its ``description`` ("an integer >= 1"), and
+Every options and configuration model derives from :class:`Schema`: frozen, strict types (NumPy
+scalars are read as the Python scalars they hold), unknown keys forbidden. Each field states its rule in words in its ``description`` ("an integer >= 1"), and
 :func:`validate` turns pydantic's first error into one :class:`ConfigError` sentence that names
 the key path, the value and that rule, or, for an unknown key, the keys allowed there.
 """
@@ -13,20 +13,26 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, TypeVar, Union, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, as the tomli package
     import tomli as tomllib
 
-__all__ = ["ConfigError", "Schema", "read_toml", "validate"]
+__all__ = ["ConfigError", "Schema", "one_of", "read_toml", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
+def one_of(names: Any) -> str:
+    """A field's rule for a choice: ``"one of 'a', 'b'"``."""
+    return f"one of {', '.join(map(repr, names))}"
+
+
 class ConfigError(ValueError):
-    """A configuration key or value breaks its rule; the message names both."""
+    """An option or configuration key, or its value, breaks its rule; the message names both."""
 
 
 class Schema(BaseModel):
@@ -36,6 +42,14 @@ class Schema(BaseModel):
         extra="forbid", frozen=True, strict=True, populate_by_name=True,
         arbitrary_types_allowed=True,
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _python_scalars(cls, data: Any) -> Any:
+        """NumPy scalars as Python scalars (``np.int64(5)`` is 5; ``np.bool_`` stays a bool)."""
+        if isinstance(data, dict):
+            return {k: v.item() if isinstance(v, np.generic) else v for k, v in data.items()}
+        return data
 
 
 def read_toml(path: Path, *, what: str = "configuration file") -> dict[str, Any]:
@@ -94,7 +108,8 @@ def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> st
         return f"{parent} must set {leaf!r}." if parent else f"{source} must set {key!r}."
     value = error.get("input")
     if error["type"] == "value_error" and len(loc) == 0:  # a check of the whole table
-        return f"{key} {str(error['ctx']['error']).rstrip('.')}."
+        rule = str(error["ctx"]["error"]).rstrip(".")
+        return f"{key} {rule}." if key else f"{rule}."
     if rule is None:
         return f"{key} is invalid: {error['msg']}, but {value!r} is given."
     detail = ""

@@ -17,38 +17,32 @@ and Oosterhuis, SIGIR 2024, Eq. 7-10).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-
-import numba
 import numpy as np
 
 from . import _kernels
 from ._fairness import FairnessSpec
+from ._options import PLRankOptions
+from ._ranking_metric import RankingMetric
+from ._threads import numba_threads
 from ._validation import (
     as_finite_vector,
-    check_choice,
     check_group_ptr,
     check_labels,
-    check_positive_int,
     check_same_length,
     check_seed,
 )
 
 __all__ = [
-    "GAINS",
-    "HESSIAN_MODES",
-    "METRICS",
-    "SAMPLERS",
+    "CLIP_FLOOR",
+    "KERNEL_SAMPLERS",
+    "estimate",
+    "finish_hessian",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
 ]
 
-METRICS = ("ndcg", "dcg", "precision")
-GAINS = ("exp", "linear")
-HESSIAN_MODES = ("abs", "raw", "clip", "constant")
-SAMPLERS = {
+#: A sampler's name -> its code in the kernels.
+KERNEL_SAMPLERS = {
     "auto": _kernels.SAMPLER_AUTO,
     "tree": _kernels.SAMPLER_TREE,
     "race": _kernels.SAMPLER_RACE,
@@ -58,103 +52,32 @@ SAMPLERS = {
 CLIP_FLOOR = 1e-3
 
 
-@dataclass(frozen=True)
-class PLRankSpec:
-    """The validated options of one estimator: ranking length, metric, gain and Hessian mode."""
+def finish_hessian(hess: np.ndarray, mode: str) -> np.ndarray:
+    """Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
 
-    K: int
-    metric: str
-    gain: str
-    hessian: str
-
-    @classmethod
-    def of(cls, K: object, metric: object, gain: object, hessian: object) -> PLRankSpec:
-        """Validate the options and return them; every error names the value and the rule."""
-        return cls(
-            check_positive_int("K", K),
-            check_choice("metric", metric, METRICS),
-            check_choice("gain", gain, GAINS),
-            check_choice("hessian", hessian, HESSIAN_MODES),
-        )
-
-    def theta(self) -> np.ndarray:
-        """Rank weights ``(K,)``: 1/log2(k+1) for DCG and NDCG, 1/K for precision."""
-        if self.metric == "precision":
-            return np.full(self.K, 1.0 / self.K)
-        return dcg_weights(self.K)
-
-    def rho(self, labels: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
-        """Per-document rewards ``(n,)`` from validated labels: gain, then NDCG normalisation.
-
-        Precision counts documents with a positive label; it does not use ``gain``.
-        """
-        if self.metric == "precision":
-            return (labels > 0).astype(np.float64)
-        gains = np.exp2(labels) - 1.0 if self.gain == "exp" else labels.copy()
-        if self.metric == "dcg":
-            return gains
-        out = np.empty_like(gains)
-        _kernels.ideal_normalise(gains, group_ptr, self.theta(), out)
-        return out
-
-    def finish_hessian(self, hess: np.ndarray) -> np.ndarray:
-        """Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
-
-        ``"raw"`` passes it unchanged (indefinite: about 40% of the entries are negative, and the
-        exact trace is 0 at equal margins); ``"abs"`` takes :math:`|h|`; ``"clip"`` takes
-        :math:`\\max(h, 10^{-3} \\max|h|)` (rows of queries that contribute nothing keep 0);
-        ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
-        Hessian" of Kang et al. 2024).
-        """
-        if self.hessian == "raw":
-            return hess
-        if self.hessian == "abs":
-            return np.abs(hess, out=hess)
-        if self.hessian == "clip":
-            floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
-            return np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
-        return np.ones_like(hess)
-
-
-def dcg_weights(K: int) -> np.ndarray:
-    r"""DCG rank weights :math:`\theta_k = 1/\log_2(k+1)`, :math:`k = 1..K`, shape ``(K,)``."""
-    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
-
-
-def thread_count(n_jobs: int | None) -> int:
-    """Threads for ``n_jobs``: None is Numba's default, negative values count back from it."""
-    limit = numba.config.NUMBA_NUM_THREADS
-    if n_jobs is None:
-        return limit
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise ValueError(
-            f"n_jobs must be None, a positive or a negative integer, but {n_jobs!r} is given."
-        )
-    return max(1, min(limit, n_jobs if n_jobs > 0 else limit + 1 + n_jobs))
-
-
-def booster_threads(n_jobs: int | None) -> int | None:
-    """``None`` (each library's default), or ``n_jobs`` as a positive :func:`thread_count`."""
-    return None if n_jobs is None else thread_count(n_jobs)
-
-
-@contextmanager
-def numba_threads(n_jobs: int | None) -> Iterator[None]:
-    """Run the enclosed parallel kernels on :func:`thread_count` threads, then restore."""
-    previous = numba.get_num_threads()
-    numba.set_num_threads(thread_count(n_jobs))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(previous)
+    ``"raw"`` passes it unchanged (indefinite: about 40% of the entries are negative, and the
+    exact trace is 0 at equal margins); ``"abs"`` takes :math:`|h|`; ``"clip"`` takes
+    :math:`\\max(h, 10^{-3} \\max|h|)` (rows of queries that contribute nothing keep 0);
+    ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
+    Hessian" of Kang et al. 2024).
+    """
+    if mode == "raw":
+        return hess
+    if mode == "abs":
+        return np.abs(hess, out=hess)
+    if mode == "clip":
+        floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
+        return np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
+    return np.ones_like(hess)
 
 
 def estimate(
     scores: np.ndarray,
     rho: np.ndarray,
     group_ptr: np.ndarray,
-    spec: PLRankSpec,
+    metric: RankingMetric,
     *,
+    hessian: str,
     N: int,
     seed: int,
     round_: int,
@@ -166,30 +89,38 @@ def estimate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
-    Query ``g`` draws from the stream ``(seed, round_, keys[g])``; ``keys`` defaults to the
-    query index ``g`` (an int64 array of one non-negative key per query otherwise). With
-    ``fairness``, ``target`` holds the rows' equal-exposure targets
+    ``rho`` are ``metric``'s rewards of the rows (:meth:`RankingMetric.rewards`); rankings have
+    the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
+    ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
+    otherwise). With ``fairness``, ``target`` holds the rows' equal-exposure targets
     (:meth:`FairnessSpec.target`) and the cross-fitted fairness kernel runs instead; its
-    Gauss-Newton term is added to the Hessian estimate before ``spec.hessian`` finishes it.
+    Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
+    (:func:`finish_hessian`).
     """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
+    theta = metric.theta()
     with numba_threads(n_jobs):
         if fairness is None:
             _kernels.estimate_groups(
-                scores, rho, group_ptr, keys, spec.theta(), N, seed, round_, SAMPLERS[sampler],
+                scores, rho, group_ptr, keys, theta, N, seed, round_, KERNEL_SAMPLERS[sampler],
                 grad, hess,
             )
         else:
             slope = np.empty_like(scores)
             _kernels.fair_estimate_groups(
-                scores, rho, target, fairness.weight, group_ptr, keys, spec.theta(), N, seed,
-                round_, SAMPLERS[sampler], grad, hess, slope,
+                scores, rho, target, fairness.weight, group_ptr, keys, theta, N, seed,
+                round_, KERNEL_SAMPLERS[sampler], grad, hess, slope,
             )
             hess += fairness.gauss_newton(slope, group_ptr)
-    return grad, spec.finish_hessian(hess)
+    return grad, finish_hessian(hess, hessian)
+
+
+def _options(K: object, N: object, **options: object) -> PLRankOptions:
+    """The estimator's options: its ``K`` is the length of the rankings (their ``judged``)."""
+    return PLRankOptions.checked(K=K, N=N, **options)
 
 
 def plrank_grad_hess(
@@ -213,7 +144,9 @@ def plrank_grad_hess(
     For every query :math:`q` (documents ``group_ptr[q]:group_ptr[q+1]``), ``N`` rankings of length
     :math:`\min(K, D_q)` are drawn from the Plackett-Luce policy of ``scores`` and the PL-Rank-3
     estimate of the gradient and the Kang et al. (2024) estimate of the Hessian diagonal are
-    computed in O(D + N K log D) (DESIGN.md sections 2-3). Queries run in parallel; query ``q``
+    computed in O(D + N K log D) (Oosterhuis 2022, section 5: the terms of the documents a
+    ranking leaves out are shared, and rankings are drawn from a sum tree). Queries run in
+    parallel; query ``q``
     draws from a random stream keyed by ``(seed, 0, q)``, so the output does not depend on the
     number of threads.
 
@@ -235,10 +168,10 @@ def plrank_grad_hess(
     gain : {"exp", "linear"}, default "exp"
         :math:`2^\ell - 1` or :math:`\ell` (not used by precision).
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian; see :meth:`PLRankSpec.finish_hessian`. The default
-        "abs" was chosen by measurement (README, "Choosing the Hessian"): the raw estimate is
-        indefinite, its sum over a tree node is mostly noise, and boosting with it stalls or
-        lags, while :math:`|h|` keeps the curvature's scale and trains as well as LambdaMART.
+        What the booster receives as Hessian (:func:`finish_hessian`). The raw estimate is
+        indefinite and its sum over a tree node is mostly noise, so boosting with it stalls or
+        lags; :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the
+        Hessian" page has the measurements).
     seed : int, default 0
         Seed of the sampled rankings.
     sampler : {"auto", "tree", "race"}, default "auto"
@@ -281,19 +214,21 @@ def plrank_grad_hess(
     J. Kang, M. de Rijke, H. Oosterhuis. Estimating the Hessian Matrix of Ranking Objectives for
     Stochastic Learning to Rank with Gradient Boosted Trees. SIGIR 2024.
     """
-    spec = PLRankSpec.of(K, metric, gain, hessian)
-    N = check_positive_int("N", N)
-    fair = FairnessSpec.of(fairness, fairness_weight, metric=spec.metric, N=N)
+    options = _options(
+        K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, fairness=fairness,
+        fairness_weight=fairness_weight,
+    )
     seed = check_seed("seed", seed)
-    check_choice("sampler", sampler, SAMPLERS)
     m = as_finite_vector("scores", scores)
-    y = check_labels(labels, gain=gain)
+    y = check_labels(labels, gain=options.gain)
     check_same_length(scores=m, labels=y)
     ptr = check_group_ptr(group_ptr, m.shape[0])
-    target = None if fair is None else fair.target(y, ptr, spec.theta())
+    metric_K = options.judged
+    fair = options.fairness_spec
+    target = None if fair is None else fair.target(y, ptr, metric_K.theta())
     return estimate(
-        m, spec.rho(y, ptr), ptr, spec, N=N, seed=seed, round_=0, sampler=sampler, n_jobs=n_jobs,
-        fairness=fair, target=target,
+        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian, N=options.N,
+        seed=seed, round_=0, sampler=options.sampler, n_jobs=n_jobs, fairness=fair, target=target,
     )
 
 
@@ -328,14 +263,18 @@ def plrank_grad_hess_from_rankings(
     -------
     grad, hess : float64 arrays of shape (D,)
     """
-    spec = PLRankSpec.of(K, metric, gain, hessian)
-    fair = FairnessSpec.of(fairness, fairness_weight, metric=spec.metric, N=None)
+    rk = np.asarray(rankings)
+    options = _options(
+        K, max(rk.shape[0], 1) if rk.ndim == 2 else 1, metric=metric, gain=gain, hessian=hessian,
+        fairness=fairness, fairness_weight=fairness_weight,
+    )
+    metric_K = options.judged
+    fair = options.fairness_spec
     m = as_finite_vector("scores", scores)
-    y = check_labels(labels, gain=gain)
+    y = check_labels(labels, gain=options.gain)
     check_same_length(scores=m, labels=y)
     D = m.shape[0]
-    rk = np.asarray(rankings)
-    width = min(spec.K, D)
+    width = min(metric_K.K, D)
     least = 1 if fair is None else 2
     if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
         raise ValueError(
@@ -355,16 +294,17 @@ def plrank_grad_hess_from_rankings(
             f"each ranking must place distinct documents, but row {dup[0]} is {rk[dup[0]]}."
         )
     ptr = np.array([0, D], dtype=np.int64)
-    rho = spec.rho(y, ptr)
+    rho = metric_K.rewards(y, ptr)
+    theta = metric_K.theta()
     grad = np.zeros(D)
     hess = np.zeros(D)
     if D >= 2 and fair is not None:
         slope = np.empty(D)
-        target = fair.target(y, ptr, spec.theta())
+        target = fair.target(y, ptr, theta)
         _kernels.fair_estimate_from_rankings(
-            m, rho, target, fair.weight, spec.theta(), rk, grad, hess, slope
+            m, rho, target, fair.weight, theta, rk, grad, hess, slope
         )
         hess += fair.gauss_newton(slope, ptr)
     elif D >= 2 and rho.max() > 0:
-        _kernels.estimate_from_rankings(m, rho, spec.theta(), rk, grad, hess)
-    return grad, spec.finish_hessian(hess)
+        _kernels.estimate_from_rankings(m, rho, theta, rk, grad, hess)
+    return grad, finish_hessian(hess, options.hessian)

@@ -17,12 +17,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from .._argtypes import positive_int
 from .._compat import require
 from ..harness.config import TreeSettings, load_config
 from ..harness.methods import METHODS
-from .spaces import load_spaces
-from .tuner import STORAGE_FILE, tune
+from ..tuning.spaces import load_spaces
+from ..tuning.tuner import STORAGE_FILE, tune
+from ._argtypes import positive_int
 
 __all__ = ["HELP", "configure", "run"]
 

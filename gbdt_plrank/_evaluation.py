@@ -1,0 +1,274 @@
+r"""Evaluation of a ranker on labelled queries: its ranking's metric, its policy's value.
+
+:func:`ranking_values` is the metric@K of the ranking by score, per query
+(:mod:`gbdt_plrank.metrics`). :class:`PolicyValue` is the value of the Plackett-Luce policy of
+the scores. Per query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
+rounds :data:`EVAL_ROUNDS`, which training never reaches, so the same draws serve every boosting
+round and the value is smooth in the margins):
+
+- the expected metric@K, :math:`\sum_d \hat E_\theta(d)\, \rho_d` with the metric's rank weights
+  :math:`\theta` and rewards :math:`\rho` (:class:`~gbdt_plrank._ranking_metric.RankingMetric`):
+  the metric is linear in the exposure, so this is exactly the mean metric@K of the sampled
+  rankings (a query without relevant documents scores 1 for NDCG, as
+  :func:`gbdt_plrank.metrics.ndcg`);
+- with fairness, minus the weight times the fairness loss, quadratic in the exposure, so that
+  :math:`f(\hat E)` is biased upwards by the estimate's variance; it is estimated without bias
+  as :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, the polarisation identity for the
+  bilinear form :math:`f(\hat E_A, \hat E_B)` of a quadratic :math:`f` (its expectation is
+  :math:`f(E)` since the halves are independent).
+
+This is the value a PL-Rank objective trains for, at the cut-off its ranker is judged at:
+:meth:`gbdt_plrank.PLRankObjective.expected_metric` reports it after every boosting round, so
+that the boosters' own early stopping can watch it. :class:`EvalSet` reads a booster's
+evaluation data once and keeps what every round's evaluation needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._boosters import QueryFields, backend_of_data, query_weights
+from ._cache import ReferenceCache
+from ._fairness import FairnessSpec
+from ._groups import Split
+from ._policy import sampled_exposure
+from ._ranking_metric import RankingMetric
+from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
+from .metrics import dcg, expected_exposure_loss, ndcg, precision_at_k
+
+__all__ = [
+    "EVAL_ROUNDS",
+    "EVAL_SAMPLES",
+    "EvalSet",
+    "ExpectedMetric",
+    "Halves",
+    "PolicyValue",
+    "RankingMetricEval",
+    "ranking_values",
+]
+
+#: The stream rounds of the two halves of rankings an evaluation samples (never a training round).
+EVAL_ROUNDS = (2**62, 2**62 + 1)
+
+#: Rankings per query of an evaluation (two halves of 50).
+EVAL_SAMPLES = 100
+
+
+@dataclass(frozen=True)
+class Halves:
+    """The exposures of two independent halves of a policy's sampled rankings."""
+
+    E_a: np.ndarray
+    E_b: np.ndarray
+
+    @property
+    def exposure(self) -> np.ndarray:
+        """The exposure estimated from all the rankings."""
+        return 0.5 * (self.E_a + self.E_b)
+
+    def unbiased(self, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """:math:`f(E)` for a quadratic ``f`` of the exposure, without the variance's bias."""
+        return 2.0 * f(self.exposure) - 0.5 * (f(self.E_a) + f(self.E_b))
+
+
+class PolicyValue:
+    """A policy's expected metric@K, minus a weight times a fairness loss, on labelled queries.
+
+    The per-query constants of the queries (rewards, empty queries) are computed once; each call
+    of :meth:`per_query` samples the policy of new margins from the same streams.
+
+    Parameters
+    ----------
+    metric : RankingMetric
+        The metric and its cut-off K (the length of the sampled rankings).
+    fairness : FairnessSpec or None
+        The fairness loss and its weight (its exposure has the metric's rank weights).
+    queries : Split
+        Labelled rows grouped by query (validated labels).
+    n_samples : int
+        Rankings per query, even (two halves).
+    seed : int
+        Seed of the streams.
+    n_jobs : int or None
+        Numba threads.
+    """
+
+    def __init__(
+        self, metric: RankingMetric, fairness: FairnessSpec | None, queries: Split, *,
+        n_samples: int = EVAL_SAMPLES, seed: int, n_jobs: int | None,
+    ) -> None:
+        self.metric = metric
+        self.fairness = fairness
+        self.queries = queries
+        self.options = {"n_samples": n_samples // 2, "seed": seed, "n_jobs": n_jobs}
+        ptr = queries.group_ptr
+        self._row_query = np.repeat(np.arange(queries.n_queries), np.diff(ptr))
+        self._rho = metric.rewards(queries.y, ptr)
+        self._theta = metric.theta()
+        relevant = np.bincount(self._row_query, self._rho > 0, minlength=queries.n_queries)
+        self._empty = (relevant == 0) if metric.metric == "ndcg" else np.zeros(len(relevant), bool)
+
+    @staticmethod
+    def name_of(metric: RankingMetric, fairness: FairnessSpec | None) -> str:
+        """``expected_<metric>@<K>``, with ``-<w>*<loss>`` appended for a weighted fairness loss."""
+        name = f"expected_{metric.name}"
+        if fairness is not None and fairness.weight > 0:
+            name += f"-{fairness.weight:g}*{fairness.loss_name}"
+        return name
+
+    def halves(self, margins: np.ndarray) -> Halves:
+        """The exposures of the two halves of rankings of the policy of ``margins``."""
+        E_a, E_b = (
+            sampled_exposure(margins, self.queries.group_ptr, self._theta, round_=r, **self.options)
+            for r in EVAL_ROUNDS
+        )
+        return Halves(E_a, E_b)
+
+    def expected_metric(self, exposure: np.ndarray) -> np.ndarray:
+        """Per query: the expected metric@K of the policy of ``exposure``."""
+        values = np.bincount(
+            self._row_query, exposure * self._rho, minlength=self.queries.n_queries
+        )
+        values[self._empty] = 1.0
+        return values
+
+    def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
+        """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
+        return expected_exposure_loss(
+            self.queries.y, exposure, self._row_query, k=self.metric.K, per_query=True
+        )
+
+    def per_query(self, margins: np.ndarray) -> np.ndarray:
+        """Per query: the expected metric@K minus the weight times the fairness loss."""
+        h = self.halves(margins)
+        values = self.expected_metric(h.exposure)
+        if self.fairness is not None and self.fairness.weight > 0:
+            values -= self.fairness.weight * h.unbiased(self.fairness_loss)
+        return values
+
+
+def ranking_values(metric: RankingMetric, queries: Split, scores: np.ndarray) -> np.ndarray:
+    """Per query: the metric@K of the ranking by descending score (:mod:`gbdt_plrank.metrics`)."""
+    if metric.metric == "precision":
+        return precision_at_k(queries.y, scores, queries.qid, k=metric.K, per_query=True)
+    of = ndcg if metric.metric == "ndcg" else dcg
+    return of(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, per_query=True)
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """A booster's evaluation data, read once: its labelled queries and their weights.
+
+    Attributes
+    ----------
+    queries : Split
+        The labels grouped by query (no features).
+    weights : float64 array of shape (n_queries,) or None
+        Per-query weights of the mean (:func:`~gbdt_plrank._boosters.query_weights`).
+    """
+
+    queries: Split
+    weights: np.ndarray | None
+
+    @classmethod
+    def read(cls, fields: QueryFields, *, gain: str) -> EvalSet:
+        """The queries of a booster's eval set (:meth:`Backend.query_fields`), labels checked.
+
+        Raises
+        ------
+        ValueError
+            When the eval set has no query groups, or its labels or weights break their rules.
+        """
+        if fields.group_ptr is None:
+            raise ValueError(
+                "the evaluation set has no query groups: set qid (XGBoost) or group (LightGBM), "
+                "or every row would be scored as one query."
+            )
+        labels = check_labels(fields.labels, gain=gain)
+        ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
+        qid = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
+        return cls(Split(None, labels, qid), query_weights(fields._replace(group_ptr=ptr)))
+
+    def scores(self, preds: np.ndarray) -> np.ndarray:
+        """The booster's predictions as finite float64 scores of the rows."""
+        scores = as_finite_vector("preds", np.ravel(preds))
+        check_same_length(preds=scores, labels=self.queries.y)
+        return scores
+
+    def mean(self, per_query: np.ndarray) -> float:
+        """The mean over the queries, weighted by their weights if the data has them."""
+        if self.weights is None:
+            return float(per_query.mean())
+        return float(np.average(per_query, weights=self.weights))
+
+
+class _BoosterMetric:
+    """Base of the evaluation metrics the boosters call: ``f(preds, data)``.
+
+    ``f(preds, dmatrix) -> (name, value)`` for ``xgboost.train(custom_metric=f, maximize=True)``,
+    ``f(preds, dataset) -> (name, value, True)`` for ``lightgbm.train(feval=f)``; the eval set's
+    queries are read once per data object. A subclass sets :attr:`name` and implements
+    :meth:`_value` (per query); the mean over the queries is weighted by their weights, if any.
+    """
+
+    name: str
+    gain: str
+
+    def __init__(self) -> None:
+        self._sets = ReferenceCache()
+
+    def __call__(self, preds: np.ndarray, data: Any) -> tuple[Any, ...]:
+        backend = backend_of_data(data)
+        return backend.metric_result(self.name, self.of(preds, data, backend.query_fields))
+
+    def of(self, preds: np.ndarray, key: Any, fields: Any) -> float:
+        """The value for the eval set ``key``, whose queries ``fields(key)`` reads on first sight."""
+        found = self._sets.get(key)
+        if found is None:
+            found = self._sets.put(key, EvalSet.read(fields(key), gain=self.gain))
+        return found.mean(self._value(found, found.scores(preds)))
+
+    def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RankingMetricEval(_BoosterMetric):
+    """The metric@K of the ranking by score (:func:`ranking_values`), named ``<metric>@<K>``."""
+
+    def __init__(self, metric: RankingMetric) -> None:
+        super().__init__()
+        self.metric = metric
+        self.name = metric.name
+        self.gain = metric.gain
+
+    def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
+        return ranking_values(self.metric, eval_set.queries, scores)
+
+
+class ExpectedMetric(_BoosterMetric):
+    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`."""
+
+    def __init__(
+        self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
+        n_jobs: int | None,
+    ) -> None:
+        super().__init__()
+        self.metric = metric
+        self.fairness = fairness
+        self.seed = seed
+        self.n_jobs = n_jobs
+        self.name = PolicyValue.name_of(metric, fairness)
+        self.gain = metric.gain
+        self._policies = ReferenceCache()
+
+    def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
+        policy = self._policies.get(eval_set)
+        if policy is None:
+            policy = self._policies.put(eval_set, PolicyValue(
+                self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs
+            ))
+        return policy.per_query(scores)

@@ -1,0 +1,291 @@
+r"""What a ranker whose scores are a Plackett-Luce policy's log-scores offers besides scores.
+
+:class:`PolicyMethods` gives a fitted ranker (its ``predict(X)`` returns the margins :math:`m(d)`)
+the policy's sampled rankings, expected exposure and expected metric, and ``score``, the metric
+of the ranking by score: :class:`~gbdt_plrank.PLRankRanker` and every other ranker of the package
+that trains a policy share them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ._evaluation import ranking_values
+from ._groups import Split, boundaries, resolve_groups
+from ._policy import PolicySample, sample_policy, sampled_exposure
+from ._ranking_metric import RankingMetric, dcg_weights
+from ._validation import check_labels, check_positive_int, check_positive_number, check_same_length
+
+__all__ = ["MetricEstimate", "PolicyMethods", "seeds_from"]
+
+_SEED_BOUND = np.iinfo(np.int32).max
+
+# Rows per call of the metric: samples are scored in blocks of about this many rows.
+_BLOCK_ROWS = 1 << 20
+
+
+class MetricEstimate(NamedTuple):
+    """A Monte-Carlo estimate and its standard error."""
+
+    mean: float
+    stderr: float
+
+
+def seeds_from(random_state: Any, n: int) -> list[int]:
+    """``n`` seeds in [0, 2**31 - 1) from ``random_state`` (scikit-learn's conventions)."""
+    return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
+
+
+def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingMetric) -> np.ndarray:
+    r"""Mean metric@K over the queries of each sample :math:`s = 1..S`.
+
+    .. math::
+
+        X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{metric@K}\big(y^{(q, s)}\big),
+
+    computed by :func:`~gbdt_plrank._evaluation.ranking_values` on scores that put the placed
+    documents in their sampled order above every unplaced one (metric@K only sees the top K),
+    for blocks of samples at once (each sample's copy of a query is a query of its own). The
+    :math:`X_s` are independent and identically distributed: each query draws from its own
+    random stream, one sample after another.
+
+    Parameters
+    ----------
+    sample : PolicySample
+        Rankings drawn with the cut-off ``metric.K``.
+    labels : float64 array of shape (n,)
+        Labels in the caller's row order.
+    metric : RankingMetric
+
+    Returns
+    -------
+    float64 array of shape (n_samples,)
+    """
+    ptr = sample.ptr
+    Q = ptr.shape[0] - 1
+    S = sample.n_samples
+    width = sample.rankings.shape[1]
+    by_sample = sample.rankings.reshape(Q, S, width).transpose(1, 0, 2)  # (S, Q, width)
+    grouped_labels = sample.groups.to_sorted(labels)
+    n = grouped_labels.shape[0]
+    qid = np.repeat(np.arange(Q), np.diff(ptr))
+    step = max(1, _BLOCK_ROWS // max(n, 1))
+    out = np.empty(S)
+    for first in range(0, S, step):
+        block = by_sample[first : first + step]
+        b = block.shape[0]
+        placed = block >= 0
+        copy = np.broadcast_to(np.arange(b)[:, None, None], block.shape)
+        rank_score = np.broadcast_to(np.arange(width, 0, -1, dtype=np.float64), block.shape)
+        scores = np.zeros((b, n))
+        scores[copy[placed], (ptr[:-1, None] + block)[placed]] = rank_score[placed]
+        copies = Split(None, np.tile(grouped_labels, b), (np.arange(b)[:, None] * Q + qid).ravel())
+        per_query = ranking_values(metric, copies, scores.ravel())
+        out[first : first + b] = per_query.reshape(b, Q).mean(axis=1)
+    return out
+
+
+class PolicyMethods:
+    """The policy's outputs for a fitted ranker (see the module docstring).
+
+    The ranker provides ``predict(X)`` (its margins, after checking that it is fitted and
+    ``X``), the cut-off ``K``, ``metric`` and ``gain`` of the metric it is judged by, and
+    ``n_jobs``.
+    """
+
+    K: int
+    metric: str
+    gain: str
+    n_jobs: int | None
+
+    def predict(self, X: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def _judged_metric(self, K: int | None = None) -> RankingMetric:
+        return RankingMetric(self.metric, self.K if K is None else K, self.gain)
+
+    def _sample(
+        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any,
+        temperature: object,
+    ) -> PolicySample:
+        margins = self.predict(X) / check_positive_number("temperature", temperature)
+        groups = resolve_groups(group, margins.shape[0])
+        (seed,) = seeds_from(random_state, 1)
+        return sample_policy(
+            margins, groups, K=check_positive_int("K", K),
+            n_samples=check_positive_int("n_samples", n_samples), seed=seed, n_jobs=self.n_jobs,
+        )
+
+    def score(self, X: Any, y: Any, group: Any = None) -> float:
+        r"""Mean metric@K over the queries of the ranking by :meth:`predict` (NDCG@K by default).
+
+        XGBoost's and LightGBM's conventions (:mod:`gbdt_plrank.metrics`): gain
+        :math:`2^\ell - 1` (``gain="exp"``) or :math:`\ell`, discount :math:`1/\log_2(r+1)`,
+        ties in input order, and a query without relevant documents scores 1 for NDCG.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        y : array-like of shape (n_samples,)
+            Labels, finite and ``>= 0``.
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` (as in ``fit``).
+
+        Returns
+        -------
+        float
+        """
+        scores = self.predict(X)
+        labels = check_labels(y, gain=self.gain)
+        check_same_length(X=scores, y=labels)
+        groups = resolve_groups(group, labels.shape[0])
+        queries = Split.grouped(None, labels, groups)
+        values = ranking_values(self._judged_metric(), queries, groups.to_sorted(scores))
+        return float(values.mean())
+
+    def sample_rankings(
+        self,
+        X: Any,
+        group: Any = None,
+        *,
+        n_samples: int,
+        K: int | None = None,
+        random_state: Any = None,
+        temperature: float = 1.0,
+    ) -> list[np.ndarray]:
+        r"""Draw rankings from the learned Plackett-Luce policy.
+
+        For each query, ``n_samples`` independent rankings :math:`y = (y_1, .., y_k)`,
+        :math:`k = \min(K, D)`, each drawn with probability
+
+        .. math::
+
+            \pi(y) = \prod_{i=1}^{k} \frac{e^{m(y_i)}}{\sum_{d \notin \{y_1..y_{i-1}\}} e^{m(d)}}.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        n_samples : int
+            Rankings per query, ``>= 1``.
+        K : int or None, default None
+            Ranking length; ``None`` uses the ranker's ``K``.
+        random_state : int, RandomState or None, default None
+            The same int gives the same rankings (whatever the number of threads).
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+
+        Returns
+        -------
+        list of int64 arrays of shape (n_samples, min(K, D))
+            One per query, queries in the order of their first appearance in ``group``; entries
+            are row indices into ``X``, top rank first.
+        """
+        sample = self._sample(
+            X, group, n_samples=n_samples, K=self.K if K is None else K,
+            random_state=random_state, temperature=temperature,
+        )
+        return sample.per_query()
+
+    def expected_exposure(
+        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
+        temperature: float = 1.0,
+    ) -> np.ndarray:
+        r"""Monte-Carlo expected exposure of every row under the learned policy.
+
+        .. math::
+
+            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)},
+            \qquad \theta_k = \frac{1}{\log_2(k + 1)} \text{ for } k \le K, \ 0 \text{ after},
+
+        an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` over
+        :math:`S` = ``n_samples`` rankings of its query. Each query's exposures sum to
+        :math:`\sum_{k \le \min(K, D)} \theta_k` exactly. With the same ``random_state`` and
+        ``n_samples``, it is computed from exactly the rankings :meth:`sample_rankings` returns.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        n_samples : int
+            Rankings per query, ``>= 1``.
+        random_state : int, RandomState or None, default None
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+
+        Returns
+        -------
+        float64 array of shape (n_rows,)
+            In the caller's row order.
+        """
+        margins = self.predict(X) / check_positive_number("temperature", temperature)
+        groups = resolve_groups(group, margins.shape[0])
+        (seed,) = seeds_from(random_state, 1)
+        sizes = groups.sizes
+        grouped = sampled_exposure(  # the queries' streams of sample_policy: empty ones left out
+            groups.to_sorted(margins), boundaries(sizes[sizes > 0]),
+            dcg_weights(check_positive_int("K", self.K)),
+            n_samples=check_positive_int("n_samples", n_samples), seed=seed, round_=0,
+            n_jobs=self.n_jobs,
+        )
+        return groups.to_input(grouped)
+
+    def expected_metric(
+        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
+        temperature: float = 1.0,
+    ) -> MetricEstimate:
+        r"""Monte-Carlo expected metric@K (NDCG@K by default) of the learned policy, with its error.
+
+        With :math:`Q` non-empty queries and :math:`S` = ``n_samples`` rankings of each, let
+        :math:`X_s = \frac{1}{Q}\sum_{q} \mathrm{metric@K}(y^{(q,s)})` be the mean metric@K of
+        the ``s``-th sample (conventions of :meth:`score`). The :math:`X_s` are independent and
+        identically distributed with mean
+        :math:`\mu = \frac{1}{Q}\sum_q \mathbb{E}_{y \sim \pi_q}[\mathrm{metric@K}(y)]`, so
+
+        .. math::
+
+            \hat{\mu} = \frac{1}{S}\sum_{s=1}^{S} X_s, \qquad
+            \mathrm{SE} = \sqrt{\frac{1}{S(S-1)} \sum_{s=1}^{S} (X_s - \hat{\mu})^2}:
+
+        the standard error of the mean over the ``n_samples`` draws of the dataset-mean
+        metric@K, i.e. the Monte-Carlo error for these queries (not a sampling error over
+        queries).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        y : array-like of shape (n_rows,)
+            Labels, finite and ``>= 0``.
+        group : array-like or None, default None
+            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        n_samples : int
+            Rankings per query, ``>= 2``.
+        random_state : int, RandomState or None, default None
+        temperature : float, default 1.0
+            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
+            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+
+        Returns
+        -------
+        MetricEstimate
+            The named tuple ``(mean, stderr)``.
+        """
+        if check_positive_int("n_samples", n_samples) < 2:
+            raise ValueError(
+                f"n_samples must be an integer >= 2 to estimate a standard error, but "
+                f"{n_samples!r} is given."
+            )
+        labels = check_labels(y, gain=self.gain)
+        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
+                              temperature=temperature)
+        check_same_length(X=sample.groups.order, y=labels)
+        values = per_sample_metric(sample, labels, self._judged_metric())
+        stderr = values.std(ddof=1) / np.sqrt(values.shape[0])
+        return MetricEstimate(float(values.mean()), float(stderr))

@@ -1,0 +1,88 @@
+r"""The ranking metric: one owner of the gain, the rank weights and the per-document rewards.
+
+A ranking :math:`y` of a query scores :math:`\sum_{k=1}^{\min(K, D)} \theta_k\, \rho_{y_k}`:
+
+- DCG@K: :math:`\theta_k = 1/\log_2(k+1)` and :math:`\rho_d = g(\ell_d)`, the gain of the label,
+  :math:`2^{\ell} - 1` (``"exp"``, the default of XGBoost, LightGBM and the papers) or
+  :math:`\ell` (``"linear"``);
+- NDCG@K: DCG@K with :math:`\rho_d` divided by the query's ideal DCG@K (0 when that is 0);
+- precision@K: :math:`\theta_k = 1/K` and :math:`\rho_d = [\ell_d > 0]\, K / \min(K, D)`, so that
+  a query shorter than K is divided by its length (XGBoost's ``pre@K``).
+
+The PL-Rank objective maximises the expected score of a Plackett-Luce policy, which is
+:math:`\sum_d E_\theta(d)\, \rho_d` with the policy's exposure :math:`E_\theta(d)` (the expected
+:math:`\theta` at d's rank); the metrics of :mod:`gbdt_plrank.metrics` and every evaluation of
+the package read gains and rank weights from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import _kernels
+
+__all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains"]
+
+#: The metrics a PL-Rank objective can maximise.
+METRICS = ("ndcg", "dcg", "precision")
+
+#: The gains of a label: ``2**label - 1`` or ``label``.
+GAINS = ("exp", "linear")
+
+
+def gains(labels: np.ndarray, gain: str) -> np.ndarray:
+    """Per-document gains ``(n,)`` of validated labels: ``2**label - 1`` or ``label``."""
+    return np.exp2(labels) - 1.0 if gain == "exp" else np.array(labels, dtype=np.float64)
+
+
+def dcg_weights(K: int) -> np.ndarray:
+    r"""DCG rank weights :math:`\theta_k = 1/\log_2(k+1)`, :math:`k = 1..K`, shape ``(K,)``."""
+    return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class RankingMetric:
+    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._options`).
+
+    Attributes
+    ----------
+    metric : {"ndcg", "dcg", "precision"}
+    K : int
+        Cut-off, >= 1.
+    gain : {"exp", "linear"}
+        Gain of a label (precision counts labels > 0 and does not use it).
+    """
+
+    metric: str
+    K: int
+    gain: str
+
+    @property
+    def name(self) -> str:
+        """``"<metric>@<K>"``, as the metric is named in evaluation histories."""
+        return f"{self.metric}@{self.K}"
+
+    def at(self, K: int) -> RankingMetric:
+        """The same metric at the cut-off ``K``."""
+        return replace(self, K=K)
+
+    def theta(self) -> np.ndarray:
+        """Rank weights ``(K,)``: 1/log2(k+1) for DCG and NDCG, 1/K for precision."""
+        if self.metric == "precision":
+            return np.full(self.K, 1.0 / self.K)
+        return dcg_weights(self.K)
+
+    def rewards(self, labels: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+        r"""Per-document rewards :math:`\rho` ``(n,)`` of validated labels (module docstring)."""
+        if self.metric == "precision":
+            sizes = np.diff(group_ptr)
+            scale = self.K / np.maximum(np.minimum(sizes, self.K), 1)
+            return (labels > 0) * np.repeat(scale, sizes)
+        rho = gains(labels, self.gain)
+        if self.metric == "dcg":
+            return rho
+        out = np.empty_like(rho)
+        _kernels.ideal_normalise(rho, group_ptr, self.theta(), out)
+        return out

@@ -1,0 +1,71 @@
+"""The one place a PL-Rank training run is assembled: objective, evaluation and plan.
+
+:class:`~gbdt_plrank.PLRankRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker`, the comparison
+harness and the tuner translate their own options into a call of :func:`plrank_plan` and hand the
+plan to a booster backend; the README's ``xgboost.train`` / ``lightgbm.train`` calls with
+``custom_metric=obj.expected_metric`` / ``feval=obj.expected_metric`` are the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._boosters import Plan
+from ._evaluation import RankingMetricEval
+from ._objective import PLRankObjective
+from ._options import PLRankOptions
+from ._ranking_metric import RankingMetric
+
+__all__ = ["STOPPING_METRICS", "plrank_plan"]
+
+#: What early stopping watches: the policy's expected metric@K (the objective's
+#: ``expected_metric``), or the metric@K of the ranking by score (``ranking_metric``).
+STOPPING_METRICS = ("policy", "ranking")
+
+
+def plrank_plan(
+    options: PLRankOptions,
+    *,
+    stopping_metric: str,
+    seed: int,
+    n_jobs: int | None,
+    n_estimators: int,
+    early_stopping_rounds: int | None,
+    callbacks: Sequence[Any] = (),
+    ranking: RankingMetric | None = None,
+    objective_type: Callable[..., PLRankObjective] = PLRankObjective,
+) -> Plan:
+    """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
+
+    Parameters
+    ----------
+    options : PLRankOptions
+        The objective's options; ``options.K`` is the cut-off the model is judged at.
+    stopping_metric : {"policy", "ranking"}
+        What the booster's early stopping watches on the eval sets: the objective's
+        ``expected_metric`` (the policy's value, recorded after the ranking's metric) or its
+        ranking's metric@K (recorded alone).
+    seed : int
+        Seed of the objective's sampled rankings (and of the expected metric's streams).
+    n_jobs : int or None
+        Threads of the objective and the evaluation.
+    n_estimators, early_stopping_rounds, callbacks
+        As in :class:`~gbdt_plrank._boosters.Plan`.
+    ranking : RankingMetric, optional
+        The ranking metric recorded on the eval sets; default the objective's metric@K (the
+        harness records NDCG@k, its comparison's measure, whatever the objective's metric).
+    objective_type : callable, default PLRankObjective
+        Builds the objective from ``(options, seed=, n_jobs=)`` (Dask's keyed objective).
+
+    Returns
+    -------
+    Plan
+    """
+    objective = objective_type(options, seed=seed, n_jobs=n_jobs)
+    ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
+    metrics = (ranked, objective.expected_metric) if stopping_metric == "policy" else (ranked,)
+    return Plan(
+        objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
+        metrics,
+    )

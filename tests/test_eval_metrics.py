@@ -1,0 +1,180 @@
+"""The objective's evaluation metrics inside xgboost.train, lightgbm.train and LGBMRanker.
+
+``obj.expected_metric`` as ``custom_metric`` / ``feval``: the boosters' own early stopping stops
+on the policy's value. Each kept round is checked against the value recomputed from the margins
+of every round by the one owner of the policy's value (:class:`PolicyValue`).
+"""
+
+from __future__ import annotations
+
+import lightgbm
+import numpy as np
+import pytest
+import xgboost
+
+from gbdt_plrank import metrics, plrank_objective
+from gbdt_plrank._evaluation import PolicyValue
+from gbdt_plrank._fairness import FairnessSpec
+from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank.datasets import Split
+
+ROUNDS, PATIENCE = 60, 3
+
+
+@pytest.fixture(scope="module")
+def splits(data):
+    """The first 40 queries to train on, the other 20 to stop on (rows of a query contiguous)."""
+    X, y, qid, _ = data
+    train, vali = qid < 40, qid >= 40
+    return Split(X[train], y[train], qid[train]), Split(X[vali], y[vali], qid[vali])
+
+
+def _objective(fairness: str | None = None, **options):
+    return plrank_objective(K=5, N=10, seed=1, n_jobs=1, fairness=fairness, fairness_weight=0.5,
+                            **options)
+
+
+def _xgboost(train: Split, vali: Split, objective, *, stop: int | None, metric=None):
+    dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
+    dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
+    params = {"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
+              "disable_default_eval_metric": 1}
+    metric = objective.expected_metric if metric is None else metric
+    return xgboost.train(params, dtrain, ROUNDS, obj=objective, evals=[(dvali, "valid")],
+                         custom_metric=metric, maximize=True, early_stopping_rounds=stop,
+                         verbose_eval=False)
+
+
+def _lightgbm(train: Split, vali: Split, objective, *, stop: int | None):
+    dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
+    dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
+    params = {"objective": objective, "metric": "None", "learning_rate": 0.3, "num_leaves": 8,
+              "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5}
+    callbacks = [] if stop is None else [lightgbm.early_stopping(stop, verbose=False)]
+    # keep_training_booster: every round run stays in the booster (else it is cut at the best)
+    return lightgbm.train(params, dtrain, ROUNDS, valid_sets=[dvali], feval=objective.expected_metric,
+                          callbacks=callbacks, keep_training_booster=True)
+
+
+def _margins(booster, X, rounds: int) -> np.ndarray:
+    if isinstance(booster, xgboost.Booster):
+        return booster[:rounds].inplace_predict(X, predict_type="margin").astype(np.float64)
+    return booster.predict(X, num_iteration=rounds, raw_score=True)
+
+
+def _values(full, vali: Split, rounds: int, metric: RankingMetric, fairness) -> list[float]:
+    """The policy's value after each round, recomputed from the booster's margins."""
+    value = PolicyValue(metric, fairness, Split(None, vali.y, vali.qid), seed=1, n_jobs=1)
+    return [float(value.per_query(_margins(full, vali.X, r)).mean()) for r in range(1, rounds + 1)]
+
+
+@pytest.mark.parametrize("fairness", [None, "expected-exposure"])
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_boosters_own_early_stopping_stops_on_the_policy(splits, library, fairness):
+    train, vali = splits
+    fit = _xgboost if library == "xgboost" else _lightgbm
+    stopped = fit(train, vali, _objective(fairness), stop=PATIENCE)
+    full = fit(train, vali, _objective(fairness), stop=None)  # same seed: the same trees
+    run = stopped.num_boosted_rounds() if library == "xgboost" else stopped.current_iteration()
+    spec = FairnessSpec("expected-exposure", 0.5) if fairness else None
+    values = _values(full, vali, run, RankingMetric("ndcg", 5, "exp"), spec)
+    best = int(np.argmax(values))
+    assert run == best + 1 + PATIENCE < ROUNDS  # stopped, PATIENCE rounds after the best
+    name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
+    if library == "xgboost":  # XGBoost's convention: 0-based, every round kept
+        assert stopped.best_iteration == best
+        assert float(stopped.attr("best_score")) == pytest.approx(values[best], abs=1e-6)
+    else:  # LightGBM's: 1-based, used by predict
+        assert stopped.best_iteration == best + 1
+        assert stopped.best_score["valid_0"][name] == pytest.approx(values[best], rel=1e-12)
+
+
+def test_the_judged_cutoff_and_metric_not_the_training_ones_are_watched(splits):
+    """plrank_objective(K=5) trains at 10, and reports and stops on the expected NDCG@5."""
+    train, vali = splits
+    objective = _objective()
+    assert objective.train_K == 10 and objective.expected_metric.name == "expected_ndcg@5"
+    stopped = _lightgbm(train, vali, objective, stop=PATIENCE)
+    full = _lightgbm(train, vali, _objective(), stop=None)
+    values = _values(full, vali, stopped.current_iteration(), RankingMetric("ndcg", 5, "exp"), None)
+    assert stopped.best_iteration == int(np.argmax(values)) + 1
+
+
+def test_precision_is_trained_reported_and_stopped_on(splits):
+    """metric="precision": the names and values are precision's, not NDCG's."""
+    train, vali = splits
+    objective = _objective(metric="precision")
+    assert objective.ranking_metric.name == "precision@5"
+    assert objective.expected_metric.name == "expected_precision@5"
+    bst = _xgboost(train, vali, objective, stop=None, metric=objective.ranking_metric)
+    history = bst.eval_set([(xgboost.DMatrix(vali.X, vali.y, qid=vali.qid), "v")],
+                           feval=objective.ranking_metric)
+    scores = bst.inplace_predict(vali.X, predict_type="margin")
+    expected = metrics.precision_at_k(vali.y, scores, vali.qid, k=5)
+    assert history.endswith(f"v-precision@5:{expected:f}")
+
+
+def test_linear_gain_reaches_the_evaluation(splits):
+    """gain="linear" takes labels above 31 everywhere, the evaluation included."""
+    train, vali = splits
+    big = Split(vali.X, vali.y * 20, vali.qid)
+    objective = _objective(gain="linear")
+    bst = _xgboost(Split(train.X, train.y * 20, train.qid), big, objective, stop=PATIENCE)
+    scores = bst[: bst.best_iteration + 1].inplace_predict(big.X, predict_type="margin")
+    value = objective.ranking_metric(scores, xgboost.DMatrix(big.X, big.y, qid=big.qid))
+    assert value == ("ndcg@5", pytest.approx(metrics.ndcg(big.y, scores, big.qid, k=5, gain="linear")))
+
+
+def test_rows_in_any_order_give_the_same_value(splits):
+    """The value is a function of the queries, not of where they lie in the eval set."""
+    _, vali = splits
+    margins = np.random.default_rng(0).normal(size=vali.y.shape[0])
+    reversed_queries = np.argsort(-vali.qid, kind="stable")
+    values = []
+    for rows, ids in ((slice(None), vali.qid), (reversed_queries, -vali.qid[reversed_queries])):
+        d = xgboost.DMatrix(vali.X[rows], vali.y[rows], qid=ids - ids.min())
+        per_query = PolicyValue(RankingMetric("ndcg", 5, "exp"), None,
+                                Split(None, vali.y[rows], ids), seed=1, n_jobs=1)
+        values.append((_objective().expected_metric(margins[rows], d)[1],
+                       per_query.per_query(margins[rows]).mean()))
+    assert values[0][0] == pytest.approx(values[0][1])
+    # other streams for other query positions: equal in expectation, close with 100 rankings
+    assert values[1][0] == pytest.approx(values[1][1])
+    assert abs(values[0][0] - values[1][0]) < 0.02
+
+
+def test_weighted_eval_sets_take_the_weighted_mean(splits):
+    _, vali = splits
+    margins = np.random.default_rng(1).normal(size=vali.y.shape[0])
+    w = np.arange(1.0, vali.n_queries + 1)
+    d = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid, weight=w)
+    per_query = metrics.ndcg(vali.y, margins, vali.qid, k=5, per_query=True)
+    assert _objective().ranking_metric(margins, d)[1] == pytest.approx(np.average(per_query, weights=w))
+
+
+def test_lgbm_ranker_takes_the_expected_metric(splits):
+    train, vali = splits
+    objective = _objective()
+    ranker = lightgbm.LGBMRanker(objective=objective.lgbm_ranker, metric="None",
+                                 n_estimators=ROUNDS, learning_rate=0.3, num_leaves=8,
+                                 min_child_samples=5, verbose=-1, n_jobs=1)
+    ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(vali.X, vali.y)],
+               eval_group=[vali.group_sizes], eval_metric=objective.lgbm_ranker_metric,
+               callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False)])
+    assert list(ranker.evals_result_["valid_0"]) == ["expected_ndcg@5"]
+    curve = ranker.evals_result_["valid_0"]["expected_ndcg@5"]
+    assert ranker.best_iteration_ == int(np.argmax(curve)) + 1 == len(curve) - PATIENCE
+
+
+def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
+    _, vali = splits
+    margins = np.zeros(vali.y.shape[0])
+    with pytest.raises(ValueError, match="the evaluation set has no query groups"):
+        _objective().expected_metric(margins, xgboost.DMatrix(vali.X, vali.y))
+    rows = np.ones(vali.y.shape[0])
+    rows[1] = 2.0  # row 1 lies in the first query with row 0
+    d = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, weight=rows).construct()
+    with pytest.raises(ValueError, match=r"weights must be one per query.*row 1 of query 0"):
+        _objective().expected_metric(margins, d)
+    with pytest.raises(TypeError, match=r"received a numpy\.ndarray"):
+        _objective().expected_metric(margins, vali.y)
