@@ -1,9 +1,9 @@
 """Dask collections whose partitions hold whole queries.
 
 XGBoost and LightGBM train on each worker's local rows: a query whose rows lie in two partitions
-would be scored as two queries, silently (DESIGN.md section 9). :func:`align_queries` moves rows
-so that every query lies in one partition; training checks the layout with :func:`query_layout`
-and refuses a split query.
+would be scored as two queries, silently (XGBoost accepts such a split without a warning).
+:func:`align_queries` moves rows so that every query lies in one partition; training checks the
+layout with :func:`query_layout` and refuses a split query.
 """
 
 from __future__ import annotations
