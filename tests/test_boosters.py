@@ -168,7 +168,7 @@ def test_each_object_finds_its_backend() -> None:
     assert backend_of_data(lightgbm.Dataset(X, y)).name == "lightgbm"
     booster = xgboost.train({}, xgboost.DMatrix(X, y), 1)
     assert backend_of_booster(booster).name == "xgboost"
-    with pytest.raises(TypeError, match=r"received a builtins\.list"):
+    with pytest.raises(TypeError, match=r"but a builtins\.list is given"):
         backend_of_data([1, 2])
     with pytest.raises(TypeError, match=r"booster must be a model of xgboost, lightgbm, catboost"):
         backend_of_booster(object())

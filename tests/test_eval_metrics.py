@@ -176,5 +176,5 @@ def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
     d = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, weight=rows).construct()
     with pytest.raises(ValueError, match=r"weights must be one per query.*row 1 of query 0"):
         _objective().expected_metric(margins, d)
-    with pytest.raises(TypeError, match=r"received a numpy\.ndarray"):
+    with pytest.raises(TypeError, match=r"but a numpy\.ndarray is given"):
         _objective().expected_metric(margins, vali.y)

@@ -185,7 +185,7 @@ def test_three_argument_trap_is_not_possible():
 
 
 def test_objective_refuses_other_data_and_bad_options():
-    with pytest.raises(TypeError, match=r"received a numpy\.ndarray"):
+    with pytest.raises(TypeError, match=r"but a numpy\.ndarray is given"):
         plrank_objective()(np.zeros(3), np.zeros(3))
     with pytest.raises(ValueError, match="K must be an integer >= 1, but 0 is given"):
         plrank_objective(K=0)

@@ -56,6 +56,13 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
+def _backend_holding(kind: str, obj: object, rule: str) -> Backend:
+    for backend in BACKENDS.values():
+        if getattr(backend, f"holds_{kind}")(obj):
+            return backend
+    raise TypeError(f"{rule}, but a {type(obj).__module__}.{type(obj).__name__} is given.")
+
+
 def backend_of_data(data: object) -> Backend:
     """The backend whose library ``data`` (a training or evaluation set) belongs to.
 
@@ -64,13 +71,9 @@ def backend_of_data(data: object) -> Backend:
     TypeError
         When ``data`` is neither an ``xgboost.DMatrix`` nor a ``lightgbm.Dataset``.
     """
-    for backend in BACKENDS.values():
-        if backend.holds_data(data):
-            return backend
-    raise TypeError(
-        f"the objectives and metrics are called by xgboost.train with an xgboost.DMatrix or by "
-        f"lightgbm.train with a lightgbm.Dataset, but received a "
-        f"{type(data).__module__}.{type(data).__name__}."
+    return _backend_holding(
+        "data", data, "the objectives and metrics are called by xgboost.train with an "
+        "xgboost.DMatrix or by lightgbm.train with a lightgbm.Dataset",
     )
 
 
@@ -82,10 +85,4 @@ def backend_of_booster(booster: object) -> Backend:
     TypeError
         When ``booster`` is not a model of XGBoost, LightGBM or CatBoost.
     """
-    for backend in BACKENDS.values():
-        if backend.holds_booster(booster):
-            return backend
-    raise TypeError(
-        f"booster must be a model of {', '.join(BACKENDS)}, but a "
-        f"{type(booster).__module__}.{type(booster).__name__} is given."
-    )
+    return _backend_holding("booster", booster, f"booster must be a model of {', '.join(BACKENDS)}")

@@ -31,8 +31,8 @@ __all__ = [
     "Split",
     "Trained",
     "eval_name",
+    "holds",
     "library",
-    "loaded",
     "metric_name",
     "native_params",
     "normalised",
@@ -269,13 +269,14 @@ def query_weights(fields: QueryFields) -> np.ndarray | None:
     return out
 
 
-def loaded(module: str) -> Any:
-    """The library ``module`` if some code has imported it, else None (nothing is imported).
+def holds(module: str, type_name: str, obj: object) -> bool:
+    """Whether ``obj`` is a ``module.type_name``, without importing ``module``.
 
-    An object can only be one of a library's types once the library is loaded, so this tells
-    the backends' ``holds_*`` apart without importing every library.
+    An object can only be one of a library's types once the library is loaded, so the backends'
+    ``holds_*`` need not import every library.
     """
-    return sys.modules.get(module)
+    lib = sys.modules.get(module)
+    return lib is not None and isinstance(obj, getattr(lib, type_name))
 
 
 def library(name: str) -> Any:

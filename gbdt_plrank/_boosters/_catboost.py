@@ -22,8 +22,8 @@ from ._base import (
     Split,
     Trained,
     eval_name,
+    holds,
     library,
-    loaded,
     metric_name,
     native_params,
     normalised,
@@ -59,12 +59,10 @@ class CatBoostBackend:
     })
 
     def holds_data(self, data: object) -> bool:
-        catboost = loaded(self.name)
-        return catboost is not None and isinstance(data, catboost.Pool)
+        return holds(self.name, "Pool", data)
 
     def holds_booster(self, booster: object) -> bool:
-        catboost = loaded(self.name)
-        return catboost is not None and isinstance(booster, catboost.CatBoost)
+        return holds(self.name, "CatBoost", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         raise TypeError(_NO_CALLABLES)

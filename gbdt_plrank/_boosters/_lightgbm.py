@@ -25,8 +25,8 @@ from ._base import (
     Split,
     Trained,
     eval_name,
+    holds,
     library,
-    loaded,
     native_params,
     normalised,
     plain_history,
@@ -48,12 +48,10 @@ class LightGBMBackend:
     })
 
     def holds_data(self, data: object) -> bool:
-        lightgbm = loaded(self.name)
-        return lightgbm is not None and isinstance(data, lightgbm.Dataset)
+        return holds(self.name, "Dataset", data)
 
     def holds_booster(self, booster: object) -> bool:
-        lightgbm = loaded(self.name)
-        return lightgbm is not None and isinstance(booster, lightgbm.Booster)
+        return holds(self.name, "Booster", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group`` boundaries (None without groups), labels and weights (one per row)."""

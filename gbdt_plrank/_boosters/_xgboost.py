@@ -24,8 +24,8 @@ from ._base import (
     Split,
     Trained,
     eval_name,
+    holds,
     library,
-    loaded,
     metric_name,
     native_params,
     normalised,
@@ -54,12 +54,10 @@ class XGBoostBackend:
     })
 
     def holds_data(self, data: object) -> bool:
-        xgboost = loaded(self.name)
-        return xgboost is not None and isinstance(data, xgboost.DMatrix)
+        return holds(self.name, "DMatrix", data)
 
     def holds_booster(self, booster: object) -> bool:
-        xgboost = loaded(self.name)
-        return xgboost is not None and isinstance(booster, xgboost.Booster)
+        return holds(self.name, "Booster", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group_ptr`` (None without ``qid``), labels and weights (one per query group)."""
