@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
 from ._groups import resolve_groups
+from ._objective import PLRankObjective
 from ._options import PLRankOptions
 from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
 from ._run import STOPPING_METRICS, plrank_plan
@@ -295,7 +296,7 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
         return self
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
-    _objective_type: Any = None
+    _objective_type = PLRankObjective
     #: What ``stopping_metric="auto"`` watches.
     _auto_stopping_metric = "policy"
 
@@ -326,10 +327,10 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
         options = self._options()
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = seeds_from(self.random_state, 2)
-        extra = {} if self._objective_type is None else {"objective_type": self._objective_type}
         plan = plrank_plan(
             options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds, **extra,
+            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
+            objective_type=self._objective_type,
         )
         return backend, self._settings(booster_seed), plan
 
