@@ -111,7 +111,7 @@ class DaskPLRankRanker(PLRankRanker):
         eval_set : list of (X, y, group) tuples of dask collections, default None
             Validation sets, each with its query ids and aligned like the training set.
         early_stopping_rounds : int or None, default None
-            As in :meth:`PLRankRanker.fit` (XGBoost only).
+            As in :meth:`~gbdt_plrank.PLRankRanker.fit` (XGBoost only).
 
         Returns
         -------
@@ -156,7 +156,7 @@ class DaskPLRankRanker(PLRankRanker):
         return self
 
     def predict(self, X: Any) -> Any:
-        """Raw margins: a dask array for a dask collection, else as :meth:`PLRankRanker.predict`."""
+        """Raw margins: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
         self._fitted_backend()
