@@ -34,7 +34,7 @@ docs: $(STAMP) ## build the documentation site into site/ (Sphinx; a warning or 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
 	$(BIN)/python benchmarks/bench_round.py
 
-tables: $(STAMP) ## the README tables: every method on MQ2008 and MQ2007-agg, 5 folds x 3 seeds (long; WORKERS=2 runs 2 in parallel)
+tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.md): every method on MQ2008 and MQ2007-agg, 5 folds x 3 seeds (long; WORKERS=2 runs 2 in parallel)
 	$(BIN)/gbdt-plrank compare configs/mq2008.toml $(if $(WORKERS),--workers $(WORKERS))
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 

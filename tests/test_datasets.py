@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from doc_blocks import README, python_blocks, run_blocks
 
 from gbdt_plrank.datasets import load_dataset

@@ -71,7 +71,7 @@ class DaskPLRankRanker(PLRankRanker):
     and ``8 * m`` at least every feature's number of distinct values, the cut points and the
     model are the single-machine ones. LightGBM's data-parallel training differs from one
     process as well. On MQ2008 both stay within the seed-to-seed spread of single-machine
-    training (README, "Scaling out on Dask").
+    training (the user guide's page "Scaling out on Dask", `docs/guide/dask.md`).
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads). Eval sets are scored with the library's own NDCG@K, computed on the workers (the
