@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,13 @@ RUNNABLE = [p for p in PAGES if python_blocks(p)]
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a block that writes files writes them here
     run_blocks(page, python_blocks(page))
+
+
+def test_every_public_name_is_in_the_api_reference() -> None:
+    import gbdt_plrank
+
+    dask_api = pytest.importorskip("gbdt_plrank.dask")
+    text = (Path(__file__).resolve().parents[1] / "docs" / "api" / "index.rst").read_text()
+    names = [f"gbdt_plrank.{n}" for n in gbdt_plrank.__all__]
+    names += [f"gbdt_plrank.dask.{n}" for n in dask_api.__all__]
+    assert [n for n in names if not re.search(rf"{re.escape(n)}\b", text)] == []
