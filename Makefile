@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # waiting threads must sleep, not spin (the package sets this too; here it also covers the tools).
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: help demo test lint bench tables clean
+.PHONY: help demo test lint docs bench tables clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -16,7 +16,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,catboost]'
+	$(BIN)/pip install --quiet -e '.[dev,catboost,docs]'
 	touch $(STAMP)
 
 demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ2008 (a few minutes)
@@ -25,15 +25,18 @@ demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ
 test: $(STAMP) ## run the whole test suite
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP) ## ruff on the package, tests and benchmarks
-	$(BIN)/ruff check gbdt_plrank tests benchmarks
+lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
+	$(BIN)/ruff check gbdt_plrank tests benchmarks docs
+
+docs: $(STAMP) ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
+	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
 	$(BIN)/python benchmarks/bench_round.py
 
-tables: $(STAMP) ## the README tables: every method on MQ2008 and MQ2007-agg, 5 folds x 3 seeds (long; WORKERS=2 runs 2 in parallel)
+tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.md): every method on MQ2008 and MQ2007-agg, 5 folds x 3 seeds (long; WORKERS=2 runs 2 in parallel)
 	$(BIN)/gbdt-plrank compare configs/mq2008.toml $(if $(WORKERS),--workers $(WORKERS))
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 
-clean: ## remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info
+clean: ## remove the virtual environment, caches and the built site
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build

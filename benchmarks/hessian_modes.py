@@ -1,4 +1,4 @@
-"""Choose the default Hessian mode by measurement (README, "Choosing the Hessian").
+"""Choose the default Hessian mode by measurement (docs/research/hessian.md, "Choosing the Hessian").
 
 Trains XGBoost and LightGBM with the PL-Rank objective under every Hessian mode, next to their own
 LambdaMART, on the bundled MQ2008 and MQ2007-agg (Fold1), over several seeds, with the same tree

@@ -1,6 +1,6 @@
 """What the PL-Rank Hessian estimate carries: its ratio to the gradient, and its scale.
 
-Two measurements behind README "Choosing the Hessian", on the bundled data's Fold1 training
+Two measurements behind docs/research/hessian.md, on the bundled data's Fold1 training
 splits (queries with a relevant document):
 
 1. The ratio h/g of the Hessian diagonal to the gradient, per document, with N = 20,000 samples

@@ -26,7 +26,7 @@ The levers (all built from the public objective, none of them an option of it):
   documents of queries that contribute, i.e. no second-order information, but on the Hessian's
   scale (all ones is 10 to 40 times too small a curvature for the boosters' step sizes).
 - ``|g|``: the Hessian replaced by :math:`|g_d|`. The exact diagonal of the Hessian is nearly
-  proportional to the gradient (exactly :math:`h_d = (1 - 2 p_d) g_d` at K = 1, README "Choosing
+  proportional to the gradient (exactly :math:`h_d = (1 - 2 p_d) g_d` at K = 1, docs/research/hessian.md "Choosing
   the Hessian"), so :math:`|g|` keeps the curvature's scale without the Hessian estimate's
   extra noise.
 - ``..., unit scale``: gradient and Hessian multiplied by one factor per round so that the mean

@@ -176,7 +176,7 @@ class EvalSet:
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str) -> EvalSet:
-        """The queries of a booster's eval set (:meth:`Backend.query_fields`), labels checked.
+        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`), labels checked.
 
         Raises
         ------

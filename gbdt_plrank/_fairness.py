@@ -15,7 +15,7 @@ d's grade occupies in the ideal ranking (Diaz et al. 2020;
 :func:`gbdt_plrank.metrics.expected_exposure_loss` measures it). Its gradient is PL-Rank's with
 the signed per-document reward :math:`\rho_d - 2w(E(d) - \epsilon(d))` (Oosterhuis 2021, the
 fairness form of PL-Rank); the kernels estimate :math:`E` and the PL-Rank terms from independent
-halves of the samples (:func:`gbdt_plrank._kernels.fair_estimate_groups`).
+halves of the samples (``fair_estimate_groups`` in :mod:`gbdt_plrank._kernels`).
 
 Hessian (loss :math:`L = -J`): the PL-Rank Hessian estimate with the same signed reward, plus the
 Gauss-Newton part :math:`2w\sum_i (\partial E(i)/\partial m(d))^2 \ge 0`, of which
@@ -55,7 +55,7 @@ FAIR_METRICS = ("ndcg", "dcg")
 class FairnessSpec:
     """The fairness term: its name (one of :data:`FAIRNESS`) and its weight ``w >= 0``.
 
-    Built from validated options (:attr:`gbdt_plrank._options.PLRankOptions.fairness_spec`).
+    Built from validated options (:attr:`gbdt_plrank.PLRankOptions.fairness_spec`).
     """
 
     name: str

@@ -44,7 +44,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 def training_cutoff(K: int, train_K: int | str = "auto", *, fairness: str | None = None) -> int:
     r"""The cut-off the objective trains at, for a ranker judged by its metric@K.
 
-    ``train_K="auto"`` is :data:`TRAIN_K_FACTOR` :math:`\times K` without fairness: the rankings
+    ``train_K="auto"`` is :data:`~gbdt_plrank._options.TRAIN_K_FACTOR` :math:`\times K` without fairness: the rankings
     sampled for training are longer than the cut-off the ranker is judged at, so the documents
     just below it (the ones a better model lifts into the top K) also get gradient. The
     libraries' LambdaMART objectives do the same: XGBoost ``rank:ndcg`` builds its pairs from the

@@ -48,7 +48,7 @@ KERNEL_SAMPLERS = {
     "race": _kernels.SAMPLER_RACE,
 }
 
-#: Lower bound of the ``"clip"`` Hessian, relative to the largest |h| of the batch.
+#: Lower bound of the ``"clip"`` Hessian, relative to the largest ``|h|`` of the batch.
 CLIP_FLOOR = 1e-3
 
 
@@ -89,13 +89,13 @@ def estimate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
-    ``rho`` are ``metric``'s rewards of the rows (:meth:`RankingMetric.rewards`); rankings have
+    ``rho`` are ``metric``'s rewards of the rows (:meth:`~gbdt_plrank._ranking_metric.RankingMetric.rewards`); rankings have
     the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
     ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
     otherwise). With ``fairness``, ``target`` holds the rows' equal-exposure targets
-    (:meth:`FairnessSpec.target`) and the cross-fitted fairness kernel runs instead; its
+    (:meth:`~gbdt_plrank._fairness.FairnessSpec.target`) and the cross-fitted fairness kernel runs instead; its
     Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
-    (:func:`finish_hessian`).
+    (:func:`~gbdt_plrank._plrank.finish_hessian`).
     """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
@@ -168,7 +168,7 @@ def plrank_grad_hess(
     gain : {"exp", "linear"}, default "exp"
         :math:`2^\ell - 1` or :math:`\ell` (not used by precision).
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian (:func:`finish_hessian`). The raw estimate is
+        What the booster receives as Hessian (:func:`~gbdt_plrank._plrank.finish_hessian`). The raw estimate is
         indefinite and its sum over a tree node is mostly noise, so boosting with it stalls or
         lags; :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the
         Hessian" page has the measurements).

@@ -128,7 +128,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Labels, finite and ``>= 0``.
         group : array-like or None, default None
@@ -167,7 +167,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
         group : array-like or None, default None
             Query ids, group sizes or ``None`` for one query (as in ``fit``).
         n_samples : int
@@ -210,7 +210,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
         group : array-like or None, default None
             Query ids, group sizes or ``None`` for one query (as in ``fit``).
         n_samples : int
@@ -260,7 +260,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features_in_)
+        X : array-like or sparse matrix of shape (n_rows, n_features)
         y : array-like of shape (n_rows,)
             Labels, finite and ``>= 0``.
         group : array-like or None, default None

@@ -159,12 +159,12 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
         ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
         the i-th eval set (the second with ``stopping_metric="policy"``; empty without eval
         sets), e.g. ``"ndcg@5"`` and ``"expected_ndcg@5"``.
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_features,)
         Total split gain of each feature, divided by the sum over features (all zeros when no
         tree has a split).
     n_features_in_ : int
         Number of features seen in :meth:`fit`.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Feature names, when ``X`` had string column names.
 
     Notes
@@ -272,7 +272,7 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
         eval_set : list of tuples (X, y) or (X, y, group), default None
             Validation sets, scored after every round (the metric@K of the ranking, and the
             policy's expected metric@K with ``stopping_metric="policy"``); their history is
-            :attr:`evals_result_`, under the names ``"valid_0"``, ``"valid_1"``, ...
+            ``evals_result_``, under the names ``"valid_0"``, ``"valid_1"``, ...
         early_stopping_rounds : int or None, default None
             Stop when the metric ``stopping_metric`` names has not improved for this many
             rounds and keep the best round. XGBoost watches the last eval set; LightGBM stops
@@ -392,7 +392,7 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
             Features; NaN marks a missing value.
 
         Returns

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import numpy as np
 import pytest
+from doc_blocks import README, python_blocks, run_blocks
 
 from gbdt_plrank.datasets import load_dataset
 
@@ -120,18 +120,11 @@ def test_bad_data_is_refused(tmp_path, setup, kwargs, error, message):
         load_dataset(**kwargs)
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
 def readme_booster_example() -> str:
-    """The README's first code block (the objective in XGBoost and LightGBM), with 2 rounds."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index("```python", text.index("## The objective in XGBoost and LightGBM"))
-    code = text[start + len("```python") : text.index("```", start + 3)]
-    assert 'load_dataset("mq2008")' in code and "dtrain, 300," in code and "train, 300)" in code
-    assert ".lgbm_ranker)" in code
-    return (code.replace("dtrain, 300,", "dtrain, 2,").replace("train, 300)", "train, 2)")
-            .replace(".lgbm_ranker)", ".lgbm_ranker, n_estimators=2)"))
+    """The README's first code block (the objective in XGBoost and LightGBM), 2 rounds each."""
+    code = python_blocks(README)[0]
+    assert 'load_dataset("mq2008")' in code and code.count("num_boost_round=2") == 2
+    return code
 
 
 @pytest.mark.parametrize("name", ["mq2008", "mq2007-agg"])
@@ -141,9 +134,7 @@ def test_every_fold_works_in_the_readme_example(name: str, fold: int) -> None:
     code = readme_booster_example().replace(
         'load_dataset("mq2008")', f"load_dataset({name!r}, fold={fold})"
     )
-    namespace: dict[str, object] = {}
-    exec(compile(code, str(README), "exec"), namespace)
-    data = namespace["data"]
+    data = run_blocks(README, [code])["data"]
     for split in (data.train, data.vali, data.test):
         assert np.all(np.diff(split.qid) >= 0)
         assert split.n_queries == np.unique(split.qid).shape[0]

@@ -369,7 +369,7 @@ def test_raw_hessian_trace_is_zero_at_equal_margins():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_exact_hessian_is_the_gradient_times_one_minus_twice_p_at_k_one(seed):
-    """README "Choosing the Hessian": at K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly.
+    """docs/research/hessian.md "Choosing the Hessian": at K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly.
 
     With R = sum_d p_d rho_d and p the softmax of the margins, dR/dm_d = p_d (rho_d - rho_bar)
     and its derivative is p_d (rho_d - rho_bar)(1 - 2 p_d): the diagonal Newton step

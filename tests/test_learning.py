@@ -12,7 +12,7 @@ value peaks at, so "NDCG@5 at the kept round" flatters the baselines (measured 2
 plrank-lgb 0.7290 kept / 0.7456 peak against lambdarank-lgb 0.7407; plrank-xgb 0.7307 /
 0.7453 against lambdamart-xgb 0.7377). The tree settings are the harness defaults, fixed before
 looking at the test split; test NDCG@5: plrank-xgb 0.7766 against 0.7814, plrank-lgb 0.7728
-against 0.7706. The peak is held to 0.01 and the test split (156 queries) to 0.03 (README, "How
+against 0.7706. The peak is held to 0.01 and the test split (156 queries) to 0.03 (docs/research/levers.md, "How
 well it learns").
 """
 

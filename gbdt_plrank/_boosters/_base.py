@@ -120,7 +120,7 @@ class Plan:
         A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
     K : int
         Cut-off of the library's NDCG evaluated on every eval set after each round (when
-        :attr:`metrics` is empty).
+        ``metrics`` is empty).
     gain : {"exp", "linear"}
         Gain of a label in that NDCG: ``2**label - 1`` or ``label``.
     n_estimators : int
@@ -131,7 +131,7 @@ class Plan:
     callbacks : sequence
         The library's own callbacks, called after each round.
     metrics : sequence of callables
-        Evaluation metrics of the package (:data:`EvalMetric`, e.g. a PL-Rank objective's
+        Evaluation metrics of the package (:data:`~gbdt_plrank._boosters.EvalMetric`, e.g. a PL-Rank objective's
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
     """
@@ -183,7 +183,7 @@ class QueryFields(NamedTuple):
     #: Labels ``(n,)``.
     labels: np.ndarray
     #: The data's weights as the library stores them (None without), see
-    #: :func:`gbdt_plrank._booster_objective.query_weights`.
+    #: :func:`gbdt_plrank._boosters.query_weights`.
     weights: np.ndarray | None
 
 

@@ -71,7 +71,7 @@ class DaskPLRankRanker(PLRankRanker):
     and ``8 * m`` at least every feature's number of distinct values, the cut points and the
     model are the single-machine ones. LightGBM's data-parallel training differs from one
     process as well. On MQ2008 both stay within the seed-to-seed spread of single-machine
-    training (the documentation's "Scaling out on Dask" page).
+    training (the user guide's page "Scaling out on Dask", `docs/guide/dask.md`).
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads). Eval sets are scored with the library's own NDCG@K, computed on the workers (the
@@ -111,7 +111,7 @@ class DaskPLRankRanker(PLRankRanker):
         eval_set : list of (X, y, group) tuples of dask collections, default None
             Validation sets, each with its query ids and aligned like the training set.
         early_stopping_rounds : int or None, default None
-            As in :meth:`PLRankRanker.fit` (XGBoost only).
+            As in :meth:`~gbdt_plrank.PLRankRanker.fit` (XGBoost only).
 
         Returns
         -------
@@ -156,7 +156,7 @@ class DaskPLRankRanker(PLRankRanker):
         return self
 
     def predict(self, X: Any) -> Any:
-        """Raw margins: a dask array for a dask collection, else as :meth:`PLRankRanker.predict`."""
+        """Raw margins: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
         self._fitted_backend()
