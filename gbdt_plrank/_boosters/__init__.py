@@ -24,6 +24,7 @@ from ._base import (
 )
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
+from ._torch import TorchBackend
 from ._xgboost import XGBoostBackend
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Plan",
     "QueryFields",
     "Split",
+    "TorchBackend",
     "Trained",
     "XGBoostBackend",
     "backend_of_booster",
@@ -53,6 +55,7 @@ BACKENDS: dict[str, Backend] = {
     "xgboost": XGBoostBackend(),
     "lightgbm": LightGBMBackend(),
     "catboost": CatBoostBackend(),
+    "torch": TorchBackend(),
 }
 
 
