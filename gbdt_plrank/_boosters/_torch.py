@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -67,8 +67,12 @@ class NetworkOptions(Schema):
 
     Attributes
     ----------
-    hidden_layers : list of int, default [32, 32]
-        Units of each hidden layer (PL-Rank-3's [32, 32]); ``[]`` is a linear model.
+    n_layers : int, default 2
+        Hidden layers, >= 0 (0: a linear model). Every hidden layer has ``units`` units:
+        PL-Rank-3's network is 2 x 32, the 2024 paper's tuned ones 1 to 4 layers of 4 to 128
+        (scalars, so that a comparison's ``[params.plrank-nn]`` and the tuner can set them).
+    units : int, default 32
+        Units of each hidden layer, >= 1.
     activation : {"sigmoid", "tanh", "relu"}, default "sigmoid"
         Activation of the hidden layers (the papers': sigmoid).
     optimizer : {"adam", "sgd"}, default "adam"
@@ -83,9 +87,8 @@ class NetworkOptions(Schema):
         Show a progress bar over the epochs (only when writing to a terminal).
     """
 
-    hidden_layers: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [32, 32], description="a list of integers >= 1"
-    )
+    n_layers: int = Field(2, ge=0, description="an integer >= 0")
+    units: int = Field(32, ge=1, description="an integer >= 1")
     activation: Literal[ACTIVATIONS] = Field("sigmoid", description=one_of(ACTIVATIONS))  # type: ignore[valid-type]
     optimizer: Literal[OPTIMIZERS] = Field("adam", description=one_of(OPTIMIZERS))  # type: ignore[valid-type]
     lr: float = Field(0.01, gt=0, allow_inf_nan=False, description="a finite number > 0")
@@ -145,9 +148,9 @@ def _module(torch: Any, n_features: int, options: NetworkOptions) -> Any:
     activation = {"sigmoid": torch.nn.Sigmoid, "tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
     layers: list[Any] = []
     width = n_features
-    for units in options.hidden_layers:
-        layers += [torch.nn.Linear(width, units), activation[options.activation]()]
-        width = units
+    for _ in range(options.n_layers):
+        layers += [torch.nn.Linear(width, options.units), activation[options.activation]()]
+        width = options.units
     layers.append(torch.nn.Linear(width, 1))
     return torch.nn.Sequential(*layers)
 

@@ -8,7 +8,7 @@ requirement pulls the CUDA wheels (about 3 GB).
 
     from gbdt_plrank.nn import PLRankMLPRanker
 
-    ranker = PLRankMLPRanker(K=5, hidden_layers=(32, 32), max_epochs=200, random_state=0)
+    ranker = PLRankMLPRanker(K=5, n_layers=2, units=32, max_epochs=200, random_state=0)
     ranker.fit(X, y, group=qid, eval_set=[(X_val, y_val, qid_val)], early_stopping_rounds=20)
     ranker.score(X_test, y_test, group=qid_test)    # NDCG@5 of the ranking by score
 """

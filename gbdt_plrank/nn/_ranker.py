@@ -26,7 +26,7 @@ class PLRankMLPRanker(PolicyRanker):
     stochastic ranking policy :math:`\pi_\phi`, as the margin of
     :class:`~gbdt_plrank.PLRankRanker` is: at each rank it places an unplaced document with
     probability :math:`e^{s(d)} / \sum_{d'\,\mathrm{unplaced}} e^{s(d')}`. :math:`f_\phi` is a
-    multilayer perceptron (sigmoid hidden layers, [32, 32] by default as in PL-Rank-3). Each
+    multilayer perceptron (by default 2 sigmoid hidden layers of 32 units, as in PL-Rank-3). Each
     optimisation step takes ``batch_size`` queries, estimates
     :math:`g = \partial(-R)/\partial s` of the expected metric@``train_K`` from ``N`` sampled
     rankings per query with the package's PL-Rank-3 estimator (Oosterhuis 2022) and minimises
@@ -62,8 +62,10 @@ class PLRankMLPRanker(PolicyRanker):
     fairness : {None, "expected-exposure"}, default None
     fairness_weight : float, default 1.0
         As in :class:`~gbdt_plrank.PLRankRanker`.
-    hidden_layers : sequence of int, default (32, 32)
-        Units of each hidden layer; ``()`` is a linear model.
+    n_layers : int, default 2
+        Hidden layers, >= 0 (0: a linear model).
+    units : int, default 32
+        Units of each hidden layer.
     activation : {"sigmoid", "tanh", "relu"}, default "sigmoid"
     optimizer : {"adam", "sgd"}, default "adam"
     lr : float, default 0.01
@@ -120,7 +122,8 @@ class PLRankMLPRanker(PolicyRanker):
         sampler: str = "auto",
         fairness: str | None = None,
         fairness_weight: float = 1.0,
-        hidden_layers: Sequence[int] = (32, 32),
+        n_layers: int = 2,
+        units: int = 32,
         activation: str = "sigmoid",
         optimizer: str = "adam",
         lr: float = 0.01,
@@ -139,7 +142,8 @@ class PLRankMLPRanker(PolicyRanker):
         self.sampler = sampler
         self.fairness = fairness
         self.fairness_weight = fairness_weight
-        self.hidden_layers = hidden_layers
+        self.n_layers = n_layers
+        self.units = units
         self.activation = activation
         self.optimizer = optimizer
         self.lr = lr
@@ -205,10 +209,8 @@ class PLRankMLPRanker(PolicyRanker):
             options, stopping_metric="policy", seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
         )
-        layers = self.hidden_layers
         network = {
-            "hidden_layers": list(layers) if isinstance(layers, (tuple, list)) else layers,
-            "activation": self.activation, "optimizer": self.optimizer, "lr": self.lr,
+            "n_layers": self.n_layers, "units": self.units, "activation": self.activation, "optimizer": self.optimizer, "lr": self.lr,
             "batch_size": self.batch_size, "scale": self.scale, "progress": self.progress,
         }
         settings = BoosterSettings(
