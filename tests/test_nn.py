@@ -1,4 +1,4 @@
-"""The neural-network ranker: gradient plumbing, reproducibility, learning, early stopping, input."""
+"""The neural-network ranker: gradient plumbing, reproducibility, learning, stopping, input."""
 
 from __future__ import annotations
 
@@ -160,7 +160,8 @@ def test_network_options_shape_the_network(train_valid) -> None:
     deep = PLRankMLPRanker(**FAST, n_layers=3, units=5, activation="relu", random_state=0)
     deep.fit(X, y, qid)
     assert [type(m).__name__ for m in linear.booster_.module] == ["Linear"]
-    assert [m.out_features for m in deep.booster_.module if hasattr(m, "out_features")] == [5, 5, 5, 1]
+    widths = [m.out_features for m in deep.booster_.module if hasattr(m, "out_features")]
+    assert widths == [5, 5, 5, 1]
     assert sum(isinstance(m, torch.nn.ReLU) for m in deep.booster_.module) == 3
     assert linear.feature_importances_.sum() == pytest.approx(1.0)
 
@@ -210,7 +211,8 @@ def test_backend_refuses_what_a_network_cannot_train(train_valid) -> None:
         backend.train(BoosterSettings(), data, [], Plan("rank:ndcg", 3))
     plan = plrank_plan(PLRankOptions.checked(K=3), stopping_metric="policy", seed=0, n_jobs=1,
                        n_estimators=1, early_stopping_rounds=None)
-    with pytest.raises(ValueError, match=r"unknown key 'hidden' in the network options; allowed .*: n_layers, units"):
+    unknown = r"unknown key 'hidden' in the network options; allowed .*: n_layers, units"
+    with pytest.raises(ValueError, match=unknown):
         backend.train(BoosterSettings(params={"hidden": 3}), data, [], plan)
     with pytest.raises(ValueError, match="params must not set 'seed'"):
         backend.train(BoosterSettings(params={"seed": 3}), data, [], plan)
@@ -227,7 +229,8 @@ def test_trees_settings_do_not_reach_the_network(train_valid) -> None:
     trees = BoosterSettings(learning_rate=0.5, max_depth=3, seed=0, params={"progress": False})
     with_trees = backend.train(trees, data, [], plan)
     np.testing.assert_array_equal(
-        backend.margins(plain.booster, X, n_threads=1), backend.margins(with_trees.booster, X, n_threads=1)
+        backend.margins(plain.booster, X, n_threads=1),
+        backend.margins(with_trees.booster, X, n_threads=1),
     )
 
 
@@ -247,7 +250,8 @@ def test_the_package_works_without_torch() -> None:
         "    print(err)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "gbdt_plrank.nn needs torch, which is not installed: pip install 'gbdt_plrank[nn]'" in out.stdout
+    needs = "gbdt_plrank.nn needs torch, which is not installed: pip install 'gbdt_plrank[nn]'"
+    assert needs in out.stdout
 
 
 # --------------------------------------------------------------------------------------------

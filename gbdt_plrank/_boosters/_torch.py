@@ -80,7 +80,8 @@ class NetworkOptions(Schema):
     lr : float, default 0.01
         The optimizer's step size, finite and > 0 (not the trees' ``learning_rate``).
     batch_size : int, default 256
-        Queries per optimisation step (PL-Rank-3: 256; the 2024 paper's code: 64).
+        Queries per optimisation step, at most: each epoch splits a random permutation of the
+        training queries into equal batches (PL-Rank-3: 256; the 2024 paper's code: 64).
     scale : {"standard", "none"}, default "standard"
         Feature scaling fitted on the training rows (:data:`SCALINGS`).
     progress : bool, default True
@@ -240,7 +241,10 @@ class TorchBackend:
         rho = metric.rewards(data.y, ptr)
         target = None if fairness is None else fairness.target(data.y, ptr, metric.theta())
         order = np.random.default_rng(seed)
-        history: History = {eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))}
+        history: History = {
+            eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
+        }
+        n_batches = max(1, math.ceil(data.n_queries / net.batch_size))
         best = (-math.inf, -1, None)  # value, epoch, weights
         with _threads(torch, n_threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -250,11 +254,11 @@ class TorchBackend:
             )
             inputs = network.inputs(X)
             eval_inputs = [network.inputs(e.X) for e in evals]
-            epochs = tqdm(range(plan.n_estimators), desc="epochs", disable=None if net.progress else True)
+            epochs = tqdm(
+                range(plan.n_estimators), desc="epochs", disable=None if net.progress else True
+            )
             for epoch in epochs:
-                for queries in np.array_split(
-                    order.permutation(data.n_queries), max(1, math.ceil(data.n_queries / net.batch_size))
-                ):
+                for queries in np.array_split(order.permutation(data.n_queries), n_batches):
                     rows, batch_ptr = _batch(ptr, queries)
                     scores = network.module(inputs[rows]).squeeze(1)
                     grad, _ = estimate(

@@ -210,8 +210,9 @@ class PLRankMLPRanker(PolicyRanker):
             n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
         )
         network = {
-            "n_layers": self.n_layers, "units": self.units, "activation": self.activation, "optimizer": self.optimizer, "lr": self.lr,
-            "batch_size": self.batch_size, "scale": self.scale, "progress": self.progress,
+            "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
+            "optimizer": self.optimizer, "lr": self.lr, "batch_size": self.batch_size,
+            "scale": self.scale, "progress": self.progress,
         }
         settings = BoosterSettings(
             n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
