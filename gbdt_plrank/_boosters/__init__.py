@@ -4,7 +4,9 @@
 translates the shared settings into its library's names (:data:`NATIVE_NAMES`, one table), builds
 the library's data objects with their query groups, trains with an evaluation (the library's
 NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
-the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``).
+the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``). The ``torch``
+backend (:mod:`._torch`) trains a neural network with the PL-Rank gradient in place of trees:
+its data objects are the :class:`Split` s themselves and its rounds are epochs.
 """
 
 from ._base import (
@@ -65,15 +67,16 @@ def backend_of_data(data: object) -> Backend:
     Raises
     ------
     TypeError
-        When ``data`` is neither an ``xgboost.DMatrix`` nor a ``lightgbm.Dataset``.
+        When ``data`` is neither an ``xgboost.DMatrix``, a ``lightgbm.Dataset`` nor a
+        :class:`Split` (the ``torch`` backend's data).
     """
     for backend in BACKENDS.values():
         if backend.holds_data(data):
             return backend
     raise TypeError(
         f"the objectives and metrics are called by xgboost.train with an xgboost.DMatrix or by "
-        f"lightgbm.train with a lightgbm.Dataset, but received a "
-        f"{type(data).__module__}.{type(data).__name__}."
+        f"lightgbm.train with a lightgbm.Dataset (or by the torch backend with a Split), but "
+        f"received a {type(data).__module__}.{type(data).__name__}."
     )
 
 

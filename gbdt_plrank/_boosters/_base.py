@@ -152,7 +152,7 @@ class Trained:
 
     Attributes
     ----------
-    booster : xgboost.Booster, lightgbm.Booster or catboost.CatBoost
+    booster : xgboost.Booster, lightgbm.Booster, catboost.CatBoost or _torch.Network
         Holds exactly the rounds used for prediction (up to the best round under early stopping).
     best_iteration : int or None
         0-based best round under early stopping, else ``None``.
@@ -191,7 +191,7 @@ class QueryFields(NamedTuple):
 class Backend(Protocol):
     """What the rankers, the harness, the tuner and the objectives need from a booster library."""
 
-    #: The library's name (``"xgboost"``, ``"lightgbm"``, ``"catboost"``).
+    #: The library's name (``"xgboost"``, ``"lightgbm"``, ``"catboost"``, ``"torch"``).
     name: str
     #: Native parameters the backend sets itself (and their aliases): refused in ``params``.
     reserved: frozenset[str]
