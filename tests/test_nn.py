@@ -137,6 +137,16 @@ def test_early_stopping_keeps_the_best_epoch(train_valid) -> None:
     assert ranker.score(Xv, yv, qv) == pytest.approx(history["ndcg@3"][best], abs=1e-12)
 
 
+def test_sparse_features_give_the_dense_model(train_valid) -> None:
+    import scipy.sparse as sp
+
+    (X, y, qid), (Xv, _, _) = train_valid
+    X = np.where(X > 0.5, X, 0.0)  # mostly zeros, as LETOR files
+    dense = PLRankMLPRanker(**FAST, random_state=0).fit(X, y, qid)
+    sparse = PLRankMLPRanker(**FAST, random_state=0).fit(sp.csr_matrix(X), y, qid)
+    np.testing.assert_array_equal(sparse.predict(sp.csr_matrix(Xv)), dense.predict(Xv))
+
+
 def test_pickled_ranker_predicts_the_same(train_valid) -> None:
     (X, y, qid), (Xv, _, _) = train_valid
     ranker = PLRankMLPRanker(**FAST, random_state=0).fit(X, y, qid)

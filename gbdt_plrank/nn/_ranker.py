@@ -109,7 +109,9 @@ class PLRankMLPRanker(PolicyRanker):
     ... # doctest: +SKIP
     """
 
-    _x_rules: ClassVar[dict[str, object]] = {"dtype": (np.float64, np.float32)}
+    _x_rules: ClassVar[dict[str, object]] = {
+        "accept_sparse": "csr", "dtype": (np.float64, np.float32)
+    }
 
     def __init__(
         self,
@@ -157,7 +159,7 @@ class PLRankMLPRanker(PolicyRanker):
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
-        tags.non_deterministic = False
+        tags.input_tags.sparse = True
         return tags
 
     def fit(
@@ -173,8 +175,9 @@ class PLRankMLPRanker(PolicyRanker):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Features, finite.
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Features, finite; a sparse matrix is made dense (entries not stored are 0, as in
+            the LETOR files :func:`gbdt_plrank.datasets.load_dataset` reads).
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
         group : array-like or None, default None
