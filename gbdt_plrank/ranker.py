@@ -64,6 +64,12 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
     _x_rules: ClassVar[dict[str, object]] = X_RULES
 
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        return tags
+
     def _train(
         self, backend: Backend, settings: BoosterSettings, plan: Plan, X: Any, y: Any,
         group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
@@ -308,8 +314,6 @@ class PLRankRanker(PolicyRanker):
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.sparse = True
         tags.input_tags.allow_nan = True
         return tags
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.utils import Tags
 
 from .._boosters import BACKENDS, BoosterSettings
 from .._options import PLRankOptions
@@ -155,12 +154,6 @@ class PLRankMLPRanker(PolicyRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
-
-    def __sklearn_tags__(self) -> Tags:
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.sparse = True
-        return tags
 
     def fit(
         self,
