@@ -18,6 +18,10 @@ Sections, each printed and written to ``OUT/<name>.md`` with its raw numbers in 
     1 and 2 threads, and the peak memory of one call, each in a fresh process.
 ``compile``
     First-call time in a fresh process, without and with Numba's on-disk cache.
+``nn``
+    Seconds per epoch of the PL-Rank neural network (the ``torch`` backend of ``plrank-nn``:
+    2 sigmoid layers of 32 units, Adam, 256 and 64 queries per step) against one XGBoost
+    PL-Rank round and one ``rank:ndcg`` round on the same MSLR-shaped data (K=10, N=100).
 ``dask``
     Seconds per boosting round of PL-Rank and LambdaMART on 1 and 2 local Dask workers, on a
     synthetic MSLR-shaped set of 20,000 queries (about 2.4M documents;
@@ -57,7 +61,7 @@ from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
 from gbdt_plrank._evaluation import EVAL_SAMPLES  # noqa: E402
 
-SECTIONS = ("round", "pirank", "table2", "threads", "compile", "dask")
+SECTIONS = ("round", "pirank", "table2", "threads", "compile", "nn", "dask")
 LABELS = {
     "library-auto": "library, sampler=auto",
     "library-tree": "library, sampler=tree",
@@ -92,6 +96,7 @@ class Config:
     dask_queries: int = 20_000
     dask_rounds: int = 8
     dask_partitions: int = 8
+    nn_epochs: int = 6
     probe_methods: tuple[tuple[str, str], ...] = (
         ("mslr", "library-auto"), ("mslr", "plrank3"), ("mslr", "plrank2"),
         ("long", "library-auto"), ("long", "plrank3"),
@@ -103,7 +108,7 @@ class Config:
             mslr_queries=40, long_queries=4, Ks=(5, 10), Ns=(10, 50), round_n=20, warm_rounds=2,
             list_lengths=(120, 1000), growth_docs=6000,
             xgb_rounds=3, reps=2, budget=0.2, max_cell_seconds=5.0,
-            dask_queries=200, dask_rounds=3, dask_partitions=4,
+            dask_queries=200, dask_rounds=3, dask_partitions=4, nn_epochs=3,
             probe_methods=(("mslr", "library-auto"), ("mslr", "plrank3")),
         )
 
@@ -622,12 +627,72 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     return md, {**result, "load_average": os.getloadavg()}
 
 
+def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) -> dict[str, Any]:
+    """Seconds per epoch of the network backend: the times between consecutive epochs' ends."""
+    from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Split
+    from gbdt_plrank._options import PLRankOptions
+    from gbdt_plrank._run import plrank_plan
+
+    ends: list[float] = []
+    options = PLRankOptions.checked(K=cfg.round_k, train_K=cfg.round_k, N=cfg.round_n)
+    plan = plrank_plan(
+        options, stopping_metric="policy", seed=0, n_jobs=cfg.threads,
+        n_estimators=cfg.nn_epochs, early_stopping_rounds=None,
+        callbacks=[lambda epoch, history: ends.append(time.perf_counter())],
+    )
+    qid = np.repeat(np.arange(data.n_queries), data.sizes)
+    settings = BoosterSettings(
+        n_threads=cfg.threads, seed=0, params={"batch_size": batch_size, "progress": False}
+    )
+    BACKENDS["torch"].train(settings, Split(data.X, data.y, qid), [], plan)
+    times = np.diff(ends).tolist()  # the first epoch (compilation, first touches) left out
+    return {"times": times, "median": float(np.median(times)), "mean": float(np.mean(times))}
+
+
+def section_nn(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
+    """Seconds per epoch of the PL-Rank network against one XGBoost round on the same data."""
+    note = _noise_note(cfg)
+    data, dtrain = ws.data("mslr"), ws.dmatrix("mslr")
+    K, N, threads = cfg.round_k, cfg.round_n, cfg.threads
+    networks = {b: _epoch_seconds(cfg, data, b) for b in (256, 64)}
+    pl_obj = gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads)
+    plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
+    xgb_plrank = _time_rounds(lambda i: plrank.update(dtrain, i, fobj=pl_obj), cfg.xgb_rounds)
+    ndcg_params = {"tree_method": "hist", "nthread": threads, "seed": 0,
+                   "objective": "rank:ndcg", "eval_metric": f"ndcg@{K}"}
+    lambdamart = xgboost.Booster(ndcg_params, [dtrain])
+    xgb_ndcg = _time_rounds(lambda i: lambdamart.update(dtrain, i), cfg.xgb_rounds)
+    base = xgb_plrank["median"]
+    rows = [
+        *[[f"network, {b} queries per step: one epoch", f"{r['median']:.4f}",
+           f"{r['median'] / base:.2f}"] for b, r in networks.items()],
+        ["XGBoost, PL-Rank objective: one round", f"{base:.4f}", "1.00"],
+        ["XGBoost, rank:ndcg: one round", f"{xgb_ndcg['median']:.4f}",
+         f"{xgb_ndcg['median'] / base:.2f}"],
+    ]
+    md = "\n\n".join([
+        "## The PL-Rank network: seconds per epoch against a GBDT round",
+        _data_line(data),
+        f"PL-Rank at K={K} (train_K={K}), N={N}, {threads} threads. Network: the torch backend "
+        "of `plrank-nn` (2 sigmoid layers of 32 units, Adam; each epoch visits every query "
+        "once), median over epochs after the first, no evaluation. XGBoost: depth 6 "
+        "(default), `hist`, median over rounds after round 0. An epoch sees every training "
+        "query once, as a boosting round does, but makes one optimiser step per batch.",
+        harness.markdown_table(["step", "seconds (median)", "x PL-Rank round"], rows),
+        note,
+    ])
+    raw = {"network": networks, "xgboost_plrank": xgb_plrank, "xgboost_ndcg": xgb_ndcg,
+           "load_average": os.getloadavg()}
+    return md, raw
+
+
 RUNNERS = {
     "round": ("round_vs_xgboost", section_round),
     "pirank": ("pirank_objective", section_pirank),
     "table2": ("table2", section_table2),
     "threads": ("threads_memory", section_threads),
     "compile": ("compile_time", section_compile),
+    "nn": ("nn_epoch", section_nn),
     "dask": ("dask_scaling", section_dask),
 }
 

@@ -1,6 +1,6 @@
 """Optional dependencies, imported in one place with a clear message when one is missing.
 
-The boosters, the plotting library and the tuner are extras of the package
+The boosters, the plotting library, the tuner and torch (the neural network) are extras of the package
 (``pip install 'gbdt_plrank[catboost]'`` and so on); the core needs none of them.
 """
 
@@ -22,6 +22,7 @@ EXTRAS = {
     "optuna_integration": "tune",
     "dask": "dask",
     "distributed": "dask",
+    "torch": "nn",
 }
 
 

@@ -22,7 +22,7 @@ Every output comes back in the caller's row order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -38,7 +38,7 @@ from ._run import STOPPING_METRICS, plrank_plan
 from ._threads import booster_threads
 from ._validation import X_RULES, check_choice, check_labels, check_positive_int
 
-__all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker"]
+__all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
 
 #: The backends that take a callable objective (CatBoost has no hook for one).
 RANKER_BACKENDS = ("xgboost", "lightgbm")
@@ -55,7 +55,81 @@ def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> No
             )
 
 
-class PLRankRanker(PolicyMethods, BaseEstimator):
+class PolicyRanker(PolicyMethods, BaseEstimator):
+    """What the package's rankers share: training through a backend, prediction, the policy.
+
+    A subclass provides the options :class:`PolicyMethods` reads and builds the backend, settings
+    and plan of a fit; :meth:`_train` reads the data, trains and stores the fitted attributes.
+    """
+
+    #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
+    _x_rules: ClassVar[dict[str, object]] = X_RULES
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def _train(
+        self, backend: Backend, settings: BoosterSettings, plan: Plan, X: Any, y: Any,
+        group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
+    ) -> Any:
+        """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted."""
+        data = self._query_data(X, y, group, reset=True)
+        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
+        self._keep(backend.train(settings, data, evals, plan))
+        return self
+
+    def _keep(self, trained: Trained) -> None:
+        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
+        self.booster_ = trained.booster
+        self.best_iteration_ = trained.best_iteration
+        self.evals_result_ = trained.history
+        self.feature_importances_ = backend_of_booster(trained.booster).importances(
+            trained.booster, self.n_features_in_
+        )
+
+    def _eval_data(self, i: int, item: object) -> Split:
+        """``eval_set[i]`` checked against the training features and grouped by query."""
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+            given = type(item).__name__
+            if isinstance(item, (tuple, list)):
+                given += f" of length {len(item)}"
+            raise ValueError(
+                f"eval_set[{i}] must be a tuple (X, y) or (X, y, group), but a {given} is given."
+            )
+        return self._query_data(*item[:2], item[2] if len(item) == 3 else None, reset=False)
+
+    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> Split:
+        """Checked features and labels, grouped by query (``reset``: this is the training set)."""
+        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **self._x_rules)
+        labels = check_labels(y, gain=self.gain)
+        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]))
+
+    def _fitted_backend(self) -> Backend:
+        check_is_fitted(self)
+        return backend_of_booster(self.booster_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Raw margins of the model: higher ranks first within a query.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features, as in ``fit``.
+
+        Returns
+        -------
+        float64 array of shape (n_samples,)
+            The policy's log-scores :math:`m(d)`.
+        """
+        backend = self._fitted_backend()
+        X = validate_data(self, X, reset=False, **self._x_rules)
+        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
+
+
+class PLRankRanker(PolicyRanker):
     r"""Gradient-boosted trees trained to maximise the expected NDCG of a Plackett-Luce policy.
 
     The booster's raw margin :math:`m(d)` of a document is the log-score of a stochastic ranking
@@ -241,8 +315,6 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
-        tags.target_tags.required = True
-        tags.input_tags.sparse = True
         tags.input_tags.allow_nan = True
         return tags
 
@@ -290,10 +362,7 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
             fairness options that break their rules (see ``fairness``).
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        data = self._query_data(X, y, group, reset=True)
-        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
-        self._keep(BACKENDS[backend].train(settings, data, evals, plan))
-        return self
+        return self._train(BACKENDS[backend], settings, plan, X, y, group, eval_set)
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective
@@ -334,15 +403,6 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
         )
         return backend, self._settings(booster_seed), plan
 
-    def _keep(self, trained: Trained) -> None:
-        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
-        self.booster_ = trained.booster
-        self.best_iteration_ = trained.best_iteration
-        self.evals_result_ = trained.history
-        self.feature_importances_ = backend_of_booster(trained.booster).importances(
-            trained.booster, self.n_features_in_
-        )
-
     def _settings(self, seed: int) -> BoosterSettings:
         """The booster settings, with ``params`` checked to be a dict with string keys."""
         params = {} if self.params is None else self.params
@@ -365,41 +425,3 @@ class PLRankRanker(PolicyMethods, BaseEstimator):
             seed=seed,
             params=dict(params),
         )
-
-    def _eval_data(self, i: int, item: object) -> Split:
-        """``eval_set[i]`` checked against the training features and grouped by query."""
-        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
-            given = type(item).__name__
-            if isinstance(item, (tuple, list)):
-                given += f" of length {len(item)}"
-            raise ValueError(
-                f"eval_set[{i}] must be a tuple (X, y) or (X, y, group), but a {given} is given."
-            )
-        return self._query_data(*item[:2], item[2] if len(item) == 3 else None, reset=False)
-
-    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> Split:
-        """Checked features and labels, grouped by query (``reset``: this is the training set)."""
-        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **X_RULES)
-        labels = check_labels(y, gain=self.gain)
-        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]))
-
-    def _fitted_backend(self) -> Backend:
-        check_is_fitted(self)
-        return backend_of_booster(self.booster_)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Raw margins of the booster: higher ranks first within a query.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Features; NaN marks a missing value.
-
-        Returns
-        -------
-        float64 array of shape (n_samples,)
-            The policy's log-scores :math:`m(d)`.
-        """
-        backend = self._fitted_backend()
-        X = validate_data(self, X, reset=False, **X_RULES)
-        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))

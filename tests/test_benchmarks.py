@@ -23,7 +23,7 @@ from benchmarks import baselines, synthetic  # noqa: E402
 
 SECTION_FILES = (
     "round_vs_xgboost", "pirank_objective", "table2", "threads_memory", "compile_time",
-    "dask_scaling",
+    "nn_epoch", "dask_scaling",
 )
 TOL = {"rtol": 1e-10, "atol": 1e-10}
 

@@ -385,7 +385,7 @@ def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path,
     )
 
 
-@pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"])
+@pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb", "plrank-nn"])
 def test_callbacks_are_called_after_every_round(tiny: Path, name: str) -> None:
     rounds: list[int] = []
     if METHODS[name].library == "xgboost":
@@ -399,6 +399,8 @@ def test_callbacks_are_called_after_every_round(tiny: Path, name: str) -> None:
         callback = Callback()
     elif METHODS[name].library == "lightgbm":
         callback = lambda env: rounds.append(env.iteration)  # noqa: E731
+    elif METHODS[name].library == "torch":
+        callback = lambda epoch, history: rounds.append(epoch)  # noqa: E731
     else:
         pytest.importorskip("catboost")
 

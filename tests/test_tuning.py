@@ -405,7 +405,7 @@ def test_other_settings_are_not_mixed_into_a_storage(tmp_path: Path, tiny: str) 
 # ------------------------------------------------------------------------------------------
 # Pruning
 # ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"])
+@pytest.mark.parametrize("method", ["lambdamart-xgb", "lambdarank-lgb", "yetirank-cb", "plrank-nn"])
 def test_pruning_stops_trainings_early(tmp_path: Path, tiny: str, method: str) -> None:
     if METHODS[method].library == "catboost":
         pytest.importorskip("catboost")

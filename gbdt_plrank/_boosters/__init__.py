@@ -4,7 +4,9 @@
 translates the shared settings into its library's names (:data:`NATIVE_NAMES`, one table), builds
 the library's data objects with their query groups, trains with an evaluation (the library's
 NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
-the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``).
+the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``). The ``torch``
+backend (:mod:`._torch`) trains a neural network with the PL-Rank gradient in place of trees:
+its data objects are the :class:`Split` s themselves and its rounds are epochs.
 """
 
 from ._base import (
@@ -24,6 +26,7 @@ from ._base import (
 )
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
+from ._torch import TorchBackend
 from ._xgboost import XGBoostBackend
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "Plan",
     "QueryFields",
     "Split",
+    "TorchBackend",
     "Trained",
     "XGBoostBackend",
     "backend_of_booster",
@@ -53,6 +57,7 @@ BACKENDS: dict[str, Backend] = {
     "xgboost": XGBoostBackend(),
     "lightgbm": LightGBMBackend(),
     "catboost": CatBoostBackend(),
+    "torch": TorchBackend(),
 }
 
 
@@ -69,11 +74,13 @@ def backend_of_data(data: object) -> Backend:
     Raises
     ------
     TypeError
-        When ``data`` is neither an ``xgboost.DMatrix`` nor a ``lightgbm.Dataset``.
+        When ``data`` is neither an ``xgboost.DMatrix``, a ``lightgbm.Dataset`` nor a
+        :class:`Split` (the ``torch`` backend's data).
     """
     return _backend_holding(
         "data", data, "the objectives and metrics are called by xgboost.train with an "
-        "xgboost.DMatrix or by lightgbm.train with a lightgbm.Dataset",
+        "xgboost.DMatrix or by lightgbm.train with a lightgbm.Dataset (or by the torch backend "
+        "with a Split)",
     )
 
 

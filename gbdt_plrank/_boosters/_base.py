@@ -45,23 +45,24 @@ History = dict[str, dict[str, list[float]]]
 #: A callable objective ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
 Objective = Callable[..., Any] | str
 
-#: Shared setting -> its name in XGBoost, LightGBM and CatBoost (None: no counterpart, not passed).
-NATIVE_NAMES: dict[str, tuple[str | None, str | None, str | None]] = {
-    #                    XGBoost             LightGBM                   CatBoost
-    "learning_rate":    ("eta",              "learning_rate",           "learning_rate"),
-    "max_depth":        ("max_depth",        "max_depth",               "depth"),
-    "num_leaves":       ("max_leaves",       "num_leaves",              None),
-    "min_child_weight": ("min_child_weight", "min_sum_hessian_in_leaf", None),
-    "reg_alpha":        ("alpha",            "lambda_l1",               None),
-    "reg_lambda":       ("lambda",           "lambda_l2",               "l2_leaf_reg"),
-    "min_split_gain":   ("gamma",            "min_gain_to_split",       None),
-    "subsample":        ("subsample",        "bagging_fraction",        "subsample"),
-    "colsample_bytree": ("colsample_bytree", "feature_fraction",        None),
-    "n_threads":        ("nthread",          "num_threads",             "thread_count"),
-    "seed":             ("seed",             "seed",                    "random_seed"),
+#: Shared setting -> its name in XGBoost, LightGBM, CatBoost and the torch network backend (None:
+#: no counterpart, not passed; a network has no trees).
+NATIVE_NAMES: dict[str, tuple[str | None, str | None, str | None, str | None]] = {
+    #                    XGBoost             LightGBM                   CatBoost         torch
+    "learning_rate":    ("eta",              "learning_rate",           "learning_rate", None),
+    "max_depth":        ("max_depth",        "max_depth",               "depth",         None),
+    "num_leaves":       ("max_leaves",       "num_leaves",              None,            None),
+    "min_child_weight": ("min_child_weight", "min_sum_hessian_in_leaf", None,            None),
+    "reg_alpha":        ("alpha",            "lambda_l1",               None,            None),
+    "reg_lambda":       ("lambda",           "lambda_l2",               "l2_leaf_reg",   None),
+    "min_split_gain":   ("gamma",            "min_gain_to_split",       None,            None),
+    "subsample":        ("subsample",        "bagging_fraction",        "subsample",     None),
+    "colsample_bytree": ("colsample_bytree", "feature_fraction",        None,            None),
+    "n_threads":        ("nthread",          "num_threads",             "thread_count",  "n_threads"),
+    "seed":             ("seed",             "seed",                    "random_seed",   "seed"),
 }  # fmt: skip
 
-_COLUMN = {"xgboost": 0, "lightgbm": 1, "catboost": 2}
+_COLUMN = {"xgboost": 0, "lightgbm": 1, "catboost": 2, "torch": 3}
 
 
 def eval_name(i: int) -> str:
@@ -151,7 +152,7 @@ class Trained:
 
     Attributes
     ----------
-    booster : xgboost.Booster, lightgbm.Booster or catboost.CatBoost
+    booster : xgboost.Booster, lightgbm.Booster, catboost.CatBoost or _torch.Network
         Holds exactly the rounds used for prediction (up to the best round under early stopping).
     best_iteration : int or None
         0-based best round under early stopping, else ``None``.
@@ -190,7 +191,7 @@ class QueryFields(NamedTuple):
 class Backend(Protocol):
     """What the rankers, the harness, the tuner and the objectives need from a booster library."""
 
-    #: The library's name (``"xgboost"``, ``"lightgbm"``, ``"catboost"``).
+    #: The library's name (``"xgboost"``, ``"lightgbm"``, ``"catboost"``, ``"torch"``).
     name: str
     #: Native parameters the backend sets itself (and their aliases): refused in ``params``.
     reserved: frozenset[str]

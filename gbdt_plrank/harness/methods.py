@@ -37,8 +37,9 @@ class Method:
     ----------
     name : str
         The name used in configurations and results.
-    library : {"xgboost", "lightgbm", "catboost"}
-        The booster library.
+    library : {"xgboost", "lightgbm", "catboost", "torch"}
+        The booster library, or ``"torch"``: a neural network trained by the PL-Rank gradient
+        (the network's options are its native parameters, ``[params.plrank-nn]``).
     objective : str
         A key of :data:`OWN_OBJECTIVES`, or the library's own objective; ``{k}`` in it is
         replaced by the cut-off.
@@ -67,6 +68,7 @@ METHODS: dict[str, Method] = {
         Method("plrank-xgb-nohess", "xgboost", PLRANK, "constant", baseline="plrank-xgb"),
         Method("plrank-lgb", "lightgbm", PLRANK, DEFAULT_HESSIAN, baseline="lambdarank-lgb"),
         Method("plrank-lgb-nohess", "lightgbm", PLRANK, "constant", baseline="plrank-lgb"),
+        Method("plrank-nn", "torch", PLRANK, baseline="plrank-xgb", references=("lambdamart-xgb",)),
         Method(
             "pirank-xgb", "xgboost", PIRANK, baseline="lambdamart-xgb", references=("plrank-xgb",)
         ),

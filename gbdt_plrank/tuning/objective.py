@@ -63,10 +63,23 @@ def _catboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
     return Pruning(callback, callback.check_pruned)
 
 
+def _torch(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
+    """The network backend calls ``callback(epoch, history)``: report, and stop if pruned."""
+    optuna = require("optuna", purpose=PURPOSE)
+
+    def callback(epoch: int, history: Mapping[str, Mapping[str, list[float]]]) -> None:
+        trial.report(history[eval_name(0)][metric_name(k)][-1], epoch)
+        if trial.should_prune():
+            raise optuna.TrialPruned(f"trial was pruned at epoch {epoch}.")
+
+    return Pruning(callback, _nothing)
+
+
 _PRUNING: dict[str, Callable[[Any, optuna.Trial, int], Pruning]] = {
     "xgboost": _xgboost,
     "lightgbm": _lightgbm,
     "catboost": _catboost,
+    "torch": _torch,
 }
 
 

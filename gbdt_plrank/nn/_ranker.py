@@ -1,0 +1,216 @@
+r"""``PLRankMLPRanker``: a multilayer perceptron trained with PL-Rank, as a scikit-learn ranker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._boosters import BACKENDS, BoosterSettings
+from .._options import PLRankOptions
+from .._policy_methods import seeds_from
+from .._run import plrank_plan
+from .._threads import booster_threads
+from .._validation import check_positive_int
+from ..ranker import PolicyRanker, _check_early_stopping
+
+__all__ = ["PLRankMLPRanker"]
+
+
+class PLRankMLPRanker(PolicyRanker):
+    r"""A neural network trained to maximise the expected NDCG of a Plackett-Luce policy.
+
+    The network's output :math:`s(d) = f_\phi(x_d)` for a document is the log-score of a
+    stochastic ranking policy :math:`\pi_\phi`, as the margin of
+    :class:`~gbdt_plrank.PLRankRanker` is: at each rank it places an unplaced document with
+    probability :math:`e^{s(d)} / \sum_{d'\,\mathrm{unplaced}} e^{s(d')}`. :math:`f_\phi` is a
+    multilayer perceptron (by default 2 sigmoid hidden layers of 32 units, as in PL-Rank-3). Each
+    optimisation step takes ``batch_size`` queries, estimates
+    :math:`g = \partial(-R)/\partial s` of the expected metric@``train_K`` from ``N`` sampled
+    rankings per query with the package's PL-Rank-3 estimator (Oosterhuis 2022) and minimises
+    the surrogate :math:`\sum_d s(d)\,\mathrm{sg}(g_d)` (``sg``: held constant), whose gradient
+    with respect to the scores is exactly :math:`g`; the papers' setup (Oosterhuis 2022; Kang,
+    de Rijke and Oosterhuis 2024, whose Table 1 compares this network with GBDTs). An epoch
+    visits every training query once, in an order drawn from ``random_state``; query :math:`q`
+    of epoch :math:`e` draws its rankings from the stream ``(seed, e, q)``.
+
+    Early stopping (``fit(early_stopping_rounds=)``, in epochs) watches the policy's expected
+    metric@K on the last eval set (:attr:`gbdt_plrank.PLRankObjective.expected_metric`, the
+    value the GBDT rankers stop on; minus ``fairness_weight`` times the fairness loss with
+    ``fairness``) and keeps the best epoch's weights: the papers' networks peak early and then
+    degrade.
+
+    ``__init__`` only stores its arguments; they are checked by :meth:`fit`. The network has
+    no Hessian: the estimator's Hessian option of :class:`~gbdt_plrank.PLRankOptions` is not
+    used.
+
+    Parameters
+    ----------
+    K : int, default 5
+        Cut-off of the metric the ranker is judged by (eval sets, :meth:`score`, early stopping,
+        the policy methods), as in :class:`~gbdt_plrank.PLRankRanker`.
+    train_K : int or "auto", default "auto"
+        Cut-off of the expected metric the steps maximise: ``"auto"`` is 2K (K with
+        ``fairness``).
+    N : int, default 100
+        Rankings sampled per query and step (the 2024 paper: 200).
+    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
+    gain : {"exp", "linear"}, default "exp"
+    sampler : {"auto", "tree", "race"}, default "auto"
+    fairness : {None, "expected-exposure"}, default None
+    fairness_weight : float, default 1.0
+        As in :class:`~gbdt_plrank.PLRankRanker`.
+    n_layers : int, default 2
+        Hidden layers, >= 0 (0: a linear model).
+    units : int, default 32
+        Units of each hidden layer.
+    activation : {"sigmoid", "tanh", "relu"}, default "sigmoid"
+    optimizer : {"adam", "sgd"}, default "adam"
+    lr : float, default 0.01
+        Step size of the optimizer, finite and > 0.
+    batch_size : int, default 256
+        Queries per step.
+    scale : {"standard", "none"}, default "standard"
+        ``"standard"`` centres each feature and divides it by its standard deviation on the
+        training rows (constant features by 1). PL-Rank-3 scales each query's features to
+        [0, 1] instead; that needs the query at prediction time, which ``predict(X)`` does not
+        get: scale such data before ``fit`` (LETOR's QueryLevelNorm files already are).
+    max_epochs : int, default 100
+        Epochs (at most, with early stopping).
+    n_jobs : int or None, default None
+        Threads of torch and of the sampling; ``None`` leaves each library's default.
+    random_state : int, RandomState or None, default None
+        Seeds the initial weights, the order of the queries and the sampled rankings; the same
+        int gives the same model on the same machine and thread count.
+    progress : bool, default True
+        Show a progress bar over the epochs when writing to a terminal.
+
+    Attributes
+    ----------
+    booster_ : gbdt_plrank._boosters.Network
+        The trained network (``booster_.module``, a ``torch.nn.Sequential``, and the feature
+        scaling), at the best epoch under early stopping.
+    best_iteration_ : int or None
+        0-based best epoch under early stopping, else ``None``.
+    evals_result_ : dict
+        ``{"valid_i": {"<metric>@K": [value per epoch], "expected_<metric>@K": [...]}}``.
+    feature_importances_ : ndarray of shape (n_features_in_,)
+        Sum of the absolute first-layer weights of each scaled feature, over their total.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+
+    Examples
+    --------
+    >>> from gbdt_plrank.nn import PLRankMLPRanker
+    >>> ranker = PLRankMLPRanker(K=5, max_epochs=200, random_state=0)
+    >>> ranker.fit(X, y, group=qid, eval_set=[(X_val, y_val, qid_val)], early_stopping_rounds=20)
+    ... # doctest: +SKIP
+    """
+
+    _x_rules: ClassVar[dict[str, object]] = {
+        "accept_sparse": "csr", "dtype": (np.float64, np.float32)
+    }
+
+    def __init__(
+        self,
+        *,
+        K: int = 5,
+        train_K: int | str = "auto",
+        N: int = 100,
+        metric: str = "ndcg",
+        gain: str = "exp",
+        sampler: str = "auto",
+        fairness: str | None = None,
+        fairness_weight: float = 1.0,
+        n_layers: int = 2,
+        units: int = 32,
+        activation: str = "sigmoid",
+        optimizer: str = "adam",
+        lr: float = 0.01,
+        batch_size: int = 256,
+        scale: str = "standard",
+        max_epochs: int = 100,
+        n_jobs: int | None = None,
+        random_state: int | np.random.RandomState | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.K = K
+        self.train_K = train_K
+        self.N = N
+        self.metric = metric
+        self.gain = gain
+        self.sampler = sampler
+        self.fairness = fairness
+        self.fairness_weight = fairness_weight
+        self.n_layers = n_layers
+        self.units = units
+        self.activation = activation
+        self.optimizer = optimizer
+        self.lr = lr
+        self.batch_size = batch_size
+        self.scale = scale
+        self.max_epochs = max_epochs
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.progress = progress
+
+    def fit(
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        early_stopping_rounds: int | None = None,
+    ) -> PLRankMLPRanker:
+        """Train the network with the PL-Rank gradient.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Features, finite; a sparse matrix is made dense (entries not stored are 0, as in
+            the LETOR files :func:`gbdt_plrank.datasets.load_dataset` reads).
+        y : array-like of shape (n_samples,)
+            Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
+        group : array-like or None, default None
+            Per-row query ids, group sizes or ``None`` for one query (as
+            :meth:`gbdt_plrank.PLRankRanker.fit` reads them).
+        eval_set : list of tuples (X, y) or (X, y, group), default None
+            Validation sets, scored after every epoch (the metric@K of the ranking and the
+            policy's expected metric@K); their history is :attr:`evals_result_`.
+        early_stopping_rounds : int or None, default None
+            Stop when the policy's expected metric@K on the last eval set has not improved for
+            this many epochs, and keep the best epoch's weights.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            For an option that breaks its rule (the message names the value and the rule),
+            labels that are NaN or negative, features that are not finite, lengths that differ,
+            or early stopping without eval set.
+        """
+        options = PLRankOptions.checked(
+            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
+            sampler=self.sampler, fairness=self.fairness, fairness_weight=self.fairness_weight,
+        )
+        max_epochs = check_positive_int("max_epochs", self.max_epochs)
+        _check_early_stopping(early_stopping_rounds, eval_set)
+        objective_seed, network_seed = seeds_from(self.random_state, 2)
+        plan = plrank_plan(
+            options, stopping_metric="policy", seed=objective_seed, n_jobs=self.n_jobs,
+            n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
+        )
+        network = {
+            "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
+            "optimizer": self.optimizer, "lr": self.lr, "batch_size": self.batch_size,
+            "scale": self.scale, "progress": self.progress,
+        }
+        settings = BoosterSettings(
+            n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
+        )
+        return self._train(BACKENDS["torch"], settings, plan, X, y, group, eval_set)
