@@ -15,7 +15,7 @@ d's grade occupies in the ideal ranking (Diaz et al. 2020;
 :func:`gbdt_plrank.metrics.expected_exposure_loss` measures it). Its gradient is PL-Rank's with
 the signed per-document reward :math:`\rho_d - 2w(E(d) - \epsilon(d))` (Oosterhuis 2021, the
 fairness form of PL-Rank); the kernels estimate :math:`E` and the PL-Rank terms from independent
-halves of the samples (:func:`gbdt_plrank._kernels.fair_estimate_groups`).
+halves of the samples (:func:`gbdt_plrank._fair_kernels.fair_estimate_groups`).
 
 Hessian (loss :math:`L = -J`): the PL-Rank Hessian estimate with the same signed reward, plus the
 Gauss-Newton part :math:`2w\sum_i (\partial E(i)/\partial m(d))^2 \ge 0`, of which
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _kernels
+from . import _fair_kernels
 
 __all__ = ["FAIRNESS", "FairnessSpec"]
 
@@ -70,7 +70,7 @@ class FairnessSpec:
     def target(labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray) -> np.ndarray:
         r"""The equal-expected-exposure target :math:`\epsilon(d)` of every row ``(n,)``."""
         out = np.empty(labels.shape[0])
-        _kernels.equal_exposure_target(labels, group_ptr, theta, out)
+        _fair_kernels.equal_exposure_target(labels, group_ptr, theta, out)
         return out
 
     def gauss_newton(self, slope: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:

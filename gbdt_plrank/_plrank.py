@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _kernels
+from . import _fair_kernels, _kernels
 from ._fairness import FairnessSpec
 from ._options import PLRankOptions
 from ._ranking_metric import RankingMetric
@@ -110,7 +110,7 @@ def estimate(
             )
         else:
             slope = np.empty_like(scores)
-            _kernels.fair_estimate_groups(
+            _fair_kernels.fair_estimate_groups(
                 scores, rho, target, fairness.weight, group_ptr, keys, theta, N, seed,
                 round_, KERNEL_SAMPLERS[sampler], grad, hess, slope,
             )
@@ -301,7 +301,7 @@ def plrank_grad_hess_from_rankings(
     if D >= 2 and fair is not None:
         slope = np.empty(D)
         target = fair.target(y, ptr, theta)
-        _kernels.fair_estimate_from_rankings(
+        _fair_kernels.fair_estimate_from_rankings(
             m, rho, target, fair.weight, theta, rk, grad, hess, slope
         )
         hess += fair.gauss_newton(slope, ptr)

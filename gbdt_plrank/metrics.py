@@ -65,7 +65,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import _kernels, _metric_kernels
+from . import _fair_kernels, _metric_kernels
 from ._groups import resolve_groups
 from ._ranking_metric import GAINS, dcg_weights, gains
 from ._validation import (
@@ -558,7 +558,7 @@ def _equal_exposure_target(
     longest = int(np.diff(ptr).max()) if y.shape[0] else 0
     eps = np.empty(y.shape[0])
     theta = dcg_weights(longest if k is None else min(k, longest))
-    _kernels.equal_exposure_target(y, ptr, theta, eps)
+    _fair_kernels.equal_exposure_target(y, ptr, theta, eps)
     return eps
 
 

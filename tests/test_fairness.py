@@ -16,7 +16,7 @@ import naive
 import numpy as np
 import pytest
 
-from gbdt_plrank import _kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank import _fair_kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._ranking_metric import dcg_weights
 
 FAIR = "expected-exposure"
@@ -55,7 +55,7 @@ def _expectation(scores, rho, target, w, theta, K, N):
     for draw in itertools.product(rankings, repeat=N):
         p = np.prod([q for _, q in draw])
         rk = np.array([y for y, _ in draw], dtype=np.int64)
-        _kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rk, g, h, s)
+        _fair_kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rk, g, h, s)
         for acc, v in zip(out, (g, h, s)):
             acc += p * v
     return out
@@ -109,7 +109,7 @@ def test_kernel_matches_naive_reference(D, K, N, seed):
     w = 0.6
     g_ref, h_ref, s_ref = naive.fair_estimate(scores, rho, target, w, theta, rankings)
     g, h, s = np.empty(D), np.empty(D), np.empty(D)
-    _kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rankings, g, h, s)
+    _fair_kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rankings, g, h, s)
     np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(h, h_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(s, s_ref, rtol=0, atol=1e-10)
@@ -155,7 +155,7 @@ def test_target_matches_reference():
     for K in (1, 3, 5, 20):
         theta = dcg_weights(K)
         out = np.empty(ptr[-1])
-        _kernels.equal_exposure_target(labels, ptr, theta, out)
+        _fair_kernels.equal_exposure_target(labels, ptr, theta, out)
         ref = np.concatenate([
             naive.equal_exposure_target(labels[a:b], theta) for a, b in itertools.pairwise(ptr)
         ])
