@@ -486,7 +486,8 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"fairness": "expected-exposure", "fairness_weight": float("inf")}, {}, ValueError,
          "fairness_weight must be a finite number >= 0, but inf is given"),
         ({"fairness": "exposure"}, {}, ValueError,
-         "fairness must be None or one of 'expected-exposure', but 'exposure' is given"),
+         "fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', "
+         "but 'exposure' is given"),
         ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
          "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
     ],
