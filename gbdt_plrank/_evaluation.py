@@ -282,6 +282,10 @@ class ExpectedMetric(_BoosterMetric):
         """The checked item groups of the eval set ``key`` (a DMatrix or Dataset), by identity."""
         self._item_groups.put(key, item_groups)
 
+    def item_groups_of(self, key: Any) -> np.ndarray | None:
+        """The item groups given for ``key``, or None."""
+        return self._item_groups.get(key)
+
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
         if self.fairness is None or not self.fairness.needs_item_groups:
             return eval_set
@@ -290,7 +294,7 @@ class ExpectedMetric(_BoosterMetric):
         if ids is None:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
-                f"evaluate it: call obj.set_eval_item_groups(data, item_groups) for this "
+                f"evaluate it: call obj.set_item_groups(data, item_groups) for this "
                 f"{type(key).__name__} of {n} rows before training."
             )
         if ids.shape[0] != n:

@@ -197,15 +197,16 @@ class FairnessSpec:
 
 def checked_item_groups(
     fairness: FairnessSpec | None, item_groups: object, n: int | None, *,
-    name: str = "item_groups",
+    name: str = "item_groups", required: bool = True,
 ) -> np.ndarray | None:
     """``item_groups`` checked for ``n`` rows (None: any) when the loss needs them; else an error.
 
     Raises
     ------
     ValueError
-        When item groups are given without a group fairness loss, or missing with one, or break
-        the rules of :func:`~gbdt_plrank._validation.check_item_groups`.
+        When item groups are given without a group fairness loss, or missing with one (unless
+        not ``required`` yet), or break the rules of
+        :func:`~gbdt_plrank._validation.check_item_groups`.
     """
     needed = fairness is not None and fairness.needs_item_groups
     given = item_groups is not None
@@ -214,9 +215,9 @@ def checked_item_groups(
             f"{name} are used only by fairness in {GROUP_FAIRNESS}, but fairness="
             f"{None if fairness is None else fairness.name!r} is given."
         )
-    if needed and not given:
+    if needed and not given and required:
         raise ValueError(
             f"fairness={fairness.name!r} needs {name}: one integer group id >= 0 per document, "
             "with two or more groups."
         )
-    return check_item_groups(item_groups, n, name=name) if needed else None
+    return check_item_groups(item_groups, n, name=name) if needed and given else None

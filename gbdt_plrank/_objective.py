@@ -48,7 +48,8 @@ class PLRankObjective(BoosterObjective):
     seed : int
         Seed of the sampled rankings.
     item_groups : int64 array of shape (n,) or None
-        The training rows' item groups (group fairness only).
+        The item groups of the training rows, for a training set without its own
+        (:meth:`set_item_groups`); group fairness only.
     """
 
     title = "PL-Rank"
@@ -66,7 +67,7 @@ class PLRankObjective(BoosterObjective):
             thread_count(n_jobs)  # checked now, not at the first round
         self.n_jobs = n_jobs
         self.round = 0
-        self.item_groups = checked_item_groups(self.fairness, item_groups, None)
+        self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
         self._ranking = RankingMetricEval(options.judged)
@@ -90,13 +91,14 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         self._training.clear()
 
-    def set_eval_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
-        """Give the item groups of an eval set, for :attr:`expected_metric` with group fairness.
+    def set_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+        """Give the item groups of a training or eval set, with group fairness.
 
-        ``data`` is the eval ``xgboost.DMatrix`` or ``lightgbm.Dataset`` object itself (it is
+        ``data`` is the ``xgboost.DMatrix`` or ``lightgbm.Dataset`` object itself (it is
         recognised by identity, as long as it lives), ``item_groups`` its rows' group ids in
-        the order of its rows. The training set's item groups, given to
-        :func:`plrank_objective`, serve it as an eval set too.
+        the order of its rows. An eval set needs them for :attr:`expected_metric`; a training
+        set without them uses those given to :func:`plrank_objective`, which then serve it as
+        an eval set too.
 
         Raises
         ------
@@ -110,14 +112,20 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         if self.fairness is None:
             return
-        ids = self.item_groups
-        if ids is not None:
-            if ids.shape[0] != self._labels.shape[0]:
-                raise ValueError(
-                    f"item_groups must hold one group id per training row "
-                    f"({self._labels.shape[0]}), but holds {ids.shape[0]}."
-                )
+        ids = self._expected.item_groups_of(key)
+        if ids is None and self.item_groups is not None:
+            ids = self.item_groups
             self._expected.set_item_groups(key, ids)
+        if ids is None and self.fairness.needs_item_groups:
+            raise ValueError(
+                f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
+                "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
+            )
+        if ids is not None and ids.shape[0] != self._labels.shape[0]:
+            raise ValueError(
+                f"item_groups must hold one group id per training row "
+                f"({self._labels.shape[0]}), but holds {ids.shape[0]}."
+            )
         self._terms = self.fairness.terms(
             self._labels, self._ptr, self.metric.theta(), gain=self.metric.gain, item_groups=ids
         )
@@ -166,7 +174,7 @@ class PLRankObjective(BoosterObjective):
         ``"expected_ndcg@5"`` (with ``-<w>*<loss>`` appended for a weighted fairness term,
         ``<loss>`` one of ``ee_l``, ``disparity``, ``group_disparity``; with group fairness an
         eval set other than the training set needs its item groups:
-        :meth:`set_eval_item_groups`). The
+        :meth:`set_item_groups`). The
         ranking's metric@K is a step function of the margins and blind to their scale, which
         sets how random the policy is; this value is smooth in them, so early stopping on it
         does not stop at an early noisy peak.
@@ -246,13 +254,13 @@ def plrank_objective(
         With ``fairness="group-disparity"`` (and only then): the item group (an integer id
         >= 0, two or more distinct ids) of every training row, in the order of the rows of the
         DMatrix / Dataset the booster trains on. For an eval set's groups see
-        :meth:`PLRankObjective.set_eval_item_groups`:
+        :meth:`PLRankObjective.set_item_groups`:
 
         .. code-block:: python
 
             obj = plrank_objective(K=10, fairness="group-disparity", fairness_weight=1.0,
                                    item_groups=g_train)
-            obj.set_eval_item_groups(dvalid, g_valid)
+            obj.set_item_groups(dvalid, g_valid)
             xgboost.train({"base_score": 0.0}, dtrain, 300, obj=obj, evals=[(dvalid, "valid")],
                           custom_metric=obj.expected_metric, maximize=True)
     seed : int, default 0
@@ -267,8 +275,8 @@ def plrank_objective(
     ValueError
         For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), the message
         naming the value and the rule; for ``item_groups`` given without group fairness or
-        missing with it, or holding NaN, negative or non-integer ids or a single group (a
-        length that disagrees with the training rows is reported at the first round).
+        holding NaN, negative or non-integer ids or a single group (missing item groups and a
+        length that disagrees with the training rows are reported at the first round).
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,

@@ -18,6 +18,7 @@ import xgboost
 from gbdt_plrank import metrics, plrank_grad_hess, plrank_objective
 from gbdt_plrank._evaluation import PolicyValue
 from gbdt_plrank._fairness import FairnessSpec
+from gbdt_plrank._policy_methods import seeds_from
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank.datasets import Split
 
@@ -97,8 +98,6 @@ def test_item_groups_and_group_fairness_go_together():
         plrank_objective(item_groups=[0, 1, 1])
     with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
         plrank_grad_hess(np.zeros(3), y, [0, 3], fairness=GROUP)
-    with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
-        plrank_objective(fairness=GROUP)
 
 
 def test_groups_are_compared_within_each_query():
@@ -188,7 +187,7 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
     if library == "xgboost":
         dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
         dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
-        obj.set_eval_item_groups(dvali, g_vali)
+        obj.set_item_groups(dvali, g_vali)
         params = {"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
                   "disable_default_eval_metric": 1}
         booster = xgboost.train(params, dtrain, rounds, obj=_recorded(obj, calls),
@@ -200,7 +199,7 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
     else:
         dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
         dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
-        obj.set_eval_item_groups(dvali, g_vali)
+        obj.set_item_groups(dvali, g_vali)
         params = {"objective": _recorded(obj, calls), "metric": "None", "learning_rate": 0.3,
                   "num_leaves": 8, "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5}
         booster = lightgbm.train(params, dtrain, rounds, valid_sets=[dvali],
@@ -224,7 +223,7 @@ def test_eval_sets_need_their_item_groups(grouped):
     params = {"base_score": 0.0, "disable_default_eval_metric": 1, "nthread": 1}
     obj = _group_objective(g_train)
     with pytest.raises(ValueError, match=r"needs the item groups of every eval set to evaluate "
-                       r"it: call obj.set_eval_item_groups\(data, item_groups\) for this DMatrix"):
+                       r"it: call obj.set_item_groups\(data, item_groups\) for this DMatrix"):
         xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
                       custom_metric=obj.expected_metric)
     obj = _group_objective(g_train)  # the training set is its own eval set without a call
@@ -233,7 +232,7 @@ def test_eval_sets_need_their_item_groups(grouped):
                   custom_metric=obj.expected_metric, evals_result=res, verbose_eval=False)
     assert len(res["train"]["expected_ndcg@5-0.5*group_disparity"]) == 2
     obj = _group_objective(g_train)
-    obj.set_eval_item_groups(dvali, g_vali[:-1])
+    obj.set_item_groups(dvali, g_vali[:-1])
     with pytest.raises(ValueError, match=r"the eval set's item_groups must hold one group id per "
                        rf"row \({g_vali.size}\), but hold {g_vali.size - 1}"):
         xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
@@ -241,8 +240,11 @@ def test_eval_sets_need_their_item_groups(grouped):
     with pytest.raises(ValueError, match=r"item_groups must hold one group id per training row "
                        rf"\({g_train.size}\), but holds {g_vali.size}"):
         xgboost.train(params, dtrain, 1, obj=_group_objective(g_vali))
+    with pytest.raises(ValueError, match="fairness='group-disparity' needs the item groups of "
+                       "the training rows"):
+        xgboost.train(params, dtrain, 1, obj=plrank_objective(fairness=GROUP))
     with pytest.raises(ValueError, match="item_groups are used only by fairness"):
-        plrank_objective(fairness="disparity").set_eval_item_groups(dvali, g_vali)
+        plrank_objective(fairness="disparity").set_item_groups(dvali, g_vali)
 
 
 def test_group_fairness_moves_exposure_toward_merit():
@@ -258,3 +260,72 @@ def test_group_fairness_moves_exposure_toward_merit():
                                item_groups=groups, **kw)
     shift = fair - relevance  # loss gradients: negative raises a margin
     assert shift[[3, 4]].max() < 0 < shift[[0, 1]].min()
+
+
+def _ranker(**options):
+    from gbdt_plrank import PLRankRanker
+
+    common = {"K": 5, "N": 10, "n_estimators": 8, "learning_rate": 0.3, "max_depth": 3,
+              "num_leaves": 8, "random_state": 0, "n_jobs": 1,
+              "params": {"min_data_in_leaf": 5}}
+    return PLRankRanker(**{**common, **options})
+
+
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
+    """The item groups follow the rows when the ranker sorts them by query: whole queries
+    shuffled give the model of sorted rows, and the eval set's history is the group-fair policy
+    value."""
+    train, g_train, vali, g_vali = grouped
+    options = {"backend": backend, "fairness": GROUP, "fairness_weight": 0.5}
+    if backend == "xgboost":
+        options["params"] = {}
+    fitted = _ranker(**options).fit(
+        train.X, train.y, group=train.qid, item_groups=g_train,
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)], early_stopping_rounds=3,
+    )
+    queries = np.random.default_rng(5).permutation(np.unique(train.qid))
+    order = np.concatenate([np.flatnonzero(train.qid == q) for q in queries])  # whole queries
+    shuffled = _ranker(**options).fit(
+        train.X[order], train.y[order], group=train.qid[order], item_groups=g_train[order],
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)], early_stopping_rounds=3,
+    )
+    np.testing.assert_array_equal(fitted.predict(vali.X), shuffled.predict(vali.X))
+    history = fitted.evals_result_["valid_0"]["expected_ndcg@5-0.5*group_disparity"]
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5), vali,
+                        seed=seeds_from(0, 2)[0], n_jobs=1,
+                        item_groups=g_vali)
+    assert max(history) == pytest.approx(float(value.per_query(fitted.predict(vali.X)).mean()),
+                                         abs=1e-6)
+
+
+def test_ranker_names_missing_and_unwanted_item_groups(grouped):
+    train, g_train, vali, g_vali = grouped
+    fair = _ranker(fairness=GROUP, params={})
+    with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
+        fair.fit(train.X, train.y, group=train.qid)
+    with pytest.raises(ValueError, match=r"needs eval_set\[0\] item_groups"):
+        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
+                 eval_set=[(vali.X, vali.y, vali.qid)])
+    with pytest.raises(ValueError, match=r"eval_set\[0\] item_groups must hold one group id per "
+                       rf"document \({g_vali.size}\), but holds 3"):
+        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
+                 eval_set=[(vali.X, vali.y, vali.qid, g_vali[:3])])
+    with pytest.raises(ValueError, match="item_groups are used only by fairness in "
+                       r"\('group-disparity',\), but fairness='expected-exposure' is given"):
+        _ranker(fairness="expected-exposure", params={}).fit(
+            train.X, train.y, group=train.qid, item_groups=g_train
+        )
+    with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y\), \(X, y, "
+                       r"group\) or \(X, y, group, item_groups\), but a tuple of length 5"):
+        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
+                 eval_set=[(vali.X, vali.y, vali.qid, g_vali, None)])
+
+
+def test_dask_ranker_refuses_group_fairness(grouped):
+    pytest.importorskip("distributed")
+    from gbdt_plrank.dask import DaskPLRankRanker
+
+    train = grouped[0]
+    with pytest.raises(ValueError, match="fairness='group-disparity' is not supported on Dask"):
+        DaskPLRankRanker(fairness=GROUP).fit(train.X, train.y, group=train.qid)

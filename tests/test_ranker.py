@@ -478,7 +478,7 @@ def test_model_selection_with_group_kfold(backend, mq):
          "stopping_metric must be one of 'auto', 'policy', 'ranking', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
-        ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
+        ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
         ({"fairness": "expected-exposure", "fairness_weight": -1.0}, {}, ValueError,
