@@ -172,14 +172,20 @@ def fair_estimate_groups(
 ):
     """:func:`estimate_groups` for the fairness objective (``n_samples >= 2``).
 
-    ``kind``, ``aux`` and ``member`` (n,) describe the loss (:func:`loss_slope`). Only groups
-    with fewer than two documents get exactly 0: a group without relevant documents can still
-    have a fairness reward. Streams are keyed as in :func:`estimate_groups`.
+    ``kind``, ``aux`` and ``member`` (n,) describe the loss (:func:`loss_slope`). Groups with
+    fewer than two documents get exactly 0, and so do groups without relevant documents under
+    the disparities (their dF/dE is 0 at every E); under EE-L such a group still has a
+    fairness reward. Streams are keyed as in :func:`estimate_groups`.
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        if hi - lo < 2:
+        relevant = kind == EXPECTED_EXPOSURE
+        for d in range(lo, hi):
+            if rho[d] != 0.0:
+                relevant = True
+                break
+        if hi - lo < 2 or not relevant:
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
             slope[lo:hi] = 0.0

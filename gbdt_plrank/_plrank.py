@@ -193,8 +193,9 @@ def plrank_grad_hess(
         reward :math:`\rho_d - w\,\partial F/\partial E(d)`, exposure and terms estimated
         from two independent halves of the ``N`` rankings (unbiased); the Hessian estimate
         gains a non-negative Gauss-Newton part :math:`w c_d (\partial E(d)/\partial m(d))^2`
-        before ``hessian`` applies. Queries without relevant documents contribute too. Needs
-        ``N >= 2`` and ``metric`` "ndcg" or "dcg".
+        before ``hessian`` applies. Queries without relevant documents contribute to EE-L
+        (not to the disparities, which are 0 for them). Needs ``N >= 2`` and ``metric``
+        "ndcg" or "dcg".
     fairness_weight : float, default 1.0
         :math:`w \ge 0`, finite; used only with ``fairness``.
     item_groups : array of shape (n,) or None, default None
@@ -204,8 +205,8 @@ def plrank_grad_hess(
     Returns
     -------
     grad, hess : float64 arrays of shape (n,)
-        Queries with one document, or (without ``fairness``) without a relevant document, get
-        exactly 0 (1 for the Hessian in ``"constant"`` mode).
+        Queries with one document, or (without ``fairness`` or with a disparity) without a
+        relevant document, get exactly 0 (1 for the Hessian in ``"constant"`` mode).
 
     Raises
     ------

@@ -284,6 +284,13 @@ def test_queries_without_relevant_documents_contribute():
     # a query of one document contributes nothing either way
     g_one, h_one = plrank_grad_hess(np.array([1.0]), np.array([1.0]), [0, 1], fairness=FAIR)
     assert g_one[0] == 0.0 and h_one[0] == 0.0
+    # the disparities are 0 for a query without merit at every exposure: it gets exactly 0
+    groups = np.array([0, 1, 0, 0, 1])
+    for kind, ids in (("disparity", None), ("group-disparity", groups)):
+        g, h = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=kind, item_groups=ids,
+                                hessian="raw")
+        assert np.all(g[:3] == 0.0) and np.all(h[:3] == 0.0)
+        assert np.abs(g[3:]).sum() > 0
 
 
 def test_weight_zero_is_the_relevance_gradient_in_expectation():
