@@ -1,14 +1,17 @@
-"""What the fairness objective costs per round against the relevance objective, interleaved.
+"""What a fairness objective costs per round against the relevance objective, interleaved.
 
-For each dataset, two XGBoost boosters train side by side, one with ``plrank_objective(K, N)``
-and one with the same plus ``fairness="expected-exposure"``; every round calls both objectives on
-the same margins (the objective alone), then updates both boosters (a full round), alternating
-the two so that the machine's load hits both alike. Medians over the rounds, and their ratios.
+For each dataset and fairness loss, two XGBoost boosters train side by side, one with
+``plrank_objective(K, N)`` and one with the same plus ``fairness=<loss>``; every round calls both
+objectives on the same margins (the objective alone), then updates both boosters (a full round),
+alternating the two so that the machine's load hits both alike. Medians over the rounds, and
+their ratios. ``group-disparity`` takes as item groups the rows whose feature ``--group-feature``
+(0-based column; LETOR 4.0 feature 41, PageRank, is column 40) lies below its training median.
 A data name ending in ``:relevant`` keeps only the training queries with a relevant document:
 the relevance objective skips the others, whose only gradient is the fairness term, so this row
 is the cost of the same queries' work (MQ2008: 28% of its training queries have none).
 
     nice -n 10 python benchmarks/fairness_cost.py [--rounds 15] [--threads 1] [--data ...]
+        [--fairness expected-exposure,disparity,group-disparity] [--group-feature 40]
 """
 
 from __future__ import annotations
@@ -34,23 +37,31 @@ from gbdt_plrank.harness.data import without_empty_queries  # noqa: E402
 RELEVANT = ":relevant"
 
 
-def _dmatrix(name: str) -> xgboost.DMatrix:
+def _data(name: str, column: int) -> tuple[xgboost.DMatrix, np.ndarray]:
+    """The training DMatrix and the item groups (feature ``column`` below its median)."""
     if name == "mslr-like":
-        return synthetic.mslr_like(n_queries=300).dmatrix()
-    train = gbdt_plrank.load_dataset(name.removesuffix(RELEVANT)).train
-    if name.endswith(RELEVANT):
-        train = without_empty_queries(train)
-    return xgboost.DMatrix(train.X, train.y, qid=train.qid)
+        data = synthetic.mslr_like(n_queries=300)
+        dtrain, X = data.dmatrix(), np.asarray(data.X)
+    else:
+        train = gbdt_plrank.load_dataset(name.removesuffix(RELEVANT)).train
+        if name.endswith(RELEVANT):
+            train = without_empty_queries(train)
+        dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
+        X = train.X.toarray() if hasattr(train.X, "toarray") else np.asarray(train.X)
+    feature = X[:, min(column, X.shape[1] - 1)]
+    return dtrain, (feature < np.median(feature)).astype(np.int64)
 
 
-def measure(name: str, *, K: int, N: int, rounds: int, threads: int) -> str:
-    dtrain = _dmatrix(name)
+def measure(name: str, fairness: str, *, K: int, N: int, rounds: int, threads: int,
+            column: int) -> str:
+    dtrain, groups = _data(name, column)
     params = {"tree_method": "hist", "nthread": threads, "seed": 0, "base_score": 0.0,
               "eval_metric": f"ndcg@{K}"}
+    item_groups = groups if fairness == "group-disparity" else None
     objectives = {
         "relevance": gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads),
-        "fairness": gbdt_plrank.plrank_objective(K, N, n_jobs=threads,
-                                                 fairness="expected-exposure"),
+        "fairness": gbdt_plrank.plrank_objective(K, N, n_jobs=threads, fairness=fairness,
+                                                 item_groups=item_groups),
     }
     boosters = {k: xgboost.Booster(params, [dtrain]) for k in objectives}
     for k, obj in objectives.items():
@@ -68,7 +79,7 @@ def measure(name: str, *, K: int, N: int, rounds: int, threads: int) -> str:
             round_times[k].append(time.perf_counter() - start)
     o = {k: float(np.median(v)) for k, v in objective_times.items()}
     r = {k: float(np.median(v)) for k, v in round_times.items()}
-    return (f"| {name} | {1e3 * o['relevance']:.1f} | {1e3 * o['fairness']:.1f} | "
+    return (f"| {name} | {fairness} | {1e3 * o['relevance']:.1f} | {1e3 * o['fairness']:.1f} | "
             f"{o['fairness'] / o['relevance']:.2f} | {1e3 * r['relevance']:.1f} | "
             f"{1e3 * r['fairness']:.1f} | {r['fairness'] / r['relevance']:.2f} |")
 
@@ -78,12 +89,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--data", default="mq2008,mq2008:relevant,mq2007-agg,mslr-like")
+    parser.add_argument("--fairness", default="expected-exposure,disparity,group-disparity")
+    parser.add_argument("--group-feature", type=int, default=40)
     args = parser.parse_args()
-    print("| data (train) | relevance objective ms | fairness objective ms | ratio | relevance "
-          "round ms | fairness round ms | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| data (train) | fairness | relevance objective ms | fairness objective ms | ratio | "
+          "relevance round ms | fairness round ms | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.data.split(","):
-        print(measure(name, K=10, N=100, rounds=args.rounds, threads=args.threads), flush=True)
+        for fairness in args.fairness.split(","):
+            print(measure(name, fairness, K=10, N=100, rounds=args.rounds, threads=args.threads,
+                          column=args.group_feature), flush=True)
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ class BoosterObjective:
 
     A subclass sets ``metric`` (the :class:`~gbdt_plrank._ranking_metric.RankingMetric` it
     trains for: cut-off, metric, gain) and ``title`` (its name in messages), and implements
-    :meth:`_grad_hess`; it may override :meth:`_new_training_set`, called when a call brings
-    another training set.
+    :meth:`_grad_hess`; it may override :meth:`_new_training_set`, called with the training set when a
+    call brings another one.
     """
 
     title = "ranking"
@@ -82,7 +82,7 @@ class BoosterObjective:
             self._labels = y
             self._training.clear()
             self._training.put(key, True)
-            self._new_training_set()
+            self._new_training_set(key)
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
         grad, hess = self._grad_hess(scores, keys)
@@ -92,8 +92,8 @@ class BoosterObjective:
             hess *= per_row
         return grad, hess
 
-    def _new_training_set(self) -> None:
-        """Hook called after the cache was filled for another training set."""
+    def _new_training_set(self, key: Any) -> None:
+        """Hook called after the cache was filled for another training set ``key``."""
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None

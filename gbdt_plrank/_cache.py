@@ -12,7 +12,7 @@ class ReferenceCache:
     """Values computed for objects (a training set, an eval set), kept while the object lives.
 
     Keyed by identity through a weak reference, so that numpy arrays (not hashable) can be keys
-    and nothing is kept alive. A pickled cache comes back empty.
+    and nothing is kept alive. A pickled cache comes back empty; a deep copy keeps the entries.
     """
 
     def __init__(self) -> None:
@@ -31,6 +31,20 @@ class ReferenceCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReferenceCache:
+        """A copy with the same entries: in one process the keys are the same live objects.
+
+        LightGBM deep-copies its ``params``, a callable objective included, so the objective it
+        calls keeps what was stored for the data objects it will be handed (their item groups).
+        The values are shared, not copied.
+        """
+        copy = ReferenceCache()
+        for ref, value in list(self._entries.values()):
+            key = ref()
+            if key is not None:
+                copy.put(key, value)
+        return copy
 
     def __getstate__(self) -> dict[str, Any]:
         return {}

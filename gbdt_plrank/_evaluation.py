@@ -26,7 +26,7 @@ evaluation data once and keeps what every round's evaluation needs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from ._groups import Split
 from ._policy import sampled_exposure
 from ._ranking_metric import RankingMetric
 from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
-from .metrics import dcg, expected_exposure_loss, ndcg, precision_at_k
+from .metrics import dcg, ndcg, precision_at_k
 
 __all__ = [
     "EVAL_ROUNDS",
@@ -95,15 +95,19 @@ class PolicyValue:
         Seed of the streams.
     n_jobs : int or None
         Numba threads.
+    item_groups : int64 array of shape (n,) or None
+        The rows' item groups (checked), for group fairness.
     """
 
     def __init__(
         self, metric: RankingMetric, fairness: FairnessSpec | None, queries: Split, *,
         n_samples: int = EVAL_SAMPLES, seed: int, n_jobs: int | None,
+        item_groups: np.ndarray | None = None,
     ) -> None:
         self.metric = metric
         self.fairness = fairness
         self.queries = queries
+        self.item_groups = item_groups
         self.options = {"n_samples": n_samples // 2, "seed": seed, "n_jobs": n_jobs}
         ptr = queries.group_ptr
         self._row_query = np.repeat(np.arange(queries.n_queries), np.diff(ptr))
@@ -138,8 +142,9 @@ class PolicyValue:
 
     def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
         """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
-        return expected_exposure_loss(
-            self.queries.y, exposure, self._row_query, k=self.metric.K, per_query=True
+        return self.fairness.loss(
+            self.queries.y, exposure, self._row_query, K=self.metric.K, gain=self.metric.gain,
+            item_groups=self.item_groups,
         )
 
     def per_query(self, margins: np.ndarray) -> np.ndarray:
@@ -169,10 +174,13 @@ class EvalSet:
         The labels grouped by query (no features).
     weights : float64 array of shape (n_queries,) or None
         Per-query weights of the mean (:func:`~gbdt_plrank._boosters.query_weights`).
+    item_groups : int64 array of shape (n,) or None
+        The rows' item groups, for group fairness.
     """
 
     queries: Split
     weights: np.ndarray | None
+    item_groups: np.ndarray | None = None
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str) -> EvalSet:
@@ -229,8 +237,12 @@ class _BoosterMetric:
         """The value for the eval set ``key``, whose queries ``fields(key)`` reads on first sight."""
         found = self._sets.get(key)
         if found is None:
-            found = self._sets.put(key, EvalSet.read(fields(key), gain=self.gain))
+            found = self._sets.put(key, self._read(key, EvalSet.read(fields(key), gain=self.gain)))
         return found.mean(self._value(found, found.scores(preds)))
+
+    def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
+        """Hook: what a subclass adds to a newly read eval set ``key``."""
+        return eval_set
 
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -264,11 +276,39 @@ class ExpectedMetric(_BoosterMetric):
         self.name = PolicyValue.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
+        self._item_groups = ReferenceCache()
+
+    def set_item_groups(self, key: Any, item_groups: np.ndarray) -> None:
+        """The checked item groups of the eval set ``key`` (a DMatrix or Dataset), by identity."""
+        self._item_groups.put(key, item_groups)
+
+    def item_groups_of(self, key: Any) -> np.ndarray | None:
+        """The item groups given for ``key``, or None."""
+        return self._item_groups.get(key)
+
+    def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
+        if self.fairness is None or not self.fairness.needs_item_groups:
+            return eval_set
+        ids = self._item_groups.get(key)
+        n = eval_set.queries.y.shape[0]
+        if ids is None:
+            raise ValueError(
+                f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
+                f"evaluate it: call obj.set_item_groups(data, item_groups) for this "
+                f"{type(key).__name__} of {n} rows before training."
+            )
+        if ids.shape[0] != n:
+            raise ValueError(
+                f"the eval set's item_groups must hold one group id per row ({n}), but hold "
+                f"{ids.shape[0]}."
+            )
+        return replace(eval_set, item_groups=ids)
 
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
             policy = self._policies.put(eval_set, PolicyValue(
-                self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs
+                self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs,
+                item_groups=eval_set.item_groups,
             ))
         return policy.per_query(scores)

@@ -45,20 +45,26 @@ class Split:
         Labels.
     qid : int array of shape (n,)
         Query id of every row.
+    item_groups : int array of shape (n,) or None
+        Item group of every row, for group fairness of exposure (None: none given).
     """
 
     X: Any
     y: np.ndarray
     qid: np.ndarray
+    item_groups: np.ndarray | None = None
 
     @classmethod
-    def grouped(cls, X: Any, y: np.ndarray, groups: Groups) -> Split:
-        """The rows of ``X`` (None: none) and ``y`` in the query order of ``groups``.
+    def grouped(
+        cls, X: Any, y: np.ndarray, groups: Groups, item_groups: np.ndarray | None = None
+    ) -> Split:
+        """The rows of ``X`` (None: none), ``y`` and ``item_groups`` in the query order of ``groups``.
 
         Empty queries hold no rows and are left out.
         """
         qid = np.repeat(np.arange(groups.sizes.shape[0], dtype=np.int64), groups.sizes)
-        return cls(None if X is None else X[groups.order], groups.to_sorted(y), qid)
+        ids = None if item_groups is None else groups.to_sorted(item_groups)
+        return cls(None if X is None else X[groups.order], groups.to_sorted(y), qid, ids)
 
     @cached_property
     def group_ptr(self) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from ._booster_objective import BoosterObjective
 from ._boosters import QueryFields
 from ._evaluation import ExpectedMetric, RankingMetricEval
+from ._fairness import FairTerms, checked_item_groups
 from ._groups import boundaries
 from ._options import PLRankOptions
 from ._plrank import estimate
@@ -46,11 +47,17 @@ class PLRankObjective(BoosterObjective):
         The cut-off it trains at.
     seed : int
         Seed of the sampled rankings.
+    item_groups : int64 array of shape (n,) or None
+        The item groups of the training rows, for a training set without its own
+        (:meth:`set_item_groups`); group fairness only.
     """
 
     title = "PL-Rank"
 
-    def __init__(self, options: PLRankOptions, *, seed: int, n_jobs: int | None) -> None:
+    def __init__(
+        self, options: PLRankOptions, *, seed: int, n_jobs: int | None,
+        item_groups: np.ndarray | None = None,
+    ) -> None:
         super().__init__()
         self.options = options
         self.metric = options.trained
@@ -60,7 +67,8 @@ class PLRankObjective(BoosterObjective):
             thread_count(n_jobs)  # checked now, not at the first round
         self.n_jobs = n_jobs
         self.round = 0
-        self._target: np.ndarray | None = None
+        self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
+        self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
         self._ranking = RankingMetricEval(options.judged)
 
@@ -83,10 +91,44 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         self._training.clear()
 
-    def _new_training_set(self) -> None:
+    def set_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+        """Give the item groups of a training or eval set, with group fairness.
+
+        ``data`` is the ``xgboost.DMatrix`` or ``lightgbm.Dataset`` object itself (it is
+        recognised by identity, as long as it lives), ``item_groups`` its rows' group ids in
+        the order of its rows. An eval set needs them for :attr:`expected_metric`; a training
+        set without them uses those given to :func:`plrank_objective`, which then serve it as
+        an eval set too.
+
+        Raises
+        ------
+        ValueError
+            Without group fairness, or for ids that break the rules of ``item_groups``.
+        """
+        ids = checked_item_groups(self.fairness, item_groups, None)
+        self._expected.set_item_groups(data, ids)
+
+    def _new_training_set(self, key: Any) -> None:
         self.round = 0
-        if self.fairness is not None:
-            self._target = self.fairness.target(self._labels, self._ptr, self.metric.theta())
+        if self.fairness is None:
+            return
+        ids = self._expected.item_groups_of(key)
+        if ids is None and self.item_groups is not None:
+            ids = self.item_groups
+            self._expected.set_item_groups(key, ids)
+        if ids is None and self.fairness.needs_item_groups:
+            raise ValueError(
+                f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
+                "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
+            )
+        if ids is not None and ids.shape[0] != self._labels.shape[0]:
+            raise ValueError(
+                f"item_groups must hold one group id per training row "
+                f"({self._labels.shape[0]}), but holds {ids.shape[0]}."
+            )
+        self._terms = self.fairness.terms(
+            self._labels, self._ptr, self.metric.theta(), gain=self.metric.gain, item_groups=ids
+        )
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None
@@ -96,7 +138,7 @@ class PLRankObjective(BoosterObjective):
         grad, hess = estimate(
             scores, self._rho, self._ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
             round_=self.round, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
-            fairness=self.fairness, target=self._target,
+            fairness=self.fairness, terms=self._terms,
         )
         self.round += 1
         return grad, hess
@@ -129,7 +171,10 @@ class PLRankObjective(BoosterObjective):
         metric and gain, minus the fairness weight times the fairness loss with fairness
         (:class:`~gbdt_plrank._evaluation.PolicyValue`), from 100 rankings per query drawn from
         the same random streams every round. Its name is ``expected_<metric>@<K>``, e.g.
-        ``"expected_ndcg@5"`` (with ``-<w>*ee_l`` appended for a weighted fairness term). The
+        ``"expected_ndcg@5"`` (with ``-<w>*<loss>`` appended for a weighted fairness term,
+        ``<loss>`` one of ``ee_l``, ``disparity``, ``group_disparity``; with group fairness an
+        eval set other than the training set needs its item groups:
+        :meth:`set_item_groups`). The
         ranking's metric@K is a step function of the margins and blind to their scale, which
         sets how random the policy is; this value is smooth in them, so early stopping on it
         does not stop at an early noisy peak.
@@ -175,6 +220,7 @@ def plrank_objective(
     n_jobs: int | None = None,
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    item_groups: np.ndarray | None = None,
 ) -> PLRankObjective:
     """A PL-Rank objective for ``xgboost.train(obj=...)`` and ``lightgbm.train``.
 
@@ -202,8 +248,21 @@ def plrank_objective(
         2K (K with ``fairness``), an integer is used as given (``train_K=K`` trains at the
         judged cut-off).
     metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight
-        As in :func:`~gbdt_plrank.plrank_grad_hess`: ``fairness="expected-exposure"`` maximises
-        the expected metric minus ``fairness_weight`` times the expected exposure loss.
+        As in :func:`~gbdt_plrank.plrank_grad_hess`: with ``fairness`` the rounds maximise the
+        expected metric minus ``fairness_weight`` times the fairness loss.
+    item_groups : array of shape (n,) or None, default None
+        With ``fairness="group-disparity"`` (and only then): the item group (an integer id
+        >= 0, two or more distinct ids) of every training row, in the order of the rows of the
+        DMatrix / Dataset the booster trains on. For an eval set's groups see
+        :meth:`PLRankObjective.set_item_groups`:
+
+        .. code-block:: python
+
+            obj = plrank_objective(K=10, fairness="group-disparity", fairness_weight=1.0,
+                                   item_groups=g_train)
+            obj.set_item_groups(dvalid, g_valid)
+            xgboost.train({"base_score": 0.0}, dtrain, 300, obj=obj, evals=[(dvalid, "valid")],
+                          custom_metric=obj.expected_metric, maximize=True)
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
 
@@ -215,10 +274,12 @@ def plrank_objective(
     ------
     ValueError
         For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), the message
-        naming the value and the rule.
+        naming the value and the rule; for ``item_groups`` given without group fairness or
+        holding NaN, negative or non-integer ids or a single group (missing item groups and a
+        length that disagrees with the training rows are reported at the first round).
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
         fairness=fairness, fairness_weight=fairness_weight,
     )
-    return PLRankObjective(options, seed=seed, n_jobs=n_jobs)
+    return PLRankObjective(options, seed=seed, n_jobs=n_jobs, item_groups=item_groups)

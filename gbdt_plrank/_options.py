@@ -120,7 +120,7 @@ class PLRankOptions(PLRankFields):
         What the booster receives as Hessian.
     sampler : {"auto", "tree", "race"}, default "auto"
         How rankings are drawn.
-    fairness : None or "expected-exposure", default None
+    fairness : None or one of :data:`~gbdt_plrank._fairness.FAIRNESS`, default None
         The fairness term subtracted from the expected metric.
     fairness_weight : float, default 1.0
         Its weight, finite and >= 0.

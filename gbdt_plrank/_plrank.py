@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _kernels
-from ._fairness import FairnessSpec
+from . import _fair_kernels, _kernels
+from ._fairness import FairnessSpec, FairTerms, checked_item_groups
 from ._options import PLRankOptions
 from ._ranking_metric import RankingMetric
 from ._threads import numba_threads
@@ -85,15 +85,15 @@ def estimate(
     n_jobs: int | None,
     keys: np.ndarray | None = None,
     fairness: FairnessSpec | None = None,
-    target: np.ndarray | None = None,
+    terms: FairTerms | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
     ``rho`` are ``metric``'s rewards of the rows (:meth:`~gbdt_plrank._ranking_metric.RankingMetric.rewards`); rankings have
     the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
     ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
-    otherwise). With ``fairness``, ``target`` holds the rows' equal-exposure targets
-    (:meth:`~gbdt_plrank._fairness.FairnessSpec.target`) and the cross-fitted fairness kernel runs instead; its
+    otherwise). With ``fairness``, ``terms`` holds the rows' terms of the loss
+    (:meth:`~gbdt_plrank._fairness.FairnessSpec.terms`) and the cross-fitted fairness kernel runs instead; its
     Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
     (:func:`~gbdt_plrank._plrank.finish_hessian`).
     """
@@ -110,11 +110,11 @@ def estimate(
             )
         else:
             slope = np.empty_like(scores)
-            _kernels.fair_estimate_groups(
-                scores, rho, target, fairness.weight, group_ptr, keys, theta, N, seed,
-                round_, KERNEL_SAMPLERS[sampler], grad, hess, slope,
+            _fair_kernels.fair_estimate_groups(
+                scores, rho, fairness.kind, terms.aux, terms.member, fairness.weight, group_ptr,
+                keys, theta, N, seed, round_, KERNEL_SAMPLERS[sampler], grad, hess, slope,
             )
-            hess += fairness.gauss_newton(slope, group_ptr)
+            hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian)
 
 
@@ -138,6 +138,7 @@ def plrank_grad_hess(
     n_jobs: int | None = None,
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Estimated gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
 
@@ -179,25 +180,33 @@ def plrank_grad_hess(
         cheaper of the two for each query. Identical rankings give identical estimates.
     n_jobs : int or None, default None
         Threads; None uses Numba's default, negative values count back from it.
-    fairness : {None, "expected-exposure"}, default None
-        None: the expected metric alone. ``"expected-exposure"``: the loss is
-        :math:`-\sum_q (\mathbb{E}[\mathrm{metric@K}] - w\,\mathrm{EE\text{-}L}_q)`, the
-        expected exposure loss of Diaz et al. (2020) against equal exposure within grades,
-        with the metric's DCG rank weights (:mod:`gbdt_plrank._fairness`). The gradient is
-        PL-Rank's with the signed reward :math:`\rho_d - 2w(E(d) - \epsilon(d))`, exposure and
-        terms estimated from two independent halves of the ``N`` rankings (unbiased); the
-        Hessian estimate gains the Gauss-Newton lower bound
-        :math:`2w\frac{D}{D-1}(\partial E(d)/\partial m(d))^2` before ``hessian`` applies.
-        Queries without relevant documents contribute too. Needs ``N >= 2`` and ``metric``
+    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
+        None: the expected metric alone. Otherwise the loss is
+        :math:`-\sum_q (\mathbb{E}[\mathrm{metric@K}] - w\,F_q)` with :math:`F` a loss of the
+        exposures at K with the metric's DCG rank weights (:mod:`gbdt_plrank._fairness` has
+        the formulas): ``"expected-exposure"`` the expected exposure loss of Diaz et al. (2020)
+        against equal exposure within grades; ``"disparity"`` the individual disparity of the
+        2021 PL-Rank experiments, :math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2`
+        with :math:`g` the label's gain (not normalised); ``"group-disparity"`` the squared
+        differences of exposure per unit of merit between ``item_groups`` (a query where fewer
+        than two groups have merit contributes 0). The gradient is PL-Rank's with the signed
+        reward :math:`\rho_d - w\,\partial F/\partial E(d)`, exposure and terms estimated
+        from two independent halves of the ``N`` rankings (unbiased); the Hessian estimate
+        gains a non-negative Gauss-Newton part :math:`w c_d (\partial E(d)/\partial m(d))^2`
+        before ``hessian`` applies. Queries without relevant documents contribute to EE-L
+        (not to the disparities, which are 0 for them). Needs ``N >= 2`` and ``metric``
         "ndcg" or "dcg".
     fairness_weight : float, default 1.0
         :math:`w \ge 0`, finite; used only with ``fairness``.
+    item_groups : array of shape (n,) or None, default None
+        With ``fairness="group-disparity"`` (and only then): every document's item group, an
+        integer id >= 0, two or more distinct ids. Groups are compared within each query.
 
     Returns
     -------
     grad, hess : float64 arrays of shape (n,)
-        Queries with one document, or (without ``fairness``) without a relevant document, get
-        exactly 0 (1 for the Hessian in ``"constant"`` mode).
+        Queries with one document, or (without ``fairness`` or with a disparity) without a
+        relevant document, get exactly 0 (1 for the Hessian in ``"constant"`` mode).
 
     Raises
     ------
@@ -205,7 +214,9 @@ def plrank_grad_hess(
         For non-finite scores or labels, negative labels, labels too large for the exponential
         gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` or an
         unknown option name, and for the fairness rules above (a negative or non-finite
-        ``fairness_weight``, ``metric="precision"``, ``N < 2``).
+        ``fairness_weight``, ``metric="precision"``, ``N < 2``, ``item_groups`` missing with
+        group fairness or given without it, of the wrong length, NaN, negative or non-integer
+        ids, a single group).
 
     References
     ----------
@@ -225,10 +236,13 @@ def plrank_grad_hess(
     ptr = check_group_ptr(group_ptr, m.shape[0])
     metric_K = options.judged
     fair = options.fairness_spec
-    target = None if fair is None else fair.target(y, ptr, metric_K.theta())
+    ids = checked_item_groups(fair, item_groups, m.shape[0])
+    terms = None if fair is None else fair.terms(
+        y, ptr, metric_K.theta(), gain=options.gain, item_groups=ids
+    )
     return estimate(
         m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian, N=options.N,
-        seed=seed, round_=0, sampler=options.sampler, n_jobs=n_jobs, fairness=fair, target=target,
+        seed=seed, round_=0, sampler=options.sampler, n_jobs=n_jobs, fairness=fair, terms=terms,
     )
 
 
@@ -243,6 +257,7 @@ def plrank_grad_hess_from_rankings(
     hessian: str = "raw",
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimate of :func:`plrank_grad_hess` for one query, from explicit rankings.
 
@@ -255,8 +270,8 @@ def plrank_grad_hess_from_rankings(
         One query's margins and labels (rules as in :func:`plrank_grad_hess`).
     rankings : int array of shape (N, min(K, D))
         Each row lists distinct document indices in ``[0, D)``, top first.
-    K, metric, gain, hessian, fairness, fairness_weight
-        As in :func:`plrank_grad_hess`; ``hessian`` defaults to ``"raw"`` (unbiased without
+    K, metric, gain, hessian, fairness, fairness_weight, item_groups
+        As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
         ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half.
 
     Returns
@@ -274,6 +289,7 @@ def plrank_grad_hess_from_rankings(
     y = check_labels(labels, gain=options.gain)
     check_same_length(scores=m, labels=y)
     D = m.shape[0]
+    ids = checked_item_groups(fair, item_groups, D)
     width = min(metric_K.K, D)
     least = 1 if fair is None else 2
     if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
@@ -300,11 +316,11 @@ def plrank_grad_hess_from_rankings(
     hess = np.zeros(D)
     if D >= 2 and fair is not None:
         slope = np.empty(D)
-        target = fair.target(y, ptr, theta)
-        _kernels.fair_estimate_from_rankings(
-            m, rho, target, fair.weight, theta, rk, grad, hess, slope
+        terms = fair.terms(y, ptr, theta, gain=options.gain, item_groups=ids)
+        _fair_kernels.fair_estimate_from_rankings(
+            m, rho, fair.kind, terms.aux, terms.member, fair.weight, theta, rk, grad, hess, slope
         )
-        hess += fair.gauss_newton(slope, ptr)
+        hess += fair.gauss_newton(slope, terms)
     elif D >= 2 and rho.max() > 0:
         _kernels.estimate_from_rankings(m, rho, theta, rk, grad, hess)
     return grad, finish_hessian(hess, options.hessian)

@@ -125,3 +125,32 @@ def check_same_length(**arrays: np.ndarray) -> None:
     if len(set(lengths.values())) > 1:
         listed = ", ".join(f"{k} has {v}" for k, v in lengths.items())
         raise ValueError(f"lengths must agree, but {listed}.")
+
+
+def check_item_groups(
+    item_groups: object, n: int | None, *, name: str = "item_groups"
+) -> np.ndarray:
+    """Integer group ids ``>= 0`` of ``n`` documents (None: any number), two or more, as int64."""
+    arr = np.asarray(item_groups)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
+    if n is not None and arr.shape[0] != n:
+        raise ValueError(
+            f"{name} must hold one group id per document ({n}), but holds {arr.shape[0]}."
+        )
+    if arr.dtype.kind not in "iub":
+        if arr.dtype.kind != "f":
+            raise ValueError(f"{name} must hold integers, but has dtype {arr.dtype}.")
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name} must hold integers, but {name}[{i}] is {arr[i].item()!r}.")
+    if arr.size and arr.min() < 0:
+        i = int(np.argmin(arr))
+        raise ValueError(f"{name} must be >= 0, but {name}[{i}] is {arr[i].item()!r}.")
+    ids = np.ascontiguousarray(arr, dtype=np.int64)
+    if np.unique(ids).shape[0] < 2:
+        raise ValueError(
+            f"{name} must hold two or more distinct groups, but holds {np.unique(ids).tolist()}."
+        )
+    return ids

@@ -65,12 +65,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import _kernels, _metric_kernels
+from . import _fair_kernels, _metric_kernels
 from ._groups import resolve_groups
 from ._ranking_metric import GAINS, dcg_weights, gains
 from ._validation import (
     as_finite_vector,
     check_choice,
+    check_item_groups,
     check_labels,
     check_positive_int,
     check_same_length,
@@ -84,6 +85,7 @@ __all__ = [
     "dcg",
     "expected_exposure_loss",
     "expected_exposure_parts",
+    "group_disparity",
     "mrr",
     "ndcg",
     "precision_at_k",
@@ -536,8 +538,8 @@ def average_relevance_position(
 # --------------------------------------------------------------------------------------------
 def _exposure_rows(
     y_true: object, exposure: object, group: object, k: object
-) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int64], int]:
-    """Grouped labels, exposures, equal-exposure targets, row query index and query count."""
+) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int64], int, npt.NDArray[np.int64]]:
+    """Grouped labels, exposures, equal-exposure targets, row query index, query count, order."""
     k = _check_k(k)
     y = check_labels(y_true, name="y_true")
     e = as_finite_vector("exposure", exposure)
@@ -548,7 +550,7 @@ def _exposure_rows(
     y, e, ptr = y[groups.order], e[groups.order], groups.ptr
     G = ptr.shape[0] - 1
     q = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
-    return y, e, _equal_exposure_target(y, ptr, k), q, G
+    return y, e, _equal_exposure_target(y, ptr, k), q, G, groups.order
 
 
 def _equal_exposure_target(
@@ -558,7 +560,7 @@ def _equal_exposure_target(
     longest = int(np.diff(ptr).max()) if y.shape[0] else 0
     eps = np.empty(y.shape[0])
     theta = dcg_weights(longest if k is None else min(k, longest))
-    _kernels.equal_exposure_target(y, ptr, theta, eps)
+    _fair_kernels.equal_exposure_target(y, ptr, theta, eps)
     return eps
 
 
@@ -627,7 +629,7 @@ def expected_exposure_parts(
     F. Diaz, B. Mitra, M. D. Ekstrand, A. J. Biega and B. Carterette. Evaluating stochastic
     rankings with expected exposure. CIKM 2020.
     """
-    _, e, eps, q, G = _exposure_rows(y_true, exposure, group, k)
+    _, e, eps, q, G, _ = _exposure_rows(y_true, exposure, group, k)
     parts = {
         "ee_l": np.bincount(q, (e - eps) ** 2, minlength=G),
         "ee_d": np.bincount(q, e * e, minlength=G),
@@ -700,7 +702,7 @@ def relevance_proportional_disparity(
     A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
     """
     gain = check_choice("gain", gain, GAINS)
-    y, e, _, q, G = _exposure_rows(
+    y, e, _, q, G, _ = _exposure_rows(
         check_labels(y_true, gain=gain, name="y_true"), exposure, group, None
     )
     rho = gains(y, gain)
@@ -711,3 +713,76 @@ def relevance_proportional_disparity(
     ok = n > 1
     out[ok] = 2.0 * np.maximum(lagrange[ok], 0.0) / (n[ok] * (n[ok] - 1.0))
     return _result(out, per_query)
+
+
+def group_disparity(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None,
+    item_groups: npt.ArrayLike,
+    *,
+    gain: str = "exp",
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""Group disparity of exposure per unit of merit (Singh and Joachims 2018), lower is fairer.
+
+    Each item group :math:`a` of a query has the exposure :math:`X_a = \sum_{d \in a} E(d)` and
+    the merit :math:`M_a = \sum_{d \in a} \rho_d` (:math:`\rho` the gain of the label); the
+    groups' exposure per unit of merit should be equal. Per query, over the pairs of groups
+    that have merit,
+
+    .. math::
+
+        \mathrm{GD} = \sum_{a < b,\ M_a > 0,\ M_b > 0}
+            \Big(\frac{X_a}{M_a} - \frac{X_b}{M_b}\Big)^2
+        = G \sum_a r_a^2 - \Big(\sum_a r_a\Big)^2, \quad r_a = X_a / M_a,
+
+    computed in the closed form on the right (:math:`G` groups with merit). For two groups it is
+    the square of Singh and Joachims' disparate treatment ratio difference. A query where fewer
+    than two groups have merit scores 0 (exposure of a group without merit is not counted);
+    the dataset value is the unweighted mean over all queries.
+
+    Parameters
+    ----------
+    y_true : array-like (n,)
+        Labels (finite, ``>= 0``; at most 31 with the exponential gain).
+    exposure : array-like (n,)
+        Expected exposure per document (finite, ``>= 0``).
+    group : array-like or None
+        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    item_groups : array-like (n,)
+        Item group id of every document: integers ``>= 0``, two or more distinct values.
+    gain : {"exp", "linear"}, default "exp"
+        :math:`\rho = 2^y - 1` or :math:`\rho = y`.
+    per_query : bool, default False
+        Return the per-query values ``(G,)`` instead of their mean.
+
+    Returns
+    -------
+    float or ndarray of shape (G,)
+
+    Raises
+    ------
+    ValueError
+        For bad labels, exposures, groups or item groups (lengths, NaN, negative or
+        non-integer ids, a single group).
+
+    References
+    ----------
+    A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
+    """
+    gain = check_choice("gain", gain, GAINS)
+    y = check_labels(y_true, gain=gain, name="y_true")
+    ids = check_item_groups(item_groups, y.shape[0])
+    y, e, _, q, G, order = _exposure_rows(y, exposure, group, None)
+    pairs, pair = np.unique(np.stack([q, ids[order]]), axis=1, return_inverse=True)
+    pair = pair.ravel()
+    merit = np.bincount(pair, gains(y, gain), minlength=pairs.shape[1])
+    share = np.divide(
+        np.bincount(pair, e, minlength=pairs.shape[1]), merit, out=np.zeros_like(merit),
+        where=merit > 0,
+    )
+    count = np.bincount(pairs[0], merit > 0, minlength=G)
+    total = np.bincount(pairs[0], share, minlength=G)
+    out = count * np.bincount(pairs[0], share * share, minlength=G) - total * total
+    return _result(np.where(count > 1, np.maximum(out, 0.0), 0.0), per_query)

@@ -30,6 +30,7 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
+from ._fairness import checked_item_groups
 from ._groups import resolve_groups
 from ._objective import PLRankObjective
 from ._options import PLRankOptions
@@ -73,10 +74,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     def _train(
         self, backend: Backend, settings: BoosterSettings, plan: Plan, X: Any, y: Any,
-        group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
+        group: Any, eval_set: Sequence[tuple[Any, ...]] | None, item_groups: Any = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted."""
-        data = self._query_data(X, y, group, reset=True)
+        data = self._query_data(X, y, group, item_groups, reset=True)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
         self._keep(backend.train(settings, data, evals, plan))
         return self
@@ -92,20 +93,37 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     def _eval_data(self, i: int, item: object) -> Split:
         """``eval_set[i]`` checked against the training features and grouped by query."""
-        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
             given = type(item).__name__
             if isinstance(item, (tuple, list)):
                 given += f" of length {len(item)}"
             raise ValueError(
-                f"eval_set[{i}] must be a tuple (X, y) or (X, y, group), but a {given} is given."
+                f"eval_set[{i}] must be a tuple (X, y), (X, y, group) or (X, y, group, "
+                f"item_groups), but a {given} is given."
             )
-        return self._query_data(*item[:2], item[2] if len(item) == 3 else None, reset=False)
+        X, y, group, item_groups = (*item, None, None)[:4]
+        return self._query_data(
+            X, y, group, item_groups, reset=False, name=f"eval_set[{i}] item_groups"
+        )
 
-    def _query_data(self, X: Any, y: Any, group: Any, *, reset: bool) -> Split:
-        """Checked features and labels, grouped by query (``reset``: this is the training set)."""
+    def _query_data(
+        self, X: Any, y: Any, group: Any, item_groups: Any, *, reset: bool,
+        name: str = "item_groups",
+    ) -> Split:
+        """Checked features, labels and item groups, grouped by query (``reset``: training).
+
+        ``name`` names the item groups in errors.
+        """
         X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **self._x_rules)
         labels = check_labels(y, gain=self.gain)
-        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]))
+        ids = checked_item_groups(
+            self._options().fairness_spec, item_groups, X.shape[0], name=name
+        )
+        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
+
+    def _options(self) -> PLRankOptions:
+        """The ranker's checked PL-Rank options."""
+        raise NotImplementedError
 
     def _fitted_backend(self) -> Backend:
         check_is_fitted(self)
@@ -169,12 +187,17 @@ class PLRankRanker(PolicyRanker):
         What the booster receives as Hessian (see :func:`gbdt_plrank.plrank_grad_hess`).
     sampler : {"auto", "tree", "race"}, default "auto"
         How the rankings are drawn (see :func:`gbdt_plrank.plrank_grad_hess`).
-    fairness : {None, "expected-exposure"}, default None
-        ``"expected-exposure"`` maximises the expected metric@K minus ``fairness_weight`` times
-        the expected exposure loss EE-L (equal expected exposure within relevance grades, Diaz
-        et al. 2020; see :func:`gbdt_plrank.plrank_grad_hess`), which only a stochastic ranker
-        can bring to 0. Measure it with :meth:`expected_exposure` and
-        :func:`gbdt_plrank.metrics.expected_exposure_loss`.
+    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
+        Maximise the expected metric@K minus ``fairness_weight`` times a fairness loss of the
+        exposures at K (see :func:`gbdt_plrank.plrank_grad_hess`): ``"expected-exposure"`` the
+        expected exposure loss EE-L (equal expected exposure within relevance grades, Diaz et
+        al. 2020), which only a stochastic ranker can bring to 0; ``"disparity"`` the
+        individual disparity of the 2021 PL-Rank experiments (exposure proportional to the
+        label's gain); ``"group-disparity"`` the squared differences of exposure per unit of
+        merit between item groups (give ``item_groups`` to :meth:`fit`). Measure them with
+        :meth:`expected_exposure` and :func:`gbdt_plrank.metrics.expected_exposure_loss`,
+        :func:`~gbdt_plrank.metrics.relevance_proportional_disparity`,
+        :func:`~gbdt_plrank.metrics.group_disparity`.
     fairness_weight : float, default 1.0
         Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
     n_estimators : int, default 100
@@ -327,6 +350,7 @@ class PLRankRanker(PolicyRanker):
         y: Any,
         group: Any = None,
         *,
+        item_groups: Any = None,
         eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankRanker:
@@ -341,10 +365,16 @@ class PLRankRanker(PolicyRanker):
         group : array-like or None, default None
             Per-row query ids (rows in any order), or group sizes when its length differs from
             ``n_samples`` and it sums to ``n_samples``, or ``None`` for one query.
-        eval_set : list of tuples (X, y) or (X, y, group), default None
+        item_groups : array-like of shape (n_samples,) or None, default None
+            With ``fairness="group-disparity"`` (and only then): the item group of every row, an
+            integer id >= 0, two or more distinct ids (e.g. a protected attribute, 0 or 1).
+            Exposure per unit of merit is compared between the groups within each query.
+        eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
             Validation sets, scored after every round (the metric@K of the ranking, and the
-            policy's expected metric@K with ``stopping_metric="policy"``); their history is
-            ``evals_result_``, under the names ``"valid_0"``, ``"valid_1"``, ...
+            policy's expected metric@K with ``stopping_metric="policy"``, minus the weighted
+            fairness loss with ``fairness``); their history is ``evals_result_``, under the
+            names ``"valid_0"``, ``"valid_1"``, ... With ``fairness="group-disparity"`` each
+            entry brings its rows' item groups as a fourth element.
         early_stopping_rounds : int or None, default None
             Stop when the metric ``stopping_metric`` names has not improved for this many
             rounds and keep the best round. XGBoost watches the last eval set; LightGBM stops
@@ -358,11 +388,15 @@ class PLRankRanker(PolicyRanker):
         ------
         ValueError
             On an unknown backend or option, labels that are NaN or negative, lengths that
-            differ, a group that is neither ids nor sizes, early stopping without eval set, or
-            fairness options that break their rules (see ``fairness``).
+            differ, a group that is neither ids nor sizes, early stopping without eval set,
+            fairness options that break their rules (see ``fairness``), and item groups
+            given without group fairness, missing with it (for the training set or an eval
+            set), or of the wrong length, NaN, negative, non-integer or a single group.
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        return self._train(BACKENDS[backend], settings, plan, X, y, group, eval_set)
+        return self._train(
+            BACKENDS[backend], settings, plan, X, y, group, eval_set, item_groups=item_groups
+        )
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective

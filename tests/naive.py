@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,18 +154,80 @@ def equal_exposure_target(labels, theta):
     return np.array([weights[ideal == g].mean() for g in labels])
 
 
-def fair_objective(scores, rho, target, weight, theta):
-    """Exact E[sum_k theta_k rho_{y_k}] - weight * sum_d (E(d) - target(d))^2."""
+class Loss(NamedTuple):
+    """A fairness loss of one query's exposures E: its value F(E) and its slope dF/dE (D,)."""
+
+    value: Callable[[np.ndarray], float]
+    slope: Callable[[np.ndarray], np.ndarray]
+
+
+def ee_loss(target):
+    """EE-L = sum_d (E(d) - target(d))^2."""
+    t = np.asarray(target, dtype=float)
+    return Loss(lambda E: float(np.sum((E - t) ** 2)), lambda E: 2.0 * (E - t))
+
+
+def disparity_loss(g):
+    """D = 1/(n(n-1)) sum_{i != j} (E_i g_j - E_j g_i)^2; dD/dE_d = 4/(n(n-1)) sum_j g_j (E_d g_j - E_j g_d)."""
+    g = np.asarray(g, dtype=float)
+    n = len(g)
+    pairs = [(i, j) for i in range(n) for j in range(n) if i != j]
+
+    def value(E):
+        return sum((E[i] * g[j] - E[j] * g[i]) ** 2 for i, j in pairs) / (n * (n - 1))
+
+    def slope(E):
+        return np.array([
+            4.0 / (n * (n - 1)) * sum(g[j] * (E[d] * g[j] - E[j] * g[d]) for j in range(n))
+            for d in range(n)
+        ])
+
+    return Loss(value, slope)
+
+
+def group_disparity_loss(g, groups):
+    """GD = sum over pairs a < b of groups with merit of (X_a/M_a - X_b/M_b)^2, X sums E and M
+    sums g over a group; dGD/dE_d = 2 sum_{b != a(d), M_b > 0} (X_a/M_a - X_b/M_b) / M_a for d in
+    a group a with merit, 0 otherwise."""
+    g = np.asarray(g, dtype=float)
+    groups = np.asarray(groups)
+    ids = sorted(set(groups.tolist()))
+    M = {a: g[groups == a].sum() for a in ids}
+    merit = [a for a in ids if M[a] > 0]
+
+    def share(E, a):
+        return E[groups == a].sum() / M[a]
+
+    def value(E):
+        return sum(
+            (share(E, a) - share(E, b)) ** 2 for a, b in itertools.combinations(merit, 2)
+        )
+
+    def slope(E):
+        out = np.zeros(len(g))
+        for d in range(len(g)):
+            a = groups[d]
+            if M[a] > 0:
+                out[d] = sum(
+                    2.0 * (share(E, a) - share(E, b)) / M[a] for b in merit if b != a
+                )
+        return out
+
+    return Loss(value, slope)
+
+
+def fair_objective(scores, rho, loss, weight, theta):
+    """Exact E[sum_k theta_k rho_{y_k}] - weight * F(E) for a :class:`Loss` F."""
     E = exact_exposure(scores, theta)
-    return expected_reward(scores, rho, theta) - weight * float(np.sum((E - target) ** 2))
+    return expected_reward(scores, rho, theta) - weight * loss.value(E)
 
 
-def fair_estimate(scores, rho, target, weight, theta, rankings, *, crossfit=True):
+def fair_estimate(scores, rho, loss, weight, theta, rankings, *, crossfit=True):
     """The fairness estimate written out: (loss grad, loss Hessian first part, dE(d)/dm(d)).
 
     The rankings' first half (N // 2 rows) and second half each give a Monte-Carlo exposure;
-    with ``crossfit`` each half's terms use the rewards rho - 2 weight (E_other - target) of the
-    other half, without it every ranking uses the exposure of all N rankings (the same-sample
+    with ``crossfit`` each half's terms use the rewards rho - weight dF/dE of the other half's
+    exposure, without it every ranking uses the exposure of all N rankings (the same-sample
     estimate, which is biased).
     """
     rankings = [list(r) for r in rankings]
@@ -181,7 +245,7 @@ def fair_estimate(scores, rho, target, weight, theta, rankings, *, crossfit=True
     hess = np.zeros(D)
     for h, own in enumerate(halves):
         source = halves[1 - h] if crossfit else rankings
-        reward = np.asarray(rho, dtype=float) - 2.0 * weight * (exposure(source) - target)
+        reward = np.asarray(rho, dtype=float) - weight * loss.slope(exposure(source))
         for r in own:
             g, hh = ranking_estimate(scores, reward, theta, r)
             grad -= g / N

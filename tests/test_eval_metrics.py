@@ -68,7 +68,7 @@ def _values(full, vali: Split, rounds: int, metric: RankingMetric, fairness) -> 
     return [float(value.per_query(_margins(full, vali.X, r)).mean()) for r in range(1, rounds + 1)]
 
 
-@pytest.mark.parametrize("fairness", [None, "expected-exposure"])
+@pytest.mark.parametrize("fairness", [None, "expected-exposure", "disparity"])
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 def test_boosters_own_early_stopping_stops_on_the_policy(splits, library, fairness):
     train, vali = splits
@@ -76,11 +76,11 @@ def test_boosters_own_early_stopping_stops_on_the_policy(splits, library, fairne
     stopped = fit(train, vali, _objective(fairness), stop=PATIENCE)
     full = fit(train, vali, _objective(fairness), stop=None)  # same seed: the same trees
     run = stopped.num_boosted_rounds() if library == "xgboost" else stopped.current_iteration()
-    spec = FairnessSpec("expected-exposure", 0.5) if fairness else None
+    spec = FairnessSpec(fairness, 0.5) if fairness else None
     values = _values(full, vali, run, RankingMetric("ndcg", 5, "exp"), spec)
     best = int(np.argmax(values))
     assert run == best + 1 + PATIENCE < ROUNDS  # stopped, PATIENCE rounds after the best
-    name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
+    name = "expected_ndcg@5" + (f"-0.5*{spec.loss_name}" if fairness else "")
     if library == "xgboost":  # XGBoost's convention: 0-based, every round kept
         assert stopped.best_iteration == best
         assert float(stopped.attr("best_score")) == pytest.approx(values[best], abs=1e-6)

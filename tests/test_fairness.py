@@ -1,9 +1,10 @@
-"""The fairness-of-exposure objective: cross-fitted estimate against exact enumeration.
+"""The fairness-of-exposure objectives: cross-fitted estimate against exact enumeration.
 
-The objective per query is J(m) = E[sum_k theta_k rho_{y_k}] - w sum_d (E(d) - eps(d))^2; the
-tests compute J, E and their derivatives exactly by enumerating every partial ranking (D <= 6),
-and the exact expectation of the estimator by enumerating every pair (N = 2) or triple (N = 3)
-of rankings, weighted by their PL probabilities.
+The objective per query is J(m) = E[sum_k theta_k rho_{y_k}] - w F(E) for each loss F (EE-L, the
+individual disparity, the group disparity; plain references in ``naive``); the tests compute J,
+E and their derivatives exactly by enumerating every partial ranking (D <= 6), and the exact
+expectation of the estimator by enumerating every pair (N = 2) or triple (N = 3) of rankings,
+weighted by their PL probabilities.
 """
 
 from __future__ import annotations
@@ -11,24 +12,68 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from dataclasses import dataclass
 
 import naive
 import numpy as np
 import pytest
 
-from gbdt_plrank import _kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank import _fair_kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank._fairness import FAIRNESS, FairnessSpec
 from gbdt_plrank._ranking_metric import dcg_weights
 
 FAIR = "expected-exposure"
 
 
-def _query(D: int, K: int, seed: int, metric: str = "ndcg"):
+@dataclass
+class Case:
+    """One query, a fairness loss, its plain reference and the kernel's terms of it."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    rho: np.ndarray
+    theta: np.ndarray
+    kind: str
+    item_groups: np.ndarray | None
+    loss: naive.Loss
+
+    def kernel(self, w: float, rankings: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The kernel's (grad, hess without Gauss-Newton, slope) from explicit rankings."""
+        D = self.scores.shape[0]
+        spec = FairnessSpec(self.kind, w)
+        terms = spec.terms(
+            self.labels, np.array([0, D]), self.theta, gain="exp", item_groups=self.item_groups
+        )
+        g, h, s = np.empty(D), np.empty(D), np.empty(D)
+        _fair_kernels.fair_estimate_from_rankings(
+            self.scores, self.rho, spec.kind, terms.aux, terms.member, w, self.theta, rankings,
+            g, h, s,
+        )
+        return g, h, s
+
+    def objective(self, scores: np.ndarray, w: float) -> float:
+        return naive.fair_objective(scores, self.rho, self.loss, w, self.theta)
+
+
+def _query(D: int, K: int, seed: int, metric: str = "ndcg", kind: str = FAIR) -> Case:
     rng = np.random.default_rng(seed)
     scores = rng.normal(scale=1.2, size=D)
     labels = rng.integers(0, 3, size=D).astype(float)
+    item_groups = None
+    if kind == "group-disparity":  # groups 0 and 1 with merit, group 2 (if any) without
+        item_groups = rng.integers(0, 3, size=D)
+        item_groups[:2] = [0, 1]
+        labels[:2] = np.maximum(labels[:2], 1.0)
+        labels[item_groups == 2] = 0.0
     rho, theta = naive.rewards(labels, K=K, metric=metric)
     theta = theta[: min(K, D)]
-    return scores, labels, rho, theta, naive.equal_exposure_target(labels, theta)
+    gain = 2.0**labels - 1.0
+    loss = {
+        "expected-exposure": lambda: naive.ee_loss(naive.equal_exposure_target(labels, theta)),
+        "disparity": lambda: naive.disparity_loss(gain),
+        "group-disparity": lambda: naive.group_disparity_loss(gain, item_groups),
+    }[kind]()
+    return Case(scores, labels, rho, theta, kind, item_groups, loss)
 
 
 def _unit(D: int, d: int) -> np.ndarray:
@@ -37,114 +82,163 @@ def _unit(D: int, d: int) -> np.ndarray:
     return u
 
 
-def _exact(scores, rho, target, w, theta):
+def _exact(case: Case, w: float):
     """Exact loss gradient, Hessian first part (signed-reward PL-Rank) and dE(d)/dm(d)."""
+    scores, theta = case.scores, case.theta
     D = scores.shape[0]
     E = naive.exact_exposure(scores, theta)
-    _, g, h = naive.exact_derivatives(scores, rho - 2.0 * w * (E - target), theta)
+    _, g, h = naive.exact_derivatives(scores, case.rho - w * case.loss.slope(E), theta)
     slope = np.array([naive.exact_derivatives(scores, _unit(D, d), theta)[1][d] for d in range(D)])
     return -g, -h, slope
 
 
-def _expectation(scores, rho, target, w, theta, K, N):
+def _expectation(case: Case, w: float, K: int, N: int):
     """Exact expectation of the kernel's (grad, hess without Gauss-Newton, slope) for N samples."""
-    D = scores.shape[0]
+    D = case.scores.shape[0]
     out = [np.zeros(D) for _ in range(3)]
-    g, h, s = np.empty(D), np.empty(D), np.empty(D)
-    rankings = naive.partial_rankings(scores, K)
+    rankings = naive.partial_rankings(case.scores, K)
     for draw in itertools.product(rankings, repeat=N):
         p = np.prod([q for _, q in draw])
         rk = np.array([y for y, _ in draw], dtype=np.int64)
-        _kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rk, g, h, s)
-        for acc, v in zip(out, (g, h, s)):
+        for acc, v in zip(out, case.kernel(w, rk)):
             acc += p * v
     return out
 
 
+@pytest.mark.parametrize("kind", FAIRNESS)
 @pytest.mark.parametrize(
     ("D", "K", "N", "metric"),
     [(2, 1, 2, "ndcg"), (3, 2, 2, "dcg"), (4, 4, 2, "ndcg"), (5, 3, 2, "ndcg"), (6, 2, 2, "ndcg"),
      (6, 3, 2, "dcg"), (4, 2, 3, "ndcg")],
 )
-def test_crossfit_is_unbiased(D, K, N, metric):
-    scores, _, rho, theta, target = _query(D, K, seed=10 * D + K + N, metric=metric)
+def test_crossfit_is_unbiased(D, K, N, metric, kind):
+    case = _query(D, K, seed=10 * D + K + N, metric=metric, kind=kind)
     w = 0.8
-    grad, hess, slope = _expectation(scores, rho, target, w, theta, K, N)
-    g_exact, h_exact, s_exact = _exact(scores, rho, target, w, theta)
+    grad, hess, slope = _expectation(case, w, K, N)
+    g_exact, h_exact, s_exact = _exact(case, w)
     np.testing.assert_allclose(grad, g_exact, rtol=0, atol=1e-8)
     np.testing.assert_allclose(hess, h_exact, rtol=0, atol=1e-8)
     np.testing.assert_allclose(slope, s_exact, rtol=0, atol=1e-8)
     # the exact gradient is that of the combined objective J (finite differences of exact J)
     step = 1e-5
-    J = [
-        naive.fair_objective(scores + step * sign * _unit(D, d), rho, target, w, theta)
-        for d in range(D) for sign in (1, -1)
-    ]
+    J = [case.objective(case.scores + step * sign * _unit(D, d), w)
+         for d in range(D) for sign in (1, -1)]
     fd = -(np.array(J[0::2]) - np.array(J[1::2])) / (2 * step)
     np.testing.assert_allclose(g_exact, fd, rtol=0, atol=1e-8)
 
 
-def test_same_sample_estimate_is_biased():
+@pytest.mark.parametrize("kind", FAIRNESS)
+def test_loss_slope_is_the_derivative_of_the_loss(kind):
+    """The plain dF/dE against central differences of the plain F, and the kernel against it."""
+    D = 6
+    case = _query(D, 3, seed=77, kind=kind)
+    rng = np.random.default_rng(1)
+    E = rng.uniform(0.0, 1.0, size=D)
+    step = 1e-6
+    fd = np.array([
+        (case.loss.value(E + step * _unit(D, d)) - case.loss.value(E - step * _unit(D, d)))
+        / (2 * step) for d in range(D)
+    ])
+    np.testing.assert_allclose(case.loss.slope(E), fd, rtol=1e-7, atol=1e-9)
+    spec = FairnessSpec(kind, 1.0)
+    terms = spec.terms(case.labels, np.array([0, D]), case.theta, gain="exp",
+                       item_groups=case.item_groups)
+    out = np.empty(D)
+    _fair_kernels.loss_slope(spec.kind, E, terms.aux, terms.member, out)
+    np.testing.assert_allclose(out, case.loss.slope(E), rtol=1e-12, atol=1e-14)
+    if kind == "group-disparity":  # documents of the group without merit get no fairness reward
+        assert np.all(out[case.item_groups == 2] == 0.0)
+
+
+@pytest.mark.parametrize("kind", FAIRNESS)
+def test_same_sample_estimate_is_biased(kind):
     """Exposure and terms from the same rankings: E[r_hat g_hat] != r g, so the test can fail."""
     D, K, w = 4, 2, 1.5
-    scores, _, rho, theta, target = _query(D, K, seed=3)
+    case = _query(D, K, seed=3, kind=kind)
     crossfit = np.zeros(D)
     same = np.zeros(D)
-    rankings = naive.partial_rankings(scores, K)
+    rankings = naive.partial_rankings(case.scores, K)
     for (y1, p1), (y2, p2) in itertools.product(rankings, repeat=2):
-        crossfit += p1 * p2 * naive.fair_estimate(scores, rho, target, w, theta, [y1, y2])[0]
-        same += p1 * p2 * naive.fair_estimate(
-            scores, rho, target, w, theta, [y1, y2], crossfit=False
-        )[0]
-    exact, _, _ = _exact(scores, rho, target, w, theta)
+        args = (case.scores, case.rho, case.loss, w, case.theta, [y1, y2])
+        crossfit += p1 * p2 * naive.fair_estimate(*args)[0]
+        same += p1 * p2 * naive.fair_estimate(*args, crossfit=False)[0]
+    exact, _, _ = _exact(case, w)
     np.testing.assert_allclose(crossfit, exact, rtol=0, atol=1e-10)
-    assert np.abs(same - exact).max() > 1e-3
+    assert np.abs(same - exact).max() > 1e-4
 
 
+@pytest.mark.parametrize("kind", FAIRNESS)
 @pytest.mark.parametrize(("D", "K", "N", "seed"), [(5, 3, 5, 1), (7, 7, 6, 2), (9, 4, 9, 3)])
-def test_kernel_matches_naive_reference(D, K, N, seed):
-    scores, labels, rho, theta, target = _query(D, K, seed=seed)
+def test_kernel_matches_naive_reference(D, K, N, seed, kind):
+    case = _query(D, K, seed=seed, kind=kind)
     rng = np.random.default_rng(seed)
     rankings = np.array([rng.permutation(D)[: min(K, D)] for _ in range(N)], dtype=np.int64)
     w = 0.6
-    g_ref, h_ref, s_ref = naive.fair_estimate(scores, rho, target, w, theta, rankings)
-    g, h, s = np.empty(D), np.empty(D), np.empty(D)
-    _kernels.fair_estimate_from_rankings(scores, rho, target, w, theta, rankings, g, h, s)
+    g_ref, h_ref, s_ref = naive.fair_estimate(
+        case.scores, case.rho, case.loss, w, case.theta, rankings
+    )
+    g, h, s = case.kernel(w, rankings)
     np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(h, h_ref, rtol=0, atol=1e-10)
     np.testing.assert_allclose(s, s_ref, rtol=0, atol=1e-10)
-    # the public function adds the Gauss-Newton bound 2 w D/(D-1) slope^2 before the mode
+    # the public function adds the Gauss-Newton part w c_d slope^2 before the mode
     grad, hess = plrank_grad_hess_from_rankings(
-        scores, labels, rankings, K=K, fairness=FAIR, fairness_weight=w
+        case.scores, case.labels, rankings, K=K, fairness=kind, fairness_weight=w,
+        item_groups=case.item_groups,
     )
     np.testing.assert_allclose(grad, g_ref, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(hess, h_ref + 2 * w * D / (D - 1) * s_ref**2, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(hess, h_ref + w * _curvature(case) * s_ref**2, rtol=0, atol=1e-10)
 
 
+def _loss_hessian(case: Case) -> np.ndarray:
+    """A = d2F/dE2 of the plain loss (constant: F is quadratic), by differences of dF/dE."""
+    D = case.scores.shape[0]
+    E = np.full(D, 0.3)
+    return np.array([case.loss.slope(E + _unit(D, d)) - case.loss.slope(E) for d in range(D)])
+
+
+def _curvature(case: Case) -> np.ndarray:
+    """c_d of the Gauss-Newton part, written out: 2 D/(D-1) for EE-L, A_dd for the disparities."""
+    D = case.scores.shape[0]
+    if case.kind == FAIR:
+        return np.full(D, 2.0 * D / (D - 1))
+    return np.diag(_loss_hessian(case))
+
+
+@pytest.mark.parametrize("kind", FAIRNESS)
 @pytest.mark.parametrize("D", [2, 3, 5])
-def test_gauss_newton_lower_bound(D):
-    """The exact Hessian diagonal of -J is the signed-reward part plus 2 w sum_i (dE_i/dm_d)^2,
-    and D/(D-1) (dE_d/dm_d)^2 bounds that sum from below (with equality for D = 2)."""
+def test_gauss_newton_part(D, kind):
+    """The exact Hessian diagonal of -J is the signed-reward part plus w sum_ij A_ij (dE_i/dm_d)
+    (dE_j/dm_d); for EE-L, D/(D-1) (dE_d/dm_d)^2 bounds the sum from below (equality for D = 2),
+    for the disparities c_d (dE_d/dm_d)^2 = A_dd (dE_d/dm_d)^2 is the diagonal term, >= 0."""
     K, w = 3, 0.9
-    scores, _, rho, theta, target = _query(D, K, seed=40 + D)
-    _, h_part, slope = _exact(scores, rho, target, w, theta)
+    case = _query(D, K, seed=40 + D, kind=kind)
+    scores = case.scores
+    _, h_part, slope = _exact(case, w)
     jac = np.array([  # jac[i, d] = dE(i)/dm(d)
-        naive.exact_derivatives(scores, _unit(D, i), theta)[1] for i in range(D)
+        naive.exact_derivatives(scores, _unit(D, i), case.theta)[1] for i in range(D)
     ])
-    gn = (jac**2).sum(axis=0)
+    A = _loss_hessian(case)
+    gn = np.einsum("id,ij,jd->d", jac, A, jac)
     step = 1e-4
-    J0 = naive.fair_objective(scores, rho, target, w, theta)
+    J0 = case.objective(scores, w)
     second = np.array([
-        (naive.fair_objective(scores + step * _unit(D, d), rho, target, w, theta) - 2 * J0
-         + naive.fair_objective(scores - step * _unit(D, d), rho, target, w, theta)) / step**2
+        (case.objective(scores + step * _unit(D, d), w) - 2 * J0
+         + case.objective(scores - step * _unit(D, d), w)) / step**2
         for d in range(D)
     ])
-    np.testing.assert_allclose(-second, h_part + 2 * w * gn, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(-second, h_part + w * gn, rtol=0, atol=1e-6)
     np.testing.assert_allclose(np.diag(jac), slope, rtol=0, atol=1e-12)
-    bound = D / (D - 1) * slope**2
-    assert np.all(bound <= gn + 1e-15)
-    if D == 2:
-        np.testing.assert_allclose(bound, gn, rtol=1e-12)
+    part = _curvature(case) * slope**2
+    assert np.all(part >= 0)
+    terms = FairnessSpec(kind, w).terms(
+        case.labels, np.array([0, D]), case.theta, gain="exp", item_groups=case.item_groups
+    )
+    np.testing.assert_allclose(terms.curvature, _curvature(case), rtol=1e-12)
+    if kind == FAIR:
+        assert np.all(part <= gn + 1e-15)
+        if D == 2:
+            np.testing.assert_allclose(part, gn, rtol=1e-12)
 
 
 def test_target_matches_reference():
@@ -155,23 +249,24 @@ def test_target_matches_reference():
     for K in (1, 3, 5, 20):
         theta = dcg_weights(K)
         out = np.empty(ptr[-1])
-        _kernels.equal_exposure_target(labels, ptr, theta, out)
+        _fair_kernels.equal_exposure_target(labels, ptr, theta, out)
         ref = np.concatenate([
             naive.equal_exposure_target(labels[a:b], theta) for a, b in itertools.pairwise(ptr)
         ])
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-15)
 
 
-def test_monte_carlo_mean_agrees_with_exact():
+@pytest.mark.parametrize("kind", FAIRNESS)
+def test_monte_carlo_mean_agrees_with_exact(kind):
     """The sampled path (both samplers): mean over seeds within 5 standard errors of exact."""
     D, K, w = 6, 3, 0.7
-    scores, labels, rho, theta, target = _query(D, K, seed=8)
-    exact, _, _ = _exact(scores, rho, target, w, theta)
+    case = _query(D, K, seed=8, kind=kind)
+    exact, _, _ = _exact(case, w)
     ptr = np.array([0, D])
     for sampler in ("tree", "race"):
         draws = np.array([
-            plrank_grad_hess(scores, labels, ptr, K=K, N=10, seed=s, sampler=sampler,
-                             fairness=FAIR, fairness_weight=w)[0]
+            plrank_grad_hess(case.scores, case.labels, ptr, K=K, N=10, seed=s, sampler=sampler,
+                             fairness=kind, fairness_weight=w, item_groups=case.item_groups)[0]
             for s in range(400)
         ])
         z = (draws.mean(axis=0) - exact) / (draws.std(axis=0, ddof=1) / np.sqrt(len(draws)))
@@ -189,13 +284,20 @@ def test_queries_without_relevant_documents_contribute():
     # a query of one document contributes nothing either way
     g_one, h_one = plrank_grad_hess(np.array([1.0]), np.array([1.0]), [0, 1], fairness=FAIR)
     assert g_one[0] == 0.0 and h_one[0] == 0.0
+    # the disparities are 0 for a query without merit at every exposure: it gets exactly 0
+    groups = np.array([0, 1, 0, 0, 1])
+    for kind, ids in (("disparity", None), ("group-disparity", groups)):
+        g, h = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=kind, item_groups=ids,
+                                hessian="raw")
+        assert np.all(g[:3] == 0.0) and np.all(h[:3] == 0.0)
+        assert np.abs(g[3:]).sum() > 0
 
 
 def test_weight_zero_is_the_relevance_gradient_in_expectation():
     D, K = 5, 3
-    scores, _, rho, theta, target = _query(D, K, seed=12)
-    grad, hess, _ = _expectation(scores, rho, target, 0.0, theta, K, 2)
-    _, g, h = naive.exact_derivatives(scores, rho, theta)
+    case = _query(D, K, seed=12)
+    grad, hess, _ = _expectation(case, 0.0, K, 2)
+    _, g, h = naive.exact_derivatives(case.scores, case.rho, case.theta)
     np.testing.assert_allclose(grad, -g, rtol=0, atol=1e-10)
     np.testing.assert_allclose(hess, -h, rtol=0, atol=1e-10)
 
@@ -221,7 +323,8 @@ def test_deterministic_and_thread_independent():
         ({"fairness_weight": float("nan")}, "fairness_weight must be a finite number >= 0, but nan"),
         ({"fairness_weight": float("inf")}, "fairness_weight must be a finite number >= 0, but inf"),
         ({"fairness_weight": "1"}, "fairness_weight must be a finite number >= 0, but '1'"),
-        ({"fairness": "equal"}, "fairness must be None or one of 'expected-exposure', but 'equal'"),
+        ({"fairness": "equal"}, "fairness must be None or one of 'expected-exposure', 'disparity', "
+         "'group-disparity', but 'equal'"),
         ({"fairness": FAIR, "metric": "precision"}, "metric must be one of 'ndcg', 'dcg', but "
          "'precision' is given"),
         ({"fairness": FAIR, "N": 1}, "N must be >= 2 with fairness='expected-exposure'"),

@@ -145,7 +145,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "[params.pirank-xgb.pirank]\nN = 3", "unknown key 'params.pirank-xgb.pirank.N'"),
         (BASE + "[params.pirank-xgb.plrank]\nN = 3", "'pirank-xgb' is not a PL-Rank method"),
         (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
-        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be None or one of 'expected-exposure', but 'equal'"),
+        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', but 'equal'"),
         (BASE + "[plrank]\nfairness_weight = -0.5", "plrank.fairness_weight must be a finite number >= 0, but -0.5"),
         (BASE + "[plrank]\nfairness_weight = inf", "plrank.fairness_weight must be a finite number >= 0, but inf"),
         (BASE + "[params.plrank-xgb.plrank]\nfairness_weight = nan", "fairness_weight must be a finite number >= 0, but nan"),

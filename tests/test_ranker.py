@@ -478,7 +478,7 @@ def test_model_selection_with_group_kfold(backend, mq):
          "stopping_metric must be one of 'auto', 'policy', 'ranking', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
-        ({}, {"eval_set": [(1, 2, 3, 4)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
+        ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
         ({"fairness": "expected-exposure", "fairness_weight": -1.0}, {}, ValueError,
@@ -486,7 +486,8 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"fairness": "expected-exposure", "fairness_weight": float("inf")}, {}, ValueError,
          "fairness_weight must be a finite number >= 0, but inf is given"),
         ({"fairness": "exposure"}, {}, ValueError,
-         "fairness must be None or one of 'expected-exposure', but 'exposure' is given"),
+         "fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', "
+         "but 'exposure' is given"),
         ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
          "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
     ],

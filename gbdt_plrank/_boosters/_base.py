@@ -135,6 +135,9 @@ class Plan:
         Evaluation metrics of the package (:data:`~gbdt_plrank._boosters.EvalMetric`, e.g. a PL-Rank objective's
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
+    item_groups : callable or None
+        ``f(data, item_groups)``, called by :meth:`give_item_groups` (a group-fair PL-Rank
+        objective's ``set_item_groups``); None when the objective takes no item groups.
     """
 
     objective: Objective
@@ -144,6 +147,26 @@ class Plan:
     early_stopping_rounds: int | None = None
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
+    item_groups: Callable[[Any, np.ndarray], None] | None = None
+
+    def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
+        """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.
+
+        A backend calls it with the training set and the eval sets it built, so that the
+        objective and its metrics know the item groups of the data objects the booster hands
+        them.
+
+        Raises
+        ------
+        ValueError
+            When a split has item groups but the plan takes none.
+        """
+        for data, split in built:
+            if split.item_groups is None:
+                continue
+            if self.item_groups is None:
+                raise ValueError("item groups were given, but the objective takes none.")
+            self.item_groups(data, split.item_groups)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ class LightGBMBackend:
         top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
         params = self.params(settings, plan, top_label=top)
         train_set = self._training_set(data, params)
+        valid_sets = [self._dataset(e, reference=train_set) for e in evals]
+        plan.give_item_groups([(train_set, data), *zip(valid_sets, evals)])
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
         if plan.early_stopping_rounds is not None:
@@ -93,7 +95,7 @@ class LightGBMBackend:
         start = time.perf_counter()
         booster = lightgbm.train(
             params, train_set, plan.n_estimators,
-            valid_sets=[self._dataset(e, reference=train_set) for e in evals],
+            valid_sets=valid_sets,
             valid_names=[eval_name(i) for i in range(len(evals))],
             feval=list(reversed(plan.metrics)) or None,  # the watched metric first
             callbacks=[*hooks, *plan.callbacks],

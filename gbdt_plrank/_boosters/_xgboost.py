@@ -97,6 +97,7 @@ class XGBoostBackend:
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
+        plan.give_item_groups([(train_set, data), *((d, e) for (d, _), e in zip(eval_sets, evals))])
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
         start = time.perf_counter()
         booster = xgboost.train(

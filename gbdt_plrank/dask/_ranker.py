@@ -118,6 +118,11 @@ class DaskPLRankRanker(PLRankRanker):
         self
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
+        if plan.item_groups is not None:
+            raise ValueError(
+                f"fairness={self.fairness!r} is not supported on Dask: the item groups would "
+                f"have to follow the rows to the workers. Train in one process with PLRankRanker."
+            )
         if self._stopping_metric() == "policy" and early_stopping_rounds is not None:
             raise ValueError(
                 "stopping_metric='policy' is not supported on Dask: the policy's value of the "

@@ -44,9 +44,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .._boosters import BACKENDS, BoosterSettings
+from .._fairness import GROUP_FAIRNESS
 from .._options import PLRankFields, PLRankOptions
 from .._pirank import PIRANK_HESSIANS, pirank_objective
 from .._run import STOPPING_METRICS
@@ -155,6 +156,15 @@ class PLRankSettings(PLRankFields):
     stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
         "policy", description=one_of(STOPPING_METRICS)
     )
+
+    @model_validator(mode="after")
+    def _no_item_groups(self) -> PLRankSettings:
+        if self.fairness in GROUP_FAIRNESS:
+            raise ValueError(
+                f"fairness={self.fairness!r} needs item groups, which comparisons do not take "
+                f"yet; train with PLRankRanker.fit(..., item_groups=g)"
+            )
+        return self
 
     def options(self, k: int) -> PLRankOptions:
         """The objective's options at the comparison's cut-off ``k``."""

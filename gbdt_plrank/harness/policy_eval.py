@@ -29,7 +29,7 @@ from .._policy import sample_policy
 from .._policy_methods import per_sample_metric
 from .._ranking_metric import RankingMetric, dcg_weights
 from ..datasets import Split
-from ..metrics import ndcg, relevance_proportional_disparity
+from ..metrics import expected_exposure_loss, ndcg, relevance_proportional_disparity
 
 __all__ = [
     "PolicyValues",
@@ -62,6 +62,10 @@ def _disparity(split: Split, exposure: np.ndarray) -> np.ndarray:
     return relevance_proportional_disparity(split.y, exposure, split.qid, per_query=True)
 
 
+def _ee_l(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
+    return expected_exposure_loss(split.y, exposure, split.qid, k=k, per_query=True)
+
+
 def evaluate_policy(
     margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int, n_jobs: int | None
 ) -> PolicyValues:
@@ -83,7 +87,7 @@ def evaluate_policy(
     return PolicyValues(
         np.unique(split.qid),
         value.expected_metric(h.exposure),
-        h.unbiased(value.fairness_loss),
+        h.unbiased(lambda x: _ee_l(split, x, k)),
         h.unbiased(lambda x: _disparity(split, x)),
         float(per_sample.mean()),
         float(per_sample.var(ddof=1)),
@@ -92,9 +96,8 @@ def evaluate_policy(
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
-    value = PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, seed=0, n_jobs=None)
     return PolicyValues(
-        np.unique(split.qid), ndcg_q, value.fairness_loss(exposure),
+        np.unique(split.qid), ndcg_q, _ee_l(split, exposure, k),
         _disparity(split, exposure), float(ndcg_q.mean()), 0.0, 1,
     )
 

@@ -155,6 +155,13 @@ class PLRankMLPRanker(PolicyRanker):
         self.random_state = random_state
         self.progress = progress
 
+    def _options(self) -> PLRankOptions:
+        """The checked PL-Rank options of the ranker's parameters."""
+        return PLRankOptions.checked(
+            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
+            sampler=self.sampler, fairness=self.fairness, fairness_weight=self.fairness_weight,
+        )
+
     def fit(
         self,
         X: Any,
@@ -194,10 +201,7 @@ class PLRankMLPRanker(PolicyRanker):
             labels that are NaN or negative, features that are not finite, lengths that differ,
             or early stopping without eval set.
         """
-        options = PLRankOptions.checked(
-            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
-            sampler=self.sampler, fairness=self.fairness, fairness_weight=self.fairness_weight,
-        )
+        options = self._options()
         max_epochs = check_positive_int("max_epochs", self.max_epochs)
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, network_seed = seeds_from(self.random_state, 2)
