@@ -108,6 +108,10 @@ class FairTerms:
     member: np.ndarray
     curvature: np.ndarray
 
+    def rows(self, rows: np.ndarray) -> FairTerms:
+        """The terms of ``rows`` (whole queries: the terms are per query)."""
+        return FairTerms(self.aux[rows], self.member[rows], self.curvature[rows])
+
 
 def query_members(item_groups: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
     """Each row's item group numbered 0.. within its query, in increasing order of the ids."""

@@ -239,7 +239,9 @@ class TorchBackend:
         metric = options.trained
         fairness = options.fairness_spec
         rho = metric.rewards(data.y, ptr)
-        target = None if fairness is None else fairness.target(data.y, ptr, metric.theta())
+        terms = None if fairness is None else fairness.terms(
+            data.y, ptr, metric.theta(), gain=metric.gain, item_groups=data.item_groups
+        )
         order = np.random.default_rng(seed)
         history: History = {
             eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
@@ -266,7 +268,7 @@ class TorchBackend:
                         hessian="constant", N=options.N, seed=objective.seed, round_=epoch,
                         sampler=options.sampler, n_jobs=objective.n_jobs,
                         keys=queries.astype(np.int64), fairness=fairness,
-                        target=None if target is None else target[rows],
+                        terms=None if terms is None else terms.rows(rows),
                     )
                     optimizer.zero_grad()
                     surrogate(scores, torch.as_tensor(grad, dtype=scores.dtype)).backward()
