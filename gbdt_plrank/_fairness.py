@@ -31,7 +31,7 @@ documents:
 The gradient of :math:`J` is PL-Rank's with the signed per-document reward
 :math:`\rho_d - w\, \partial F/\partial E(d)` (Oosterhuis 2021, the fairness form of PL-Rank);
 the kernels estimate :math:`E` and the PL-Rank terms from independent halves of the samples
-(:func:`gbdt_plrank._fair_kernels.fair_estimate_groups`), and since
+(``fair_estimate_groups`` in ``gbdt_plrank._fair_kernels``), and since
 :math:`\partial F/\partial E` is linear in :math:`E` the estimate is unbiased.
 
 Hessian (loss :math:`L = -J`): the PL-Rank Hessian estimate with the same signed reward, plus
@@ -133,7 +133,7 @@ class FairnessSpec:
 
     @property
     def kind(self) -> int:
-        """The loss's code in the kernels (:func:`gbdt_plrank._fair_kernels.loss_slope`)."""
+        """The loss's code in the kernels (``loss_slope`` in ``gbdt_plrank._fair_kernels``)."""
         return FAIRNESS.index(self.name)
 
     @property

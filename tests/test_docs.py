@@ -38,7 +38,9 @@ def test_every_public_name_is_in_the_api_reference() -> None:
     import gbdt_plrank
 
     dask_api = pytest.importorskip("gbdt_plrank.dask")
+    nn_api = pytest.importorskip("gbdt_plrank.nn")
     text = (Path(__file__).resolve().parents[1] / "docs" / "api" / "index.rst").read_text()
     names = [f"gbdt_plrank.{n}" for n in gbdt_plrank.__all__]
     names += [f"gbdt_plrank.dask.{n}" for n in dask_api.__all__]
+    names += [f"gbdt_plrank.nn.{n}" for n in nn_api.__all__]
     assert [n for n in names if not re.search(rf"{re.escape(n)}\b", text)] == []

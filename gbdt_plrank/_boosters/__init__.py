@@ -5,7 +5,7 @@ translates the shared settings into its library's names (:data:`NATIVE_NAMES`, o
 the library's data objects with their query groups, trains with an evaluation (the library's
 NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
 the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``). The ``torch``
-backend (:mod:`._torch`) trains a neural network with the PL-Rank gradient in place of trees:
+backend (``gbdt_plrank._boosters._torch``) trains a neural network with the PL-Rank gradient in place of trees:
 its data objects are the :class:`Split` s themselves and its rounds are epochs.
 """
 

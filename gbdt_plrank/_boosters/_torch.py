@@ -19,7 +19,7 @@ The data objects of this backend are the :class:`~gbdt_plrank._groups.Split` s t
 plan's metrics (``f(preds, data)``) read their queries through :meth:`TorchBackend.query_fields`.
 The trees' settings have no counterpart here (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`: only
 the seed and the thread count are passed); the network's options are native parameters
-(:class:`NetworkOptions`). torch is imported only when a network is trained or used.
+(``NetworkOptions``). torch is imported only when a network is trained or used.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ class TorchBackend:
         ------
         ValueError
             For network options (``settings.params``) that break their rules
-            (:class:`NetworkOptions`), features that are not finite, or early stopping without
+            (``NetworkOptions``), features that are not finite, or early stopping without
             an eval set or metric to watch.
         TypeError
             When ``plan.objective`` is not a PL-Rank objective.

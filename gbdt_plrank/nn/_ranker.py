@@ -95,10 +95,10 @@ class PLRankMLPRanker(PolicyRanker):
         0-based best epoch under early stopping, else ``None``.
     evals_result_ : dict
         ``{"valid_i": {"<metric>@K": [value per epoch], "expected_<metric>@K": [...]}}``.
-    feature_importances_ : ndarray of shape (n_features_in_,)
+    feature_importances_ : ndarray of shape (n_features,)
         Sum of the absolute first-layer weights of each scaled feature, over their total.
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
 
     Examples
     --------
@@ -185,7 +185,7 @@ class PLRankMLPRanker(PolicyRanker):
             :meth:`gbdt_plrank.PLRankRanker.fit` reads them).
         eval_set : list of tuples (X, y) or (X, y, group), default None
             Validation sets, scored after every epoch (the metric@K of the ranking and the
-            policy's expected metric@K); their history is :attr:`evals_result_`.
+            policy's expected metric@K); their history is ``evals_result_``.
         early_stopping_rounds : int or None, default None
             Stop when the policy's expected metric@K on the last eval set has not improved for
             this many epochs, and keep the best epoch's weights.
