@@ -1,0 +1,67 @@
+"""Faster kernels, same numbers: outputs pinned to digests of the code before the speed work.
+
+The sampled rankings, and so the estimates and the trained models, must not change when the
+kernels get faster. ``GOLDEN`` is the sha256 of the outputs of :func:`_outputs` computed with the
+kernels of main at ff5571b (before issue 22): the estimate at the ranker's default cut-off 20 and
+N=100, queries of 1 to 400 documents, every sampler, margins far apart, the fairness objective,
+and the policy's sampled rankings. ``python tests/test_bit_identity.py`` prints the digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from gbdt_plrank import _kernels, plrank_grad_hess
+
+GOLDEN = "c89a4bf98d45cac8e8dd68d9a7cccb3c170c6fa90227ea69ea35602cc1a0036d"
+
+
+def _dataset() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(22)
+    sizes = [1, 2, 3, 7, 19, 20, 21, 33, 64, 65, 120, 400]
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    scores = rng.normal(scale=1.5, size=ptr[-1])
+    labels = rng.integers(0, 5, size=ptr[-1]).astype(float)
+    return scores, labels, ptr
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    return hashlib.sha256(b"".join(a.tobytes() for a in arrays)).hexdigest()[:16]
+
+
+def _outputs() -> dict[str, str]:
+    scores, labels, ptr = _dataset()
+    out = {}
+    for sampler in ("auto", "tree", "race"):
+        for K in (1, 10, 20, 40):
+            for N in (7, 100):
+                est = plrank_grad_hess(
+                    scores, labels, ptr, K=K, N=N, hessian="raw", sampler=sampler, seed=3, n_jobs=2
+                )
+                out[f"{sampler} K={K} N={N}"] = _digest(*est)
+    far = scores * 200.0
+    out["far apart"] = _digest(*plrank_grad_hess(far, labels, ptr, K=20, hessian="raw", seed=1))
+    fair = plrank_grad_hess(
+        scores, labels, ptr, K=20, N=9, fairness="expected-exposure", fairness_weight=0.5, seed=2
+    )
+    out["fairness"] = _digest(*fair)
+    rankings = np.full(((ptr.shape[0] - 1) * 6, 20), -7, dtype=np.int64)
+    _kernels.sample_groups(scores, ptr, 20, 6, 4, rankings)
+    out["sample_groups"] = _digest(rankings)
+    return out
+
+
+def _golden() -> str:
+    listing = json.dumps(sorted(_outputs().items()))
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def test_outputs_are_bit_identical_to_before_the_speed_work():
+    assert _golden() == GOLDEN
+
+
+if __name__ == "__main__":
+    print(_golden())
