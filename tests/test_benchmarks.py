@@ -255,3 +255,13 @@ def test_quality_lever_policy_stopping_curve() -> None:
     assert expected[0] < rec.expected[0][0] and expected.mean() == policy_objective(
         rec.margin, vali, k=2, weight=0.0, n_samples=ql.POLICY_SAMPLES, seed=ql.POLICY_SEED,
         n_jobs=1)
+
+
+def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
+    from benchmarks import kernel_revisions
+
+    rows = kernel_revisions.compare(
+        ["HEAD", "WORKTREE"], Ks=[3], N=5, queries=4, reps=1, sampler="tree"
+    )
+    assert [r["revision"] for r in rows] == ["HEAD", "WORKTREE"]
+    assert rows[0]["identical"] and rows[0]["ratio"] == 1.0
