@@ -65,10 +65,20 @@ def _stream(seed, round_, group):
 
 
 @njit(cache=True, inline="always")
+def _uniform_at(start, j):
+    """The ``j``-th double (from 1) that :func:`_uniform` returns from the state ``start``.
+
+    SplitMix64 is a counter: its j-th output needs no earlier one, so that interleaved samplers
+    can draw the numbers of several samples in any order.
+    """
+    return (_mix64(start + np.uint64(j) * _GOLDEN) >> np.uint64(11)) * _TO_UNIT
+
+
+@njit(cache=True, inline="always")
 def _uniform(state):
     """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
     state[0] += _GOLDEN
-    return (_mix64(state[0]) >> np.uint64(11)) * _TO_UNIT
+    return _uniform_at(state[0], 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,11 +138,16 @@ def _tree_find(tree, P, x):
     """
     i = 1
     while i < P:
-        left = tree[2 * i]
-        right = (x >= left) & (tree[2 * i + 1] > 0.0)
-        x -= left * right
-        i = 2 * i + right
+        i, x = _descend(tree, i, x)
     return i - P
+
+
+@njit(cache=True, inline="always")
+def _descend(tree, i, x):
+    """One level of :func:`_tree_find`: ``(child of node i, x minus what it skipped)``."""
+    left = tree[2 * i]
+    right = (x >= left) & (tree[2 * i + 1] > 0.0)
+    return 2 * i + right, x - left * right
 
 
 @njit(cache=True, inline="always")
@@ -180,6 +195,52 @@ def _draw_tree(tree, base, P, state, ranking, S):
         ranking[k] = d
         _tree_set(tree, P, d, 0.0)
     _tree_restore(tree, base, P, ranking)
+
+
+@njit(cache=True, inline="always")
+def _target(tree, state0, j, S, k):
+    """``S[k]`` = the root (the normaliser before rank k) and the descent target u_j S[k]."""
+    S[k] = tree[1]
+    return _uniform_at(state0, j) * S[k]
+
+
+@njit(cache=True, inline="always")
+def _take(tree, P, leaf, ranking, k):
+    """Place the document at ``leaf`` (a node index) at rank k and remove it from the tree."""
+    ranking[k] = leaf - P
+    _tree_set(tree, P, leaf - P, 0.0)
+
+
+@njit(cache=True)
+def _draw_tree4(trees, base, P, state, rankings, S):
+    """Four successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
+
+    A descent is a chain of dependent loads; four independent descents interleaved level by
+    level let the processor overlap their latencies. Sample b takes the uniforms numbered
+    b K + 1 .. (b + 1) K of the stream, as four calls of :func:`_draw_tree` would, so the
+    rankings are the same, bit for bit.
+    """
+    K = rankings.shape[1]
+    state0 = state[0]
+    t0, t1, t2, t3 = trees[0], trees[1], trees[2], trees[3]
+    for k in range(K):
+        x0 = _target(t0, state0, k + 1, S[0], k)
+        x1 = _target(t1, state0, K + k + 1, S[1], k)
+        x2 = _target(t2, state0, 2 * K + k + 1, S[2], k)
+        x3 = _target(t3, state0, 3 * K + k + 1, S[3], k)
+        l0 = l1 = l2 = l3 = 1
+        while l0 < P:  # the four trees have the same depth
+            l0, x0 = _descend(t0, l0, x0)
+            l1, x1 = _descend(t1, l1, x1)
+            l2, x2 = _descend(t2, l2, x2)
+            l3, x3 = _descend(t3, l3, x3)
+        _take(t0, P, l0, rankings[0], k)
+        _take(t1, P, l1, rankings[1], k)
+        _take(t2, P, l2, rankings[2], k)
+        _take(t3, P, l3, rankings[3], k)
+    state[0] = state0 + np.uint64(4 * K) * _GOLDEN
+    for b in range(4):
+        _tree_restore(trees[b], base, P, rankings[b])
 
 
 @njit(cache=True, inline="always")
@@ -329,42 +390,63 @@ def _uses_tree(D, K, sampler):
 
 @njit(cache=True)
 def _sampler(scores, K, sampler):
-    """One query's PL weights ``e``, sum tree, pristine copy, size P, and the race's buffers.
+    """One query's PL weights ``e``, the sampler's buffers, and which sampler draws.
 
-    Returns ``(e, tree, base, P, use_tree, keys, placed)``; ``keys`` (D,) and ``placed`` (D,)
-    are empty when the tree draws.
+    Returns ``(e, trees, base, P, use_tree, keys, placed)``: when the tree draws, ``trees``
+    (4, 2P) holds the working copies of :func:`_draw_tree4` and ``base`` the pristine tree of
+    size P; when the race draws, ``keys`` (D,) and ``placed`` (D,) are its buffers. The other
+    sampler's buffers are empty.
     """
     D = scores.shape[0]
-    e, tree, base, P = _query_tree(scores)
+    e, _, base, P = _query_tree(scores)
     use_tree = _uses_tree(D, K, sampler)
+    trees = np.empty((4 if use_tree else 0, 2 * P))
+    for b in range(trees.shape[0]):
+        trees[b] = base
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
-    return e, tree, base, P, use_tree, keys, placed
+    return e, trees, base, P, use_tree, keys, placed
 
 
 @njit(cache=True, inline="always")
-def _draw(use_tree, tree, base, P, e, state, keys, placed, ranking, S):
-    """One PL ranking into ``ranking`` and its normalisers into ``S``, with the chosen sampler."""
+def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
+    """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
+
+    The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; the tree
+    draws four rows at a time (:func:`_draw_tree4`).
+    """
+    n = rankings.shape[0]
     if use_tree:
-        _draw_tree(tree, base, P, state, ranking, S)
+        fours = n - n % 4
+        for s in range(0, fours, 4):
+            _draw_tree4(trees, base, P, state, rankings[s : s + 4], S[s : s + 4])
+        for s in range(fours, n):
+            _draw_tree(trees[0], base, P, state, rankings[s], S[s])
     else:
-        _draw_race(e, state, keys, ranking)
-        _normalizers_direct(ranking, e, placed, S)
+        for s in range(n):
+            _draw_race(e, state, keys, rankings[s])
+            _normalizers_direct(rankings[s], e, placed, S[s])
 
 
 @njit(cache=True)
 def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
-    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
+    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian.
+
+    Rankings are drawn four at a time (:func:`_draw`) and added in the order they were drawn.
+    """
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, tree, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
-    ranking = np.empty(K, dtype=np.int64)
-    S, PR, acc, own = _workspace(D, K)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    rankings = np.empty((4, K), dtype=np.int64)
+    S = np.empty((4, K))
+    _, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
-    for _ in range(n_samples):
-        _draw(use_tree, tree, base, P, e, state, keys, placed, ranking, S)
-        _add_sample(ranking, S, e, rho, theta[:K], PR, acc, own, grad, hess)
+    for first in range(0, n_samples, 4):
+        block = min(4, n_samples - first)
+        _draw(use_tree, trees, base, P, e, state, keys, placed, rankings[:block], S[:block])
+        for b in range(block):
+            _add_sample(rankings[b], S[b], e, rho, theta[:K], PR, acc, own, grad, hess)
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
 
 
@@ -481,11 +563,10 @@ def _fair_query(scores, rho, target, weight, theta, n_samples, state, sampler, g
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, tree, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
     rankings = np.empty((n_samples, K), dtype=np.int64)
     S_all = np.empty((n_samples, K))
-    for s in range(n_samples):
-        _draw(use_tree, tree, base, P, e, state, keys, placed, rankings[s], S_all[s])
+    _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S_all)
     _fair_terms(rankings, S_all, e, rho, target, weight, theta[:K], grad, hess, slope)
 
 
@@ -561,13 +642,13 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
         k = min(K, D)
         if D == 0:
             continue
-        _, tree, base, P = _query_tree(scores[lo:hi])
-        S = np.empty(k)
-        state = _stream(seed, 0, g)
+        e, trees, base, P, _, keys, placed = _sampler(scores[lo:hi], k, SAMPLER_TREE)
+        rankings = np.empty((n_samples, k), dtype=np.int64)
+        S = np.empty((n_samples, k))
+        _draw(True, trees, base, P, e, _stream(seed, 0, g), keys, placed, rankings, S)
         for s in range(n_samples):
-            row = out[g * n_samples + s]
-            _draw_tree(tree, base, P, state, row[:k], S)
-            row[k:] = -1
+            out[g * n_samples + s, :k] = rankings[s]
+            out[g * n_samples + s, k:] = -1
 
 
 # --------------------------------------------------------------------------------------------
