@@ -138,15 +138,23 @@ def _tree_find(tree, P, x):
     """
     i = 1
     while i < P:
-        i, x = _descend(tree, i, x)
+        left = tree[2 * i]
+        right = (x >= left) & (tree[2 * i + 1] > 0.0)
+        x -= left * right
+        i = 2 * i + right
     return i - P
 
 
 @njit(cache=True, inline="always")
 def _descend(tree, i, x):
-    """One level of :func:`_tree_find`: ``(child of node i, x minus what it skipped)``."""
+    """One level of :func:`_tree_find` without its empty-subtree check: ``(child, x - skipped)``.
+
+    The check costs a load per level; it matters only when rounding carried ``x`` past a left
+    sum into a right subtree of sum 0, and then the unchecked descent ends on an empty leaf
+    (see :func:`_take`).
+    """
     left = tree[2 * i]
-    right = (x >= left) & (tree[2 * i + 1] > 0.0)
+    right = x >= left
     return 2 * i + right, x - left * right
 
 
@@ -186,18 +194,6 @@ def _normalizers_of(ranking, tree, base, P, S):
 
 
 @njit(cache=True, inline="always")
-def _draw_tree(tree, base, P, state, ranking, S):
-    """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
-    for k in range(ranking.shape[0]):
-        root = tree[1]
-        S[k] = root
-        d = _tree_find(tree, P, _uniform(state) * root)
-        ranking[k] = d
-        _tree_set(tree, P, d, 0.0)
-    _tree_restore(tree, base, P, ranking)
-
-
-@njit(cache=True, inline="always")
 def _target(tree, state0, j, S, k):
     """``S[k]`` = the root (the normaliser before rank k) and the descent target u_j S[k]."""
     S[k] = tree[1]
@@ -205,10 +201,32 @@ def _target(tree, state0, j, S, k):
 
 
 @njit(cache=True, inline="always")
-def _take(tree, P, leaf, ranking, k):
-    """Place the document at ``leaf`` (a node index) at rank k and remove it from the tree."""
-    ranking[k] = leaf - P
-    _tree_set(tree, P, leaf - P, 0.0)
+def _take(tree, P, leaf, x, ranking, k):
+    """Place the document at ``leaf``, where the unchecked descent for ``x`` ended, at rank k.
+
+    An unchecked descent that ends on a non-empty leaf never entered an empty subtree (all of
+    whose leaves are 0), so it took the path of :func:`_tree_find`; on an empty leaf it is
+    redone with the check. The rankings are those of :func:`_tree_find`, bit for bit.
+    """
+    d = leaf - P
+    if tree[leaf] == 0.0:
+        d = _tree_find(tree, P, x)
+    ranking[k] = d
+    _tree_set(tree, P, d, 0.0)
+
+
+@njit(cache=True, inline="always")
+def _draw_tree(tree, base, P, state, ranking, S):
+    """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
+    state0 = state[0]
+    for k in range(ranking.shape[0]):
+        x = _target(tree, state0, k + 1, S, k)
+        leaf, y = 1, x
+        while leaf < P:
+            leaf, y = _descend(tree, leaf, y)
+        _take(tree, P, leaf, x, ranking, k)
+    state[0] = state0 + np.uint64(ranking.shape[0]) * _GOLDEN
+    _tree_restore(tree, base, P, ranking)
 
 
 @njit(cache=True)
@@ -229,15 +247,16 @@ def _draw_tree4(trees, base, P, state, rankings, S):
         x2 = _target(t2, state0, 2 * K + k + 1, S[2], k)
         x3 = _target(t3, state0, 3 * K + k + 1, S[3], k)
         l0 = l1 = l2 = l3 = 1
+        y0, y1, y2, y3 = x0, x1, x2, x3
         while l0 < P:  # the four trees have the same depth
-            l0, x0 = _descend(t0, l0, x0)
-            l1, x1 = _descend(t1, l1, x1)
-            l2, x2 = _descend(t2, l2, x2)
-            l3, x3 = _descend(t3, l3, x3)
-        _take(t0, P, l0, rankings[0], k)
-        _take(t1, P, l1, rankings[1], k)
-        _take(t2, P, l2, rankings[2], k)
-        _take(t3, P, l3, rankings[3], k)
+            l0, y0 = _descend(t0, l0, y0)
+            l1, y1 = _descend(t1, l1, y1)
+            l2, y2 = _descend(t2, l2, y2)
+            l3, y3 = _descend(t3, l3, y3)
+        _take(t0, P, l0, x0, rankings[0], k)
+        _take(t1, P, l1, x1, rankings[1], k)
+        _take(t2, P, l2, x2, rankings[2], k)
+        _take(t3, P, l3, x3, rankings[3], k)
     state[0] = state0 + np.uint64(4 * K) * _GOLDEN
     for b in range(4):
         _tree_restore(trees[b], base, P, rankings[b])

@@ -63,5 +63,35 @@ def test_outputs_are_bit_identical_to_before_the_speed_work():
     assert _golden() == GOLDEN
 
 
+def test_unchecked_descent_with_its_fallback_finds_the_checked_leaf():
+    """Targets on every boundary of partly emptied trees, at margins up to e^-40 apart.
+
+    Rounding sometimes carries the unchecked descent into an empty subtree; the fallback must then
+    give :func:`_tree_find`'s leaf, as the unchecked descent does everywhere else.
+    """
+    rng = np.random.default_rng(0)
+    fallbacks = 0
+    for trial in range(1000):
+        D = int(rng.integers(2, 12))
+        e = np.exp(rng.uniform(-40.0, 0.0, size=D)) if trial % 2 else rng.uniform(size=D)
+        e[rng.random(D) < 0.4] = 0.0
+        if not e.any():
+            e[0] = 1.0
+        P = _kernels._tree_size(D)
+        tree = np.empty(2 * P)
+        _kernels._tree_build(tree, e, P)
+        edges = np.cumsum(e)
+        targets = np.concatenate((edges, np.nextafter(edges, 0.0), rng.random(8) * tree[1]))
+        for x in targets[targets < tree[1]]:
+            leaf, y = 1, x
+            while leaf < P:
+                leaf, y = _kernels._descend(tree, leaf, y)
+            fallbacks += tree[leaf] == 0.0
+            ranking = np.empty(1, dtype=np.int64)
+            _kernels._take(tree.copy(), P, leaf, x, ranking, 0)
+            assert ranking[0] == _kernels._tree_find(tree, P, x)
+    assert fallbacks > 0
+
+
 if __name__ == "__main__":
     print(_golden())
