@@ -35,6 +35,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
+_ONE = np.uint64(1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,13 +120,15 @@ def _tree_set(tree, P, d, value):
 
     The new sum is carried up in a register (IEEE addition commutes, so ``v + sibling`` is
     bit-identical to ``left + right``) instead of being stored and loaded back at every level.
+    Node indices are unsigned here and in the samplers below: Numba then skips the wraparound of
+    negative indices, a fifth of the instructions of a descent.
     """
-    i = P + d
+    i = np.uint64(P + d)
     tree[i] = value
     v = value
-    while i > 1:
-        v = v + tree[i ^ 1]
-        i >>= 1
+    while i > _ONE:
+        v = v + tree[i ^ _ONE]
+        i >>= _ONE
         tree[i] = v
 
 
@@ -153,19 +156,21 @@ def _descend(tree, i, x):
     sum into a right subtree of sum 0, and then the unchecked descent ends on an empty leaf
     (see :func:`_take`).
     """
-    left = tree[2 * i]
+    left = tree[i + i]
     right = x >= left
-    return 2 * i + right, x - left * right
+    if right:
+        x -= left
+    return i + i + np.uint64(right), x
 
 
 @njit(cache=True, inline="always")
 def _tree_restore(tree, base, P, ranking):
     """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``."""
     for k in range(ranking.shape[0]):
-        i = P + ranking[k]
-        while i >= 1:
+        i = np.uint64(P + ranking[k])
+        while i >= _ONE:
             tree[i] = base[i]
-            i //= 2
+            i >>= _ONE
 
 
 @njit(cache=True)
@@ -208,7 +213,7 @@ def _take(tree, P, leaf, x, ranking, k):
     whose leaves are 0), so it took the path of :func:`_tree_find`; on an empty leaf it is
     redone with the check. The rankings are those of :func:`_tree_find`, bit for bit.
     """
-    d = leaf - P
+    d = np.int64(leaf - np.uint64(P))
     if tree[leaf] == 0.0:
         d = _tree_find(tree, P, x)
     ranking[k] = d
@@ -221,8 +226,8 @@ def _draw_tree(tree, base, P, state, ranking, S):
     state0 = state[0]
     for k in range(ranking.shape[0]):
         x = _target(tree, state0, k + 1, S, k)
-        leaf, y = 1, x
-        while leaf < P:
+        leaf, y = _ONE, x
+        while leaf < np.uint64(P):
             leaf, y = _descend(tree, leaf, y)
         _take(tree, P, leaf, x, ranking, k)
     state[0] = state0 + np.uint64(ranking.shape[0]) * _GOLDEN
@@ -246,9 +251,9 @@ def _draw_tree4(trees, base, P, state, rankings, S):
         x1 = _target(t1, state0, K + k + 1, S[1], k)
         x2 = _target(t2, state0, 2 * K + k + 1, S[2], k)
         x3 = _target(t3, state0, 3 * K + k + 1, S[3], k)
-        l0 = l1 = l2 = l3 = 1
+        l0 = l1 = l2 = l3 = _ONE
         y0, y1, y2, y3 = x0, x1, x2, x3
-        while l0 < P:  # the four trees have the same depth
+        while l0 < np.uint64(P):  # the four trees have the same depth
             l0, y0 = _descend(t0, l0, y0)
             l1, y1 = _descend(t1, l1, y1)
             l2, y2 = _descend(t2, l2, y2)
