@@ -7,8 +7,11 @@ the machine's drift affects them alike. The outputs are compared too: ``identica
 a revision returns the first revision's gradient and Hessian bit for bit.
 
     python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
+        [--clock wall|cpu]
 
-``WORKTREE`` as a revision is the file as it is on disk.
+``WORKTREE`` as a revision is the file as it is on disk, and the path of an existing file is that
+file (a variant being tried). ``--clock cpu`` times the process's CPU seconds instead of the wall
+clock: with one thread, the work itself, whatever else the machine runs.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ KERNELS = "gbdt_plrank/_kernels.py"
 
 
 def load_kernels(revision: str, folder: Path) -> ModuleType:
-    """``_kernels.py`` of ``revision`` (or the file on disk for ``WORKTREE``) as a new module."""
+    """``_kernels.py`` of ``revision`` (``WORKTREE``: on disk; a file path: that file) as a module."""
     if revision == "WORKTREE":
         source = (REPO / KERNELS).read_text()
+    elif Path(revision).is_file():
+        source = Path(revision).read_text()
     else:
         source = subprocess.run(
             ["git", "show", f"{revision}:{KERNELS}"], cwd=REPO, check=True, capture_output=True,
@@ -70,8 +75,12 @@ def estimate(
     return grad, hess
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 def compare(
-    revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str
+    revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str,
+    clock: str = "wall",
 ) -> list[dict[str, object]]:
     """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
     data = synthetic.mslr_like(n_queries=queries, features=False)
@@ -89,11 +98,12 @@ def compare(
                 for rev, call in calls.items()
             }
             times: dict[str, list[float]] = {rev: [] for rev in revisions}
+            now = CLOCKS[clock]
             for _ in range(reps):
                 for rev, call in calls.items():
-                    start = time.perf_counter()
+                    start = now()
                     call()
-                    times[rev].append(time.perf_counter() - start)
+                    times[rev].append(now() - start)
             base = float(np.median(times[revisions[0]]))
             rows += [
                 {"K": K, "revision": rev, "seconds": float(np.median(times[rev])),
@@ -112,14 +122,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--sampler", choices=("auto", "tree", "race"), default="auto")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
     args = parser.parse_args(argv)
     numba.set_num_threads(args.threads)
     rows = compare(
         args.revisions, Ks=args.K, N=args.N, queries=args.queries, reps=args.reps,
-        sampler=args.sampler,
+        sampler=args.sampler, clock=args.clock,
     )
     print(f"MSLR-shaped data, {args.queries} queries, N={args.N}, threads={args.threads}, "
-          f"sampler={args.sampler}, median of {args.reps} calls per revision")
+          f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision")
     for r in rows:
         print(f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "
               f"ratio {r['ratio']:5.2f}  identical {r['identical']}")

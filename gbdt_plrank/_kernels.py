@@ -37,6 +37,10 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
 _ONE = np.uint64(1)
 
+# Nodes at the top of a sum tree (its first 6 levels) that a restore copies in one run, since the
+# removed leaves' paths share them (measured: 64 and 128 equally fastest; all of the tree slower).
+_RESTORE_TOP = 64
+
 
 # --------------------------------------------------------------------------------------------
 # Random numbers: SplitMix64 (Steele, Lea and Flood 2014), one independent stream per query,
@@ -165,10 +169,17 @@ def _descend(tree, i, x):
 
 @njit(cache=True, inline="always")
 def _tree_restore(tree, base, P, ranking):
-    """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``."""
+    """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``.
+
+    The top :data:`_RESTORE_TOP` nodes, which the paths share, are copied in one run; each path
+    is then copied only below them.
+    """
+    top = min(_RESTORE_TOP, 2 * P)
+    for i in range(1, top):
+        tree[i] = base[i]
     for k in range(ranking.shape[0]):
         i = np.uint64(P + ranking[k])
-        while i >= _ONE:
+        while i >= np.uint64(top):
             tree[i] = base[i]
             i >>= _ONE
 
