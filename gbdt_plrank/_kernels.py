@@ -363,12 +363,13 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     Placed documents never receive an unplaced term that is then taken back: with a tiny
     remaining mass (margins far apart) those terms reach 1e18 and their rounding would swamp the
     estimate. A document placed in every sample gets ``acc - own[d] = 0`` exactly, since both
-    sums add the same numbers in the same order.
+    sums add the same numbers in the same order. Document indices are unsigned, as the tree's
+    node indices (:func:`_tree_set`).
     """
     K = ranking.shape[0]
     PR[K] = 0.0
     for i in range(K - 1, -1, -1):
-        PR[i] = PR[i + 1] + theta[i] * rho[ranking[i]]
+        PR[i] = PR[i + 1] + theta[i] * rho[np.uint64(ranking[i])]
     RI = DR = DN = RS = DS = 0.0
     for i in range(K):
         inv = 1.0 / S[i]
@@ -378,7 +379,7 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
         DN += inv
         RS += PR[i] * inv2
         DS += theta[i] * inv2
-        d = ranking[i]
+        d = np.uint64(ranking[i])
         ed = e[d]
         rd = rho[d]
         below = PR[i + 1]
@@ -392,7 +393,7 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     acc[2] += c_rs
     acc[3] += c_ds
     for i in range(K):
-        d = ranking[i]
+        d = np.uint64(ranking[i])
         own[d, 0] += DR
         own[d, 1] += RI
         own[d, 2] += c_rs
