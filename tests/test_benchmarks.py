@@ -69,6 +69,8 @@ def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
     assert rnd["ratio_objective_to_xgboost_round"] > 0
     assert rnd["train_K"] == 2 * rnd["config"]["K"]  # the ranker's default train_K is timed
     assert rnd["plrank_full_round_at_train_K"]["median"] > 0
+    assert rnd["ratio_objective_at_train_K_to_xgboost_round"] > 0
+    assert 20 in Ks  # the ranker's default train_K for a model judged at 10
     pirank = json.loads((tmp_path / "pirank_objective.json").read_text())
     assert [g["length"] for g in pirank["growth"]] == list(pirank["config"]["list_lengths"])
     assert all(pirank[key]["pirank"]["median"] > 0 for key in ("mslr", "long"))
