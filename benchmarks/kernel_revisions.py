@@ -2,8 +2,9 @@
 
 Each revision's ``gbdt_plrank/_kernels.py`` (which imports only NumPy and Numba) is loaded as a
 module of its own, and ``estimate_groups`` of every revision is timed on the same MSLR-shaped data
-(:func:`benchmarks.synthetic.mslr_like`), the revisions in turns within each repetition so that
-the machine's drift affects them alike. The outputs are compared too: ``identical`` says whether
+(:func:`benchmarks.synthetic.mslr_like`; the NDCG@K rewards are computed once, outside the timed
+calls), the revisions in turns within each repetition so that the machine's drift affects them
+alike. The outputs are compared too: ``identical`` says whether
 a revision returns the first revision's gradient and Hessian bit for bit.
 
     python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
@@ -60,18 +61,14 @@ def load_kernels(revision: str, folder: Path) -> ModuleType:
 
 
 def estimate(
-    module: ModuleType, data: synthetic.RankingData, scores: np.ndarray, K: int, N: int,
-    sampler: str,
+    module: ModuleType, inputs: tuple[np.ndarray, ...], N: int, sampler: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``module.estimate_groups`` of NDCG@K with N samples, round 1 of seed 0: (grad, hess)."""
-    spec = PLRankSpec.of(K, "ndcg", "exp", "raw")
-    ptr = data.group_ptr
-    keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
+    """``module.estimate_groups`` on ``inputs`` = (scores, rho, group_ptr, keys, theta), round 1
+    of seed 0: (grad, hess)."""
+    scores = inputs[0]
     codes = {"auto": module.SAMPLER_AUTO, "tree": module.SAMPLER_TREE, "race": module.SAMPLER_RACE}
-    grad, hess = np.empty(data.n_docs), np.empty(data.n_docs)
-    module.estimate_groups(
-        scores, spec.rho(data.y, ptr), ptr, keys, spec.theta(), N, 0, 1, codes[sampler], grad, hess
-    )
+    grad, hess = np.empty_like(scores), np.empty_like(scores)
+    module.estimate_groups(*inputs, N, 0, 1, codes[sampler], grad, hess)
     return grad, hess
 
 
@@ -85,13 +82,15 @@ def compare(
     """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
     data = synthetic.mslr_like(n_queries=queries, features=False)
     scores = np.random.default_rng(0).normal(size=data.n_docs)
+    ptr = data.group_ptr
+    keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
     rows = []
     with tempfile.TemporaryDirectory(prefix="plrank-kernels-") as tmp:
         modules = {rev: load_kernels(rev, Path(tmp)) for rev in revisions}
         for K in Ks:
-            calls = {
-                rev: partial(estimate, m, data, scores, K, N, sampler) for rev, m in modules.items()
-            }
+            spec = PLRankSpec.of(K, "ndcg", "exp", "raw")
+            inputs = (scores, spec.rho(data.y, ptr), ptr, keys, spec.theta())
+            calls = {rev: partial(estimate, m, inputs, N, sampler) for rev, m in modules.items()}
             first = calls[revisions[0]]()
             identical = {
                 rev: all(np.array_equal(a, b) for a, b in zip(call(), first))
