@@ -8,11 +8,12 @@ alike. The outputs are compared too: ``identical`` says whether
 a revision returns the first revision's gradient and Hessian bit for bit.
 
     python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
-        [--clock wall|cpu]
+        [--clock wall|cpu] [--data mslr|long]
 
 ``WORKTREE`` as a revision is the file as it is on disk, and the path of an existing file is that
 file (a variant being tried). ``--clock cpu`` times the process's CPU seconds instead of the wall
-clock: with one thread, the work itself, whatever else the machine runs.
+clock: with one thread, the work itself, whatever else the machine runs. ``--data long`` takes
+the ~1,000-document lists of :func:`benchmarks.synthetic.long_lists` instead.
 """
 
 from __future__ import annotations
@@ -73,14 +74,15 @@ def estimate(
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+DATA = {"mslr": synthetic.mslr_like, "long": synthetic.long_lists}
 
 
 def compare(
     revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str,
-    clock: str = "wall",
+    clock: str = "wall", data: str = "mslr",
 ) -> list[dict[str, object]]:
     """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
-    data = synthetic.mslr_like(n_queries=queries, features=False)
+    data = DATA[data](n_queries=queries, features=False)
     scores = np.random.default_rng(0).normal(size=data.n_docs)
     ptr = data.group_ptr
     keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
@@ -122,13 +124,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=9)
     parser.add_argument("--sampler", choices=("auto", "tree", "race"), default="auto")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
+    parser.add_argument("--data", choices=tuple(DATA), default="mslr")
     args = parser.parse_args(argv)
     numba.set_num_threads(args.threads)
     rows = compare(
         args.revisions, Ks=args.K, N=args.N, queries=args.queries, reps=args.reps,
-        sampler=args.sampler, clock=args.clock,
+        sampler=args.sampler, clock=args.clock, data=args.data,
     )
-    print(f"MSLR-shaped data, {args.queries} queries, N={args.N}, threads={args.threads}, "
+    print(f"{args.data} data, {args.queries} queries, N={args.N}, threads={args.threads}, "
           f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision")
     for r in rows:
         print(f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "
