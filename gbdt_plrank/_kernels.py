@@ -106,7 +106,9 @@ def shifted_exp(scores, out):
 
 @njit(cache=True, error_model="numpy")
 def _tree_size(D):
-    P = 1
+    """Leaves P of the sum tree over D documents: a power of two >= D, and >= 2 (the root is then
+    never a leaf, and every descent takes at least one step)."""
+    P = 2
     while P < D:
         P *= 2
     return P
@@ -249,36 +251,66 @@ def _draw_tree(tree, base, P, state, ranking, S):
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True, error_model="numpy")
-def _draw_tree4(trees, base, P, state, rankings, S):
-    """Four successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
+@njit(cache=True, error_model="numpy", inline="always")
+def _targets4(ts, state0, first, K, S, k):
+    """:func:`_target` at rank k of samples ``first .. first + 3``, drawn in the trees ``ts``."""
+    return (
+        _target(ts[0], state0, first * K + k + 1, S[first], k),
+        _target(ts[1], state0, (first + 1) * K + k + 1, S[first + 1], k),
+        _target(ts[2], state0, (first + 2) * K + k + 1, S[first + 2], k),
+        _target(ts[3], state0, (first + 3) * K + k + 1, S[first + 3], k),
+    )
 
-    A descent is a chain of dependent loads; four independent descents interleaved level by
-    level let the processor overlap their latencies. Sample b takes the uniforms numbered
-    b K + 1 .. (b + 1) K of the stream, as four calls of :func:`_draw_tree` would, so the
-    rankings are the same, bit for bit.
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _descend4(ts, ls, ys):
+    """One level of :func:`_descend` in each of the four trees ``ts``."""
+    l0, y0 = _descend(ts[0], ls[0], ys[0])
+    l1, y1 = _descend(ts[1], ls[1], ys[1])
+    l2, y2 = _descend(ts[2], ls[2], ys[2])
+    l3, y3 = _descend(ts[3], ls[3], ys[3])
+    return (l0, l1, l2, l3), (y0, y1, y2, y3)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _take4(ts, P, ls, xs, rankings, first, k):
+    """:func:`_take` at rank k of samples ``first .. first + 3``, drawn in the trees ``ts``."""
+    _take(ts[0], P, ls[0], xs[0], rankings[first], k)
+    _take(ts[1], P, ls[1], xs[1], rankings[first + 1], k)
+    _take(ts[2], P, ls[2], xs[2], rankings[first + 2], k)
+    _take(ts[3], P, ls[3], xs[3], rankings[first + 3], k)
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_tree_lanes(trees, base, P, state, rankings, S):
+    """4 or 8 successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
+
+    A descent is a chain of dependent loads; independent descents interleaved level by level let
+    the processor overlap their latencies (8 lanes measured 10% faster than 4, 4 about twice as
+    fast as 1). Sample b takes the uniforms numbered b K + 1 .. (b + 1) K of the stream, as
+    successive calls of :func:`_draw_tree` would, so the rankings are the same, bit for bit.
     """
-    K = rankings.shape[1]
+    n, K = rankings.shape
     state0 = state[0]
-    t0, t1, t2, t3 = trees[0], trees[1], trees[2], trees[3]
-    for k in range(K):
-        x0 = _target(t0, state0, k + 1, S[0], k)
-        x1 = _target(t1, state0, K + k + 1, S[1], k)
-        x2 = _target(t2, state0, 2 * K + k + 1, S[2], k)
-        x3 = _target(t3, state0, 3 * K + k + 1, S[3], k)
-        l0 = l1 = l2 = l3 = _ONE
-        y0, y1, y2, y3 = x0, x1, x2, x3
-        while l0 < np.uint64(P):  # the four trees have the same depth
-            l0, y0 = _descend(t0, l0, y0)
-            l1, y1 = _descend(t1, l1, y1)
-            l2, y2 = _descend(t2, l2, y2)
-            l3, y3 = _descend(t3, l3, y3)
-        _take(t0, P, l0, x0, rankings[0], k)
-        _take(t1, P, l1, x1, rankings[1], k)
-        _take(t2, P, l2, x2, rankings[2], k)
-        _take(t3, P, l3, x3, rankings[3], k)
-    state[0] = state0 + np.uint64(4 * K) * _GOLDEN
-    for b in range(4):
+    lo = (trees[0], trees[1], trees[2], trees[3])
+    hi = (trees[4], trees[5], trees[6], trees[7])
+    root = (_ONE, _ONE, _ONE, _ONE)
+    for k in range(K):  # the first level is taken before the loops test (P >= 2)
+        xa = _targets4(lo, state0, 0, K, S, k)
+        la, ya = _descend4(lo, root, xa)
+        if n == 8:
+            xb = _targets4(hi, state0, 4, K, S, k)
+            lb, yb = _descend4(hi, root, xb)
+            while la[0] < np.uint64(P):  # all trees have the same depth
+                la, ya = _descend4(lo, la, ya)
+                lb, yb = _descend4(hi, lb, yb)
+            _take4(hi, P, lb, xb, rankings, 4, k)
+        else:
+            while la[0] < np.uint64(P):
+                la, ya = _descend4(lo, la, ya)
+        _take4(lo, P, la, xa, rankings, 0, k)
+    state[0] = state0 + np.uint64(n * K) * _GOLDEN
+    for b in range(n):
         _tree_restore(trees[b], base, P, rankings[b])
 
 
@@ -433,14 +465,14 @@ def _sampler(scores, K, sampler):
     """One query's PL weights ``e``, the sampler's buffers, and which sampler draws.
 
     Returns ``(e, trees, base, P, use_tree, keys, placed)``: when the tree draws, ``trees``
-    (4, 2P) holds the working copies of :func:`_draw_tree4` and ``base`` the pristine tree of
+    (8, 2P) holds the working copies of :func:`_draw_tree_lanes` and ``base`` the pristine tree of
     size P; when the race draws, ``keys`` (D,) and ``placed`` (D,) are its buffers. The other
     sampler's buffers are empty.
     """
     D = scores.shape[0]
     e, _, base, P = _query_tree(scores)
     use_tree = _uses_tree(D, K, sampler)
-    trees = np.empty((4 if use_tree else 0, 2 * P))
+    trees = np.empty((8 if use_tree else 0, 2 * P))
     for b in range(trees.shape[0]):
         trees[b] = base
     keys = np.empty(0 if use_tree else D)
@@ -453,14 +485,18 @@ def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
     """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
 
     The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; the tree
-    draws four rows at a time (:func:`_draw_tree4`).
+    draws eight rows at a time, then four, then one (:func:`_draw_tree_lanes`).
     """
     n = rankings.shape[0]
     if use_tree:
-        fours = n - n % 4
-        for s in range(0, fours, 4):
-            _draw_tree4(trees, base, P, state, rankings[s : s + 4], S[s : s + 4])
-        for s in range(fours, n):
+        first = 0
+        while n - first >= 4:
+            lanes = 8 if n - first >= 8 else 4
+            _draw_tree_lanes(
+                trees, base, P, state, rankings[first : first + lanes], S[first : first + lanes]
+            )
+            first += lanes
+        for s in range(first, n):
             _draw_tree(trees[0], base, P, state, rankings[s], S[s])
     else:
         for s in range(n):
@@ -472,18 +508,18 @@ def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
 def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian.
 
-    Rankings are drawn four at a time (:func:`_draw`) and added in the order they were drawn.
+    Rankings are drawn eight at a time (:func:`_draw`) and added in the order they were drawn.
     """
     D = scores.shape[0]
     K = min(theta.shape[0], D)
     e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
-    rankings = np.empty((4, K), dtype=np.int64)
-    S = np.empty((4, K))
+    rankings = np.empty((8, K), dtype=np.int64)
+    S = np.empty((8, K))
     _, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
-    for first in range(0, n_samples, 4):
-        block = min(4, n_samples - first)
+    for first in range(0, n_samples, 8):
+        block = min(8, n_samples - first)
         _draw(use_tree, trees, base, P, e, state, keys, placed, rankings[:block], S[:block])
         for b in range(block):
             _add_sample(rankings[b], S[b], e, rho, theta[:K], PR, acc, own, grad, hess)
