@@ -26,7 +26,7 @@ DISPARITY = 1
 GROUP_DISPARITY = 2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def loss_slope(kind, E, aux, member, out):
     """``out[d] = dF/dE(d)`` of one query's fairness loss F at the exposures ``E`` (D,).
 
@@ -72,7 +72,7 @@ def loss_slope(kind, E, aux, member, out):
             out[d] = 2.0 / M[g] * (G * X[g] / M[g] - total) if M[g] > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad, hess, slope):
     """The cross-fitted estimate of one query from stored rankings and their normalisers.
 
@@ -133,24 +133,23 @@ def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad,
         hess[d] += hess2[d]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _fair_query(
     scores, rho, kind, aux, member, weight, theta, n_samples, state, sampler, grad, hess, slope
 ):
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, tree, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
     rankings = np.empty((n_samples, K), dtype=np.int64)
     S_all = np.empty((n_samples, K))
-    for s in range(n_samples):
-        _draw(use_tree, tree, base, P, e, state, keys, placed, rankings[s], S_all[s])
+    _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S_all)
     _fair_terms(
         rankings, S_all, e, rho, kind, aux, member, weight, theta[:K], grad, hess, slope
     )
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fair_estimate_from_rankings(
     scores, rho, kind, aux, member, weight, theta, rankings, grad, hess, slope
 ):
@@ -165,7 +164,7 @@ def fair_estimate_from_rankings(
     )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def fair_estimate_groups(
     scores, rho, kind, aux, member, weight, group_ptr, keys, theta, n_samples, seed, round_,
     sampler, grad, hess, slope,
@@ -197,7 +196,7 @@ def fair_estimate_groups(
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def equal_exposure_target(labels, group_ptr, theta, out):
     """Per row: the mean of ``theta`` over the ranks its grade occupies in the ideal ranking.
 

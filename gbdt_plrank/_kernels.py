@@ -8,8 +8,13 @@ The estimator is the one of DESIGN.md section 2 (PL-Rank-3 gradient, Oosterhuis 
 Kang, de Rijke and Oosterhuis 2024) in the collapsed form of section 3: the terms of documents that
 a sampled ranking does not place depend on the ranking only through four sums, which are
 accumulated over the samples and applied to every document once, so a sample costs O(K) and not
-O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample) or by an
-exponential race over all documents (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3).
+O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample; eight
+samples at a time, their descents interleaved) or by an exponential race over all documents
+(O(D + K log K) per sample, the Gumbel trick of PL-Rank-3).
+
+Every kernel compiles with ``error_model="numpy"``: no divisor here can be 0 on valid input
+(normalisers, sample counts and PL weights are positive), and without Numba's check for a zero
+divisor before every division the estimator's loops run 6-9% faster.
 """
 
 from __future__ import annotations
@@ -27,28 +32,38 @@ SAMPLER_RACE = 1
 SAMPLER_AUTO = 2
 
 # The exponential race costs a logarithm per document and sample, the tree three walks of log2(D)
-# levels per placed document. Measured (benchmarks/results/sampler_crossover.md): the tree is
-# faster at every K < D, the race by 5-12% only for full rankings of lists of 32 or more.
+# levels per placed document. "auto" draws full rankings of 32 or more documents by the race: it
+# was 5-12% faster there before the tree drew eight samples at once; now the tree is faster at
+# every D and K, 3-4 times at full rankings (benchmarks/results/sampler_crossover.md). Drawing
+# those by the tree too would change the rankings (same law, other draws) wherever K >= 32.
 RACE_MIN_D = 32
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
+_ONE = np.uint64(1)
+
+# Nodes at the top of a sum tree (its first 6 levels) that a restore copies in one run, since the
+# removed leaves' paths share them (measured: 64 and 128 equally fastest; all of the tree slower).
+_RESTORE_TOP = 64
+
+# Samples the tree sampler draws at once, in as many copies of the tree (:func:`_draw_tree_lanes`).
+_LANES = 8
 
 
 # --------------------------------------------------------------------------------------------
 # Random numbers: SplitMix64 (Steele, Lea and Flood 2014), one independent stream per query,
 # keyed by (seed, round, query index) so that results never depend on thread scheduling.
 # --------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mix64(z):
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def stream_state(seed, round_, group):
     """Initial state of the random stream of one query (all three keys are non-negative)."""
     s = _mix64(np.uint64(seed) + _GOLDEN)
@@ -56,7 +71,7 @@ def stream_state(seed, round_, group):
     return _mix64(s ^ (np.uint64(group) + _GOLDEN))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _stream(seed, round_, group):
     """A one-element state array holding :func:`stream_state` (what :func:`_uniform` advances)."""
     state = np.empty(1, dtype=np.uint64)
@@ -64,17 +79,27 @@ def _stream(seed, round_, group):
     return state
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def _uniform_at(start, j):
+    """The ``j``-th double (from 1) that :func:`_uniform` returns from the state ``start``.
+
+    SplitMix64 is a counter: its j-th output needs no earlier one, so that interleaved samplers
+    can draw the numbers of several samples in any order.
+    """
+    return (_mix64(start + np.uint64(j) * _GOLDEN) >> np.uint64(11)) * _TO_UNIT
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _uniform(state):
     """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
     state[0] += _GOLDEN
-    return (_mix64(state[0]) >> np.uint64(11)) * _TO_UNIT
+    return _uniform_at(state[0], 0)
 
 
 # --------------------------------------------------------------------------------------------
 # Per-query preparation
 # --------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def shifted_exp(scores, out):
     """``out[d] = exp(max(m(d) - max m, -LOG_FLOOR))``: the PL weights, invariant to shifts."""
     top = scores[0]
@@ -85,15 +110,17 @@ def shifted_exp(scores, out):
         out[d] = np.exp(max(scores[d] - top, -LOG_FLOOR))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tree_size(D):
-    P = 1
+    """Leaves P of the sum tree over D documents: a power of two >= D, and >= 2 (the root is then
+    never a leaf, and every descent takes at least one step)."""
+    P = 2
     while P < D:
         P *= 2
     return P
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tree_build(tree, e, P):
     """Leaves ``tree[P + d] = e[d]`` (padding leaves 0) and every node the sum of its children."""
     D = e.shape[0]
@@ -103,23 +130,25 @@ def _tree_build(tree, e, P):
         tree[i] = tree[2 * i] + tree[2 * i + 1]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_set(tree, P, d, value):
     """Set leaf ``d`` and recompute its ancestors from their children (no drift).
 
     The new sum is carried up in a register (IEEE addition commutes, so ``v + sibling`` is
     bit-identical to ``left + right``) instead of being stored and loaded back at every level.
+    Node indices are unsigned here and in the samplers below: Numba then skips the wraparound of
+    negative indices (measured: the estimator 10% faster).
     """
-    i = P + d
+    i = np.uint64(P + d)
     tree[i] = value
     v = value
-    while i > 1:
-        v = v + tree[i ^ 1]
-        i >>= 1
+    while i > _ONE:
+        v = v + tree[i ^ _ONE]
+        i >>= _ONE
         tree[i] = v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_find(tree, P, x):
     """The leaf whose cumulative interval holds ``x`` in [0, root); never an empty leaf.
 
@@ -135,17 +164,39 @@ def _tree_find(tree, P, x):
     return i - P
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def _descend(tree, i, x):
+    """One level of :func:`_tree_find` without its empty-subtree check: ``(child, x - skipped)``.
+
+    The check costs a load per level; it matters only when rounding carried ``x`` past a left
+    sum into a right subtree of sum 0, and then the unchecked descent ends on an empty leaf
+    (see :func:`_take`).
+    """
+    left = tree[i + i]
+    right = x >= left
+    if right:
+        x -= left
+    return i + i + np.uint64(right), x
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _tree_restore(tree, base, P, ranking):
-    """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``."""
+    """Undo the removals of ``ranking``: copy its leaves' paths back from the pristine ``base``.
+
+    The top :data:`_RESTORE_TOP` nodes, which the paths share, are copied in one run; each path
+    is then copied only below them.
+    """
+    top = min(_RESTORE_TOP, 2 * P)
+    for i in range(1, top):
+        tree[i] = base[i]
     for k in range(ranking.shape[0]):
-        i = P + ranking[k]
-        while i >= 1:
+        i = np.uint64(P + ranking[k])
+        while i >= np.uint64(top):
             tree[i] = base[i]
-            i //= 2
+            i >>= _ONE
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _query_tree(scores):
     """PL weights ``e`` of one query, the sum tree over them, a pristine copy and its size P."""
     D = scores.shape[0]
@@ -157,7 +208,7 @@ def _query_tree(scores):
     return e, tree, tree.copy(), P
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _normalizers_of(ranking, tree, base, P, S):
     """``S[k]``: the PL normaliser before rank k, read off the tree while removing the ranking.
 
@@ -170,19 +221,106 @@ def _normalizers_of(ranking, tree, base, P, S):
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def _target(tree, state0, j, S, k):
+    """``S[k]`` = the root (the normaliser before rank k) and the descent target u_j S[k]."""
+    S[k] = tree[1]
+    return _uniform_at(state0, j) * S[k]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _take(tree, P, leaf, x, ranking, k):
+    """Place the document at ``leaf``, where the unchecked descent for ``x`` ended, at rank k.
+
+    An unchecked descent that ends on a non-empty leaf never entered an empty subtree (all of
+    whose leaves are 0), so it took the path of :func:`_tree_find`; on an empty leaf it is
+    redone with the check. The rankings are those of :func:`_tree_find`, bit for bit.
+    """
+    d = np.int64(leaf - np.uint64(P))
+    if tree[leaf] == 0.0:
+        d = _tree_find(tree, P, x)
+    ranking[k] = d
+    _tree_set(tree, P, d, 0.0)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _draw_tree(tree, base, P, state, ranking, S):
     """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
+    state0 = state[0]
     for k in range(ranking.shape[0]):
-        root = tree[1]
-        S[k] = root
-        d = _tree_find(tree, P, _uniform(state) * root)
-        ranking[k] = d
-        _tree_set(tree, P, d, 0.0)
+        x = _target(tree, state0, k + 1, S, k)
+        leaf, y = _ONE, x
+        while leaf < np.uint64(P):
+            leaf, y = _descend(tree, leaf, y)
+        _take(tree, P, leaf, x, ranking, k)
+    state[0] = state0 + np.uint64(ranking.shape[0]) * _GOLDEN
     _tree_restore(tree, base, P, ranking)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def _targets4(ts, state0, first, K, S, k):
+    """:func:`_target` at rank k of samples ``first .. first + 3``, drawn in the trees ``ts``."""
+    return (
+        _target(ts[0], state0, first * K + k + 1, S[first], k),
+        _target(ts[1], state0, (first + 1) * K + k + 1, S[first + 1], k),
+        _target(ts[2], state0, (first + 2) * K + k + 1, S[first + 2], k),
+        _target(ts[3], state0, (first + 3) * K + k + 1, S[first + 3], k),
+    )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _descend4(ts, ls, ys):
+    """One level of :func:`_descend` in each of the four trees ``ts``."""
+    l0, y0 = _descend(ts[0], ls[0], ys[0])
+    l1, y1 = _descend(ts[1], ls[1], ys[1])
+    l2, y2 = _descend(ts[2], ls[2], ys[2])
+    l3, y3 = _descend(ts[3], ls[3], ys[3])
+    return (l0, l1, l2, l3), (y0, y1, y2, y3)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _take4(ts, P, ls, xs, rankings, first, k):
+    """:func:`_take` at rank k of samples ``first .. first + 3``, drawn in the trees ``ts``."""
+    _take(ts[0], P, ls[0], xs[0], rankings[first], k)
+    _take(ts[1], P, ls[1], xs[1], rankings[first + 1], k)
+    _take(ts[2], P, ls[2], xs[2], rankings[first + 2], k)
+    _take(ts[3], P, ls[3], xs[3], rankings[first + 3], k)
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_tree_lanes(trees, base, P, state, rankings, S):
+    """4 or 8 successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
+
+    A descent is a chain of dependent loads; independent descents interleaved level by level let
+    the processor overlap their latencies (8 lanes measured 10% faster than 4, 4 about twice as
+    fast as 1). Sample b takes the uniforms numbered b K + 1 .. (b + 1) K of the stream, as
+    successive calls of :func:`_draw_tree` would, so the rankings are the same, bit for bit.
+    """
+    n, K = rankings.shape
+    state0 = state[0]
+    lo = (trees[0], trees[1], trees[2], trees[3])
+    hi = (trees[4], trees[5], trees[6], trees[7])
+    root = (_ONE, _ONE, _ONE, _ONE)
+    for k in range(K):  # the first level is taken before the loops test (P >= 2)
+        xa = _targets4(lo, state0, 0, K, S, k)
+        la, ya = _descend4(lo, root, xa)
+        if n == 8:
+            xb = _targets4(hi, state0, 4, K, S, k)
+            lb, yb = _descend4(hi, root, xb)
+            while la[0] < np.uint64(P):  # all trees have the same depth
+                la, ya = _descend4(lo, la, ya)
+                lb, yb = _descend4(hi, lb, yb)
+            _take4(hi, P, lb, xb, rankings, 4, k)
+        else:
+            while la[0] < np.uint64(P):
+                la, ya = _descend4(lo, la, ya)
+        _take4(lo, P, la, xa, rankings, 0, k)
+    state[0] = state0 + np.uint64(n * K) * _GOLDEN
+    for b in range(n):
+        _tree_restore(trees[b], base, P, rankings[b])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _sift_down(keys, idx, size, i):
     """Restore the max-heap order of ``keys[idx[:size]]`` below position ``i``."""
     while True:
@@ -197,7 +335,7 @@ def _sift_down(keys, idx, size, i):
         i = c
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _draw_race(e, state, keys, ranking):
     """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
 
@@ -221,7 +359,7 @@ def _draw_race(e, state, keys, ranking):
         _sift_down(keys, ranking, size, 0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _normalizers_direct(ranking, e, placed, S):
     """``S[k]`` in O(D + K): the unplaced documents' sum, then suffix sums over the ranking.
 
@@ -244,7 +382,7 @@ def _normalizers_direct(ranking, e, placed, S):
 # --------------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     """Add one sampled ranking's placed terms to ``grad``/``hess``, and its sums to the totals.
 
@@ -263,12 +401,13 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     Placed documents never receive an unplaced term that is then taken back: with a tiny
     remaining mass (margins far apart) those terms reach 1e18 and their rounding would swamp the
     estimate. A document placed in every sample gets ``acc - own[d] = 0`` exactly, since both
-    sums add the same numbers in the same order.
+    sums add the same numbers in the same order. Document indices are unsigned, as the tree's
+    node indices (:func:`_tree_set`).
     """
     K = ranking.shape[0]
     PR[K] = 0.0
     for i in range(K - 1, -1, -1):
-        PR[i] = PR[i + 1] + theta[i] * rho[ranking[i]]
+        PR[i] = PR[i + 1] + theta[i] * rho[np.uint64(ranking[i])]
     RI = DR = DN = RS = DS = 0.0
     for i in range(K):
         inv = 1.0 / S[i]
@@ -278,7 +417,7 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
         DN += inv
         RS += PR[i] * inv2
         DS += theta[i] * inv2
-        d = ranking[i]
+        d = np.uint64(ranking[i])
         ed = e[d]
         rd = rho[d]
         below = PR[i + 1]
@@ -292,14 +431,14 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     acc[2] += c_rs
     acc[3] += c_ds
     for i in range(K):
-        d = ranking[i]
+        d = np.uint64(ranking[i])
         own[d, 0] += DR
         own[d, 1] += RI
         own[d, 2] += c_rs
         own[d, 3] += c_ds
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _finish_query(e, rho, acc, own, n_samples, grad, hess):
     """Apply the unplaced terms with each document's own sums; negate and average (loss = -R)."""
     scale = -1.0 / n_samples
@@ -312,13 +451,13 @@ def _finish_query(e, rho, acc, own, n_samples, grad, hess):
         hess[d] = (hess[d] + h_out) * scale
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _workspace(D, K):
     """Per-query buffers: S (K,), PR (K+1,), the totals acc (4,) and the placed sums own (D, 4)."""
     return np.empty(K), np.empty(K + 1), np.zeros(4), np.zeros((D, 4))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _uses_tree(D, K, sampler):
     if sampler == SAMPLER_TREE:
         return True
@@ -327,48 +466,73 @@ def _uses_tree(D, K, sampler):
     return K < D or D < RACE_MIN_D
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sampler(scores, K, sampler):
-    """One query's PL weights ``e``, sum tree, pristine copy, size P, and the race's buffers.
+    """One query's PL weights ``e``, the sampler's buffers, and which sampler draws.
 
-    Returns ``(e, tree, base, P, use_tree, keys, placed)``; ``keys`` (D,) and ``placed`` (D,)
-    are empty when the tree draws.
+    Returns ``(e, trees, base, P, use_tree, keys, placed)``: when the tree draws, ``trees``
+    (8, 2P) holds the working copies of :func:`_draw_tree_lanes` and ``base`` the pristine tree of
+    size P; when the race draws, ``keys`` (D,) and ``placed`` (D,) are its buffers. The other
+    sampler's buffers are empty.
     """
     D = scores.shape[0]
-    e, tree, base, P = _query_tree(scores)
+    e, _, base, P = _query_tree(scores)
     use_tree = _uses_tree(D, K, sampler)
+    trees = np.empty((_LANES if use_tree else 0, 2 * P))
+    for b in range(trees.shape[0]):
+        trees[b] = base
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
-    return e, tree, base, P, use_tree, keys, placed
+    return e, trees, base, P, use_tree, keys, placed
 
 
-@njit(cache=True, inline="always")
-def _draw(use_tree, tree, base, P, e, state, keys, placed, ranking, S):
-    """One PL ranking into ``ranking`` and its normalisers into ``S``, with the chosen sampler."""
+@njit(cache=True, error_model="numpy", inline="always")
+def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
+    """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
+
+    The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; the tree
+    draws eight rows at a time, then four, then one (:func:`_draw_tree_lanes`).
+    """
+    n = rankings.shape[0]
     if use_tree:
-        _draw_tree(tree, base, P, state, ranking, S)
+        first = 0
+        while n - first >= 4:
+            lanes = 8 if n - first >= 8 else 4
+            _draw_tree_lanes(
+                trees, base, P, state, rankings[first : first + lanes], S[first : first + lanes]
+            )
+            first += lanes
+        for s in range(first, n):
+            _draw_tree(trees[0], base, P, state, rankings[s], S[s])
     else:
-        _draw_race(e, state, keys, ranking)
-        _normalizers_direct(ranking, e, placed, S)
+        for s in range(n):
+            _draw_race(e, state, keys, rankings[s])
+            _normalizers_direct(rankings[s], e, placed, S[s])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
-    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
+    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian.
+
+    Rankings are drawn :data:`_LANES` at a time (:func:`_draw`) and added in the order drawn.
+    """
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, tree, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
-    ranking = np.empty(K, dtype=np.int64)
-    S, PR, acc, own = _workspace(D, K)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    rankings = np.empty((_LANES, K), dtype=np.int64)
+    S = np.empty((_LANES, K))
+    _, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
-    for _ in range(n_samples):
-        _draw(use_tree, tree, base, P, e, state, keys, placed, ranking, S)
-        _add_sample(ranking, S, e, rho, theta[:K], PR, acc, own, grad, hess)
+    for first in range(0, n_samples, _LANES):
+        block = min(_LANES, n_samples - first)
+        _draw(use_tree, trees, base, P, e, state, keys, placed, rankings[:block], S[:block])
+        for b in range(block):
+            _add_sample(rankings[b], S[b], e, rho, theta[:K], PR, acc, own, grad, hess)
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
     K = rankings.shape[1]
@@ -382,7 +546,7 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     _finish_query(e, rho, acc, own, rankings.shape[0], grad, hess)
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def estimate_groups(
     scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess
 ):
@@ -412,7 +576,7 @@ def estimate_groups(
         )
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
     """``out[g * n_samples + s, :min(K, D_g)]``: sampled rankings (group-local indices), -1 padded.
 
@@ -428,19 +592,19 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
         k = min(K, D)
         if D == 0:
             continue
-        _, tree, base, P = _query_tree(scores[lo:hi])
-        S = np.empty(k)
-        state = _stream(seed, round_, g)
+        e, trees, base, P, _, keys, placed = _sampler(scores[lo:hi], k, SAMPLER_TREE)
+        rankings = np.empty((n_samples, k), dtype=np.int64)
+        S = np.empty((n_samples, k))
+        _draw(True, trees, base, P, e, _stream(seed, round_, g), keys, placed, rankings, S)
         for s in range(n_samples):
-            row = out[g * n_samples + s]
-            _draw_tree(tree, base, P, state, row[:k], S)
-            row[k:] = -1
+            out[g * n_samples + s, :k] = rankings[s]
+            out[g * n_samples + s, k:] = -1
 
 
 # --------------------------------------------------------------------------------------------
 # Gains and rank weights
 # --------------------------------------------------------------------------------------------
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def ideal_normalise(rho, group_ptr, theta, out):
     """``out = rho / IDCG@K`` per group (groups with IDCG 0 keep 0): the NDCG normalisation."""
     for g in prange(group_ptr.shape[0] - 1):

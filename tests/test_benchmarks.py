@@ -69,6 +69,8 @@ def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
     assert rnd["ratio_objective_to_xgboost_round"] > 0
     assert rnd["train_K"] == 2 * rnd["config"]["K"]  # the ranker's default train_K is timed
     assert rnd["plrank_full_round_at_train_K"]["median"] > 0
+    assert rnd["ratio_objective_at_train_K_to_xgboost_round"] > 0
+    assert 20 in Ks  # the ranker's default train_K for a model judged at 10
     pirank = json.loads((tmp_path / "pirank_objective.json").read_text())
     assert [g["length"] for g in pirank["growth"]] == list(pirank["config"]["list_lengths"])
     assert all(pirank[key]["pirank"]["median"] > 0 for key in ("mslr", "long"))
@@ -255,3 +257,13 @@ def test_quality_lever_policy_stopping_curve() -> None:
     expected = value.per_query(rec.margin)
     np.testing.assert_array_equal(rec.expected[-1], expected)
     assert expected[0] < rec.expected[0][0]
+
+
+def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
+    from benchmarks import kernel_revisions
+
+    rows = kernel_revisions.compare(
+        ["HEAD", "WORKTREE"], Ks=[3], N=5, queries=4, reps=1, sampler="tree"
+    )
+    assert [r["revision"] for r in rows] == ["HEAD", "WORKTREE"]
+    assert rows[0]["identical"] and rows[0]["ratio"] == 1.0

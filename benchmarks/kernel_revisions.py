@@ -1,0 +1,142 @@
+"""The kernels of several git revisions side by side: seconds per call and their ratios, one run.
+
+Each revision's ``gbdt_plrank/_kernels.py`` (which imports only NumPy and Numba) is loaded as a
+module of its own, and ``estimate_groups`` of every revision is timed on the same MSLR-shaped data
+(:func:`benchmarks.synthetic.mslr_like`; the NDCG@K rewards are computed once, outside the timed
+calls), the revisions in turns within each repetition so that the machine's drift affects them
+alike. The outputs are compared too: ``identical`` says whether
+a revision returns the first revision's gradient and Hessian bit for bit.
+
+    python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
+        [--clock wall|cpu] [--data mslr|long]
+
+``WORKTREE`` as a revision is the file as it is on disk, and the path of an existing file is that
+file (a variant being tried). ``--clock cpu`` times the process's CPU seconds instead of the wall
+clock: with one thread, the work itself, whatever else the machine runs. ``--data long`` takes
+the ~1,000-document lists of :func:`benchmarks.synthetic.long_lists` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+
+import numba
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import synthetic  # noqa: E402
+from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
+
+KERNELS = "gbdt_plrank/_kernels.py"
+
+
+def load_kernels(revision: str, folder: Path) -> ModuleType:
+    """``_kernels.py`` of ``revision`` (``WORKTREE``: on disk; a file path: that file) as a module."""
+    if revision == "WORKTREE":
+        source = (REPO / KERNELS).read_text()
+    elif Path(revision).is_file():
+        source = Path(revision).read_text()
+    else:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:{KERNELS}"], cwd=REPO, check=True, capture_output=True,
+            text=True,
+        ).stdout
+    name = f"kernels_{len(list(folder.iterdir()))}"
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def estimate(
+    module: ModuleType, inputs: tuple[np.ndarray, ...], N: int, sampler: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``module.estimate_groups`` on ``inputs`` = (scores, rho, group_ptr, keys, theta), round 1
+    of seed 0: (grad, hess)."""
+    scores = inputs[0]
+    codes = {"auto": module.SAMPLER_AUTO, "tree": module.SAMPLER_TREE, "race": module.SAMPLER_RACE}
+    grad, hess = np.empty_like(scores), np.empty_like(scores)
+    module.estimate_groups(*inputs, N, 0, 1, codes[sampler], grad, hess)
+    return grad, hess
+
+
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+DATA = {"mslr": synthetic.mslr_like, "long": synthetic.long_lists}
+
+
+def compare(
+    revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str,
+    clock: str = "wall", data: str = "mslr",
+) -> list[dict[str, object]]:
+    """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
+    data = DATA[data](n_queries=queries, features=False)
+    scores = np.random.default_rng(0).normal(size=data.n_docs)
+    ptr = data.group_ptr
+    keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="plrank-kernels-") as tmp:
+        modules = {rev: load_kernels(rev, Path(tmp)) for rev in revisions}
+        for K in Ks:
+            metric = RankingMetric("ndcg", K, "exp")
+            inputs = (scores, metric.rewards(data.y, ptr), ptr, keys, metric.theta())
+            calls = {rev: partial(estimate, m, inputs, N, sampler) for rev, m in modules.items()}
+            first = calls[revisions[0]]()
+            identical = {
+                rev: all(np.array_equal(a, b) for a, b in zip(call(), first))
+                for rev, call in calls.items()
+            }
+            times: dict[str, list[float]] = {rev: [] for rev in revisions}
+            now = CLOCKS[clock]
+            for _ in range(reps):
+                for rev, call in calls.items():
+                    start = now()
+                    call()
+                    times[rev].append(now() - start)
+            base = float(np.median(times[revisions[0]]))
+            rows += [
+                {"K": K, "revision": rev, "seconds": float(np.median(times[rev])),
+                 "ratio": float(np.median(times[rev])) / base, "identical": identical[rev]}
+                for rev in revisions
+            ]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("revisions", nargs="+")
+    parser.add_argument("--K", type=int, nargs="+", default=[10, 20])
+    parser.add_argument("--N", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--queries", type=int, default=2000)
+    parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--sampler", choices=("auto", "tree", "race"), default="auto")
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
+    parser.add_argument("--data", choices=tuple(DATA), default="mslr")
+    args = parser.parse_args(argv)
+    numba.set_num_threads(args.threads)
+    rows = compare(
+        args.revisions, Ks=args.K, N=args.N, queries=args.queries, reps=args.reps,
+        sampler=args.sampler, clock=args.clock, data=args.data,
+    )
+    print(f"{args.data} data, {args.queries} queries, N={args.N}, threads={args.threads}, "
+          f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision")
+    for r in rows:
+        print(f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "
+              f"ratio {r['ratio']:5.2f}  identical {r['identical']}")
+
+
+if __name__ == "__main__":
+    main()
