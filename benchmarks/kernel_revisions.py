@@ -8,12 +8,13 @@ alike. The outputs are compared too: ``identical`` says whether
 a revision returns the first revision's gradient and Hessian bit for bit.
 
     python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
-        [--clock wall|cpu] [--data mslr|long]
+        [--clock wall|cpu] [--data mslr|long] [--length L]
 
 ``WORKTREE`` as a revision is the file as it is on disk, and the path of an existing file is that
 file (a variant being tried). ``--clock cpu`` times the process's CPU seconds instead of the wall
 clock: with one thread, the work itself, whatever else the machine runs. ``--data long`` takes
-the ~1,000-document lists of :func:`benchmarks.synthetic.long_lists` instead.
+the ~1,000-document lists of :func:`benchmarks.synthetic.long_lists` instead, ``--length L``
+queries of exactly L documents (400,000 documents in all, at least one query).
 """
 
 from __future__ import annotations
@@ -79,10 +80,16 @@ DATA = {"mslr": synthetic.mslr_like, "long": synthetic.long_lists}
 
 def compare(
     revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str,
-    clock: str = "wall", data: str = "mslr",
+    clock: str = "wall", data: str = "mslr", length: int | None = None,
 ) -> list[dict[str, object]]:
     """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
-    data = DATA[data](n_queries=queries, features=False)
+    if length is None:
+        data = DATA[data](n_queries=queries, features=False)
+    else:
+        data = synthetic.make_dataset(
+            n_queries=max(1, 400_000 // length), mean_docs=float(length), sigma=1e-9,
+            max_docs=length, features=False,
+        )
     scores = np.random.default_rng(0).normal(size=data.n_docs)
     ptr = data.group_ptr
     keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
@@ -125,13 +132,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sampler", choices=("auto", "tree", "race"), default="auto")
     parser.add_argument("--clock", choices=tuple(CLOCKS), default="wall")
     parser.add_argument("--data", choices=tuple(DATA), default="mslr")
+    parser.add_argument("--length", type=int, default=None)
     args = parser.parse_args(argv)
     numba.set_num_threads(args.threads)
     rows = compare(
         args.revisions, Ks=args.K, N=args.N, queries=args.queries, reps=args.reps,
-        sampler=args.sampler, clock=args.clock, data=args.data,
+        sampler=args.sampler, clock=args.clock, data=args.data, length=args.length,
     )
-    print(f"{args.data} data, {args.queries} queries, N={args.N}, threads={args.threads}, "
+    shape = f"{args.data} data, {args.queries} queries" if args.length is None else (
+        f"queries of {args.length} documents"
+    )
+    print(f"{shape}, N={args.N}, threads={args.threads}, "
           f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision")
     for r in rows:
         print(f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "

@@ -140,7 +140,7 @@ def _fair_query(
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     rankings = np.empty((n_samples, K), dtype=np.int64)
     S_all = np.empty((n_samples, K))
     _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S_all)

@@ -467,20 +467,27 @@ def _uses_tree(D, K, sampler):
 
 
 @njit(cache=True, error_model="numpy")
-def _sampler(scores, K, sampler):
+def _sampler(scores, K, n_samples, sampler):
     """One query's PL weights ``e``, the sampler's buffers, and which sampler draws.
 
-    Returns ``(e, trees, base, P, use_tree, keys, placed)``: when the tree draws, ``trees``
-    (8, 2P) holds the working copies of :func:`_draw_tree_lanes` and ``base`` the pristine tree of
-    size P; when the race draws, ``keys`` (D,) and ``placed`` (D,) are its buffers. The other
-    sampler's buffers are empty.
+    Returns ``(e, trees, base, P, use_tree, keys, placed)``. When the tree draws, ``base`` is the
+    pristine sum tree over P leaves and the rows of ``trees`` are its working copies:
+    :data:`_LANES` of them for :func:`_draw_tree_lanes` when the draws outweigh copying the tree
+    that often (``P <= 8 n_samples K``, measured), else one. When the race draws, ``keys`` (D,)
+    and ``placed`` (D,) are its buffers. The other sampler's buffers are empty.
     """
     D = scores.shape[0]
-    e, _, base, P = _query_tree(scores)
+    e = np.empty(D)
+    shifted_exp(scores, e)
+    P = _tree_size(D)
     use_tree = _uses_tree(D, K, sampler)
-    trees = np.empty((_LANES if use_tree else 0, 2 * P))
-    for b in range(trees.shape[0]):
-        trees[b] = base
+    size = 2 * P if use_tree else 0
+    base = np.empty(size)
+    trees = np.empty((_LANES if P <= 8 * n_samples * K else 1, size))
+    if use_tree:
+        _tree_build(base, e, P)
+        for b in range(trees.shape[0]):
+            trees[b] = base
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
     return e, trees, base, P, use_tree, keys, placed
@@ -490,13 +497,14 @@ def _sampler(scores, K, sampler):
 def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
     """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
 
-    The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; the tree
-    draws eight rows at a time, then four, then one (:func:`_draw_tree_lanes`).
+    The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; with its
+    :data:`_LANES` working copies, the tree draws eight rows at a time, then four, then one
+    (:func:`_draw_tree_lanes`).
     """
     n = rankings.shape[0]
     if use_tree:
         first = 0
-        while n - first >= 4:
+        while n - first >= 4 and trees.shape[0] == _LANES:
             lanes = 8 if n - first >= 8 else 4
             _draw_tree_lanes(
                 trees, base, P, state, rankings[first : first + lanes], S[first : first + lanes]
@@ -518,7 +526,7 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
     """
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, sampler)
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     rankings = np.empty((_LANES, K), dtype=np.int64)
     S = np.empty((_LANES, K))
     _, PR, acc, own = _workspace(D, K)
@@ -592,7 +600,7 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
         k = min(K, D)
         if D == 0:
             continue
-        e, trees, base, P, _, keys, placed = _sampler(scores[lo:hi], k, SAMPLER_TREE)
+        e, trees, base, P, _, keys, placed = _sampler(scores[lo:hi], k, n_samples, SAMPLER_TREE)
         rankings = np.empty((n_samples, k), dtype=np.int64)
         S = np.empty((n_samples, k))
         _draw(True, trees, base, P, e, _stream(seed, round_, g), keys, placed, rankings, S)

@@ -23,12 +23,12 @@ from ._threads import numba_threads
 __all__ = ["PolicySample", "sample_policy", "sampled_exposure"]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True, cache=True, error_model="numpy")
 def _sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
     """``out[d]``: mean over ``n_samples`` PL rankings of ``theta`` at d's rank (0 beyond).
 
     Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler, the draws of
-    :func:`gbdt_plrank._kernels.sample_groups` for ``round_`` 0.
+    :func:`gbdt_plrank._kernels.sample_groups` with the same round.
     """
     for g in prange(ptr.shape[0] - 1):
         lo = ptr[g]
@@ -37,14 +37,17 @@ def _sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
         if hi - lo == 0:
             continue
         k = min(theta.shape[0], hi - lo)
-        _, tree, base, P = _kernels._query_tree(scores[lo:hi])
-        ranking = np.empty(k, dtype=np.int64)
-        S = np.empty(k)
-        state = _kernels._stream(seed, round_, g)
-        for _ in range(n_samples):
-            _kernels._draw_tree(tree, base, P, state, ranking, S)
+        e, trees, base, P, _, keys, placed = _kernels._sampler(
+            scores[lo:hi], k, n_samples, _kernels.SAMPLER_TREE
+        )
+        rankings = np.empty((n_samples, k), dtype=np.int64)
+        S = np.empty((n_samples, k))
+        _kernels._draw(
+            True, trees, base, P, e, _kernels._stream(seed, round_, g), keys, placed, rankings, S
+        )
+        for s in range(n_samples):
             for r in range(k):
-                out[lo + ranking[r]] += theta[r]
+                out[lo + rankings[s, r]] += theta[r]
         for d in range(lo, hi):
             out[d] /= n_samples
 
