@@ -201,7 +201,7 @@ def equal_exposure_target(labels, group_ptr, theta, out):
     """Per row: the mean of ``theta`` over the ranks its grade occupies in the ideal ranking.
 
     Ranks beyond ``theta`` weigh 0. This is the equal-expected-exposure target of Diaz et al.
-    (2020), DESIGN.md section 8: documents of one grade share its ranks' exposure equally.
+    (2020): documents of one grade share its ranks' exposure equally.
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]

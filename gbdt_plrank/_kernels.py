@@ -4,8 +4,8 @@ LOW LEVEL. Nothing here validates its input: every array is contiguous and of th
 public functions in :mod:`gbdt_plrank._plrank` converted it to. Shapes are written
 ``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
 
-The estimator is the one of DESIGN.md section 2 (PL-Rank-3 gradient, Oosterhuis 2022; Hessian,
-Kang, de Rijke and Oosterhuis 2024) in the collapsed form of section 3: the terms of documents that
+The estimator is PL-Rank-3's gradient (Oosterhuis 2022) and the Hessian estimate of Kang, de Rijke
+and Oosterhuis (2024), in a collapsed form (the documentation's "The estimator" notes): the terms of documents that
 a sampled ranking does not place depend on the ranking only through four sums, which are
 accumulated over the samples and applied to every document once, so a sample costs O(K) and not
 O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample; eight
@@ -387,7 +387,7 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     """Add one sampled ranking's placed terms to ``grad``/``hess``, and its sums to the totals.
 
     With PR_i = sum_{k>=i} theta_k rho_{y_k}, RI_i = sum_{k<=i} PR_k/S_k, DR_i = sum theta_k/S_k,
-    DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (DESIGN.md section 2), a
+    DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (Kang et al. 2024, eq. 7-10), a
     document d at rank r contributes, with a = rho_d DR_r - RI_r,
 
         gradient  PR_{r+1} + e(d) a
