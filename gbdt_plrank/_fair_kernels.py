@@ -18,6 +18,7 @@ from ._kernels import (
     _sampler,
     _stream,
     _workspace,
+    has_reward,
 )
 
 #: The fairness losses' codes in the kernels (:data:`gbdt_plrank._fairness.FAIRNESS`, in order).
@@ -179,11 +180,7 @@ def fair_estimate_groups(
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        relevant = kind == EXPECTED_EXPOSURE
-        for d in range(lo, hi):
-            if rho[d] != 0.0:
-                relevant = True
-                break
+        relevant = kind == EXPECTED_EXPOSURE or has_reward(rho[lo:hi])
         if hi - lo < 2 or not relevant:
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0

@@ -569,12 +569,7 @@ def estimate_groups(
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        relevant = False
-        for d in range(lo, hi):
-            if rho[d] != 0.0:
-                relevant = True
-                break
-        if hi - lo < 2 or not relevant:
+        if hi - lo < 2 or not has_reward(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
             continue
@@ -582,6 +577,26 @@ def estimate_groups(
             scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]), sampler,
             grad[lo:hi], hess[lo:hi],
         )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def has_reward(rho):
+    """Whether any document of a query has a non-zero reward (else its estimate is exactly 0)."""
+    for d in range(rho.shape[0]):
+        if rho[d] != 0.0:
+            return True
+    return False
+
+
+@njit(cache=True, error_model="numpy")
+def query_rankings(scores, K, n_samples, state):
+    """``n_samples`` tree-sampler rankings ``(n_samples, min(K, D))`` of one query (D >= 1)."""
+    k = min(K, scores.shape[0])
+    e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, SAMPLER_TREE)
+    rankings = np.empty((n_samples, k), dtype=np.int64)
+    S = np.empty((n_samples, k))
+    _draw(True, trees, base, P, e, state, keys, placed, rankings, S)
+    return rankings
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -596,14 +611,10 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        D = hi - lo
-        k = min(K, D)
-        if D == 0:
+        if hi == lo:
             continue
-        e, trees, base, P, _, keys, placed = _sampler(scores[lo:hi], k, n_samples, SAMPLER_TREE)
-        rankings = np.empty((n_samples, k), dtype=np.int64)
-        S = np.empty((n_samples, k))
-        _draw(True, trees, base, P, e, _stream(seed, round_, g), keys, placed, rankings, S)
+        rankings = query_rankings(scores[lo:hi], K, n_samples, _stream(seed, round_, g))
+        k = rankings.shape[1]
         for s in range(n_samples):
             out[g * n_samples + s, :k] = rankings[s]
             out[g * n_samples + s, k:] = -1

@@ -36,17 +36,11 @@ def _sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
         out[lo:hi] = 0.0
         if hi - lo == 0:
             continue
-        k = min(theta.shape[0], hi - lo)
-        e, trees, base, P, _, keys, placed = _kernels._sampler(
-            scores[lo:hi], k, n_samples, _kernels.SAMPLER_TREE
-        )
-        rankings = np.empty((n_samples, k), dtype=np.int64)
-        S = np.empty((n_samples, k))
-        _kernels._draw(
-            True, trees, base, P, e, _kernels._stream(seed, round_, g), keys, placed, rankings, S
+        rankings = _kernels.query_rankings(
+            scores[lo:hi], theta.shape[0], n_samples, _kernels._stream(seed, round_, g)
         )
         for s in range(n_samples):
-            for r in range(k):
+            for r in range(rankings.shape[1]):
                 out[lo + rankings[s, r]] += theta[r]
         for d in range(lo, hi):
             out[d] /= n_samples
