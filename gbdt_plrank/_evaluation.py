@@ -88,26 +88,23 @@ class PolicyValue:
     fairness : FairnessSpec or None
         The fairness loss and its weight (its exposure has the metric's rank weights).
     queries : Split
-        Labelled rows grouped by query (validated labels).
+        Labelled rows grouped by query (validated labels), with their item groups for group
+        fairness.
     n_samples : int
         Rankings per query, even (two halves).
     seed : int
         Seed of the streams.
     n_jobs : int or None
         Numba threads.
-    item_groups : int64 array of shape (n,) or None
-        The rows' item groups (checked), for group fairness.
     """
 
     def __init__(
         self, metric: RankingMetric, fairness: FairnessSpec | None, queries: Split, *,
         n_samples: int = EVAL_SAMPLES, seed: int, n_jobs: int | None,
-        item_groups: np.ndarray | None = None,
     ) -> None:
         self.metric = metric
         self.fairness = fairness
         self.queries = queries
-        self.item_groups = item_groups
         self.options = {"n_samples": n_samples // 2, "seed": seed, "n_jobs": n_jobs}
         ptr = queries.group_ptr
         self._row_query = np.repeat(np.arange(queries.n_queries), np.diff(ptr))
@@ -144,7 +141,7 @@ class PolicyValue:
         """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
         return self.fairness.loss(
             self.queries.y, exposure, self._row_query, K=self.metric.K, gain=self.metric.gain,
-            item_groups=self.item_groups,
+            item_groups=self.queries.item_groups,
         )
 
     def per_query(self, margins: np.ndarray) -> np.ndarray:
@@ -171,16 +168,13 @@ class EvalSet:
     Attributes
     ----------
     queries : Split
-        The labels grouped by query (no features).
+        The labels grouped by query (no features; item groups for group fairness).
     weights : float64 array of shape (n_queries,) or None
         Per-query weights of the mean (:func:`~gbdt_plrank._boosters.query_weights`).
-    item_groups : int64 array of shape (n,) or None
-        The rows' item groups, for group fairness.
     """
 
     queries: Split
     weights: np.ndarray | None
-    item_groups: np.ndarray | None = None
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str) -> EvalSet:
@@ -302,13 +296,12 @@ class ExpectedMetric(_BoosterMetric):
                 f"the eval set's item_groups must hold one group id per row ({n}), but hold "
                 f"{ids.shape[0]}."
             )
-        return replace(eval_set, item_groups=ids)
+        return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
             policy = self._policies.put(eval_set, PolicyValue(
                 self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs,
-                item_groups=eval_set.item_groups,
             ))
         return policy.per_query(scores)

@@ -8,6 +8,7 @@ other losses in ``test_fairness.py``.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import lightgbm
 import naive
@@ -145,8 +146,8 @@ def test_policy_value_subtracts_the_loss_without_bias(kind):
     exact = _exact_values(split, margins, groups, K, spec)
     ids = groups if kind == GROUP else None
     runs = np.array([
-        PolicyValue(RankingMetric("ndcg", K, "exp"), spec, split, n_samples=4, seed=s, n_jobs=1,
-                    item_groups=ids).per_query(margins)
+        PolicyValue(RankingMetric("ndcg", K, "exp"), spec, replace(split, item_groups=ids),
+                    n_samples=4, seed=s, n_jobs=1).per_query(margins)
         for s in range(300)
     ])
     z = (runs.mean(axis=0) - exact) / (runs.std(axis=0, ddof=1) / math.sqrt(len(runs)))
@@ -211,8 +212,8 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
     expected, _ = plrank_grad_hess(preds, train.y, train.group_ptr, K=5, N=10, seed=1,
                                    fairness=GROUP, fairness_weight=0.5, item_groups=g_train)
     np.testing.assert_array_equal(grad, expected)
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5), vali, seed=1,
-                        n_jobs=1, item_groups=g_vali)
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+                        replace(vali, item_groups=g_vali), seed=1, n_jobs=1)
     assert best == pytest.approx(float(value.per_query(margins).mean()), abs=1e-6)
 
 
@@ -292,9 +293,8 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
     )
     np.testing.assert_array_equal(fitted.predict(vali.X), shuffled.predict(vali.X))
     history = fitted.evals_result_["valid_0"]["expected_ndcg@5-0.5*group_disparity"]
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5), vali,
-                        seed=seeds_from(0, 2)[0], n_jobs=1,
-                        item_groups=g_vali)
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+                        replace(vali, item_groups=g_vali), seed=seeds_from(0, 2)[0], n_jobs=1)
     assert max(history) == pytest.approx(float(value.per_query(fitted.predict(vali.X)).mean()),
                                          abs=1e-6)
 
