@@ -199,21 +199,19 @@ class FairnessSpec:
         return group_disparity(labels, exposure, row_query, item_groups, gain=gain, per_query=True)
 
 
-def checked_item_groups(
-    fairness: FairnessSpec | None, item_groups: object, n: int | None, *,
-    name: str = "item_groups", required: bool = True,
-) -> np.ndarray | None:
-    """``item_groups`` checked for ``n`` rows (None: any) when the loss needs them; else an error.
+def item_groups_needed(
+    fairness: FairnessSpec | None, given: bool, *, name: str = "item_groups",
+    required: bool = True,
+) -> bool:
+    """Whether the loss needs item groups; an error when they are given without a group loss,
+    or missing with one (unless not ``required`` yet).
 
     Raises
     ------
     ValueError
-        When item groups are given without a group fairness loss, or missing with one (unless
-        not ``required`` yet), or break the rules of
-        :func:`~gbdt_plrank._validation.check_item_groups`.
+        When ``given`` disagrees with ``fairness``.
     """
     needed = fairness is not None and fairness.needs_item_groups
-    given = item_groups is not None
     if given and not needed:
         raise ValueError(
             f"{name} are used only by fairness in {GROUP_FAIRNESS}, but fairness="
@@ -224,4 +222,22 @@ def checked_item_groups(
             f"fairness={fairness.name!r} needs {name}: one integer group id >= 0 per document, "
             "with two or more groups."
         )
+    return needed
+
+
+def checked_item_groups(
+    fairness: FairnessSpec | None, item_groups: object, n: int | None, *,
+    name: str = "item_groups", required: bool = True,
+) -> np.ndarray | None:
+    """``item_groups`` checked for ``n`` rows (None: any) when the loss needs them; else an error.
+
+    Raises
+    ------
+    ValueError
+        When item groups are given without a group fairness loss, or missing with one (unless
+        not ``required`` yet) (:func:`item_groups_needed`), or break the rules of
+        :func:`~gbdt_plrank._validation.check_item_groups`.
+    """
+    given = item_groups is not None
+    needed = item_groups_needed(fairness, given, name=name, required=required)
     return check_item_groups(item_groups, n, name=name) if needed and given else None

@@ -76,15 +76,20 @@ def test_align_queries_puts_each_query_in_one_partition_keeping_row_order():
     X, y, qid = _data()
     Xd, yd, qd = _dask(X, y, qid, 97)
     assert query_layout(qd).split_query() is not None
-    Xa, ya, qa = align_queries(Xd, yd, qd)
-    assert Xa.chunks[0] == ya.chunks[0] == qa.chunks[0]
+    column = np.arange(qid.shape[0])  # a further per-row column moves with the rows
+    Xa, ya, qa, ca = align_queries(Xd, yd, qd, da.from_array(column, chunks=97))
+    assert Xa.chunks[0] == ya.chunks[0] == qa.chunks[0] == ca.chunks[0]
     layout = query_layout(qa)
     assert layout.split_query() is None and all(layout.grouped)
-    Xa, ya, qa = (a.compute() for a in (Xa, ya, qa))
+    Xa, ya, qa, ca = (a.compute() for a in (Xa, ya, qa, ca))
     order = np.argsort(qid, kind="stable")  # sorted by id, input order within a query
     np.testing.assert_array_equal(qa, qid[order])
     np.testing.assert_array_equal(Xa, X[order])
     np.testing.assert_array_equal(ya, y[order])
+    np.testing.assert_array_equal(ca, column[order])
+    with pytest.raises(ValueError, match=r"per-row column 0 of the data must be split into the "
+                                         r"row chunks of X"):
+        align_queries(Xd, yd, qd, da.from_array(column, chunks=50))
 
 
 def test_align_queries_without_split_only_groups_each_partition():
@@ -149,6 +154,37 @@ def test_keyed_xgboost_gradients_do_not_depend_on_partitioning(layout):
         gl, hl = keyed(preds[rows], dlocal)
         np.testing.assert_array_equal(gl, g[rows])
         np.testing.assert_array_equal(hl, h[rows])
+
+
+def _item_groups(X):
+    """A protected group per row: the first feature below its median."""
+    return (X[:, 0] < np.median(X[:, 0])).astype(np.int64)
+
+
+def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
+    """Group disparity on a worker's rows, item groups in label_upper_bound = one process."""
+    X, y, qid = _sorted(*_data())
+    groups = _item_groups(X)
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    rows = _local_parts(qid, [int(starts[12])], [1, 0])
+    keys = np.searchsorted(np.unique(qid), qid).astype(np.float32)
+    preds = np.random.default_rng(6).normal(size=qid.shape[0]).astype(np.float32)
+    fair = {"K": 3, "N": 8, "seed": 5, "fairness": "group-disparity", "fairness_weight": 2.0}
+    whole = plrank_objective(**fair, item_groups=groups)
+    local_qid = np.cumsum(np.r_[0, np.diff(keys[rows]) != 0])
+    dlocal = xgboost.DMatrix(X[rows], y[rows], qid=local_qid, label_lower_bound=keys[rows],
+                             label_upper_bound=groups[rows].astype(np.float32))
+    keyed = keyed_plrank_objective(**fair)
+    g, h = whole(preds, xgboost.DMatrix(X, y, qid=qid))
+    gl, hl = keyed(preds[rows], dlocal)
+    np.testing.assert_array_equal(gl, g[rows])
+    np.testing.assert_array_equal(hl, h[rows])
+    relevance, _ = plrank_objective(K=3, N=8, seed=5)(preds, xgboost.DMatrix(X, y, qid=qid))
+    assert not np.allclose(g, relevance)  # the groups reached the gradient
+    no_groups = xgboost.DMatrix(X, y, qid=qid, label_lower_bound=keys)
+    with pytest.raises(ValueError, match=r"reads each row's item group from label_upper_bound, "
+                                         r"which must hold one integer >= 0 per row"):
+        keyed_plrank_objective(**fair)(preds, no_groups)
 
 
 def test_keyed_lightgbm_form_matches_single_process_gradients():
@@ -314,6 +350,26 @@ def test_fit_refuses_split_queries_missing_ids_and_bad_chunks(client):
         DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, eval_set=[(Xd, yd, qd)])
     with pytest.raises(TypeError, match="must be a dask array, DataFrame or Series"):
         DaskPLRankRanker(n_estimators=2).fit(X, y, group=qid)
+
+
+def test_group_fair_fit_refuses_item_groups_that_break_the_rules(client):
+    X, y, qid = _data()
+    Xa, ya, qa, ga = align_queries(*_dask(X, y, qid, 97), da.from_array(_item_groups(X), chunks=97))
+    fair = DaskPLRankRanker(n_estimators=2, fairness="group-disparity")
+    with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
+        fair.fit(Xa, ya, group=qa)
+    with pytest.raises(ValueError, match="item_groups are used only by fairness in"):
+        DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, item_groups=ga)
+    with pytest.raises(ValueError, match="not supported with backend='lightgbm' on Dask"):
+        DaskPLRankRanker(n_estimators=2, fairness="group-disparity", backend="lightgbm").fit(
+            Xa, ya, group=qa, item_groups=ga)
+    with pytest.raises(ValueError, match=r"item_groups of the training data \(distinct values\) "
+                                         r"must be >= 0"):
+        fair.fit(Xa, ya, group=qa, item_groups=ga - 1)
+    with pytest.raises(ValueError, match=r"must hold two or more distinct groups"):
+        fair.fit(Xa, ya, group=qa, item_groups=ga * 0)
+    with pytest.raises(ValueError, match=r"per-row column 0 of the training data must be split"):
+        fair.fit(Xa, ya, group=qa, item_groups=ga.rechunk(40))
 
 
 @pytest.mark.parametrize(
@@ -493,6 +549,24 @@ def test_mq2008_two_workers_with_exact_sketches_train_the_single_machine_model(m
     single = PLRankRanker(**options).fit(tr.X, tr.y, group=tr.qid).predict(te.X)
     two = DaskPLRankRanker(**options).fit(*parts).to_local().predict(te.X)
     np.testing.assert_array_equal(two, single)
+
+
+def test_group_fair_two_workers_train_the_single_machine_model(client):
+    """Item groups (ids 3 and 7, rows shuffled across partitions) follow their rows to the
+    workers: with exact sketches the 2-worker group-fair model is the one-process model."""
+    X, y, qid = _data(n_queries=60)
+    groups = np.where(_item_groups(X) == 1, 7, 3)
+    Xa, ya, qa, ga = _spread(client, *align_queries(*_dask(X, y, qid, 200),
+                                                   da.from_array(groups, chunks=200)))
+    distinct = max(np.unique(X[:, j]).shape[0] for j in range(X.shape[1]))
+    options = {"K": 5, "N": 20, "n_estimators": 5, "random_state": 0, "n_jobs": 1,
+               "fairness": "group-disparity", "fairness_weight": 3.0,
+               "params": {"max_bin": -(-distinct // 8)}}
+    single = PLRankRanker(**options).fit(X, y, group=qid, item_groups=groups).predict(X)
+    two = DaskPLRankRanker(**options).fit(Xa, ya, group=qa, item_groups=ga)
+    np.testing.assert_array_equal(two.to_local().predict(X), single)
+    relevance = PLRankRanker(**{**options, "fairness": None}).fit(X, y, group=qid).predict(X)
+    assert not np.allclose(single, relevance)
 
 
 def test_align_queries_accepts_a_dask_dataframe_and_series():

@@ -37,8 +37,10 @@ def _array(name: str, value: Any, ndim: int, where: str) -> da.Array:
     return value
 
 
-def as_dask_arrays(X: Any, y: Any, qid: Any, *, where: str) -> tuple[da.Array, da.Array, da.Array]:
-    """``X`` (2-d), ``y`` and ``qid`` as dask arrays whose row chunks agree."""
+def as_dask_arrays(
+    X: Any, y: Any, qid: Any, *columns: Any, where: str
+) -> tuple[da.Array, ...]:
+    """``X`` (2-d), ``y``, ``qid`` and further per-row ``columns`` as dask arrays whose row chunks agree."""
     if qid is None:
         raise ValueError(
             f"the {where} has no query ids: pass group=qid (or (X, y, qid) in eval_set), a dask "
@@ -48,13 +50,21 @@ def as_dask_arrays(X: Any, y: Any, qid: Any, *, where: str) -> tuple[da.Array, d
     X = _array("X", X, 2, where)
     y = _array("y", y, 1, where)
     qid = _array("group (query ids)", qid, 1, where)
+    columns = tuple(_array(f"per-row column {i}", c, 1, where) for i, c in enumerate(columns))
+    for i, column in enumerate(columns):
+        if column.chunks[0] != X.chunks[0]:
+            raise ValueError(
+                f"per-row column {i} of the {where} must be split into the row chunks of X, "
+                f"{X.chunks[0]}, but has {column.chunks[0]}: build it from the same DataFrame, or "
+                f"align it with gbdt_plrank.dask.align_queries(X, y, qid, column)."
+            )
     if not X.chunks[0] == y.chunks[0] == qid.chunks[0]:
         raise ValueError(
             f"X, y and the query ids of the {where} must be split into the same row chunks, but "
             f"X has {X.chunks[0]}, y {y.chunks[0]} and the query ids {qid.chunks[0]}: build them "
             f"from one DataFrame, or call X, y, qid = gbdt_plrank.dask.align_queries(X, y, qid)."
         )
-    return X.rechunk({1: -1}), y, qid
+    return (X.rechunk({1: -1}), y, qid, *columns)
 
 
 def _summary(q: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -118,13 +128,16 @@ def _take_rows(a: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def group_within_partitions(
-    X: da.Array, y: da.Array, qid: da.Array
-) -> tuple[da.Array, da.Array, da.Array]:
-    """Sort each partition's rows stably by query id (XGBoost needs non-decreasing ``qid``)."""
+    X: da.Array, y: da.Array, qid: da.Array, *columns: da.Array
+) -> tuple[da.Array, ...]:
+    """Sort each partition's rows stably by query id (XGBoost needs non-decreasing ``qid``).
+
+    ``columns`` (per-row arrays chunked like ``qid``) move with the rows.
+    """
     order = qid.map_blocks(np.argsort, kind="stable", dtype=np.int64)
     X = da.map_blocks(_take_rows, X, order[:, None], dtype=X.dtype)
-    y = da.map_blocks(_take_rows, y, order, dtype=y.dtype)
-    return X, y, da.map_blocks(_take_rows, qid, order, dtype=qid.dtype)
+    rows = (da.map_blocks(_take_rows, a, order, dtype=a.dtype) for a in (y, qid, *columns))
+    return (X, *rows)
 
 
 def _searchsorted(q: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -149,7 +162,7 @@ def query_keys(qid: Any, layout: QueryLayout | None = None) -> da.Array:
     return qid.map_blocks(_searchsorted, ids, dtype=np.float32)
 
 
-def align_queries(X: Any, y: Any, qid: Any) -> tuple[da.Array, da.Array, da.Array]:
+def align_queries(X: Any, y: Any, qid: Any, *columns: Any) -> tuple[da.Array, ...]:
     """Repartition ``X``, ``y``, ``qid`` so that every query lies in one partition.
 
     When no query spans two partitions, only each partition's rows are sorted by query id
@@ -165,20 +178,22 @@ def align_queries(X: Any, y: Any, qid: Any) -> tuple[da.Array, da.Array, da.Arra
     y : dask array or Series of shape (n,)
     qid : dask array or Series of shape (n,)
         Per-row query ids, chunked like ``X``.
+    *columns : dask arrays or Series of shape (n,)
+        Further per-row values chunked like ``X`` that move with the rows, e.g. the item groups
+        of :meth:`DaskPLRankRanker.fit <gbdt_plrank.dask.DaskPLRankRanker.fit>`.
 
     Returns
     -------
-    X, y, qid : dask arrays
+    X, y, qid, *columns : dask arrays
         The same rows, in partitions of whole queries.
     """
-    X, y, qid = as_dask_arrays(X, y, qid, where="data")
+    X, y, qid, *columns = as_dask_arrays(X, y, qid, *columns, where="data")
     if query_layout(qid).split_query() is None:
-        return group_within_partitions(X, y, qid)
+        return group_within_partitions(X, y, qid, *columns)
     q = qid.compute()
     order = np.argsort(q, kind="stable")
     starts = np.flatnonzero(np.r_[True, q[order][1:] != q[order][:-1]])  # first row of a query
     n_parts = len(X.chunks[0])
     cuts = np.unique(starts[np.searchsorted(starts, np.linspace(0, q.shape[0], n_parts + 1)[1:-1])])
     runs = [r.tolist() for r in np.split(order, cuts) if r.size]
-    X, y, qid = (da.shuffle(a, runs, axis=0) for a in (X.rechunk({1: -1}), y, qid))
-    return X, y, qid
+    return tuple(da.shuffle(a, runs, axis=0) for a in (X, y, qid, *columns))

@@ -41,12 +41,16 @@ class DaskQueries:
         Each row's global query index (non-decreasing within a partition: XGBoost's ``qid``).
     sizes : int64 dask array
         Query sizes, one chunk per partition of ``X`` (LightGBM's ``group``).
+    item_groups : float32 dask array or None
+        Each row's item group as the index of its id among the distinct ids, for group
+        fairness (XGBoost's ``label_upper_bound``).
     """
 
     X: da.Array
     y: da.Array
     keys: da.Array
     sizes: da.Array
+    item_groups: da.Array | None = None
 
 
 def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
@@ -60,8 +64,11 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
         return dxgb.DaskDMatrix(client, d.X, d.y, qid=qid, missing=np.nan, **extra)
 
     start = time.perf_counter()
+    rows = {"label_lower_bound": data.keys}
+    if data.item_groups is not None:
+        rows["label_upper_bound"] = data.item_groups
     out = dxgb.train(
-        client, params, dmatrix(data, label_lower_bound=data.keys), plan.n_estimators,
+        client, params, dmatrix(data, **rows), plan.n_estimators,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
         early_stopping_rounds=plan.early_stopping_rounds, verbose_eval=False,
     )

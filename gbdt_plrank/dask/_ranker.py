@@ -10,10 +10,11 @@ import dask.array as da
 import numpy as np
 
 from .._compat import require
-from .._validation import MAX_EXP_LABEL
+from .._fairness import item_groups_needed
+from .._validation import MAX_EXP_LABEL, check_item_groups
 from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
-from ._keyed import KeyedPLRankObjective
+from ._keyed import MAX_QUERIES, KeyedPLRankObjective
 from ._native import DaskQueries, margins, train
 from ._workers import check_workers
 
@@ -32,16 +33,38 @@ def _client() -> Any:
         ) from err
 
 
-def _queries(X: Any, y: Any, qid: Any, *, where: str, gain: str) -> DaskQueries:
+def _dense_groups(item_groups: da.Array, where: str) -> da.Array:
+    """Item groups checked by :func:`~gbdt_plrank._validation.check_item_groups`' rules, as
+    float32 indices of their distinct values (exact in the booster's float32 row field)."""
+    ids = np.unique(item_groups.compute())
+    name = f"item_groups of the {where} (distinct values)"
+    check_item_groups(ids, None, name=name)
+    if ids.shape[0] > MAX_QUERIES:
+        raise ValueError(
+            f"{name} holds {ids.shape[0]} groups, but the float32 row field carries exact group "
+            f"indices only below {MAX_QUERIES}."
+        )
+    return item_groups.map_blocks(_dense, ids, dtype=np.float32)
+
+
+def _dense(block: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return np.searchsorted(ids, block).astype(np.float32)
+
+
+def _queries(
+    X: Any, y: Any, qid: Any, item_groups: Any = None, *, where: str, gain: str
+) -> DaskQueries:
     """Checked dask data of whole-query partitions, grouped by query, with global keys.
 
-    The labels follow :func:`~gbdt_plrank._validation.check_labels`' rules for ``gain``.
+    The labels follow :func:`~gbdt_plrank._validation.check_labels`' rules for ``gain``;
+    ``item_groups`` (per-row, chunked like ``X``) move with the rows.
     """
-    X, y, qid = as_dask_arrays(X, y, qid, where=where)
+    columns = () if item_groups is None else (item_groups,)
+    X, y, qid, *columns = as_dask_arrays(X, y, qid, *columns, where=where)
     layout = query_layout(qid)
     layout.check_aligned(where)
     if not all(layout.grouped):
-        X, y, qid = group_within_partitions(X, y, qid)
+        X, y, qid, *columns = group_within_partitions(X, y, qid, *columns)
     sizes = np.concatenate(layout.counts).astype(np.int64)
     chunks = (tuple(len(ids) for ids in layout.ids),)
     low, high = da.compute(y.min(), y.max())
@@ -54,7 +77,11 @@ def _queries(X: Any, y: Any, qid: Any, *, where: str, gain: str) -> DaskQueries:
             f"labels of the {where} must be <= {MAX_EXP_LABEL} with the exponential gain "
             f"2**label - 1, but the largest is {high}; use gain='linear' for larger grades."
         )
-    return DaskQueries(X, y.astype(np.float64), query_keys(qid, layout), da.from_array(sizes, chunks=chunks))
+    groups = _dense_groups(columns[0], where) if columns else None
+    return DaskQueries(
+        X, y.astype(np.float64), query_keys(qid, layout), da.from_array(sizes, chunks=chunks),
+        groups,
+    )
 
 
 class DaskPLRankRanker(PLRankRanker):
@@ -77,7 +104,8 @@ class DaskPLRankRanker(PLRankRanker):
     threads). Eval sets are scored with the library's own NDCG@K, computed on the workers (the
     package's metrics would see only a worker's local rows), so early stopping watches it:
     ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` is refused, and eval sets need
-    ``metric="ndcg"``.
+    ``metric="ndcg"``. With ``fairness="group-disparity"`` the item groups travel to the
+    workers with their rows (``fit(item_groups=)``, XGBoost only).
     With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
     and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval rows held by
     the worker whose model is returned, not of the whole eval set (XGBoost's is of the whole
@@ -96,6 +124,7 @@ class DaskPLRankRanker(PLRankRanker):
         y: Any,
         group: Any = None,
         *,
+        item_groups: Any = None,
         eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> DaskPLRankRanker:
@@ -108,8 +137,15 @@ class DaskPLRankRanker(PLRankRanker):
             Graded relevance labels, chunked like ``X``.
         group : dask array or Series of shape (n_samples,)
             Per-row query ids, chunked like ``X``; no query may span two partitions.
+        item_groups : dask array or Series of shape (n_samples,) or None, default None
+            With ``fairness="group-disparity"`` (and only then; XGBoost only): each row's item
+            group, as in :meth:`~gbdt_plrank.PLRankRanker.fit`, chunked like ``X``
+            (``align_queries(X, y, qid, item_groups)`` moves them with the rows). They reach
+            each worker's objective in XGBoost's ``label_upper_bound`` field, which a callable
+            objective leaves out of tree building.
         eval_set : list of (X, y, group) tuples of dask collections, default None
-            Validation sets, each with its query ids and aligned like the training set.
+            Validation sets, each with its query ids and aligned like the training set (scored
+            by the ranking's NDCG@K, so they need no item groups).
         early_stopping_rounds : int or None, default None
             As in :meth:`~gbdt_plrank.PLRankRanker.fit` (XGBoost only).
 
@@ -118,10 +154,12 @@ class DaskPLRankRanker(PLRankRanker):
         self
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        if plan.item_groups is not None:
+        item_groups_needed(self._options().fairness_spec, item_groups is not None)
+        if item_groups is not None and backend == "lightgbm":
             raise ValueError(
-                f"fairness={self.fairness!r} is not supported on Dask: the item groups would "
-                f"have to follow the rows to the workers. Train in one process with PLRankRanker."
+                "item_groups are not supported with backend='lightgbm' on Dask: lightgbm.dask "
+                "carries one spare per-row field to the workers, the sample weights, and it holds "
+                "the query keys. Use backend='xgboost', or train in one process with PLRankRanker."
             )
         if self._stopping_metric() == "policy" and early_stopping_rounds is not None:
             raise ValueError(
@@ -145,7 +183,7 @@ class DaskPLRankRanker(PLRankRanker):
             )
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
-        data = _queries(X, y, group, where="training data", gain=self.gain)
+        data = _queries(X, y, group, item_groups, where="training data", gain=self.gain)
         evals = []
         for i, item in enumerate(eval_set or ()):
             if not isinstance(item, (tuple, list)) or len(item) != 3:
