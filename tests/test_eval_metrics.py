@@ -166,6 +166,20 @@ def test_lgbm_ranker_takes_the_expected_metric(splits):
     assert ranker.best_iteration_ == int(np.argmax(curve)) + 1 == len(curve) - PATIENCE
 
 
+def test_lgbm_ranker_metric_with_group_fairness_is_refused_with_the_alternatives(splits):
+    """LGBMRanker does not say which eval set its metric scores, so item groups cannot be found."""
+    train, vali = splits
+    groups = (train.X[:, 0] < np.median(train.X[:, 0])).astype(np.int64)
+    objective = plrank_objective(K=5, N=20, seed=3, fairness="group-disparity",
+                                 item_groups=groups)
+    ranker = lightgbm.LGBMRanker(objective=objective.lgbm_ranker, metric="None", n_estimators=3,
+                                 num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1)
+    with pytest.raises(ValueError, match=r"LGBMRanker passes its eval metric only labels, scores"
+                                         r".*PLRankRanker\(backend='lightgbm'\)"):
+        ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(vali.X, vali.y)],
+                   eval_group=[vali.group_sizes], eval_metric=objective.lgbm_ranker_metric)
+
+
 def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
     _, vali = splits
     margins = np.zeros(vali.y.shape[0])
