@@ -12,11 +12,21 @@ class ReferenceCache:
     """Values computed for objects (a training set, an eval set), kept while the object lives.
 
     Keyed by identity through a weak reference, so that numpy arrays (not hashable) can be keys
-    and nothing is kept alive. A pickled cache comes back empty; a deep copy keeps the entries.
+    and nothing is kept alive. A pickled cache comes back empty; a deep copy keeps the entries,
+    or, for a ``shared`` cache, is the cache itself.
+
+    Parameters
+    ----------
+    shared : bool, default False
+        Whether deep copies share the entries both ways: for facts about the keys that hold for
+        every copy of the owner, such as the item groups of a data set (LightGBM deep-copies a
+        callable objective, and what its copy learns about the training set the original's
+        evaluation metric needs).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, shared: bool = False) -> None:
         self._entries: dict[int, tuple[weakref.ref, Any]] = {}
+        self._shared = shared
 
     def get(self, key: Any) -> Any:
         """The value stored for ``key``, or None."""
@@ -39,6 +49,8 @@ class ReferenceCache:
         calls keeps what was stored for the data objects it will be handed (their item groups).
         The values are shared, not copied.
         """
+        if self._shared:
+            return self
         copy = ReferenceCache()
         for ref, value in list(self._entries.values()):
             key = ref()
@@ -47,7 +59,8 @@ class ReferenceCache:
         return copy
 
     def __getstate__(self) -> dict[str, Any]:
-        return {}
+        return {"shared": self._shared}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._entries = {}
+        self._shared = state.get("shared", False)

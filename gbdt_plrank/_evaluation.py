@@ -270,7 +270,7 @@ class ExpectedMetric(_BoosterMetric):
         self.name = PolicyValue.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
-        self._item_groups = ReferenceCache()
+        self._item_groups = ReferenceCache(shared=True)
 
     def set_item_groups(self, key: Any, item_groups: np.ndarray) -> None:
         """The checked item groups of the eval set ``key`` (a DMatrix or Dataset), by identity."""

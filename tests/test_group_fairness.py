@@ -217,6 +217,37 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
     assert best == pytest.approx(float(value.per_query(margins).mean()), abs=1e-6)
 
 
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_the_training_set_is_scored_with_the_objectives_item_groups(grouped, library):
+    """The training set as an eval set uses the item groups given to plrank_objective, also
+    through LightGBM's deep copy of the objective (the copy learns the training set)."""
+    train, g_train, _, _ = grouped
+    obj = _group_objective(g_train)
+    if library == "xgboost":
+        dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
+        history = {}
+        booster = xgboost.train(
+            {"base_score": 0.0, "nthread": 1, "disable_default_eval_metric": 1}, dtrain, 2,
+            obj=obj, evals=[(dtrain, "train")], custom_metric=obj.expected_metric,
+            evals_result=history, verbose_eval=False)
+        curve = history["train"]["expected_ndcg@5-0.5*group_disparity"]
+        margins = booster.predict(dtrain, output_margin=True)
+    else:
+        dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
+        history = {}
+        booster = lightgbm.train(
+            {"objective": obj, "metric": "None", "num_threads": 1, "verbose": -1}, dtrain, 2,
+            valid_sets=[dtrain], feval=obj.expected_metric,
+            callbacks=[lightgbm.record_evaluation(history)])
+        curve = history["training"]["expected_ndcg@5-0.5*group_disparity"]
+        margins = booster.predict(train.X, raw_score=True)
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+                        replace(train, item_groups=g_train), seed=1, n_jobs=1)
+    assert len(curve) == 2
+    assert curve[-1] == pytest.approx(float(value.per_query(margins.astype(np.float64)).mean()),
+                                      abs=1e-6)
+
+
 def test_eval_sets_need_their_item_groups(grouped):
     train, g_train, vali, g_vali = grouped
     dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
@@ -320,12 +351,3 @@ def test_ranker_names_missing_and_unwanted_item_groups(grouped):
                        r"group\) or \(X, y, group, item_groups\), but a tuple of length 5"):
         fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
                  eval_set=[(vali.X, vali.y, vali.qid, g_vali, None)])
-
-
-def test_dask_ranker_refuses_group_fairness(grouped):
-    pytest.importorskip("distributed")
-    from gbdt_plrank.dask import DaskPLRankRanker
-
-    train = grouped[0]
-    with pytest.raises(ValueError, match="fairness='group-disparity' is not supported on Dask"):
-        DaskPLRankRanker(fairness=GROUP).fit(train.X, train.y, group=train.qid)
