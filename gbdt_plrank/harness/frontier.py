@@ -253,7 +253,7 @@ def _evaluate(
     policy = margins / (key.temperature * scale) if key.temperature else margins
     return evaluate_policy(
         policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + key.seed,
-        n_jobs=config.trees.n_jobs,
+        n_jobs=config.trees.n_jobs, monte_carlo=key.split == "test",
     )
 
 
