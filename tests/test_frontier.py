@@ -24,20 +24,20 @@ from gbdt_plrank.harness import frontier
 from gbdt_plrank.harness.config import ConfigError
 from gbdt_plrank.harness.frontier import EVAL_SEED, EvalKey, _evaluate
 from gbdt_plrank.harness.frontier_config import load_frontier_config
+from gbdt_plrank.harness.frontier_report import Point, compare_points
 from gbdt_plrank.harness.groups import (
     ProtectedGroup,
     protected_rows,
     with_item_groups,
     without_item_groups,
 )
-from gbdt_plrank.harness.training import train
-from gbdt_plrank.harness.frontier_report import Point, compare_points
 from gbdt_plrank.harness.policy_eval import (
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
     validation_scale,
 )
+from gbdt_plrank.harness.training import train
 
 K = 3
 
@@ -412,7 +412,7 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(frontier, "train", recording_train)
     assert main(["fairness", str(config)]) == 0
     # the item groups reach the group-fair trainings (objective and early stopping), only them
-    for name, params, train_groups, vali_groups in seen:
+    for _name, params, train_groups, vali_groups in seen:
         fair = params.get("plrank", {}).get("fairness") == "group-disparity"
         assert train_groups == vali_groups == fair
     assert sum(train_groups for *_, train_groups, _ in seen) == 2
