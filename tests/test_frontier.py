@@ -159,25 +159,41 @@ def test_compare_points_verdicts():
         *_both("lambdamart", 0.0, 2.0, 0.53, 0.50),   # a half-half mixture is as fair and better
         *_both("lambdamart", 0.0, 2.0, 0.45, 0.60, offset=1.0),  # dominated: off the envelope
     ]
-    found = {(c.curve, c.temperature, c.offset): c
-             for c in compare_points(points, measure="group_disparity")}
+    comparisons = compare_points(points, measure="group_disparity")
+    found = {(c.curve, c.temperature, c.offset): c for c in comparisons if c.side == "post hoc"}
     best = found["lambdamart", 1.0, 0.0]
-    assert best.verdict == "higher by > 1 s.e." and best.at_level.name == "w=0.1"
+    assert best.verdict == "above" and best.at_level.name == "w=0.1"
     assert best.at_level.ndcg_difference == pytest.approx(0.05)
     assert best.at_level.unfairness_difference == pytest.approx(-0.01)
-    assert found["lambdamart", 0.5, 0.0].verdict == "not higher by > 1 s.e."
+    assert found["lambdamart", 0.5, 0.0].verdict == "not above"
     assert found["lambdamart", 0.5, 0.0].fairer_verdict == "not reached"
     assert found["lambdamart", 4.0, 0.0].verdict == "not reached"
     # at no less NDCG than 0.40, w=1 is the fairest, and less fair than the post-hoc point
     assert found["lambdamart", 4.0, 0.0].at_ndcg.name == "w=1"
-    assert found["lambdamart", 4.0, 0.0].fairer_verdict == "not fairer by > 1 s.e."
+    assert found["lambdamart", 4.0, 0.0].fairer_verdict == "not above"
     mixed = found["lambdamart", 2.0, 0.0].at_level
     assert mixed.name == "0.50 w=1 + 0.50 w=0.1" and mixed.unfairness == pytest.approx(0.50)
     assert mixed.ndcg == pytest.approx(0.55) and mixed.ndcg_difference == pytest.approx(0.02)
     # at no less NDCG than 0.55, the fairest is w=0.1 (0.55 < 0.56): fairer by 0.01
-    assert found["lambdamart", 1.0, 0.0].fairer_verdict == "fairer by > 1 s.e."
+    assert found["lambdamart", 1.0, 0.0].fairer_verdict == "above"
     envelope = {k for k, c in found.items() if c.envelope}
     assert envelope == {("lambdamart", t, 0.0) for t in (0.5, 1.0, 2.0, 4.0)}
+    # each fair policy against the post-hoc policies: w=0.1 (0.60 at 0.55) against the best
+    # post-hoc mixture at no more unfairness, 5/6 of T=2 (0.53 at 0.50) and 1/6 of T=0.5
+    # (0.70 at 0.80)
+    fair = {c.weight: c for c in comparisons if c.side == "fair"}
+    assert set(fair) == {0.1, 1.0}
+    match = fair[0.1].at_level
+    assert match.name == "0.83 lambdamart T=2 + 0.17 lambdamart T=0.5"
+    assert match.ndcg_difference == pytest.approx(0.60 - (5 * 0.53 + 0.70) / 6)
+    assert match.unfairness_difference == pytest.approx(0.0)
+    assert fair[0.1].verdict == "above"
+    # at no less NDCG than w=1's 0.50, the fairest post-hoc policy is 10/13 of T=2 (0.53 at
+    # 0.50) and 3/13 of T=4 (0.40 at 0.40): NDCG 0.50 at 0.4769, less fair than w=1's 0.45
+    match = fair[1.0].at_ndcg
+    assert match.ndcg_difference == pytest.approx(0.0)
+    assert match.unfairness_difference == pytest.approx(0.45 - (10 * 0.50 + 3 * 0.40) / 13)
+    assert fair[1.0].fairer_verdict == "above"
 
 
 def test_compare_points_chooses_on_validation():
@@ -187,9 +203,14 @@ def test_compare_points_chooses_on_validation():
         _point("vali", "plrank-fair", 3.0, 0.0, 0.65, 0.50),
         _point("test", "plrank-fair", 3.0, 0.0, 0.40, 0.50),
     ]
-    (c,) = compare_points(points, measure="group_disparity")
+    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "post hoc"]
     assert c.at_level.name == "w=3" and c.at_level.ndcg_difference == pytest.approx(-0.15)
-    assert c.verdict == "not higher by > 1 s.e."
+    assert c.verdict == "not above"
+    # more relevant on test, but the validation level of unfairness does not hold there
+    points[-1] = _point("test", "plrank-fair", 3.0, 0.0, 0.70, 0.70)
+    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "post hoc"]
+    assert c.verdict == "more relevant, less fair"
+    assert c.at_level.unfairness_difference == pytest.approx(0.14)
 
 
 BASE = 'datasets = ["mq2008"]\n'

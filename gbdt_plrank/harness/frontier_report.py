@@ -24,7 +24,13 @@ is the value used). For each post-hoc point two fair policies are chosen **on va
   point's;
 
 and compared with it **on test**, query by query (:func:`.stats.paired`): the mean paired
-differences of expected NDCG and of :math:`U`, with their standard errors over queries.
+differences of expected NDCG and of :math:`U`, with their standard errors over queries. The
+other way round, each fair policy (every weight, as trained and under every temperature) is set
+against the post-hoc policies (and their mixtures) chosen for it on validation the same way:
+the most relevant at no more unfairness, the fairest at no less expected NDCG. Differences are
+always fair minus post hoc; a verdict (:data:`VERDICTS`) says whether the fair policy is better
+on test by more than a standard error in the compared measure without being worse by more than
+one in the other.
 """
 
 from __future__ import annotations
@@ -203,15 +209,22 @@ class Match:
 
 @dataclass(frozen=True)
 class Comparison:
-    """A post-hoc point against the fair policies chosen for it (module docstring).
+    """A policy against the policies of the other side chosen for it (module docstring).
 
-    ``at_level``: the most relevant fair policy at no more unfairness (validation); ``at_ndcg``:
-    the fairest at no less expected NDCG; None when no fair policy qualifies on validation
-    ("not reached"). ``envelope``: the point is on the post-hoc envelope (validation).
+    ``side``: ``"post hoc"``, a post-hoc point against the fair policies, or ``"fair"``, a fair
+    policy against the post-hoc points. ``at_level``: the chosen policy of the other side at no
+    more unfairness than the fair one's side allows (validation): for a post-hoc base, the most
+    relevant fair policy at no more unfairness; for a fair base, the most relevant post-hoc
+    policy at no more unfairness. ``at_ndcg``: likewise the fairest at no less expected NDCG.
+    None when none qualifies on validation ("not reached"). Differences in the matches are fair
+    minus post hoc. ``envelope``: a post-hoc point on the post-hoc envelope (validation); True
+    for a fair base.
     """
 
     dataset: str
+    side: str
     curve: str
+    weight: float
     temperature: float
     offset: float
     envelope: bool
@@ -222,20 +235,37 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """Whether the fair policy at no more unfairness has a higher expected NDCG on test."""
-        if self.at_level is None:
-            return "not reached"
+        """The fair policy at no more unfairness on test (:data:`VERDICTS`)."""
         m = self.at_level
-        return "higher by > 1 s.e." if m.ndcg_difference > m.ndcg_se else "not higher by > 1 s.e."
+        if m is None:
+            return "not reached"
+        if m.ndcg_difference <= m.ndcg_se:
+            return "not above"
+        return "above" if m.unfairness_difference <= m.unfairness_se else "more relevant, less fair"
 
     @property
     def fairer_verdict(self) -> str:
-        """Whether the fair policy at no less expected NDCG is fairer on test."""
-        if self.at_ndcg is None:
-            return "not reached"
+        """The fair policy at no less expected NDCG on test (:data:`VERDICTS`)."""
         m = self.at_ndcg
-        fairer = -m.unfairness_difference > m.unfairness_se
-        return "fairer by > 1 s.e." if fairer else "not fairer by > 1 s.e."
+        if m is None:
+            return "not reached"
+        if -m.unfairness_difference <= m.unfairness_se:
+            return "not above"
+        return "above" if m.ndcg_difference >= -m.ndcg_se else "fairer, less relevant"
+
+
+#: What a verdict says about the chosen fair policy on test.
+VERDICTS = {
+    "above": "better by more than one standard error in the compared measure, and not worse by "
+             "more than one in the other",
+    "more relevant, less fair": "higher expected NDCG by more than one standard error, but "
+                                "more unfair by more than one: the validation level did not hold",
+    "fairer, less relevant": "fairer by more than one standard error, but less relevant by more "
+                             "than one: the validation level did not hold",
+    "not above": "not better by more than one standard error",
+    "not reached": "no policy of the other side qualifies on validation (for a fair policy at "
+                   "no more unfairness: no post-hoc policy is as fair)",
+}
 
 
 def _mean(values: Values, queries: Sequence) -> float:
@@ -259,26 +289,39 @@ def _best(value: Sequence[float], cost: Sequence[float], level: float) -> dict[i
     return max(options, key=lambda o: o[0])[1] if options else None
 
 
-def _mixture_name(fair: Sequence[Point], shares: dict[int, float]) -> str:
+def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
+    """The name of a policy or mixture; a post-hoc policy's name starts with its curve."""
+    def name(p: Point) -> str:
+        return policy_name(p) if p.curve == FAIR else f"{p.curve} {policy_name(p)}"
+
     if len(shares) == 1:
-        return policy_name(fair[next(iter(shares))])
-    return " + ".join(f"{s:.2f} {policy_name(fair[i])}" for i, s in shares.items())
+        return name(points[next(iter(shares))])
+    return " + ".join(f"{s:.2f} {name(points[i])}" for i, s in shares.items())
 
 
 def _match(
-    base: Point, fair: Sequence[Point], shares: dict[int, float], measure: str, queries: Sequence
+    base: Point, others: Sequence[Point], shares: dict[int, float], measure: str,
+    queries: Sequence, *, fair_base: bool,
 ) -> Match:
-    """The test comparison of the mixture ``shares`` of ``fair`` with ``base``, paired by query."""
+    """The test comparison of the mixture ``shares`` of ``others`` with ``base``, paired by query.
+
+    Differences are fair minus post hoc: ``others`` minus ``base``, or the reverse when the base
+    is the fair policy (``fair_base``).
+    """
     mixed = {
-        metric: {q: sum(s * fair[i].values[metric][q] for i, s in shares.items()) for q in queries}
+        metric: {q: sum(s * others[i].values[metric][q] for i, s in shares.items())
+                 for q in queries}
         for metric in ("ndcg", measure)
     }
-    d = {m: np.array([mixed[m][q] - base.values[m][q] for q in queries]) for m in mixed}
+    sign = -1.0 if fair_base else 1.0
+    d = {m: sign * np.array([mixed[m][q] - base.values[m][q] for q in queries]) for m in mixed}
     se = {m: float(v.std(ddof=1) / math.sqrt(v.size)) for m, v in d.items()}
+    fair, post = (base.ndcg, mixed["ndcg"]) if fair_base else (mixed["ndcg"], base.ndcg)
     return Match(
-        _mixture_name(fair, shares), _mean(mixed["ndcg"], queries), _mean(mixed[measure], queries),
-        float(d["ndcg"].mean()), se["ndcg"], float(d[measure].mean()), se[measure],
-        paired(mixed["ndcg"], {q: base.ndcg[q] for q in queries}).p_randomization,
+        _mixture_name(others, shares), _mean(mixed["ndcg"], queries),
+        _mean(mixed[measure], queries), float(d["ndcg"].mean()), se["ndcg"],
+        float(d[measure].mean()), se[measure],
+        paired({q: fair[q] for q in queries}, {q: post[q] for q in queries}).p_randomization,
     )
 
 
@@ -292,52 +335,73 @@ def _envelope(points: Sequence[Point], measure: str) -> set[tuple[str, float, fl
     }
 
 
-def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]:
-    """The goal check of the module docstring, for every post-hoc point of every dataset.
+def _aligned(vali: Sequence[Point], test: Sequence[Point]) -> tuple[list[Point], list[Point]]:
+    """The policies of ``test`` that ``vali`` also holds, in the same order on both splits."""
+    keys = {policy_name(p) + p.curve: p for p in vali}
+    pairs = [(keys[policy_name(p) + p.curve], p) for p in test if policy_name(p) + p.curve in keys]
+    return [v for v, _ in pairs], [t for _, t in pairs]
 
-    Validation and test means are taken over the queries of that split that the point and all
-    fair policies scored (all of them once a run is complete).
+
+def _against(
+    base: tuple[Point, Point], others: tuple[Sequence[Point], Sequence[Point]], measure: str, *,
+    fair_base: bool,
+) -> tuple[Match | None, Match | None, list]:
+    """Choose among ``others`` on validation for ``base`` (validation, test); compare on test.
+
+    Returns the match at no more unfairness, the match at no less expected NDCG, and the test
+    queries the base and every one of ``others`` scored.
+    """
+    (base_v, base_t), (others_v, others_t) = base, others
+    tq = [q for q in base_t.ndcg if all(q in o.ndcg for o in others_t)]
+    vq = [q for q in base_v.ndcg if all(q in o.ndcg for o in others_v)]
+    if not others_t or len(tq) < 2 or not vq:
+        return None, None, tq
+    nd = [_mean(o.ndcg, vq) for o in others_v]
+    un = [_mean(o.values[measure], vq) for o in others_v]
+    chosen = (
+        _best(nd, un, _mean(base_v.values[measure], vq)),
+        _best([-u for u in un], [-n for n in nd], -_mean(base_v.ndcg, vq)),
+    )
+    at_level, at_ndcg = (
+        None if c is None else _match(base_t, others_t, c, measure, tq, fair_base=fair_base)
+        for c in chosen
+    )
+    return at_level, at_ndcg, tq
+
+
+def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]:
+    """The goal check of the module docstring, for every post-hoc and every fair policy.
+
+    Each post-hoc point (``side="post hoc"``) against the fair policies; each fair policy
+    (``side="fair"``) against the post-hoc points (``at_level``: the most relevant post-hoc
+    policy at no more unfairness; ``at_ndcg``: the fairest at no less expected NDCG). Differences
+    are always fair minus post hoc. Means are over the queries of a split that the base and
+    every candidate scored (all of them once a run is complete).
     """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
-        by_split = {
-            split: {
-                "fair": [p for p in points if p.dataset == name and p.split == split
-                         and p.curve == FAIR and p.weight > 0],
-                "post": {(p.curve, p.temperature, p.offset): p for p in points
-                         if p.dataset == name and p.split == split
-                         and p.curve in TEMPERATURE_CURVES},
-            }
-            for split in ("vali", "test")
+        split = {
+            s: ([p for p in points if p.dataset == name and p.split == s
+                 and p.curve == FAIR and p.weight > 0],
+                [p for p in points if p.dataset == name and p.split == s
+                 and p.curve in TEMPERATURE_CURVES])
+            for s in ("vali", "test")
         }
-        vali, test = by_split["vali"], by_split["test"]
-        envelope = _envelope(list(vali["post"].values()), measure)
-        # the same fair policies, in the same order, on both splits
-        fair_keys = [(f.weight, f.temperature) for f in test["fair"]]
-        vali_fair = {(f.weight, f.temperature): f for f in vali["fair"]}
-        fair_v = [vali_fair[k] for k in fair_keys if k in vali_fair]
-        fair_t = [f for f in test["fair"] if (f.weight, f.temperature) in vali_fair]
-        for key, base in test["post"].items():
-            base_v = vali["post"].get(key)
-            tq = [q for q in base.ndcg if all(q in f.ndcg for f in fair_t)]
-            matches: list[Match | None] = [None, None]
-            if base_v is not None and fair_t and len(tq) > 1:
-                vq = [q for q in base_v.ndcg if all(q in f.ndcg for f in fair_v)]
-                nd = [_mean(f.ndcg, vq) for f in fair_v]
-                un = [_mean(f.values[measure], vq) for f in fair_v]
-                level_u = _mean(base_v.values[measure], vq)
-                level_n = _mean(base_v.ndcg, vq)
-                chosen = (
-                    _best(nd, un, level_u),
-                    _best([-u for u in un], [-n for n in nd], -level_n),
+        fair_v, fair_t = _aligned(split["vali"][0], split["test"][0])
+        post_v, post_t = _aligned(split["vali"][1], split["test"][1])
+        envelope = _envelope(post_v, measure)
+        for side, bases, others in (("post hoc", (post_v, post_t), (fair_v, fair_t)),
+                                    ("fair", (fair_v, fair_t), (post_v, post_t))):
+            for base_v, base_t in zip(*bases):
+                at_level, at_ndcg, tq = _against(
+                    (base_v, base_t), others, measure, fair_base=side == "fair"
                 )
-                matches = [
-                    None if c is None else _match(base, fair_t, c, measure, tq) for c in chosen
-                ]
-            out.append(Comparison(
-                name, key[0], key[1], key[2], key in envelope, _mean(base.ndcg, tq),
-                _mean(base.values[measure], tq), *matches,
-            ))
+                key = (base_t.curve, base_t.temperature, base_t.offset)
+                out.append(Comparison(
+                    name, side, base_t.curve, base_t.weight, base_t.temperature, base_t.offset,
+                    side == "fair" or key in envelope, _mean(base_t.ndcg, tq),
+                    _mean(base_t.values[measure], tq), at_level, at_ndcg,
+                ))
     return out
 
 
@@ -358,26 +422,27 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str
     return lines
 
 
-def _summary(comparisons: Sequence[Comparison], measure: str) -> list[str]:
-    """Counts of the verdicts over the envelope and over every post-hoc point."""
+def _summary(subsets: Sequence[tuple[str, Sequence[Comparison]]], measure: str) -> list[str]:
+    """The verdicts' counts and the figures of the "above" ones, per labelled subset."""
     lines = []
-    for label, subset in (("post-hoc envelope", [c for c in comparisons if c.envelope]),
-                          ("post-hoc points", list(comparisons))):
-        higher = [c for c in subset if c.verdict == "higher by > 1 s.e."]
-        fairer = [c for c in subset if c.fairer_verdict == "fairer by > 1 s.e."]
-        reached = [c.at_level for c in subset if c.at_level is not None]
-        gains = [m.ndcg_difference for m in reached]
-        reached_u = [c.at_ndcg for c in subset if c.at_ndcg is not None]
-        cuts = [m.unfairness_difference for m in reached_u]
-        line = (f"- Of the {len(subset)} {label}: a trained fair policy at no more {measure} has "
-                f"a higher expected NDCG by more than one standard error at {len(higher)}")
-        if gains:
-            line += f" (differences {min(gains):+.4f} to {max(gains):+.4f}, {len(gains)} reached)"
-        line += f"; one at no less expected NDCG has a lower {measure} by more than one "
-        line += f"standard error at {len(fairer)}"
-        if cuts:
-            line += f" (differences {min(cuts):+.5f} to {max(cuts):+.5f}, {len(cuts)} reached)"
-        lines.append(line + ".")
+    for label, subset in subsets:
+        for what, verdict, attr, diff in (
+            (f"higher expected NDCG at no more {measure}", "verdict", "at_level",
+             "ndcg_difference"),
+            (f"lower {measure} at no less expected NDCG", "fairer_verdict", "at_ndcg",
+             "unfairness_difference"),
+        ):
+            counts = {v: sum(getattr(c, verdict) == v for c in subset) for v in VERDICTS}
+            above = [getattr(c, attr) for c in subset if getattr(c, verdict) == "above"]
+            line = (f"- {label}, {what}: "
+                    + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
+            if above:
+                best = max(above, key=lambda m: abs(getattr(m, diff)))
+                se = best.ndcg_se if attr == "at_level" else best.unfairness_se
+                spread = sorted(getattr(m, diff) for m in above)
+                line += (f"; where above, by {spread[0]:+.4f} to {spread[-1]:+.4f} (largest "
+                         f"{getattr(best, diff):+.4f}, s.e. {se:.4f})")
+            lines.append(line + ".")
     return lines
 
 
@@ -403,25 +468,43 @@ def markdown(
         queries = max((len(p.ndcg) for p in points if p.dataset == name and p.split == "test"),
                       default=0)
         lines += [f"## {name}", "", f"{queries} test queries; the fairness measure is {measure} "
-                  "(lower is fairer). Fair policies are chosen on validation and compared on "
-                  "test, paired by query (differences: fair minus post hoc, standard errors over "
+                  "(lower is fairer). Policies are chosen on validation and compared on test, "
+                  "paired by query (differences: fair minus post hoc, standard errors over "
                   "queries).", ""]
-        lines += _summary(mine, measure)
-        lines += ["", "### The post-hoc envelope against trained fair policies", ""]
-        rows = [
-            [LABELS[c.curve], f"{c.temperature:g}", f"{c.offset:g}", f"{c.ndcg:.4f}",
-             f"{c.unfairness:.{digits}f}",
-             *_match_cells(c.at_level, c.verdict, digits=digits),
-             *_match_cells(c.at_ndcg, c.fairer_verdict, digits=digits)]
-            for c in mine if c.envelope
-        ]
+        post = [c for c in mine if c.side == "post hoc"]
+        fair = [c for c in mine if c.side == "fair"]
+        lines += _summary([
+            (f"Fair policies for the {sum(c.envelope for c in post)} points of the post-hoc "
+             "envelope", [c for c in post if c.envelope]),
+            (f"Fair policies for all {len(post)} post-hoc points", post),
+            (f"The {len(fair)} fair policies against the post-hoc points", fair),
+        ], measure)
+        lines += ["", "Verdicts (on test, for the policy chosen on validation): "
+                  + "; ".join(f"*{v}*: {text}" for v, text in VERDICTS.items()) + "."]
         half = ["policy", "NDCG", measure, "NDCG diff (s.e.)", f"{measure} diff (s.e.)",
                 "verdict"]
-        lines += _table(
-            ["post hoc", "T", "b", "NDCG", measure,
-             *[f"{h} (no more {measure})" for h in half],
-             *[f"{h} (no less NDCG)" for h in half]], rows,
-        )
+        for title, rows_of, first in (
+            ("The post-hoc envelope against the fair policies chosen for it",
+             [c for c in post if c.envelope], ["post hoc", "T", "b"]),
+            ("Each fair policy against the post-hoc policies chosen for it", fair,
+             ["fair", "w", "T"]),
+        ):
+            other = "fair" if first[0] == "post hoc" else "post hoc"
+            rows = [
+                [LABELS[c.curve], *((f"{c.temperature:g}", f"{c.offset:g}") if c.side ==
+                                    "post hoc" else (f"{c.weight:g}", f"{c.temperature:g}")),
+                 f"{c.ndcg:.4f}", f"{c.unfairness:.{digits}f}",
+                 *_match_cells(c.at_level, c.verdict, digits=digits),
+                 *_match_cells(c.at_ndcg, c.fairer_verdict, digits=digits)]
+                for c in rows_of
+            ]
+            lines += ["", f"### {title}", "", f"Columns after the first five: the {other} "
+                      f"policy at no more {measure}, then the one at no less NDCG; differences "
+                      "fair minus post hoc.", ""]
+            lines += _table(
+                [*first, "NDCG", measure, *[f"{h} (no more {measure})" for h in half],
+                 *[f"{h} (no less NDCG)" for h in half]], rows,
+            )
         lines += ["", "### Every test point", "", "Mean over the pooled test queries (standard "
                   "error over queries; for NDCG also the Monte-Carlo standard error).", ""]
         rows = []
