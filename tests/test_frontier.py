@@ -313,7 +313,7 @@ def test_shipped_frontier_config_loads():
 @pytest.mark.parametrize(
     ("name", "fairness", "datasets", "feature", "quantile"),
     [
-        ("fairness_group", "group-disparity", ("mq2008", "mq2007-agg"), 41, 0.5),
+        ("fairness_group", "group-disparity", ("mq2008",), 41, 0.5),
         ("fairness_group_mslr", "group-disparity", ("mslr-sample",), 133, 0.4),
         ("fairness_disparity", "disparity", ("mq2008", "mq2007-agg"), None, None),
     ],
