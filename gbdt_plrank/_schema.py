@@ -89,8 +89,8 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel]
         sub = field.annotation
         union = get_origin(sub) in (Union, UnionType)
         members = [m for m in get_args(sub) if m is not type(None)] if union else []
-        if len(members) == 1:  # an optional table (Model | None): its keys are the model's
-            sub, union = members[0], False
+        if len(members) == 1 and isinstance(members[0], type) and issubclass(members[0], BaseModel):
+            sub, union = members[0], False  # an optional table (Model | None): the model's keys
         if isinstance(sub, type) and issubclass(sub, BaseModel) and i < len(loc) - 1:
             model = sub
     return model, rule, ".".join(path)
