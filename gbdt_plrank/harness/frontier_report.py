@@ -8,10 +8,11 @@ the expected NDCG@k, the Monte-Carlo standard error of the mean over the sampled
 (:attr:`~.frontier_config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
 lower is fairer).
 
-The goal check sets every point of the *post-hoc envelope* against the trained fair policies.
-Post-hoc points are the deterministic rankers (LambdaMART, LambdaRank) and the relevance-only
-PL-Rank under every temperature and group offset; the envelope is those that no other post-hoc
-point beats on validation in both expected NDCG and :math:`U`. The fair policies are the trained
+The goal check sets every post-hoc point against the trained fair policies, and the summary
+counts the verdicts on the *post-hoc envelope* apart. Post-hoc points are the deterministic
+rankers (LambdaMART, LambdaRank) and the relevance-only PL-Rank under every temperature and group
+offset; the envelope is those that no other post-hoc point beats on validation in both expected
+NDCG and :math:`U`. The fair policies are the trained
 fairness weights :math:`w > 0`, each as trained and under every temperature, and random mixtures
 of two of them (a mixture's exposure is the mixture of the two exposures: its expected NDCG is
 exactly the interpolation, its :math:`U`, convex in the exposure, at most the interpolation, which
