@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import UnionType
-from typing import Any, TypeVar, Union, get_origin
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
@@ -88,6 +88,9 @@ def _walk(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[type[BaseModel]
         rule = field.description
         sub = field.annotation
         union = get_origin(sub) in (Union, UnionType)
+        members = [m for m in get_args(sub) if m is not type(None)] if union else []
+        if len(members) == 1 and isinstance(members[0], type) and issubclass(members[0], BaseModel):
+            sub, union = members[0], False  # an optional table (Model | None): the model's keys
         if isinstance(sub, type) and issubclass(sub, BaseModel) and i < len(loc) - 1:
             model = sub
     return model, rule, ".".join(path)

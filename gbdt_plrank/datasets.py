@@ -3,11 +3,18 @@
 Files hold one document a line, ``label qid:ID idx:val ... [# comment]``, the rows of a query
 contiguous. Every split comes back with its rows sorted by query id (stably, so each query keeps
 its rows' order): both boosters need non-decreasing ids (XGBoost refuses a ``qid`` that is not
-sorted), and a LETOR fold concatenates partitions whose ids wrap around (Fold4: S4, S5, S1). A dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped files
-``*.txt.gz`` also work), or the name of a bundled dataset: ``"mq2008"`` and ``"mq2007-agg"``
-(LETOR 4.0; Qin and Liu 2013), shipped as their five partitions S1..S5 and assembled into the
-standard folds (Fold k: train S_k, S_k+1, S_k+2; vali S_k+3; test S_k+4). Provenance and
-citations are in ``gbdt_plrank/data/<name>/PROVENANCE.md``.
+sorted), and a LETOR fold concatenates partitions whose ids wrap around (Fold4: S4, S5, S1). A
+dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped files
+``*.txt.gz`` also work), or the name of a bundled dataset (:data:`BUNDLED`):
+
+- ``"mq2008"`` and ``"mq2007-agg"`` (LETOR 4.0; Qin and Liu 2013), shipped as their five
+  partitions S1..S5 and assembled into the standard folds (Fold k: train S_k, S_k+1, S_k+2;
+  vali S_k+3; test S_k+4);
+- ``"mslr-sample"`` (:data:`SINGLE_SPLIT`): a small sample of MSLR-WEB (most likely WEB10K)
+  Fold1, 54 train, 18 validation and 18 test queries with the 136 raw features and labels 0-4,
+  one split (fold 1 only); for examples and tests, too small for firm conclusions.
+
+Provenance and citations are in ``gbdt_plrank/data/<name>/PROVENANCE.md``.
 """
 
 from __future__ import annotations
@@ -24,9 +31,14 @@ import scipy.sparse as sp
 
 from ._groups import Split
 
-__all__ = ["BUNDLED", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits"]
+__all__ = [
+    "BUNDLED", "SINGLE_SPLIT", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits",
+]
 
-BUNDLED = ("mq2008", "mq2007-agg")
+#: The bundled datasets' names.
+BUNDLED = ("mq2008", "mq2007-agg", "mslr-sample")
+#: The bundled datasets shipped as one split (``train``, ``vali``, ``test``): fold 1 only.
+SINGLE_SPLIT = ("mslr-sample",)
 SPLITS = ("train", "vali", "test")
 
 
@@ -150,11 +162,12 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     Parameters
     ----------
     data : str or Path, default "mq2008"
-        A bundled name (``"mq2008"``, ``"mq2007-agg"``) or a folder with ``train.txt``,
-        ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5`` subfolders is read at
-        ``fold``.
+        A bundled name (``"mq2008"``, ``"mq2007-agg"``, ``"mslr-sample"``) or a folder with
+        ``train.txt``, ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5``
+        subfolders is read at ``fold``.
     fold : int, default 1
-        LETOR fold, 1 to 5 (bundled datasets and folders with ``FoldN`` subfolders).
+        LETOR fold, 1 to 5 (the five-fold bundled datasets and folders with ``FoldN``
+        subfolders); 1 for ``"mslr-sample"``.
 
     Returns
     -------
@@ -162,6 +175,15 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     """
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")
+    if str(data) in SINGLE_SPLIT:
+        if fold != 1:
+            raise ValueError(
+                f"fold must be 1 for {str(data)!r}, a bundled dataset of one split, but {fold!r} "
+                "is given."
+            )
+        root = Path(str(resources.files("gbdt_plrank") / "data" / str(data)))
+        train, vali, test = load_svmlight_splits(_folder_files(root))
+        return LTRDataset(str(data), train, vali, test)
     if str(data) in BUNDLED:
         name = str(data)
         root = resources.files("gbdt_plrank") / "data" / name

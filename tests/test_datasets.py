@@ -87,7 +87,7 @@ def test_fold_subfolders(tmp_path):
             None,
             {"data": "nope"},
             ValueError,
-            r"bundled dataset \(mq2008, mq2007-agg\) or a folder, but 'nope' is neither",
+            r"bundled dataset \(mq2008, mq2007-agg, mslr-sample\) or a folder, but 'nope' is neither",
         ),
         (
             None,
@@ -173,3 +173,17 @@ def test_a_malformed_line_names_the_file_the_line_and_the_format(tmp_path, line,
     assert f"{tmp_path / name}: line 3 ({line!r}) is not a LETOR line" in message
     assert "'<label> qid:<integer> <index>:<value> ... [# comment]'" in message
     assert reason in message
+
+
+def test_mslr_sample_is_bundled_as_one_split() -> None:
+    data = load_dataset("mslr-sample")
+    assert data.name == "mslr-sample"
+    shapes = [(s.X.shape, s.n_queries) for s in (data.train, data.vali, data.test)]
+    assert shapes == [((5555, 136), 54), ((1734, 136), 18), ((1900, 136), 18)]
+    for split in (data.train, data.vali, data.test):
+        assert np.all(np.diff(split.qid) >= 0)
+        assert set(np.unique(split.y)) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+    np.testing.assert_array_equal(np.bincount(data.test.y.astype(int)), [1023, 604, 243, 20, 10])
+    with pytest.raises(ValueError, match="fold must be 1 for 'mslr-sample', a bundled dataset of "
+                                         "one split, but 2 is given"):
+        load_dataset("mslr-sample", fold=2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import naive
@@ -18,16 +19,25 @@ from gbdt_plrank._evaluation import Halves, PolicyValue
 from gbdt_plrank._fairness import FairnessSpec
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank.cli import main
-from gbdt_plrank.datasets import Split
+from gbdt_plrank.datasets import LTRDataset, Split
+from gbdt_plrank.harness import frontier
 from gbdt_plrank.harness.config import ConfigError
+from gbdt_plrank.harness.frontier import EVAL_SEED, EvalKey, _evaluate
 from gbdt_plrank.harness.frontier_config import load_frontier_config
 from gbdt_plrank.harness.frontier_report import Point, compare_points
+from gbdt_plrank.harness.groups import (
+    ProtectedGroup,
+    protected_rows,
+    with_item_groups,
+    without_item_groups,
+)
 from gbdt_plrank.harness.policy_eval import (
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
     validation_scale,
 )
+from gbdt_plrank.harness.training import train
 
 K = 3
 
@@ -127,40 +137,80 @@ def test_validation_scale():
     assert validation_scale(np.zeros(8), split) == 1.0
 
 
-def test_compare_points_verdicts():
-    def point(curve, weight, temperature, ndcg, ee_l):
-        queries = [("d/Fold1", q) for q in range(4)]
-        offsets = np.array([-0.01, 0.01, -0.02, 0.02])
-        return Point("d", curve, weight, temperature, 1,
-                     dict(zip(queries, ndcg + offsets)), dict(zip(queries, ee_l + 0 * offsets)),
-                     dict(zip(queries, 0 * offsets)), 0.0)
+def _point(split, curve, weight, temperature, ndcg, unfair, offset=0.0, name="d"):
+    queries = [(f"{name}/Fold1", q) for q in range(4)]
+    noise = np.array([-0.01, 0.01, -0.02, 0.02])  # the same in every point: paired s.e. 0
+    values = {"ndcg": dict(zip(queries, ndcg + noise)),
+              "group_disparity": dict(zip(queries, unfair + 0 * noise))}
+    return Point(name, split, curve, weight, temperature, offset, 1, values, 0.0)
 
+
+def _both(curve, weight, temperature, ndcg, unfair, offset=0.0):
+    return [_point(s, curve, weight, temperature, ndcg, unfair, offset) for s in ("vali", "test")]
+
+
+def test_compare_points_verdicts():
     points = [
-        point("plrank-fair", 0.1, 0.0, 0.60, 0.55), point("plrank-fair", 1.0, 0.0, 0.50, 0.45),
-        point("lambdamart", 0.0, 1.0, 0.55, 0.56),   # fair w=0.1 is fairer and better
-        point("lambdamart", 0.0, 0.5, 0.70, 0.80),   # fair w=0.1 is fairer but worse
-        point("lambdamart", 0.0, 4.0, 0.40, 0.40),   # no fair policy is as fair
-        point("lambdamart", 0.0, 2.0, 0.53, 0.50),   # a half-half mixture is as fair and better
+        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55), *_both("plrank-fair", 1.0, 0.0, 0.50, 0.45),
+        *_both("plrank-fair", 0.0, 0.0, 0.90, 0.10),  # weight 0 is a relevance model: left out
+        *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),   # fair w=0.1 is fairer and better
+        *_both("lambdamart", 0.0, 0.5, 0.70, 0.80),   # fair w=0.1 is fairer but worse
+        *_both("lambdamart", 0.0, 4.0, 0.40, 0.40),   # no fair policy is as fair
+        *_both("lambdamart", 0.0, 2.0, 0.53, 0.50),   # a half-half mixture is as fair and better
+        *_both("lambdamart", 0.0, 2.0, 0.45, 0.60, offset=1.0),  # dominated: off the envelope
     ]
-    verdicts = {(c.curve, c.temperature): c for c in compare_points(points)}
-    assert verdicts["lambdamart", 1.0].verdict == "higher by > 1 s.e."
-    assert verdicts["lambdamart", 1.0].fair == "w=0.1"
-    assert verdicts["lambdamart", 1.0].difference == pytest.approx(0.05)
-    assert verdicts["lambdamart", 0.5].verdict == "not higher by > 1 s.e."
-    assert verdicts["lambdamart", 4.0].verdict == "not reached"
-    mixed = verdicts["lambdamart", 2.0]
-    assert mixed.fair == "0.50 w=1 + 0.50 w=0.1" and mixed.fair_ee_l == pytest.approx(0.50)
-    assert mixed.fair_ndcg == pytest.approx(0.55) and mixed.difference == pytest.approx(0.02)
-    assert mixed.verdict == "higher by > 1 s.e."
-    # a fair policy under a temperature competes with the deterministic rankers' points, not
-    # with the relevance-only PL-Rank's (the weight-0 policy under the same temperatures)
-    sharp = point("plrank-fair", 0.1, 0.25, 0.75, 0.85)
-    points += [sharp, point("plrank", 0.0, 0.25, 0.74, 0.85)]
-    verdicts = {(c.curve, c.temperature): c for c in compare_points(points)}
-    assert verdicts["lambdamart", 0.5].fair == "0.17 w=0.1 + 0.83 w=0.1 T=0.25"
-    assert verdicts["lambdamart", 0.5].verdict == "higher by > 1 s.e."
-    assert verdicts["plrank", 0.25].fair == "w=0.1"
-    assert verdicts["plrank", 0.25].verdict == "not higher by > 1 s.e."
+    comparisons = compare_points(points, measure="group_disparity")
+    found = {(c.curve, c.temperature, c.offset): c for c in comparisons if c.side == "post hoc"}
+    best = found["lambdamart", 1.0, 0.0]
+    assert best.verdict == "above" and best.at_level.name == "w=0.1"
+    assert best.at_level.ndcg_difference == pytest.approx(0.05)
+    assert best.at_level.unfairness_difference == pytest.approx(-0.01)
+    assert found["lambdamart", 0.5, 0.0].verdict == "not above"
+    assert found["lambdamart", 0.5, 0.0].fairer_verdict == "not reached"
+    assert found["lambdamart", 4.0, 0.0].verdict == "not reached"
+    # at no less NDCG than 0.40, w=1 is the fairest, and less fair than the post-hoc point
+    assert found["lambdamart", 4.0, 0.0].at_ndcg.name == "w=1"
+    assert found["lambdamart", 4.0, 0.0].fairer_verdict == "not above"
+    mixed = found["lambdamart", 2.0, 0.0].at_level
+    assert mixed.name == "0.50 w=1 + 0.50 w=0.1" and mixed.unfairness == pytest.approx(0.50)
+    assert mixed.ndcg == pytest.approx(0.55) and mixed.ndcg_difference == pytest.approx(0.02)
+    # at no less NDCG than 0.55, the fairest is w=0.1 (0.55 < 0.56): fairer by 0.01
+    assert found["lambdamart", 1.0, 0.0].fairer_verdict == "above"
+    envelope = {k for k, c in found.items() if c.envelope}
+    assert envelope == {("lambdamart", t, 0.0) for t in (0.5, 1.0, 2.0, 4.0)}
+    # each fair policy against the post-hoc policies: w=0.1 (0.60 at 0.55) against the best
+    # post-hoc mixture at no more unfairness, 5/6 of T=2 (0.53 at 0.50) and 1/6 of T=0.5
+    # (0.70 at 0.80)
+    fair = {c.weight: c for c in comparisons if c.side == "fair"}
+    assert set(fair) == {0.1, 1.0}
+    match = fair[0.1].at_level
+    assert match.name == "0.83 lambdamart T=2 + 0.17 lambdamart T=0.5"
+    assert match.ndcg_difference == pytest.approx(0.60 - (5 * 0.53 + 0.70) / 6)
+    assert match.unfairness_difference == pytest.approx(0.0)
+    assert fair[0.1].verdict == "above"
+    # at no less NDCG than w=1's 0.50, the fairest post-hoc policy is 10/13 of T=2 (0.53 at
+    # 0.50) and 3/13 of T=4 (0.40 at 0.40): NDCG 0.50 at 0.4769, less fair than w=1's 0.45
+    match = fair[1.0].at_ndcg
+    assert match.ndcg_difference == pytest.approx(0.0)
+    assert match.unfairness_difference == pytest.approx(0.45 - (10 * 0.50 + 3 * 0.40) / 13)
+    assert fair[1.0].fairer_verdict == "above"
+
+
+def test_compare_points_chooses_on_validation():
+    points = [
+        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55), *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),
+        # best on validation, worst on test: chosen all the same, and the test figures say so
+        _point("vali", "plrank-fair", 3.0, 0.0, 0.65, 0.50),
+        _point("test", "plrank-fair", 3.0, 0.0, 0.40, 0.50),
+    ]
+    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "post hoc"]
+    assert c.at_level.name == "w=3" and c.at_level.ndcg_difference == pytest.approx(-0.15)
+    assert c.verdict == "not above"
+    # more relevant on test, but the validation level of unfairness does not hold there
+    points[-1] = _point("test", "plrank-fair", 3.0, 0.0, 0.70, 0.70)
+    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "post hoc"]
+    assert c.verdict == "more relevant, less fair"
+    assert c.at_level.unfairness_difference == pytest.approx(0.14)
 
 
 BASE = 'datasets = ["mq2008"]\n'
@@ -183,6 +233,19 @@ BASE = 'datasets = ["mq2008"]\n'
          "'precision' is given"),
         (BASE + "[params.pairwise-xgb]\neta = 0.1", "'pairwise-xgb' is not one of them"),
         (BASE + "[trees]\nrounds = 0", "trees.rounds must be an integer >= 1"),
+        (BASE + 'fairness = "fair"', "fairness must be one of 'expected-exposure', "
+         "'disparity', 'group-disparity', but 'fair' is given"),
+        (BASE + 'fairness = "group-disparity"', "fairness = 'group-disparity' needs item groups: "
+         "give protected = {feature = F, quantile = q}"),
+        (BASE + "group_offsets = [-1, 1]", "group_offsets shift the protected group and need a "
+         "protected table, but group_offsets = [-1.0, 1.0] is given without one"),
+        (BASE + "protected = {feature = 41, quantile = 1.5}", "protected.quantile must be a "
+         "number in (0, 1), but 1.5 is given"),
+        (BASE + "protected = {feature = 41, quantile = 0}", "protected.quantile must be a "
+         "number in (0, 1), but 0 is given"),
+        (BASE + "protected = {feature = 0}", "protected.feature must be a feature number >= 1 "
+         "(as in the data files), but 0 is given"),
+        (BASE + "protected = {feature = 4, share = 0.5}", "unknown key 'protected.share'"),
     ],
 )
 def test_config_errors(tmp_path: Path, text: str, message: str):
@@ -209,9 +272,10 @@ def test_fairness_command_writes_the_frontier_and_resumes(tmp_path: Path, capsys
         assert (out / name).is_file()
     with (out / "frontier.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    curves = {(r["curve"], r["fairness_weight"], r["temperature"]) for r in rows}
-    # 3 temperature curves, 2 fair weights as trained and under both temperatures, 2 points
-    assert len(rows) == 3 * 2 + 2 * (1 + 2) + 2 == len(curves)
+    curves = {(r["split"], r["curve"], r["fairness_weight"], r["temperature"]) for r in rows}
+    # on validation and test: 3 temperature curves, 2 fair weights as trained and under both
+    # temperatures, deterministic LambdaMART; the oracle on test
+    assert len(rows) == 2 * (3 * 2 + 2 * (1 + 2) + 1) + 1 == len(curves)
     trainings = (out / "trainings.jsonl").read_text().splitlines()
     assert len(trainings) == 5
     records = [json.loads(line) for line in trainings]
@@ -236,7 +300,147 @@ def test_fairness_command_writes_the_frontier_and_resumes(tmp_path: Path, capsys
     assert "n_samples differs" in capsys.readouterr().err
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
 def test_shipped_frontier_config_loads():
-    config = load_frontier_config(Path(__file__).resolve().parents[1] / "configs" / "fairness.toml")
+    config = load_frontier_config(CONFIGS / "fairness.toml")
     assert config.datasets == ("mq2008", "mq2007-agg") and config.folds == (1, 2, 3, 4, 5)
     assert config.k == 10 and len(config.fairness_weights) >= 5 and len(config.temperatures) >= 5
+    assert config.fairness == "expected-exposure" and config.protected is None
+
+
+@pytest.mark.parametrize(
+    ("name", "fairness", "datasets", "feature", "quantile"),
+    [
+        ("fairness_group", "group-disparity", ("mq2008",), 41, 0.5),
+        ("fairness_group_mslr", "group-disparity", ("mslr-sample",), 133, 0.4),
+        ("fairness_disparity", "disparity", ("mq2008", "mq2007-agg"), None, None),
+    ],
+)
+def test_shipped_group_and_disparity_configs_load(name, fairness, datasets, feature, quantile):
+    config = load_frontier_config(CONFIGS / f"{name}.toml")
+    assert config.fairness == fairness and config.datasets == datasets
+    assert config.out == f"benchmarks/results/{name}" and config.k == 10
+    assert config.fairness_weights == (0.0, 0.3, 1.0, 3.0, 10.0)
+    if feature is None:
+        assert config.protected is None and config.group_offsets == (0.0,)
+    else:
+        assert (config.protected.feature, config.protected.quantile) == (feature, quantile)
+        assert config.group_offsets == (-2.0, -1.0, 0.0, 1.0, 2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Item groups from a configuration, group offsets and the group frontier
+# --------------------------------------------------------------------------------------------
+def _grouped_dataset(train_x, vali_x, test_x) -> LTRDataset:
+    def split(x):
+        x = np.asarray(x, dtype=float)
+        return Split(np.column_stack([np.ones_like(x), x]), np.ones_like(x),
+                     np.repeat(np.arange(len(x) // 2), 2))
+
+    return LTRDataset("d", split(train_x), split(vali_x), split(test_x))
+
+
+def test_protected_group_threshold_comes_from_the_training_split():
+    data = _grouped_dataset(np.arange(10), [4, 5, 9, 8], [100, -1])
+    grouped = with_item_groups(data, ProtectedGroup(feature=2, quantile=0.5))  # t = 4.5
+    np.testing.assert_array_equal(grouped.train.item_groups, [1] * 5 + [0] * 5)
+    # validation's own median (6.5) would group 5 with the protected documents: it does not
+    np.testing.assert_array_equal(grouped.vali.item_groups, [1, 0, 0, 0])
+    np.testing.assert_array_equal(grouped.test.item_groups, [0, 1])
+    np.testing.assert_array_equal(protected_rows(grouped.vali), [1.0, 0.0, 0.0, 0.0])
+    ids = with_item_groups(_grouped_dataset([0, 2] * 2, [1, 0], [3, 0]), ProtectedGroup(feature=2))
+    np.testing.assert_array_equal(ids.train.item_groups, [0, 2, 0, 2])
+    assert without_item_groups(grouped).test.item_groups is None
+
+
+@pytest.mark.parametrize(
+    ("data", "protected", "message"),
+    [
+        (_grouped_dataset(np.arange(4), [0, 3], [0, 3]), ProtectedGroup(feature=3, quantile=0.5),
+         "protected.feature must be a feature of d (1 to 2), but 3 is given"),
+        (_grouped_dataset(np.arange(4), [0, 3], [2, 3]), ProtectedGroup(feature=2, quantile=0.5),
+         "with the threshold 1.5 (below it: group 1) the test split of d holds only group 0"),
+        (_grouped_dataset(np.arange(4), [0, 3], [0, 3]), ProtectedGroup(feature=1, quantile=0.5),
+         "the train split of d holds only group 0; choose another feature or quantile"),
+        (_grouped_dataset([0, 1, 0, 1], [0, 0.5], [0, 1]), ProtectedGroup(feature=2),
+         "protected = {feature = 2} reads feature 2 as item group ids (integers >= 0), but the "
+         "vali split of d holds 0.5"),
+    ],
+)
+def test_protected_group_errors(data, protected, message):
+    with pytest.raises(ConfigError) as info:
+        with_item_groups(data, protected)
+    assert message in str(info.value)
+
+
+def test_group_offset_policy_shifts_the_protected_documents(tmp_path: Path):
+    path = tmp_path / "f.toml"
+    path.write_text(BASE + 'fairness = "group-disparity"\nprotected = {feature = 2}\n'
+                    "group_offsets = [-1, 0, 1]\nn_samples = 20\n")
+    config = load_frontier_config(path)
+    split = replace(_split(), item_groups=np.tile([0, 1], 6))
+    margins = np.random.default_rng(3).normal(size=12)
+    key = EvalKey("d", "lambdamart", 0.0, 0.5, 1.5, "test", 0)
+    got = _evaluate(key, margins, 2.0, split, config)
+    # pi((m + b sigma a) / (T sigma)) with b = 1.5, sigma = 2, T = 0.5
+    want = evaluate_policy((margins + 3.0 * np.tile([0, 1], 6)) / 1.0, split, k=10, n_samples=20,
+                           seed=EVAL_SEED, n_jobs=1)
+    for name in ("ndcg", "ee_l", "disparity", "group_disparity"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+def naive_exposure(split: Split, margins: np.ndarray) -> np.ndarray:
+    """The exact exposure at cut-off K of the PL policy of ``margins`` (enumeration)."""
+    theta = 1.0 / np.log2(np.arange(2, K + 2))
+    out = np.empty_like(margins)
+    for q in np.unique(split.qid):
+        rows = split.qid == q
+        out[rows] = naive.exact_exposure(margins[rows], theta[: min(K, int(rows.sum()))])
+    return out
+
+
+def test_group_disparity_of_a_policy_is_unbiased():
+    split = replace(_split(), item_groups=np.tile([0, 1, 1], 4))
+    margins = np.random.default_rng(1).normal(size=split.y.shape[0])
+    exact = metrics.group_disparity(split.y, naive_exposure(split, margins), split.qid,
+                                    split.item_groups, per_query=True)
+    runs = np.array([evaluate_policy(margins, split, k=K, n_samples=8, seed=2 * s, n_jobs=1,
+                                     monte_carlo=False).group_disparity for s in range(300)])
+    z = (runs.mean(axis=0) - exact) / (runs.std(axis=0, ddof=1) / math.sqrt(300) + 1e-15)
+    assert np.abs(z).max() < 5, z
+
+
+def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
+    data = write_tiny_letor(tmp_path / "tiny")
+    config = tmp_path / "group.toml"
+    config.write_text(
+        f"datasets = [{str(data)!r}]\nk = 3\nfairness = 'group-disparity'\n"
+        "protected = {feature = 41, quantile = 0.5}\nfairness_weights = [0, 2]\n"
+        f"temperatures = [0.5, 2]\ngroup_offsets = [-1, 0, 1]\nn_samples = 20\n"
+        f"out = {str(tmp_path / 'out')!r}\n"
+        "[trees]\nrounds = 4\nearly_stopping_rounds = 2\nlearning_rate = 0.3\nn_jobs = 1\n"
+        "[plrank]\nN = 10\n"
+    )
+    seen = []
+
+    def recording_train(name, dataset, **kwargs):
+        seen.append((name, kwargs["params"], dataset.train.item_groups is not None,
+                     dataset.vali.item_groups is not None))
+        return train(name, dataset, **kwargs)
+
+    monkeypatch.setattr(frontier, "train", recording_train)
+    assert main(["fairness", str(config)]) == 0
+    # the item groups reach the group-fair trainings (objective and early stopping), only them
+    for _name, params, train_groups, vali_groups in seen:
+        fair = params.get("plrank", {}).get("fairness") == "group-disparity"
+        assert train_groups == vali_groups == fair
+    assert sum(train_groups for *_, train_groups, _ in seen) == 2
+    with (tmp_path / "out" / "frontier.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    post = [r for r in rows if r["curve"] in ("lambdamart", "lambdarank", "plrank")]
+    assert len(post) == 2 * 3 * 2 * 3  # splits x curves x temperatures x offsets
+    assert all(math.isfinite(float(r["group_disparity"])) for r in rows)
+    text = (tmp_path / "out" / "frontier.md").read_text()
+    assert "post-hoc envelope" in text and "group_disparity" in text

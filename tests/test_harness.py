@@ -90,7 +90,7 @@ def test_shipped_configs_load() -> None:
     names = sorted(p.stem for p in CONFIGS.glob("*.toml"))
     assert {"demo", "mq2008", "mq2007-agg"} <= set(names)
     for path in CONFIGS.glob("*.toml"):
-        if path.stem == "fairness":  # a frontier (gbdt-plrank fairness), not a comparison
+        if path.stem.startswith("fairness"):  # frontiers (gbdt-plrank fairness): test_frontier
             continue
         config = load_config(path)
         assert config.methods
@@ -153,6 +153,8 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
          "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
          "fairness='expected-exposure' measures exposure with the DCG rank weights"),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
+        (BASE + '[plrank]\nfairness = "group-disparity"', "fairness='group-disparity' needs item "
+         "groups, which comparisons do not take; draw its frontier with gbdt-plrank fairness"),
         (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'policy', 'ranking', but 'ndcg'"),
         (BASE + '[plrank]\ntrain_K = 0', "plrank.train_K must be \"auto\" or an integer >= 1, but 0"),
         (BASE + '[plrank]\ntrain_K = "k"', "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'"),

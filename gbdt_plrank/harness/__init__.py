@@ -6,8 +6,9 @@
 
 ``gbdt-plrank fairness CONFIG`` (:mod:`.frontier_config`) draws the frontier of expected NDCG@k
 against exposure fairness (:mod:`.frontier`: PL-Rank with the fairness objective against post-hoc
-randomised deterministic rankers, evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its
-policy's validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
+randomised deterministic rankers, with group offsets when a protected group is given
+(:mod:`.groups`), evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its policy's
+validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
 ``frontier.csv``, ``frontier.md`` and ``frontier.png`` (:mod:`.frontier_report`).
 """
 

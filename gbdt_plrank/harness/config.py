@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings
 from .._fairness import GROUP_FAIRNESS
@@ -156,15 +156,6 @@ class PLRankSettings(PLRankFields):
     stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
         "policy", description=one_of(STOPPING_METRICS)
     )
-
-    @model_validator(mode="after")
-    def _no_item_groups(self) -> PLRankSettings:
-        if self.fairness in GROUP_FAIRNESS:
-            raise ValueError(
-                f"fairness={self.fairness!r} needs item groups, which comparisons do not take "
-                f"yet; train with PLRankRanker.fit(..., item_groups=g)"
-            )
-        return self
 
     def options(self, k: int) -> PLRankOptions:
         """The objective's options at the comparison's cut-off ``k``."""
@@ -424,12 +415,15 @@ def check_objectives(
     params: Mapping[str, Mapping[str, Any]],
     *,
     k: int,
+    item_groups: bool = False,
 ) -> None:
     """Check the combined objective options of every method of the package's objectives.
 
     Each table is valid on its own; this checks the rules that tie options together (e.g.
     ``fairness`` needs ``metric`` "ndcg" or "dcg" and ``N >= 2``), after the settings table
     (:func:`objective_settings`) and a method's own sub-table are combined, at the cut-off ``k``.
+    A group fairness loss needs item groups, which only a fairness frontier with a ``protected``
+    table gives (``item_groups=True``).
 
     Raises
     ------
@@ -444,6 +438,12 @@ def check_objectives(
             chosen = method_settings(method, settings, params.get(name))
             if isinstance(chosen, PLRankSettings):
                 chosen.options(k)
+                if chosen.fairness in GROUP_FAIRNESS and not item_groups:
+                    raise ValueError(
+                        f"fairness={chosen.fairness!r} needs item groups, which comparisons do "
+                        "not take; draw its frontier with gbdt-plrank fairness and a protected "
+                        "table, or train with PLRankRanker.fit(..., item_groups=g)"
+                    )
         except ValueError as err:
             raise ConfigError(
                 f"the {OWN_OBJECTIVES[method.objective]} options of {name!r} "

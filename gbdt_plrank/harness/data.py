@@ -1,8 +1,8 @@
 """The datasets of a comparison: names in results, checks before training, loading.
 
-A data entry is a bundled dataset (``"mq2008"``), a folder with ``Fold1`` .. ``Fold5``
-subfolders, or a folder holding ``train.txt``, ``vali.txt`` and ``test.txt`` itself (one split,
-fold 1 only). Results name a dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where
+A data entry is a bundled dataset (``"mq2008"``; ``"mslr-sample"`` is one split, fold 1 only), a
+folder with ``Fold1`` .. ``Fold5`` subfolders, or a folder holding ``train.txt``, ``vali.txt`` and
+``test.txt`` itself (one split, fold 1 only). Results name a dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where
 ``<name>`` is the bundled name or the folder's name; :func:`family` recovers ``<name>``.
 """
 
@@ -14,13 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from .._schema import ConfigError
-from ..datasets import BUNDLED, LTRDataset, Split, load_dataset
+from ..datasets import BUNDLED, SINGLE_SPLIT, LTRDataset, Split, load_dataset
 
 __all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
 
 
 def _has_folds(data: str) -> bool:
-    return data in BUNDLED or any((Path(data) / f"Fold{i}").is_dir() for i in range(1, 6))
+    if data in BUNDLED:
+        return data not in SINGLE_SPLIT
+    return any((Path(data) / f"Fold{i}").is_dir() for i in range(1, 6))
 
 
 def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
@@ -32,6 +34,11 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
         Naming the entry and the rule it breaks.
     """
     for data in datasets:
+        if data in SINGLE_SPLIT and tuple(folds) != (1,):
+            raise ConfigError(
+                f"folds must be [1] for {data!r}, a bundled dataset of one split, "
+                f"but {list(folds)} is given."
+            )
         if data in BUNDLED:
             continue
         folder = Path(data)
@@ -69,7 +76,8 @@ def without_empty_queries(split: Split) -> Split:
     ptr = split.group_ptr
     relevant = np.maximum.reduceat(split.y, ptr[:-1]) > 0
     rows = np.repeat(relevant, np.diff(ptr))
-    return Split(split.X[rows], split.y[rows], split.qid[rows])
+    groups = None if split.item_groups is None else split.item_groups[rows]
+    return Split(split.X[rows], split.y[rows], split.qid[rows], groups)
 
 
 def load(data: str, fold: int, *, drop_empty_test_queries: bool) -> LTRDataset:

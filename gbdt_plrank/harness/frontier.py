@@ -4,24 +4,28 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
 
 - LambdaMART (XGBoost ``rank:ndcg``) and LambdaRank (LightGBM ``lambdarank``), deterministic
   rankers early-stopped on validation NDCG@k as a comparison does;
-- PL-Rank with the relevance objective, and with ``fairness="expected-exposure"`` for every
+- PL-Rank with the relevance objective, and with the configuration's ``fairness`` loss for every
   weight of the grid, early-stopped on the validation value of their own policy's objective,
-  expected NDCG@k minus the weight times EE-L
+  expected NDCG@k minus the weight times the loss
   (:attr:`~gbdt_plrank.PLRankObjective.expected_metric`): the ranking by score cannot see the
   scale of the margins, which sets how random the policy is;
 
-and evaluates on the test split (:mod:`.policy_eval`, per query): each fair PL-Rank policy as
-trained; every model (the fair ones too) as the Plackett-Luce policy :math:`\pi(m / (T\sigma))`
-for every temperature :math:`T` of the grid (post-hoc randomisation, or sharpening), where
-:math:`\sigma` is the root mean within-query variance of the model's margins on the
-*validation* split, so that one grid spans the same range,
-from nearly deterministic to nearly uniform, for every model and fold; the deterministic
-LambdaMART ranking;
-and the equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order,
-so that :math:`E = \epsilon`).
+and evaluates on the validation and the test split (:mod:`.policy_eval`, per query): each fair
+PL-Rank policy as trained; every model (the fair ones too) as the Plackett-Luce policy
+:math:`\pi(m / (T\sigma))` for every temperature :math:`T` of the grid (post-hoc
+randomisation, or sharpening), where :math:`\sigma` is the root mean within-query variance of
+the model's margins on the *validation* split, so that one grid spans the same range, from
+nearly deterministic to nearly uniform, for every model and fold; with a protected group
+(:mod:`.groups`), the three deterministic rankers also as
+:math:`\pi((m + b\sigma a) / (T\sigma))` for every group offset :math:`b`, where :math:`a_d`
+is 1 for the protected documents and 0 for the others (a post-hoc boost or demotion of a group,
+Singh and Joachims 2018); the deterministic LambdaMART ranking; and, on test, the
+equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order, so
+that :math:`E = \epsilon`). The validation values choose the policies the report compares
+(:mod:`.frontier_report`); the test values measure them.
 
-Every finished training (its test margins) and every finished evaluation (its per-query values)
-is written at once (:class:`FrontierStore`); a rerun skips what is there.
+Every finished training (its validation and test margins) and every finished evaluation (its
+per-query values) is written at once (:class:`FrontierStore`); a rerun skips what is there.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from .._fairness import GROUP_FAIRNESS
 from ..datasets import LTRDataset, Split
 from .data import check_data, dataset_label, load
 from .frontier_config import BASELINES, FrontierConfig
+from .groups import protected_rows, with_item_groups, without_item_groups
 from .policy_eval import (
     PolicyValues,
     evaluate_oracle,
@@ -60,6 +66,9 @@ ORACLE = "oracle"
 #: Seed of the evaluation's sampled rankings for run seed s: EVAL_SEED + s.
 EVAL_SEED = 1_000_003
 
+#: The splits every policy is evaluated on: validation (to choose) and test (to measure).
+SPLITS = ("vali", "test")
+
 
 class TrainingKey(NamedTuple):
     """One training: dataset label, curve, fairness weight (0 without fairness) and seed."""
@@ -71,12 +80,18 @@ class TrainingKey(NamedTuple):
 
 
 class EvalKey(NamedTuple):
-    """One evaluated policy: dataset label, curve, weight, temperature (0: as trained), seed."""
+    """One evaluated policy and split.
+
+    Dataset label, curve, weight, temperature (0: as trained), group offset, split (one of
+    :data:`SPLITS`) and seed.
+    """
 
     dataset: str
     curve: str
     weight: float
     temperature: float
+    offset: float
+    split: str
     seed: int
 
 
@@ -92,7 +107,8 @@ def _training_key(record: dict[str, Any]) -> TrainingKey:
 def _eval_key(record: dict[str, Any]) -> EvalKey:
     return EvalKey(
         record["dataset"], record["curve"], float(record["weight"]),
-        float(record["temperature"]), int(record["seed"]),
+        float(record["temperature"]), float(record["offset"]), record["split"],
+        int(record["seed"]),
     )
 
 
@@ -108,9 +124,10 @@ class FrontierStore:
 
     - ``settings.json``: :meth:`FrontierConfig.settings`; other settings are refused once
       results exist;
-    - ``margins/<name>.npy``: each training's test margins (written whole, then renamed);
+    - ``margins/<name>.<split>.npy``: each training's validation and test margins (each written
+      whole, then renamed);
     - ``trainings.jsonl``: one line per finished training (key, best round, seconds, the
-      validation scale of its margins, the margins file), written after its margins;
+      validation scale of its margins, the margins files), written after its margins;
     - ``evaluations.jsonl``: one line per finished evaluation, its per-query values.
     """
 
@@ -127,20 +144,23 @@ class FrontierStore:
             self.folder, settings, has_results=bool(self.trainings or self.evaluations)
         )
 
-    def add_training(self, key: TrainingKey, margins: np.ndarray, **info: Any) -> None:
-        """Store a training's test margins, then its line."""
-        name = f"{key.dataset.replace('/', '_')}__{key.curve}__w{key.weight:g}__s{key.seed}.npy"
-        path = self.folder / "margins" / name
-        partial = path.with_suffix(".partial.npy")
-        np.save(partial, np.asarray(margins, dtype=np.float64))
-        os.replace(partial, path)
-        record = {**key._asdict(), **info, "margins": f"margins/{name}"}
+    def add_training(self, key: TrainingKey, margins: dict[str, np.ndarray], **info: Any) -> None:
+        """Store a training's margins (split name -> margins), then its line."""
+        stem = f"{key.dataset.replace('/', '_')}__{key.curve}__w{key.weight:g}__s{key.seed}"
+        files = {}
+        for split, values in margins.items():
+            path = self.folder / "margins" / f"{stem}.{split}.npy"
+            partial = path.with_suffix(".partial.npy")
+            np.save(partial, np.asarray(values, dtype=np.float64))
+            os.replace(partial, path)
+            files[split] = f"margins/{path.name}"
+        record = {**key._asdict(), **info, "margins": files}
         append_line(self.trainings_path, json.dumps(record) + "\n")
         self.trainings[key] = record
 
-    def margins(self, key: TrainingKey) -> np.ndarray:
-        """The stored test margins of a finished training."""
-        return np.load(self.folder / self.trainings[key]["margins"])
+    def margins(self, key: TrainingKey, split: str) -> np.ndarray:
+        """The stored margins of a finished training on ``split`` (one of :data:`SPLITS`)."""
+        return np.load(self.folder / self.trainings[key]["margins"][split])
 
     def add_evaluation(self, key: EvalKey, values: PolicyValues) -> None:
         """Store one evaluation's per-query values."""
@@ -150,6 +170,9 @@ class FrontierStore:
             "ndcg": values.ndcg.tolist(),
             "ee_l": values.ee_l.tolist(),
             "disparity": values.disparity.tolist(),
+            "group_disparity": (
+                None if values.group_disparity is None else values.group_disparity.tolist()
+            ),
             "mc_mean": values.mc_mean,
             "mc_var": values.mc_var,
             "n_samples": values.n_samples,
@@ -165,7 +188,8 @@ class FrontierStore:
 class _Training:
     """One training of a frontier and the evaluations of its margins.
 
-    ``policy``: early-stopped on its policy's validation objective (the PL-Rank trainings).
+    ``policy``: early-stopped on its policy's validation objective (the PL-Rank trainings);
+    ``item_groups``: its objective takes the item groups (a group fairness loss).
     """
 
     key: TrainingKey
@@ -173,6 +197,7 @@ class _Training:
     params: dict[str, Any]
     evals: tuple[EvalKey, ...]
     policy: bool
+    item_groups: bool = False
 
 
 def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Training]:
@@ -180,25 +205,35 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
     methods = {**BASELINES, "plrank": config.plrank_method}
     for curve, method in methods.items():
         key = TrainingKey(label, curve, 0.0, seed)
-        evals = tuple(EvalKey(label, curve, 0.0, t, seed) for t in temps)
+        evals = tuple(
+            EvalKey(label, curve, 0.0, t, b, split, seed)
+            for t in temps for b in config.group_offsets for split in SPLITS
+        )
         if curve == "lambdamart":
-            evals += (EvalKey(label, DETERMINISTIC, 0.0, 0.0, seed),)
+            evals += tuple(EvalKey(label, DETERMINISTIC, 0.0, 0.0, 0.0, s, seed) for s in SPLITS)
         params = dict(config.params.get(method, {}))
         yield _Training(key, method, params, evals, policy=curve == "plrank")
+    groups = config.fairness in GROUP_FAIRNESS
     for w in config.fairness_weights:
         key = TrainingKey(label, FAIR, w, seed)
-        evals = tuple(EvalKey(label, FAIR, w, t, seed) for t in (0.0, *temps))
-        yield _Training(key, config.plrank_method, config.fair_options(w), evals, policy=True)
+        evals = tuple(
+            EvalKey(label, FAIR, w, t, 0.0, split, seed) for t in (0.0, *temps) for split in SPLITS
+        )
+        yield _Training(
+            key, config.plrank_method, config.fair_options(w), evals, policy=True,
+            item_groups=groups,
+        )
 
 
 def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, Any]:
-    """Train one job; its test margins and what the store records about it."""
+    """Train one job; its margins and what the store records about it."""
     fit = train(
-        job.method, data, k=config.k, seed=job.key.seed, trees=config.trees,
-        plrank=config.plrank, params=job.params,
+        job.method, data if job.item_groups else without_item_groups(data), k=config.k,
+        seed=job.key.seed, trees=config.trees, plrank=config.plrank, params=job.params,
     )
     info = {
-        "margins": fit.test_scores, "best_round": int(fit.best_round),
+        "margins": {"vali": fit.vali_scores, "test": fit.test_scores},
+        "best_round": int(fit.best_round),
         "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
         "scale": validation_scale(fit.vali_scores, data.vali),
     }
@@ -212,11 +247,13 @@ def _evaluate(
 ) -> PolicyValues:
     if key.curve == DETERMINISTIC:
         return evaluate_ranking(margins, split, k=config.k)
+    if key.offset:
+        margins = margins + key.offset * scale * protected_rows(split)
     # temperature 0: a fair policy as trained
     policy = margins / (key.temperature * scale) if key.temperature else margins
     return evaluate_policy(
         policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + key.seed,
-        n_jobs=config.trees.n_jobs,
+        n_jobs=config.trees.n_jobs, monte_carlo=key.split == "test",
     )
 
 
@@ -231,7 +268,10 @@ def _plan(
         for seed in range(config.seeds)
         for job in _trainings(config, label, seed)
     ]
-    oracles = [(data, fold, EvalKey(label, ORACLE, 0.0, 0.0, 0)) for data, fold, label in sources]
+    oracles = [
+        (data, fold, EvalKey(label, ORACLE, 0.0, 0.0, 0.0, "test", 0))
+        for data, fold, label in sources
+    ]
     return jobs, oracles
 
 
@@ -252,7 +292,8 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     Raises
     ------
     ConfigError
-        When a data entry is missing, or the folder holds results of other settings.
+        When a data entry is missing, the folder holds results of other settings, or the
+        protected group cannot be formed on a fold (:func:`.groups.with_item_groups`).
     """
     check_data(config.datasets, config.folds)
     store = FrontierStore(config.out, settings=config.settings())
@@ -264,9 +305,10 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     def dataset(data: str, fold: int) -> LTRDataset:
         if (data, fold) not in loaded:
             loaded.clear()
-            loaded[data, fold] = load(
-                data, fold, drop_empty_test_queries=config.drop_empty_test_queries
-            )
+            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
+            if config.protected is not None:
+                dataset = with_item_groups(dataset, config.protected)
+            loaded[data, fold] = dataset
         return loaded[data, fold]
 
     with tqdm(total=len(left), unit="training", disable=None) as bar:
@@ -275,11 +317,13 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
             if job.key not in store.trainings:
                 info = _fit(job, split, config)
                 store.add_training(job.key, info.pop("margins"), **info)
-            margins = store.margins(job.key)
             scale = float(store.trainings[job.key]["scale"])
-            for key in job.evals:
-                if key not in store.evaluations:
-                    store.add_evaluation(key, _evaluate(key, margins, scale, split.test, config))
+            for name in SPLITS:
+                margins = store.margins(job.key, name)
+                for key in (e for e in job.evals if e.split == name):
+                    if key not in store.evaluations:
+                        part = getattr(split, name)
+                        store.add_evaluation(key, _evaluate(key, margins, scale, part, config))
             bar.set_postfix_str(f"{job.key.dataset} {job.key.curve} w={job.key.weight:g}")
             bar.update()
     for data, fold, key in oracles:

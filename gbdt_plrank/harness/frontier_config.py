@@ -8,9 +8,12 @@
     k = 10                                 # metric cut-off, exposure cut-off, early stopping
     out = "runs/fairness"                  # default: runs/<name of the config file>
     plrank_method = "plrank-xgb"           # the PL-Rank method of both PL-Rank curves
-    fairness_weights = [0.1, 0.3, 1, 3, 10]
+    fairness = "group-disparity"           # the fair curve's loss and the report's measure
+    protected = {feature = 41, quantile = 0.5}   # item groups (group-disparity needs them)
+    fairness_weights = [0.3, 1, 3, 10]
     temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
-    n_samples = 1000                       # Monte-Carlo rankings per test query and policy
+    group_offsets = [-2, -1, 0, 1, 2]      # post-hoc offsets of the protected group (needs protected)
+    n_samples = 1000                       # Monte-Carlo rankings per query and policy
 
     [trees]                                # as in a comparison
     [plrank]                               # PL-Rank options of both PL-Rank curves
@@ -26,9 +29,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from .._schema import ConfigError, Schema, validate
+from .._fairness import FAIRNESS, GROUP_FAIRNESS
+from .._schema import ConfigError, Schema, one_of, validate
 from .config import (
     PLRankSettings,
     TreeSettings,
@@ -37,9 +41,10 @@ from .config import (
     objective_settings,
     read_config_table,
 )
+from .groups import ProtectedGroup
 from .methods import METHODS, PLRANK
 
-__all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
+__all__ = ["BASELINES", "MEASURES", "FrontierConfig", "load_frontier_config"]
 
 #: The deterministic rankers randomised post hoc: LambdaMART (XGBoost) and LambdaRank (LightGBM).
 BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
@@ -48,10 +53,21 @@ _PLRANK_METHODS = tuple(n for n, m in METHODS.items() if m.objective == PLRANK a
 
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Offset = Annotated[float, Field(allow_inf_nan=False)]
+
+#: The report's measure of each loss: the name of its per-query values in an evaluation.
+MEASURES = {"expected-exposure": "ee_l", "disparity": "disparity",
+            "group-disparity": "group_disparity"}
 
 
 class FrontierConfig(Schema):
-    """A frontier: data, the PL-Rank method, the fairness weights and the temperatures."""
+    """A frontier: data, the PL-Rank method, the fairness loss and weights, the post-hoc grids.
+
+    ``fairness`` is the fair curve's loss and the report's measure of fairness; ``protected``
+    gives every document an item group (:mod:`.groups`; needed by ``"group-disparity"``);
+    ``group_offsets`` (needs ``protected``) are the post-hoc offsets :math:`b` of the protected
+    group, in units of each model's validation spread, under every temperature.
+    """
 
     datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
     folds: _items(  # type: ignore[valid-type]
@@ -71,6 +87,13 @@ class FrontierConfig(Schema):
     temperatures: _items(  # type: ignore[valid-type]
         Temperature, rule="a non-empty list of distinct finite numbers > 0"
     ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
+    fairness: Literal[FAIRNESS] = Field(  # type: ignore[valid-type]
+        "expected-exposure", description=one_of(FAIRNESS)
+    )
+    protected: ProtectedGroup | None = Field(None, description="a table")
+    group_offsets: _items(  # type: ignore[valid-type]
+        Offset, rule="a non-empty list of distinct finite numbers"
+    ) = (0.0,)
     n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")
     trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
     plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
@@ -88,6 +111,26 @@ class FrontierConfig(Schema):
             )
         return value
 
+    @model_validator(mode="after")
+    def _groups_given(self) -> FrontierConfig:
+        if self.fairness in GROUP_FAIRNESS and self.protected is None:
+            raise ValueError(
+                f"fairness = {self.fairness!r} needs item groups: give protected = "
+                "{feature = F, quantile = q} (group 1: below the q-quantile of feature F on the "
+                "training split) or protected = {feature = F} (a column of group ids)"
+            )
+        if self.group_offsets != (0.0,) and self.protected is None:
+            raise ValueError(
+                f"group_offsets shift the protected group and need a protected table, but "
+                f"group_offsets = {list(self.group_offsets)} is given without one"
+            )
+        return self
+
+    @property
+    def measure(self) -> str:
+        """The name of the per-query values of the report's fairness measure (:data:`MEASURES`)."""
+        return MEASURES[self.fairness]
+
     @property
     def methods(self) -> tuple[str, ...]:
         """The comparison methods trained: the two baselines and the PL-Rank method."""
@@ -97,7 +140,7 @@ class FrontierConfig(Schema):
         """The PL-Rank method's native parameters with the fairness options of ``weight``."""
         native = dict(self.params.get(self.plrank_method, {}))
         native[PLRANK] = {
-            **native.get(PLRANK, {}), "fairness": "expected-exposure", "fairness_weight": weight,
+            **native.get(PLRANK, {}), "fairness": self.fairness, "fairness_weight": weight,
         }
         return native
 
@@ -111,6 +154,8 @@ class FrontierConfig(Schema):
             "drop_empty_test_queries": self.drop_empty_test_queries,
             "k": self.k,
             "n_samples": self.n_samples,
+            "fairness": self.fairness,
+            "protected": None if self.protected is None else self.protected.model_dump(),
         }
 
 
@@ -135,5 +180,8 @@ def load_frontier_config(
         )
     for weight in (0.0, *config.fairness_weights):
         options = {config.plrank_method: config.fair_options(weight)} if weight else config.params
-        check_objectives(config.methods, objective_settings(config.plrank), options, k=config.k)
+        check_objectives(
+            config.methods, objective_settings(config.plrank), options, k=config.k,
+            item_groups=config.protected is not None,
+        )
     return config

@@ -1,20 +1,37 @@
-"""The report of a fairness frontier: ``frontier.csv``, ``frontier.md`` and ``frontier.png``.
+r"""The report of a fairness frontier: ``frontier.csv``, ``frontier.md`` and ``frontier.png``.
 
-Each point (curve, fairness weight, temperature) of a data entry pools its evaluations over the
-folds (every test query once across the five LETOR folds), each query's values averaged over the
-seeds first. Its standard errors are over those queries (``*_se``), and, for the expected
-NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings (``ndcg_mc_se``).
+Each point (curve, fairness weight, temperature, group offset, split) of a data entry pools its
+evaluations over the folds (every query once across the five LETOR folds), each query's values
+averaged over the seeds first. Its standard errors are over those queries (``*_se``), and, for
+the expected NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings
+(``ndcg_mc_se``). The report's measure of fairness :math:`U` is the configuration's loss
+(:attr:`~.frontier_config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
+lower is fairer).
 
-The goal check: for each point of a post-hoc randomised deterministic ranker (LambdaMART,
-LambdaRank), the PL-Rank policy with the highest expected NDCG@k among those whose EE-L is at most
-that point's, compared query by query (:func:`.stats.paired`): the mean paired difference of
-expected NDCG@k, its standard error, and whether it is higher by more than that standard error;
-"not reached" when no PL-Rank policy is as fair. The PL-Rank policies are what a user of the fair
-objective can choose from: every trained fairness weight, each also under every temperature of the
-grid (the same post-hoc knob the deterministic rankers get), and random mixtures of two of them
-(:func:`_best_fair`). Against the randomised relevance-only PL-Rank, whose points are the weight-0
-policy under the same temperatures, only the fair policies as trained compete: does training for
-fairness beat randomising the relevance model?
+The goal check sets every post-hoc point against the trained fair policies, and the summary
+counts the verdicts on the *post-hoc envelope* apart. Post-hoc points are the deterministic
+rankers (LambdaMART, LambdaRank) and the relevance-only PL-Rank under every temperature and group
+offset; the envelope is those that no other post-hoc point beats on validation in both expected
+NDCG and :math:`U`. The fair policies are the trained
+fairness weights :math:`w > 0`, each as trained and under every temperature, and random mixtures
+of two of them (a mixture's exposure is the mixture of the two exposures: its expected NDCG is
+exactly the interpolation, its :math:`U`, convex in the exposure, at most the interpolation, which
+is the value used). For each post-hoc point two fair policies are chosen **on validation**
+(:func:`_best`):
+
+- *at no more unfairness*: the highest expected NDCG among those whose :math:`U` is at most the
+  point's;
+- *at no less NDCG*: the lowest :math:`U` among those whose expected NDCG is at least the
+  point's;
+
+and compared with it **on test**, query by query (:func:`.stats.paired`): the mean paired
+differences of expected NDCG and of :math:`U`, with their standard errors over queries. The
+other way round, each fair policy (every weight, as trained and under every temperature) is set
+against the post-hoc policies (and their mixtures) chosen for it on validation the same way:
+the most relevant at no more unfairness, the fairest at no less expected NDCG. Differences are
+always fair minus post hoc; a verdict (:data:`VERDICTS`) says whether the fair policy is better
+on test by more than a standard error in the compared measure without being worse by more than
+one in the other.
 """
 
 from __future__ import annotations
@@ -40,7 +57,7 @@ from .frontier import (
 from .frontier_config import FrontierConfig
 from .stats import paired
 
-__all__ = ["Comparison", "Point", "compare_points", "pool", "write_frontier_report"]
+__all__ = ["Comparison", "Match", "Point", "compare_points", "pool", "write_frontier_report"]
 
 #: The label of fair policies under a temperature (their points keep the curve name FAIR).
 TEMPERED = "plrank-fair+temperature"
@@ -49,58 +66,85 @@ TEMPERED = "plrank-fair+temperature"
 LABELS = {
     FAIR: "PL-Rank fair (fairness_weight grid)",
     TEMPERED: "PL-Rank fair + temperature",
-    "plrank": "PL-Rank relevance-only + temperature",
-    "lambdamart": "LambdaMART (XGBoost) + temperature",
-    "lambdarank": "LambdaRank (LightGBM) + temperature",
+    "plrank": "PL-Rank relevance-only + post hoc",
+    "lambdamart": "LambdaMART (XGBoost) + post hoc",
+    "lambdarank": "LambdaRank (LightGBM) + post hoc",
     DETERMINISTIC: "LambdaMART, deterministic",
     ORACLE: "equal-exposure oracle",
 }
 
+#: The per-query values of an evaluation, and the axis names of the fairness measures.
+METRICS = ("ndcg", "ee_l", "disparity", "group_disparity")
+AXIS = {
+    "ee_l": "EE-L (expected exposure loss, lower is fairer)",
+    "disparity": "relevance-proportional disparity (lower is fairer)",
+    "group_disparity": "group disparity (lower is fairer)",
+}
+
 CSV_COLUMNS = (
-    "dataset", "curve", "fairness_weight", "temperature", "queries", "seeds", "ndcg", "ndcg_se",
-    "ndcg_mc_se", "ee_l", "ee_l_se", "disparity", "disparity_se",
+    "dataset", "split", "curve", "fairness_weight", "temperature", "group_offset", "queries",
+    "seeds", "ndcg", "ndcg_se", "ndcg_mc_se", "ee_l", "ee_l_se", "disparity", "disparity_se",
+    "group_disparity", "group_disparity_se",
 )
+
+Values = dict[tuple[str, int], float]
 
 
 @dataclass(frozen=True)
 class Point:
-    """One pooled point of a data entry: per-query values (seeds averaged) and summaries."""
+    """One pooled point of a data entry and split: per-query values (seeds averaged).
+
+    ``values`` maps each of :data:`METRICS` that the evaluations hold to its per-query values,
+    keyed by (fold label, query id).
+    """
 
     dataset: str
+    split: str
     curve: str
     weight: float
     temperature: float
+    offset: float
     seeds: int
-    ndcg: dict[tuple[str, int], float]
-    ee_l: dict[tuple[str, int], float]
-    disparity: dict[tuple[str, int], float]
+    values: dict[str, Values]
     mc_se: float
 
+    @property
+    def ndcg(self) -> Values:
+        return self.values["ndcg"]
+
     @staticmethod
-    def _mean_se(values: dict[tuple[str, int], float]) -> tuple[float, float]:
+    def _mean_se(values: Values | None) -> tuple[float, float]:
+        if not values:
+            return math.nan, math.nan
         v = np.fromiter(values.values(), dtype=np.float64)
         return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
 
     def row(self) -> dict[str, object]:
         """The point's ``frontier.csv`` row."""
-        ndcg, ndcg_se = self._mean_se(self.ndcg)
-        ee_l, ee_l_se = self._mean_se(self.ee_l)
-        disparity, disparity_se = self._mean_se(self.disparity)
-        return {
-            "dataset": self.dataset, "curve": self.curve, "fairness_weight": self.weight,
-            "temperature": self.temperature, "queries": len(self.ndcg), "seeds": self.seeds,
-            "ndcg": ndcg, "ndcg_se": ndcg_se, "ndcg_mc_se": self.mc_se, "ee_l": ee_l,
-            "ee_l_se": ee_l_se, "disparity": disparity, "disparity_se": disparity_se,
+        out: dict[str, object] = {
+            "dataset": self.dataset, "split": self.split, "curve": self.curve,
+            "fairness_weight": self.weight, "temperature": self.temperature,
+            "group_offset": self.offset, "queries": len(self.ndcg), "seeds": self.seeds,
+            "ndcg_mc_se": self.mc_se,
         }
+        for metric in METRICS:
+            out[metric], out[f"{metric}_se"] = self._mean_se(self.values.get(metric))
+        return out
+
+
+def policy_name(point: Point) -> str:
+    """``"w=0.3"`` for a fair policy as trained, ``"w=0.3 T=0.5"`` under a temperature, and
+    ``"T=0.5 b=-1"`` for a post-hoc policy."""
+    if point.curve != FAIR:
+        name = f"T={point.temperature:g}"
+        return f"{name} b={point.offset:g}" if point.offset else name
+    name = f"w={point.weight:g}"
+    return f"{name} T={point.temperature:g}" if point.temperature else name
 
 
 def _series(point: Point) -> str:
     """The legend entry of a point: its curve, or TEMPERED for a fair policy under a temperature."""
     return TEMPERED if point.curve == FAIR and point.temperature else point.curve
-
-
-def _label(point: Point) -> str:
-    return LABELS[_series(point)]
 
 
 def _mc_se(records: Sequence[dict], weights: dict[str, int], total: int) -> float:
@@ -118,127 +162,246 @@ def _mc_se(records: Sequence[dict], weights: dict[str, int], total: int) -> floa
 def pool(store: FrontierStore, config: FrontierConfig) -> list[Point]:
     """The configuration's points, from the store's evaluations (others in the folder left out)."""
     wanted = set(planned_evaluations(config))
-    groups: dict[tuple[str, str, float, float], list[dict]] = {}
+    groups: dict[tuple[str, str, str, float, float, float], list[dict]] = {}
     for key, record in store.evaluations.items():
-        if key not in wanted:
-            continue
-        groups.setdefault((family(key.dataset), key.curve, key.weight, key.temperature), []).append(
-            record
-        )
+        if key in wanted:
+            where = (family(key.dataset), key.split, key.curve, key.weight, key.temperature,
+                     key.offset)
+            groups.setdefault(where, []).append(record)
     points = []
-    for (name, curve, weight, temperature), records in sorted(groups.items()):
-        sums: dict[str, dict[tuple[str, int], list[float]]] = {
-            m: {} for m in ("ndcg", "ee_l", "disparity")
-        }
+    for (name, split, curve, weight, temperature, offset), records in sorted(groups.items()):
+        sums: dict[str, dict[tuple[str, int], list[float]]] = {}
         for r in records:
-            for metric, table in sums.items():
+            for metric in METRICS:
+                if r.get(metric) is None:
+                    continue
+                table = sums.setdefault(metric, {})
                 for q, v in zip(r["qid"], r[metric]):
                     table.setdefault((r["dataset"], q), []).append(v)
         queries_per_fold = {r["dataset"]: len(r["qid"]) for r in records}
         means = {m: {q: float(np.mean(v)) for q, v in t.items()} for m, t in sums.items()}
         points.append(Point(
-            name, curve, weight, temperature, len({r["seed"] for r in records}),
-            means["ndcg"], means["ee_l"], means["disparity"],
-            _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
+            name, split, curve, weight, temperature, offset, len({r["seed"] for r in records}),
+            means, _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
         ))
     return points
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """A randomised baseline point against the best PL-Rank policy at least as fair.
+class Match:
+    """A fair policy chosen on validation for a post-hoc point, and its test comparison.
 
-    ``fair`` names that policy: one fair policy (``"w=0.3"`` as trained, ``"w=0 T=0.1"`` under a
-    temperature) or a random mixture of two (``"0.75 w=0.3 + 0.25 w=0.1"``); None, with NaN
-    figures, when none is as fair ("not reached"). ``fair_ee_l`` is the mixture's interpolated
-    EE-L, an upper bound of its own.
+    ``name``: one fair policy (``"w=0.3"`` as trained, ``"w=1 T=0.5"`` under a temperature) or a
+    random mixture of two (``"0.75 w=0.3 + 0.25 w=1"``). Test means of the fair policy
+    (``ndcg``, ``unfairness``; a mixture's unfairness is the interpolation, an upper bound) and
+    the mean paired differences fair minus post hoc over the test queries with their standard
+    errors; ``p_randomization`` is the paired randomization test's for expected NDCG.
+    """
+
+    name: str
+    ndcg: float
+    unfairness: float
+    ndcg_difference: float
+    ndcg_se: float
+    unfairness_difference: float
+    unfairness_se: float
+    p_randomization: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A policy against the policies of the other side chosen for it (module docstring).
+
+    ``side``: ``"post hoc"``, a post-hoc point against the fair policies, or ``"fair"``, a fair
+    policy against the post-hoc points. ``at_level``: the chosen policy of the other side at no
+    more unfairness than the fair one's side allows (validation): for a post-hoc base, the most
+    relevant fair policy at no more unfairness; for a fair base, the most relevant post-hoc
+    policy at no more unfairness. ``at_ndcg``: likewise the fairest at no less expected NDCG.
+    None when none qualifies on validation ("not reached"). Differences in the matches are fair
+    minus post hoc. ``envelope``: a post-hoc point on the post-hoc envelope (validation); True
+    for a fair base.
     """
 
     dataset: str
+    side: str
     curve: str
+    weight: float
     temperature: float
-    ee_l: float
+    offset: float
+    envelope: bool
     ndcg: float
-    fair: str | None
-    fair_ee_l: float
-    fair_ndcg: float
-    difference: float
-    se: float
-    p_randomization: float
+    unfairness: float
+    at_level: Match | None
+    at_ndcg: Match | None
 
     @property
     def verdict(self) -> str:
-        if self.fair is None:
+        """The fair policy at no more unfairness on test (:data:`VERDICTS`)."""
+        m = self.at_level
+        if m is None:
             return "not reached"
-        return "higher by > 1 s.e." if self.difference > self.se else "not higher by > 1 s.e."
+        if m.ndcg_difference <= m.ndcg_se:
+            return "not above"
+        return "above" if m.unfairness_difference <= m.unfairness_se else "more relevant, less fair"
+
+    @property
+    def fairer_verdict(self) -> str:
+        """The fair policy at no less expected NDCG on test (:data:`VERDICTS`)."""
+        m = self.at_ndcg
+        if m is None:
+            return "not reached"
+        if -m.unfairness_difference <= m.unfairness_se:
+            return "not above"
+        return "above" if m.ndcg_difference >= -m.ndcg_se else "fairer, less relevant"
 
 
-def _mean(values: dict, queries: Sequence) -> float:
+#: What a verdict says about the chosen fair policy on test.
+VERDICTS = {
+    "above": "better by more than one standard error in the compared measure, and not worse by "
+             "more than one in the other",
+    "more relevant, less fair": "higher expected NDCG by more than one standard error, but "
+                                "more unfair by more than one: the validation level did not hold",
+    "fairer, less relevant": "fairer by more than one standard error, but less relevant by more "
+                             "than one: the validation level did not hold",
+    "not above": "not better by more than one standard error",
+    "not reached": "no policy of the other side qualifies on validation (for a fair policy at "
+                   "no more unfairness: no post-hoc policy is as fair)",
+}
+
+
+def _mean(values: Values, queries: Sequence) -> float:
     return float(np.mean([values[q] for q in queries]))
 
 
-def policy_name(point: Point) -> str:
-    """``"w=0.3"`` for a fair policy as trained, ``"w=0.3 T=0.5"`` under a temperature."""
-    name = f"w={point.weight:g}"
-    return f"{name} T={point.temperature:g}" if point.temperature else name
+def _best(value: Sequence[float], cost: Sequence[float], level: float) -> dict[int, float] | None:
+    """The candidate, or random mixture of two, with the highest value at a cost <= ``level``.
 
-
-def _best_fair(
-    base: Point, fair: Sequence[Point], queries: Sequence
-) -> tuple[str, dict[int, float], float, float] | None:
-    """The fair policy with the highest mean NDCG on ``queries`` whose EE-L is at most base's.
-
-    Candidates: every point of ``fair``, and every random mixture of a fairer point ``a`` and a less
-    fair one ``b`` with the share of ``a`` set so that the interpolated EE-L equals base's. A
-    mixture's exposure is the same mixture of the two exposures, so its expected NDCG is exactly
-    the interpolation and its EE-L, convex in the exposure, at most the interpolation. Returns
-    (name, {fair point index: share}, interpolated EE-L, NDCG), or None when none is as fair.
+    A mixture of ``i`` (cost at most the level) and ``j`` (cost above it) takes the share of
+    ``i`` that puts the interpolated cost at the level. Returns {candidate index: share}, or
+    None when no candidate's cost is at most the level.
     """
-    level = _mean(base.ee_l, queries)
-    ee = [_mean(f.ee_l, queries) for f in fair]
-    nd = [_mean(f.ndcg, queries) for f in fair]
-    names = [policy_name(f) for f in fair]
-    options = [(nd[i], ee[i], names[i], {i: 1.0}) for i in range(len(fair)) if ee[i] <= level]
-    for i in range(len(fair)):
-        for j in range(len(fair)):
-            if ee[i] <= level < ee[j]:
-                share = (ee[j] - level) / (ee[j] - ee[i])
-                name = f"{share:.2f} {names[i]} + {1 - share:.2f} {names[j]}"
-                options.append((share * nd[i] + (1 - share) * nd[j], level, name,
+    options = [(value[i], {i: 1.0}) for i in range(len(value)) if cost[i] <= level]
+    for i in range(len(value)):
+        for j in range(len(value)):
+            if cost[i] <= level < cost[j]:
+                share = (cost[j] - level) / (cost[j] - cost[i])
+                options.append((share * value[i] + (1 - share) * value[j],
                                 {i: share, j: 1 - share}))
-    if not options:
-        return None
-    ndcg, ee_l, name, shares = max(options, key=lambda o: o[0])
-    return name, shares, ee_l, ndcg
+    return max(options, key=lambda o: o[0])[1] if options else None
 
 
-def compare_points(points: Sequence[Point]) -> list[Comparison]:
-    """The goal check of the module docstring, for every temperature point of every dataset.
+def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
+    """The name of a policy or mixture; a post-hoc policy's name starts with its curve."""
+    def name(p: Point) -> str:
+        return policy_name(p) if p.curve == FAIR else f"{p.curve} {policy_name(p)}"
 
-    Every mean is taken over the queries that the point and all fair points scored (all of them
-    once a run is complete).
+    if len(shares) == 1:
+        return name(points[next(iter(shares))])
+    return " + ".join(f"{s:.2f} {name(points[i])}" for i, s in shares.items())
+
+
+def _match(
+    base: Point, others: Sequence[Point], shares: dict[int, float], measure: str,
+    queries: Sequence, *, fair_base: bool,
+) -> Match:
+    """The test comparison of the mixture ``shares`` of ``others`` with ``base``, paired by query.
+
+    Differences are fair minus post hoc: ``others`` minus ``base``, or the reverse when the base
+    is the fair policy (``fair_base``).
+    """
+    mixed = {
+        metric: {q: sum(s * others[i].values[metric][q] for i, s in shares.items())
+                 for q in queries}
+        for metric in ("ndcg", measure)
+    }
+    sign = -1.0 if fair_base else 1.0
+    d = {m: sign * np.array([mixed[m][q] - base.values[m][q] for q in queries]) for m in mixed}
+    se = {m: float(v.std(ddof=1) / math.sqrt(v.size)) for m, v in d.items()}
+    fair, post = (base.ndcg, mixed["ndcg"]) if fair_base else (mixed["ndcg"], base.ndcg)
+    return Match(
+        _mixture_name(others, shares), _mean(mixed["ndcg"], queries),
+        _mean(mixed[measure], queries), float(d["ndcg"].mean()), se["ndcg"],
+        float(d[measure].mean()), se[measure],
+        paired({q: fair[q] for q in queries}, {q: post[q] for q in queries}).p_randomization,
+    )
+
+
+def _envelope(points: Sequence[Point], measure: str) -> set[tuple[str, float, float]]:
+    """(curve, T, b) of the points that no other point beats in both NDCG and the measure."""
+    means = [(_mean(p.ndcg, list(p.ndcg)), _mean(p.values[measure], list(p.ndcg))) for p in points]
+    return {
+        (p.curve, p.temperature, p.offset)
+        for p, (n, u) in zip(points, means)
+        if not any((n2 >= n and u2 <= u) and (n2 > n or u2 < u) for n2, u2 in means)
+    }
+
+
+def _aligned(vali: Sequence[Point], test: Sequence[Point]) -> tuple[list[Point], list[Point]]:
+    """The policies of ``test`` that ``vali`` also holds, in the same order on both splits."""
+    keys = {policy_name(p) + p.curve: p for p in vali}
+    pairs = [(keys[policy_name(p) + p.curve], p) for p in test if policy_name(p) + p.curve in keys]
+    return [v for v, _ in pairs], [t for _, t in pairs]
+
+
+def _against(
+    base: tuple[Point, Point], others: tuple[Sequence[Point], Sequence[Point]], measure: str, *,
+    fair_base: bool,
+) -> tuple[Match | None, Match | None, list]:
+    """Choose among ``others`` on validation for ``base`` (validation, test); compare on test.
+
+    Returns the match at no more unfairness, the match at no less expected NDCG, and the test
+    queries the base and every one of ``others`` scored.
+    """
+    (base_v, base_t), (others_v, others_t) = base, others
+    tq = [q for q in base_t.ndcg if all(q in o.ndcg for o in others_t)]
+    vq = [q for q in base_v.ndcg if all(q in o.ndcg for o in others_v)]
+    if not others_t or len(tq) < 2 or not vq:
+        return None, None, tq
+    nd = [_mean(o.ndcg, vq) for o in others_v]
+    un = [_mean(o.values[measure], vq) for o in others_v]
+    chosen = (
+        _best(nd, un, _mean(base_v.values[measure], vq)),
+        _best([-u for u in un], [-n for n in nd], -_mean(base_v.ndcg, vq)),
+    )
+    at_level, at_ndcg = (
+        None if c is None else _match(base_t, others_t, c, measure, tq, fair_base=fair_base)
+        for c in chosen
+    )
+    return at_level, at_ndcg, tq
+
+
+def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]:
+    """The goal check of the module docstring, for every post-hoc and every fair policy.
+
+    Each post-hoc point (``side="post hoc"``) against the fair policies; each fair policy
+    (``side="fair"``) against the post-hoc points (``at_level``: the most relevant post-hoc
+    policy at no more unfairness; ``at_ndcg``: the fairest at no less expected NDCG). Differences
+    are always fair minus post hoc. Means are over the queries of a split that the base and
+    every candidate scored (all of them once a run is complete).
     """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
-        tempered = [p for p in points if p.dataset == name and p.curve == FAIR]
-        trained = [p for p in tempered if not p.temperature]
-        for curve in TEMPERATURE_CURVES:
-            fair = trained if curve == "plrank" else tempered
-            for base in (p for p in points if p.dataset == name and p.curve == curve):
-                queries = [q for q in base.ndcg if all(q in f.ndcg for f in fair)]
-                best = _best_fair(base, fair, queries) if fair and len(queries) > 1 else None
-                level, value = _mean(base.ee_l, queries), _mean(base.ndcg, queries)
-                if best is None:
-                    out.append(Comparison(name, curve, base.temperature, level, value, None,
-                                          *[math.nan] * 5))
-                    continue
-                label, shares, fair_ee, fair_ndcg = best
-                mixed = {q: sum(w * fair[i].ndcg[q] for i, w in shares.items()) for q in queries}
-                d = np.array([mixed[q] - base.ndcg[q] for q in queries])
+        split = {
+            s: ([p for p in points if p.dataset == name and p.split == s
+                 and p.curve == FAIR and p.weight > 0],
+                [p for p in points if p.dataset == name and p.split == s
+                 and p.curve in TEMPERATURE_CURVES])
+            for s in ("vali", "test")
+        }
+        fair_v, fair_t = _aligned(split["vali"][0], split["test"][0])
+        post_v, post_t = _aligned(split["vali"][1], split["test"][1])
+        envelope = _envelope(post_v, measure)
+        for side, bases, others in (("post hoc", (post_v, post_t), (fair_v, fair_t)),
+                                    ("fair", (fair_v, fair_t), (post_v, post_t))):
+            for base_v, base_t in zip(*bases):
+                at_level, at_ndcg, tq = _against(
+                    (base_v, base_t), others, measure, fair_base=side == "fair"
+                )
+                key = (base_t.curve, base_t.temperature, base_t.offset)
                 out.append(Comparison(
-                    name, curve, base.temperature, level, value, label, fair_ee, fair_ndcg,
-                    float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size)),
-                    paired(mixed, base.ndcg).p_randomization,
+                    name, side, base_t.curve, base_t.weight, base_t.temperature, base_t.offset,
+                    side == "fair" or key in envelope, _mean(base_t.ndcg, tq),
+                    _mean(base_t.values[measure], tq), at_level, at_ndcg,
                 ))
     return out
 
@@ -260,58 +423,119 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str
     return lines
 
 
-def markdown(points: Sequence[Point], comparisons: Sequence[Comparison], command: str | None) -> str:
-    """``frontier.md``: every point, then the goal check per dataset."""
+def _summary(subsets: Sequence[tuple[str, Sequence[Comparison]]], measure: str) -> list[str]:
+    """The verdicts' counts and the figures of the "above" ones, per labelled subset."""
+    lines = []
+    for label, subset in subsets:
+        for what, verdict, attr, diff in (
+            (f"higher expected NDCG at no more {measure}", "verdict", "at_level",
+             "ndcg_difference"),
+            (f"lower {measure} at no less expected NDCG", "fairer_verdict", "at_ndcg",
+             "unfairness_difference"),
+        ):
+            counts = {v: sum(getattr(c, verdict) == v for c in subset) for v in VERDICTS}
+            above = [getattr(c, attr) for c in subset if getattr(c, verdict) == "above"]
+            line = (f"- {label}, {what}: "
+                    + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
+            if above:
+                best = max(above, key=lambda m: abs(getattr(m, diff)))
+                se = best.ndcg_se if attr == "at_level" else best.unfairness_se
+                spread = sorted(getattr(m, diff) for m in above)
+                line += (f"; where above, by {spread[0]:+.4f} to {spread[-1]:+.4f} (largest "
+                         f"{getattr(best, diff):+.4f}, s.e. {se:.4f})")
+            lines.append(line + ".")
+    return lines
+
+
+def _match_cells(m: Match | None, verdict: str, *, digits: int) -> list[object]:
+    if m is None:
+        return ["", "", "", "", "", verdict]
+    return [m.name, f"{m.ndcg:.4f}", f"{m.unfairness:.{digits}f}",
+            f"{m.ndcg_difference:+.4f} ({m.ndcg_se:.4f})",
+            f"{m.unfairness_difference:+.{digits}f} ({m.unfairness_se:.{digits}f})", verdict]
+
+
+def markdown(
+    points: Sequence[Point], comparisons: Sequence[Comparison], command: str | None, *,
+    measure: str,
+) -> str:
+    """``frontier.md``: per dataset the goal check's summary and table, then every test point."""
     lines = ["# Fairness frontier", ""]
     if command:
         lines += [f"`{command}`", ""]
+    digits = 5 if measure != "ee_l" else 4
     for name in dict.fromkeys(p.dataset for p in points):
+        mine = [c for c in comparisons if c.dataset == name]
+        queries = max((len(p.ndcg) for p in points if p.dataset == name and p.split == "test"),
+                      default=0)
+        lines += [f"## {name}", "", f"{queries} test queries; the fairness measure is {measure} "
+                  "(lower is fairer). Policies are chosen on validation and compared on test, "
+                  "paired by query (differences: fair minus post hoc, standard errors over "
+                  "queries).", ""]
+        post = [c for c in mine if c.side == "post hoc"]
+        fair = [c for c in mine if c.side == "fair"]
+        lines += _summary([
+            (f"Fair policies for the {sum(c.envelope for c in post)} points of the post-hoc "
+             "envelope", [c for c in post if c.envelope]),
+            (f"Fair policies for all {len(post)} post-hoc points", post),
+            (f"The {len(fair)} fair policies against the post-hoc points", fair),
+        ], measure)
+        lines += ["", "Verdicts (on test, for the policy chosen on validation): "
+                  + "; ".join(f"*{v}*: {text}" for v, text in VERDICTS.items()) + "."]
+        half = ["policy", "NDCG", measure, "NDCG diff (s.e.)", f"{measure} diff (s.e.)",
+                "verdict"]
+        for title, rows_of, first in (
+            ("The post-hoc envelope against the fair policies chosen for it",
+             [c for c in post if c.envelope], ["post hoc", "T", "b"]),
+            ("Each fair policy against the post-hoc policies chosen for it", fair,
+             ["fair", "w", "T"]),
+        ):
+            other = "fair" if first[0] == "post hoc" else "post hoc"
+            rows = [
+                [LABELS[c.curve], *((f"{c.temperature:g}", f"{c.offset:g}") if c.side ==
+                                    "post hoc" else (f"{c.weight:g}", f"{c.temperature:g}")),
+                 f"{c.ndcg:.4f}", f"{c.unfairness:.{digits}f}",
+                 *_match_cells(c.at_level, c.verdict, digits=digits),
+                 *_match_cells(c.at_ndcg, c.fairer_verdict, digits=digits)]
+                for c in rows_of
+            ]
+            lines += ["", f"### {title}", "", f"Columns after the first five: the {other} "
+                      f"policy at no more {measure}, then the one at no less NDCG; differences "
+                      "fair minus post hoc.", ""]
+            lines += _table(
+                [*first, "NDCG", measure, *[f"{h} (no more {measure})" for h in half],
+                 *[f"{h} (no less NDCG)" for h in half]], rows,
+            )
+        lines += ["", "### Every test point", "", "Mean over the pooled test queries (standard "
+                  "error over queries; for NDCG also the Monte-Carlo standard error).", ""]
         rows = []
-        for p in (p for p in points if p.dataset == name):
+        for p in (p for p in points if p.dataset == name and p.split == "test"):
             r = p.row()
             rows.append([
-                _label(p), f"{p.weight:g}" if p.curve == FAIR else "",
-                f"{p.temperature:g}" if p.temperature else "",
-                f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
-                f"{r['ee_l']:.4f} ({r['ee_l_se']:.4f})",
-                f"{r['disparity']:.5f} ({r['disparity_se']:.5f})", r["queries"],
+                LABELS[_series(p)], policy_name(p) if p.curve not in (DETERMINISTIC, ORACLE)
+                else "", f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
+                *(f"{r[m]:.5f} ({r[m + '_se']:.5f})" for m in METRICS[1:]), r["queries"],
             ])
-        lines += [f"## {name}", "", "Each cell: mean over the pooled test queries (standard error "
-                  "over queries; for NDCG also the Monte-Carlo standard error).", ""]
-        lines += _table(
-            ["policy", "fairness_weight", "temperature", "expected NDCG", "EE-L",
-             "disparity", "queries"], rows,
-        )
-        rows = [
-            [LABELS[c.curve], f"{c.temperature:g}", c.ee_l, c.ndcg,
-             c.fair or "", c.fair_ee_l, c.fair_ndcg,
-             "" if c.fair is None else f"{c.difference:+.4f} ({c.se:.4f})",
-             "" if c.fair is None else f"{c.p_randomization:.3g}", c.verdict]
-            for c in comparisons if c.dataset == name
-        ]
-        lines += ["", "Each randomised point against the PL-Rank policy with the highest "
-                  "expected NDCG among those with EE-L at most its own: a fair policy (a trained "
-                  "weight w, as trained or under a temperature T) or a random mixture of two "
-                  "(whose EE-L is at most the interpolated one); paired over queries. Against "
-                  "the randomised relevance-only PL-Rank (the w=0 policy under the same "
-                  "temperatures) only the fair policies as trained compete.", ""]
-        lines += _table(
-            ["randomised policy", "T", "EE-L", "expected NDCG", "fair policy", "fair EE-L",
-             "fair expected NDCG", "difference (s.e.)", "p (randomization)", "verdict"], rows,
-        )
+        lines += _table(["policy", "setting", "expected NDCG", "EE-L", "disparity",
+                         "group disparity", "queries"], rows)
         lines.append("")
     return "\n".join(lines)
 
 
 def _oracle_inside(ax: object, points: Sequence[Point], metric: str) -> None:
-    """Zoom on the policies; the oracle, far off at NDCG 1, is named in a corner instead."""
+    """Zoom on the policies; the oracle, far off at NDCG 1, is named in a corner instead.
+
+    The right edge is that of the policies without a group offset: offsets that make a policy
+    less fair than every one of those fall off the plot.
+    """
     rows = [p.row() for p in points if p.curve != ORACLE]
     oracle = [p.row() for p in points if p.curve == ORACLE]
     if not rows or not oracle:
         return
     xs, ys = [r[metric] for r in rows], [r["ndcg"] for r in rows]
-    pad_x, pad_y = 0.05 * (max(xs) - min(xs) or 1.0), 0.05 * (max(ys) - min(ys) or 1.0)
-    ax.set_xlim(min(xs) - pad_x, max(xs) + pad_x)  # type: ignore[attr-defined]
+    right = max(p.row()[metric] for p in points if p.curve != ORACLE and not p.offset)
+    pad_x, pad_y = 0.05 * (right - min(xs) or 1.0), 0.05 * (max(ys) - min(ys) or 1.0)
+    ax.set_xlim(min(xs) - pad_x, right + pad_x)  # type: ignore[attr-defined]
     ax.set_ylim(min(ys) - pad_y, max(ys) + pad_y)  # type: ignore[attr-defined]
     o = oracle[0]
     ax.text(  # type: ignore[attr-defined]
@@ -320,47 +544,55 @@ def _oracle_inside(ax: object, points: Sequence[Point], metric: str) -> None:
     )
 
 
-def plot_frontier(points: Sequence[Point], path: Path) -> None:
-    """Expected NDCG against EE-L (left) and the disparity (right), one row per data entry."""
+_STYLES = {
+    FAIR: {"color": "C3", "marker": "o", "linestyle": "-", "linewidth": 2},
+    TEMPERED: {"color": "C3", "marker": ".", "linestyle": "-", "linewidth": 0.8, "alpha": 0.35},
+    "plrank": {"color": "C1", "marker": "s", "linestyle": "--"},
+    "lambdamart": {"color": "C0", "marker": "^", "linestyle": "--"},
+    "lambdarank": {"color": "C2", "marker": "v", "linestyle": ":"},
+    DETERMINISTIC: {"color": "C0", "marker": "*", "markersize": 14, "linestyle": "none"},
+    ORACLE: {"color": "k", "marker": "D", "markersize": 8, "linestyle": "none"},
+}
+
+
+def plot_frontier(points: Sequence[Point], path: Path, *, measure: str) -> None:
+    """Expected NDCG against the fairness measure on test, one panel per data entry.
+
+    Post-hoc rankers: a line over the temperatures without offset, and small markers for the
+    group offsets; fair policies: a line over the weights as trained, thin lines under
+    temperatures.
+    """
     figure_module = require("matplotlib.figure", purpose="frontier.png")
     names = list(dict.fromkeys(p.dataset for p in points))
-    fig = figure_module.Figure(figsize=(11, 4.2 * len(names) + 0.9), layout="constrained")
-    axes = fig.subplots(len(names), 2, squeeze=False)
-    styles = {
-        FAIR: {"color": "C3", "marker": "o", "linestyle": "-", "linewidth": 2},
-        TEMPERED: {"color": "C3", "marker": ".", "linestyle": "-", "linewidth": 0.8,
-                   "alpha": 0.35},
-        "plrank": {"color": "C1", "marker": "s", "linestyle": "--"},
-        "lambdamart": {"color": "C0", "marker": "^", "linestyle": "--"},
-        "lambdarank": {"color": "C2", "marker": "v", "linestyle": ":"},
-        DETERMINISTIC: {"color": "C0", "marker": "*", "markersize": 14, "linestyle": "none"},
-        ORACLE: {"color": "k", "marker": "D", "markersize": 8, "linestyle": "none"},
-    }
-    for row, name in enumerate(names):
-        for col, (metric, label) in enumerate(
-            (("ee_l", "EE-L (expected exposure loss, lower is fairer)"),
-             ("disparity", "relevance-proportional disparity (lower is fairer)"))
-        ):
-            ax = axes[row, col]
-            for series, style in styles.items():
-                pts = sorted(
-                    (p for p in points if p.dataset == name and _series(p) == series),
-                    key=lambda p: (p.weight, p.temperature),
-                )
-                weights = dict.fromkeys(p.weight for p in pts) if series == TEMPERED else [None]
-                for i, weight in enumerate(weights):  # one line per weight under temperatures
-                    rows = [p.row() for p in pts if weight is None or p.weight == weight]
-                    ax.plot([r[metric] for r in rows], [r["ndcg"] for r in rows],
-                            label=LABELS[series] if i == 0 else None, **style)
-                if series == FAIR:
-                    for p, r in zip(pts, rows):
-                        ax.annotate(f"w={p.weight:g}", (r[metric], r["ndcg"]), fontsize=7,
-                                    textcoords="offset points", xytext=(4, 4))
-            _oracle_inside(ax, [p for p in points if p.dataset == name], metric)
-            ax.set(title=name, xlabel=label, ylabel="expected NDCG@10 (test)")
-            ax.grid(alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small")
+    fig = figure_module.Figure(figsize=(7, 4.6 * len(names) + 0.9), layout="constrained")
+    axes = fig.subplots(len(names), 1, squeeze=False)[:, 0]
+    for ax, name in zip(axes, names):
+        mine = [p for p in points if p.dataset == name and p.split == "test"]
+        for series, style in _STYLES.items():
+            pts = sorted((p for p in mine if _series(p) == series),
+                         key=lambda p: (p.weight, p.offset, p.temperature))
+            lines = sorted({p.weight for p in pts}) if series == TEMPERED else [None]
+            for i, weight in enumerate(lines):  # one line per weight under temperatures
+                rows = [p.row() for p in pts
+                        if (weight is None or p.weight == weight) and not p.offset]
+                ax.plot([r[measure] for r in rows], [r["ndcg"] for r in rows],
+                        label=LABELS[series] if i == 0 else None, **style)
+            shifted = [p.row() for p in pts if p.offset]
+            if shifted:
+                ax.plot([r[measure] for r in shifted], [r["ndcg"] for r in shifted],
+                        linestyle="none", marker=style["marker"], color=style["color"],
+                        markersize=3, alpha=0.4)
+            if series == FAIR:
+                for p in pts:
+                    r = p.row()
+                    ax.annotate(f"w={p.weight:g}", (r[measure], r["ndcg"]), fontsize=7,
+                                textcoords="offset points", xytext=(4, 4))
+        _oracle_inside(ax, mine, measure)
+        ax.set(title=f"{name} (small markers: group offsets, the least fair off the plot)"
+               if any(p.offset for p in mine) else name, xlabel=AXIS[measure], ylabel="expected NDCG@10 (test)")
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize="small")
     fig.savefig(path, dpi=120)
 
 
@@ -374,9 +606,10 @@ def write_frontier_report(
     out = Path(config.out)
     points = pool(store, config)
     _csv(points, out / "frontier.csv")
-    text = markdown(points, compare_points(points), command)
+    measure = config.measure
+    text = markdown(points, compare_points(points, measure=measure), command, measure=measure)
     if is_installed("matplotlib"):
-        plot_frontier(points, out / "frontier.png")
+        plot_frontier(points, out / "frontier.png", measure=measure)
     else:
         text += f"\nfrontier.png is not drawn: {missing_message('matplotlib', purpose='it')}\n"
     (out / "frontier.md").write_text(text, encoding="utf-8")

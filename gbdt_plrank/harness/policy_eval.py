@@ -8,7 +8,9 @@ query ids):
   DCG is 0), exact for the Monte-Carlo exposure :math:`\hat E` with the DCG rank weights, since
   DCG is linear in exposure: it is the mean NDCG@k of the sampled rankings;
 - EE-L (:func:`gbdt_plrank.metrics.expected_exposure_loss`) and the relevance-proportional
-  disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`). Both are quadratic in
+  disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`), and, when the split
+  has item groups, the group disparity (:func:`gbdt_plrank.metrics.group_disparity`, through
+  :meth:`~gbdt_plrank._evaluation.PolicyValue.fairness_loss`). All are quadratic in
   the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
   estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
@@ -18,6 +20,7 @@ query ids):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +45,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PolicyValues:
-    """Per query (in the order of ``qid``): expected NDCG@k, EE-L and disparity.
+    """Per query (in the order of ``qid``): expected NDCG@k, EE-L, disparity, group disparity.
+
+    ``group_disparity`` is None when the split has no item groups.
 
     ``mc_mean`` and ``mc_var`` are the mean and variance over the sampled rankings of the
     dataset-mean NDCG@k of each sample (0 variance for an exact evaluation); ``n_samples``
@@ -56,6 +61,7 @@ class PolicyValues:
     mc_mean: float
     mc_var: float
     n_samples: int
+    group_disparity: np.ndarray | None = None
 
 
 def _disparity(split: Split, exposure: np.ndarray) -> np.ndarray:
@@ -66,39 +72,58 @@ def _ee_l(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
     return expected_exposure_loss(split.y, exposure, split.qid, k=k, per_query=True)
 
 
+#: The group disparity with weight 1, measured by :class:`~gbdt_plrank._evaluation.PolicyValue`.
+_GROUP_DISPARITY = FairnessSpec("group-disparity", 1.0)
+
+
+def _value(split: Split, k: int, **options: object) -> PolicyValue:
+    """The evaluation of ``split`` at cut-off ``k``, measuring group disparity with item groups."""
+    fairness = None if split.item_groups is None else _GROUP_DISPARITY
+    return PolicyValue(RankingMetric("ndcg", k, "exp"), fairness, split, **options)
+
+
 def evaluate_policy(
-    margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int, n_jobs: int | None
+    margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int, n_jobs: int | None,
+    monte_carlo: bool = True,
 ) -> PolicyValues:
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
     ``n_samples`` (even) rankings per query in two halves, the draws of
     :class:`~gbdt_plrank._evaluation.PolicyValue` with ``seed``: their exposures give the values,
-    their NDCG@k the Monte-Carlo mean and variance.
+    their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of the cost:
+    the NDCG of every sampled ranking) the mean is that of the values and the variance NaN.
     """
-    ndcg_k = RankingMetric("ndcg", k, "exp")
-    value = PolicyValue(ndcg_k, None, split, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    value = _value(split, k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
+    ndcg_k = value.metric
     h = value.halves(margins)
     groups = resolve_groups(split.qid, split.y.shape[0])
-    per_sample = np.concatenate([
-        per_sample_metric(sample_policy(margins, groups, K=k, n_samples=n_samples // 2,
-                                        seed=seed, n_jobs=n_jobs, round_=r), split.y, ndcg_k)
-        for r in EVAL_ROUNDS
-    ])
+    ndcg_q = value.expected_metric(h.exposure)
+    mc_mean, mc_var = float(ndcg_q.mean()), math.nan
+    if monte_carlo:
+        per_sample = np.concatenate([
+            per_sample_metric(sample_policy(margins, groups, K=k, n_samples=n_samples // 2,
+                                            seed=seed, n_jobs=n_jobs, round_=r), split.y, ndcg_k)
+            for r in EVAL_ROUNDS
+        ])
+        mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
     return PolicyValues(
         np.unique(split.qid),
-        value.expected_metric(h.exposure),
+        ndcg_q,
         h.unbiased(lambda x: _ee_l(split, x, k)),
         h.unbiased(lambda x: _disparity(split, x)),
-        float(per_sample.mean()),
-        float(per_sample.var(ddof=1)),
+        mc_mean,
+        mc_var,
         n_samples,
+        None if value.fairness is None else h.unbiased(value.fairness_loss),
     )
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
+    value = _value(split, k, seed=0, n_jobs=None)
     return PolicyValues(
         np.unique(split.qid), ndcg_q, _ee_l(split, exposure, k),
         _disparity(split, exposure), float(ndcg_q.mean()), 0.0, 1,
+        None if value.fairness is None else value.fairness_loss(exposure),
     )
 
 
@@ -117,7 +142,7 @@ def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValue
 def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     """Exact values of the equal-exposure oracle: exposure = the target, ideal order of grades."""
     exposure = FairnessSpec.target(split.y, split.group_ptr, dcg_weights(k))
-    value = PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, seed=0, n_jobs=None)
+    value = _value(split, k, seed=0, n_jobs=None)
     return _exact_values(split, exposure, value.expected_metric(exposure), k)
 
 
