@@ -326,7 +326,10 @@ def main() -> None:
         "envelope of the reference (LambdaMART or PL-Rank w=0 under the temperature grid, "
         "linear between neighbouring temperatures, i.e. a random mixture) at the policy's EE-L, "
         "mean (standard error over queries); negative: dominated. 'chosen T': the temperature "
-        "(or as trained) of the best validation objective NDCG - w EE-L, read on both splits.", "",
+        "(or as trained) of the best validation objective NDCG - w EE-L, read on both splits. "
+        "'not reached': the policy is fairer than every point of the reference curve (its EE-L is "
+        "below the curve's smallest), so that reference does not dominate it. 'pooled': every "
+        "fold's queries together (each reference curve pooled per temperature).", "",
         "| fold | model | w | split | rounds | NDCG@10 | EE-L | gap vs LambdaMART+T | "
         "gap vs PL-Rank w=0+T | chosen T | NDCG@10 | EE-L | gap vs LambdaMART+T | "
         "gap vs PL-Rank w=0+T |",
