@@ -4,7 +4,8 @@ For every fold of MQ2008 asked for, this trains as a new user would,
 ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness="expected-exposure",
 fairness_weight=w)`` with the validation split as eval set and 50 rounds of early stopping on the
 policy's validation objective, for each weight ``w``; LambdaMART (XGBoost ``rank:ndcg``, the
-comparison harness's trees, early-stopped on validation NDCG@10); and, at the weights of
+comparison harness's trees, early-stopped on validation NDCG@10); the user's call at w = 0 is
+the PL-Rank reference (the relevance objective at train_K = K); and, at the weights of
 ``--probe-weights``, the variants that test the hypotheses of the issue (the Hessian mode, a
 smaller learning rate with more rounds, a larger N, no early stopping).
 
