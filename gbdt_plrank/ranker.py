@@ -410,10 +410,9 @@ class PLRankRanker(PolicyRanker):
         ValueError
             On an unknown backend or option, labels that are NaN or negative, lengths that
             differ, a group that is neither ids nor sizes, early stopping without eval set,
-            a ``temperature`` that is neither a finite number > 0 nor ``"validation"`` (which
-            needs an eval set), fairness options that break their rules (see ``fairness``), and
-            item groups given without group fairness, missing with it (for the training set or
-            an eval set), or of the wrong length, NaN, negative, non-integer or a single group.
+            fairness options that break their rules (see ``fairness``), and item groups
+            given without group fairness, missing with it (for the training set or an eval
+            set), or of the wrong length, NaN, negative, non-integer or a single group.
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
         temperature = self._checked_temperature(eval_set)
