@@ -43,8 +43,6 @@ from .metrics import dcg, ndcg, precision_at_k
 __all__ = [
     "EVAL_ROUNDS",
     "EVAL_SAMPLES",
-    "TEMPERATURES",
-    "TEMPERATURE_SAMPLES",
     "EvalSet",
     "ExpectedMetric",
     "Halves",
@@ -58,13 +56,6 @@ EVAL_ROUNDS = (2**62, 2**62 + 1)
 
 #: Rankings per query of an evaluation (two halves of 50).
 EVAL_SAMPLES = 100
-
-#: The temperatures, relative to a model's margins, :meth:`PolicyValue.best_temperature` compares
-#: (steps of about :math:`\sqrt{2}`).
-TEMPERATURES = (0.25, 0.35, 0.5, 0.7, 1.0, 1.4, 2.0, 2.8, 4.0)
-
-#: Rankings per query when a temperature is chosen (two halves of 500): done once per training.
-TEMPERATURE_SAMPLES = 1000
 
 
 @dataclass(frozen=True)
@@ -161,21 +152,6 @@ class PolicyValue:
             values -= self.fairness.weight * h.unbiased(self.fairness_loss)
         return values
 
-    def best_temperature(
-        self, margins: np.ndarray, *, mean: Callable[[np.ndarray], float] = np.mean
-    ) -> float:
-        r"""The temperature :math:`t` of :data:`TEMPERATURES` whose policy is worth the most.
-
-        .. math:: t^* = \arg\max_t \ \mathrm{mean}_q\, V_q(m / t),
-
-        :math:`V_q` the value of :meth:`per_query` (the same draws for every :math:`t`, so the
-        comparison is not blurred by independent noise); ties go to the temperature closest to
-        1 (the model as trained). ``mean`` averages over the queries (e.g. weighted).
-        """
-        closest_first = sorted(TEMPERATURES, key=lambda t: abs(np.log(t)))
-        values = [float(mean(self.per_query(margins / t))) for t in closest_first]
-        return closest_first[int(np.argmax(values))]
-
 
 def ranking_values(metric: RankingMetric, queries: Split, scores: np.ndarray) -> np.ndarray:
     """Per query: the metric@K of the ranking by descending score (:mod:`gbdt_plrank.metrics`)."""
@@ -253,15 +229,10 @@ class _BoosterMetric:
 
     def of(self, preds: np.ndarray, key: Any, fields: Any) -> float:
         """The value for the eval set ``key``, whose queries ``fields(key)`` reads on first sight."""
-        found = self._eval_set(key, fields)
-        return found.mean(self._value(found, found.scores(preds)))
-
-    def _eval_set(self, key: Any, fields: Any) -> EvalSet:
-        """The eval set ``key``, read by ``fields(key)`` on first sight."""
         found = self._sets.get(key)
         if found is None:
             found = self._sets.put(key, self._read(key, EvalSet.read(fields(key), gain=self.gain)))
-        return found
+        return found.mean(self._value(found, found.scores(preds)))
 
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
         """Hook: what a subclass adds to a newly read eval set ``key``."""
@@ -334,17 +305,3 @@ class ExpectedMetric(_BoosterMetric):
                 self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs,
             ))
         return policy.per_query(scores)
-
-    def best_temperature(self, preds: np.ndarray, data: Any) -> float:
-        """:meth:`PolicyValue.best_temperature` of the booster's margins ``preds`` of ``data``.
-
-        ``data`` is an eval set the booster reads (``xgboost.DMatrix``, ``lightgbm.Dataset``),
-        its queries weighted as in the evaluation; :data:`TEMPERATURE_SAMPLES` rankings per
-        query.
-        """
-        found = self._eval_set(data, backend_of_data(data).query_fields)
-        policy = PolicyValue(
-            self.metric, self.fairness, found.queries, n_samples=TEMPERATURE_SAMPLES,
-            seed=self.seed, n_jobs=self.n_jobs,
-        )
-        return policy.best_temperature(found.scores(preds), mean=found.mean)

@@ -192,30 +192,6 @@ class PLRankObjective(BoosterObjective):
         """
         return self._ranking
 
-    def best_temperature(self, preds: np.ndarray, data: Any) -> float:
-        r"""The temperature to divide the trained margins by, chosen on an eval set.
-
-        .. code-block:: python
-
-            booster = xgboost.train(params, dtrain, 300, obj=obj, evals=[(dvalid, "valid")],
-                                    custom_metric=obj.expected_metric, maximize=True,
-                                    early_stopping_rounds=50)
-            t = obj.best_temperature(booster.predict(dvalid, output_margin=True), dvalid)
-            policy_margins = booster.predict(dtest, output_margin=True) / t
-
-        ``preds`` are the booster's raw margins of ``data`` (an ``xgboost.DMatrix`` or
-        ``lightgbm.Dataset`` with its query groups, and its item groups for group fairness:
-        :meth:`set_item_groups`). Of the temperatures
-        :data:`~gbdt_plrank._evaluation.TEMPERATURES` (0.25 to 4), it returns the one whose
-        policy :math:`\pi_{m/t}` has the largest value of :attr:`expected_metric` (expected
-        metric@K minus the weighted fairness loss), from 1000 rankings per query, the same
-        draws for every :math:`t`; ties go to the temperature closest to 1.
-        A fair policy trained at a large ``fairness_weight`` tends to come out too flat, and its
-        own sharper version is both fairer and more relevant
-        (:doc:`/research/fairness-dominance`).
-        """
-        return self._expected.best_temperature(preds, data)
-
     def lgbm_ranker_metric(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
     ) -> tuple[str, float, bool]:

@@ -30,7 +30,6 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
-from ._evaluation import TEMPERATURE_SAMPLES, PolicyValue
 from ._fairness import checked_item_groups
 from ._groups import resolve_groups
 from ._objective import PLRankObjective
@@ -38,13 +37,7 @@ from ._options import PLRankOptions
 from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
 from ._run import STOPPING_METRICS, plrank_plan
 from ._threads import booster_threads
-from ._validation import (
-    X_RULES,
-    check_choice,
-    check_labels,
-    check_positive_int,
-    check_positive_number,
-)
+from ._validation import X_RULES, check_choice, check_labels, check_positive_int
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
 
@@ -240,15 +233,6 @@ class PLRankRanker(PolicyRanker):
         smooth in the margins, where the ranking's metric jumps from round to round and stops
         training at early noisy peaks, at the price of sampling the eval set's rankings every
         round.
-    temperature : float or "validation", default 1.0
-        The policy is that of the booster's margins divided by the temperature :math:`t`,
-        :math:`\pi(d) \propto e^{m(d)/t}` (a finite number > 0; the ranking by score is the
-        same). ``"validation"`` chooses :math:`t` after training, on the last eval set, from
-        0.25 to 4 (:meth:`gbdt_plrank.PLRankObjective.best_temperature`): the largest value of
-        the expected metric@K minus ``fairness_weight`` times the fairness loss, from 1000
-        rankings per query. A fair policy trained at a large weight tends to come out too flat,
-        so that a sharper version of itself is both fairer and more relevant
-        (:doc:`/research/fairness-dominance`). The chosen value is ``temperature_``.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
@@ -264,13 +248,10 @@ class PLRankRanker(PolicyRanker):
     ----------
     booster_ : xgboost.Booster or lightgbm.Booster
         The trained booster, holding exactly the rounds :meth:`predict` uses (up to the best
-        round under early stopping). Its raw predictions are :meth:`predict`'s times
-        ``temperature_``; it can be saved and loaded with the library's own functions.
+        round under early stopping). Its raw predictions are :meth:`predict`'s; it can be saved
+        and loaded with the library's own functions.
     best_iteration_ : int or None
         0-based best round under early stopping, else ``None``.
-    temperature_ : float
-        The temperature :meth:`predict` divides the booster's margins by (``temperature``, or
-        the one chosen on validation).
     evals_result_ : dict
         ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
         the i-th eval set (the second with ``stopping_metric="policy"``; empty without eval
@@ -327,7 +308,6 @@ class PLRankRanker(PolicyRanker):
         colsample_bytree: float | None = None,
         n_jobs: int | None = None,
         stopping_metric: str = "auto",
-        temperature: float | str = 1.0,
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> None:
@@ -353,7 +333,6 @@ class PLRankRanker(PolicyRanker):
         self.colsample_bytree = colsample_bytree
         self.n_jobs = n_jobs
         self.stopping_metric = stopping_metric
-        self.temperature = temperature
         self.random_state = random_state
         self.params = params
 
@@ -415,59 +394,9 @@ class PLRankRanker(PolicyRanker):
             set), or of the wrong length, NaN, negative, non-integer or a single group.
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        temperature = self._checked_temperature(eval_set)
-        self._train(
+        return self._train(
             BACKENDS[backend], settings, plan, X, y, group, eval_set, item_groups=item_groups
         )
-        if temperature == "validation":
-            assert eval_set  # checked above
-            temperature = self._validation_temperature(plan, len(eval_set) - 1, eval_set[-1])
-        self.temperature_ = temperature
-        return self
-
-    def _checked_temperature(self, eval_set: object) -> float | str:
-        """``temperature``: a finite number > 0, or ``"validation"`` with an eval set."""
-        if self.temperature == "validation":
-            if not eval_set:
-                raise ValueError(
-                    "temperature='validation' needs a validation set: pass "
-                    "eval_set=[(X_val, y_val, group_val)]."
-                )
-            return "validation"
-        try:
-            return check_positive_number("temperature", self.temperature)
-        except ValueError:
-            raise ValueError(
-                f"temperature must be a finite number > 0 or 'validation', but "
-                f"{self.temperature!r} is given."
-            ) from None
-
-    def _validation_temperature(self, plan: Plan, i: int, item: object) -> float:
-        """The temperature of the trained booster chosen on ``eval_set[i]`` (``temperature``)."""
-        split = self._eval_data(i, item)
-        margins = self._fitted_backend().margins(
-            self.booster_, split.X, n_threads=booster_threads(self.n_jobs)
-        )
-        value = PolicyValue(
-            self._options().judged, self._options().fairness_spec, split,
-            n_samples=TEMPERATURE_SAMPLES, seed=plan.objective.seed, n_jobs=self.n_jobs,
-        )
-        return value.best_temperature(margins)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The policy's log-scores: the booster's raw margins divided by ``temperature_``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Features, as in ``fit``.
-
-        Returns
-        -------
-        float64 array of shape (n_samples,)
-            :math:`m(d) / t`: higher ranks first within a query.
-        """
-        return super().predict(X) / self.temperature_
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective

@@ -392,14 +392,6 @@ def test_policy_stopping_is_refused_before_any_work():
         )
 
 
-def test_validation_temperature_is_refused_before_any_work():
-    X, y, qid = _data(n_queries=5)
-    with pytest.raises(ValueError, match=r"temperature='validation' is not supported on Dask"):
-        DaskPLRankRanker(temperature="validation").fit(
-            *_dask(X, y, qid, 20), eval_set=[_dask(X, y, qid, 20)]
-        )
-
-
 def test_default_early_stopping_watches_ndcg(client):
     """stopping_metric="auto" is "ndcg" on Dask: the default early-stops on the library's NDCG@K
     (where PLRankRanker's "auto" watches the policy, which Dask refuses)."""
@@ -418,13 +410,12 @@ def test_fit_predict_to_local(client, backend):
     # Both workers hold rows: XGBoost's metric over a cluster with an empty worker is not the
     # metric of the data (CI caught 0.7903 reported for a model whose NDCG@5 is 0.7868).
     Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
-    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, temperature=2.0,
-                              random_state=0)
+    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, random_state=0)
     ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)])
     scores = ranker.predict(Xa)
     assert isinstance(scores, da.Array)
     local = ranker.to_local()
-    assert type(local) is PLRankRanker and local.temperature_ == 2.0
+    assert type(local) is PLRankRanker
     np.testing.assert_array_equal(scores.compute(), local.predict(Xa.compute()))
     curve = ranker.evals_result_["valid_0"]["ndcg@5"]
     assert len(curve) == 5 and curve[-1] > curve[0]

@@ -16,10 +16,6 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from gbdt_plrank import plrank_objective
-from gbdt_plrank._evaluation import TEMPERATURE_SAMPLES, TEMPERATURES, PolicyValue
-from gbdt_plrank._fairness import FairnessSpec
-from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank.datasets import Split, load_dataset
 from gbdt_plrank.metrics import ndcg
 from gbdt_plrank.ranker import PLRankRanker
@@ -391,65 +387,6 @@ def test_bad_temperature_is_refused(fitted, mq, bad):
             call(X, n_samples=2, temperature=bad)
     with pytest.raises(ValueError, match=message):
         fitted.expected_metric(X, np.ones(5), n_samples=2, temperature=bad)
-
-
-def test_policy_value_best_temperature_by_hand():
-    """One query ranked right is best sharpest, ranked backwards best flattest; ties go to 1."""
-    y = np.array([2.0, 1.0, 0.0, 0.0])
-    queries = Split(None, y, np.zeros(4, dtype=np.int64))
-    value = PolicyValue(RankingMetric("ndcg", 2, "exp"), None, queries,
-                        n_samples=TEMPERATURE_SAMPLES, seed=0, n_jobs=1)
-    right = np.array([3.0, 2.0, 1.0, 0.0])
-    assert value.best_temperature(right) == min(TEMPERATURES)
-    assert value.best_temperature(-right) == max(TEMPERATURES)
-    assert value.best_temperature(np.zeros(4)) == 1.0  # every temperature is worth the same
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_validation_temperature_divides_the_margins_by_the_grids_best(mq, backend):
-    train, vali, _ = mq
-    ranker = PLRankRanker(
-        backend=backend, K=5, n_estimators=15, learning_rate=0.3, fairness="expected-exposure",
-        fairness_weight=3.0, temperature="validation", **FAST,
-    ).fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)])
-    assert ranker.temperature_ in TEMPERATURES
-    raw = PLRankRanker(backend=backend, temperature=1.0, **FAST)
-    raw.booster_, raw.n_features_in_, raw.temperature_ = ranker.booster_, vali.X.shape[1], 1.0
-    np.testing.assert_allclose(ranker.predict(vali.X) * ranker.temperature_, raw.predict(vali.X))
-    # the objective's own choice, for the raw API, is a temperature of the same grid
-    fixed = PLRankRanker(backend=backend, K=5, n_estimators=15, learning_rate=0.3,
-                         temperature=2.0, **FAST).fit(train.X, train.y, group=train.qid)
-    assert fixed.temperature_ == 2.0
-    raw.booster_ = fixed.booster_
-    np.testing.assert_allclose(fixed.predict(vali.X), raw.predict(vali.X) / 2.0)
-
-
-def test_objective_best_temperature_on_a_dmatrix(mq):
-    train, vali, _ = mq
-    obj = plrank_objective(K=5, N=10, fairness="expected-exposure", fairness_weight=3.0,
-                           n_jobs=1)
-    dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
-    dvalid = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
-    booster = xgboost.train({"base_score": 0.0, "eta": 0.3, "nthread": 1}, dtrain, 10, obj=obj)
-    preds = booster.predict(dvalid, output_margin=True)
-    chosen = obj.best_temperature(preds, dvalid)
-    assert chosen in TEMPERATURES
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec("expected-exposure", 3.0),
-                        Split(None, vali.y, vali.qid), n_samples=TEMPERATURE_SAMPLES,
-                        seed=obj.seed, n_jobs=1)
-    assert chosen == value.best_temperature(preds)
-
-
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), True, "auto", None])
-def test_bad_ranker_temperature_is_refused(mq, bad):
-    train, _, _ = mq
-    message = re.escape(
-        f"temperature must be a finite number > 0 or 'validation', but {bad!r} is given."
-    )
-    with pytest.raises(ValueError, match=message):
-        PLRankRanker(temperature=bad, **FAST).fit(train.X, train.y, group=train.qid)
-    with pytest.raises(ValueError, match="temperature='validation' needs a validation set"):
-        PLRankRanker(temperature="validation", **FAST).fit(train.X, train.y, group=train.qid)
 
 
 # --------------------------------------------------------------------------------------------

@@ -118,13 +118,6 @@ class DaskPLRankRanker(PLRankRanker):
         self
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        temperature = self._checked_temperature(eval_set)
-        if temperature == "validation":
-            raise ValueError(
-                "temperature='validation' is not supported on Dask: the policy's value of the "
-                "eval set would have to be gathered from the workers. Give a number, or choose "
-                "it with to_local().expected_metric(..., temperature=t) on a validation sample."
-            )
         if plan.item_groups is not None:
             raise ValueError(
                 f"fairness={self.fairness!r} is not supported on Dask: the item groups would "
@@ -165,11 +158,10 @@ class DaskPLRankRanker(PLRankRanker):
             evals.append(_queries(*item, where=f"eval_set[{i}]", gain=self.gain))
         self.n_features_in_ = int(data.X.shape[1])
         self._keep(train(backend, client, settings, data, evals, plan))
-        self.temperature_ = temperature
         return self
 
     def predict(self, X: Any) -> Any:
-        """Margins over ``temperature_``: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
+        """Raw margins: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
         self._fitted_backend()
@@ -178,13 +170,13 @@ class DaskPLRankRanker(PLRankRanker):
             raise ValueError(
                 f"X must have shape (n, {self.n_features_in_}) as in fit, but has shape {X.shape}."
             )
-        return margins(self.backend, self.booster_, X) / self.temperature_
+        return margins(self.backend, self.booster_, X)
 
     def to_local(self) -> PLRankRanker:
         """A fitted :class:`~gbdt_plrank.PLRankRanker` holding the same booster."""
         self._fitted_backend()
         local = PLRankRanker(**self.get_params())
         for name in ("n_features_in_", "booster_", "best_iteration_", "evals_result_",
-                     "feature_importances_", "temperature_"):
+                     "feature_importances_"):
             setattr(local, name, getattr(self, name))
         return local
