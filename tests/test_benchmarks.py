@@ -267,3 +267,36 @@ def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
     )
     assert [r["revision"] for r in rows] == ["HEAD", "WORKTREE"]
     assert rows[0]["identical"] and rows[0]["ratio"] == 1.0
+
+
+# --------------------------------------------------------------------------------------------
+# Fair policies against temperatures; the DELTR anchor
+# --------------------------------------------------------------------------------------------
+def test_fairness_dominance_envelope_interpolates_down_to_the_curves_floor() -> None:
+    from benchmarks.fairness_dominance import envelope
+
+    def point(ndcg: float, ee_l: float) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([ndcg, ndcg + 0.2]), np.array([ee_l, ee_l])
+
+    # EE-L falls from T=0.5 to its floor at T=2 and rises after: T=4 is never on the envelope
+    curve = {0.0: point(0.9, 2.0), 0.5: point(0.7, 1.0), 1.0: point(0.6, 0.6),
+             2.0: point(0.5, 0.5), 4.0: point(0.45, 0.55)}
+    np.testing.assert_allclose(envelope(curve, 0.8), 0.5 * curve[0.5][0] + 0.5 * curve[1.0][0])
+    np.testing.assert_allclose(envelope(curve, 0.52), 0.2 * curve[1.0][0] + 0.8 * curve[2.0][0])
+    np.testing.assert_allclose(envelope(curve, 1.5), curve[0.5][0])  # fairer than needed: sharpest
+    assert envelope(curve, 0.49) is None  # below the floor: the curve does not reach it
+
+
+def test_deltr_anchor_is_skipped_cleanly_without_fairsearchdeltr(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("fairsearchdeltr") is not None:
+        pytest.skip("fairsearchdeltr is installed here")
+    out = tmp_path / "deltr.md"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "deltr_anchor.py"), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "fairsearchdeltr is not installed: skipped" in proc.stdout
+    assert not out.exists()
