@@ -305,7 +305,8 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 def test_shipped_frontier_config_loads():
     config = load_frontier_config(CONFIGS / "fairness.toml")
-    assert config.datasets == ("mq2008", "mq2007-agg") and config.folds == (1, 2, 3, 4, 5)
+    assert config.datasets == ("mq2008",) and config.folds == (1, 2, 3, 4, 5)
+    assert config.drop_empty_queries and config.out == "benchmarks/results/fairness_ee"
     assert config.k == 10 and len(config.fairness_weights) >= 5 and len(config.temperatures) >= 5
     assert config.fairness == "expected-exposure" and config.protected is None
 
@@ -444,3 +445,31 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
     assert all(math.isfinite(float(r["group_disparity"])) for r in rows)
     text = (tmp_path / "out" / "frontier.md").read_text()
     assert "post-hoc envelope" in text and "group_disparity" in text
+
+
+def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Path, monkeypatch):
+    """With drop_empty_queries every split the frontier trains and stops on holds only queries
+    with a relevant document, as the test split it is judged on; the stored settings say so."""
+    data = write_tiny_letor(tmp_path / "tiny")
+    base = (f"datasets = [{str(data)!r}]\nk = 3\nfairness_weights = [0, 1]\ntemperatures = [1]\n"
+            "n_samples = 4\n[trees]\nrounds = 2\nn_jobs = 1\n[plrank]\nN = 4\n")
+    seen = []
+
+    def recording_train(name, dataset, **kwargs):
+        for split in (dataset.train, dataset.vali, dataset.test):
+            ptr = split.group_ptr
+            seen.append(bool((np.maximum.reduceat(split.y, ptr[:-1]) > 0).all()))
+        return train(name, dataset, **kwargs)
+
+    monkeypatch.setattr(frontier, "train", recording_train)
+    for drop in (False, True):
+        seen.clear()
+        config = tmp_path / f"drop_{drop}.toml"
+        config.write_text(f"out = {str(tmp_path / str(drop))!r}\n"
+                          f"drop_empty_queries = {str(drop).lower()}\n" + base)
+        assert main(["fairness", str(config)]) == 0
+        settings = json.loads((tmp_path / str(drop) / "settings.json").read_text())
+        assert settings.get("drop_empty_queries", False) is drop
+        train_vali = [s for i, s in enumerate(seen) if i % 3 != 2]
+        assert all(seen[2::3])  # the test split: drop_empty_test_queries
+        assert all(train_vali) is drop

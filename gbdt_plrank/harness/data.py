@@ -80,8 +80,17 @@ def without_empty_queries(split: Split) -> Split:
     return Split(split.X[rows], split.y[rows], split.qid[rows], groups)
 
 
-def load(data: str, fold: int, *, drop_empty_test_queries: bool) -> LTRDataset:
-    """Load fold ``fold`` of ``data``, optionally without the test queries lacking relevant ones."""
+def load(
+    data: str, fold: int, *, drop_empty_test_queries: bool, drop_empty_queries: bool = False
+) -> LTRDataset:
+    """Load fold ``fold`` of ``data``, optionally without the queries lacking relevant ones.
+
+    ``drop_empty_test_queries`` leaves them out of the test split, ``drop_empty_queries`` out of
+    the training and validation splits.
+    """
     dataset = load_dataset(data, fold=fold)
     test = without_empty_queries(dataset.test) if drop_empty_test_queries else dataset.test
-    return LTRDataset(dataset_label(data, fold), dataset.train, dataset.vali, test)
+    train, vali = dataset.train, dataset.vali
+    if drop_empty_queries:
+        train, vali = without_empty_queries(train), without_empty_queries(vali)
+    return LTRDataset(dataset_label(data, fold), train, vali, test)

@@ -305,7 +305,8 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     def dataset(data: str, fold: int) -> LTRDataset:
         if (data, fold) not in loaded:
             loaded.clear()
-            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
+            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries,
+                           drop_empty_queries=config.drop_empty_queries)
             if config.protected is not None:
                 dataset = with_item_groups(dataset, config.protected)
             loaded[data, fold] = dataset

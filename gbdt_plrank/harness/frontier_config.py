@@ -67,6 +67,12 @@ class FrontierConfig(Schema):
     gives every document an item group (:mod:`.groups`; needed by ``"group-disparity"``);
     ``group_offsets`` (needs ``protected``) are the post-hoc offsets :math:`b` of the protected
     group, in units of each model's validation spread, under every temperature.
+    ``drop_empty_queries`` leaves out the queries without a relevant document from the training
+    and validation splits too (the test split's follow ``drop_empty_test_queries``), so that
+    every model is trained, early-stopped and chosen on the kind of query it is judged on. The
+    relevance objectives have no gradient on such queries, but the expected exposure loss has
+    (its target there is uniform exposure), and training it on them flattens the policy on the
+    queries with relevant documents.
     """
 
     datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
@@ -78,6 +84,7 @@ class FrontierConfig(Schema):
     k: int = Field(10, ge=1, description="an integer >= 1")
     out: str = Field("runs/fairness", min_length=1, description="a non-empty string")
     drop_empty_test_queries: bool = Field(True, description="true or false")
+    drop_empty_queries: bool = Field(False, description="true or false")
     plrank_method: Literal[_PLRANK_METHODS] = Field(  # type: ignore[valid-type]
         "plrank-xgb", description=f"one of {', '.join(map(repr, _PLRANK_METHODS))}"
     )
@@ -152,6 +159,7 @@ class FrontierConfig(Schema):
             "plrank_method": self.plrank_method,
             "params": {m: self.params[m] for m in sorted(self.params)},
             "drop_empty_test_queries": self.drop_empty_test_queries,
+            **({"drop_empty_queries": True} if self.drop_empty_queries else {}),
             "k": self.k,
             "n_samples": self.n_samples,
             "fairness": self.fairness,
