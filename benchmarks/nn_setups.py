@@ -14,7 +14,7 @@ every candidate a little, alike.
 
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    python -m benchmarks.nn_setups --data mq2008 mq2007-agg --folds 1 2 3 4 5 \\
+    python -m benchmarks.nn_setups --data mq2008 mq2007-agg --folds 1,2,3,4,5 1,2 \\
         --out benchmarks/results/nn_setups.md
 """
 
@@ -99,14 +99,14 @@ def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds:
     return lines
 
 
-def report(done, datasets: list[str], k: int, folds: list[int], command: str, epochs: int,
+def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
            patience: int) -> str:
     defaults = nn.PLRankMLPRanker()
     parts = [
         "# The PL-Rank network's setups on validation", "",
         f"Command: `{command}`", "",
         __doc__.split("\n\n")[1].replace("\n", " "), "",
-        f"At most {epochs} epochs, patience {patience}, folds {folds}, seed 0, K = {k}. "
+        f"At most {epochs} epochs, patience {patience}, seed 0, K = {k}. "
         f"`defaults`: {defaults.n_layers} {defaults.activation} layers of {defaults.units} units, "
         f"{defaults.optimizer} at lr {defaults.lr:g}, {defaults.batch_size} queries a step, "
         f"N = {defaults.N}; each other setup changes what its name says. Validation NDCG@{k}: "
@@ -115,27 +115,32 @@ def report(done, datasets: list[str], k: int, folds: list[int], command: str, ep
         f"mean per-query difference with the defaults, its 95% CI, the randomization test's p "
         f"and verdict at 0.05. s: seconds per training.", "",
     ]
-    for data in datasets:
-        lines = table(done, data, k, folds)
+    for data, data_folds in folds.items():
+        lines = table(done, data, k, data_folds)
         if lines:
-            parts += [f"## {data}", "", *lines, ""]
+            parts += [f"## {data}, folds {data_folds}", "", *lines, ""]
     return "\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=["mq2008", "mq2007-agg"])
-    parser.add_argument("--folds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    parser.add_argument("--folds", nargs="+", default=["1,2,3,4,5", "1,2,3,4,5"],
+                        help="folds of each dataset, comma-separated, in the order of --data")
     parser.add_argument("--setups", nargs="+", choices=list(SETUPS), default=list(SETUPS))
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--patience", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/nn_setups.md"))
     args = parser.parse_args(argv)
+    if len(args.folds) != len(args.data):
+        parser.error(f"--folds needs one list per dataset ({len(args.data)}), "
+                     f"but {len(args.folds)} are given")
+    folds = {d: [int(f) for f in spec.split(",")] for d, spec in zip(args.data, args.folds)}
     log = args.out.with_suffix(".jsonl")
     done = {(r["data"], r["k"], r["name"], r["fold"]): r for r in harness.read_records(log)}
     for data_name in args.data:
-        for fold in args.folds:
+        for fold in folds[data_name]:
             data = load_dataset(data_name, fold=fold)
             for name in args.setups:
                 if (data_name, args.k, name, fold) in done:
@@ -148,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
                       f"{record['seconds']:.0f} s", flush=True)
     command = "python -m benchmarks.nn_setups " + shlex.join(sys.argv[1:] if argv is None else argv)
     args.out.write_text(
-        report(done, args.data, args.k, args.folds, command, args.epochs, args.patience),
+        report(done, folds, args.k, command, args.epochs, args.patience),
         encoding="utf-8",
     )
 
