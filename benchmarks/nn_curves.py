@@ -14,8 +14,8 @@ keep) and at the end.
 
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    python -m benchmarks.nn_curves --data mq2008 --folds 1 2 3 4 5 \\
-        --out benchmarks/results/neural/curves_mq2008.md
+    python -m benchmarks.nn_curves --data mq2008 mq2007-agg --folds 1,2,3,4,5 1 \\
+        --epochs 500 --rounds 1000 --out benchmarks/results/neural/learning_curves.md
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/neural/curves.md"))
+    parser.add_argument("--out", type=Path,
+                        default=Path("benchmarks/results/neural/learning_curves.md"))
     args = parser.parse_args(argv)
     if len(args.folds) != len(args.data):
         parser.error(f"--folds needs one list per dataset ({len(args.data)}), "
