@@ -97,7 +97,7 @@ def plot(done, datasets: list[str], folds: dict[str, list[int]], k: int, path: P
                 color = f"C{i + col}"
                 ax.plot(x, vali, color=color, label=f"{method} validation")
                 ax.plot(x, test, color=color, linestyle="--", label=f"{method} test")
-            ax.set(title=f"{data}, folds {folds[data]}: NDCG@{k}, no early stopping",
+            ax.set(title=f"{Path(data).name}, folds {folds[data]}: NDCG@{k}, no early stopping",
                    xlabel=unit, ylabel=f"NDCG@{k}")
             ax.grid(alpha=0.3)
             if ax.lines:
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         f"round where the fold-averaged validation curve is highest.", "",
     ]
     for data_name in args.data:
-        parts += [f"## {data_name}, folds {folds[data_name]}", "",
+        parts += [f"## {Path(data_name).name}, folds {folds[data_name]}", "",
                   *table(done, data_name, args.k, folds[data_name]), ""]
     args.out.write_text("\n".join(parts), encoding="utf-8")
 
