@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", nargs="+", default=["mq2008", "mq2007-agg"])
     parser.add_argument("--folds", nargs="+", default=["1,2,3,4,5", "1"],
                         help="folds of each dataset, comma-separated, in the order of --data")
+    parser.add_argument("--methods", nargs="+", choices=(NETWORK, *TREES),
+                        default=[NETWORK, *TREES], help="methods to train (the tables and the "
+                        "figure show every method of the log with all the folds)")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=1000)
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     for data_name in args.data:
         for fold in folds[data_name]:
             data = load(data_name, fold, drop_empty_test_queries=True)
-            for method in (NETWORK, *TREES):
+            for method in args.methods:
                 if (data_name, method, fold) in done:
                     continue
                 rounds = args.epochs if method == NETWORK else args.rounds
