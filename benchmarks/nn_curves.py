@@ -80,7 +80,7 @@ def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int,
 
 
 def plot(done, datasets: list[str], folds: dict[str, list[int]], k: int, path: Path) -> None:
-    """Rows: datasets; left the network over epochs, right the GBDTs over rounds."""
+    """Rows: datasets; left the network over epochs, right the GBDTs over rounds (if they ran)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(11, 3.8 * len(datasets)), layout="constrained")
@@ -97,11 +97,15 @@ def plot(done, datasets: list[str], folds: dict[str, list[int]], k: int, path: P
                 color = f"C{i + col}"
                 ax.plot(x, vali, color=color, label=f"{method} validation")
                 ax.plot(x, test, color=color, linestyle="--", label=f"{method} test")
-            ax.set(title=f"{Path(data).name}, folds {folds[data]}: NDCG@{k}, no early stopping",
-                   xlabel=unit, ylabel=f"NDCG@{k}")
+            if not ax.lines:  # no method of this panel ran on every fold
+                ax.set_axis_off()
+                continue
+            fold_list = ",".join(map(str, folds[data]))
+            ax.set(title=f"{Path(data).name}, folds {fold_list}", xlabel=unit,
+                   ylabel=f"NDCG@{k}")
             ax.grid(alpha=0.3)
-            if ax.lines:
-                ax.legend(fontsize="small")
+            ax.legend(fontsize="small")
+    fig.suptitle(f"NDCG@{k} without early stopping (solid: validation, dashed: test)")
     fig.savefig(path, dpi=110)
 
 

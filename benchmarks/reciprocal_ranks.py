@@ -4,7 +4,8 @@ MQ2007-agg's 21 features are the positions at which 21 input rankings place a do
 ranking that left the document out has no entry, which a sparse matrix holds as 0. Trees read an
 absent entry as missing and learn where to send it; a network reads it as the number 0, a
 position ahead of the first. With 1/r a missing rank is 0, behind every ranked position, and the
-order of the ranked positions is kept (reversed), so the trees' splits are the same. The
+order of the ranked positions is kept (reversed): trees can split them as before (XGBoost's
+histogram bins move a little, so its results do too). The
 folders (``Fold1`` .. ``Fold5`` with ``train.txt``, ``vali.txt``, ``test.txt``, the query ids of
 the bundled files) are read by ``gbdt-plrank compare --data FOLDER``.
 
