@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> None:
     figure = args.out.with_suffix(".png")
     plot(done, args.data, folds, args.k, figure)
     parts = [
-        "# Learning curves without early stopping", "", f"Command: `{command}`", "",
+        "# Learning curves without early stopping", "",
+        f"Last command: `{command}`. The tables cover every training of the log (the "
+        f"`.jsonl` file of the same name), whichever run added it.", "",
         __doc__.split("\n\n")[1].replace("\n", " "), "",
         f"Network: {args.epochs} epochs; trees: {args.rounds} rounds; seed 0; K = "
         f"{args.k}. Figure: `{figure.name}` (solid validation, dashed test). Peak: the epoch or "

@@ -104,7 +104,8 @@ def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
     defaults = nn.PLRankMLPRanker()
     parts = [
         "# The PL-Rank network's setups on validation", "",
-        f"Command: `{command}`", "",
+        f"Last command: `{command}`. The tables cover every training of the log (the "
+        f"`.jsonl` file of the same name), whichever run added it.", "",
         __doc__.split("\n\n")[1].replace("\n", " "), "",
         f"At most {epochs} epochs, patience {patience}, seed 0, K = {k}. "
         f"`defaults`: {defaults.n_layers} {defaults.activation} layers of {defaults.units} units, "
@@ -118,7 +119,7 @@ def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
     for data, data_folds in folds.items():
         lines = table(done, data, k, data_folds)
         if lines:
-            parts += [f"## {data}, folds {data_folds}", "", *lines, ""]
+            parts += [f"## {Path(data).name}, folds {data_folds}", "", *lines, ""]
     return "\n".join(parts)
 
 
