@@ -300,3 +300,46 @@ def test_deltr_anchor_is_skipped_cleanly_without_fairsearchdeltr(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "fairsearchdeltr is not installed: skipped" in proc.stdout
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------------------------
+# The network's benchmarks
+# --------------------------------------------------------------------------------------------
+def test_reciprocal_ranks_keep_absent_entries_absent(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import reciprocal_ranks
+    from gbdt_plrank.datasets import load_dataset
+
+    tiny = write_tiny_letor(tmp_path / "tiny")
+    reciprocal_ranks.main([str(tmp_path / "rr"), "--data", str(tiny)])
+    before, after = load_dataset(str(tiny)), load_dataset(str(tmp_path / "rr"), fold=3)
+    for a, b in zip((before.train, before.vali, before.test), (after.train, after.vali, after.test)):
+        np.testing.assert_array_equal(a.qid, b.qid)
+        np.testing.assert_array_equal(a.y, b.y)
+        x = a.X.tocsr(copy=True)
+        x.eliminate_zeros()
+        np.testing.assert_array_equal(x.indices, b.X.indices)
+        np.testing.assert_allclose(b.X.data, 1.0 / x.data, rtol=1e-6)
+
+
+def test_network_benchmarks_write_their_tables(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import nn_curves, nn_setups
+
+    tiny = str(write_tiny_letor(tmp_path / "tiny"))
+    setups = tmp_path / "setups.md"
+    nn_setups.main(["--data", tiny, "--folds", "1", "--setups", "defaults", "adam lr 0.003",
+                    "--epochs", "2", "--patience", "1", "--out", str(setups)])
+    text = setups.read_text()
+    assert "| defaults |" in text and "| adam lr 0.003 |" in text
+    curves = tmp_path / "curves.md"
+    nn_curves.main(["--data", tiny, "--folds", "1", "--epochs", "3", "--rounds", "2",
+                    "--out", str(curves)])
+    text = curves.read_text()
+    for method in (nn_curves.NETWORK, *nn_curves.TREES):
+        assert f"| {method} | 1 |" in text
+    records = [json.loads(line) for line in curves.with_suffix(".jsonl").read_text().splitlines()]
+    assert {len(r["test"]) for r in records} == {2, 3}
+    assert curves.with_suffix(".png").is_file()

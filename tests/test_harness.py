@@ -39,6 +39,7 @@ from gbdt_plrank.harness.data import (
 from gbdt_plrank.harness.report import markdown_report
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.store import RunKey
+from gbdt_plrank.metrics import ndcg
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 FAST = TreeSettings(rounds=4, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
@@ -94,7 +95,7 @@ def test_shipped_configs_load() -> None:
             continue
         config = load_config(path)
         assert config.methods
-        if path.stem == "headline":  # one seed, every query of both datasets, paired per query
+        if path.stem in ("headline", "neural"):  # one seed, every query of both datasets, paired
             assert config.folds == (1, 2, 3, 4, 5) and 10 in config.k
             assert set(config.datasets) == {"mq2008", "mq2007-agg"}
         else:
@@ -420,6 +421,27 @@ def test_callbacks_are_called_after_every_round(tiny: Path, name: str) -> None:
     data = load_dataset(str(tiny))
     fit = train(name, data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(), callbacks=[callback])
     assert len(rounds) == fit.curve.shape[0]
+
+
+@pytest.mark.parametrize("name", ["plrank-xgb", "lambdamart-xgb", "plrank-nn"])
+def test_test_curve_scores_the_test_split_without_changing_the_training(tiny: Path, name: str) -> None:
+    data = load_dataset(str(tiny))
+    trees = TreeSettings(rounds=6, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
+    plain = train(name, data, k=3, seed=0, trees=trees, plrank=PLRankSettings(N=20))
+    both = train(name, data, k=3, seed=0, trees=trees, plrank=PLRankSettings(N=20), test_curve=True)
+    assert plain.test_history is None
+    np.testing.assert_array_equal(both.test_scores, plain.test_scores)
+    assert both.best_round == plain.best_round
+    for metric, curve in plain.history.items():
+        np.testing.assert_array_equal(both.history[metric], curve)
+        assert both.test_history[metric].shape == curve.shape
+    at_best = both.test_history["ndcg@3"][both.best_round - 1]  # the test scores' round
+    assert at_best == pytest.approx(ndcg(data.test.y, both.test_scores, data.test.qid, k=3))
+
+
+def test_test_curve_is_refused_where_early_stopping_watches_every_eval_set(tiny: Path) -> None:
+    with pytest.raises(ValueError, match="'lambdarank-lgb' trains with lightgbm"):
+        train("lambdarank-lgb", load_dataset(str(tiny)), k=3, seed=0, trees=FAST, test_curve=True)
 
 
 def test_unknown_method_name_lists_the_allowed(tiny: Path) -> None:

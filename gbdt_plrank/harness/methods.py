@@ -68,7 +68,10 @@ METHODS: dict[str, Method] = {
         Method("plrank-xgb-nohess", "xgboost", PLRANK, "constant", baseline="plrank-xgb"),
         Method("plrank-lgb", "lightgbm", PLRANK, DEFAULT_HESSIAN, baseline="lambdarank-lgb"),
         Method("plrank-lgb-nohess", "lightgbm", PLRANK, "constant", baseline="plrank-lgb"),
-        Method("plrank-nn", "torch", PLRANK, baseline="plrank-xgb", references=("lambdamart-xgb",)),
+        Method(
+            "plrank-nn", "torch", PLRANK, baseline="plrank-xgb",
+            references=("plrank-xgb-nohess", "lambdamart-xgb"),
+        ),
         Method(
             "pirank-xgb", "xgboost", PIRANK, baseline="lambdamart-xgb", references=("plrank-xgb",)
         ),

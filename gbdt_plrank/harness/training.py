@@ -33,7 +33,11 @@ if TYPE_CHECKING:
     from ..datasets import LTRDataset
     from .config import TreeSettings
 
-__all__ = ["Fit", "train"]
+__all__ = ["TEST_CURVE_LIBRARIES", "Fit", "train"]
+
+#: The libraries whose early stopping watches the last eval set only, so that
+#: ``train(test_curve=True)`` can score the test split every round without stopping on it.
+TEST_CURVE_LIBRARIES = ("xgboost", "torch")
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class Fit:
     vali_scores : float array (n_vali,)
         Scores of the validation split's rows at ``best_round`` (e.g. to calibrate a
         temperature without looking at the test split).
+    test_history : dict or None
+        With ``train(test_curve=True)``: the test split's curves after each round, by the
+        names of ``history``; else ``None``.
     """
 
     curve: np.ndarray
@@ -67,6 +74,7 @@ class Fit:
     test_scores: np.ndarray
     train_seconds: float
     vali_scores: np.ndarray
+    test_history: dict[str, np.ndarray] | None = None
 
 
 def _plan(
@@ -107,6 +115,7 @@ def train(
     pirank: PiRankSettings | None = None,
     params: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
+    test_curve: bool = False,
 ) -> Fit:
     """Train method ``name`` with early stopping on validation and score the test split.
 
@@ -134,7 +143,13 @@ def train(
     callbacks : sequence, default ()
         The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
         ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
-        callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`).
+        callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`),
+        ``valid_1`` with ``test_curve``.
+    test_curve : bool, default False
+        Also score the test split after every round (``Fit.test_history``), to draw learning
+        curves; it plays no part in early stopping, which watches the last eval set, the
+        validation split (XGBoost's and the network's rule: the methods of other libraries
+        refuse it). The test scores and the best round are those without it.
 
     Returns
     -------
@@ -143,13 +158,20 @@ def train(
     Raises
     ------
     ValueError
-        When ``name`` is not a method.
+        When ``name`` is not a method, or with ``test_curve`` for a method whose library's
+        early stopping watches every eval set.
     MissingDependencyError
         When the method's library is not installed.
     """
     if name not in METHODS:
         raise ValueError(f"name must be one of {', '.join(METHODS)}, but {name!r} is given.")
     method = METHODS[name]
+    if test_curve and method.library not in TEST_CURVE_LIBRARIES:
+        raise ValueError(
+            f"test_curve needs a method whose early stopping watches the last eval set only "
+            f"(libraries {', '.join(TEST_CURVE_LIBRARIES)}), but {name!r} trains with "
+            f"{method.library}."
+        )
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
     plan = _plan(
@@ -159,11 +181,17 @@ def train(
     native.pop(method.objective, None)
     backend = BACKENDS[method.library]
     settings = trees.booster_settings(seed=seed, params=native)
-    trained = backend.train(settings, data.train, [data.vali], plan)
+    evals = [data.test, data.vali] if test_curve else [data.vali]
+    trained = backend.train(settings, data.train, evals, plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
     vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
-    history = {m: np.asarray(v) for m, v in trained.history[eval_name(0)].items()}
+    curves = [
+        {m: np.asarray(v) for m, v in trained.history[eval_name(i)].items()}
+        for i in range(len(evals))
+    ]
+    history = curves[-1]
     watched = plan.metrics[-1].name if plan.metrics else metric_name(k)
     return Fit(
-        history[metric_name(k)], history, watched, trained.rounds, scores, trained.seconds, vali
+        history[metric_name(k)], history, watched, trained.rounds, scores, trained.seconds, vali,
+        curves[0] if test_curve else None,
     )
