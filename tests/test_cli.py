@@ -47,6 +47,20 @@ def test_compare_writes_the_output_files(tmp_path: Path, tiny: Path, capsys) -> 
     assert "0 of 8 trainings to run" in capsys.readouterr().out
 
 
+def test_the_neural_comparison_runs_with_its_shipped_config(tmp_path: Path, tiny: Path,
+                                                            capsys) -> None:
+    """configs/neural.toml as shipped (its methods, the network among them), on tiny data."""
+    neural = DEMO.with_name("neural.toml")
+    out = tmp_path / "out"
+    flags = ["--data", str(tiny), "--folds", "1", "--seeds", "1", "--k", "3", "--rounds", "3",
+             "--n-jobs", "1", "--out", str(out)]
+    assert main(["compare", str(neural), *flags]) == 0
+    printed = capsys.readouterr().out
+    for method in ("plrank-nn", "plrank-xgb", "plrank-xgb-nohess", "lambdamart-xgb"):
+        assert f"| {method} |" in printed
+    assert "| plrank-nn | plrank-xgb |" in printed  # paired with its baseline
+
+
 def test_changed_settings_are_refused(tmp_path: Path, tiny: Path, capsys) -> None:
     out = tmp_path / "out"
     flags = fast_flags(tiny, out)
