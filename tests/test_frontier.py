@@ -305,7 +305,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 def test_shipped_frontier_config_loads():
     config = load_frontier_config(CONFIGS / "fairness.toml")
-    assert config.datasets == ("mq2008",) and config.folds == (1, 2, 3, 4, 5)
+    assert config.datasets == ("mq2008", "mq2007-agg") and config.folds == (1, 2, 3, 4, 5)
     assert config.drop_empty_queries and config.out == "benchmarks/results/fairness_ee"
     assert config.k == 10 and len(config.fairness_weights) >= 5 and len(config.temperatures) >= 5
     assert config.fairness == "expected-exposure" and config.protected is None
