@@ -178,7 +178,7 @@ def _summary(runs: dict[tuple[str, int], np.ndarray], seeds: list[int]) -> str:
         a = dict(enumerate(np.mean([runs[s.name, k] for k in done], axis=0)))
         b = dict(enumerate(np.mean([runs[s.baseline, k] for k in base], axis=0)))
         p = paired(a, b)
-        row += [f"{inside} of {len(done)}", f"{p.mean:+.4f} [{p.low:+.4f}, {p.high:+.4f}]",
+        row += [f"{inside} of {len(done)}", p.interval,
                 f"{p.p_randomization:.3f}", p.verdict]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)

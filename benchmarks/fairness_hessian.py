@@ -134,7 +134,7 @@ def report(done: dict, data: str, weights: list[float], command: str) -> str:
             cells.append(f"{v['rounds']:.0f}")
             if mode != "abs" and "abs" in pooled:
                 r = paired(v["objective"], pooled["abs"]["objective"])
-                cells += [f"{r.mean:+.4f} [{r.low:+.4f}, {r.high:+.4f}]",
+                cells += [r.interval,
                           f"{r.p_randomization:.3g}", r.verdict]
             else:
                 cells += ["", "", ""]

@@ -91,7 +91,7 @@ def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds:
                  f"{np.mean([r['expected'] for r in rs]):.4f}"]
         r = paired(pooled[name], pooled[REFERENCE]) if name != REFERENCE else None
         cells += ["", "", ""] if r is None else [
-            f"{r.mean:+.4f} [{r.low:+.4f}, {r.high:+.4f}]", f"{r.p_randomization:.3g}", r.verdict
+            r.interval, f"{r.p_randomization:.3g}", r.verdict
         ]
         cells += [f"{np.mean([r['best_epoch'] for r in rs]):.0f}",
                   f"{np.mean([r['seconds'] for r in rs]):.1f}"]

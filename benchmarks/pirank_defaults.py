@@ -144,7 +144,7 @@ def cell_table(done, data: str, library: str, k: int, folds: list[int]):
         for ref in (best, LAMBDAMART[library]):
             r = paired(pooled[name], pooled[ref]) if ref != name else None
             cells += ["", "", ""] if r is None else [
-                f"{r.mean:+.4f} [{r.low:+.4f}, {r.high:+.4f}]", f"{r.p_randomization:.3g}", r.verdict
+                r.interval, f"{r.p_randomization:.3g}", r.verdict
             ]
         cells += [f"{np.mean([r['best_round'] for r in runs[name]]):.0f}",
                   f"{np.mean([r['seconds'] for r in runs[name]]):.1f}"]

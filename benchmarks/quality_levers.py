@@ -357,7 +357,7 @@ def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
         if cand is None:
             continue
         vs = [paired(cand, b) for b in (base, ref) if b is not None]
-        cells = [f"{p.mean:+.4f} [{p.low:+.4f}, {p.high:+.4f}], {p.p_randomization:.2g}, "
+        cells = [f"{p.interval}, {p.p_randomization:.2g}, "
                  f"{p.verdict}" for p in vs]
         if name == REFERENCE:
             cells = [*cells[:1], ""]

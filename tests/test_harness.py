@@ -603,6 +603,7 @@ def test_paired_statistics_by_hand() -> None:
     assert r.p_t == pytest.approx(0.030466, abs=1e-6)
     assert r.p_randomization == pytest.approx(2 / 16)  # exact: every sign pattern
     assert r.verdict == "level"  # the randomization test decides, not the t-test
+    assert r.interval == f"+2.5000 [{2.5 - half:+.4f}, {2.5 + half:+.4f}]" == "+2.5000 [+0.4457, +4.5543]"
 
 
 def test_paired_verdicts_and_shared_queries() -> None:

@@ -53,6 +53,12 @@ class Paired:
     p_randomization: float
     verdict: str
 
+    @property
+    def interval(self) -> str:
+        """The mean difference and its 95% interval as the reports write them, e.g.
+        ``"+0.0012 [-0.0010, +0.0034]"``."""
+        return f"{self.mean:+.4f} [{self.low:+.4f}, {self.high:+.4f}]"
+
 
 def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float], *, seed: int = 0) -> Paired:
     """Compare per-query values ``a`` and ``b`` on the queries they share.
