@@ -198,20 +198,21 @@ class PLRankObjective(BoosterObjective):
         """:attr:`expected_metric` for ``LGBMRanker.fit(eval_metric=obj.lgbm_ranker_metric)``.
 
         LightGBM's scikit-learn wrapper passes the eval set's groups (sizes) to a metric of four
-        arguments. It does not say which eval set it scores, so it cannot find an eval set's
-        item groups: with group fairness it is refused.
+        arguments. It does not say which eval set it scores, so with group fairness only the
+        training set itself, whose item groups the objective has, can be scored this way.
 
         Raises
         ------
         ValueError
-            With group fairness.
+            With group fairness, for an eval set other than the training set.
         """
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
         if (self.fairness is not None and self.fairness.needs_item_groups
                 and self._expected.item_groups_of(y_true) is None):
             raise ValueError(
-                f"fairness={self.fairness.name!r} needs the item groups of each eval set, but "
+                f"fairness={self.fairness.name!r} needs the item groups of each eval set other "
+                f"than the training set, but "
                 f"LGBMRanker passes its eval metric only labels, scores, weights and group "
                 f"sizes, not which eval set they belong to. Use PLRankRanker(backend="
                 f"'lightgbm').fit(..., eval_set=[(X, y, group, item_groups)]), or "

@@ -166,14 +166,22 @@ def test_lgbm_ranker_takes_the_expected_metric(splits):
     assert ranker.best_iteration_ == int(np.argmax(curve)) + 1 == len(curve) - PATIENCE
 
 
-def test_lgbm_ranker_metric_with_group_fairness_is_refused_with_the_alternatives(splits):
-    """LGBMRanker does not say which eval set its metric scores, so item groups cannot be found."""
+def test_lgbm_ranker_metric_with_group_fairness_scores_the_training_set_only(splits):
+    """LGBMRanker does not say which eval set its metric scores: with group fairness the
+    training set (whose item groups the objective has) is scored, another one is refused."""
     train, vali = splits
     groups = (train.X[:, 0] < np.median(train.X[:, 0])).astype(np.int64)
     objective = plrank_objective(K=5, N=20, seed=3, fairness="group-disparity",
                                  item_groups=groups)
     ranker = lightgbm.LGBMRanker(objective=objective.lgbm_ranker, metric="None", n_estimators=3,
                                  num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1)
+    ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(train.X, train.y)],
+               eval_group=[train.group_sizes], eval_metric=objective.lgbm_ranker_metric)
+    curve = ranker.evals_result_["training"]["expected_ndcg@5-1*group_disparity"]
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec("group-disparity", 1.0),
+                        Split(train.X, train.y, train.qid, groups), seed=3, n_jobs=1)
+    margins = ranker.predict(train.X, raw_score=True)
+    assert curve[-1] == pytest.approx(float(value.per_query(margins).mean()))
     with pytest.raises(ValueError, match=r"LGBMRanker passes its eval metric only labels, scores"
                                          r".*PLRankRanker\(backend='lightgbm'\)"):
         ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(vali.X, vali.y)],

@@ -36,7 +36,7 @@ def _client() -> Any:
 def _dense_groups(item_groups: da.Array, where: str) -> da.Array:
     """Item groups checked by :func:`~gbdt_plrank._validation.check_item_groups`' rules, as
     float32 indices of their distinct values (exact in the booster's float32 row field)."""
-    ids = np.unique(item_groups.compute())
+    ids = da.unique(item_groups).compute()  # each partition's distinct ids, merged
     name = f"item_groups of the {where} (distinct values)"
     check_item_groups(ids, None, name=name)
     if ids.shape[0] > MAX_QUERIES:
