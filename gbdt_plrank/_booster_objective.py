@@ -8,7 +8,8 @@ Weights are per query (:func:`~gbdt_plrank._boosters.query_weights`): a query's 
 gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
 ``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
 normalised gains), the validated labels, group boundaries and weights are computed once per
-training set and cached.
+training set and cached; a set whose labels, weights or groups were changed in place
+(``set_label``, ``set_weight``) is read again.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class BoosterObjective:
         self._rho: np.ndarray | None = None
         self._labels: np.ndarray | None = None
         self._weights: np.ndarray | None = None
+        self._seen: QueryFields | None = None
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
@@ -72,9 +74,14 @@ class BoosterObjective:
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round; ``key`` identifies the training set (a new one refreshes the cache).
 
+        The cache is refreshed too when the set's labels, weights or groups differ from those it
+        was filled from (a set changed in place, e.g. by ``set_label``): one vectorised
+        comparison per round.
+
         ``keys`` are the queries' random-stream keys (default: their index in the groups).
         """
-        if self._training.get(key) is None:
+        if self._training.get(key) is None or not _same_fields(fields, self._seen):
+            self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
             y = check_labels(fields.labels, gain=self.metric.gain)
             self._ptr = check_group_ptr(fields.group_ptr, y.shape[0])
             self._weights = query_weights(fields._replace(group_ptr=self._ptr))
@@ -103,3 +110,15 @@ class BoosterObjective:
         ``keys``: the queries' stream keys, for objectives that sample (None: query indices).
         """
         raise NotImplementedError
+
+
+def _same_fields(fields: QueryFields, seen: QueryFields | None) -> bool:
+    """Whether ``fields`` hold the same labels, groups and weights as ``seen``."""
+    if seen is None:
+        return False
+    for now, then in zip(fields, seen):
+        if (now is None) != (then is None):
+            return False
+        if now is not None and not np.array_equal(np.asarray(now), then):
+            return False
+    return True

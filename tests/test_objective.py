@@ -228,6 +228,30 @@ def test_training_cutoff_names_bad_values(K, train_K, message):
         training_cutoff(K, train_K)
 
 
+def test_a_training_set_changed_in_place_is_seen(data):
+    """set_label / set_weight on a DMatrix the objective has seen: the next run trains on them."""
+    X, y, qid, sizes = data
+    obj = plrank_objective(K=5, N=20, seed=1)
+    dtrain = xgb.DMatrix(X, y, qid=qid)
+    xgb.train(XGB_PARAMS, dtrain, 3, obj=obj)
+    flipped = (y.max() - y).astype(np.float64)
+    dtrain.set_label(flipped)
+    seen = xgb.train(XGB_PARAMS, dtrain, 3, obj=obj).predict(xgb.DMatrix(X))
+    fresh = xgb.train(
+        XGB_PARAMS, xgb.DMatrix(X, flipped, qid=qid), 3, obj=plrank_objective(K=5, N=20, seed=1)
+    ).predict(xgb.DMatrix(X))
+    np.testing.assert_array_equal(seen, fresh)
+    # XGBoost keeps its quantile sketch (built with the weights) across set_weight, so the
+    # objective's output is compared here, not the models.
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=len(sizes)).astype(np.float32)
+    dtrain.set_weight(w)
+    preds = np.random.default_rng(3).normal(size=len(y))
+    grad, hess = obj(preds, dtrain)
+    plain = plrank_objective(K=5, N=20, seed=1)(preds, xgb.DMatrix(X, flipped, qid=qid, weight=w))
+    np.testing.assert_array_equal(grad, plain[0])
+    np.testing.assert_array_equal(hess, plain[1])
+
+
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 def test_per_query_weights_scale_each_querys_gradient_and_hessian(data, library):
     """One weight per query (XGBoost: per group; LightGBM: per row, equal within a query)."""
