@@ -132,7 +132,7 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
     ------
     ValueError
         When ``group`` is neither per-row ids (length ``n_rows``) nor sizes summing to
-        ``n_rows``, or holds missing ids or negative sizes.
+        ``n_rows``, or holds missing ids, or sizes below 1 (a query with no documents).
     """
     if group is None:
         return _from_sizes(np.array([n_rows], dtype=np.int64), n_rows)
@@ -154,9 +154,14 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
         g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g))
     )
     if is_int and g.size and g.min() >= 0 and int(g.sum()) == n_rows:
+        if g.min() == 0:
+            raise ValueError(
+                f"group sizes must be >= 1 (a query with no documents is not a query), but group "
+                f"{int(np.flatnonzero(g == 0)[0])} has size 0."
+            )
         return _from_sizes(g.astype(np.int64), n_rows)
     total = int(g.sum()) if is_int and g.size else "not a sum of sizes"
     raise ValueError(
-        f"group must be per-row query ids (length {n_rows}) or non-negative group sizes summing to "
+        f"group must be per-row query ids (length {n_rows}) or group sizes (>= 1) summing to "
         f"{n_rows}, but has length {g.shape[0]} and sum {total}."
     )

@@ -11,7 +11,7 @@ Arguments shared by every function:
 ``y_score`` : array-like ``(n,)``
     Scores, finite; higher ranks first.
 ``group`` : array-like or None
-    Per-row query ids (length ``n``, rows in any order), LightGBM-style group sizes (a
+    Per-row query ids (length ``n``, rows in any order), LightGBM-style group sizes (each ``>= 1``, a
     length other than ``n``, summing to ``n``), or ``None`` for one query; read by
     :func:`gbdt_plrank._groups.resolve_groups`.
 

@@ -160,14 +160,6 @@ def test_ties_follow_the_input_order_within_a_query_when_rows_are_interleaved():
     np.testing.assert_allclose(ndcg(y, s, qid, k=3, per_query=True), [expected, 1.0], atol=1e-12)
 
 
-def test_empty_query_from_a_zero_group_size():
-    y, s = np.array(A_Y), np.array(A_S)
-    np.testing.assert_allclose(
-        ndcg(y, s, [0, 4], k=2, per_query=True), [1.0, 7.0 / (7.0 + 3 * D2)], atol=1e-12
-    )
-    np.testing.assert_allclose(precision_at_k(y, s, [0, 4], k=2, per_query=True), [0.0, 0.5])
-
-
 # --------------------------------------------------------------------------------------------
 # A slow, obvious reference (Python lists, Python's stable sort) on random data with ties
 # --------------------------------------------------------------------------------------------
@@ -534,3 +526,18 @@ def test_a_million_documents_evaluate():
     elapsed = time.perf_counter() - start
     print(f"ndcg@10 of 10^6 documents in 10^4 queries: {elapsed:.3f} s")  # not asserted
     assert 0.0 < value < 1.0
+
+
+def test_an_empty_query_is_refused_by_every_metric_and_the_ranker():
+    """A group size of 0 is no query: one rule (a clear error) for the metrics and ``score``."""
+    from gbdt_plrank import PLRankRanker, metrics
+
+    y, s, sizes = np.array([1.0, 0.0, 2.0, 1.0]), np.array([0.3, 0.2, 0.1, 0.4]), [2, 0, 2]
+    message = r"group sizes must be >= 1 .* but group 1 has size 0"
+    for metric in (metrics.ndcg, metrics.mrr, metrics.precision_at_k):
+        with pytest.raises(ValueError, match=message):
+            metric(y, s, sizes)
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    ranker = PLRankRanker(n_estimators=1).fit(X, y, group=[2, 2])
+    with pytest.raises(ValueError, match=message):
+        ranker.score(X, y, group=sizes)

@@ -279,8 +279,10 @@ def test_sample_rankings(fitted, mq):
     assert [r.shape[1] for r in longer] == [int((qid == q).sum()) for q in first_seen]
     one_query = fitted.sample_rankings(X[:7], n_samples=3, K=2)
     assert len(one_query) == 1 and one_query[0].shape == (3, 2)
-    sizes = fitted.sample_rankings(X[:7], [3, 0, 4], n_samples=3)  # an empty query included
-    assert [r.shape for r in sizes] == [(3, 3), (3, 0), (3, 4)]
+    with pytest.raises(ValueError, match="group 1 has size 0"):  # an empty query is no query
+        fitted.sample_rankings(X[:7], [3, 0, 4], n_samples=3)
+    sizes = fitted.sample_rankings(X[:7], [3, 4], n_samples=3)
+    assert [r.shape for r in sizes] == [(3, 3), (3, 4)]
     assert sorted(np.concatenate([r[0] for r in sizes])) == list(range(7))
 
 
