@@ -73,6 +73,22 @@ def _first_bad_line(path: Path) -> tuple[int, str] | None:
     return None
 
 
+def _non_finite(path: Path) -> ValueError:
+    """The error for the first line of ``path`` holding a label or feature value not finite."""
+    with _open_text(path) as fh:
+        for number, line in enumerate(fh, start=1):
+            text = line.split("#", 1)[0].split()
+            for token in text:
+                field, _, value = token.rpartition(":") if ":" in token else ("", "", token)
+                if field != "qid" and not np.isfinite(float(value)):
+                    what = f"feature {field} is {value}" if field else f"label is {value}"
+                    return ValueError(
+                        f"{path}: line {number} ({line.rstrip(chr(10))[:80]!r}): {what}; labels "
+                        f"and feature values must be finite."
+                    )
+    return ValueError(f"{path}: a label or feature value is not finite.")
+
+
 def _malformed(path: Path, reason: str, found: tuple[int, str] | None) -> ValueError:
     """The error for ``path``, naming ``found`` (its first bad line and text) when known."""
     where = f"line {found[0]} ({found[1][:80]!r})" if found else "a line"
@@ -108,7 +124,8 @@ def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
         When a file is missing.
     ValueError
         When a line is not ``<label> qid:<integer> <index>:<value> ...`` (naming the file, the
-        line and the format), or the rows of a query are not contiguous.
+        line and the format), holds a label or feature value that is not finite (naming the
+        file, the line and the feature), or the rows of a query are not contiguous.
     """
     from sklearn.datasets import load_svmlight_files  # 2 s to import: only when reading files
 
@@ -129,6 +146,8 @@ def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
         qid = np.asarray(qid, dtype=np.int64)
         if qid.shape[0] != X.shape[0]:  # scikit-learn skips the qid of a line without one
             raise _malformed(p, "every document needs a qid", _first_bad_line(p))
+        if not (np.isfinite(X.data).all() and np.isfinite(y).all()):
+            raise _non_finite(p)
         _check_contiguous(p, qid)
         out.append(_by_query(Split(X.tocsr(), np.asarray(y, dtype=np.float64), qid)))
     return out

@@ -187,3 +187,15 @@ def test_mslr_sample_is_bundled_as_one_split() -> None:
     with pytest.raises(ValueError, match="fold must be 1 for 'mslr-sample', a bundled dataset of "
                                          "one split, but 2 is given"):
         load_dataset("mslr-sample", fold=2)
+
+
+@pytest.mark.parametrize(
+    ("line", "what"), [("1 qid:2 1:0.5 2:inf", "feature 2 is inf"), ("nan qid:2 1:0.5", "label is nan")]
+)
+def test_a_non_finite_value_names_the_file_the_line_and_the_feature(tmp_path, line, what):
+    _write(tmp_path / "train.txt", ["1 qid:1 1:0.5", "0 qid:1 1:0.1"])
+    _write(tmp_path / "vali.txt", ["# a comment", "1 qid:2 1:0.5 # doc", line, "0 qid:2 1:0.2"])
+    _write(tmp_path / "test.txt", ["1 qid:3 1:0.5"])
+    with pytest.raises(ValueError) as info:
+        load_dataset(tmp_path)
+    assert f"{tmp_path / 'vali.txt'}: line 3 ({line!r}): {what}" in str(info.value)
