@@ -122,3 +122,33 @@ def test_deterministic_logger_leaves_rows_unseen():
     log = simulate_clicks([np.tile(np.arange(6), (500, 1))], y, top_k=3, seed=0)
     r = click_rewards(log, 6, position_bias=1.0 / np.arange(1, 4))
     assert np.all(r[3:] == 0.0)
+
+
+def test_early_stopping_on_validation_rewards():
+    """Rewards of validation queries serve as eval_set labels (gain="linear") as labels do."""
+    from gbdt_plrank.datasets import load_dataset
+    from gbdt_plrank.ranker import PLRankRanker
+
+    data = load_dataset("mq2008")
+    fast = {"N": 10, "n_jobs": 1, "random_state": 0}
+
+    def head(split, n):
+        rows = int(split.group_ptr[n])
+        return split.X[:rows], split.y[:rows], split.qid[:rows]
+
+    (X, y, qid), (Xv, yv, qv) = head(data.train, 30), head(data.vali, 15)
+    logger = PLRankRanker(n_estimators=5, **fast).fit(X, y, group=qid)
+    theta = 1.0 / np.arange(1, 6)
+
+    def rewards(X_, y_, q_, seed):
+        log = simulate_clicks(logger.sample_rankings(X_, q_, n_samples=50, K=5, random_state=seed),
+                              y_, top_k=5, seed=seed)
+        return click_rewards(log, y_.size, position_bias=theta, qid=q_)
+
+    r, rv = rewards(X, y, qid, 1), rewards(Xv, yv, qv, 2)
+    ranker = PLRankRanker(gain="linear", n_estimators=200, learning_rate=0.3,
+                          stopping_metric="ranking", **fast)
+    ranker.fit(X, r, group=qid, eval_set=[(Xv, rv, qv)], early_stopping_rounds=3)
+    assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
+    history = next(iter(next(iter(ranker.evals_result_.values())).values()))
+    assert len(history) == ranker.best_iteration_ + 4
