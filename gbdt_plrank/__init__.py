@@ -14,6 +14,7 @@ keeps spinning: the import warns then.
 
 from . import (
     _threads,  # noqa: F401  (first: it sets OMP_WAIT_POLICY before any booster loads)
+    clicks,
     datasets,
     metrics,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "PLRankOptions",
     "PLRankRanker",
     "PiRankObjective",
+    "clicks",
     "dataset_ndcg",
     "datasets",
     "load_dataset",

@@ -43,4 +43,5 @@ def test_every_public_name_is_in_the_api_reference() -> None:
     names = [f"gbdt_plrank.{n}" for n in gbdt_plrank.__all__]
     names += [f"gbdt_plrank.dask.{n}" for n in dask_api.__all__]
     names += [f"gbdt_plrank.nn.{n}" for n in nn_api.__all__]
+    names += [f"gbdt_plrank.clicks.{n}" for n in gbdt_plrank.clicks.__all__]
     assert [n for n in names if not re.search(rf"{re.escape(n)}\b", text)] == []
