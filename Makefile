@@ -31,6 +31,7 @@ lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configura
 
 docs: $(STAMP) ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
 	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
+	$(BIN)/python docs/check_site.py site
 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
 	$(BIN)/python benchmarks/bench_round.py
