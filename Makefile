@@ -29,7 +29,17 @@ test: $(STAMP) ## run the whole test suite
 lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
 	$(BIN)/ruff check gbdt_plrank tests benchmarks docs
 
-docs: $(STAMP) ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
+# MathJax served from the site itself, so that the math renders with no network (npm fetches it once).
+MATHJAX_VERSION := 3.2.2
+MATHJAX := docs/_static/mathjax
+
+$(MATHJAX)/tex-mml-chtml.js:
+	rm -rf $(MATHJAX) build/mathjax && mkdir -p build/mathjax $(MATHJAX)
+	cd build/mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) && tar xzf mathjax-$(MATHJAX_VERSION).tgz
+	cp -r build/mathjax/package/LICENSE build/mathjax/package/es5/tex-mml-chtml.js build/mathjax/package/es5/input build/mathjax/package/es5/ui build/mathjax/package/es5/a11y $(MATHJAX)/
+	mkdir -p $(MATHJAX)/output && cp -r build/mathjax/package/es5/output/chtml $(MATHJAX)/output/
+
+docs: $(STAMP) $(MATHJAX)/tex-mml-chtml.js ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
 	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
 	$(BIN)/python docs/check_site.py site
 
