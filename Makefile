@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # waiting threads must sleep, not spin (the package sets this too; here it also covers the tools).
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: help demo test lint docs bench tables clean
+.PHONY: help demo test test-all lint docs bench tables clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,7 +23,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ2008 (a few minutes)
 	$(BIN)/gbdt-plrank compare configs/demo.toml
 
-test: $(STAMP) ## run the whole test suite
+test: $(STAMP) ## run the test suite but the slow tests (subprocess benchmarks, notebooks)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+test-all: $(STAMP) ## run every test, the slow ones too (CI)
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
@@ -51,4 +54,4 @@ tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 
 clean: ## remove the virtual environment, caches and the built site
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build $(MATHJAX)
