@@ -22,6 +22,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "myst_parser",
+    "sphinx_copybutton",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -57,3 +58,7 @@ html_title = f"gbdt_plrank {release}"
 # math renders with no network; the path is relative to _static.
 html_static_path = ["_static"]
 mathjax_path = "mathjax/tex-mml-chtml.js"
+html_css_files = ["custom.css"]
+# The copy button leaves out prompts and output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
