@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # waiting threads must sleep, not spin (the package sets this too; here it also covers the tools).
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: help demo test lint docs bench tables clean
+.PHONY: help demo test test-all lint docs bench tables clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,14 +23,28 @@ $(STAMP): pyproject.toml
 demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ2008 (a few minutes)
 	$(BIN)/gbdt-plrank compare configs/demo.toml
 
-test: $(STAMP) ## run the whole test suite
+test: $(STAMP) ## run the test suite but the slow tests (subprocess benchmarks, notebooks)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+test-all: $(STAMP) ## run every test, the slow ones too (CI)
 	$(BIN)/python -m pytest -n 2 -q
 
 lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
 	$(BIN)/ruff check gbdt_plrank tests benchmarks docs
 
-docs: $(STAMP) ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
+# MathJax served from the site itself, so that the math renders with no network (npm fetches it once).
+MATHJAX_VERSION := 3.2.2
+MATHJAX := docs/_static/mathjax
+
+$(MATHJAX)/tex-mml-chtml.js:
+	rm -rf $(MATHJAX) build/mathjax && mkdir -p build/mathjax $(MATHJAX)
+	cd build/mathjax && npm pack --silent mathjax@$(MATHJAX_VERSION) && tar xzf mathjax-$(MATHJAX_VERSION).tgz
+	cp -r build/mathjax/package/LICENSE build/mathjax/package/es5/tex-mml-chtml.js build/mathjax/package/es5/input build/mathjax/package/es5/ui build/mathjax/package/es5/a11y $(MATHJAX)/
+	mkdir -p $(MATHJAX)/output && cp -r build/mathjax/package/es5/output/chtml $(MATHJAX)/output/
+
+docs: $(STAMP) $(MATHJAX)/tex-mml-chtml.js ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
 	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
+	$(BIN)/python docs/check_site.py site
 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
 	$(BIN)/python benchmarks/bench_round.py
@@ -40,4 +54,4 @@ tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 
 clean: ## remove the virtual environment, caches and the built site
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build $(MATHJAX)

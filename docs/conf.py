@@ -22,11 +22,12 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "myst_parser",
+    "sphinx_copybutton",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_static"]
 
 # A broken cross-reference is an error (the build runs with -W --keep-going).
 nitpicky = True
@@ -53,4 +54,11 @@ myst_heading_anchors = 3
 
 html_theme = "furo"
 html_title = f"gbdt_plrank {release}"
-html_static_path: list[str] = []
+# MathJax is copied into the site (``make docs`` fetches it into _static/mathjax), so that the
+# math renders with no network; the path is relative to _static.
+html_static_path = ["_static"]
+mathjax_path = "mathjax/tex-mml-chtml.js"
+html_css_files = ["custom.css"]
+# The copy button leaves out prompts and output.
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True

@@ -455,7 +455,7 @@ def mrr(
         \mathrm{RR@}k = \max_{r \le \min(k, D)} \frac{[y_{\pi(r)} > 0]}{r},
 
     0 when no relevant document is in the top ``k``. By default (``k=None``) the whole ranking
-    counts, the classical definition; ``k=10`` gives MRR@10.
+    counts, the classical definition; ``k=10`` gives ``MRR@10``.
 
     Parameters
     ----------

@@ -43,6 +43,7 @@ def _random_rankings(D: int, K: int, N: int, seed: int) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # The smoke run
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow  # a subprocess that runs the benchmark suite's quick mode
 def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "bench_round.py"), "--quick",

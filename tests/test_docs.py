@@ -45,3 +45,20 @@ def test_every_public_name_is_in_the_api_reference() -> None:
     names += [f"gbdt_plrank.nn.{n}" for n in nn_api.__all__]
     names += [f"gbdt_plrank.clicks.{n}" for n in gbdt_plrank.clicks.__all__]
     assert [n for n in names if not re.search(rf"{re.escape(n)}\b", text)] == []
+
+
+def test_the_site_check_names_quotes_and_mail_links(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "check_site", Path(__file__).resolve().parents[1] / "docs" / "check_site.py"
+    )
+    check_site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_site)
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.html").write_text("<p>x &gt;= 0</p>")
+    assert check_site.slips(tmp_path) == []
+    (tmp_path / "guide" / "fairness.html").write_text("<blockquote><p>&gt;= 0</p></blockquote>")
+    (tmp_path / "api.html").write_text('<a href="mailto:MRR@10">MRR@10</a>')
+    assert check_site.slips(tmp_path) == ["api.html: mailto:", "guide/fairness.html: <blockquote"]
+    assert check_site.main([str(tmp_path)]) == 1

@@ -16,6 +16,7 @@ def test_there_are_notebooks() -> None:
     assert [p.name for p in NOTEBOOKS][:1] == ["01_quickstart.ipynb"]
 
 
+@pytest.mark.slow  # runs every cell in a kernel
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
