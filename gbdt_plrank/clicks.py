@@ -255,7 +255,7 @@ def simulate_clicks(
     Parameters
     ----------
     rankings : list of int arrays of shape (n_sessions_q, k_q)
-        As :meth:`PLRankRanker.sample_rankings` returns them: row indices, top rank first; each
+        As :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns them: row indices, top rank first; each
         ranking is one session.
     y : array of shape (n_rows,)
         True relevance labels.
