@@ -9,7 +9,9 @@ gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
 ``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
 normalised gains), the validated labels, group boundaries and weights are computed once per
 training set and cached; a set whose labels, weights or groups were changed in place
-(``set_label``, ``set_weight``) is read again.
+(``set_label``, ``set_weight``) is read again. The objective also keeps the item groups of the data
+sets it is given them for (a training set, its eval sets), and its evaluation metrics ask it for
+them (:meth:`BoosterObjective.item_groups_of`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class BoosterObjective:
     trains for: cut-off, metric, gain) and ``title`` (its name in messages), and implements
     :meth:`_grad_hess`; it may override :meth:`_new_training_set`, called with the training set when a
     call brings another one.
+
+    The item groups of data sets (checked ids, one per row) are kept by identity of the data
+    object, in a cache that deep copies share: LightGBM deep-copies a callable objective, and what
+    its copy learns about the training set the original's evaluation metric needs.
     """
 
     title = "ranking"
@@ -46,6 +52,7 @@ class BoosterObjective:
         self._labels: np.ndarray | None = None
         self._weights: np.ndarray | None = None
         self._seen: QueryFields | None = None
+        self._item_groups = ReferenceCache(shared=True)
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
@@ -98,6 +105,26 @@ class BoosterObjective:
             grad *= per_row
             hess *= per_row
         return grad, hess
+
+    def _keep_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+        """Keep the item groups of ``data``, already checked (``checked_item_groups``)."""
+        self._item_groups.put(data, item_groups)
+
+    def item_groups_of(self, data: Any, n_rows: int) -> np.ndarray | None:
+        """The item groups kept for ``data`` (of ``n_rows`` rows), or None.
+
+        Raises
+        ------
+        ValueError
+            When they do not hold one group id per row.
+        """
+        ids = self._item_groups.get(data)
+        if ids is not None and ids.shape[0] != n_rows:
+            raise ValueError(
+                f"item_groups must hold one group id per row of the {type(data).__name__} they "
+                f"are given for ({n_rows}), but hold {ids.shape[0]}."
+            )
+        return ids
 
     def _new_training_set(self, key: Any) -> None:
         """Hook called after the cache was filled for another training set ``key``."""

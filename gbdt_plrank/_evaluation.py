@@ -256,11 +256,15 @@ class RankingMetricEval(_BoosterMetric):
 
 
 class ExpectedMetric(_BoosterMetric):
-    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`."""
+    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
+
+    With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
+    (its objective's :meth:`~gbdt_plrank._booster_objective.BoosterObjective.item_groups_of`).
+    """
 
     def __init__(
         self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
-        n_jobs: int | None,
+        n_jobs: int | None, item_groups: Callable[[Any, int], np.ndarray | None],
     ) -> None:
         super().__init__()
         self.metric = metric
@@ -270,31 +274,18 @@ class ExpectedMetric(_BoosterMetric):
         self.name = PolicyValue.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
-        self._item_groups = ReferenceCache(shared=True)
-
-    def set_item_groups(self, key: Any, item_groups: np.ndarray) -> None:
-        """The checked item groups of the eval set ``key`` (a DMatrix or Dataset), by identity."""
-        self._item_groups.put(key, item_groups)
-
-    def item_groups_of(self, key: Any) -> np.ndarray | None:
-        """The item groups given for ``key``, or None."""
-        return self._item_groups.get(key)
+        self._item_groups = item_groups
 
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
         if self.fairness is None or not self.fairness.needs_item_groups:
             return eval_set
-        ids = self._item_groups.get(key)
         n = eval_set.queries.y.shape[0]
+        ids = self._item_groups(key, n)
         if ids is None:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
                 f"evaluate it: call obj.set_item_groups(data, item_groups) for this "
                 f"{type(key).__name__} of {n} rows before training."
-            )
-        if ids.shape[0] != n:
-            raise ValueError(
-                f"the eval set's item_groups must hold one group id per row ({n}), but hold "
-                f"{ids.shape[0]}."
             )
         return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 

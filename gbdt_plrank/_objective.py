@@ -69,7 +69,10 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
-        self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
+        self._expected = ExpectedMetric(
+            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
+            item_groups=self.item_groups_of,
+        )
         self._ranking = RankingMetricEval(options.judged)
 
     @property
@@ -105,26 +108,19 @@ class PLRankObjective(BoosterObjective):
         ValueError
             Without group fairness, or for ids that break the rules of ``item_groups``.
         """
-        ids = checked_item_groups(self.fairness, item_groups, None)
-        self._expected.set_item_groups(data, ids)
+        self._keep_item_groups(data, checked_item_groups(self.fairness, item_groups, None))
 
     def _new_training_set(self, key: Any) -> None:
         self.round = 0
         if self.fairness is None:
             return
-        ids = self._expected.item_groups_of(key)
-        if ids is None and self.item_groups is not None:
-            ids = self.item_groups
-            self._expected.set_item_groups(key, ids)
+        if self.item_groups is not None and self._item_groups.get(key) is None:
+            self._keep_item_groups(key, self.item_groups)
+        ids = self.item_groups_of(key, self._labels.shape[0])
         if ids is None and self.fairness.needs_item_groups:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
                 "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
-            )
-        if ids is not None and ids.shape[0] != self._labels.shape[0]:
-            raise ValueError(
-                f"item_groups must hold one group id per training row "
-                f"({self._labels.shape[0]}), but holds {ids.shape[0]}."
             )
         self._terms = self.fairness.terms(
             self._labels, self._ptr, self.metric.theta(), gain=self.metric.gain, item_groups=ids
@@ -209,7 +205,7 @@ class PLRankObjective(BoosterObjective):
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
         if (self.fairness is not None and self.fairness.needs_item_groups
-                and self._expected.item_groups_of(y_true) is None):
+                and self._item_groups.get(y_true) is None):
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of each eval set other "
                 f"than the training set, but "

@@ -265,12 +265,12 @@ def test_eval_sets_need_their_item_groups(grouped):
     assert len(res["train"]["expected_ndcg@5-0.5*group_disparity"]) == 2
     obj = _group_objective(g_train)
     obj.set_item_groups(dvali, g_vali[:-1])
-    with pytest.raises(ValueError, match=r"the eval set's item_groups must hold one group id per "
-                       rf"row \({g_vali.size}\), but hold {g_vali.size - 1}"):
+    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
+                       rf"DMatrix they are given for \({g_vali.size}\), but hold {g_vali.size - 1}"):
         xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
                       custom_metric=obj.expected_metric)
-    with pytest.raises(ValueError, match=r"item_groups must hold one group id per training row "
-                       rf"\({g_train.size}\), but holds {g_vali.size}"):
+    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
+                       rf"DMatrix they are given for \({g_train.size}\), but hold {g_vali.size}"):
         xgboost.train(params, dtrain, 1, obj=_group_objective(g_vali))
     with pytest.raises(ValueError, match="fairness='group-disparity' needs the item groups of "
                        "the training rows"):

@@ -136,8 +136,9 @@ class Plan:
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
     item_groups : callable or None
-        ``f(data, item_groups)``, called by :meth:`give_item_groups` (a group-fair PL-Rank
-        objective's ``set_item_groups``); None when the objective takes no item groups.
+        ``f(data, item_groups)``, called by :meth:`give_item_groups` with the splits' item
+        groups, checked when the splits were built (a group-fair PL-Rank objective keeps them);
+        None when the objective takes no item groups.
     """
 
     objective: Objective
