@@ -217,4 +217,4 @@ class PLRankMLPRanker(PolicyRanker):
         settings = BoosterSettings(
             n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
         )
-        return self._train(BACKENDS["torch"], settings, plan, X, y, group, eval_set)
+        return self._train(BACKENDS["torch"], settings, plan, options, X, y, group, eval_set)
