@@ -34,8 +34,10 @@ class BoosterObjective:
 
     A subclass sets ``metric`` (the :class:`~gbdt_plrank._ranking_metric.RankingMetric` it
     trains for: cut-off, metric, gain) and ``title`` (its name in messages), and implements
-    :meth:`_grad_hess`; it may override :meth:`_new_training_set`, called with the training set when a
-    call brings another one.
+    :meth:`_grad_hess` (a boosting round); it may override :meth:`_new_training_set`, called with
+    the training set when a call brings another one. An objective that can estimate on a batch
+    of queries implements :meth:`estimate`, so that a trainer other than a booster (the torch
+    backend) calls :meth:`prepare` with its training set, then :meth:`estimate` per batch.
 
     The item groups of data sets (checked ids, one per row) are kept by identity of the data
     object, in a cache that deep copies share: LightGBM deep-copies a callable objective, and what
@@ -79,24 +81,11 @@ class BoosterObjective:
     def _step(
         self, preds: np.ndarray, key: Any, fields: QueryFields, keys: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One round; ``key`` identifies the training set (a new one refreshes the cache).
-
-        The cache is refreshed too when the set's labels, weights or groups differ from those it
-        was filled from (a set changed in place, e.g. by ``set_label``): one vectorised
-        comparison per round.
+        """One round; ``key`` identifies the training set (:meth:`prepare`).
 
         ``keys`` are the queries' random-stream keys (default: their index in the groups).
         """
-        if self._training.get(key) is None or not _same_fields(fields, self._seen):
-            self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
-            y = check_labels(fields.labels, gain=self.metric.gain)
-            self._ptr = check_group_ptr(fields.group_ptr, y.shape[0])
-            self._weights = query_weights(fields._replace(group_ptr=self._ptr))
-            self._rho = self.metric.rewards(y, self._ptr)
-            self._labels = y
-            self._training.clear()
-            self._training.put(key, True)
-            self._new_training_set(key)
+        self.prepare(key, fields)
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
         grad, hess = self._grad_hess(scores, keys)
@@ -105,6 +94,40 @@ class BoosterObjective:
             grad *= per_row
             hess *= per_row
         return grad, hess
+
+    def prepare(self, data: Any, fields: QueryFields) -> None:
+        """Read the training set ``data`` from its query fields, unless the cache holds it.
+
+        A new set refreshes the cache (validated labels, group boundaries, query weights,
+        rewards), and so does a set whose labels, weights or groups differ from those it was
+        filled from (a set changed in place, e.g. by ``set_label``): one vectorised comparison
+        per call.
+        """
+        if self._training.get(data) is not None and _same_fields(fields, self._seen):
+            return
+        self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
+        y = check_labels(fields.labels, gain=self.metric.gain)
+        self._ptr = check_group_ptr(fields.group_ptr, y.shape[0])
+        self._weights = query_weights(fields._replace(group_ptr=self._ptr))
+        self._rho = self.metric.rewards(y, self._ptr)
+        self._labels = y
+        self._training.clear()
+        self._training.put(data, True)
+        self._new_training_set(data)
+
+    def estimate(
+        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        keys: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of the loss on the prepared training set (:meth:`prepare`).
+
+        ``scores`` are those of its rows, or with ``queries`` (query indices) of the rows of
+        those queries only, query after query (:func:`~gbdt_plrank._groups.query_rows`).
+        ``round_`` and ``keys`` (one per query estimated; default: the queries' indices in the
+        training set) key the random streams of an objective that samples. Query weights are
+        not applied (the booster-facing calls apply them).
+        """
+        raise NotImplementedError(f"the {self.title} objective does not estimate on batches.")
 
     def _keep_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
         """Keep the item groups of ``data``, already checked (``checked_item_groups``)."""

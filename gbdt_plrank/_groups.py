@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Groups", "Split", "boundaries", "resolve_groups"]
+__all__ = ["Groups", "Split", "boundaries", "query_rows", "resolve_groups"]
 
 
 def boundaries(sizes: Any) -> np.ndarray:
@@ -29,6 +29,14 @@ def boundaries(sizes: Any) -> np.ndarray:
     out = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes, dtype=np.int64), out=out[1:])
     return out
+
+
+def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``queries`` (query after query) and their query boundaries, of ``group_ptr``."""
+    starts, ends = group_ptr[queries], group_ptr[queries + 1]
+    ptr = boundaries(ends - starts)
+    rows = np.repeat(starts - ptr[:-1], ends - starts) + np.arange(ptr[-1])
+    return rows, ptr
 
 
 @dataclass(frozen=True)

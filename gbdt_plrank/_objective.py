@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from . import _plrank
 from ._booster_objective import BoosterObjective
 from ._boosters import QueryFields
 from ._evaluation import ExpectedMetric, RankingMetricEval
 from ._fairness import FairTerms, checked_item_groups
-from ._groups import boundaries
+from ._groups import boundaries, query_rows
 from ._options import PLRankOptions
-from ._plrank import estimate
 from ._threads import thread_count
 from ._validation import check_seed
 
@@ -130,14 +130,31 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
-        o = self.options
-        grad, hess = estimate(
-            scores, self._rho, self._ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
-            round_=self.round, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
-            fairness=self.fairness, terms=self._terms,
-        )
+        grad, hess = self.estimate(scores, round_=self.round, keys=keys)
         self.round += 1
         return grad, hess
+
+    def estimate(
+        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        keys: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The PL-Rank estimate (:func:`gbdt_plrank._plrank.estimate`) on the prepared training set.
+
+        As :meth:`BoosterObjective.estimate`: query ``q`` draws its rankings from the stream
+        ``(seed, round_, keys[q])``, at the training cut-off, with the fairness term.
+        """
+        rho, ptr, terms = self._rho, self._ptr, self._terms
+        if queries is not None:
+            rows, ptr = query_rows(self._ptr, queries)
+            rho = rho[rows]
+            terms = None if terms is None else terms.rows(rows)
+            keys = queries.astype(np.int64) if keys is None else keys
+        o = self.options
+        return _plrank.estimate(
+            scores, rho, ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
+            round_=round_, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
+            fairness=self.fairness, terms=terms,
+        )
 
     # ----------------------------------------------------------------------------------------
     # Evaluation metrics
