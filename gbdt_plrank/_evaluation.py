@@ -34,7 +34,7 @@ import numpy as np
 from ._boosters import QueryFields, backend_of_data, query_weights
 from ._cache import ReferenceCache
 from ._fairness import FairnessSpec
-from ._groups import Split
+from ._groups import Split, row_queries
 from ._policy import sampled_exposure
 from ._ranking_metric import RankingMetric
 from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
@@ -107,7 +107,7 @@ class PolicyValue:
         self.queries = queries
         self.options = {"n_samples": n_samples // 2, "seed": seed, "n_jobs": n_jobs}
         ptr = queries.group_ptr
-        self._row_query = np.repeat(np.arange(queries.n_queries), np.diff(ptr))
+        self._row_query = row_queries(ptr)
         self._rho = metric.rewards(queries.y, ptr)
         self._theta = metric.theta()
         relevant = np.bincount(self._row_query, self._rho > 0, minlength=queries.n_queries)
@@ -192,8 +192,9 @@ class EvalSet:
             )
         labels = check_labels(fields.labels, gain=gain)
         ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-        qid = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
-        return cls(Split(None, labels, qid), query_weights(fields._replace(group_ptr=ptr)))
+        return cls(
+            Split(None, labels, row_queries(ptr)), query_weights(fields._replace(group_ptr=ptr))
+        )
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The booster's predictions as finite float64 scores of the rows."""

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._evaluation import EVAL_ROUNDS, PolicyValue
 from .._fairness import FairnessSpec
-from .._groups import resolve_groups
+from .._groups import resolve_groups, row_queries
 from .._policy import sample_policy
 from .._policy_methods import per_sample_metric
 from .._ranking_metric import RankingMetric, dcg_weights
@@ -129,7 +129,7 @@ def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int
 
 def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:
     """Exact values of the deterministic ranking by descending score (ties in input order)."""
-    q = np.unique(split.qid, return_inverse=True)[1]
+    q = row_queries(split.group_ptr)
     n = scores.shape[0]
     order = np.lexsort((np.arange(n), -scores, q))
     rank = np.empty(n, dtype=np.int64)
@@ -152,7 +152,7 @@ def validation_scale(scores: np.ndarray, split: Split) -> float:
     1 when that is 0 (a constant model), so that dividing by it is always defined.
     """
     sizes = np.diff(split.group_ptr)
-    q = np.repeat(np.arange(sizes.shape[0]), sizes)
+    q = row_queries(split.group_ptr)
     mean = np.bincount(q, scores, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
     var = np.bincount(q, (scores - mean[q]) ** 2, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
     sigma = float(np.sqrt(var[sizes > 1].mean())) if (sizes > 1).any() else 0.0
