@@ -73,7 +73,7 @@ from ._ranking_metric import gains
 from ._validation import check_item_groups
 from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
 
-__all__ = ["FAIRNESS", "FAIR_METRICS", "GROUP_FAIRNESS", "FairTerms", "FairnessSpec"]
+__all__ = ["FAIRNESS", "FAIR_METRICS", "GROUP_FAIRNESS", "LOSS_NAMES", "FairTerms", "FairnessSpec"]
 
 #: The fairness losses the objective can subtract from the expected metric (kernel codes in order).
 FAIRNESS = ("expected-exposure", "disparity", "group-disparity")
@@ -84,7 +84,8 @@ GROUP_FAIRNESS = ("group-disparity",)
 #: The metrics whose rank weights define exposure (DCG's; precision's are flat over the top K).
 FAIR_METRICS = ("ndcg", "dcg")
 
-_LOSS_NAMES = {
+#: Each loss's short name: in metric names and as the name of its per-query values.
+LOSS_NAMES = {
     "expected-exposure": "ee_l",
     "disparity": "disparity",
     "group-disparity": "group_disparity",
@@ -145,7 +146,7 @@ class FairnessSpec:
     @property
     def loss_name(self) -> str:
         """The loss's short name in metric names: ``"ee_l"``, ``"disparity"``, ``"group_disparity"``."""
-        return _LOSS_NAMES[self.name]
+        return LOSS_NAMES[self.name]
 
     @staticmethod
     def target(labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._compat import require
 from .._groups import Split
+from .._ranking_metric import RankingMetric
 
 __all__ = [
     "NATIVE_NAMES",
@@ -71,8 +72,12 @@ def eval_name(i: int) -> str:
 
 
 def metric_name(K: int) -> str:
-    """The evaluation metric's name in every :class:`Trained` history: ``"ndcg@<K>"``."""
-    return f"ndcg@{K}"
+    """The evaluation metric's name in every :class:`Trained` history: ``"ndcg@<K>"``.
+
+    The name of NDCG@K (:attr:`~gbdt_plrank._ranking_metric.RankingMetric.name`), which is also
+    the name of the libraries' own NDCG@K.
+    """
+    return RankingMetric("ndcg", K, "exp").name
 
 
 @dataclass(frozen=True)
