@@ -124,6 +124,12 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
         return Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
 
+    def _options(self) -> PLRankOptions:
+        """The checked PL-Rank options of the ranker's parameters (those it has; defaults else)."""
+        return PLRankOptions.checked(**{
+            name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
+        })
+
     def _fitted_backend(self) -> Backend:
         check_is_fitted(self)
         return backend_of_booster(self.booster_)
@@ -407,14 +413,6 @@ class PLRankRanker(PolicyRanker):
         """The checked ``stopping_metric``, with ``"auto"`` resolved."""
         choice = check_choice("stopping_metric", self.stopping_metric, ("auto", *STOPPING_METRICS))
         return self._auto_stopping_metric if choice == "auto" else choice
-
-    def _options(self) -> PLRankOptions:
-        """The checked PL-Rank options of the ranker's parameters."""
-        return PLRankOptions.checked(
-            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
-            hessian=self.hessian, sampler=self.sampler, fairness=self.fairness,
-            fairness_weight=self.fairness_weight,
-        )
 
     def _training(
         self, eval_set: object, early_stopping_rounds: object

@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
-from .._options import PLRankOptions
 from .._policy_methods import seeds_from
 from .._run import plrank_plan
 from .._threads import booster_threads
@@ -154,13 +153,6 @@ class PLRankMLPRanker(PolicyRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
-
-    def _options(self) -> PLRankOptions:
-        """The checked PL-Rank options of the ranker's parameters."""
-        return PLRankOptions.checked(
-            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
-            sampler=self.sampler, fairness=self.fairness, fairness_weight=self.fairness_weight,
-        )
 
     def fit(
         self,
