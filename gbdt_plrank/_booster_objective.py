@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, query_weights
+from ._boosters import QueryFields, backend_of_data, checked_queries
 from ._cache import ReferenceCache
 from ._groups import boundaries
 from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
+from ._validation import as_finite_vector, check_same_length
 
 __all__ = ["BoosterObjective"]
 
@@ -106,9 +106,7 @@ class BoosterObjective:
         if self._training.get(data) is not None and _same_fields(fields, self._seen):
             return
         self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
-        y = check_labels(fields.labels, gain=self.metric.gain)
-        self._ptr = check_group_ptr(fields.group_ptr, y.shape[0])
-        self._weights = query_weights(fields._replace(group_ptr=self._ptr))
+        y, self._ptr, self._weights = checked_queries(fields, gain=self.metric.gain)
         self._rho = self.metric.rewards(y, self._ptr)
         self._labels = y
         self._training.clear()

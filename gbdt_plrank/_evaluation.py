@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, query_weights
+from ._boosters import QueryFields, backend_of_data, checked_queries
 from ._cache import ReferenceCache
 from ._fairness import FairnessSpec
 from ._groups import Split, row_queries
 from ._policy import sampled_exposure
 from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
+from ._validation import as_finite_vector, check_same_length
 from .metrics import dcg, ndcg, precision_at_k
 
 __all__ = [
@@ -190,11 +190,8 @@ class EvalSet:
                 "the evaluation set has no query groups: set qid (XGBoost) or group (LightGBM), "
                 "or every row would be scored as one query."
             )
-        labels = check_labels(fields.labels, gain=gain)
-        ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-        return cls(
-            Split(None, labels, row_queries(ptr)), query_weights(fields._replace(group_ptr=ptr))
-        )
+        labels, ptr, weights = checked_queries(fields, gain=gain)
+        return cls(Split(None, labels, row_queries(ptr)), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The booster's predictions as finite float64 scores of the rows."""

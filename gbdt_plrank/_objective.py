@@ -140,8 +140,9 @@ class PLRankObjective(BoosterObjective):
     ) -> tuple[np.ndarray, np.ndarray]:
         """The PL-Rank estimate (:func:`gbdt_plrank._plrank.estimate`) on the prepared training set.
 
-        As :meth:`BoosterObjective.estimate`: query ``q`` draws its rankings from the stream
-        ``(seed, round_, keys[q])``, at the training cut-off, with the fairness term.
+        As :meth:`~gbdt_plrank._booster_objective.BoosterObjective.estimate`: query ``q`` draws
+        its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off, with
+        the fairness term.
         """
         rho, ptr, terms = self._rho, self._ptr, self._terms
         if queries is not None:

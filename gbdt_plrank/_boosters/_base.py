@@ -19,6 +19,7 @@ import numpy as np
 from .._compat import require
 from .._groups import Split
 from .._ranking_metric import RankingMetric
+from .._validation import check_group_ptr, check_labels
 
 __all__ = [
     "NATIVE_NAMES",
@@ -31,6 +32,7 @@ __all__ = [
     "QueryFields",
     "Split",
     "Trained",
+    "checked_queries",
     "eval_name",
     "holds",
     "library",
@@ -254,6 +256,22 @@ class Backend(Protocol):
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         """Total split gain of each feature, divided by the sum over features."""
         ...
+
+
+def checked_queries(
+    fields: QueryFields, *, gain: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The labels, query boundaries (int64) and query weights of a data object with groups.
+
+    Raises
+    ------
+    ValueError
+        For labels that break :func:`~gbdt_plrank._validation.check_labels`' rules with
+        ``gain``, malformed boundaries, or weights that break :func:`query_weights`' rules.
+    """
+    labels = check_labels(fields.labels, gain=gain)
+    ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
+    return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
 
 
 def query_weights(fields: QueryFields) -> np.ndarray | None:
