@@ -58,13 +58,7 @@ class BoosterObjective:
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
-        fields = backend_of_data(data).query_fields(data)
-        if fields.group_ptr is None:
-            raise ValueError(
-                f"the training {type(data).__name__} has no query groups: set qid (XGBoost) or group "
-                f"(LightGBM), or every row would be scored as one query."
-            )
-        return self._step(preds, data, fields)
+        return self._step(preds, data, backend_of_data(data).query_fields(data))
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
@@ -106,7 +100,9 @@ class BoosterObjective:
         if self._training.get(data) is not None and _same_fields(fields, self._seen):
             return
         self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
-        y, self._ptr, self._weights = checked_queries(fields, gain=self.metric.gain)
+        y, self._ptr, self._weights = checked_queries(
+            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}"
+        )
         self._rho = self.metric.rewards(y, self._ptr)
         self._labels = y
         self._training.clear()

@@ -185,12 +185,7 @@ class EvalSet:
         ValueError
             When the eval set has no query groups, or its labels or weights break their rules.
         """
-        if fields.group_ptr is None:
-            raise ValueError(
-                "the evaluation set has no query groups: set qid (XGBoost) or group (LightGBM), "
-                "or every row would be scored as one query."
-            )
-        labels, ptr, weights = checked_queries(fields, gain=gain)
+        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set")
         return cls(Split(None, labels, row_queries(ptr)), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:

@@ -259,16 +259,22 @@ class Backend(Protocol):
 
 
 def checked_queries(
-    fields: QueryFields, *, gain: str
+    fields: QueryFields, *, gain: str, where: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The labels, query boundaries (int64) and query weights of a data object with groups.
+    """The labels, query boundaries (int64) and query weights of a data object, ``where``.
 
     Raises
     ------
     ValueError
-        For labels that break :func:`~gbdt_plrank._validation.check_labels`' rules with
-        ``gain``, malformed boundaries, or weights that break :func:`query_weights`' rules.
+        When the data has no query groups (``where`` names it), for labels that break
+        :func:`~gbdt_plrank._validation.check_labels`' rules with ``gain``, malformed
+        boundaries, or weights that break :func:`query_weights`' rules.
     """
+    if fields.group_ptr is None:
+        raise ValueError(
+            f"{where} has no query groups: set qid (XGBoost) or group (LightGBM), or every row "
+            f"would be scored as one query."
+        )
     labels = check_labels(fields.labels, gain=gain)
     ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
     return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
