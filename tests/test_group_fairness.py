@@ -330,6 +330,24 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
                                          abs=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_the_rankers_item_groups_are_checked_once(grouped, monkeypatch, backend):
+    """Each set's item groups are checked where the ranker reads the set; the objective keeps
+    them as they are."""
+    from gbdt_plrank import _fairness
+
+    checked = []
+    check = _fairness.check_item_groups
+    monkeypatch.setattr(_fairness, "check_item_groups",
+                        lambda ids, *a, **k: checked.append(len(ids)) or check(ids, *a, **k))
+    train, g_train, vali, g_vali = grouped
+    _ranker(backend=backend, fairness=GROUP, n_estimators=2).fit(
+        train.X, train.y, group=train.qid, item_groups=g_train,
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)],
+    )
+    assert checked == [g_train.size, g_vali.size]
+
+
 def test_ranker_names_missing_and_unwanted_item_groups(grouped):
     train, g_train, vali, g_vali = grouped
     fair = _ranker(fairness=GROUP, params={})
