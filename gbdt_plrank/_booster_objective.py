@@ -9,7 +9,9 @@ gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
 ``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
 normalised gains), the validated labels, group boundaries and weights are computed once per
 training set and cached; a set whose labels, weights or groups were changed in place
-(``set_label``, ``set_weight``) is read again.
+(``set_label``, ``set_weight``) is read again. The objective also keeps the item groups of the data
+sets it is given them for (a training set, its eval sets), and its evaluation metrics ask it for
+them (:meth:`BoosterObjective.item_groups_of`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, query_weights
+from ._boosters import QueryFields, backend_of_data, checked_queries
 from ._cache import ReferenceCache
 from ._groups import boundaries
 from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
+from ._validation import as_finite_vector, check_same_length
 
 __all__ = ["BoosterObjective"]
 
@@ -32,8 +34,14 @@ class BoosterObjective:
 
     A subclass sets ``metric`` (the :class:`~gbdt_plrank._ranking_metric.RankingMetric` it
     trains for: cut-off, metric, gain) and ``title`` (its name in messages), and implements
-    :meth:`_grad_hess`; it may override :meth:`_new_training_set`, called with the training set when a
-    call brings another one.
+    :meth:`_grad_hess` (a boosting round); it may override :meth:`_new_training_set`, called with
+    the training set when a call brings another one. An objective that can estimate on a batch
+    of queries implements :meth:`estimate`, so that a trainer other than a booster (the torch
+    backend) calls :meth:`prepare` with its training set, then :meth:`estimate` per batch.
+
+    The item groups of data sets (checked ids, one per row) are kept by identity of the data
+    object, in a cache that deep copies share: LightGBM deep-copies a callable objective, and what
+    its copy learns about the training set the original's evaluation metric needs.
     """
 
     title = "ranking"
@@ -46,16 +54,11 @@ class BoosterObjective:
         self._labels: np.ndarray | None = None
         self._weights: np.ndarray | None = None
         self._seen: QueryFields | None = None
+        self._item_groups = ReferenceCache(shared=True)
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
-        fields = backend_of_data(data).query_fields(data)
-        if fields.group_ptr is None:
-            raise ValueError(
-                f"the training {type(data).__name__} has no query groups: set qid (XGBoost) or group "
-                f"(LightGBM), or every row would be scored as one query."
-            )
-        return self._step(preds, data, fields)
+        return self._step(preds, data, backend_of_data(data).query_fields(data))
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any
@@ -72,24 +75,11 @@ class BoosterObjective:
     def _step(
         self, preds: np.ndarray, key: Any, fields: QueryFields, keys: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One round; ``key`` identifies the training set (a new one refreshes the cache).
-
-        The cache is refreshed too when the set's labels, weights or groups differ from those it
-        was filled from (a set changed in place, e.g. by ``set_label``): one vectorised
-        comparison per round.
+        """One round; ``key`` identifies the training set (:meth:`prepare`).
 
         ``keys`` are the queries' random-stream keys (default: their index in the groups).
         """
-        if self._training.get(key) is None or not _same_fields(fields, self._seen):
-            self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
-            y = check_labels(fields.labels, gain=self.metric.gain)
-            self._ptr = check_group_ptr(fields.group_ptr, y.shape[0])
-            self._weights = query_weights(fields._replace(group_ptr=self._ptr))
-            self._rho = self.metric.rewards(y, self._ptr)
-            self._labels = y
-            self._training.clear()
-            self._training.put(key, True)
-            self._new_training_set(key)
+        self.prepare(key, fields)
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
         grad, hess = self._grad_hess(scores, keys)
@@ -98,6 +88,60 @@ class BoosterObjective:
             grad *= per_row
             hess *= per_row
         return grad, hess
+
+    def prepare(self, data: Any, fields: QueryFields) -> None:
+        """Read the training set ``data`` from its query fields, unless the cache holds it.
+
+        A new set refreshes the cache (validated labels, group boundaries, query weights,
+        rewards), and so does a set whose labels, weights or groups differ from those it was
+        filled from (a set changed in place, e.g. by ``set_label``): one vectorised comparison
+        per call.
+        """
+        if self._training.get(data) is not None and _same_fields(fields, self._seen):
+            return
+        self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
+        y, self._ptr, self._weights = checked_queries(
+            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}"
+        )
+        self._rho = self.metric.rewards(y, self._ptr)
+        self._labels = y
+        self._training.clear()
+        self._training.put(data, True)
+        self._new_training_set(data)
+
+    def estimate(
+        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        keys: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Hessian of the loss on the prepared training set (:meth:`prepare`).
+
+        ``scores`` are those of its rows, or with ``queries`` (query indices) of the rows of
+        those queries only, query after query (:func:`~gbdt_plrank._groups.query_rows`).
+        ``round_`` and ``keys`` (one per query estimated; default: the queries' indices in the
+        training set) key the random streams of an objective that samples. Query weights are
+        not applied (the booster-facing calls apply them).
+        """
+        raise NotImplementedError(f"the {self.title} objective does not estimate on batches.")
+
+    def _keep_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+        """Keep the item groups of ``data``, already checked (``checked_item_groups``)."""
+        self._item_groups.put(data, item_groups)
+
+    def item_groups_of(self, data: Any, n_rows: int) -> np.ndarray | None:
+        """The item groups kept for ``data`` (of ``n_rows`` rows), or None.
+
+        Raises
+        ------
+        ValueError
+            When they do not hold one group id per row.
+        """
+        ids = self._item_groups.get(data)
+        if ids is not None and ids.shape[0] != n_rows:
+            raise ValueError(
+                f"item_groups must hold one group id per row of the {type(data).__name__} they "
+                f"are given for ({n_rows}), but hold {ids.shape[0]}."
+            )
+        return ids
 
     def _new_training_set(self, key: Any) -> None:
         """Hook called after the cache was filled for another training set ``key``."""

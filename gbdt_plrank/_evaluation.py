@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, query_weights
+from ._boosters import QueryFields, backend_of_data, checked_queries
 from ._cache import ReferenceCache
 from ._fairness import FairnessSpec
-from ._groups import Split
+from ._groups import Split, row_queries
 from ._policy import sampled_exposure
 from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_group_ptr, check_labels, check_same_length
+from ._validation import as_finite_vector, check_same_length
 from .metrics import dcg, ndcg, precision_at_k
 
 __all__ = [
@@ -107,7 +107,7 @@ class PolicyValue:
         self.queries = queries
         self.options = {"n_samples": n_samples // 2, "seed": seed, "n_jobs": n_jobs}
         ptr = queries.group_ptr
-        self._row_query = np.repeat(np.arange(queries.n_queries), np.diff(ptr))
+        self._row_query = row_queries(ptr)
         self._rho = metric.rewards(queries.y, ptr)
         self._theta = metric.theta()
         relevant = np.bincount(self._row_query, self._rho > 0, minlength=queries.n_queries)
@@ -185,15 +185,8 @@ class EvalSet:
         ValueError
             When the eval set has no query groups, or its labels or weights break their rules.
         """
-        if fields.group_ptr is None:
-            raise ValueError(
-                "the evaluation set has no query groups: set qid (XGBoost) or group (LightGBM), "
-                "or every row would be scored as one query."
-            )
-        labels = check_labels(fields.labels, gain=gain)
-        ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-        qid = np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr))
-        return cls(Split(None, labels, qid), query_weights(fields._replace(group_ptr=ptr)))
+        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set")
+        return cls(Split(None, labels, row_queries(ptr)), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The booster's predictions as finite float64 scores of the rows."""
@@ -256,11 +249,15 @@ class RankingMetricEval(_BoosterMetric):
 
 
 class ExpectedMetric(_BoosterMetric):
-    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`."""
+    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
+
+    With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
+    (its objective's :meth:`~gbdt_plrank._booster_objective.BoosterObjective.item_groups_of`).
+    """
 
     def __init__(
         self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
-        n_jobs: int | None,
+        n_jobs: int | None, item_groups: Callable[[Any, int], np.ndarray | None],
     ) -> None:
         super().__init__()
         self.metric = metric
@@ -270,31 +267,18 @@ class ExpectedMetric(_BoosterMetric):
         self.name = PolicyValue.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
-        self._item_groups = ReferenceCache(shared=True)
-
-    def set_item_groups(self, key: Any, item_groups: np.ndarray) -> None:
-        """The checked item groups of the eval set ``key`` (a DMatrix or Dataset), by identity."""
-        self._item_groups.put(key, item_groups)
-
-    def item_groups_of(self, key: Any) -> np.ndarray | None:
-        """The item groups given for ``key``, or None."""
-        return self._item_groups.get(key)
+        self._item_groups = item_groups
 
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
         if self.fairness is None or not self.fairness.needs_item_groups:
             return eval_set
-        ids = self._item_groups.get(key)
         n = eval_set.queries.y.shape[0]
+        ids = self._item_groups(key, n)
         if ids is None:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
                 f"evaluate it: call obj.set_item_groups(data, item_groups) for this "
                 f"{type(key).__name__} of {n} rows before training."
-            )
-        if ids.shape[0] != n:
-            raise ValueError(
-                f"the eval set's item_groups must hold one group id per row ({n}), but hold "
-                f"{ids.shape[0]}."
             )
         return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 

@@ -68,11 +68,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _fair_kernels
+from ._groups import row_queries
 from ._ranking_metric import gains
 from ._validation import check_item_groups
 from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
 
-__all__ = ["FAIRNESS", "FAIR_METRICS", "GROUP_FAIRNESS", "FairTerms", "FairnessSpec"]
+__all__ = ["FAIRNESS", "FAIR_METRICS", "GROUP_FAIRNESS", "LOSS_NAMES", "FairTerms", "FairnessSpec"]
 
 #: The fairness losses the objective can subtract from the expected metric (kernel codes in order).
 FAIRNESS = ("expected-exposure", "disparity", "group-disparity")
@@ -83,7 +84,8 @@ GROUP_FAIRNESS = ("group-disparity",)
 #: The metrics whose rank weights define exposure (DCG's; precision's are flat over the top K).
 FAIR_METRICS = ("ndcg", "dcg")
 
-_LOSS_NAMES = {
+#: Each loss's short name: in metric names and as the name of its per-query values.
+LOSS_NAMES = {
     "expected-exposure": "ee_l",
     "disparity": "disparity",
     "group-disparity": "group_disparity",
@@ -115,7 +117,7 @@ class FairTerms:
 
 def query_members(item_groups: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
     """Each row's item group numbered 0.. within its query, in increasing order of the ids."""
-    row_query = np.repeat(np.arange(group_ptr.shape[0] - 1), np.diff(group_ptr))
+    row_query = row_queries(group_ptr)
     pairs, pair = np.unique(np.stack([row_query, item_groups]), axis=1, return_inverse=True)
     first = np.searchsorted(pairs[0], np.arange(group_ptr.shape[0] - 1))
     return np.ascontiguousarray(pair.ravel() - first[row_query], dtype=np.int64)
@@ -144,7 +146,7 @@ class FairnessSpec:
     @property
     def loss_name(self) -> str:
         """The loss's short name in metric names: ``"ee_l"``, ``"disparity"``, ``"group_disparity"``."""
-        return _LOSS_NAMES[self.name]
+        return LOSS_NAMES[self.name]
 
     @staticmethod
     def target(labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -165,7 +167,7 @@ class FairnessSpec:
         if self.name == "expected-exposure":
             return FairTerms(self.target(labels, group_ptr, theta), member, 2.0 * n * n * pairs)
         g = gains(labels, gain)
-        row_query = np.repeat(np.arange(sizes.shape[0]), sizes)
+        row_query = row_queries(group_ptr)
         if self.name == "disparity":
             squares = np.bincount(row_query, g * g, minlength=sizes.shape[0])[row_query]
             return FairTerms(g, member, 4.0 * pairs * (squares - g * g))

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Groups", "Split", "boundaries", "resolve_groups"]
+__all__ = ["Groups", "Split", "boundaries", "query_rows", "resolve_groups", "row_queries"]
 
 
 def boundaries(sizes: Any) -> np.ndarray:
@@ -29,6 +29,19 @@ def boundaries(sizes: Any) -> np.ndarray:
     out = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(np.asarray(sizes, dtype=np.int64), out=out[1:])
     return out
+
+
+def row_queries(group_ptr: np.ndarray) -> np.ndarray:
+    """Each row's query index ``0..G-1`` (int64) of the query boundaries ``group_ptr``."""
+    return np.repeat(np.arange(group_ptr.shape[0] - 1, dtype=np.int64), np.diff(group_ptr))
+
+
+def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``queries`` (query after query) and their query boundaries, of ``group_ptr``."""
+    starts, ends = group_ptr[queries], group_ptr[queries + 1]
+    ptr = boundaries(ends - starts)
+    rows = np.repeat(starts - ptr[:-1], ends - starts) + np.arange(ptr[-1])
+    return rows, ptr
 
 
 @dataclass(frozen=True)
@@ -62,7 +75,7 @@ class Split:
 
         Empty queries hold no rows and are left out.
         """
-        qid = np.repeat(np.arange(groups.sizes.shape[0], dtype=np.int64), groups.sizes)
+        qid = row_queries(groups.ptr)
         ids = None if item_groups is None else groups.to_sorted(item_groups)
         return cls(None if X is None else X[groups.order], groups.to_sorted(y), qid, ids)
 

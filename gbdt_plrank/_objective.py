@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from . import _plrank
 from ._booster_objective import BoosterObjective
 from ._boosters import QueryFields
 from ._evaluation import ExpectedMetric, RankingMetricEval
 from ._fairness import FairTerms, checked_item_groups
-from ._groups import boundaries
+from ._groups import boundaries, query_rows
 from ._options import PLRankOptions
-from ._plrank import estimate
 from ._threads import thread_count
 from ._validation import check_seed
 
@@ -69,7 +69,10 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
-        self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
+        self._expected = ExpectedMetric(
+            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
+            item_groups=self.item_groups_of,
+        )
         self._ranking = RankingMetricEval(options.judged)
 
     @property
@@ -105,26 +108,19 @@ class PLRankObjective(BoosterObjective):
         ValueError
             Without group fairness, or for ids that break the rules of ``item_groups``.
         """
-        ids = checked_item_groups(self.fairness, item_groups, None)
-        self._expected.set_item_groups(data, ids)
+        self._keep_item_groups(data, checked_item_groups(self.fairness, item_groups, None))
 
     def _new_training_set(self, key: Any) -> None:
         self.round = 0
         if self.fairness is None:
             return
-        ids = self._expected.item_groups_of(key)
-        if ids is None and self.item_groups is not None:
-            ids = self.item_groups
-            self._expected.set_item_groups(key, ids)
+        if self.item_groups is not None and self._item_groups.get(key) is None:
+            self._keep_item_groups(key, self.item_groups)
+        ids = self.item_groups_of(key, self._labels.shape[0])
         if ids is None and self.fairness.needs_item_groups:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
                 "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
-            )
-        if ids is not None and ids.shape[0] != self._labels.shape[0]:
-            raise ValueError(
-                f"item_groups must hold one group id per training row "
-                f"({self._labels.shape[0]}), but holds {ids.shape[0]}."
             )
         self._terms = self.fairness.terms(
             self._labels, self._ptr, self.metric.theta(), gain=self.metric.gain, item_groups=ids
@@ -134,14 +130,32 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
-        o = self.options
-        grad, hess = estimate(
-            scores, self._rho, self._ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
-            round_=self.round, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
-            fairness=self.fairness, terms=self._terms,
-        )
+        grad, hess = self.estimate(scores, round_=self.round, keys=keys)
         self.round += 1
         return grad, hess
+
+    def estimate(
+        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        keys: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The PL-Rank estimate (:func:`gbdt_plrank._plrank.estimate`) on the prepared training set.
+
+        As :meth:`~gbdt_plrank._booster_objective.BoosterObjective.estimate`: query ``q`` draws
+        its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off, with
+        the fairness term.
+        """
+        rho, ptr, terms = self._rho, self._ptr, self._terms
+        if queries is not None:
+            rows, ptr = query_rows(self._ptr, queries)
+            rho = rho[rows]
+            terms = None if terms is None else terms.rows(rows)
+            keys = queries.astype(np.int64) if keys is None else keys
+        o = self.options
+        return _plrank.estimate(
+            scores, rho, ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
+            round_=round_, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
+            fairness=self.fairness, terms=terms,
+        )
 
     # ----------------------------------------------------------------------------------------
     # Evaluation metrics
@@ -209,7 +223,7 @@ class PLRankObjective(BoosterObjective):
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
         if (self.fairness is not None and self.fairness.needs_item_groups
-                and self._expected.item_groups_of(y_true) is None):
+                and self._item_groups.get(y_true) is None):
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of each eval set other "
                 f"than the training set, but "

@@ -148,7 +148,7 @@ class PLRankOptions(PLRankFields):
     @property
     def trained(self) -> RankingMetric:
         """The metric at the training cut-off :attr:`training_K`."""
-        return RankingMetric(self.metric, self.training_K, self.gain)
+        return self.judged.at(self.training_K)
 
     @property
     def fairness_spec(self) -> FairnessSpec | None:

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._evaluation import ranking_values
-from ._groups import Split, boundaries, resolve_groups
+from ._groups import Split, boundaries, resolve_groups, row_queries
 from ._policy import PolicySample, sample_policy, sampled_exposure
 from ._ranking_metric import RankingMetric, dcg_weights
 from ._validation import check_labels, check_positive_int, check_positive_number, check_same_length
@@ -71,7 +71,7 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
     by_sample = sample.rankings.reshape(Q, S, width).transpose(1, 0, 2)  # (S, Q, width)
     grouped_labels = sample.groups.to_sorted(labels)
     n = grouped_labels.shape[0]
-    qid = np.repeat(np.arange(Q), np.diff(ptr))
+    qid = row_queries(ptr)
     step = max(1, _BLOCK_ROWS // max(n, 1))
     out = np.empty(S)
     for first in range(0, S, step):

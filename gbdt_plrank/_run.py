@@ -66,7 +66,7 @@ def plrank_plan(
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
     metrics = (ranked, objective.expected_metric) if stopping_metric == "policy" else (ranked,)
     fair = options.fairness_spec
-    groups = objective.set_item_groups if fair is not None and fair.needs_item_groups else None
+    groups = objective._keep_item_groups if fair is not None and fair.needs_item_groups else None
     return Plan(
         objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
         metrics, groups,

@@ -66,7 +66,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _fair_kernels, _metric_kernels
-from ._groups import resolve_groups
+from ._groups import resolve_groups, row_queries
 from ._ranking_metric import GAINS, dcg_weights, gains
 from ._validation import (
     as_finite_vector,
@@ -549,7 +549,7 @@ def _exposure_rows(
     groups = resolve_groups(group, y.shape[0])
     y, e, ptr = y[groups.order], e[groups.order], groups.ptr
     G = ptr.shape[0] - 1
-    q = np.repeat(np.arange(G, dtype=np.int64), np.diff(ptr))
+    q = row_queries(ptr)
     return y, e, _equal_exposure_target(y, ptr, k), q, G, groups.order
 
 

@@ -73,12 +73,16 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         return tags
 
     def _train(
-        self, backend: Backend, settings: BoosterSettings, plan: Plan, X: Any, y: Any,
-        group: Any, eval_set: Sequence[tuple[Any, ...]] | None, item_groups: Any = None,
+        self, backend: Backend, settings: BoosterSettings, plan: Plan, options: PLRankOptions,
+        X: Any, y: Any, group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
+        item_groups: Any = None,
     ) -> Any:
-        """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted."""
-        data = self._query_data(X, y, group, item_groups, reset=True)
-        evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
+        """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
+
+        ``options`` are the fit's checked options, from which ``plan`` was built.
+        """
+        data = self._query_data(X, y, group, item_groups, options=options, reset=True)
+        evals = [self._eval_data(i, item, options) for i, item in enumerate(eval_set or ())]
         self._keep(backend.train(settings, data, evals, plan))
         return self
 
@@ -91,7 +95,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             trained.booster, self.n_features_in_
         )
 
-    def _eval_data(self, i: int, item: object) -> Split:
+    def _eval_data(self, i: int, item: object, options: PLRankOptions) -> Split:
         """``eval_set[i]`` checked against the training features and grouped by query."""
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
             given = type(item).__name__
@@ -103,27 +107,28 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             )
         X, y, group, item_groups = (*item, None, None)[:4]
         return self._query_data(
-            X, y, group, item_groups, reset=False, name=f"eval_set[{i}] item_groups"
+            X, y, group, item_groups, options=options, reset=False,
+            name=f"eval_set[{i}] item_groups",
         )
 
     def _query_data(
-        self, X: Any, y: Any, group: Any, item_groups: Any, *, reset: bool,
-        name: str = "item_groups",
+        self, X: Any, y: Any, group: Any, item_groups: Any, *, options: PLRankOptions,
+        reset: bool, name: str = "item_groups",
     ) -> Split:
         """Checked features, labels and item groups, grouped by query (``reset``: training).
 
         ``name`` names the item groups in errors.
         """
         X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **self._x_rules)
-        labels = check_labels(y, gain=self.gain)
-        ids = checked_item_groups(
-            self._options().fairness_spec, item_groups, X.shape[0], name=name
-        )
+        labels = check_labels(y, gain=options.gain)
+        ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
         return Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
 
     def _options(self) -> PLRankOptions:
-        """The ranker's checked PL-Rank options."""
-        raise NotImplementedError
+        """The checked PL-Rank options of the ranker's parameters (those it has; defaults else)."""
+        return PLRankOptions.checked(**{
+            name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
+        })
 
     def _fitted_backend(self) -> Backend:
         check_is_fitted(self)
@@ -393,9 +398,10 @@ class PLRankRanker(PolicyRanker):
             given without group fairness, missing with it (for the training set or an eval
             set), or of the wrong length, NaN, negative, non-integer or a single group.
         """
-        backend, settings, plan = self._training(eval_set, early_stopping_rounds)
+        backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         return self._train(
-            BACKENDS[backend], settings, plan, X, y, group, eval_set, item_groups=item_groups
+            BACKENDS[backend], settings, plan, options, X, y, group, eval_set,
+            item_groups=item_groups,
         )
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
@@ -408,18 +414,10 @@ class PLRankRanker(PolicyRanker):
         choice = check_choice("stopping_metric", self.stopping_metric, ("auto", *STOPPING_METRICS))
         return self._auto_stopping_metric if choice == "auto" else choice
 
-    def _options(self) -> PLRankOptions:
-        """The checked PL-Rank options of the ranker's parameters."""
-        return PLRankOptions.checked(
-            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
-            hessian=self.hessian, sampler=self.sampler, fairness=self.fairness,
-            fairness_weight=self.fairness_weight,
-        )
-
     def _training(
         self, eval_set: object, early_stopping_rounds: object
-    ) -> tuple[str, BoosterSettings, Plan]:
-        """The checked backend name, booster settings and training plan of a fit.
+    ) -> tuple[str, BoosterSettings, Plan, PLRankOptions]:
+        """The checked backend name, booster settings, training plan and options of a fit.
 
         Everything but the data is checked here, before any data is read; the plan comes from
         the package's one run builder (:func:`gbdt_plrank._run.plrank_plan`).
@@ -435,7 +433,7 @@ class PLRankRanker(PolicyRanker):
             n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
             objective_type=self._objective_type,
         )
-        return backend, self._settings(booster_seed), plan
+        return backend, self._settings(booster_seed), plan, options
 
     def _settings(self, seed: int) -> BoosterSettings:
         """The booster settings, with ``params`` checked to be a dict with string keys."""

@@ -265,12 +265,12 @@ def test_eval_sets_need_their_item_groups(grouped):
     assert len(res["train"]["expected_ndcg@5-0.5*group_disparity"]) == 2
     obj = _group_objective(g_train)
     obj.set_item_groups(dvali, g_vali[:-1])
-    with pytest.raises(ValueError, match=r"the eval set's item_groups must hold one group id per "
-                       rf"row \({g_vali.size}\), but hold {g_vali.size - 1}"):
+    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
+                       rf"DMatrix they are given for \({g_vali.size}\), but hold {g_vali.size - 1}"):
         xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
                       custom_metric=obj.expected_metric)
-    with pytest.raises(ValueError, match=r"item_groups must hold one group id per training row "
-                       rf"\({g_train.size}\), but holds {g_vali.size}"):
+    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
+                       rf"DMatrix they are given for \({g_train.size}\), but hold {g_vali.size}"):
         xgboost.train(params, dtrain, 1, obj=_group_objective(g_vali))
     with pytest.raises(ValueError, match="fairness='group-disparity' needs the item groups of "
                        "the training rows"):
@@ -328,6 +328,24 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
                         replace(vali, item_groups=g_vali), seed=seeds_from(0, 2)[0], n_jobs=1)
     assert max(history) == pytest.approx(float(value.per_query(fitted.predict(vali.X)).mean()),
                                          abs=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_the_rankers_item_groups_are_checked_once(grouped, monkeypatch, backend):
+    """Each set's item groups are checked where the ranker reads the set; the objective keeps
+    them as they are."""
+    from gbdt_plrank import _fairness
+
+    checked = []
+    check = _fairness.check_item_groups
+    monkeypatch.setattr(_fairness, "check_item_groups",
+                        lambda ids, *a, **k: checked.append(len(ids)) or check(ids, *a, **k))
+    train, g_train, vali, g_vali = grouped
+    _ranker(backend=backend, fairness=GROUP, n_estimators=2).fit(
+        train.X, train.y, group=train.qid, item_groups=g_train,
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)],
+    )
+    assert checked == [g_train.size, g_vali.size]
 
 
 def test_ranker_names_missing_and_unwanted_item_groups(grouped):

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
-from gbdt_plrank import plrank_grad_hess  # noqa: E402
+from gbdt_plrank import _plrank, plrank_grad_hess  # noqa: E402
 from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
 from gbdt_plrank._options import PLRankOptions  # noqa: E402
 from gbdt_plrank._run import plrank_plan  # noqa: E402
@@ -54,7 +54,7 @@ def test_every_step_backpropagates_the_estimate_of_its_batch(monkeypatch, train_
     """The scores' gradient in training is the estimator's output for the batch's queries."""
     (X, y, qid), _ = train_valid
     calls: list[dict] = []
-    estimate = _torch.estimate
+    estimate = _plrank.estimate
 
     def recording(scores, rho, group_ptr, metric, **options):
         grad, hess = estimate(scores, rho, group_ptr, metric, **options)
@@ -71,7 +71,7 @@ def test_every_step_backpropagates_the_estimate_of_its_batch(monkeypatch, train_
         scores.register_hook(lambda g: seen.append(g.detach().double().numpy()))
         return surrogate(scores, grad)
 
-    monkeypatch.setattr(_torch, "estimate", recording)
+    monkeypatch.setattr(_plrank, "estimate", recording)
     monkeypatch.setattr(_torch, "surrogate", hooked)
     ranker = PLRankMLPRanker(K=3, train_K=4, **{**FAST, "max_epochs": 2}, random_state=0)
     ranker.fit(X, y, qid)

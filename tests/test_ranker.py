@@ -173,6 +173,21 @@ def test_no_eval_set_means_no_history(mq):
     assert ranker.booster_.current_iteration() == 3
 
 
+def test_the_options_are_checked_once_per_fit(mq, monkeypatch):
+    """One PLRankOptions serves the plan and the checks of the training and eval sets."""
+    from gbdt_plrank._options import PLRankOptions
+
+    built = []
+    checked = PLRankOptions.checked.__func__
+    monkeypatch.setattr(PLRankOptions, "checked",
+                        classmethod(lambda cls, **o: built.append(o) or checked(cls, **o)))
+    train, vali, _ = mq
+    PLRankRanker(n_estimators=2, **FAST).fit(
+        train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)] * 2
+    )
+    assert len(built) == 1
+
+
 def test_feature_importances(fitted):
     imp = fitted.feature_importances_
     assert imp.shape == (46,) and (imp >= 0).all()

@@ -18,6 +18,8 @@ import numpy as np
 
 from .._compat import require
 from .._groups import Split
+from .._ranking_metric import RankingMetric
+from .._validation import check_group_ptr, check_labels
 
 __all__ = [
     "NATIVE_NAMES",
@@ -30,6 +32,7 @@ __all__ = [
     "QueryFields",
     "Split",
     "Trained",
+    "checked_queries",
     "eval_name",
     "holds",
     "library",
@@ -71,8 +74,12 @@ def eval_name(i: int) -> str:
 
 
 def metric_name(K: int) -> str:
-    """The evaluation metric's name in every :class:`Trained` history: ``"ndcg@<K>"``."""
-    return f"ndcg@{K}"
+    """The evaluation metric's name in every :class:`Trained` history: ``"ndcg@<K>"``.
+
+    The name of NDCG@K (:attr:`~gbdt_plrank._ranking_metric.RankingMetric.name`), which is also
+    the name of the libraries' own NDCG@K.
+    """
+    return RankingMetric("ndcg", K, "exp").name
 
 
 @dataclass(frozen=True)
@@ -136,8 +143,9 @@ class Plan:
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
     item_groups : callable or None
-        ``f(data, item_groups)``, called by :meth:`give_item_groups` (a group-fair PL-Rank
-        objective's ``set_item_groups``); None when the objective takes no item groups.
+        ``f(data, item_groups)``, called by :meth:`give_item_groups` with the splits' item
+        groups, checked when the splits were built (a group-fair PL-Rank objective keeps them);
+        None when the objective takes no item groups.
     """
 
     objective: Objective
@@ -248,6 +256,28 @@ class Backend(Protocol):
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         """Total split gain of each feature, divided by the sum over features."""
         ...
+
+
+def checked_queries(
+    fields: QueryFields, *, gain: str, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The labels, query boundaries (int64) and query weights of a data object, ``where``.
+
+    Raises
+    ------
+    ValueError
+        When the data has no query groups (``where`` names it), for labels that break
+        :func:`~gbdt_plrank._validation.check_labels`' rules with ``gain``, malformed
+        boundaries, or weights that break :func:`query_weights`' rules.
+    """
+    if fields.group_ptr is None:
+        raise ValueError(
+            f"{where} has no query groups: set qid (XGBoost) or group (LightGBM), or every row "
+            f"would be scored as one query."
+        )
+    labels = check_labels(fields.labels, gain=gain)
+    ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
+    return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
 
 
 def query_weights(fields: QueryFields) -> np.ndarray | None:

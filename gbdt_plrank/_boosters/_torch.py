@@ -2,8 +2,9 @@ r"""The PyTorch backend: a neural network trained with the PL-Rank gradient, epo
 
 The network's output for a document is the log-score :math:`s(d)` of a Plackett-Luce policy, as a
 booster's margin is. Each optimisation step takes a batch of queries, estimates
-:math:`g = \partial(-R)/\partial s` with the package's PL-Rank estimator
-(:func:`gbdt_plrank._plrank.estimate`, at the objective's training cut-off, with its metric,
+:math:`g = \partial(-R)/\partial s` with the plan's objective (its
+:meth:`~gbdt_plrank._booster_objective.BoosterObjective.prepare` on the training set, then its
+``estimate`` on the batch: for a PL-Rank objective at its training cut-off, with its metric,
 gain, N, sampler, seed and fairness term) and backpropagates it through the surrogate
 
 .. math:: \ell(\phi) = \sum_{d \in \mathrm{batch}} s_\phi(d)\, \mathrm{sg}(g_d),
@@ -37,9 +38,7 @@ import scipy.sparse as sp
 from pydantic import Field
 from tqdm.auto import tqdm
 
-from .._groups import Split, boundaries
-from .._options import PLRankOptions
-from .._plrank import estimate
+from .._groups import Split, query_rows
 from .._schema import Schema, one_of, validate
 from ._base import (
     BoosterSettings,
@@ -168,23 +167,13 @@ def _threads(torch: Any, n_threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _batch(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of ``queries`` (query after query) and their query boundaries."""
-    starts, ends = group_ptr[queries], group_ptr[queries + 1]
-    ptr = boundaries(ends - starts)
-    rows = np.repeat(starts - ptr[:-1], ends - starts) + np.arange(ptr[-1])
-    return rows, ptr
-
-
-def _plrank_options(objective: Any) -> PLRankOptions:
-    """The options of the plan's PL-Rank objective, or an error saying what the backend trains."""
-    options = getattr(objective, "options", None)
-    if not isinstance(options, PLRankOptions):
+def _check_objective(objective: Any) -> None:
+    """An error unless the plan's objective estimates on batches (``prepare`` / ``estimate``)."""
+    if not all(callable(getattr(objective, name, None)) for name in ("prepare", "estimate")):
         raise TypeError(
             f"the torch backend trains a network with the PL-Rank gradient: plan.objective must "
             f"be a PL-Rank objective (gbdt_plrank._run.plrank_plan), but {objective!r} is given."
         )
-    return options
 
 
 class TorchBackend:
@@ -224,7 +213,7 @@ class TorchBackend:
         """
         torch = library(self.name)
         objective = plan.objective
-        options = _plrank_options(objective)
+        _check_objective(objective)
         params = native_params(self.name, settings, reserved=self.reserved, defaults={}, fixed={})
         seed, n_threads = params.pop("seed"), params.pop("n_threads", None)
         net = NetworkOptions.checked(**params)
@@ -235,13 +224,8 @@ class TorchBackend:
             )
         start = time.perf_counter()
         X = _dense(data.X)
-        ptr = data.group_ptr
-        metric = options.trained
-        fairness = options.fairness_spec
-        rho = metric.rewards(data.y, ptr)
-        terms = None if fairness is None else fairness.terms(
-            data.y, ptr, metric.theta(), gain=metric.gain, item_groups=data.item_groups
-        )
+        plan.give_item_groups([(data, data), *zip(evals, evals)])
+        objective.prepare(data, self.query_fields(data))
         order = np.random.default_rng(seed)
         history: History = {
             eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
@@ -261,14 +245,10 @@ class TorchBackend:
             )
             for epoch in epochs:
                 for queries in np.array_split(order.permutation(data.n_queries), n_batches):
-                    rows, batch_ptr = _batch(ptr, queries)
+                    rows, _ = query_rows(data.group_ptr, queries)
                     scores = network.module(inputs[rows]).squeeze(1)
-                    grad, _ = estimate(
-                        scores.detach().double().numpy(), rho[rows], batch_ptr, metric,
-                        hessian="constant", N=options.N, seed=objective.seed, round_=epoch,
-                        sampler=options.sampler, n_jobs=objective.n_jobs,
-                        keys=queries.astype(np.int64), fairness=fairness,
-                        terms=None if terms is None else terms.rows(rows),
+                    grad, _ = objective.estimate(
+                        scores.detach().double().numpy(), queries, round_=epoch
                     )
                     optimizer.zero_grad()
                     surrogate(scores, torch.as_tensor(grad, dtype=scores.dtype)).backward()

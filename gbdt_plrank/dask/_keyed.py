@@ -91,7 +91,7 @@ class KeyedPLRankObjective(PLRankObjective):
         A worker's rows may hold a single group: such queries contribute no group disparity,
         as in one process.
         """
-        if self._expected.item_groups_of(data) is not None or self.item_groups is not None:
+        if self._item_groups.get(data) is not None or self.item_groups is not None:
             return
         ids = data.get_float_info("label_upper_bound").astype(np.float64)
         bad = np.flatnonzero((ids < 0) | (ids != np.round(ids)))
@@ -103,7 +103,7 @@ class KeyedPLRankObjective(PLRankObjective):
                 + (f", label_upper_bound[{bad[0]}] = {ids[bad[0]]!r}" if bad.size else "")
                 + ". DaskPLRankRanker.fit(..., item_groups=) fills it."
             )
-        self._expected.set_item_groups(data, ids.astype(np.int64))
+        self._keep_item_groups(data, ids.astype(np.int64))
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any

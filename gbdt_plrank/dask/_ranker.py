@@ -153,8 +153,8 @@ class DaskPLRankRanker(PLRankRanker):
         -------
         self
         """
-        backend, settings, plan = self._training(eval_set, early_stopping_rounds)
-        item_groups_needed(self._options().fairness_spec, item_groups is not None)
+        backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
+        item_groups_needed(options.fairness_spec, item_groups is not None)
         if item_groups is not None and backend == "lightgbm":
             raise ValueError(
                 "item_groups are not supported with backend='lightgbm' on Dask: lightgbm.dask "
@@ -167,9 +167,9 @@ class DaskPLRankRanker(PLRankRanker):
                 "eval set would have to be gathered from the workers every round. Use "
                 "stopping_metric='ranking', or train in one process with PLRankRanker."
             )
-        if eval_set and self.metric != "ndcg":
+        if eval_set and options.metric != "ndcg":
             raise ValueError(
-                f"eval_set needs metric='ndcg' on Dask, but {self.metric!r} is given: eval sets "
+                f"eval_set needs metric='ndcg' on Dask, but {options.metric!r} is given: eval sets "
                 f"are scored with the library's NDCG@K on the workers. Train without eval_set, "
                 f"or in one process with PLRankRanker."
             )
@@ -183,7 +183,7 @@ class DaskPLRankRanker(PLRankRanker):
             )
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
-        data = _queries(X, y, group, item_groups, where="training data", gain=self.gain)
+        data = _queries(X, y, group, item_groups, where="training data", gain=options.gain)
         evals = []
         for i, item in enumerate(eval_set or ()):
             if not isinstance(item, (tuple, list)) or len(item) != 3:
@@ -193,7 +193,7 @@ class DaskPLRankRanker(PLRankRanker):
                     f"{'of length ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}"
                     f" is given."
                 )
-            evals.append(_queries(*item, where=f"eval_set[{i}]", gain=self.gain))
+            evals.append(_queries(*item, where=f"eval_set[{i}]", gain=options.gain))
         self.n_features_in_ = int(data.X.shape[1])
         self._keep(train(backend, client, settings, data, evals, plan))
         return self

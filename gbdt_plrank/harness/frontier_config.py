@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._fairness import FAIRNESS, GROUP_FAIRNESS
+from .._fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
 from .._schema import ConfigError, Schema, one_of, validate
 from .config import (
     PLRankSettings,
@@ -44,7 +44,7 @@ from .config import (
 from .groups import ProtectedGroup
 from .methods import METHODS, PLRANK
 
-__all__ = ["BASELINES", "MEASURES", "FrontierConfig", "load_frontier_config"]
+__all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 
 #: The deterministic rankers randomised post hoc: LambdaMART (XGBoost) and LambdaRank (LightGBM).
 BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
@@ -54,10 +54,6 @@ _PLRANK_METHODS = tuple(n for n, m in METHODS.items() if m.objective == PLRANK a
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Offset = Annotated[float, Field(allow_inf_nan=False)]
-
-#: The report's measure of each loss: the name of its per-query values in an evaluation.
-MEASURES = {"expected-exposure": "ee_l", "disparity": "disparity",
-            "group-disparity": "group_disparity"}
 
 
 class FrontierConfig(Schema):
@@ -135,8 +131,8 @@ class FrontierConfig(Schema):
 
     @property
     def measure(self) -> str:
-        """The name of the per-query values of the report's fairness measure (:data:`MEASURES`)."""
-        return MEASURES[self.fairness]
+        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._fairness.LOSS_NAMES`)."""
+        return LOSS_NAMES[self.fairness]
 
     @property
     def methods(self) -> tuple[str, ...]:

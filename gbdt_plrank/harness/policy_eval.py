@@ -9,8 +9,8 @@ query ids):
   DCG is linear in exposure: it is the mean NDCG@k of the sampled rankings;
 - EE-L (:func:`gbdt_plrank.metrics.expected_exposure_loss`) and the relevance-proportional
   disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`), and, when the split
-  has item groups, the group disparity (:func:`gbdt_plrank.metrics.group_disparity`, through
-  :meth:`~gbdt_plrank._evaluation.PolicyValue.fairness_loss`). All are quadratic in
+  has item groups, the group disparity (:func:`gbdt_plrank.metrics.group_disparity`), each
+  the :meth:`~gbdt_plrank._fairness.FairnessSpec.loss` of its name. All are quadratic in
   the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
   estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
@@ -21,18 +21,20 @@ query ids):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from .._evaluation import EVAL_ROUNDS, PolicyValue
-from .._fairness import FairnessSpec
-from .._groups import resolve_groups
+from .._fairness import FAIRNESS, FairnessSpec
+from .._groups import resolve_groups, row_queries
 from .._policy import sample_policy
 from .._policy_methods import per_sample_metric
 from .._ranking_metric import RankingMetric, dcg_weights
 from ..datasets import Split
-from ..metrics import expected_exposure_loss, ndcg, relevance_proportional_disparity
+from ..metrics import ndcg
 
 __all__ = [
     "PolicyValues",
@@ -64,22 +66,31 @@ class PolicyValues:
     group_disparity: np.ndarray | None = None
 
 
-def _disparity(split: Split, exposure: np.ndarray) -> np.ndarray:
-    return relevance_proportional_disparity(split.y, exposure, split.qid, per_query=True)
+#: The fairness losses measured, in the order of :class:`PolicyValues` (EE-L, disparity, group).
+_LOSSES = tuple(FairnessSpec(name, 1.0) for name in FAIRNESS)
 
 
-def _ee_l(split: Split, exposure: np.ndarray, k: int) -> np.ndarray:
-    return expected_exposure_loss(split.y, exposure, split.qid, k=k, per_query=True)
+def _losses(
+    split: Split, k: int, of: Callable[[Callable[[np.ndarray], np.ndarray]], np.ndarray]
+) -> list[np.ndarray | None]:
+    """Per query, each of :data:`_LOSSES` (None for group disparity without item groups).
 
-
-#: The group disparity with weight 1, measured by :class:`~gbdt_plrank._evaluation.PolicyValue`.
-_GROUP_DISPARITY = FairnessSpec("group-disparity", 1.0)
+    ``of`` evaluates a loss, a function of the exposure: at the exposure of an exact
+    evaluation, or without bias from the halves of a sampled one
+    (:meth:`~gbdt_plrank._evaluation.Halves.unbiased`).
+    """
+    return [
+        None if spec.needs_item_groups and split.item_groups is None else of(partial(
+            spec.loss, split.y, row_query=split.qid, K=k, gain="exp",
+            item_groups=split.item_groups,
+        ))
+        for spec in _LOSSES
+    ]
 
 
 def _value(split: Split, k: int, **options: object) -> PolicyValue:
-    """The evaluation of ``split`` at cut-off ``k``, measuring group disparity with item groups."""
-    fairness = None if split.item_groups is None else _GROUP_DISPARITY
-    return PolicyValue(RankingMetric("ndcg", k, "exp"), fairness, split, **options)
+    """The evaluation of ``split`` at cut-off ``k``."""
+    return PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, **options)
 
 
 def evaluate_policy(
@@ -106,30 +117,22 @@ def evaluate_policy(
             for r in EVAL_ROUNDS
         ])
         mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
+    ee_l, disparity, group = _losses(split, k, h.unbiased)
     return PolicyValues(
-        np.unique(split.qid),
-        ndcg_q,
-        h.unbiased(lambda x: _ee_l(split, x, k)),
-        h.unbiased(lambda x: _disparity(split, x)),
-        mc_mean,
-        mc_var,
-        n_samples,
-        None if value.fairness is None else h.unbiased(value.fairness_loss),
+        np.unique(split.qid), ndcg_q, ee_l, disparity, mc_mean, mc_var, n_samples, group
     )
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
-    value = _value(split, k, seed=0, n_jobs=None)
+    ee_l, disparity, group = _losses(split, k, lambda loss: loss(exposure))
     return PolicyValues(
-        np.unique(split.qid), ndcg_q, _ee_l(split, exposure, k),
-        _disparity(split, exposure), float(ndcg_q.mean()), 0.0, 1,
-        None if value.fairness is None else value.fairness_loss(exposure),
+        np.unique(split.qid), ndcg_q, ee_l, disparity, float(ndcg_q.mean()), 0.0, 1, group
     )
 
 
 def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:
     """Exact values of the deterministic ranking by descending score (ties in input order)."""
-    q = np.unique(split.qid, return_inverse=True)[1]
+    q = row_queries(split.group_ptr)
     n = scores.shape[0]
     order = np.lexsort((np.arange(n), -scores, q))
     rank = np.empty(n, dtype=np.int64)
@@ -152,7 +155,7 @@ def validation_scale(scores: np.ndarray, split: Split) -> float:
     1 when that is 0 (a constant model), so that dividing by it is always defined.
     """
     sizes = np.diff(split.group_ptr)
-    q = np.repeat(np.arange(sizes.shape[0]), sizes)
+    q = row_queries(split.group_ptr)
     mean = np.bincount(q, scores, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
     var = np.bincount(q, (scores - mean[q]) ** 2, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
     sigma = float(np.sqrt(var[sizes > 1].mean())) if (sizes > 1).any() else 0.0

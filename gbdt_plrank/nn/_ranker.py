@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
-from .._options import PLRankOptions
 from .._policy_methods import seeds_from
 from .._run import plrank_plan
 from .._threads import booster_threads
@@ -155,13 +154,6 @@ class PLRankMLPRanker(PolicyRanker):
         self.random_state = random_state
         self.progress = progress
 
-    def _options(self) -> PLRankOptions:
-        """The checked PL-Rank options of the ranker's parameters."""
-        return PLRankOptions.checked(
-            K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
-            sampler=self.sampler, fairness=self.fairness, fairness_weight=self.fairness_weight,
-        )
-
     def fit(
         self,
         X: Any,
@@ -217,4 +209,4 @@ class PLRankMLPRanker(PolicyRanker):
         settings = BoosterSettings(
             n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
         )
-        return self._train(BACKENDS["torch"], settings, plan, X, y, group, eval_set)
+        return self._train(BACKENDS["torch"], settings, plan, options, X, y, group, eval_set)
