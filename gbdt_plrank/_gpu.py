@@ -38,7 +38,7 @@ def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
     ValueError
         For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"`` or a
         fairness term (the GPU kernels draw by the race and estimate the relevance terms only).
-    gbdt_plrank.MissingDependencyError
+    MissingDependencyError
         With ``"cuda"`` when numba-cuda is not installed.
     RuntimeError
         With ``"cuda"`` when no CUDA GPU is visible.
@@ -78,8 +78,8 @@ def to_host(array: Any) -> np.ndarray:
 
 
 def _threads(n_samples: int) -> int:
-    """Threads of a block: the smallest power of two >= ``n_samples``, from 32 to 128."""
-    threads = 32
+    """Threads of a block: the smallest power of two >= ``n_samples``, at most 128."""
+    threads = 1
     while threads < min(n_samples, _MAX_THREADS):
         threads *= 2
     return threads
