@@ -141,3 +141,15 @@ def test_xgboost_trains_on_the_gpu(data):
     cpu = PLRankRanker(sampler="race", **options).fit(X, y, qid)
     gpu = PLRankRanker(device="cuda", **options).fit(X, y, qid)
     assert np.allclose(cpu.predict(X), gpu.predict(X), atol=1e-6)
+
+
+def test_gpu_benchmark_refuses_without_a_gpu():
+    if _gpu_visible():
+        pytest.skip("a CUDA GPU is visible: the benchmark would run")
+    script = Path(__file__).parents[1] / "benchmarks" / "gpu_objective.py"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1
+    assert "measures on a CUDA GPU and cannot run here" in done.stderr, done.stderr
