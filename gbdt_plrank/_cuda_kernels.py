@@ -115,6 +115,7 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,); outputs
     ``grad, hess`` float64 (n,), the loss's (not yet finished) gradient and Hessian.
     """
+    k_pr = k_max + 1  # the length of PR: array sizes must be compile-time constants
 
     @cuda.jit
     def kernel(
@@ -151,7 +152,7 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
         rank = cuda.local.array(k_max, dtype=np.int64)
         key = cuda.local.array(k_max, dtype=np.float64)
         S = cuda.local.array(k_max, dtype=np.float64)
-        PR = cuda.local.array(k_max + 1, dtype=np.float64)
+        PR = cuda.local.array(k_pr, dtype=np.float64)
         state0 = stream_state(seed, round_, keys[g])
         acc0 = acc1 = acc2 = acc3 = 0.0
         for s in range(t, n_samples, threads):

@@ -109,6 +109,52 @@ def test_xgboost_is_told_the_device():
     assert PLRankRanker(device="cuda", backend="lightgbm")._settings(0).params == {}
 
 
+def _compilers_found() -> bool:
+    """Whether NVVM and NVRTC, which compile kernels for a GPU, can be loaded (none is needed)."""
+    if not HAS_NUMBA_CUDA:
+        return False
+    from cuda.pathfinder import DynamicLibNotFoundError, load_nvidia_dynamic_lib
+
+    try:
+        load_nvidia_dynamic_lib("nvvm")
+        load_nvidia_dynamic_lib("nvrtc")
+    except DynamicLibNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    "not _compilers_found()",
+    reason="compiling for a GPU needs NVVM and NVRTC: pip install 'numba-cuda[cu13]'",
+)
+def test_kernels_compile_for_a_gpu(monkeypatch):
+    """The simulator runs the kernels as Python; this types and compiles them for sm_90."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+    from numba.cuda import types as t
+
+    from gbdt_plrank import _cuda_kernels
+
+    if not cuda.is_available():  # device functions compile for the current device's capability
+
+        class Hopper:
+            compute_capability = (9, 0)
+
+        monkeypatch.setattr(dispatcher, "get_current_device", Hopper)
+    f64, i64 = t.float64[::1], t.int64[::1]
+    kernels = {
+        _cuda_kernels.estimate_kernel(10, 128): (
+            f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, f64, f64,
+            t.float64[:, ::1], t.int32[::1], f64, f64,
+        ),
+        _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
+        _cuda_kernels.scale_rows: (f64, f64, f64),
+    }
+    for kernel, signature in kernels.items():
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))
+        assert ".entry" in ptx
+
+
 # --------------------------------------------------------------------------------------------
 # On a GPU
 # --------------------------------------------------------------------------------------------
