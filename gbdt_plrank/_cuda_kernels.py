@@ -5,7 +5,7 @@ of the dtypes named below. Importing this module imports ``numba.cuda`` (the ``g
 with ``NUMBA_ENABLE_CUDASIM=1`` set before that import, Numba's CUDA simulator runs the kernels
 on the CPU, which is how they are tested without a GPU.
 
-The estimate is that of :func:`gbdt_plrank._kernels.estimate_groups` with the exponential-race
+The estimate is that of ``gbdt_plrank._kernels.estimate_groups`` with the exponential-race
 sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r`` draws from the
 SplitMix64 counter keyed by ``(seed, r, keys[g])`` and sample ``s`` of a query of ``D`` documents
 gives document ``d`` the key :math:`-\\log(1 - u_{sD + d + 1}) / e(d)`, the uniforms the CPU
@@ -15,10 +15,14 @@ last bits may differ from one call to the next).
 
 One block of threads per query: its threads compute the PL weights :math:`e(d)` (the block's
 maximum margin first), then draw the samples ``s = t, t + T, ...`` (thread ``t`` of ``T``), each
-a ranking of the K smallest keys kept sorted in registers while the sum of the keys left out is
-accumulated; each placed document's terms and sums are added with atomics, the unplaced sums of
-a sample (:func:`gbdt_plrank._kernels._add_sample`) are summed per thread and then over the
-block; finally every document's unplaced terms are applied (:func:`gbdt_plrank._kernels._finish_query`).
+a ranking of the K smallest keys kept sorted in per-thread arrays while the PL weights of the
+documents left out are summed (the normaliser below the ranking, positive terms only, as on the
+CPU); each placed document's terms and sums are added with atomics, the unplaced sums of a sample
+(``gbdt_plrank._kernels._add_sample``) are summed per thread and then over the block; finally
+every document's unplaced terms are applied (``gbdt_plrank._kernels._finish_query``). A document
+that every sample placed gets no unplaced term, exactly, as on the CPU (where the two sums it
+would take the difference of are equal): here a count of its placements says so, since sums
+added in another order need not cancel exactly.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def _mix64(z):
 
 @cuda.jit(device=True)
 def stream_state(seed, round_, group):
-    """:func:`gbdt_plrank._kernels.stream_state`: the stream of query ``group`` in round ``round_``."""
+    """``gbdt_plrank._kernels.stream_state``: the stream of query ``group`` in round ``round_``."""
     s = _mix64(np.uint64(seed) + _GOLDEN)
     s = _mix64(s ^ (np.uint64(round_) + _GOLDEN))
     return _mix64(s ^ (np.uint64(group) + _GOLDEN))
@@ -63,7 +67,7 @@ def stream_state(seed, round_, group):
 
 @cuda.jit(device=True, inline=True)
 def uniform_at(start, j):
-    """:func:`gbdt_plrank._kernels._uniform_at`: the ``j``-th double (from 1) of ``start``'s stream."""
+    """``gbdt_plrank._kernels._uniform_at``: the ``j``-th double (from 1) of ``start``'s stream."""
     return (_mix64(start + np.uint64(j) * _GOLDEN) >> _U11) * _TO_UNIT
 
 
