@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0  # the CPU build first, so the nn extra pulls no CUDA wheels
-	$(BIN)/pip install --quiet -e '.[dev,catboost,nn,docs]'
+	$(BIN)/pip install --quiet -e '.[dev,catboost,nn,docs,gpu]'  # gpu: numba-cuda, whose CUDA simulator tests the GPU kernels here
 	touch $(STAMP)
 
 demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ2008 (a few minutes)

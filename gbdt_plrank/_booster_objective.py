@@ -82,7 +82,10 @@ class BoosterObjective:
         self.prepare(key, fields)
         scores = as_finite_vector("preds", np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
-        grad, hess = self._grad_hess(scores, keys)
+        return self._weighted(*self._grad_hess(scores, keys))
+
+    def _weighted(self, grad: np.ndarray, hess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``grad`` and ``hess`` with each query's rows scaled by its weight (in place)."""
         if self._weights is not None:
             per_row = np.repeat(self._weights, np.diff(self._ptr))
             grad *= per_row

@@ -1,6 +1,7 @@
 """Optional dependencies, imported in one place with a clear message when one is missing.
 
-The boosters, the plotting library, the tuner and torch (the neural network) are extras of the package
+The boosters, the plotting library, the tuner, torch (the neural network) and numba-cuda (the
+objective on a GPU) are extras of the package
 (``pip install 'gbdt_plrank[catboost]'`` and so on); the core needs none of them.
 """
 
@@ -23,6 +24,7 @@ EXTRAS = {
     "dask": "dask",
     "distributed": "dask",
     "torch": "nn",
+    "numba_cuda": "gpu",
 }
 
 

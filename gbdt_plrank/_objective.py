@@ -16,9 +16,10 @@ import numpy as np
 
 from . import _plrank
 from ._booster_objective import BoosterObjective
-from ._boosters import QueryFields
+from ._boosters import BACKENDS, QueryFields
 from ._evaluation import ExpectedMetric, RankingMetricEval
 from ._fairness import FairTerms, checked_item_groups
+from ._gpu import CudaEstimate, check_device, to_host
 from ._groups import boundaries, query_rows
 from ._options import PLRankOptions
 from ._threads import thread_count
@@ -47,6 +48,8 @@ class PLRankObjective(BoosterObjective):
         The cut-off it trains at.
     seed : int
         Seed of the sampled rankings.
+    device : {"cpu", "cuda"}
+        Where the rounds' estimate is computed.
     item_groups : int64 array of shape (n,) or None
         The item groups of the training rows, for a training set without its own
         (:meth:`set_item_groups`); group fairness only.
@@ -56,9 +59,11 @@ class PLRankObjective(BoosterObjective):
 
     def __init__(
         self, options: PLRankOptions, *, seed: int, n_jobs: int | None,
-        item_groups: np.ndarray | None = None,
+        item_groups: np.ndarray | None = None, device: str = "cpu",
     ) -> None:
         super().__init__()
+        self.device = check_device(device, sampler=options.sampler, fairness=options.fairness)
+        self._gpu: CudaEstimate | None = None
         self.options = options
         self.metric = options.trained
         self.fairness = options.fairness_spec
@@ -86,6 +91,8 @@ class PLRankObjective(BoosterObjective):
     def __repr__(self) -> str:
         o = self.options
         given = o.model_dump(exclude_defaults=True, exclude={"K"})
+        if self.device != "cpu":
+            given["device"] = self.device
         extra = "".join(f", {name}={value!r}" for name, value in given.items())
         return f"plrank_objective(K={o.K}{extra}, seed={self.seed})"
 
@@ -112,6 +119,11 @@ class PLRankObjective(BoosterObjective):
 
     def _new_training_set(self, key: Any) -> None:
         self.round = 0
+        if self.device == "cuda":
+            self._gpu = CudaEstimate(
+                self._rho, self._ptr, self._weights, self.metric.theta(), N=self.options.N,
+                hessian=self.options.hessian,
+            )
         if self.fairness is None:
             return
         if self.item_groups is not None and self._item_groups.get(key) is None:
@@ -130,7 +142,10 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
-        grad, hess = self.estimate(scores, round_=self.round, keys=keys)
+        if self._gpu is not None:
+            grad, hess = self._gpu(scores, seed=self.seed, round_=self.round, keys=keys)
+        else:
+            grad, hess = self.estimate(scores, round_=self.round, keys=keys)
         self.round += 1
         return grad, hess
 
@@ -156,6 +171,19 @@ class PLRankObjective(BoosterObjective):
             round_=round_, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
             fairness=self.fairness, terms=terms,
         )
+
+    def _weighted(self, grad: Any, hess: Any) -> tuple[Any, Any]:
+        """The rows scaled by their query's weight (on the GPU already by :class:`CudaEstimate`)."""
+        return (grad, hess) if self._gpu is not None else super()._weighted(grad, hess)
+
+    def _step(
+        self, preds: np.ndarray, key: Any, fields: QueryFields, keys: np.ndarray | None = None
+    ) -> tuple[Any, Any]:
+        """:meth:`BoosterObjective._step`; on the GPU, device arrays for XGBoost, else host ones."""
+        grad, hess = super()._step(preds, key, fields, keys)
+        if self._gpu is not None and not BACKENDS["xgboost"].holds_data(key):
+            return to_host(grad), to_host(hess)
+        return grad, hess
 
     # ----------------------------------------------------------------------------------------
     # Evaluation metrics
@@ -251,6 +279,7 @@ def plrank_objective(
     fairness: str | None = None,
     fairness_weight: float = 1.0,
     item_groups: np.ndarray | None = None,
+    device: str = "cpu",
 ) -> PLRankObjective:
     """A PL-Rank objective for ``xgboost.train(obj=...)`` and ``lightgbm.train``.
 
@@ -295,6 +324,13 @@ def plrank_objective(
                           custom_metric=obj.expected_metric, maximize=True)
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
+    device : {"cpu", "cuda"}, default "cpu"
+        Where each round's estimate is computed (XGBoost's parameter name). ``"cuda"`` runs it
+        on the GPU (the ``gpu`` extra, numba-cuda): it returns device arrays to XGBoost (which
+        copies them device to device: train with ``{"device": "cuda"}``) and host arrays to
+        LightGBM. There every ranking is drawn by the exponential race (``sampler`` ``"auto"``
+        or ``"race"``) from the same random streams as on the CPU, so the estimate equals the
+        CPU's with ``sampler="race"`` to rounding; fairness terms are computed on the CPU only.
 
     Returns
     -------
@@ -306,10 +342,18 @@ def plrank_objective(
         For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), the message
         naming the value and the rule; for ``item_groups`` given without group fairness or
         holding NaN, negative or non-integer ids or a single group (missing item groups and a
-        length that disagrees with the training rows are reported at the first round).
+        length that disagrees with the training rows are reported at the first round); for
+        a ``device`` other than ``"cpu"`` or ``"cuda"``, and with ``"cuda"`` for
+        ``sampler="tree"`` or ``fairness``.
+    MissingDependencyError
+        (an ImportError) With ``device="cuda"`` when numba-cuda is not installed.
+    RuntimeError
+        With ``device="cuda"`` when no CUDA GPU is visible.
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
         fairness=fairness, fairness_weight=fairness_weight,
     )
-    return PLRankObjective(options, seed=seed, n_jobs=n_jobs, item_groups=item_groups)
+    return PLRankObjective(
+        options, seed=seed, n_jobs=n_jobs, item_groups=item_groups, device=device
+    )

@@ -35,6 +35,7 @@ def plrank_plan(
     callbacks: Sequence[Any] = (),
     ranking: RankingMetric | None = None,
     objective_type: Callable[..., PLRankObjective] = PLRankObjective,
+    device: str = "cpu",
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 
@@ -56,13 +57,15 @@ def plrank_plan(
         The ranking metric recorded on the eval sets; default the objective's metric@K (the
         harness records NDCG@k, its comparison's measure, whatever the objective's metric).
     objective_type : callable, default PLRankObjective
-        Builds the objective from ``(options, seed=, n_jobs=)`` (Dask's keyed objective).
+        Builds the objective from ``(options, seed=, n_jobs=, device=)`` (Dask's keyed objective).
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the objective's estimate is computed (:func:`~gbdt_plrank.plrank_objective`).
 
     Returns
     -------
     Plan
     """
-    objective = objective_type(options, seed=seed, n_jobs=n_jobs)
+    objective = objective_type(options, seed=seed, n_jobs=n_jobs, device=device)
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
     metrics = (ranked, objective.expected_metric) if stopping_metric == "policy" else (ranked,)
     fair = options.fairness_spec

@@ -203,6 +203,11 @@ class PLRankRanker(PolicyRanker):
         :meth:`expected_exposure` and :func:`gbdt_plrank.metrics.expected_exposure_loss`,
         :func:`~gbdt_plrank.metrics.relevance_proportional_disparity`,
         :func:`~gbdt_plrank.metrics.group_disparity`.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the objective's estimate is computed (XGBoost's parameter name): ``"cuda"`` runs
+        it on the GPU (the ``gpu`` extra; see :func:`gbdt_plrank.plrank_objective` for what it
+        allows) and trains XGBoost with ``device="cuda"`` too; LightGBM trains where its own
+        parameters say (``params={"device_type": ...}``) and gets the estimate as host arrays.
     fairness_weight : float, default 1.0
         Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
     n_estimators : int, default 100
@@ -301,6 +306,7 @@ class PLRankRanker(PolicyRanker):
         sampler: str = "auto",
         fairness: str | None = None,
         fairness_weight: float = 1.0,
+        device: str = "cpu",
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = None,
@@ -326,6 +332,7 @@ class PLRankRanker(PolicyRanker):
         self.sampler = sampler
         self.fairness = fairness
         self.fairness_weight = fairness_weight
+        self.device = device
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -431,7 +438,7 @@ class PLRankRanker(PolicyRanker):
         plan = plrank_plan(
             options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
-            objective_type=self._objective_type,
+            objective_type=self._objective_type, device=self.device,
         )
         return backend, self._settings(booster_seed), plan, options
 
@@ -443,6 +450,8 @@ class PLRankRanker(PolicyRanker):
                 f"params must be None or a dict of native {self.backend} parameters with string "
                 f"keys, but {params!r} is given."
             )
+        if self.device != "cpu" and self.backend == "xgboost":
+            params = {**params, "device": self.device}
         return BoosterSettings(
             learning_rate=self.learning_rate,
             max_depth=self.max_depth,

@@ -136,4 +136,6 @@ def keyed_plrank_objective(K: int = 5, N: int = 100, **options: Any) -> KeyedPLR
     :func:`~gbdt_plrank.dask.query_keys`.
     """
     plain = plrank_objective(K, N, **options)
-    return KeyedPLRankObjective(plain.options, seed=plain.seed, n_jobs=plain.n_jobs)
+    return KeyedPLRankObjective(
+        plain.options, seed=plain.seed, n_jobs=plain.n_jobs, device=plain.device
+    )

@@ -1,0 +1,274 @@
+"""CUDA kernels (numba-cuda): the PL-Rank-3 gradient and Hessian estimate on a GPU.
+
+LOW LEVEL. Nothing here validates its input: :mod:`gbdt_plrank._gpu` uploads contiguous arrays
+of the dtypes named below. Importing this module imports ``numba.cuda`` (the ``gpu`` extra);
+with ``NUMBA_ENABLE_CUDASIM=1`` set before that import, Numba's CUDA simulator runs the kernels
+on the CPU, which is how they are tested without a GPU.
+
+The estimate is that of ``gbdt_plrank._kernels.estimate_groups`` with the exponential-race
+sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r`` draws from the
+SplitMix64 counter keyed by ``(seed, r, keys[g])`` and sample ``s`` of a query of ``D`` documents
+gives document ``d`` the key :math:`-\\log(1 - u_{sD + d + 1}) / e(d)`, the uniforms the CPU
+kernels draw. The same seed therefore samples the same rankings on both, and the estimates agree
+to rounding (the sums are added in another order: here in the order the threads finish, so the
+last bits may differ from one call to the next).
+
+One block of threads per query: its threads compute the PL weights :math:`e(d)` (the block's
+maximum margin first), then draw the samples ``s = t, t + T, ...`` (thread ``t`` of ``T``), each
+a ranking of the K smallest keys kept sorted in per-thread arrays while the PL weights of the
+documents left out are summed (the normaliser below the ranking, positive terms only, as on the
+CPU); each placed document's terms and sums are added with atomics, the unplaced sums of a sample
+(``gbdt_plrank._kernels._add_sample``) are summed per thread and then over the block; finally
+every document's unplaced terms are applied (``gbdt_plrank._kernels._finish_query``). A document
+that every sample placed gets no unplaced term, exactly, as on the CPU (where the two sums it
+would take the difference of are equal): here a count of its placements says so, since sums
+added in another order need not cancel exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from typing import Any
+
+import numpy as np
+from numba import cuda
+
+from ._kernels import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
+
+__all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "scale_rows"]
+
+#: ``hessian`` mode -> its code in :func:`finish_rows` (see :func:`gbdt_plrank._plrank.finish_hessian`).
+HESSIAN_CODES = {"raw": 0, "abs": 1, "clip": 2, "constant": 3}
+
+_U11 = np.uint64(11)
+_U27 = np.uint64(27)
+_U30 = np.uint64(30)
+_U31 = np.uint64(31)
+
+
+# --------------------------------------------------------------------------------------------
+# SplitMix64, bit for bit as in gbdt_plrank._kernels (mix64, stream_state, _uniform_at)
+# --------------------------------------------------------------------------------------------
+@cuda.jit(device=True, inline=True)
+def _mix64(z):
+    z = (z ^ (z >> _U30)) * _M1
+    z = (z ^ (z >> _U27)) * _M2
+    return z ^ (z >> _U31)
+
+
+@cuda.jit(device=True)
+def stream_state(seed, round_, group):
+    """``gbdt_plrank._kernels.stream_state``: the stream of query ``group`` in round ``round_``."""
+    s = _mix64(np.uint64(seed) + _GOLDEN)
+    s = _mix64(s ^ (np.uint64(round_) + _GOLDEN))
+    return _mix64(s ^ (np.uint64(group) + _GOLDEN))
+
+
+@cuda.jit(device=True, inline=True)
+def uniform_at(start, j):
+    """``gbdt_plrank._kernels._uniform_at``: the ``j``-th double (from 1) of ``start``'s stream."""
+    return (_mix64(start + np.uint64(j) * _GOLDEN) >> _U11) * _TO_UNIT
+
+
+@cuda.jit(device=True)
+def _block_sum(buf, value):
+    """The sum of ``value`` over the block's threads (a power of two of them), in every thread."""
+    t = cuda.threadIdx.x
+    buf[t] = value
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 0:
+        if t < step:
+            buf[t] += buf[t + step]
+        cuda.syncthreads()
+        step //= 2
+    total = buf[0]
+    cuda.syncthreads()
+    return total
+
+
+@cuda.jit(device=True)
+def _block_max(buf, value):
+    """The maximum of ``value`` over the block's threads, in every thread."""
+    t = cuda.threadIdx.x
+    buf[t] = value
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 0:
+        if t < step and buf[t + step] > buf[t]:
+            buf[t] = buf[t + step]
+        cuda.syncthreads()
+        step //= 2
+    top = buf[0]
+    cuda.syncthreads()
+    return top
+
+
+@cache
+def estimate_kernel(k_max: int, threads: int) -> Any:
+    """The estimate kernel for rankings of at most ``k_max`` documents and blocks of ``threads``.
+
+    ``threads`` is a power of two; ``k_max`` sizes the per-thread arrays (compiled once per
+    value). Launched as ``kernel[G, threads](...)`` with the arguments
+
+    ``scores, rho`` float64 (n,); ``group_ptr`` int64 (G + 1,); ``keys`` int64 (G,), the
+    streams' keys; ``active`` bool (G,), whether a query has two or more documents and a
+    non-zero reward (else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
+    ``round_`` integers; ``hess_max`` float64 (1,), raised to the largest ``|hess|``;
+    work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,); outputs
+    ``grad, hess`` float64 (n,), the loss's (not yet finished) gradient and Hessian.
+    """
+    k_pr = k_max + 1  # the length of PR: array sizes must be compile-time constants
+
+    @cuda.jit
+    def kernel(
+        scores, rho, group_ptr, keys, active, theta, n_samples, seed, round_, hess_max,
+        e, own, count, grad, hess,
+    ):
+        buf = cuda.shared.array(threads, dtype=np.float64)
+        g = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        if not active[g]:  # the whole block returns
+            for d in range(lo + t, hi, threads):
+                grad[d] = 0.0
+                hess[d] = 0.0
+            return
+        D = hi - lo
+        K = min(theta.shape[0], D)
+
+        # PL weights e(d) = exp(max(m(d) - max m, -LOG_FLOOR)), as shifted_exp; clear the sums
+        top = -math.inf
+        for d in range(lo + t, hi, threads):
+            top = max(top, scores[d])
+        top = _block_max(buf, top)
+        for d in range(lo + t, hi, threads):
+            e[d] = math.exp(max(scores[d] - top, -LOG_FLOOR))
+            grad[d] = 0.0
+            hess[d] = 0.0
+            count[d] = 0
+            for c in range(4):
+                own[d, c] = 0.0
+        cuda.syncthreads()
+
+        rank = cuda.local.array(k_max, dtype=np.int64)
+        key = cuda.local.array(k_max, dtype=np.float64)
+        S = cuda.local.array(k_max, dtype=np.float64)
+        PR = cuda.local.array(k_pr, dtype=np.float64)
+        state0 = stream_state(seed, round_, keys[g])
+        acc0 = acc1 = acc2 = acc3 = 0.0
+        for s in range(t, n_samples, threads):
+            # the race: the K smallest keys in order; ``rest`` sums e over the others
+            placed = 0
+            rest = 0.0
+            first = s * D + 1
+            for d in range(D):
+                ed = e[lo + d]
+                x = -math.log(1.0 - uniform_at(state0, first + d)) / ed
+                if placed < K:
+                    i = placed
+                    placed += 1
+                elif x < key[K - 1]:
+                    rest += e[lo + rank[K - 1]]
+                    i = K - 1
+                else:
+                    rest += ed
+                    continue
+                while i > 0 and key[i - 1] > x:
+                    key[i] = key[i - 1]
+                    rank[i] = rank[i - 1]
+                    i -= 1
+                key[i] = x
+                rank[i] = d
+            # normalisers S_k (as _normalizers_direct) and PR_i (as _add_sample)
+            for k in range(K - 1, -1, -1):
+                rest += e[lo + rank[k]]
+                S[k] = rest
+            PR[K] = 0.0
+            for i in range(K - 1, -1, -1):
+                PR[i] = PR[i + 1] + theta[i] * rho[lo + rank[i]]
+            RI = DR = DN = RS = DS = 0.0
+            for i in range(K):
+                inv = 1.0 / S[i]
+                inv2 = inv * inv
+                RI += PR[i] * inv
+                DR += theta[i] * inv
+                DN += inv
+                RS += PR[i] * inv2
+                DS += theta[i] * inv2
+                row = lo + rank[i]
+                ed = e[row]
+                rd = rho[row]
+                below = PR[i + 1]
+                a = rd * DR - RI
+                cuda.atomic.add(grad, row, below + ed * a)
+                cuda.atomic.add(
+                    hess, row,
+                    below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a),
+                )
+            c_rs = RS + DN * RI
+            c_ds = DS + DN * DR
+            acc0 += DR
+            acc1 += RI
+            acc2 += c_rs
+            acc3 += c_ds
+            for i in range(K):
+                row = lo + rank[i]
+                cuda.atomic.add(own, (row, 0), DR)
+                cuda.atomic.add(own, (row, 1), RI)
+                cuda.atomic.add(own, (row, 2), c_rs)
+                cuda.atomic.add(own, (row, 3), c_ds)
+                cuda.atomic.add(count, row, 1)
+        acc0 = _block_sum(buf, acc0)  # also orders the atomics above before the reads below
+        acc1 = _block_sum(buf, acc1)
+        acc2 = _block_sum(buf, acc2)
+        acc3 = _block_sum(buf, acc3)
+
+        # the unplaced terms with each document's own sums (0 when every sample placed it)
+        scale = -1.0 / n_samples
+        largest = 0.0
+        for d in range(lo + t, hi, threads):
+            ed = e[d]
+            rd = rho[d]
+            if count[d] == n_samples:
+                g_out = h_out = 0.0
+            else:
+                g_out = ed * (rd * (acc0 - own[d, 0]) - (acc1 - own[d, 1]))
+                h_out = g_out + ed * ed * ((acc2 - own[d, 2]) - rd * (acc3 - own[d, 3]))
+            grad[d] = (grad[d] + g_out) * scale
+            h = (hess[d] + h_out) * scale
+            hess[d] = h
+            largest = max(largest, abs(h))
+        largest = _block_max(buf, largest)
+        if t == 0:
+            cuda.atomic.max(hess_max, 0, largest)
+
+    return kernel
+
+
+@cuda.jit
+def finish_rows(hess, mode, hess_max, floor):
+    """:func:`gbdt_plrank._plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
+    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``."""
+    d = cuda.grid(1)
+    if d >= hess.shape[0]:
+        return
+    h = hess[d]
+    if mode == 1:
+        hess[d] = abs(h)
+    elif mode == 2:
+        if h != 0.0:
+            hess[d] = max(h, floor * hess_max[0])
+    elif mode == 3:
+        hess[d] = 1.0
+
+
+@cuda.jit
+def scale_rows(grad, hess, weight):
+    """``grad[d] *= weight[d]`` and ``hess[d] *= weight[d]``: each query's rows by its weight."""
+    d = cuda.grid(1)
+    if d < grad.shape[0]:
+        grad[d] *= weight[d]
+        hess[d] *= weight[d]

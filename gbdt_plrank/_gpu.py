@@ -1,0 +1,159 @@
+"""The PL-Rank estimate on a CUDA GPU: device checks, uploads and kernel launches.
+
+:class:`CudaEstimate` holds one training set on the device (rewards, query boundaries, the
+queries that contribute, per-row weights: uploaded once) and computes each round's gradient and
+Hessian there (:mod:`gbdt_plrank._cuda_kernels`); the margins are uploaded each round. The
+results stay on the device (Numba device arrays, which XGBoost takes through their
+``__cuda_array_interface__``) until :func:`to_host`.
+
+The GPU draws every ranking by the exponential race, on the CPU kernels' random streams: its
+estimate equals that of the CPU objective with ``sampler="race"`` to rounding. Fairness terms are
+computed on the CPU only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._compat import require
+from ._plrank import CLIP_FLOOR
+from ._validation import check_choice
+
+__all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
+
+#: Where the objective's estimate is computed.
+DEVICES = ("cpu", "cuda")
+
+# Threads of a block (one block per query): a power of two, at most this many.
+_MAX_THREADS = 128
+
+
+def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
+    """``device`` checked; for ``"cuda"`` also that numba-cuda and a GPU are there.
+
+    Raises
+    ------
+    ValueError
+        For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"`` or a
+        fairness term (the GPU kernels draw by the race and estimate the relevance terms only).
+    MissingDependencyError
+        With ``"cuda"`` when numba-cuda is not installed.
+    RuntimeError
+        With ``"cuda"`` when no CUDA GPU is visible.
+    """
+    device = check_choice("device", device, DEVICES)
+    if device == "cpu":
+        return device
+    if sampler == "tree":
+        raise ValueError(
+            "sampler='tree' is not available with device='cuda': the GPU draws every ranking by "
+            "the exponential race; use sampler='race' or 'auto'."
+        )
+    if fairness is not None:
+        raise ValueError(
+            f"fairness={fairness!r} is not available with device='cuda': the GPU kernels "
+            f"estimate the relevance terms only; use device='cpu'."
+        )
+    require("numba_cuda", purpose="device='cuda'")
+    cuda = _numba_cuda()
+    if not cuda.is_available():
+        raise RuntimeError(
+            "device='cuda' needs a CUDA GPU, but no CUDA GPU is visible "
+            "(numba.cuda.is_available() is False); use device='cpu'."
+        )
+    return device
+
+
+def _numba_cuda() -> Any:
+    from numba import cuda
+
+    return cuda
+
+
+def to_host(array: Any) -> np.ndarray:
+    """A device array's values as a host ``numpy`` array (a host array as it is)."""
+    return array if isinstance(array, np.ndarray) else array.copy_to_host()
+
+
+def _threads(n_samples: int) -> int:
+    """Threads of a block: the smallest power of two >= ``n_samples``, at most 128."""
+    threads = 1
+    while threads < min(n_samples, _MAX_THREADS):
+        threads *= 2
+    return threads
+
+
+class CudaEstimate:
+    """One training set on the GPU, and the estimate of its rounds.
+
+    Parameters
+    ----------
+    rho : float64 array of shape (n,)
+        The rows' rewards (:meth:`~gbdt_plrank._ranking_metric.RankingMetric.rewards`).
+    group_ptr : int64 array of shape (G + 1,)
+        Query boundaries.
+    weights : float64 array of shape (G,) or None
+        Query weights: each query's rows are scaled by its weight.
+    theta : float64 array of shape (K,)
+        Rank weights of the training metric.
+    N : int
+        Rankings sampled per query and round.
+    hessian : {"abs", "raw", "clip", "constant"}
+        What the booster receives as Hessian (:func:`~gbdt_plrank._plrank.finish_hessian`).
+    """
+
+    def __init__(
+        self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
+        theta: np.ndarray, *, N: int, hessian: str,
+    ) -> None:
+        from . import _cuda_kernels
+
+        self._k = _cuda_kernels
+        cuda = _numba_cuda()
+        n = rho.shape[0]
+        sizes = np.diff(group_ptr)
+        rewarded = np.concatenate(([0], np.cumsum(rho != 0.0)))
+        active = (sizes >= 2) & (rewarded[group_ptr[1:]] > rewarded[group_ptr[:-1]])
+        self.n, self.G, self.N, self.hessian = n, sizes.shape[0], N, hessian
+        self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
+        self._ptr = cuda.to_device(np.ascontiguousarray(group_ptr, dtype=np.int64))
+        self._active = cuda.to_device(active)
+        self._theta = cuda.to_device(np.ascontiguousarray(theta, dtype=np.float64))
+        self._index = cuda.to_device(np.arange(self.G, dtype=np.int64))
+        self._weights = None if weights is None else cuda.to_device(np.repeat(weights, sizes))
+        self._e = cuda.device_array(n, dtype=np.float64)
+        self._own = cuda.device_array((n, 4), dtype=np.float64)
+        self._count = cuda.device_array(n, dtype=np.int32)
+        self._hess_max = cuda.device_array(1, dtype=np.float64)
+        self._kernel = _cuda_kernels.estimate_kernel(theta.shape[0], _threads(N))
+        self._threads = _threads(N)
+
+    def __call__(
+        self, scores: np.ndarray, *, seed: int, round_: int, keys: np.ndarray | None
+    ) -> tuple[Any, Any]:
+        """Gradient and Hessian (device arrays, finished and weighted) at the margins ``scores``.
+
+        Query ``g`` draws from the stream ``(seed, round_, keys[g])`` (``keys`` default: ``g``).
+        """
+        cuda = _numba_cuda()
+        m = cuda.to_device(np.ascontiguousarray(scores, dtype=np.float64))
+        grad = cuda.device_array(self.n, dtype=np.float64)
+        hess = cuda.device_array(self.n, dtype=np.float64)
+        keys_d = self._index if keys is None else cuda.to_device(
+            np.ascontiguousarray(keys, dtype=np.int64)
+        )
+        self._hess_max.copy_to_device(np.zeros(1))
+        if self.G:
+            self._kernel[self.G, self._threads](
+                m, self._rho, self._ptr, keys_d, self._active, self._theta, self.N, seed,
+                round_, self._hess_max, self._e, self._own, self._count, grad, hess,
+            )
+        blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
+        if self.n:
+            code = self._k.HESSIAN_CODES[self.hessian]
+            self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)
+            if self._weights is not None:
+                self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, self._weights)
+        return grad, hess

@@ -1,0 +1,184 @@
+"""Checks of the CUDA kernels against the CPU kernels, run by tests/test_gpu.py.
+
+``python tests/cudasim_checks.py`` runs every ``check_*`` function below and prints one JSON
+object ``{name: "ok" or the traceback}``. The test runs it in a subprocess with
+``NUMBA_ENABLE_CUDASIM=1``, which must be set before ``numba.cuda`` is imported: Numba's CUDA
+simulator then runs the kernels on the CPU (on a GPU machine, without the variable, the same
+checks run on the GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# The simulator runs the uint64 arithmetic of SplitMix64 on numpy scalars, which warn when
+# they wrap around (on a GPU it wraps silently, as in the CPU kernels).
+warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+
+from numba import cuda  # noqa: E402
+
+from gbdt_plrank import _cuda_kernels, _kernels, plrank_objective  # noqa: E402
+from gbdt_plrank._gpu import CudaEstimate, to_host  # noqa: E402
+from gbdt_plrank._plrank import estimate  # noqa: E402
+from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
+
+TOL = 1e-12
+
+
+@cuda.jit
+def _uniforms(seed, round_, groups, js, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = _cuda_kernels.uniform_at(
+            _cuda_kernels.stream_state(seed, round_, groups[i]), js[i]
+        )
+
+
+def check_stream_is_the_cpu_stream():
+    """The device SplitMix64 draws the CPU kernels' doubles, bit for bit."""
+    groups = np.array([0, 1, 7, 2**40, 3, 3], dtype=np.int64)
+    js = np.array([1, 2, 5, 1, 10**9, 2**33], dtype=np.int64)
+    for seed, round_ in ((0, 0), (12345, 7), (2**62, 3)):
+        out = cuda.device_array(groups.shape[0], dtype=np.float64)
+        _uniforms[1, 8](seed, round_, cuda.to_device(groups), cuda.to_device(js), out)
+        cpu = [
+            _kernels._uniform_at(np.uint64(_kernels.stream_state(seed, round_, g)), j)
+            for g, j in zip(groups, js)
+        ]
+        assert np.array_equal(out.copy_to_host(), np.array(cpu)), (out.copy_to_host(), cpu)
+
+
+def _queries(rng, sizes, spread=2.0):
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    labels = rng.integers(0, 4, ptr[-1]).astype(np.float64)
+    return ptr, labels, rng.normal(size=ptr[-1]) * spread
+
+
+def _compare(scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, metric="ndcg"):
+    m = RankingMetric(metric, K, "exp")
+    rho = m.rewards(labels, ptr)
+    grad, hess = estimate(
+        scores, rho, ptr, m, hessian=hessian, N=N, seed=seed, round_=round_, sampler="race",
+        n_jobs=1, keys=keys,
+    )
+    gpu = CudaEstimate(rho, ptr, None, m.theta(), N=N, hessian=hessian)
+    g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
+    assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
+    assert np.abs(h - hess).max() <= TOL * max(1.0, np.abs(hess).max()), (h, hess)
+    return grad, hess
+
+
+def check_estimate_equals_cpu_race():
+    """Every Hessian mode; queries of 1 document, fewer than K, more than K, none relevant."""
+    rng = np.random.default_rng(0)
+    ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40])
+    labels[ptr[3]:ptr[4]] = 0.0  # a query without a relevant document: exactly 0
+    for hessian in ("raw", "abs", "clip", "constant"):
+        grad, _ = _compare(scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2)
+        assert np.all(grad[ptr[3]:ptr[4]] == 0.0) and np.all(grad[ptr[1]:ptr[2]] == 0.0)
+        assert np.abs(grad).max() > 0.01  # not a trivial comparison
+
+
+def check_keys_rounds_and_metrics():
+    """Streams keyed by other keys and rounds; the DCG and precision rewards."""
+    rng = np.random.default_rng(1)
+    ptr, labels, scores = _queries(rng, [7, 9, 4])
+    keys = np.array([11, 3, 2**35], dtype=np.int64)
+    for metric in ("dcg", "precision"):
+        _compare(scores, labels, ptr, K=3, N=5, hessian="raw", seed=9, round_=4, keys=keys,
+                 metric=metric)
+
+
+def check_margins_far_apart():
+    """Margins hundreds apart (weights at the floor exp(-300)) stay finite and equal."""
+    rng = np.random.default_rng(2)
+    ptr, labels, _ = _queries(rng, [6, 6])
+    scores = np.array([0.0, -400.0, -800.0, 3.0, -1.0, -1000.0, 5.0, -5.0, 300.0, -300.0, 0, 1])
+    labels[:] = [0, 1, 2, 0, 3, 1, 2, 0, 1, 3, 0, 2]
+    grad, hess = _compare(scores, labels, ptr, K=4, N=7, hessian="raw", seed=0, round_=0)
+    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
+
+
+def check_objective_with_lightgbm_weights():
+    """The objective on a LightGBM Dataset with query weights: host arrays, rounds counted."""
+    import lightgbm
+
+    rng = np.random.default_rng(3)
+    sizes = np.array([5, 8, 3])
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 3))
+    y = rng.integers(0, 3, n).astype(np.float64)
+    data = lightgbm.Dataset(
+        X, y, group=sizes, weight=np.repeat([1.0, 2.0, 0.5], sizes), params={"verbose": -1}
+    ).construct()
+    cpu = plrank_objective(K=3, N=8, sampler="race", seed=1)
+    gpu = plrank_objective(K=3, N=8, seed=1, device="cuda")
+    margins = rng.normal(size=n)
+    for _ in range(2):
+        g1, h1 = cpu(margins, data)
+        g2, h2 = gpu(margins, data)
+        assert isinstance(g2, np.ndarray) and isinstance(h2, np.ndarray)
+        assert np.allclose(g1, g2, rtol=0, atol=TOL) and np.allclose(h1, h2, rtol=0, atol=TOL)
+    assert gpu.round == 2
+
+
+def check_objective_gives_xgboost_device_arrays():
+    """With an XGBoost DMatrix the objective returns device arrays (weights applied there)."""
+    import xgboost
+
+    rng = np.random.default_rng(4)
+    sizes = np.array([4, 6])
+    n = int(sizes.sum())
+    data = xgboost.DMatrix(
+        rng.normal(size=(n, 2)), label=rng.integers(0, 3, n), qid=np.repeat([0, 1], sizes),
+        weight=np.array([2.0, 0.5]),
+    )
+    margins = rng.normal(size=n)
+    g1, h1 = plrank_objective(K=2, N=4, sampler="race", hessian="clip")(margins, data)
+    g2, h2 = plrank_objective(K=2, N=4, hessian="clip", device="cuda")(margins, data)
+    device_array = type(cuda.device_array(1))  # the simulator's has no __cuda_array_interface__
+    assert isinstance(g2, device_array) and isinstance(h2, device_array)
+    assert np.allclose(g1, to_host(g2), rtol=0, atol=TOL)
+    assert np.allclose(h1, to_host(h2), rtol=0, atol=TOL)
+
+
+def check_ranker_trains_as_on_the_cpu():
+    """PLRankRanker(device="cuda") with LightGBM: the model of sampler="race" on the CPU."""
+    from gbdt_plrank import PLRankRanker
+
+    rng = np.random.default_rng(5)
+    sizes = np.array([6, 5, 7, 4])
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 3))
+    y = np.clip(np.round(X[:, 0] + 1), 0, 3)
+    qid = np.repeat(np.arange(4), sizes)
+    options = dict(backend="lightgbm", K=3, N=4, n_estimators=3, random_state=0,
+                   params={"min_data_in_leaf": 2, "verbose": -1})
+    cpu = PLRankRanker(sampler="race", **options).fit(X, y, qid)
+    gpu = PLRankRanker(device="cuda", **options).fit(X, y, qid)
+    assert np.allclose(cpu.predict(X), gpu.predict(X), rtol=0, atol=1e-9)
+    assert np.ptp(gpu.predict(X)) > 0  # the trees split
+
+
+def main() -> None:
+    results = {}
+    for name, check in sorted(globals().items()):
+        if name.startswith("check_") and (len(sys.argv) < 2 or name in sys.argv[1:]):
+            try:
+                check()
+                results[name] = "ok"
+            except Exception:  # reported, and failed, by the test of this name
+                results[name] = traceback.format_exc()
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
