@@ -445,7 +445,7 @@ class PLRankRanker(PolicyRanker):
                 f"params must be None or a dict of native {self.backend} parameters with string "
                 f"keys, but {params!r} is given."
             )
-        return BoosterSettings(
+        return BoosterSettings.checked(
             learning_rate=self.learning_rate,
             max_depth=self.max_depth,
             num_leaves=self.num_leaves,

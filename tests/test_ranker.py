@@ -16,7 +16,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from gbdt_plrank._schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
+from gbdt_plrank.harness.config import TreeSettings
 from gbdt_plrank.metrics import ndcg
 from gbdt_plrank.ranker import PLRankRanker
 
@@ -492,6 +494,15 @@ def test_model_selection_with_group_kfold(backend, mq):
          "but 'exposure' is given"),
         ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
          "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
+        ({"backend": "lightgbm", "learning_rate": float("nan")}, {}, ValueError,
+         "learning_rate must be a finite number > 0, but nan is given"),
+        ({"learning_rate": float("nan")}, {}, ValueError,
+         "learning_rate must be a finite number > 0, but nan is given"),
+        ({"backend": "lightgbm", "num_leaves": 1}, {}, ValueError,
+         "num_leaves must be an integer >= 2, but 1 is given"),
+        ({"subsample": 1.5}, {}, ValueError, r"subsample must be a number in \(0, 1\], but 1.5"),
+        ({"backend": "lightgbm", "reg_lambda": -1.0}, {}, ValueError,
+         "reg_lambda must be a finite number >= 0, but -1.0 is given"),
     ],
 )
 def test_bad_fit_input(mq, options, change, error, match):
@@ -506,6 +517,16 @@ def test_bad_fit_input(mq, options, change, error, match):
     ranker = PLRankRanker(**{"n_estimators": 2, **FAST, **options})
     with pytest.raises(error, match=match):
         ranker.fit(args["X"], args["y"], group=args["group"], **extra)
+
+
+@pytest.mark.parametrize("setting", [{"learning_rate": float("nan")}, {"num_leaves": 1}])
+def test_tree_settings_have_the_rule_of_the_comparison_trees_table(setting):
+    """The ranker and a comparison's [trees] table refuse a tree setting with the same words."""
+    with pytest.raises(ValueError) as ranker_error:
+        PLRankRanker(backend="lightgbm", **setting)._settings(0)
+    with pytest.raises(ValueError) as table_error:
+        validate(TreeSettings, setting, source="the file", prefix="trees")
+    assert str(table_error.value) == f"trees.{ranker_error.value}"
 
 
 def test_unknown_parameter(mq):
