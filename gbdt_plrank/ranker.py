@@ -200,6 +200,15 @@ class PLRankRanker(PolicyRanker):
         :func:`~gbdt_plrank.metrics.group_disparity`.
     fairness_weight : float, default 1.0
         Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
+    empty_queries : {"skip", "uniform"}, default "skip"
+        With ``fairness``, what the fairness term does with the queries that have no relevant
+        document. ``"skip"``: nothing, they get no gradient (as without fairness) and count 0
+        in the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
+        target there, equal exposure for every document, which pulls their margins together;
+        the trees are shared by all queries, so on data with many such queries (MQ2008) it
+        flattens the policy of the queries with relevant documents too, and a temperature on
+        a relevance model then does better on both counts. The disparities are 0 on such
+        queries either way.
     n_estimators : int, default 100
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.1
@@ -296,6 +305,7 @@ class PLRankRanker(PolicyRanker):
         sampler: str = "auto",
         fairness: str | None = None,
         fairness_weight: float = 1.0,
+        empty_queries: str = "skip",
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = None,
@@ -321,6 +331,7 @@ class PLRankRanker(PolicyRanker):
         self.sampler = sampler
         self.fairness = fairness
         self.fairness_weight = fairness_weight
+        self.empty_queries = empty_queries
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -413,7 +424,7 @@ class PLRankRanker(PolicyRanker):
         return PLRankOptions.checked(
             K=self.K, train_K=self.train_K, N=self.N, metric=self.metric, gain=self.gain,
             hessian=self.hessian, sampler=self.sampler, fairness=self.fairness,
-            fairness_weight=self.fairness_weight,
+            fairness_weight=self.fairness_weight, empty_queries=self.empty_queries,
         )
 
     def _training(

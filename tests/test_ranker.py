@@ -503,6 +503,8 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"subsample": 1.5}, {}, ValueError, r"subsample must be a number in \(0, 1\], but 1.5"),
         ({"backend": "lightgbm", "reg_lambda": -1.0}, {}, ValueError,
          "reg_lambda must be a finite number >= 0, but -1.0 is given"),
+        ({"fairness": "disparity", "empty_queries": "uniform"}, {}, ValueError,
+         r"empty_queries='uniform' .* needs fairness='expected-exposure'"),
     ],
 )
 def test_bad_fit_input(mq, options, change, error, match):
