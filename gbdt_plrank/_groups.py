@@ -47,12 +47,16 @@ class Split:
         Query id of every row.
     item_groups : int array of shape (n,) or None
         Item group of every row, for group fairness of exposure (None: none given).
+    feature_names : tuple of str or None
+        Names of the columns of ``X``, which the boosters keep in their models (None: the
+        libraries' defaults, ``f0, f1, ...`` and ``Column_0, Column_1, ...``).
     """
 
     X: Any
     y: np.ndarray
     qid: np.ndarray
     item_groups: np.ndarray | None = None
+    feature_names: tuple[str, ...] | None = None
 
     @classmethod
     def grouped(

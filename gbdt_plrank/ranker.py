@@ -22,6 +22,7 @@ Every output comes back in the caller's row order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +38,14 @@ from ._options import PLRankOptions
 from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
 from ._run import STOPPING_METRICS, plrank_plan
 from ._threads import booster_threads
-from ._validation import X_RULES, check_choice, check_labels, check_positive_int
+from ._validation import (
+    X_RULES,
+    check_choice,
+    check_feature_columns,
+    check_feature_values,
+    check_labels,
+    check_positive_int,
+)
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
 
@@ -114,12 +122,28 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
         ``name`` names the item groups in errors.
         """
-        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **self._x_rules)
+        X, y = self._checked_X(X, y, reset=reset)
         labels = check_labels(y, gain=self.gain)
         ids = checked_item_groups(
             self._options().fairness_spec, item_groups, X.shape[0], name=name
         )
-        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
+        data = Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
+        names = getattr(self, "feature_names_in_", None)
+        return data if names is None else replace(data, feature_names=tuple(names))
+
+    def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
+        """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
+
+        Columns must be numeric (:func:`~gbdt_plrank._validation.check_feature_columns`) and
+        values finite, NaN where the ranker takes missing values (its ``allow_nan`` tag).
+        """
+        check_feature_columns(X)
+        with_y = {} if isinstance(y, str) and y == "no_validation" else {"y": y, "y_numeric": True}
+        out = validate_data(self, X, reset=reset, ensure_all_finite=False, **with_y,
+                            **self._x_rules)
+        X = out[0] if with_y else out
+        check_feature_values(X, allow_nan=self.__sklearn_tags__().input_tags.allow_nan)
+        return out
 
     def _options(self) -> PLRankOptions:
         """The ranker's checked PL-Rank options."""
@@ -143,7 +167,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             The policy's log-scores :math:`m(d)`.
         """
         backend = self._fitted_backend()
-        X = validate_data(self, X, reset=False, **self._x_rules)
+        X = self._checked_X(X, reset=False)
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
 
@@ -281,7 +305,16 @@ class PLRankRanker(PolicyRanker):
     ``None``, so meta-estimators that require a regressor (stacking, voting) refuse it.
 
     With sparse ``X``, XGBoost treats entries that are not stored as missing and LightGBM as 0,
-    each library's own rule; NaN is missing for both.
+    each library's own rule; NaN is missing for both. Infinite values are refused.
+
+    Features are numbers. A pandas DataFrame's column names become the booster's feature names
+    (XGBoost ``feature_names`` and ``get_score()``, LightGBM ``feature_name()``, kept in saved
+    models) and ``feature_names_in_``; :meth:`predict` then checks the columns' names and order
+    as scikit-learn estimators do. Categorical, string and other non-numeric columns are
+    refused with an error that names the column: the ranker reorders and checks rows as one
+    float matrix, so the boosters' native categorical splits are not used. Encode such a
+    column first (``X[c].cat.codes`` or ``OrdinalEncoder``: the trees split the codes as
+    numbers; one-hot columns for a few categories).
 
     Examples
     --------
@@ -369,8 +402,9 @@ class PLRankRanker(PolicyRanker):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Features; NaN marks a missing value.
+        X : array-like, DataFrame or sparse matrix of shape (n_samples, n_features)
+            Numeric features, finite; NaN marks a missing value. A DataFrame's column names
+            become the booster's feature names.
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
         group : array-like or None, default None
@@ -398,8 +432,10 @@ class PLRankRanker(PolicyRanker):
         Raises
         ------
         ValueError
-            On an unknown backend or option, labels that are NaN or negative, lengths that
-            differ, a group that is neither ids nor sizes, early stopping without eval set,
+            On an unknown backend or option, a tree setting that breaks its rule (e.g.
+            ``learning_rate`` a finite number > 0, ``num_leaves`` an integer >= 2), features
+            that are infinite or in a non-numeric column, labels that are NaN or negative,
+            lengths that differ, a group that is neither ids nor sizes, early stopping without eval set,
             fairness options that break their rules (see ``fairness``), and item groups
             given without group fairness, missing with it (for the training set or an eval
             set), or of the wrong length, NaN, negative, non-integer or a single group.

@@ -206,8 +206,9 @@ def test_bad_data_is_refused(train_valid) -> None:
     with pytest.raises(ValueError, match="early_stopping_rounds=3 needs a validation set"):
         ranker.fit(X, y, qid, early_stopping_rounds=3)
     bad = X.copy()
-    bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"X must hold finite numbers, not NaN or inf \(impute "
+                                         r"missing values first\), but X\[3, 1\] is NaN"):
         ranker.fit(bad, y, qid)
     with pytest.raises(ValueError, match="labels"):
         ranker.fit(X, -y, qid)

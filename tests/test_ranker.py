@@ -9,7 +9,9 @@ import re
 
 import lightgbm
 import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 import sklearn
 import xgboost
 from sklearn.exceptions import NotFittedError
@@ -188,6 +190,68 @@ def test_nan_in_X_is_missing(mq):
     for backend in BACKENDS:
         ranker = PLRankRanker(backend=backend, n_estimators=3, **FAST).fit(X, train.y, train.qid)
         assert np.isfinite(ranker.predict(np.where(test.X.toarray() > 0.5, np.nan, 0.0))).all()
+
+
+def test_infinite_X_is_named(mq):
+    train, vali, _ = mq
+    X = train.X.toarray()
+    X[4, 2] = -np.inf
+    for data in (X, sp.csr_matrix(X)):
+        with pytest.raises(ValueError, match=r"X must hold finite numbers, or NaN for a missing "
+                                             r"value, but X\[4, 2\] is -inf"):
+            PLRankRanker(n_estimators=2, **FAST).fit(data, train.y, train.qid)
+    with pytest.raises(ValueError, match=r"but X\[4, 2\] is -inf"):
+        PLRankRanker(n_estimators=2, **FAST).fit(
+            train.X, train.y, train.qid, eval_set=[(X[: vali.y.size], vali.y, vali.qid)]
+        )
+
+
+def _frame(X) -> pd.DataFrame:
+    return pd.DataFrame(X.toarray(), columns=[f"feature {j}" for j in range(X.shape[1])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_feature_names_reach_the_booster_and_its_saved_model(backend, mq, tmp_path):
+    """A DataFrame's column names are the booster's feature names (as XGBRanker / LGBMRanker
+    keep them); the model is the one of the same values without names."""
+    train, vali, test = mq
+    frame = _frame(train.X)
+    options = {"backend": backend, "n_estimators": 5, "learning_rate": 0.3, **FAST}
+    named = PLRankRanker(**options).fit(frame, train.y, train.qid,
+                                        eval_set=[(_frame(vali.X), vali.y, vali.qid)])
+    plain = PLRankRanker(**options).fit(train.X.toarray(), train.y, train.qid,
+                                        eval_set=[(vali.X.toarray(), vali.y, vali.qid)])
+    columns = list(frame.columns)
+    np.testing.assert_array_equal(named.feature_names_in_, columns)
+    assert not hasattr(plain, "feature_names_in_")
+    if backend == "xgboost":
+        path = tmp_path / "model.json"
+        named.booster_.save_model(path)
+        loaded = xgboost.Booster(model_file=path)
+        assert named.booster_.feature_names == loaded.feature_names == columns
+        assert set(named.booster_.get_score()) <= set(columns)
+    else:
+        path = tmp_path / "model.txt"
+        named.booster_.save_model(path)
+        loaded = lightgbm.Booster(model_file=path)
+        spaced = [c.replace(" ", "_") for c in columns]  # LightGBM's rule for names
+        assert named.booster_.feature_name() == loaded.feature_name() == spaced
+    np.testing.assert_array_equal(named.feature_importances_, plain.feature_importances_)
+    np.testing.assert_array_equal(named.predict(_frame(test.X)), plain.predict(test.X.toarray()))
+    renamed = _frame(test.X).rename(columns={"feature 0": "other"})
+    with pytest.raises(ValueError, match="The feature names should match those that were passed"):
+        named.predict(renamed)
+
+
+def test_a_categorical_or_string_column_is_named(mq):
+    train, _, _ = mq
+    frame = _frame(train.X)
+    frame["colour"] = pd.Categorical(np.where(train.y > 0, "red", "blue"))
+    with pytest.raises(ValueError, match="column 'colour' has dtype category: encode it as numbers"):
+        PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
+    frame["colour"] = frame["colour"].astype(str)
+    with pytest.raises(ValueError, match=r"X must have numeric columns .* column 'colour' has dtype"):
+        PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ r"""``PLRankMLPRanker``: a multilayer perceptron trained with PL-Rank, as a scik
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -109,10 +109,6 @@ class PLRankMLPRanker(PolicyRanker):
     >>> ranker.fit(X, y, group=qid, eval_set=[(X_val, y_val, qid_val)], early_stopping_rounds=20)
     ... # doctest: +SKIP
     """
-
-    _x_rules: ClassVar[dict[str, object]] = {
-        "accept_sparse": "csr", "dtype": (np.float64, np.float32)
-    }
 
     def __init__(
         self,
