@@ -50,6 +50,9 @@ class Split:
     feature_names : tuple of str or None
         Names of the columns of ``X``, which the boosters keep in their models (None: the
         libraries' defaults, ``f0, f1, ...`` and ``Column_0, Column_1, ...``).
+    weights : float64 array of shape (n_queries,) or None
+        One weight per query, in query order (None: every query weighs 1); a ranking
+        objective scales a query's gradient and Hessian by it.
     """
 
     X: Any
@@ -57,6 +60,7 @@ class Split:
     qid: np.ndarray
     item_groups: np.ndarray | None = None
     feature_names: tuple[str, ...] | None = None
+    weights: np.ndarray | None = None
 
     @classmethod
     def grouped(

@@ -31,7 +31,17 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
+from ._boosters import (
+    BACKENDS,
+    Backend,
+    BoosterSettings,
+    Plan,
+    QueryFields,
+    Split,
+    Trained,
+    backend_of_booster,
+    query_weights,
+)
 from ._fairness import checked_item_groups
 from ._groups import resolve_groups
 from ._objective import PLRankObjective
@@ -84,9 +94,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     def _train(
         self, backend: Backend, settings: BoosterSettings, plan: Plan, X: Any, y: Any,
         group: Any, eval_set: Sequence[tuple[Any, ...]] | None, item_groups: Any = None,
+        sample_weight: Any = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted."""
-        data = self._query_data(X, y, group, item_groups, reset=True)
+        data = self._query_data(X, y, group, item_groups, reset=True, sample_weight=sample_weight)
         evals = [self._eval_data(i, item) for i, item in enumerate(eval_set or ())]
         self._keep(backend.train(settings, data, evals, plan))
         return self
@@ -117,9 +128,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     def _query_data(
         self, X: Any, y: Any, group: Any, item_groups: Any, *, reset: bool,
-        name: str = "item_groups",
+        name: str = "item_groups", sample_weight: Any = None,
     ) -> Split:
-        """Checked features, labels and item groups, grouped by query (``reset``: training).
+        """Checked features, labels, item groups and query weights, grouped by query
+        (``reset``: training).
 
         ``name`` names the item groups in errors.
         """
@@ -128,9 +140,22 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         ids = checked_item_groups(
             self._options().fairness_spec, item_groups, X.shape[0], name=name
         )
-        data = Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
+        groups = resolve_groups(group, X.shape[0])
+        data = Split.grouped(X, labels, groups, ids)
         names = getattr(self, "feature_names_in_", None)
-        return data if names is None else replace(data, feature_names=tuple(names))
+        weights = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.ndim == 1 and w.shape[0] == X.shape[0]:
+                w = groups.to_sorted(w)
+            weights = query_weights(QueryFields(data.group_ptr, data.y, w))
+            if not weights.any():
+                raise ValueError(
+                    "sample_weight must be > 0 for at least one query, but every weight is zero."
+                )
+        return replace(
+            data, feature_names=None if names is None else tuple(names), weights=weights
+        )
 
     def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
@@ -404,6 +429,7 @@ class PLRankRanker(PolicyRanker):
         group: Any = None,
         *,
         item_groups: Any = None,
+        sample_weight: Any = None,
         eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankRanker:
@@ -423,6 +449,11 @@ class PLRankRanker(PolicyRanker):
             With ``fairness="group-disparity"`` (and only then): the item group of every row, an
             integer id >= 0, two or more distinct ids (e.g. a protected attribute, 0 or 1).
             Exposure per unit of merit is compared between the groups within each query.
+        sample_weight : array-like or None, default None
+            Query weights, finite and >= 0, as XGBRanker's: one per row, the same for every
+            row of a query, or one per query, in the order of the sorted query ids (of the
+            given sizes). A query's weight scales its gradient and Hessian, so it counts as
+            that many copies of the query. Eval sets are not weighted.
         eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
             Validation sets, scored after every round (the metric@K of the ranking, and the
             policy's expected metric@K with ``stopping_metric="policy"``, minus the weighted
@@ -451,7 +482,8 @@ class PLRankRanker(PolicyRanker):
         """
         backend, settings, plan = self._training(eval_set, early_stopping_rounds)
         return self._train(
-            BACKENDS[backend], settings, plan, X, y, group, eval_set, item_groups=item_groups
+            BACKENDS[backend], settings, plan, X, y, group, eval_set, item_groups=item_groups,
+            sample_weight=sample_weight,
         )
 
     def _keep(self, trained: Trained) -> None:

@@ -465,20 +465,26 @@ def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
     """Common checks that cannot pass, with the reason; any other check must pass.
 
     Not listed because scikit-learn does not run them here: the classifier and regressor checks
-    (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2), the sample-weight
-    checks (``fit`` takes no ``sample_weight``: the PL-Rank objective has no per-row weights) and
-    the array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
+    (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2) and the
+    array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
     """
+    per_row = (
+        "sample_weight weighs whole queries (XGBRanker's rule: the PL-Rank objective has no "
+        "per-document weights); the check's weights differ within its one query and are refused."
+    )
+    out = {
+        "check_sample_weights_not_overwritten": per_row,
+        "check_sample_weight_equivalence_on_dense_data": per_row,
+        "check_sample_weight_equivalence_on_sparse_data": per_row,
+    }
     if estimator.backend == "lightgbm":
-        return {
-            "check_fit2d_1sample": (
-                "LightGBM drops every feature of a one-row dataset (all constant), and with a "
-                "callable objective it then stops with 'Check failed: num_features > 0'; the ranker "
-                "raises a ValueError saying that no feature can be split on, not the one-sample "
-                "wording the check looks for."
-            )
-        }
-    return {}
+        out["check_fit2d_1sample"] = (
+            "LightGBM drops every feature of a one-row dataset (all constant), and with a "
+            "callable objective it then stops with 'Check failed: num_features > 0'; the ranker "
+            "raises a ValueError saying that no feature can be split on, not the one-sample "
+            "wording the check looks for."
+        )
+    return out
 
 
 @parametrize_with_checks(
@@ -692,3 +698,37 @@ def test_a_model_without_a_split_warns_with_what_to_do(mq):
         warnings.simplefilter("error")
         split = PLRankRanker(n_estimators=3, min_child_weight=0.01, **FAST).fit(X, y, qid)
     assert split.feature_importances_.any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sample_weight_weighs_queries(backend, mq):
+    """Query weights reach the objective: with weight 0 on every query but one, the model
+    ranks that query as a model trained on it alone (the scores up to a shift); one weight per
+    row equals one per query; other weights give another model."""
+    train, _, test = mq
+    X, y, qid = train.X.toarray(), train.y, train.qid
+    options = {"backend": backend, "n_estimators": 3, "min_child_weight": 0.0, "reg_lambda": 0.0,
+               "learning_rate": 0.3, **FAST}
+    if backend == "lightgbm":
+        options["params"] = {"min_data_in_leaf": 1, "min_data_in_bin": 1}
+    weights = np.where(qid == qid[0], 1.0, 0.0)  # the first query alone
+    first = PLRankRanker(**options).fit(X, y, qid, sample_weight=weights)
+    rows = qid == qid[0]
+    alone = PLRankRanker(**options).fit(X[rows], y[rows], qid[rows])
+    np.testing.assert_allclose(first.predict(X[rows]) - first.predict(X[rows])[0],
+                               alone.predict(X[rows]) - alone.predict(X[rows])[0], atol=1e-6)
+    with pytest.raises(ValueError, match="sample_weight must be > 0 for at least one query"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.zeros(y.size))
+    n_queries = np.unique(qid).size
+    w = np.random.default_rng(0).integers(1, 4, n_queries).astype(float)
+    per_query = PLRankRanker(**options).fit(X, y, qid, sample_weight=w)
+    per_row = PLRankRanker(**options).fit(X, y, qid, sample_weight=w[np.searchsorted(np.unique(qid), qid)])
+    plain = PLRankRanker(**options).fit(X, y, qid)
+    np.testing.assert_array_equal(per_query.predict(test.X), per_row.predict(test.X))
+    assert not np.array_equal(per_query.predict(test.X), plain.predict(test.X))
+    with pytest.raises(ValueError, match="weights must be one per query"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match=r"weights must be finite and >= 0, but weight 1 is -1.0"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)])
+    with pytest.raises(ValueError, match=r"weigh whole queries .* row 1 of query 0 has weight 1.0"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.arange(y.size, dtype=float))

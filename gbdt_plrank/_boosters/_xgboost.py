@@ -124,7 +124,8 @@ class XGBoostBackend:
     def _dmatrix(data: Split) -> Any:
         names = None if data.feature_names is None else list(data.feature_names)
         return library("xgboost").DMatrix(
-            data.X, label=data.y, qid=data.qid, missing=np.nan, feature_names=names
+            data.X, label=data.y, qid=data.qid, weight=data.weights, missing=np.nan,
+            feature_names=names,
         )
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
