@@ -167,20 +167,21 @@ def fair_estimate_from_rankings(
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def fair_estimate_groups(
-    scores, rho, kind, aux, member, weight, group_ptr, keys, theta, n_samples, seed, round_,
-    sampler, grad, hess, slope,
+    scores, rho, kind, aux, member, weight, uniform_empty, group_ptr, keys, theta, n_samples,
+    seed, round_, sampler, grad, hess, slope,
 ):
     """:func:`estimate_groups` for the fairness objective (``n_samples >= 2``).
 
     ``kind``, ``aux`` and ``member`` (n,) describe the loss (:func:`loss_slope`). Groups with
-    fewer than two documents get exactly 0, and so do groups without relevant documents under
-    the disparities (their dF/dE is 0 at every E); under EE-L such a group still has a
-    fairness reward. Streams are keyed as in :func:`estimate_groups`.
+    fewer than two documents get exactly 0, and so do groups without relevant documents (under
+    the disparities their dF/dE is 0 at every E), unless ``uniform_empty`` (EE-L only): then
+    such a group keeps its fairness reward toward its equal-exposure target. Streams are keyed
+    as in :func:`estimate_groups`.
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        relevant = kind == EXPECTED_EXPOSURE or has_reward(rho[lo:hi])
+        relevant = uniform_empty or has_reward(rho[lo:hi])
         if hi - lo < 2 or not relevant:
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0

@@ -60,12 +60,20 @@ class Split:
         Query id of every row.
     item_groups : int array of shape (n,) or None
         Item group of every row, for group fairness of exposure (None: none given).
+    feature_names : tuple of str or None
+        Names of the columns of ``X``, which the boosters keep in their models (None: the
+        libraries' defaults, ``f0, f1, ...`` and ``Column_0, Column_1, ...``).
+    weights : float64 array of shape (n_queries,) or None
+        One weight per query, in query order (None: every query weighs 1); a ranking
+        objective scales a query's gradient and Hessian by it.
     """
 
     X: Any
     y: np.ndarray
     qid: np.ndarray
     item_groups: np.ndarray | None = None
+    feature_names: tuple[str, ...] | None = None
+    weights: np.ndarray | None = None
 
     @classmethod
     def grouped(

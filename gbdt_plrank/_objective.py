@@ -278,6 +278,7 @@ def plrank_objective(
     n_jobs: int | None = None,
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    empty_queries: str = "skip",
     item_groups: np.ndarray | None = None,
     device: str = "cpu",
 ) -> PLRankObjective:
@@ -306,7 +307,7 @@ def plrank_objective(
         The cut-off the rounds train at (:func:`~gbdt_plrank.training_cutoff`): ``"auto"`` is
         2K (K with ``fairness``), an integer is used as given (``train_K=K`` trains at the
         judged cut-off).
-    metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight
+    metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight, empty_queries
         As in :func:`~gbdt_plrank.plrank_grad_hess`: with ``fairness`` the rounds maximise the
         expected metric minus ``fairness_weight`` times the fairness loss.
     item_groups : array of shape (n,) or None, default None
@@ -352,7 +353,7 @@ def plrank_objective(
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
-        fairness=fairness, fairness_weight=fairness_weight,
+        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     return PLRankObjective(
         options, seed=seed, n_jobs=n_jobs, item_groups=item_groups, device=device

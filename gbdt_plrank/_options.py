@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._fairness import FAIR_METRICS, FAIRNESS, FairnessSpec
+from ._fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 from ._ranking_metric import GAINS, METRICS, RankingMetric
 from ._schema import Schema, one_of, validate
 
@@ -80,9 +80,18 @@ class PLRankFields(Schema):
     fairness_weight: float = Field(
         1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
     )
+    empty_queries: Literal[EMPTY_QUERIES] = Field(  # type: ignore[valid-type]
+        "skip", description=one_of(EMPTY_QUERIES)
+    )
 
     @model_validator(mode="after")
     def _fairness_rules(self) -> PLRankFields:
+        if self.empty_queries == "uniform" and self.fairness != "expected-exposure":
+            raise ValueError(
+                "empty_queries='uniform' trains the queries without a relevant document toward "
+                "the expected exposure loss's target there (equal exposure), so it needs "
+                f"fairness='expected-exposure', but fairness={self.fairness!r} is given"
+            )
         if self.fairness is None:
             return self
         if self.metric not in FAIR_METRICS:
@@ -124,6 +133,10 @@ class PLRankOptions(PLRankFields):
         The fairness term subtracted from the expected metric.
     fairness_weight : float, default 1.0
         Its weight, finite and >= 0.
+    empty_queries : {"skip", "uniform"}, default "skip"
+        What the fairness term does with the queries without a relevant document
+        (:class:`~gbdt_plrank._fairness.FairnessSpec`): leave them out, or (EE-L only) train
+        them toward equal exposure.
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -153,4 +166,6 @@ class PLRankOptions(PLRankFields):
     @property
     def fairness_spec(self) -> FairnessSpec | None:
         """The fairness term, or None."""
-        return None if self.fairness is None else FairnessSpec(self.fairness, self.fairness_weight)
+        if self.fairness is None:
+            return None
+        return FairnessSpec(self.fairness, self.fairness_weight, self.empty_queries)

@@ -111,8 +111,9 @@ def estimate(
         else:
             slope = np.empty_like(scores)
             _fair_kernels.fair_estimate_groups(
-                scores, rho, fairness.kind, terms.aux, terms.member, fairness.weight, group_ptr,
-                keys, theta, N, seed, round_, KERNEL_SAMPLERS[sampler], grad, hess, slope,
+                scores, rho, fairness.kind, terms.aux, terms.member, fairness.weight,
+                fairness.trains_empty_queries, group_ptr, keys, theta, N, seed, round_,
+                KERNEL_SAMPLERS[sampler], grad, hess, slope,
             )
             hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian)
@@ -138,6 +139,7 @@ def plrank_grad_hess(
     n_jobs: int | None = None,
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    empty_queries: str = "skip",
     item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Estimated gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
@@ -193,11 +195,16 @@ def plrank_grad_hess(
         reward :math:`\rho_d - w\,\partial F/\partial E(d)`, exposure and terms estimated
         from two independent halves of the ``N`` rankings (unbiased); the Hessian estimate
         gains a non-negative Gauss-Newton part :math:`w c_d (\partial E(d)/\partial m(d))^2`
-        before ``hessian`` applies. Queries without relevant documents contribute to EE-L
-        (not to the disparities, which are 0 for them). Needs ``N >= 2`` and ``metric``
-        "ndcg" or "dcg".
+        before ``hessian`` applies. Needs ``N >= 2`` and ``metric`` "ndcg" or "dcg".
     fairness_weight : float, default 1.0
         :math:`w \ge 0`, finite; used only with ``fairness``.
+    empty_queries : {"skip", "uniform"}, default "skip"
+        With ``fairness``: ``"skip"`` gives the queries without a relevant document exactly 0,
+        as without fairness; ``"uniform"`` (``"expected-exposure"`` only) trains their
+        exposure toward EE-L's target there, equal exposure for every document. The trees are
+        shared across queries, so that target flattens the policy of the queries with
+        relevant documents as well (:class:`~gbdt_plrank._fairness.FairnessSpec`). The
+        disparities are 0 on such queries either way.
     item_groups : array of shape (n,) or None, default None
         With ``fairness="group-disparity"`` (and only then): every document's item group, an
         integer id >= 0, two or more distinct ids. Groups are compared within each query.
@@ -205,8 +212,8 @@ def plrank_grad_hess(
     Returns
     -------
     grad, hess : float64 arrays of shape (n,)
-        Queries with one document, or (without ``fairness`` or with a disparity) without a
-        relevant document, get exactly 0 (1 for the Hessian in ``"constant"`` mode).
+        Queries with one document, or without a relevant document (unless
+        ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode).
 
     Raises
     ------
@@ -227,7 +234,7 @@ def plrank_grad_hess(
     """
     options = _options(
         K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, fairness=fairness,
-        fairness_weight=fairness_weight,
+        fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     seed = check_seed("seed", seed)
     m = as_finite_vector("scores", scores)
@@ -257,6 +264,7 @@ def plrank_grad_hess_from_rankings(
     hessian: str = "raw",
     fairness: str | None = None,
     fairness_weight: float = 1.0,
+    empty_queries: str = "skip",
     item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimate of :func:`plrank_grad_hess` for one query, from explicit rankings.
@@ -270,7 +278,7 @@ def plrank_grad_hess_from_rankings(
         One query's margins and labels (rules as in :func:`plrank_grad_hess`).
     rankings : int array of shape (N, min(K, D))
         Each row lists distinct document indices in ``[0, D)``, top first.
-    K, metric, gain, hessian, fairness, fairness_weight, item_groups
+    K, metric, gain, hessian, fairness, fairness_weight, empty_queries, item_groups
         As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
         ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half.
 
@@ -281,7 +289,7 @@ def plrank_grad_hess_from_rankings(
     rk = np.asarray(rankings)
     options = _options(
         K, max(rk.shape[0], 1) if rk.ndim == 2 else 1, metric=metric, gain=gain, hessian=hessian,
-        fairness=fairness, fairness_weight=fairness_weight,
+        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     metric_K = options.judged
     fair = options.fairness_spec
@@ -314,7 +322,7 @@ def plrank_grad_hess_from_rankings(
     theta = metric_K.theta()
     grad = np.zeros(D)
     hess = np.zeros(D)
-    if D >= 2 and fair is not None:
+    if D >= 2 and fair is not None and (fair.trains_empty_queries or rho.max() > 0):
         slope = np.empty(D)
         terms = fair.terms(y, ptr, theta, gain=options.gain, item_groups=ids)
         _fair_kernels.fair_estimate_from_rankings(

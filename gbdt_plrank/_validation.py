@@ -14,12 +14,56 @@ import numpy as np
 MAX_EXP_LABEL = 31  # XGBoost and LightGBM refuse larger labels with the exponential gain too
 
 #: scikit-learn's checks of a feature matrix (``check_array`` / ``validate_data`` options): CSR
-#: or dense, float64 or float32, NaN allowed (missing), infinities refused.
-X_RULES: dict[str, object] = {
-    "accept_sparse": "csr",
-    "dtype": (np.float64, np.float32),
-    "ensure_all_finite": "allow-nan",
-}
+#: or dense, float64 or float32; the values are checked by :func:`check_feature_values`.
+X_RULES: dict[str, object] = {"accept_sparse": "csr", "dtype": (np.float64, np.float32)}
+
+
+def check_feature_columns(X: object) -> None:
+    """A pandas DataFrame ``X`` must have numeric (or boolean) columns only.
+
+    Raises
+    ------
+    ValueError
+        Naming the first column of another dtype (categorical, string, object, datetime).
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    for name, dtype in dtypes.items():
+        if not (is_numeric_dtype(dtype) or is_bool_dtype(dtype)):
+            raise ValueError(
+                f"X must have numeric columns (NaN for a missing value), but column {name!r} has "
+                f"dtype {dtype}: encode it as numbers first, e.g. X[{name!r}].cat.codes "
+                "(categorical) or sklearn.preprocessing.OrdinalEncoder, or one-hot columns."
+            )
+
+
+def check_feature_values(X: object, *, allow_nan: bool) -> None:
+    """Every value of the dense or CSR feature matrix ``X`` must be finite (or NaN, if allowed).
+
+    Raises
+    ------
+    ValueError
+        Naming the first offending entry ``X[row, column]`` and its value.
+    """
+    data = X.data if hasattr(X, "indptr") else np.asarray(X)
+    bad = ~np.isfinite(data)
+    if allow_nan:
+        bad &= ~np.isnan(data)
+    if not bad.any():
+        return
+    k = int(np.flatnonzero(bad.ravel())[0])
+    if hasattr(X, "indptr"):
+        where = (int(np.searchsorted(X.indptr, k, side="right")) - 1, int(X.indices[k]))
+    else:
+        where = tuple(int(i) for i in np.unravel_index(k, data.shape))
+    value = float(data.ravel()[k])
+    shown = "NaN" if math.isnan(value) else repr(value)
+    rule = ("finite numbers, or NaN for a missing value" if allow_nan
+            else "finite numbers, not NaN or inf (impute missing values first)")
+    raise ValueError(f"X must hold {rule}, but X[{where[0]}, {where[1]}] is {shown}.")
 
 
 def is_int(value: object) -> bool:

@@ -21,7 +21,9 @@ Every output comes back in the caller's row order.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,7 +31,17 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import BACKENDS, Backend, BoosterSettings, Plan, Split, Trained, backend_of_booster
+from ._boosters import (
+    BACKENDS,
+    Backend,
+    BoosterSettings,
+    Plan,
+    QueryFields,
+    Split,
+    Trained,
+    backend_of_booster,
+    query_weights,
+)
 from ._fairness import checked_item_groups
 from ._groups import resolve_groups
 from ._objective import PLRankObjective
@@ -37,7 +49,14 @@ from ._options import PLRankOptions
 from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
 from ._run import STOPPING_METRICS, plrank_plan
 from ._threads import booster_threads
-from ._validation import X_RULES, check_choice, check_labels, check_positive_int
+from ._validation import (
+    X_RULES,
+    check_choice,
+    check_feature_columns,
+    check_feature_values,
+    check_labels,
+    check_positive_int,
+)
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
 
@@ -75,13 +94,15 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     def _train(
         self, backend: Backend, settings: BoosterSettings, plan: Plan, options: PLRankOptions,
         X: Any, y: Any, group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
-        item_groups: Any = None,
+        item_groups: Any = None, sample_weight: Any = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
 
         ``options`` are the fit's checked options, from which ``plan`` was built.
         """
-        data = self._query_data(X, y, group, item_groups, options=options, reset=True)
+        data = self._query_data(
+            X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
+        )
         evals = [self._eval_data(i, item, options) for i, item in enumerate(eval_set or ())]
         self._keep(backend.train(settings, data, evals, plan))
         return self
@@ -113,16 +134,46 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     def _query_data(
         self, X: Any, y: Any, group: Any, item_groups: Any, *, options: PLRankOptions,
-        reset: bool, name: str = "item_groups",
+        reset: bool, name: str = "item_groups", sample_weight: Any = None,
     ) -> Split:
-        """Checked features, labels and item groups, grouped by query (``reset``: training).
+        """Checked features, labels, item groups and query weights, grouped by query
+        (``reset``: training).
 
         ``name`` names the item groups in errors.
         """
-        X, y = validate_data(self, X, y, reset=reset, y_numeric=True, **self._x_rules)
+        X, y = self._checked_X(X, y, reset=reset)
         labels = check_labels(y, gain=options.gain)
         ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
-        return Split.grouped(X, labels, resolve_groups(group, X.shape[0]), ids)
+        groups = resolve_groups(group, X.shape[0])
+        data = Split.grouped(X, labels, groups, ids)
+        names = getattr(self, "feature_names_in_", None)
+        weights = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.ndim == 1 and w.shape[0] == X.shape[0]:
+                w = groups.to_sorted(w)
+            weights = query_weights(QueryFields(data.group_ptr, data.y, w))
+            if not weights.any():
+                raise ValueError(
+                    "sample_weight must be > 0 for at least one query, but every weight is zero."
+                )
+        return replace(
+            data, feature_names=None if names is None else tuple(names), weights=weights
+        )
+
+    def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
+        """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
+
+        Columns must be numeric (:func:`~gbdt_plrank._validation.check_feature_columns`) and
+        values finite, NaN where the ranker takes missing values (its ``allow_nan`` tag).
+        """
+        check_feature_columns(X)
+        with_y = {} if isinstance(y, str) and y == "no_validation" else {"y": y, "y_numeric": True}
+        out = validate_data(self, X, reset=reset, ensure_all_finite=False, **with_y,
+                            **self._x_rules)
+        X = out[0] if with_y else out
+        check_feature_values(X, allow_nan=self.__sklearn_tags__().input_tags.allow_nan)
+        return out
 
     def _options(self) -> PLRankOptions:
         """The checked PL-Rank options of the ranker's parameters (those it has; defaults else)."""
@@ -148,7 +199,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             The policy's log-scores :math:`m(d)`.
         """
         backend = self._fitted_backend()
-        X = validate_data(self, X, reset=False, **self._x_rules)
+        X = self._checked_X(X, reset=False)
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
 
@@ -181,7 +232,11 @@ class PLRankRanker(PolicyRanker):
         ``fairness``), so that the documents just below the cut-off get gradient too, as the
         libraries' LambdaMART objectives do.
     N : int, default 100
-        Rankings sampled per query and boosting round.
+        Rankings sampled per query and boosting round; the estimates' noise falls as
+        :math:`1/\sqrt{N}`. No upper bound, but a round's sampling takes time linear in ``N``
+        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread) and runs in
+        compiled code that Ctrl-C cannot interrupt: an interrupt takes effect when the round
+        ends (Kang et al. 2024 train with N = 200).
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
         The metric whose expectation is maximised (at ``train_K``) and by which the ranker is
         judged (at ``K``).
@@ -210,6 +265,15 @@ class PLRankRanker(PolicyRanker):
         parameters say (``params={"device_type": ...}``) and gets the estimate as host arrays.
     fairness_weight : float, default 1.0
         Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
+    empty_queries : {"skip", "uniform"}, default "skip"
+        With ``fairness``, what the fairness term does with the queries that have no relevant
+        document. ``"skip"``: nothing, they get no gradient (as without fairness) and count 0
+        in the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
+        target there, equal exposure for every document, which pulls their margins together;
+        the trees are shared by all queries, so on data with many such queries (MQ2008) it
+        flattens the policy of the queries with relevant documents too, and a temperature on
+        a relevance model then does better on both counts. The disparities are 0 on such
+        queries either way.
     n_estimators : int, default 100
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.1
@@ -220,7 +284,11 @@ class PLRankRanker(PolicyRanker):
         Leaves per tree (XGBoost ``max_leaves``, LightGBM ``num_leaves``); ``None`` keeps the
         booster's default.
     min_child_weight : float or None, default None
-        Minimum Hessian sum in a leaf (LightGBM ``min_sum_hessian_in_leaf``).
+        Minimum Hessian sum in a leaf (LightGBM ``min_sum_hessian_in_leaf``); ``None`` keeps
+        the booster's default, XGBoost 1 and LightGBM 0.001. PL-Rank's Hessians are small
+        (MQ2008 at equal scores: median 0.005 per document, 0.15 per query), so with
+        XGBoost's 1 a small training set may not split at all: :meth:`fit` then warns. The
+        comparisons of this package use 0.1.
     reg_alpha, reg_lambda : float or None, default None
         L1 and L2 penalties on leaf weights (XGBoost ``alpha``/``lambda``, LightGBM
         ``lambda_l1``/``lambda_l2``).
@@ -282,7 +350,16 @@ class PLRankRanker(PolicyRanker):
     ``None``, so meta-estimators that require a regressor (stacking, voting) refuse it.
 
     With sparse ``X``, XGBoost treats entries that are not stored as missing and LightGBM as 0,
-    each library's own rule; NaN is missing for both.
+    each library's own rule; NaN is missing for both. Infinite values are refused.
+
+    Features are numbers. A pandas DataFrame's column names become the booster's feature names
+    (XGBoost ``feature_names`` and ``get_score()``, LightGBM ``feature_name()``, kept in saved
+    models) and ``feature_names_in_``; :meth:`predict` then checks the columns' names and order
+    as scikit-learn estimators do. Categorical, string and other non-numeric columns are
+    refused with an error that names the column: the ranker reorders and checks rows as one
+    float matrix, so the boosters' native categorical splits are not used. Encode such a
+    column first (``X[c].cat.codes`` or ``OrdinalEncoder``: the trees split the codes as
+    numbers; one-hot columns for a few categories).
 
     Examples
     --------
@@ -307,6 +384,7 @@ class PLRankRanker(PolicyRanker):
         fairness: str | None = None,
         fairness_weight: float = 1.0,
         device: str = "cpu",
+        empty_queries: str = "skip",
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = None,
@@ -333,6 +411,7 @@ class PLRankRanker(PolicyRanker):
         self.fairness = fairness
         self.fairness_weight = fairness_weight
         self.device = device
+        self.empty_queries = empty_queries
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -363,6 +442,7 @@ class PLRankRanker(PolicyRanker):
         group: Any = None,
         *,
         item_groups: Any = None,
+        sample_weight: Any = None,
         eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankRanker:
@@ -370,8 +450,9 @@ class PLRankRanker(PolicyRanker):
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-            Features; NaN marks a missing value.
+        X : array-like, DataFrame or sparse matrix of shape (n_samples, n_features)
+            Numeric features, finite; NaN marks a missing value. A DataFrame's column names
+            become the booster's feature names.
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
         group : array-like or None, default None
@@ -381,6 +462,11 @@ class PLRankRanker(PolicyRanker):
             With ``fairness="group-disparity"`` (and only then): the item group of every row, an
             integer id >= 0, two or more distinct ids (e.g. a protected attribute, 0 or 1).
             Exposure per unit of merit is compared between the groups within each query.
+        sample_weight : array-like or None, default None
+            Query weights, finite and >= 0, as XGBRanker's: one per row, the same for every
+            row of a query, or one per query, in the order of the sorted query ids (of the
+            given sizes). A query's weight scales its gradient and Hessian, so it counts as
+            that many copies of the query. Eval sets are not weighted.
         eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
             Validation sets, scored after every round (the metric@K of the ranking, and the
             policy's expected metric@K with ``stopping_metric="policy"``, minus the weighted
@@ -399,8 +485,10 @@ class PLRankRanker(PolicyRanker):
         Raises
         ------
         ValueError
-            On an unknown backend or option, labels that are NaN or negative, lengths that
-            differ, a group that is neither ids nor sizes, early stopping without eval set,
+            On an unknown backend or option, a tree setting that breaks its rule (e.g.
+            ``learning_rate`` a finite number > 0, ``num_leaves`` an integer >= 2), features
+            that are infinite or in a non-numeric column, labels that are NaN or negative,
+            lengths that differ, a group that is neither ids nor sizes, early stopping without eval set,
             fairness options that break their rules (see ``fairness``), and item groups
             given without group fairness, missing with it (for the training set or an eval
             set), or of the wrong length, NaN, negative, non-integer or a single group.
@@ -408,8 +496,21 @@ class PLRankRanker(PolicyRanker):
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         return self._train(
             BACKENDS[backend], settings, plan, options, X, y, group, eval_set,
-            item_groups=item_groups,
+            item_groups=item_groups, sample_weight=sample_weight,
         )
+
+    def _keep(self, trained: Trained) -> None:
+        """Store the fitted attributes; warn when no tree has a split."""
+        super()._keep(trained)
+        if not self.feature_importances_.any():
+            warnings.warn(
+                f"the trained {self.backend} model has no split: every tree is one leaf, so "
+                f"every document gets the same score. PL-Rank's Hessians are small, and a leaf "
+                f"needs their sum to reach min_child_weight (now "
+                f"{'the library default' if self.min_child_weight is None else self.min_child_weight}"
+                f"; XGBoost's is 1): lower it, e.g. min_child_weight=0.01, or give more rows.",
+                UserWarning, stacklevel=3,
+            )
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective
@@ -452,7 +553,7 @@ class PLRankRanker(PolicyRanker):
             )
         if self.device != "cpu" and self.backend == "xgboost":
             params = {**params, "device": self.device}
-        return BoosterSettings(
+        return BoosterSettings.checked(
             learning_rate=self.learning_rate,
             max_depth=self.max_depth,
             num_leaves=self.num_leaves,

@@ -7,6 +7,7 @@ global to a process, so its workers need processes of their own); it starts once
 from __future__ import annotations
 
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -466,8 +467,11 @@ def test_fit_predict_to_local(client, backend):
     # Both workers hold rows: XGBoost's metric over a cluster with an empty worker is not the
     # metric of the data (CI caught 0.7903 reported for a model whose NDCG@5 is 0.7868).
     Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
-    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, random_state=0)
-    ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)])
+    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, n_jobs=1,
+                              random_state=0)
+    with warnings.catch_warnings():  # LightGBM's "Parameter n_jobs will be ignored" among them
+        warnings.filterwarnings("error", "Parameter .* will be ignored")
+        ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)])
     scores = ranker.predict(Xa)
     assert isinstance(scores, da.Array)
     local = ranker.to_local()

@@ -19,8 +19,10 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import _fair_kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank._evaluation import PolicyValue
 from gbdt_plrank._fairness import FAIRNESS, FairnessSpec
-from gbdt_plrank._ranking_metric import dcg_weights
+from gbdt_plrank._groups import Split
+from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 
 FAIR = "expected-exposure"
 
@@ -273,14 +275,33 @@ def test_monte_carlo_mean_agrees_with_exact(kind):
         assert np.abs(z).max() < 5, (sampler, z)
 
 
-def test_queries_without_relevant_documents_contribute():
+def test_queries_without_relevant_documents_are_skipped_unless_uniform():
+    """By default a query without a relevant document gets exactly 0, as without fairness;
+    ``empty_queries="uniform"`` trains it toward equal exposure. The other query's estimate
+    (its own random stream) is the same either way."""
     scores = np.array([0.5, -0.3, 1.2, 0.0, 2.0])
     labels = np.array([0.0, 0.0, 0.0, 1.0, 0.0])
     ptr = np.array([0, 3, 5])
     g_rel, _ = plrank_grad_hess(scores, labels, ptr, K=2, N=50)
-    g_fair, _ = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR)
+    g_skip, h_skip = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR,
+                                      hessian="raw")
+    g_uni, h_uni = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR,
+                                    hessian="raw", empty_queries="uniform")
     assert np.all(g_rel[:3] == 0.0)
-    assert np.abs(g_fair[:3]).sum() > 0
+    assert np.all(g_skip[:3] == 0.0) and np.all(h_skip[:3] == 0.0)
+    assert np.abs(g_uni[:3]).sum() > 0
+    # uniform exposure is the target: the highest-scored document is pushed down
+    assert g_uni[2] > 0 and g_uni[1] < 0
+    np.testing.assert_array_equal(g_skip[3:], g_uni[3:])
+    np.testing.assert_array_equal(h_skip[3:], h_uni[3:])
+    # the same from explicit rankings
+    rk = np.array([[2, 0], [0, 1], [1, 2], [2, 1]])
+    kw = {"K": 2, "fairness": FAIR}
+    g, h = plrank_grad_hess_from_rankings(scores[:3], labels[:3], rk, **kw)
+    assert np.all(g == 0.0) and np.all(h == 0.0)
+    g, _ = plrank_grad_hess_from_rankings(scores[:3], labels[:3], rk, empty_queries="uniform",
+                                          **kw)
+    assert np.abs(g).sum() > 0
     # a query of one document contributes nothing either way
     g_one, h_one = plrank_grad_hess(np.array([1.0]), np.array([1.0]), [0, 1], fairness=FAIR)
     assert g_one[0] == 0.0 and h_one[0] == 0.0
@@ -291,6 +312,14 @@ def test_queries_without_relevant_documents_contribute():
                                 hessian="raw")
         assert np.all(g[:3] == 0.0) and np.all(h[:3] == 0.0)
         assert np.abs(g[3:]).sum() > 0
+
+
+@pytest.mark.parametrize("kind", [None, "disparity", "group-disparity"])
+def test_uniform_empty_queries_needs_the_expected_exposure_loss(kind):
+    with pytest.raises(ValueError, match=r"empty_queries='uniform'.*needs fairness="):
+        plrank_grad_hess(np.zeros(3), np.ones(3), [0, 3], fairness=kind, empty_queries="uniform")
+    with pytest.raises(ValueError, match=r"empty_queries.*'skip', 'uniform'"):
+        plrank_grad_hess(np.zeros(3), np.ones(3), [0, 3], fairness=FAIR, empty_queries="drop")
 
 
 def test_weight_zero_is_the_relevance_gradient_in_expectation():
@@ -409,3 +438,24 @@ def test_keyed_dask_objective_takes_the_fairness_options():
     np.testing.assert_array_equal(gl, g[rows])
     np.testing.assert_array_equal(hl, h[rows])
     assert "fairness='expected-exposure'" in repr(keyed)
+
+
+def test_policy_value_leaves_out_the_fairness_loss_of_queries_without_relevant_documents():
+    """The value an objective stops on follows the training rule: a query without a relevant
+    document has EE-L 0 by default (its value is its NDCG, 1), its EE-L with "uniform"."""
+    labels = np.array([0.0, 0.0, 0.0, 2.0, 0.0, 1.0])
+    qid = np.array([0, 0, 0, 1, 1, 1])
+    margins = np.array([3.0, 0.0, -3.0, 1.0, 0.5, 0.0])
+    metric = RankingMetric("ndcg", 2, "exp")
+    queries = Split(None, labels, qid)
+    exposure = naive.exact_exposure(margins[:3], dcg_weights(2))
+    uniform_loss = float(np.sum((exposure - dcg_weights(2).sum() / 3) ** 2))
+    assert uniform_loss > 0.1
+    values = {}
+    for empty in ("skip", "uniform"):
+        spec = FairnessSpec(FAIR, 1.0, empty)
+        values[empty] = PolicyValue(metric, spec, queries, n_samples=20000, seed=0,
+                                    n_jobs=1).per_query(margins)
+    assert values["skip"][0] == 1.0
+    assert values["uniform"][0] == pytest.approx(1.0 - uniform_loss, abs=0.01)
+    assert values["skip"][1] == values["uniform"][1]

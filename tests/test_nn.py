@@ -206,8 +206,9 @@ def test_bad_data_is_refused(train_valid) -> None:
     with pytest.raises(ValueError, match="early_stopping_rounds=3 needs a validation set"):
         ranker.fit(X, y, qid, early_stopping_rounds=3)
     bad = X.copy()
-    bad[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"X must hold finite numbers, not NaN or inf \(impute "
+                                         r"missing values first\), but X\[3, 1\] is NaN"):
         ranker.fit(bad, y, qid)
     with pytest.raises(ValueError, match="labels"):
         ranker.fit(X, -y, qid)
@@ -272,3 +273,21 @@ def test_the_package_works_without_torch() -> None:
 )
 def test_sklearn_common_checks(estimator, check):
     check(estimator)
+
+
+def test_group_fairness_takes_item_groups_in_fit_and_eval_sets(train_valid) -> None:
+    """fairness="group-disparity" trains on the item groups given to fit (other groups, another
+    model) and reports the eval set's value with its own item groups."""
+    (X, y, qid), (Xv, yv, qv) = train_valid
+    groups = (X[:, 2] > 0).astype(int)
+    options = {**FAST, "K": 3, "fairness": "group-disparity", "fairness_weight": 5.0,
+               "random_state": 0}
+    ranker = PLRankMLPRanker(**options)
+    ranker.fit(X, y, qid, item_groups=groups, eval_set=[(Xv, yv, qv, (Xv[:, 2] > 0).astype(int))])
+    assert list(ranker.evals_result_["valid_0"]) == ["ndcg@3", "expected_ndcg@3-5*group_disparity"]
+    other = PLRankMLPRanker(**options).fit(X, y, qid, item_groups=(X[:, 3] > 0).astype(int))
+    assert not np.array_equal(ranker.predict(Xv), other.predict(Xv))
+    with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
+        PLRankMLPRanker(**options).fit(X, y, qid)
+    with pytest.raises(ValueError, match="item_groups are used only by fairness"):
+        PLRankMLPRanker(**{**options, "fairness": "disparity"}).fit(X, y, qid, item_groups=groups)

@@ -6,17 +6,22 @@ import itertools
 import math
 import pickle
 import re
+import warnings
 
 import lightgbm
 import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 import sklearn
 import xgboost
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from gbdt_plrank._schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
+from gbdt_plrank.harness.config import TreeSettings
 from gbdt_plrank.metrics import ndcg
 from gbdt_plrank.ranker import PLRankRanker
 
@@ -201,6 +206,68 @@ def test_nan_in_X_is_missing(mq):
     for backend in BACKENDS:
         ranker = PLRankRanker(backend=backend, n_estimators=3, **FAST).fit(X, train.y, train.qid)
         assert np.isfinite(ranker.predict(np.where(test.X.toarray() > 0.5, np.nan, 0.0))).all()
+
+
+def test_infinite_X_is_named(mq):
+    train, vali, _ = mq
+    X = train.X.toarray()
+    X[4, 2] = -np.inf
+    for data in (X, sp.csr_matrix(X)):
+        with pytest.raises(ValueError, match=r"X must hold finite numbers, or NaN for a missing "
+                                             r"value, but X\[4, 2\] is -inf"):
+            PLRankRanker(n_estimators=2, **FAST).fit(data, train.y, train.qid)
+    with pytest.raises(ValueError, match=r"but X\[4, 2\] is -inf"):
+        PLRankRanker(n_estimators=2, **FAST).fit(
+            train.X, train.y, train.qid, eval_set=[(X[: vali.y.size], vali.y, vali.qid)]
+        )
+
+
+def _frame(X) -> pd.DataFrame:
+    return pd.DataFrame(X.toarray(), columns=[f"feature {j}" for j in range(X.shape[1])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_feature_names_reach_the_booster_and_its_saved_model(backend, mq, tmp_path):
+    """A DataFrame's column names are the booster's feature names (as XGBRanker / LGBMRanker
+    keep them); the model is the one of the same values without names."""
+    train, vali, test = mq
+    frame = _frame(train.X)
+    options = {"backend": backend, "n_estimators": 5, "learning_rate": 0.3, **FAST}
+    named = PLRankRanker(**options).fit(frame, train.y, train.qid,
+                                        eval_set=[(_frame(vali.X), vali.y, vali.qid)])
+    plain = PLRankRanker(**options).fit(train.X.toarray(), train.y, train.qid,
+                                        eval_set=[(vali.X.toarray(), vali.y, vali.qid)])
+    columns = list(frame.columns)
+    np.testing.assert_array_equal(named.feature_names_in_, columns)
+    assert not hasattr(plain, "feature_names_in_")
+    if backend == "xgboost":
+        path = tmp_path / "model.json"
+        named.booster_.save_model(path)
+        loaded = xgboost.Booster(model_file=path)
+        assert named.booster_.feature_names == loaded.feature_names == columns
+        assert set(named.booster_.get_score()) <= set(columns)
+    else:
+        path = tmp_path / "model.txt"
+        named.booster_.save_model(path)
+        loaded = lightgbm.Booster(model_file=path)
+        spaced = [c.replace(" ", "_") for c in columns]  # LightGBM's rule for names
+        assert named.booster_.feature_name() == loaded.feature_name() == spaced
+    np.testing.assert_array_equal(named.feature_importances_, plain.feature_importances_)
+    np.testing.assert_array_equal(named.predict(_frame(test.X)), plain.predict(test.X.toarray()))
+    renamed = _frame(test.X).rename(columns={"feature 0": "other"})
+    with pytest.raises(ValueError, match="The feature names should match those that were passed"):
+        named.predict(renamed)
+
+
+def test_a_categorical_or_string_column_is_named(mq):
+    train, _, _ = mq
+    frame = _frame(train.X)
+    frame["colour"] = pd.Categorical(np.where(train.y > 0, "red", "blue"))
+    with pytest.raises(ValueError, match="column 'colour' has dtype category: encode it as numbers"):
+        PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
+    frame["colour"] = frame["colour"].astype(str)
+    with pytest.raises(ValueError, match=r"X must have numeric columns .* column 'colour' has dtype"):
+        PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,20 +480,26 @@ def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
     """Common checks that cannot pass, with the reason; any other check must pass.
 
     Not listed because scikit-learn does not run them here: the classifier and regressor checks
-    (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2), the sample-weight
-    checks (``fit`` takes no ``sample_weight``: the PL-Rank objective has no per-row weights) and
-    the array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
+    (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2) and the
+    array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
     """
+    per_row = (
+        "sample_weight weighs whole queries (XGBRanker's rule: the PL-Rank objective has no "
+        "per-document weights); the check's weights differ within its one query and are refused."
+    )
+    out = {
+        "check_sample_weights_not_overwritten": per_row,
+        "check_sample_weight_equivalence_on_dense_data": per_row,
+        "check_sample_weight_equivalence_on_sparse_data": per_row,
+    }
     if estimator.backend == "lightgbm":
-        return {
-            "check_fit2d_1sample": (
-                "LightGBM drops every feature of a one-row dataset (all constant), and with a "
-                "callable objective it then stops with 'Check failed: num_features > 0'; the ranker "
-                "raises a ValueError saying that no feature can be split on, not the one-sample "
-                "wording the check looks for."
-            )
-        }
-    return {}
+        out["check_fit2d_1sample"] = (
+            "LightGBM drops every feature of a one-row dataset (all constant), and with a "
+            "callable objective it then stops with 'Check failed: num_features > 0'; the ranker "
+            "raises a ValueError saying that no feature can be split on, not the one-sample "
+            "wording the check looks for."
+        )
+    return out
 
 
 @parametrize_with_checks(
@@ -507,6 +580,17 @@ def test_model_selection_with_group_kfold(backend, mq):
          "but 'exposure' is given"),
         ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
          "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
+        ({"backend": "lightgbm", "learning_rate": float("nan")}, {}, ValueError,
+         "learning_rate must be a finite number > 0, but nan is given"),
+        ({"learning_rate": float("nan")}, {}, ValueError,
+         "learning_rate must be a finite number > 0, but nan is given"),
+        ({"backend": "lightgbm", "num_leaves": 1}, {}, ValueError,
+         "num_leaves must be an integer >= 2, but 1 is given"),
+        ({"subsample": 1.5}, {}, ValueError, r"subsample must be a number in \(0, 1\], but 1.5"),
+        ({"backend": "lightgbm", "reg_lambda": -1.0}, {}, ValueError,
+         "reg_lambda must be a finite number >= 0, but -1.0 is given"),
+        ({"fairness": "disparity", "empty_queries": "uniform"}, {}, ValueError,
+         r"empty_queries='uniform' .* needs fairness='expected-exposure'"),
     ],
 )
 def test_bad_fit_input(mq, options, change, error, match):
@@ -521,6 +605,16 @@ def test_bad_fit_input(mq, options, change, error, match):
     ranker = PLRankRanker(**{"n_estimators": 2, **FAST, **options})
     with pytest.raises(error, match=match):
         ranker.fit(args["X"], args["y"], group=args["group"], **extra)
+
+
+@pytest.mark.parametrize("setting", [{"learning_rate": float("nan")}, {"num_leaves": 1}])
+def test_tree_settings_have_the_rule_of_the_comparison_trees_table(setting):
+    """The ranker and a comparison's [trees] table refuse a tree setting with the same words."""
+    with pytest.raises(ValueError) as ranker_error:
+        PLRankRanker(backend="lightgbm", **setting)._settings(0)
+    with pytest.raises(ValueError) as table_error:
+        validate(TreeSettings, setting, source="the file", prefix="trees")
+    assert str(table_error.value) == f"trees.{ranker_error.value}"
 
 
 def test_unknown_parameter(mq):
@@ -604,3 +698,52 @@ def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq
     assert ranker.score(test.X, test.y, test.qid) == precision_at_k(
         test.y, ranker.predict(test.X), test.qid, k=5
     )
+
+
+def test_a_model_without_a_split_warns_with_what_to_do(mq):
+    """PL-Rank's Hessians are small: XGBoost's default min_child_weight=1 on 5 queries gives a
+    model of single-leaf trees, which fit says, naming the setting to lower."""
+    train, _, _ = mq
+    rows = int(train.group_ptr[5])
+    X, y, qid = train.X[:rows], train.y[:rows], train.qid[:rows]
+    with pytest.warns(UserWarning, match="model has no split.* lower it, e.g. min_child_weight"):
+        flat = PLRankRanker(n_estimators=3, **FAST).fit(X, y, qid)
+    assert np.ptp(flat.predict(X)) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        split = PLRankRanker(n_estimators=3, min_child_weight=0.01, **FAST).fit(X, y, qid)
+    assert split.feature_importances_.any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sample_weight_weighs_queries(backend, mq):
+    """Query weights reach the objective: with weight 0 on every query but one, the model
+    ranks that query as a model trained on it alone (the scores up to a shift); one weight per
+    row equals one per query; other weights give another model."""
+    train, _, test = mq
+    X, y, qid = train.X.toarray(), train.y, train.qid
+    options = {"backend": backend, "n_estimators": 3, "min_child_weight": 0.0, "reg_lambda": 0.0,
+               "learning_rate": 0.3, **FAST}
+    if backend == "lightgbm":
+        options["params"] = {"min_data_in_leaf": 1, "min_data_in_bin": 1}
+    weights = np.where(qid == qid[0], 1.0, 0.0)  # the first query alone
+    first = PLRankRanker(**options).fit(X, y, qid, sample_weight=weights)
+    rows = qid == qid[0]
+    alone = PLRankRanker(**options).fit(X[rows], y[rows], qid[rows])
+    np.testing.assert_allclose(first.predict(X[rows]) - first.predict(X[rows])[0],
+                               alone.predict(X[rows]) - alone.predict(X[rows])[0], atol=1e-6)
+    with pytest.raises(ValueError, match="sample_weight must be > 0 for at least one query"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.zeros(y.size))
+    n_queries = np.unique(qid).size
+    w = np.random.default_rng(0).integers(1, 4, n_queries).astype(float)
+    per_query = PLRankRanker(**options).fit(X, y, qid, sample_weight=w)
+    per_row = PLRankRanker(**options).fit(X, y, qid, sample_weight=w[np.searchsorted(np.unique(qid), qid)])
+    plain = PLRankRanker(**options).fit(X, y, qid)
+    np.testing.assert_array_equal(per_query.predict(test.X), per_row.predict(test.X))
+    assert not np.array_equal(per_query.predict(test.X), plain.predict(test.X))
+    with pytest.raises(ValueError, match="weights must be one per query"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match=r"weights must be finite and >= 0, but weight 1 is -1.0"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)])
+    with pytest.raises(ValueError, match=r"weigh whole queries .* row 1 of query 0 has weight 1.0"):
+        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.arange(y.size, dtype=float))

@@ -11,6 +11,7 @@ its data objects are the :class:`Split` s themselves and its rounds are epochs.
 
 from ._base import (
     NATIVE_NAMES,
+    TREE_RULES,
     Backend,
     BoosterSettings,
     EvalMetric,
@@ -20,10 +21,12 @@ from ._base import (
     QueryFields,
     Split,
     Trained,
+    TreeRules,
     checked_queries,
     eval_name,
     metric_name,
     query_weights,
+    tree_rule,
 )
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
@@ -33,6 +36,7 @@ from ._xgboost import XGBoostBackend
 __all__ = [
     "BACKENDS",
     "NATIVE_NAMES",
+    "TREE_RULES",
     "Backend",
     "BoosterSettings",
     "CatBoostBackend",
@@ -45,6 +49,7 @@ __all__ = [
     "Split",
     "TorchBackend",
     "Trained",
+    "TreeRules",
     "XGBoostBackend",
     "backend_of_booster",
     "backend_of_data",
@@ -52,6 +57,7 @@ __all__ = [
     "eval_name",
     "metric_name",
     "query_weights",
+    "tree_rule",
 ]
 
 #: Library name -> its backend.

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+from pydantic import Field
 
 from .._compat import require
 from .._groups import Split
 from .._ranking_metric import RankingMetric
+from .._schema import Schema, validate
 from .._validation import check_group_ptr, check_labels
 
 __all__ = [
     "NATIVE_NAMES",
+    "TREE_RULES",
     "Backend",
     "BoosterSettings",
     "EvalMetric",
@@ -32,6 +35,7 @@ __all__ = [
     "QueryFields",
     "Split",
     "Trained",
+    "TreeRules",
     "checked_queries",
     "eval_name",
     "holds",
@@ -41,6 +45,7 @@ __all__ = [
     "normalised",
     "plain_history",
     "query_weights",
+    "tree_rule",
 ]
 
 History = dict[str, dict[str, list[float]]]
@@ -82,6 +87,44 @@ def metric_name(K: int) -> str:
     return RankingMetric("ndcg", K, "exp").name
 
 
+_FINITE_NON_NEGATIVE = {"ge": 0, "allow_inf_nan": False, "description": "a finite number >= 0"}
+_FRACTION = {"gt": 0, "le": 1, "description": "a number in (0, 1]"}
+
+#: The rule of every shared tree setting (pydantic constraints and the rule in words): the one
+#: check of the rankers' settings (:meth:`BoosterSettings.checked`) and of a comparison's
+#: ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`).
+TREE_RULES: dict[str, dict[str, Any]] = {
+    "learning_rate": {"gt": 0, "allow_inf_nan": False, "description": "a finite number > 0"},
+    "max_depth": {"ge": 1, "description": "an integer >= 1"},
+    "num_leaves": {"ge": 2, "description": "an integer >= 2"},
+    "min_child_weight": _FINITE_NON_NEGATIVE,
+    "reg_alpha": _FINITE_NON_NEGATIVE,
+    "reg_lambda": _FINITE_NON_NEGATIVE,
+    "min_split_gain": _FINITE_NON_NEGATIVE,
+    "subsample": _FRACTION,
+    "colsample_bytree": _FRACTION,
+}
+
+
+def tree_rule(name: str, default: Any = None, **extra: Any) -> Any:
+    """A pydantic field for the tree setting ``name`` with its rule (:data:`TREE_RULES`)."""
+    return Field(default, **TREE_RULES[name], **extra)
+
+
+class TreeRules(Schema):
+    """The shared tree settings, each ``None`` (the library's default) or within its rule."""
+
+    learning_rate: float | None = tree_rule("learning_rate")
+    max_depth: int | None = tree_rule("max_depth")
+    num_leaves: int | None = tree_rule("num_leaves")
+    min_child_weight: float | None = tree_rule("min_child_weight")
+    reg_alpha: float | None = tree_rule("reg_alpha")
+    reg_lambda: float | None = tree_rule("reg_lambda")
+    min_split_gain: float | None = tree_rule("min_split_gain")
+    subsample: float | None = tree_rule("subsample")
+    colsample_bytree: float | None = tree_rule("colsample_bytree")
+
+
 @dataclass(frozen=True)
 class BoosterSettings:
     """Shared booster settings by their common names; ``None`` leaves the library's default.
@@ -102,6 +145,19 @@ class BoosterSettings:
     n_threads: int | None = None
     seed: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def checked(cls, **settings: Any) -> BoosterSettings:
+        """The settings, after the tree settings among them are checked (:class:`TreeRules`).
+
+        Raises
+        ------
+        ValueError
+            Naming the first tree setting that breaks its rule, its value and the rule.
+        """
+        trees = {name: settings[name] for name in TreeRules.model_fields if name in settings}
+        validate(TreeRules, trees, source="the booster settings")
+        return cls(**settings)
 
     def named(self) -> dict[str, Any]:
         """The settings that are set (not ``None``) except ``params``, by their common names."""

@@ -122,8 +122,11 @@ class LightGBMBackend:
 
     @staticmethod
     def _dataset(data: Split, *, reference: Any = None, params: Any = None) -> Any:
+        names = "auto" if data.feature_names is None else list(data.feature_names)
+        weight = None if data.weights is None else np.repeat(data.weights, data.group_sizes)
         return library("lightgbm").Dataset(
-            data.X, data.y, group=data.group_sizes, reference=reference, params=params
+            data.X, data.y, weight=weight, group=data.group_sizes, reference=reference,
+            params=params, feature_name=names,
         )
 
     def _training_set(self, data: Split, params: Mapping[str, Any]) -> Any:

@@ -222,6 +222,7 @@ class TorchBackend:
             raise ValueError(
                 f"early_stopping_rounds={patience} needs an eval set and a metric to watch."
             )
+        plan.give_item_groups([(split, split) for split in (data, *evals)])
         start = time.perf_counter()
         X = _dense(data.X)
         plan.give_item_groups([(data, data), *zip(evals, evals)])

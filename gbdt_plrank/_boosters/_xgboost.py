@@ -122,7 +122,11 @@ class XGBoostBackend:
 
     @staticmethod
     def _dmatrix(data: Split) -> Any:
-        return library("xgboost").DMatrix(data.X, label=data.y, qid=data.qid, missing=np.nan)
+        names = None if data.feature_names is None else list(data.feature_names)
+        return library("xgboost").DMatrix(
+            data.X, label=data.y, qid=data.qid, weight=data.weights, missing=np.nan,
+            feature_names=names,
+        )
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
         if n_threads is not None:
@@ -132,6 +136,8 @@ class XGBoostBackend:
 
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         gains = np.zeros(n_features)
+        names = booster.feature_names or [f"f{j}" for j in range(n_features)]  # XGBoost's default
+        column = {name: j for j, name in enumerate(names)}
         for name, gain in booster.get_score(importance_type="total_gain").items():
-            gains[int(name[1:])] = gain  # default feature names f0, f1, ...
+            gains[column[name]] = gain
         return normalised(gains)

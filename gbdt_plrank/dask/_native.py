@@ -9,6 +9,7 @@ single-machine backends block by block.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -83,14 +84,20 @@ def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
     # LightGBM's Dask API hands the sample weights (the keys) to the four-argument form only.
     params = backend.params(settings, replace(plan, objective=plan.objective.lgbm_ranker),
                             top_label=top)
+    # lightgbm.dask gives each worker's booster that worker's threads, whatever num_threads says.
+    params.pop("num_threads", None)
     start = time.perf_counter()
     model = lightgbm.DaskLGBMRanker(client=client, n_estimators=plan.n_estimators, **params)
-    model.fit(
-        data.X, data.y, sample_weight=data.keys, group=data.sizes,
-        eval_set=[(e.X, e.y) for e in evals] or None,
-        eval_group=[e.sizes for e in evals] or None,
-        eval_names=[eval_name(i) for i in range(len(evals))] or None,
-    )
+    with warnings.catch_warnings():
+        # DaskLGBMRanker passes its own n_jobs (None unless set) on, and lightgbm.dask then
+        # warns on every fit that it ignores it: nothing the caller asked for.
+        warnings.filterwarnings("ignore", "Parameter n_jobs will be ignored", UserWarning)
+        model.fit(
+            data.X, data.y, sample_weight=data.keys, group=data.sizes,
+            eval_set=[(e.X, e.y) for e in evals] or None,
+            eval_group=[e.sizes for e in evals] or None,
+            eval_names=[eval_name(i) for i in range(len(evals))] or None,
+        )
     return backend.trained(model.booster_, plan, model.evals_result_, time.perf_counter() - start)
 
 

@@ -101,7 +101,8 @@ class DaskPLRankRanker(PLRankRanker):
     training (the user guide's page "Scaling out on Dask", `docs/guide/dask.md`).
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
-    threads). Eval sets are scored with the library's own NDCG@K, computed on the workers (the
+    threads); with ``backend="lightgbm"`` it sets the objective's only, since ``lightgbm.dask``
+    gives each worker's booster that worker's threads. Eval sets are scored with the library's own NDCG@K, computed on the workers (the
     package's metrics would see only a worker's local rows), so early stopping watches it:
     ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` is refused, and eval sets need
     ``metric="ndcg"``. With ``fairness="group-disparity"`` the item groups travel to the

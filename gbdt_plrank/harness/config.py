@@ -46,7 +46,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from .._boosters import BACKENDS, BoosterSettings
+from .._boosters import BACKENDS, BoosterSettings, tree_rule
 from .._fairness import GROUP_FAIRNESS
 from .._options import PLRankFields, PLRankOptions
 from .._pirank import PIRANK_HESSIANS, pirank_objective
@@ -118,12 +118,12 @@ class TreeSettings(Schema):
     """
 
     rounds: int = Field(1000, ge=1, description="an integer >= 1")
-    learning_rate: float = Field(0.05, gt=0, description="a number > 0")
-    max_depth: int = Field(6, ge=1, description="an integer >= 1")
-    num_leaves: int | None = Field(None, ge=2, description="an integer >= 2")
-    min_child_weight: float = Field(0.1, ge=0, description="a number >= 0")
-    reg_lambda: float = Field(1.0, ge=0, alias="lambda", description="a number >= 0")
-    subsample: float = Field(1.0, gt=0, le=1, description="a number in (0, 1]")
+    learning_rate: float = tree_rule("learning_rate", 0.05)
+    max_depth: int = tree_rule("max_depth", 6)
+    num_leaves: int | None = tree_rule("num_leaves")
+    min_child_weight: float = tree_rule("min_child_weight", 0.1)
+    reg_lambda: float = tree_rule("reg_lambda", 1.0, alias="lambda")
+    subsample: float = tree_rule("subsample", 1.0)
     early_stopping_rounds: int = Field(50, ge=1, description="an integer >= 1")
     n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
 

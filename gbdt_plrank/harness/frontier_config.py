@@ -65,10 +65,10 @@ class FrontierConfig(Schema):
     group, in units of each model's validation spread, under every temperature.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training
     and validation splits too (the test split's follow ``drop_empty_test_queries``), so that
-    every model is trained, early-stopped and chosen on the kind of query it is judged on. The
-    relevance objectives have no gradient on such queries, but the expected exposure loss has
-    (its target there is uniform exposure), and training it on them flattens the policy on the
-    queries with relevant documents.
+    every model is trained, early-stopped and chosen on the kind of query it is judged on. No
+    objective has a gradient on such queries unless the ``[plrank]`` table sets
+    ``empty_queries = "uniform"`` (the expected exposure loss's target there, uniform exposure,
+    which flattens the policy on the queries with relevant documents too).
     """
 
     datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]

@@ -3,7 +3,7 @@ r"""``PLRankMLPRanker``: a multilayer perceptron trained with PL-Rank, as a scik
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -57,9 +57,11 @@ class PLRankMLPRanker(PolicyRanker):
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
     gain : {"exp", "linear"}, default "exp"
     sampler : {"auto", "tree", "race"}, default "auto"
-    fairness : {None, "expected-exposure"}, default None
+    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
     fairness_weight : float, default 1.0
-        As in :class:`~gbdt_plrank.PLRankRanker`.
+    empty_queries : {"skip", "uniform"}, default "skip"
+        As in :class:`~gbdt_plrank.PLRankRanker` (``"group-disparity"`` needs ``item_groups``
+        in :meth:`fit`).
     n_layers : int, default 2
         Hidden layers, >= 0 (0: a linear model).
     units : int, default 32
@@ -107,10 +109,6 @@ class PLRankMLPRanker(PolicyRanker):
     ... # doctest: +SKIP
     """
 
-    _x_rules: ClassVar[dict[str, object]] = {
-        "accept_sparse": "csr", "dtype": (np.float64, np.float32)
-    }
-
     def __init__(
         self,
         *,
@@ -122,6 +120,7 @@ class PLRankMLPRanker(PolicyRanker):
         sampler: str = "auto",
         fairness: str | None = None,
         fairness_weight: float = 1.0,
+        empty_queries: str = "skip",
         n_layers: int = 2,
         units: int = 32,
         activation: str = "sigmoid",
@@ -142,6 +141,7 @@ class PLRankMLPRanker(PolicyRanker):
         self.sampler = sampler
         self.fairness = fairness
         self.fairness_weight = fairness_weight
+        self.empty_queries = empty_queries
         self.n_layers = n_layers
         self.units = units
         self.activation = activation
@@ -160,6 +160,7 @@ class PLRankMLPRanker(PolicyRanker):
         y: Any,
         group: Any = None,
         *,
+        item_groups: Any = None,
         eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankMLPRanker:
@@ -175,9 +176,14 @@ class PLRankMLPRanker(PolicyRanker):
         group : array-like or None, default None
             Per-row query ids, group sizes or ``None`` for one query (as
             :meth:`gbdt_plrank.PLRankRanker.fit` reads them).
-        eval_set : list of tuples (X, y) or (X, y, group), default None
+        item_groups : array-like of shape (n_samples,) or None, default None
+            With ``fairness="group-disparity"`` (and only then): the item group of every row,
+            as in :meth:`gbdt_plrank.PLRankRanker.fit`.
+        eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
             Validation sets, scored after every epoch (the metric@K of the ranking and the
-            policy's expected metric@K); their history is ``evals_result_``.
+            policy's expected metric@K, minus the weighted fairness loss with ``fairness``);
+            their history is ``evals_result_``. With ``fairness="group-disparity"`` each entry
+            brings its rows' item groups as a fourth element.
         early_stopping_rounds : int or None, default None
             Stop when the policy's expected metric@K on the last eval set has not improved for
             this many epochs, and keep the best epoch's weights.
@@ -191,7 +197,9 @@ class PLRankMLPRanker(PolicyRanker):
         ValueError
             For an option that breaks its rule (the message names the value and the rule),
             labels that are NaN or negative, features that are not finite, lengths that differ,
-            or early stopping without eval set.
+            early stopping without eval set, and item groups given without group fairness,
+            missing with it, or breaking their rules (as in
+            :meth:`gbdt_plrank.PLRankRanker.fit`).
         """
         options = self._options()
         max_epochs = check_positive_int("max_epochs", self.max_epochs)
@@ -209,4 +217,7 @@ class PLRankMLPRanker(PolicyRanker):
         settings = BoosterSettings(
             n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
         )
-        return self._train(BACKENDS["torch"], settings, plan, options, X, y, group, eval_set)
+        return self._train(
+            BACKENDS["torch"], settings, plan, options, X, y, group, eval_set,
+            item_groups=item_groups,
+        )
