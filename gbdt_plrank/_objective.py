@@ -16,7 +16,7 @@ import numpy as np
 
 from ._booster_objective import BoosterObjective
 from ._boosters import QueryFields
-from ._evaluation import ExpectedMetric, RankingMetricEval
+from ._evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
 from ._fairness import FairTerms, checked_item_groups
 from ._groups import boundaries
 from ._options import PLRankOptions
@@ -70,6 +70,9 @@ class PLRankObjective(BoosterObjective):
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs)
+        self._standardized = StandardizedMetric(
+            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs
+        )
         self._ranking = RankingMetricEval(options.judged)
 
     @property
@@ -107,6 +110,7 @@ class PLRankObjective(BoosterObjective):
         """
         ids = checked_item_groups(self.fairness, item_groups, None)
         self._expected.set_item_groups(data, ids)
+        self._standardized.set_item_groups(data, ids)
 
     def _new_training_set(self, key: Any) -> None:
         self.round = 0
@@ -116,6 +120,7 @@ class PLRankObjective(BoosterObjective):
         if ids is None and self.item_groups is not None:
             ids = self.item_groups
             self._expected.set_item_groups(key, ids)
+            self._standardized.set_item_groups(key, ids)
         if ids is None and self.fairness.needs_item_groups:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
@@ -180,6 +185,28 @@ class PLRankObjective(BoosterObjective):
         does not stop at an early noisy peak.
         """
         return self._expected
+
+    @property
+    def standardized_metric(self) -> StandardizedMetric:
+        r"""The expected metric of the policy of the standardised margins: a stopping signal.
+
+        .. code-block:: python
+
+            obj = plrank_objective(K=10)
+            xgboost.train(params, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
+                          custom_metric=obj.standardized_metric, maximize=True,
+                          early_stopping_rounds=50)
+
+        Called as :attr:`expected_metric`, it returns the same value for the margins
+        :math:`m / \sigma(m)` of the eval set (their standard deviation over the rows scaled to
+        1; :class:`~gbdt_plrank._evaluation.StandardizedMetric`), from 40 rankings per query
+        drawn from the same streams every round, named ``standardized_expected_<metric>@<K>``.
+        The policy's expected metric also grows while the rounds only sharpen the policy, and
+        early stopping on it waits for that; this value is blind to the margins' scale, as the
+        ranking's metric is, and smooth in them, as the policy's value is, so early stopping on
+        it keeps the model when its order stops improving.
+        """
+        return self._standardized
 
     @property
     def ranking_metric(self) -> RankingMetricEval:
