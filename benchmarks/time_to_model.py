@@ -31,10 +31,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+if __package__ in (None, ""):  # run as a script: this checkout's package, not an installed one
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 # gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 
+from benchmarks.harness import environment, markdown_table, write_section
 from gbdt_plrank import _compat
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
@@ -42,10 +46,6 @@ from gbdt_plrank.harness.methods import METHODS, PLRANK
 from gbdt_plrank.harness.stats import Paired, paired
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
-
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.harness import environment, markdown_table, write_section
 
 __all__ = ["Run", "main", "report", "run"]
 
