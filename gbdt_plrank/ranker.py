@@ -257,7 +257,8 @@ class PLRankRanker(PolicyRanker):
         0-based best round under early stopping, else ``None``.
     evals_result_ : dict
         ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
-        the i-th eval set (the second with ``stopping_metric="policy"``; empty without eval
+        the i-th eval set (the second with ``stopping_metric="policy"``, or
+        ``"standardized_expected_<metric>@K"`` with ``"standardized"``; empty without eval
         sets), e.g. ``"ndcg@5"`` and ``"expected_ndcg@5"``.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain of each feature, divided by the sum over features (all zeros when no
