@@ -38,7 +38,13 @@ if __package__ in (None, ""):  # run as a script: this checkout's package, not a
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 
-from benchmarks.harness import environment, markdown_table, write_section
+from benchmarks.harness import (
+    append_record,
+    environment,
+    markdown_table,
+    read_records,
+    write_section,
+)
 from gbdt_plrank import _compat
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
@@ -87,9 +93,13 @@ def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str 
 
 def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
-    trees: TreeSettings, seed: int = 0, echo=print,
+    trees: TreeSettings, seed: int = 0, echo=print, records: Path | None = None,
 ) -> list[Run]:
-    """Train every row on every fold, the rows of a fold one after the other."""
+    """Train every row on every fold, the rows of a fold one after the other.
+
+    Each finished training is also appended to the JSON-lines file ``records``, if given, so
+    that an interrupted run keeps what it measured.
+    """
     runs = []
     for data in datasets:
         for fold in folds:
@@ -107,10 +117,21 @@ def run(
                 r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
                         int(fit.best_round), test)
                 runs.append(r)
+                if records is not None:
+                    append_record(records, r.__dict__)
                 echo(f"{dataset_label(data, fold)} {row}: {r.seconds:.2f} s, "
                      f"{r.rounds_run} rounds (kept {r.best_round}), "
                      f"NDCG@10 {np.mean(list(test[10].values())):.4f}")
     return runs
+
+
+def read_runs(path: Path) -> list[Run]:
+    """The trainings appended to ``path`` by :func:`run` (e.g. those of an interrupted run)."""
+    return [
+        Run(**{**r, "test": {int(c): {int(q): v for q, v in per.items()}
+                             for c, per in r["test"].items()}})
+        for r in read_records(path)
+    ]
 
 
 def _pooled(runs: list[Run], cutoff: int) -> dict[tuple[int, int], float]:
@@ -194,7 +215,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/time_to_model.md")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: write the tables of the records beside --out")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    records = out.with_suffix(".jsonl")
+    if args.report_only:
+        runs = read_runs(records)
+        command = "python benchmarks/time_to_model.py" + "".join(
+            f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
+        )
+        markdown = report(runs, command) + (
+            f"\nThe {len(runs)} trainings recorded in `{records.name}`; "
+            f"{sum(r.seconds for r in runs):.0f} s of training.\n"
+        )
+        out.write_text(markdown)
+        print(markdown)
+        return
     datasets, folds = _items(args.data), [int(f) for f in _items(args.folds)]
     check_data(datasets, folds)
     methods = []
@@ -206,9 +243,11 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"skipped {name}: {METHODS[name].library} is not installed")
     trees = TreeSettings(rounds=args.rounds, n_jobs=args.threads)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    records.write_text("")
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
-               stoppings=_items(args.stopping), k=args.k, trees=trees)
+               stoppings=_items(args.stopping), k=args.k, trees=trees, records=records)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
@@ -216,7 +255,6 @@ def main(argv: list[str] | None = None) -> None:
     markdown = report(runs, command) + (
         f"\nOne process, {args.threads} threads per training; the whole run took {wall:.0f} s.\n"
     )
-    out = Path(args.out)
     raw = {"environment": environment(), "command": command, "wall_seconds": wall,
            "runs": [{**r.__dict__, "test": None} for r in runs]}
     write_section(out.parent, out.stem, markdown, raw)

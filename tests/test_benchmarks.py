@@ -369,6 +369,14 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb |"))
     assert f"| {ratio:.2f}x |" in line
     assert "Written by `python benchmarks/time_to_model.py --data" in text
+    # Every training was recorded as it finished; the tables can be rebuilt from the records.
+    recorded = ttm.read_runs(out.with_suffix(".jsonl"))
+    assert [r.row for r in recorded] == list(runs)
+    again = tmp_path / "again.md"
+    again.with_suffix(".jsonl").write_text(out.with_suffix(".jsonl").read_text())
+    ttm.main(["--report-only", "--out", str(again)])
+    table = [s for s in text.splitlines() if s.startswith("| ")]
+    assert [s for s in again.read_text().splitlines() if s.startswith("| ")] == table
 
 
 def test_time_to_model_pairs_queries_across_folds() -> None:
