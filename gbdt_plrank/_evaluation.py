@@ -43,11 +43,14 @@ from .metrics import dcg, ndcg, precision_at_k
 __all__ = [
     "EVAL_ROUNDS",
     "EVAL_SAMPLES",
+    "STANDARDIZED_SAMPLES",
+    "STANDARD_SPREAD",
     "EvalSet",
     "ExpectedMetric",
     "Halves",
     "PolicyValue",
     "RankingMetricEval",
+    "StandardizedMetric",
     "ranking_values",
 ]
 
@@ -56,6 +59,13 @@ EVAL_ROUNDS = (2**62, 2**62 + 1)
 
 #: Rankings per query of an evaluation (two halves of 50).
 EVAL_SAMPLES = 100
+
+#: The standard deviation :class:`StandardizedMetric` scales an eval set's margins to.
+STANDARD_SPREAD = 1.0
+
+#: Rankings per query of :class:`StandardizedMetric` (two halves of 20): a stopping signal
+#: compares rounds drawn from the same streams, and needs fewer than a reported value.
+STANDARDIZED_SAMPLES = 40
 
 
 @dataclass(frozen=True)
@@ -282,10 +292,44 @@ class ExpectedMetric(_BoosterMetric):
             )
         return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 
+    #: Rankings per query of each evaluation.
+    n_samples = EVAL_SAMPLES
+
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
             policy = self._policies.put(eval_set, PolicyValue(
-                self.metric, self.fairness, eval_set.queries, seed=self.seed, n_jobs=self.n_jobs,
+                self.metric, self.fairness, eval_set.queries, n_samples=self.n_samples,
+                seed=self.seed, n_jobs=self.n_jobs,
             ))
         return policy.per_query(scores)
+
+
+class StandardizedMetric(ExpectedMetric):
+    r"""The value of the policy of the standardised scores, named ``standardized_<expected name>``.
+
+    The scores :math:`m` of the eval set's rows are divided by their standard deviation
+    :math:`\sigma(m)` over the rows and multiplied by :data:`STANDARD_SPREAD` before the policy
+    is sampled (:class:`PolicyValue`, :data:`STANDARDIZED_SAMPLES` rankings per query, the same
+    streams every round): the value of the policy of :math:`s\, m / \sigma(m)`. It is smooth
+    in the margins as the policy's value is, but blind to their scale, as the ranking's metric
+    is: boosting rounds that only sharpen the policy (scale the margins up) leave it unchanged,
+    so early stopping on it stops when the order and the relative gaps of the scores stop
+    improving, not when the policy stops sharpening. Scores that are all equal are left as
+    they are.
+    """
+
+    n_samples = STANDARDIZED_SAMPLES
+
+    def __init__(
+        self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
+        n_jobs: int | None, item_groups: Callable[[Any, int], np.ndarray | None],
+    ) -> None:
+        super().__init__(metric, fairness, seed=seed, n_jobs=n_jobs, item_groups=item_groups)
+        self.name = f"standardized_{self.name}"
+
+    def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
+        spread = float(scores.std())
+        if spread > 0.0:
+            scores = scores * (STANDARD_SPREAD / spread)
+        return super()._value(eval_set, scores)

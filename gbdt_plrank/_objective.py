@@ -17,7 +17,7 @@ import numpy as np
 from . import _plrank
 from ._booster_objective import BoosterObjective
 from ._boosters import BACKENDS, QueryFields
-from ._evaluation import ExpectedMetric, RankingMetricEval
+from ._evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
 from ._fairness import FairTerms, checked_item_groups
 from ._gpu import CudaEstimate, check_device, to_host
 from ._groups import boundaries, query_rows
@@ -75,6 +75,10 @@ class PLRankObjective(BoosterObjective):
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(
+            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
+            item_groups=self.item_groups_of,
+        )
+        self._standardized = StandardizedMetric(
             options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
             item_groups=self.item_groups_of,
         )
@@ -222,6 +226,28 @@ class PLRankObjective(BoosterObjective):
         does not stop at an early noisy peak.
         """
         return self._expected
+
+    @property
+    def standardized_metric(self) -> StandardizedMetric:
+        r"""The expected metric of the policy of the standardised margins: a stopping signal.
+
+        .. code-block:: python
+
+            obj = plrank_objective(K=10)
+            xgboost.train(params, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
+                          custom_metric=obj.standardized_metric, maximize=True,
+                          early_stopping_rounds=50)
+
+        Called as :attr:`expected_metric`, it returns the same value for the margins
+        :math:`m / \sigma(m)` of the eval set (their standard deviation over the rows scaled to
+        1; :class:`~gbdt_plrank._evaluation.StandardizedMetric`), from 40 rankings per query
+        drawn from the same streams every round, named ``standardized_expected_<metric>@<K>``.
+        The policy's expected metric also grows while the rounds only sharpen the policy, and
+        early stopping on it waits for that; this value is blind to the margins' scale, as the
+        ranking's metric is, and smooth in them, as the policy's value is, so early stopping on
+        it keeps the model when its order stops improving.
+        """
+        return self._standardized
 
     @property
     def ranking_metric(self) -> RankingMetricEval:

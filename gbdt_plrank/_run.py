@@ -20,8 +20,9 @@ from ._ranking_metric import RankingMetric
 __all__ = ["STOPPING_METRICS", "plrank_plan"]
 
 #: What early stopping watches: the policy's expected metric@K (the objective's
-#: ``expected_metric``), or the metric@K of the ranking by score (``ranking_metric``).
-STOPPING_METRICS = ("policy", "ranking")
+#: ``expected_metric``), the metric@K of the ranking by score (``ranking_metric``), or the
+#: expected metric@K of the policy of the standardised margins (``standardized_metric``).
+STOPPING_METRICS = ("policy", "ranking", "standardized")
 
 
 def plrank_plan(
@@ -43,10 +44,11 @@ def plrank_plan(
     ----------
     options : PLRankOptions
         The objective's options; ``options.K`` is the cut-off the model is judged at.
-    stopping_metric : {"policy", "ranking"}
+    stopping_metric : {"policy", "ranking", "standardized"}
         What the booster's early stopping watches on the eval sets: the objective's
-        ``expected_metric`` (the policy's value, recorded after the ranking's metric) or its
-        ranking's metric@K (recorded alone).
+        ``expected_metric`` (the policy's value) or ``standardized_metric`` (that of the
+        standardised margins), each recorded after the ranking's metric, or its ranking's
+        metric@K (recorded alone).
     seed : int
         Seed of the objective's sampled rankings (and of the expected metric's streams).
     n_jobs : int or None
@@ -67,7 +69,8 @@ def plrank_plan(
     """
     objective = objective_type(options, seed=seed, n_jobs=n_jobs, device=device)
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
-    metrics = (ranked, objective.expected_metric) if stopping_metric == "policy" else (ranked,)
+    watched = {"policy": objective.expected_metric, "standardized": objective.standardized_metric}
+    metrics = (ranked, watched[stopping_metric]) if stopping_metric in watched else (ranked,)
     fair = options.fairness_spec
     groups = objective._keep_item_groups if fair is not None and fair.needs_item_groups else None
     return Plan(

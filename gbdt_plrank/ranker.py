@@ -301,11 +301,14 @@ class PLRankRanker(PolicyRanker):
     n_jobs : int or None, default None
         Threads of the booster and of the objective's sampling; ``None`` leaves each library's
         default, negative values count back from the number of cores (-1: all).
-    stopping_metric : {"auto", "policy", "ranking"}, default "auto"
+    stopping_metric : {"auto", "policy", "ranking", "standardized"}, default "auto"
         What early stopping (``fit(early_stopping_rounds=)``) watches, each library's rule on
         the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
         times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
         same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
+        ``"standardized"`` the same for the margins scaled to a standard deviation of 1, blind
+        to the rounds that only sharpen the policy
+        (:attr:`gbdt_plrank.PLRankObjective.standardized_metric`);
         ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"policy"`` here and
         ``"ranking"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's value is
         smooth in the margins, where the ranking's metric jumps from round to round and stops
@@ -332,7 +335,8 @@ class PLRankRanker(PolicyRanker):
         0-based best round under early stopping, else ``None``.
     evals_result_ : dict
         ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
-        the i-th eval set (the second with ``stopping_metric="policy"``; empty without eval
+        the i-th eval set (the second with ``stopping_metric="policy"``, or
+        ``"standardized_expected_<metric>@K"`` with ``"standardized"``; empty without eval
         sets), e.g. ``"ndcg@5"`` and ``"expected_ndcg@5"``.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain of each feature, divided by the sum over features (all zeros when no

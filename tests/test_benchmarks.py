@@ -344,3 +344,50 @@ def test_network_benchmarks_write_their_tables(tmp_path: Path) -> None:
     records = [json.loads(line) for line in curves.with_suffix(".jsonl").read_text().splitlines()]
     assert {len(r["test"]) for r in records} == {2, 3}
     assert curves.with_suffix(".png").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# Time to a kept model
+# --------------------------------------------------------------------------------------------
+def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import time_to_model as ttm
+
+    tiny = str(write_tiny_letor(tmp_path / "tiny"))
+    out = tmp_path / "ttm.md"
+    ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
+              "--stopping", "ranking,policy", "--rounds", "3", "--out", str(out)])
+    text = out.read_text()
+    raw = json.loads(out.with_suffix(".json").read_text())
+    runs = {r["row"]: r for r in raw["runs"]}
+    # The default stopping metric gets no second row; another one does.
+    assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking"]
+    assert all(0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"]
+               and r["seconds"] > 0 for r in runs.values())
+    ratio = runs["plrank-xgb"]["seconds"] / runs["lambdamart-xgb"]["seconds"]
+    line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb |"))
+    assert f"| {ratio:.2f}x |" in line
+    assert "Written by `python benchmarks/time_to_model.py --data" in text
+    # Every training was recorded as it finished; the tables can be rebuilt from the records.
+    recorded = ttm.read_runs(out.with_suffix(".jsonl"))
+    assert [r.row for r in recorded] == list(runs)
+    again = tmp_path / "again.md"
+    again.with_suffix(".jsonl").write_text(out.with_suffix(".jsonl").read_text())
+    ttm.main(["--report-only", "--out", str(again)])
+    table = [s for s in text.splitlines() if s.startswith("| ")]
+    assert [s for s in again.read_text().splitlines() if s.startswith("| ")] == table
+
+
+def test_time_to_model_pairs_queries_across_folds() -> None:
+    from benchmarks import time_to_model as ttm
+
+    def run(row: str, fold: int, values: list[float]) -> ttm.Run:
+        test = {c: dict(enumerate(values)) for c in ttm.CUTOFFS}
+        return ttm.Run(row, row, "d", fold, 1.0, 10, 5, test)
+
+    # The same query ids in two folds are different queries: four pairs, not two.
+    a = [run("plrank-xgb", 1, [0.5, 0.6]), run("plrank-xgb", 2, [0.7, 0.9])]
+    b = [run("lambdamart-xgb", 1, [0.4, 0.6]), run("lambdamart-xgb", 2, [0.7, 0.8])]
+    p = ttm._versus(a, b, 10)
+    assert p.n == 4 and p.mean == pytest.approx(0.05)

@@ -200,3 +200,60 @@ def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
         _objective().expected_metric(margins, d)
     with pytest.raises(TypeError, match=r"but a numpy\.ndarray is given"):
         _objective().expected_metric(margins, vali.y)
+
+
+def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_blind(splits):
+    from gbdt_plrank._evaluation import STANDARDIZED_SAMPLES
+
+    _, vali = splits
+    dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
+    margins = np.random.default_rng(3).standard_normal(vali.y.shape[0])
+    name, got = _objective().standardized_metric(margins, dvali)
+    assert name == "standardized_expected_ndcg@5"
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
+                        n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
+    assert got == pytest.approx(float(value.per_query(margins / margins.std()).mean()), rel=1e-12)
+    # Sharpening the policy (scaling the margins by a power of two) changes the policy's
+    # expected metric, not this one.
+    obj = _objective()
+    assert obj.standardized_metric(4.0 * margins, dvali)[1] == got
+    assert obj.expected_metric(4.0 * margins, dvali)[1] != obj.expected_metric(margins, dvali)[1]
+    # Equal scores are left as they are (no division by a zero spread).
+    flat = np.zeros_like(margins)
+    assert obj.standardized_metric(flat, dvali)[1] == pytest.approx(
+        float(value.per_query(flat).mean()), rel=1e-12
+    )
+
+
+def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
+    from gbdt_plrank._evaluation import STANDARDIZED_SAMPLES
+
+    train, vali = splits
+    obj = _objective()
+    stopped = _xgboost(train, vali, obj, stop=PATIENCE, metric=obj.standardized_metric)
+    full = _xgboost(train, vali, _objective(), stop=None)
+    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
+                        n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
+    values = []
+    for r in range(1, stopped.num_boosted_rounds() + 1):
+        m = _margins(full, vali.X, r).astype(np.float32).astype(np.float64)
+        values.append(float(value.per_query(m / m.std()).mean()))
+    best = int(np.argmax(values))
+    assert stopped.num_boosted_rounds() == best + 1 + PATIENCE < ROUNDS
+    assert stopped.best_iteration == best
+
+
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
+    from gbdt_plrank import PLRankRanker
+
+    train, vali = splits
+    ranker = PLRankRanker(backend=backend, K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3,
+                          n_jobs=1, random_state=0, stopping_metric="standardized")
+    ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+               early_stopping_rounds=PATIENCE)
+    curves = ranker.evals_result_["valid_0"]
+    assert list(curves) == ["ndcg@5", "standardized_expected_ndcg@5"]
+    watched = np.asarray(curves["standardized_expected_ndcg@5"])
+    assert ranker.best_iteration_ == int(np.argmax(watched))
+    assert watched.shape[0] == ranker.best_iteration_ + 1 + PATIENCE

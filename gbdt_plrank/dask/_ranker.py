@@ -104,7 +104,7 @@ class DaskPLRankRanker(PLRankRanker):
     threads); with ``backend="lightgbm"`` it sets the objective's only, since ``lightgbm.dask``
     gives each worker's booster that worker's threads. Eval sets are scored with the library's own NDCG@K, computed on the workers (the
     package's metrics would see only a worker's local rows), so early stopping watches it:
-    ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` is refused, and eval sets need
+    ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` and ``"standardized"`` are refused, and eval sets need
     ``metric="ndcg"``. With ``fairness="group-disparity"`` the item groups travel to the
     workers with their rows (``fit(item_groups=)``, XGBoost only).
     With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
@@ -162,9 +162,10 @@ class DaskPLRankRanker(PLRankRanker):
                 "carries one spare per-row field to the workers, the sample weights, and it holds "
                 "the query keys. Use backend='xgboost', or train in one process with PLRankRanker."
             )
-        if self._stopping_metric() == "policy" and early_stopping_rounds is not None:
+        stopping = self._stopping_metric()
+        if stopping in ("policy", "standardized") and early_stopping_rounds is not None:
             raise ValueError(
-                "stopping_metric='policy' is not supported on Dask: the policy's value of the "
+                f"stopping_metric={stopping!r} is not supported on Dask: the policy's value of the "
                 "eval set would have to be gathered from the workers every round. Use "
                 "stopping_metric='ranking', or train in one process with PLRankRanker."
             )

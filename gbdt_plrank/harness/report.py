@@ -113,10 +113,11 @@ def markdown_report(
     lines = ["# Comparison", ""]
     if command:
         lines += [f"Command: `{command}`", ""]
-    policy = (
-        "; the PL-Rank methods on their policy's validation expected NDCG@k"
-        if config.plrank.stopping_metric == "policy" else ""
-    )
+    policy = {
+        "policy": "; the PL-Rank methods on their policy's validation expected NDCG@k",
+        "standardized": "; the PL-Rank methods on the validation expected NDCG@k of the policy "
+        "of their standardised margins",
+    }.get(config.plrank.stopping_metric, "")
     train_K = config.plrank.train_K
     trained_at = (
         " The PL-Rank methods train at the cut-off 2k (k with fairness)." if train_K == "auto"

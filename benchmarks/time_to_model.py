@@ -1,0 +1,264 @@
+r"""Wall time to a kept model: every GBDT ranker of the harness, the same settings, one process.
+
+Each method trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`)
+on every requested fold at the harness's shared tree settings (eta 0.05, depth 6 / LightGBM's 31
+leaves, min_child_weight 0.1, lambda 1; at most 1000 rounds, patience 50 on validation), with its
+own early stopping: the library objectives on the library's NDCG@k, the PL-Rank methods as the
+README's ``xgboost.train`` / ``lightgbm.train`` call does (``[plrank]``'s defaults; ``--stopping``
+adds rows for other stopping metrics). What is timed is the library's training call, evaluation
+and early stopping included, up to the kept model: the harness's ``Fit.train_seconds``. Within a
+fold the methods run one after the other, so that a change of the machine's load falls on all of
+them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the same folds.
+
+Quality is test NDCG@5 and NDCG@10 of the kept models (trained and stopped at k, default 10),
+pooled over every test query of the folds (queries without a relevant document left out, as in
+the README's headline) and compared query by query with ``rank:ndcg`` and with the booster's own
+LambdaMART by the harness's paired tests (:func:`gbdt_plrank.harness.stats.paired`).
+
+    python benchmarks/time_to_model.py                      # MQ2008 and MQ2007-agg, 5 folds
+    python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
+
+It prints the tables and writes them to ``benchmarks/results/time_to_model.md`` (``--out``),
+with every training's record in ``time_to_model.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: this checkout's package, not an installed one
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+import gbdt_plrank  # noqa: F401  # isort: skip
+import numpy as np
+
+from benchmarks.harness import (
+    append_record,
+    environment,
+    markdown_table,
+    read_records,
+    write_section,
+)
+from gbdt_plrank import _compat
+from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
+from gbdt_plrank.harness.data import check_data, dataset_label, load
+from gbdt_plrank.harness.methods import METHODS, PLRANK
+from gbdt_plrank.harness.stats import Paired, paired
+from gbdt_plrank.harness.training import train
+from gbdt_plrank.metrics import ndcg
+
+__all__ = ["Run", "main", "report", "run"]
+
+#: The methods timed by default: every GBDT ranker of the harness with its library's defaults.
+METHOD_NAMES = (
+    "lambdamart-xgb", "pairwise-xgb", "plrank-xgb",
+    "lambdarank-lgb", "xendcg-lgb", "plrank-lgb", "yetirank-cb",
+)
+#: The reference every method's time and quality are measured against.
+REFERENCE = "lambdamart-xgb"
+#: The cut-offs of the quality columns.
+CUTOFFS = (5, 10)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training: a row name (method, with ``@<stopping>`` for a non-default stopping metric)."""
+
+    row: str
+    method: str
+    data: str
+    fold: int
+    seconds: float
+    rounds_run: int
+    best_round: int
+    test: dict[int, dict[int, float]]  # cut-off -> query id -> NDCG
+
+
+def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str | None]]:
+    """(row name, method, stopping metric or None for the default) in the order they run."""
+    default = PLRankSettings().stopping_metric
+    rows = []
+    for name in methods:
+        rows.append((name, name, None))
+        if METHODS[name].objective == PLRANK:
+            rows += [(f"{name}@{s}", name, s) for s in stoppings if s != default]
+    return rows
+
+
+def run(
+    *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
+    trees: TreeSettings, seed: int = 0, echo=print, records: Path | None = None,
+) -> list[Run]:
+    """Train every row on every fold, the rows of a fold one after the other.
+
+    Each finished training is also appended to the JSON-lines file ``records``, if given, so
+    that an interrupted run keeps what it measured.
+    """
+    runs = []
+    for data in datasets:
+        for fold in folds:
+            ds = load(data, fold, drop_empty_test_queries=True)
+            qids = np.unique(ds.test.qid)
+            for row, method, stopping in _rows(methods, stoppings):
+                plrank = None if stopping is None else PLRankSettings(stopping_metric=stopping)
+                fit = train(method, ds, k=k, seed=seed, trees=trees, plrank=plrank)
+                test = {
+                    c: dict(zip(qids.tolist(), ndcg(
+                        ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True
+                    ).tolist()))
+                    for c in CUTOFFS
+                }
+                r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
+                        int(fit.best_round), test)
+                runs.append(r)
+                if records is not None:
+                    append_record(records, r.__dict__)
+                echo(f"{dataset_label(data, fold)} {row}: {r.seconds:.2f} s, "
+                     f"{r.rounds_run} rounds (kept {r.best_round}), "
+                     f"NDCG@10 {np.mean(list(test[10].values())):.4f}")
+    return runs
+
+
+def read_runs(path: Path) -> list[Run]:
+    """The trainings appended to ``path`` by :func:`run` (e.g. those of an interrupted run)."""
+    return [
+        Run(**{**r, "test": {int(c): {int(q): v for q, v in per.items()}
+                             for c, per in r["test"].items()}})
+        for r in read_records(path)
+    ]
+
+
+def _pooled(runs: list[Run], cutoff: int) -> dict[tuple[int, int], float]:
+    """(fold, query id) -> test NDCG@cutoff of the runs of one row and dataset."""
+    return {(r.fold, q): v for r in runs for q, v in r.test[cutoff].items()}
+
+
+def _versus(a: list[Run], b: list[Run], cutoff: int) -> Paired:
+    return paired(_pooled(a, cutoff), _pooled(b, cutoff))
+
+
+def _verdict(p: Paired) -> str:
+    word = p.verdict if p.verdict == "level" else f"{p.verdict} (p = {p.p_randomization:.3f})"
+    return f"{p.interval}, {word}"
+
+
+def _own_lambdamart(method: str) -> str:
+    return {"xgboost": "lambdamart-xgb", "lightgbm": "lambdarank-lgb"}.get(
+        METHODS[method].library, REFERENCE
+    )
+
+
+def report(runs: list[Run], command: str) -> str:
+    """The markdown tables: one per dataset, a row per method, and the paired differences."""
+    lines = [f"## Time to a kept model\n\nWritten by `{command}`.\n"]
+    for data in dict.fromkeys(r.data for r in runs):
+        of = {row: [r for r in runs if r.data == data and r.row == row]
+              for row in dict.fromkeys(r.row for r in runs if r.data == data)}
+        folds = sorted({r.fold for r in runs if r.data == data})
+        ref = of.get(REFERENCE)
+        table = []
+        for row, rs in of.items():
+            seconds = sum(r.seconds for r in rs)
+            rounds = sum(r.rounds_run for r in rs)
+            ratio = "" if ref is None else f"{seconds / sum(r.seconds for r in ref):.2f}x"
+            worst = "" if ref is None else (
+                f"{max(r.seconds / s.seconds for r, s in zip(rs, ref)):.2f}x"
+            )
+            means = [np.mean(list(_pooled(rs, c).values())) for c in CUTOFFS]
+            diff = "" if ref is None or row == REFERENCE else _verdict(_versus(rs, ref, 10))
+            table.append([
+                row, f"{seconds:.1f}", ratio, worst, rounds,
+                ", ".join(str(r.best_round) for r in rs), f"{1e3 * seconds / rounds:.1f}",
+                *(f"{m:.4f}" for m in means), diff,
+            ])
+        n = len(_pooled(next(iter(of.values())), 10))
+        lines.append(
+            f"### {data}, folds {', '.join(map(str, folds))} ({n} test queries with a relevant "
+            f"document)\n"
+        )
+        lines.append(markdown_table(
+            ["method", "s to kept model", f"x {REFERENCE}", "worst fold", "rounds run",
+             "kept rounds", "ms/round", "NDCG@5", "NDCG@10", f"NDCG@10 - {REFERENCE}"],
+            table,
+        ))
+        own = []
+        for row, rs in of.items():
+            base = _own_lambdamart(rs[0].method)
+            if METHODS[rs[0].method].objective == PLRANK and base in of and base != REFERENCE:
+                own.append([row, base, *(_verdict(_versus(rs, of[base], c)) for c in CUTOFFS)])
+        if own:
+            lines.append("\nAgainst the booster's own LambdaMART, paired:\n")
+            lines.append(markdown_table(["method", "minus", "NDCG@5", "NDCG@10"], own))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _items(text: str) -> list[str]:
+    return [t for t in text.split(",") if t]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default="mq2008,mq2007-agg",
+                        help="bundled datasets or LETOR folders, comma-separated")
+    parser.add_argument("--folds", default="1,2,3,4,5")
+    parser.add_argument("--methods", default=",".join(METHOD_NAMES))
+    parser.add_argument("--stopping", default="",
+                        help="extra PL-Rank rows stopped on these metrics (policy, ranking)")
+    parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
+    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/results/time_to_model.md")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: write the tables of the records beside --out")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    records = out.with_suffix(".jsonl")
+    if args.report_only:
+        runs = read_runs(records)
+        command = "python benchmarks/time_to_model.py" + "".join(
+            f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
+        )
+        markdown = report(runs, command) + (
+            f"\nThe {len(runs)} trainings recorded in `{records.name}`; "
+            f"{sum(r.seconds for r in runs):.0f} s of training.\n"
+        )
+        out.write_text(markdown)
+        print(markdown)
+        return
+    datasets, folds = _items(args.data), [int(f) for f in _items(args.folds)]
+    check_data(datasets, folds)
+    methods = []
+    for name in _items(args.methods):
+        if name not in METHODS:
+            parser.error(f"--methods must name harness methods, but {name!r} is not one.")
+        if _compat.is_installed(METHODS[name].library):
+            methods.append(name)
+        else:
+            print(f"skipped {name}: {METHODS[name].library} is not installed")
+    trees = TreeSettings(rounds=args.rounds, n_jobs=args.threads)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    records.write_text("")
+    start = time.perf_counter()
+    runs = run(datasets=datasets, folds=folds, methods=methods,
+               stoppings=_items(args.stopping), k=args.k, trees=trees, records=records)
+    wall = time.perf_counter() - start
+    command = "python benchmarks/time_to_model.py" + "".join(
+        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
+    )
+    markdown = report(runs, command) + (
+        f"\nOne process, {args.threads} threads per training; the whole run took {wall:.0f} s.\n"
+    )
+    raw = {"environment": environment(), "command": command, "wall_seconds": wall,
+           "runs": [{**r.__dict__, "test": None} for r in runs]}
+    write_section(out.parent, out.stem, markdown, raw)
+
+
+if __name__ == "__main__":
+    main()
