@@ -152,3 +152,47 @@ def test_early_stopping_on_validation_rewards():
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
     history = next(iter(next(iter(ranker.evals_result_.values())).values()))
     assert len(history) == ranker.best_iteration_ + 4
+
+
+def _exact_observation(margins, theta):
+    """sum_k P(rank(d) = k) theta_k of a Plackett-Luce query, enumerating its top-L prefixes."""
+    from itertools import permutations
+
+    w = np.exp(margins - margins.max())
+    out = np.zeros(margins.size)
+    for perm in permutations(range(margins.size), theta.size):
+        left, p = w.sum(), 1.0
+        for d in perm:
+            p *= w[d] / left
+            left -= w[d]
+        for k, d in enumerate(perm):
+            out[d] += p * theta[k]
+    return out
+
+
+def test_policy_propensities_from_expected_exposure_match_enumeration():
+    """expected_exposure(weights=theta) is each row's expected observation per session."""
+    from gbdt_plrank.datasets import load_dataset
+    from gbdt_plrank.ranker import PLRankRanker
+
+    data = load_dataset("mq2008")
+    rows = int(data.train.group_ptr[8])
+    X, y, qid = data.train.X[:rows], data.train.y[:rows], data.train.qid[:rows]
+    logger = PLRankRanker(n_estimators=10, learning_rate=0.5, N=10, n_jobs=1,
+                          random_state=0).fit(X, y, group=qid)
+    keep = np.isin(qid, np.unique(qid)[[0, 1, 5]])  # queries of 8, 8 and 16 rows
+    Xs, qs = X[keep], qid[keep]
+    theta = 1.0 / np.arange(1, 4)  # a top-3 display
+    margins = logger.predict(Xs)
+    exact = np.concatenate([_exact_observation(margins[qs == q], theta) for q in np.unique(qs)])
+    got = logger.expected_exposure(Xs, qs, n_samples=20000, weights=theta, random_state=1)
+    np.testing.assert_allclose(got, exact, atol=0.02)
+    assert np.abs(got - exact).max() < np.abs(
+        logger.expected_exposure(Xs, qs, n_samples=20000, random_state=1) - exact).max()
+    # as propensities: each query's observations sum to sum(theta) (every query has >= 3 rows)
+    np.testing.assert_allclose(np.bincount(np.unique(qs, return_inverse=True)[1], got),
+                               theta.sum())
+    with pytest.raises(ValueError, match=r"weights should be finite and >= 0, but -0\.5"):
+        logger.expected_exposure(Xs, qs, n_samples=5, weights=[1.0, -0.5])
+    with pytest.raises(ValueError, match="weights should be a non-empty one-dimensional array"):
+        logger.expected_exposure(Xs, qs, n_samples=5, weights=[])
