@@ -27,7 +27,10 @@ For every data entry, fold and seed:
 
    both anchors train on sessions with at least one click (a session without one gives them no
    pair, hence no gradient), up to ``anchor_max_sessions`` sessions per query (their data grow
-   with the log: one row per displayed document per session);
+   with the log: one row per displayed document per session), and stop early on the same
+   signal as the PL-Rank learner on policy-aware rewards: the DCG@``top_k`` (``[plrank]``'s
+   metric, linear gain) of their ranking of the validation rows, with the validation rows'
+   policy-aware rewards as labels;
 4. once per fold and seed: the full-label model (PL-Rank on the true labels of every training
    query, early-stopped on the true validation labels), the ceiling, and the logger's ranking;
 5. with ``exploration_rounds``: the exploration loop. Starting from the logger, each round
@@ -60,6 +63,8 @@ from tqdm.auto import tqdm
 from .._boosters import BACKENDS, Plan
 from .._boosters._lightgbm import LightGBMBackend
 from .._compat import is_installed
+from .._evaluation import RankingMetricEval
+from .._ranking_metric import RankingMetric
 from ..clicks import ClickLog, click_rewards, estimate_position_bias, simulate_clicks
 from ..datasets import LTRDataset, Split
 from ..metrics import ndcg
@@ -274,11 +279,15 @@ def _fit_plrank(
 
 
 def _fit_anchor(
-    learner: str, config: ClicksConfig, seed: int, data: LTRDataset, logs: dict[str, ClickLog]
+    learner: str, config: ClicksConfig, seed: int, data: LTRDataset, train_log: ClickLog,
+    vali_rewards: np.ndarray,
 ) -> _Fit:
+    """A library's unbiased objective on the sessions of ``train_log``, early-stopped on the
+    metric@``top_k`` of its ranking of the validation rows with ``vali_rewards`` as labels,
+    the signal the PL-Rank learners stop on."""
     method = ANCHORS[learner]
-    train, _ = session_split(logs["train"], data.train)
-    vali, _ = session_split(logs["vali"], data.vali)
+    train, _ = session_split(train_log, data.train)
+    vali = Split(data.vali.X, vali_rewards, data.vali.qid)
     params = dict(config.params.get(method, {}))
     if learner == "lambdamart-unbiased-xgb":
         backend, objective = BACKENDS["xgboost"], "rank:ndcg"
@@ -286,8 +295,9 @@ def _fit_anchor(
     else:
         backend, objective = _DisplayOrderLightGBM(), "lambdarank"
     trees = config.trees
+    watched = RankingMetricEval(RankingMetric(config.plrank.metric, config.top_k, "linear"))
     plan = Plan(objective, config.top_k, n_estimators=trees.rounds,
-                early_stopping_rounds=trees.early_stopping_rounds)
+                early_stopping_rounds=trees.early_stopping_rounds, metrics=(watched,))
     trained = backend.train(trees.booster_settings(seed=seed, params=params), train, [vali], plan)
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
     return _Fit(scores, int(trained.rounds), float(trained.seconds))
@@ -351,7 +361,10 @@ class _Fold:
         if learner == "plrank-full-labels":
             _, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y, labels=True)
         elif learner in ANCHORS:
-            fit = _fit_anchor(learner, config, key.seed, data, self.logs(True, key.sessions))
+            logs = self.logs(True, key.sessions)
+            vali = self.rewards(logs, estimator="policy-aware",
+                                policy=config.propensities == "policy")["vali"]
+            fit = _fit_anchor(learner, config, key.seed, data, logs["train"], vali)
         else:
             stochastic = learner != "plrank-deterministic"
             logs = self.logs(stochastic, key.sessions)
