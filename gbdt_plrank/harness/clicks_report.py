@@ -170,17 +170,21 @@ def plot_clicks(
                 ax.plot(xs, ys, marker="o", label=learner, **style)
         ax.set(xscale="log", xlabel="sessions per training query", ylabel=f"test NDCG@{k}",
                title=f"{name}: learning from clicks")
+        ax.set_xticks(sessions, [str(s) for s in sessions])
+        ax.minorticks_off()
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
         if cols == 2:
             ax = axes[row, 1]
-            rounds = range(1, config.exploration_rounds + 1)
+            rounds = range(config.exploration_rounds + 1)
+            start = per_query(results.get(("logger", 0), []), k)  # round 0: the logger
             for i, arm in enumerate(EXPLORATION):
-                ys = [np.mean(list(per_query(
-                    results.get((arm, r * config.exploration_sessions), []), k).values()) or
-                    [np.nan]) for r in rounds]
+                ys = [np.mean(list((per_query(results.get(
+                    (arm, r * config.exploration_sessions), []), k) if r else start).values())
+                    or [np.nan]) for r in rounds]
                 ax.plot(list(rounds), ys, marker="o", label=arm, color=f"C{i}")
-            ax.set(xlabel="round", ylabel=f"test NDCG@{k}", title=f"{name}: exploration",
+            ax.set(xlabel="round (0: the logger)", ylabel=f"test NDCG@{k}",
+                   title=f"{name}: exploration",
                    xticks=list(rounds))
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
