@@ -196,3 +196,36 @@ def test_policy_propensities_from_expected_exposure_match_enumeration():
         logger.expected_exposure(Xs, qs, n_samples=5, weights=[1.0, -0.5])
     with pytest.raises(ValueError, match="weights should be a non-empty one-dimensional array"):
         logger.expected_exposure(Xs, qs, n_samples=5, weights=[])
+
+
+def test_the_anchors_see_sessions_in_displayed_order():
+    """The experiment's session groups: clicked sessions only, rows in displayed order, and the
+    LightGBM position field equal to the displayed rank - 1."""
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.clicks_run import (
+        _DisplayOrderLightGBM,
+        first_sessions,
+        session_split,
+        top_k_rankings,
+    )
+
+    split = Split(np.arange(12.0)[:, None], np.array([0, 1, 0, 2, 0, 0, 1, 0, 0, 0, 0, 1.0]),
+                  np.repeat([0, 1], 6))
+    scores = np.array([0.1, 0.9, 0.5, 0.7, 0.0, 0.3, 1, 2, 3, 4, 5, 6.0])
+    rankings = top_k_rankings(scores, split, k=3, n=4)
+    assert [r.tolist() for r in rankings] == [[[1, 3, 2]] * 4, [[11, 10, 9]] * 4]
+    # shuffle the entries: the groups come back by session, then rank
+    log = simulate_clicks(rankings, split.y, eta=0.0, noise=0.0, seed=0)
+    perm = np.random.default_rng(0).permutation(len(log))
+    shuffled = ClickLog(session=log.session[perm], row=log.row[perm], rank=log.rank[perm],
+                        click=log.click[perm])
+    part, position = session_split(shuffled, split)
+    clicked = np.unique(log.session[log.click == 1])
+    assert np.array_equal(np.unique(part.qid), clicked)  # every session has a click (eta=0)
+    assert part.X[:3, 0].tolist() == [1, 3, 2] and part.y[:3].tolist() == [1, 1, 0]
+    assert position.tolist() == [0, 1, 2] * clicked.size
+    dataset = _DisplayOrderLightGBM._dataset(part)
+    assert np.array_equal(dataset.position, position)
+    # the first s sessions of each query of a log of n sessions per query
+    two = first_sessions(log, 2, 4)
+    assert sorted(set(two.session.tolist())) == [0, 1, 4, 5]
