@@ -88,6 +88,19 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
     return out
 
 
+def _rank_weights(weights: Any) -> np.ndarray:
+    """Rank weights as a float64 array: one-dimensional, non-empty, finite and ``>= 0``."""
+    theta = np.asarray(weights, dtype=np.float64)
+    if theta.ndim != 1 or theta.size == 0:
+        raise ValueError(
+            f"weights should be a non-empty one-dimensional array, but shape {theta.shape} is given"
+        )
+    bad = ~np.isfinite(theta) | (theta < 0)
+    if bad.any():
+        raise ValueError(f"weights should be finite and >= 0, but {theta[bad][0]} is given")
+    return theta
+
+
 class PolicyMethods:
     """The policy's outputs for a fitted ranker (see the module docstring).
 
@@ -194,7 +207,7 @@ class PolicyMethods:
 
     def expected_exposure(
         self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0,
+        temperature: float = 1.0, weights: Any = None,
     ) -> np.ndarray:
         r"""Monte-Carlo expected exposure of every row under the learned policy.
 
@@ -207,6 +220,10 @@ class PolicyMethods:
         :math:`S` = ``n_samples`` rankings of its query. Each query's exposures sum to
         :math:`\sum_{k \le \min(K, D)} \theta_k` exactly. With the same ``random_state`` and
         ``n_samples``, it is computed from exactly the rankings :meth:`sample_rankings` returns.
+        Other rank weights give other exposures: with a position-based click model's observation
+        probabilities (``weights[k-1]`` the probability that rank ``k`` is seen, 0 beyond a top-k
+        display), :math:`\hat E(d)` is the expected observation of row ``d`` per session, the
+        policy-aware propensity of :func:`gbdt_plrank.clicks.click_rewards`.
 
         Parameters
         ----------
@@ -219,19 +236,23 @@ class PolicyMethods:
         temperature : float, default 1.0
             Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
             below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        weights : array-like of shape (L,) or None, default None
+            Rank weights :math:`\theta_1 .. \theta_L` (finite, ``>= 0``; 0 beyond rank ``L``)
+            in place of the DCG weights up to ``K``.
 
         Returns
         -------
         float64 array of shape (n_rows,)
             In the caller's row order.
         """
+        theta = dcg_weights(check_positive_int("K", self.K)) if weights is None else (
+            _rank_weights(weights))
         margins = self.predict(X) / check_positive_number("temperature", temperature)
         groups = resolve_groups(group, margins.shape[0])
         (seed,) = seeds_from(random_state, 1)
         sizes = groups.sizes
         grouped = sampled_exposure(  # the queries' streams of sample_policy: empty ones left out
-            groups.to_sorted(margins), boundaries(sizes[sizes > 0]),
-            dcg_weights(check_positive_int("K", self.K)),
+            groups.to_sorted(margins), boundaries(sizes[sizes > 0]), theta,
             n_samples=check_positive_int("n_samples", n_samples), seed=seed, round_=0,
             n_jobs=self.n_jobs,
         )

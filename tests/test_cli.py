@@ -99,7 +99,63 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 
 def test_subcommands_are_a_registry() -> None:
-    assert [sub.name for sub in SUBCOMMANDS] == ["compare", "tune", "fairness"]
+    assert [sub.name for sub in SUBCOMMANDS] == ["compare", "tune", "fairness", "clicks"]
+
+
+CLICKS = DEMO.with_name("clicks-tiny.toml")
+
+
+def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys) -> None:
+    """configs/clicks-tiny.toml on tiny data: every learner, the report, and a resumed run."""
+    out = tmp_path / "clicks"
+    flags = ["--data", str(tiny), "--out", str(out)]
+    assert main(["clicks", str(CLICKS), *flags]) == 0
+    printed = capsys.readouterr().out
+    # 2 session counts x 5 learners on clicks, full labels, logger, 2 arms x 2 rounds
+    assert "16 of 16 results to compute" in printed
+    for learner in ("plrank-policy-aware", "plrank-naive", "plrank-deterministic",
+                    "lambdamart-unbiased-xgb", "lambdarank-position-lgb", "plrank-full-labels",
+                    "logger"):
+        assert f"| {learner} |" in printed
+    assert "### tiny: test NDCG@5" in printed and "### tiny: test NDCG@10" in printed
+    assert "position bias estimated from the stochastic log" in printed
+    assert "### tiny: exploration" in printed
+    assert "Command: `gbdt-plrank clicks" in printed
+    for name in ("results.jsonl", "clicks.md", "clicks.png", "settings.json"):
+        assert (out / name).is_file()
+    lines = (out / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 16
+    # an interruption that cut the last line short: that result alone is computed again
+    (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
+    assert main(["clicks", str(CLICKS), *flags]) == 0
+    printed = capsys.readouterr().out
+    assert "1 of 16 results to compute" in printed
+    assert (out / "clicks.md").read_text() in printed
+    # other settings are refused rather than mixed
+    assert main(["clicks", str(CLICKS), *flags, "--rounds", "3"]) == 2
+    assert "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[plrank]\ngain = 'exp'\n", "need gain 'linear'"),
+        ("learners = ['plrank-naive', 'ranknet']\n", "learners must be a non-empty list of"),
+        ("[params.plrank-xgb]\nmax_bin = 64\n", "params must name the anchors' methods"),
+        ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
+         "need 'plrank-policy-aware' among the learners"),
+        ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
+        ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),
+    ],
+)
+def test_clicks_config_errors_are_one_line(tmp_path: Path, table: str, message: str,
+                                           capsys) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("datasets = ['mq2008']\n" + table)
+    assert main(["clicks", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert err.count("\n") == 1
 
 
 def test_module_entry_point(monkeypatch, capsys) -> None:

@@ -152,3 +152,80 @@ def test_early_stopping_on_validation_rewards():
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
     history = next(iter(next(iter(ranker.evals_result_.values())).values()))
     assert len(history) == ranker.best_iteration_ + 4
+
+
+def _exact_observation(margins, theta):
+    """sum_k P(rank(d) = k) theta_k of a Plackett-Luce query, enumerating its top-L prefixes."""
+    from itertools import permutations
+
+    w = np.exp(margins - margins.max())
+    out = np.zeros(margins.size)
+    for perm in permutations(range(margins.size), theta.size):
+        left, p = w.sum(), 1.0
+        for d in perm:
+            p *= w[d] / left
+            left -= w[d]
+        for k, d in enumerate(perm):
+            out[d] += p * theta[k]
+    return out
+
+
+def test_policy_propensities_from_expected_exposure_match_enumeration():
+    """expected_exposure(weights=theta) is each row's expected observation per session."""
+    from gbdt_plrank.datasets import load_dataset
+    from gbdt_plrank.ranker import PLRankRanker
+
+    data = load_dataset("mq2008")
+    rows = int(data.train.group_ptr[8])
+    X, y, qid = data.train.X[:rows], data.train.y[:rows], data.train.qid[:rows]
+    logger = PLRankRanker(n_estimators=10, learning_rate=0.5, N=10, n_jobs=1,
+                          random_state=0).fit(X, y, group=qid)
+    keep = np.isin(qid, np.unique(qid)[[0, 1, 5]])  # queries of 8, 8 and 16 rows
+    Xs, qs = X[keep], qid[keep]
+    theta = 1.0 / np.arange(1, 4)  # a top-3 display
+    margins = logger.predict(Xs)
+    exact = np.concatenate([_exact_observation(margins[qs == q], theta) for q in np.unique(qs)])
+    got = logger.expected_exposure(Xs, qs, n_samples=20000, weights=theta, random_state=1)
+    np.testing.assert_allclose(got, exact, atol=0.02)
+    assert np.abs(got - exact).max() < np.abs(
+        logger.expected_exposure(Xs, qs, n_samples=20000, random_state=1) - exact).max()
+    # as propensities: each query's observations sum to sum(theta) (every query has >= 3 rows)
+    np.testing.assert_allclose(np.bincount(np.unique(qs, return_inverse=True)[1], got),
+                               theta.sum())
+    with pytest.raises(ValueError, match=r"weights should be finite and >= 0, but -0\.5"):
+        logger.expected_exposure(Xs, qs, n_samples=5, weights=[1.0, -0.5])
+    with pytest.raises(ValueError, match="weights should be a non-empty one-dimensional array"):
+        logger.expected_exposure(Xs, qs, n_samples=5, weights=[])
+
+
+def test_the_anchors_see_sessions_in_displayed_order():
+    """The experiment's session groups: clicked sessions only, rows in displayed order, and the
+    LightGBM position field equal to the displayed rank - 1."""
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.clicks_run import (
+        _DisplayOrderLightGBM,
+        first_sessions,
+        session_split,
+        top_k_rankings,
+    )
+
+    split = Split(np.arange(12.0)[:, None], np.array([0, 1, 0, 2, 0, 0, 1, 0, 0, 0, 0, 1.0]),
+                  np.repeat([0, 1], 6))
+    scores = np.array([0.1, 0.9, 0.5, 0.7, 0.0, 0.3, 1, 2, 3, 4, 5, 6.0])
+    rankings = top_k_rankings(scores, split, k=3, n=4)
+    assert [r.tolist() for r in rankings] == [[[1, 3, 2]] * 4, [[11, 10, 9]] * 4]
+    # shuffle the entries: the groups come back by session, then rank
+    log = simulate_clicks(rankings, split.y, eta=0.0, noise=0.0, seed=0)
+    perm = np.random.default_rng(0).permutation(len(log))
+    shuffled = ClickLog(session=log.session[perm], row=log.row[perm], rank=log.rank[perm],
+                        click=log.click[perm])
+    part, position = session_split(shuffled, split)
+    clicked = np.unique(log.session[log.click == 1])
+    assert np.array_equal(np.unique(part.qid), clicked)  # every session has a click (eta=0)
+    assert part.X[:3, 0].tolist() == [1, 3, 2] and part.y[:3].tolist() == [1, 1, 0]
+    assert position.tolist() == [0, 1, 2] * clicked.size
+    dataset = _DisplayOrderLightGBM._dataset(part)
+    assert np.array_equal(dataset.position, position)
+    # the first s sessions of each query of a log of n sessions per query
+    two = first_sessions(log, 2, 4)
+    assert sorted(set(two.session.tolist())) == [0, 1, 4, 5]

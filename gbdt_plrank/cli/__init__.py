@@ -9,6 +9,8 @@
                      [--k K] [--out DIR] [--space FILE] [--config CONFIG] ...
     gbdt-plrank fairness CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--rounds N]
                                 [--out DIR] [--n-jobs N]
+    gbdt-plrank clicks CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--sessions 10,100]
+                              [--rounds N] [--out DIR] [--n-jobs N]
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -27,6 +29,9 @@ from dataclasses import dataclass
 from .. import __version__
 from .._compat import MissingDependencyError
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
+from ..harness.clicks_config import load_clicks_config
+from ..harness.clicks_report import write_clicks_report
+from ..harness.clicks_run import run_clicks
 from ..harness.config import ConfigError, load_config
 from ..harness.methods import METHODS
 from ..harness.report import write_report
@@ -172,6 +177,56 @@ def _run_fairness(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``clicks`` flag (its ``dest``) -> the configuration key it replaces.
+_CLICKS_OVERRIDES = {
+    "data": "datasets",
+    "folds": "folds",
+    "seeds": "seeds",
+    "sessions": "sessions",
+    "rounds": "trees.rounds",
+    "out": "out",
+    "n_jobs": "trees.n_jobs",
+}
+
+
+def _configure_clicks(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "config", metavar="CONFIG",
+        help="a TOML file describing the experiment (see configs/clicks-mq2008.toml)",
+    )
+    parser.add_argument(
+        "--data", metavar="DIR", type=lambda text: [text],
+        help="a bundled dataset or a data folder; replaces the config's datasets",
+    )
+    parser.add_argument("--folds", metavar="F,F", type=int_list, help="folds, e.g. 1,2,3,4,5")
+    parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
+    parser.add_argument(
+        "--sessions", metavar="S,S", type=int_list, help="sessions per query, e.g. 10,100,1000"
+    )
+    parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
+    parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
+    parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+
+
+def _run_clicks(args: argparse.Namespace) -> int:
+    given = {dest: getattr(args, dest) for dest in _CLICKS_OVERRIDES}
+    overrides = {_CLICKS_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    config = load_clicks_config(args.config, overrides=overrides)
+    try:
+        store = run_clicks(config, echo=print)
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: the finished results are kept in {config.out}; "
+            f"run the same command again to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    print(write_clicks_report(config, store, command=args.command_line))
+    written = [store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]
+    print(f"wrote {', '.join(map(str, written))}")
+    return 0
+
+
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         "compare",
@@ -186,6 +241,14 @@ SUBCOMMANDS: list[Subcommand] = [
         "fairness objective against post-hoc randomised LambdaMART and LambdaRank",
         _configure_fairness,
         _run_fairness,
+    ),
+    Subcommand(
+        "clicks",
+        "learn to rank from simulated click logs: PL-Rank on policy-aware rewards of a "
+        "stochastic logger against naive rewards, a deterministic logger, XGBoost's unbiased "
+        "LambdaMART, LightGBM's position term and the full-label model",
+        _configure_clicks,
+        _run_clicks,
     ),
 ]
 

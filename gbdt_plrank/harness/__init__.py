@@ -10,6 +10,11 @@ randomised deterministic rankers, with group offsets when a protected group is g
 (:mod:`.groups`), evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its policy's
 validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
 ``frontier.csv``, ``frontier.md`` and ``frontier.png`` (:mod:`.frontier_report`).
+
+``gbdt-plrank clicks CONFIG`` (:mod:`.clicks_config`) learns from simulated click logs
+(:mod:`.clicks_run`: a logging policy deployed stochastically and deterministically, PL-Rank on
+policy-aware and naive rewards, XGBoost's and LightGBM's unbiased objectives, the full-label
+model, the exploration loop) and writes ``clicks.md`` and ``clicks.png`` (:mod:`.clicks_report`).
 """
 
 from .config import (

@@ -1,0 +1,192 @@
+"""The description of a learning-from-clicks experiment (``gbdt-plrank clicks CONFIG``).
+
+.. code-block:: toml
+
+    datasets = ["mq2008"]
+    folds = [1, 2, 3, 4, 5]
+    seeds = 1                         # seeds 0 .. seeds-1
+    k = [5, 10]                       # test NDCG cut-offs of the report
+    out = "runs/clicks"               # default: runs/<name of the config file>
+    top_k = 5                         # ranks displayed per session (the learners' cut-off too)
+    logging_queries = 20              # the logging policy's labelled training queries
+    logging_rounds = 20               # its boosting rounds
+    sessions = [10, 100, 1000]        # sessions per query (training and validation) of each point
+    anchor_max_sessions = 100         # XGBoost's and LightGBM's unbiased objectives: up to here
+    eta = 1.0                         # rank k is seen with probability (1/k)**eta
+    noise = 0.1                       # click probability of a seen non-relevant document
+    position_bias = "known"           # "known" (1/k)**eta, or "estimate" from each log
+    propensities = "logged"           # "logged" display frequencies or the "policy" exposure
+    propensity_samples = 1000         # rankings per query of the "policy" propensities
+    learners = ["plrank-policy-aware", "plrank-naive", ...]
+    exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
+    exploration_sessions = 100        # sessions per query and round
+
+    [trees]                           # booster settings of every learner (as in a comparison)
+    [plrank]                          # PL-Rank options of the learners on clicks
+    [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
+    [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
+
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+naming the key, the value and the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .._schema import ConfigError, Schema, one_of, validate
+from .config import PLRankSettings, TreeSettings, _items, read_config_table
+
+__all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]
+
+#: The learners of the experiment, in the report's order.
+LEARNERS = (
+    "plrank-policy-aware",    # PL-Rank on policy-aware rewards of the stochastic logger's log
+    "plrank-naive",           # PL-Rank on the click-through rates of the same log
+    "plrank-deterministic",   # PL-Rank on policy-aware rewards of a deterministic top-k logger
+    "lambdamart-unbiased-xgb",  # XGBoost rank:ndcg, lambdarank_unbiased=True, the same log
+    "lambdarank-position-lgb",  # LightGBM lambdarank with Dataset(position=), the same log
+    "plrank-full-labels",     # PL-Rank on the true labels of every training query (ceiling)
+    "logger",                 # the logging policy's ranking by score
+)
+
+#: The learners on the library's own unbiased objectives -> the comparison method they train.
+ANCHORS = {"lambdamart-unbiased-xgb": "lambdamart-xgb", "lambdarank-position-lgb": "lambdarank-lgb"}
+
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class ClicksConfig(Schema):
+    """A learning-from-clicks experiment: data, logging, click model, learners, exploration.
+
+    ``[plrank]`` holds the PL-Rank options of the learners on clicks; they train on rewards, so
+    ``gain`` is ``"linear"`` (the default here, with ``metric = "dcg"``: the expected DCG is
+    linear in the rewards). The full-label model and the logger use the same options with
+    ``gain = "exp"`` and ``metric = "ndcg"``.
+    """
+
+    datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
+    folds: _items(  # type: ignore[valid-type]
+        Annotated[int, Field(ge=1, le=5)],
+        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
+    ) = (1,)
+    seeds: int = Field(1, ge=1, description="an integer >= 1")
+    k: _items(  # type: ignore[valid-type]
+        PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
+    ) = (5, 10)
+    out: str = Field("runs/clicks", min_length=1, description="a non-empty string")
+    drop_empty_test_queries: bool = Field(True, description="true or false")
+    top_k: int = Field(5, ge=1, le=32, description="an integer from 1 to 32")
+    logging_queries: int = Field(20, ge=1, description="an integer >= 1")
+    logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
+    sessions: _items(  # type: ignore[valid-type]
+        PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
+    ) = (10, 100, 1000)
+    anchor_max_sessions: int = Field(100, ge=0, description="an integer >= 0")
+    eta: float = Field(1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+    noise: float = Field(0.1, ge=0, le=1, description="a number in [0, 1]")
+    position_bias: Literal["known", "estimate"] = Field(
+        "known", description=one_of(("known", "estimate"))
+    )
+    propensities: Literal["logged", "policy"] = Field(
+        "logged", description=one_of(("logged", "policy"))
+    )
+    propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
+    learners: _items(  # type: ignore[valid-type]
+        Literal[LEARNERS], rule=f"a non-empty list of distinct learners from: {', '.join(LEARNERS)}"
+    ) = LEARNERS
+    exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")
+    exploration_sessions: int = Field(100, ge=1, description="an integer >= 1")
+    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
+    plrank: PLRankSettings = Field(
+        default_factory=lambda: PLRankSettings(gain="linear", metric="dcg"), description="a table"
+    )
+    params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="a table of method name -> table of parameters"
+    )
+
+    @field_validator("plrank", mode="before")
+    @classmethod
+    def _reward_defaults(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {"gain": "linear", "metric": "dcg", **value}
+        return value
+
+    @field_validator("plrank")
+    @classmethod
+    def _on_rewards(cls, value: PLRankSettings) -> PLRankSettings:
+        if value.gain != "linear":
+            raise ValueError("the learners on clicks train on rewards, which need gain 'linear'")
+        if value.fairness is not None:
+            raise ValueError("fairness is not part of this experiment and must not be set here")
+        return value
+
+    @model_validator(mode="after")
+    def _checks(self) -> ClicksConfig:
+        unused = sorted(set(self.params) - set(ANCHORS.values()))
+        if unused:
+            raise ValueError(
+                f"params must name the anchors' methods ({', '.join(ANCHORS.values())}), but "
+                f"{unused[0]!r} is not one of them"
+            )
+        if self.exploration_rounds and "plrank-policy-aware" not in self.learners:
+            raise ValueError(
+                "exploration_rounds retrain PL-Rank on policy-aware rewards and need "
+                "'plrank-policy-aware' among the learners"
+            )
+        return self
+
+    def learner_options(self, *, labels: bool) -> dict[str, Any]:
+        """Keyword arguments of :class:`~gbdt_plrank.PLRankRanker` for a learner.
+
+        ``labels``: for the true labels (the full-label model, the logger: gain ``"exp"``,
+        metric ``"ndcg"``) rather than rewards.
+        """
+        options = self.plrank.model_dump(exclude={"fairness", "fairness_weight"})
+        if labels:
+            options.update(gain="exp", metric="ndcg")
+        trees = self.trees
+        return {
+            **options, "K": self.top_k, "n_estimators": trees.rounds,
+            "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,
+            "num_leaves": trees.num_leaves, "min_child_weight": trees.min_child_weight,
+            "reg_lambda": trees.reg_lambda, "subsample": trees.subsample, "n_jobs": trees.n_jobs,
+        }
+
+    def settings(self) -> dict[str, Any]:
+        """Everything that changes a stored result, as JSON-able data."""
+        return {
+            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
+            "plrank": self.plrank.model_dump(),
+            "params": {m: self.params[m] for m in sorted(self.params)},
+            **self.model_dump(include={
+                "drop_empty_test_queries", "top_k", "logging_queries", "logging_rounds", "eta",
+                "noise", "position_bias", "propensities", "propensity_samples",
+                "exploration_sessions", "k",
+            }),
+            # the logs hold max(sessions) sessions per query, of which each point takes a prefix
+            "max_sessions": max(self.sessions),
+        }
+
+
+def load_clicks_config(
+    path: str | Path, *, overrides: Mapping[str, Any] | None = None
+) -> ClicksConfig:
+    """Read and check a learning-from-clicks TOML file; ``overrides`` replace values by key path.
+
+    Raises
+    ------
+    ConfigError
+        On a missing or invalid file, an unknown key or a value that breaks its rule.
+    """
+    path = Path(path)
+    config = validate(ClicksConfig, read_config_table(path, overrides), source=str(path))
+    try:
+        config.plrank.options(config.top_k)
+    except ValueError as err:
+        raise ConfigError(f"the [plrank] options break a rule at top_k = {config.top_k}: {err}") from None
+    return config

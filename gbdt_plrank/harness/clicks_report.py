@@ -1,0 +1,231 @@
+"""The report of a learning-from-clicks experiment: ``clicks.md`` and ``clicks.png``.
+
+Every figure pools a data entry's folds (each query a test query once over the five LETOR
+folds), each query's test NDCG@k averaged over the seeds first. Comparisons are paired per
+query (:func:`.stats.paired`): the mean difference with its 95% interval and the verdict of the
+paired randomization test.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._compat import is_installed, missing_message, require
+from .clicks_config import ANCHORS, ClicksConfig
+from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
+from .data import dataset_label, family
+from .stats import paired
+
+__all__ = ["per_query", "write_clicks_report"]
+
+#: The learners the policy-aware PL-Rank is compared with, in the report's order.
+_AGAINST = ("plrank-naive", "plrank-deterministic", *ANCHORS, "plrank-full-labels")
+
+Values = dict[tuple[str, int], float]
+
+
+def per_query(records: Sequence[Mapping[str, Any]], k: int) -> Values:
+    """(dataset label, query id) -> test NDCG@k, averaged over the records (the seeds)."""
+    sums: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for record in records:
+        for q, v in zip(record["qid"], record["ndcg"][str(k)]):
+            sums[record["dataset"], int(q)].append(v)
+    return {q: float(np.mean(v)) for q, v in sums.items()}
+
+
+def _groups(config: ClicksConfig, store: ClicksStore) -> dict[str, dict[tuple[str, int], Values]]:
+    """Family -> (learner, sessions) -> per-query values at each k, from the planned results."""
+    chosen: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(list))
+    for data in config.datasets:
+        for fold in config.folds:
+            label = dataset_label(data, fold)
+            for seed in range(config.seeds):
+                for key in planned(config, label, seed):
+                    if key in store.results:
+                        chosen[family(label)][key.learner, key.sessions].append(
+                            store.results[key])
+    return chosen  # type: ignore[return-value]
+
+
+def _mean(values: Values) -> str:
+    return f"{np.mean(list(values.values())):.4f}" if values else ""
+
+
+def _paired_cell(a: Values, b: Values) -> str:
+    if len(set(a) & set(b)) < 2:
+        return ""
+    p = paired(a, b)
+    return f"{p.interval} {p.verdict}"
+
+
+def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+    sessions = sorted(config.sessions)
+    lines = []
+    n_queries = {len(per_query(r, config.k[0])) for r in results.values()}
+    for k in config.k:
+        values = {key: per_query(r, k) for key, r in results.items()}
+        lines += [
+            f"### {name}: test NDCG@{k}, mean over {max(n_queries, default=0)} test queries",
+            "",
+            "| learner | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
+            "|---|" + "---:|" * len(sessions),
+        ]
+        for learner in config.learners:
+            if learner in ONCE:
+                cells = [_mean(values.get((learner, 0), {}))] * len(sessions)
+            else:
+                cells = [_mean(values.get((learner, s), {})) for s in sessions]
+            if any(cells):
+                lines.append(f"| {learner} | " + " | ".join(cells) + " |")
+        lines += ["", f"PL-Rank on policy-aware rewards minus each learner, NDCG@{k}, paired per "
+                  "query (mean [95% interval] verdict):", "",
+                  "| against | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
+                  "|---|" + "---:|" * len(sessions)]
+        for other in (o for o in _AGAINST if o in config.learners):
+            cells = [
+                _paired_cell(values.get(("plrank-policy-aware", s), {}),
+                             values.get((other, 0 if other in ONCE else s), {}))
+                for s in sessions
+            ]
+            if any(cells):
+                lines.append(f"| {other} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+    sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
+    if not sessions:
+        return ""
+    simulated = (1.0 / np.arange(1, config.top_k + 1)) ** config.eta
+    lines = [
+        f"### {name}: position bias estimated from the stochastic log (EM), mean over folds",
+        "",
+        "| rank | simulated | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
+        "|---:|---:|" + "---:|" * len(sessions),
+    ]
+    estimates = {
+        s: np.mean([r["theta_estimate"] for r in results["plrank-policy-aware", s]], axis=0)
+        for s in sessions
+    }
+    for i in range(config.top_k):
+        cells = [f"{estimates[s][i]:.3f}" if i < len(estimates[s]) else "" for s in sessions]
+        lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _exploration_table(
+    config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]
+) -> str:
+    if not config.exploration_rounds:
+        return ""
+    k = config.k[0]
+    lines = [
+        f"### {name}: exploration, test NDCG@{k} after each round "
+        f"({config.exploration_sessions} sessions per query and round)",
+        "",
+        "| round | sessions/query so far | stochastic | deterministic | stochastic - deterministic |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in range(1, config.exploration_rounds + 1):
+        s = r * config.exploration_sessions
+        sto = per_query(results.get(("explore-stochastic", s), []), k)
+        det = per_query(results.get(("explore-deterministic", s), []), k)
+        lines.append(f"| {r} | {s} | {_mean(sto)} | {_mean(det)} | {_paired_cell(sto, det)} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_clicks(
+    config: ClicksConfig, groups: Mapping[str, Mapping[tuple[str, int], list[Any]]], path: Path
+) -> None:
+    """Test NDCG@k against sessions per query, one line per learner; the exploration rounds."""
+    figure_module = require("matplotlib.figure", purpose="clicks.png")
+    k = config.k[0]
+    names = list(groups)
+    cols = 2 if config.exploration_rounds else 1
+    fig = figure_module.Figure(figsize=(6.0 * cols, 4.0 * max(len(names), 1)),
+                               layout="constrained")
+    axes = fig.subplots(max(len(names), 1), cols, squeeze=False)
+    sessions = sorted(config.sessions)
+    for row, name in enumerate(names):
+        results = groups[name]
+        ax = axes[row, 0]
+        for i, learner in enumerate(config.learners):
+            style = {"color": f"C{i % 10}"}
+            if learner in ONCE:
+                values = per_query(results.get((learner, 0), []), k)
+                if values:
+                    ax.axhline(np.mean(list(values.values())), linestyle="--", label=learner,
+                               **style)
+                continue
+            xs = [s for s in sessions if results.get((learner, s))]
+            ys = [np.mean(list(per_query(results[learner, s], k).values())) for s in xs]
+            if xs:
+                ax.plot(xs, ys, marker="o", label=learner, **style)
+        ax.set(xscale="log", xlabel="sessions per training query", ylabel=f"test NDCG@{k}",
+               title=f"{name}: learning from clicks")
+        ax.set_xticks(sessions, [str(s) for s in sessions])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        if cols == 2:
+            ax = axes[row, 1]
+            rounds = range(config.exploration_rounds + 1)
+            start = per_query(results.get(("logger", 0), []), k)  # round 0: the logger
+            for i, arm in enumerate(EXPLORATION):
+                ys = [np.mean(list((per_query(results.get(
+                    (arm, r * config.exploration_sessions), []), k) if r else start).values())
+                    or [np.nan]) for r in rounds]
+                ax.plot(list(rounds), ys, marker="o", label=arm, color=f"C{i}")
+            ax.set(xlabel="round (0: the logger)", ylabel=f"test NDCG@{k}",
+                   title=f"{name}: exploration",
+                   xticks=list(rounds))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+    fig.savefig(path, dpi=110)
+
+
+def write_clicks_report(
+    config: ClicksConfig, store: ClicksStore, *, command: str | None = None
+) -> str:
+    """Write ``clicks.md`` and ``clicks.png`` into ``config.out``; return the markdown.
+
+    Only the configuration's results are reported, even when the folder holds more. Without
+    matplotlib the picture is not drawn, and the markdown says so.
+    """
+    groups = _groups(config, store)
+    parts = [
+        "## Learning to rank from clicks",
+        "",
+        f"A PL-Rank logger trained on {config.logging_queries} labelled training queries "
+        f"({config.logging_rounds} rounds), deployed with a top-{config.top_k} display; clicks "
+        f"of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, a seen "
+        f"document clicked with probability 1 if relevant and {config.noise:g} if not; position "
+        f"bias {config.position_bias}, propensities {config.propensities}. Folds "
+        f"{', '.join(map(str, config.folds))}, {config.seeds} seed(s), pooled.",
+        "",
+    ]
+    if command:
+        parts += [f"Command: `{command}`", ""]
+    for learner in ANCHORS:
+        reason = anchor_missing(learner) if learner in config.learners else None
+        if reason:
+            parts += [f"{learner} did not run: {reason}.", ""]
+    for name, results in groups.items():
+        parts += [_tables(config, name, results), _theta_table(config, name, results),
+                  _exploration_table(config, name, results)]
+    text = "\n".join(p for p in parts if p is not None)
+    out = Path(config.out)
+    if is_installed("matplotlib"):
+        plot_clicks(config, groups, out / "clicks.png")
+    else:
+        text += f"\nclicks.png is not drawn: {missing_message('matplotlib', purpose='it')}\n"
+    (out / "clicks.md").write_text(text, encoding="utf-8")
+    return text
+

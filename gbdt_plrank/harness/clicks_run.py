@@ -1,0 +1,445 @@
+r"""Learning to rank from simulated clicks: the experiment of ``gbdt-plrank clicks``, resumable.
+
+For every data entry, fold and seed:
+
+1. a *logging policy*, :class:`~gbdt_plrank.PLRankRanker` trained on the true labels of the
+   first ``logging_queries`` training queries for ``logging_rounds`` rounds, is deployed on every
+   training and validation query with a top-``top_k`` display, ``max(sessions)`` sessions per
+   query: *stochastically* (rankings sampled from its Plackett-Luce policy) and
+   *deterministically* (its top ``top_k`` by score, every session);
+2. clicks are simulated on both logs (:func:`~gbdt_plrank.clicks.simulate_clicks`: the
+   position-based model, rank ``k`` seen with probability :math:`(1/k)^\eta`, a seen document
+   clicked with probability 1 if relevant and ``noise`` otherwise);
+3. for every session count :math:`s` of ``sessions``, the first :math:`s` sessions of every
+   query train the learners, early-stopped on the clicks of the validation queries logged the
+   same way:
+
+   - ``plrank-policy-aware``: PL-Rank on the policy-aware rewards of the stochastic log
+     (:func:`~gbdt_plrank.clicks.click_rewards`, propensities from the logged display
+     frequencies or from the logging policy's expected exposure under the position bias);
+   - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
+   - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
+   - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
+     (Unbiased LambdaMART, Hu et al. 2019) on the same stochastic log, one query group per
+     session, its displayed documents in displayed order labelled by their clicks;
+   - ``lambdarank-position-lgb``: LightGBM ``lambdarank`` on the same groups with
+     ``Dataset(position=)`` the displayed position (a learned position term, LightGBM 4.1+);
+
+   both anchors train on sessions with at least one click (a session without one gives them no
+   pair, hence no gradient), up to ``anchor_max_sessions`` sessions per query (their data grow
+   with the log: one row per displayed document per session), and stop early on the same
+   signal as the PL-Rank learner on policy-aware rewards: the DCG@``top_k`` (``[plrank]``'s
+   metric, linear gain) of their ranking of the validation rows, with the validation rows'
+   policy-aware rewards as labels;
+4. once per fold and seed: the full-label model (PL-Rank on the true labels of every training
+   query, early-stopped on the true validation labels), the ceiling, and the logger's ranking;
+5. with ``exploration_rounds``: the exploration loop. Starting from the logger, each round
+   deploys the current model on every training and validation query for
+   ``exploration_sessions`` sessions per query, stochastically (its Plackett-Luce policy) or
+   deterministically (its top ``top_k``), simulates clicks, and retrains PL-Rank on the
+   policy-aware rewards of every round's log so far. Each display is weighted by the position
+   bias of the rank the round's own logger gave it (the display-frequency estimator on the
+   rounds' logs together), so each round's rewards use its own logger's propensities.
+
+Every learner is judged by test NDCG@k on the true labels, query by query. Each result is
+written as soon as it exists (``results.jsonl``, one line per learner, session count, fold and
+seed); a rerun skips what is there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._boosters import BACKENDS, Plan
+from .._boosters._lightgbm import LightGBMBackend
+from .._compat import is_installed
+from .._evaluation import RankingMetricEval
+from .._ranking_metric import RankingMetric
+from ..clicks import ClickLog, click_rewards, estimate_position_bias, simulate_clicks
+from ..datasets import LTRDataset, Split
+from ..metrics import ndcg
+from ..ranker import PLRankRanker
+from .clicks_config import ANCHORS, ClicksConfig
+from .data import check_data, dataset_label, load
+from .store import append_line, check_settings, drop_partial_line, output_folder
+
+__all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
+
+#: The exploration loop's learners: PL-Rank retrained on the logs of its own deployments.
+EXPLORATION = {"explore-stochastic": True, "explore-deterministic": False}
+
+#: The learners trained once per fold and seed (session count 0).
+ONCE = ("plrank-full-labels", "logger")
+
+# Seeds of the logs for run seed s: base + s (+ 1000 r for exploration round r).
+_RANKINGS_SEED = 1_000_003
+_CLICKS_SEED = 2_000_003
+_PROPENSITY_SEED = 3_000_003
+_SPLIT_SEED = {"train": 0, "vali": 500}
+
+
+class ResultKey(NamedTuple):
+    """One result: dataset label, learner, sessions per query (0: no clicks), seed."""
+
+    dataset: str
+    learner: str
+    sessions: int
+    seed: int
+
+
+def _key(record: dict[str, Any]) -> ResultKey:
+    return ResultKey(record["dataset"], record["learner"], int(record["sessions"]),
+                     int(record["seed"]))
+
+
+class ClicksStore:
+    """The experiment's output folder: ``settings.json`` and ``results.jsonl``.
+
+    Each line of ``results.jsonl`` is one result: its key, the test query ids, the test NDCG@k
+    of each query for every k, the best round, the training seconds and, for
+    ``plrank-policy-aware``, the position bias estimated from its log.
+    """
+
+    def __init__(self, folder: str | Path, *, settings: dict[str, Any]) -> None:
+        self.folder = output_folder(folder)
+        self.results_path = self.folder / "results.jsonl"
+        drop_partial_line(self.results_path)
+        self.results: dict[ResultKey, dict[str, Any]] = {}
+        if self.results_path.is_file():
+            with self.results_path.open(encoding="utf-8") as fh:
+                for line in fh:
+                    record = json.loads(line)
+                    self.results[_key(record)] = record
+        check_settings(self.folder, settings, has_results=bool(self.results))
+
+    def add(self, key: ResultKey, **record: Any) -> None:
+        """Store one result (written at once)."""
+        line = {**key._asdict(), **record}
+        append_line(self.results_path, json.dumps(line) + "\n")
+        self.results[key] = line
+
+
+def anchor_missing(learner: str) -> str | None:
+    """Why an anchor cannot run with the installed libraries, or None when it can."""
+    if learner == "lambdamart-unbiased-xgb":
+        if not is_installed("xgboost"):
+            return "xgboost is not installed"
+        import xgboost
+
+        if int(xgboost.__version__.split(".")[0]) < 2:
+            return f"xgboost {xgboost.__version__} has no lambdarank_unbiased (2.0+)"
+    if learner == "lambdarank-position-lgb":
+        if not is_installed("lightgbm"):
+            return "lightgbm is not installed"
+        import lightgbm
+
+        if "position" not in inspect.signature(lightgbm.Dataset).parameters:
+            return f"lightgbm {lightgbm.__version__} has no Dataset(position=) (4.1+)"
+    return None
+
+
+def planned(config: ClicksConfig, label: str, seed: int) -> list[ResultKey]:
+    """The results of one fold and seed, in the order they run."""
+    keys = []
+    for s in sorted(config.sessions):
+        for learner in config.learners:
+            if learner in ONCE:
+                continue
+            if learner in ANCHORS and (s > config.anchor_max_sessions or anchor_missing(learner)):
+                continue
+            keys.append(ResultKey(label, learner, s, seed))
+    keys += [ResultKey(label, learner, 0, seed) for learner in ONCE if learner in config.learners]
+    for arm in EXPLORATION:
+        keys += [
+            ResultKey(label, arm, r * config.exploration_sessions, seed)
+            for r in range(1, config.exploration_rounds + 1)
+        ]
+    return keys
+
+
+# --------------------------------------------------------------------------------------------
+# Logs
+# --------------------------------------------------------------------------------------------
+def top_k_rankings(scores: np.ndarray, split: Split, *, k: int, n: int) -> list[np.ndarray]:
+    """The deterministic top-``k`` by descending score (ties in row order) of every query,
+    repeated for ``n`` sessions, as :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns
+    rankings."""
+    ptr = split.group_ptr
+    out = []
+    for a, b in pairwise(ptr):
+        order = a + np.lexsort((np.arange(b - a), -scores[a:b]))[:k]
+        out.append(np.tile(order, (n, 1)))
+    return out
+
+
+def _deploy(
+    model: PLRankRanker, split: Split, *, stochastic: bool, config: ClicksConfig, n: int,
+    seed: int,
+) -> ClickLog:
+    """Clicks on ``n`` sessions per query of ``model`` deployed on ``split``."""
+    if stochastic:
+        rankings = model.sample_rankings(
+            split.X, split.qid, n_samples=n, K=config.top_k, random_state=_RANKINGS_SEED + seed
+        )
+    else:
+        rankings = top_k_rankings(model.predict(split.X), split, k=config.top_k, n=n)
+    return simulate_clicks(
+        rankings, split.y, eta=config.eta, noise=config.noise, top_k=config.top_k,
+        seed=_CLICKS_SEED + seed,
+    )
+
+
+def first_sessions(log: ClickLog, s: int, n: int) -> ClickLog:
+    """The first ``s`` sessions of every query of a log of ``n`` sessions per query."""
+    keep = log.session % n < s
+    return ClickLog(session=log.session[keep], row=log.row[keep], rank=log.rank[keep],
+                    click=log.click[keep])
+
+
+def _concat(logs: Sequence[ClickLog]) -> ClickLog:
+    """The logs as one, their session ids kept apart."""
+    offsets = np.cumsum([0] + [int(log.session.max(initial=-1)) + 1 for log in logs[:-1]])
+    return ClickLog(
+        session=np.concatenate([log.session + o for log, o in zip(logs, offsets)]),
+        row=np.concatenate([log.row for log in logs]),
+        rank=np.concatenate([log.rank for log in logs]),
+        click=np.concatenate([log.click for log in logs]),
+    )
+
+
+def _theta(config: ClicksConfig, log: ClickLog) -> np.ndarray:
+    """The position bias the learners correct with: the simulated one, or estimated from ``log``."""
+    if config.position_bias == "estimate":
+        return estimate_position_bias(log)
+    return (1.0 / np.arange(1, config.top_k + 1)) ** config.eta
+
+
+def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
+    """One query group per session with a click: its displayed rows in displayed order,
+    labelled by their clicks; and each row's 0-based displayed position."""
+    clicked = np.unique(log.session[log.click == 1])
+    keep = np.isin(log.session, clicked)
+    order = np.lexsort((log.rank[keep], log.session[keep]))
+    rows = log.row[keep][order]
+    part = Split(split.X[rows], log.click[keep][order].astype(np.float64),
+                 log.session[keep][order])
+    return part, log.rank[keep][order] - 1
+
+
+# --------------------------------------------------------------------------------------------
+# Learners
+# --------------------------------------------------------------------------------------------
+class _DisplayOrderLightGBM(LightGBMBackend):
+    """LightGBM with ``Dataset(position=)``: a row's index in its group, its displayed position
+    (:func:`session_split` keeps every displayed row of a session, in displayed order)."""
+
+    @staticmethod
+    def _dataset(data: Split, *, reference: Any = None, params: Any = None) -> Any:
+        import lightgbm
+
+        ptr = data.group_ptr
+        position = np.arange(data.y.shape[0]) - np.repeat(ptr[:-1], np.diff(ptr))
+        return lightgbm.Dataset(data.X, data.y, group=data.group_sizes, reference=reference,
+                                params=params, position=position)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    scores: np.ndarray
+    best_round: int
+    seconds: float
+
+
+def _fit_plrank(
+    config: ClicksConfig, seed: int, data: LTRDataset, y: np.ndarray, y_vali: np.ndarray, *,
+    labels: bool = False,
+) -> tuple[PLRankRanker, _Fit]:
+    """PL-Rank on ``y`` (rewards, or the true labels with ``labels``), early-stopped on
+    ``y_vali``; the ranker and its test scores."""
+    options = config.learner_options(labels=labels)
+    ranker = PLRankRanker(**options, random_state=seed)
+    start = time.perf_counter()
+    ranker.fit(data.train.X, y, group=data.train.qid,
+               eval_set=[(data.vali.X, y_vali, data.vali.qid)],
+               early_stopping_rounds=config.trees.early_stopping_rounds)
+    seconds = time.perf_counter() - start
+    best = ranker.best_iteration_
+    best_round = options["n_estimators"] if best is None else best + 1
+    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds)
+
+
+def _fit_anchor(
+    learner: str, config: ClicksConfig, seed: int, data: LTRDataset, train_log: ClickLog,
+    vali_rewards: np.ndarray,
+) -> _Fit:
+    """A library's unbiased objective on the sessions of ``train_log``, early-stopped on the
+    metric@``top_k`` of its ranking of the validation rows with ``vali_rewards`` as labels,
+    the signal the PL-Rank learners stop on."""
+    method = ANCHORS[learner]
+    train, _ = session_split(train_log, data.train)
+    vali = Split(data.vali.X, vali_rewards, data.vali.qid)
+    params = dict(config.params.get(method, {}))
+    if learner == "lambdamart-unbiased-xgb":
+        backend, objective = BACKENDS["xgboost"], "rank:ndcg"
+        params["lambdarank_unbiased"] = True
+    else:
+        backend, objective = _DisplayOrderLightGBM(), "lambdarank"
+    trees = config.trees
+    watched = RankingMetricEval(RankingMetric(config.plrank.metric, config.top_k, "linear"))
+    plan = Plan(objective, config.top_k, n_estimators=trees.rounds,
+                early_stopping_rounds=trees.early_stopping_rounds, metrics=(watched,))
+    trained = backend.train(trees.booster_settings(seed=seed, params=params), train, [vali], plan)
+    scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
+    return _Fit(scores, int(trained.rounds), float(trained.seconds))
+
+
+def _test_values(config: ClicksConfig, test: Split, scores: np.ndarray) -> dict[str, Any]:
+    return {
+        "qid": [int(q) for q in np.unique(test.qid)],
+        "ndcg": {str(k): ndcg(test.y, scores, test.qid, k=k, per_query=True).tolist()
+                 for k in config.k},
+    }
+
+
+class _Fold:
+    """One fold and seed: the data, the logger and (made on first use) its logs."""
+
+    def __init__(self, config: ClicksConfig, data: LTRDataset, seed: int) -> None:
+        self.config, self.data, self.seed = config, data, seed
+        n = int(data.train.group_ptr[min(config.logging_queries, data.train.group_ptr.size - 1)])
+        self.logger = PLRankRanker(
+            **{**config.learner_options(labels=True), "n_estimators": config.logging_rounds},
+            random_state=seed,
+        ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
+        self.n = max(config.sessions)
+        self._logs: dict[bool, dict[str, ClickLog]] = {}
+
+    def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
+        """The first ``s`` sessions per query of the stochastic or deterministic logger."""
+        if stochastic not in self._logs:
+            self._logs[stochastic] = {
+                name: _deploy(self.logger, getattr(self.data, name), stochastic=stochastic,
+                              config=self.config, n=self.n, seed=self.seed + _SPLIT_SEED[name])
+                for name in ("train", "vali")
+            }
+        return {name: first_sessions(log, s, self.n) for name, log in self._logs[stochastic].items()}
+
+    def rewards(self, logs: dict[str, ClickLog], *, estimator: str, policy: bool) -> dict[str, Any]:
+        """Rewards of the training and validation rows, and the position bias used."""
+        theta = _theta(self.config, logs["train"])
+        out: dict[str, Any] = {"theta": theta}
+        for name, log in logs.items():
+            split = getattr(self.data, name)
+            rho = None
+            if policy:
+                rho = self.logger.expected_exposure(
+                    split.X, split.qid, n_samples=self.config.propensity_samples,
+                    weights=theta, random_state=_PROPENSITY_SEED + self.seed,
+                )
+            out[name] = click_rewards(log, split.y.size, position_bias=theta, estimator=estimator,
+                                      propensities=rho, qid=split.qid)
+        return out
+
+    def run(self, key: ResultKey) -> dict[str, Any]:
+        """Train and test one learner at one session count; the record to store."""
+        config, data, learner = self.config, self.data, key.learner
+        if learner == "logger":
+            scores = self.logger.predict(data.test.X)
+            return {**_test_values(config, data.test, scores), "best_round": config.logging_rounds,
+                    "seconds": 0.0}
+        extra: dict[str, Any] = {}
+        if learner == "plrank-full-labels":
+            _, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y, labels=True)
+        elif learner in ANCHORS:
+            logs = self.logs(True, key.sessions)
+            vali = self.rewards(logs, estimator="policy-aware",
+                                policy=config.propensities == "policy")["vali"]
+            fit = _fit_anchor(learner, config, key.seed, data, logs["train"], vali)
+        else:
+            stochastic = learner != "plrank-deterministic"
+            logs = self.logs(stochastic, key.sessions)
+            naive = learner == "plrank-naive"
+            r = self.rewards(logs, estimator="naive" if naive else "policy-aware",
+                             policy=stochastic and config.propensities == "policy")
+            _, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
+            if learner == "plrank-policy-aware":
+                extra["theta_estimate"] = estimate_position_bias(logs["train"]).tolist()
+                extra["clicks"] = int(logs["train"].click.sum())
+        return {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
+                "seconds": fit.seconds, **extra}
+
+    def explore(self, arm: str, store: ClicksStore, label: str) -> None:
+        """The exploration loop of one arm; stores each round's result that is missing."""
+        config, data = self.config, self.data
+        stochastic = EXPLORATION[arm]
+        model = self.logger
+        logs: dict[str, list[ClickLog]] = {"train": [], "vali": []}
+        for r in range(1, config.exploration_rounds + 1):
+            for name in logs:
+                logs[name].append(_deploy(
+                    model, getattr(data, name), stochastic=stochastic, config=config,
+                    n=config.exploration_sessions, seed=self.seed + _SPLIT_SEED[name] + 1000 * r,
+                ))
+            joined = {name: _concat(parts) for name, parts in logs.items()}
+            rewards = self.rewards(joined, estimator="policy-aware", policy=False)
+            model, fit = _fit_plrank(config, self.seed, data, rewards["train"], rewards["vali"])
+            key = ResultKey(label, arm, r * config.exploration_sessions, self.seed)
+            if key not in store.results:
+                store.add(key, **_test_values(config, data.test, fit.scores),
+                          best_round=fit.best_round, seconds=fit.seconds, round=r)
+
+
+def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ClicksStore:
+    """Run every result of ``config`` that its output folder does not hold.
+
+    Returns
+    -------
+    ClicksStore
+        The output folder's results, earlier runs' included.
+
+    Raises
+    ------
+    ConfigError
+        When a data entry is missing or the folder holds results of other settings.
+    """
+    check_data(config.datasets, config.folds)
+    store = ClicksStore(config.out, settings=config.settings())
+    for learner in ANCHORS:
+        reason = anchor_missing(learner) if learner in config.learners else None
+        if reason:
+            echo(f"{learner} is left out: {reason}")
+    units = [
+        (data, fold, seed, planned(config, dataset_label(data, fold), seed))
+        for data in config.datasets for fold in config.folds for seed in range(config.seeds)
+    ]
+    total = sum(len(keys) for *_, keys in units)
+    left = sum(k not in store.results for *_, keys in units for k in keys)
+    echo(f"{left} of {total} results to compute; results in {store.folder}")
+    with tqdm(total=left, unit="result", disable=None) as bar:
+        for data, fold, seed, keys in units:
+            missing = [k for k in keys if k not in store.results]
+            if not missing:
+                continue
+            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
+            unit = _Fold(config, dataset, seed)
+            for key in missing:
+                if key.learner in EXPLORATION:
+                    continue
+                store.add(key, **unit.run(key))
+                bar.set_postfix_str(f"{key.dataset} {key.learner} s={key.sessions}")
+                bar.update()
+            for arm in EXPLORATION:
+                if any(k.learner == arm for k in missing):
+                    unit.explore(arm, store, dataset.name)
+                    bar.update(sum(k.learner == arm for k in missing))
+    return store
