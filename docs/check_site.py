@@ -1,14 +1,20 @@
-"""Check the built site for rendering slips that Sphinx does not warn about.
+"""Check the built site for what Sphinx does not warn about.
 
 A line of Markdown that starts with ``>`` becomes a quote (``<blockquote>``), and text such as
-``MRR@10`` becomes a ``mailto:`` link; neither is ever meant in these pages. Run after the build:
-``python docs/check_site.py site`` exits non-zero and names every page and slip it finds.
+``MRR@10`` becomes a ``mailto:`` link; neither is ever meant in these pages. And every public
+name must have its page in the API reference (``api_names.py`` says where). Run after the
+build: ``python docs/check_site.py site`` exits non-zero and names every slip and missing page.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path[:0] = [str(DOCS.parent), str(DOCS)]
+
+import api_names  # noqa: E402
 
 SLIPS = ("<blockquote", "mailto:")
 
@@ -22,11 +28,19 @@ def slips(site: Path) -> list[str]:
     return found
 
 
+def missing_api_pages(site: Path) -> list[str]:
+    """Return the page of every public module and documented name that the site lacks."""
+    documented, _ = api_names.pages()
+    pages = [f"{mod}.html" for mod in documented]
+    pages += [f"{mod}.{name}.html" for mod, names in documented.items() for name in names]
+    return [f"api/generated/{p}" for p in pages if not (site / "api" / "generated" / p).is_file()]
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or not Path(argv[0]).is_dir():
         print("usage: python docs/check_site.py SITE_DIR (a built site's folder)", file=sys.stderr)
         return 2
-    found = slips(Path(argv[0]))
+    found = slips(Path(argv[0])) + [f"{p}: missing" for p in missing_api_pages(Path(argv[0]))]
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0

@@ -1,15 +1,15 @@
 """The comparison harness: PL-Rank GBDT next to the other GBDT ranking objectives.
 
-``gbdt-plrank compare CONFIG`` reads a TOML file (:mod:`.config`), trains every method
-(:mod:`.methods`, trained by :mod:`.training` through the booster layer) on every dataset fold, cut-off and seed (:mod:`.runner`, resumable through
-:mod:`.store`) and writes ``results.csv``, ``results.md`` and ``curves.png`` (:mod:`.report`).
+``gbdt-plrank compare CONFIG`` reads a TOML file (``config``), trains every method
+(``methods``, trained by ``training`` through the booster layer) on every dataset fold, cut-off and seed (``runner``, resumable through
+``store``) and writes ``results.csv``, ``results.md`` and ``curves.png`` (``report``).
 
-``gbdt-plrank fairness CONFIG`` (:mod:`.frontier_config`) draws the frontier of expected NDCG@k
-against exposure fairness (:mod:`.frontier`: PL-Rank with the fairness objective against post-hoc
+``gbdt-plrank fairness CONFIG`` (``frontier_config``) draws the frontier of expected NDCG@k
+against exposure fairness (``frontier``: PL-Rank with the fairness objective against post-hoc
 randomised deterministic rankers, with group offsets when a protected group is given
-(:mod:`.groups`), evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its policy's
+(``groups``), evaluated by ``policy_eval``, PL-Rank early-stopped on its policy's
 validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
-``frontier.csv``, ``frontier.md`` and ``frontier.png`` (:mod:`.frontier_report`).
+``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``frontier_report``).
 """
 
 from .config import (
