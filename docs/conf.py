@@ -27,11 +27,11 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",
-    "myst_parser",
+    "myst_nb",  # Markdown (MyST) and the example notebooks, shown as saved, never executed
     "sphinx_copybutton",
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"
 exclude_patterns = ["_build", "_static", "_templates"]
 templates_path = ["_templates"]
@@ -75,6 +75,7 @@ autosummary_context = {
 }
 
 myst_enable_extensions = ["dollarmath", "colon_fence"]
+nb_execution_mode = "off"
 myst_heading_anchors = 3
 
 html_theme = "furo"
