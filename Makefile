@@ -29,8 +29,8 @@ test: $(STAMP) ## run the test suite but the slow tests (subprocess benchmarks, 
 test-all: $(STAMP) ## run every test, the slow ones too (CI)
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
-	$(BIN)/ruff check gbdt_plrank tests benchmarks docs
+lint: $(STAMP) ## ruff on the package, tests, benchmarks, research scripts and the docs' configuration
+	$(BIN)/ruff check gbdt_plrank tests benchmarks research docs
 
 # MathJax served from the site itself, so that the math renders with no network (npm fetches it once).
 MATHJAX_VERSION := 3.2.2

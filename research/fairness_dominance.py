@@ -1,4 +1,4 @@
-"""Is a trained fair policy dominated by temperature-randomised rankers? (issue 24, item 4)
+"""Is a trained fair policy dominated by temperature-randomised rankers?
 
 For every fold of MQ2008 asked for, this trains as a new user would,
 ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness="expected-exposure",
@@ -29,11 +29,11 @@ probe ``relevant-queries`` trains and stops on the queries with a relevant docum
 every policy is measured on): the objective counts the others, whose EE-L target is uniform
 exposure.
 
-    nice -n 10 python benchmarks/fairness_dominance.py --folds 1,2,3,4,5 \\
+    nice -n 10 python research/fairness_dominance.py --folds 1,2,3,4,5 \\
         --out benchmarks/results/fairness_dominance.md
-    nice -n 10 python benchmarks/fairness_dominance.py --weights 0 --probe-weights 0.3,1,3,10 \\
+    nice -n 10 python research/fairness_dominance.py --weights 0 --probe-weights 0.3,1,3,10 \\
         --probes lr0.02-750rounds --out benchmarks/results/fairness_dominance_lr.md
-    nice -n 10 python benchmarks/fairness_dominance.py --weights 0 --probe-weights 1,3,10 \\
+    nice -n 10 python research/fairness_dominance.py --weights 0 --probe-weights 1,3,10 \\
         --probes relevant-queries --out benchmarks/results/fairness_dominance_relevant.md
 """
 
@@ -327,7 +327,7 @@ def main() -> None:
     everything = pooled(every)
     pooled_rows = report_fold("pooled", models, everything)
     objectives = objective_rows(models, everything)
-    command = (f"nice -n 10 python benchmarks/fairness_dominance.py --folds {args.folds} "
+    command = (f"nice -n 10 python research/fairness_dominance.py --folds {args.folds} "
                f"--weights {args.weights} --probe-weights {args.probe_weights} "
                f"--probes '{args.probes}' --samples {args.samples} --seed {args.seed} "
                f"--out {args.out}")

@@ -13,7 +13,7 @@ report's paired tests (:func:`gbdt_plrank.harness.stats.paired`). Test splits ar
 
 Finished trainings are appended to a JSON-lines file, so a rerun resumes.
 
-    nice -n 10 python benchmarks/fairness_hessian.py --data mq2008 \\
+    nice -n 10 python research/fairness_hessian.py --data mq2008 \\
         --out benchmarks/results/fairness_hessian_mq2008.md
 """
 
@@ -173,7 +173,7 @@ def main() -> None:
                 done[mode, w, fold] = r
                 print(f"{args.data} fold {fold} w={w:g} {mode}: rounds {r['rounds']}, "
                       f"{r['seconds']:.0f} s", flush=True)
-    command = f"python benchmarks/fairness_hessian.py --data {args.data} --folds {args.folds} " \
+    command = f"python research/fairness_hessian.py --data {args.data} --folds {args.folds} " \
               f"--weights {args.weights} --modes {args.modes} --out {args.out}"
     text = report(done, args.data, weights, command)
     out.write_text(text)

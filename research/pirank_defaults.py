@@ -7,7 +7,7 @@ early stopping after 50 rounds without gain in validation NDCG@K, at most 1000 r
 requested LETOR fold, next to the library's own LambdaMART / LambdaRank (``lambdamart-xgb``,
 ``lambdarank-lgb``). A callback records each validation query's NDCG@K after every round, and
 each query is read at the round that is best on the other half of its fold's validation queries
-(cross-fitting, :func:`benchmarks.quality_levers.cross_fitted`: the early stopper's own best round
+(cross-fitting, :func:`research.levers.cross_fitted`: the early stopper's own best round
 flatters noisy curves). The validation queries of all folds pool (each is a validation query once
 across the five folds); candidates are paired per query with the comparison report's statistics
 (:func:`gbdt_plrank.harness.stats.paired`). Test splits are never read. Validation queries without
@@ -16,7 +16,7 @@ a relevant document are left out (they score the same under every ranker).
 PiRank and the trees are deterministic (no subsampling), so one seed is all there is. Finished
 trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    nice -n 10 python -m benchmarks.pirank_defaults --data mq2008 \\
+    nice -n 10 python -m research.pirank_defaults --data mq2008 \\
         --out benchmarks/results/pirank_defaults_mq2008.md
 """
 
@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks import harness
-from benchmarks.quality_levers import cross_fitted
 from gbdt_plrank._pirank import PIRANK_HESSIANS
 from gbdt_plrank.datasets import Split, load_dataset
 from gbdt_plrank.harness import METHODS, PiRankSettings, TreeSettings, train
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
+from research.levers import cross_fitted
 
 TREES = TreeSettings(n_jobs=1)
 TAUS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -227,7 +227,7 @@ def main() -> None:
     out = Path(args.out)
     log = out.with_suffix(".jsonl")
     done = _load(log)
-    command = "nice -n 10 python -m benchmarks.pirank_defaults " + shlex.join(sys.argv[1:])
+    command = "nice -n 10 python -m research.pirank_defaults " + shlex.join(sys.argv[1:])
 
     for fold in folds:
         ds = load_dataset(args.data, fold=fold)

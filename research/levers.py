@@ -12,7 +12,7 @@ library's LambdaMART and with PL-Rank's default ``abs`` by the comparison report
 (:mod:`gbdt_plrank.harness.stats`). Test splits are never read. Validation queries without a
 relevant document are left out.
 
-    nice -n 5 python benchmarks/quality_levers.py --data mq2008,mq2007-agg --libs xgb,lgb \
+    nice -n 5 python research/levers.py --data mq2008,mq2007-agg --libs xgb,lgb \
         --k 5,10 --only 'abs (default);|g|, unit scale' --out benchmarks/results/quality_levers.md
 
 Finished trainings are appended to a JSON-lines store (``--store``, default beside ``--out``), so
@@ -52,7 +52,7 @@ The levers (all built from the public objective, none of them an option of it):
 - ``reward-weighted Fisher``: a positive Gauss-Newton-like curvature,
   :math:`E\big[\sum_{k \le r_d} p_k(d)(1 - p_k(d))\,|\rho_d \theta_k - PR_k|\big]` (the softmax
   variance of every placement d took part in, weighted by how much placing d there would change
-  the reward), from its own samples (:mod:`benchmarks.gn_curvature`); ``raw/Fisher mix`` averages
+  the reward), from its own samples (:mod:`research.levers_gn_curvature`); ``raw/Fisher mix`` averages
   it with the raw estimate.
 """
 
@@ -79,11 +79,11 @@ from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as a script: python benchmarks/quality_levers.py
+if str(REPO) not in sys.path:  # run as a script: python research/levers.py
     sys.path.insert(0, str(REPO))
 
 from benchmarks import harness  # noqa: E402
-from benchmarks.gn_curvature import gn_groups  # noqa: E402
+from research.levers_gn_curvature import gn_groups  # noqa: E402
 
 ETA, DEPTH, LEAVES, MCW, LAMBDA = 0.05, 6, 31, 0.1, 1.0
 ROUNDS, PATIENCE = 1000, 50
@@ -417,7 +417,7 @@ def main() -> None:
     out = Path(args.out)
     log = Path(args.store) if args.store else out.with_suffix(".jsonl")
     done = load_done(log)
-    command = "python benchmarks/quality_levers.py " + " ".join(
+    command = "python research/levers.py " + " ".join(
         f"--{k} '{v}'" for k, v in vars(args).items() if v
     )
     for data in datas:

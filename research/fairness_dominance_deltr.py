@@ -17,7 +17,7 @@ file; same numpy and pandas); nothing is installed into the package's environmen
     python3 -m venv /tmp/deltr && /tmp/deltr/bin/pip install fairsearchdeltr
     echo /work/main/.venv/lib/python3.11/site-packages \\
         > /tmp/deltr/lib/python3.11/site-packages/main.pth
-    PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python benchmarks/deltr_anchor.py --fold 1 \\
+    PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python research/fairness_dominance_deltr.py --fold 1 \\
         --queries 12 --iterations 150 --weights 0,1,3
 
 Without fairsearchdeltr the script says so and exits with status 0.
@@ -133,7 +133,7 @@ def main() -> None:
         rows.append(f"| PLRankRanker group-disparity w={w:g}, 100 rounds, min_child_weight 0.1 | "
                     f"{seconds:.0f} | "
                     + " | ".join(cells))
-    command = (f"PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python benchmarks/deltr_anchor.py "
+    command = (f"PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python research/fairness_dominance_deltr.py "
                f"--fold {args.fold} --queries {args.queries} --iterations {args.iterations} "
                f"--gamma {args.gamma:g} --weights {args.weights} --samples {args.samples} "
                f"--out {args.out}")

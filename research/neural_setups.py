@@ -14,7 +14,7 @@ every candidate a little, alike.
 
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    python -m benchmarks.nn_setups --data mq2008 mq2007-agg --folds 1,2,3,4,5 1,2 \\
+    python -m research.neural_setups --data mq2008 mq2007-agg --folds 1,2,3,4,5 1,2 \\
         --out benchmarks/results/nn_setups.md
 """
 
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                 done[data_name, args.k, name, fold] = record
                 print(f"{data_name} fold {fold} {name}: best epoch {record['best_epoch']}, "
                       f"{record['seconds']:.0f} s", flush=True)
-    command = "python -m benchmarks.nn_setups " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python -m research.neural_setups " + shlex.join(sys.argv[1:] if argv is None else argv)
     args.out.write_text(
         report(done, folds, args.k, command, args.epochs, args.patience),
         encoding="utf-8",

@@ -13,7 +13,7 @@ splits (queries with a relevant document):
    (``rank:ndcg``), PL-Rank ``abs`` and PL-Rank ``constant`` (all ones), under the comparison's
    tree settings (eta 0.05, depth 6, min_child_weight 0.1, lambda 1).
 
-    python -m benchmarks.hessian_probe --out benchmarks/results/hessian_probe.md
+    python -m research.hessian_probe --out benchmarks/results/hessian_probe.md
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def main() -> None:
     args = parser.parse_args()
     lines = [
         "# What the PL-Rank Hessian estimate carries", "",
-        "Command: `python -m benchmarks.hessian_probe --out " + args.out + "`", "",
+        "Command: `python -m research.hessian_probe --out " + args.out + "`", "",
         f"## Ratio of the Hessian diagonal to the gradient (K={K}, N=20,000, Fold1 training "
         "documents of queries with a relevant document)", "",
         "Margins: spread x (normal noise + 0.5 x label). Median [quartiles] of h/g per document, "

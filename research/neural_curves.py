@@ -14,7 +14,7 @@ keep) and at the end.
 
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    python -m benchmarks.nn_curves --data mq2008 mq2007-agg --folds 1,2,3,4,5 1 \\
+    python -m research.neural_curves --data mq2008 mq2007-agg --folds 1,2,3,4,5 1 \\
         --epochs 500 --rounds 1000 --out benchmarks/results/neural/learning_curves.md
 """
 
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
                 harness.append_record(log, record)
                 done[data_name, method, fold] = record
                 print(f"{data_name} fold {fold} {method}: {record['seconds']:.0f} s", flush=True)
-    command = "python -m benchmarks.nn_curves " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python -m research.neural_curves " + shlex.join(sys.argv[1:] if argv is None else argv)
     figure = args.out.with_suffix(".png")
     plot(done, args.data, folds, args.k, figure)
     parts = [

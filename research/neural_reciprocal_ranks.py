@@ -9,7 +9,7 @@ histogram bins move a little, so its results do too). The
 folders (``Fold1`` .. ``Fold5`` with ``train.txt``, ``vali.txt``, ``test.txt``, the query ids of
 the bundled files) are read by ``gbdt-plrank compare --data FOLDER``.
 
-    python -m benchmarks.reciprocal_ranks /tmp/mq2007-agg-rr
+    python -m research.neural_reciprocal_ranks /tmp/mq2007-agg-rr
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ Each distributed setting of the first ``--repeat`` seeds is trained a second tim
 partitions and workers, to see whether the booster's distributed training repeats itself.
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes.
 
-    nice -n 10 python benchmarks/dask_quality.py --seeds 20 --repeat 20 \\
+    nice -n 10 python research/dask_quality.py --seeds 20 --repeat 20 \\
         --out benchmarks/results/dask_quality.md
 """
 
@@ -222,7 +222,7 @@ def main() -> None:
                          for k in range(args.repeat)) for s in SETTINGS if s.parts}
     table = "\n\n".join([
         f"MQ2008 Fold1, test NDCG@5 over seeds 0-{args.seeds - 1}; "
-        f"`python benchmarks/dask_quality.py --seeds {args.seeds} --repeat {args.repeat}`.",
+        f"`python research/dask_quality.py --seeds {args.seeds} --repeat {args.repeat}`.",
         _summary(runs, seeds),
         "Features (of 46) whose cut points on the workers differ from the single-machine cuts: "
         + ", ".join(f"{k}: {v}" for k, v in cuts.items()) + ".",

@@ -13,7 +13,7 @@ weights the variance of each of those softmaxes by how much placing :math:`d` at
 instead of what was placed would change the reward (the factor of :math:`p_k(d)` in PL-Rank-3's
 gradient term). It is positive, like LambdaMART's :math:`\sum |\Delta| \sigma (1 - \sigma)`.
 
-A measurement prototype for ``benchmarks/quality_levers.py`` (not part of the library): plain
+A measurement prototype for ``research/levers.py`` (not part of the library): plain
 O(N K D) per query, rankings drawn by an exponential race from their own streams, keyed
 ``(seed + 1000003, round, query)`` so that they are independent of the gradient's samples.
 """

@@ -5,7 +5,7 @@ LambdaMART, on the bundled MQ2008 and MQ2007-agg (Fold1), over several seeds, wi
 settings, early stopping on validation NDCG@5. The choice is made on the validation split; the
 test split is reported beside it.
 
-    python benchmarks/hessian_modes.py --seeds 3 --out benchmarks/results/hessian_modes.md
+    python research/hessian_modes.py --seeds 3 --out benchmarks/results/hessian_modes.md
 """
 
 from __future__ import annotations
