@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,10 +62,11 @@ numpydoc_validation_checks: set[str] = set()
 # A name exported by several modules is documented once (see api_names.py); a reference to one
 # of its other paths, or to the private module that defines it, leads to that page.
 autosummary_generate = True
-autosummary_ignore_module_all = False
 API_DOCUMENTED, API_ALIASES = api_names.pages()
-_SHORT = [(n, f"{mod}.{n}") for mod, names in API_DOCUMENTED.items() for n in names]
-SHORT_NAMES = {n: full for n, full in _SHORT if [m for m, _ in _SHORT].count(n) == 1}
+# A public name that no other public module uses, written without its module, is found too.
+_SHORT = [(name, f"{mod}.{name}") for mod, names in API_DOCUMENTED.items() for name in names]
+_COUNTS = Counter(name for name, _ in _SHORT)
+SHORT_NAMES = {name: full for name, full in _SHORT if _COUNTS[name] == 1}
 PRIVATE = re.compile(r"(^|[.-])_[a-z]")
 autosummary_context = {
     "api_documented": API_DOCUMENTED,

@@ -81,6 +81,21 @@ def test_the_site_check_names_missing_api_pages(tmp_path: Path) -> None:
     assert "api/generated/gbdt_plrank.PLRankRanker.html" not in check_site.missing_api_pages(tmp_path)
 
 
+def test_the_site_check_names_private_index_entries(tmp_path: Path) -> None:
+    check_site = _docs_module("check_site")
+    (tmp_path / "genindex.html").write_text(
+        "<li>ndcg() (in module gbdt_plrank)</li><li>train (gbdt_plrank.harness attribute)</li>"
+    )
+    assert check_site.private_index_entries(tmp_path) == []
+    (tmp_path / "genindex.html").write_text(
+        "<li>estimate() (in module gbdt_plrank._plrank)</li>"
+        "<li>fit() (gbdt_plrank._boosters._xgboost.XGBoostBackend method)</li>"
+    )
+    assert check_site.private_index_entries(tmp_path) == [
+        "gbdt_plrank._boosters._xgboost", "gbdt_plrank._plrank",
+    ]
+
+
 def test_the_site_check_names_quotes_and_mail_links(tmp_path: Path) -> None:
     check_site = _docs_module("check_site")
     (tmp_path / "guide").mkdir()
