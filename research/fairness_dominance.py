@@ -6,7 +6,7 @@ fairness_weight=w)`` with the validation split as eval set and 50 rounds of earl
 policy's validation objective, for each weight ``w``; LambdaMART (XGBoost ``rank:ndcg``, the
 comparison harness's trees, early-stopped on validation NDCG@10); the user's call at w = 0 is
 the PL-Rank reference (the relevance objective at train_K = K); and, at the weights of
-``--probe-weights``, the variants that test the hypotheses of the issue (the Hessian mode, a
+``--probe-weights``, the variants that test why a fair policy might be dominated (the Hessian mode, a
 smaller learning rate with more rounds, a larger N, no early stopping).
 
 Every model is evaluated on the VALIDATION and TEST queries that have a relevant document
