@@ -182,6 +182,7 @@ def test_synthetic_data_is_seeded_and_mslr_shaped() -> None:
     assert 500 < long.sizes.mean() < 2000
 
 
+@pytest.mark.slow  # compiles the kernels of two revisions (minutes of CPU on a cold cache)
 def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
     from benchmarks import kernel_revisions
 

@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import ILLUSTRATIVE, PAGES, python_blocks, run_blocks
+from doc_blocks import ILLUSTRATIVE, PAGES, ROOT, python_blocks, run_blocks
+
+PAGES_ROOT = ROOT / "docs"
 
 
 def test_the_pages_are_found_and_some_blocks_run() -> None:
@@ -26,9 +28,16 @@ def test_illustrative_blocks_are_marked_with_a_reason(tmp_path: Path) -> None:
 
 
 RUNNABLE = [p for p in PAGES if python_blocks(p)]
+#: Pages that take long to run (``make test`` skips them, ``make test-all`` runs them), with why.
+SLOW = {"examples/dask.md": "starts a cluster of two worker processes"}
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=[p.stem for p in RUNNABLE])
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(p, marks=pytest.mark.slow) if p.relative_to(PAGES_ROOT).as_posix() in SLOW else p
+     for p in RUNNABLE],
+    ids=[p.stem for p in RUNNABLE],
+)
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a block that writes files writes them here
     run_blocks(page, python_blocks(page))
