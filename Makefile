@@ -44,7 +44,7 @@ $(MATHJAX)/tex-mml-chtml.js:
 
 docs: $(STAMP) $(MATHJAX)/tex-mml-chtml.js ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
 	rm -rf docs/api/generated  # the API pages are generated from the docstrings at each build
-	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
+	$(BIN)/python -m sphinx -E -W --keep-going -n -b html docs site
 	$(BIN)/python docs/check_site.py site
 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
@@ -55,4 +55,4 @@ tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 
 clean: ## remove the virtual environment, caches and the built site
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build docs/api/generated $(MATHJAX)
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site jupyter_execute docs/_build docs/api/generated $(MATHJAX)
