@@ -29,8 +29,8 @@ test: $(STAMP) ## run the test suite but the slow tests (subprocess benchmarks, 
 test-all: $(STAMP) ## run every test, the slow ones too (CI)
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP) ## ruff on the package, tests, benchmarks and the docs' configuration
-	$(BIN)/ruff check gbdt_plrank tests benchmarks docs
+lint: $(STAMP) ## ruff on the package, tests, benchmarks, research scripts and the docs' configuration
+	$(BIN)/ruff check gbdt_plrank tests benchmarks research docs
 
 # MathJax served from the site itself, so that the math renders with no network (npm fetches it once).
 MATHJAX_VERSION := 3.2.2
@@ -43,7 +43,8 @@ $(MATHJAX)/tex-mml-chtml.js:
 	mkdir -p $(MATHJAX)/output && cp -r build/mathjax/package/es5/output/chtml $(MATHJAX)/output/
 
 docs: $(STAMP) $(MATHJAX)/tex-mml-chtml.js ## build the documentation site into site/ (Sphinx; a warning or broken reference fails)
-	$(BIN)/python -m sphinx -W --keep-going -n -b html docs site
+	rm -rf docs/api/generated  # the API pages are generated from the docstrings at each build
+	$(BIN)/python -m sphinx -E -W --keep-going -n -b html docs site
 	$(BIN)/python docs/check_site.py site
 
 bench: $(STAMP) ## run the benchmark suite (minutes; results go to benchmarks/results)
@@ -54,4 +55,4 @@ tables: $(STAMP) ## the research notes' tables (docs/research/comparison-tables.
 	$(BIN)/gbdt-plrank compare configs/mq2007-agg.toml $(if $(WORKERS),--workers $(WORKERS))
 
 clean: ## remove the virtual environment, caches and the built site
-	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site docs/_build $(MATHJAX)
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info site jupyter_execute docs/_build docs/api/generated $(MATHJAX)

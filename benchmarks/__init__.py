@@ -1,5 +1,5 @@
-"""Benchmarks of gbdt_plrank: synthetic MSLR-shaped data, reference baselines, timing scripts.
+"""The timing suite of gbdt_plrank: what a round, an estimate, a thread and a compilation cost.
 
 Run ``make bench`` (or ``python benchmarks/bench_round.py``); nothing here is imported by the
-library itself.
+library itself. The scripts that measured quality and chose the defaults are in ``research/``.
 """

@@ -14,7 +14,7 @@ Sections, each printed and written to ``OUT/<name>.md`` with its raw numbers in 
     objectives' time with the list length at a fixed number of documents.
 ``table2``
     The shape of Table 2 of Oosterhuis (SIGIR 2022): seconds per round, K x N, for the library's
-    samplers and the PL-Rank-3 and PL-Rank-2 baselines (:mod:`benchmarks.baselines`).
+    samplers and the PL-Rank-3 and PL-Rank-2 baselines (:mod:`baselines`).
 ``threads``
     1 and 2 threads, and the peak memory of one call, each in a fresh process.
 ``compile``

@@ -18,12 +18,14 @@ repository root); each run prints one JSON object on its last line of output.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import resource
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -33,11 +35,23 @@ Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int, int], object
 METHODS = ("library-auto", "library-tree", "library-race", "plrank3", "plrank2")
 
 
+def _baselines() -> ModuleType:
+    """The published algorithms the library is timed against: ``tests/baselines.py``, where the
+    tests check them against the library."""
+    spec = importlib.util.spec_from_file_location(
+        "baselines", Path(__file__).resolve().parents[1] / "tests" / "baselines.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baselines"] = module  # Numba's cache finds the module's functions by name
+    spec.loader.exec_module(module)
+    return module
+
+
 def estimator(method: str) -> Estimator:
     """``f(scores, labels, group_ptr, K, N, n_jobs)`` for one of :data:`METHODS`."""
     import gbdt_plrank
-    from benchmarks import baselines
 
+    baselines = _baselines()
     if method.startswith("library-"):
         sampler = method.split("-", 1)[1]
 

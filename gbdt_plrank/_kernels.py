@@ -32,10 +32,10 @@ SAMPLER_RACE = 1
 SAMPLER_AUTO = 2
 
 # The exponential race costs a logarithm per document and sample, the tree three walks of log2(D)
-# levels per placed document. "auto" draws full rankings of 32 or more documents by the race: it
-# was 5-12% faster there before the tree drew eight samples at once; now the tree is faster at
-# every D and K, 3-4 times at full rankings (benchmarks/results/sampler_crossover.md). Drawing
-# those by the tree too would change the rankings (same law, other draws) wherever K >= 32.
+# levels per placed document. "auto" draws full rankings of 32 or more documents by the race and
+# every other ranking by the tree. The tree is the faster at every D and K measured, 3-4 times at
+# full rankings (benchmarks/results/sampler_crossover.md), but drawing those by the tree too
+# would change the rankings (same law, other draws) wherever K >= 32.
 RACE_MIN_D = 32
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -35,7 +35,7 @@ class PLRankObjective(BoosterObjective):
     (counted from the first call on a training set) samples query ``q`` from the stream keyed by
     ``(seed, r, q)``, so the same seed gives the same model whatever the number of threads. The
     count restarts when the objective sees another training set, and on :meth:`reset`. With
-    ``fairness`` the fairness loss is subtracted (:mod:`gbdt_plrank._fairness`). Build it with
+    ``fairness`` the fairness loss is subtracted (:func:`plrank_grad_hess` has the losses). Build it with
     :func:`plrank_objective`.
 
     Attributes
@@ -214,9 +214,8 @@ class PLRankObjective(BoosterObjective):
         .. math:: \mathbb{E}_{y \sim \pi}[\mathrm{metric@K}(y)] - w\, F,
 
         the value the objective trains for, at the judged cut-off ``K`` with the objective's
-        metric and gain, minus the fairness weight times the fairness loss with fairness
-        (:class:`~gbdt_plrank._evaluation.PolicyValue`), from 100 rankings per query drawn from
-        the same random streams every round. Its name is ``expected_<metric>@<K>``, e.g.
+        metric and gain, minus the fairness weight times the fairness loss with fairness,
+        from 100 rankings per query drawn from the same random streams every round. Its name is ``expected_<metric>@<K>``, e.g.
         ``"expected_ndcg@5"`` (with ``-<w>*<loss>`` appended for a weighted fairness term,
         ``<loss>`` one of ``ee_l``, ``disparity``, ``group_disparity``; with group fairness an
         eval set other than the training set needs its item groups:

@@ -44,7 +44,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 def training_cutoff(K: int, train_K: int | str = "auto", *, fairness: str | None = None) -> int:
     r"""The cut-off the objective trains at, for a ranker judged by its metric@K.
 
-    ``train_K="auto"`` is :data:`~gbdt_plrank._options.TRAIN_K_FACTOR` :math:`\times K` without fairness: the rankings
+    ``train_K="auto"`` is :math:`2K` without fairness: the rankings
     sampled for training are longer than the cut-off the ranker is judged at, so the documents
     just below it (the ones a better model lifts into the top K) also get gradient. The
     libraries' LambdaMART objectives do the same: XGBoost ``rank:ndcg`` builds its pairs from the
@@ -122,14 +122,14 @@ class PLRankOptions(PLRankFields):
     N : int, default 100
         Rankings sampled per query and round.
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        The metric whose expectation is maximised (:mod:`gbdt_plrank._ranking_metric`).
+        The metric whose expectation is maximised, as :mod:`gbdt_plrank.metrics` computes it.
     gain : {"exp", "linear"}, default "exp"
         Gain of a label: :math:`2^\ell - 1` or :math:`\ell`.
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
         What the booster receives as Hessian.
     sampler : {"auto", "tree", "race"}, default "auto"
         How rankings are drawn.
-    fairness : None or one of :data:`~gbdt_plrank._fairness.FAIRNESS`, default None
+    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
         The fairness term subtracted from the expected metric.
     fairness_weight : float, default 1.0
         Its weight, finite and >= 0.

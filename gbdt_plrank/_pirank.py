@@ -208,7 +208,7 @@ def pirank_objective(
     Notes
     -----
     The defaults were chosen on validation splits of MQ2008 and MQ2007-agg, never on test
-    splits (``python -m benchmarks.pirank_defaults`` writes the tables): the constant Hessian at
+    splits (``python -m research.pirank_defaults`` writes the tables): the constant Hessian at
     tau 0.3 was behind no other candidate in any of the eight cells (2 datasets x 2 boosters
     x NDCG@5 and @10).
     """

@@ -171,7 +171,7 @@ def plrank_grad_hess(
     gain : {"exp", "linear"}, default "exp"
         :math:`2^\ell - 1` or :math:`\ell` (not used by precision).
     hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian (:func:`~gbdt_plrank._plrank.finish_hessian`). The raw estimate is
+        What the booster receives as Hessian. The raw estimate is
         indefinite and its sum over a tree node is mostly noise, so boosting with it stalls or
         lags; :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the
         Hessian" page has the measurements).
@@ -185,7 +185,7 @@ def plrank_grad_hess(
     fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
         None: the expected metric alone. Otherwise the loss is
         :math:`-\sum_q (\mathbb{E}[\mathrm{metric@K}] - w\,F_q)` with :math:`F` a loss of the
-        exposures at K with the metric's DCG rank weights (:mod:`gbdt_plrank._fairness` has
+        exposures at K with the metric's DCG rank weights (the fairness guide has
         the formulas): ``"expected-exposure"`` the expected exposure loss of Diaz et al. (2020)
         against equal exposure within grades; ``"disparity"`` the individual disparity of the
         2021 PL-Rank experiments, :math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2`

@@ -1,8 +1,8 @@
 r"""Ranking metrics per query and over a dataset, with XGBoost's and LightGBM's conventions.
 
 HIGH LEVEL. Each public function checks and converts its input once (contiguous ``float64``
-labels and scores, ``int64`` query boundaries) and hands it to the Numba kernels of
-:mod:`gbdt_plrank._metric_kernels`, which compute every metric from one rank-weighted sum.
+labels and scores, ``int64`` query boundaries) and hands it to Numba kernels, which compute
+every metric from one rank-weighted sum.
 
 Arguments shared by every function:
 
@@ -12,8 +12,7 @@ Arguments shared by every function:
     Scores, finite; higher ranks first.
 ``group`` : array-like or None
     Per-row query ids (length ``n``, rows in any order), LightGBM-style group sizes (each ``>= 1``, a
-    length other than ``n``, summing to ``n``), or ``None`` for one query; read by
-    :func:`gbdt_plrank._groups.resolve_groups`.
+    length other than ``n``, summing to ``n``), or ``None`` for one query.
 
 Conventions
 -----------

@@ -78,8 +78,8 @@ def _check_early_stopping(early_stopping_rounds: object, eval_set: object) -> No
 class PolicyRanker(PolicyMethods, BaseEstimator):
     """What the package's rankers share: training through a backend, prediction, the policy.
 
-    A subclass provides the options :class:`PolicyMethods` reads and builds the backend, settings
-    and plan of a fit; :meth:`_train` reads the data, trains and stores the fitted attributes.
+    A subclass provides the options that the policy's methods read and builds the backend,
+    settings and plan of a fit; ``_train`` reads the data, trains and stores the fitted attributes.
     """
 
     #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).

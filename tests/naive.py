@@ -1,4 +1,8 @@
-"""Slow, obvious references written from DESIGN.md section 2 (plain NumPy and Python loops).
+"""Slow, obvious references written from the estimator's formulas (plain NumPy and Python loops).
+
+The formulas are those of :func:`gbdt_plrank.plrank_grad_hess` and docs/research/estimator.md:
+the PL-Rank-3 gradient (Oosterhuis, SIGIR 2022) and the Hessian of Kang, de Rijke and Oosterhuis
+(SIGIR 2024).
 
 Normalisers S_k are summed afresh over the unplaced documents (``math.fsum``), never obtained by
 subtraction, so the references stay exact when margins lie hundreds apart.

@@ -19,7 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks import baselines, synthetic  # noqa: E402
+import baselines  # noqa: E402
+
+from benchmarks import synthetic  # noqa: E402
 
 SECTION_FILES = (
     "round_vs_xgboost", "pirank_objective", "table2", "threads_memory", "compile_time",
@@ -180,86 +182,7 @@ def test_synthetic_data_is_seeded_and_mslr_shaped() -> None:
     assert 500 < long.sizes.mean() < 2000
 
 
-def test_quality_lever_hessians_by_hand() -> None:
-    from benchmarks import quality_levers as ql
-
-    grad = np.array([0.5, -0.25, 0.0, 0.0])  # the last two rows: a query that contributes 0
-    hess = np.array([-0.2, 0.4, 0.0, 0.0])
-
-    def lever(mode: str) -> tuple[np.ndarray, np.ndarray]:
-        return ql.Lever(ql.Candidate(hessian=mode), K=5, seed=0)._hessian(None, grad, hess)
-
-    g, h = lever("grad")
-    np.testing.assert_array_equal(g, grad)
-    np.testing.assert_array_equal(h, [0.5, 0.25, 0.0, 0.0])
-    np.testing.assert_array_equal(lever("abs-wrapped")[1], [0.2, 0.4, 0.0, 0.0])
-    # The constant is the mean |h| of the contributing rows (0.3), on every row.
-    np.testing.assert_allclose(lever("scaled-constant")[1], [0.3] * 4, rtol=1e-15)
-    # Unit scale: both multiplied by 1 / mean curvature of the contributing rows.
-    g, h = lever("grad-unit")  # mean |g| = 0.375
-    np.testing.assert_allclose(g, grad / 0.375, rtol=1e-15)
-    np.testing.assert_allclose(h, [4 / 3, 2 / 3, 0.0, 0.0], rtol=1e-15)
-    g, h = lever("abs-unit")  # mean |h| = 0.3
-    np.testing.assert_allclose(g, grad / 0.3, rtol=1e-15)
-    np.testing.assert_allclose(h, [2 / 3, 4 / 3, 0.0, 0.0], rtol=1e-15)
-
-
-def test_quality_lever_temperature_is_the_sharper_policys_objective() -> None:
-    import xgboost
-
-    from benchmarks import quality_levers as ql
-    from gbdt_plrank import plrank_grad_hess
-
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 3, 12).astype(float)
-    qid = np.repeat([0, 1], 6)
-    preds = rng.normal(size=12).astype(np.float32)
-    data = xgboost.DMatrix(np.zeros((12, 1)), labels, qid=qid)
-    lever = ql.Lever(ql.Candidate(hessian="abs-wrapped", temperature=2.0), K=3, seed=4)
-    grad, hess = lever(preds, data)
-    g, h = plrank_grad_hess(
-        2.0 * preds.astype(np.float64), labels, np.array([0, 6, 12]), K=3, N=100, seed=4,
-        hessian="abs",
-    )
-    np.testing.assert_allclose(grad, 2.0 * g, rtol=1e-12)
-    np.testing.assert_allclose(hess, 4.0 * h, rtol=1e-12)
-
-
-def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> None:
-    from benchmarks import quality_levers as ql
-
-    # Two queries, one per half: each is read at the round the other one prefers.
-    curves = np.array([[0.5, 0.8], [0.9, 0.1]])  # rounds x queries
-    np.testing.assert_array_equal(ql.cross_fitted(curves, seed=3), [0.5, 0.1])
-    # A round best for every query is where every query is read.
-    rising = np.linspace(0.1, 0.9, 12).reshape(3, 4)
-    np.testing.assert_array_equal(ql.cross_fitted(rising, seed=0), rising[2])
-    # With ``select``, the round is chosen on those curves and the NDCG read from ``curves``.
-    np.testing.assert_array_equal(ql.cross_fitted(curves, seed=3, select=curves[::-1]), [0.9, 0.8])
-
-
-def test_quality_lever_policy_stopping_curve() -> None:
-    from benchmarks import quality_levers as ql
-    from gbdt_plrank._evaluation import PolicyValue
-    from gbdt_plrank._ranking_metric import RankingMetric
-    from gbdt_plrank.datasets import Split
-
-    y = np.array([2.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # the second query has no relevant document
-    vali = Split(np.zeros((6, 1)), y, np.repeat([1, 2], 3))
-    rec = ql.Curves(vali, 2, policy=True)
-    assert not rec.add(np.array([1.0, -1.0, 0.5, 0.0, 0.3, 0.1]))  # round 0: sharp, well ranked
-    # The next rounds make the policy flatter (same ranking): its expected NDCG falls, the
-    # ranking's NDCG stays, and training stops once PATIENCE rounds have not beaten round 0.
-    stops = [rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(ql.PATIENCE)]
-    assert stops == [False] * (ql.PATIENCE - 1) + [True] and rec.best() == 0
-    assert np.isnan(rec.ranking[0][1]) and rec.ranking[-1][0] == rec.ranking[0][0] == 1.0
-    value = PolicyValue(RankingMetric("ndcg", 2, "exp"), None, vali, n_samples=ql.POLICY_SAMPLES,
-                        seed=ql.POLICY_SEED, n_jobs=1)
-    expected = value.per_query(rec.margin)
-    np.testing.assert_array_equal(rec.expected[-1], expected)
-    assert expected[0] < rec.expected[0][0]
-
-
+@pytest.mark.slow  # compiles the kernels of two revisions (minutes of CPU on a cold cache)
 def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
     from benchmarks import kernel_revisions
 
@@ -268,82 +191,6 @@ def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
     )
     assert [r["revision"] for r in rows] == ["HEAD", "WORKTREE"]
     assert rows[0]["identical"] and rows[0]["ratio"] == 1.0
-
-
-# --------------------------------------------------------------------------------------------
-# Fair policies against temperatures; the DELTR anchor
-# --------------------------------------------------------------------------------------------
-def test_fairness_dominance_envelope_interpolates_down_to_the_curves_floor() -> None:
-    from benchmarks.fairness_dominance import envelope
-
-    def point(ndcg: float, ee_l: float) -> tuple[np.ndarray, np.ndarray]:
-        return np.array([ndcg, ndcg + 0.2]), np.array([ee_l, ee_l])
-
-    # EE-L falls from T=0.5 to its floor at T=2 and rises after: T=4 is never on the envelope
-    curve = {0.0: point(0.9, 2.0), 0.5: point(0.7, 1.0), 1.0: point(0.6, 0.6),
-             2.0: point(0.5, 0.5), 4.0: point(0.45, 0.55)}
-    np.testing.assert_allclose(envelope(curve, 0.8), 0.5 * curve[0.5][0] + 0.5 * curve[1.0][0])
-    np.testing.assert_allclose(envelope(curve, 0.52), 0.2 * curve[1.0][0] + 0.8 * curve[2.0][0])
-    np.testing.assert_allclose(envelope(curve, 1.5), curve[0.5][0])  # fairer than needed: sharpest
-    assert envelope(curve, 0.49) is None  # below the floor: the curve does not reach it
-
-
-def test_deltr_anchor_is_skipped_cleanly_without_fairsearchdeltr(tmp_path: Path) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("fairsearchdeltr") is not None:
-        pytest.skip("fairsearchdeltr is installed here")
-    out = tmp_path / "deltr.md"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "deltr_anchor.py"), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "fairsearchdeltr is not installed: skipped" in proc.stdout
-    assert not out.exists()
-
-
-# --------------------------------------------------------------------------------------------
-# The network's benchmarks
-# --------------------------------------------------------------------------------------------
-def test_reciprocal_ranks_keep_absent_entries_absent(tmp_path: Path) -> None:
-    from tiny_ltr import write_tiny_letor
-
-    from benchmarks import reciprocal_ranks
-    from gbdt_plrank.datasets import load_dataset
-
-    tiny = write_tiny_letor(tmp_path / "tiny")
-    reciprocal_ranks.main([str(tmp_path / "rr"), "--data", str(tiny)])
-    before, after = load_dataset(str(tiny)), load_dataset(str(tmp_path / "rr"), fold=3)
-    for a, b in zip((before.train, before.vali, before.test), (after.train, after.vali, after.test)):
-        np.testing.assert_array_equal(a.qid, b.qid)
-        np.testing.assert_array_equal(a.y, b.y)
-        x = a.X.tocsr(copy=True)
-        x.eliminate_zeros()
-        np.testing.assert_array_equal(x.indices, b.X.indices)
-        np.testing.assert_allclose(b.X.data, 1.0 / x.data, rtol=1e-6)
-
-
-def test_network_benchmarks_write_their_tables(tmp_path: Path) -> None:
-    from tiny_ltr import write_tiny_letor
-
-    from benchmarks import nn_curves, nn_setups
-
-    tiny = str(write_tiny_letor(tmp_path / "tiny"))
-    setups = tmp_path / "setups.md"
-    nn_setups.main(["--data", tiny, "--folds", "1", "--setups", "defaults", "adam lr 0.003",
-                    "--epochs", "2", "--patience", "1", "--out", str(setups)])
-    text = setups.read_text()
-    assert "| defaults |" in text and "| adam lr 0.003 |" in text
-    curves = tmp_path / "curves.md"
-    nn_curves.main(["--data", tiny, "--folds", "1", "--epochs", "3", "--rounds", "2",
-                    "--out", str(curves)])
-    text = curves.read_text()
-    for method in (nn_curves.NETWORK, *nn_curves.TREES):
-        assert f"| {method} | 1 |" in text
-    records = [json.loads(line) for line in curves.with_suffix(".jsonl").read_text().splitlines()]
-    assert {len(r["test"]) for r in records} == {2, 3}
-    assert curves.with_suffix(".png").is_file()
 
 
 # --------------------------------------------------------------------------------------------

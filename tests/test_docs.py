@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import ILLUSTRATIVE, PAGES, python_blocks, run_blocks
+from doc_blocks import ILLUSTRATIVE, PAGES, ROOT, python_blocks, run_blocks
+
+PAGES_ROOT = ROOT / "docs"
 
 
 def test_the_pages_are_found_and_some_blocks_run() -> None:
@@ -26,35 +28,85 @@ def test_illustrative_blocks_are_marked_with_a_reason(tmp_path: Path) -> None:
 
 
 RUNNABLE = [p for p in PAGES if python_blocks(p)]
+#: Pages that take long to run (``make test`` skips them, ``make test-all`` runs them), with why.
+SLOW = {"examples/dask.md": "starts a cluster of two worker processes"}
 
 
-@pytest.mark.parametrize("page", RUNNABLE, ids=[p.stem for p in RUNNABLE])
+@pytest.mark.parametrize(
+    "page",
+    [pytest.param(p, marks=pytest.mark.slow) if p.relative_to(PAGES_ROOT).as_posix() in SLOW else p
+     for p in RUNNABLE],
+    ids=[p.stem for p in RUNNABLE],
+)
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a block that writes files writes them here
     run_blocks(page, python_blocks(page))
 
 
-def test_every_public_name_is_in_the_api_reference() -> None:
+def _docs_module(name: str):
+    import importlib.util
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    spec = importlib.util.spec_from_file_location(name, docs / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_public_name_has_one_page_in_the_api_reference() -> None:
+    import pkgutil
+
     import gbdt_plrank
 
-    dask_api = pytest.importorskip("gbdt_plrank.dask")
-    nn_api = pytest.importorskip("gbdt_plrank.nn")
-    text = (Path(__file__).resolve().parents[1] / "docs" / "api" / "index.rst").read_text()
-    names = [f"gbdt_plrank.{n}" for n in gbdt_plrank.__all__]
-    names += [f"gbdt_plrank.dask.{n}" for n in dask_api.__all__]
-    names += [f"gbdt_plrank.nn.{n}" for n in nn_api.__all__]
-    names += [f"gbdt_plrank.clicks.{n}" for n in gbdt_plrank.clicks.__all__]
-    assert [n for n in names if not re.search(rf"{re.escape(n)}\b", text)] == []
+    pytest.importorskip("gbdt_plrank.dask")
+    pytest.importorskip("gbdt_plrank.nn")
+    api_names = _docs_module("api_names")
+    # Every public module but the command line (its guide is the CLI's --help) has its page.
+    public = {f"gbdt_plrank.{m.name}" for m in pkgutil.iter_modules(gbdt_plrank.__path__)}
+    public = {m for m in public if not m.rpartition(".")[2].startswith("_")}
+    assert public - {"gbdt_plrank.cli"} <= set(api_names.PUBLIC_MODULES)
+    index = (Path(__file__).resolve().parents[1] / "docs" / "api" / "index.rst").read_text()
+    assert re.findall(r"^   (gbdt_plrank\S*)$", index, re.MULTILINE) == list(api_names.PUBLIC_MODULES)
+    documented, aliases = api_names.pages()
+    for modname, names in api_names.public_names().items():
+        for name in names:
+            path = f"{modname}.{name}"
+            home = aliases.get(path, path)
+            mod, _, short = home.rpartition(".")
+            assert short in documented[mod], path
+    # One page per object: gbdt_plrank.ndcg is gbdt_plrank.metrics.ndcg, documented once.
+    assert "ndcg" in documented["gbdt_plrank"] and "ndcg" not in documented["gbdt_plrank.metrics"]
+    assert aliases["gbdt_plrank.metrics.ndcg"] == "gbdt_plrank.ndcg"
+    assert aliases["gbdt_plrank._options.PLRankOptions"] == "gbdt_plrank.PLRankOptions"
+
+
+def test_the_site_check_names_missing_api_pages(tmp_path: Path) -> None:
+    check_site = _docs_module("check_site")
+    (tmp_path / "api" / "generated").mkdir(parents=True)
+    missing = check_site.missing_api_pages(tmp_path)
+    assert "api/generated/gbdt_plrank.PLRankRanker.html" in missing
+    assert "api/generated/gbdt_plrank.metrics.ndcg.html" not in missing  # documented as gbdt_plrank.ndcg
+    (tmp_path / "api" / "generated" / "gbdt_plrank.PLRankRanker.html").write_text("<p></p>")
+    assert "api/generated/gbdt_plrank.PLRankRanker.html" not in check_site.missing_api_pages(tmp_path)
+
+
+def test_the_site_check_names_private_index_entries(tmp_path: Path) -> None:
+    check_site = _docs_module("check_site")
+    (tmp_path / "genindex.html").write_text(
+        "<li>ndcg() (in module gbdt_plrank)</li><li>train (gbdt_plrank.harness attribute)</li>"
+    )
+    assert check_site.private_index_entries(tmp_path) == []
+    (tmp_path / "genindex.html").write_text(
+        "<li>estimate() (in module gbdt_plrank._plrank)</li>"
+        "<li>fit() (gbdt_plrank._boosters._xgboost.XGBoostBackend method)</li>"
+    )
+    assert check_site.private_index_entries(tmp_path) == [
+        "gbdt_plrank._boosters._xgboost", "gbdt_plrank._plrank",
+    ]
 
 
 def test_the_site_check_names_quotes_and_mail_links(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "check_site", Path(__file__).resolve().parents[1] / "docs" / "check_site.py"
-    )
-    check_site = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check_site)
+    check_site = _docs_module("check_site")
     (tmp_path / "guide").mkdir()
     (tmp_path / "index.html").write_text("<p>x &gt;= 0</p>")
     assert check_site.slips(tmp_path) == []

@@ -347,7 +347,7 @@ def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
 
 
 def test_raw_hessian_trace_is_zero_at_equal_margins():
-    """DESIGN.md section 4: at round 0 the exact trace vanishes, so raw node sums are noise."""
+    """At round 0 the exact trace vanishes, so raw node sums are noise (docs/research/hessian.md)."""
     labels = np.array([2.0, 0.0, 1.0, 0.0, 1.0])
     rho, theta = naive.rewards(labels, K=3)
     _, _, h_exact = naive.exact_derivatives(np.zeros(5), rho, theta[:3])

@@ -101,7 +101,7 @@ def test_shipped_configs_load() -> None:
         else:
             assert config.seeds >= 2
     assert load_config(CONFIGS / "demo.toml").k == (5, 10)
-    for name in ("mq2008", "mq2007-agg"):  # every query pooled, at least 3 seeds (issue 10)
+    for name in ("mq2008", "mq2007-agg"):  # every query pooled, at least 3 seeds
         config = load_config(CONFIGS / f"{name}.toml")
         assert config.seeds >= 3 and config.folds == (1, 2, 3, 4, 5)
 

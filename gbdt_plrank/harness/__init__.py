@@ -1,20 +1,20 @@
 """The comparison harness: PL-Rank GBDT next to the other GBDT ranking objectives.
 
-``gbdt-plrank compare CONFIG`` reads a TOML file (:mod:`.config`), trains every method
-(:mod:`.methods`, trained by :mod:`.training` through the booster layer) on every dataset fold, cut-off and seed (:mod:`.runner`, resumable through
-:mod:`.store`) and writes ``results.csv``, ``results.md`` and ``curves.png`` (:mod:`.report`).
+``gbdt-plrank compare CONFIG`` reads a TOML file (``config``), trains every method
+(``methods``, trained by ``training`` through the booster layer) on every dataset fold, cut-off and seed (``runner``, resumable through
+``store``) and writes ``results.csv``, ``results.md`` and ``curves.png`` (``report``).
 
-``gbdt-plrank fairness CONFIG`` (:mod:`.frontier_config`) draws the frontier of expected NDCG@k
-against exposure fairness (:mod:`.frontier`: PL-Rank with the fairness objective against post-hoc
+``gbdt-plrank fairness CONFIG`` (``frontier_config``) draws the frontier of expected NDCG@k
+against exposure fairness (``frontier``: PL-Rank with the fairness objective against post-hoc
 randomised deterministic rankers, with group offsets when a protected group is given
-(:mod:`.groups`), evaluated by :mod:`.policy_eval`, PL-Rank early-stopped on its policy's
+(``groups``), evaluated by ``policy_eval``, PL-Rank early-stopped on its policy's
 validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
-``frontier.csv``, ``frontier.md`` and ``frontier.png`` (:mod:`.frontier_report`).
+``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``frontier_report``).
 
-``gbdt-plrank clicks CONFIG`` (:mod:`.clicks_config`) learns from simulated click logs
-(:mod:`.clicks_run`: a logging policy deployed stochastically and deterministically, PL-Rank on
+``gbdt-plrank clicks CONFIG`` (``clicks_config``) learns from simulated click logs
+(``clicks_run``: a logging policy deployed stochastically and deterministically, PL-Rank on
 policy-aware and naive rewards, XGBoost's and LightGBM's unbiased objectives, the full-label
-model, the exploration loop) and writes ``clicks.md`` and ``clicks.png`` (:mod:`.clicks_report`).
+model, the exploration loop) and writes ``clicks.md`` and ``clicks.png`` (``clicks_report``).
 """
 
 from .config import (

@@ -112,7 +112,7 @@ class TreeSettings(Schema):
     """Booster settings shared by every method of a comparison.
 
     Each library reads them under its own names (the booster layer's table
-    :data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a setting a library has no counterpart for is
+    ``NATIVE_NAMES``); a setting a library has no counterpart for is
     not passed to it. ``num_leaves`` unset keeps each library's default (XGBoost: no limit
     besides ``max_depth``; LightGBM: 31).
     """

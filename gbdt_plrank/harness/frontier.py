@@ -293,7 +293,7 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     ------
     ConfigError
         When a data entry is missing, the folder holds results of other settings, or the
-        protected group cannot be formed on a fold (:func:`.groups.with_item_groups`).
+        protected group cannot be formed on a fold (``groups.with_item_groups``).
     """
     check_data(config.datasets, config.folds)
     store = FrontierStore(config.out, settings=config.settings())

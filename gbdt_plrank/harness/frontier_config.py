@@ -60,7 +60,7 @@ class FrontierConfig(Schema):
     """A frontier: data, the PL-Rank method, the fairness loss and weights, the post-hoc grids.
 
     ``fairness`` is the fair curve's loss and the report's measure of fairness; ``protected``
-    gives every document an item group (:mod:`.groups`; needed by ``"group-disparity"``);
+    gives every document an item group (``groups``; needed by ``"group-disparity"``);
     ``group_offsets`` (needs ``protected``) are the post-hoc offsets :math:`b` of the protected
     group, in units of each model's validation spread, under every temperature.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training

@@ -1,7 +1,7 @@
 """The methods a comparison runs: one registry entry per name.
 
 A method is a booster library and an objective: one of the package's own objectives
-(:data:`OWN_OBJECTIVES`: PL-Rank, :func:`~gbdt_plrank.plrank_objective`, or PiRank,
+(``OWN_OBJECTIVES``: PL-Rank, :func:`~gbdt_plrank.plrank_objective`, or PiRank,
 :func:`~gbdt_plrank.pirank_objective`) or one of the library's own ranking objectives. How a
 method is trained is :mod:`.training`'s job, through the package's one booster layer.
 """
@@ -41,10 +41,10 @@ class Method:
         The booster library, or ``"torch"``: a neural network trained by the PL-Rank gradient
         (the network's options are its native parameters, ``[params.plrank-nn]``).
     objective : str
-        A key of :data:`OWN_OBJECTIVES`, or the library's own objective; ``{k}`` in it is
+        A key of ``OWN_OBJECTIVES``, or the library's own objective; ``{k}`` in it is
         replaced by the cut-off.
     hessian : str or None
-        The Hessian mode that defines the method (:data:`OWN_OBJECTIVES` methods only), over
+        The Hessian mode that defines the method (``OWN_OBJECTIVES`` methods only), over
         the objective's settings table; None keeps the table's.
     baseline : str or None
         The method the report measures this one against, paired by dataset and seed.

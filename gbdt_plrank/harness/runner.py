@@ -153,7 +153,7 @@ def run_comparison(
         Receives the progress messages (skipped methods, what is left to run).
     executor : callable, optional
         Runs the tasks and yields their results in any order (e.g.
-        :func:`~gbdt_plrank.harness.parallel.dask_executor` on a Dask cluster); each result is
+        ``gbdt_plrank.harness.parallel.dask_executor`` on a Dask cluster); each result is
         stored as soon as it arrives. Default: one after the other in this process.
 
     Returns

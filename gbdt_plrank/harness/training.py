@@ -122,7 +122,7 @@ def train(
     Parameters
     ----------
     name : str
-        A key of :data:`~gbdt_plrank.harness.methods.METHODS`.
+        A key of :data:`~gbdt_plrank.harness.METHODS`.
     data : LTRDataset
         Train, validation and test splits.
     k : int
@@ -143,7 +143,7 @@ def train(
     callbacks : sequence, default ()
         The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
         ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
-        callbacks; the validation set is named ``valid_0`` (:func:`~gbdt_plrank._boosters.eval_name`),
+        callbacks; the validation set is named ``valid_0``,
         ``valid_1`` with ``test_curve``.
     test_curve : bool, default False
         Also score the test split after every round (``Fit.test_history``), to draw learning

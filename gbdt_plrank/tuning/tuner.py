@@ -160,11 +160,11 @@ def tune(
     Each trial trains ``method`` on the train split with parameters drawn from its search space,
     early-stopped on validation NDCG@k, and scores the best validation NDCG@k; the test split is
     never looked at. Trials are pruned on their intermediate validation NDCG@k. Running the same
-    call again resumes the study (see :mod:`gbdt_plrank.tuning.study`): the budget counts the
+    call again resumes the study (see ``gbdt_plrank.tuning.study``): the budget counts the
     finished trials of earlier runs, so that every method of a comparison gets the same one.
 
     After tuning, the output folder holds ``best_params.toml``, ``history.png`` and
-    ``importances.png`` for every tuned study of the storage (:mod:`gbdt_plrank.tuning.output`).
+    ``importances.png`` for every tuned study of the storage (``gbdt_plrank.tuning.output``).
 
     Parameters
     ----------
