@@ -68,7 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _fair_kernels
-from ._groups import row_queries
+from ._groups import resolve_groups, row_queries
 from ._ranking_metric import gains
 from ._validation import check_item_groups
 from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
@@ -226,7 +226,10 @@ class FairnessSpec:
         if self.name == "expected-exposure":
             values = expected_exposure_loss(labels, exposure, row_query, k=K, per_query=True)
             if not self.trains_empty_queries:
-                relevant = np.bincount(row_query, labels > 0, minlength=values.shape[0])
+                groups = resolve_groups(row_query, labels.shape[0])
+                relevant = np.bincount(
+                    row_queries(groups.ptr), labels[groups.order] > 0, minlength=values.shape[0]
+                )
                 values[relevant == 0] = 0.0
             return values
         if self.name == "disparity":

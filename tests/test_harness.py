@@ -29,6 +29,7 @@ from gbdt_plrank.harness import (
     write_report,
 )
 from gbdt_plrank.harness import runner as runner_module
+from gbdt_plrank.harness.clicks_config import load_clicks_config
 from gbdt_plrank.harness.data import (
     check_data,
     dataset_label,
@@ -93,6 +94,10 @@ def test_shipped_configs_load() -> None:
     for path in CONFIGS.glob("*.toml"):
         if path.stem.startswith("fairness"):  # frontiers (gbdt-plrank fairness): test_frontier
             continue
+        if path.stem.startswith("clicks"):  # gbdt-plrank clicks
+            clicks = load_clicks_config(path)
+            assert clicks.datasets and clicks.folds
+            continue
         config = load_config(path)
         assert config.methods
         if path.stem in ("headline", "neural"):  # one seed, every query of both datasets, paired
@@ -156,7 +161,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
         (BASE + '[plrank]\nfairness = "group-disparity"', "fairness='group-disparity' needs item "
          "groups, which comparisons do not take; draw its frontier with gbdt-plrank fairness"),
-        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'policy', 'ranking', but 'ndcg'"),
+        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'policy', 'ranking', 'standardized', but 'ndcg'"),
         (BASE + '[plrank]\ntrain_K = 0', "plrank.train_K must be \"auto\" or an integer >= 1, but 0"),
         (BASE + '[plrank]\ntrain_K = "k"', "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),

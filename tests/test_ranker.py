@@ -565,7 +565,7 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
         ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
         ({"stopping_metric": "ndcg"}, {}, ValueError,
-         "stopping_metric must be one of 'auto', 'policy', 'ranking', but 'ndcg' is given"),
+         "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
