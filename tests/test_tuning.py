@@ -338,8 +338,9 @@ def test_the_trial_budget_counts_earlier_runs(tmp_path: Path, tiny: str, monkeyp
 def test_the_time_budget_is_respected(tmp_path: Path, tiny: str) -> None:
     study = quick(tiny, tmp_path, trials=None, timeout=1.0)
     trials = study.get_trials(deepcopy=False)
-    assert len(trials) >= 2 and all(t.state == COMPLETE for t in trials)
+    assert all(t.state == COMPLETE for t in trials)
     used = [(t.datetime_complete - t.datetime_start).total_seconds() for t in trials]
+    assert len(trials) >= 2 or used[0] >= 1.0  # another trial starts while budget is left
     assert sum(used[:-1]) < 1.0  # no trial starts once the budget is used up
     assert Budget.left(study, trials=None, timeout=1.0).seconds == pytest.approx(
         max(1.0 - sum(used), 0.0)
