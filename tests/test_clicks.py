@@ -1,10 +1,18 @@
 """Click logs: validation, simulation, position-bias recovery and unbiased rewards."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from gbdt_plrank.clicks import ClickLog, click_rewards, estimate_position_bias, simulate_clicks
+from gbdt_plrank.clicks import (
+    ClickLog,
+    click_rewards,
+    estimate_position_bias,
+    pbm_position_bias,
+    simulate_clicks,
+)
 
 
 def _uniform_rankings(n_queries, n_docs, n_sessions, seed):
@@ -21,33 +29,120 @@ def _log(**kw):
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    (dict(rank=[1, 1, 1]), "ranks within a session should be distinct, but session 0 shows rank 1"),
-    (dict(rank=[0, 2, 1]), "rank should be >= 1 (1-based), but 0 is given"),
-    (dict(click=[0, 2, 0]), "click should be 0 or 1, but 2 is given"),
-    (dict(row=[0, -1, 0]), "row should be >= 0, but -1 is given"),
-    (dict(row=[0, 1.5, 0]), "row should hold integers, but 1.5 is given"),
-    (dict(click=[0, 1]), "should have one length"),
+    (dict(rank=[1, 1, 1]), "rank must be distinct within a session (a session shows one "
+                           "document per rank), but session 0 shows rank 1 2 times."),
+    (dict(row=[0, 0, 0], rank=[1, 2, 1]), "row must be distinct within a session (a session "
+                                          "shows a document once), but session 0 shows row 0 "
+                                          "2 times."),
+    (dict(rank=[1, 0, 1]), "rank must be >= 1 (ranks are 1-based), but rank[1] is 0."),
+    (dict(click=[0, 2, 0]), "click must be 0 or 1, but click[1] is 2."),
+    (dict(click=[0, -1, 0]), "click must be 0 or 1, but click[1] is -1."),
+    (dict(click=[0.0, 0.5, 0.0]), "click must hold integers, but click[1] is 0.5."),
+    (dict(row=[0, -1, 0]), "row must be >= 0, but row[1] is -1."),
+    (dict(row=[0, 1.5, 0]), "row must hold integers, but row[1] is 1.5."),
+    (dict(row=[0, np.nan, 0]), "row must hold integers, but row[1] is nan."),
+    (dict(session=[0, np.inf, 1]), "session must hold integers, but session[1] is inf."),
+    (dict(rank=["1", "2", "1"]), "rank must hold integers, but has dtype <U1."),
+    (dict(click=[[0, 1, 0]]), "click must be one-dimensional, but has shape (1, 3)."),
+    (dict(click=[0, 1]), "lengths must agree, but session has 3, row has 3, rank has 3, "
+                         "click has 2."),
 ])
 def test_every_bad_value_is_named(kw, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         _log(**kw)
 
 
-def test_sessions_within_one_query_and_rows_in_range():
+def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     log = _log()
-    with pytest.raises(ValueError, match="session 0 shows rows of several queries"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], qid=[1, 2])
-    click_rewards(log, 2, position_bias=[1.0, 0.5], qid=[1, 1])
-    with pytest.raises(ValueError, match="row should be < n_rows = 1, but 1 is given"):
-        click_rewards(log, 1, position_bias=[1.0, 0.5])
-    with pytest.raises(ValueError, match="cover every logged rank, but rank 2"):
-        click_rewards(log, 2, position_bias=[1.0])
-    with pytest.raises(ValueError, match="position_bias should be in \\(0, 1\\]"):
-        click_rewards(log, 2, position_bias=[1.0, 0.0])
-    with pytest.raises(ValueError, match="estimator should be"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], estimator="ips")
-    with pytest.raises(ValueError, match="qid should be given with propensities"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], propensities=[1.0, 1.0])
+    theta = [1.0, 0.5]
+    with pytest.raises(ValueError, match=re.escape(
+            "the rows of a session must belong to one query, but session 0 shows rows of "
+            "queries 1 and 2.")):
+        click_rewards(log, 2, position_bias=theta, qid=[1, 2])
+    click_rewards(log, 2, position_bias=theta, qid=[1, 1])
+    for qid in (None, [7]):
+        with pytest.raises(ValueError, match=re.escape(
+                "row must be < n_rows = 1, but row[1] is 1.")):
+            click_rewards(log, 1, position_bias=theta, qid=qid)
+    with pytest.raises(ValueError, match=re.escape(
+            "qid must have shape (2,) (one query id per row), but has shape (3,).")):
+        click_rewards(log, 2, position_bias=theta, qid=[1, 1, 1])
+    with pytest.raises(ValueError, match=re.escape("n_rows must be an integer >= 1, but 2.0")):
+        click_rewards(log, 2.0, position_bias=theta)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(position_bias=[1.0]), "position_bias must cover every logged rank, but rank 2 is "
+                                "logged and 1 ranks are given."),
+    (dict(position_bias=[1.0, 0.0]), "position_bias must be in (0, 1], but position_bias[1] is "
+                                     "0.0."),
+    (dict(position_bias=[1.0, 1.5]), "position_bias must be in (0, 1], but position_bias[1] is "
+                                     "1.5."),
+    (dict(position_bias=[1.0, np.nan]), "position_bias must be finite, but position_bias[1] is "
+                                        "nan"),
+    (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
+    (dict(position_bias="known"), "position_bias must be one of 'estimate', but 'known' is "
+                                  "given."),
+    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'naive', but 'ips' is "
+                            "given."),
+    (dict(propensities=[1.0, 1.0]), "qid must be given with propensities (the sessions are "
+                                    "counted per query), but it is None."),
+    (dict(propensities=[1.0, -0.5], qid=[0, 0]), "propensities must be >= 0, but "
+                                                 "propensities[1] is -0.5."),
+    (dict(propensities=[1.0, np.inf], qid=[0, 0]), "propensities must be finite, but "
+                                                   "propensities[1] is inf"),
+    (dict(propensities=[1.0], qid=[0, 0]), "propensities must have shape (2,) (one per row), "
+                                           "but has shape (1,)."),
+    (dict(propensities=[1.0, 0.0], qid=[0, 0]), "propensities must be > 0 for every clicked "
+                                                "row, but row 1 has 1 click(s) and "
+                                                "propensities[1] is 0.0."),
+])
+def test_every_bad_reward_argument_is_named(kw, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        click_rewards(_log(), 2, **{"position_bias": [1.0, 0.5], **kw})
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(eta=-1.0), "eta must be a finite number >= 0, but -1.0 is given."),
+    (dict(eta=np.nan), "eta must be a finite number >= 0, but nan is given."),
+    (dict(noise=1.5), "noise must be a number in [0, 1], but 1.5 is given."),
+    (dict(top_k=0), "top_k must be an integer >= 1, but 0 is given."),
+    (dict(trust=(0.5, 2.0)), "trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
+                             "but (0.5, 2.0) is given."),
+    (dict(seed=-1), "seed must be an integer in [0, 2**63), but -1 is given."),
+    (dict(y=[0.0, -1.0, 1.0]), "y must be >= 0, but y[1] is -1.0."),
+    (dict(y=[0.0, np.nan, 1.0]), "y must be finite, but y[1] is nan"),
+    (dict(rankings=[[[0, 1, 3]]]), "rankings[0] must hold row indices in [0, 3) (rows of y), "
+                                   "but holds 3."),
+    (dict(rankings=[[0, 1], [[[0]]]]), "rankings[1] must be one ranking or a 2-d array of "
+                                       "rankings (one per session), but has shape (1, 1, 1)."),
+    (dict(rankings=[[[0, 1, 0]]]), "row must be distinct within a session (a session shows a "
+                                   "document once), but session 0 shows row 0 2 times."),
+])
+def test_every_bad_simulation_argument_is_named(kw, message):
+    args = {"rankings": [[[0, 1, 2]]], "y": [0.0, 1.0, 2.0], "seed": 0, **kw}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        simulate_clicks(args.pop("rankings"), args.pop("y"), **args)
+
+
+def test_position_bias_estimate_arguments_are_named():
+    with pytest.raises(ValueError, match=re.escape("the log must have entries to estimate the "
+                                                   "position bias from, but it is empty.")):
+        estimate_position_bias(ClickLog(session=[], row=[], rank=[], click=[]))
+    with pytest.raises(ValueError, match=re.escape(
+            "the log must show rank 1 (theta is relative to it), but its ranks run from 2 to 3.")):
+        estimate_position_bias(ClickLog(session=[0, 0], row=[0, 1], rank=[2, 3], click=[1, 0]))
+    with pytest.raises(ValueError, match=re.escape("n_iter must be an integer >= 1, but 0")):
+        estimate_position_bias(_log(), n_iter=0)
+    with pytest.raises(ValueError, match=re.escape("tol must be a finite number > 0, but -1.0")):
+        estimate_position_bias(_log(), tol=-1.0)
+
+
+def test_pbm_position_bias():
+    np.testing.assert_allclose(pbm_position_bias(4, eta=2.0), [1.0, 1 / 4, 1 / 9, 1 / 16])
+    np.testing.assert_array_equal(pbm_position_bias(3, eta=0.0), [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match=re.escape("K must be an integer >= 1, but 0 is given.")):
+        pbm_position_bias(0)
 
 
 def test_from_frame_round_trip_and_missing_column():
@@ -55,7 +150,9 @@ def test_from_frame_round_trip_and_missing_column():
     df = pd.DataFrame(dict(session=log.session, row=log.row, rank=log.rank, click=log.click))
     back = ClickLog.from_frame(df)
     assert np.array_equal(back.rank, log.rank) and np.array_equal(back.click, log.click)
-    with pytest.raises(ValueError, match=r"\['click'\] are missing"):
+    with pytest.raises(ValueError, match=re.escape(
+            "the frame must have the columns session, row, rank, click, but ['click'] are "
+            "missing.")):
         ClickLog.from_frame(df.drop(columns="click"))
 
 
