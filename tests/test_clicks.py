@@ -180,15 +180,30 @@ def test_simulated_clicks_follow_the_model():
     assert np.array_equal(again.click, log.click)
 
 
-def test_position_bias_is_recovered_from_a_stochastic_logger():
-    eta = 1.2
-    y = np.random.default_rng(1).integers(0, 3, size=30 * 8)
-    log = simulate_clicks(_uniform_rankings(30, 8, 400, seed=2), y, eta=eta, noise=0.1,
-                          top_k=5, seed=3)
+def _plackett_luce_rankings(y, n_queries, n_docs, n_sessions, seed):
+    """A stochastic logger that favours relevant rows: Plackett-Luce rankings (Gumbel trick) of
+    scores that grow with the label, so each row is shown mostly at some ranks."""
+    rng = np.random.default_rng(seed)
+    scores = 1.5 * y.reshape(n_queries, n_docs) + rng.normal(size=(n_queries, n_docs))
+    return [q * n_docs + np.argsort(-(scores[q] + rng.gumbel(size=(n_sessions, n_docs))), axis=1)
+            for q in range(n_queries)]
+
+
+@pytest.mark.parametrize(("logger", "eta"), [("uniform", 1.2), ("plackett-luce", 1.0),
+                                             ("plackett-luce", 2.0)])
+def test_position_bias_is_recovered_from_a_stochastic_logger(logger, eta):
+    y = np.random.default_rng(1).choice(3, size=30 * 8, p=[0.6, 0.25, 0.15])
+    rankings = (_uniform_rankings(30, 8, 400, seed=2) if logger == "uniform"
+                else _plackett_luce_rankings(y, 30, 8, 400, seed=2))
+    log = simulate_clicks(rankings, y, eta=eta, noise=0.1, top_k=5, seed=3)
     theta = estimate_position_bias(log)
-    truth = (1.0 / np.arange(1, 6)) ** eta
+    truth = pbm_position_bias(5, eta=eta)
     assert theta[0] == 1.0
     np.testing.assert_allclose(theta, truth, atol=0.03)
+    # the click-through rate by rank is not the position bias: relevance differs by rank
+    ctr = np.bincount(log.rank - 1, log.click) / np.bincount(log.rank - 1)
+    if logger == "plackett-luce":
+        assert np.abs(ctr / ctr[0] / truth - 1).max() > 0.2
     # and "estimate" gives the rewards from these weights
     np.testing.assert_allclose(click_rewards(log, y.size, position_bias="estimate"),
                                click_rewards(log, y.size, position_bias=theta))
@@ -221,34 +236,76 @@ def test_deterministic_logger_leaves_rows_unseen():
     assert np.all(r[3:] == 0.0)
 
 
-def test_early_stopping_on_validation_rewards():
-    """Rewards of validation queries serve as eval_set labels (gain="linear") as labels do."""
+@pytest.fixture(scope="module")
+def logged_rewards():
+    """Policy-aware rewards of 30 training and 15 validation MQ2008 queries, logged by a weak
+    PL-Rank policy with a top-5 display (fractional values, some above 1)."""
     from gbdt_plrank.datasets import load_dataset
     from gbdt_plrank.ranker import PLRankRanker
 
     data = load_dataset("mq2008")
-    fast = {"N": 10, "n_jobs": 1, "random_state": 0}
 
     def head(split, n):
         rows = int(split.group_ptr[n])
         return split.X[:rows], split.y[:rows], split.qid[:rows]
 
     (X, y, qid), (Xv, yv, qv) = head(data.train, 30), head(data.vali, 15)
-    logger = PLRankRanker(n_estimators=5, **fast).fit(X, y, group=qid)
-    theta = 1.0 / np.arange(1, 6)
+    logger = PLRankRanker(n_estimators=5, N=10, n_jobs=1, random_state=0).fit(X, y, group=qid)
+    theta = pbm_position_bias(5)
 
     def rewards(X_, y_, q_, seed):
         log = simulate_clicks(logger.sample_rankings(X_, q_, n_samples=50, K=5, random_state=seed),
                               y_, top_k=5, seed=seed)
         return click_rewards(log, y_.size, position_bias=theta, qid=q_)
 
-    r, rv = rewards(X, y, qid, 1), rewards(Xv, yv, qv, 2)
-    ranker = PLRankRanker(gain="linear", n_estimators=200, learning_rate=0.3,
-                          stopping_metric="ranking", **fast)
+    return (X, rewards(X, y, qid, 1), qid), (Xv, rewards(Xv, yv, qv, 2), qv)
+
+
+@pytest.mark.parametrize("stopping_metric", ["policy", "ranking"])
+def test_early_stopping_on_validation_rewards(logged_rewards, stopping_metric):
+    """Rewards of validation queries serve as eval_set labels (gain="linear") as labels do."""
+    from gbdt_plrank.ranker import PLRankRanker
+
+    (X, r, qid), (Xv, rv, qv) = logged_rewards
+    assert np.any((rv > 0) & (rv != np.round(rv)))
+    ranker = PLRankRanker(gain="linear", metric="dcg", n_estimators=200, learning_rate=0.3,
+                          N=10, n_jobs=1, random_state=0, stopping_metric=stopping_metric)
     ranker.fit(X, r, group=qid, eval_set=[(Xv, rv, qv)], early_stopping_rounds=3)
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
-    history = next(iter(next(iter(ranker.evals_result_.values())).values()))
+    (history,) = (h for curves in ranker.evals_result_.values() for name, h in curves.items()
+                  if name.startswith("expected_" if stopping_metric == "policy" else "dcg"))
     assert len(history) == ranker.best_iteration_ + 4
+
+
+def test_expected_metric_on_validation_rewards_in_xgboost(logged_rewards):
+    """obj.expected_metric takes fractional rewards as linear gains (the expected DCG is linear
+    in them) and early-stops xgboost.train on an eval set labelled by them."""
+    xgboost = pytest.importorskip("xgboost")
+    from gbdt_plrank import plrank_objective
+
+    (X, r, qid), (Xv, rv, qv) = logged_rewards
+    obj = plrank_objective(K=5, N=10, gain="linear", metric="dcg", seed=0, n_jobs=1)
+    margins = np.random.default_rng(0).normal(size=rv.size)
+
+    def value(labels):
+        name, v = obj.expected_metric(margins, xgboost.DMatrix(Xv, labels, qid=qv))
+        assert name == "expected_dcg@5"
+        return v
+
+    other = np.random.default_rng(1).random(rv.size)
+    np.testing.assert_allclose(value(0.37 * rv + 2.5 * other),
+                               0.37 * value(rv) + 2.5 * value(other), rtol=1e-6)  # float32 labels
+    assert value(rv) > 0
+    history = {}
+    booster = xgboost.train(
+        {"eta": 0.3, "max_depth": 6, "nthread": 1, "disable_default_eval_metric": 1},
+        xgboost.DMatrix(X, r, qid=qid), 200, obj=obj,
+        evals=[(xgboost.DMatrix(Xv, rv, qid=qv), "valid")], custom_metric=obj.expected_metric,
+        maximize=True, early_stopping_rounds=3, evals_result=history, verbose_eval=False,
+    )
+    curve = history["valid"]["expected_dcg@5"]
+    assert booster.best_iteration < 199 and len(curve) == booster.best_iteration + 4
+    assert curve[booster.best_iteration] == max(curve)
 
 
 def _exact_observation(margins, theta):
