@@ -73,7 +73,7 @@ __all__ = [
 ]
 
 _COLUMNS = ("session", "row", "rank", "click")
-ESTIMATORS = ("policy-aware", "naive")
+_ESTIMATORS = ("policy-aware", "naive")
 
 
 def _first_repeat(session: np.ndarray, other: np.ndarray) -> tuple[int, int, int] | None:
@@ -287,7 +287,7 @@ def click_rewards(
     >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="naive")
     array([0.5, 1. , 0. ])
     """
-    check_choice("estimator", estimator, ESTIMATORS)
+    check_choice("estimator", estimator, _ESTIMATORS)
     n_rows = check_positive_int("n_rows", n_rows)
     if log.row.size and log.row.max() >= n_rows:
         i = int(np.argmax(log.row))
