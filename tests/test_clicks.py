@@ -60,6 +60,13 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
             "queries 1 and 2.")):
         click_rewards(log, 2, position_bias=theta, qid=[1, 2])
     click_rewards(log, 2, position_bias=theta, qid=[1, 1])
+    # entries of sessions interleaved, session ids not contiguous
+    mixed = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 3, 1], rank=[1, 1, 2, 2], click=[0] * 4)
+    ok = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 1, 3], rank=[1, 1, 2, 2], click=[0] * 4)
+    ok.check_queries(["a", "a", "b", "b"])
+    with pytest.raises(ValueError, match=re.escape(
+            "session 3 shows rows of queries 'b' and 'a'.")):
+        mixed.check_queries(["a", "a", "b", "b"])
     for qid in (None, [7]):
         with pytest.raises(ValueError, match=re.escape(
                 "row must be < n_rows = 1, but row[1] is 1.")):
