@@ -87,7 +87,7 @@ def _first_repeat(session: np.ndarray, other: np.ndarray) -> tuple[int, int, int
     return int(sid), int(value), int(np.count_nonzero((session == sid) & (other == value)))
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, eq=False)
 class ClickLog:
     """A click log: one entry per displayed document per session.
 
