@@ -121,6 +121,40 @@ def as_finite_vector(name: str, values: object) -> np.ndarray:
     return arr
 
 
+def as_int_vector(name: str, values: object) -> np.ndarray:
+    """A contiguous int64 vector of integers (integer, boolean, or whole finite float values).
+
+    Raises
+    ------
+    ValueError
+        For another shape or dtype, naming the first entry that is not a whole number.
+    """
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
+    if arr.dtype.kind not in "iub":
+        if arr.dtype.kind != "f":
+            raise ValueError(f"{name} must hold integers, but has dtype {arr.dtype}.")
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"{name} must hold integers, but {name}[{i}] is {arr[i].item()!r}.")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def check_at_least(name: str, values: np.ndarray, low: int, *, rule: str = "") -> None:
+    """Every entry of the integer vector ``values`` must be ``>= low``.
+
+    Raises
+    ------
+    ValueError
+        Naming the smallest entry, its index and the rule (``rule`` is appended to it).
+    """
+    if values.size and values.min() < low:
+        i = int(np.argmin(values))
+        raise ValueError(f"{name} must be >= {low}{rule}, but {name}[{i}] is {values[i].item()!r}.")
+
+
 def check_labels(labels: object, *, gain: str = "linear", name: str = "labels") -> np.ndarray:
     """Finite, non-negative labels; at most ``MAX_EXP_LABEL`` with the exponential gain."""
     arr = as_finite_vector(name, labels)
@@ -175,24 +209,12 @@ def check_item_groups(
     item_groups: object, n: int | None, *, name: str = "item_groups"
 ) -> np.ndarray:
     """Integer group ids ``>= 0`` of ``n`` documents (None: any number), two or more, as int64."""
-    arr = np.asarray(item_groups)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
-    if n is not None and arr.shape[0] != n:
+    ids = as_int_vector(name, item_groups)
+    if n is not None and ids.shape[0] != n:
         raise ValueError(
-            f"{name} must hold one group id per document ({n}), but holds {arr.shape[0]}."
+            f"{name} must hold one group id per document ({n}), but holds {ids.shape[0]}."
         )
-    if arr.dtype.kind not in "iub":
-        if arr.dtype.kind != "f":
-            raise ValueError(f"{name} must hold integers, but has dtype {arr.dtype}.")
-        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
-        if bad.size:
-            i = int(bad[0])
-            raise ValueError(f"{name} must hold integers, but {name}[{i}] is {arr[i].item()!r}.")
-    if arr.size and arr.min() < 0:
-        i = int(np.argmin(arr))
-        raise ValueError(f"{name} must be >= 0, but {name}[{i}] is {arr[i].item()!r}.")
-    ids = np.ascontiguousarray(arr, dtype=np.int64)
+    check_at_least(name, ids, 0)
     if np.unique(ids).shape[0] < 2:
         raise ValueError(
             f"{name} must hold two or more distinct groups, but holds {np.unique(ids).tolist()}."

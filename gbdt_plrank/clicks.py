@@ -1,61 +1,120 @@
 r"""Learning to rank from clicks: click logs, position bias, and unbiased per-row rewards.
 
 A click log holds one entry per displayed document per session. Under the position-based model
-(PBM) a document ``d`` shown at rank ``k`` is clicked with probability
-:math:`\theta_k \, \gamma_d`: it is seen with probability :math:`\theta_k` and clicked when seen
-with probability :math:`\gamma_d`. Policy-aware inverse propensity scoring (Oosterhuis & de Rijke,
-SIGIR 2020) divides a row's clicks by its expected observation under the logging policy,
+(PBM; Craswell et al., 2008) a document :math:`d` shown at rank :math:`k` is clicked with
+probability :math:`\theta_k \, \gamma_d`: it is seen with probability :math:`\theta_k` and, when
+seen, clicked with probability :math:`\gamma_d`. Counting clicks (the click-through rate) mixes
+the two: a document the logging policy shows lower is seen less and so clicked less, whatever its
+relevance. Inverse propensity scoring divides a row's clicks by its expected observation
+(Joachims et al., 2017); policy-aware scoring takes that expectation under the logging policy,
+which with a top-:math:`K` display is positive only for the rows the policy can show
+(Oosterhuis & de Rijke, 2020). Over :math:`S` logged sessions of the query of :math:`d`,
 
 .. math::
 
-    \hat r_d = \frac{\sum_s c_{sd}}{\sum_s \theta_{\mathrm{rank}_s(d)}},
+    \hat r_d = \frac{\sum_s c_{sd}}{\sum_s \theta_{\mathrm{rank}_s(d)}}
+    \qquad\text{or}\qquad
+    \hat r_d = \frac{\sum_s c_{sd}}{S\, \rho_d},
+    \quad \rho_d = \sum_{k=1}^{K} P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k,
 
-so that :math:`\hat r_d` estimates :math:`\gamma_d` whenever the logger shows ``d`` with positive
-probability (a stochastic Plackett-Luce logger does; a deterministic top-k logger does not).
+(:math:`c_{sd} = 0` and :math:`\theta_{\mathrm{rank}_s(d)} = 0` where session :math:`s` does not
+show :math:`d`) so that :math:`\hat r_d` estimates :math:`\gamma_d` for every row the logger
+:math:`\pi_0` shows with positive probability. A stochastic Plackett-Luce logger shows every row
+with some probability; a deterministic top-:math:`K` logger never shows the rows below its cut,
+and no reweighting recovers them. The expected DCG of a policy is linear in the gains, so a
+ranker trained with ``gain="linear"`` on :math:`\hat r` maximises, in expectation, the DCG of
+the click probabilities when seen.
+
+References
+----------
+Craswell, Zoeter, Taylor and Ramsey (2008). An experimental comparison of click position-bias
+models. WSDM.
+
+Joachims, Swaminathan and Schnabel (2017). Unbiased learning-to-rank with biased feedback. WSDM.
+
+Wang, Golbandi, Bendersky, Metzler and Najork (2018). Position bias estimation for unbiased
+learning to rank in personal search. WSDM.
+
+Agarwal, Zaitsev, Wang, Li, Najork and Joachims (2019). Addressing trust bias for unbiased
+learning-to-rank. WWW.
+
+Oosterhuis and de Rijke (2020). Policy-aware unbiased learning to rank for top-k rankings.
+SIGIR.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ._validation import (
+    as_finite_vector,
+    as_int_vector,
+    check_at_least,
+    check_choice,
+    check_labels,
+    check_positive_int,
+    check_positive_number,
+    check_same_length,
+    check_seed,
+    is_number,
+)
+
 __all__ = [
     "ClickLog",
     "click_rewards",
     "estimate_position_bias",
+    "pbm_position_bias",
     "simulate_clicks",
 ]
 
-
-def _int_array(name: str, value: Any) -> np.ndarray:
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} should be one-dimensional, but shape {arr.shape} is given")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        as_int = arr.astype(np.int64)
-        if not np.array_equal(as_int, arr):
-            bad = arr[np.flatnonzero(as_int != arr)[0]]
-            raise ValueError(f"{name} should hold integers, but {bad.item()!r} is given")
-        arr = as_int
-    return arr.astype(np.int64)
+_COLUMNS = ("session", "row", "rank", "click")
+_ESTIMATORS = ("policy-aware", "naive")
 
 
-@dataclass(frozen=True, init=False)
+def _first_repeat(session: np.ndarray, other: np.ndarray) -> tuple[int, int, int] | None:
+    """The first (session, value) pair that occurs more than once, and how often; or None."""
+    order = np.lexsort((other, session))
+    s, o = session[order], other[order]
+    repeated = np.flatnonzero((s[1:] == s[:-1]) & (o[1:] == o[:-1]))
+    if not repeated.size:
+        return None
+    sid, value = s[repeated[0]], o[repeated[0]]
+    return int(sid), int(value), int(np.count_nonzero((session == sid) & (other == value)))
+
+
+@dataclass(frozen=True, init=False, eq=False)
 class ClickLog:
     """A click log: one entry per displayed document per session.
 
     Parameters
     ----------
     session : array-like of int, shape (n_entries,)
-        Session id of each entry.
+        Session id of each entry (any integers; a session is one displayed ranking).
     row : array-like of int, shape (n_entries,)
-        Index of the displayed document into the feature rows, ``>= 0``.
+        Index of the displayed document into the feature rows, ``>= 0``; distinct within a
+        session.
     rank : array-like of int, shape (n_entries,)
         1-based position at which it was shown; distinct within a session.
     click : array-like of 0/1, shape (n_entries,)
         Whether it was clicked.
+
+    Raises
+    ------
+    ValueError
+        Naming the first bad value and its rule: arrays of other lengths, not one-dimensional,
+        or holding other than integers (fractions, NaN, infinity, strings); a negative row; a
+        rank below 1; a click other than 0 or 1; a rank or a row repeated within a session.
+        That the rows of each session belong to one query is checked where the queries are
+        known (:meth:`check_queries`, :func:`click_rewards` with ``qid``).
+
+    Notes
+    -----
+    The arrays are stored as read-only int64 arrays, in the given order.
     """
 
     session: np.ndarray
@@ -64,72 +123,109 @@ class ClickLog:
     click: np.ndarray
 
     def __init__(self, *, session: Any, row: Any, rank: Any, click: Any) -> None:
-        arrays = {name: _int_array(name, v) for name, v in
-                  (("session", session), ("row", row), ("rank", rank), ("click", click))}
-        n = {a.size for a in arrays.values()}
-        if len(n) != 1:
-            sizes = {k: a.size for k, a in arrays.items()}
-            raise ValueError(f"session, row, rank and click should have one length, but {sizes}")
-        if arrays["row"].size and arrays["row"].min() < 0:
-            raise ValueError(f"row should be >= 0, but {arrays['row'].min()} is given")
-        if arrays["rank"].size and arrays["rank"].min() < 1:
-            raise ValueError(f"rank should be >= 1 (1-based), but {arrays['rank'].min()} is given")
-        bad = ~np.isin(arrays["click"], (0, 1))
-        if bad.any():
-            raise ValueError(f"click should be 0 or 1, but {arrays['click'][bad][0]} is given")
-        pairs = np.stack([arrays["session"], arrays["rank"]], axis=1)
-        uniq, counts = np.unique(pairs, axis=0, return_counts=True)
-        if (counts > 1).any():
-            s, k = uniq[np.argmax(counts > 1)]
-            raise ValueError(
-                f"ranks within a session should be distinct, but session {s} shows rank {k} "
-                f"{counts.max()} times")
-        for k, a in arrays.items():
-            a.setflags(write=False)
-            object.__setattr__(self, k, a)
+        arrays = {name: as_int_vector(name, value) for name, value in
+                  zip(_COLUMNS, (session, row, rank, click))}
+        check_same_length(**arrays)
+        check_at_least("row", arrays["row"], 0)
+        check_at_least("rank", arrays["rank"], 1, rule=" (ranks are 1-based)")
+        bad = np.flatnonzero((arrays["click"] != 0) & (arrays["click"] != 1))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"click must be 0 or 1, but click[{i}] is {arrays['click'][i]}.")
+        for name, rule in (("rank", "a session shows one document per rank"),
+                           ("row", "a session shows a document once")):
+            repeat = _first_repeat(arrays["session"], arrays[name])
+            if repeat is not None:
+                sid, value, count = repeat
+                raise ValueError(f"{name} must be distinct within a session ({rule}), but "
+                                 f"session {sid} shows {name} {value} {count} times.")
+        for name, arr in arrays.items():
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
 
     @classmethod
     def from_frame(cls, df: Any) -> ClickLog:
-        """Build from a data frame with columns ``session``, ``row``, ``rank``, ``click``."""
-        missing = [c for c in ("session", "row", "rank", "click") if c not in df.columns]
+        """A click log from a data frame with the columns ``session``, ``row``, ``rank``, ``click``.
+
+        Raises
+        ------
+        ValueError
+            Naming the missing columns, or as :class:`ClickLog` does for a bad value.
+        """
+        missing = [c for c in _COLUMNS if c not in df.columns]
         if missing:
-            raise ValueError(f"the frame should have columns session, row, rank, click, "
-                             f"but {missing} are missing")
-        return cls(session=np.asarray(df["session"]), row=np.asarray(df["row"]),
-                   rank=np.asarray(df["rank"]), click=np.asarray(df["click"]))
+            raise ValueError(f"the frame must have the columns {', '.join(_COLUMNS)}, but "
+                             f"{missing} are missing.")
+        return cls(**{c: np.asarray(df[c]) for c in _COLUMNS})
 
     def __len__(self) -> int:
         return int(self.row.size)
 
     def check_queries(self, qid: Any) -> None:
-        """Check that every row is in ``range(len(qid))`` and every session within one query."""
+        """Check the log against the query ids ``qid`` of the feature rows.
+
+        Raises
+        ------
+        ValueError
+            When a row is not in ``range(len(qid))``, or a session shows rows of two queries,
+            naming them.
+        """
         qid = np.asarray(qid)
-        if self.row.size and self.row.max() >= qid.size:
-            raise ValueError(f"row should be < n_rows = {qid.size}, but {self.row.max()} is given")
-        _, q = np.unique(qid, return_inverse=True)
-        q = q[self.row]
-        _, s = np.unique(self.session, return_inverse=True)
-        lo = np.full(s.max(initial=-1) + 1, np.iinfo(np.int64).max)
-        hi = np.full_like(lo, -1)
-        np.minimum.at(lo, s, q)
-        np.maximum.at(hi, s, q)
-        bad = np.flatnonzero(lo != hi)
+        if self.row.size and self.row.max() >= qid.shape[0]:
+            i = int(np.argmax(self.row))
+            raise ValueError(f"row must be < n_rows = {qid.shape[0]}, but row[{i}] is "
+                             f"{self.row[i]}.")
+        order = np.argsort(self.session, kind="stable")
+        s, q = self.session[order], qid[self.row[order]]
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        first = np.repeat(q[starts], np.diff(np.r_[starts, s.size]))
+        bad = np.flatnonzero(q != first)
         if bad.size:
-            sid = self.session[np.argmax(s == bad[0])]
-            raise ValueError(f"the rows of one session should be in one query, but session "
-                             f"{sid} shows rows of several queries")
+            j = int(bad[0])
+            raise ValueError(f"the rows of a session must belong to one query, but session "
+                             f"{s[j]} shows rows of queries {first[j].item()!r} and {q[j].item()!r}.")
 
 
-def _theta(position_bias: Any, log: ClickLog) -> np.ndarray:
-    theta = np.asarray(position_bias, dtype=np.float64)
-    if theta.ndim != 1 or theta.size == 0:
-        raise ValueError(f"position_bias should be a non-empty 1-d array, but shape "
-                         f"{theta.shape} is given")
-    if not np.all((theta > 0) & (theta <= 1)):
-        raise ValueError(f"position_bias should be in (0, 1], but {theta} is given")
+def pbm_position_bias(K: int, *, eta: float = 1.0) -> np.ndarray:
+    r"""The position bias :math:`\theta_k = (1/k)^\eta` of ranks :math:`k = 1..K`.
+
+    The observation probabilities of the semi-synthetic protocol (Joachims et al., 2017):
+    :math:`\eta = 0` sees every rank, a larger :math:`\eta` sees the lower ranks less.
+
+    Parameters
+    ----------
+    K : int
+        Number of ranks, ``>= 1``.
+    eta : float, default 1.0
+        Severity, finite and ``>= 0``.
+
+    Returns
+    -------
+    float64 array of shape (K,)
+        ``theta[k-1]`` for rank ``k``; ``theta[0] == 1``.
+    """
+    K = check_positive_int("K", K)
+    if not is_number(eta) or not math.isfinite(eta) or eta < 0:
+        raise ValueError(f"eta must be a finite number >= 0, but {eta!r} is given.")
+    return (1.0 / np.arange(1, K + 1)) ** float(eta)
+
+
+def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
+    """``position_bias`` checked against ``log``, or estimated from it (``"estimate"``)."""
+    if isinstance(position_bias, str):
+        check_choice("position_bias", position_bias, ("estimate",))
+        return estimate_position_bias(log)
+    theta = as_finite_vector("position_bias", position_bias)
+    if theta.size == 0:
+        raise ValueError("position_bias must hold one probability per rank, but is empty.")
+    bad = np.flatnonzero((theta <= 0) | (theta > 1))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"position_bias must be in (0, 1], but position_bias[{i}] is "
+                         f"{float(theta[i])!r}.")
     if log.rank.size and log.rank.max() > theta.size:
-        raise ValueError(f"position_bias should cover every logged rank, but rank "
-                         f"{log.rank.max()} is logged and {theta.size} ranks are given")
+        raise ValueError(f"position_bias must cover every logged rank, but rank "
+                         f"{log.rank.max()} is logged and {theta.size} ranks are given.")
     return theta
 
 
@@ -142,96 +238,156 @@ def click_rewards(
     Parameters
     ----------
     log : ClickLog
+        The clicks; its rows index the ``n_rows`` feature rows.
     n_rows : int
-        Number of feature rows; rows never shown get reward 0 (nothing is known of them, and the
-        policy-aware estimator is unbiased only for rows the logger shows with positive
-        probability).
+        Number of feature rows, ``>= 1``.
     position_bias : array of shape (K,) or "estimate"
-        :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen;
-        ``"estimate"`` uses :func:`estimate_position_bias`.
+        :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen, in
+        (0, 1], for every logged rank; ``"estimate"`` estimates it from ``log``
+        (:func:`estimate_position_bias`). Not used by ``estimator="naive"``.
     estimator : {"policy-aware", "naive"}
-        ``"policy-aware"``: :math:`\sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the
-        logged display frequencies, or :math:`\sum_s c_{sd} / (S_q\, \rho_d)` with given
-        ``propensities`` :math:`\rho_d` (expected observation of row ``d`` per session of its
-        query under the logging policy) and :math:`S_q` the sessions of its query.
-        ``"naive"``: the click-through rate, clicks over displays.
+        ``"policy-aware"``: a row's clicks over its expected observation,
+        :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
+        displays, or :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` with ``propensities``
+        :math:`\rho_d` and :math:`S_q` the number of sessions of the query of row :math:`d`;
+        its expectation is :math:`\gamma_d`, the probability that :math:`d` is clicked when
+        seen (up to sampling, for the display frequencies). ``"naive"``: the click-through
+        rate, clicks over displays, whose expectation :math:`\gamma_d\,
+        \mathbb{E}[\theta_{\mathrm{rank}(d)} \mid d\ \text{shown}]` is lower for the rows the
+        logger shows lower.
     propensities : array of shape (n_rows,) or None
+        :math:`\rho_d`, the expected observation of row :math:`d` per session of its query under
+        the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
+        the logging :class:`~gbdt_plrank.PLRankRanker`'s
+        ``expected_exposure(X, qid, weights=theta)``. Finite and ``>= 0``; ``> 0`` for every
+        clicked row. None: the logged display frequencies.
     qid : array of shape (n_rows,) or None
-        Query of every row: checks that each session stays within one query; required with
-        ``propensities``.
+        Query id of every row: checks that each session shows the rows of one query; required
+        with ``propensities`` (the sessions are counted per query).
+
+    Returns
+    -------
+    float64 array of shape (n_rows,)
+        The rewards, ``>= 0``. Rows never shown (without propensities: no display; with them:
+        :math:`\rho_d = 0` or a query without sessions) get 0: nothing is known of them, and the
+        estimate is unbiased only for rows the logger shows with positive probability.
+
+    Raises
+    ------
+    ValueError
+        For a row outside ``range(n_rows)``, a session mixing queries, a position bias outside
+        (0, 1] or shorter than the logged ranks, bad propensities, or an unknown estimator,
+        naming the value and the rule.
+
+    Examples
+    --------
+    >>> log = ClickLog(session=[0, 0, 1], row=[0, 1, 0], rank=[1, 2, 1], click=[1, 1, 0])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25])
+    array([0.5, 4. , 0. ])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="naive")
+    array([0.5, 1. , 0. ])
     """
-    if estimator not in ("policy-aware", "naive"):
-        raise ValueError(f"estimator should be 'policy-aware' or 'naive', but {estimator!r} "
-                         "is given")
+    check_choice("estimator", estimator, _ESTIMATORS)
+    n_rows = check_positive_int("n_rows", n_rows)
     if log.row.size and log.row.max() >= n_rows:
-        raise ValueError(f"row should be < n_rows = {n_rows}, but {log.row.max()} is given")
+        i = int(np.argmax(log.row))
+        raise ValueError(f"row must be < n_rows = {n_rows}, but row[{i}] is {log.row[i]}.")
     if qid is not None:
-        if np.asarray(qid).shape != (n_rows,):
-            raise ValueError(f"qid should have shape ({n_rows},), but "
-                             f"{np.asarray(qid).shape} is given")
+        qid = np.asarray(qid)
+        if qid.shape != (n_rows,):
+            raise ValueError(f"qid must have shape ({n_rows},) (one query id per row), but has "
+                             f"shape {qid.shape}.")
         log.check_queries(qid)
     clicks = np.bincount(log.row, weights=log.click, minlength=n_rows)
     if estimator == "naive":
         shows = np.bincount(log.row, minlength=n_rows)
         return np.divide(clicks, shows, out=np.zeros(n_rows), where=shows > 0)
-    if isinstance(position_bias, str):
-        if position_bias != "estimate":
-            raise ValueError(f"position_bias should be an array or 'estimate', but "
-                             f"{position_bias!r} is given")
-        position_bias = estimate_position_bias(log)
-    theta = _theta(position_bias, log)
+    theta = _position_bias(position_bias, log)
     if propensities is None:
-        denom = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
-        return np.divide(clicks, denom, out=np.zeros(n_rows), where=denom > 0)
+        seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
+        return np.divide(clicks, seen, out=np.zeros(n_rows), where=seen > 0)
     if qid is None:
-        raise ValueError("qid should be given with propensities (sessions are counted per query)")
-    rho = np.asarray(propensities, dtype=np.float64)
-    if rho.shape != (n_rows,) or not np.all(np.isfinite(rho)) or rho.min(initial=0) < 0:
-        raise ValueError(f"propensities should be finite, >= 0 and of shape ({n_rows},)")
-    _, q = np.unique(np.asarray(qid), return_inverse=True)
-    first = np.unique(log.session, return_index=True)[1]
-    n_sessions = np.bincount(q[log.row[first]], minlength=q.max(initial=-1) + 1)[q]
-    denom = n_sessions * rho
-    if np.any((clicks > 0) & (denom <= 0)):
-        d = np.flatnonzero((clicks > 0) & (denom <= 0))[0]
-        raise ValueError(f"propensities should be > 0 for clicked rows, but row {d} has "
-                         f"{rho[d]}")
-    return np.divide(clicks, denom, out=np.zeros(n_rows), where=denom > 0)
+        raise ValueError("qid must be given with propensities (the sessions are counted per "
+                         "query), but it is None.")
+    rho = as_finite_vector("propensities", propensities)
+    if rho.shape != (n_rows,):
+        raise ValueError(f"propensities must have shape ({n_rows},) (one per row), but has "
+                         f"shape {rho.shape}.")
+    if rho.size and rho.min() < 0:
+        i = int(np.argmin(rho))
+        raise ValueError(f"propensities must be >= 0, but propensities[{i}] is "
+                         f"{float(rho[i])!r}.")
+    _, q = np.unique(qid, return_inverse=True)
+    _, first = np.unique(log.session, return_index=True)
+    sessions = np.bincount(q[log.row[first]], minlength=q.max() + 1)[q]
+    expected = sessions * rho
+    unseen = np.flatnonzero((clicks > 0) & (rho <= 0))
+    if unseen.size:
+        d = int(unseen[0])
+        raise ValueError(f"propensities must be > 0 for every clicked row, but row {d} has "
+                         f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r}.")
+    return np.divide(clicks, expected, out=np.zeros(n_rows), where=expected > 0)
 
 
 def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
-    r"""Position-based model's observation probabilities by expectation-maximisation.
+    r"""The position-based model's observation probabilities, estimated from a log by EM.
 
-    The PBM (Wang et al., WSDM 2018, "Position Bias Estimation for Unbiased Learning to Rank in
-    Personal Search") clicks row ``d`` at rank ``k`` with probability
-    :math:`\theta_k \gamma_d`. Given the current :math:`(\theta, \gamma)`, an unclicked entry was
-    seen with probability :math:`\theta_k(1-\gamma_d)/(1-\theta_k\gamma_d)` and relevant with
-    probability :math:`(1-\theta_k)\gamma_d/(1-\theta_k\gamma_d)`; each parameter is updated to
-    the mean of its posterior over the entries. It is identifiable when rows are shown at several
-    ranks (a stochastic logger). Returns ``theta`` (``theta[k-1]`` for rank ``k``) divided by
-    :math:`\theta_1`.
+    The position-based model clicks row :math:`d` at rank :math:`k` with probability
+    :math:`\theta_k \gamma_d`. Expectation-maximisation (Wang et al., 2018) alternates: given
+    :math:`(\theta, \gamma)`, an entry without a click was seen with probability
+    :math:`\theta_k(1-\gamma_d)/(1-\theta_k\gamma_d)` and relevant with probability
+    :math:`(1-\theta_k)\gamma_d/(1-\theta_k\gamma_d)` (a clicked entry was both); then
+    :math:`\theta_k` becomes the mean of the seen posteriors over the entries at rank
+    :math:`k`, and :math:`\gamma_d` the mean of the relevant posteriors over the entries of row
+    :math:`d` (one relevance per row, as the log holds no features). The product
+    :math:`\theta_k \gamma_d` is identifiable up to a scale only when rows are shown at several
+    ranks, which a stochastic logger does and a deterministic one does not; the scale is fixed
+    by :math:`\theta_1 = 1`.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The clicks; rank 1 must be logged.
+    n_iter : int, default 200
+        Most iterations.
+    tol : float, default 1e-8
+        Stops when no parameter moves by more than this in an iteration.
+
+    Returns
+    -------
+    float64 array of shape (max logged rank,)
+        ``theta[k-1]`` for rank ``k``, divided by :math:`\theta_1` (so ``theta[0] == 1``); a rank
+        never logged gets 1.
+
+    Raises
+    ------
+    ValueError
+        For an empty log, a log without rank 1, or bad ``n_iter`` / ``tol``.
     """
+    n_iter = check_positive_int("n_iter", n_iter)
+    tol = check_positive_number("tol", tol)
     if len(log) == 0:
-        raise ValueError("the log should have entries, but it is empty")
-    if (log.rank == 1).sum() == 0:
-        raise ValueError("the log should show rank 1 at least once (theta is relative to it)")
-    rows, d = np.unique(log.row, return_inverse=True)
+        raise ValueError("the log must have entries to estimate the position bias from, but it "
+                         "is empty.")
+    if not np.any(log.rank == 1):
+        raise ValueError(f"the log must show rank 1 (theta is relative to it), but its ranks "
+                         f"run from {log.rank.min()} to {log.rank.max()}.")
+    _, d = np.unique(log.row, return_inverse=True)
     k = log.rank - 1
     K = int(k.max()) + 1
     c = log.click.astype(np.float64)
     n_k = np.bincount(k, minlength=K).astype(np.float64)
     n_d = np.bincount(d).astype(np.float64)
     theta = np.full(K, 0.5)
-    gamma = np.full(rows.size, 0.5)
+    gamma = np.full(n_d.size, 0.5)
     for _ in range(n_iter):
         t, g = theta[k], gamma[d]
         den = np.maximum(1.0 - t * g, 1e-12)
         seen = c + (1 - c) * t * (1 - g) / den
-        rel = c + (1 - c) * (1 - t) * g / den
+        relevant = c + (1 - c) * (1 - t) * g / den
         new_theta = np.divide(np.bincount(k, seen, K), n_k, out=np.ones(K), where=n_k > 0)
-        new_gamma = np.bincount(d, rel) / n_d
         new_theta = np.clip(new_theta, 1e-6, 1 - 1e-6)
-        new_gamma = np.clip(new_gamma, 1e-6, 1 - 1e-6)
+        new_gamma = np.clip(np.bincount(d, relevant) / n_d, 1e-6, 1 - 1e-6)
         delta = max(np.abs(new_theta - theta).max(), np.abs(new_gamma - gamma).max())
         theta, gamma = new_theta, new_gamma
         if delta < tol:
@@ -239,54 +395,96 @@ def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-
     return theta / theta[0]
 
 
-def simulate_clicks(
-    rankings: Any, y: Any, *, eta: float = 1.0, noise: float = 0.1, top_k: int | None = None,
-    graded: bool = False, trust: tuple[float, float] | None = None, seed: int,
-) -> ClickLog:
-    r"""Simulate position-biased clicks on displayed rankings (semi-synthetic protocol).
+def _checked_rankings(rankings: Sequence[Any], n_rows: int) -> list[np.ndarray]:
+    """Each query's rankings as a 2-d int64 array (one row per session), rows in range."""
+    blocks = []
+    for i, ranking in enumerate(rankings):
+        block = np.asarray(ranking)
+        if block.ndim == 1:
+            block = block[None, :]
+        if block.ndim != 2:
+            raise ValueError(f"rankings[{i}] must be one ranking or a 2-d array of rankings "
+                             f"(one per session), but has shape {block.shape}.")
+        block = as_int_vector(f"rankings[{i}]", block.ravel()).reshape(block.shape)
+        if block.size and (block.min() < 0 or block.max() >= n_rows):
+            bad = block.min() if block.min() < 0 else block.max()
+            raise ValueError(f"rankings[{i}] must hold row indices in [0, {n_rows}) (rows of "
+                             f"y), but holds {bad}.")
+        blocks.append(block)
+    return blocks
 
-    Rank ``k`` is seen with probability :math:`\theta_k = (1/k)^\eta`. A seen row is clicked with
-    probability 1 if relevant (``y > 0``) and ``noise`` otherwise; with ``graded=True`` with
-    probability :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{max}}-1)`, :math:`\epsilon` =
-    ``noise``. ``trust=(eps_plus, eps_minus)`` adds trust bias (Agarwal et al., WWW 2019): below
-    rank 1 a seen relevant row's click probability is multiplied by ``eps_plus`` and a seen
-    non-relevant row is clicked with probability ``eps_minus``.
+
+def simulate_clicks(
+    rankings: Sequence[Any], y: Any, *, eta: float = 1.0, noise: float = 0.1,
+    top_k: int | None = None, graded: bool = False, trust: tuple[float, float] | None = None,
+    seed: int,
+) -> ClickLog:
+    r"""Simulate position-biased clicks on displayed rankings (the semi-synthetic protocol).
+
+    Rank :math:`k` is seen with probability :math:`\theta_k = (1/k)^\eta`
+    (:func:`pbm_position_bias`). A seen row is clicked with probability 1 if relevant
+    (``y > 0``) and ``noise`` otherwise; with ``graded=True`` with probability
+    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``
+    (Joachims et al., 2017; Oosterhuis & de Rijke, 2020). ``trust=(eps_plus, eps_minus)`` adds
+    trust bias (Agarwal et al., 2019): below rank 1 a seen relevant row's click probability is
+    multiplied by ``eps_plus`` and a seen non-relevant row is clicked with probability
+    ``eps_minus``.
 
     Parameters
     ----------
-    rankings : list of int arrays of shape (n_sessions_q, k_q)
-        As :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns them: row indices, top rank first; each
-        ranking is one session.
+    rankings : sequence of int arrays of shape (n_sessions_q, k_q)
+        As :meth:`gbdt_plrank.PLRankRanker.sample_rankings` returns them: one array per query,
+        one row per session, row indices into ``y``, top rank first (a 1-d array is one
+        session).
     y : array of shape (n_rows,)
-        True relevance labels.
+        True relevance labels, finite and ``>= 0``.
+    eta : float, default 1.0
+        Severity of the position bias, finite and ``>= 0``.
+    noise : float, default 0.1
+        Click probability of a seen non-relevant row, in [0, 1].
     top_k : int or None
-        Only the first ``top_k`` ranks are displayed.
+        Only the first ``top_k`` ranks are displayed (None: all given ranks).
+    graded : bool, default False
+        Click probabilities that grow with the grade.
+    trust : (float, float) or None
+        ``(eps_plus, eps_minus)``, each in [0, 1].
     seed : int
         Seed of the random generator.
+
+    Returns
+    -------
+    ClickLog
+        One entry per displayed row and session; the sessions numbered ``0, 1, ...`` query
+        after query, in the order of ``rankings``.
+
+    Raises
+    ------
+    ValueError
+        For a value outside its rule, naming it; a ranking that shows a row twice is refused
+        by :class:`ClickLog`.
     """
-    if eta < 0 or not np.isfinite(eta):
-        raise ValueError(f"eta should be finite and >= 0, but {eta} is given")
-    if not 0 <= noise <= 1:
-        raise ValueError(f"noise should be in [0, 1], but {noise} is given")
-    y = np.asarray(y, dtype=np.float64)
-    blocks = [np.atleast_2d(np.asarray(r, dtype=np.int64)) for r in rankings]
+    pbm_position_bias(1, eta=eta)  # checks eta
+    if not is_number(noise) or not 0 <= noise <= 1:
+        raise ValueError(f"noise must be a number in [0, 1], but {noise!r} is given.")
     if top_k is not None:
-        if top_k < 1:
-            raise ValueError(f"top_k should be >= 1, but {top_k} is given")
+        top_k = check_positive_int("top_k", top_k)
+    if trust is not None:
+        if len(trust) != 2 or not all(is_number(e) and 0 <= e <= 1 for e in trust):
+            raise ValueError(f"trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
+                             f"but {trust!r} is given.")
+    seed = check_seed("seed", seed)
+    y = check_labels(y, name="y")
+    blocks = _checked_rankings(rankings, y.size)
+    if top_k is not None:
         blocks = [b[:, :top_k] for b in blocks]
+    starts = np.cumsum([0] + [b.shape[0] for b in blocks])
+    session = np.concatenate([np.zeros(0, np.int64)] + [
+        np.repeat(np.arange(a, a + b.shape[0]), b.shape[1]) for a, b in zip(starts, blocks)])
+    row = np.concatenate([np.zeros(0, np.int64)] + [b.ravel() for b in blocks])
+    rank = np.concatenate([np.zeros(0, np.int64)] + [
+        np.tile(np.arange(1, b.shape[1] + 1), b.shape[0]) for b in blocks])
     rng = np.random.default_rng(seed)
-    sessions, rows, ranks = [], [], []
-    start = 0
-    for b in blocks:
-        n, k = b.shape
-        sessions.append(np.repeat(np.arange(start, start + n), k))
-        rows.append(b.ravel())
-        ranks.append(np.tile(np.arange(1, k + 1), n))
-        start += n
-    session = np.concatenate(sessions) if sessions else np.zeros(0, np.int64)
-    row = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    rank = np.concatenate(ranks) if ranks else np.zeros(0, np.int64)
-    seen = rng.random(row.size) < (1.0 / rank) ** eta
+    seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]
     if graded:
         top = max(y.max(initial=0.0), 1.0)

@@ -1,10 +1,18 @@
 """Click logs: validation, simulation, position-bias recovery and unbiased rewards."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from gbdt_plrank.clicks import ClickLog, click_rewards, estimate_position_bias, simulate_clicks
+from gbdt_plrank.clicks import (
+    ClickLog,
+    click_rewards,
+    estimate_position_bias,
+    pbm_position_bias,
+    simulate_clicks,
+)
 
 
 def _uniform_rankings(n_queries, n_docs, n_sessions, seed):
@@ -21,33 +29,127 @@ def _log(**kw):
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    (dict(rank=[1, 1, 1]), "ranks within a session should be distinct, but session 0 shows rank 1"),
-    (dict(rank=[0, 2, 1]), "rank should be >= 1 (1-based), but 0 is given"),
-    (dict(click=[0, 2, 0]), "click should be 0 or 1, but 2 is given"),
-    (dict(row=[0, -1, 0]), "row should be >= 0, but -1 is given"),
-    (dict(row=[0, 1.5, 0]), "row should hold integers, but 1.5 is given"),
-    (dict(click=[0, 1]), "should have one length"),
+    (dict(rank=[1, 1, 1]), "rank must be distinct within a session (a session shows one "
+                           "document per rank), but session 0 shows rank 1 2 times."),
+    (dict(row=[0, 0, 0], rank=[1, 2, 1]), "row must be distinct within a session (a session "
+                                          "shows a document once), but session 0 shows row 0 "
+                                          "2 times."),
+    (dict(rank=[1, 0, 1]), "rank must be >= 1 (ranks are 1-based), but rank[1] is 0."),
+    (dict(click=[0, 2, 0]), "click must be 0 or 1, but click[1] is 2."),
+    (dict(click=[0, -1, 0]), "click must be 0 or 1, but click[1] is -1."),
+    (dict(click=[0.0, 0.5, 0.0]), "click must hold integers, but click[1] is 0.5."),
+    (dict(row=[0, -1, 0]), "row must be >= 0, but row[1] is -1."),
+    (dict(row=[0, 1.5, 0]), "row must hold integers, but row[1] is 1.5."),
+    (dict(row=[0, np.nan, 0]), "row must hold integers, but row[1] is nan."),
+    (dict(session=[0, np.inf, 1]), "session must hold integers, but session[1] is inf."),
+    (dict(rank=["1", "2", "1"]), "rank must hold integers, but has dtype <U1."),
+    (dict(click=[[0, 1, 0]]), "click must be one-dimensional, but has shape (1, 3)."),
+    (dict(click=[0, 1]), "lengths must agree, but session has 3, row has 3, rank has 3, "
+                         "click has 2."),
 ])
 def test_every_bad_value_is_named(kw, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         _log(**kw)
 
 
-def test_sessions_within_one_query_and_rows_in_range():
+def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     log = _log()
-    with pytest.raises(ValueError, match="session 0 shows rows of several queries"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], qid=[1, 2])
-    click_rewards(log, 2, position_bias=[1.0, 0.5], qid=[1, 1])
-    with pytest.raises(ValueError, match="row should be < n_rows = 1, but 1 is given"):
-        click_rewards(log, 1, position_bias=[1.0, 0.5])
-    with pytest.raises(ValueError, match="cover every logged rank, but rank 2"):
-        click_rewards(log, 2, position_bias=[1.0])
-    with pytest.raises(ValueError, match="position_bias should be in \\(0, 1\\]"):
-        click_rewards(log, 2, position_bias=[1.0, 0.0])
-    with pytest.raises(ValueError, match="estimator should be"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], estimator="ips")
-    with pytest.raises(ValueError, match="qid should be given with propensities"):
-        click_rewards(log, 2, position_bias=[1.0, 0.5], propensities=[1.0, 1.0])
+    theta = [1.0, 0.5]
+    with pytest.raises(ValueError, match=re.escape(
+            "the rows of a session must belong to one query, but session 0 shows rows of "
+            "queries 1 and 2.")):
+        click_rewards(log, 2, position_bias=theta, qid=[1, 2])
+    click_rewards(log, 2, position_bias=theta, qid=[1, 1])
+    # entries of sessions interleaved, session ids not contiguous
+    mixed = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 3, 1], rank=[1, 1, 2, 2], click=[0] * 4)
+    ok = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 1, 3], rank=[1, 1, 2, 2], click=[0] * 4)
+    ok.check_queries(["a", "a", "b", "b"])
+    with pytest.raises(ValueError, match=re.escape(
+            "session 3 shows rows of queries 'b' and 'a'.")):
+        mixed.check_queries(["a", "a", "b", "b"])
+    for qid in (None, [7]):
+        with pytest.raises(ValueError, match=re.escape(
+                "row must be < n_rows = 1, but row[1] is 1.")):
+            click_rewards(log, 1, position_bias=theta, qid=qid)
+    with pytest.raises(ValueError, match=re.escape(
+            "qid must have shape (2,) (one query id per row), but has shape (3,).")):
+        click_rewards(log, 2, position_bias=theta, qid=[1, 1, 1])
+    with pytest.raises(ValueError, match=re.escape("n_rows must be an integer >= 1, but 2.0")):
+        click_rewards(log, 2.0, position_bias=theta)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(position_bias=[1.0]), "position_bias must cover every logged rank, but rank 2 is "
+                                "logged and 1 ranks are given."),
+    (dict(position_bias=[1.0, 0.0]), "position_bias must be in (0, 1], but position_bias[1] is "
+                                     "0.0."),
+    (dict(position_bias=[1.0, 1.5]), "position_bias must be in (0, 1], but position_bias[1] is "
+                                     "1.5."),
+    (dict(position_bias=[1.0, np.nan]), "position_bias must be finite, but position_bias[1] is "
+                                        "nan"),
+    (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
+    (dict(position_bias="known"), "position_bias must be one of 'estimate', but 'known' is "
+                                  "given."),
+    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'naive', but 'ips' is "
+                            "given."),
+    (dict(propensities=[1.0, 1.0]), "qid must be given with propensities (the sessions are "
+                                    "counted per query), but it is None."),
+    (dict(propensities=[1.0, -0.5], qid=[0, 0]), "propensities must be >= 0, but "
+                                                 "propensities[1] is -0.5."),
+    (dict(propensities=[1.0, np.inf], qid=[0, 0]), "propensities must be finite, but "
+                                                   "propensities[1] is inf"),
+    (dict(propensities=[1.0], qid=[0, 0]), "propensities must have shape (2,) (one per row), "
+                                           "but has shape (1,)."),
+    (dict(propensities=[1.0, 0.0], qid=[0, 0]), "propensities must be > 0 for every clicked "
+                                                "row, but row 1 has 1 click(s) and "
+                                                "propensities[1] is 0.0."),
+])
+def test_every_bad_reward_argument_is_named(kw, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        click_rewards(_log(), 2, **{"position_bias": [1.0, 0.5], **kw})
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(eta=-1.0), "eta must be a finite number >= 0, but -1.0 is given."),
+    (dict(eta=np.nan), "eta must be a finite number >= 0, but nan is given."),
+    (dict(noise=1.5), "noise must be a number in [0, 1], but 1.5 is given."),
+    (dict(top_k=0), "top_k must be an integer >= 1, but 0 is given."),
+    (dict(trust=(0.5, 2.0)), "trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
+                             "but (0.5, 2.0) is given."),
+    (dict(seed=-1), "seed must be an integer in [0, 2**63), but -1 is given."),
+    (dict(y=[0.0, -1.0, 1.0]), "y must be >= 0, but y[1] is -1.0."),
+    (dict(y=[0.0, np.nan, 1.0]), "y must be finite, but y[1] is nan"),
+    (dict(rankings=[[[0, 1, 3]]]), "rankings[0] must hold row indices in [0, 3) (rows of y), "
+                                   "but holds 3."),
+    (dict(rankings=[[0, 1], [[[0]]]]), "rankings[1] must be one ranking or a 2-d array of "
+                                       "rankings (one per session), but has shape (1, 1, 1)."),
+    (dict(rankings=[[[0, 1, 0]]]), "row must be distinct within a session (a session shows a "
+                                   "document once), but session 0 shows row 0 2 times."),
+])
+def test_every_bad_simulation_argument_is_named(kw, message):
+    args = {"rankings": [[[0, 1, 2]]], "y": [0.0, 1.0, 2.0], "seed": 0, **kw}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        simulate_clicks(args.pop("rankings"), args.pop("y"), **args)
+
+
+def test_position_bias_estimate_arguments_are_named():
+    with pytest.raises(ValueError, match=re.escape("the log must have entries to estimate the "
+                                                   "position bias from, but it is empty.")):
+        estimate_position_bias(ClickLog(session=[], row=[], rank=[], click=[]))
+    with pytest.raises(ValueError, match=re.escape(
+            "the log must show rank 1 (theta is relative to it), but its ranks run from 2 to 3.")):
+        estimate_position_bias(ClickLog(session=[0, 0], row=[0, 1], rank=[2, 3], click=[1, 0]))
+    with pytest.raises(ValueError, match=re.escape("n_iter must be an integer >= 1, but 0")):
+        estimate_position_bias(_log(), n_iter=0)
+    with pytest.raises(ValueError, match=re.escape("tol must be a finite number > 0, but -1.0")):
+        estimate_position_bias(_log(), tol=-1.0)
+
+
+def test_pbm_position_bias():
+    np.testing.assert_allclose(pbm_position_bias(4, eta=2.0), [1.0, 1 / 4, 1 / 9, 1 / 16])
+    np.testing.assert_array_equal(pbm_position_bias(3, eta=0.0), [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match=re.escape("K must be an integer >= 1, but 0 is given.")):
+        pbm_position_bias(0)
 
 
 def test_from_frame_round_trip_and_missing_column():
@@ -55,7 +157,9 @@ def test_from_frame_round_trip_and_missing_column():
     df = pd.DataFrame(dict(session=log.session, row=log.row, rank=log.rank, click=log.click))
     back = ClickLog.from_frame(df)
     assert np.array_equal(back.rank, log.rank) and np.array_equal(back.click, log.click)
-    with pytest.raises(ValueError, match=r"\['click'\] are missing"):
+    with pytest.raises(ValueError, match=re.escape(
+            "the frame must have the columns session, row, rank, click, but ['click'] are "
+            "missing.")):
         ClickLog.from_frame(df.drop(columns="click"))
 
 
@@ -83,15 +187,30 @@ def test_simulated_clicks_follow_the_model():
     assert np.array_equal(again.click, log.click)
 
 
-def test_position_bias_is_recovered_from_a_stochastic_logger():
-    eta = 1.2
-    y = np.random.default_rng(1).integers(0, 3, size=30 * 8)
-    log = simulate_clicks(_uniform_rankings(30, 8, 400, seed=2), y, eta=eta, noise=0.1,
-                          top_k=5, seed=3)
+def _plackett_luce_rankings(y, n_queries, n_docs, n_sessions, seed):
+    """A stochastic logger that favours relevant rows: Plackett-Luce rankings (Gumbel trick) of
+    scores that grow with the label, so each row is shown mostly at some ranks."""
+    rng = np.random.default_rng(seed)
+    scores = 1.5 * y.reshape(n_queries, n_docs) + rng.normal(size=(n_queries, n_docs))
+    return [q * n_docs + np.argsort(-(scores[q] + rng.gumbel(size=(n_sessions, n_docs))), axis=1)
+            for q in range(n_queries)]
+
+
+@pytest.mark.parametrize(("logger", "eta"), [("uniform", 1.2), ("plackett-luce", 1.0),
+                                             ("plackett-luce", 2.0)])
+def test_position_bias_is_recovered_from_a_stochastic_logger(logger, eta):
+    y = np.random.default_rng(1).choice(3, size=30 * 8, p=[0.6, 0.25, 0.15])
+    rankings = (_uniform_rankings(30, 8, 400, seed=2) if logger == "uniform"
+                else _plackett_luce_rankings(y, 30, 8, 400, seed=2))
+    log = simulate_clicks(rankings, y, eta=eta, noise=0.1, top_k=5, seed=3)
     theta = estimate_position_bias(log)
-    truth = (1.0 / np.arange(1, 6)) ** eta
+    truth = pbm_position_bias(5, eta=eta)
     assert theta[0] == 1.0
     np.testing.assert_allclose(theta, truth, atol=0.03)
+    # the click-through rate by rank is not the position bias: relevance differs by rank
+    ctr = np.bincount(log.rank - 1, log.click) / np.bincount(log.rank - 1)
+    if logger == "plackett-luce":
+        assert np.abs(ctr / ctr[0] / truth - 1).max() > 0.2
     # and "estimate" gives the rewards from these weights
     np.testing.assert_allclose(click_rewards(log, y.size, position_bias="estimate"),
                                click_rewards(log, y.size, position_bias=theta))
@@ -124,34 +243,76 @@ def test_deterministic_logger_leaves_rows_unseen():
     assert np.all(r[3:] == 0.0)
 
 
-def test_early_stopping_on_validation_rewards():
-    """Rewards of validation queries serve as eval_set labels (gain="linear") as labels do."""
+@pytest.fixture(scope="module")
+def logged_rewards():
+    """Policy-aware rewards of 30 training and 15 validation MQ2008 queries, logged by a weak
+    PL-Rank policy with a top-5 display (fractional values, some above 1)."""
     from gbdt_plrank.datasets import load_dataset
     from gbdt_plrank.ranker import PLRankRanker
 
     data = load_dataset("mq2008")
-    fast = {"N": 10, "n_jobs": 1, "random_state": 0}
 
     def head(split, n):
         rows = int(split.group_ptr[n])
         return split.X[:rows], split.y[:rows], split.qid[:rows]
 
     (X, y, qid), (Xv, yv, qv) = head(data.train, 30), head(data.vali, 15)
-    logger = PLRankRanker(n_estimators=5, **fast).fit(X, y, group=qid)
-    theta = 1.0 / np.arange(1, 6)
+    logger = PLRankRanker(n_estimators=5, N=10, n_jobs=1, random_state=0).fit(X, y, group=qid)
+    theta = pbm_position_bias(5)
 
     def rewards(X_, y_, q_, seed):
         log = simulate_clicks(logger.sample_rankings(X_, q_, n_samples=50, K=5, random_state=seed),
                               y_, top_k=5, seed=seed)
         return click_rewards(log, y_.size, position_bias=theta, qid=q_)
 
-    r, rv = rewards(X, y, qid, 1), rewards(Xv, yv, qv, 2)
-    ranker = PLRankRanker(gain="linear", n_estimators=200, learning_rate=0.3,
-                          stopping_metric="ranking", **fast)
+    return (X, rewards(X, y, qid, 1), qid), (Xv, rewards(Xv, yv, qv, 2), qv)
+
+
+@pytest.mark.parametrize("stopping_metric", ["policy", "ranking"])
+def test_early_stopping_on_validation_rewards(logged_rewards, stopping_metric):
+    """Rewards of validation queries serve as eval_set labels (gain="linear") as labels do."""
+    from gbdt_plrank.ranker import PLRankRanker
+
+    (X, r, qid), (Xv, rv, qv) = logged_rewards
+    assert np.any((rv > 0) & (rv != np.round(rv)))
+    ranker = PLRankRanker(gain="linear", metric="dcg", n_estimators=200, learning_rate=0.3,
+                          N=10, n_jobs=1, random_state=0, stopping_metric=stopping_metric)
     ranker.fit(X, r, group=qid, eval_set=[(Xv, rv, qv)], early_stopping_rounds=3)
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
-    history = next(iter(next(iter(ranker.evals_result_.values())).values()))
+    (history,) = (h for curves in ranker.evals_result_.values() for name, h in curves.items()
+                  if name.startswith("expected_" if stopping_metric == "policy" else "dcg"))
     assert len(history) == ranker.best_iteration_ + 4
+
+
+def test_expected_metric_on_validation_rewards_in_xgboost(logged_rewards):
+    """obj.expected_metric takes fractional rewards as linear gains (the expected DCG is linear
+    in them) and early-stops xgboost.train on an eval set labelled by them."""
+    xgboost = pytest.importorskip("xgboost")
+    from gbdt_plrank import plrank_objective
+
+    (X, r, qid), (Xv, rv, qv) = logged_rewards
+    obj = plrank_objective(K=5, N=10, gain="linear", metric="dcg", seed=0, n_jobs=1)
+    margins = np.random.default_rng(0).normal(size=rv.size)
+
+    def value(labels):
+        name, v = obj.expected_metric(margins, xgboost.DMatrix(Xv, labels, qid=qv))
+        assert name == "expected_dcg@5"
+        return v
+
+    other = np.random.default_rng(1).random(rv.size)
+    np.testing.assert_allclose(value(0.37 * rv + 2.5 * other),
+                               0.37 * value(rv) + 2.5 * value(other), rtol=1e-6)  # float32 labels
+    assert value(rv) > 0
+    history = {}
+    booster = xgboost.train(
+        {"eta": 0.3, "max_depth": 6, "nthread": 1, "disable_default_eval_metric": 1},
+        xgboost.DMatrix(X, r, qid=qid), 200, obj=obj,
+        evals=[(xgboost.DMatrix(Xv, rv, qid=qv), "valid")], custom_metric=obj.expected_metric,
+        maximize=True, early_stopping_rounds=3, evals_result=history, verbose_eval=False,
+    )
+    curve = history["valid"]["expected_dcg@5"]
+    assert booster.best_iteration < 199 and len(curve) == booster.best_iteration + 4
+    assert curve[booster.best_iteration] == max(curve)
 
 
 def _exact_observation(margins, theta):

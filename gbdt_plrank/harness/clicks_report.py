@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._compat import is_installed, missing_message, require
+from ..clicks import pbm_position_bias
 from .clicks_config import ANCHORS, ClicksConfig
 from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
 from .data import dataset_label, family
@@ -103,7 +104,7 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
-    simulated = (1.0 / np.arange(1, config.top_k + 1)) ** config.eta
+    simulated = pbm_position_bias(config.top_k, eta=config.eta)
     lines = [
         f"### {name}: position bias estimated from the stochastic log (EM), mean over folds",
         "",

@@ -65,7 +65,13 @@ from .._boosters._lightgbm import LightGBMBackend
 from .._compat import is_installed
 from .._evaluation import RankingMetricEval
 from .._ranking_metric import RankingMetric
-from ..clicks import ClickLog, click_rewards, estimate_position_bias, simulate_clicks
+from ..clicks import (
+    ClickLog,
+    click_rewards,
+    estimate_position_bias,
+    pbm_position_bias,
+    simulate_clicks,
+)
 from ..datasets import LTRDataset, Split
 from ..metrics import ndcg
 from ..ranker import PLRankRanker
@@ -221,7 +227,7 @@ def _theta(config: ClicksConfig, log: ClickLog) -> np.ndarray:
     """The position bias the learners correct with: the simulated one, or estimated from ``log``."""
     if config.position_bias == "estimate":
         return estimate_position_bias(log)
-    return (1.0 / np.arange(1, config.top_k + 1)) ** config.eta
+    return pbm_position_bias(config.top_k, eta=config.eta)
 
 
 def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
