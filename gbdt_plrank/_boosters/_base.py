@@ -107,7 +107,7 @@ TREE_RULES: dict[str, dict[str, Any]] = {
 
 
 def tree_rule(name: str, default: Any = None, **extra: Any) -> Any:
-    """A pydantic field for the tree setting ``name`` with its rule (:data:`TREE_RULES`)."""
+    """A pydantic field for the tree setting ``name`` with its rule (``TREE_RULES``)."""
     return Field(default, **TREE_RULES[name], **extra)
 
 
@@ -323,7 +323,7 @@ def checked_queries(
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        :func:`~gbdt_plrank._validation.check_labels`' rules with ``gain``, malformed
+        ``check_labels``' rules with ``gain``, malformed
         boundaries, or weights that break :func:`query_weights`' rules.
     """
     if fields.group_ptr is None:
