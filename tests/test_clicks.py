@@ -390,3 +390,59 @@ def test_the_anchors_see_sessions_in_displayed_order():
     # the first s sessions of each query of a log of n sessions per query
     two = first_sessions(log, 2, 4)
     assert sorted(set(two.session.tolist())) == [0, 1, 4, 5]
+
+
+class _FixedScores:
+    """A ranker whose scores are given: row i of the split scores -i (rank i + 1)."""
+
+    def predict(self, X):
+        return -np.arange(len(X), dtype=np.float64)
+
+
+@pytest.mark.parametrize(("graded", "expected"), [
+    # ranks 1..5 show grades 2, 1, 0, 2, 1; every rank seen (eta = 0); noise 0.1; trust
+    # (0.5, 0.05) below rank 1. Graded: grade g clicked with 0.1 + 0.9 (2^g - 1) / 3.
+    (False, [1.0, 0.5, 0.05, 0.5, 0.5]),
+    (True, [1.0, 0.2, 0.05, 0.5, 0.2]),
+])
+def test_the_click_model_keys_reach_the_simulation(graded, expected):
+    """configs/clicks-tiny.toml with graded and trust: the experiment's logs follow them."""
+    from pathlib import Path
+
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.clicks_config import load_clicks_config
+    from gbdt_plrank.harness.clicks_run import _deploy
+
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(tiny, overrides={"graded": graded, "trust": [0.5, 0.05],
+                                                 "eta": 0.0})
+    split = Split(np.arange(6.0)[:, None], np.array([2, 1, 0, 2, 1, 0.0]), np.zeros(6, int))
+    n = 4000
+    log = _deploy(_FixedScores(), split, stochastic=False, config=config, n=n, seed=0)
+    assert np.array_equal(log.row, np.tile(np.arange(5), n))
+    ctr = np.bincount(log.rank - 1, weights=log.click) / n
+    np.testing.assert_allclose(ctr, expected, atol=0.03)
+    # what changes the logs is part of the settings a resumed run must match; the binary model
+    # without trust bias leaves them out
+    settings = config.settings()
+    assert settings["trust"] == [0.5, 0.05] and settings.get("graded", False) is graded
+    assert not {"graded", "trust"} & set(load_clicks_config(tiny).settings())
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("graded = 1", "graded must be true or false, but 1 is given."),
+    ("trust = [0.9]", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but "
+                      "[0.9] is given (it holds 1 item)."),
+    ("trust = [0.9, 1.5]", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], "
+                           "but 1.5 is given."),
+    ("trust = 0.5", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but 0.5 "
+                    "is given."),
+])
+def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
+    from gbdt_plrank._schema import ConfigError
+    from gbdt_plrank.harness.clicks_config import load_clicks_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(f"datasets = ['mq2008']\n{line}\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_clicks_config(path)

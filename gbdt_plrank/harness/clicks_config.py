@@ -14,6 +14,8 @@
     anchor_max_sessions = 100         # XGBoost's and LightGBM's unbiased objectives: up to here
     eta = 1.0                         # rank k is seen with probability (1/k)**eta
     noise = 0.1                       # click probability of a seen non-relevant document
+    graded = false                    # click probabilities that grow with the grade
+    trust = [0.9, 0.1]                # trust bias (eps_plus, eps_minus); default: none
     position_bias = "known"           # "known" (1/k)**eta, or "estimate" from each log
     propensities = "logged"           # "logged" display frequencies or the "policy" exposure
     propensity_samples = 1000         # rankings per query of the "policy" propensities
@@ -36,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .._schema import ConfigError, Schema, one_of, validate
 from .config import PLRankSettings, TreeSettings, _items, read_config_table
@@ -58,6 +60,16 @@ LEARNERS = (
 ANCHORS = {"lambdamart-unbiased-xgb": "lambdamart-xgb", "lambdarank-position-lgb": "lambdarank-lgb"}
 
 PositiveInt = Annotated[int, Field(ge=1)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+
+def _as_pair(value: Any) -> Any:
+    """A TOML array of two items read as a tuple (strict models take tuples only)."""
+    if isinstance(value, list):
+        if len(value) != 2:
+            raise ValueError(f"it holds {len(value)} item{'' if len(value) == 1 else 's'}")
+        return tuple(value)
+    return value
 
 
 class ClicksConfig(Schema):
@@ -89,6 +101,10 @@ class ClicksConfig(Schema):
     anchor_max_sessions: int = Field(100, ge=0, description="an integer >= 0")
     eta: float = Field(1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
     noise: float = Field(0.1, ge=0, le=1, description="a number in [0, 1]")
+    graded: bool = Field(False, description="true or false")
+    trust: Annotated[tuple[Probability, Probability] | None, BeforeValidator(_as_pair)] = Field(
+        None, description="a pair [eps_plus, eps_minus] of numbers in [0, 1]"
+    )
     position_bias: Literal["known", "estimate"] = Field(
         "known", description=one_of(("known", "estimate"))
     )
@@ -158,7 +174,16 @@ class ClicksConfig(Schema):
         }
 
     def settings(self) -> dict[str, Any]:
-        """Everything that changes a stored result, as JSON-able data."""
+        """Everything that changes a stored result, as JSON-able data.
+
+        The click model's ``graded`` and ``trust`` appear only when set, so that the settings
+        of a run with binary clicks and no trust bias are the same with or without them.
+        """
+        clicks: dict[str, Any] = {}
+        if self.graded:
+            clicks["graded"] = True
+        if self.trust is not None:
+            clicks["trust"] = list(self.trust)
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
             "plrank": self.plrank.model_dump(),
@@ -168,6 +193,7 @@ class ClicksConfig(Schema):
                 "noise", "position_bias", "propensities", "propensity_samples",
                 "exploration_sessions", "k",
             }),
+            **clicks,
             # the logs hold max(sessions) sessions per query, of which each point takes a prefix
             "max_sessions": max(self.sessions),
         }

@@ -192,6 +192,21 @@ def plot_clicks(
     fig.savefig(path, dpi=110)
 
 
+def _click_probability(config: ClicksConfig) -> str:
+    """The click model's probability of a click on a seen document, in words."""
+    if config.graded:
+        text = (f"a seen document of grade g clicked with probability {config.noise:g} + "
+                f"{1 - config.noise:g} (2^g - 1) / (2^g_max - 1), g_max the highest grade")
+    else:
+        text = f"a seen document clicked with probability 1 if relevant and {config.noise:g} if not"
+    if config.trust is not None:
+        eps_plus, eps_minus = config.trust
+        text += (f"; trust bias: below rank 1 a relevant document's click probability is "
+                 f"multiplied by {eps_plus:g} and a non-relevant one is clicked with probability "
+                 f"{eps_minus:g}")
+    return text
+
+
 def write_clicks_report(
     config: ClicksConfig, store: ClicksStore, *, command: str | None = None
 ) -> str:
@@ -206,8 +221,8 @@ def write_clicks_report(
         "",
         f"A PL-Rank logger trained on {config.logging_queries} labelled training queries "
         f"({config.logging_rounds} rounds), deployed with a top-{config.top_k} display; clicks "
-        f"of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, a seen "
-        f"document clicked with probability 1 if relevant and {config.noise:g} if not; position "
+        f"of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, "
+        f"{_click_probability(config)}; position "
         f"bias {config.position_bias}, propensities {config.propensities}. Folds "
         f"{', '.join(map(str, config.folds))}, {config.seeds} seed(s), pooled.",
         "",

@@ -9,7 +9,8 @@ For every data entry, fold and seed:
    *deterministically* (its top ``top_k`` by score, every session);
 2. clicks are simulated on both logs (:func:`~gbdt_plrank.clicks.simulate_clicks`: the
    position-based model, rank ``k`` seen with probability :math:`(1/k)^\eta`, a seen document
-   clicked with probability 1 if relevant and ``noise`` otherwise);
+   clicked with probability 1 if relevant and ``noise`` otherwise, or with ``graded`` a
+   probability that grows with the grade; ``trust`` adds trust bias);
 3. for every session count :math:`s` of ``sessions``, the first :math:`s` sessions of every
    query train the learners, early-stopped on the clicks of the validation queries logged the
    same way:
@@ -201,7 +202,7 @@ def _deploy(
         rankings = top_k_rankings(model.predict(split.X), split, k=config.top_k, n=n)
     return simulate_clicks(
         rankings, split.y, eta=config.eta, noise=config.noise, top_k=config.top_k,
-        seed=_CLICKS_SEED + seed,
+        graded=config.graded, trust=config.trust, seed=_CLICKS_SEED + seed,
     )
 
 
