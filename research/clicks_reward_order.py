@@ -24,6 +24,7 @@ Only training splits are read.
         configs/clicks-mq2008-sharp-logger.toml configs/clicks-mq2008-eta2.toml \\
         --out benchmarks/results/clicks_reward_order.md
     nice -n 10 python research/clicks_reward_order.py configs/clicks-mq2008-graded.toml \\
+        configs/clicks-mq2007-agg-graded.toml \\
         --by-grade --out benchmarks/results/clicks_reward_order_graded.md
 """
 
