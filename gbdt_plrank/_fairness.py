@@ -67,8 +67,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _fair_kernels
 from ._groups import resolve_groups, row_queries
+from ._kernels import fairness as _fair_kernels
 from ._ranking_metric import gains
 from ._validation import check_item_groups
 from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity

@@ -108,7 +108,7 @@ class CudaEstimate:
         self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
         theta: np.ndarray, *, N: int, hessian: str,
     ) -> None:
-        from . import _cuda_kernels
+        from ._kernels import cuda as _cuda_kernels
 
         self._k = _cuda_kernels
         cuda = _numba_cuda()

@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _pirank_kernels
 from ._booster_objective import BoosterObjective
+from ._kernels import pirank as _pirank_kernels
 from ._options import HESSIAN_MODES
 from ._plrank import finish_hessian
 from ._ranking_metric import RankingMetric

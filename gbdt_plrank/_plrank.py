@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _fair_kernels, _kernels
 from ._fairness import FairnessSpec, FairTerms, checked_item_groups
+from ._kernels import fairness as _fair_kernels
+from ._kernels import plrank as _kernels
 from ._options import PLRankOptions
 from ._ranking_metric import RankingMetric
 from ._threads import numba_threads

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import _kernels
+from ._kernels import plrank as _kernels
 
 __all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains"]
 

@@ -133,7 +133,7 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
     from numba.cuda import dispatcher
     from numba.cuda import types as t
 
-    from gbdt_plrank import _cuda_kernels
+    from gbdt_plrank._kernels import cuda as _cuda_kernels
 
     if not cuda.is_available():  # device functions compile for the current device's capability
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import (
+from .plrank import (
     _add_sample,
     _draw,
     _finish_query,

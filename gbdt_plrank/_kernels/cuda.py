@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ._kernels import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
+from .plrank import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
 
 __all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "scale_rows"]
 
