@@ -42,14 +42,14 @@ from ._boosters import (
     backend_of_booster,
     query_weights,
 )
-from ._fairness import checked_item_groups
 from ._groups import resolve_groups
-from ._objective import PLRankObjective
-from ._options import PLRankOptions
-from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
-from ._run import STOPPING_METRICS, plrank_plan
-from ._threads import booster_threads
-from ._validation import (
+from ._training.fairness import checked_item_groups
+from ._training.objective import PLRankObjective
+from ._training.options import PLRankOptions
+from ._training.policy_methods import MetricEstimate, PolicyMethods, seeds_from
+from ._training.run import STOPPING_METRICS, plrank_plan
+from ._util.threads import booster_threads
+from ._util.validation import (
     X_RULES,
     check_choice,
     check_feature_columns,

@@ -35,8 +35,8 @@ import numpy as np
 
 import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
 from gbdt_plrank import PLRankRanker
-from gbdt_plrank._evaluation import PolicyValue
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
+from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.harness.policy_eval import evaluate_ranking

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-from gbdt_plrank._evaluation import PolicyValue
-from gbdt_plrank._fairness import FairnessSpec
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries

@@ -72,8 +72,8 @@ import numpy as np
 import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
-from gbdt_plrank._evaluation import PolicyValue
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gbdt_plrank import PLRankRanker, _gpu, plrank_objective
-from gbdt_plrank._compat import MissingDependencyError
+from gbdt_plrank import PLRankRanker, plrank_objective
+from gbdt_plrank._training import gpu as _gpu
+from gbdt_plrank._util.compat import MissingDependencyError
 
 CHECKS = Path(__file__).with_name("cudasim_checks.py")
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None

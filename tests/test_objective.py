@@ -12,8 +12,8 @@ import xgboost as xgb
 
 from gbdt_plrank import plrank_grad_hess, plrank_objective, training_cutoff
 from gbdt_plrank._groups import boundaries
-from gbdt_plrank._plrank import estimate
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.plrank import estimate
 
 
 def recorder(obj, calls):

@@ -39,7 +39,7 @@ from pydantic import Field
 from tqdm.auto import tqdm
 
 from .._groups import Split, query_rows
-from .._schema import Schema, one_of, validate
+from .._util.schema import Schema, one_of, validate
 from ._base import (
     BoosterSettings,
     History,

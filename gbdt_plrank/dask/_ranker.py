@@ -9,9 +9,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._compat import require
-from .._fairness import item_groups_needed
-from .._validation import MAX_EXP_LABEL, check_item_groups
+from .._training.fairness import item_groups_needed
+from .._util.compat import require
+from .._util.validation import MAX_EXP_LABEL, check_item_groups
 from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
 from ._keyed import MAX_QUERIES, KeyedPLRankObjective

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._schema import ConfigError, Schema, one_of, validate
+from .._util.schema import ConfigError, Schema, one_of, validate
 from .config import PLRankSettings, TreeSettings, _items, read_config_table
 
 __all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]

@@ -27,12 +27,12 @@ from functools import partial
 
 import numpy as np
 
-from .._evaluation import EVAL_ROUNDS, PolicyValue
-from .._fairness import FAIRNESS, FairnessSpec
 from .._groups import resolve_groups, row_queries
-from .._policy import sample_policy
-from .._policy_methods import per_sample_metric
 from .._ranking_metric import RankingMetric, dcg_weights
+from .._training.evaluation import EVAL_ROUNDS, PolicyValue
+from .._training.fairness import FAIRNESS, FairnessSpec
+from .._training.policy import sample_policy
+from .._training.policy_methods import per_sample_metric
 from ..datasets import Split
 from ..metrics import ndcg
 

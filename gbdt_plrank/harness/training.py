@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._boosters import BACKENDS, Plan, eval_name, metric_name
-from .._compat import require
-from .._pirank import pirank_objective
 from .._ranking_metric import RankingMetric
-from .._run import plrank_plan
+from .._training.pirank import pirank_objective
+from .._training.run import plrank_plan
+from .._util.compat import require
 from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 

@@ -31,9 +31,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
-from .._schema import ConfigError, Schema, one_of, validate
-from .config import (
+from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
+from ..._util.schema import ConfigError, Schema, one_of, validate
+from ..config import (
     PLRankSettings,
     TreeSettings,
     _items,
@@ -41,8 +41,8 @@ from .config import (
     objective_settings,
     read_config_table,
 )
-from .groups import ProtectedGroup
-from .methods import METHODS, PLRANK
+from ..groups import ProtectedGroup
+from ..methods import METHODS, PLRANK
 
 __all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 

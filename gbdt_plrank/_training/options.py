@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
-from ._ranking_metric import GAINS, METRICS, RankingMetric
-from ._schema import Schema, one_of, validate
+from .._ranking_metric import GAINS, METRICS, RankingMetric
+from .._util.schema import Schema, one_of, validate
+from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 
 __all__ = [
     "HESSIAN_MODES",

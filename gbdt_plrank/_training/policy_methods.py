@@ -13,11 +13,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._evaluation import ranking_values
-from ._groups import Split, boundaries, resolve_groups, row_queries
-from ._policy import PolicySample, sample_policy, sampled_exposure
-from ._ranking_metric import RankingMetric, dcg_weights
-from ._validation import check_labels, check_positive_int, check_positive_number, check_same_length
+from .._groups import Split, boundaries, resolve_groups, row_queries
+from .._ranking_metric import RankingMetric, dcg_weights
+from .._util.validation import (
+    check_labels,
+    check_positive_int,
+    check_positive_number,
+    check_same_length,
+)
+from .evaluation import ranking_values
+from .policy import PolicySample, sample_policy, sampled_exposure
 
 __all__ = ["MetricEstimate", "PolicyMethods", "seeds_from"]
 

@@ -14,16 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _plrank
-from ._booster_objective import BoosterObjective
-from ._boosters import BACKENDS, QueryFields
-from ._evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
-from ._fairness import FairTerms, checked_item_groups
-from ._gpu import CudaEstimate, check_device, to_host
-from ._groups import boundaries, query_rows
-from ._options import PLRankOptions
-from ._threads import thread_count
-from ._validation import check_seed
+from .._boosters import BACKENDS, QueryFields
+from .._groups import boundaries, query_rows
+from .._util.threads import thread_count
+from .._util.validation import check_seed
+from . import plrank as _plrank
+from .booster_objective import BoosterObjective
+from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
+from .fairness import FairTerms, checked_item_groups
+from .gpu import CudaEstimate, check_device, to_host
+from .options import PLRankOptions
 
 __all__ = ["PLRankObjective", "plrank_objective"]
 

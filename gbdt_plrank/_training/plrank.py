@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._fairness import FairnessSpec, FairTerms, checked_item_groups
-from ._kernels import fairness as _fair_kernels
-from ._kernels import plrank as _kernels
-from ._options import PLRankOptions
-from ._ranking_metric import RankingMetric
-from ._threads import numba_threads
-from ._validation import (
+from .._kernels import fairness as _fair_kernels
+from .._kernels import plrank as _kernels
+from .._ranking_metric import RankingMetric
+from .._util.threads import numba_threads
+from .._util.validation import (
     as_finite_vector,
     check_group_ptr,
     check_labels,
     check_same_length,
     check_seed,
 )
+from .fairness import FairnessSpec, FairTerms, checked_item_groups
+from .options import PLRankOptions
 
 __all__ = [
     "CLIP_FLOOR",

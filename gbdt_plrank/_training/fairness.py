@@ -67,11 +67,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._groups import resolve_groups, row_queries
-from ._kernels import fairness as _fair_kernels
-from ._ranking_metric import gains
-from ._validation import check_item_groups
-from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
+from .._groups import resolve_groups, row_queries
+from .._kernels import fairness as _fair_kernels
+from .._ranking_metric import gains
+from .._util.validation import check_item_groups
+from ..metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
 
 __all__ = [
     "EMPTY_QUERIES",

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._groups import Groups, boundaries
-from ._kernels import plrank as _kernels
-from ._kernels.policy import sampled_exposure_groups
-from ._threads import numba_threads
+from .._groups import Groups, boundaries
+from .._kernels import plrank as _kernels
+from .._kernels.policy import sampled_exposure_groups
+from .._util.threads import numba_threads
 
 __all__ = ["PolicySample", "sample_policy", "sampled_exposure"]
 

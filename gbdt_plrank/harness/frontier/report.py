@@ -44,9 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .._compat import is_installed, missing_message, require
-from .data import family
-from .frontier import (
+from ..._util.compat import is_installed, missing_message, require
+from ..data import family
+from ..stats import paired
+from .config import FrontierConfig
+from .run import (
     DETERMINISTIC,
     FAIR,
     ORACLE,
@@ -54,8 +56,6 @@ from .frontier import (
     FrontierStore,
     planned_evaluations,
 )
-from .frontier_config import FrontierConfig
-from .stats import paired
 
 __all__ = ["Comparison", "Match", "Point", "compare_points", "pool", "write_frontier_report"]
 

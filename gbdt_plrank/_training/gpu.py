@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ._compat import require
-from ._plrank import CLIP_FLOOR
-from ._validation import check_choice
+from .._util.compat import require
+from .._util.validation import check_choice
+from .plrank import CLIP_FLOOR
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -108,7 +108,7 @@ class CudaEstimate:
         self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
         theta: np.ndarray, *, N: int, hessian: str,
     ) -> None:
-        from ._kernels import cuda as _cuda_kernels
+        from .._kernels import cuda as _cuda_kernels
 
         self._k = _cuda_kernels
         cuda = _numba_cuda()
