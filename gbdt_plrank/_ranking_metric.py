@@ -44,7 +44,7 @@ def dcg_weights(K: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RankingMetric:
-    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._options`).
+    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._training.options`).
 
     Attributes
     ----------

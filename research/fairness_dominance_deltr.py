@@ -9,7 +9,7 @@ for comparison. On the test queries with a relevant document every model is meas
 deterministically (the ranking by score) and as the Plackett-Luce policy of its scores
 (``--samples`` rankings per query): expected NDCG@10 and the group disparity
 :func:`gbdt_plrank.metrics.group_disparity` (the policy's without the plug-in's bias,
-:class:`gbdt_plrank._evaluation.Halves`).
+:class:`gbdt_plrank._training.evaluation.Halves`).
 
 Install fairsearchdeltr into a throwaway environment that also sees the package's (a ``.pth``
 file; same numpy and pandas); nothing is installed into the package's environment:

@@ -323,7 +323,7 @@ def checked_queries(
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        :func:`~gbdt_plrank._validation.check_labels`' rules with ``gain``, malformed
+        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain``, malformed
         boundaries, or weights that break :func:`query_weights`' rules.
     """
     if fields.group_ptr is None:

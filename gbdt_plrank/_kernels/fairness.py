@@ -21,7 +21,7 @@ from .plrank import (
     has_reward,
 )
 
-#: The fairness losses' codes in the kernels (:data:`gbdt_plrank._fairness.FAIRNESS`, in order).
+#: The fairness losses' codes in the kernels (:data:`gbdt_plrank._training.fairness.FAIRNESS`, in order).
 EXPECTED_EXPOSURE = 0
 DISPARITY = 1
 GROUP_DISPARITY = 2

@@ -262,7 +262,7 @@ class ExpectedMetric(_BoosterMetric):
     """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
 
     With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
-    (its objective's :meth:`~gbdt_plrank._booster_objective.BoosterObjective.item_groups_of`).
+    (its objective's :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`).
     """
 
     def __init__(

@@ -2,7 +2,7 @@
 
 :class:`CudaEstimate` holds one training set on the device (rewards, query boundaries, the
 queries that contribute, per-row weights: uploaded once) and computes each round's gradient and
-Hessian there (:mod:`gbdt_plrank._cuda_kernels`); the margins are uploaded each round. The
+Hessian there (:mod:`gbdt_plrank._kernels.cuda`); the margins are uploaded each round. The
 results stay on the device (Numba device arrays, which XGBoost takes through their
 ``__cuda_array_interface__``) until :func:`to_host`.
 
@@ -101,7 +101,7 @@ class CudaEstimate:
     N : int
         Rankings sampled per query and round.
     hessian : {"abs", "raw", "clip", "constant"}
-        What the booster receives as Hessian (:func:`~gbdt_plrank._plrank.finish_hessian`).
+        What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
     """
 
     def __init__(

@@ -3,7 +3,7 @@ r"""Monte-Carlo summaries of the Plackett-Luce policy of a ranker's margins.
 A query's margins :math:`m(d)` define the policy that places, at rank :math:`k`, an unplaced
 document with probability :math:`e^{m(d)} / \sum_{d' \text{ unplaced}} e^{m(d')}`: the policy
 whose expected metric the PL-Rank objective maximises. :func:`sample_policy` draws rankings from
-it once, with :func:`gbdt_plrank._kernels.sample_groups`, and keeps them in a
+it once, with :func:`gbdt_plrank._kernels.plrank.sample_groups`, and keeps them in a
 :class:`PolicySample`.
 :func:`sampled_exposure` draws rankings and keeps only the exposure they give, the quantity every
 expected metric and fairness measure of a policy is a function of.
@@ -139,7 +139,7 @@ def sample_policy(
     n_jobs : int or None
         Numba threads.
     round_ : int, default 0
-        The streams' round key (:data:`gbdt_plrank._evaluation.EVAL_ROUNDS`: an evaluation's).
+        The streams' round key (:data:`gbdt_plrank._training.evaluation.EVAL_ROUNDS`: an evaluation's).
 
     Returns
     -------

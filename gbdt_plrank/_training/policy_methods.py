@@ -51,7 +51,7 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
 
         X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{metric@K}\big(y^{(q, s)}\big),
 
-    computed by :func:`~gbdt_plrank._evaluation.ranking_values` on scores that put the placed
+    computed by :func:`~gbdt_plrank._training.evaluation.ranking_values` on scores that put the placed
     documents in their sampled order above every unplaced one (metric@K only sees the top K),
     for blocks of samples at once (each sample's copy of a query is a query of its own). The
     :math:`X_s` are independent and identically distributed: each query draws from its own

@@ -26,7 +26,7 @@
     [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
     [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
 naming the key, the value and the rule.
 """
 

@@ -33,7 +33,7 @@
     [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
     tau = 0.5
 
-The models are pydantic schemas (:mod:`gbdt_plrank._schema`): an unknown key, or a value that breaks its
+The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
 

@@ -19,7 +19,7 @@
     [plrank]                               # PL-Rank options of both PL-Rank curves
     [params.lambdamart-xgb]                # native parameters of a method, as in a comparison
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
 naming the key, the value and the rule.
 """
 
@@ -131,7 +131,7 @@ class FrontierConfig(Schema):
 
     @property
     def measure(self) -> str:
-        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._fairness.LOSS_NAMES`)."""
+        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._training.fairness.LOSS_NAMES`)."""
         return LOSS_NAMES[self.fairness]
 
     @property

@@ -5,7 +5,7 @@ evaluations over the folds (every query once across the five LETOR folds), each 
 averaged over the seeds first. Its standard errors are over those queries (``*_se``), and, for
 the expected NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings
 (``ndcg_mc_se``). The report's measure of fairness :math:`U` is the configuration's loss
-(:attr:`~.frontier_config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
+(:attr:`~.config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
 lower is fairer).
 
 The goal check sets every post-hoc point against the trained fair policies, and the summary

@@ -22,7 +22,7 @@ is 1 for the protected documents and 0 for the others (a post-hoc boost or demot
 Singh and Joachims 2018); the deterministic LambdaMART ranking; and, on test, the
 equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order, so
 that :math:`E = \epsilon`). The validation values choose the policies the report compares
-(:mod:`.frontier_report`); the test values measure them.
+(:mod:`.report`); the test values measure them.
 
 Every finished training (its validation and test margins) and every finished evaluation (its
 per-query values) is written at once (:class:`FrontierStore`); a rerun skips what is there.
