@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -47,33 +48,34 @@ SINGLE_FILE = "gbdt_plrank/_kernels.py"
 ESTIMATOR = "plrank"
 
 
-def _git(*args: str) -> str:
+def _git(repo: Path, *args: str) -> str:
     return subprocess.run(
-        ["git", *args], cwd=REPO, check=True, capture_output=True, text=True
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
     ).stdout
 
 
-def kernel_sources(revision: str) -> dict[str, str]:
-    """The kernel modules of ``revision`` by file name, the estimator's as ``plrank.py``.
+def kernel_sources(revision: str, repo: Path = REPO) -> dict[str, str]:
+    """The kernel modules of ``revision`` of ``repo`` by file name, the estimator's as
+    ``plrank.py``.
 
     The kernels' folder first; a revision without it has the estimator in one file.
     """
-    path = REPO / KERNELS if revision == "WORKTREE" else Path(revision)
+    path = repo / KERNELS if revision == "WORKTREE" else Path(revision)
     if path.is_dir():
         return {p.name: p.read_text() for p in sorted(path.glob("*.py"))}
     if path.is_file():
         return {f"{ESTIMATOR}.py": path.read_text()}
-    listing = _git("ls-tree", "--name-only", revision, f"{KERNELS}/").split()
+    listing = _git(repo, "ls-tree", "--name-only", revision, f"{KERNELS}/").split()
     files = [f for f in listing if f.endswith(".py")]
     if files:
-        return {Path(f).name: _git("show", f"{revision}:{f}") for f in files}
-    return {f"{ESTIMATOR}.py": _git("show", f"{revision}:{SINGLE_FILE}")}
+        return {Path(f).name: _git(repo, "show", f"{revision}:{f}") for f in files}
+    return {f"{ESTIMATOR}.py": _git(repo, "show", f"{revision}:{SINGLE_FILE}")}
 
 
 def load_kernels(revision: str, folder: Path) -> ModuleType:
     """The estimator's kernels of ``revision`` (``WORKTREE``: on disk; a path: that folder or
     file), loaded from a package of their own under ``folder``, as a module."""
-    name = f"kernels_{len(list(folder.iterdir()))}"
+    name = f"kernels_{uuid.uuid4().hex}"  # a new package each time: none is taken from sys.modules
     package = folder / name
     package.mkdir()
     sources = {"__init__.py": "", **kernel_sources(revision)}
