@@ -60,7 +60,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
-from gbdt_plrank._evaluation import EVAL_SAMPLES  # noqa: E402
+from gbdt_plrank._training.evaluation import EVAL_SAMPLES  # noqa: E402
 
 SECTIONS = ("round", "pirank", "table2", "threads", "compile", "nn", "dask")
 LABELS = {
@@ -640,8 +640,8 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) -> dict[str, Any]:
     """Seconds per epoch of the network backend: the times between consecutive epochs' ends."""
     from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Split
-    from gbdt_plrank._options import PLRankOptions
-    from gbdt_plrank._run import plrank_plan
+    from gbdt_plrank._training.options import PLRankOptions
+    from gbdt_plrank._training.run import plrank_plan
 
     ends: list[float] = []
     options = PLRankOptions.checked(K=cfg.round_k, train_K=cfg.round_k, N=cfg.round_n)

@@ -41,8 +41,8 @@ import xgboost  # noqa: E402
 
 from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.bench_round import _time_rounds  # noqa: E402
-from gbdt_plrank._compat import MissingDependencyError  # noqa: E402
-from gbdt_plrank._gpu import check_device, to_host  # noqa: E402
+from gbdt_plrank._training.gpu import check_device, to_host  # noqa: E402
+from gbdt_plrank._util.compat import MissingDependencyError  # noqa: E402
 
 K, N = 10, 100
 PARAMS = {"device": "cuda", "tree_method": "hist", "max_depth": 6, "seed": 0}

@@ -1,7 +1,9 @@
 """The kernels of several git revisions side by side: seconds per call and their ratios, one run.
 
-Each revision's ``gbdt_plrank/_kernels.py`` (which imports only NumPy and Numba) is loaded as a
-module of its own, and ``estimate_groups`` of every revision is timed on the same MSLR-shaped data
+Each revision's kernels' folder ``gbdt_plrank/_kernels/`` (whose modules import only NumPy, Numba
+and one another), or the single file ``gbdt_plrank/_kernels.py`` of a revision from before the
+folder, is loaded as a package of its own, and ``estimate_groups`` of every revision's estimator
+(``plrank.py`` in the folder) is timed on the same MSLR-shaped data
 (:func:`benchmarks.synthetic.mslr_like`; the NDCG@K rewards are computed once, outside the timed
 calls), the revisions in turns within each repetition so that the machine's drift affects them
 alike. The outputs are compared too: ``identical`` says whether
@@ -10,9 +12,10 @@ a revision returns the first revision's gradient and Hessian bit for bit.
     python benchmarks/kernel_revisions.py REV [REV ...] [--K 10 20] [--N 100] [--threads 2]
         [--clock wall|cpu] [--data mslr|long] [--length L]
 
-``WORKTREE`` as a revision is the file as it is on disk, and the path of an existing file is that
-file (a variant being tried). ``--clock cpu`` times the process's CPU seconds instead of the wall
-clock: with one thread, the work itself, whatever else the machine runs. ``--data long`` takes
+``WORKTREE`` as a revision is the folder as it is on disk, and the path of an existing folder or
+file is that folder, or that file as the estimator's module (a variant being tried).
+``--clock cpu`` times the process's CPU seconds instead of the wall clock: with one thread, the
+work itself, whatever else the machine runs. ``--data long`` takes
 the ~1,000-document lists of :func:`benchmarks.synthetic.long_lists` instead, ``--length L``
 queries of exactly L documents (400,000 documents in all, at least one query).
 """
@@ -20,11 +23,12 @@ queries of exactly L documents (400,000 documents in all, at least one query).
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -39,27 +43,47 @@ if str(REPO) not in sys.path:
 from benchmarks import synthetic  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
 
-KERNELS = "gbdt_plrank/_kernels.py"
+KERNELS = "gbdt_plrank/_kernels"
+SINGLE_FILE = "gbdt_plrank/_kernels.py"
+ESTIMATOR = "plrank"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def kernel_sources(revision: str, repo: Path = REPO) -> dict[str, str]:
+    """The kernel modules of ``revision`` of ``repo`` by file name, the estimator's as
+    ``plrank.py``.
+
+    The kernels' folder first; a revision without it has the estimator in one file.
+    """
+    path = repo / KERNELS if revision == "WORKTREE" else Path(revision)
+    if path.is_dir():
+        return {p.name: p.read_text() for p in sorted(path.glob("*.py"))}
+    if path.is_file():
+        return {f"{ESTIMATOR}.py": path.read_text()}
+    listing = _git(repo, "ls-tree", "--name-only", revision, f"{KERNELS}/").split()
+    files = [f for f in listing if f.endswith(".py")]
+    if files:
+        return {Path(f).name: _git(repo, "show", f"{revision}:{f}") for f in files}
+    return {f"{ESTIMATOR}.py": _git(repo, "show", f"{revision}:{SINGLE_FILE}")}
 
 
 def load_kernels(revision: str, folder: Path) -> ModuleType:
-    """``_kernels.py`` of ``revision`` (``WORKTREE``: on disk; a file path: that file) as a module."""
-    if revision == "WORKTREE":
-        source = (REPO / KERNELS).read_text()
-    elif Path(revision).is_file():
-        source = Path(revision).read_text()
-    else:
-        source = subprocess.run(
-            ["git", "show", f"{revision}:{KERNELS}"], cwd=REPO, check=True, capture_output=True,
-            text=True,
-        ).stdout
-    name = f"kernels_{len(list(folder.iterdir()))}"
-    path = folder / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The estimator's kernels of ``revision`` (``WORKTREE``: on disk; a path: that folder or
+    file), loaded from a package of their own under ``folder``, as a module."""
+    name = f"kernels_{uuid.uuid4().hex}"  # a new package each time: none is taken from sys.modules
+    package = folder / name
+    package.mkdir()
+    sources = {"__init__.py": "", **kernel_sources(revision)}
+    for file, source in sources.items():
+        (package / file).write_text(source)
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return importlib.import_module(f"{name}.{ESTIMATOR}")
 
 
 def estimate(

@@ -16,7 +16,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from gbdt_plrank import _kernels
+from gbdt_plrank._kernels import plrank as _kernels
 
 LENGTHS = (8, 16, 40, 120, 1000)
 DOCS = 60_000  # documents per configuration: queries of length D fill this many

@@ -45,7 +45,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
-from gbdt_plrank import _compat
+from gbdt_plrank._util import compat as _compat
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK

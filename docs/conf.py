@@ -127,8 +127,9 @@ class PrivateOutOfIndex(SphinxTransform):
 
 
 def _documented_elsewhere(app, what, name, obj, skip, options):
-    """Skip a private module's member that the public pages document (``_options.PLRankOptions``
-    is ``gbdt_plrank.PLRankOptions``): each object is documented once."""
+    """Skip a private module's member that the public pages document
+    (``_training.options.PLRankOptions`` is ``gbdt_plrank.PLRankOptions``): each object is
+    documented once."""
     defined = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
     return True if defined in API_ALIASES else None
 

@@ -12,16 +12,13 @@ reads it when it is loaded, so a booster imported before the package without the
 keeps spinning: the import warns then.
 """
 
-from . import (
-    _threads,  # noqa: F401  (first: it sets OMP_WAIT_POLICY before any booster loads)
-    clicks,
-    datasets,
-    metrics,
-)
-from ._objective import PLRankObjective, plrank_objective
-from ._options import PLRankOptions, training_cutoff
-from ._pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
-from ._plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+# First: importing it sets OMP_WAIT_POLICY before any booster loads.
+from ._util import threads as _threads  # noqa: F401, I001
+from . import clicks, datasets, metrics
+from ._training.objective import PLRankObjective, plrank_objective
+from ._training.options import PLRankOptions, training_cutoff
+from ._training.pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
+from ._training.plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
 

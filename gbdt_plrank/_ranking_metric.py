@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import _kernels
+from ._kernels import plrank as _kernels
 
 __all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains"]
 
@@ -44,7 +44,7 @@ def dcg_weights(K: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RankingMetric:
-    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._options`).
+    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._training.options`).
 
     Attributes
     ----------

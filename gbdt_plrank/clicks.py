@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import (
+from ._util.validation import (
     as_finite_vector,
     as_int_vector,
     check_at_least,

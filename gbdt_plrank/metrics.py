@@ -64,10 +64,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from . import _fair_kernels, _metric_kernels
 from ._groups import resolve_groups, row_queries
+from ._kernels import fairness as _fair_kernels
+from ._kernels import metrics as _metric_kernels
 from ._ranking_metric import GAINS, dcg_weights, gains
-from ._validation import (
+from ._util.validation import (
     as_finite_vector,
     check_choice,
     check_item_groups,

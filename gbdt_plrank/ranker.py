@@ -42,14 +42,14 @@ from ._boosters import (
     backend_of_booster,
     query_weights,
 )
-from ._fairness import checked_item_groups
 from ._groups import resolve_groups
-from ._objective import PLRankObjective
-from ._options import PLRankOptions
-from ._policy_methods import MetricEstimate, PolicyMethods, seeds_from
-from ._run import STOPPING_METRICS, plrank_plan
-from ._threads import booster_threads
-from ._validation import (
+from ._training.fairness import checked_item_groups
+from ._training.objective import PLRankObjective
+from ._training.options import PLRankOptions
+from ._training.policy_methods import MetricEstimate, PolicyMethods, seeds_from
+from ._training.run import STOPPING_METRICS, plrank_plan
+from ._util.threads import booster_threads
+from ._util.validation import (
     X_RULES,
     check_choice,
     check_feature_columns,
@@ -164,7 +164,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
 
-        Columns must be numeric (:func:`~gbdt_plrank._validation.check_feature_columns`) and
+        Columns must be numeric (:func:`~gbdt_plrank._util.validation.check_feature_columns`) and
         values finite, NaN where the ranker takes missing values (its ``allow_nan`` tag).
         """
         check_feature_columns(X)
@@ -532,7 +532,7 @@ class PLRankRanker(PolicyRanker):
         """The checked backend name, booster settings, training plan and options of a fit.
 
         Everything but the data is checked here, before any data is read; the plan comes from
-        the package's one run builder (:func:`gbdt_plrank._run.plrank_plan`).
+        the package's one run builder (:func:`gbdt_plrank._training.run.plrank_plan`).
         """
         backend = check_choice("backend", self.backend, RANKER_BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)

@@ -9,7 +9,7 @@ for comparison. On the test queries with a relevant document every model is meas
 deterministically (the ranking by score) and as the Plackett-Luce policy of its scores
 (``--samples`` rankings per query): expected NDCG@10 and the group disparity
 :func:`gbdt_plrank.metrics.group_disparity` (the policy's without the plug-in's bias,
-:class:`gbdt_plrank._evaluation.Halves`).
+:class:`gbdt_plrank._training.evaluation.Halves`).
 
 Install fairsearchdeltr into a throwaway environment that also sees the package's (a ``.pth``
 file; same numpy and pandas); nothing is installed into the package's environment:
@@ -35,8 +35,8 @@ import numpy as np
 
 import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
 from gbdt_plrank import PLRankRanker
-from gbdt_plrank._evaluation import PolicyValue
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
+from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.harness.policy_eval import evaluate_ranking

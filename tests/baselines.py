@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gbdt_plrank._threads import numba_threads
+from gbdt_plrank._util.threads import numba_threads
 
 __all__ = [
     "gumbel_rankings",

@@ -25,10 +25,12 @@ warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
 
 from numba import cuda  # noqa: E402
 
-from gbdt_plrank import _cuda_kernels, _kernels, plrank_objective  # noqa: E402
-from gbdt_plrank._gpu import CudaEstimate, to_host  # noqa: E402
-from gbdt_plrank._plrank import estimate  # noqa: E402
+from gbdt_plrank import plrank_objective  # noqa: E402
+from gbdt_plrank._kernels import cuda as _cuda_kernels  # noqa: E402
+from gbdt_plrank._kernels import plrank as _kernels  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
+from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
+from gbdt_plrank._training.plrank import estimate  # noqa: E402
 
 TOL = 1e-12
 

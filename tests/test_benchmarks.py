@@ -193,6 +193,34 @@ def test_kernel_revisions_loads_a_revision_and_the_worktree() -> None:
     assert rows[0]["identical"] and rows[0]["ratio"] == 1.0
 
 
+def test_kernel_revisions_reads_the_kernels_folder_and_the_single_file_of_older_revisions(
+    tmp_path: Path,
+) -> None:
+    from benchmarks import kernel_revisions
+
+    worktree = kernel_revisions.kernel_sources("WORKTREE")
+    assert {"plrank.py", "fairness.py", "policy.py"} <= set(worktree)
+    assert "def estimate_groups" in worktree["plrank.py"]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "gbdt_plrank").mkdir()
+    (tmp_path / "gbdt_plrank" / "_kernels.py").write_text("OLD = 1\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "one file"], check=True)
+    (tmp_path / "gbdt_plrank" / "_kernels.py").unlink()
+    (tmp_path / "gbdt_plrank" / "_kernels").mkdir()
+    (tmp_path / "gbdt_plrank" / "_kernels" / "plrank.py").write_text("NEW = 1\n")
+    (tmp_path / "gbdt_plrank" / "_kernels" / "policy.py").write_text("from .plrank import NEW\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "a folder"], check=True)
+    assert kernel_revisions.kernel_sources("HEAD~1", repo=tmp_path) == {"plrank.py": "OLD = 1\n"}
+    assert kernel_revisions.kernel_sources("HEAD", repo=tmp_path) == {
+        "plrank.py": "NEW = 1\n", "policy.py": "from .plrank import NEW\n",
+    }
+    module = kernel_revisions.load_kernels(str(tmp_path / "gbdt_plrank" / "_kernels"), tmp_path)
+    assert module.NEW == 1
+
+
 # --------------------------------------------------------------------------------------------
 # Time to a kept model
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import json
 
 import numpy as np
 
-from gbdt_plrank import _kernels, plrank_grad_hess
+from gbdt_plrank import plrank_grad_hess
+from gbdt_plrank._kernels import plrank as _kernels
 
 GOLDEN = "4f65c3a98b79ead399a2bb13b182bcabbc5759f45117a3939a4896922c8f6c11"
 

@@ -77,7 +77,7 @@ def test_every_public_name_has_one_page_in_the_api_reference() -> None:
     # One page per object: gbdt_plrank.ndcg is gbdt_plrank.metrics.ndcg, documented once.
     assert "ndcg" in documented["gbdt_plrank"] and "ndcg" not in documented["gbdt_plrank.metrics"]
     assert aliases["gbdt_plrank.metrics.ndcg"] == "gbdt_plrank.ndcg"
-    assert aliases["gbdt_plrank._options.PLRankOptions"] == "gbdt_plrank.PLRankOptions"
+    assert aliases["gbdt_plrank._training.options.PLRankOptions"] == "gbdt_plrank.PLRankOptions"
 
 
 def test_the_site_check_names_missing_api_pages(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from gbdt_plrank import _kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank._kernels import plrank as _kernels
 
 CASES = [
     (D, K, metric, gain)

@@ -13,9 +13,9 @@ import pytest
 import xgboost
 
 from gbdt_plrank import metrics, plrank_objective
-from gbdt_plrank._evaluation import PolicyValue
-from gbdt_plrank._fairness import FairnessSpec
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
 
 ROUNDS, PATIENCE = 60, 3
@@ -203,7 +203,7 @@ def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
 
 
 def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_blind(splits):
-    from gbdt_plrank._evaluation import STANDARDIZED_SAMPLES
+    from gbdt_plrank._training.evaluation import STANDARDIZED_SAMPLES
 
     _, vali = splits
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
@@ -226,7 +226,7 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
 
 
 def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
-    from gbdt_plrank._evaluation import STANDARDIZED_SAMPLES
+    from gbdt_plrank._training.evaluation import STANDARDIZED_SAMPLES
 
     train, vali = splits
     obj = _objective()

@@ -18,11 +18,12 @@ import naive
 import numpy as np
 import pytest
 
-from gbdt_plrank import _fair_kernels, plrank_grad_hess, plrank_grad_hess_from_rankings
-from gbdt_plrank._evaluation import PolicyValue
-from gbdt_plrank._fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._groups import Split
+from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
+from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
 
 FAIR = "expected-exposure"
 

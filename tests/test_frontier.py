@@ -15,16 +15,16 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import metrics
-from gbdt_plrank._evaluation import Halves, PolicyValue
-from gbdt_plrank._fairness import FairnessSpec
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import Halves, PolicyValue
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import LTRDataset, Split
-from gbdt_plrank.harness import frontier
 from gbdt_plrank.harness.config import ConfigError
-from gbdt_plrank.harness.frontier import EVAL_SEED, EvalKey, _evaluate
-from gbdt_plrank.harness.frontier_config import load_frontier_config
-from gbdt_plrank.harness.frontier_report import Point, compare_points
+from gbdt_plrank.harness.frontier import run as frontier
+from gbdt_plrank.harness.frontier.config import load_frontier_config
+from gbdt_plrank.harness.frontier.report import Point, compare_points
+from gbdt_plrank.harness.frontier.run import EVAL_SEED, EvalKey, _evaluate
 from gbdt_plrank.harness.groups import (
     ProtectedGroup,
     protected_rows,

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gbdt_plrank import PLRankRanker, _gpu, plrank_objective
-from gbdt_plrank._compat import MissingDependencyError
+from gbdt_plrank import PLRankRanker, plrank_objective
+from gbdt_plrank._training import gpu as _gpu
+from gbdt_plrank._util.compat import MissingDependencyError
 
 CHECKS = Path(__file__).with_name("cudasim_checks.py")
 HAS_NUMBA_CUDA = importlib.util.find_spec("numba_cuda") is not None
@@ -133,7 +134,7 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
     from numba.cuda import dispatcher
     from numba.cuda import types as t
 
-    from gbdt_plrank import _cuda_kernels
+    from gbdt_plrank._kernels import cuda as _cuda_kernels
 
     if not cuda.is_available():  # device functions compile for the current device's capability
 

@@ -17,10 +17,10 @@ import pytest
 import xgboost
 
 from gbdt_plrank import metrics, plrank_grad_hess, plrank_objective
-from gbdt_plrank._evaluation import PolicyValue
-from gbdt_plrank._fairness import FairnessSpec
-from gbdt_plrank._policy_methods import seeds_from
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
+from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.policy_methods import seeds_from
 from gbdt_plrank.datasets import Split
 
 GROUP = "group-disparity"
@@ -334,7 +334,7 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
 def test_the_rankers_item_groups_are_checked_once(grouped, monkeypatch, backend):
     """Each set's item groups are checked where the ranker reads the set; the objective keeps
     them as they are."""
-    from gbdt_plrank import _fairness
+    from gbdt_plrank._training import fairness as _fairness
 
     checked = []
     check = _fairness.check_item_groups

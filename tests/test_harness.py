@@ -11,7 +11,7 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import pirank_objective
-from gbdt_plrank._run import plrank_plan
+from gbdt_plrank._training.run import plrank_plan
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,

@@ -10,7 +10,8 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from gbdt_plrank import _metric_kernels, metrics
+from gbdt_plrank import metrics
+from gbdt_plrank._kernels import metrics as _metric_kernels
 from gbdt_plrank.metrics import (
     average_relevance_position,
     dataset_ndcg,

@@ -14,10 +14,11 @@ torch = pytest.importorskip("torch")
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
-from gbdt_plrank import _plrank, plrank_grad_hess  # noqa: E402
+from gbdt_plrank import plrank_grad_hess  # noqa: E402
 from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
-from gbdt_plrank._options import PLRankOptions  # noqa: E402
-from gbdt_plrank._run import plrank_plan  # noqa: E402
+from gbdt_plrank._training import plrank as _plrank  # noqa: E402
+from gbdt_plrank._training.options import PLRankOptions  # noqa: E402
+from gbdt_plrank._training.run import plrank_plan  # noqa: E402
 from gbdt_plrank.nn import PLRankMLPRanker  # noqa: E402
 
 FAST = {"N": 10, "batch_size": 8, "max_epochs": 4, "n_jobs": 1, "progress": False}
@@ -254,7 +255,7 @@ def test_the_package_works_without_torch() -> None:
         "            raise ModuleNotFoundError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "import gbdt_plrank, gbdt_plrank.harness.training, gbdt_plrank._boosters\n"
-        "from gbdt_plrank._compat import MissingDependencyError\n"
+        "from gbdt_plrank._util.compat import MissingDependencyError\n"
         "try:\n"
         "    import gbdt_plrank.nn\n"
         "except MissingDependencyError as err:\n"

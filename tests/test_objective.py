@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import lightgbm as lgb
@@ -9,10 +10,10 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from gbdt_plrank import _kernels, plrank_grad_hess, plrank_objective, training_cutoff
+from gbdt_plrank import plrank_grad_hess, plrank_objective, training_cutoff
 from gbdt_plrank._groups import boundaries
-from gbdt_plrank._plrank import estimate
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.plrank import estimate
 
 
 def recorder(obj, calls):
@@ -201,9 +202,11 @@ def test_preds_must_be_finite(data):
         plrank_objective()(preds, xgb.DMatrix(X, y, qid=qid))
 
 
-def test_compiled_kernels_are_cached_on_disk():
+@pytest.mark.parametrize("module", ["plrank", "fairness", "metrics", "pirank", "policy"])
+def test_compiled_kernels_are_cached_on_disk(module):
     """cache=True on every kernel, so a fresh process loads machine code instead of compiling."""
-    dispatchers = [v for v in vars(_kernels).values() if hasattr(v, "_cache")]
+    kernels = importlib.import_module(f"gbdt_plrank._kernels.{module}")
+    dispatchers = [v for v in vars(kernels).values() if hasattr(v, "_cache")]
     assert dispatchers and all(type(d._cache).__name__ != "NullCache" for d in dispatchers)
 
 

@@ -19,7 +19,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from gbdt_plrank._schema import validate
+from gbdt_plrank._util.schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
 from gbdt_plrank.harness.config import TreeSettings
 from gbdt_plrank.metrics import ndcg
@@ -99,10 +99,10 @@ def test_early_stopping_keeps_the_best_round(fitted):
 def _policy_stopping_round(mq, backend, fairness):
     """The round kept by default (stopping_metric="auto": the policy), checked to maximise the
     policy's value on the eval set, and the round the ranking's NDCG@5 keeps."""
-    from gbdt_plrank._evaluation import PolicyValue
-    from gbdt_plrank._fairness import FairnessSpec
-    from gbdt_plrank._policy_methods import seeds_from
     from gbdt_plrank._ranking_metric import RankingMetric
+    from gbdt_plrank._training.evaluation import PolicyValue
+    from gbdt_plrank._training.fairness import FairnessSpec
+    from gbdt_plrank._training.policy_methods import seeds_from
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -180,7 +180,7 @@ def test_no_eval_set_means_no_history(mq):
 
 def test_the_options_are_checked_once_per_fit(mq, monkeypatch):
     """One PLRankOptions serves the plan and the checks of the training and eval sets."""
-    from gbdt_plrank._options import PLRankOptions
+    from gbdt_plrank._training.options import PLRankOptions
 
     built = []
     checked = PLRankOptions.checked.__func__
@@ -662,9 +662,9 @@ def test_bad_input_after_fit(fitted, mq):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq):
     """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy."""
-    from gbdt_plrank._evaluation import PolicyValue
-    from gbdt_plrank._policy_methods import seeds_from
     from gbdt_plrank._ranking_metric import RankingMetric
+    from gbdt_plrank._training.evaluation import PolicyValue
+    from gbdt_plrank._training.policy_methods import seeds_from
 
     train, vali, _ = mq
     y_train, y_vali = train.y * 20, vali.y * 20

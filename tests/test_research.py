@@ -77,8 +77,8 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
 
 
 def test_quality_lever_policy_stopping_curve() -> None:
-    from gbdt_plrank._evaluation import PolicyValue
     from gbdt_plrank._ranking_metric import RankingMetric
+    from gbdt_plrank._training.evaluation import PolicyValue
     from gbdt_plrank.datasets import Split
     from research import levers
 

@@ -6,7 +6,7 @@ import naive
 import numpy as np
 import pytest
 
-from gbdt_plrank import _kernels
+from gbdt_plrank._kernels import plrank as _kernels
 from gbdt_plrank._ranking_metric import dcg_weights
 
 

@@ -17,11 +17,11 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 from pydantic import Field
 
-from .._compat import require
 from .._groups import Split
 from .._ranking_metric import RankingMetric
-from .._schema import Schema, validate
-from .._validation import check_group_ptr, check_labels
+from .._util.compat import require
+from .._util.schema import Schema, validate
+from .._util.validation import check_group_ptr, check_labels
 
 __all__ = [
     "NATIVE_NAMES",
@@ -323,7 +323,7 @@ def checked_queries(
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        ``check_labels``' rules with ``gain``, malformed
+        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain``, malformed
         boundaries, or weights that break :func:`query_weights`' rules.
     """
     if fields.group_ptr is None:

@@ -3,7 +3,7 @@ r"""The PyTorch backend: a neural network trained with the PL-Rank gradient, epo
 The network's output for a document is the log-score :math:`s(d)` of a Plackett-Luce policy, as a
 booster's margin is. Each optimisation step takes a batch of queries, estimates
 :math:`g = \partial(-R)/\partial s` with the plan's objective (its
-:meth:`~gbdt_plrank._booster_objective.BoosterObjective.prepare` on the training set, then its
+:meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.prepare` on the training set, then its
 ``estimate`` on the batch: for a PL-Rank objective at its training cut-off, with its metric,
 gain, N, sampler, seed and fairness term) and backpropagates it through the surrogate
 
@@ -39,7 +39,7 @@ from pydantic import Field
 from tqdm.auto import tqdm
 
 from .._groups import Split, query_rows
-from .._schema import Schema, one_of, validate
+from .._util.schema import Schema, one_of, validate
 from ._base import (
     BoosterSettings,
     History,
@@ -172,7 +172,7 @@ def _check_objective(objective: Any) -> None:
     if not all(callable(getattr(objective, name, None)) for name in ("prepare", "estimate")):
         raise TypeError(
             f"the torch backend trains a network with the PL-Rank gradient: plan.objective must "
-            f"be a PL-Rank objective (gbdt_plrank._run.plrank_plan), but {objective!r} is given."
+            f"be a PL-Rank objective (gbdt_plrank._training.run.plrank_plan), but {objective!r} is given."
         )
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import __version__
-from .._compat import MissingDependencyError
+from .._util.compat import MissingDependencyError
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
 from ..harness.clicks_config import load_clicks_config
 from ..harness.clicks_report import write_clicks_report

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .._compat import require
+from .._util.compat import require
 from ..harness.config import TreeSettings, load_config
 from ..harness.methods import METHODS
 from ..tuning.spaces import load_spaces

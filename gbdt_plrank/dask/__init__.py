@@ -14,7 +14,7 @@ Install with ``pip install 'gbdt_plrank[dask]'`` (on the client and on every wor
     local = ranker.to_local()              # a PLRankRanker with the same booster
 """
 
-from .._compat import require
+from .._util.compat import require
 
 require("dask.array", purpose="gbdt_plrank.dask")
 require("distributed", purpose="gbdt_plrank.dask")

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._boosters import QueryFields, backend_of_data
 from .._groups import boundaries
-from .._objective import PLRankObjective, plrank_objective
+from .._training.objective import PLRankObjective, plrank_objective
 
 __all__ = ["MAX_QUERIES", "KeyedPLRankObjective", "keyed_plrank_objective"]
 

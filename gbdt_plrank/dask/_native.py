@@ -26,7 +26,7 @@ from .._boosters import (
     XGBoostBackend,
     eval_name,
 )
-from .._compat import require
+from .._util.compat import require
 
 __all__ = ["DaskQueries", "margins", "train"]
 

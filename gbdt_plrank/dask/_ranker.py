@@ -9,9 +9,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._compat import require
-from .._fairness import item_groups_needed
-from .._validation import MAX_EXP_LABEL, check_item_groups
+from .._training.fairness import item_groups_needed
+from .._util.compat import require
+from .._util.validation import MAX_EXP_LABEL, check_item_groups
 from ..ranker import PLRankRanker
 from ._align import as_dask_arrays, group_within_partitions, query_keys, query_layout
 from ._keyed import MAX_QUERIES, KeyedPLRankObjective
@@ -34,7 +34,7 @@ def _client() -> Any:
 
 
 def _dense_groups(item_groups: da.Array, where: str) -> da.Array:
-    """Item groups checked by :func:`~gbdt_plrank._validation.check_item_groups`' rules, as
+    """Item groups checked by :func:`~gbdt_plrank._util.validation.check_item_groups`' rules, as
     float32 indices of their distinct values (exact in the booster's float32 row field)."""
     ids = da.unique(item_groups).compute()  # each partition's distinct ids, merged
     name = f"item_groups of the {where} (distinct values)"
@@ -56,7 +56,7 @@ def _queries(
 ) -> DaskQueries:
     """Checked dask data of whole-query partitions, grouped by query, with global keys.
 
-    The labels follow :func:`~gbdt_plrank._validation.check_labels`' rules for ``gain``;
+    The labels follow :func:`~gbdt_plrank._util.validation.check_labels`' rules for ``gain``;
     ``item_groups`` (per-row, chunked like ``X``) move with the rows.
     """
     columns = () if item_groups is None else (item_groups,)

@@ -4,12 +4,9 @@
 (``methods``, trained by ``training`` through the booster layer) on every dataset fold, cut-off and seed (``runner``, resumable through
 ``store``) and writes ``results.csv``, ``results.md`` and ``curves.png`` (``report``).
 
-``gbdt-plrank fairness CONFIG`` (``frontier_config``) draws the frontier of expected NDCG@k
-against exposure fairness (``frontier``: PL-Rank with the fairness objective against post-hoc
-randomised deterministic rankers, with group offsets when a protected group is given
-(``groups``), evaluated by ``policy_eval``, PL-Rank early-stopped on its policy's
-validation objective, :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes
-``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``frontier_report``).
+``gbdt-plrank fairness CONFIG`` draws the frontier of expected NDCG@k against exposure
+fairness and writes ``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``frontier``, a
+package of its own that trains through this harness).
 
 ``gbdt-plrank clicks CONFIG`` (``clicks_config``) learns from simulated click logs
 (``clicks_run``: a logging policy deployed stochastically and deterministically, PL-Rank on
@@ -26,9 +23,7 @@ from .config import (
     load_config,
     read_params,
 )
-from .frontier import run_frontier
-from .frontier_config import FrontierConfig, load_frontier_config
-from .frontier_report import write_frontier_report
+from .frontier import FrontierConfig, load_frontier_config, run_frontier, write_frontier_report
 from .methods import METHODS, Method
 from .report import write_report
 from .runner import plan, run_comparison

@@ -28,7 +28,7 @@
     [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
     [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
 naming the key, the value and the rule.
 """
 
@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from .._schema import ConfigError, Schema, one_of, validate
+from .._util.schema import ConfigError, Schema, one_of, validate
 from .config import PLRankSettings, TreeSettings, _items, read_config_table
 
 __all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import is_installed, missing_message, require
+from .._util.compat import is_installed, missing_message, require
 from ..clicks import pbm_position_bias
 from .clicks_config import ANCHORS, ClicksConfig
 from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned

@@ -63,9 +63,9 @@ from tqdm.auto import tqdm
 
 from .._boosters import BACKENDS, Plan
 from .._boosters._lightgbm import LightGBMBackend
-from .._compat import is_installed
-from .._evaluation import RankingMetricEval
 from .._ranking_metric import RankingMetric
+from .._training.evaluation import RankingMetricEval
+from .._util.compat import is_installed
 from ..clicks import (
     ClickLog,
     click_rewards,

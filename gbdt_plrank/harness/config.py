@@ -33,7 +33,7 @@
     [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
     tau = 0.5
 
-The models are pydantic schemas (:mod:`gbdt_plrank._schema`): an unknown key, or a value that breaks its
+The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
 """
 
@@ -47,11 +47,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, BoosterSettings, tree_rule
-from .._fairness import GROUP_FAIRNESS
-from .._options import PLRankFields, PLRankOptions
-from .._pirank import PIRANK_HESSIANS, pirank_objective
-from .._run import STOPPING_METRICS
-from .._schema import ConfigError, Schema, one_of, read_toml, validate
+from .._training.fairness import GROUP_FAIRNESS
+from .._training.options import PLRankFields, PLRankOptions
+from .._training.pirank import PIRANK_HESSIANS, pirank_objective
+from .._training.run import STOPPING_METRICS
+from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 __all__ = [

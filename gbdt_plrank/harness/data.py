@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._schema import ConfigError
+from .._util.schema import ConfigError
 from ..datasets import BUNDLED, SINGLE_SPLIT, LTRDataset, Split, load_dataset
 
 __all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]

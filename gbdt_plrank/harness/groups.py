@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 from pydantic import Field
 
-from .._schema import ConfigError, Schema
+from .._util.schema import ConfigError, Schema
 from ..datasets import LTRDataset, Split
 
 __all__ = ["PROTECTED", "ProtectedGroup", "protected_rows", "with_item_groups", "without_item_groups"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._options import PLRankFields
+from .._training.options import PLRankFields
 
 __all__ = ["DEFAULT_HESSIAN", "METHODS", "OWN_OBJECTIVES", "PIRANK", "PLRANK", "Method"]
 

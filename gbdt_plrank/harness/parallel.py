@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .._compat import require
+from .._util.compat import require
 from ..dask._workers import check_workers
 from .runner import Done, Executor, Task, run_task
 

@@ -10,7 +10,7 @@ query ids):
 - EE-L (:func:`gbdt_plrank.metrics.expected_exposure_loss`) and the relevance-proportional
   disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`), and, when the split
   has item groups, the group disparity (:func:`gbdt_plrank.metrics.group_disparity`), each
-  the :meth:`~gbdt_plrank._fairness.FairnessSpec.loss` of its name. All are quadratic in
+  the :meth:`~gbdt_plrank._training.fairness.FairnessSpec.loss` of its name. All are quadratic in
   the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
   estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
@@ -27,12 +27,12 @@ from functools import partial
 
 import numpy as np
 
-from .._evaluation import EVAL_ROUNDS, PolicyValue
-from .._fairness import FAIRNESS, FairnessSpec
 from .._groups import resolve_groups, row_queries
-from .._policy import sample_policy
-from .._policy_methods import per_sample_metric
 from .._ranking_metric import RankingMetric, dcg_weights
+from .._training.evaluation import EVAL_ROUNDS, PolicyValue
+from .._training.fairness import FAIRNESS, FairnessSpec
+from .._training.policy import sample_policy
+from .._training.policy_methods import per_sample_metric
 from ..datasets import Split
 from ..metrics import ndcg
 
@@ -77,7 +77,7 @@ def _losses(
 
     ``of`` evaluates a loss, a function of the exposure: at the exposure of an exact
     evaluation, or without bias from the halves of a sampled one
-    (:meth:`~gbdt_plrank._evaluation.Halves.unbiased`).
+    (:meth:`~gbdt_plrank._training.evaluation.Halves.unbiased`).
     """
     return [
         None if spec.needs_item_groups and split.item_groups is None else of(partial(
@@ -100,7 +100,7 @@ def evaluate_policy(
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
     ``n_samples`` (even) rankings per query in two halves, the draws of
-    :class:`~gbdt_plrank._evaluation.PolicyValue` with ``seed``: their exposures give the values,
+    :class:`~gbdt_plrank._training.evaluation.PolicyValue` with ``seed``: their exposures give the values,
     their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of the cost:
     the NDCG of every sampled ranking) the mean is that of the values and the variance NaN.
     """

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._compat import is_installed, missing_message, require
+from .._util.compat import is_installed, missing_message, require
 from .config import CompareConfig
 from .data import family
 from .methods import METHODS

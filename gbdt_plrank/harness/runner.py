@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from .. import _compat
+from .._util import compat as _compat
 from ..datasets import LTRDataset
 from ..metrics import dataset_ndcg, ndcg
 from .config import CompareConfig

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._schema import ConfigError
+from .._util.schema import ConfigError
 
 __all__ = [
     "COLUMNS",

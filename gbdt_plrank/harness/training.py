@@ -6,7 +6,7 @@ test split at its best round. The shared tree settings reach each library under 
 (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
 (``[params.<method>]`` or ``--params``) are applied last. The library objectives' methods watch
 the library's NDCG@k. The PL-Rank methods are planned by the package's one run builder
-(:func:`~gbdt_plrank._run.plrank_plan`) from their settings (:func:`.config.method_settings`:
+(:func:`~gbdt_plrank._training.run.plrank_plan`) from their settings (:func:`.config.method_settings`:
 ``[plrank]``, the method's Hessian mode, its ``[params.<method>.plrank]`` table) and record
 NDCG@k with the package's metric, then their policy's expected NDCG@k, which they stop on by
 default. The PiRank methods build :func:`~gbdt_plrank.pirank_objective` from ``[pirank]`` the
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._boosters import BACKENDS, Plan, eval_name, metric_name
-from .._compat import require
-from .._pirank import pirank_objective
 from .._ranking_metric import RankingMetric
-from .._run import plrank_plan
+from .._training.pirank import pirank_objective
+from .._training.run import plrank_plan
+from .._util.compat import require
 from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 

@@ -13,7 +13,7 @@ requirement pulls the CUDA wheels (about 3 GB).
     ranker.score(X_test, y_test, group=qid_test)    # NDCG@5 of the ranking by score
 """
 
-from .._compat import require
+from .._util.compat import require
 
 require("torch", purpose="gbdt_plrank.nn")
 

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
-from .._policy_methods import seeds_from
-from .._run import plrank_plan
-from .._threads import booster_threads
-from .._validation import check_positive_int
+from .._training.policy_methods import seeds_from
+from .._training.run import plrank_plan
+from .._util.threads import booster_threads
+from .._util.validation import check_positive_int
 from ..ranker import PolicyRanker, _check_early_stopping
 
 __all__ = ["PLRankMLPRanker"]

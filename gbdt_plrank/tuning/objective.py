@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._boosters import CatBoostBackend, eval_name, metric_name
-from .._compat import require
+from .._util.compat import require
 from ..harness.methods import METHODS
 from ..harness.training import train
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._compat import require
+from .._util.compat import require
 
 if TYPE_CHECKING:
     import optuna

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .._schema import ConfigError, Schema, validate
+from .._util.schema import ConfigError, Schema, validate
 from ..harness.config import check_objective_options
 from ..harness.methods import METHODS, OWN_OBJECTIVES
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._compat import require
+from .._util.compat import require
 from ..harness.config import ConfigError
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from .._compat import require
+from .._util.compat import require
 from ..harness.config import ConfigError, PiRankSettings, PLRankSettings, TreeSettings
 from ..harness.data import check_data, dataset_label, load
 from ..harness.methods import METHODS

@@ -1,11 +1,11 @@
 """CUDA kernels (numba-cuda): the PL-Rank-3 gradient and Hessian estimate on a GPU.
 
-LOW LEVEL. Nothing here validates its input: :mod:`gbdt_plrank._gpu` uploads contiguous arrays
+LOW LEVEL. Nothing here validates its input: :mod:`gbdt_plrank._training.gpu` uploads contiguous arrays
 of the dtypes named below. Importing this module imports ``numba.cuda`` (the ``gpu`` extra);
 with ``NUMBA_ENABLE_CUDASIM=1`` set before that import, Numba's CUDA simulator runs the kernels
 on the CPU, which is how they are tested without a GPU.
 
-The estimate is that of ``gbdt_plrank._kernels.estimate_groups`` with the exponential-race
+The estimate is that of ``gbdt_plrank._kernels.plrank.estimate_groups`` with the exponential-race
 sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r`` draws from the
 SplitMix64 counter keyed by ``(seed, r, keys[g])`` and sample ``s`` of a query of ``D`` documents
 gives document ``d`` the key :math:`-\\log(1 - u_{sD + d + 1}) / e(d)`, the uniforms the CPU
@@ -18,8 +18,8 @@ maximum margin first), then draw the samples ``s = t, t + T, ...`` (thread ``t``
 a ranking of the K smallest keys kept sorted in per-thread arrays while the PL weights of the
 documents left out are summed (the normaliser below the ranking, positive terms only, as on the
 CPU); each placed document's terms and sums are added with atomics, the unplaced sums of a sample
-(``gbdt_plrank._kernels._add_sample``) are summed per thread and then over the block; finally
-every document's unplaced terms are applied (``gbdt_plrank._kernels._finish_query``). A document
+(``gbdt_plrank._kernels.plrank._add_sample``) are summed per thread and then over the block; finally
+every document's unplaced terms are applied (``gbdt_plrank._kernels.plrank._finish_query``). A document
 that every sample placed gets no unplaced term, exactly, as on the CPU (where the two sums it
 would take the difference of are equal): here a count of its placements says so, since sums
 added in another order need not cancel exactly.
@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from ._kernels import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
+from .plrank import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
 
 __all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "scale_rows"]
 
-#: ``hessian`` mode -> its code in :func:`finish_rows` (see :func:`gbdt_plrank._plrank.finish_hessian`).
+#: ``hessian`` mode -> its code in :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
 HESSIAN_CODES = {"raw": 0, "abs": 1, "clip": 2, "constant": 3}
 
 _U11 = np.uint64(11)
@@ -59,7 +59,7 @@ def _mix64(z):
 
 @cuda.jit(device=True)
 def stream_state(seed, round_, group):
-    """``gbdt_plrank._kernels.stream_state``: the stream of query ``group`` in round ``round_``."""
+    """``gbdt_plrank._kernels.plrank.stream_state``: the stream of query ``group`` in round ``round_``."""
     s = _mix64(np.uint64(seed) + _GOLDEN)
     s = _mix64(s ^ (np.uint64(round_) + _GOLDEN))
     return _mix64(s ^ (np.uint64(group) + _GOLDEN))
@@ -67,7 +67,7 @@ def stream_state(seed, round_, group):
 
 @cuda.jit(device=True, inline=True)
 def uniform_at(start, j):
-    """``gbdt_plrank._kernels._uniform_at``: the ``j``-th double (from 1) of ``start``'s stream."""
+    """``gbdt_plrank._kernels.plrank._uniform_at``: the ``j``-th double (from 1) of ``start``'s stream."""
     return (_mix64(start + np.uint64(j) * _GOLDEN) >> _U11) * _TO_UNIT
 
 
@@ -250,7 +250,7 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
 @cuda.jit
 def finish_rows(hess, mode, hess_max, floor):
-    """:func:`gbdt_plrank._plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
+    """:func:`gbdt_plrank._training.plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
     ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``."""
     d = cuda.grid(1)
     if d >= hess.shape[0]:

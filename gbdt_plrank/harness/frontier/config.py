@@ -19,7 +19,7 @@
     [plrank]                               # PL-Rank options of both PL-Rank curves
     [params.lambdamart-xgb]                # native parameters of a method, as in a comparison
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._schema.ConfigError`
+Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
 naming the key, the value and the rule.
 """
 
@@ -31,9 +31,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .._fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
-from .._schema import ConfigError, Schema, one_of, validate
-from .config import (
+from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
+from ..._util.schema import ConfigError, Schema, one_of, validate
+from ..config import (
     PLRankSettings,
     TreeSettings,
     _items,
@@ -41,8 +41,8 @@ from .config import (
     objective_settings,
     read_config_table,
 )
-from .groups import ProtectedGroup
-from .methods import METHODS, PLRANK
+from ..groups import ProtectedGroup
+from ..methods import METHODS, PLRANK
 
 __all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 
@@ -131,7 +131,7 @@ class FrontierConfig(Schema):
 
     @property
     def measure(self) -> str:
-        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._fairness.LOSS_NAMES`)."""
+        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._training.fairness.LOSS_NAMES`)."""
         return LOSS_NAMES[self.fairness]
 
     @property

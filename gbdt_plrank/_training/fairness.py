@@ -31,7 +31,7 @@ documents:
 The gradient of :math:`J` is PL-Rank's with the signed per-document reward
 :math:`\rho_d - w\, \partial F/\partial E(d)` (Oosterhuis 2021, the fairness form of PL-Rank);
 the kernels estimate :math:`E` and the PL-Rank terms from independent halves of the samples
-(``fair_estimate_groups`` in ``gbdt_plrank._fair_kernels``), and since
+(``fair_estimate_groups`` in ``gbdt_plrank._kernels.fairness``), and since
 :math:`\partial F/\partial E` is linear in :math:`E` the estimate is unbiased.
 
 Hessian (loss :math:`L = -J`): the PL-Rank Hessian estimate with the same signed reward, plus
@@ -67,11 +67,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _fair_kernels
-from ._groups import resolve_groups, row_queries
-from ._ranking_metric import gains
-from ._validation import check_item_groups
-from .metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
+from .._groups import resolve_groups, row_queries
+from .._kernels import fairness as _fair_kernels
+from .._ranking_metric import gains
+from .._util.validation import check_item_groups
+from ..metrics import expected_exposure_loss, group_disparity, relevance_proportional_disparity
 
 __all__ = [
     "EMPTY_QUERIES",
@@ -158,7 +158,7 @@ class FairnessSpec:
 
     @property
     def kind(self) -> int:
-        """The loss's code in the kernels (``loss_slope`` in ``gbdt_plrank._fair_kernels``)."""
+        """The loss's code in the kernels (``loss_slope`` in ``gbdt_plrank._kernels.fairness``)."""
         return FAIRNESS.index(self.name)
 
     @property
@@ -276,7 +276,7 @@ def checked_item_groups(
     ValueError
         When item groups are given without a group fairness loss, or missing with one (unless
         not ``required`` yet) (:func:`item_groups_needed`), or break the rules of
-        :func:`~gbdt_plrank._validation.check_item_groups`.
+        :func:`~gbdt_plrank._util.validation.check_item_groups`.
     """
     given = item_groups is not None
     needed = item_groups_needed(fairness, given, name=name, required=required)

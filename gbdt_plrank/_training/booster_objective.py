@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, checked_queries
-from ._cache import ReferenceCache
-from ._groups import boundaries
-from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_same_length
+from .._boosters import QueryFields, backend_of_data, checked_queries
+from .._groups import boundaries
+from .._ranking_metric import RankingMetric
+from .._util.cache import ReferenceCache
+from .._util.validation import as_finite_vector, check_same_length
 
 __all__ = ["BoosterObjective"]
 

@@ -48,13 +48,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _pirank_kernels
-from ._booster_objective import BoosterObjective
-from ._options import HESSIAN_MODES
-from ._plrank import finish_hessian
-from ._ranking_metric import RankingMetric
-from ._threads import numba_threads
-from ._validation import (
+from .._kernels import pirank as _pirank_kernels
+from .._ranking_metric import RankingMetric
+from .._util.threads import numba_threads
+from .._util.validation import (
     as_finite_vector,
     check_choice,
     check_group_ptr,
@@ -63,6 +60,9 @@ from ._validation import (
     check_positive_number,
     check_same_length,
 )
+from .booster_objective import BoosterObjective
+from .options import HESSIAN_MODES
+from .plrank import finish_hessian
 
 __all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._boosters import Plan
-from ._evaluation import RankingMetricEval
-from ._objective import PLRankObjective
-from ._options import PLRankOptions
-from ._ranking_metric import RankingMetric
+from .._boosters import Plan
+from .._ranking_metric import RankingMetric
+from .evaluation import RankingMetricEval
+from .objective import PLRankObjective
+from .options import PLRankOptions
 
 __all__ = ["STOPPING_METRICS", "plrank_plan"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import (
+from .plrank import (
     _add_sample,
     _draw,
     _finish_query,
@@ -21,7 +21,7 @@ from ._kernels import (
     has_reward,
 )
 
-#: The fairness losses' codes in the kernels (:data:`gbdt_plrank._fairness.FAIRNESS`, in order).
+#: The fairness losses' codes in the kernels (:data:`gbdt_plrank._training.fairness.FAIRNESS`, in order).
 EXPECTED_EXPOSURE = 0
 DISPARITY = 1
 GROUP_DISPARITY = 2

@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from ._boosters import QueryFields, backend_of_data, checked_queries
-from ._cache import ReferenceCache
-from ._fairness import FairnessSpec
-from ._groups import Split, row_queries
-from ._policy import sampled_exposure
-from ._ranking_metric import RankingMetric
-from ._validation import as_finite_vector, check_same_length
-from .metrics import dcg, ndcg, precision_at_k
+from .._boosters import QueryFields, backend_of_data, checked_queries
+from .._groups import Split, row_queries
+from .._ranking_metric import RankingMetric
+from .._util.cache import ReferenceCache
+from .._util.validation import as_finite_vector, check_same_length
+from ..metrics import dcg, ndcg, precision_at_k
+from .fairness import FairnessSpec
+from .policy import sampled_exposure
 
 __all__ = [
     "EVAL_ROUNDS",
@@ -262,7 +262,7 @@ class ExpectedMetric(_BoosterMetric):
     """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
 
     With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
-    (its objective's :meth:`~gbdt_plrank._booster_objective.BoosterObjective.item_groups_of`).
+    (its objective's :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`).
     """
 
     def __init__(

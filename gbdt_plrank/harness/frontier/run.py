@@ -22,7 +22,7 @@ is 1 for the protected documents and 0 for the others (a post-hoc boost or demot
 Singh and Joachims 2018); the deterministic LambdaMART ranking; and, on test, the
 equal-exposure oracle (documents shuffled uniformly within grades, grades in ideal order, so
 that :math:`E = \epsilon`). The validation values choose the policies the report compares
-(:mod:`.frontier_report`); the test values measure them.
+(:mod:`.report`); the test values measure them.
 
 Every finished training (its validation and test margins) and every finished evaluation (its
 per-query values) is written at once (:class:`FrontierStore`); a rerun skips what is there.
@@ -40,20 +40,20 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._fairness import GROUP_FAIRNESS
-from ..datasets import LTRDataset, Split
-from .data import check_data, dataset_label, load
-from .frontier_config import BASELINES, FrontierConfig
-from .groups import protected_rows, with_item_groups, without_item_groups
-from .policy_eval import (
+from ..._training.fairness import GROUP_FAIRNESS
+from ...datasets import LTRDataset, Split
+from ..data import check_data, dataset_label, load
+from ..groups import protected_rows, with_item_groups, without_item_groups
+from ..policy_eval import (
     PolicyValues,
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
     validation_scale,
 )
-from .store import append_line, check_settings, drop_partial_line, output_folder
-from .training import train
+from ..store import append_line, check_settings, drop_partial_line, output_folder
+from ..training import train
+from .config import BASELINES, FrontierConfig
 
 __all__ = ["EvalKey", "FrontierStore", "TrainingKey", "planned_evaluations", "run_frontier"]
 

@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
-from ._ranking_metric import GAINS, METRICS, RankingMetric
-from ._schema import Schema, one_of, validate
+from .._ranking_metric import GAINS, METRICS, RankingMetric
+from .._util.schema import Schema, one_of, validate
+from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 
 __all__ = [
     "HESSIAN_MODES",
@@ -28,7 +28,7 @@ __all__ = [
     "training_cutoff",
 ]
 
-#: What the booster receives as Hessian (see :func:`gbdt_plrank._plrank.finish_hessian`).
+#: What the booster receives as Hessian (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
 HESSIAN_MODES = ("abs", "raw", "clip", "constant")
 
 #: How rankings are drawn: sequentially from a sum tree, by an exponential race, or the cheaper.
@@ -135,7 +135,7 @@ class PLRankOptions(PLRankFields):
         Its weight, finite and >= 0.
     empty_queries : {"skip", "uniform"}, default "skip"
         What the fairness term does with the queries without a relevant document
-        (:class:`~gbdt_plrank._fairness.FairnessSpec`): leave them out, or (EE-L only) train
+        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`): leave them out, or (EE-L only) train
         them toward equal exposure.
     """
 

@@ -1,7 +1,7 @@
 """Numba kernels: Plackett-Luce sampling and the PL-Rank-3 gradient / Hessian estimate.
 
 LOW LEVEL. Nothing here validates its input: every array is contiguous and of the dtype the
-public functions in :mod:`gbdt_plrank._plrank` converted it to. Shapes are written
+public functions in :mod:`gbdt_plrank._training.plrank` converted it to. Shapes are written
 ``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
 
 The estimator is PL-Rank-3's gradient (Oosterhuis 2022) and the Hessian estimate of Kang, de Rijke

@@ -3,7 +3,7 @@ r"""Monte-Carlo summaries of the Plackett-Luce policy of a ranker's margins.
 A query's margins :math:`m(d)` define the policy that places, at rank :math:`k`, an unplaced
 document with probability :math:`e^{m(d)} / \sum_{d' \text{ unplaced}} e^{m(d')}`: the policy
 whose expected metric the PL-Rank objective maximises. :func:`sample_policy` draws rankings from
-it once, with :func:`gbdt_plrank._kernels.sample_groups`, and keeps them in a
+it once, with :func:`gbdt_plrank._kernels.plrank.sample_groups`, and keeps them in a
 :class:`PolicySample`.
 :func:`sampled_exposure` draws rankings and keeps only the exposure they give, the quantity every
 expected metric and fairness measure of a policy is a function of.
@@ -14,36 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
 
-from . import _kernels
-from ._groups import Groups, boundaries
-from ._threads import numba_threads
+from .._groups import Groups, boundaries
+from .._kernels import plrank as _kernels
+from .._kernels.policy import sampled_exposure_groups
+from .._util.threads import numba_threads
 
 __all__ = ["PolicySample", "sample_policy", "sampled_exposure"]
-
-
-@njit(parallel=True, cache=True, error_model="numpy")
-def _sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
-    """``out[d]``: mean over ``n_samples`` PL rankings of ``theta`` at d's rank (0 beyond).
-
-    Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler, the draws of
-    :func:`gbdt_plrank._kernels.sample_groups` with the same round.
-    """
-    for g in prange(ptr.shape[0] - 1):
-        lo = ptr[g]
-        hi = ptr[g + 1]
-        out[lo:hi] = 0.0
-        if hi - lo == 0:
-            continue
-        rankings = _kernels.query_rankings(
-            scores[lo:hi], theta.shape[0], n_samples, _kernels._stream(seed, round_, g)
-        )
-        for s in range(n_samples):
-            for r in range(rankings.shape[1]):
-                out[lo + rankings[s, r]] += theta[r]
-        for d in range(lo, hi):
-            out[d] /= n_samples
 
 
 def sampled_exposure(
@@ -85,7 +62,7 @@ def sampled_exposure(
     """
     out = np.empty(margins.shape[0])
     with numba_threads(n_jobs):
-        _sampled_exposure_groups(
+        sampled_exposure_groups(
             np.ascontiguousarray(margins, dtype=np.float64), group_ptr,
             np.ascontiguousarray(theta, dtype=np.float64), n_samples, seed, round_, out,
         )
@@ -162,7 +139,7 @@ def sample_policy(
     n_jobs : int or None
         Numba threads.
     round_ : int, default 0
-        The streams' round key (:data:`gbdt_plrank._evaluation.EVAL_ROUNDS`: an evaluation's).
+        The streams' round key (:data:`gbdt_plrank._training.evaluation.EVAL_ROUNDS`: an evaluation's).
 
     Returns
     -------

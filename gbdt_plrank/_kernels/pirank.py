@@ -1,8 +1,8 @@
 """Numba kernels of the PiRank loss: relaxed NDCG@K from the top rows of NeuralSort.
 
-LOW LEVEL: no validation (the Python API in ``_pirank.py`` checks every input). Queries run in
-parallel (``prange``); each writes only its own slice of ``grad`` and ``hess`` and its own entry
-of ``loss``.
+LOW LEVEL: no validation (the Python API in ``gbdt_plrank._training.pirank`` checks every
+input). Queries run in parallel (``prange``); each writes only its own slice of ``grad`` and
+``hess`` and its own entry of ``loss``.
 """
 
 from __future__ import annotations

@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _fair_kernels, _kernels
-from ._fairness import FairnessSpec, FairTerms, checked_item_groups
-from ._options import PLRankOptions
-from ._ranking_metric import RankingMetric
-from ._threads import numba_threads
-from ._validation import (
+from .._kernels import fairness as _fair_kernels
+from .._kernels import plrank as _kernels
+from .._ranking_metric import RankingMetric
+from .._util.threads import numba_threads
+from .._util.validation import (
     as_finite_vector,
     check_group_ptr,
     check_labels,
     check_same_length,
     check_seed,
 )
+from .fairness import FairnessSpec, FairTerms, checked_item_groups
+from .options import PLRankOptions
 
 __all__ = [
     "CLIP_FLOOR",
@@ -93,9 +94,9 @@ def estimate(
     the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
     ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
     otherwise). With ``fairness``, ``terms`` holds the rows' terms of the loss
-    (:meth:`~gbdt_plrank._fairness.FairnessSpec.terms`) and the cross-fitted fairness kernel runs instead; its
+    (:meth:`~gbdt_plrank._training.fairness.FairnessSpec.terms`) and the cross-fitted fairness kernel runs instead; its
     Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
-    (:func:`~gbdt_plrank._plrank.finish_hessian`).
+    (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
     """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
@@ -203,7 +204,7 @@ def plrank_grad_hess(
         as without fairness; ``"uniform"`` (``"expected-exposure"`` only) trains their
         exposure toward EE-L's target there, equal exposure for every document. The trees are
         shared across queries, so that target flattens the policy of the queries with
-        relevant documents as well (:class:`~gbdt_plrank._fairness.FairnessSpec`). The
+        relevant documents as well (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The
         disparities are 0 on such queries either way.
     item_groups : array of shape (n,) or None, default None
         With ``fairness="group-disparity"`` (and only then): every document's item group, an

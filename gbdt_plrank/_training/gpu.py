@@ -2,7 +2,7 @@
 
 :class:`CudaEstimate` holds one training set on the device (rewards, query boundaries, the
 queries that contribute, per-row weights: uploaded once) and computes each round's gradient and
-Hessian there (:mod:`gbdt_plrank._cuda_kernels`); the margins are uploaded each round. The
+Hessian there (:mod:`gbdt_plrank._kernels.cuda`); the margins are uploaded each round. The
 results stay on the device (Numba device arrays, which XGBoost takes through their
 ``__cuda_array_interface__``) until :func:`to_host`.
 
@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ._compat import require
-from ._plrank import CLIP_FLOOR
-from ._validation import check_choice
+from .._util.compat import require
+from .._util.validation import check_choice
+from .plrank import CLIP_FLOOR
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -101,14 +101,14 @@ class CudaEstimate:
     N : int
         Rankings sampled per query and round.
     hessian : {"abs", "raw", "clip", "constant"}
-        What the booster receives as Hessian (:func:`~gbdt_plrank._plrank.finish_hessian`).
+        What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
     """
 
     def __init__(
         self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
         theta: np.ndarray, *, N: int, hessian: str,
     ) -> None:
-        from . import _cuda_kernels
+        from .._kernels import cuda as _cuda_kernels
 
         self._k = _cuda_kernels
         cuda = _numba_cuda()

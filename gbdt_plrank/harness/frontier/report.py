@@ -5,7 +5,7 @@ evaluations over the folds (every query once across the five LETOR folds), each 
 averaged over the seeds first. Its standard errors are over those queries (``*_se``), and, for
 the expected NDCG@k, the Monte-Carlo standard error of the mean over the sampled rankings
 (``ndcg_mc_se``). The report's measure of fairness :math:`U` is the configuration's loss
-(:attr:`~.frontier_config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
+(:attr:`~.config.FrontierConfig.measure`: EE-L, the disparity or the group disparity;
 lower is fairer).
 
 The goal check sets every post-hoc point against the trained fair policies, and the summary
@@ -44,9 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .._compat import is_installed, missing_message, require
-from .data import family
-from .frontier import (
+from ..._util.compat import is_installed, missing_message, require
+from ..data import family
+from ..stats import paired
+from .config import FrontierConfig
+from .run import (
     DETERMINISTIC,
     FAIR,
     ORACLE,
@@ -54,8 +56,6 @@ from .frontier import (
     FrontierStore,
     planned_evaluations,
 )
-from .frontier_config import FrontierConfig
-from .stats import paired
 
 __all__ = ["Comparison", "Match", "Point", "compare_points", "pool", "write_frontier_report"]
 

@@ -13,11 +13,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._evaluation import ranking_values
-from ._groups import Split, boundaries, resolve_groups, row_queries
-from ._policy import PolicySample, sample_policy, sampled_exposure
-from ._ranking_metric import RankingMetric, dcg_weights
-from ._validation import check_labels, check_positive_int, check_positive_number, check_same_length
+from .._groups import Split, boundaries, resolve_groups, row_queries
+from .._ranking_metric import RankingMetric, dcg_weights
+from .._util.validation import (
+    check_labels,
+    check_positive_int,
+    check_positive_number,
+    check_same_length,
+)
+from .evaluation import ranking_values
+from .policy import PolicySample, sample_policy, sampled_exposure
 
 __all__ = ["MetricEstimate", "PolicyMethods", "seeds_from"]
 
@@ -46,7 +51,7 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
 
         X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{metric@K}\big(y^{(q, s)}\big),
 
-    computed by :func:`~gbdt_plrank._evaluation.ranking_values` on scores that put the placed
+    computed by :func:`~gbdt_plrank._training.evaluation.ranking_values` on scores that put the placed
     documents in their sampled order above every unplaced one (metric@K only sees the top K),
     for blocks of samples at once (each sample's copy of a query is a query of its own). The
     :math:`X_s` are independent and identically distributed: each query draws from its own

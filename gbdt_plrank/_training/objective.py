@@ -2,7 +2,7 @@
 
 The booster-facing calls (groups, labels and weights read from the training set, the
 ``lgbm_ranker`` form, the per-training-set cache) are those of
-:class:`~gbdt_plrank._booster_objective.BoosterObjective`. The objective also brings the two
+:class:`~gbdt_plrank._training.booster_objective.BoosterObjective`. The objective also brings the two
 evaluation metrics of the model it trains, at the cut-off the model is judged at:
 :attr:`PLRankObjective.expected_metric` (its policy's value, what the rounds maximise) and
 :attr:`PLRankObjective.ranking_metric` (the metric of the ranking by score).
@@ -14,16 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _plrank
-from ._booster_objective import BoosterObjective
-from ._boosters import BACKENDS, QueryFields
-from ._evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
-from ._fairness import FairTerms, checked_item_groups
-from ._gpu import CudaEstimate, check_device, to_host
-from ._groups import boundaries, query_rows
-from ._options import PLRankOptions
-from ._threads import thread_count
-from ._validation import check_seed
+from .._boosters import BACKENDS, QueryFields
+from .._groups import boundaries, query_rows
+from .._util.threads import thread_count
+from .._util.validation import check_seed
+from . import plrank as _plrank
+from .booster_objective import BoosterObjective
+from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
+from .fairness import FairTerms, checked_item_groups
+from .gpu import CudaEstimate, check_device, to_host
+from .options import PLRankOptions
 
 __all__ = ["PLRankObjective", "plrank_objective"]
 
@@ -157,9 +157,9 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
         keys: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The PL-Rank estimate (:func:`gbdt_plrank._plrank.estimate`) on the prepared training set.
+        """The PL-Rank estimate (:func:`gbdt_plrank._training.plrank.estimate`) on the prepared training set.
 
-        As :meth:`~gbdt_plrank._booster_objective.BoosterObjective.estimate`: query ``q`` draws
+        As :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.estimate`: query ``q`` draws
         its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off, with
         the fairness term.
         """
@@ -239,7 +239,7 @@ class PLRankObjective(BoosterObjective):
 
         Called as :attr:`expected_metric`, it returns the same value for the margins
         :math:`m / \sigma(m)` of the eval set (their standard deviation over the rows scaled to
-        1; :class:`~gbdt_plrank._evaluation.StandardizedMetric`), from 40 rankings per query
+        1; :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`), from 40 rankings per query
         drawn from the same streams every round, named ``standardized_expected_<metric>@<K>``.
         The policy's expected metric also grows while the rounds only sharpen the policy, and
         early stopping on it waits for that; this value is blind to the margins' scale, as the

@@ -1,0 +1,36 @@
+"""Numba kernel of a policy's exposure: every document's mean rank weight over sampled rankings.
+
+LOW LEVEL, as :mod:`gbdt_plrank._kernels.plrank`, whose sampler it draws with: nothing here
+validates its input (:func:`gbdt_plrank._training.policy.sampled_exposure` does).
+"""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+from .plrank import _stream, query_rankings
+
+__all__ = ["sampled_exposure_groups"]
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
+    """``out[d]``: mean over ``n_samples`` PL rankings of ``theta`` at d's rank (0 beyond).
+
+    Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler, the draws of
+    :func:`~gbdt_plrank._kernels.plrank.sample_groups` with the same round.
+    """
+    for g in prange(ptr.shape[0] - 1):
+        lo = ptr[g]
+        hi = ptr[g + 1]
+        out[lo:hi] = 0.0
+        if hi - lo == 0:
+            continue
+        rankings = query_rankings(
+            scores[lo:hi], theta.shape[0], n_samples, _stream(seed, round_, g)
+        )
+        for s in range(n_samples):
+            for r in range(rankings.shape[1]):
+                out[lo + rankings[s, r]] += theta[r]
+        for d in range(lo, hi):
+            out[d] /= n_samples
