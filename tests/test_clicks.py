@@ -439,7 +439,7 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
                     "is given."),
 ])
 def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
-    from gbdt_plrank._schema import ConfigError
+    from gbdt_plrank.harness import ConfigError
     from gbdt_plrank.harness.clicks_config import load_clicks_config
 
     path = tmp_path / "c.toml"
