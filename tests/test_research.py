@@ -172,3 +172,32 @@ def test_network_research_scripts_write_their_tables(tmp_path: Path) -> None:
     records = [json.loads(line) for line in curves.with_suffix(".jsonl").read_text().splitlines()]
     assert {len(r["test"]) for r in records} == {2, 3}
     assert curves.with_suffix(".png").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# How click rewards order the documents (docs/guide/clicks.md)
+# --------------------------------------------------------------------------------------------
+def test_click_reward_order_by_hand() -> None:
+    from research.clicks_reward_order import reward_order
+
+    # two queries: rows 0-3 of grades 2, 1, 0, 0 and rows 4-5 of grades 1, 2
+    y = np.array([2, 1, 0, 0, 1, 2.0])
+    rewards = np.array([0.3, 0.5, 0.1, 0.5, 0.2, 0.2])
+    ptr = np.array([0, 4, 6])
+    binary = reward_order(rewards, y, ptr, by_grade=False)
+    assert list(binary) == ["mean reward, relevant", "mean reward, non-relevant",
+                            "wrongly ordered pairs"]
+    np.testing.assert_allclose(binary["mean reward, relevant"], (1.2, 4))
+    np.testing.assert_allclose(binary["mean reward, non-relevant"], (0.6, 2))
+    # relevant against non-relevant, query 1 only: 0.3 <= 0.5 and 0.5 <= 0.5 are wrong
+    assert binary["wrongly ordered pairs"] == (2, 4)
+    graded = reward_order(rewards, y, ptr, by_grade=True)
+    assert list(graded) == [
+        "mean reward, grade 0", "mean reward, grade 1", "mean reward, grade 2",
+        "wrongly ordered, grade 2 vs grade 1", "wrongly ordered, grade 2 vs grade 0",
+        "wrongly ordered, grade 1 vs grade 0",
+    ]
+    np.testing.assert_allclose(graded["mean reward, grade 2"], (0.5, 2))
+    assert graded["wrongly ordered, grade 2 vs grade 1"] == (2, 2)  # 0.3 <= 0.5; a tie 0.2
+    assert graded["wrongly ordered, grade 2 vs grade 0"] == (1, 2)  # 0.3 <= 0.5
+    assert graded["wrongly ordered, grade 1 vs grade 0"] == (1, 2)  # 0.5 <= 0.5
