@@ -257,3 +257,22 @@ def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
     watched = np.asarray(curves["standardized_expected_ndcg@5"])
     assert ranker.best_iteration_ == int(np.argmax(watched))
     assert watched.shape[0] == ranker.best_iteration_ + 1 + PATIENCE
+
+
+@pytest.mark.parametrize(
+    ("fairness", "watched"),
+    [(None, "standardized_expected_ndcg@5"), ("expected-exposure", "expected_ndcg@5-0.5*ee_l")],
+)
+def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on_the_policy(
+    splits, fairness, watched
+):
+    from gbdt_plrank import PLRankRanker
+
+    train, vali = splits
+    ranker = PLRankRanker(K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3, n_jobs=1,
+                          random_state=0, fairness=fairness, fairness_weight=0.5)
+    ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+               early_stopping_rounds=PATIENCE)
+    curves = ranker.evals_result_["valid_0"]
+    assert list(curves) == ["ndcg@5", watched]
+    assert ranker.best_iteration_ == int(np.argmax(np.round(curves[watched], 6)))

@@ -97,8 +97,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
 
 
 def _policy_stopping_round(mq, backend, fairness):
-    """The round kept by default (stopping_metric="auto": the policy), checked to maximise the
-    policy's value on the eval set, and the round the ranking's NDCG@5 keeps."""
+    """The round kept with stopping_metric="policy", checked to maximise the policy's value on
+    the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._evaluation import PolicyValue
     from gbdt_plrank._fairness import FairnessSpec
     from gbdt_plrank._policy_methods import seeds_from
@@ -108,7 +108,9 @@ def _policy_stopping_round(mq, backend, fairness):
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
                "n_jobs": 1, "random_state": 0, "fairness": fairness, "fairness_weight": 0.5}
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
-    ranker = PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit)
+    ranker = PLRankRanker(**options, stopping_metric="policy").fit(
+        train.X, train.y, train.qid, **fit
+    )
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
     name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
     assert list(ranker.evals_result_["valid_0"]) == ["ndcg@5", name]
