@@ -231,7 +231,7 @@ class PLRankRanker(PolicyRanker):
         sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
         ``fairness``), so that the documents just below the cut-off get gradient too, as the
         libraries' LambdaMART objectives do.
-    N : int, default 100
+    N : int, default 50
         Rankings sampled per query and boosting round; the estimates' noise falls as
         :math:`1/\sqrt{N}`. No upper bound, but a round's sampling takes time linear in ``N``
         (MQ2008's training split: about 2 s per round at N = 10,000 on one thread) and runs in
@@ -383,7 +383,7 @@ class PLRankRanker(PolicyRanker):
         backend: str = "xgboost",
         K: int = 5,
         train_K: int | str = "auto",
-        N: int = 100,
+        N: int = 50,
         metric: str = "ndcg",
         gain: str = "exp",
         hessian: str = "abs",
