@@ -313,9 +313,10 @@ def plrank_objective(
 
         obj = plrank_objective(K=5)      # judged at NDCG@5, trains at 10
         xgboost.train({"base_score": 0.0}, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
-                      custom_metric=obj.expected_metric, maximize=True, early_stopping_rounds=50)
+                      custom_metric=obj.standardized_metric, maximize=True,
+                      early_stopping_rounds=50)
         lightgbm.train({"objective": obj, "metric": "None"}, train, 1000, valid_sets=[valid],
-                       feval=obj.expected_metric, callbacks=[lightgbm.early_stopping(50)])
+                       feval=obj.standardized_metric, callbacks=[lightgbm.early_stopping(50)])
         lightgbm.LGBMRanker(objective=obj.lgbm_ranker).fit(X, y, group=sizes)
 
     Every round returns :func:`~gbdt_plrank.plrank_grad_hess` of the current margins with fresh
