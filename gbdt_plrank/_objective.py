@@ -2,10 +2,12 @@
 
 The booster-facing calls (groups, labels and weights read from the training set, the
 ``lgbm_ranker`` form, the per-training-set cache) are those of
-:class:`~gbdt_plrank._booster_objective.BoosterObjective`. The objective also brings the two
+:class:`~gbdt_plrank._booster_objective.BoosterObjective`. The objective also brings the
 evaluation metrics of the model it trains, at the cut-off the model is judged at:
-:attr:`PLRankObjective.expected_metric` (its policy's value, what the rounds maximise) and
-:attr:`PLRankObjective.ranking_metric` (the metric of the ranking by score).
+:attr:`PLRankObjective.standardized_metric` (the value of the policy of its standardised
+margins, what early stopping watches by default), :attr:`PLRankObjective.expected_metric` (its
+policy's value, what the rounds maximise) and :attr:`PLRankObjective.ranking_metric` (the metric
+of the ranking by score).
 """
 
 from __future__ import annotations
@@ -244,7 +246,8 @@ class PLRankObjective(BoosterObjective):
         The policy's expected metric also grows while the rounds only sharpen the policy, and
         early stopping on it waits for that; this value is blind to the margins' scale, as the
         ranking's metric is, and smooth in them, as the policy's value is, so early stopping on
-        it keeps the model when its order stops improving.
+        it keeps the model when its order stops improving. It is what the README's path and
+        :class:`~gbdt_plrank.PLRankRanker` (without fairness) stop on by default.
         """
         return self._standardized
 
