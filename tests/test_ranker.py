@@ -145,8 +145,8 @@ def test_policy_stopping_keeps_the_round_of_the_best_policy_value(mq, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
-    """By default the objective trains at 2K (K with fairness); eval history, policy stopping
-    and score stay at K."""
+    """By default the objective trains at 2K (K with fairness); eval history, stopping on the
+    (standardised) policy and score stay at K."""
     train, vali, test = mq
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 3}
 
@@ -154,7 +154,8 @@ def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
         ranker = PLRankRanker(backend=backend, K=3, n_estimators=12, **FAST, **options)
         ranker.fit(train.X, train.y, train.qid, **fit)
         ranking, policy = ranker.evals_result_["valid_0"]
-        assert ranking == "ndcg@3" and policy.startswith("expected_ndcg@3")
+        watched = "expected_ndcg@3" if "fairness" in options else "standardized_expected_ndcg@3"
+        assert ranking == "ndcg@3" and policy.startswith(watched)
         return ranker.predict(test.X)
 
     default = scores()
@@ -567,7 +568,7 @@ def test_model_selection_with_group_kfold(backend, mq):
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
         ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
         ({"stopping_metric": "ndcg"}, {}, ValueError,
-         "stopping_metric must be one of 'auto', 'policy', 'ranking', but 'ndcg' is given"),
+         "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
@@ -663,8 +664,9 @@ def test_bad_input_after_fit(fitted, mq):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq):
-    """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy."""
-    from gbdt_plrank._evaluation import PolicyValue
+    """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy of
+    the standardised margins (the default)."""
+    from gbdt_plrank._evaluation import STANDARDIZED_SAMPLES, PolicyValue
     from gbdt_plrank._policy_methods import seeds_from
     from gbdt_plrank._ranking_metric import RankingMetric
 
@@ -679,8 +681,9 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(history["ndcg@5"][best], abs=1e-6)
     assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
     value = PolicyValue(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
-                        seed=seeds_from(0, 2)[0], n_jobs=1)
-    assert history["expected_ndcg@5"][best] == pytest.approx(value.per_query(margins).mean(), abs=1e-5)
+                        n_samples=STANDARDIZED_SAMPLES, seed=seeds_from(0, 2)[0], n_jobs=1)
+    standardized = value.per_query(margins / margins.std()).mean()
+    assert history["standardized_expected_ndcg@5"][best] == pytest.approx(standardized, abs=1e-5)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -693,7 +696,7 @@ def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq
     ranker.fit(train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
                early_stopping_rounds=2)
     history = ranker.evals_result_["valid_0"]
-    assert list(history) == ["precision@5", "expected_precision@5"]
+    assert list(history) == ["precision@5", "standardized_expected_precision@5"]
     margins = ranker.predict(vali.X)
     expected = precision_at_k(vali.y, margins, vali.qid, k=5)
     assert history["precision@5"][ranker.best_iteration_] == pytest.approx(expected, abs=1e-6)
