@@ -306,7 +306,7 @@ class PLRankRanker(PolicyRanker):
         the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
         times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
         same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
-        ``"standardized"`` the same for the margins scaled to a standard deviation of 1, blind
+        ``"standardized"`` the same for the margins scaled to a standard deviation of 3, blind
         to the rounds that only sharpen the policy
         (:attr:`gbdt_plrank.PLRankObjective.standardized_metric`);
         ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"standardized"``
