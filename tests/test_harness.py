@@ -486,7 +486,8 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
     assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
     assert "Command: `gbdt-plrank x`" in text and "left out" in text
-    assert "; the PL-Rank methods on their policy's validation expected NDCG@k," in text
+    assert ("; the PL-Rank methods on the validation expected NDCG@k of the policy of their "
+            "standardised margins," in text)
     assert "The PL-Rank methods train at the cut-off 2k (k with fairness)." in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ranking = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ranking")})
