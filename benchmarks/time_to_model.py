@@ -82,7 +82,7 @@ class Run:
 
 def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str | None]]:
     """(row name, method, stopping metric or None for the default) in the order they run."""
-    default = PLRankSettings().stopping_metric
+    default = PLRankSettings().stopping
     rows = []
     for name in methods:
         rows.append((name, name, None))

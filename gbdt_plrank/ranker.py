@@ -231,7 +231,7 @@ class PLRankRanker(PolicyRanker):
         sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
         ``fairness``), so that the documents just below the cut-off get gradient too, as the
         libraries' LambdaMART objectives do.
-    N : int, default 100
+    N : int, default 50
         Rankings sampled per query and boosting round; the estimates' noise falls as
         :math:`1/\sqrt{N}`. No upper bound, but a round's sampling takes time linear in ``N``
         (MQ2008's training split: about 2 s per round at N = 10,000 on one thread) and runs in
@@ -306,14 +306,16 @@ class PLRankRanker(PolicyRanker):
         the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
         times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
         same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
-        ``"standardized"`` the same for the margins scaled to a standard deviation of 1, blind
+        ``"standardized"`` the same for the margins scaled to a standard deviation of 3, blind
         to the rounds that only sharpen the policy
         (:attr:`gbdt_plrank.PLRankObjective.standardized_metric`);
-        ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"policy"`` here and
-        ``"ranking"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's value is
-        smooth in the margins, where the ranking's metric jumps from round to round and stops
-        training at early noisy peaks, at the price of sampling the eval set's rankings every
-        round.
+        ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"standardized"``
+        here (``"policy"`` with ``fairness``, whose policy's spread is part of what is trained)
+        and ``"ranking"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's values
+        are smooth in the margins, where the ranking's metric jumps from round to round and
+        stops training at early noisy peaks, at the price of sampling the eval set's rankings
+        every round; the standardised one does not wait for the rounds that only sharpen the
+        policy.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
@@ -336,8 +338,9 @@ class PLRankRanker(PolicyRanker):
     evals_result_ : dict
         ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
         the i-th eval set (the second with ``stopping_metric="policy"``, or
-        ``"standardized_expected_<metric>@K"`` with ``"standardized"``; empty without eval
-        sets), e.g. ``"ndcg@5"`` and ``"expected_ndcg@5"``.
+        ``"standardized_expected_<metric>@K"`` with ``"standardized"``, the default without
+        ``fairness``; empty without eval sets), e.g. ``"ndcg@5"`` and
+        ``"standardized_expected_ndcg@5"``.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain of each feature, divided by the sum over features (all zeros when no
         tree has a split).
@@ -380,7 +383,7 @@ class PLRankRanker(PolicyRanker):
         backend: str = "xgboost",
         K: int = 5,
         train_K: int | str = "auto",
-        N: int = 100,
+        N: int = 50,
         metric: str = "ndcg",
         gain: str = "exp",
         hessian: str = "abs",
@@ -473,8 +476,8 @@ class PLRankRanker(PolicyRanker):
             that many copies of the query. Eval sets are not weighted.
         eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
             Validation sets, scored after every round (the metric@K of the ranking, and the
-            policy's expected metric@K with ``stopping_metric="policy"``, minus the weighted
-            fairness loss with ``fairness``); their history is ``evals_result_``, under the
+            value ``stopping_metric`` names: the standardised or the plain policy's expected
+            metric@K, minus the weighted fairness loss with ``fairness``); their history is ``evals_result_``, under the
             names ``"valid_0"``, ``"valid_1"``, ... With ``fairness="group-disparity"`` each
             entry brings its rows' item groups as a fourth element.
         early_stopping_rounds : int or None, default None
@@ -518,8 +521,9 @@ class PLRankRanker(PolicyRanker):
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective
-    #: What ``stopping_metric="auto"`` watches.
-    _auto_stopping_metric = "policy"
+    #: What ``stopping_metric="auto"`` watches (``"auto"``: :func:`~gbdt_plrank._training.run.plrank_plan`'s
+    #: default for the options).
+    _auto_stopping_metric = "auto"
 
     def _stopping_metric(self) -> str:
         """The checked ``stopping_metric``, with ``"auto"`` resolved."""

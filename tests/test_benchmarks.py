@@ -232,7 +232,7 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     out = tmp_path / "ttm.md"
     ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
-              "--stopping", "ranking,policy", "--rounds", "3", "--out", str(out)])
+              "--stopping", "ranking,standardized", "--rounds", "3", "--out", str(out)])
     text = out.read_text()
     raw = json.loads(out.with_suffix(".json").read_text())
     runs = {r["row"]: r for r in raw["runs"]}

@@ -2,7 +2,7 @@
 
 The sampled rankings, and so the estimates and the trained models, must not change when the
 kernels get faster. ``GOLDEN`` holds the sha256 of the outputs of :func:`_outputs`: the estimate
-at the ranker's default cut-off 20 and N=100, queries of 1 to 400 documents, every sampler,
+at cut-off 20 (the ranker's default at K=10) and N=100, queries of 1 to 400 documents, every sampler,
 margins far apart, the fairness objective, and the policy's sampled rankings.
 ``python tests/test_bit_identity.py`` prints the digests.
 """

@@ -64,7 +64,7 @@ def test_num_leaves_is_xgboost_max_leaves_for_the_ranker_and_the_harness(tiny: P
 def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: int,
                       booster_seed: int | None = None):
     """The README's call: plrank_objective in xgboost.train / lightgbm.train, the boosters' own
-    early stopping on obj.expected_metric, under the harness's tree settings."""
+    early stopping on obj.standardized_metric, under the harness's tree settings."""
     import lightgbm
     import xgboost
 
@@ -77,7 +77,7 @@ def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: i
         dtrain = xgboost.DMatrix(data.train.X, data.train.y, qid=data.train.qid)
         dvali = xgboost.DMatrix(data.vali.X, data.vali.y, qid=data.vali.qid)
         bst = xgboost.train(params, dtrain, rounds, obj=obj, evals=[(dvali, "valid")],
-                            custom_metric=obj.expected_metric, maximize=True,
+                            custom_metric=obj.standardized_metric, maximize=True,
                             early_stopping_rounds=patience, verbose_eval=False)
         return bst[: bst.best_iteration + 1].inplace_predict(data.test.X, predict_type="margin")
     params = {"objective": obj, "metric": "None", "learning_rate": 0.3, "max_depth": 6,
@@ -86,7 +86,7 @@ def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: i
               "force_row_wise": True}
     train = lightgbm.Dataset(data.train.X, data.train.y, group=data.train.group_sizes)
     vali = lightgbm.Dataset(data.vali.X, data.vali.y, group=data.vali.group_sizes, reference=train)
-    bst = lightgbm.train(params, train, rounds, valid_sets=[vali], feval=obj.expected_metric,
+    bst = lightgbm.train(params, train, rounds, valid_sets=[vali], feval=obj.standardized_metric,
                          callbacks=[lightgbm.early_stopping(patience, verbose=False)])
     return bst.predict(data.test.X, raw_score=True)
 
@@ -96,11 +96,12 @@ def test_the_harness_the_ranker_and_the_readme_call_train_the_same_model(
     tiny: Path, library: str, method: str
 ) -> None:
     """One run builder: the harness's PL-Rank method, PLRankRanker and the design card's call of
-    xgboost.train / lightgbm.train with the boosters' own early stopping on the policy."""
+    xgboost.train / lightgbm.train with the boosters' own early stopping on the standardised
+    policy."""
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=25, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
     fit = train(method, data, k=3, seed=4, trees=trees, plrank=PLRankSettings(N=10))
-    assert fit.watched == "expected_ndcg@3" and fit.best_round < 25
+    assert fit.watched == "standardized_expected_ndcg@3" and fit.best_round < 25
     by_hand = _design_card_call(library, data, seed=4, rounds=25, patience=3)
     np.testing.assert_allclose(fit.test_scores, by_hand, rtol=1e-6, atol=1e-6)
     ranker = PLRankRanker(backend=library, K=3, N=10, n_estimators=25, learning_rate=0.3,

@@ -203,7 +203,7 @@ def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
 
 
 def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_blind(splits):
-    from gbdt_plrank._training.evaluation import STANDARDIZED_SAMPLES
+    from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES
 
     _, vali = splits
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
@@ -212,7 +212,8 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
     assert name == "standardized_expected_ndcg@5"
     value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
-    assert got == pytest.approx(float(value.per_query(margins / margins.std()).mean()), rel=1e-12)
+    standardised = margins * (STANDARD_SPREAD / margins.std())
+    assert got == pytest.approx(float(value.per_query(standardised).mean()), rel=1e-12)
     # Sharpening the policy (scaling the margins by a power of two) changes the policy's
     # expected metric, not this one.
     obj = _objective()
@@ -226,7 +227,7 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
 
 
 def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
-    from gbdt_plrank._training.evaluation import STANDARDIZED_SAMPLES
+    from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES
 
     train, vali = splits
     obj = _objective()
@@ -237,7 +238,7 @@ def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
     values = []
     for r in range(1, stopped.num_boosted_rounds() + 1):
         m = _margins(full, vali.X, r).astype(np.float32).astype(np.float64)
-        values.append(float(value.per_query(m / m.std()).mean()))
+        values.append(float(value.per_query(m * (STANDARD_SPREAD / m.std())).mean()))
     best = int(np.argmax(values))
     assert stopped.num_boosted_rounds() == best + 1 + PATIENCE < ROUNDS
     assert stopped.best_iteration == best
@@ -257,3 +258,22 @@ def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
     watched = np.asarray(curves["standardized_expected_ndcg@5"])
     assert ranker.best_iteration_ == int(np.argmax(watched))
     assert watched.shape[0] == ranker.best_iteration_ + 1 + PATIENCE
+
+
+@pytest.mark.parametrize(
+    ("fairness", "watched"),
+    [(None, "standardized_expected_ndcg@5"), ("expected-exposure", "expected_ndcg@5-0.5*ee_l")],
+)
+def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on_the_policy(
+    splits, fairness, watched
+):
+    from gbdt_plrank import PLRankRanker
+
+    train, vali = splits
+    ranker = PLRankRanker(K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3, n_jobs=1,
+                          random_state=0, fairness=fairness, fairness_weight=0.5)
+    ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+               early_stopping_rounds=PATIENCE)
+    curves = ranker.evals_result_["valid_0"]
+    assert list(curves) == ["ndcg@5", watched]
+    assert ranker.best_iteration_ == int(np.argmax(np.round(curves[watched], 6)))

@@ -161,7 +161,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
         (BASE + '[plrank]\nfairness = "group-disparity"', "fairness='group-disparity' needs item "
          "groups, which comparisons do not take; draw its frontier with gbdt-plrank fairness"),
-        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'policy', 'ranking', 'standardized', but 'ndcg'"),
+        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg'"),
         (BASE + '[plrank]\ntrain_K = 0', "plrank.train_K must be \"auto\" or an integer >= 1, but 0"),
         (BASE + '[plrank]\ntrain_K = "k"', "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'"),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
@@ -344,20 +344,25 @@ def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Pat
     made = spy_on_plans(monkeypatch)
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
-    fit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20))
+    policy = PLRankSettings(N=20, stopping_metric="policy")
+    fit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy)
     assert fit.watched == "expected_ndcg@3" and list(fit.history) == ["ndcg@3", "expected_ndcg@3"]
     curve = np.round(fit.history["expected_ndcg@3"], 6)  # XGBoost records 6 decimals
     assert fit.best_round == int(np.argmax(curve)) + 1 == curve.shape[0] - 3
-    train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20, train_K=5))
+    fit = train("plrank-xgb", data, k=3, seed=2, trees=trees,
+                plrank=PLRankSettings(N=20, train_K=5))
+    assert fit.watched == "standardized_expected_ndcg@3"  # the default: the README's path
     assert [m["options"].training_K for m in made] == [6, 5]
-    assert [m["stopping_metric"] for m in made] == ["policy", "policy"]
+    assert [m["stopping_metric"] for m in made] == ["policy", "standardized"]
 
 
-def test_plrank_methods_stop_on_their_policy_by_default(tiny: Path) -> None:
+def test_plrank_methods_stop_on_their_fair_policy_by_default(tiny: Path) -> None:
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
     policy, ranking = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ranking")
-    assert policy.stopping_metric == "policy"  # the default
+    assert policy.stopping_metric == "auto"  # the default: the policy's value with fairness
+    assert policy.stopping == "standardized"
+    assert PLRankSettings(fairness="expected-exposure").stopping == "policy"
     # with fairness, the value watched is the fair objective's: expected NDCG@3 - 0.4 EE-L
     fair = {"plrank": {"fairness": "expected-exposure", "fairness_weight": 0.4}}
     by_policy = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy, params=fair)
@@ -486,7 +491,8 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
     assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
     assert "Command: `gbdt-plrank x`" in text and "left out" in text
-    assert "; the PL-Rank methods on their policy's validation expected NDCG@k," in text
+    assert ("; the PL-Rank methods on the validation expected NDCG@k of the policy of their "
+            "standardised margins," in text)
     assert "The PL-Rank methods train at the cut-off 2k (k with fairness)." in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ranking = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ranking")})

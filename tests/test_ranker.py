@@ -97,8 +97,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
 
 
 def _policy_stopping_round(mq, backend, fairness):
-    """The round kept by default (stopping_metric="auto": the policy), checked to maximise the
-    policy's value on the eval set, and the round the ranking's NDCG@5 keeps."""
+    """The round kept with stopping_metric="policy", checked to maximise the policy's value on
+    the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import PolicyValue
     from gbdt_plrank._training.fairness import FairnessSpec
@@ -108,7 +108,9 @@ def _policy_stopping_round(mq, backend, fairness):
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
                "n_jobs": 1, "random_state": 0, "fairness": fairness, "fairness_weight": 0.5}
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
-    ranker = PLRankRanker(**options).fit(train.X, train.y, train.qid, **fit)
+    ranker = PLRankRanker(**options, stopping_metric="policy").fit(
+        train.X, train.y, train.qid, **fit
+    )
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
     name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
     assert list(ranker.evals_result_["valid_0"]) == ["ndcg@5", name]
@@ -143,8 +145,8 @@ def test_policy_stopping_keeps_the_round_of_the_best_policy_value(mq, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
-    """By default the objective trains at 2K (K with fairness); eval history, policy stopping
-    and score stay at K."""
+    """By default the objective trains at 2K (K with fairness); eval history, stopping on the
+    (standardised) policy and score stay at K."""
     train, vali, test = mq
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 3}
 
@@ -152,7 +154,8 @@ def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
         ranker = PLRankRanker(backend=backend, K=3, n_estimators=12, **FAST, **options)
         ranker.fit(train.X, train.y, train.qid, **fit)
         ranking, policy = ranker.evals_result_["valid_0"]
-        assert ranking == "ndcg@3" and policy.startswith("expected_ndcg@3")
+        watched = "expected_ndcg@3" if "fairness" in options else "standardized_expected_ndcg@3"
+        assert ranking == "ndcg@3" and policy.startswith(watched)
         return ranker.predict(test.X)
 
     default = scores()
@@ -661,9 +664,10 @@ def test_bad_input_after_fit(fitted, mq):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq):
-    """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy."""
+    """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy of
+    the standardised margins (the default)."""
     from gbdt_plrank._ranking_metric import RankingMetric
-    from gbdt_plrank._training.evaluation import PolicyValue
+    from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
     from gbdt_plrank._training.policy_methods import seeds_from
 
     train, vali, _ = mq
@@ -677,8 +681,9 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(history["ndcg@5"][best], abs=1e-6)
     assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
     value = PolicyValue(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
-                        seed=seeds_from(0, 2)[0], n_jobs=1)
-    assert history["expected_ndcg@5"][best] == pytest.approx(value.per_query(margins).mean(), abs=1e-5)
+                        n_samples=STANDARDIZED_SAMPLES, seed=seeds_from(0, 2)[0], n_jobs=1)
+    standardized = value.per_query(margins * (STANDARD_SPREAD / margins.std())).mean()
+    assert history["standardized_expected_ndcg@5"][best] == pytest.approx(standardized, abs=1e-5)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -691,7 +696,7 @@ def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq
     ranker.fit(train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
                early_stopping_rounds=2)
     history = ranker.evals_result_["valid_0"]
-    assert list(history) == ["precision@5", "expected_precision@5"]
+    assert list(history) == ["precision@5", "standardized_expected_precision@5"]
     margins = ranker.predict(vali.X)
     expected = precision_at_k(vali.y, margins, vali.qid, k=5)
     assert history["precision@5"][ranker.best_iteration_] == pytest.approx(expected, abs=1e-6)

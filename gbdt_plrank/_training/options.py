@@ -67,7 +67,7 @@ class PLRankFields(Schema):
     train_K: Literal["auto"] | PositiveInt = Field(
         "auto", description='"auto" or an integer >= 1'
     )
-    N: int = Field(100, ge=1, description="an integer >= 1")
+    N: int = Field(50, ge=1, description="an integer >= 1")
     metric: Literal[METRICS] = Field("ndcg", description=one_of(METRICS))  # type: ignore[valid-type]
     gain: Literal[GAINS] = Field("exp", description=one_of(GAINS))  # type: ignore[valid-type]
     hessian: Literal[HESSIAN_MODES] = Field(  # type: ignore[valid-type]
@@ -119,7 +119,7 @@ class PLRankOptions(PLRankFields):
     train_K : "auto" or int, default "auto"
         The cut-off of the expected metric the boosting rounds maximise, the length of the
         rankings sampled for training: :func:`training_cutoff` (2K, K with fairness).
-    N : int, default 100
+    N : int, default 50
         Rankings sampled per query and round.
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
         The metric whose expectation is maximised, as :mod:`gbdt_plrank.metrics` computes it.

@@ -3,7 +3,7 @@
 :class:`~gbdt_plrank.PLRankRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker`, the comparison
 harness and the tuner translate their own options into a call of :func:`plrank_plan` and hand the
 plan to a booster backend; the README's ``xgboost.train`` / ``lightgbm.train`` calls with
-``custom_metric=obj.expected_metric`` / ``feval=obj.expected_metric`` are the same run.
+``custom_metric=obj.standardized_metric`` / ``feval=obj.standardized_metric`` are the same run.
 """
 
 from __future__ import annotations
@@ -17,12 +17,23 @@ from .evaluation import RankingMetricEval
 from .objective import PLRankObjective
 from .options import PLRankOptions
 
-__all__ = ["STOPPING_METRICS", "plrank_plan"]
+__all__ = ["STOPPING_METRICS", "default_stopping_metric", "plrank_plan"]
 
 #: What early stopping watches: the policy's expected metric@K (the objective's
 #: ``expected_metric``), the metric@K of the ranking by score (``ranking_metric``), or the
 #: expected metric@K of the policy of the standardised margins (``standardized_metric``).
 STOPPING_METRICS = ("policy", "ranking", "standardized")
+
+
+def default_stopping_metric(*, fairness: str | None) -> str:
+    """What ``stopping_metric="auto"`` watches: ``"standardized"``, ``"policy"`` with fairness.
+
+    The standardised policy's value is blind to the margins' scale, so early stopping on it
+    does not wait for the rounds that only sharpen the policy. With a fairness term the scale is
+    part of what is trained (how evenly the policy spreads exposure), so the policy's own value
+    is watched.
+    """
+    return "standardized" if fairness is None else "policy"
 
 
 def plrank_plan(
@@ -44,11 +55,12 @@ def plrank_plan(
     ----------
     options : PLRankOptions
         The objective's options; ``options.K`` is the cut-off the model is judged at.
-    stopping_metric : {"policy", "ranking", "standardized"}
+    stopping_metric : {"auto", "policy", "ranking", "standardized"}
         What the booster's early stopping watches on the eval sets: the objective's
         ``expected_metric`` (the policy's value) or ``standardized_metric`` (that of the
         standardised margins), each recorded after the ranking's metric, or its ranking's
-        metric@K (recorded alone).
+        metric@K (recorded alone); ``"auto"`` is :func:`default_stopping_metric` of the
+        options' fairness.
     seed : int
         Seed of the objective's sampled rankings (and of the expected metric's streams).
     n_jobs : int or None
@@ -67,6 +79,8 @@ def plrank_plan(
     -------
     Plan
     """
+    if stopping_metric == "auto":
+        stopping_metric = default_stopping_metric(fairness=options.fairness)
     objective = objective_type(options, seed=seed, n_jobs=n_jobs, device=device)
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
     watched = {"policy": objective.expected_metric, "standardized": objective.standardized_metric}

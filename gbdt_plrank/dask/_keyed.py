@@ -116,7 +116,7 @@ class KeyedPLRankObjective(PLRankObjective):
         return self._step(y_pred, y_true, QueryFields(ptr, y_true, None), keys)
 
 
-def keyed_plrank_objective(K: int = 5, N: int = 100, **options: Any) -> KeyedPLRankObjective:
+def keyed_plrank_objective(K: int = 5, N: int = 50, **options: Any) -> KeyedPLRankObjective:
     """A PL-Rank objective for ``xgboost.dask`` / ``lightgbm.dask`` that is partition-independent.
 
     .. code-block:: python

@@ -50,7 +50,7 @@ from .._boosters import BACKENDS, BoosterSettings, tree_rule
 from .._training.fairness import GROUP_FAIRNESS
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank import PIRANK_HESSIANS, pirank_objective
-from .._training.run import STOPPING_METRICS
+from .._training.run import STOPPING_METRICS, default_stopping_metric
 from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
@@ -142,20 +142,35 @@ class TreeSettings(Schema):
         )
 
 
+#: The ``[plrank]`` table's stopping metrics: those of the plan, or ``"auto"``.
+STOPPING_CHOICES = ("auto", *STOPPING_METRICS)
+
+
 class PLRankSettings(PLRankFields):
     """The ``[plrank]`` table: the PL-Rank methods' objective options and how they stop.
 
     Every option of :class:`~gbdt_plrank.PLRankOptions` but ``K``, which is the comparison's
     ``k`` (``train_K="auto"`` trains at 2k, k with fairness), and ``stopping_metric``: what the
-    PL-Rank methods' early stopping watches on the validation split, ``"policy"`` (default)
-    their policy's expected NDCG@k (minus the fairness weight times the fairness loss;
+    PL-Rank methods' early stopping watches on the validation split, ``"standardized"`` the
+    expected NDCG@k of the policy of their standardised margins
+    (:attr:`~gbdt_plrank.PLRankObjective.standardized_metric`), ``"policy"`` their policy's
+    expected NDCG@k (minus the fairness weight times the fairness loss;
     :attr:`~gbdt_plrank.PLRankObjective.expected_metric`), ``"ranking"`` NDCG@k of the ranking
-    by score, as every other method.
+    by score, as every other method; ``"auto"`` (default) is the README's path,
+    ``"standardized"``, or ``"policy"`` with fairness
+    (:func:`~gbdt_plrank._training.run.default_stopping_metric`).
     """
 
-    stopping_metric: Literal[STOPPING_METRICS] = Field(  # type: ignore[valid-type]
-        "policy", description=one_of(STOPPING_METRICS)
+    stopping_metric: Literal[STOPPING_CHOICES] = Field(  # type: ignore[valid-type]
+        "auto", description=one_of(STOPPING_CHOICES)
     )
+
+    @property
+    def stopping(self) -> str:
+        """The stopping metric, with ``"auto"`` resolved."""
+        if self.stopping_metric == "auto":
+            return default_stopping_metric(fairness=self.fairness)
+        return self.stopping_metric
 
     def options(self, k: int) -> PLRankOptions:
         """The objective's options at the comparison's cut-off ``k``."""

@@ -117,7 +117,7 @@ def markdown_report(
         "policy": "; the PL-Rank methods on their policy's validation expected NDCG@k",
         "standardized": "; the PL-Rank methods on the validation expected NDCG@k of the policy "
         "of their standardised margins",
-    }.get(config.plrank.stopping_metric, "")
+    }.get(config.plrank.stopping, "")
     train_K = config.plrank.train_K
     trained_at = (
         " The PL-Rank methods train at the cut-off 2k (k with fairness)." if train_K == "auto"

@@ -95,7 +95,7 @@ def _plan(
     if method.objective == PLRANK:
         assert isinstance(chosen, PLRankSettings)
         return plrank_plan(
-            chosen.options(k), stopping_metric=chosen.stopping_metric, seed=seed,
+            chosen.options(k), stopping_metric=chosen.stopping, seed=seed,
             n_jobs=trees.n_jobs, callbacks=callbacks, ranking=RankingMetric("ndcg", k, "exp"),
             **rounds,
         )
