@@ -201,3 +201,23 @@ def test_click_reward_order_by_hand() -> None:
     assert graded["wrongly ordered, grade 2 vs grade 1"] == (2, 2)  # 0.3 <= 0.5; a tie 0.2
     assert graded["wrongly ordered, grade 2 vs grade 0"] == (1, 2)  # 0.3 <= 0.5
     assert graded["wrongly ordered, grade 1 vs grade 0"] == (1, 2)  # 0.5 <= 0.5
+
+
+# Where the rounds go (docs/guide/performance.md)
+
+def test_rounds_script_writes_a_row_per_round_read_and_the_peaks(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from research import rounds
+
+    folder = write_tiny_letor(tmp_path / "tiny")
+    out = tmp_path / "rounds.md"
+    rounds.main(["--data", str(folder), "--rounds", "12", "--out", str(out)])
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 1", "| 5", "| 10", "| 12",
+                                                         "| peak at round"]
+    values = np.array([[float(x) for x in row.strip("| ").split(" | ")[1:]] for row in rows[1:5]])
+    assert np.all((values[:, :3] >= 0.0) & (values[:, :3] <= 1.0))
+    assert np.all(np.diff(values[:, 3]) > 0.0)  # the margins spread as the trees add up
+    peaks = rows[-1].strip("| ").split(" | ")[1:]
+    assert peaks[3] == "12"
