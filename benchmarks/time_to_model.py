@@ -17,6 +17,8 @@ LambdaMART by the harness's paired tests (:func:`gbdt_plrank.harness.stats.paire
 
     python benchmarks/time_to_model.py                      # MQ2008 and MQ2007-agg, 5 folds
     python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
+    python benchmarks/time_to_model.py --data mslr-sample --folds 1 \\
+        --out benchmarks/results/time_to_model_mslr-sample.md   # the bundled MSLR sample, one split
 
 It prints the tables and writes them to ``benchmarks/results/time_to_model.md`` (``--out``),
 with every training's record in ``time_to_model.json``.
