@@ -105,9 +105,24 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _overrides(args: argparse.Namespace, keys: dict[str, str]) -> dict[str, object]:
+    """The configuration values the command's flags replace: ``keys`` maps a flag's ``dest`` to
+    the key it replaces; flags not given replace nothing."""
+    given = {dest: getattr(args, dest) for dest in keys}
+    return {keys[dest]: value for dest, value in given.items() if value is not None}
+
+
+def _interrupted(what: str, out: object) -> int:
+    """Say on stderr that ``what`` is kept in ``out`` and how to resume; the exit status 130."""
+    print(
+        f"interrupted: {what} are kept in {out}; run the same command again to resume.",
+        file=sys.stderr,
+    )
+    return 130
+
+
 def _run_compare(args: argparse.Namespace) -> int:
-    given = {dest: getattr(args, dest) for dest in _COMPARE_OVERRIDES}
-    overrides = {_COMPARE_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    overrides = _overrides(args, _COMPARE_OVERRIDES)
     config = load_config(args.config, overrides=overrides, params_file=args.params)
     try:
         if args.workers is None and args.scheduler is None:
@@ -118,12 +133,7 @@ def _run_compare(args: argparse.Namespace) -> int:
             with dask_executor(scheduler=args.scheduler, workers=args.workers) as executor:
                 store = run_comparison(config, echo=print, executor=executor)
     except KeyboardInterrupt:
-        print(
-            f"interrupted: the finished trainings are kept in {config.out}; "
-            f"run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted("the finished trainings", config.out)
     keys = plan(config).keys
     print(write_report(config, store, keys, command=args.command_line))
     written = [store.results_path, store.folder / "results.md", store.folder / "curves.png"]
@@ -159,18 +169,12 @@ def _configure_fairness(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_fairness(args: argparse.Namespace) -> int:
-    given = {dest: getattr(args, dest) for dest in _FAIRNESS_OVERRIDES}
-    overrides = {_FAIRNESS_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    overrides = _overrides(args, _FAIRNESS_OVERRIDES)
     config = load_frontier_config(args.config, overrides=overrides)
     try:
         store = run_frontier(config, echo=print)
     except KeyboardInterrupt:
-        print(
-            f"interrupted: the finished trainings and evaluations are kept in {config.out}; "
-            f"run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted("the finished trainings and evaluations", config.out)
     print(write_frontier_report(config, store, command=args.command_line))
     written = [store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")]
     print(f"wrote {', '.join(map(str, written))}")
@@ -209,18 +213,12 @@ def _configure_clicks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_clicks(args: argparse.Namespace) -> int:
-    given = {dest: getattr(args, dest) for dest in _CLICKS_OVERRIDES}
-    overrides = {_CLICKS_OVERRIDES[dest]: v for dest, v in given.items() if v is not None}
+    overrides = _overrides(args, _CLICKS_OVERRIDES)
     config = load_clicks_config(args.config, overrides=overrides)
     try:
         store = run_clicks(config, echo=print)
     except KeyboardInterrupt:
-        print(
-            f"interrupted: the finished results are kept in {config.out}; "
-            f"run the same command again to resume.",
-            file=sys.stderr,
-        )
-        return 130
+        return _interrupted("the finished results", config.out)
     print(write_clicks_report(config, store, command=args.command_line))
     written = [store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]
     print(f"wrote {', '.join(map(str, written))}")
