@@ -41,7 +41,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .._util.schema import ConfigError, Schema, one_of, validate
-from .config import PLRankSettings, TreeSettings, _items, read_config_table
+from .config import CutOffs, Folds, PLRankSettings, TreeSettings, _items, read_config_table
 
 __all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]
 
@@ -82,14 +82,9 @@ class ClicksConfig(Schema):
     """
 
     datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
-    folds: _items(  # type: ignore[valid-type]
-        Annotated[int, Field(ge=1, le=5)],
-        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
-    ) = (1,)
+    folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
-    k: _items(  # type: ignore[valid-type]
-        PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
-    ) = (5, 10)
+    k: CutOffs = (5, 10)
     out: str = Field("runs/clicks", min_length=1, description="a non-empty string")
     drop_empty_test_queries: bool = Field(True, description="true or false")
     top_k: int = Field(5, ge=1, le=32, description="an integer from 1 to 32")

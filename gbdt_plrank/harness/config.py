@@ -106,6 +106,13 @@ def _items(item: Any, *, rule: str, known: bool = False) -> Any:
 
 PositiveInt = Annotated[int, Field(ge=1)]
 Text = Annotated[str, Field(min_length=1)]
+#: LETOR folds: one integer from 1 to 5 or a list of distinct ones.
+Folds = _items(
+    Annotated[int, Field(ge=1, le=5)],
+    rule="an integer from 1 to 5 or a non-empty list of distinct ones",
+)
+#: Cut-offs: one integer >= 1 or a list of distinct ones.
+CutOffs = _items(PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones")
 
 
 class TreeSettings(Schema):
@@ -301,14 +308,9 @@ class CompareConfig(Schema):
     methods: _items(  # type: ignore[valid-type]
         str, rule=f"a non-empty list of distinct methods from: {', '.join(METHODS)}", known=True
     )
-    folds: _items(  # type: ignore[valid-type]
-        Annotated[int, Field(ge=1, le=5)],
-        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
-    ) = (1,)
+    folds: Folds = (1,)
     seeds: int = Field(5, ge=1, description="an integer >= 1")
-    k: _items(  # type: ignore[valid-type]
-        PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
-    ) = (5,)
+    k: CutOffs = (5,)
     out: Text = Field("runs/compare", description="a non-empty string")
     drop_empty_test_queries: bool = Field(True, description="true or false")
     trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")

@@ -34,6 +34,7 @@ from pydantic import Field, field_validator, model_validator
 from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
 from ..._util.schema import ConfigError, Schema, one_of, validate
 from ..config import (
+    Folds,
     PLRankSettings,
     TreeSettings,
     _items,
@@ -72,10 +73,7 @@ class FrontierConfig(Schema):
     """
 
     datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
-    folds: _items(  # type: ignore[valid-type]
-        Annotated[int, Field(ge=1, le=5)],
-        rule="an integer from 1 to 5 or a non-empty list of distinct ones",
-    ) = (1,)
+    folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
     k: int = Field(10, ge=1, description="an integer >= 1")
     out: str = Field("runs/fairness", min_length=1, description="a non-empty string")
