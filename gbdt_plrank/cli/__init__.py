@@ -152,10 +152,10 @@ _FAIRNESS_OVERRIDES = {
 }
 
 
-def _configure_fairness(parser: argparse.ArgumentParser) -> None:
+def _config_and_data_flags(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """An experiment command's CONFIG argument and its --data, --folds and --seeds flags."""
     parser.add_argument(
-        "config", metavar="CONFIG",
-        help="a TOML file describing the frontier (see configs/fairness.toml)",
+        "config", metavar="CONFIG", help=f"a TOML file describing the {example}",
     )
     parser.add_argument(
         "--data", metavar="DIR", type=lambda text: [text],
@@ -163,9 +163,18 @@ def _configure_fairness(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--folds", metavar="F,F", type=int_list, help="folds, e.g. 1,2,3,4,5")
     parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
+
+
+def _training_flags(parser: argparse.ArgumentParser) -> None:
+    """An experiment command's --rounds, --out and --n-jobs flags."""
     parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
     parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
     parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+
+
+def _configure_fairness(parser: argparse.ArgumentParser) -> None:
+    _config_and_data_flags(parser, example="frontier (see configs/fairness.toml)")
+    _training_flags(parser)
 
 
 def _run_fairness(args: argparse.Namespace) -> int:
@@ -194,22 +203,11 @@ _CLICKS_OVERRIDES = {
 
 
 def _configure_clicks(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "config", metavar="CONFIG",
-        help="a TOML file describing the experiment (see configs/clicks-mq2008.toml)",
-    )
-    parser.add_argument(
-        "--data", metavar="DIR", type=lambda text: [text],
-        help="a bundled dataset or a data folder; replaces the config's datasets",
-    )
-    parser.add_argument("--folds", metavar="F,F", type=int_list, help="folds, e.g. 1,2,3,4,5")
-    parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
+    _config_and_data_flags(parser, example="experiment (see configs/clicks-mq2008.toml)")
     parser.add_argument(
         "--sessions", metavar="S,S", type=int_list, help="sessions per query, e.g. 10,100,1000"
     )
-    parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
-    parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
-    parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
+    _training_flags(parser)
 
 
 def _run_clicks(args: argparse.Namespace) -> int:
