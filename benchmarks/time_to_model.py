@@ -13,10 +13,15 @@ them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the same folds.
 Quality is test NDCG@5 and NDCG@10 of the kept models (trained and stopped at k, default 10),
 pooled over every test query of the folds (queries without a relevant document left out, as in
 the README's headline) and compared query by query with ``rank:ndcg`` and with the booster's own
-LambdaMART by the harness's paired tests (:func:`gbdt_plrank.harness.stats.paired`).
+LambdaMART by the harness's paired tests (:func:`gbdt_plrank.harness.stats.paired`). With
+several ``--seeds`` every method trains once per seed; a query's NDCG is then its mean over the
+seeds (the expected quality of a model the method trains, for the methods a seed changes:
+PL-Rank's sampled rankings, CatBoost's random strength), times add up over the seeds, and a
+last table gives each seed's difference alone.
 
     python benchmarks/time_to_model.py                      # MQ2008 and MQ2007-agg, 5 folds
     python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
+    python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2  # quality averaged over seeds
     python benchmarks/time_to_model.py --data mslr-sample --folds 1 \\
         --out benchmarks/results/time_to_model_mslr-sample.md   # the bundled MSLR sample, one split
 
@@ -27,6 +32,7 @@ with every training's record in ``time_to_model.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import shlex
 import sys
 import time
@@ -51,7 +57,7 @@ from gbdt_plrank._util import compat as _compat
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK
-from gbdt_plrank.harness.stats import Paired, paired
+from gbdt_plrank.harness.stats import Paired, paired, seed_means
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
 
@@ -80,6 +86,7 @@ class Run:
     rounds_run: int
     best_round: int
     test: dict[int, dict[int, float]]  # cut-off -> query id -> NDCG
+    seed: int = 0
 
 
 def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str | None]]:
@@ -95,9 +102,9 @@ def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str 
 
 def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
-    trees: TreeSettings, seed: int = 0, echo=print, records: Path | None = None,
+    trees: TreeSettings, seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
 ) -> list[Run]:
-    """Train every row on every fold, the rows of a fold one after the other.
+    """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
     Each finished training is also appended to the JSON-lines file ``records``, if given, so
     that an interrupted run keeps what it measured.
@@ -107,7 +114,9 @@ def run(
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
             qids = np.unique(ds.test.qid)
-            for row, method, stopping in _rows(methods, stoppings):
+            for seed, (row, method, stopping) in itertools.product(
+                seeds, _rows(methods, stoppings)
+            ):
                 plrank = None if stopping is None else PLRankSettings(stopping_metric=stopping)
                 fit = train(method, ds, k=k, seed=seed, trees=trees, plrank=plrank)
                 test = {
@@ -117,11 +126,11 @@ def run(
                     for c in CUTOFFS
                 }
                 r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
-                        int(fit.best_round), test)
+                        int(fit.best_round), test, seed)
                 runs.append(r)
                 if records is not None:
                     append_record(records, r.__dict__)
-                echo(f"{dataset_label(data, fold)} {row}: {r.seconds:.2f} s, "
+                echo(f"{dataset_label(data, fold)} {row} (seed {seed}): {r.seconds:.2f} s, "
                      f"{r.rounds_run} rounds (kept {r.best_round}), "
                      f"NDCG@10 {np.mean(list(test[10].values())):.4f}")
     return runs
@@ -137,8 +146,8 @@ def read_runs(path: Path) -> list[Run]:
 
 
 def _pooled(runs: list[Run], cutoff: int) -> dict[tuple[int, int], float]:
-    """(fold, query id) -> test NDCG@cutoff of the runs of one row and dataset."""
-    return {(r.fold, q): v for r in runs for q, v in r.test[cutoff].items()}
+    """(fold, query id) -> test NDCG@cutoff of the runs of one row and dataset, mean over seeds."""
+    return seed_means(((r.fold, q), v) for r in runs for q, v in r.test[cutoff].items())
 
 
 def _versus(a: list[Run], b: list[Run], cutoff: int) -> Paired:
@@ -174,15 +183,21 @@ def report(runs: list[Run], command: str) -> str:
             )
             means = [np.mean(list(_pooled(rs, c).values())) for c in CUTOFFS]
             diff = "" if ref is None or row == REFERENCE else _verdict(_versus(rs, ref, 10))
+            kept = {}
+            for r in rs:
+                kept.setdefault(r.fold, []).append(str(r.best_round))
             table.append([
                 row, f"{seconds:.1f}", ratio, worst, rounds,
-                ", ".join(str(r.best_round) for r in rs), f"{1e3 * seconds / rounds:.1f}",
+                ", ".join("/".join(k) for k in kept.values()), f"{1e3 * seconds / rounds:.1f}",
                 *(f"{m:.4f}" for m in means), diff,
             ])
+        seeds = sorted({r.seed for r in runs if r.data == data})
         n = len(_pooled(next(iter(of.values())), 10))
         lines.append(
             f"### {data}, folds {', '.join(map(str, folds))} ({n} test queries with a relevant "
-            f"document)\n"
+            f"document)" + ("" if len(seeds) == 1 else
+                           f", seeds {', '.join(map(str, seeds))}: NDCG is each query's mean "
+                           f"over the seeds, times and rounds add up over them") + "\n"
         )
         lines.append(markdown_table(
             ["method", "s to kept model", f"x {REFERENCE}", "worst fold", "rounds run",
@@ -197,6 +212,13 @@ def report(runs: list[Run], command: str) -> str:
         if own:
             lines.append("\nAgainst the booster's own LambdaMART, paired:\n")
             lines.append(markdown_table(["method", "minus", "NDCG@5", "NDCG@10"], own))
+        if len(seeds) > 1 and ref is not None:
+            lines.append(f"\nEach seed alone, NDCG@10 minus {REFERENCE} of the same seed:\n")
+            lines.append(markdown_table(["method", *(f"seed {s}" for s in seeds)], [
+                [row, *(_verdict(_versus([r for r in rs if r.seed == s],
+                                         [r for r in ref if r.seed == s], 10)) for s in seeds)]
+                for row, rs in of.items() if row != REFERENCE
+            ]))
         lines.append("")
     return "\n".join(lines)
 
@@ -216,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seeds", default="0",
+                        help="seeds, comma-separated: each method trains once per seed")
     parser.add_argument("--out", default="benchmarks/results/time_to_model.md")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: write the tables of the records beside --out")
@@ -249,7 +273,8 @@ def main(argv: list[str] | None = None) -> None:
     records.write_text("")
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
-               stoppings=_items(args.stopping), k=args.k, trees=trees, records=records)
+               stoppings=_items(args.stopping), k=args.k, trees=trees,
+               seeds=tuple(int(s) for s in _items(args.seeds)), records=records)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])

@@ -266,3 +266,26 @@ def test_time_to_model_pairs_queries_across_folds() -> None:
     b = [run("lambdamart-xgb", 1, [0.4, 0.6]), run("lambdamart-xgb", 2, [0.7, 0.8])]
     p = ttm._versus(a, b, 10)
     assert p.n == 4 and p.mean == pytest.approx(0.05)
+
+
+def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> None:
+    from benchmarks import time_to_model as ttm
+
+    def run(row: str, seed: int, values: list[float], seconds: float) -> ttm.Run:
+        test = {c: dict(enumerate(values)) for c in ttm.CUTOFFS}
+        return ttm.Run(row, row, "d", 1, seconds, 10, 5 + seed, test, seed)
+
+    runs = [
+        run("lambdamart-xgb", 0, [0.5, 0.5], 1.0), run("plrank-xgb", 0, [0.4, 0.5], 2.0),
+        run("lambdamart-xgb", 1, [0.5, 0.5], 1.0), run("plrank-xgb", 1, [0.8, 0.5], 4.0),
+    ]
+    # Each query is one pair, its mean over the seeds against the reference's: 0.6 - 0.5 and 0.
+    p = ttm._versus(runs[1::2], runs[0::2], 10)
+    assert p.n == 2 and p.mean == pytest.approx(0.05)
+    text = ttm.report(runs, "cmd")
+    line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb | 6.0 | 3.00x |"))
+    assert "| 5/6 |" in line  # kept rounds of a fold, one per seed
+    assert "seeds 0, 1: NDCG is each query's mean over the seeds" in text
+    each = text.split("Each seed alone")[1].splitlines()
+    seeds = next(s for s in each if s.startswith("| plrank-xgb |"))
+    assert seeds.startswith("| plrank-xgb | -0.0500 [") and "| +0.1500 [" in seeds

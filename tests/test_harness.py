@@ -38,7 +38,7 @@ from gbdt_plrank.harness.data import (
     without_empty_queries,
 )
 from gbdt_plrank.harness.report import markdown_report
-from gbdt_plrank.harness.stats import paired
+from gbdt_plrank.harness.stats import paired, seed_means
 from gbdt_plrank.harness.store import RunKey
 from gbdt_plrank.metrics import ndcg
 
@@ -628,6 +628,13 @@ def test_paired_verdicts_and_shared_queries() -> None:
     assert paired({**better, 999: 5.0}, base).n == 200  # only shared queries are paired
     with pytest.raises(ValueError, match="at least 2 shared queries"):
         paired({1: 0.5}, {1: 0.4, 2: 0.3})
+
+
+def test_seed_means_average_each_query_over_the_runs_that_scored_it() -> None:
+    # Two seeds score ("f1", 7); one scores ("f2", 7): the same id in another fold is another query.
+    means = seed_means([(("f1", 7), 0.25), (("f2", 7), 0.5), (("f1", 7), 0.75)])
+    assert means == {("f1", 7): 0.5, ("f2", 7): 0.5}
+    assert list(means) == [("f1", 7), ("f2", 7)]
 
 
 def test_report_pools_folds_and_averages_seeds_per_query_first(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from ..clicks import pbm_position_bias
 from .clicks_config import ANCHORS, ClicksConfig
 from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
 from .data import dataset_label, family
-from .stats import paired
+from .stats import paired, seed_means
 
 __all__ = ["per_query", "write_clicks_report"]
 
@@ -32,11 +32,10 @@ Values = dict[tuple[str, int], float]
 
 def per_query(records: Sequence[Mapping[str, Any]], k: int) -> Values:
     """(dataset label, query id) -> test NDCG@k, averaged over the records (the seeds)."""
-    sums: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for record in records:
-        for q, v in zip(record["qid"], record["ndcg"][str(k)]):
-            sums[record["dataset"], int(q)].append(v)
-    return {q: float(np.mean(v)) for q, v in sums.items()}
+    return seed_means(
+        ((record["dataset"], int(q)), v)
+        for record in records for q, v in zip(record["qid"], record["ndcg"][str(k)])
+    )
 
 
 def _groups(config: ClicksConfig, store: ClicksStore) -> dict[str, dict[tuple[str, int], Values]]:

@@ -19,7 +19,7 @@ from .._util.compat import is_installed, missing_message, require
 from .config import CompareConfig
 from .data import family
 from .methods import METHODS
-from .stats import ALPHA, RESAMPLES, paired
+from .stats import ALPHA, RESAMPLES, paired, seed_means
 from .store import ResultStore, RunKey
 
 __all__ = ["markdown_report", "plot_curves", "write_report"]
@@ -39,12 +39,11 @@ def _mean_std(values: Sequence[float], digits: int = 4) -> str:
 
 def _per_query(queries: Queries, keys: Sequence[RunKey], method: str) -> dict[tuple[str, int], float]:
     """(dataset fold, query id) -> the method's test NDCG@k there, averaged over its seeds."""
-    values: dict[tuple[str, int], list[float]] = {}
-    for key in keys:
-        if key.method == method and key in queries:
-            for qid, value in queries[key].items():
-                values.setdefault((key.dataset, qid), []).append(value)
-    return {q: float(np.mean(v)) for q, v in values.items()}
+    return seed_means(
+        ((key.dataset, qid), value)
+        for key in keys if key.method == method and key in queries
+        for qid, value in queries[key].items()
+    )
 
 
 def _paired_table(queries: Queries, keys: Sequence[RunKey], methods: Sequence[str]) -> list[str]:

@@ -15,13 +15,13 @@ information retrieval evaluation. CIKM 2007.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-__all__ = ["ALPHA", "RESAMPLES", "Paired", "paired"]
+__all__ = ["ALPHA", "RESAMPLES", "Paired", "paired", "seed_means"]
 
 #: Level of the tests.
 ALPHA = 0.05
@@ -58,6 +58,25 @@ class Paired:
         """The mean difference and its 95% interval as the reports write them, e.g.
         ``"+0.0012 [-0.0010, +0.0034]"``."""
         return f"{self.mean:+.4f} [{self.low:+.4f}, {self.high:+.4f}]"
+
+
+def seed_means(values: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float]:
+    """Each query's mean over the runs (the seeds) that scored it: the per-query values paired.
+
+    Parameters
+    ----------
+    values : iterable of (query key, value)
+        A key per query, e.g. ``(dataset fold, query id)``, once per run that scored it.
+
+    Returns
+    -------
+    dict
+        Key -> the mean of its values, in the order the keys first appear.
+    """
+    runs: dict[Hashable, list[float]] = {}
+    for key, value in values:
+        runs.setdefault(key, []).append(value)
+    return {key: float(np.mean(v)) for key, v in runs.items()}
 
 
 def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float], *, seed: int = 0) -> Paired:
