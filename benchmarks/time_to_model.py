@@ -200,7 +200,7 @@ def report(runs: list[Run], command: str) -> str:
                            f"over the seeds, times and rounds add up over them") + "\n"
         )
         lines.append(markdown_table(
-            ["method", "s to kept model", f"x {REFERENCE}", "worst fold", "rounds run",
+            ["method", "s to kept model", f"x {REFERENCE}", "worst training", "rounds run",
              "kept rounds", "ms/round", "NDCG@5", "NDCG@10", f"NDCG@10 - {REFERENCE}"],
             table,
         ))
