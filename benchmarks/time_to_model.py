@@ -54,6 +54,7 @@ from benchmarks.harness import (
     write_section,
 )
 from gbdt_plrank._util import compat as _compat
+from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK
@@ -231,14 +232,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="mq2008,mq2007-agg",
                         help="bundled datasets or LETOR folders, comma-separated")
-    parser.add_argument("--folds", default="1,2,3,4,5")
+    parser.add_argument("--folds", type=int_list, default=[1, 2, 3, 4, 5])
     parser.add_argument("--methods", default=",".join(METHOD_NAMES))
     parser.add_argument("--stopping", default="",
                         help="extra PL-Rank rows stopped on these metrics (policy, ranking)")
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seeds", default="0",
+    parser.add_argument("--seeds", type=int_list, default=[0],
                         help="seeds, comma-separated: each method trains once per seed")
     parser.add_argument("--out", default="benchmarks/results/time_to_model.md")
     parser.add_argument("--report-only", action="store_true",
@@ -258,7 +259,9 @@ def main(argv: list[str] | None = None) -> None:
         out.write_text(markdown)
         print(markdown)
         return
-    datasets, folds = _items(args.data), [int(f) for f in _items(args.folds)]
+    datasets, folds = _items(args.data), args.folds
+    if len(set(args.seeds)) != len(args.seeds):
+        parser.error(f"--seeds must be distinct, but {','.join(map(str, args.seeds))} repeats one.")
     check_data(datasets, folds)
     methods = []
     for name in _items(args.methods):
@@ -274,7 +277,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
                stoppings=_items(args.stopping), k=args.k, trees=trees,
-               seeds=tuple(int(s) for s in _items(args.seeds)), records=records)
+               seeds=tuple(args.seeds), records=records)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])

@@ -289,3 +289,17 @@ def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> No
     each = text.split("Each seed alone")[1].splitlines()
     seeds = next(s for s in each if s.startswith("| plrank-xgb |"))
     assert seeds.startswith("| plrank-xgb | -0.0500 [") and "| +0.1500 [" in seeds
+
+
+@pytest.mark.parametrize(("seeds", "message"), [
+    ("0,x", "expected an integer or comma-separated integers, but '0,x' is given"),
+    ("0,1,0", "--seeds must be distinct, but 0,1,0 repeats one."),
+])
+def test_time_to_model_refuses_bad_seeds_naming_them(
+    seeds: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import time_to_model as ttm
+
+    with pytest.raises(SystemExit):
+        ttm.main(["--data", "mq2008", "--folds", "1", "--seeds", seeds])
+    assert message in capsys.readouterr().err
