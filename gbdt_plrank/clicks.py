@@ -94,7 +94,8 @@ class ClickLog:
     Parameters
     ----------
     session : array-like of int, shape (n_entries,)
-        Session id of each entry (any integers; a session is one displayed ranking).
+        Session id of each entry (any integers in the int64 range; a session is one displayed
+        ranking).
     row : array-like of int, shape (n_entries,)
         Index of the displayed document into the feature rows, ``>= 0``; distinct within a
         session.
@@ -107,14 +108,16 @@ class ClickLog:
     ------
     ValueError
         Naming the first bad value and its rule: arrays of other lengths, not one-dimensional,
-        or holding other than integers (fractions, NaN, infinity, strings); a negative row; a
+        or holding other than integers (fractions, NaN, infinity, strings, values outside the
+        int64 range [-2**63, 2**63) such as float ids of 2**63 or more); a negative row; a
         rank below 1; a click other than 0 or 1; a rank or a row repeated within a session.
         That the rows of each session belong to one query is checked where the queries are
         known (:meth:`check_queries`, :func:`click_rewards` with ``qid``).
 
     Notes
     -----
-    The arrays are stored as read-only int64 arrays, in the given order.
+    The arrays are stored as read-only int64 copies, in the given order; the arrays passed in
+    are left as they are (writable).
     """
 
     session: np.ndarray
@@ -123,7 +126,8 @@ class ClickLog:
     click: np.ndarray
 
     def __init__(self, *, session: Any, row: Any, rank: Any, click: Any) -> None:
-        arrays = {name: as_int_vector(name, value) for name, value in
+        # copies: the log's arrays are made read-only, the caller's stay as they are
+        arrays = {name: as_int_vector(name, value).copy() for name, value in
                   zip(_COLUMNS, (session, row, rank, click))}
         check_same_length(**arrays)
         check_at_least("row", arrays["row"], 0)
@@ -210,23 +214,31 @@ def pbm_position_bias(K: int, *, eta: float = 1.0) -> np.ndarray:
     return (1.0 / np.arange(1, K + 1)) ** float(eta)
 
 
-def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
-    """``position_bias`` checked against ``log``, or estimated from it (``"estimate"``)."""
-    if isinstance(position_bias, str):
-        check_choice("position_bias", position_bias, ("estimate",))
-        return estimate_position_bias(log)
-    theta = as_finite_vector("position_bias", position_bias)
+def _check_position_bias(name: str, theta: Any, log: ClickLog) -> np.ndarray:
+    """``theta`` (given as ``name``) as a float64 vector of observation probabilities, one per
+    rank, each finite and in (0, 1], covering every rank of ``log``; the one rule of a given
+    position bias and of an estimated one."""
+    theta = as_finite_vector(name, theta)
     if theta.size == 0:
-        raise ValueError("position_bias must hold one probability per rank, but is empty.")
+        raise ValueError(f"{name} must hold one probability per rank, but is empty.")
     bad = np.flatnonzero((theta <= 0) | (theta > 1))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"position_bias must be in (0, 1], but position_bias[{i}] is "
-                         f"{float(theta[i])!r}.")
+        raise ValueError(f"{name} must be in (0, 1], but {name}[{i}] is {float(theta[i])!r}.")
     if log.rank.size and log.rank.max() > theta.size:
-        raise ValueError(f"position_bias must cover every logged rank, but rank "
-                         f"{log.rank.max()} is logged and {theta.size} ranks are given.")
+        raise ValueError(f"{name} must cover every logged rank, but rank {log.rank.max()} is "
+                         f"logged and {theta.size} ranks are given.")
     return theta
+
+
+def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
+    """``position_bias`` checked against ``log``, or estimated from it (``"estimate"``) and
+    checked by the same rule."""
+    if isinstance(position_bias, str):
+        check_choice("position_bias", position_bias, ("estimate",))
+        return _check_position_bias("estimate_position_bias(log)", estimate_position_bias(log),
+                                    log)
+    return _check_position_bias("position_bias", position_bias, log)
 
 
 def click_rewards(
@@ -244,7 +256,8 @@ def click_rewards(
     position_bias : array of shape (K,) or "estimate"
         :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen, in
         (0, 1], for every logged rank; ``"estimate"`` estimates it from ``log``
-        (:func:`estimate_position_bias`). Not used by ``estimator="naive"``.
+        (:func:`estimate_position_bias`), which obeys the same rule. Not used by
+        ``estimator="naive"``.
     estimator : {"policy-aware", "naive"}
         ``"policy-aware"``: a row's clicks over its expected observation,
         :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
@@ -260,7 +273,8 @@ def click_rewards(
         the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
         the logging :class:`~gbdt_plrank.PLRankRanker`'s
         ``expected_exposure(X, qid, weights=theta)``. Finite and ``>= 0``; ``> 0`` for every
-        clicked row. None: the logged display frequencies.
+        clicked row, and large enough that its reward is a finite float64 (a clicked row's
+        propensity of 1e-320 is refused). None: the logged display frequencies.
     qid : array of shape (n_rows,) or None
         Query id of every row: checks that each session shows the rows of one query; required
         with ``propensities`` (the sessions are counted per query).
@@ -268,16 +282,18 @@ def click_rewards(
     Returns
     -------
     float64 array of shape (n_rows,)
-        The rewards, ``>= 0``. Rows never shown (without propensities: no display; with them:
-        :math:`\rho_d = 0` or a query without sessions) get 0: nothing is known of them, and the
-        estimate is unbiased only for rows the logger shows with positive probability.
+        The rewards, finite and ``>= 0``. Rows never shown (without propensities: no display;
+        with them: :math:`\rho_d = 0` or a query without sessions) get 0: nothing is known of
+        them, and the estimate is unbiased only for rows the logger shows with positive
+        probability.
 
     Raises
     ------
     ValueError
-        For a row outside ``range(n_rows)``, a session mixing queries, a position bias outside
-        (0, 1] or shorter than the logged ranks, bad propensities, or an unknown estimator,
-        naming the value and the rule.
+        For a row outside ``range(n_rows)``, a session mixing queries, a position bias (given
+        or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities, a
+        reward too large for float64 (a clicked row's observation below about 1e-308), or an
+        unknown estimator, naming the value and the rule.
 
     Examples
     --------
@@ -305,7 +321,14 @@ def click_rewards(
     theta = _position_bias(position_bias, log)
     if propensities is None:
         seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
-        return np.divide(clicks, seen, out=np.zeros(n_rows), where=seen > 0)
+        rewards = _clicks_over(clicks, seen)
+        infinite = np.flatnonzero(np.isinf(rewards))
+        if infinite.size:
+            d = int(infinite[0])
+            raise ValueError(f"position_bias must be large enough for a finite reward, clicks / "
+                             f"(the position bias summed over the row's displays), but row {d} "
+                             f"has {int(clicks[d])} click(s) and a sum of {float(seen[d])!r}.")
+        return rewards
     if qid is None:
         raise ValueError("qid must be given with propensities (the sessions are counted per "
                          "query), but it is None.")
@@ -326,7 +349,21 @@ def click_rewards(
         d = int(unseen[0])
         raise ValueError(f"propensities must be > 0 for every clicked row, but row {d} has "
                          f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r}.")
-    return np.divide(clicks, expected, out=np.zeros(n_rows), where=expected > 0)
+    rewards = _clicks_over(clicks, expected)
+    infinite = np.flatnonzero(np.isinf(rewards))
+    if infinite.size:
+        d = int(infinite[0])
+        raise ValueError(f"propensities must be large enough for a finite reward, clicks / "
+                         f"(sessions x propensity), but row {d} has {int(clicks[d])} click(s) "
+                         f"in {int(sessions[d])} session(s) and propensities[{d}] is "
+                         f"{float(rho[d])!r}.")
+    return rewards
+
+
+def _clicks_over(clicks: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """``clicks / expected`` where ``expected > 0``, 0 elsewhere; inf where it overflows."""
+    with np.errstate(over="ignore"):
+        return np.divide(clicks, expected, out=np.zeros(clicks.size), where=expected > 0)
 
 
 def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
@@ -341,13 +378,18 @@ def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-
     :math:`k`, and :math:`\gamma_d` the mean of the relevant posteriors over the entries of row
     :math:`d` (one relevance per row, as the log holds no features). The product
     :math:`\theta_k \gamma_d` is identifiable up to a scale only when rows are shown at several
-    ranks, which a stochastic logger does and a deterministic one does not; the scale is fixed
-    by :math:`\theta_1 = 1`.
+    ranks, which a stochastic logger does and a deterministic one does not. The scale is fixed
+    by :math:`\max_k \theta_k = 1`: the most seen logged rank is taken to be always seen, the
+    largest scale at which every :math:`\theta_k` is a probability. That rank is usually rank 1
+    (then :math:`\theta_1 = 1`), but not in every log (a banner above the results, a grid).
+    A common factor in :math:`\theta` divides every reward of :func:`click_rewards` by it, so
+    it changes neither the ordering a ranker learns from them nor a policy's estimated
+    clicks (its observation scales by the same factor).
 
     Parameters
     ----------
     log : ClickLog
-        The clicks; rank 1 must be logged.
+        The clicks.
     n_iter : int, default 200
         Most iterations.
     tol : float, default 1e-8
@@ -356,22 +398,20 @@ def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-
     Returns
     -------
     float64 array of shape (max logged rank,)
-        ``theta[k-1]`` for rank ``k``, divided by :math:`\theta_1` (so ``theta[0] == 1``); a rank
-        never logged gets 1.
+        ``theta[k-1]`` for rank ``k``, in (0, 1], divided by the largest over the logged ranks
+        (so ``theta.max() == 1``, and ``theta[0] == 1`` when rank 1 is the most seen); a rank
+        never logged gets 1. It passes :func:`click_rewards`'s rule for a given position bias.
 
     Raises
     ------
     ValueError
-        For an empty log, a log without rank 1, or bad ``n_iter`` / ``tol``.
+        For an empty log, or bad ``n_iter`` / ``tol``.
     """
     n_iter = check_positive_int("n_iter", n_iter)
     tol = check_positive_number("tol", tol)
     if len(log) == 0:
         raise ValueError("the log must have entries to estimate the position bias from, but it "
                          "is empty.")
-    if not np.any(log.rank == 1):
-        raise ValueError(f"the log must show rank 1 (theta is relative to it), but its ranks "
-                         f"run from {log.rank.min()} to {log.rank.max()}.")
     _, d = np.unique(log.row, return_inverse=True)
     k = log.rank - 1
     K = int(k.max()) + 1
@@ -392,7 +432,8 @@ def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-
         theta, gamma = new_theta, new_gamma
         if delta < tol:
             break
-    return theta / theta[0]
+    logged = n_k > 0
+    return np.where(logged, theta / theta[logged].max(), 1.0)
 
 
 def _checked_rankings(rankings: Sequence[Any], n_rows: int) -> list[np.ndarray]:
@@ -414,6 +455,14 @@ def _checked_rankings(rankings: Sequence[Any], n_rows: int) -> list[np.ndarray]:
     return blocks
 
 
+def _grade_share(label: np.ndarray, top: float) -> np.ndarray:
+    r""":math:`(2^{l}-1)/(2^{t}-1)` for labels :math:`0 \le l \le t`, :math:`t \ge 1`, without
+    overflow: :math:`2^{l-t}\,(1-2^{-l})/(1-2^{-t})`, each factor in [0, 1] (exact 0 at
+    :math:`l = 0`, 1 at :math:`l = t`), so a label of 1024 or more gives no inf / inf."""
+    return (np.exp2(label - top) * -np.expm1(-label * math.log(2.0))
+            / -math.expm1(-top * math.log(2.0)))
+
+
 def simulate_clicks(
     rankings: Sequence[Any], y: Any, *, eta: float = 1.0, noise: float = 0.1,
     top_k: int | None = None, graded: bool = False, trust: tuple[float, float] | None = None,
@@ -424,7 +473,8 @@ def simulate_clicks(
     Rank :math:`k` is seen with probability :math:`\theta_k = (1/k)^\eta`
     (:func:`pbm_position_bias`). A seen row is clicked with probability 1 if relevant
     (``y > 0``) and ``noise`` otherwise; with ``graded=True`` with probability
-    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``
+    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``,
+    computed without overflow for any label (``y_max`` taken as at least 1)
     (Joachims et al., 2017; Oosterhuis & de Rijke, 2020). ``trust=(eps_plus, eps_minus)`` adds
     trust bias (Agarwal et al., 2019): below rank 1 a seen relevant row's click probability is
     multiplied by ``eps_plus`` and a seen non-relevant row is clicked with probability
@@ -487,8 +537,7 @@ def simulate_clicks(
     seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]
     if graded:
-        top = max(y.max(initial=0.0), 1.0)
-        p = noise + (1 - noise) * (2.0 ** rel - 1) / (2.0 ** top - 1)
+        p = noise + (1 - noise) * _grade_share(rel, max(y.max(initial=0.0), 1.0))
     else:
         p = np.where(rel > 0, 1.0, noise)
     if trust is not None:

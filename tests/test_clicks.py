@@ -1,6 +1,8 @@
 """Click logs: validation, simulation, position-bias recovery and unbiased rewards."""
 
 import re
+import warnings
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -8,6 +10,7 @@ import pytest
 
 from gbdt_plrank.clicks import (
     ClickLog,
+    _grade_share,
     click_rewards,
     estimate_position_bias,
     pbm_position_bias,
@@ -42,6 +45,13 @@ def _log(**kw):
     (dict(row=[0, 1.5, 0]), "row must hold integers, but row[1] is 1.5."),
     (dict(row=[0, np.nan, 0]), "row must hold integers, but row[1] is nan."),
     (dict(session=[0, np.inf, 1]), "session must hold integers, but session[1] is inf."),
+    # float ids of 2**63 or more would all cast to -2**63 (one session); unsigned ones wrap
+    (dict(session=[2.0**63, 2.0**64, 5.0], rank=[1, 1, 1]),
+     "session must hold integers in [-2**63, 2**63) (int64), but session[0] is "
+     "9.223372036854776e+18."),
+    (dict(session=np.array([0, 2**63, 1], np.uint64)),
+     "session must hold integers in [-2**63, 2**63) (int64), but session[1] is "
+     "9223372036854775808."),
     (dict(rank=["1", "2", "1"]), "rank must hold integers, but has dtype <U1."),
     (dict(click=[[0, 1, 0]]), "click must be one-dimensional, but has shape (1, 3)."),
     (dict(click=[0, 1]), "lengths must agree, but session has 3, row has 3, rank has 3, "
@@ -50,6 +60,32 @@ def _log(**kw):
 def test_every_bad_value_is_named(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _log(**kw)
+
+
+def test_int64_ids_at_the_ends_of_the_range_are_kept_exactly():
+    low, high = -(2**63), 2**63 - 1
+    log = _log(session=np.array([high, high, low], np.int64))
+    assert log.session.tolist() == [high, high, low]
+    log = _log(session=[-(2.0**63), -(2.0**63), 2.0**62])
+    assert log.session.tolist() == [low, low, 2**62]
+    log = _log(session=np.array([2**63 - 1, 2**63 - 1, 0], np.uint64))
+    assert log.session.tolist() == [high, high, 0]
+
+
+def test_the_log_copies_and_leaves_the_callers_arrays_writable():
+    session, row, rank, click = (np.array(v, np.int64) for v in
+                                 ([0, 0, 1], [0, 1, 0], [1, 2, 1], [0, 1, 0]))
+    log = ClickLog(session=session, row=row, rank=rank, click=click)
+    for mine in (session, row, rank, click):
+        assert mine.flags.writeable
+    click[1] = 0  # the caller's array changes, the log does not
+    assert log.click.tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match="read-only"):
+        log.click[0] = 1
+    df = pd.DataFrame(dict(session=session, row=row, rank=rank, click=[0, 1, 1]))
+    ClickLog.from_frame(df)
+    df.loc[0, "click"] = 1
+    assert df["click"].tolist() == [1, 1, 1]
 
 
 def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
@@ -103,6 +139,13 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     (dict(propensities=[1.0, 0.0], qid=[0, 0]), "propensities must be > 0 for every clicked "
                                                 "row, but row 1 has 1 click(s) and "
                                                 "propensities[1] is 0.0."),
+    # a clicked row's reward 1 / (2 x 1e-320) overflows float64
+    (dict(propensities=[1.0, 1e-320], qid=[0, 0]),
+     "propensities must be large enough for a finite reward, clicks / (sessions x propensity), "
+     "but row 1 has 1 click(s) in 2 session(s) and propensities[1] is 1e-320."),
+    (dict(position_bias=[1.0, 1e-320]),
+     "position_bias must be large enough for a finite reward, clicks / (the position bias "
+     "summed over the row's displays), but row 1 has 1 click(s) and a sum of 1e-320."),
 ])
 def test_every_bad_reward_argument_is_named(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -132,17 +175,65 @@ def test_every_bad_simulation_argument_is_named(kw, message):
         simulate_clicks(args.pop("rankings"), args.pop("y"), **args)
 
 
+def test_tiny_propensities_of_rows_without_clicks_give_zero_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = click_rewards(_log(), 2, position_bias=[1.0, 1e-320], propensities=[1e-320, 1.0],
+                          qid=[0, 0])
+        assert r.tolist() == [0.0, 0.5]
+        r = click_rewards(_log(click=[0, 0, 0]), 2, position_bias=[1.0, 1e-320])
+        assert r.tolist() == [0.0, 0.0]
+
+
 def test_position_bias_estimate_arguments_are_named():
     with pytest.raises(ValueError, match=re.escape("the log must have entries to estimate the "
                                                    "position bias from, but it is empty.")):
         estimate_position_bias(ClickLog(session=[], row=[], rank=[], click=[]))
-    with pytest.raises(ValueError, match=re.escape(
-            "the log must show rank 1 (theta is relative to it), but its ranks run from 2 to 3.")):
-        estimate_position_bias(ClickLog(session=[0, 0], row=[0, 1], rank=[2, 3], click=[1, 0]))
     with pytest.raises(ValueError, match=re.escape("n_iter must be an integer >= 1, but 0")):
         estimate_position_bias(_log(), n_iter=0)
     with pytest.raises(ValueError, match=re.escape("tol must be a finite number > 0, but -1.0")):
         estimate_position_bias(_log(), tol=-1.0)
+
+
+def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
+    """Rank 1 seen half as often as ranks 2-4 (a banner above the results): the estimate is
+    scaled by its largest value, so it is the true theta, and "estimate" gives the rewards of
+    the same array passed explicitly (both in (0, 1])."""
+    n_docs, n_sessions = 6, 3000
+    y = np.array([1, 0, 1, 1, 0, 1])
+    log = simulate_clicks(_uniform_rankings(1, n_docs, n_sessions, seed=0), y, eta=0.0,
+                          noise=0.1, top_k=4, seed=1)
+    drop = (log.rank == 1) & (np.random.default_rng(2).random(len(log)) < 0.5)
+    log = ClickLog(session=log.session, row=log.row, rank=log.rank,
+                   click=np.where(drop, 0, log.click))
+    theta = estimate_position_bias(log)
+    assert theta.max() == 1.0 and theta.min() > 0
+    np.testing.assert_allclose(theta, [0.5, 1.0, 1.0, 1.0], atol=0.05)
+    r = click_rewards(log, n_docs, position_bias="estimate")
+    np.testing.assert_array_equal(r, click_rewards(log, n_docs, position_bias=theta))
+    np.testing.assert_allclose(r, np.where(y > 0, 1.0, 0.1), atol=0.05)
+    # a log without rank 1 is estimated too; its unlogged rank 1 gets 1
+    part = ClickLog(session=log.session[log.rank > 1], row=log.row[log.rank > 1],
+                    rank=log.rank[log.rank > 1], click=log.click[log.rank > 1])
+    theta = estimate_position_bias(part)
+    assert theta[0] == 1.0 and theta.max() == 1.0
+    np.testing.assert_allclose(theta[1:], 1.0, atol=0.05)
+
+
+@pytest.mark.parametrize(("estimate", "message"), [
+    ([1.0, 2.07], "must be in (0, 1], but {name}[1] is 2.07."),
+    ([1.0], "must cover every logged rank, but rank 2 is logged and 1 ranks are given."),
+    ([1.0, np.nan], "must be finite, but {name}[1] is nan"),
+])
+def test_an_estimated_position_bias_obeys_the_rule_of_a_given_one(monkeypatch, estimate,
+                                                                   message):
+    import gbdt_plrank.clicks as clicks
+
+    monkeypatch.setattr(clicks, "estimate_position_bias", lambda log: np.array(estimate))
+    for given, name in ((estimate, "position_bias"),
+                        ("estimate", "estimate_position_bias(log)")):
+        with pytest.raises(ValueError, match=re.escape(f"{name} " + message.format(name=name))):
+            click_rewards(_log(), 2, position_bias=given)
 
 
 def test_pbm_position_bias():
@@ -187,6 +278,34 @@ def test_simulated_clicks_follow_the_model():
     assert np.array_equal(again.click, log.click)
 
 
+def test_graded_click_probabilities_are_exact_at_extreme_labels():
+    """(2^l - 1) / (2^t - 1) as exact fractions, for labels up to 5000 (2.0**1024 is inf)."""
+    for top in (1, 2, 3, 31, 1023, 1024, 1100, 5000):
+        labels = sorted({0, 1, 2, top // 2, max(top - 53, 0), top - 1, top})
+        got = _grade_share(np.array(labels, np.float64), float(top))
+        exact = [float(Fraction(2**lab - 1, 2**top - 1)) for lab in labels]
+        np.testing.assert_allclose(got, exact, rtol=4e-16, atol=0)
+    fractional = np.array([0.0, 0.25, 0.5, 1.5, 2.0, 3.0])
+    np.testing.assert_allclose(_grade_share(fractional, 3.0), (2**fractional - 1) / 7, rtol=1e-15)
+
+
+def test_graded_clicks_at_labels_of_1024_and_more():
+    """Every rank seen, no noise: the top grade is clicked in every session, one grade below in
+    half, the rest never; no NaN probability and no warning."""
+    y = np.array([0.0, 1024.0, 1999.0, 2000.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = simulate_clicks([np.tile(np.arange(4), (4000, 1))], y, eta=0.0, noise=0.0,
+                              graded=True, seed=0)
+        ctr = np.bincount(log.row, weights=log.click) / 4000
+    assert ctr[3] == 1.0 and ctr[0] == 0.0 and ctr[1] == 0.0
+    assert abs(ctr[2] - 0.5) < 0.03
+    # a query whose top grade is 1024: that row was never clicked when p was nan
+    log = simulate_clicks([np.tile(np.arange(2), (50, 1))], [1024.0, 0.0], eta=0.0, noise=0.0,
+                          graded=True, seed=0)
+    assert log.click[log.row == 0].sum() == 50
+
+
 def _plackett_luce_rankings(y, n_queries, n_docs, n_sessions, seed):
     """A stochastic logger that favours relevant rows: Plackett-Luce rankings (Gumbel trick) of
     scores that grow with the label, so each row is shown mostly at some ranks."""
@@ -205,7 +324,7 @@ def test_position_bias_is_recovered_from_a_stochastic_logger(logger, eta):
     log = simulate_clicks(rankings, y, eta=eta, noise=0.1, top_k=5, seed=3)
     theta = estimate_position_bias(log)
     truth = pbm_position_bias(5, eta=eta)
-    assert theta[0] == 1.0
+    assert theta[0] == 1.0 == theta.max()
     np.testing.assert_allclose(theta, truth, atol=0.03)
     # the click-through rate by rank is not the position bias: relevance differs by rank
     ctr = np.bincount(log.rank - 1, log.click) / np.bincount(log.rank - 1)

@@ -121,13 +121,25 @@ def as_finite_vector(name: str, values: object) -> np.ndarray:
     return arr
 
 
+def _outside_int64(arr: np.ndarray) -> np.ndarray:
+    """Indices of the entries of a whole-valued vector that int64 cannot hold."""
+    if arr.dtype.kind == "f":
+        return np.flatnonzero((arr < -(2.0**63)) | (arr >= 2.0**63))
+    if arr.dtype == np.uint64:
+        return np.flatnonzero(arr >= np.uint64(2**63))
+    return np.zeros(0, np.int64)
+
+
 def as_int_vector(name: str, values: object) -> np.ndarray:
     """A contiguous int64 vector of integers (integer, boolean, or whole finite float values).
+
+    The result may be ``values`` itself (an int64 vector is not copied).
 
     Raises
     ------
     ValueError
-        For another shape or dtype, naming the first entry that is not a whole number.
+        For another shape or dtype, naming the first entry that is not a whole number, or the
+        first outside the int64 range [-2**63, 2**63) (which a cast would wrap or collapse).
     """
     arr = np.asarray(values)
     if arr.ndim != 1:
@@ -139,6 +151,11 @@ def as_int_vector(name: str, values: object) -> np.ndarray:
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"{name} must hold integers, but {name}[{i}] is {arr[i].item()!r}.")
+    wide = _outside_int64(arr)
+    if wide.size:
+        i = int(wide[0])
+        raise ValueError(f"{name} must hold integers in [-2**63, 2**63) (int64), but "
+                         f"{name}[{i}] is {arr[i].item()!r}.")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
