@@ -13,6 +13,7 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import pirank_objective
+from gbdt_plrank._boosters import BACKENDS
 from gbdt_plrank._training.run import plrank_plan
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
@@ -811,3 +812,11 @@ def test_a_failure_no_parameter_explains_is_not_blamed_on_one(tiny: Path, monkey
     assert key == "max_depth" and "expect int" in why
     # an error of the package's own, or of a callback, is never blamed on a parameter
     assert _refused_param(method, {"max_depth": "deep"}, data.train, KeyError("x")) is None
+    # a failure of the booster layer itself, whatever the parameters, is not blamed on one
+    backend = BACKENDS["xgboost"]
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(backend, "train", broken)
+    assert _refused_param(method, {"eta": 0.1}, data.train, TypeError("a bug")) is None

@@ -133,9 +133,10 @@ def _refused_param(
 
     Each native parameter is tried alone, through the same booster layer, for one round on
     the first queries of the training split with one of the library's own objectives: the first
-    that the library refuses alone is the culprit. Returns its name and the library's message,
-    or None when ``err`` is not the library's or no parameter alone is refused (the failure is
-    then not blamed on a parameter).
+    that the library refuses alone (where the same probe without parameters passes) is the
+    culprit. Returns its name and the library's message, or None when ``err`` is not the
+    library's or no parameter alone is refused (the failure is then not blamed on a
+    parameter).
     """
     objective = _probe_objective(method.library)
     if not native or objective is None or not _library_error(err, method.library):
@@ -144,13 +145,20 @@ def _refused_param(
     head = Split(train_split.X[:end], train_split.y[:end], train_split.qid[:end])
     plan = Plan(objective.format(k=1), 1, n_estimators=1)
     backend = BACKENDS[method.library]
-    for key, value in native.items():
+
+    def refusal(params: dict[str, Any]) -> str | None:
         try:
-            backend.train(BoosterSettings(n_threads=1, params={key: value}), head, [], plan)
+            backend.train(BoosterSettings(n_threads=1, params=params), head, [], plan)
         except Exception as probe:
             if _library_error(probe, method.library):
-                return key, " ".join(str(probe).split())
-    return None
+                return " ".join(str(probe).split())
+        return None
+
+    if refusal({}) is not None:  # the probe fails without parameters: it cannot tell
+        return None
+    return next(
+        ((key, why) for key, value in native.items() if (why := refusal({key: value}))), None
+    )
 
 
 def train(
