@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import cli
 from gbdt_plrank.cli import SUBCOMMANDS, main
+from gbdt_plrank.harness.store import locked_folder
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
 
@@ -19,6 +21,18 @@ DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_letor(tmp_path_factory.mktemp("data") / "tiny")
+
+
+def block_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make matplotlib (and its figure module) fail to import, as when it is not installed."""
+    for name in ("matplotlib", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def wrote(printed: str) -> list[str]:
+    """The files the command's last "wrote" line names."""
+    line = [line for line in printed.splitlines() if line.startswith("wrote ")][-1]
+    return line.removeprefix("wrote ").split(", ")
 
 
 def fast_flags(tiny: Path, out: Path) -> list[str]:
@@ -125,12 +139,18 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         assert (out / name).is_file()
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 16
-    # an interruption that cut the last line short: that result alone is computed again
+    # an interruption that cut the last line short: that result alone is computed again (here
+    # without matplotlib: the picture is skipped, and not claimed written)
     (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
-    assert main(["clicks", str(CLICKS), *flags]) == 0
+    (out / "clicks.png").unlink()
+    with pytest.MonkeyPatch.context() as patch:
+        block_matplotlib(patch)
+        assert main(["clicks", str(CLICKS), *flags]) == 0
     printed = capsys.readouterr().out
     assert "1 of 16 results to compute" in printed
     assert (out / "clicks.md").read_text() in printed
+    assert "clicks.png is not drawn" in printed and not (out / "clicks.png").exists()
+    assert wrote(printed) == [str(out / "results.jsonl"), str(out / "clicks.md")]
     # other settings are refused rather than mixed
     assert main(["clicks", str(CLICKS), *flags, "--rounds", "3"]) == 2
     assert "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
@@ -212,3 +232,80 @@ def test_an_unexpected_error_keeps_its_traceback(monkeypatch) -> None:
     monkeypatch.setattr(cli, "run_comparison", broken)
     with pytest.raises(TypeError, match="a bug"):
         main(["compare", str(DEMO)])
+
+
+def test_compare_without_matplotlib_skips_the_curves(tmp_path: Path, tiny: Path, monkeypatch,
+                                                     capsys) -> None:
+    block_matplotlib(monkeypatch)
+    out = tmp_path / "out"
+    flags = [*fast_flags(tiny, out), "--methods", "lambdarank-lgb", "--seeds", "1", "--k", "3"]
+    assert main(["compare", str(DEMO), *flags]) == 0
+    printed = capsys.readouterr().out
+    assert "curves.png is not drawn" in printed and "gbdt_plrank[plot]" in printed
+    assert not (out / "curves.png").exists()
+    assert wrote(printed) == [str(out / "results.csv"), str(out / "results.md")]
+
+
+def test_fairness_without_matplotlib_skips_the_picture(tmp_path: Path, tiny: Path, monkeypatch,
+                                                       capsys) -> None:
+    block_matplotlib(monkeypatch)
+    out = tmp_path / "out"
+    config = tmp_path / "fair.toml"
+    config.write_text(
+        f"datasets = [{str(tiny)!r}]\nk = 3\nfairness_weights = [1]\ntemperatures = [1]\n"
+        f"n_samples = 10\nout = {str(out)!r}\n"
+        "[trees]\nrounds = 3\nearly_stopping_rounds = 2\nn_jobs = 1\n[plrank]\nN = 5\n"
+    )
+    assert main(["fairness", str(config)]) == 0
+    printed = capsys.readouterr().out
+    assert "frontier.png is not drawn" in printed and not (out / "frontier.png").exists()
+    assert wrote(printed) == [str(out / "frontier.csv"), str(out / "frontier.md")]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[lambdamart-xgb]\neta = "fast"\n',
+         "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing "
+         "characters could not be parsed"),
+        ("[lambdarank-lgb]\nnum_leaves = -3\n",
+         "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed: "
+         "(num_leaves) > (1)"),
+        ('[lambdarank-lgb]\nlearning_rate = "fast"\n',
+         "lambdarank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm"),
+    ],
+)
+def test_a_bad_native_parameter_names_the_method_and_the_parameter(
+    tmp_path: Path, tiny: Path, table: str, message: str, capsys
+) -> None:
+    method = table.split("]")[0][1:]
+    params = tmp_path / "p.toml"
+    params.write_text(table)
+    flags = [*fast_flags(tiny, tmp_path / "out"), "--methods", method, "--seeds", "1", "--k", "3"]
+    assert main(["compare", str(DEMO), *flags, "--params", str(params)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_a_missing_data_file_is_an_input_error(tmp_path: Path, tiny: Path, capsys) -> None:
+    data = tmp_path / "novali"
+    data.mkdir()
+    for split in ("train", "test"):
+        (data / f"{split}.txt").write_bytes((tiny / f"{split}.txt").read_bytes())
+    out = tmp_path / "out"
+    assert main(["compare", str(DEMO), *fast_flags(data, out)]) == 2
+    assert "must hold train.txt, vali.txt and test.txt (or .txt.gz), but vali is missing" in (
+        capsys.readouterr().err
+    )
+    assert not out.exists()  # refused before anything is trained or written
+
+
+def test_compare_on_a_folder_in_use_is_refused(tmp_path: Path, tiny: Path, capsys) -> None:
+    out = tmp_path / "out"
+    with locked_folder(out):
+        assert main(["compare", str(DEMO), *fast_flags(tiny, out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{out} is in use by another run (process {os.getpid()}" in err
+    assert "run the same command again to resume, or choose another output folder" in err
+    assert not (out / "results.csv").exists()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,25 +13,30 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import pirank_objective
+from gbdt_plrank._boosters import BACKENDS
 from gbdt_plrank._training.run import plrank_plan
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
     METHODS,
     ConfigError,
+    FolderInUseError,
     PiRankSettings,
     PLRankSettings,
     ResultStore,
     TreeSettings,
     load_config,
+    load_frontier_config,
     plan,
     read_params,
     run_comparison,
+    run_frontier,
     train,
     write_report,
 )
 from gbdt_plrank.harness import runner as runner_module
 from gbdt_plrank.harness.clicks_config import load_clicks_config
+from gbdt_plrank.harness.clicks_run import run_clicks
 from gbdt_plrank.harness.data import (
     check_data,
     dataset_label,
@@ -39,7 +46,8 @@ from gbdt_plrank.harness.data import (
 )
 from gbdt_plrank.harness.report import markdown_report
 from gbdt_plrank.harness.stats import paired, seed_means
-from gbdt_plrank.harness.store import RunKey
+from gbdt_plrank.harness.store import LOCK_FILE, RunKey, locked_folder
+from gbdt_plrank.harness.training import _refused_param
 from gbdt_plrank.metrics import ndcg
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -697,3 +705,118 @@ def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Pat
         per_query = store.queries()[key]
         assert set(per_query) == relevant
         assert np.mean(list(per_query.values())) == pytest.approx(row["ndcg"])
+
+
+# ------------------------------------------------------------------------------------------
+# One run at a time per output folder
+# ------------------------------------------------------------------------------------------
+def _frontier_config(tmp_path: Path, tiny: Path):
+    path = write_config(
+        tmp_path, f"datasets = [{str(tiny)!r}]\nk = 3\nout = {str(tmp_path / 'out')!r}\n",
+        name="fair.toml",
+    )
+    return load_frontier_config(path)
+
+
+def _clicks_config(tmp_path: Path, tiny: Path):
+    return load_clicks_config(
+        CONFIGS / "clicks-tiny.toml",
+        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out")},
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "configure"),
+    [
+        (run_comparison, lambda tmp_path, tiny: load_config(tiny_config(tmp_path, tiny))),
+        (run_frontier, _frontier_config),
+        (run_clicks, _clicks_config),
+    ],
+    ids=["compare", "fairness", "clicks"],
+)
+def test_a_second_run_on_a_folder_in_use_is_refused(tmp_path: Path, tiny: Path, run,
+                                                    configure) -> None:
+    config = configure(tmp_path, tiny)
+    with locked_folder(config.out) as folder:
+        with pytest.raises(FolderInUseError) as info:
+            run(config, echo=lambda _: None)
+        assert f"{folder} is in use by another run (process {os.getpid()}" in str(info.value)
+        assert "choose another output folder (--out)" in str(info.value)
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK_FILE]  # nothing written
+
+
+def test_the_lock_is_released_however_the_run_ends(tmp_path: Path) -> None:
+    with pytest.raises(KeyboardInterrupt), locked_folder(tmp_path):
+        raise KeyboardInterrupt
+    with locked_folder(tmp_path), pytest.raises(FolderInUseError):
+        with locked_folder(tmp_path):
+            pass
+    with locked_folder(tmp_path) as folder:  # free again
+        assert (folder / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_run_in_another_process_holds_the_folder_until_it_dies(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from gbdt_plrank.harness.store import locked_folder\n"
+         f"with locked_folder({str(tmp_path)!r}):\n    print('held', flush=True)\n"
+         "    sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(FolderInUseError, match=f"process {holder.pid}, lock file"):
+            with locked_folder(tmp_path):
+                pass
+    finally:
+        holder.kill()  # dies holding the lock: the operating system releases it
+        holder.wait()
+    with locked_folder(tmp_path):
+        pass
+
+
+# ------------------------------------------------------------------------------------------
+# Native parameters the library refuses
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("method", "params", "message"),
+    [
+        ("lambdamart-xgb", {"max_depth": 3, "eta": "fast"},
+         "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing"),
+        ("plrank-xgb", {"max_depth": "deep"},
+         "plrank-xgb's native parameter max_depth = 'deep' is refused by xgboost: Invalid"),
+        ("lambdarank-lgb", {"num_leaves": -3},
+         "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed"),
+        ("plrank-lgb", {"min_data_in_leaf": 2, "learning_rate": "fast"},
+         "plrank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm"),
+    ],
+)
+def test_a_refused_native_parameter_is_named(tiny: Path, method: str, params: dict,
+                                             message: str) -> None:
+    pytest.importorskip(METHODS[method].library)
+    data = load(str(tiny), 1, drop_empty_test_queries=False)
+    trees = TreeSettings(rounds=2, n_jobs=1)
+    with pytest.raises(ConfigError) as info:
+        train(method, data, k=3, seed=0, trees=trees, params=params)
+    assert message in str(info.value)
+
+
+def test_a_failure_no_parameter_explains_is_not_blamed_on_one(tiny: Path, monkeypatch) -> None:
+    xgboost = pytest.importorskip("xgboost")
+    data = load(str(tiny), 1, drop_empty_test_queries=False)
+    method = METHODS["lambdamart-xgb"]
+    failure = xgboost.core.XGBoostError("out of memory")
+    assert _refused_param(method, {"eta": 0.1, "max_depth": 3}, data.train, failure) is None
+    key, why = _refused_param(method, {"eta": 0.1, "max_depth": "deep"}, data.train, failure)
+    assert key == "max_depth" and "expect int" in why
+    # an error of the package's own, or of a callback, is never blamed on a parameter
+    assert _refused_param(method, {"max_depth": "deep"}, data.train, KeyError("x")) is None
+    # a failure of the booster layer itself, whatever the parameters, is not blamed on one
+    backend = BACKENDS["xgboost"]
+
+    def broken(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(backend, "train", broken)
+    assert _refused_param(method, {"eta": 0.1}, data.train, TypeError("a bug")) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from types import MappingProxyType
 
@@ -503,3 +504,40 @@ def test_budget_text() -> None:
     assert str(Budget(3, None)) == "3 trial(s)"
     assert str(Budget(None, 12.4)) == "12 s of trials"
     assert Budget(0, 5.0).exhausted and Budget(None, 0.0).exhausted and not Budget(1, None).exhausted
+
+
+# ------------------------------------------------------------------------------------------
+# Without matplotlib: the pictures are skipped, the trials and best_params.toml kept
+# ------------------------------------------------------------------------------------------
+def block_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("matplotlib", "matplotlib.figure"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_tuning_without_matplotlib_returns_the_study(tmp_path: Path, tiny: str,
+                                                      monkeypatch) -> None:
+    block_matplotlib(monkeypatch)
+    printed: list[str] = []
+    study = quick(tiny, tmp_path, trials=2, echo=printed.append)
+    assert states(study) == ["COMPLETE"] * 2
+    assert set(read_params(tmp_path / "best_params.toml")) == {"lambdarank-lgb"}
+    assert not any(tmp_path.glob("*.png"))
+    text = "\n".join(printed)
+    assert "history.png and importances.png are not drawn: drawing them needs matplotlib" in text
+    assert printed[-1] == f"wrote {tmp_path / 'best_params.toml'}"
+
+
+def test_command_without_matplotlib_tunes_every_method(tmp_path: Path, tiny: str, monkeypatch,
+                                                       capsys) -> None:
+    block_matplotlib(monkeypatch)
+    out = tmp_path / "out"
+    argv = [
+        "--data", tiny, "--methods", "lambdarank-lgb,xendcg-lgb", "--trials", "1", "--k", "3",
+        "--rounds", "3", "--n-jobs", "1", "--out", str(out), "--no-pruning",
+    ]
+    assert command.run(parse(argv)) == 0
+    assert capsys.readouterr().out.count("are not drawn") == 2
+    storage = f"sqlite:///{out}/optuna.db"
+    for method in ("lambdarank-lgb", "xendcg-lgb"):
+        assert states(optuna.load_study(study_name=method, storage=storage)) == ["COMPLETE"]
+    assert set(read_params(out / "best_params.toml")) == {"lambdarank-lgb", "xendcg-lgb"}

@@ -15,8 +15,9 @@
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
 are errors that list the allowed ones; errors in the input print one line naming the value and
-the rule, and exit with status 2 (1 for a missing optional dependency or data file).
-"""
+the rule, and exit with status 2 (bad native parameters name the method, the parameter and
+its value; a missing data file is bad input too); failures at run time exit with status 1 (a
+missing optional dependency, an output folder another run is writing to)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import __version__
-from .._util.compat import MissingDependencyError
+from .._util.compat import MissingDependencyError, is_installed
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
 from ..harness.clicks_config import load_clicks_config
 from ..harness.clicks_report import write_clicks_report
@@ -121,6 +123,13 @@ def _interrupted(what: str, out: object) -> int:
     return 130
 
 
+def _wrote(paths: Sequence[Path]) -> str:
+    """The line naming the files a report wrote: its pictures only when matplotlib is installed
+    (without it the reports draw none, and their text says so)."""
+    drawn = is_installed("matplotlib")
+    return f"wrote {', '.join(str(p) for p in paths if drawn or p.suffix != '.png')}"
+
+
 def _run_compare(args: argparse.Namespace) -> int:
     overrides = _overrides(args, _COMPARE_OVERRIDES)
     config = load_config(args.config, overrides=overrides, params_file=args.params)
@@ -136,8 +145,7 @@ def _run_compare(args: argparse.Namespace) -> int:
         return _interrupted("the finished trainings", config.out)
     keys = plan(config).keys
     print(write_report(config, store, keys, command=args.command_line))
-    written = [store.results_path, store.folder / "results.md", store.folder / "curves.png"]
-    print(f"wrote {', '.join(map(str, written))}")
+    print(_wrote([store.results_path, store.folder / "results.md", store.folder / "curves.png"]))
     return 0
 
 
@@ -185,8 +193,7 @@ def _run_fairness(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return _interrupted("the finished trainings and evaluations", config.out)
     print(write_frontier_report(config, store, command=args.command_line))
-    written = [store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")]
-    print(f"wrote {', '.join(map(str, written))}")
+    print(_wrote([store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")]))
     return 0
 
 
@@ -218,8 +225,7 @@ def _run_clicks(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return _interrupted("the finished results", config.out)
     print(write_clicks_report(config, store, command=args.command_line))
-    written = [store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]
-    print(f"wrote {', '.join(map(str, written))}")
+    print(_wrote([store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]))
     return 0
 
 
@@ -300,12 +306,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
 
 
-#: Exit status of each kind of failure (the first that matches): 2 for bad input, 1 for a
-#: failure at run time. Anything else is a bug and keeps its traceback.
+#: Exit status of each kind of failure (the first that matches): 2 for bad input (a missing
+#: data file among it), 1 for a failure at run time (a missing optional dependency, an output
+#: folder in use by another run). Anything else is a bug and keeps its traceback.
 _STATUS: dict[type[BaseException], int] = {
     ConfigError: 2,
     MissingDependencyError: 1,
-    FileNotFoundError: 1,
+    FileNotFoundError: 2,
     ValueError: 2,
     OSError: 1,
     RuntimeError: 1,

@@ -27,7 +27,7 @@ from .frontier import FrontierConfig, load_frontier_config, run_frontier, write_
 from .methods import METHODS, Method
 from .report import write_report
 from .runner import plan, run_comparison
-from .store import COLUMNS, ResultStore, RunKey
+from .store import COLUMNS, FolderInUseError, ResultStore, RunKey
 from .training import Fit, train
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "CompareConfig",
     "ConfigError",
     "Fit",
+    "FolderInUseError",
     "FrontierConfig",
     "Method",
     "PLRankSettings",

@@ -78,7 +78,13 @@ from ..metrics import ndcg
 from ..ranker import PLRankRanker
 from .clicks_config import ANCHORS, ClicksConfig
 from .data import check_data, dataset_label, load
-from .store import append_line, check_settings, drop_partial_line, output_folder
+from .store import (
+    append_line,
+    check_settings,
+    drop_partial_line,
+    locked_folder,
+    output_folder,
+)
 
 __all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
 
@@ -406,21 +412,8 @@ class _Fold:
                           best_round=fit.best_round, seconds=fit.seconds, round=r)
 
 
-def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ClicksStore:
-    """Run every result of ``config`` that its output folder does not hold.
-
-    Returns
-    -------
-    ClicksStore
-        The output folder's results, earlier runs' included.
-
-    Raises
-    ------
-    ConfigError
-        When a data entry is missing or the folder holds results of other settings.
-    """
-    check_data(config.datasets, config.folds)
-    store = ClicksStore(config.out, settings=config.settings())
+def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
+    """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     for learner in ANCHORS:
         reason = anchor_missing(learner) if learner in config.learners else None
         if reason:
@@ -449,4 +442,26 @@ def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> 
                 if any(k.learner == arm for k in missing):
                     unit.explore(arm, store, dataset.name)
                     bar.update(sum(k.learner == arm for k in missing))
+
+
+def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ClicksStore:
+    """Run every result of ``config`` that its output folder does not hold.
+
+    Returns
+    -------
+    ClicksStore
+        The output folder's results, earlier runs' included.
+
+    Raises
+    ------
+    ConfigError
+        When a data entry is missing or the folder holds results of other settings.
+    FolderInUseError
+        When another run is writing to the output folder
+        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+    """
+    check_data(config.datasets, config.folds)
+    with locked_folder(config.out) as folder:
+        store = ClicksStore(folder, settings=config.settings())
+        _fill(store, config, echo=echo)
     return store

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .._util.schema import ConfigError
-from ..datasets import BUNDLED, SINGLE_SPLIT, LTRDataset, Split, load_dataset
+from ..datasets import BUNDLED, SINGLE_SPLIT, LTRDataset, Split, _folder_files, load_dataset
 
 __all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
 
@@ -26,7 +26,8 @@ def _has_folds(data: str) -> bool:
 
 
 def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
-    """Check, before any training, that every data entry exists and has the folds asked for.
+    """Check, before any training, that every data entry exists and has the folds asked for,
+    each with its train, validation and test files.
 
     Raises
     ------
@@ -57,6 +58,12 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
             raise ConfigError(
                 f"folds must exist in {data!r}, but it has no Fold{missing[0]} subfolder."
             )
+        folders = [folder / f"Fold{f}" for f in folds] if _has_folds(data) else [folder]
+        for split_folder in folders:
+            try:
+                _folder_files(split_folder)
+            except FileNotFoundError as err:
+                raise ConfigError(str(err)) from None
 
 
 def dataset_label(data: str, fold: int) -> str:

@@ -24,7 +24,7 @@ from ..metrics import dataset_ndcg, ndcg
 from .config import CompareConfig
 from .data import check_data, dataset_label, load
 from .methods import METHODS
-from .store import ResultStore, RunKey
+from .store import ResultStore, RunKey, locked_folder
 from .training import train
 
 __all__ = ["Done", "Executor", "Plan", "Task", "plan", "run_comparison", "run_task"]
@@ -160,21 +160,30 @@ def run_comparison(
     -------
     ResultStore
         The output folder's results, those of earlier runs included.
+
+    Raises
+    ------
+    FolderInUseError
+        When another run is writing to the output folder
+        (:func:`~gbdt_plrank.harness.store.locked_folder`).
     """
     work = plan(config)
     for message in dict.fromkeys(work.skipped.values()):
         echo(f"skipped: {message}")
-    store = ResultStore(config.out, settings=config.training_settings())
-    done = set(store.rows())
-    sources = {label: (data, fold) for data, fold, label in work.sources}
-    tasks = [
-        Task(key, *sources[key.dataset], config) for key in work.keys if key not in done
-    ]
-    echo(f"{len(tasks)} of {len(work.keys)} trainings to run; results in {store.folder}")
-    with tqdm(total=len(tasks), unit="training", disable=None) as bar:
-        for finished in (executor or _sequential)(tasks):
-            store.add(finished.row, finished.curve, finished.queries)
-            key = finished.row
-            bar.set_postfix_str(f"{key['dataset']} {key['method']} k={key['k']} seed={key['seed']}")
-            bar.update()
+    with locked_folder(config.out) as folder:
+        store = ResultStore(folder, settings=config.training_settings())
+        done = set(store.rows())
+        sources = {label: (data, fold) for data, fold, label in work.sources}
+        tasks = [
+            Task(key, *sources[key.dataset], config) for key in work.keys if key not in done
+        ]
+        echo(f"{len(tasks)} of {len(work.keys)} trainings to run; results in {store.folder}")
+        with tqdm(total=len(tasks), unit="training", disable=None) as bar:
+            for finished in (executor or _sequential)(tasks):
+                store.add(finished.row, finished.curve, finished.queries)
+                key = finished.row
+                bar.set_postfix_str(
+                    f"{key['dataset']} {key['method']} k={key['k']} seed={key['seed']}"
+                )
+                bar.update()
     return store

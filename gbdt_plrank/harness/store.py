@@ -6,6 +6,8 @@
 - ``queries.jsonl``: one line per finished training, its test NDCG@k of every test query, by the
   query ids of the data files (the unit of the paired tests of the report).
 - ``results.csv``: one row per finished training, the record of what is done.
+- ``.lock``: held by the run writing to the folder (:func:`locked_folder`), so that a second
+  run started on the same folder is refused rather than mixed in.
 
 Each training's curve and per-query values are appended first and its row last, each with one
 write followed by a flush to disk, so an interruption loses at most the training under way. A line cut short by an
@@ -18,7 +20,9 @@ import csv
 import io
 import json
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -28,13 +32,19 @@ from .._util.schema import ConfigError
 
 __all__ = [
     "COLUMNS",
+    "LOCK_FILE",
+    "FolderInUseError",
     "ResultStore",
     "RunKey",
     "append_line",
     "check_settings",
     "drop_partial_line",
+    "locked_folder",
     "output_folder",
 ]
+
+#: The lock file of an output folder (:func:`locked_folder`).
+LOCK_FILE = ".lock"
 
 #: Columns of ``results.csv``, in order, with the type of their values.
 COLUMNS: dict[str, type] = {
@@ -76,6 +86,77 @@ def output_folder(path: str | Path) -> Path:
         )
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+class FolderInUseError(RuntimeError):
+    """Another run holds the output folder's lock."""
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive lock of the open file ``fd`` without waiting; whether it was free.
+
+    The operating system releases it when the file is closed or the process ends, however it
+    ends, so a lock is never left behind by a run that died.
+    """
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _holder(fd: int) -> str:
+    """The process id written in the lock file ``fd``, or ``"unknown"``."""
+    try:
+        return os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+    except OSError:  # pragma: no cover - a locked region cannot be read on Windows
+        return "unknown"
+
+
+@contextmanager
+def locked_folder(path: str | Path) -> Iterator[Path]:
+    """The output folder ``path`` (created if missing), locked for the run inside the block.
+
+    Every resumable experiment writes its output folder under this lock: a second run on the
+    same folder, in this process or another, is refused while the first holds it, rather than
+    mixing its rows in or training everything twice. The lock is the folder's
+    :data:`LOCK_FILE`, which holds the process id of its holder; it is released when the block
+    ends, however it ends (an interruption included), and by the operating system when the
+    process dies.
+
+    Raises
+    ------
+    ConfigError
+        When ``path`` exists and is not a folder.
+    FolderInUseError
+        When another run holds the folder, naming the folder and the process.
+    """
+    folder = output_folder(path)
+    lock = folder / LOCK_FILE
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try_lock(fd):
+            holder = _holder(fd)
+            raise FolderInUseError(
+                f"{folder} is in use by another run (process {holder}, lock file {lock}); wait "
+                f"for it to finish and run the same command again to resume, or choose another "
+                f"output folder (--out)."
+            )
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        yield folder
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _key(record: Mapping[str, Any]) -> RunKey:

@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, Plan, eval_name, metric_name
+from .._boosters import BACKENDS, BoosterSettings, Plan, eval_name, metric_name
 from .._ranking_metric import RankingMetric
 from .._training.pirank import pirank_objective
 from .._training.run import plrank_plan
 from .._util.compat import require
+from .._util.schema import ConfigError
+from ..datasets import Split
 from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
@@ -104,6 +106,61 @@ def _plan(
     return Plan(objective, k, callbacks=callbacks, **rounds)
 
 
+#: Query groups of the training split that a probe of a native parameter trains on.
+_PROBE_QUERIES = 8
+
+
+def _library_error(err: BaseException, library: str) -> bool:
+    """Whether ``err`` is the library's own error (raised by its native code or its checks of
+    a parameter's type), rather than the package's or a callback's."""
+    top = type(err).__module__.partition(".")[0].lstrip("_")
+    return top == library or isinstance(err, TypeError)
+
+
+def _probe_objective(library: str) -> str | None:
+    """The first library objective of the methods of ``library`` (None for the network)."""
+    return next(
+        (m.objective for m in METHODS.values()
+         if m.library == library and m.objective not in OWN_OBJECTIVES),
+        None,
+    )
+
+
+def _refused_param(
+    method: Method, native: Mapping[str, Any], train_split: Split, err: BaseException
+) -> tuple[str, str] | None:
+    """The native parameter the library refused, found after a training failed with ``err``.
+
+    Each native parameter is tried alone, through the same booster layer, for one round on
+    the first queries of the training split with one of the library's own objectives: the first
+    that the library refuses alone (where the same probe without parameters passes) is the
+    culprit. Returns its name and the library's message, or None when ``err`` is not the
+    library's or no parameter alone is refused (the failure is then not blamed on a
+    parameter).
+    """
+    objective = _probe_objective(method.library)
+    if not native or objective is None or not _library_error(err, method.library):
+        return None
+    end = int(train_split.group_ptr[min(_PROBE_QUERIES, train_split.n_queries)])
+    head = Split(train_split.X[:end], train_split.y[:end], train_split.qid[:end])
+    plan = Plan(objective.format(k=1), 1, n_estimators=1)
+    backend = BACKENDS[method.library]
+
+    def refusal(params: dict[str, Any]) -> str | None:
+        try:
+            backend.train(BoosterSettings(n_threads=1, params=params), head, [], plan)
+        except Exception as probe:
+            if _library_error(probe, method.library):
+                return " ".join(str(probe).split())
+        return None
+
+    if refusal({}) is not None:  # the probe fails without parameters: it cannot tell
+        return None
+    return next(
+        ((key, why) for key, value in native.items() if (why := refusal({key: value}))), None
+    )
+
+
 def train(
     name: str,
     data: LTRDataset,
@@ -160,6 +217,9 @@ def train(
     ValueError
         When ``name`` is not a method, or with ``test_curve`` for a method whose library's
         early stopping watches every eval set.
+    ConfigError
+        When the library refuses one of the native parameters ``params``: the message names the
+        method, the parameter, its value and the library's reason.
     MissingDependencyError
         When the method's library is not installed.
     """
@@ -182,7 +242,17 @@ def train(
     backend = BACKENDS[method.library]
     settings = trees.booster_settings(seed=seed, params=native)
     evals = [data.test, data.vali] if test_curve else [data.vali]
-    trained = backend.train(settings, data.train, evals, plan)
+    try:
+        trained = backend.train(settings, data.train, evals, plan)
+    except Exception as err:
+        refused = _refused_param(method, native, data.train, err)
+        if refused is None:
+            raise
+        key, why = refused
+        raise ConfigError(
+            f"{name}'s native parameter {key} = {native[key]!r} is refused by "
+            f"{method.library}: {why}"
+        ) from err
     scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
     vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
     curves = [

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from .._util.compat import require
+from .._util.compat import is_installed, missing_message, require
 from ..harness.config import ConfigError, PiRankSettings, PLRankSettings, TreeSettings
 from ..harness.data import check_data, dataset_label, load
 from ..harness.methods import METHODS
@@ -58,17 +58,31 @@ def _storage_url(storage: str | None, out: Path) -> str:
 
 
 def _write_outputs(
-    storage: optuna.storages.BaseStorage, out: Path, *, k: int, seed: int, header: str
+    storage: optuna.storages.BaseStorage,
+    out: Path,
+    *,
+    k: int,
+    seed: int,
+    header: str,
+    echo: Callable[[str], None],
 ) -> list[Path]:
-    """best_params.toml and the PNGs for every tuned study of the storage; the files written."""
+    """best_params.toml and the PNGs for every tuned study of the storage; the files written.
+
+    Without matplotlib the PNGs are not drawn, and ``echo`` says so.
+    """
     studies = tuned_studies(storage)
     if not studies:
         return []
-    paths = [out / "best_params.toml", out / "history.png", out / "importances.png"]
-    write_best_params(studies, paths[0], k=k, header=header)
-    plot_history(studies, paths[1], k=k)
-    plot_importances(studies, paths[2], seed=seed)
-    return paths
+    written = [out / "best_params.toml"]
+    write_best_params(studies, written[0], k=k, header=header)
+    if not is_installed("matplotlib"):
+        why = missing_message("matplotlib", purpose="drawing them")
+        echo(f"history.png and importances.png are not drawn: {why}")
+        return written
+    written += [out / "history.png", out / "importances.png"]
+    plot_history(studies, written[1], k=k)
+    plot_importances(studies, written[2], seed=seed)
+    return written
 
 
 def _checked(
@@ -164,7 +178,9 @@ def tune(
     finished trials of earlier runs, so that every method of a comparison gets the same one.
 
     After tuning, the output folder holds ``best_params.toml``, ``history.png`` and
-    ``importances.png`` for every tuned study of the storage (``gbdt_plrank.tuning.output``).
+    ``importances.png`` for every tuned study of the storage (``gbdt_plrank.tuning.output``);
+    without matplotlib the pictures are not drawn (``echo`` says so) and the study is returned
+    all the same.
 
     Parameters
     ----------
@@ -260,7 +276,7 @@ def tune(
             f"Best parameters of `gbdt-plrank tune`: validation NDCG@{k} on {label}, seed {seed}."
             f"\nUse them with: gbdt-plrank compare CONFIG --params {out / 'best_params.toml'}"
         )
-        written = _write_outputs(rdb, out, k=k, seed=seed, header=header)
+        written = _write_outputs(rdb, out, k=k, seed=seed, header=header, echo=echo)
     if study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         echo(summary([study], k=k))
     if written:

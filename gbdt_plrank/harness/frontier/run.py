@@ -51,7 +51,13 @@ from ..policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from ..store import append_line, check_settings, drop_partial_line, output_folder
+from ..store import (
+    append_line,
+    check_settings,
+    drop_partial_line,
+    locked_folder,
+    output_folder,
+)
 from ..training import train
 from .config import BASELINES, FrontierConfig
 
@@ -281,22 +287,8 @@ def planned_evaluations(config: FrontierConfig) -> list[EvalKey]:
     return [key for _, _, job in jobs for key in job.evals] + [key for _, _, key in oracles]
 
 
-def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print) -> FrontierStore:
-    """Run every training and evaluation of ``config`` that its output folder does not hold.
-
-    Returns
-    -------
-    FrontierStore
-        The output folder's results, earlier runs' included.
-
-    Raises
-    ------
-    ConfigError
-        When a data entry is missing, the folder holds results of other settings, or the
-        protected group cannot be formed on a fold (``groups.with_item_groups``).
-    """
-    check_data(config.datasets, config.folds)
-    store = FrontierStore(config.out, settings=config.settings())
+def _fill(store: FrontierStore, config: FrontierConfig, *, echo: Callable[[str], None]) -> None:
+    """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     jobs, oracles = _plan(config)
     left = [j for j in jobs if not all(e in store.evaluations for e in j[2].evals)]
     echo(f"{len(left)} of {len(jobs)} trainings to run or evaluate; results in {store.folder}")
@@ -330,4 +322,27 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     for data, fold, key in oracles:
         if key not in store.evaluations:
             store.add_evaluation(key, evaluate_oracle(dataset(data, fold).test, k=config.k))
+
+
+def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print) -> FrontierStore:
+    """Run every training and evaluation of ``config`` that its output folder does not hold.
+
+    Returns
+    -------
+    FrontierStore
+        The output folder's results, earlier runs' included.
+
+    Raises
+    ------
+    ConfigError
+        When a data entry is missing, the folder holds results of other settings, or the
+        protected group cannot be formed on a fold (``groups.with_item_groups``).
+    FolderInUseError
+        When another run is writing to the output folder
+        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+    """
+    check_data(config.datasets, config.folds)
+    with locked_folder(config.out) as folder:
+        store = FrontierStore(folder, settings=config.settings())
+        _fill(store, config, echo=echo)
     return store
