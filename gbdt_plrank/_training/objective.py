@@ -281,8 +281,10 @@ class PLRankObjective(BoosterObjective):
                           early_stopping_rounds=50)
 
         Called as :attr:`expected_metric`, it returns the same value for the margins
-        :math:`3 m / \sigma(m)` of the eval set (their standard deviation over the rows scaled to
-        3; :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`), from 40 rankings per query
+        :math:`3 m / \sigma(m)` of the eval set (their within-query spread, the root mean over
+        the queries of the variance of a query's margins, scaled to 3, so that a constant added
+        to a query's margins changes nothing;
+        :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`), from 40 rankings per query
         drawn from the same streams every round, named ``standardized_expected_<metric>@<K>``.
         The policy's expected metric also grows while the rounds only sharpen the policy, and
         early stopping on it waits for that; this value is blind to the margins' scale, as the
