@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Groups", "Split", "boundaries", "query_rows", "resolve_groups", "row_queries"]
+__all__ = [
+    "Groups",
+    "Split",
+    "boundaries",
+    "query_rows",
+    "resolve_groups",
+    "row_queries",
+    "within_query_spread",
+]
 
 
 def boundaries(sizes: Any) -> np.ndarray:
@@ -34,6 +42,23 @@ def boundaries(sizes: Any) -> np.ndarray:
 def row_queries(group_ptr: np.ndarray) -> np.ndarray:
     """Each row's query index ``0..G-1`` (int64) of the query boundaries ``group_ptr``."""
     return np.repeat(np.arange(group_ptr.shape[0] - 1, dtype=np.int64), np.diff(group_ptr))
+
+
+def within_query_spread(values: np.ndarray, group_ptr: np.ndarray) -> float:
+    r"""Root mean within-query variance of ``values`` over the queries of two or more rows.
+
+    :math:`\sqrt{\operatorname{mean}_q \operatorname{Var}(v_d : d \in q)}` (population variances,
+    every query of two or more rows counted once); 0 when there is no such query or the values
+    are equal within each. A constant added to a query's values leaves it unchanged (to
+    rounding), as it leaves the query's ranking and Plackett-Luce policy.
+    """
+    sizes = np.diff(group_ptr)
+    q = row_queries(group_ptr)
+    n = np.maximum(sizes, 1)
+    mean = np.bincount(q, values, minlength=sizes.shape[0]) / n
+    var = np.bincount(q, (values - mean[q]) ** 2, minlength=sizes.shape[0]) / n
+    several = sizes > 1
+    return float(np.sqrt(var[several].mean())) if several.any() else 0.0
 
 
 def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -234,9 +234,9 @@ class PLRankRanker(PolicyRanker):
     N : int, default 50
         Rankings sampled per query and boosting round; the estimates' noise falls as
         :math:`1/\sqrt{N}`. No upper bound, but a round's sampling takes time linear in ``N``
-        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread) and runs in
-        compiled code that Ctrl-C cannot interrupt: an interrupt takes effect when the round
-        ends (Kang et al. 2024 train with N = 200).
+        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread). Ctrl-C
+        takes effect between calls of the compiled code, each about a third of a second, or
+        one query's N rankings if that takes longer (Kang et al. 2024 train with N = 200).
     metric : {"ndcg", "dcg", "precision"}, default "ndcg"
         The metric whose expectation is maximised (at ``train_K``) and by which the ranker is
         judged (at ``K``).
@@ -306,7 +306,7 @@ class PLRankRanker(PolicyRanker):
         the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
         times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
         same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
-        ``"standardized"`` the same for the margins scaled to a standard deviation of 3, blind
+        ``"standardized"`` the same for the margins scaled to a within-query spread of 3, blind
         to the rounds that only sharpen the policy
         (:attr:`gbdt_plrank.PLRankObjective.standardized_metric`);
         ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"standardized"``

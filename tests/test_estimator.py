@@ -450,3 +450,43 @@ def test_large_linear_labels_are_fine():
 def test_bad_rankings(rankings, message):
     with pytest.raises(ValueError, match=message):
         plrank_grad_hess_from_rankings([0.0, 1.0, 2.0], [1.0, 0.0, 2.0], rankings, K=2)
+
+
+def test_query_chunks_cover_every_query_once_without_splitting_one():
+    from gbdt_plrank._training.plrank import query_chunks
+
+    ptr = np.array([0, 3, 3, 10, 11, 30, 31, 32, 40])
+    for rows in (1, 2, 5, 8, 13, 40, 1000):
+        chunks = query_chunks(ptr, rows)
+        assert chunks[0][0] == 0 and chunks[-1][1] == ptr.shape[0] - 1
+        assert all(b == c for (_, b), (c, _) in itertools.pairwise(chunks))
+        assert all(a < b for a, b in chunks)
+        # at most `rows` rows, plus those of the range's last query
+        assert all(ptr[b - 1] - ptr[a] < rows for a, b in chunks[:-1])
+    assert query_chunks(ptr, 1000) == [(0, 8)]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"hessian": "raw"}, {"hessian": "clip", "sampler": "race"},
+     {"fairness": "expected-exposure", "fairness_weight": 0.5, "hessian": "clip"},
+     {"fairness": "group-disparity", "fairness_weight": 2.0}],
+)
+def test_a_round_cut_into_kernel_calls_is_bit_identical(monkeypatch, options):
+    """The queries of a round are estimated in ranges (so that Ctrl-C is seen between the
+    kernel calls): ranges of a few rows give exactly the estimate of one call."""
+    import gbdt_plrank._training.plrank as plrank
+
+    rng = np.random.default_rng(9)
+    sizes = rng.integers(1, 30, size=40)
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    scores = rng.normal(size=ptr[-1])
+    labels = rng.integers(0, 4, size=ptr[-1]).astype(float)
+    if options.get("fairness") == "group-disparity":
+        options = {**options, "item_groups": rng.integers(0, 2, size=ptr[-1])}
+    whole = plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=4, n_jobs=2, **options)
+    monkeypatch.setattr(plrank, "CHUNK_WORK", 20 * 7 // 2)  # about 7 rows a call on 2 threads
+    assert len(plrank.query_chunks(ptr, 7)) > 10
+    cut = plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=4, n_jobs=2, **options)
+    np.testing.assert_array_equal(cut[0], whole[0])
+    np.testing.assert_array_equal(cut[1], whole[1])

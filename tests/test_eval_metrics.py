@@ -7,6 +7,8 @@ of every round by the one owner of the policy's value (:class:`PolicyValue`).
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import lightgbm
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
 
 ROUNDS, PATIENCE = 60, 3
+METRICS = ("ranking_metric", "standardized_metric", "expected_metric")
 
 
 @pytest.fixture(scope="module")
@@ -212,18 +215,35 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
     assert name == "standardized_expected_ndcg@5"
     value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
-    standardised = margins * (STANDARD_SPREAD / margins.std())
+    within = np.sqrt(np.mean([margins[a:b].var() for a, b in pairwise(vali.group_ptr) if b - a > 1]))
+    standardised = margins * (STANDARD_SPREAD / within)
     assert got == pytest.approx(float(value.per_query(standardised).mean()), rel=1e-12)
     # Sharpening the policy (scaling the margins by a power of two) changes the policy's
     # expected metric, not this one.
     obj = _objective()
     assert obj.standardized_metric(4.0 * margins, dvali)[1] == got
     assert obj.expected_metric(4.0 * margins, dvali)[1] != obj.expected_metric(margins, dvali)[1]
-    # Equal scores are left as they are (no division by a zero spread).
-    flat = np.zeros_like(margins)
+    # Scores equal within every query are left as they are (no division by a zero spread).
+    flat = np.repeat(np.arange(vali.n_queries, dtype=np.float64), vali.group_sizes)
     assert obj.standardized_metric(flat, dvali)[1] == pytest.approx(
         float(value.per_query(flat).mean()), rel=1e-12
     )
+
+
+def test_standardized_metric_is_blind_to_a_constant_added_per_query(splits):
+    """A constant added to a query's margins changes neither its ranking nor its policy, so
+    neither the standardised value (within-query spread) nor the others; a spread over all rows
+    would change with it."""
+    _, vali = splits
+    dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
+    margins = np.random.default_rng(7).standard_normal(vali.y.shape[0])
+    shifted = margins + np.repeat(np.random.default_rng(8).normal(scale=5.0, size=vali.n_queries),
+                                  vali.group_sizes)
+    obj = _objective()
+    for m in METRICS:
+        assert getattr(obj, m)(shifted, dvali)[1] == pytest.approx(
+            getattr(obj, m)(margins, dvali)[1], rel=1e-12), m
+    assert shifted.std() > 2 * margins.std()  # a spread over the rows would have seen it
 
 
 def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
@@ -238,7 +258,8 @@ def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
     values = []
     for r in range(1, stopped.num_boosted_rounds() + 1):
         m = _margins(full, vali.X, r).astype(np.float32).astype(np.float64)
-        values.append(float(value.per_query(m * (STANDARD_SPREAD / m.std())).mean()))
+        spread = np.sqrt(np.mean([m[a:b].var() for a, b in pairwise(vali.group_ptr) if b - a > 1]))
+        values.append(float(value.per_query(m * (STANDARD_SPREAD / spread)).mean()))
     best = int(np.argmax(values))
     assert stopped.num_boosted_rounds() == best + 1 + PATIENCE < ROUNDS
     assert stopped.best_iteration == best
@@ -277,3 +298,125 @@ def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on
     curves = ranker.evals_result_["valid_0"]
     assert list(curves) == ["ndcg@5", watched]
     assert ranker.best_iteration_ == int(np.argmax(np.round(curves[watched], 6)))
+
+
+def _eval_set(library: str, vali: Split, **fields):
+    if library == "xgboost":
+        return xgboost.DMatrix(vali.X, vali.y, qid=vali.qid, **fields)
+    weight = fields.get("weight")
+    weight = None if weight is None else np.repeat(weight, vali.group_sizes)
+    return lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, weight=weight).construct()
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_an_eval_set_changed_in_place_is_read_again(splits, library):
+    """set_label / set_group / set_weight on an eval set the metrics have read: the next call
+    scores the new labels, groups and weights, as a fresh objective on a fresh set does."""
+    _, vali = splits
+    margins = np.random.default_rng(4).normal(size=vali.y.shape[0])
+    data, obj = _eval_set(library, vali), _objective()
+    before = {m: getattr(obj, m)(margins, data)[1] for m in METRICS}
+    assert all(v < 1.0 for v in before.values())
+    data.set_label(np.zeros_like(vali.y))  # no relevant document: NDCG@5 is 1 by convention
+    assert {m: getattr(obj, m)(margins, data)[1] for m in METRICS} == dict.fromkeys(METRICS, 1.0)
+    data.set_label(vali.y)
+    assert {m: getattr(obj, m)(margins, data)[1] for m in METRICS} == before
+    w = np.arange(1.0, vali.n_queries + 1)
+    data.set_weight(w if library == "xgboost" else np.repeat(w, vali.group_sizes))
+    fresh = _objective()
+    for m in METRICS:
+        assert getattr(obj, m)(margins, data)[1] == getattr(fresh, m)(
+            margins, _eval_set(library, vali, weight=w))[1]
+    merged = np.append(vali.group_sizes[:-2], vali.group_sizes[-2:].sum())  # last two as one
+    data.set_group(merged)
+    other = Split(vali.X, vali.y, np.repeat(np.arange(merged.shape[0]), merged))
+    w = np.append(w[:-2], 1.0)  # one weight per merged query
+    data.set_weight(w if library == "xgboost" else np.repeat(w, merged))
+    fresh = _objective()
+    for m in METRICS:
+        assert getattr(obj, m)(margins, data)[1] == getattr(fresh, m)(
+            margins, _eval_set(library, other, weight=w))[1]
+
+
+def test_changed_item_groups_of_an_eval_set_are_read_again(splits):
+    _, vali = splits
+    margins = np.random.default_rng(5).normal(size=vali.y.shape[0])
+    first = (vali.X[:, 0] < np.median(vali.X[:, 0])).astype(np.int64)
+    second = (vali.X[:, 1] < np.median(vali.X[:, 1])).astype(np.int64)
+    data = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
+
+    def objective(groups):
+        obj = plrank_objective(K=5, N=10, seed=1, fairness="group-disparity", fairness_weight=0.5)
+        obj.set_item_groups(data, groups)
+        return obj
+
+    obj = objective(first)
+    values = [obj.expected_metric(margins, data)[1]]
+    obj.set_item_groups(data, second)
+    values.append(obj.expected_metric(margins, data)[1])
+    assert values[1] != values[0]
+    assert values == [objective(g).expected_metric(margins, data)[1] for g in (first, second)]
+
+
+def test_reset_forgets_the_eval_sets_read(splits):
+    _, vali = splits
+    margins = np.random.default_rng(6).normal(size=vali.y.shape[0])
+    data, obj = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid), _objective()
+    before = [getattr(obj, m)(margins, data)[1] for m in METRICS]
+    caches = [getattr(obj, m)._sets for m in METRICS] + [obj.expected_metric._policies]
+    assert all(c.get(data) is not None for c in caches[:3])
+    obj.reset()
+    assert all(not c._entries for c in caches)
+    assert [getattr(obj, m)(margins, data)[1] for m in METRICS] == before
+
+
+def _zero_labels_at(data, round_: int):
+    """A callback that sets the labels of ``data`` to zeros before round ``round_`` (0-based)."""
+    if isinstance(data, xgboost.DMatrix):
+        class ZeroLabels(xgboost.callback.TrainingCallback):
+            def before_iteration(self, model, epoch, evals_log):
+                if epoch == round_:
+                    data.set_label(np.zeros(data.num_row()))
+                return False
+
+        return ZeroLabels()
+
+    def zero_labels(env):
+        if env.iteration == round_:
+            data.set_label(np.zeros(data.num_data()))
+
+    zero_labels.before_iteration = True
+    return zero_labels
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_early_stopping_watches_the_labels_the_eval_set_has_now(splits, library):
+    """Labels of the eval set set to zeros before round 3: from round 3 on every metric is 1,
+    so early stopping keeps round 3 and stops PATIENCE rounds later."""
+    train, vali = splits
+    obj, changed = _objective(), 3
+    if library == "xgboost":
+        dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
+        dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
+        history: dict = {}
+        bst = xgboost.train({"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
+                             "disable_default_eval_metric": 1}, dtrain, ROUNDS, obj=obj,
+                            evals=[(dvali, "valid")], custom_metric=obj.ranking_metric,
+                            maximize=True, early_stopping_rounds=PATIENCE, verbose_eval=False,
+                            evals_result=history, callbacks=[_zero_labels_at(dvali, changed)])
+        curve, best = history["valid"]["ndcg@5"], bst.best_iteration
+    else:
+        dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
+        dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
+        history = {}
+        bst = lightgbm.train({"objective": obj, "metric": "None", "learning_rate": 0.3,
+                              "num_leaves": 8, "num_threads": 1, "verbose": -1,
+                              "min_data_in_leaf": 5}, dtrain, ROUNDS, valid_sets=[dvali],
+                             feval=obj.ranking_metric,
+                             callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False),
+                                        lightgbm.record_evaluation(history),
+                                        _zero_labels_at(dvali, changed)])
+        curve, best = history["valid_0"]["ndcg@5"], bst.best_iteration - 1  # 1-based
+    assert max(curve[:changed]) < 1.0
+    assert curve[changed:] == [1.0] * (PATIENCE + 1)
+    assert best == changed

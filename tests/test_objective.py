@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import pickle
 import re
 
 import lightgbm as lgb
@@ -287,3 +288,116 @@ def test_per_document_weights_are_refused(data):
                                        sizes)
     with pytest.raises(ValueError, match=r"one per query \(60\) or one per row \(\d+\), but 3 are"):
         plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.ones(3), sizes)
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_labels_set_between_rounds_reach_the_next_round(data, library):
+    """set_label on the training set inside a training: the rounds after it estimate with the
+    new labels (a changed set is another training set: its count starts at 0)."""
+    X, y, qid, sizes = data
+    flipped = (y.max() - y).astype(np.float64)
+    calls: list = []
+    objective = recorder(plrank_objective(K=5, N=20, seed=3), calls)
+    if library == "xgboost":
+        dtrain = xgb.DMatrix(X, y, qid=qid)
+
+        class Flip(xgb.callback.TrainingCallback):
+            def before_iteration(self, model, epoch, evals_log):
+                if epoch == 2:
+                    dtrain.set_label(flipped)
+                return False
+
+        xgb.train(XGB_PARAMS, dtrain, 4, obj=objective, callbacks=[Flip()])
+    else:
+        dtrain = lgb.Dataset(X, y, group=sizes)
+
+        def flip(env):
+            if env.iteration == 2:
+                dtrain.set_label(flipped)
+
+        flip.before_iteration = True
+        lgb.train({"objective": objective, "verbosity": -1, "min_data_in_leaf": 5}, dtrain, 4,
+                  callbacks=[flip])
+    ptr = boundaries(sizes)
+    for r, labels, round_ in ((1, y, 1), (2, flipped, 0), (3, flipped, 1)):
+        preds, grad, hess = calls[r]
+        expected = _estimate_round(preds, labels, ptr, seed=3, round_=round_)
+        np.testing.assert_array_equal(grad, expected[0])
+        np.testing.assert_array_equal(hess, expected[1])
+
+
+def _straight_and_continued(library, X, y, qid, sizes, *, objective_for_second):
+    """Margins of 6 rounds straight through, and of 3 rounds continued by 3 more.
+
+    ``objective_for_second(obj, booster)`` gives the objective the second training calls, from
+    the first training's objective and booster. Every training gets a data object of its own.
+    """
+    if library == "xgboost":
+        def fit(obj, rounds, booster=None):
+            return xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), rounds, obj=obj,
+                             xgb_model=booster)
+
+        def margins(booster):
+            return booster.predict(xgb.DMatrix(X), output_margin=True).astype(np.float64)
+    else:
+        params = {"verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1}
+
+        def fit(obj, rounds, booster=None):
+            return lgb.train({**params, "objective": obj}, lgb.Dataset(X, y, group=sizes),
+                             rounds, init_model=booster, keep_training_booster=True)
+
+        def margins(booster):
+            return booster.predict(X, raw_score=True)
+    straight = margins(fit(plrank_objective(K=5, N=20, seed=3), 6))
+    obj = plrank_objective(K=5, N=20, seed=3)
+    first = fit(obj, 3)
+    return straight, margins(fit(objective_for_second(obj, first), 3, first))
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("how", ["same", "pickled", "new"])
+def test_continuing_a_booster_equals_training_straight_through(data, library, how):
+    """3 rounds, then 3 more continuing the booster (the same objective, a pickled copy or a new
+    one, told where to continue by continue_from) give the margins of 6 rounds straight."""
+    def second(obj, booster):
+        if how == "pickled":
+            obj = pickle.loads(pickle.dumps(obj))
+        elif how == "new":
+            obj = plrank_objective(K=5, N=20, seed=3)
+        obj.continue_from(booster)
+        assert obj.round == 3
+        return obj
+
+    straight, continued = _straight_and_continued(library, *data, objective_for_second=second)
+    np.testing.assert_allclose(continued, straight, rtol=1e-6, atol=1e-6)
+    # Without it the continuation restarts the streams at round 0: another model.
+    _, restarted = _straight_and_continued(
+        library, *data, objective_for_second=lambda obj, _: pickle.loads(pickle.dumps(obj))
+    )
+    assert np.abs(restarted - straight).max() > 1e-2
+
+
+def test_continue_from_holds_for_one_training_and_names_what_it_takes(data):
+    """The round set is taken by the next call (also by LightGBM's copy of the objective); a
+    later training on another set starts at 0 again; reset() clears it."""
+    X, y, qid, sizes = data
+    obj = plrank_objective(K=5, N=20, seed=3)
+    first = lgb.train({"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
+                      lgb.Dataset(X, y, group=sizes), 3, keep_training_booster=True)
+    obj.continue_from(first)
+    lgb.train({"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
+              lgb.Dataset(X, y, group=sizes), 2, init_model=first)
+    calls: list = []
+    xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 1, obj=recorder(obj, calls))
+    assert obj.round == 1
+    preds, grad, _ = calls[0]
+    np.testing.assert_array_equal(grad, _estimate_round(preds, y, boundaries(sizes), seed=3,
+                                                        round_=0)[0])
+    obj.continue_from(xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 4, obj=obj))
+    assert obj.round == 4
+    obj.reset()
+    xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 1, obj=obj)
+    assert obj.round == 1
+    with pytest.raises(TypeError, match=r"continue_from takes the xgboost\.Booster or "
+                                        r"lightgbm\.Booster .* but a builtins\.int is given"):
+        obj.continue_from(3)

@@ -666,6 +666,7 @@ def test_bad_input_after_fit(fitted, mq):
 def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq):
     """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy of
     the standardised margins (the default)."""
+    from gbdt_plrank._groups import within_query_spread
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
     from gbdt_plrank._training.policy_methods import seeds_from
@@ -682,7 +683,8 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
     value = PolicyValue(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=seeds_from(0, 2)[0], n_jobs=1)
-    standardized = value.per_query(margins * (STANDARD_SPREAD / margins.std())).mean()
+    spread = within_query_spread(margins, vali.group_ptr)
+    standardized = value.per_query(margins * (STANDARD_SPREAD / spread)).mean()
     assert history["standardized_expected_ndcg@5"][best] == pytest.approx(standardized, abs=1e-5)
 
 

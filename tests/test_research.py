@@ -221,3 +221,15 @@ def test_rounds_script_writes_a_row_per_round_read_and_the_peaks(tmp_path: Path)
     assert np.all(np.diff(values[:, 3]) > 0.0)  # the margins spread as the trees add up
     peaks = rows[-1].strip("| ").split(" | ")[1:]
     assert peaks[3] == "12"
+
+
+# --------------------------------------------------------------------------------------------
+# The spread of the standardised stopping signal (benchmarks/results/standardized_scale.md)
+# --------------------------------------------------------------------------------------------
+def test_standardized_scale_stops_as_xgboost_early_stopping_does() -> None:
+    from research import standardized_scale as s
+
+    rising = [0.1, 0.3, 0.2]
+    assert s.stopped(rising + [0.3] * (s.PATIENCE - 2)) is None  # 49 rounds after the best
+    assert s.stopped(rising + [0.3] * (s.PATIENCE - 1)) == 1  # ties do not improve: the first
+    assert s.stopped(rising + [0.2] * (s.PATIENCE - 2) + [0.4]) is None  # a better round: wait

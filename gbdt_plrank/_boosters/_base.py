@@ -274,6 +274,26 @@ class QueryFields(NamedTuple):
     #: :func:`gbdt_plrank._boosters.query_weights`.
     weights: np.ndarray | None
 
+    def copy(self) -> QueryFields:
+        """The fields as arrays of their own, not views of the library's buffers."""
+        return QueryFields(*(None if f is None else np.array(f) for f in self))
+
+    def same_as(self, other: QueryFields | None) -> bool:
+        """Whether ``other`` holds the same boundaries, labels and weights (None: never).
+
+        What a cache of a data object compares on every call, so that a set changed in place
+        (``set_label``, ``set_weight``, ``set_group``) is read again: one vectorised
+        comparison per field.
+        """
+        if other is None:
+            return False
+        for now, then in zip(self, other):
+            if (now is None) != (then is None):
+                return False
+            if now is not None and not np.array_equal(np.asarray(now), then):
+                return False
+        return True
+
 
 class Backend(Protocol):
     """What the rankers, the harness, the tuner and the objectives need from a booster library."""
@@ -293,6 +313,10 @@ class Backend(Protocol):
 
     def query_fields(self, data: Any) -> QueryFields:
         """The query boundaries, labels and weights of one of the library's data objects."""
+        ...
+
+    def boosted_rounds(self, booster: Any) -> int:
+        """The rounds ``booster`` holds: the index of the round a training continuing it runs next."""
         ...
 
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:

@@ -67,6 +67,9 @@ class CatBoostBackend:
     def query_fields(self, data: Any) -> QueryFields:
         raise TypeError(_NO_CALLABLES)
 
+    def boosted_rounds(self, booster: Any) -> int:
+        return int(booster.tree_count_)
+
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
         raise TypeError(_NO_CALLABLES)
 

@@ -57,6 +57,10 @@ class LightGBMBackend:
         """``group`` boundaries (None without groups), labels and weights (one per row)."""
         return QueryFields(data.get_field("group"), data.get_label(), data.get_weight())
 
+    def boosted_rounds(self, booster: Any) -> int:
+        """LightGBM's iteration count, as ``lightgbm.train(init_model=booster)`` counts on from it."""
+        return int(booster.current_iteration())
+
     def metric_result(self, name: str, value: float) -> tuple[str, float, bool]:
         return name, value, True
 

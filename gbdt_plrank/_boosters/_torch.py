@@ -191,6 +191,9 @@ class TorchBackend:
     def query_fields(self, data: Split) -> QueryFields:
         return QueryFields(data.group_ptr, data.y, None)
 
+    def boosted_rounds(self, booster: Network) -> int:
+        raise TypeError("a trained torch Network does not record the epochs it was trained for.")
+
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
         return name, value
 

@@ -66,6 +66,9 @@ class XGBoostBackend:
         return QueryFields(ptr if ptr.size else None, data.get_label(),
                            weight if weight.size else None)
 
+    def boosted_rounds(self, booster: Any) -> int:
+        return int(booster.num_boosted_rounds())
+
     def metric_result(self, name: str, value: float) -> tuple[str, float]:
         return name, value
 

@@ -100,9 +100,9 @@ class BoosterObjective:
         filled from (a set changed in place, e.g. by ``set_label``): one vectorised comparison
         per call.
         """
-        if self._training.get(data) is not None and _same_fields(fields, self._seen):
+        if self._training.get(data) is not None and fields.same_as(self._seen):
             return
-        self._seen = QueryFields(*(None if f is None else np.array(f) for f in fields))
+        self._seen = fields.copy()
         y, self._ptr, self._weights = checked_queries(
             fields, gain=self.metric.gain, where=f"the training {type(data).__name__}"
         )
@@ -158,14 +158,3 @@ class BoosterObjective:
         """
         raise NotImplementedError
 
-
-def _same_fields(fields: QueryFields, seen: QueryFields | None) -> bool:
-    """Whether ``fields`` hold the same labels, groups and weights as ``seen``."""
-    if seen is None:
-        return False
-    for now, then in zip(fields, seen):
-        if (now is None) != (then is None):
-            return False
-        if now is not None and not np.array_equal(np.asarray(now), then):
-            return False
-    return True

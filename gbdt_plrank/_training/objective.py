@@ -36,7 +36,9 @@ class PLRankObjective(BoosterObjective):
     Each call is one boosting round and draws fresh rankings of length ``train_K``: round ``r``
     (counted from the first call on a training set) samples query ``q`` from the stream keyed by
     ``(seed, r, q)``, so the same seed gives the same model whatever the number of threads. The
-    count restarts when the objective sees another training set, and on :meth:`reset`. With
+    count restarts when the objective sees another training set, and on :meth:`reset`; a
+    training that continues a booster starts at the booster's round count after
+    :meth:`continue_from`, so that it gives the model of training straight through. With
     ``fairness`` the fairness loss is subtracted (:func:`plrank_grad_hess` has the losses). Build it with
     :func:`plrank_objective`.
 
@@ -74,6 +76,7 @@ class PLRankObjective(BoosterObjective):
             thread_count(n_jobs)  # checked now, not at the first round
         self.n_jobs = n_jobs
         self.round = 0
+        self._resume = _Resume()
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(
@@ -103,9 +106,44 @@ class PLRankObjective(BoosterObjective):
         return f"plrank_objective(K={o.K}{extra}, seed={self.seed})"
 
     def reset(self) -> None:
-        """Restart the round count: the next call is round 0 again."""
+        """Start afresh: the next call is round 0, and every data set is read again.
+
+        Forgets the training set and the eval sets the evaluation metrics have read (and a
+        round set by :meth:`continue_from`); keeps the item groups given.
+        """
         self.round = 0
+        self._resume.round = None
         self._training.clear()
+        for metric in (self._expected, self._standardized, self._ranking):
+            metric.clear()
+
+    def continue_from(self, booster: Any) -> None:
+        """Continue the training of ``booster``: the next call is round ``r``, its round count.
+
+        Round ``r`` of a training draws from the streams ``(seed, r, q)``. A training that
+        continues a booster of ``r`` rounds (``xgboost.train(..., xgb_model=booster)``,
+        ``lightgbm.train(..., init_model=booster)``) must go on at round ``r`` to give the model
+        of training straight through, but the boosters do not tell the objective: call this
+        first, on this objective, a pickled copy of it or a new one with the same options and
+        seed. ``r`` is XGBoost's ``booster.num_boosted_rounds()`` or LightGBM's
+        ``booster.current_iteration()``. The round holds for the next call, whatever training
+        set it brings (also for the copy of the objective that ``lightgbm.train`` calls); the
+        calls after it count on from there.
+
+        Raises
+        ------
+        TypeError
+            When ``booster`` is not an ``xgboost.Booster`` or a ``lightgbm.Booster``.
+        """
+        for name in ("xgboost", "lightgbm"):
+            backend = BACKENDS[name]
+            if backend.holds_booster(booster):
+                self.round = self._resume.round = backend.boosted_rounds(booster)
+                return
+        raise TypeError(
+            f"continue_from takes the xgboost.Booster or lightgbm.Booster the training continues, "
+            f"but a {type(booster).__module__}.{type(booster).__name__} is given."
+        )
 
     def set_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
         """Give the item groups of a training or eval set, with group fairness.
@@ -148,6 +186,9 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
+        resumed = self._resume.take()
+        if resumed is not None:
+            self.round = resumed
         if self._gpu is not None:
             grad, hess = self._gpu(scores, seed=self.seed, round_=self.round, keys=keys)
         else:
@@ -240,8 +281,10 @@ class PLRankObjective(BoosterObjective):
                           early_stopping_rounds=50)
 
         Called as :attr:`expected_metric`, it returns the same value for the margins
-        :math:`3 m / \sigma(m)` of the eval set (their standard deviation over the rows scaled to
-        3; :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`), from 40 rankings per query
+        :math:`3 m / \sigma(m)` of the eval set (their within-query spread, the root mean over
+        the queries of the variance of a query's margins, scaled to 3, so that a constant added
+        to a query's margins changes nothing;
+        :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`), from 40 rankings per query
         drawn from the same streams every round, named ``standardized_expected_<metric>@<K>``.
         The policy's expected metric also grows while the rounds only sharpen the policy, and
         early stopping on it waits for that; this value is blind to the margins' scale, as the
@@ -289,8 +332,28 @@ class PLRankObjective(BoosterObjective):
                 f"lightgbm.train with obj.set_item_groups(valid_set, item_groups)."
             )
         fields = QueryFields(boundaries(group), y_true, weight)
-        value = self._expected.of(y_pred, y_true, lambda _: fields)
+        value = self._expected.of(y_pred, y_true, fields)
         return self._expected.name, value, True
+
+
+class _Resume:
+    """The round a continued training starts at (:meth:`PLRankObjective.continue_from`), once.
+
+    Shared by the deep copies of an objective: ``lightgbm.train`` deep-copies a callable
+    objective and calls the copy, which must start at the round set on the original, and the
+    copy that takes it clears it for the original too (a later training starts afresh).
+    """
+
+    def __init__(self) -> None:
+        self.round: int | None = None
+
+    def take(self) -> int | None:
+        """The round set, or None; cleared."""
+        taken, self.round = self.round, None
+        return taken
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Resume:
+        return self
 
 
 def plrank_objective(

@@ -17,12 +17,14 @@ and Oosterhuis, SIGIR 2024, Eq. 7-10).
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 
 from .._kernels import fairness as _fair_kernels
 from .._kernels import plrank as _kernels
 from .._ranking_metric import RankingMetric
-from .._util.threads import numba_threads
+from .._util.threads import numba_threads, thread_count
 from .._util.validation import (
     as_finite_vector,
     check_group_ptr,
@@ -34,12 +36,14 @@ from .fairness import FairnessSpec, FairTerms, checked_item_groups
 from .options import PLRankOptions
 
 __all__ = [
+    "CHUNK_WORK",
     "CLIP_FLOOR",
     "KERNEL_SAMPLERS",
     "estimate",
     "finish_hessian",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
+    "query_chunks",
 ]
 
 #: A sampler's name -> its code in the kernels.
@@ -51,6 +55,25 @@ KERNEL_SAMPLERS = {
 
 #: Lower bound of the ``"clip"`` Hessian, relative to the largest ``|h|`` of the batch.
 CLIP_FLOOR = 1e-3
+
+#: Rows times sampled rankings per thread that one call of a kernel estimates (one query may
+#: hold more): about a third of a second of a thread's work. Python sees Ctrl-C only between
+#: calls of compiled code, so a round cut into such calls is interrupted within about that long.
+CHUNK_WORK = 2**23
+
+
+def query_chunks(group_ptr: np.ndarray, rows: int) -> list[tuple[int, int]]:
+    """Consecutive query ranges ``[a, b)`` covering every query, each of about ``rows`` rows.
+
+    A range ends at the first query boundary at or past a multiple of ``rows``, so it holds at
+    most ``rows`` rows plus those of its last query (a query is never split).
+    """
+    n_queries = group_ptr.shape[0] - 1
+    targets = np.arange(rows, int(group_ptr[-1]), rows)
+    ends = np.unique(np.searchsorted(group_ptr, targets, side="left"))
+    ends = ends[(ends > 0) & (ends < n_queries)]
+    bounds = [0, *ends.tolist(), n_queries]
+    return list(pairwise(bounds))
 
 
 def finish_hessian(hess: np.ndarray, mode: str) -> np.ndarray:
@@ -97,26 +120,36 @@ def estimate(
     (:meth:`~gbdt_plrank._training.fairness.FairnessSpec.terms`) and the cross-fitted fairness kernel runs instead; its
     Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
     (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
+
+    The queries are estimated in consecutive ranges of about :data:`CHUNK_WORK` rows times
+    rankings per thread (:func:`query_chunks`; one range at ordinary sizes), one kernel call
+    each, so that Ctrl-C takes effect between them; each query's estimate depends only on its
+    rows and its stream, so the ranges change no bit of the result.
     """
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
+    slope = None if fairness is None else np.empty_like(scores)
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     theta = metric.theta()
+    rows_per_call = max(1, CHUNK_WORK * thread_count(n_jobs) // N)
     with numba_threads(n_jobs):
-        if fairness is None:
-            _kernels.estimate_groups(
-                scores, rho, group_ptr, keys, theta, N, seed, round_, KERNEL_SAMPLERS[sampler],
-                grad, hess,
-            )
-        else:
-            slope = np.empty_like(scores)
-            _fair_kernels.fair_estimate_groups(
-                scores, rho, fairness.kind, terms.aux, terms.member, fairness.weight,
-                fairness.trains_empty_queries, group_ptr, keys, theta, N, seed, round_,
-                KERNEL_SAMPLERS[sampler], grad, hess, slope,
-            )
-            hess += fairness.gauss_newton(slope, terms)
+        for a, b in query_chunks(group_ptr, rows_per_call):
+            r = slice(group_ptr[a], group_ptr[b])
+            ptr = group_ptr[a : b + 1] - group_ptr[a]
+            if fairness is None:
+                _kernels.estimate_groups(
+                    scores[r], rho[r], ptr, keys[a:b], theta, N, seed, round_,
+                    KERNEL_SAMPLERS[sampler], grad[r], hess[r],
+                )
+            else:
+                _fair_kernels.fair_estimate_groups(
+                    scores[r], rho[r], fairness.kind, terms.aux[r], terms.member[r],
+                    fairness.weight, fairness.trains_empty_queries, ptr, keys[a:b], theta, N,
+                    seed, round_, KERNEL_SAMPLERS[sampler], grad[r], hess[r], slope[r],
+                )
+    if fairness is not None:
+        hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian)
 
 

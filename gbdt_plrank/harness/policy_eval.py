@@ -27,7 +27,7 @@ from functools import partial
 
 import numpy as np
 
-from .._groups import resolve_groups, row_queries
+from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
 from .._training.evaluation import EVAL_ROUNDS, PolicyValue
 from .._training.fairness import FAIRNESS, FairnessSpec
@@ -152,11 +152,8 @@ def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
 def validation_scale(scores: np.ndarray, split: Split) -> float:
     """Root mean within-query variance of ``scores`` over the queries of two or more rows.
 
-    1 when that is 0 (a constant model), so that dividing by it is always defined.
+    (:func:`~gbdt_plrank._groups.within_query_spread`); 1 when that is 0 (a constant model), so
+    that dividing by it is always defined.
     """
-    sizes = np.diff(split.group_ptr)
-    q = row_queries(split.group_ptr)
-    mean = np.bincount(q, scores, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
-    var = np.bincount(q, (scores - mean[q]) ** 2, minlength=sizes.shape[0]) / np.maximum(sizes, 1)
-    sigma = float(np.sqrt(var[sizes > 1].mean())) if (sizes > 1).any() else 0.0
+    sigma = within_query_spread(scores, split.group_ptr)
     return sigma if sigma > 0 else 1.0
