@@ -287,3 +287,38 @@ def test_per_document_weights_are_refused(data):
                                        sizes)
     with pytest.raises(ValueError, match=r"one per query \(60\) or one per row \(\d+\), but 3 are"):
         plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.ones(3), sizes)
+
+
+def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
+    """Every function that takes a cut-off sizes its arrays by min(K, longest query): K=10**9
+    runs in little memory and equals K = the longest query (a query of D documents is ranked
+    to min(K, D)). The estimator, from sampled and from given rankings, with and without
+    fairness; the objective's round and eval metrics; PiRank; the metrics."""
+    from gbdt_plrank import metrics, pirank_objective
+    from gbdt_plrank._training.plrank import plrank_grad_hess_from_rankings
+
+    X, y, qid, sizes = data
+    ptr = boundaries(sizes)
+    longest = int(sizes.max())
+    m = np.random.default_rng(1).normal(size=y.size)
+    first = slice(0, int(sizes[0]))
+    rankings = np.array([np.random.default_rng(s).permutation(sizes[0]) for s in range(4)])
+
+    def run(K):
+        dmatrix = xgb.DMatrix(X, y, qid=qid)
+        obj = plrank_objective(K=K, N=10, seed=2, train_K=K)
+        fair = plrank_objective(K=K, N=10, seed=2, fairness="expected-exposure")
+        return [
+            *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1),
+            *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1, fairness="disparity"),
+            *plrank_grad_hess_from_rankings(m[first], y[first], rankings, K=K),
+            *obj(m.astype(np.float32), dmatrix), *fair(m.astype(np.float32), dmatrix),
+            obj.expected_metric(m, dmatrix)[1], obj.standardized_metric(m, dmatrix)[1],
+            *pirank_objective(K=K)(m.astype(np.float32), dmatrix),
+            metrics.expected_exposure_loss(y, np.abs(m) / 4, qid, k=K),
+        ]
+
+    with little_memory():
+        huge = run(10**9)
+    for got, want in zip(huge, run(longest), strict=True):
+        np.testing.assert_array_equal(got, want)
