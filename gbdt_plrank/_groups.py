@@ -241,9 +241,11 @@ def require_group(X: Any, group: Any, *, needed_by: str) -> None:
     """
     if group is not None:
         return
-    columns = [c for c in QUERY_ID_COLUMNS if _is_frame(X) and c in X.columns]
-    hint = f" X has a column {columns[0]!r}: group={columns[0]!r} reads the query ids from it." \
-        if columns else ""
+    hint = ""
+    for column in QUERY_ID_COLUMNS if _is_frame(X) else ():
+        if column in X.columns:
+            hint = f" X has a column {column!r}: group={column!r} reads the query ids from it."
+            break
     raise ValueError(
         f"{needed_by} needs the query groups, but group is None, which would make all rows one "
         f"query: pass group=qid, the per-row query ids (or group sizes, or the name of a column "
@@ -257,9 +259,8 @@ def _column_still_in_X(X: Any, group: Any) -> str | None:
     it is the Series' own column or a usual query-id column (None: none)."""
     if not (_is_pandas(X) and _is_frame(X)):
         return None
-    candidates = [getattr(group, "name", None), *QUERY_ID_COLUMNS] if _is_pandas(group) else list(
-        QUERY_ID_COLUMNS
-    )
+    own = [getattr(group, "name", None)] if _is_pandas(group) else []
+    candidates = [*own, *QUERY_ID_COLUMNS]
     values = np.asarray(group)
     for column in candidates:
         if (

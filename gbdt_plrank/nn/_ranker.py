@@ -100,6 +100,9 @@ class PLRankMLPRanker(PolicyRanker):
         Sum of the absolute first-layer weights of each scaled feature, over their total.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)
+    group_column_ : str or None
+        The DataFrame column of query ids named by ``fit(group=...)``, which is not a feature
+        (:meth:`predict` drops it), as in :class:`~gbdt_plrank.PLRankRanker`.
 
     Examples
     --------
