@@ -16,8 +16,8 @@ import numpy as np
 #: Why the checks of :data:`CHECKS_THAT_FIT` cannot pass on a ranker.
 NO_GROUPS = (
     "the check calls fit(X, y) without query groups, which a ranker refuses (as XGBRanker "
-    "does) rather than train on all rows as one query; the check runs on the ranker with "
-    "group=np.zeros(n) (OneQuery...) instead."
+    "does) rather than train on all rows as one query; the test module runs the check on a "
+    "subclass that passes group=np.zeros(n_rows) (OneQuery<Ranker>), where it must pass."
 )
 
 #: The common checks that need a model fitted by ``fit(X, y)`` (scikit-learn 1.9).
