@@ -122,7 +122,7 @@ def compare(
         modules = {rev: load_kernels(rev, Path(tmp)) for rev in revisions}
         for K in Ks:
             metric = RankingMetric("ndcg", K, "exp")
-            inputs = (scores, metric.rewards(data.y, ptr), ptr, keys, metric.theta())
+            inputs = (scores, metric.rewards(data.y, ptr), ptr, keys, metric.theta(ptr))
             calls = {rev: partial(estimate, m, inputs, N, sampler) for rev, m in modules.items()}
             first = calls[revisions[0]]()
             identical = {

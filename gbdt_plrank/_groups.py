@@ -11,6 +11,10 @@ A ``group=`` argument is read the same way by the rankers and the metrics (:func
 - LightGBM-style group sizes: a sequence whose length differs from ``n_rows`` and that sums to it
   (rows already grouped, queries in the given order);
 - ``None``: all rows form one query.
+
+A ranker reads it with :func:`ranker_group` first: there ``group`` may also name a column of a
+DataFrame ``X`` (taken out of the features), and the methods that train on queries or judge them
+refuse ``None``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ __all__ = [
     "Groups",
     "Split",
     "boundaries",
+    "drop_group_column",
     "query_rows",
+    "ranker_group",
+    "require_group",
     "resolve_groups",
     "row_queries",
     "within_query_spread",
@@ -183,6 +190,11 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
     if group is None:
         return _from_sizes(np.array([n_rows], dtype=np.int64), n_rows)
     g = np.asarray(group)
+    if g.ndim == 0:
+        raise ValueError(
+            f"group must be a sequence, per-row query ids (length {n_rows}) or group sizes, but "
+            f"the single value {group!r} is given."
+        )
     if g.ndim != 1:
         raise ValueError(f"group must be one-dimensional, but has shape {g.shape}.")
     if g.shape[0] == n_rows:
@@ -211,3 +223,120 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
         f"group must be per-row query ids (length {n_rows}) or group sizes (>= 1) summing to "
         f"{n_rows}, but has length {g.shape[0]} and sum {total}."
     )
+
+
+#: Column names under which a DataFrame commonly holds its query ids (named in the errors).
+QUERY_ID_COLUMNS = ("qid", "query_id")
+
+#: The user guide's recipe for cross-validation with query groups (scikit-learn's metadata routing).
+ROUTING_RECIPE = (
+    "In GridSearchCV, cross_validate or cross_val_score, route the query ids with scikit-learn's "
+    "metadata routing: sklearn.set_config(enable_metadata_routing=True); "
+    "ranker.set_fit_request(group='groups').set_score_request(group='groups'); then "
+    "search.fit(X, y, groups=qid), or cross_val_score(ranker, X, y, cv=GroupKFold(), "
+    "params={'groups': qid}) (the user guide, 'Cross-validation with query groups')."
+)
+
+
+def _is_frame(X: Any) -> bool:
+    """A (pandas or dask) DataFrame: named columns that can be taken out."""
+    return hasattr(X, "columns") and hasattr(X, "drop")
+
+
+def _is_pandas(value: Any) -> bool:
+    return type(value).__module__.split(".")[0] == "pandas"
+
+
+def require_group(X: Any, group: Any, *, needed_by: str) -> None:
+    """A ranker's method ``needed_by``, which trains on queries or judges them, got query groups.
+
+    Raises
+    ------
+    ValueError
+        When ``group`` is None (all rows would silently be one query), saying what to pass, how
+        to route the groups through scikit-learn's model selection and, for a DataFrame ``X``
+        with a usual query-id column, that ``group=<column>`` reads it.
+    """
+    if group is not None:
+        return
+    hint = ""
+    for column in QUERY_ID_COLUMNS if _is_frame(X) else ():
+        if column in X.columns:
+            hint = f" X has a column {column!r}: group={column!r} reads the query ids from it."
+            break
+    raise ValueError(
+        f"{needed_by} needs the query groups, but group is None, which would make all rows one "
+        f"query: pass group=qid, the per-row query ids (or group sizes, or the name of a column "
+        f"of a DataFrame X); group=np.zeros(n_rows) if all rows are one query.{hint} "
+        f"{ROUTING_RECIPE}"
+    )
+
+
+def _column_still_in_X(X: Any, group: Any) -> str | None:
+    """The column of the pandas DataFrame ``X`` that holds exactly the per-row ids ``group``, if
+    it is the Series' own column or a usual query-id column (None: none)."""
+    if not (_is_pandas(X) and _is_frame(X)):
+        return None
+    own = [getattr(group, "name", None)] if _is_pandas(group) else []
+    candidates = [*own, *QUERY_ID_COLUMNS]
+    values = np.asarray(group)
+    for column in candidates:
+        if (
+            isinstance(column, str) and column in X.columns and values.ndim == 1
+            and values.shape[0] == X.shape[0]
+            and np.array_equal(np.asarray(X[column]), values)
+        ):
+            return column
+    return None
+
+
+def ranker_group(X: Any, group: Any, *, where: str = "") -> tuple[Any, Any]:
+    """``(X, group)`` as a ranker's method reads them, before :func:`resolve_groups`.
+
+    - a string names a column of the DataFrame ``X`` (pandas, or dask for the Dask ranker) that
+      holds the per-row query ids: it becomes ``group`` and is taken out of ``X``, so that it is
+      not a feature;
+    - per-row ids that are still a column of a pandas ``X`` (the Series' own column, or
+      :data:`QUERY_ID_COLUMNS`, with the same values) are refused: the rows' query ids would be a
+      feature;
+    - anything else is returned as given (``None`` too: the methods that need groups check them
+      with :func:`require_group`).
+
+    ``where`` follows the argument's name in errors (e.g. ``" of eval_set[0]"``).
+
+    Raises
+    ------
+    ValueError
+        For the refusal above, naming the column and what to pass instead, and for a column
+        name with an ``X`` that is not a DataFrame or has no such column.
+    """
+    if isinstance(group, str):
+        if not _is_frame(X):
+            raise ValueError(
+                f"group={group!r}{where} names a column, which needs X to be a DataFrame, but X "
+                f"is a {type(X).__module__}.{type(X).__name__}: pass the query ids themselves, "
+                f"group=qid."
+            )
+        if group not in X.columns:
+            shown = ", ".join(map(repr, list(X.columns)[:10]))
+            more = ", ..." if len(X.columns) > 10 else ""
+            raise ValueError(
+                f"group={group!r}{where} must name a column of X, but X has no column "
+                f"{group!r} (its columns: {shown}{more})."
+            )
+        return X.drop(columns=[group]), X[group]
+    column = None if group is None else _column_still_in_X(X, group)
+    if column is not None:
+        raise ValueError(
+            f"X{where} still holds the query ids as its column {column!r}, which would be a "
+            f"feature: pass group={column!r} (the column is then read as the query ids and left "
+            f"out of the features), or drop it from X, X.drop(columns={column!r})."
+        )
+    return X, group
+
+
+def drop_group_column(X: Any, column: str | None) -> Any:
+    """``X`` without the query-id column ``column`` a ranker was fitted with (if X has it)."""
+    if column is not None and _is_frame(X) and column in X.columns:
+        return X.drop(columns=[column])
+    return X

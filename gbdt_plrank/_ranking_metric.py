@@ -23,7 +23,7 @@ import numpy as np
 
 from ._kernels import plrank as _kernels
 
-__all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains"]
+__all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains", "ranks_used"]
 
 #: The metrics a PL-Rank objective can maximise.
 METRICS = ("ndcg", "dcg", "precision")
@@ -40,6 +40,17 @@ def gains(labels: np.ndarray, gain: str) -> np.ndarray:
 def dcg_weights(K: int) -> np.ndarray:
     r"""DCG rank weights :math:`\theta_k = 1/\log_2(k+1)`, :math:`k = 1..K`, shape ``(K,)``."""
     return 1.0 / np.log2(np.arange(2, K + 2, dtype=np.float64))
+
+
+def ranks_used(K: int | None, group_ptr: np.ndarray) -> int:
+    r"""The ranks a cut-off ``K`` can reach on the queries of ``group_ptr``: min(K, longest query).
+
+    A query of D documents is ranked to :math:`\min(K, D)`, so no rank below the longest query
+    is ever weighed, sampled or stored: every array sized by a cut-off is sized by this, and a
+    cut-off of 10**9 costs what the longest query costs. ``K=None``: the longest query.
+    """
+    longest = int(np.diff(group_ptr).max(initial=0))
+    return longest if K is None else min(K, longest)
 
 
 @dataclass(frozen=True)
@@ -68,11 +79,15 @@ class RankingMetric:
         """The same metric at the cut-off ``K``."""
         return replace(self, K=K)
 
-    def theta(self) -> np.ndarray:
-        """Rank weights ``(K,)``: 1/log2(k+1) for DCG and NDCG, 1/K for precision."""
+    def theta(self, group_ptr: np.ndarray) -> np.ndarray:
+        """Rank weights of the ranks the queries of ``group_ptr`` reach (:func:`ranks_used`).
+
+        1/log2(k+1) for DCG and NDCG, 1/K for precision; shape ``(min(K, longest query),)``.
+        """
+        n = ranks_used(self.K, group_ptr)
         if self.metric == "precision":
-            return np.full(self.K, 1.0 / self.K)
-        return dcg_weights(self.K)
+            return np.full(n, 1.0 / self.K)
+        return dcg_weights(n)
 
     def rewards(self, labels: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
         r"""Per-document rewards :math:`\rho` ``(n,)`` of validated labels (module docstring)."""
@@ -84,5 +99,5 @@ class RankingMetric:
         if self.metric == "dcg":
             return rho
         out = np.empty_like(rho)
-        _kernels.ideal_normalise(rho, group_ptr, self.theta(), out)
+        _kernels.ideal_normalise(rho, group_ptr, self.theta(group_ptr), out)
         return out

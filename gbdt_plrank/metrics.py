@@ -67,7 +67,7 @@ import numpy.typing as npt
 from ._groups import resolve_groups, row_queries
 from ._kernels import fairness as _fair_kernels
 from ._kernels import metrics as _metric_kernels
-from ._ranking_metric import GAINS, dcg_weights, gains
+from ._ranking_metric import GAINS, dcg_weights, gains, ranks_used
 from ._util.validation import (
     as_finite_vector,
     check_choice,
@@ -141,8 +141,7 @@ def _relevant(y: FloatArray) -> FloatArray:
 
 def _cutoff(r: _Ranked, k: int | None) -> int:
     """Length of the rank-weight vector: ``k`` capped at the longest query."""
-    longest = int(r.sizes.max()) if r.sizes.size else 0
-    return longest if k is None else min(k, longest)
+    return ranks_used(k, r.ptr)
 
 
 def _sums(
@@ -557,9 +556,8 @@ def _equal_exposure_target(
     y: FloatArray, ptr: npt.NDArray[np.int64], k: int | None
 ) -> FloatArray:
     """Per row: the mean rank weight over the ranks its grade occupies in the ideal ranking."""
-    longest = int(np.diff(ptr).max()) if y.shape[0] else 0
     eps = np.empty(y.shape[0])
-    theta = dcg_weights(longest if k is None else min(k, longest))
+    theta = dcg_weights(ranks_used(k, ptr))
     _fair_kernels.equal_exposure_target(y, ptr, theta, eps)
     return eps
 

@@ -14,7 +14,12 @@ How ``group=`` is read (every method, the same rule as :mod:`gbdt_plrank.metrics
 - LightGBM-style group sizes: a sequence whose length differs from ``n_rows`` and that sums to
   ``n_rows`` (rows already grouped, queries in the given order; sizes as long as ``n_rows``, i.e.
   one-row queries only, would read as ids: pass ids for those);
-- ``None``: all rows form one query.
+- a column name, with a pandas DataFrame ``X``: that column holds the per-row query ids and is
+  not a feature (``fit`` leaves it out, and :meth:`~PolicyRanker.predict` drops it from ``X``);
+- ``None``: refused by ``fit``, ``score`` and ``expected_metric``, which train on queries or
+  judge them (all rows as one query would be silently wrong, e.g. in ``GridSearchCV`` without
+  metadata routing); all rows form one query for ``sample_rankings`` and
+  ``expected_exposure``. ``group=np.zeros(n_rows)`` makes all rows one query anywhere.
 
 Every output comes back in the caller's row order.
 """
@@ -42,7 +47,7 @@ from ._boosters import (
     backend_of_booster,
     query_weights,
 )
-from ._groups import resolve_groups
+from ._groups import drop_group_column, ranker_group, require_group, resolve_groups
 from ._training.fairness import checked_item_groups
 from ._training.objective import PLRankObjective
 from ._training.options import PLRankOptions
@@ -100,11 +105,17 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
         ``options`` are the fit's checked options, from which ``plan`` was built.
         """
+        column = group if isinstance(group, str) else None
+        X, group = ranker_group(X, group)
         data = self._query_data(
             X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
         )
-        evals = [self._eval_data(i, item, options) for i, item in enumerate(eval_set or ())]
-        self._keep(backend.train(settings, data, evals, plan))
+        evals = [
+            self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())
+        ]
+        trained = backend.train(settings, data, evals, plan)
+        self.group_column_ = column
+        self._keep(trained)
         return self
 
     def _keep(self, trained: Trained) -> None:
@@ -116,17 +127,33 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             trained.booster, self.n_features_in_
         )
 
-    def _eval_data(self, i: int, item: object, options: PLRankOptions) -> Split:
-        """``eval_set[i]`` checked against the training features and grouped by query."""
-        if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
+    def _eval_data(
+        self, i: int, item: object, options: PLRankOptions, column: str | None
+    ) -> Split:
+        """``eval_set[i]`` checked against the training features and grouped by query.
+
+        ``column`` is the training set's query-id column (None: none), which is not a feature.
+        """
+        if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
             given = type(item).__name__
             if isinstance(item, (tuple, list)):
                 given += f" of length {len(item)}"
             raise ValueError(
-                f"eval_set[{i}] must be a tuple (X, y), (X, y, group) or (X, y, group, "
-                f"item_groups), but a {given} is given."
+                f"eval_set[{i}] must be a tuple (X, y, group) or (X, y, group, item_groups), "
+                f"but a {given} is given: every eval set needs the query groups of its rows."
             )
-        X, y, group, item_groups = (*item, None, None)[:4]
+        X, y, group, item_groups = (*item, None)[:4]
+        if group is None:
+            raise ValueError(
+                f"eval_set[{i}] needs the query groups of its rows, but its group is None, which "
+                f"would score all its rows as one query: pass (X, y, group), group the per-row "
+                f"query ids (or group sizes, or the name of a column of a DataFrame X); "
+                f"group=np.zeros(n_rows) if all rows are one query."
+            )
+        X, group = ranker_group(
+            X if isinstance(group, str) else drop_group_column(X, column), group,
+            where=f" of eval_set[{i}]",
+        )
         return self._query_data(
             X, y, group, item_groups, options=options, reset=False,
             name=f"eval_set[{i}] item_groups",
@@ -141,8 +168,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
         ``name`` names the item groups in errors.
         """
+        given = X
         X, y = self._checked_X(X, y, reset=reset)
         labels = check_labels(y, gain=options.gain)
+        require_group(given, group, needed_by="fit")
         ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
         groups = resolve_groups(group, X.shape[0])
         data = Split.grouped(X, labels, groups, ids)
@@ -191,7 +220,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Features, as in ``fit``.
+            Features, as in ``fit``. A DataFrame may hold the query-id column that ``fit`` read
+            its groups from (``group="qid"``): it is dropped, as it is not a feature.
 
         Returns
         -------
@@ -199,7 +229,9 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             The policy's log-scores :math:`m(d)`.
         """
         backend = self._fitted_backend()
-        X = self._checked_X(X, reset=False)
+        X = self._checked_X(
+            drop_group_column(X, getattr(self, "group_column_", None)), reset=False
+        )
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
 
@@ -348,6 +380,9 @@ class PLRankRanker(PolicyRanker):
         Number of features seen in :meth:`fit`.
     feature_names_in_ : ndarray of shape (n_features,)
         Feature names, when ``X`` had string column names.
+    group_column_ : str or None
+        The DataFrame column :meth:`fit` read the query ids from (``group="qid"``), which is not
+        a feature: :meth:`predict` drops it from ``X``; ``None`` when ``group`` held the ids.
 
     Notes
     -----
@@ -462,9 +497,15 @@ class PLRankRanker(PolicyRanker):
             become the booster's feature names.
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
-        group : array-like or None, default None
+        group : array-like or str
             Per-row query ids (rows in any order), or group sizes when its length differs from
-            ``n_samples`` and it sums to ``n_samples``, or ``None`` for one query.
+            ``n_samples`` and it sums to ``n_samples``, or with a pandas DataFrame ``X`` the
+            name of its column of query ids (``group="qid"``: the column is not a feature, and
+            :meth:`predict` drops it). Required: ``None`` raises (all rows as one query would
+            train on a single query, silently); ``np.zeros(n_samples)`` makes all rows one
+            query. In ``GridSearchCV`` or ``cross_val_score``, route the query ids with
+            scikit-learn's metadata routing (``set_fit_request(group="groups")``, the user
+            guide's "Cross-validation with query groups").
         item_groups : array-like of shape (n_samples,) or None, default None
             With ``fairness="group-disparity"`` (and only then): the item group of every row, an
             integer id >= 0, two or more distinct ids (e.g. a protected attribute, 0 or 1).
@@ -474,8 +515,9 @@ class PLRankRanker(PolicyRanker):
             row of a query, or one per query, in the order of the sorted query ids (of the
             given sizes). A query's weight scales its gradient and Hessian, so it counts as
             that many copies of the query. Eval sets are not weighted.
-        eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
-            Validation sets, scored after every round (the metric@K of the ranking, and the
+        eval_set : list of tuples (X, y, group) or (X, y, group, item_groups), default None
+            Validation sets with their query groups (read as ``group``; a column name reads a
+            column of that set's ``X``), scored after every round (the metric@K of the ranking, and the
             value ``stopping_metric`` names: the standardised or the plain policy's expected
             metric@K, minus the weighted fairness loss with ``fairness``); their history is ``evals_result_``, under the
             names ``"valid_0"``, ``"valid_1"``, ... With ``fairness="group-disparity"`` each
@@ -495,7 +537,9 @@ class PLRankRanker(PolicyRanker):
             On an unknown backend or option, a tree setting that breaks its rule (e.g.
             ``learning_rate`` a finite number > 0, ``num_leaves`` an integer >= 2), features
             that are infinite or in a non-numeric column, labels that are NaN or negative,
-            lengths that differ, a group that is neither ids nor sizes, early stopping without eval set,
+            lengths that differ, a missing group (for the training set or an eval set), a
+            group that is neither ids nor sizes nor a column of X, query ids left in X as a
+            column, early stopping without eval set,
             fairness options that break their rules (see ``fairness``), and item groups
             given without group fairness, missing with it (for the training set or an eval
             set), or of the wrong length, NaN, negative, non-integer or a single group.

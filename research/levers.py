@@ -172,7 +172,9 @@ class Lever:
         o = self.main
         fisher = np.empty_like(grad)
         margins = np.ascontiguousarray(preds, dtype=np.float64)
-        gn_groups(margins, o._rho, o._ptr, o.metric.theta(), 100, self.seed, self.round, fisher)
+        gn_groups(
+            margins, o._rho, o._ptr, o.metric.theta(o._ptr), 100, self.seed, self.round, fisher
+        )
         return grad, (fisher if mode == "fisher" else 0.5 * hess + 0.5 * fisher)
 
 

@@ -71,7 +71,7 @@ def _compare(scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, met
         scores, rho, ptr, m, hessian=hessian, N=N, seed=seed, round_=round_, sampler="race",
         n_jobs=1, keys=keys,
     )
-    gpu = CudaEstimate(rho, ptr, None, m.theta(), N=N, hessian=hessian)
+    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian)
     g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
     assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
     assert np.abs(h - hess).max() <= TOL * max(1.0, np.abs(hess).max()), (h, hess)

@@ -585,3 +585,26 @@ def test_align_queries_accepts_a_dask_dataframe_and_series():
     np.testing.assert_array_equal(qa.compute(), qid[order])
     np.testing.assert_array_equal(ya.compute(), y[order])
     np.testing.assert_array_equal(Xa.compute(), X[order])
+
+
+def test_a_query_id_column_is_read_by_name_and_never_a_feature(client):
+    """group="qid" reads a dask DataFrame's column as the query ids and leaves it out of the
+    features; predict drops it, on the cluster and after to_local."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y, qid = _data(n_queries=30)
+    order = np.argsort(qid, kind="stable")
+    X, y, qid = X[order], y[order], qid[order]
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).assign(qid=qid)
+    framed = dd.from_pandas(frame, npartitions=1)
+    ys = dd.from_pandas(pd.Series(y), npartitions=1)
+    options = {"K": 5, "N": 10, "n_estimators": 3, "n_jobs": 1, "random_state": 0}
+    by_name = DaskPLRankRanker(**options).fit(framed, ys, group="qid")
+    plain = DaskPLRankRanker(**options).fit(*_dask(X, y, qid, X.shape[0]))
+    assert by_name.group_column_ == "qid" and by_name.n_features_in_ == X.shape[1]
+    expected = plain.predict(da.from_array(X)).compute()
+    np.testing.assert_array_equal(by_name.predict(framed).compute(), expected)
+    np.testing.assert_array_equal(by_name.to_local().predict(frame), expected)
+    with pytest.raises(ValueError, match="group='query' must name a column of X"):
+        DaskPLRankRanker(**options).fit(framed, ys, group="query")

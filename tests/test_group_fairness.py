@@ -365,7 +365,7 @@ def test_ranker_names_missing_and_unwanted_item_groups(grouped):
         _ranker(fairness="expected-exposure", params={}).fit(
             train.X, train.y, group=train.qid, item_groups=g_train
         )
-    with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y\), \(X, y, "
-                       r"group\) or \(X, y, group, item_groups\), but a tuple of length 5"):
+    with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y, group\) or "
+                       r"\(X, y, group, item_groups\), but a tuple of length 5"):
         fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
                  eval_set=[(vali.X, vali.y, vali.qid, g_vali, None)])

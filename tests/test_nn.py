@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+from sklearn_checks import CHECKS_THAT_FIT, NO_GROUPS, one_query  # noqa: E402
 
 from gbdt_plrank import plrank_grad_hess  # noqa: E402
 from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
@@ -269,8 +270,34 @@ def test_the_package_works_without_torch() -> None:
 # --------------------------------------------------------------------------------------------
 # scikit-learn's common checks
 # --------------------------------------------------------------------------------------------
+class OneQueryPLRankMLPRanker(PLRankMLPRanker):
+    """PLRankMLPRanker whose ``fit`` and ``score`` read a missing group as one query: the ranker
+    the common checks can fit (:mod:`sklearn_checks`)."""
+
+    def fit(self, X, y, group=None, *, item_groups=None, eval_set=None,
+            early_stopping_rounds=None):
+        return super().fit(X, y, one_query(X, group), item_groups=item_groups, eval_set=eval_set,
+                           early_stopping_rounds=early_stopping_rounds)
+
+    def score(self, X, y, group=None):
+        return super().score(X, y, one_query(X, group))
+
+
+def _checks_that_cannot_apply(estimator: PLRankMLPRanker) -> dict[str, str]:
+    """Every check passes on the ranker given one query; without groups, no fit can pass."""
+    if isinstance(estimator, OneQueryPLRankMLPRanker):
+        return {}
+    return dict.fromkeys((*CHECKS_THAT_FIT, "check_estimators_nan_inf"), NO_GROUPS)
+
+
+_FAST_CHECKS = {"N": 4, "batch_size": 4, "max_epochs": 2, "n_jobs": 1, "progress": False,
+                "random_state": 0}
+
+
 @parametrize_with_checks(
-    [PLRankMLPRanker(N=4, batch_size=4, max_epochs=2, n_jobs=1, progress=False, random_state=0)],
+    [PLRankMLPRanker(**_FAST_CHECKS), OneQueryPLRankMLPRanker(**_FAST_CHECKS)],
+    expected_failed_checks=_checks_that_cannot_apply,
+    xfail_strict=True,
 )
 def test_sklearn_common_checks(estimator, check):
     check(estimator)

@@ -401,3 +401,36 @@ def test_continue_from_holds_for_one_training_and_names_what_it_takes(data):
     with pytest.raises(TypeError, match=r"continue_from takes the xgboost\.Booster or "
                                         r"lightgbm\.Booster .* but a builtins\.int is given"):
         obj.continue_from(3)
+def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
+    """Every function that takes a cut-off sizes its arrays by min(K, longest query): K=10**9
+    runs in little memory and equals K = the longest query (a query of D documents is ranked
+    to min(K, D)). The estimator, from sampled and from given rankings, with and without
+    fairness; the objective's round and eval metrics; PiRank; the metrics."""
+    from gbdt_plrank import metrics, pirank_objective
+    from gbdt_plrank._training.plrank import plrank_grad_hess_from_rankings
+
+    X, y, qid, sizes = data
+    ptr = boundaries(sizes)
+    longest = int(sizes.max())
+    m = np.random.default_rng(1).normal(size=y.size)
+    first = slice(0, int(sizes[0]))
+    rankings = np.array([np.random.default_rng(s).permutation(sizes[0]) for s in range(4)])
+
+    def run(K):
+        dmatrix = xgb.DMatrix(X, y, qid=qid)
+        obj = plrank_objective(K=K, N=10, seed=2, train_K=K)
+        fair = plrank_objective(K=K, N=10, seed=2, fairness="expected-exposure")
+        return [
+            *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1),
+            *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1, fairness="disparity"),
+            *plrank_grad_hess_from_rankings(m[first], y[first], rankings, K=K),
+            *obj(m.astype(np.float32), dmatrix), *fair(m.astype(np.float32), dmatrix),
+            obj.expected_metric(m, dmatrix)[1], obj.standardized_metric(m, dmatrix)[1],
+            *pirank_objective(K=K)(m.astype(np.float32), dmatrix),
+            metrics.expected_exposure_loss(y, np.abs(m) / 4, qid, k=K),
+        ]
+
+    with little_memory():
+        huge = run(10**9)
+    for got, want in zip(huge, run(longest), strict=True):
+        np.testing.assert_array_equal(got, want)

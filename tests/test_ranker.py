@@ -18,6 +18,7 @@ import xgboost
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn_checks import CHECKS_THAT_FIT, CHECKS_THAT_FIT_WEIGHTED, NO_GROUPS, one_query
 
 from gbdt_plrank._util.schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
@@ -273,6 +274,124 @@ def test_a_categorical_or_string_column_is_named(mq):
         PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
 
 
+def _with_qid(split: Split) -> pd.DataFrame:
+    """The split's features and, last, its query ids as the column ``"qid"``."""
+    return _frame(split.X).assign(qid=split.qid)
+
+
+def test_a_query_id_column_is_read_by_name_and_never_a_feature(mq):
+    """group="qid" takes the DataFrame's column as the query ids and out of the features, in fit,
+    the eval sets, predict, score and the policy's methods: the model of the ids given apart."""
+    train, vali, test = mq
+    options = {"n_estimators": 5, "learning_rate": 0.3, "stopping_metric": "policy", **FAST}
+    plain = PLRankRanker(**options).fit(
+        _frame(train.X), train.y, train.qid, eval_set=[(_frame(vali.X), vali.y, vali.qid)]
+    )
+    by_name = PLRankRanker(**options).fit(
+        _with_qid(train), train.y, "qid", eval_set=[(_with_qid(vali), vali.y, "qid")]
+    )
+    assert by_name.group_column_ == "qid" and plain.group_column_ is None
+    assert by_name.n_features_in_ == 46 and "qid" not in by_name.feature_names_in_
+    assert by_name.evals_result_ == plain.evals_result_
+    framed = _with_qid(test)
+    expected = plain.predict(_frame(test.X))
+    np.testing.assert_array_equal(by_name.predict(framed), expected)  # the column is dropped
+    np.testing.assert_array_equal(by_name.predict(_frame(test.X)), expected)
+    assert by_name.score(framed, test.y, "qid") == plain.score(_frame(test.X), test.y, test.qid)
+    assert by_name.score(framed, test.y, test.qid) == by_name.score(framed, test.y, "qid")
+    policy = {"n_samples": 5, "random_state": 0}
+    assert by_name.expected_metric(framed, test.y, "qid", **policy) == plain.expected_metric(
+        _frame(test.X), test.y, test.qid, **policy)
+    np.testing.assert_array_equal(by_name.expected_exposure(framed, "qid", **policy),
+                                  plain.expected_exposure(_frame(test.X), test.qid, **policy))
+    for got, want in zip(by_name.sample_rankings(framed, "qid", **policy),
+                         plain.sample_rankings(_frame(test.X), test.qid, **policy)):
+        np.testing.assert_array_equal(got, want)
+    # a model fitted without the column refuses it as an unseen feature (scikit-learn's check)
+    with pytest.raises(ValueError, match=r"Feature names unseen at fit time:\n- qid"):
+        plain.predict(framed)
+
+
+def test_query_ids_left_in_X_or_a_bad_column_name_are_refused_saying_how(mq):
+    train, _, _ = mq
+    frame = _with_qid(train)
+    ranker = PLRankRanker(n_estimators=2, **FAST)
+    left_in = re.escape(
+        "X still holds the query ids as its column 'qid', which would be a feature: pass "
+        "group='qid' (the column is then read as the query ids and left out of the features), "
+        "or drop it from X, X.drop(columns='qid')."
+    )
+    for ids in (frame["qid"], train.qid, frame["qid"].rename("query")):
+        with pytest.raises(ValueError, match=left_in):
+            ranker.fit(frame, train.y, ids)
+    renamed = frame.rename(columns={"qid": "session"})
+    with pytest.raises(ValueError, match=left_in.replace("qid", "session")):
+        ranker.fit(renamed, train.y, renamed["session"])
+    with pytest.raises(ValueError, match=re.escape(
+            "group='query' must name a column of X, but X has no column 'query' (its columns: "
+            "'feature 0', 'feature 1',")):
+        ranker.fit(frame, train.y, "query")
+    with pytest.raises(ValueError, match=re.escape(
+            "group='qid' names a column, which needs X to be a DataFrame, but X is a "
+            "scipy.sparse._csr.csr_matrix: pass the query ids themselves, group=qid.")):
+        ranker.fit(train.X, train.y, "qid")
+    with pytest.raises(ValueError, match=re.escape(
+            "fit needs the query groups, but group is None, which would make all rows one query")
+    ) as missing:
+        ranker.fit(frame, train.y)
+    assert "X has a column 'qid': group='qid' reads the query ids from it." in str(missing.value)
+    with pytest.raises(ValueError, match=re.escape(
+            f"group must be a sequence, per-row query ids (length {train.y.size}) or group sizes, "
+            f"but the single value 7 is given.")):
+        ranker.fit(train.X, train.y, 7)
+    with pytest.raises(ValueError, match=r"group must be a sequence, .* the single value 'qid'"):
+        ndcg(train.y, train.y, "qid")
+
+
+def test_fit_score_and_expected_metric_need_the_query_groups(fitted, mq):
+    """Without group, the ranker refuses to train or judge all rows as one query, naming
+    metadata routing and its recipe; the policy's rankings and exposures read None as one query."""
+    train, vali, test = mq
+    ranker = PLRankRanker(n_estimators=2, **FAST)
+    routing = (
+        "In GridSearchCV, cross_validate or cross_val_score, route the query ids with "
+        "scikit-learn's metadata routing: sklearn.set_config(enable_metadata_routing=True); "
+        "ranker.set_fit_request(group='groups').set_score_request(group='groups')"
+    )
+    for method, call in [
+        ("fit", lambda: ranker.fit(train.X, train.y)),
+        ("score", lambda: fitted.score(test.X, test.y)),
+        ("expected_metric", lambda: fitted.expected_metric(test.X, test.y, n_samples=2)),
+    ]:
+        with pytest.raises(ValueError, match=f"{method} needs the query groups, but group is None"
+                           ) as err:
+            call()
+        assert routing in str(err.value) and "group=np.zeros(n_rows)" in str(err.value)
+    for eval_set in ([(vali.X, vali.y)], [(vali.X, vali.y, None)]):
+        with pytest.raises(ValueError, match=r"eval_set\[0\] (must be a tuple \(X, y, group\)|"
+                                             r"needs the query groups of its rows)"):
+            ranker.fit(train.X, train.y, train.qid, eval_set=eval_set)
+    # all rows as one query, when asked for
+    n = test.y.size
+    assert fitted.score(test.X, test.y, np.zeros(n)) == fitted.score(test.X, test.y, [n])
+    assert fitted.score(test.X, test.y, [n]) == ndcg(test.y, fitted.predict(test.X), k=5)
+    (one,) = fitted.sample_rankings(test.X[:7], n_samples=2)
+    assert one.shape == (2, 5)
+
+
+def test_model_selection_without_routing_is_refused(mq):
+    """The issue's reproduction: GroupKFold gets the query ids, fit and score do not."""
+    train, _, _ = mq
+    ranker = PLRankRanker(n_estimators=2, **FAST)
+    search = GridSearchCV(ranker, {"learning_rate": [0.1, 0.3]}, cv=GroupKFold(3))
+    with pytest.raises(ValueError, match="All the 6 fits failed") as err:
+        search.fit(train.X, train.y, groups=train.qid)
+    assert "fit needs the query groups" in str(err.value)
+    assert "set_fit_request(group='groups')" in str(err.value)
+    with pytest.raises(ValueError, match="All the 3 fits failed"):
+        cross_val_score(ranker, train.X, train.y, groups=train.qid, cv=GroupKFold(3))
+
+
 # --------------------------------------------------------------------------------------------
 # Group rules, row order, seeds
 # --------------------------------------------------------------------------------------------
@@ -312,6 +431,49 @@ def test_random_state(backend, mq):
     np.testing.assert_array_equal(fit(3), fit(3))
     np.testing.assert_array_equal(fit(np.random.RandomState(3)), fit(np.random.RandomState(3)))
     assert not np.array_equal(fit(3), fit(4))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"backend": "xgboost"},
+        {"backend": "lightgbm", "fairness": "expected-exposure", "stopping_metric": "policy"},
+        {"backend": "xgboost", "metric": "precision", "stopping_metric": "policy"},
+    ],
+    ids=["ndcg", "fair", "precision"],
+)
+def test_a_cutoff_beyond_the_longest_query_costs_what_the_longest_query_costs(
+    options, little_memory
+):
+    """K=10**9 on 160 rows asked for arrays of 2*10**9 rank weights; every array sized by a
+    cut-off now follows min(K, longest query), and since a query of D documents is ranked to
+    min(K, D), the results are those of K = the longest query (10)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(160, 5))
+    y = np.clip(np.round(X[:, 0] + rng.normal(0, 0.5, 160) + 1), 0, 3)
+    qid = np.repeat(np.arange(16), 10)
+    settings = {"n_estimators": 4, "min_child_weight": 0.01, **FAST, **options}
+    policy = {"n_samples": 4, "random_state": 0}
+
+    def run(K):
+        ranker = PLRankRanker(K=K, **settings).fit(
+            X, y, qid, eval_set=[(X[:80], y[:80], qid[:80])], early_stopping_rounds=10
+        )
+        history = [values for _, values in sorted(ranker.evals_result_["valid_0"].items())]
+        return (
+            ranker.predict(X), history, ranker.score(X, y, qid),
+            ranker.expected_metric(X, y, qid, **policy),
+            ranker.expected_exposure(X, qid, **policy),
+            ranker.sample_rankings(X, qid, **policy)[0],
+        )
+
+    with little_memory():  # 2 * 10**9 float64 rank weights would need 15 GiB
+        huge = run(10**9)
+    longest = run(10)
+    assert huge[1] == longest[1] and huge[2] == longest[2] and huge[3] == longest[3]
+    for got, want in zip(huge[:1] + huge[4:], longest[:1] + longest[4:]):
+        np.testing.assert_array_equal(got, want)
+    assert huge[5].shape == (4, 10)
 
 
 # --------------------------------------------------------------------------------------------
@@ -457,7 +619,7 @@ def test_temperature_samples_the_policy_of_the_divided_margins(fitted, mq, tempe
     plain = _exact_policy(margins, y, 5)[2]
     assert np.abs(exposure - plain).max() > 0.05  # the temperature changes the policy
     S = 4000
-    est = fitted.expected_metric(X, y, n_samples=S, random_state=0, temperature=temperature)
+    est = fitted.expected_metric(X, y, [5], n_samples=S, random_state=0, temperature=temperature)
     assert abs(est.mean - mean) < 5 * math.sqrt(variance / S)
     got = fitted.expected_exposure(X, n_samples=S, random_state=1, temperature=temperature)
     np.testing.assert_allclose(got, exposure, atol=5 * 0.5 / math.sqrt(S))
@@ -479,6 +641,21 @@ def test_bad_temperature_is_refused(fitted, mq, bad):
 # --------------------------------------------------------------------------------------------
 # scikit-learn: the common checks, model selection with query groups
 # --------------------------------------------------------------------------------------------
+class OneQueryPLRankRanker(PLRankRanker):
+    """PLRankRanker whose ``fit`` and ``score`` read a missing group as one query: the ranker the
+    common checks can fit (:mod:`sklearn_checks`)."""
+
+    def fit(self, X, y, group=None, *, item_groups=None, sample_weight=None, eval_set=None,
+            early_stopping_rounds=None):
+        return super().fit(
+            X, y, one_query(X, group), item_groups=item_groups, sample_weight=sample_weight,
+            eval_set=eval_set, early_stopping_rounds=early_stopping_rounds,
+        )
+
+    def score(self, X, y, group=None):
+        return super().score(X, y, one_query(X, group))
+
+
 def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
     """Common checks that cannot pass, with the reason; any other check must pass.
 
@@ -486,6 +663,8 @@ def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
     (the ranker's estimator type is None: it scores NDCG@K, not accuracy or R^2) and the
     array-API checks (skipped by scikit-learn unless ``SCIPY_ARRAY_API=1``).
     """
+    if not isinstance(estimator, OneQueryPLRankRanker):
+        return dict.fromkeys(CHECKS_THAT_FIT + CHECKS_THAT_FIT_WEIGHTED, NO_GROUPS)
     per_row = (
         "sample_weight weighs whole queries (XGBRanker's rule: the PL-Rank objective has no "
         "per-document weights); the check's weights differ within its one query and are refused."
@@ -505,15 +684,20 @@ def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
     return out
 
 
+_LIGHTGBM_FOR_THE_CHECKS = {
+    "backend": "lightgbm", "params": {"min_data_in_leaf": 2, "min_data_in_bin": 1},  # 10-30 rows
+}
+
+
 @parametrize_with_checks(
     [
         PLRankRanker(backend="xgboost", n_estimators=3, N=4, n_jobs=1, random_state=0),
-        PLRankRanker(
-            backend="lightgbm", n_estimators=3, N=4, n_jobs=1, random_state=0,
-            params={"min_data_in_leaf": 2, "min_data_in_bin": 1},  # the checks use 10-30 rows
-        ),
+        OneQueryPLRankRanker(backend="xgboost", n_estimators=3, N=4, n_jobs=1, random_state=0),
+        OneQueryPLRankRanker(n_estimators=3, N=4, n_jobs=1, random_state=0,
+                             **_LIGHTGBM_FOR_THE_CHECKS),
     ],
     expected_failed_checks=_checks_that_cannot_apply,
+    xfail_strict=True,
 )
 def test_sklearn_common_checks(estimator, check):
     check(estimator)
@@ -571,7 +755,7 @@ def test_model_selection_with_group_kfold(backend, mq):
          "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
-        ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y\)"),
+        ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y, group\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
         ({"fairness": "expected-exposure", "fairness_weight": -1.0}, {}, ValueError,

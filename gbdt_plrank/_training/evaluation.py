@@ -121,7 +121,7 @@ class PolicyValue:
         ptr = queries.group_ptr
         self._row_query = row_queries(ptr)
         self._rho = metric.rewards(queries.y, ptr)
-        self._theta = metric.theta()
+        self._theta = metric.theta(ptr)
         relevant = np.bincount(self._row_query, self._rho > 0, minlength=queries.n_queries)
         self._empty = (relevant == 0) if metric.metric == "ndcg" else np.zeros(len(relevant), bool)
 

@@ -165,8 +165,8 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         if self.device == "cuda":
             self._gpu = CudaEstimate(
-                self._rho, self._ptr, self._weights, self.metric.theta(), N=self.options.N,
-                hessian=self.options.hessian,
+                self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
+                N=self.options.N, hessian=self.options.hessian,
             )
         if self.fairness is None:
             return
@@ -179,7 +179,8 @@ class PLRankObjective(BoosterObjective):
                 "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
             )
         self._terms = self.fairness.terms(
-            self._labels, self._ptr, self.metric.theta(), gain=self.metric.gain, item_groups=ids
+            self._labels, self._ptr, self.metric.theta(self._ptr), gain=self.metric.gain,
+            item_groups=ids,
         )
 
     def _grad_hess(

@@ -90,7 +90,9 @@ def _run(
     hess = np.empty_like(scores)
     bound = hessian == "bound"
     with numba_threads(n_jobs):
-        _pirank_kernels.pirank_groups(scores, rho, ptr, metric.theta(), tau, bound, loss, grad, hess)
+        _pirank_kernels.pirank_groups(
+            scores, rho, ptr, metric.theta(ptr), tau, bound, loss, grad, hess
+        )
     return loss, grad, finish_hessian(hess, "raw" if bound else hessian)
 
 

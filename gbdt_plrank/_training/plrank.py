@@ -131,7 +131,7 @@ def estimate(
     slope = None if fairness is None else np.empty_like(scores)
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
-    theta = metric.theta()
+    theta = metric.theta(group_ptr)
     rows_per_call = max(1, CHUNK_WORK * thread_count(n_jobs) // N)
     with numba_threads(n_jobs):
         for a, b in query_chunks(group_ptr, rows_per_call):
@@ -279,7 +279,7 @@ def plrank_grad_hess(
     fair = options.fairness_spec
     ids = checked_item_groups(fair, item_groups, m.shape[0])
     terms = None if fair is None else fair.terms(
-        y, ptr, metric_K.theta(), gain=options.gain, item_groups=ids
+        y, ptr, metric_K.theta(ptr), gain=options.gain, item_groups=ids
     )
     return estimate(
         m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian, N=options.N,
@@ -353,7 +353,7 @@ def plrank_grad_hess_from_rankings(
         )
     ptr = np.array([0, D], dtype=np.int64)
     rho = metric_K.rewards(y, ptr)
-    theta = metric_K.theta()
+    theta = metric_K.theta(ptr)
     grad = np.zeros(D)
     hess = np.zeros(D)
     if D >= 2 and fair is not None and (fair.trains_empty_queries or rho.max() > 0):

@@ -13,8 +13,17 @@ from typing import Any, NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._groups import Split, boundaries, resolve_groups, row_queries
-from .._ranking_metric import RankingMetric, dcg_weights
+from .._groups import (
+    Groups,
+    Split,
+    boundaries,
+    drop_group_column,
+    ranker_group,
+    require_group,
+    resolve_groups,
+    row_queries,
+)
+from .._ranking_metric import RankingMetric, dcg_weights, ranks_used
 from .._util.validation import (
     check_labels,
     check_positive_int,
@@ -111,7 +120,9 @@ class PolicyMethods:
 
     The ranker provides ``predict(X)`` (its margins, after checking that it is fitted and
     ``X``), the cut-off ``K``, ``metric`` and ``gain`` of the metric it is judged by, and
-    ``n_jobs``.
+    ``n_jobs``; after ``fit``, ``group_column_`` names the DataFrame column that held the query
+    ids, if any. ``group`` is read by :func:`~gbdt_plrank._groups.ranker_group`: the methods
+    that judge queries (:meth:`score`, :meth:`expected_metric`) refuse ``None``.
     """
 
     K: int
@@ -125,12 +136,28 @@ class PolicyMethods:
     def _judged_metric(self, K: int | None = None) -> RankingMetric:
         return RankingMetric(self.metric, self.K if K is None else K, self.gain)
 
+    def _margins(
+        self, X: Any, group: Any, *, needed_by: str | None, temperature: object = 1.0
+    ) -> tuple[np.ndarray, Groups]:
+        """The margins of ``X`` divided by ``temperature``, and the queries of ``group``.
+
+        A column name ``group`` is read from a DataFrame ``X``; the query-id column of ``fit``
+        is not a feature either way.
+        """
+        temperature = check_positive_number("temperature", temperature)
+        if not isinstance(group, str):
+            X = drop_group_column(X, getattr(self, "group_column_", None))
+        X, group = ranker_group(X, group)
+        margins = self.predict(X) / temperature
+        if needed_by is not None:
+            require_group(X, group, needed_by=needed_by)
+        return margins, resolve_groups(group, margins.shape[0])
+
     def _sample(
         self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any,
-        temperature: object,
+        temperature: object, needed_by: str | None = None,
     ) -> PolicySample:
-        margins = self.predict(X) / check_positive_number("temperature", temperature)
-        groups = resolve_groups(group, margins.shape[0])
+        margins, groups = self._margins(X, group, needed_by=needed_by, temperature=temperature)
         (seed,) = seeds_from(random_state, 1)
         return sample_policy(
             margins, groups, K=check_positive_int("K", K),
@@ -149,17 +176,19 @@ class PolicyMethods:
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Labels, finite and ``>= 0``.
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` (as in ``fit``).
+        group : array-like or str
+            Query ids, group sizes or a DataFrame column's name (as in ``fit``). Required:
+            ``None`` raises rather than score all rows as one query (``np.zeros(n_samples)``
+            does that). In ``GridSearchCV`` or ``cross_val_score``, route it with scikit-learn's
+            metadata routing (``set_score_request(group="groups")``).
 
         Returns
         -------
         float
         """
-        scores = self.predict(X)
+        scores, groups = self._margins(X, group, needed_by="score")
         labels = check_labels(y, gain=self.gain)
         check_same_length(X=scores, y=labels)
-        groups = resolve_groups(group, labels.shape[0])
         queries = Split.grouped(None, labels, groups)
         values = ranking_values(self._judged_metric(), queries, groups.to_sorted(scores))
         return float(values.mean())
@@ -186,8 +215,9 @@ class PolicyMethods:
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        group : array-like, str or None, default None
+            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
+            for one query.
         n_samples : int
             Rankings per query, ``>= 1``.
         K : int or None, default None
@@ -233,8 +263,9 @@ class PolicyMethods:
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        group : array-like, str or None, default None
+            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
+            for one query.
         n_samples : int
             Rankings per query, ``>= 1``.
         random_state : int, RandomState or None, default None
@@ -250,10 +281,11 @@ class PolicyMethods:
         float64 array of shape (n_rows,)
             In the caller's row order.
         """
-        theta = dcg_weights(check_positive_int("K", self.K)) if weights is None else (
-            _rank_weights(weights))
-        margins = self.predict(X) / check_positive_number("temperature", temperature)
-        groups = resolve_groups(group, margins.shape[0])
+        K = check_positive_int("K", self.K) if weights is None else None
+        theta = None if weights is None else _rank_weights(weights)
+        margins, groups = self._margins(X, group, needed_by=None, temperature=temperature)
+        if theta is None:
+            theta = dcg_weights(ranks_used(K, groups.ptr))
         (seed,) = seeds_from(random_state, 1)
         sizes = groups.sizes
         grouped = sampled_exposure(  # the queries' streams of sample_policy: empty ones left out
@@ -289,8 +321,9 @@ class PolicyMethods:
         X : array-like or sparse matrix of shape (n_rows, n_features)
         y : array-like of shape (n_rows,)
             Labels, finite and ``>= 0``.
-        group : array-like or None, default None
-            Query ids, group sizes or ``None`` for one query (as in ``fit``).
+        group : array-like or str
+            Query ids, group sizes or a DataFrame column's name (as in ``fit``). Required, as
+            in :meth:`score`: ``np.zeros(n_rows)`` makes all rows one query.
         n_samples : int
             Rankings per query, ``>= 2``.
         random_state : int, RandomState or None, default None
@@ -310,7 +343,7 @@ class PolicyMethods:
             )
         labels = check_labels(y, gain=self.gain)
         sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
-                              temperature=temperature)
+                              temperature=temperature, needed_by="expected_metric")
         check_same_length(X=sample.groups.order, y=labels)
         values = per_sample_metric(sample, labels, self._judged_metric())
         stderr = values.std(ddof=1) / np.sqrt(values.shape[0])

@@ -9,6 +9,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from .._groups import drop_group_column, ranker_group
 from .._training.fairness import item_groups_needed
 from .._util.compat import require
 from .._util.validation import MAX_EXP_LABEL, check_item_groups
@@ -136,8 +137,10 @@ class DaskPLRankRanker(PLRankRanker):
         X : dask array of shape (n_samples, n_features) or dask DataFrame
         y : dask array or Series of shape (n_samples,)
             Graded relevance labels, chunked like ``X``.
-        group : dask array or Series of shape (n_samples,)
-            Per-row query ids, chunked like ``X``; no query may span two partitions.
+        group : dask array or Series of shape (n_samples,), or str
+            Per-row query ids, chunked like ``X``; no query may span two partitions. With a
+            dask DataFrame ``X``, the name of its column of query ids (not a feature then:
+            :meth:`predict` drops it). Required: ``None`` raises.
         item_groups : dask array or Series of shape (n_samples,) or None, default None
             With ``fairness="group-disparity"`` (and only then; XGBoost only): each row's item
             group, as in :meth:`~gbdt_plrank.PLRankRanker.fit`, chunked like ``X``
@@ -145,8 +148,8 @@ class DaskPLRankRanker(PLRankRanker):
             each worker's objective in XGBoost's ``label_upper_bound`` field, which a callable
             objective leaves out of tree building.
         eval_set : list of (X, y, group) tuples of dask collections, default None
-            Validation sets, each with its query ids and aligned like the training set (scored
-            by the ranking's NDCG@K, so they need no item groups).
+            Validation sets, each with its query ids (or the name of their column) and aligned
+            like the training set (scored by the ranking's NDCG@K, so they need no item groups).
         early_stopping_rounds : int or None, default None
             As in :meth:`~gbdt_plrank.PLRankRanker.fit` (XGBoost only).
 
@@ -185,6 +188,8 @@ class DaskPLRankRanker(PLRankRanker):
             )
         client = _client()
         check_workers(client, ("gbdt_plrank", backend))
+        column = group if isinstance(group, str) else None
+        X, group = ranker_group(X, group)  # None: as_dask_arrays refuses it
         data = _queries(X, y, group, item_groups, where="training data", gain=options.gain)
         evals = []
         for i, item in enumerate(eval_set or ()):
@@ -195,9 +200,16 @@ class DaskPLRankRanker(PLRankRanker):
                     f"{'of length ' + str(len(item)) if isinstance(item, (tuple, list)) else ''}"
                     f" is given."
                 )
-            evals.append(_queries(*item, where=f"eval_set[{i}]", gain=options.gain))
+            X_i, y_i, group_i = item
+            X_i, group_i = ranker_group(
+                X_i if isinstance(group_i, str) else drop_group_column(X_i, column), group_i,
+                where=f" of eval_set[{i}]",
+            )
+            evals.append(_queries(X_i, y_i, group_i, where=f"eval_set[{i}]", gain=options.gain))
         self.n_features_in_ = int(data.X.shape[1])
-        self._keep(train(backend, client, settings, data, evals, plan))
+        trained = train(backend, client, settings, data, evals, plan)
+        self.group_column_ = column
+        self._keep(trained)
         return self
 
     def predict(self, X: Any) -> Any:
@@ -205,6 +217,7 @@ class DaskPLRankRanker(PLRankRanker):
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
         self._fitted_backend()
+        X = drop_group_column(X, getattr(self, "group_column_", None))
         X = X.to_dask_array(lengths=True) if hasattr(X, "to_dask_array") else X
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -217,6 +230,6 @@ class DaskPLRankRanker(PLRankRanker):
         self._fitted_backend()
         local = PLRankRanker(**self.get_params())
         for name in ("n_features_in_", "booster_", "best_iteration_", "evals_result_",
-                     "feature_importances_"):
+                     "feature_importances_", "group_column_"):
             setattr(local, name, getattr(self, name))
         return local

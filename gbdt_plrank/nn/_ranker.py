@@ -100,6 +100,9 @@ class PLRankMLPRanker(PolicyRanker):
         Sum of the absolute first-layer weights of each scaled feature, over their total.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features,)
+    group_column_ : str or None
+        The DataFrame column of query ids named by ``fit(group=...)``, which is not a feature
+        (:meth:`predict` drops it), as in :class:`~gbdt_plrank.PLRankRanker`.
 
     Examples
     --------
@@ -173,14 +176,15 @@ class PLRankMLPRanker(PolicyRanker):
             the LETOR files :func:`gbdt_plrank.datasets.load_dataset` reads).
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
-        group : array-like or None, default None
-            Per-row query ids, group sizes or ``None`` for one query (as
-            :meth:`gbdt_plrank.PLRankRanker.fit` reads them).
+        group : array-like or str
+            Per-row query ids, group sizes or the name of a DataFrame column of query ids (as
+            :meth:`gbdt_plrank.PLRankRanker.fit` reads them). Required: ``None`` raises;
+            ``np.zeros(n_samples)`` makes all rows one query.
         item_groups : array-like of shape (n_samples,) or None, default None
             With ``fairness="group-disparity"`` (and only then): the item group of every row,
             as in :meth:`gbdt_plrank.PLRankRanker.fit`.
-        eval_set : list of tuples (X, y), (X, y, group) or (X, y, group, item_groups), default None
-            Validation sets, scored after every epoch (the metric@K of the ranking and the
+        eval_set : list of tuples (X, y, group) or (X, y, group, item_groups), default None
+            Validation sets with their query groups, scored after every epoch (the metric@K of the ranking and the
             policy's expected metric@K, minus the weighted fairness loss with ``fairness``);
             their history is ``evals_result_``. With ``fairness="group-disparity"`` each entry
             brings its rows' item groups as a fourth element.
@@ -197,7 +201,8 @@ class PLRankMLPRanker(PolicyRanker):
         ValueError
             For an option that breaks its rule (the message names the value and the rule),
             labels that are NaN or negative, features that are not finite, lengths that differ,
-            early stopping without eval set, and item groups given without group fairness,
+            a missing or malformed group (as in :meth:`gbdt_plrank.PLRankRanker.fit`), early
+            stopping without eval set, and item groups given without group fairness,
             missing with it, or breaking their rules (as in
             :meth:`gbdt_plrank.PLRankRanker.fit`).
         """
