@@ -34,9 +34,10 @@ from gbdt_plrank.harness import (
     train,
     write_report,
 )
-from gbdt_plrank.harness import runner as runner_module
-from gbdt_plrank.harness.clicks_config import load_clicks_config
-from gbdt_plrank.harness.clicks_run import run_clicks
+from gbdt_plrank.harness.clicks.config import load_clicks_config
+from gbdt_plrank.harness.clicks.run import run_clicks
+from gbdt_plrank.harness.compare import run as runner_module
+from gbdt_plrank.harness.compare.report import markdown_report
 from gbdt_plrank.harness.data import (
     check_data,
     dataset_label,
@@ -44,7 +45,6 @@ from gbdt_plrank.harness.data import (
     load,
     without_empty_queries,
 )
-from gbdt_plrank.harness.report import markdown_report
 from gbdt_plrank.harness.stats import paired, seed_means
 from gbdt_plrank.harness.store import LOCK_FILE, RunKey, locked_folder
 from gbdt_plrank.harness.training import _refused_param

@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from gbdt_plrank._util.schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
-from gbdt_plrank.harness.config import TreeSettings
+from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 from gbdt_plrank.ranker import PLRankRanker
 

@@ -226,7 +226,7 @@ class ResultStore:
     folder : Path
         The output folder; created if missing.
     settings : mapping
-        The comparison's :meth:`~gbdt_plrank.harness.config.CompareConfig.training_settings`.
+        The comparison's :meth:`~gbdt_plrank.harness.compare.config.CompareConfig.training_settings`.
 
     Raises
     ------

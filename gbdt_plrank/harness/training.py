@@ -28,12 +28,12 @@ from .._training.run import plrank_plan
 from .._util.compat import require
 from .._util.schema import ConfigError
 from ..datasets import Split
-from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
+from .settings import PiRankSettings, PLRankSettings, method_settings, objective_settings
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset
-    from .config import TreeSettings
+    from .settings import TreeSettings
 
 __all__ = ["TEST_CURVE_LIBRARIES", "Fit", "train"]
 

@@ -16,7 +16,7 @@ PL-Rank policy as trained; every model (the fair ones too) as the Plackett-Luce 
 randomisation, or sharpening), where :math:`\sigma` is the root mean within-query variance of
 the model's margins on the *validation* split, so that one grid spans the same range, from
 nearly deterministic to nearly uniform, for every model and fold; with a protected group
-(:mod:`.groups`), the three deterministic rankers also as
+(:mod:`.item_groups`), the three deterministic rankers also as
 :math:`\pi((m + b\sigma a) / (T\sigma))` for every group offset :math:`b`, where :math:`a_d`
 is 1 for the protected documents and 0 for the others (a post-hoc boost or demotion of a group,
 Singh and Joachims 2018); the deterministic LambdaMART ranking; and, on test, the
@@ -43,7 +43,7 @@ from tqdm.auto import tqdm
 from ..._training.fairness import GROUP_FAIRNESS
 from ...datasets import LTRDataset, Split
 from ..data import check_data, dataset_label, load
-from ..groups import protected_rows, with_item_groups, without_item_groups
+from ..item_groups import protected_rows, with_item_groups, without_item_groups
 from ..policy_eval import (
     PolicyValues,
     evaluate_oracle,

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .._util.compat import is_installed, missing_message, require
-from ..clicks import pbm_position_bias
-from .clicks_config import ANCHORS, ClicksConfig
-from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
-from .data import dataset_label, family
-from .stats import paired, seed_means
+from ..._util.compat import is_installed, missing_message, require
+from ...clicks import pbm_position_bias
+from ..data import dataset_label, family
+from ..stats import paired, seed_means
+from .config import ANCHORS, ClicksConfig
+from .run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
 
 __all__ = ["per_query", "write_clicks_report"]
 

@@ -61,30 +61,30 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._boosters import BACKENDS, Plan
-from .._boosters._lightgbm import LightGBMBackend
-from .._ranking_metric import RankingMetric
-from .._training.evaluation import RankingMetricEval
-from .._util.compat import is_installed
-from ..clicks import (
+from ..._boosters import BACKENDS, Plan
+from ..._boosters._lightgbm import LightGBMBackend
+from ..._ranking_metric import RankingMetric
+from ..._training.evaluation import RankingMetricEval
+from ..._util.compat import is_installed
+from ...clicks import (
     ClickLog,
     click_rewards,
     estimate_position_bias,
     pbm_position_bias,
     simulate_clicks,
 )
-from ..datasets import LTRDataset, Split
-from ..metrics import ndcg
-from ..ranker import PLRankRanker
-from .clicks_config import ANCHORS, ClicksConfig
-from .data import check_data, dataset_label, load
-from .store import (
+from ...datasets import LTRDataset, Split
+from ...metrics import ndcg
+from ...ranker import PLRankRanker
+from ..data import check_data, dataset_label, load
+from ..store import (
     append_line,
     check_settings,
     drop_partial_line,
     locked_folder,
     output_folder,
 )
+from .config import ANCHORS, ClicksConfig
 
 __all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
 
