@@ -688,12 +688,12 @@ def test_store_keeps_per_query_values_of_finished_trainings(tmp_path: Path) -> N
     store.add(row, [0.5], {7: 0.25, 3: 1.0})
     (key,) = store.rows()
     # An interruption after the per-query line and before the row: that training is not done.
-    with store.queries_path.open("a") as fh:
+    with store.path("queries").open("a") as fh:
         fh.write('{"dataset": "x", "method": "x", "seed": 1, "k": 0, "qid": [1], "ndcg": [0.1]}\n')
         fh.write('{"dataset": "x", "method"')  # cut short
     reopened = ResultStore(tmp_path, settings={})
     assert reopened.queries() == {key: {3: 1.0, 7: 0.25}}
-    assert reopened.queries_path.read_text().endswith("\n")
+    assert reopened.path("queries").read_text().endswith("\n")
 
 
 def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Path) -> None:

@@ -50,7 +50,6 @@ seed); a rerun skips what is there.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -77,16 +76,19 @@ from ...datasets import LTRDataset, Split
 from ...metrics import ndcg
 from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
-from ..store import (
-    append_line,
-    check_settings,
-    drop_partial_line,
-    locked_folder,
-    output_folder,
-)
+from ..store import ResultStore, Table, locked_folder
 from .config import ANCHORS, ClicksConfig
 
-__all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
+__all__ = [
+    "EXPLORATION",
+    "TABLES",
+    "ResultKey",
+    "add_result",
+    "anchor_missing",
+    "open_store",
+    "planned",
+    "run_clicks",
+]
 
 #: The exploration loop's learners: PL-Rank retrained on the logs of its own deployments.
 EXPLORATION = {"explore-stochastic": True, "explore-deterministic": False}
@@ -110,36 +112,21 @@ class ResultKey(NamedTuple):
     seed: int
 
 
-def _key(record: dict[str, Any]) -> ResultKey:
-    return ResultKey(record["dataset"], record["learner"], int(record["sessions"]),
-                     int(record["seed"]))
+#: The experiment's table (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
+#: :meth:`ClicksConfig.settings`): ``results.jsonl``, one line per result, its key, the test query
+#: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
+#: ``plrank-policy-aware``, the position bias estimated from its log.
+TABLES = {"results": Table("results.jsonl", ResultKey)}
 
 
-class ClicksStore:
-    """The experiment's output folder: ``settings.json`` and ``results.jsonl``.
+def open_store(folder: str | Path, *, settings: dict[str, Any]) -> ResultStore:
+    """The experiment's output folder (:data:`TABLES`)."""
+    return ResultStore(folder, settings=settings, tables=TABLES)
 
-    Each line of ``results.jsonl`` is one result: its key, the test query ids, the test NDCG@k
-    of each query for every k, the best round, the training seconds and, for
-    ``plrank-policy-aware``, the position bias estimated from its log.
-    """
 
-    def __init__(self, folder: str | Path, *, settings: dict[str, Any]) -> None:
-        self.folder = output_folder(folder)
-        self.results_path = self.folder / "results.jsonl"
-        drop_partial_line(self.results_path)
-        self.results: dict[ResultKey, dict[str, Any]] = {}
-        if self.results_path.is_file():
-            with self.results_path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    record = json.loads(line)
-                    self.results[_key(record)] = record
-        check_settings(self.folder, settings, has_results=bool(self.results))
-
-    def add(self, key: ResultKey, **record: Any) -> None:
-        """Store one result (written at once)."""
-        line = {**key._asdict(), **record}
-        append_line(self.results_path, json.dumps(line) + "\n")
-        self.results[key] = line
+def add_result(store: ResultStore, key: ResultKey, **record: Any) -> None:
+    """Store one result (written at once)."""
+    store.append("results", {**key._asdict(), **record})
 
 
 def anchor_missing(learner: str) -> str | None:
@@ -391,7 +378,7 @@ class _Fold:
         return {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
                 "seconds": fit.seconds, **extra}
 
-    def explore(self, arm: str, store: ClicksStore, label: str) -> None:
+    def explore(self, arm: str, store: ResultStore, label: str) -> None:
         """The exploration loop of one arm; stores each round's result that is missing."""
         config, data = self.config, self.data
         stochastic = EXPLORATION[arm]
@@ -407,12 +394,12 @@ class _Fold:
             rewards = self.rewards(joined, estimator="policy-aware", policy=False)
             model, fit = _fit_plrank(config, self.seed, data, rewards["train"], rewards["vali"])
             key = ResultKey(label, arm, r * config.exploration_sessions, self.seed)
-            if key not in store.results:
-                store.add(key, **_test_values(config, data.test, fit.scores),
-                          best_round=fit.best_round, seconds=fit.seconds, round=r)
+            if key not in store.records("results"):
+                add_result(store, key, **_test_values(config, data.test, fit.scores),
+                           best_round=fit.best_round, seconds=fit.seconds, round=r)
 
 
-def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
+def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
     """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     for learner in ANCHORS:
         reason = anchor_missing(learner) if learner in config.learners else None
@@ -423,11 +410,12 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
         for data in config.datasets for fold in config.folds for seed in range(config.seeds)
     ]
     total = sum(len(keys) for *_, keys in units)
-    left = sum(k not in store.results for *_, keys in units for k in keys)
+    done = store.records("results")
+    left = sum(k not in done for *_, keys in units for k in keys)
     echo(f"{left} of {total} results to compute; results in {store.folder}")
     with tqdm(total=left, unit="result", disable=None) as bar:
         for data, fold, seed, keys in units:
-            missing = [k for k in keys if k not in store.results]
+            missing = [k for k in keys if k not in done]
             if not missing:
                 continue
             dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
@@ -435,7 +423,7 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
             for key in missing:
                 if key.learner in EXPLORATION:
                     continue
-                store.add(key, **unit.run(key))
+                add_result(store, key, **unit.run(key))
                 bar.set_postfix_str(f"{key.dataset} {key.learner} s={key.sessions}")
                 bar.update()
             for arm in EXPLORATION:
@@ -444,13 +432,13 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
                     bar.update(sum(k.learner == arm for k in missing))
 
 
-def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ClicksStore:
+def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
     """Run every result of ``config`` that its output folder does not hold.
 
     Returns
     -------
-    ClicksStore
-        The output folder's results, earlier runs' included.
+    ResultStore
+        The output folder's results (:data:`TABLES`), earlier runs' included.
 
     Raises
     ------
@@ -462,6 +450,6 @@ def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> 
     """
     check_data(config.datasets, config.folds)
     with locked_folder(config.out) as folder:
-        store = ClicksStore(folder, settings=config.settings())
+        store = open_store(folder, settings=config.settings())
         _fill(store, config, echo=echo)
     return store
