@@ -52,7 +52,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,10 +60,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..._boosters import BACKENDS, Plan
 from ..._boosters._lightgbm import LightGBMBackend
 from ..._ranking_metric import RankingMetric
-from ..._training.evaluation import RankingMetricEval
 from ..._util.compat import is_installed
 from ...clicks import (
     ClickLog,
@@ -77,6 +75,7 @@ from ...metrics import ndcg
 from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
 from ..store import ResultStore, Table, locked_folder
+from ..training import train
 from .config import ANCHORS, ClicksConfig
 
 __all__ = [
@@ -282,25 +281,25 @@ def _fit_anchor(
     learner: str, config: ClicksConfig, seed: int, data: LTRDataset, train_log: ClickLog,
     vali_rewards: np.ndarray,
 ) -> _Fit:
-    """A library's unbiased objective on the sessions of ``train_log``, early-stopped on the
+    """A library's unbiased objective on the sessions of ``train_log``, trained as the
+    comparison method it is (:func:`~gbdt_plrank.harness.training.train`), early-stopped on the
     metric@``top_k`` of its ranking of the validation rows with ``vali_rewards`` as labels,
     the signal the PL-Rank learners stop on."""
     method = ANCHORS[learner]
-    train, _ = session_split(train_log, data.train)
+    train_split, _ = session_split(train_log, data.train)
     vali = Split(data.vali.X, vali_rewards, data.vali.qid)
     params = dict(config.params.get(method, {}))
+    backend = None
     if learner == "lambdamart-unbiased-xgb":
-        backend, objective = BACKENDS["xgboost"], "rank:ndcg"
         params["lambdarank_unbiased"] = True
     else:
-        backend, objective = _DisplayOrderLightGBM(), "lambdarank"
-    trees = config.trees
-    watched = RankingMetricEval(RankingMetric(config.plrank.metric, config.top_k, "linear"))
-    plan = Plan(objective, config.top_k, n_estimators=trees.rounds,
-                early_stopping_rounds=trees.early_stopping_rounds, metrics=(watched,))
-    trained = backend.train(trees.booster_settings(seed=seed, params=params), train, [vali], plan)
-    scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
-    return _Fit(scores, int(trained.rounds), float(trained.seconds))
+        backend = _DisplayOrderLightGBM()
+    fit = train(
+        method, replace(data, train=train_split, vali=vali), k=config.top_k, seed=seed,
+        trees=config.trees, params=params, backend=backend,
+        watch=RankingMetric(config.plrank.metric, config.top_k, "linear"),
+    )
+    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds))
 
 
 def _test_values(config: ClicksConfig, test: Split, scores: np.ndarray) -> dict[str, Any]:
