@@ -801,7 +801,7 @@ def test_the_store_reads_the_files_of_earlier_runs(tmp_path: Path) -> None:
         '"n_samples": 0}\n'
     )
     (frontier / "settings.json").write_text('{"k": 10}\n')
-    store = frontier_run.open_store(frontier, settings={"k": 10})
+    store = ResultStore(frontier, settings={"k": 10}, tables=frontier_run.TABLES)
     key = frontier_run.TrainingKey("d", "plrank", 0.0, 0)
     assert list(store.records("trainings")) == [key]
     np.testing.assert_array_equal(frontier_run.stored_margins(store, key, "vali"), [0.5, -0.5])
@@ -815,10 +815,10 @@ def test_the_store_reads_the_files_of_earlier_runs(tmp_path: Path) -> None:
         '"ndcg": {"5": [0.5]}, "best_round": 5, "seconds": 0.0}\n'
     )
     (clicks / "settings.json").write_text('{"top_k": 5}\n')
-    store = clicks_run.open_store(clicks, settings={"top_k": 5})
+    store = ResultStore(clicks, settings={"top_k": 5}, tables=clicks_run.TABLES)
     assert list(store.records("results")) == [clicks_run.ResultKey("d", "logger", 0, 0)]
     with pytest.raises(ConfigError, match=r"other settings \(top_k differs\)"):
-        clicks_run.open_store(clicks, settings={"top_k": 3})
+        ResultStore(clicks, settings={"top_k": 3}, tables=clicks_run.TABLES)
 
 
 def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Path) -> None:

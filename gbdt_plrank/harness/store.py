@@ -338,6 +338,27 @@ class ResultStore:
         finished = any(self.records(name) for name in self.tables)
         check_settings(self.folder, settings, has_results=finished)
 
+    @classmethod
+    @contextmanager
+    def locked(
+        cls,
+        folder: str | Path,
+        *,
+        settings: Mapping[str, Any],
+        tables: Mapping[str, Table] | None = None,
+    ) -> Iterator[ResultStore]:
+        """The store of ``folder``, which the run inside the block holds (:func:`locked_folder`).
+
+        Raises
+        ------
+        ConfigError
+            As the class does, and when ``folder`` is a file.
+        FolderInUseError
+            When another run holds the folder.
+        """
+        with locked_folder(folder) as path:
+            yield cls(path, settings=settings, tables=tables)
+
     @staticmethod
     def _checked_header(table: Table, path: Path, text: str) -> str:
         """The rows of a CSV file's ``text`` after its header, written first if missing."""

@@ -28,8 +28,8 @@
     [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
     [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
-naming the key, the value and the rule.
+The tables are read by the rules of :mod:`.settings`; an unknown key, or a value that breaks its
+rule, raises :class:`~gbdt_plrank._util.schema.ConfigError` naming the key, the value and the rule.
 """
 
 from __future__ import annotations

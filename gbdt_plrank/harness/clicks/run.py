@@ -54,7 +54,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -74,7 +73,7 @@ from ...datasets import LTRDataset, Split
 from ...metrics import ndcg
 from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
-from ..store import ResultStore, Table, locked_folder
+from ..store import ResultStore, Table
 from ..training import train
 from .config import ANCHORS, ClicksConfig
 
@@ -84,7 +83,6 @@ __all__ = [
     "ResultKey",
     "add_result",
     "anchor_missing",
-    "open_store",
     "planned",
     "run_clicks",
 ]
@@ -116,11 +114,6 @@ class ResultKey(NamedTuple):
 #: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
 #: ``plrank-policy-aware``, the position bias estimated from its log.
 TABLES = {"results": Table("results.jsonl", ResultKey)}
-
-
-def open_store(folder: str | Path, *, settings: dict[str, Any]) -> ResultStore:
-    """The experiment's output folder (:data:`TABLES`)."""
-    return ResultStore(folder, settings=settings, tables=TABLES)
 
 
 def add_result(store: ResultStore, key: ResultKey, **record: Any) -> None:
@@ -434,21 +427,11 @@ def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], Non
 def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
     """Run every result of ``config`` that its output folder does not hold.
 
-    Returns
-    -------
-    ResultStore
-        The output folder's results (:data:`TABLES`), earlier runs' included.
-
-    Raises
-    ------
-    ConfigError
-        When a data entry is missing or the folder holds results of other settings.
-    FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+    Returns the output folder's results (:data:`TABLES`), earlier runs' included. Raises
+    ``ConfigError`` when a data entry is missing or the folder holds results of other settings,
+    ``FolderInUseError`` when another run is writing to it (:meth:`ResultStore.locked`).
     """
     check_data(config.datasets, config.folds)
-    with locked_folder(config.out) as folder:
-        store = open_store(folder, settings=config.settings())
+    with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         _fill(store, config, echo=echo)
     return store

@@ -23,7 +23,7 @@ from ...datasets import LTRDataset
 from ...metrics import dataset_ndcg, ndcg
 from ..data import check_data, dataset_label, load
 from ..methods import METHODS
-from ..store import ResultStore, RunKey, locked_folder
+from ..store import ResultStore, RunKey
 from ..training import train
 from .config import CompareConfig
 
@@ -164,14 +164,12 @@ def run_comparison(
     Raises
     ------
     FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+        When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
     work = plan(config)
     for message in dict.fromkeys(work.skipped.values()):
         echo(f"skipped: {message}")
-    with locked_folder(config.out) as folder:
-        store = ResultStore(folder, settings=config.training_settings())
+    with ResultStore.locked(config.out, settings=config.training_settings()) as store:
         done = set(store.rows())
         sources = {label: (data, fold) for data, fold, label in work.sources}
         tasks = [

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -49,7 +48,7 @@ from ..policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from ..store import ResultStore, Table, locked_folder
+from ..store import ResultStore, Table
 from ..training import train
 from .config import BASELINES, FrontierConfig
 
@@ -59,7 +58,6 @@ __all__ = [
     "TrainingKey",
     "add_evaluation",
     "add_training",
-    "open_store",
     "planned_evaluations",
     "run_frontier",
     "stored_margins",
@@ -115,11 +113,6 @@ TABLES = {
     "trainings": Table("trainings.jsonl", TrainingKey),
     "evaluations": Table("evaluations.jsonl", EvalKey),
 }
-
-
-def open_store(folder: str | Path, *, settings: dict[str, Any]) -> ResultStore:
-    """A frontier's output folder (:data:`TABLES`)."""
-    return ResultStore(folder, settings=settings, tables=TABLES)
 
 
 def add_training(
@@ -306,13 +299,11 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     ------
     ConfigError
         When a data entry is missing, the folder holds results of other settings, or the
-        protected group cannot be formed on a fold (``groups.with_item_groups``).
+        protected group cannot be formed on a fold (:func:`.item_groups.with_item_groups`).
     FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+        When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
     check_data(config.datasets, config.folds)
-    with locked_folder(config.out) as folder:
-        store = open_store(folder, settings=config.settings())
+    with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         _fill(store, config, echo=echo)
     return store
