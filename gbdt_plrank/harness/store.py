@@ -308,8 +308,9 @@ class ResultStore:
         What changes the experiment's results, e.g. the comparison's
         :meth:`~gbdt_plrank.harness.compare.config.CompareConfig.training_settings`.
     tables : mapping, optional
-        Table name -> :class:`Table`; the first table's file is :attr:`results_path`. Default:
-        the comparison's (:data:`COMPARISON`).
+        Table name -> table (``gbdt_plrank.harness.store.Table``: its file, key and, for a
+        CSV file, columns); the first table's file is :attr:`results_path`. Default: the
+        comparison's (``results.csv``, ``curves.jsonl``, ``queries.jsonl``).
 
     Raises
     ------
@@ -347,7 +348,8 @@ class ResultStore:
         settings: Mapping[str, Any],
         tables: Mapping[str, Table] | None = None,
     ) -> Iterator[ResultStore]:
-        """The store of ``folder``, which the run inside the block holds (:func:`locked_folder`).
+        """The store of ``folder``, which the run inside the block holds: a second run on the
+        same folder, in this process or another, is refused until the block ends.
 
         Raises
         ------
