@@ -1,11 +1,11 @@
 """The harness: the package's experiments, each a subpackage of ``config``, ``run`` and ``report``.
 
-- ``gbdt-plrank compare CONFIG`` (:mod:`.compare`): PL-Rank GBDT next to the other GBDT ranking
+- ``gbdt-plrank compare CONFIG`` (``compare``): PL-Rank GBDT next to the other GBDT ranking
   objectives, every method (``methods``) on every dataset fold, cut-off and seed; writes
   ``results.csv``, ``results.md`` and ``curves.png``.
-- ``gbdt-plrank fairness CONFIG`` (:mod:`.frontier`): the frontier of expected NDCG@k against
+- ``gbdt-plrank fairness CONFIG`` (``frontier``): the frontier of expected NDCG@k against
   exposure fairness; writes ``frontier.csv``, ``frontier.md`` and ``frontier.png``.
-- ``gbdt-plrank clicks CONFIG`` (:mod:`.clicks`): learning from simulated click logs; writes
+- ``gbdt-plrank clicks CONFIG`` (``clicks``): learning from simulated click logs; writes
   ``clicks.md`` and ``clicks.png``.
 
 What they share lives here: the settings tables (``settings``), the data entries (``data``),

@@ -427,7 +427,7 @@ def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], Non
 def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
     """Run every result of ``config`` that its output folder does not hold.
 
-    Returns the output folder's results (:data:`TABLES`), earlier runs' included. Raises
+    Returns the output folder's results (its ``TABLES``), earlier runs' included. Raises
     ``ConfigError`` when a data entry is missing or the folder holds results of other settings,
     ``FolderInUseError`` when another run is writing to it (:meth:`ResultStore.locked`).
     """

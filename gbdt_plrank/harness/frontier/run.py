@@ -293,13 +293,13 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     Returns
     -------
     ResultStore
-        The output folder's results (:data:`TABLES`), earlier runs' included.
+        The output folder's results (its ``TABLES``), earlier runs' included.
 
     Raises
     ------
     ConfigError
         When a data entry is missing, the folder holds results of other settings, or the
-        protected group cannot be formed on a fold (:func:`.item_groups.with_item_groups`).
+        protected group cannot be formed on a fold (``item_groups.with_item_groups``).
     FolderInUseError
         When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
