@@ -55,9 +55,9 @@ from benchmarks.harness import (
 )
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank.cli._argtypes import int_list
-from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import check_data, dataset_label, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK
+from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.stats import Paired, paired, seed_means
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg

@@ -1,7 +1,7 @@
 """How the click rewards of ``gbdt-plrank clicks`` order each training query's documents.
 
 For every configuration, fold and session count, the stochastic logger's training log is made
-as the experiment makes it (:class:`gbdt_plrank.harness.clicks_run._Fold`: the same logger, the
+as the experiment makes it (:class:`gbdt_plrank.harness.clicks.run._Fold`: the same logger, the
 same seeds), and the rewards of the training rows are computed with the policy-aware estimator
 and with click-through rates (:func:`gbdt_plrank.clicks.click_rewards`). Reported, pooled over
 the folds:
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gbdt_plrank.harness.clicks_config import load_clicks_config
-from gbdt_plrank.harness.clicks_run import _Fold
+from gbdt_plrank.harness.clicks.config import load_clicks_config
+from gbdt_plrank.harness.clicks.run import _Fold
 from gbdt_plrank.harness.data import dataset_label, load
 
 ESTIMATORS = ("policy-aware", "naive")

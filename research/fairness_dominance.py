@@ -51,9 +51,9 @@ import numpy as np
 import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
 from gbdt_plrank import PLRankRanker
 from gbdt_plrank.datasets import LTRDataset, Split
-from gbdt_plrank.harness.config import TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries
 from gbdt_plrank.harness.policy_eval import PolicyValues, evaluate_policy, validation_scale
+from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.harness.training import train
 
 K = 10

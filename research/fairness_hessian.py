@@ -32,9 +32,9 @@ from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
-from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.data import load, without_empty_queries
 from gbdt_plrank.harness.policy_eval import evaluate_policy
+from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.harness.training import train
 

@@ -482,7 +482,7 @@ def test_the_anchors_see_sessions_in_displayed_order():
     """The experiment's session groups: clicked sessions only, rows in displayed order, and the
     LightGBM position field equal to the displayed rank - 1."""
     from gbdt_plrank.datasets import Split
-    from gbdt_plrank.harness.clicks_run import (
+    from gbdt_plrank.harness.clicks.run import (
         _DisplayOrderLightGBM,
         first_sessions,
         session_split,
@@ -529,8 +529,8 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
     from pathlib import Path
 
     from gbdt_plrank.datasets import Split
-    from gbdt_plrank.harness.clicks_config import load_clicks_config
-    from gbdt_plrank.harness.clicks_run import _deploy
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _deploy
 
     tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
     config = load_clicks_config(tiny, overrides={"graded": graded, "trust": [0.5, 0.05],
@@ -559,7 +559,7 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
 ])
 def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
     from gbdt_plrank.harness import ConfigError
-    from gbdt_plrank.harness.clicks_config import load_clicks_config
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
 
     path = tmp_path / "c.toml"
     path.write_text(f"datasets = ['mq2008']\n{line}\n")

@@ -20,12 +20,11 @@ from gbdt_plrank._training.evaluation import Halves, PolicyValue
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import LTRDataset, Split
-from gbdt_plrank.harness.config import ConfigError
 from gbdt_plrank.harness.frontier import run as frontier
 from gbdt_plrank.harness.frontier.config import load_frontier_config
 from gbdt_plrank.harness.frontier.report import Point, compare_points
 from gbdt_plrank.harness.frontier.run import EVAL_SEED, EvalKey, _evaluate
-from gbdt_plrank.harness.groups import (
+from gbdt_plrank.harness.item_groups import (
     ProtectedGroup,
     protected_rows,
     with_item_groups,
@@ -37,6 +36,7 @@ from gbdt_plrank.harness.policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
+from gbdt_plrank.harness.settings import ConfigError
 from gbdt_plrank.harness.training import train
 
 K = 3

@@ -7,13 +7,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import pirank_objective
-from gbdt_plrank._boosters import BACKENDS
+from gbdt_plrank._boosters import BACKENDS, Plan
+from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import plrank_plan
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
@@ -34,9 +37,11 @@ from gbdt_plrank.harness import (
     train,
     write_report,
 )
-from gbdt_plrank.harness import runner as runner_module
-from gbdt_plrank.harness.clicks_config import load_clicks_config
-from gbdt_plrank.harness.clicks_run import run_clicks
+from gbdt_plrank.harness.clicks import run as clicks_run
+from gbdt_plrank.harness.clicks.config import load_clicks_config
+from gbdt_plrank.harness.clicks.run import run_clicks
+from gbdt_plrank.harness.compare import run as runner_module
+from gbdt_plrank.harness.compare.report import markdown_report
 from gbdt_plrank.harness.data import (
     check_data,
     dataset_label,
@@ -44,9 +49,9 @@ from gbdt_plrank.harness.data import (
     load,
     without_empty_queries,
 )
-from gbdt_plrank.harness.report import markdown_report
+from gbdt_plrank.harness.frontier import run as frontier_run
 from gbdt_plrank.harness.stats import paired, seed_means
-from gbdt_plrank.harness.store import LOCK_FILE, RunKey, locked_folder
+from gbdt_plrank.harness.store import LOCK_FILE, RunKey, Table, locked_folder
 from gbdt_plrank.harness.training import _refused_param
 from gbdt_plrank.metrics import ndcg
 
@@ -462,6 +467,50 @@ def test_test_curve_is_refused_where_early_stopping_watches_every_eval_set(tiny:
         train("lambdarank-lgb", load_dataset(str(tiny)), k=3, seed=0, trees=FAST, test_curve=True)
 
 
+@pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb"])
+def test_watch_stops_on_the_given_metric_as_a_hand_built_plan_does(tiny: Path, name: str) -> None:
+    """train(watch=) is the hand-built plan of a library objective that watches a package metric
+    (the clicks experiment's anchors): the same rounds, curve and test scores."""
+    data = load_dataset(str(tiny))
+    watch = RankingMetric("dcg", 3, "linear")
+    trees = TreeSettings(rounds=8, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
+    fit = train(name, data, k=3, seed=0, trees=trees, watch=watch)
+    method = METHODS[name]
+    backend = BACKENDS[method.library]
+    plan = Plan(method.objective, 3, n_estimators=8, early_stopping_rounds=2,
+                metrics=(RankingMetricEval(watch),))
+    hand = backend.train(trees.booster_settings(seed=0, params={}), data.train, [data.vali], plan)
+    assert fit.watched == watch.name and set(fit.history) == {watch.name}
+    np.testing.assert_array_equal(fit.curve, hand.history["valid_0"][watch.name])
+    assert fit.best_round == hand.rounds
+    np.testing.assert_array_equal(
+        fit.test_scores, backend.margins(hand.booster, data.test.X, n_threads=1)
+    )
+    plain = train(name, data, k=3, seed=0, trees=trees)
+    assert plain.watched == "ndcg@3" and watch.name not in plain.history
+
+
+def test_train_uses_the_backend_it_is_given(tiny: Path) -> None:
+    calls = []
+
+    class Recording(type(BACKENDS["lightgbm"])):
+        def train(self, *args, **kwargs):
+            calls.append(args[1].y.shape[0])
+            return super().train(*args, **kwargs)
+
+    data = load_dataset(str(tiny))
+    fit = train("lambdarank-lgb", data, k=3, seed=0, trees=FAST, backend=Recording())
+    assert calls == [data.train.y.shape[0]]
+    plain = train("lambdarank-lgb", data, k=3, seed=0, trees=FAST)
+    np.testing.assert_array_equal(fit.test_scores, plain.test_scores)
+
+
+def test_watch_is_refused_for_the_package_objectives(tiny: Path) -> None:
+    with pytest.raises(ValueError, match="'plrank-xgb' trains with the PL-Rank objective"):
+        train("plrank-xgb", load_dataset(str(tiny)), k=3, seed=0, trees=FAST,
+              watch=RankingMetric("dcg", 3, "linear"))
+
+
 def test_unknown_method_name_lists_the_allowed(tiny: Path) -> None:
     with pytest.raises(ValueError, match="plrank-xgb, plrank-xgb-raw"):
         train("ranknet", load_dataset(str(tiny)), k=3, seed=0, trees=FAST, plrank=PLRankSettings())
@@ -688,12 +737,88 @@ def test_store_keeps_per_query_values_of_finished_trainings(tmp_path: Path) -> N
     store.add(row, [0.5], {7: 0.25, 3: 1.0})
     (key,) = store.rows()
     # An interruption after the per-query line and before the row: that training is not done.
-    with store.queries_path.open("a") as fh:
+    with store.path("queries").open("a") as fh:
         fh.write('{"dataset": "x", "method": "x", "seed": 1, "k": 0, "qid": [1], "ndcg": [0.1]}\n')
         fh.write('{"dataset": "x", "method"')  # cut short
     reopened = ResultStore(tmp_path, settings={})
     assert reopened.queries() == {key: {3: 1.0, 7: 0.25}}
-    assert reopened.queries_path.read_text().endswith("\n")
+    assert reopened.path("queries").read_text().endswith("\n")
+
+
+class _Key(NamedTuple):
+    name: str
+    weight: float
+    seed: int
+
+
+def test_a_store_holds_in_memory_what_a_resumed_run_reads(tmp_path: Path) -> None:
+    """One store class for every experiment: its tables' records by typed key, the last one per
+    key, a table written ``after`` another counting only the keys the other holds, a line cut
+    short dropped; what it holds after an append is what reopening the folder reads."""
+    tables = {
+        "done": Table("done.jsonl", _Key),
+        "parts": Table("parts.jsonl", _Key, after="done"),
+    }
+    store = ResultStore(tmp_path, settings={"a": 1}, tables=tables)
+    assert store.results_path == tmp_path / "done.jsonl"
+    store.append("parts", {"name": "x", "weight": 1, "seed": 0, "v": (1, 2)})
+    assert dict(store.records("parts")) == {}  # not finished yet
+    store.append("done", {"name": "x", "weight": 1, "seed": 0, "v": 1})
+    store.append("done", {"name": "x", "weight": 1.0, "seed": 0, "v": 2})
+    store.append("parts", {"name": "y", "weight": 0, "seed": 1, "v": [3]})  # not finished
+    with store.path("parts").open("a") as fh:
+        fh.write('{"name": "z", "weight"')  # cut short by an interruption
+    key = _Key("x", 1.0, 0)
+    expected = {"done": {key: {"name": "x", "weight": 1.0, "seed": 0, "v": 2}},
+                "parts": {key: {"name": "x", "weight": 1, "seed": 0, "v": [1, 2]}}}
+    assert {name: dict(store.records(name)) for name in tables} == expected
+    reopened = ResultStore(tmp_path, settings={"a": 1}, tables=tables)
+    assert {name: dict(reopened.records(name)) for name in tables} == expected
+    assert type(next(iter(reopened.records("done")))) is _Key
+    assert reopened.path("parts").read_text().endswith("\n")
+    with pytest.raises(ConfigError, match=r"other settings \(a differs\)"):
+        ResultStore(tmp_path, settings={"a": 2}, tables=tables)
+    name = store.save_array("arrays/x.npy", [1, 2.5])
+    np.testing.assert_array_equal(reopened.load_array(name), [1.0, 2.5])
+    assert not list((tmp_path / "arrays").glob("*.partial.npy"))
+
+
+def test_the_store_reads_the_files_of_earlier_runs(tmp_path: Path) -> None:
+    """Folders written before the experiments shared one store class resume: the frontier's and
+    the clicks experiment's lines, as their own stores wrote them, are read by typed key."""
+    frontier = tmp_path / "frontier"
+    (frontier / "margins").mkdir(parents=True)
+    np.save(frontier / "margins" / "d__plrank__w0__s0.vali.npy", np.array([0.5, -0.5]))
+    (frontier / "trainings.jsonl").write_text(
+        '{"dataset": "d", "curve": "plrank", "weight": 0.0, "seed": 0, "best_round": 3, '
+        '"rounds_run": 5, "train_seconds": 0.1, "scale": 0.5, '
+        '"margins": {"vali": "margins/d__plrank__w0__s0.vali.npy"}}\n'
+    )
+    (frontier / "evaluations.jsonl").write_text(
+        '{"dataset": "d", "curve": "oracle", "weight": 0.0, "temperature": 0.0, "offset": 0.0, '
+        '"split": "test", "seed": 0, "qid": [1], "ndcg": [1.0], "ee_l": [0.0], '
+        '"disparity": [0.0], "group_disparity": null, "mc_mean": null, "mc_var": null, '
+        '"n_samples": 0}\n'
+    )
+    (frontier / "settings.json").write_text('{"k": 10}\n')
+    store = ResultStore(frontier, settings={"k": 10}, tables=frontier_run.TABLES)
+    key = frontier_run.TrainingKey("d", "plrank", 0.0, 0)
+    assert list(store.records("trainings")) == [key]
+    np.testing.assert_array_equal(frontier_run.stored_margins(store, key, "vali"), [0.5, -0.5])
+    assert list(store.records("evaluations")) == [
+        frontier_run.EvalKey("d", "oracle", 0.0, 0.0, 0.0, "test", 0)
+    ]
+    clicks = tmp_path / "clicks"
+    clicks.mkdir()
+    (clicks / "results.jsonl").write_text(
+        '{"dataset": "d", "learner": "logger", "sessions": 0, "seed": 0, "qid": [1], '
+        '"ndcg": {"5": [0.5]}, "best_round": 5, "seconds": 0.0}\n'
+    )
+    (clicks / "settings.json").write_text('{"top_k": 5}\n')
+    store = ResultStore(clicks, settings={"top_k": 5}, tables=clicks_run.TABLES)
+    assert list(store.records("results")) == [clicks_run.ResultKey("d", "logger", 0, 0)]
+    with pytest.raises(ConfigError, match=r"other settings \(top_k differs\)"):
+        ResultStore(clicks, settings={"top_k": 3}, tables=clicks_run.TABLES)
 
 
 def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Path) -> None:

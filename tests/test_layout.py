@@ -71,3 +71,63 @@ def test_kernels_import_only_numpy_numba_and_each_other(path: Path) -> None:
             continue
         outside = [m for m in modules if m.split(".")[0] not in allowed]
         assert not outside, f"_kernels/{path.name} imports {outside}"
+
+
+# --------------------------------------------------------------------------------------------
+# The harness: one layout for its experiments, shared pieces below them
+# --------------------------------------------------------------------------------------------
+HARNESS = PACKAGE / "harness"
+EXPERIMENTS = ("compare", "clicks", "frontier")
+
+
+def _harness_imports(path: Path) -> set[str]:
+    """The harness modules ``path`` imports (``"store"``, ``"clicks"``: the first name below
+    ``gbdt_plrank.harness``), relative imports resolved."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(parts[: len(parts) - node.level])
+                full = [*base, *(node.module or "").split(".")] if node.module else base
+                names = [full] if node.module else [[*base, a.name] for a in node.names]
+            else:
+                names = [(node.module or "").split(".")[1:]]
+        elif isinstance(node, ast.Import):
+            names = [a.name.split(".")[1:] for a in node.names if a.name.startswith("gbdt_plrank.")]
+        else:
+            continue
+        found |= {n[1] for n in names if len(n) > 1 and n[0] == "harness" and n[1]}
+    return found
+
+
+def test_every_experiment_has_config_run_and_report() -> None:
+    for name in EXPERIMENTS:
+        folder = HARNESS / name
+        assert {p.stem for p in folder.glob("*.py")} >= {"__init__", "config", "run", "report"}
+    packages = {p.parent.name for p in HARNESS.glob("*/__init__.py")}
+    assert packages == set(EXPERIMENTS), "every subpackage of the harness is an experiment"
+    assert not list(HARNESS.glob("*_config.py")) + list(HARNESS.glob("*_run.py"))
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in HARNESS.glob("*.py") if p.name != "__init__.py"),
+    ids=lambda p: p.name,
+)
+def test_shared_harness_modules_import_no_experiment(path: Path) -> None:
+    assert not _harness_imports(path) & set(EXPERIMENTS), (
+        f"harness/{path.name} is shared by the experiments and must not import one"
+    )
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_experiments_do_not_import_each_other(name: str) -> None:
+    for path in (HARNESS / name).glob("*.py"):
+        others = _harness_imports(path) & (set(EXPERIMENTS) - {name})
+        assert not others, f"harness/{name}/{path.name} imports the experiment {others}"
+
+
+def test_the_harness_import_scan_sees_relative_imports() -> None:
+    run = HARNESS / "clicks" / "run.py"
+    assert {"store", "training", "data", "clicks"} <= _harness_imports(run)
+    assert "frontier" in _harness_imports(HARNESS / "__init__.py")

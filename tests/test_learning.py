@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank.datasets import load_dataset
-from gbdt_plrank.harness.config import PLRankSettings, TreeSettings
+from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
 

@@ -22,7 +22,7 @@ from sklearn_checks import CHECKS_THAT_FIT, CHECKS_THAT_FIT_WEIGHTED, NO_GROUPS,
 
 from gbdt_plrank._util.schema import validate
 from gbdt_plrank.datasets import Split, load_dataset
-from gbdt_plrank.harness.config import TreeSettings
+from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 from gbdt_plrank.ranker import PLRankRanker
 

@@ -31,13 +31,10 @@ from pathlib import Path
 from .. import __version__
 from .._util.compat import MissingDependencyError, is_installed
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
-from ..harness.clicks_config import load_clicks_config
-from ..harness.clicks_report import write_clicks_report
-from ..harness.clicks_run import run_clicks
-from ..harness.config import ConfigError, load_config
+from ..harness.clicks import load_clicks_config, run_clicks, write_clicks_report
+from ..harness.compare import load_config, plan, run_comparison, write_report
 from ..harness.methods import METHODS
-from ..harness.report import write_report
-from ..harness.runner import plan, run_comparison
+from ..harness.settings import ConfigError
 from . import _tune as tune_command
 from ._argtypes import int_list, positive_int, text_list
 
@@ -137,7 +134,9 @@ def _run_compare(args: argparse.Namespace) -> int:
         if args.workers is None and args.scheduler is None:
             store = run_comparison(config, echo=print)
         else:
-            from ..harness.parallel import dask_executor  # distributed takes a second to import
+            from ..harness.compare.parallel import (
+                dask_executor,  # distributed takes a second to import
+            )
 
             with dask_executor(scheduler=args.scheduler, workers=args.workers) as executor:
                 store = run_comparison(config, echo=print, executor=executor)

@@ -18,8 +18,9 @@ import sys
 from pathlib import Path
 
 from .._util.compat import require
-from ..harness.config import TreeSettings, load_config
+from ..harness.compare.config import load_config
 from ..harness.methods import METHODS
+from ..harness.settings import TreeSettings
 from ..tuning.spaces import load_spaces
 from ..tuning.tuner import STORAGE_FILE, tune
 from ._argtypes import positive_int

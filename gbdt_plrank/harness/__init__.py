@@ -1,32 +1,23 @@
-"""The comparison harness: PL-Rank GBDT next to the other GBDT ranking objectives.
+"""The harness: the package's experiments, each a subpackage of ``config``, ``run`` and ``report``.
 
-``gbdt-plrank compare CONFIG`` reads a TOML file (``config``), trains every method
-(``methods``, trained by ``training`` through the booster layer) on every dataset fold, cut-off and seed (``runner``, resumable through
-``store``) and writes ``results.csv``, ``results.md`` and ``curves.png`` (``report``).
+- ``gbdt-plrank compare CONFIG`` (``compare``): PL-Rank GBDT next to the other GBDT ranking
+  objectives, every method (``methods``) on every dataset fold, cut-off and seed; writes
+  ``results.csv``, ``results.md`` and ``curves.png``.
+- ``gbdt-plrank fairness CONFIG`` (``frontier``): the frontier of expected NDCG@k against
+  exposure fairness; writes ``frontier.csv``, ``frontier.md`` and ``frontier.png``.
+- ``gbdt-plrank clicks CONFIG`` (``clicks``): learning from simulated click logs; writes
+  ``clicks.md`` and ``clicks.png``.
 
-``gbdt-plrank fairness CONFIG`` draws the frontier of expected NDCG@k against exposure
-fairness and writes ``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``frontier``, a
-package of its own that trains through this harness).
-
-``gbdt-plrank clicks CONFIG`` (``clicks_config``) learns from simulated click logs
-(``clicks_run``: a logging policy deployed stochastically and deterministically, PL-Rank on
-policy-aware and naive rewards, XGBoost's and LightGBM's unbiased objectives, the full-label
-model, the exploration loop) and writes ``clicks.md`` and ``clicks.png`` (``clicks_report``).
+What they share lives here: the settings tables (``settings``), the data entries (``data``),
+the methods (``methods``) and their one training path (``training``, through the booster
+layer), the resumable output folder (``store``), the paired statistics (``stats``), the
+policies' evaluation (``policy_eval``) and the protected item groups (``item_groups``).
 """
 
-from .config import (
-    CompareConfig,
-    ConfigError,
-    PiRankSettings,
-    PLRankSettings,
-    TreeSettings,
-    load_config,
-    read_params,
-)
+from .compare import CompareConfig, load_config, plan, run_comparison, write_report
 from .frontier import FrontierConfig, load_frontier_config, run_frontier, write_frontier_report
 from .methods import METHODS, Method
-from .report import write_report
-from .runner import plan, run_comparison
+from .settings import ConfigError, PiRankSettings, PLRankSettings, TreeSettings, read_params
 from .store import COLUMNS, FolderInUseError, ResultStore, RunKey
 from .training import Fit, train
 

@@ -21,19 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, BoosterSettings, Plan, eval_name, metric_name
+from .._boosters import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
 from .._ranking_metric import RankingMetric
+from .._training.evaluation import RankingMetricEval
 from .._training.pirank import pirank_objective
 from .._training.run import plrank_plan
 from .._util.compat import require
 from .._util.schema import ConfigError
 from ..datasets import Split
-from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
+from .settings import PiRankSettings, PLRankSettings, method_settings, objective_settings
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset
-    from .config import TreeSettings
+    from .settings import TreeSettings
 
 __all__ = ["TEST_CURVE_LIBRARIES", "Fit", "train"]
 
@@ -49,7 +50,7 @@ class Fit:
     Attributes
     ----------
     curve : float array (rounds_run,)
-        Validation NDCG@k after each round.
+        Validation NDCG@k after each round (the watched metric, with ``train(watch=)``).
     history : dict
         Every validation curve the training recorded, by metric name (``"ndcg@<k>"``, and
         ``"expected_ndcg@<k>"`` for a PL-Rank method stopped on its policy).
@@ -88,11 +89,16 @@ def _plan(
     settings: Mapping[str, Any],
     params: Mapping[str, Any],
     callbacks: Sequence[Any],
+    watch: RankingMetric | None = None,
 ) -> Plan:
-    """The method's plan: a library objective by name, or one of the package's objectives."""
+    """The method's plan: a library objective by name (watching ``watch`` if given), or one of
+    the package's objectives."""
     rounds = {"n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds}
     if method.objective not in OWN_OBJECTIVES:
-        return Plan(method.objective.format(k=k), k, callbacks=callbacks, **rounds)
+        metrics = () if watch is None else (RankingMetricEval(watch),)
+        return Plan(
+            method.objective.format(k=k), k, callbacks=callbacks, metrics=metrics, **rounds
+        )
     chosen = method_settings(method, settings, params)
     if method.objective == PLRANK:
         assert isinstance(chosen, PLRankSettings)
@@ -173,6 +179,8 @@ def train(
     params: Mapping[str, Any] | None = None,
     callbacks: Sequence[Any] = (),
     test_curve: bool = False,
+    watch: RankingMetric | None = None,
+    backend: Backend | None = None,
 ) -> Fit:
     """Train method ``name`` with early stopping on validation and score the test split.
 
@@ -207,6 +215,13 @@ def train(
         curves; it plays no part in early stopping, which watches the last eval set, the
         validation split (XGBoost's and the network's rule: the methods of other libraries
         refuse it). The test scores and the best round are those without it.
+    watch : RankingMetric, optional
+        For a method of a library objective: the package's metric of the ranking by score that
+        early stopping watches and the validation curve records, in place of the library's
+        NDCG@k (e.g. DCG@k with linear gain, for labels that are rewards).
+    backend : Backend, optional
+        The booster layer's backend of the method's library to train with, in place of its
+        default one (e.g. one that builds the library's data objects with more fields).
 
     Returns
     -------
@@ -215,8 +230,9 @@ def train(
     Raises
     ------
     ValueError
-        When ``name`` is not a method, or with ``test_curve`` for a method whose library's
-        early stopping watches every eval set.
+        When ``name`` is not a method, with ``test_curve`` for a method whose library's
+        early stopping watches every eval set, or with ``watch`` for a method of the package's
+        objectives (which watch their own metrics).
     ConfigError
         When the library refuses one of the native parameters ``params``: the message names the
         method, the parameter, its value and the library's reason.
@@ -232,14 +248,19 @@ def train(
             f"(libraries {', '.join(TEST_CURVE_LIBRARIES)}), but {name!r} trains with "
             f"{method.library}."
         )
+    if watch is not None and method.objective in OWN_OBJECTIVES:
+        raise ValueError(
+            f"watch needs a method of a library objective, but {name!r} trains with the "
+            f"{OWN_OBJECTIVES[method.objective]} objective, which watches its own metrics."
+        )
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
     plan = _plan(
         method, k=k, seed=seed, trees=trees, settings=objective_settings(plrank, pirank),
-        params=native, callbacks=callbacks,
+        params=native, callbacks=callbacks, watch=watch,
     )
     native.pop(method.objective, None)
-    backend = BACKENDS[method.library]
+    backend = BACKENDS[method.library] if backend is None else backend
     settings = trees.booster_settings(seed=seed, params=native)
     evals = [data.test, data.vali] if test_curve else [data.vali]
     try:
@@ -262,6 +283,7 @@ def train(
     history = curves[-1]
     watched = plan.metrics[-1].name if plan.metrics else metric_name(k)
     return Fit(
-        history[metric_name(k)], history, watched, trained.rounds, scores, trained.seconds, vali,
+        history[metric_name(k) if watch is None else watched], history, watched, trained.rounds,
+        scores, trained.seconds, vali,
         curves[0] if test_curve else None,
     )

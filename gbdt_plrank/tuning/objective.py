@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import optuna
 
     from ..datasets import LTRDataset
-    from ..harness.config import PiRankSettings, PLRankSettings, TreeSettings
+    from ..harness.settings import PiRankSettings, PLRankSettings, TreeSettings
     from .spaces import SearchSpace
 
 __all__ = ["Pruning", "make_objective", "pruning_callback"]

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from .._util.schema import ConfigError, Schema, validate
-from ..harness.config import check_objective_options
 from ..harness.methods import METHODS, OWN_OBJECTIVES
+from ..harness.settings import check_objective_options
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._util.compat import require
-from ..harness.config import ConfigError
+from ..harness.settings import ConfigError
 
 if TYPE_CHECKING:
     import optuna

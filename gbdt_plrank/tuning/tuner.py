@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from .._util.compat import is_installed, missing_message, require
-from ..harness.config import ConfigError, PiRankSettings, PLRankSettings, TreeSettings
 from ..harness.data import check_data, dataset_label, load
 from ..harness.methods import METHODS
+from ..harness.settings import ConfigError, PiRankSettings, PLRankSettings, TreeSettings
 from ..harness.store import output_folder
 from .objective import make_objective
 from .output import plot_history, plot_importances, summary, write_best_params

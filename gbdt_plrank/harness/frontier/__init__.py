@@ -3,7 +3,7 @@
 ``gbdt-plrank fairness CONFIG`` (``config``) draws the frontier of expected NDCG@k against
 exposure fairness (``run``: PL-Rank with the fairness objective against post-hoc randomised
 deterministic rankers, with group offsets when a protected group is given
-(:mod:`gbdt_plrank.harness.groups`), evaluated by :mod:`gbdt_plrank.harness.policy_eval`,
+(:mod:`gbdt_plrank.harness.item_groups`), evaluated by :mod:`gbdt_plrank.harness.policy_eval`,
 PL-Rank early-stopped on its policy's validation objective,
 :attr:`gbdt_plrank.PLRankObjective.expected_metric`) and writes ``frontier.csv``,
 ``frontier.md`` and ``frontier.png`` (``report``). It trains through the comparison harness

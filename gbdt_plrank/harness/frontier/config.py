@@ -33,17 +33,17 @@ from pydantic import Field, field_validator, model_validator
 
 from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
 from ..._util.schema import ConfigError, Schema, one_of, validate
-from ..config import (
+from ..item_groups import ProtectedGroup
+from ..methods import METHODS, PLRANK
+from ..settings import (
     Folds,
     PLRankSettings,
     TreeSettings,
-    _items,
     check_objectives,
+    items,
     objective_settings,
     read_config_table,
 )
-from ..groups import ProtectedGroup
-from ..methods import METHODS, PLRANK
 
 __all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 
@@ -61,7 +61,7 @@ class FrontierConfig(Schema):
     """A frontier: data, the PL-Rank method, the fairness loss and weights, the post-hoc grids.
 
     ``fairness`` is the fair curve's loss and the report's measure of fairness; ``protected``
-    gives every document an item group (``groups``; needed by ``"group-disparity"``);
+    gives every document an item group (``item_groups``; needed by ``"group-disparity"``);
     ``group_offsets`` (needs ``protected``) are the post-hoc offsets :math:`b` of the protected
     group, in units of each model's validation spread, under every temperature.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training
@@ -72,7 +72,7 @@ class FrontierConfig(Schema):
     which flattens the policy on the queries with relevant documents too).
     """
 
-    datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
+    datasets: items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
     folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
     k: int = Field(10, ge=1, description="an integer >= 1")
@@ -82,17 +82,17 @@ class FrontierConfig(Schema):
     plrank_method: Literal[_PLRANK_METHODS] = Field(  # type: ignore[valid-type]
         "plrank-xgb", description=f"one of {', '.join(map(repr, _PLRANK_METHODS))}"
     )
-    fairness_weights: _items(  # type: ignore[valid-type]
+    fairness_weights: items(  # type: ignore[valid-type]
         Weight, rule="a non-empty list of distinct finite numbers >= 0"
     ) = (0.1, 0.3, 1.0, 3.0, 10.0)
-    temperatures: _items(  # type: ignore[valid-type]
+    temperatures: items(  # type: ignore[valid-type]
         Temperature, rule="a non-empty list of distinct finite numbers > 0"
     ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
     fairness: Literal[FAIRNESS] = Field(  # type: ignore[valid-type]
         "expected-exposure", description=one_of(FAIRNESS)
     )
     protected: ProtectedGroup | None = Field(None, description="a table")
-    group_offsets: _items(  # type: ignore[valid-type]
+    group_offsets: items(  # type: ignore[valid-type]
         Offset, rule="a non-empty list of distinct finite numbers"
     ) = (0.0,)
     n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")

@@ -47,13 +47,13 @@ import numpy as np
 from ..._util.compat import is_installed, missing_message, require
 from ..data import family
 from ..stats import paired
+from ..store import ResultStore
 from .config import FrontierConfig
 from .run import (
     DETERMINISTIC,
     FAIR,
     ORACLE,
     TEMPERATURE_CURVES,
-    FrontierStore,
     planned_evaluations,
 )
 
@@ -159,11 +159,11 @@ def _mc_se(records: Sequence[dict], weights: dict[str, int], total: int) -> floa
     return math.sqrt(var)
 
 
-def pool(store: FrontierStore, config: FrontierConfig) -> list[Point]:
+def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
     """The configuration's points, from the store's evaluations (others in the folder left out)."""
     wanted = set(planned_evaluations(config))
     groups: dict[tuple[str, str, str, float, float, float], list[dict]] = {}
-    for key, record in store.evaluations.items():
+    for key, record in store.records("evaluations").items():
         if key in wanted:
             where = (family(key.dataset), key.split, key.curve, key.weight, key.temperature,
                      key.offset)
@@ -597,7 +597,7 @@ def plot_frontier(points: Sequence[Point], path: Path, *, measure: str) -> None:
 
 
 def write_frontier_report(
-    config: FrontierConfig, store: FrontierStore, *, command: str | None = None
+    config: FrontierConfig, store: ResultStore, *, command: str | None = None
 ) -> str:
     """Write ``frontier.csv``, ``frontier.md`` and ``frontier.png`` into ``config.out``.
 

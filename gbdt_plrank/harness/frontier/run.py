@@ -16,7 +16,7 @@ PL-Rank policy as trained; every model (the fair ones too) as the Plackett-Luce 
 randomisation, or sharpening), where :math:`\sigma` is the root mean within-query variance of
 the model's margins on the *validation* split, so that one grid spans the same range, from
 nearly deterministic to nearly uniform, for every model and fold; with a protected group
-(:mod:`.groups`), the three deterministic rankers also as
+(:mod:`.item_groups`), the three deterministic rankers also as
 :math:`\pi((m + b\sigma a) / (T\sigma))` for every group offset :math:`b`, where :math:`a_d`
 is 1 for the protected documents and 0 for the others (a post-hoc boost or demotion of a group,
 Singh and Joachims 2018); the deterministic LambdaMART ranking; and, on test, the
@@ -25,16 +25,13 @@ that :math:`E = \epsilon`). The validation values choose the policies the report
 (:mod:`.report`); the test values measure them.
 
 Every finished training (its validation and test margins) and every finished evaluation (its
-per-query values) is written at once (:class:`FrontierStore`); a rerun skips what is there.
+per-query values) is written at once (:data:`TABLES`); a rerun skips what is there.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -43,7 +40,7 @@ from tqdm.auto import tqdm
 from ..._training.fairness import GROUP_FAIRNESS
 from ...datasets import LTRDataset, Split
 from ..data import check_data, dataset_label, load
-from ..groups import protected_rows, with_item_groups, without_item_groups
+from ..item_groups import protected_rows, with_item_groups, without_item_groups
 from ..policy_eval import (
     PolicyValues,
     evaluate_oracle,
@@ -51,17 +48,20 @@ from ..policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from ..store import (
-    append_line,
-    check_settings,
-    drop_partial_line,
-    locked_folder,
-    output_folder,
-)
+from ..store import ResultStore, Table
 from ..training import train
 from .config import BASELINES, FrontierConfig
 
-__all__ = ["EvalKey", "FrontierStore", "TrainingKey", "planned_evaluations", "run_frontier"]
+__all__ = [
+    "TABLES",
+    "EvalKey",
+    "TrainingKey",
+    "add_evaluation",
+    "add_training",
+    "planned_evaluations",
+    "run_frontier",
+    "stored_margins",
+]
 
 #: Curve names: the temperature curves, the fair curve and the two single points.
 TEMPERATURE_CURVES = ("lambdamart", "lambdarank", "plrank")
@@ -104,87 +104,49 @@ class EvalKey(NamedTuple):
 # --------------------------------------------------------------------------------------------
 # The output folder
 # --------------------------------------------------------------------------------------------
-def _training_key(record: dict[str, Any]) -> TrainingKey:
-    return TrainingKey(
-        record["dataset"], record["curve"], float(record["weight"]), int(record["seed"])
-    )
+#: A frontier's tables (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
+#: :meth:`FrontierConfig.settings`): ``trainings.jsonl``, one line per finished training (key,
+#: best round, seconds, the validation scale of its margins, its margins files
+#: ``margins/<name>.<split>.npy``, written before its line); ``evaluations.jsonl``, one line per
+#: finished evaluation, its per-query values.
+TABLES = {
+    "trainings": Table("trainings.jsonl", TrainingKey),
+    "evaluations": Table("evaluations.jsonl", EvalKey),
+}
 
 
-def _eval_key(record: dict[str, Any]) -> EvalKey:
-    return EvalKey(
-        record["dataset"], record["curve"], float(record["weight"]),
-        float(record["temperature"]), float(record["offset"]), record["split"],
-        int(record["seed"]),
-    )
+def add_training(
+    store: ResultStore, key: TrainingKey, margins: dict[str, np.ndarray], **info: Any
+) -> None:
+    """Store a training's margins (split name -> margins), then its line."""
+    stem = f"{key.dataset.replace('/', '_')}__{key.curve}__w{key.weight:g}__s{key.seed}"
+    files = {
+        split: store.save_array(f"margins/{stem}.{split}.npy", values)
+        for split, values in margins.items()
+    }
+    store.append("trainings", {**key._asdict(), **info, "margins": files})
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
+def stored_margins(store: ResultStore, key: TrainingKey, split: str) -> np.ndarray:
+    """The stored margins of a finished training on ``split`` (one of :data:`SPLITS`)."""
+    return store.load_array(store.records("trainings")[key]["margins"][split])
 
 
-class FrontierStore:
-    """A frontier's output folder: finished trainings and evaluations, appended at once.
-
-    - ``settings.json``: :meth:`FrontierConfig.settings`; other settings are refused once
-      results exist;
-    - ``margins/<name>.<split>.npy``: each training's validation and test margins (each written
-      whole, then renamed);
-    - ``trainings.jsonl``: one line per finished training (key, best round, seconds, the
-      validation scale of its margins, the margins files), written after its margins;
-    - ``evaluations.jsonl``: one line per finished evaluation, its per-query values.
-    """
-
-    def __init__(self, folder: str | Path, *, settings: dict[str, Any]) -> None:
-        self.folder = output_folder(folder)
-        self.trainings_path = self.folder / "trainings.jsonl"
-        self.evaluations_path = self.folder / "evaluations.jsonl"
-        for path in (self.trainings_path, self.evaluations_path):
-            drop_partial_line(path)
-        (self.folder / "margins").mkdir(exist_ok=True)
-        self.trainings = {_training_key(r): r for r in _read_records(self.trainings_path)}
-        self.evaluations = {_eval_key(r): r for r in _read_records(self.evaluations_path)}
-        check_settings(
-            self.folder, settings, has_results=bool(self.trainings or self.evaluations)
-        )
-
-    def add_training(self, key: TrainingKey, margins: dict[str, np.ndarray], **info: Any) -> None:
-        """Store a training's margins (split name -> margins), then its line."""
-        stem = f"{key.dataset.replace('/', '_')}__{key.curve}__w{key.weight:g}__s{key.seed}"
-        files = {}
-        for split, values in margins.items():
-            path = self.folder / "margins" / f"{stem}.{split}.npy"
-            partial = path.with_suffix(".partial.npy")
-            np.save(partial, np.asarray(values, dtype=np.float64))
-            os.replace(partial, path)
-            files[split] = f"margins/{path.name}"
-        record = {**key._asdict(), **info, "margins": files}
-        append_line(self.trainings_path, json.dumps(record) + "\n")
-        self.trainings[key] = record
-
-    def margins(self, key: TrainingKey, split: str) -> np.ndarray:
-        """The stored margins of a finished training on ``split`` (one of :data:`SPLITS`)."""
-        return np.load(self.folder / self.trainings[key]["margins"][split])
-
-    def add_evaluation(self, key: EvalKey, values: PolicyValues) -> None:
-        """Store one evaluation's per-query values."""
-        record = {
-            **key._asdict(),
-            "qid": [int(q) for q in values.qid],
-            "ndcg": values.ndcg.tolist(),
-            "ee_l": values.ee_l.tolist(),
-            "disparity": values.disparity.tolist(),
-            "group_disparity": (
-                None if values.group_disparity is None else values.group_disparity.tolist()
-            ),
-            "mc_mean": values.mc_mean,
-            "mc_var": values.mc_var,
-            "n_samples": values.n_samples,
-        }
-        append_line(self.evaluations_path, json.dumps(record) + "\n")
-        self.evaluations[key] = record
+def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> None:
+    """Store one evaluation's per-query values."""
+    store.append("evaluations", {
+        **key._asdict(),
+        "qid": [int(q) for q in values.qid],
+        "ndcg": values.ndcg.tolist(),
+        "ee_l": values.ee_l.tolist(),
+        "disparity": values.disparity.tolist(),
+        "group_disparity": (
+            None if values.group_disparity is None else values.group_disparity.tolist()
+        ),
+        "mc_mean": values.mc_mean,
+        "mc_var": values.mc_var,
+        "n_samples": values.n_samples,
+    })
 
 
 # --------------------------------------------------------------------------------------------
@@ -287,10 +249,11 @@ def planned_evaluations(config: FrontierConfig) -> list[EvalKey]:
     return [key for _, _, job in jobs for key in job.evals] + [key for _, _, key in oracles]
 
 
-def _fill(store: FrontierStore, config: FrontierConfig, *, echo: Callable[[str], None]) -> None:
+def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], None]) -> None:
     """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     jobs, oracles = _plan(config)
-    left = [j for j in jobs if not all(e in store.evaluations for e in j[2].evals)]
+    trainings, evaluations = store.records("trainings"), store.records("evaluations")
+    left = [j for j in jobs if not all(e in evaluations for e in j[2].evals)]
     echo(f"{len(left)} of {len(jobs)} trainings to run or evaluate; results in {store.folder}")
     loaded: dict[tuple[str, int], LTRDataset] = {}
 
@@ -307,42 +270,40 @@ def _fill(store: FrontierStore, config: FrontierConfig, *, echo: Callable[[str],
     with tqdm(total=len(left), unit="training", disable=None) as bar:
         for data, fold, job in left:
             split = dataset(data, fold)
-            if job.key not in store.trainings:
+            if job.key not in trainings:
                 info = _fit(job, split, config)
-                store.add_training(job.key, info.pop("margins"), **info)
-            scale = float(store.trainings[job.key]["scale"])
+                add_training(store, job.key, info.pop("margins"), **info)
+            scale = float(trainings[job.key]["scale"])
             for name in SPLITS:
-                margins = store.margins(job.key, name)
+                margins = stored_margins(store, job.key, name)
                 for key in (e for e in job.evals if e.split == name):
-                    if key not in store.evaluations:
+                    if key not in evaluations:
                         part = getattr(split, name)
-                        store.add_evaluation(key, _evaluate(key, margins, scale, part, config))
+                        add_evaluation(store, key, _evaluate(key, margins, scale, part, config))
             bar.set_postfix_str(f"{job.key.dataset} {job.key.curve} w={job.key.weight:g}")
             bar.update()
     for data, fold, key in oracles:
-        if key not in store.evaluations:
-            store.add_evaluation(key, evaluate_oracle(dataset(data, fold).test, k=config.k))
+        if key not in evaluations:
+            add_evaluation(store, key, evaluate_oracle(dataset(data, fold).test, k=config.k))
 
 
-def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print) -> FrontierStore:
+def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
     """Run every training and evaluation of ``config`` that its output folder does not hold.
 
     Returns
     -------
-    FrontierStore
-        The output folder's results, earlier runs' included.
+    ResultStore
+        The output folder's results (its ``TABLES``), earlier runs' included.
 
     Raises
     ------
     ConfigError
         When a data entry is missing, the folder holds results of other settings, or the
-        protected group cannot be formed on a fold (``groups.with_item_groups``).
+        protected group cannot be formed on a fold (``item_groups.with_item_groups``).
     FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+        When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
     check_data(config.datasets, config.folds)
-    with locked_folder(config.out) as folder:
-        store = FrontierStore(folder, settings=config.settings())
+    with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         _fill(store, config, echo=echo)
     return store

@@ -28,8 +28,8 @@
     [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
     [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
 
-Unknown keys and values that break their rule raise :class:`~gbdt_plrank._util.schema.ConfigError`
-naming the key, the value and the rule.
+The tables are read by the rules of :mod:`.settings`; an unknown key, or a value that breaks its
+rule, raises :class:`~gbdt_plrank._util.schema.ConfigError` naming the key, the value and the rule.
 """
 
 from __future__ import annotations
@@ -40,8 +40,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from .._util.schema import ConfigError, Schema, one_of, validate
-from .config import CutOffs, Folds, PLRankSettings, TreeSettings, _items, read_config_table
+from ..._util.schema import ConfigError, Schema, one_of, validate
+from ..settings import (
+    CutOffs,
+    Folds,
+    PLRankSettings,
+    PositiveInt,
+    TreeSettings,
+    items,
+    read_config_table,
+)
 
 __all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]
 
@@ -59,7 +67,6 @@ LEARNERS = (
 #: The learners on the library's own unbiased objectives -> the comparison method they train.
 ANCHORS = {"lambdamart-unbiased-xgb": "lambdamart-xgb", "lambdarank-position-lgb": "lambdarank-lgb"}
 
-PositiveInt = Annotated[int, Field(ge=1)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 
 
@@ -81,7 +88,7 @@ class ClicksConfig(Schema):
     ``gain = "exp"`` and ``metric = "ndcg"``.
     """
 
-    datasets: _items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
+    datasets: items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
     folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
     k: CutOffs = (5, 10)
@@ -90,7 +97,7 @@ class ClicksConfig(Schema):
     top_k: int = Field(5, ge=1, le=32, description="an integer from 1 to 32")
     logging_queries: int = Field(20, ge=1, description="an integer >= 1")
     logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
-    sessions: _items(  # type: ignore[valid-type]
+    sessions: items(  # type: ignore[valid-type]
         PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
     ) = (10, 100, 1000)
     anchor_max_sessions: int = Field(100, ge=0, description="an integer >= 0")
@@ -107,7 +114,7 @@ class ClicksConfig(Schema):
         "logged", description=one_of(("logged", "policy"))
     )
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
-    learners: _items(  # type: ignore[valid-type]
+    learners: items(  # type: ignore[valid-type]
         Literal[LEARNERS], rule=f"a non-empty list of distinct learners from: {', '.join(LEARNERS)}"
     ) = LEARNERS
     exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .._util.compat import is_installed, missing_message, require
+from ..._util.compat import is_installed, missing_message, require
+from ..data import family
+from ..methods import METHODS
+from ..stats import ALPHA, RESAMPLES, paired, seed_means
+from ..store import ResultStore, RunKey
 from .config import CompareConfig
-from .data import family
-from .methods import METHODS
-from .stats import ALPHA, RESAMPLES, paired, seed_means
-from .store import ResultStore, RunKey
 
 __all__ = ["markdown_report", "plot_curves", "write_report"]
 

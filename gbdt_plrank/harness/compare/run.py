@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._util import compat as _compat
-from ..datasets import LTRDataset
-from ..metrics import dataset_ndcg, ndcg
+from ..._util import compat as _compat
+from ...datasets import LTRDataset
+from ...metrics import dataset_ndcg, ndcg
+from ..data import check_data, dataset_label, load
+from ..methods import METHODS
+from ..store import ResultStore, RunKey
+from ..training import train
 from .config import CompareConfig
-from .data import check_data, dataset_label, load
-from .methods import METHODS
-from .store import ResultStore, RunKey, locked_folder
-from .training import train
 
 __all__ = ["Done", "Executor", "Plan", "Task", "plan", "run_comparison", "run_task"]
 
@@ -153,7 +153,7 @@ def run_comparison(
         Receives the progress messages (skipped methods, what is left to run).
     executor : callable, optional
         Runs the tasks and yields their results in any order (e.g.
-        ``gbdt_plrank.harness.parallel.dask_executor`` on a Dask cluster); each result is
+        ``gbdt_plrank.harness.compare.parallel.dask_executor`` on a Dask cluster); each result is
         stored as soon as it arrives. Default: one after the other in this process.
 
     Returns
@@ -164,14 +164,12 @@ def run_comparison(
     Raises
     ------
     FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+        When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
     work = plan(config)
     for message in dict.fromkeys(work.skipped.values()):
         echo(f"skipped: {message}")
-    with locked_folder(config.out) as folder:
-        store = ResultStore(folder, settings=config.training_settings())
+    with ResultStore.locked(config.out, settings=config.training_settings()) as store:
         done = set(store.rows())
         sources = {label: (data, fold) for data, fold, label in work.sources}
         tasks = [

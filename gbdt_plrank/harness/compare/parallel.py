@@ -2,7 +2,7 @@
 
 ``gbdt-plrank compare CONFIG --workers N`` starts a local cluster of ``N`` single-threaded worker
 processes; ``--scheduler ADDRESS`` uses a running cluster. Each training is one task
-(:func:`~gbdt_plrank.harness.runner.run_task`, a plain function of its settings, so a worker gives
+(:func:`~gbdt_plrank.harness.compare.run.run_task`, a plain function of its settings, so a worker gives
 the same result as a sequential run); the client stores each result as soon as it arrives, so an
 interrupted comparison resumes exactly as a sequential one does. Every worker must have the same
 version of ``gbdt_plrank`` installed (checked first), and the data folders at the same paths
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .._util.compat import require
-from ..dask._workers import check_workers
-from .runner import Done, Executor, Task, run_task
+from ..._util.compat import require
+from ...dask._workers import check_workers
+from .run import Done, Executor, Task, run_task
 
 __all__ = ["dask_executor"]
 
@@ -39,7 +39,7 @@ def dask_executor(
     Yields
     ------
     callable
-        ``executor(tasks)``: yields each task's :class:`~gbdt_plrank.harness.runner.Done` as soon
+        ``executor(tasks)``: yields each task's :class:`~gbdt_plrank.harness.compare.run.Done` as soon
         as it finishes. Leaving the context cancels what has not finished and closes the client
         (and the local cluster).
     """

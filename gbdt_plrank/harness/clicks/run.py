@@ -50,43 +50,42 @@ seed); a rerun skips what is there.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from .._boosters import BACKENDS, Plan
-from .._boosters._lightgbm import LightGBMBackend
-from .._ranking_metric import RankingMetric
-from .._training.evaluation import RankingMetricEval
-from .._util.compat import is_installed
-from ..clicks import (
+from ..._boosters._lightgbm import LightGBMBackend
+from ..._ranking_metric import RankingMetric
+from ..._util.compat import is_installed
+from ...clicks import (
     ClickLog,
     click_rewards,
     estimate_position_bias,
     pbm_position_bias,
     simulate_clicks,
 )
-from ..datasets import LTRDataset, Split
-from ..metrics import ndcg
-from ..ranker import PLRankRanker
-from .clicks_config import ANCHORS, ClicksConfig
-from .data import check_data, dataset_label, load
-from .store import (
-    append_line,
-    check_settings,
-    drop_partial_line,
-    locked_folder,
-    output_folder,
-)
+from ...datasets import LTRDataset, Split
+from ...metrics import ndcg
+from ...ranker import PLRankRanker
+from ..data import check_data, dataset_label, load
+from ..store import ResultStore, Table
+from ..training import train
+from .config import ANCHORS, ClicksConfig
 
-__all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
+__all__ = [
+    "EXPLORATION",
+    "TABLES",
+    "ResultKey",
+    "add_result",
+    "anchor_missing",
+    "planned",
+    "run_clicks",
+]
 
 #: The exploration loop's learners: PL-Rank retrained on the logs of its own deployments.
 EXPLORATION = {"explore-stochastic": True, "explore-deterministic": False}
@@ -110,36 +109,16 @@ class ResultKey(NamedTuple):
     seed: int
 
 
-def _key(record: dict[str, Any]) -> ResultKey:
-    return ResultKey(record["dataset"], record["learner"], int(record["sessions"]),
-                     int(record["seed"]))
+#: The experiment's table (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
+#: :meth:`ClicksConfig.settings`): ``results.jsonl``, one line per result, its key, the test query
+#: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
+#: ``plrank-policy-aware``, the position bias estimated from its log.
+TABLES = {"results": Table("results.jsonl", ResultKey)}
 
 
-class ClicksStore:
-    """The experiment's output folder: ``settings.json`` and ``results.jsonl``.
-
-    Each line of ``results.jsonl`` is one result: its key, the test query ids, the test NDCG@k
-    of each query for every k, the best round, the training seconds and, for
-    ``plrank-policy-aware``, the position bias estimated from its log.
-    """
-
-    def __init__(self, folder: str | Path, *, settings: dict[str, Any]) -> None:
-        self.folder = output_folder(folder)
-        self.results_path = self.folder / "results.jsonl"
-        drop_partial_line(self.results_path)
-        self.results: dict[ResultKey, dict[str, Any]] = {}
-        if self.results_path.is_file():
-            with self.results_path.open(encoding="utf-8") as fh:
-                for line in fh:
-                    record = json.loads(line)
-                    self.results[_key(record)] = record
-        check_settings(self.folder, settings, has_results=bool(self.results))
-
-    def add(self, key: ResultKey, **record: Any) -> None:
-        """Store one result (written at once)."""
-        line = {**key._asdict(), **record}
-        append_line(self.results_path, json.dumps(line) + "\n")
-        self.results[key] = line
+def add_result(store: ResultStore, key: ResultKey, **record: Any) -> None:
+    """Store one result (written at once)."""
+    store.append("results", {**key._asdict(), **record})
 
 
 def anchor_missing(learner: str) -> str | None:
@@ -295,25 +274,25 @@ def _fit_anchor(
     learner: str, config: ClicksConfig, seed: int, data: LTRDataset, train_log: ClickLog,
     vali_rewards: np.ndarray,
 ) -> _Fit:
-    """A library's unbiased objective on the sessions of ``train_log``, early-stopped on the
+    """A library's unbiased objective on the sessions of ``train_log``, trained as the
+    comparison method it is (:func:`~gbdt_plrank.harness.training.train`), early-stopped on the
     metric@``top_k`` of its ranking of the validation rows with ``vali_rewards`` as labels,
     the signal the PL-Rank learners stop on."""
     method = ANCHORS[learner]
-    train, _ = session_split(train_log, data.train)
+    train_split, _ = session_split(train_log, data.train)
     vali = Split(data.vali.X, vali_rewards, data.vali.qid)
     params = dict(config.params.get(method, {}))
+    backend = None
     if learner == "lambdamart-unbiased-xgb":
-        backend, objective = BACKENDS["xgboost"], "rank:ndcg"
         params["lambdarank_unbiased"] = True
     else:
-        backend, objective = _DisplayOrderLightGBM(), "lambdarank"
-    trees = config.trees
-    watched = RankingMetricEval(RankingMetric(config.plrank.metric, config.top_k, "linear"))
-    plan = Plan(objective, config.top_k, n_estimators=trees.rounds,
-                early_stopping_rounds=trees.early_stopping_rounds, metrics=(watched,))
-    trained = backend.train(trees.booster_settings(seed=seed, params=params), train, [vali], plan)
-    scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
-    return _Fit(scores, int(trained.rounds), float(trained.seconds))
+        backend = _DisplayOrderLightGBM()
+    fit = train(
+        method, replace(data, train=train_split, vali=vali), k=config.top_k, seed=seed,
+        trees=config.trees, params=params, backend=backend,
+        watch=RankingMetric(config.plrank.metric, config.top_k, "linear"),
+    )
+    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds))
 
 
 def _test_values(config: ClicksConfig, test: Split, scores: np.ndarray) -> dict[str, Any]:
@@ -391,7 +370,7 @@ class _Fold:
         return {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
                 "seconds": fit.seconds, **extra}
 
-    def explore(self, arm: str, store: ClicksStore, label: str) -> None:
+    def explore(self, arm: str, store: ResultStore, label: str) -> None:
         """The exploration loop of one arm; stores each round's result that is missing."""
         config, data = self.config, self.data
         stochastic = EXPLORATION[arm]
@@ -407,12 +386,12 @@ class _Fold:
             rewards = self.rewards(joined, estimator="policy-aware", policy=False)
             model, fit = _fit_plrank(config, self.seed, data, rewards["train"], rewards["vali"])
             key = ResultKey(label, arm, r * config.exploration_sessions, self.seed)
-            if key not in store.results:
-                store.add(key, **_test_values(config, data.test, fit.scores),
-                          best_round=fit.best_round, seconds=fit.seconds, round=r)
+            if key not in store.records("results"):
+                add_result(store, key, **_test_values(config, data.test, fit.scores),
+                           best_round=fit.best_round, seconds=fit.seconds, round=r)
 
 
-def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
+def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
     """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     for learner in ANCHORS:
         reason = anchor_missing(learner) if learner in config.learners else None
@@ -423,11 +402,12 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
         for data in config.datasets for fold in config.folds for seed in range(config.seeds)
     ]
     total = sum(len(keys) for *_, keys in units)
-    left = sum(k not in store.results for *_, keys in units for k in keys)
+    done = store.records("results")
+    left = sum(k not in done for *_, keys in units for k in keys)
     echo(f"{left} of {total} results to compute; results in {store.folder}")
     with tqdm(total=left, unit="result", disable=None) as bar:
         for data, fold, seed, keys in units:
-            missing = [k for k in keys if k not in store.results]
+            missing = [k for k in keys if k not in done]
             if not missing:
                 continue
             dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries)
@@ -435,7 +415,7 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
             for key in missing:
                 if key.learner in EXPLORATION:
                     continue
-                store.add(key, **unit.run(key))
+                add_result(store, key, **unit.run(key))
                 bar.set_postfix_str(f"{key.dataset} {key.learner} s={key.sessions}")
                 bar.update()
             for arm in EXPLORATION:
@@ -444,24 +424,14 @@ def _fill(store: ClicksStore, config: ClicksConfig, *, echo: Callable[[str], Non
                     bar.update(sum(k.learner == arm for k in missing))
 
 
-def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ClicksStore:
+def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> ResultStore:
     """Run every result of ``config`` that its output folder does not hold.
 
-    Returns
-    -------
-    ClicksStore
-        The output folder's results, earlier runs' included.
-
-    Raises
-    ------
-    ConfigError
-        When a data entry is missing or the folder holds results of other settings.
-    FolderInUseError
-        When another run is writing to the output folder
-        (:func:`~gbdt_plrank.harness.store.locked_folder`).
+    Returns the output folder's results (its ``TABLES``), earlier runs' included. Raises
+    ``ConfigError`` when a data entry is missing or the folder holds results of other settings,
+    ``FolderInUseError`` when another run is writing to it (:meth:`ResultStore.locked`).
     """
     check_data(config.datasets, config.folds)
-    with locked_folder(config.out) as folder:
-        store = ClicksStore(folder, settings=config.settings())
+    with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         _fill(store, config, echo=echo)
     return store

@@ -1,37 +1,11 @@
-"""The description of a comparison: a TOML file read into frozen, validated models.
+"""The settings every experiment of the harness shares, read from TOML into validated models.
 
-.. code-block:: toml
-
-    datasets = ["mq2008"]            # bundled names or folders (train.txt, vali.txt, test.txt)
-    folds = [1, 2, 3, 4, 5]          # LETOR folds (bundled data, folders with Fold1..Fold5)
-    methods = ["plrank-xgb", "lambdamart-xgb"]
-    seeds = 5                        # seeds 0 .. seeds-1
-    k = [5, 10]                      # one training per k: early stopping on NDCG@k
-    out = "runs/mq2008"              # default: runs/<name of the config file>
-    drop_empty_test_queries = true   # leave out test queries without relevant documents
-
-    [trees]                          # the same tree settings for every method
-    rounds = 1000
-    learning_rate = 0.05
-    early_stopping_rounds = 50
-
-    [plrank]                         # options of the PL-Rank objective
-    N = 100
-
-    [pirank]                         # options of the PiRank objective
-    tau = 1.0
-
-    [params.lambdamart-xgb]          # native parameters of one method, applied last
-    lambdarank_num_pair_per_sample = 8
-
-    [params.plrank-xgb.plrank]       # a PL-Rank method's own objective options, over [plrank]
-    N = 200
-    hessian = "clip"
-    fairness = "expected-exposure"   # maximise E[NDCG@k] - fairness_weight * EE-L
-    fairness_weight = 0.5
-
-    [params.pirank-lgb.pirank]       # a PiRank method's own objective options, over [pirank]
-    tau = 0.5
+The tables ``[trees]`` (:class:`TreeSettings`, the booster settings of every method),
+``[plrank]`` (:class:`PLRankSettings`) and ``[pirank]`` (:class:`PiRankSettings`), the per-method
+native parameters (``[params.<method>]``, :func:`read_params`), and the rules that tie a method's
+objective options together (:func:`check_objectives`). The comparison
+(:mod:`.compare.config`), the fairness frontier (:mod:`.frontier.config`) and the experiment on
+clicks (:mod:`.clicks.config`) build their configurations from them.
 
 The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
@@ -56,14 +30,17 @@ from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 __all__ = [
     "SETTINGS",
-    "CompareConfig",
     "ConfigError",
+    "CutOffs",
+    "Folds",
     "PLRankSettings",
     "PiRankSettings",
+    "PositiveInt",
+    "Text",
     "TreeSettings",
     "check_objective_options",
     "check_objectives",
-    "load_config",
+    "items",
     "method_settings",
     "objective_settings",
     "read_config_table",
@@ -92,7 +69,7 @@ def _known_methods(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def _items(item: Any, *, rule: str, known: bool = False) -> Any:
+def items(item: Any, *, rule: str, known: bool = False) -> Any:
     """A TOML array (or one integer) read as a non-empty tuple of distinct items."""
     names = _known_methods if known else _distinct
     return Annotated[
@@ -107,12 +84,12 @@ def _items(item: Any, *, rule: str, known: bool = False) -> Any:
 PositiveInt = Annotated[int, Field(ge=1)]
 Text = Annotated[str, Field(min_length=1)]
 #: LETOR folds: one integer from 1 to 5 or a list of distinct ones.
-Folds = _items(
+Folds = items(
     Annotated[int, Field(ge=1, le=5)],
     rule="an integer from 1 to 5 or a non-empty list of distinct ones",
 )
 #: Cut-offs: one integer >= 1 or a list of distinct ones.
-CutOffs = _items(PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones")
+CutOffs = items(PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones")
 
 
 class TreeSettings(Schema):
@@ -301,45 +278,6 @@ def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
     return out
 
 
-class CompareConfig(Schema):
-    """A comparison: which data, methods, seeds and cut-offs, and the shared settings."""
-
-    datasets: _items(Text, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
-    methods: _items(  # type: ignore[valid-type]
-        str, rule=f"a non-empty list of distinct methods from: {', '.join(METHODS)}", known=True
-    )
-    folds: Folds = (1,)
-    seeds: int = Field(5, ge=1, description="an integer >= 1")
-    k: CutOffs = (5,)
-    out: Text = Field("runs/compare", description="a non-empty string")
-    drop_empty_test_queries: bool = Field(True, description="true or false")
-    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
-    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
-    pirank: PiRankSettings = Field(default_factory=PiRankSettings, description="a table")
-    params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="a table of method name -> table of parameters"
-    )
-
-    @property
-    def seed_values(self) -> range:
-        """The run seeds, ``0 .. seeds - 1``."""
-        return range(self.seeds)
-
-    def training_settings(self) -> dict[str, Any]:
-        """Everything that changes a trained model or its score, as plain JSON-able data.
-
-        Results made under other settings must not be mixed with these; what only selects runs
-        (datasets, folds, methods, seeds, k) or changes their speed (``n_jobs``) is left out.
-        """
-        return {
-            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
-            "pirank": self.pirank.model_dump(),
-            "params": {m: self.params[m] for m in sorted(self.params)},
-            "drop_empty_test_queries": self.drop_empty_test_queries,
-        }
-
-
 def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
     """Per-method native parameters from a TOML file of ``[method-name]`` tables.
 
@@ -385,45 +323,6 @@ def read_config_table(path: Path, overrides: Mapping[str, Any] | None) -> dict[s
         table[key] = value
     raw["params"] = _params(raw.get("params", {}), key="params")
     return raw
-
-
-def load_config(
-    path: str | Path,
-    *,
-    overrides: Mapping[str, Any] | None = None,
-    params_file: str | Path | None = None,
-) -> CompareConfig:
-    """Read and check a comparison's TOML file.
-
-    Parameters
-    ----------
-    path : str or Path
-        The configuration file.
-    overrides : mapping, optional
-        Values that replace the file's, by key path (``"methods"``, ``"trees.rounds"``); they
-        are checked like the file's.
-    params_file : str or Path, optional
-        A file read by :func:`read_params`; its parameters update the file's ``[params]``, method
-        by method and key by key (a ``plrank`` or ``pirank`` table as a whole).
-
-    Returns
-    -------
-    CompareConfig
-
-    Raises
-    ------
-    ConfigError
-        On a missing or invalid file, an unknown key or a value that breaks its rule.
-    """
-    path = Path(path)
-    raw = read_config_table(path, overrides)
-    if params_file is not None:
-        for name, table in read_params(params_file).items():
-            raw["params"][name] = {**raw["params"].get(name, {}), **table}
-    config = validate(CompareConfig, raw, source=str(path))
-    settings = objective_settings(config.plrank, config.pirank)
-    check_objectives(config.methods, settings, config.params, k=config.k[0])
-    return config
 
 
 def check_objectives(

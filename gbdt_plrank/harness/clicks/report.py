@@ -15,12 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from .._util.compat import is_installed, missing_message, require
-from ..clicks import pbm_position_bias
-from .clicks_config import ANCHORS, ClicksConfig
-from .clicks_run import EXPLORATION, ONCE, ClicksStore, anchor_missing, planned
-from .data import dataset_label, family
-from .stats import paired, seed_means
+from ..._util.compat import is_installed, missing_message, require
+from ...clicks import pbm_position_bias
+from ..data import dataset_label, family
+from ..stats import paired, seed_means
+from ..store import ResultStore
+from .config import ANCHORS, ClicksConfig
+from .run import EXPLORATION, ONCE, anchor_missing, planned
 
 __all__ = ["per_query", "write_clicks_report"]
 
@@ -38,18 +39,18 @@ def per_query(records: Sequence[Mapping[str, Any]], k: int) -> Values:
     )
 
 
-def _groups(config: ClicksConfig, store: ClicksStore) -> dict[str, dict[tuple[str, int], Values]]:
+def _groups(config: ClicksConfig, store: ResultStore) -> dict[str, dict[tuple[str, int], Values]]:
     """Family -> (learner, sessions) -> per-query values at each k, from the planned results."""
     chosen: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(list))
+    results = store.records("results")
     for data in config.datasets:
         for fold in config.folds:
             label = dataset_label(data, fold)
             for seed in range(config.seeds):
                 for key in planned(config, label, seed):
-                    if key in store.results:
-                        chosen[family(label)][key.learner, key.sessions].append(
-                            store.results[key])
+                    if key in results:
+                        chosen[family(label)][key.learner, key.sessions].append(results[key])
     return chosen  # type: ignore[return-value]
 
 
@@ -207,7 +208,7 @@ def _click_probability(config: ClicksConfig) -> str:
 
 
 def write_clicks_report(
-    config: ClicksConfig, store: ClicksStore, *, command: str | None = None
+    config: ClicksConfig, store: ResultStore, *, command: str | None = None
 ) -> str:
     """Write ``clicks.md`` and ``clicks.png`` into ``config.out``; return the markdown.
 
