@@ -752,3 +752,51 @@ def test_sample_weight_weighs_queries(backend, mq):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)])
     with pytest.raises(ValueError, match=r"weigh whole queries .* row 1 of query 0 has weight 1.0"):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.arange(y.size, dtype=float))
+
+
+# --------------------------------------------------------------------------------------------
+# verbose: the boosters' own log of the eval sets, a bar without them, quiet by default
+# --------------------------------------------------------------------------------------------
+#: The first logged line of each booster with verbose=2: XGBoost counts rounds from 0, LightGBM
+#: from 1 (and logs the watched metric first).
+FIRST_LOG_LINE = {
+    "xgboost": re.compile(r"^\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-standardized_expected_ndcg@5:0\.\d{5}$"),
+    "lightgbm": re.compile(r"^\[2\]\tvalid_0's standardized_expected_ndcg@5: 0\.\d+\tvalid_0's ndcg@5: 0\.\d+$"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_verbose_reports_the_eval_sets_every_n_rounds(mq, backend, capsys) -> None:
+    train, vali, _ = mq
+    fit = {"group": train.qid, "eval_set": [(vali.X, vali.y, vali.qid)]}
+    PLRankRanker(backend=backend, n_estimators=6, **FAST).fit(train.X, train.y, **fit)
+    assert capsys.readouterr() == ("", ""), "quiet by default"
+    PLRankRanker(backend=backend, n_estimators=6, verbose=2, **FAST).fit(train.X, train.y, **fit)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == {"xgboost": 4, "lightgbm": 3}[backend], lines  # XGBoost adds the last
+    assert FIRST_LOG_LINE[backend].match(lines[0]), lines
+    PLRankRanker(backend=backend, n_estimators=3, verbose=True, **FAST).fit(train.X, train.y, **fit)
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_verbose_without_eval_set_shows_a_progress_bar(mq, backend, capsys) -> None:
+    train, _, _ = mq
+    PLRankRanker(backend=backend, n_estimators=4, verbose=True, **FAST).fit(
+        train.X, train.y, group=train.qid
+    )
+    printed = capsys.readouterr()
+    assert printed.out == "" and "rounds: 100%" in printed.err and "4/4" in printed.err
+    PLRankRanker(backend=backend, n_estimators=4, **FAST).fit(train.X, train.y, group=train.qid)
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("verbose", [-1, 1.5, "yes", None])
+def test_a_bad_verbose_names_the_value_and_the_rule(mq, verbose) -> None:
+    train, _, _ = mq
+    with pytest.raises(ValueError, match=re.escape(
+        f"verbose must be True, False or an integer >= 0 (report every N rounds), but "
+        f"{verbose!r} is given."
+    )):
+        PLRankRanker(verbose=verbose, **FAST).fit(train.X, train.y, group=train.qid)
+
