@@ -800,3 +800,25 @@ def test_a_bad_verbose_names_the_value_and_the_rule(mq, verbose) -> None:
     )):
         PLRankRanker(verbose=verbose, **FAST).fit(train.X, train.y, group=train.qid)
 
+
+# --------------------------------------------------------------------------------------------
+# Queries without a relevant document: one convention (1, as the boosters), an option for both
+# --------------------------------------------------------------------------------------------
+def test_score_and_expected_metric_take_the_metrics_empty_convention(fitted, mq) -> None:
+    _, _, test = mq
+    scores = fitted.predict(test.X)
+    has_relevant = np.bincount(np.unique(test.qid, return_inverse=True)[1], test.y > 0) > 0
+    assert not has_relevant.all() and has_relevant.any()  # the slice has both kinds
+    for empty in (1.0, 0.0, math.nan):
+        assert fitted.score(test.X, test.y, group=test.qid, empty=empty) == ndcg(
+            test.y, scores, test.qid, k=fitted.K, empty=empty
+        )
+    assert fitted.score(test.X, test.y, group=test.qid) == ndcg(test.y, scores, test.qid, k=5)
+    # Each sample's mean over all queries mixes the others' mean with 1 per empty query.
+    share = 1 - has_relevant.mean()
+    kw = {"group": test.qid, "n_samples": 8, "random_state": 3}
+    everyone = fitted.expected_metric(test.X, test.y, **kw)
+    relevant_only = fitted.expected_metric(test.X, test.y, **kw, empty=math.nan)
+    assert everyone.mean == pytest.approx(share + (1 - share) * relevant_only.mean, abs=1e-12)
+    with pytest.raises(ValueError, match=r"empty must be a number in \[0, 1\] or nan, but 2 is"):
+        fitted.score(test.X, test.y, group=test.qid, empty=2)
