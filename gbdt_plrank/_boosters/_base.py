@@ -207,7 +207,7 @@ class Plan:
     verbose : int
         0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
         format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
-        sets show a progress bar of the rounds (:func:`progress`).
+        sets show a progress bar of the rounds (:func:`~gbdt_plrank._boosters.progress`).
     """
 
     objective: Objective
