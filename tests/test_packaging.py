@@ -112,7 +112,7 @@ def _reuse_compiled_kernels(venv: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_wheel_runs_the_readme_and_the_demo_from_another_folder(tmp_path: Path) -> None:
+def test_the_wheel_runs_the_readme_the_demo_and_a_verbose_fit_from_another_folder(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert "gbdt_plrank-0.1.0.dist-info/licenses/LICENSE" in names
@@ -134,6 +134,14 @@ def test_the_wheel_runs_the_readme_and_the_demo_from_another_folder(tmp_path: Pa
     example = python_blocks(README)[0]  # the first example, its rounds cut to 2
     printed = run(str(venv / "bin" / "python"), "-c", example)
     assert "XGBoost test NDCG@5" in printed and "LightGBM test NDCG@5" in printed, printed
+    verbose_fit = (
+        "from gbdt_plrank import PLRankRanker, load_dataset\n"
+        "d = load_dataset('mq2008')\n"
+        "PLRankRanker(n_estimators=3, N=10, verbose=True).fit(d.train.X, d.train.y, "
+        "group=d.train.qid, eval_set=[(d.vali.X, d.vali.y, d.vali.qid)])\n"
+    )
+    printed = run(str(venv / "bin" / "python"), "-c", verbose_fit)
+    assert [line.split("\t")[0] for line in printed.splitlines()] == ["[0]", "[1]", "[2]"], printed
     printed = run(str(venv / "bin" / "gbdt-plrank"), "compare", "demo", "--rounds", "2",
                   "--seeds", "1", "--k", "5", "--methods", "plrank-xgb,lambdamart-xgb")
     assert "the bundled configuration 'demo'" in printed and "| plrank-xgb |" in printed
