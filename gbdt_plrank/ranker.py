@@ -333,7 +333,8 @@ class PLRankRanker(PolicyRanker):
         LightGBM's ``log_evaluation(N)`` do (``[10]\tvalid_0-ndcg@5:0.70123`` from XGBoost,
         ``[10]\tvalid_0's ndcg@5: 0.70123`` from LightGBM, which counts rounds from 1); without
         ``eval_set`` a progress bar of the rounds is shown on stderr. ``False`` (or 0) is quiet,
-        as scikit-learn's estimators are. On a Dask cluster the workers print the values.
+        as scikit-learn's estimators are. On a Dask cluster the workers print: XGBoost's the values of
+        the whole eval sets, LightGBM's each worker those of its own part; no bar.
 
     Attributes
     ----------
