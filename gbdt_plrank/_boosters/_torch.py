@@ -303,7 +303,7 @@ class TorchBackend:
 
 
 def _log_line(epoch: int, history: History) -> str:
-    """The values of ``epoch`` in XGBoost's log format: ``[3]\tvalid_0-ndcg@5:0.71234\t...``."""
+    r"""The values of ``epoch`` in XGBoost's log format: ``[3]\tvalid_0-ndcg@5:0.71234\t...``."""
     values = (
         f"{name}-{metric}:{per[metric][epoch]:.5f}" for name, per in history.items() for metric in per
     )
