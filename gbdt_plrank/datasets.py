@@ -191,6 +191,9 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     Returns
     -------
     LTRDataset
+        Its ``train``, ``vali`` and ``test`` splits; each split's ``X`` is a SciPy sparse CSR
+        matrix of float32 (``X.toarray()`` for a dense array), ``y`` float64 labels and ``qid``
+        per-row query ids, rows sorted by query.
     """
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")

@@ -30,9 +30,12 @@ Conventions
   ``float32`` (``Booster.predict`` returns them exactly), LightGBM's are ``float64``. Casting
   LightGBM's predictions to ``float32`` can merge scores that LightGBM still tells apart.
 * **Queries without relevant documents** (ideal DCG 0) score ``empty`` in :func:`ndcg`
-  (default 1, as XGBoost's ``ndcg@k`` and LightGBM; ``empty=0.0`` gives XGBoost's ``ndcg@k-``
-  and scikit-learn's ``ndcg_score``; ``empty=nan`` leaves them out of the mean). The same
-  keyword, with the same default, serves :func:`recall_at_k` and :func:`mrr`.
+  (default :data:`EMPTY_QUERY_VALUE` = 1, as XGBoost's ``ndcg@k`` and LightGBM's ``ndcg`` count
+  them; ``empty=0.0`` gives XGBoost's ``ndcg@k-`` and scikit-learn's ``ndcg_score``;
+  ``empty=nan`` leaves them out of the mean, as the comparison harness's tables do by leaving
+  them out of the test split). The same keyword, with the same default, serves
+  :func:`recall_at_k`, :func:`mrr`, the rankers' ``score`` and ``expected_metric``; the eval
+  metrics of training count such a query as 1 (a constant, which early stopping cannot see).
 * **Cut-off.** ``k`` is an integer ``>= 1`` or ``None`` for the whole list; queries shorter than
   ``k`` are ranked in full. XGBoost's metrics named without ``@k`` (``ndcg``, ``pre``) are not
   whole-list metrics: they cut at 32 (the default of its ``LambdaRankParam``), so match them with
@@ -79,6 +82,7 @@ from ._util.validation import (
 )
 
 __all__ = [
+    "EMPTY_QUERY_VALUE",
     "GAINS",
     "average_relevance_position",
     "dataset_ndcg",
@@ -94,6 +98,12 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+
+#: What a query without relevant documents scores in NDCG@k, recall@k and MRR unless ``empty``
+#: says otherwise: 1, as in XGBoost's ``ndcg@k`` and LightGBM's ``ndcg`` (the one owner of the
+#: convention: the rankers' ``score`` and ``expected_metric`` and the training's eval metrics
+#: read it from here).
+EMPTY_QUERY_VALUE = 1.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,7 +126,8 @@ def _check_k(k: object) -> int | None:
     return None if k is None else check_positive_int("k", k)
 
 
-def _check_empty(empty: object) -> float:
+def check_empty(empty: object) -> float:
+    """``empty`` must be a number in [0, 1] or NaN."""
     if not is_number(empty) or not (math.isnan(empty) or 0.0 <= empty <= 1.0):
         raise ValueError(f"empty must be a number in [0, 1] or nan, but {empty!r} is given.")
     return float(empty)
@@ -180,8 +191,11 @@ def _normalised(value: FloatArray, norm: FloatArray, empty: float) -> FloatArray
 
 
 def _result(per_query_values: FloatArray, per_query: bool) -> float | FloatArray:
-    if per_query:
-        return per_query_values
+    return per_query_values if per_query else mean_over_queries(per_query_values)
+
+
+def mean_over_queries(per_query_values: FloatArray) -> float:
+    """The unweighted mean of per-query values, NaN values left out (NaN when none is left)."""
     kept = per_query_values[~np.isnan(per_query_values)]
     return float(kept.mean()) if kept.size else math.nan
 
@@ -254,7 +268,7 @@ def ndcg(
     *,
     k: int | None = 10,
     gain: str = "exp",
-    empty: float = 1.0,
+    empty: float = EMPTY_QUERY_VALUE,
     per_query: bool = False,
 ) -> float | FloatArray:
     r"""Normalised DCG at ``k`` (Järvelin and Kekäläinen 2002), mean over queries.
@@ -297,7 +311,7 @@ def ndcg(
     ValueError
         As :func:`dcg`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
     """
-    empty = _check_empty(empty)
+    empty = check_empty(empty)
     value, ideal = _dcg_parts(y_true, y_score, group, k, gain)
     return _result(_normalised(value, ideal, empty), per_query)
 
@@ -400,7 +414,7 @@ def recall_at_k(
     group: npt.ArrayLike | None = None,
     *,
     k: int | None = 10,
-    empty: float = 1.0,
+    empty: float = EMPTY_QUERY_VALUE,
     per_query: bool = False,
 ) -> float | FloatArray:
     r"""Fraction of a query's relevant documents (label > 0) found in the top ``k``.
@@ -431,7 +445,7 @@ def recall_at_k(
     ValueError
         As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
     """
-    empty = _check_empty(empty)
+    empty = check_empty(empty)
     k = _check_k(k)
     r = _ranked(y_true, y_score, group)
     hits, _, n_relevant = _sums(r, _relevant(r.y), np.ones(_cutoff(r, k)))
@@ -444,7 +458,7 @@ def mrr(
     group: npt.ArrayLike | None = None,
     *,
     k: int | None = None,
-    empty: float = 1.0,
+    empty: float = EMPTY_QUERY_VALUE,
     per_query: bool = False,
 ) -> float | FloatArray:
     r"""Mean reciprocal rank of the first relevant document (label > 0).
@@ -479,7 +493,7 @@ def mrr(
     ValueError
         As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
     """
-    empty = _check_empty(empty)
+    empty = check_empty(empty)
     k = _check_k(k)
     r = _ranked(y_true, y_score, group)
     K = _cutoff(r, k)

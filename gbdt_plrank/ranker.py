@@ -61,6 +61,7 @@ from ._util.validation import (
     check_feature_values,
     check_labels,
     check_positive_int,
+    check_verbose,
 )
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
@@ -358,6 +359,14 @@ class PLRankRanker(PolicyRanker):
         evaluation metric and the number of rounds are the ranker's and may not be set here.
         Other keys are passed unchanged: XGBoost warns about keys it does not use, LightGBM
         reports them only when its log is on (``{"verbose": 0}``).
+    verbose : bool or int, default False
+        Report a fit's progress: ``True`` or N >= 1 prints the eval sets' values every N rounds
+        (``True``: every round) in the booster's own format, as XGBoost's ``verbose_eval`` and
+        LightGBM's ``log_evaluation(N)`` do (``[10]\tvalid_0-ndcg@5:0.70123`` from XGBoost,
+        ``[10]\tvalid_0's ndcg@5: 0.70123`` from LightGBM, which counts rounds from 1); without
+        ``eval_set`` a progress bar of the rounds is shown on stderr. ``False`` (or 0) is quiet,
+        as scikit-learn's estimators are. On a Dask cluster the workers print: XGBoost's the values of
+        the whole eval sets, LightGBM's each worker those of its own part; no bar.
 
     Attributes
     ----------
@@ -441,6 +450,7 @@ class PLRankRanker(PolicyRanker):
         stopping_metric: str = "auto",
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
+        verbose: bool | int = False,
     ) -> None:
         self.backend = backend
         self.K = K
@@ -468,6 +478,7 @@ class PLRankRanker(PolicyRanker):
         self.stopping_metric = stopping_metric
         self.random_state = random_state
         self.params = params
+        self.verbose = verbose
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
@@ -592,6 +603,7 @@ class PLRankRanker(PolicyRanker):
             options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
             objective_type=self._objective_type, device=self.device,
+            verbose=check_verbose("verbose", self.verbose),
         )
         return backend, self._settings(booster_seed), plan, options
 

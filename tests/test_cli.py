@@ -113,10 +113,77 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 
 def test_subcommands_are_a_registry() -> None:
-    assert [sub.name for sub in SUBCOMMANDS] == ["compare", "tune", "fairness", "clicks"]
+    assert [sub.name for sub in SUBCOMMANDS] == [
+        "compare", "tune", "fairness", "clicks", "configs"
+    ]
 
 
 CLICKS = DEMO.with_name("clicks-tiny.toml")
+
+
+def test_a_bundled_configuration_runs_by_name_from_any_folder(
+    tmp_path: Path, tiny: Path, monkeypatch, capsys
+) -> None:
+    """``compare demo`` from a folder without configs/: the bundled file, written to runs/demo
+    in the current folder; ``configs/demo.toml`` (the documented path) names it too."""
+    monkeypatch.chdir(tmp_path)
+    flags = ["--data", str(tiny), "--methods", "plrank-lgb", "--seeds", "1", "--k", "3",
+             "--rounds", "2", "--n-jobs", "1"]
+    assert main(["compare", "demo", *flags]) == 0
+    printed = capsys.readouterr().out
+    assert f"the bundled configuration 'demo' ({DEMO})" in printed
+    assert (tmp_path / "runs" / "demo" / "results.md").is_file()
+    assert main(["compare", "configs/demo.toml", *flags]) == 0
+    assert "0 of 1 trainings to run" in capsys.readouterr().out
+    assert main(["clicks", "clicks-tiny", "--data", str(tiny), "--sessions", "3",
+                 "--out", "mine"]) == 0
+    assert (tmp_path / "mine" / "clicks.md").is_file()
+
+
+def test_a_file_that_exists_wins_over_a_bundled_name(tmp_path: Path, monkeypatch,
+                                                     capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo").write_text("methods = ['plrank-xgb']\n")
+    assert main(["compare", "demo"]) == 2
+    assert "demo must set 'datasets'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["compare", "nope"], "'nope' is neither a file nor the name of a bundled configuration; "
+         "bundled compare configurations: demo, headline,"),
+        (["compare", "fairness_group"], "'fairness_group' is a bundled configuration of "
+         "`gbdt-plrank fairness`, not of compare"),
+        (["configs", "nope"], "'nope' is not a bundled configuration; they are: clicks-mq2007-agg"),
+    ],
+)
+def test_an_unknown_bundled_name_lists_the_names(tmp_path: Path, monkeypatch, argv, message,
+                                                 capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_configs_lists_every_bundled_configuration_and_prints_one(capsys) -> None:
+    shipped = sorted(p.stem for p in DEMO.parent.rglob("*.toml"))
+    assert main(["configs"]) == 0
+    printed = capsys.readouterr().out
+    assert all(f"\n  {name}\n" in printed for name in shipped), printed
+    assert "gbdt-plrank fairness NAME:\n  fairness\n" in printed
+    assert "The demo (`make demo`): PL-Rank GBDT next to LambdaMART" in printed
+    assert main(["configs", "fairness_group"]) == 0
+    assert capsys.readouterr().out == DEMO.with_name("fairness_group.toml").read_text()
+
+
+def test_help_lists_the_bundled_configurations(capsys) -> None:
+    for command, names in [("compare", "demo, headline"), ("fairness", "fairness,"),
+                           ("clicks", "clicks-mq2007-agg,")]:
+        assert main([command, "--help"]) == 0
+        help_text = " ".join(capsys.readouterr().out.split())
+        assert f"the name of a bundled one: {names}" in help_text, help_text
+        assert "writes to runs/NAME in the current folder unless --out is given" in help_text
 
 
 def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys) -> None:

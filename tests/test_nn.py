@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 import subprocess
 import sys
 
@@ -319,3 +320,19 @@ def test_group_fairness_takes_item_groups_in_fit_and_eval_sets(train_valid) -> N
         PLRankMLPRanker(**options).fit(X, y, qid)
     with pytest.raises(ValueError, match="item_groups are used only by fairness"):
         PLRankMLPRanker(**{**options, "fairness": "disparity"}).fit(X, y, qid, item_groups=groups)
+
+
+def test_verbose_prints_the_eval_sets_every_n_epochs(train_valid, capsys) -> None:
+    (X, y, qid), (Xv, yv, qv) = train_valid
+    PLRankMLPRanker(**{**FAST, "max_epochs": 5}, random_state=0, verbose=2).fit(
+        X, y, qid, eval_set=[(Xv, yv, qv)]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["[0]", "[2]", "[4]"]
+    assert re.fullmatch(r"\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-expected_ndcg@5:0\.\d{5}",
+                        lines[0]), lines
+    PLRankMLPRanker(**{**FAST, "max_epochs": 3}, random_state=0, verbose=True).fit(X, y, qid)
+    printed = capsys.readouterr()
+    assert printed.out == "" and "3/3" in printed.err
+    PLRankMLPRanker(**{**FAST, "max_epochs": 3}, random_state=0).fit(X, y, qid, eval_set=[(Xv, yv, qv)])
+    assert capsys.readouterr().out == ""

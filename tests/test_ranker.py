@@ -938,3 +938,73 @@ def test_sample_weight_weighs_queries(backend, mq):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)])
     with pytest.raises(ValueError, match=r"weigh whole queries .* row 1 of query 0 has weight 1.0"):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.arange(y.size, dtype=float))
+
+
+# --------------------------------------------------------------------------------------------
+# verbose: the boosters' own log of the eval sets, a bar without them, quiet by default
+# --------------------------------------------------------------------------------------------
+#: The first logged line of each booster with verbose=2: XGBoost counts rounds from 0, LightGBM
+#: from 1 (and logs the watched metric first).
+FIRST_LOG_LINE = {
+    "xgboost": re.compile(r"^\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-standardized_expected_ndcg@5:0\.\d{5}$"),
+    "lightgbm": re.compile(r"^\[2\]\tvalid_0's standardized_expected_ndcg@5: 0\.\d+\tvalid_0's ndcg@5: 0\.\d+$"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_verbose_reports_the_eval_sets_every_n_rounds(mq, backend, capsys) -> None:
+    train, vali, _ = mq
+    fit = {"group": train.qid, "eval_set": [(vali.X, vali.y, vali.qid)]}
+    PLRankRanker(backend=backend, n_estimators=6, **FAST).fit(train.X, train.y, **fit)
+    assert capsys.readouterr() == ("", ""), "quiet by default"
+    PLRankRanker(backend=backend, n_estimators=6, verbose=2, **FAST).fit(train.X, train.y, **fit)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == {"xgboost": 4, "lightgbm": 3}[backend], lines  # XGBoost adds the last
+    assert FIRST_LOG_LINE[backend].match(lines[0]), lines
+    PLRankRanker(backend=backend, n_estimators=3, verbose=True, **FAST).fit(train.X, train.y, **fit)
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_verbose_without_eval_set_shows_a_progress_bar(mq, backend, capsys) -> None:
+    train, _, _ = mq
+    PLRankRanker(backend=backend, n_estimators=4, verbose=True, **FAST).fit(
+        train.X, train.y, group=train.qid
+    )
+    printed = capsys.readouterr()
+    assert printed.out == "" and "rounds: 100%" in printed.err and "4/4" in printed.err
+    PLRankRanker(backend=backend, n_estimators=4, **FAST).fit(train.X, train.y, group=train.qid)
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("verbose", [-1, 1.5, "yes", None])
+def test_a_bad_verbose_names_the_value_and_the_rule(mq, verbose) -> None:
+    train, _, _ = mq
+    with pytest.raises(ValueError, match=re.escape(
+        f"verbose must be True, False or an integer >= 0 (report every N rounds), but "
+        f"{verbose!r} is given."
+    )):
+        PLRankRanker(verbose=verbose, **FAST).fit(train.X, train.y, group=train.qid)
+
+
+# --------------------------------------------------------------------------------------------
+# Queries without a relevant document: one convention (1, as the boosters), an option for both
+# --------------------------------------------------------------------------------------------
+def test_score_and_expected_metric_take_the_metrics_empty_convention(fitted, mq) -> None:
+    _, _, test = mq
+    scores = fitted.predict(test.X)
+    has_relevant = np.bincount(np.unique(test.qid, return_inverse=True)[1], test.y > 0) > 0
+    assert not has_relevant.all() and has_relevant.any()  # the slice has both kinds
+    for empty in (1.0, 0.0, math.nan):
+        assert fitted.score(test.X, test.y, group=test.qid, empty=empty) == ndcg(
+            test.y, scores, test.qid, k=fitted.K, empty=empty
+        )
+    assert fitted.score(test.X, test.y, group=test.qid) == ndcg(test.y, scores, test.qid, k=5)
+    # Each sample's mean over all queries mixes the others' mean with 1 per empty query.
+    share = 1 - has_relevant.mean()
+    kw = {"group": test.qid, "n_samples": 8, "random_state": 3}
+    everyone = fitted.expected_metric(test.X, test.y, **kw)
+    relevant_only = fitted.expected_metric(test.X, test.y, **kw, empty=math.nan)
+    assert everyone.mean == pytest.approx(share + (1 - share) * relevant_only.mean, abs=1e-12)
+    with pytest.raises(ValueError, match=r"empty must be a number in \[0, 1\] or nan, but 2 is"):
+        fitted.score(test.X, test.y, group=test.qid, empty=2)

@@ -25,6 +25,7 @@ from ._base import (
     checked_queries,
     eval_name,
     metric_name,
+    progress,
     query_weights,
     tree_rule,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "checked_queries",
     "eval_name",
     "metric_name",
+    "progress",
     "query_weights",
     "tree_rule",
 ]

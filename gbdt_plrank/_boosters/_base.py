@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from pydantic import Field
+from tqdm.auto import tqdm
 
 from .._groups import Split
 from .._ranking_metric import RankingMetric
@@ -44,6 +45,7 @@ __all__ = [
     "native_params",
     "normalised",
     "plain_history",
+    "progress",
     "query_weights",
     "tree_rule",
 ]
@@ -202,6 +204,10 @@ class Plan:
         ``f(data, item_groups)``, called by :meth:`give_item_groups` with the splits' item
         groups, checked when the splits were built (a group-fair PL-Rank objective keeps them);
         None when the objective takes no item groups.
+    verbose : int
+        0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
+        format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
+        sets show a progress bar of the rounds (:func:`~gbdt_plrank._boosters.progress`).
     """
 
     objective: Objective
@@ -212,6 +218,7 @@ class Plan:
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
     item_groups: Callable[[Any, np.ndarray], None] | None = None
+    verbose: int = 0
 
     def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
         """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.
@@ -401,6 +408,26 @@ def query_weights(fields: QueryFields) -> np.ndarray | None:
     out = np.zeros(G)
     out[sizes > 0] = first
     return out
+
+
+def progress(plan: Plan, n_evals: int) -> tuple[int, Any]:
+    """What a backend shows of a fit's progress: the period of its eval log, and a bar.
+
+    The one rule of every backend: with ``plan.verbose`` = N >= 1 and eval sets, the library
+    prints their values every N rounds (period N, no bar); with no eval set, a tqdm bar of the
+    rounds on stderr (period 0), which the backend advances after each round and closes; with
+    ``plan.verbose`` = 0 neither.
+
+    Returns
+    -------
+    (int, tqdm or None)
+        The period of the eval log (0: none) and the progress bar (None: none).
+    """
+    if not plan.verbose:
+        return 0, None
+    if n_evals:
+        return plan.verbose, None
+    return 0, tqdm(total=plan.n_estimators, desc="rounds", unit="round", disable=False)
 
 
 def holds(module: str, type_name: str, obj: object) -> bool:

@@ -93,7 +93,8 @@ class CatBoostBackend:
         }
         if plan.early_stopping_rounds is not None:
             fixed.update(od_type="Iter", od_wait=plan.early_stopping_rounds, use_best_model=True)
-        defaults: dict[str, Any] = {"verbose": False, "allow_writing_files": False}
+        # CatBoost's own log every plan.verbose rounds (its learn and eval values), or none
+        defaults: dict[str, Any] = {"verbose": plan.verbose or False, "allow_writing_files": False}
         if settings.subsample is not None and settings.subsample < 1:
             defaults["bootstrap_type"] = "Bernoulli"  # the default bootstrap has no subsample
         params = native_params(

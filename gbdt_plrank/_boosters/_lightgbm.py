@@ -30,6 +30,7 @@ from ._base import (
     native_params,
     normalised,
     plain_history,
+    progress,
 )
 
 __all__ = ["LightGBMBackend"]
@@ -96,14 +97,23 @@ class LightGBMBackend:
             hooks.append(lightgbm.early_stopping(
                 plan.early_stopping_rounds, first_metric_only=True, verbose=False
             ))
+        period, bar = progress(plan, len(valid_sets))
+        if period:
+            hooks.append(lightgbm.log_evaluation(period))
+        if bar is not None:
+            hooks.append(lambda env: bar.update(1))
         start = time.perf_counter()
-        booster = lightgbm.train(
-            params, train_set, plan.n_estimators,
-            valid_sets=valid_sets,
-            valid_names=[eval_name(i) for i in range(len(evals))],
-            feval=list(reversed(plan.metrics)) or None,  # the watched metric first
-            callbacks=[*hooks, *plan.callbacks],
-        )
+        try:
+            booster = lightgbm.train(
+                params, train_set, plan.n_estimators,
+                valid_sets=valid_sets,
+                valid_names=[eval_name(i) for i in range(len(evals))],
+                feval=list(reversed(plan.metrics)) or None,  # the watched metric first
+                callbacks=[*hooks, *plan.callbacks],
+            )
+        finally:
+            if bar is not None:
+                bar.close()
         seconds = time.perf_counter() - start
         return self.trained(booster, plan, history, seconds)
 

@@ -50,6 +50,7 @@ from ._base import (
     library,
     native_params,
     normalised,
+    progress,
 )
 
 __all__ = ["ACTIVATIONS", "OPTIMIZERS", "SCALINGS", "Network", "NetworkOptions", "TorchBackend"]
@@ -244,10 +245,11 @@ class TorchBackend:
             )
             inputs = network.inputs(X)
             eval_inputs = [network.inputs(e.X) for e in evals]
-            epochs = tqdm(
-                range(plan.n_estimators), desc="epochs", disable=None if net.progress else True
-            )
-            for epoch in epochs:
+            period, bar = progress(plan, len(evals))
+            if bar is None:  # without verbose: the option's bar, on terminals only
+                shown = net.progress and not period
+                bar = tqdm(total=plan.n_estimators, desc="epochs", disable=None if shown else True)
+            for epoch in range(plan.n_estimators):
                 for queries in np.array_split(order.permutation(data.n_queries), n_batches):
                     rows, _ = query_rows(data.group_ptr, queries)
                     scores = network.module(inputs[rows]).squeeze(1)
@@ -258,6 +260,9 @@ class TorchBackend:
                     surrogate(scores, torch.as_tensor(grad, dtype=scores.dtype)).backward()
                     optimizer.step()
                 value = self._evaluate(network, evals, eval_inputs, plan, history)
+                bar.update(1)
+                if period and epoch % period == 0:
+                    print(_log_line(epoch, history), flush=True)
                 for callback in plan.callbacks:
                     callback(epoch, history)
                 if patience is None:
@@ -266,6 +271,7 @@ class TorchBackend:
                     best = (value, epoch, copy.deepcopy(network.module.state_dict()))
                 elif epoch - best[1] >= patience:
                     break
+            bar.close()
             if patience is not None:
                 network.module.load_state_dict(best[2])
         network.module.eval()
@@ -297,6 +303,14 @@ class TorchBackend:
         """Sum of the absolute first-layer weights of each (scaled) feature, over their total."""
         first = booster.module[0].weight.detach().double().numpy()
         return normalised(np.abs(first).sum(axis=0))
+
+
+def _log_line(epoch: int, history: History) -> str:
+    r"""The values of ``epoch`` in XGBoost's log format: ``[3]\tvalid_0-ndcg@5:0.71234\t...``."""
+    values = (
+        f"{name}-{metric}:{per[metric][epoch]:.5f}" for name, per in history.items() for metric in per
+    )
+    return "\t".join([f"[{epoch}]", *values])
 
 
 def surrogate(scores: Any, grad: Any) -> Any:

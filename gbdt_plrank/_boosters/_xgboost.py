@@ -30,6 +30,7 @@ from ._base import (
     native_params,
     normalised,
     plain_history,
+    progress,
 )
 
 __all__ = ["XGBoostBackend"]
@@ -42,6 +43,17 @@ def _custom_metric(metrics: Sequence[EvalMetric]) -> Any:
         return [metric(preds, data) for metric in metrics]
 
     return evaluate
+
+
+def _advance(xgboost: Any, bar: Any) -> Any:
+    """An XGBoost callback that advances the progress ``bar`` after each round."""
+
+    class Advance(xgboost.callback.TrainingCallback):
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            bar.update(1)
+            return False
+
+    return Advance()
 
 
 class XGBoostBackend:
@@ -102,12 +114,18 @@ class XGBoostBackend:
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
         plan.give_item_groups([(train_set, data), *((d, e) for (d, _), e in zip(eval_sets, evals))])
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
+        period, bar = progress(plan, len(eval_sets))
+        hooks = [] if bar is None else [_advance(xgboost, bar)]
         start = time.perf_counter()
-        booster = xgboost.train(
-            params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
-            early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
-            verbose_eval=False, callbacks=list(plan.callbacks), **own,
-        )
+        try:
+            booster = xgboost.train(
+                params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
+                early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
+                verbose_eval=period or False, callbacks=[*plan.callbacks, *hooks], **own,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
         seconds = time.perf_counter() - start
         return self.trained(booster, plan, history, seconds)
 

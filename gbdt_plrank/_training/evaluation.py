@@ -36,7 +36,7 @@ from .._groups import Split, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
 from .._util.validation import as_finite_vector, check_same_length
-from ..metrics import dcg, ndcg, precision_at_k
+from ..metrics import EMPTY_QUERY_VALUE, dcg, ndcg, precision_at_k
 from .fairness import FairnessSpec
 from .policy import sampled_exposure
 
@@ -146,7 +146,7 @@ class PolicyValue:
         values = np.bincount(
             self._row_query, exposure * self._rho, minlength=self.queries.n_queries
         )
-        values[self._empty] = 1.0
+        values[self._empty] = EMPTY_QUERY_VALUE
         return values
 
     def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
@@ -165,12 +165,19 @@ class PolicyValue:
         return values
 
 
-def ranking_values(metric: RankingMetric, queries: Split, scores: np.ndarray) -> np.ndarray:
-    """Per query: the metric@K of the ranking by descending score (:mod:`gbdt_plrank.metrics`)."""
+def ranking_values(
+    metric: RankingMetric, queries: Split, scores: np.ndarray, *,
+    empty: float = EMPTY_QUERY_VALUE,
+) -> np.ndarray:
+    """Per query: the metric@K of the ranking by descending score (:mod:`gbdt_plrank.metrics`);
+    a query without relevant documents scores ``empty`` in NDCG@K (precision@K and DCG@K are
+    0 there)."""
     if metric.metric == "precision":
         return precision_at_k(queries.y, scores, queries.qid, k=metric.K, per_query=True)
-    of = ndcg if metric.metric == "ndcg" else dcg
-    return of(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, per_query=True)
+    if metric.metric == "dcg":
+        return dcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, per_query=True)
+    return ndcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, empty=empty,
+                per_query=True)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from .._util.validation import (
     check_positive_number,
     check_same_length,
 )
+from ..metrics import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
 from .evaluation import ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
@@ -53,7 +54,10 @@ def seeds_from(random_state: Any, n: int) -> list[int]:
     return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
 
 
-def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingMetric) -> np.ndarray:
+def per_sample_metric(
+    sample: PolicySample, labels: np.ndarray, metric: RankingMetric, *,
+    empty: float = EMPTY_QUERY_VALUE,
+) -> np.ndarray:
     r"""Mean metric@K over the queries of each sample :math:`s = 1..S`.
 
     .. math::
@@ -73,6 +77,9 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
     labels : float64 array of shape (n,)
         Labels in the caller's row order.
     metric : RankingMetric
+    empty : float, default EMPTY_QUERY_VALUE
+        NDCG@K of a query without relevant documents; NaN leaves such queries out of
+        :math:`X_s` (:func:`gbdt_plrank.metrics.ndcg`).
 
     Returns
     -------
@@ -97,8 +104,8 @@ def per_sample_metric(sample: PolicySample, labels: np.ndarray, metric: RankingM
         scores = np.zeros((b, n))
         scores[copy[placed], (ptr[:-1, None] + block)[placed]] = rank_score[placed]
         copies = Split(None, np.tile(grouped_labels, b), (np.arange(b)[:, None] * Q + qid).ravel())
-        per_query = ranking_values(metric, copies, scores.ravel())
-        out[first : first + b] = per_query.reshape(b, Q).mean(axis=1)
+        per_query = ranking_values(metric, copies, scores.ravel(), empty=empty)
+        out[first : first + b] = [mean_over_queries(values) for values in per_query.reshape(b, Q)]
     return out
 
 
@@ -164,12 +171,15 @@ class PolicyMethods:
             n_samples=check_positive_int("n_samples", n_samples), seed=seed, n_jobs=self.n_jobs,
         )
 
-    def score(self, X: Any, y: Any, group: Any = None) -> float:
+    def score(
+        self, X: Any, y: Any, group: Any = None, *, empty: float = EMPTY_QUERY_VALUE
+    ) -> float:
         r"""Mean metric@K over the queries of the ranking by :meth:`predict` (NDCG@K by default).
 
         XGBoost's and LightGBM's conventions (:mod:`gbdt_plrank.metrics`): gain
         :math:`2^\ell - 1` (``gain="exp"``) or :math:`\ell`, discount :math:`1/\log_2(r+1)`,
-        ties in input order, and a query without relevant documents scores 1 for NDCG.
+        ties in input order, and a query without relevant documents scores ``empty`` for NDCG
+        (1 by default, as XGBoost's ``ndcg@k`` and LightGBM's ``ndcg``).
 
         Parameters
         ----------
@@ -181,17 +191,24 @@ class PolicyMethods:
             ``None`` raises rather than score all rows as one query (``np.zeros(n_samples)``
             does that). In ``GridSearchCV`` or ``cross_val_score``, route it with scikit-learn's
             metadata routing (``set_score_request(group="groups")``).
+        empty : float, default 1.0
+            NDCG@K of a query without relevant documents: ``1.0`` as XGBoost's ``ndcg@k`` and
+            LightGBM, ``0.0`` as XGBoost's ``ndcg@k-`` and scikit-learn's ``ndcg_score``,
+            ``nan`` to leave such queries out of the mean (as the comparison harness does).
 
         Returns
         -------
         float
         """
+        empty = check_empty(empty)
         scores, groups = self._margins(X, group, needed_by="score")
         labels = check_labels(y, gain=self.gain)
         check_same_length(X=scores, y=labels)
         queries = Split.grouped(None, labels, groups)
-        values = ranking_values(self._judged_metric(), queries, groups.to_sorted(scores))
-        return float(values.mean())
+        values = ranking_values(
+            self._judged_metric(), queries, groups.to_sorted(scores), empty=empty
+        )
+        return mean_over_queries(values)
 
     def sample_rankings(
         self,
@@ -297,7 +314,7 @@ class PolicyMethods:
 
     def expected_metric(
         self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0,
+        temperature: float = 1.0, empty: float = EMPTY_QUERY_VALUE,
     ) -> MetricEstimate:
         r"""Monte-Carlo expected metric@K (NDCG@K by default) of the learned policy, with its error.
 
@@ -330,6 +347,9 @@ class PolicyMethods:
         temperature : float, default 1.0
             Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
             below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        empty : float, default 1.0
+            NDCG@K of a query without relevant documents, as in :meth:`score` (``nan`` leaves
+            such queries out of :math:`X_s`).
 
         Returns
         -------
@@ -341,10 +361,11 @@ class PolicyMethods:
                 f"n_samples must be an integer >= 2 to estimate a standard error, but "
                 f"{n_samples!r} is given."
             )
+        empty = check_empty(empty)
         labels = check_labels(y, gain=self.gain)
         sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
                               temperature=temperature, needed_by="expected_metric")
         check_same_length(X=sample.groups.order, y=labels)
-        values = per_sample_metric(sample, labels, self._judged_metric())
+        values = per_sample_metric(sample, labels, self._judged_metric(), empty=empty)
         stderr = values.std(ddof=1) / np.sqrt(values.shape[0])
         return MetricEstimate(float(values.mean()), float(stderr))

@@ -48,6 +48,7 @@ def plrank_plan(
     ranking: RankingMetric | None = None,
     objective_type: Callable[..., PLRankObjective] = PLRankObjective,
     device: str = "cpu",
+    verbose: int = 0,
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 
@@ -74,6 +75,9 @@ def plrank_plan(
         Builds the objective from ``(options, seed=, n_jobs=, device=)`` (Dask's keyed objective).
     device : {"cpu", "cuda"}, default "cpu"
         Where the objective's estimate is computed (:func:`~gbdt_plrank.plrank_objective`).
+    verbose : int, default 0
+        Report the fit's progress every ``verbose`` rounds (0: quiet), as
+        :class:`~gbdt_plrank._boosters.Plan` says.
 
     Returns
     -------
@@ -89,5 +93,5 @@ def plrank_plan(
     groups = objective._keep_item_groups if fair is not None and fair.needs_item_groups else None
     return Plan(
         objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
-        metrics, groups,
+        metrics, groups, verbose,
     )

@@ -93,6 +93,19 @@ def check_positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+def check_verbose(name: str, value: object) -> int:
+    """``value`` must be a bool or an integer >= 0: the period of a fit's progress report in
+    rounds (True is 1, False and 0 are quiet)."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if not is_int(value) or value < 0:
+        raise ValueError(
+            f"{name} must be True, False or an integer >= 0 (report every N rounds), but "
+            f"{value!r} is given."
+        )
+    return int(value)
+
+
 def check_positive_number(name: str, value: object) -> float:
     """``value`` must be a finite number > 0 (bools are refused)."""
     if not is_number(value) or not math.isfinite(value) or value <= 0:

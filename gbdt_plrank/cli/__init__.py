@@ -11,6 +11,12 @@
                                 [--out DIR] [--n-jobs N]
     gbdt-plrank clicks CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--sessions 10,100]
                               [--rounds N] [--out DIR] [--n-jobs N]
+    gbdt-plrank configs [NAME]
+
+CONFIG is a TOML file or the name of a configuration that ships with the package (``demo``,
+``headline``, ``fairness_group``, ...: :mod:`gbdt_plrank.harness.bundled`); ``gbdt-plrank configs``
+lists them and ``gbdt-plrank configs NAME`` prints one to start from. A bundled configuration
+writes to ``runs/NAME`` in the current folder unless ``--out`` says otherwise.
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +38,7 @@ from pathlib import Path
 from .. import __version__
 from .._util.compat import MissingDependencyError, is_installed
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
+from ..harness.bundled import COMMANDS, bundled_configs, resolve_config
 from ..harness.clicks import load_clicks_config, run_clicks, write_clicks_report
 from ..harness.compare import load_config, plan, run_comparison, write_report
 from ..harness.methods import METHODS
@@ -66,10 +74,28 @@ _COMPARE_OVERRIDES = {
 }
 
 
-def _configure_compare(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "config", metavar="CONFIG", help="a TOML file describing the comparison (see configs/)"
+def _config_help(command: str, what: str) -> str:
+    """The help of a command's CONFIG argument: a file, or a bundled configuration's name."""
+    names = ", ".join(bundled_configs(command))
+    return (
+        f"a TOML file describing the {what}, or the name of a bundled one: {names} "
+        f"(`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in "
+        f"the current folder unless --out is given; a file that exists wins over a name)"
     )
+
+
+def _read_config(args: argparse.Namespace, command: str, overrides: dict[str, object]) -> Path:
+    """The file of ``args.config``; for a bundled configuration without ``--out``, its output
+    folder ``runs/NAME`` (in the current folder) is added to ``overrides``."""
+    path, name = resolve_config(args.config, command=command)
+    if name is not None:
+        overrides.setdefault("out", str(Path("runs") / name))
+        print(f"the bundled configuration {name!r} ({path}); output folder {overrides['out']}")
+    return path
+
+
+def _configure_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("config", metavar="CONFIG", help=_config_help("compare", "comparison"))
     parser.add_argument(
         "--data", metavar="DIR", type=lambda text: [text],
         help="a bundled dataset (mq2008, mq2007-agg) or a folder with train.txt, vali.txt and "
@@ -129,7 +155,8 @@ def _wrote(paths: Sequence[Path]) -> str:
 
 def _run_compare(args: argparse.Namespace) -> int:
     overrides = _overrides(args, _COMPARE_OVERRIDES)
-    config = load_config(args.config, overrides=overrides, params_file=args.params)
+    path = _read_config(args, "compare", overrides)
+    config = load_config(path, overrides=overrides, params_file=args.params)
     try:
         if args.workers is None and args.scheduler is None:
             store = run_comparison(config, echo=print)
@@ -159,11 +186,9 @@ _FAIRNESS_OVERRIDES = {
 }
 
 
-def _config_and_data_flags(parser: argparse.ArgumentParser, *, example: str) -> None:
+def _config_and_data_flags(parser: argparse.ArgumentParser, *, command: str, what: str) -> None:
     """An experiment command's CONFIG argument and its --data, --folds and --seeds flags."""
-    parser.add_argument(
-        "config", metavar="CONFIG", help=f"a TOML file describing the {example}",
-    )
+    parser.add_argument("config", metavar="CONFIG", help=_config_help(command, what))
     parser.add_argument(
         "--data", metavar="DIR", type=lambda text: [text],
         help="a bundled dataset or a data folder; replaces the config's datasets",
@@ -180,13 +205,14 @@ def _training_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _configure_fairness(parser: argparse.ArgumentParser) -> None:
-    _config_and_data_flags(parser, example="frontier (see configs/fairness.toml)")
+    _config_and_data_flags(parser, command="fairness", what="frontier")
     _training_flags(parser)
 
 
 def _run_fairness(args: argparse.Namespace) -> int:
     overrides = _overrides(args, _FAIRNESS_OVERRIDES)
-    config = load_frontier_config(args.config, overrides=overrides)
+    path = _read_config(args, "fairness", overrides)
+    config = load_frontier_config(path, overrides=overrides)
     try:
         store = run_frontier(config, echo=print)
     except KeyboardInterrupt:
@@ -209,7 +235,7 @@ _CLICKS_OVERRIDES = {
 
 
 def _configure_clicks(parser: argparse.ArgumentParser) -> None:
-    _config_and_data_flags(parser, example="experiment (see configs/clicks-mq2008.toml)")
+    _config_and_data_flags(parser, command="clicks", what="experiment")
     parser.add_argument(
         "--sessions", metavar="S,S", type=int_list, help="sessions per query, e.g. 10,100,1000"
     )
@@ -218,13 +244,43 @@ def _configure_clicks(parser: argparse.ArgumentParser) -> None:
 
 def _run_clicks(args: argparse.Namespace) -> int:
     overrides = _overrides(args, _CLICKS_OVERRIDES)
-    config = load_clicks_config(args.config, overrides=overrides)
+    path = _read_config(args, "clicks", overrides)
+    config = load_clicks_config(path, overrides=overrides)
     try:
         store = run_clicks(config, echo=print)
     except KeyboardInterrupt:
         return _interrupted("the finished results", config.out)
     print(write_clicks_report(config, store, command=args.command_line))
     print(_wrote([store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]))
+    return 0
+
+
+def _configure_configs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "name", metavar="NAME", nargs="?",
+        help="print this configuration (to copy and change: "
+        f"`{PROG} configs demo > mine.toml`); without NAME, list them",
+    )
+
+
+def _run_configs(args: argparse.Namespace) -> int:
+    if args.name is not None:
+        every = bundled_configs()
+        if args.name not in every:
+            raise ConfigError(
+                f"{args.name!r} is not a bundled configuration; they are: {', '.join(every)}"
+            )
+        print(every[args.name].path.read_text(encoding="utf-8"), end="")
+        return 0
+    readers = {"space": f"{PROG} tune --space NAME"}
+    for command in COMMANDS:
+        print(f"{readers.get(command, f'{PROG} {command} NAME')}:")
+        for name, config in bundled_configs(command).items():
+            print(f"  {name}")
+            print(textwrap.fill(config.summary, width=96, initial_indent=" " * 6,
+                                subsequent_indent=" " * 6))
+    print(f"\n`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in the "
+          "current folder unless --out is given.")
     return 0
 
 
@@ -250,6 +306,12 @@ SUBCOMMANDS: list[Subcommand] = [
         "LambdaMART, LightGBM's position term and the full-label model",
         _configure_clicks,
         _run_clicks,
+    ),
+    Subcommand(
+        "configs",
+        "list the configurations that ship with the package, or print one to start from",
+        _configure_configs,
+        _run_configs,
     ),
 ]
 

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .._util.compat import require
+from ..harness.bundled import bundled_configs, resolve_config
 from ..harness.compare.config import load_config
 from ..harness.methods import METHODS
 from ..harness.settings import TreeSettings
@@ -70,11 +71,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--storage", metavar="URL", help="Optuna storage URL (default sqlite:///DIR/optuna.db)"
     )
     parser.add_argument(
-        "--space", metavar="FILE", help="TOML file changing the default search spaces"
+        "--space", metavar="FILE",
+        help="TOML file changing the default search spaces, or a bundled one's name: "
+        + ", ".join(bundled_configs("space")),
     )
     parser.add_argument(
         "--config", metavar="CONFIG",
-        help="take [trees], [plrank], [pirank] and [params] from this comparison configuration",
+        help="take [trees], [plrank], [pirank] and [params] from this comparison configuration "
+        "(a file or a bundled configuration's name, e.g. headline)",
     )
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--fold", metavar="F", type=int, default=1, help="LETOR fold (default 1)")
@@ -87,7 +91,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Tune every method asked for; return the exit status."""
-    config = load_config(args.config) if args.config is not None else None
+    config = (
+        load_config(resolve_config(args.config, command="compare")[0])
+        if args.config is not None else None
+    )
     given = {"rounds": args.rounds, "n_jobs": args.n_jobs}
     trees = (config.trees if config is not None else TreeSettings()).model_copy(
         update={key: value for key, value in given.items() if value is not None}
@@ -96,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     methods = [args.method] if args.method is not None else args.methods
     for method in methods:  # fail now rather than after tuning the methods before it
         require(METHODS[method].library, purpose=f"method {method!r}")
-    spaces = load_spaces(args.space)
+    spaces = load_spaces(
+        resolve_config(args.space, command="space")[0] if args.space is not None else None
+    )
     try:
         for method in methods:
             tune(

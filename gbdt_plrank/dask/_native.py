@@ -71,7 +71,7 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
     out = dxgb.train(
         client, params, dmatrix(data, **rows), plan.n_estimators,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
-        early_stopping_rounds=plan.early_stopping_rounds, verbose_eval=False,
+        early_stopping_rounds=plan.early_stopping_rounds, verbose_eval=plan.verbose or False,
     )
     return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)
 
@@ -97,6 +97,7 @@ def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
             eval_set=[(e.X, e.y) for e in evals] or None,
             eval_group=[e.sizes for e in evals] or None,
             eval_names=[eval_name(i) for i in range(len(evals))] or None,
+            callbacks=[lightgbm.log_evaluation(plan.verbose)] if plan.verbose and evals else None,
         )
     return backend.trained(model.booster_, plan, model.evals_result_, time.perf_counter() - start)
 

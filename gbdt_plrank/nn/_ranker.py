@@ -11,7 +11,7 @@ from .._boosters import BACKENDS, BoosterSettings
 from .._training.policy_methods import seeds_from
 from .._training.run import plrank_plan
 from .._util.threads import booster_threads
-from .._util.validation import check_positive_int
+from .._util.validation import check_positive_int, check_verbose
 from ..ranker import PolicyRanker, _check_early_stopping
 
 __all__ = ["PLRankMLPRanker"]
@@ -86,6 +86,10 @@ class PLRankMLPRanker(PolicyRanker):
         int gives the same model on the same machine and thread count.
     progress : bool, default True
         Show a progress bar over the epochs when writing to a terminal.
+    verbose : bool or int, default False
+        ``True`` or N >= 1: print the eval sets' values every N epochs in XGBoost's format
+        (``[10]\tvalid_0-ndcg@5:0.70123\t...``), or, without ``eval_set``, show a progress bar of
+        the epochs wherever the output goes; ``False`` (or 0) leaves the report to ``progress``.
 
     Attributes
     ----------
@@ -135,6 +139,7 @@ class PLRankMLPRanker(PolicyRanker):
         n_jobs: int | None = None,
         random_state: int | np.random.RandomState | None = None,
         progress: bool = True,
+        verbose: bool | int = False,
     ) -> None:
         self.K = K
         self.train_K = train_K
@@ -156,6 +161,7 @@ class PLRankMLPRanker(PolicyRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
+        self.verbose = verbose
 
     def fit(
         self,
@@ -213,6 +219,7 @@ class PLRankMLPRanker(PolicyRanker):
         plan = plrank_plan(
             options, stopping_metric="policy", seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
+            verbose=check_verbose("verbose", self.verbose),
         )
         network = {
             "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
