@@ -78,7 +78,7 @@ from ..metrics import ndcg
 from ..ranker import PLRankRanker
 from .clicks_config import ANCHORS, ClicksConfig
 from .data import check_data, dataset_label, load
-from .store import append_line, check_settings, drop_partial_line, output_folder
+from .store import append_line, check_settings, drop_partial_line, output_folder, write_options
 
 __all__ = ["EXPLORATION", "ClicksStore", "ResultKey", "anchor_missing", "planned", "run_clicks"]
 
@@ -421,6 +421,7 @@ def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> 
     """
     check_data(config.datasets, config.folds)
     store = ClicksStore(config.out, settings=config.settings())
+    write_options(store.folder, config.trained_options())
     for learner in ANCHORS:
         reason = anchor_missing(learner) if learner in config.learners else None
         if reason:

@@ -325,6 +325,17 @@ class CompareConfig(Schema):
         """The run seeds, ``0 .. seeds - 1``."""
         return range(self.seeds)
 
+    def trained_options(self) -> dict[str, PLRankOptions]:
+        """The options of each PL-Rank method at each cut-off, ``"<method> k=<k>"``, as
+        :func:`gbdt_plrank.harness.train` resolves them."""
+        settings = objective_settings(self.plrank, self.pirank)
+        return {
+            f"{name} k={k}": method_settings(
+                METHODS[name], settings, self.params.get(name)
+            ).options(k)  # type: ignore[attr-defined]
+            for name in self.methods if METHODS[name].objective == PLRANK for k in self.k
+        }
+
     def training_settings(self) -> dict[str, Any]:
         """Everything that changes a trained model or its score, as plain JSON-able data.
 

@@ -24,7 +24,7 @@ from ..metrics import dataset_ndcg, ndcg
 from .config import CompareConfig
 from .data import check_data, dataset_label, load
 from .methods import METHODS
-from .store import ResultStore, RunKey
+from .store import ResultStore, RunKey, write_options
 from .training import train
 
 __all__ = ["Done", "Executor", "Plan", "Task", "plan", "run_comparison", "run_task"]
@@ -165,6 +165,7 @@ def run_comparison(
     for message in dict.fromkeys(work.skipped.values()):
         echo(f"skipped: {message}")
     store = ResultStore(config.out, settings=config.training_settings())
+    write_options(store.folder, config.trained_options())
     done = set(store.rows())
     sources = {label: (data, fold) for data, fold, label in work.sources}
     tasks = [

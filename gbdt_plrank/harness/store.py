@@ -24,16 +24,22 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._training.options import PLRankOptions
 from .._util.schema import ConfigError
+
+#: The file of a results folder that records the options of its PL-Rank trainings.
+OPTIONS_FILE = "options.json"
 
 __all__ = [
     "COLUMNS",
+    "OPTIONS_FILE",
     "ResultStore",
     "RunKey",
     "append_line",
     "check_settings",
     "drop_partial_line",
     "output_folder",
+    "write_options",
 ]
 
 #: Columns of ``results.csv``, in order, with the type of their values.
@@ -226,3 +232,14 @@ class ResultStore:
             key: dict(zip(record["qid"], record["ndcg"]))
             for key, record in self._records(self.queries_path).items()
         }
+
+
+def write_options(folder: Path, options: Mapping[str, PLRankOptions]) -> None:
+    """Record in ``folder/options.json`` the resolved options of each PL-Rank training, by name.
+
+    :meth:`~gbdt_plrank.PLRankOptions.resolved`: ``"auto"`` values as the run resolved them, so
+    that a documented figure says which options it was measured with, and a later change of a
+    default shows against it (``tests/test_defaults.py``).
+    """
+    record = {name: options[name].resolved() for name in options}
+    (folder / OPTIONS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -51,7 +51,13 @@ from ..policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from ..store import append_line, check_settings, drop_partial_line, output_folder
+from ..store import (
+    append_line,
+    check_settings,
+    drop_partial_line,
+    output_folder,
+    write_options,
+)
 from ..training import train
 from .config import BASELINES, FrontierConfig
 
@@ -297,6 +303,7 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     """
     check_data(config.datasets, config.folds)
     store = FrontierStore(config.out, settings=config.settings())
+    write_options(store.folder, config.trained_options())
     jobs, oracles = _plan(config)
     left = [j for j in jobs if not all(e in store.evaluations for e in j[2].evals)]
     echo(f"{len(left)} of {len(jobs)} trainings to run or evaluate; results in {store.folder}")
