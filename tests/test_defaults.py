@@ -19,10 +19,17 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import PLRankOptions, PLRankRanker, plrank_grad_hess, plrank_objective
-from gbdt_plrank._training.options import AUTO_N, AUTO_N_FAIR, DEFAULTS, OPTION_DOCS, option_docs
+from gbdt_plrank._training.options import (
+    AUTO_N,
+    AUTO_N_FAIR,
+    AUTO_N_NETWORK,
+    DEFAULTS,
+    OPTION_DOCS,
+    option_docs,
+)
 from gbdt_plrank._training.plrank import plrank_grad_hess_from_rankings
 from gbdt_plrank.harness.clicks_config import load_clicks_config
-from gbdt_plrank.harness.config import load_config
+from gbdt_plrank.harness.config import CompareConfig, load_config
 from gbdt_plrank.harness.frontier.config import load_frontier_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,6 +129,17 @@ def test_N_auto_is_50_without_fairness_and_100_with_it():
         PLRankOptions.checked(K=10, N="many")
     with pytest.raises(ValueError, match="N must be >= 2 with fairness"):
         PLRankOptions.checked(K=10, N=1, fairness="disparity")
+
+
+def test_a_network_resolves_auto_to_100_in_the_ranker_and_in_the_harness():
+    from gbdt_plrank.nn import PLRankMLPRanker
+
+    assert PLRankMLPRanker().N == "auto"
+    assert PLRankMLPRanker()._options().N == AUTO_N_NETWORK == 100
+    assert PLRankMLPRanker(N=20)._options().N == 20
+    config = CompareConfig(datasets=("mq2008",), methods=("plrank-nn", "plrank-xgb"), k=(5,))
+    options = config.trained_options()
+    assert (options["plrank-nn k=5"].training_N, options["plrank-xgb k=5"].training_N) == (100, 50)
 
 
 def test_the_estimators_sample_the_resolved_N():

@@ -31,6 +31,7 @@ from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 __all__ = [
     "AUTO_N",
     "AUTO_N_FAIR",
+    "AUTO_N_NETWORK",
     "DEFAULTS",
     "HESSIAN_MODES",
     "OPTION_DOCS",
@@ -62,6 +63,12 @@ AUTO_N = 50
 #: expected NDCG@10 0.678 with 100, below every post-hoc policy's floor (0.120), and only 0.129
 #: at 0.668 with 50.
 AUTO_N_FAIR = 100
+
+#: ``N="auto"`` for a network (:class:`~gbdt_plrank.nn.PLRankMLPRanker`, the harness's
+#: ``plrank-nn``), which takes a step per batch of queries: on MQ2007-agg's validation splits
+#: its model with 100 was ahead of 50 by 0.011 NDCG@10 (p 0.0002), level on MQ2008
+#: (``benchmarks/results/nn_setups_n.md``).
+AUTO_N_NETWORK = 100
 
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -165,6 +172,11 @@ class PLRankOptions(PLRankFields):
             return AUTO_N if self.fairness is None else AUTO_N_FAIR
         return self.N
 
+    def for_network(self) -> PLRankOptions:
+        """These options for a network's training: ``N="auto"`` becomes
+        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`."""
+        return self.model_copy(update={"N": AUTO_N_NETWORK}) if self.N == "auto" else self
+
     def resolved(self) -> dict[str, Any]:
         """The options a training uses, as JSON-able data: ``"auto"`` values resolved.
 
@@ -213,11 +225,13 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "N": ('"auto" or int', f"""
         Rankings sampled per query and round (per query and step for a network); the
         estimates' noise falls as :math:`1/\\sqrt{{N}}` and a round's sampling takes time linear
-        in ``N``. ``"auto"`` is {AUTO_N} without ``fairness`` (on the LETOR validation splits,
-        models trained with 50 and 100 level, in two thirds of the time) and {AUTO_N_FAIR}
-        with it: the fairness term's exposure and gradient terms come from two halves of the
-        rankings, and with 50 a group-fair ranker no longer got fairer than the post-hoc
-        policies (the fairness guide's group frontier). No upper bound, but the sampling runs
+        in ``N``. ``"auto"`` is {AUTO_N} for boosted trees without ``fairness`` (on the LETOR
+        validation splits, models trained with 50 and 100 level, in two thirds of the time),
+        {AUTO_N_FAIR} with it (the fairness term's exposure and gradient terms come from two
+        halves of the rankings, and with 50 a group-fair ranker no longer got fairer than the
+        post-hoc policies: the fairness guide's group frontier), and {AUTO_N_NETWORK} for a
+        network, which steps on batches of queries (100 was ahead of 50 on MQ2007-agg's
+        validation splits). No upper bound, but the sampling runs
         in compiled code that Ctrl-C cannot interrupt: an interrupt takes effect when the round
         ends (MQ2008's training split: about 2 s per round at N = 10,000 on one thread; Kang
         et al. 2024 train with N = 200).

@@ -64,6 +64,7 @@ __all__ = [
     "check_objective_options",
     "check_objectives",
     "load_config",
+    "method_options",
     "method_settings",
     "objective_settings",
     "read_config_table",
@@ -252,6 +253,19 @@ def method_settings(
     return validate(type(table), chosen, source=where)
 
 
+def method_options(
+    method: Method, settings: Mapping[str, Schema], params: Mapping[str, Any] | None, *, k: int
+) -> PLRankOptions:
+    """The PL-Rank options a PL-Rank ``method`` trains with at the cut-off ``k``.
+
+    :func:`method_settings` at ``k``; a network's (``plrank-nn``) with ``N="auto"`` resolved for
+    a network (:meth:`~gbdt_plrank.PLRankOptions.for_network`), as
+    :class:`~gbdt_plrank.nn.PLRankMLPRanker` does.
+    """
+    options = method_settings(method, settings, params).options(k)  # type: ignore[attr-defined]
+    return options.for_network() if method.library == "torch" else options
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool))
 
@@ -330,9 +344,7 @@ class CompareConfig(Schema):
         :func:`gbdt_plrank.harness.train` resolves them."""
         settings = objective_settings(self.plrank, self.pirank)
         return {
-            f"{name} k={k}": method_settings(
-                METHODS[name], settings, self.params.get(name)
-            ).options(k)  # type: ignore[attr-defined]
+            f"{name} k={k}": method_options(METHODS[name], settings, self.params.get(name), k=k)
             for name in self.methods if METHODS[name].objective == PLRANK for k in self.k
         }
 

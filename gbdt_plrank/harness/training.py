@@ -26,7 +26,13 @@ from .._ranking_metric import RankingMetric
 from .._training.pirank import pirank_objective
 from .._training.run import plrank_plan
 from .._util.compat import require
-from .config import PiRankSettings, PLRankSettings, method_settings, objective_settings
+from .config import (
+    PiRankSettings,
+    PLRankSettings,
+    method_options,
+    method_settings,
+    objective_settings,
+)
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 if TYPE_CHECKING:
@@ -95,8 +101,9 @@ def _plan(
     if method.objective == PLRANK:
         assert isinstance(chosen, PLRankSettings)
         return plrank_plan(
-            chosen.options(k), stopping_metric=chosen.stopping, seed=seed,
-            n_jobs=trees.n_jobs, callbacks=callbacks, ranking=RankingMetric("ndcg", k, "exp"),
+            method_options(method, settings, params, k=k), stopping_metric=chosen.stopping,
+            seed=seed, n_jobs=trees.n_jobs, callbacks=callbacks,
+            ranking=RankingMetric("ndcg", k, "exp"),
             **rounds,
         )
     assert method.objective == PIRANK and isinstance(chosen, PiRankSettings)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
-from .._training.options import DEFAULTS, option_docs
+from .._training.options import DEFAULTS, PLRankOptions, option_docs
 from .._training.policy_methods import seeds_from
 from .._training.run import plrank_plan
 from .._util.threads import booster_threads
@@ -140,6 +140,11 @@ class PLRankMLPRanker(PolicyRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.progress = progress
+
+    def _options(self) -> PLRankOptions:
+        """The checked options, ``N="auto"`` resolved for a network
+        (:meth:`~gbdt_plrank.PLRankOptions.for_network`)."""
+        return super()._options().for_network()
 
     def fit(
         self,

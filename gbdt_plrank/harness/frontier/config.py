@@ -40,7 +40,7 @@ from ..config import (
     TreeSettings,
     _items,
     check_objectives,
-    method_settings,
+    method_options,
     objective_settings,
     read_config_table,
 )
@@ -158,7 +158,7 @@ class FrontierConfig(Schema):
         params = {"plrank": self.params.get(self.plrank_method)}
         params.update((f"plrank-fair w={w:g}", self.fair_options(w)) for w in self.fairness_weights)
         return {
-            name: method_settings(method, settings, native).options(self.k)  # type: ignore[attr-defined]
+            name: method_options(method, settings, native, k=self.k)
             for name, native in params.items()
         }
 
