@@ -59,9 +59,10 @@ AUTO_N = 50
 
 #: ``N="auto"`` with a fairness term. Its exposure and its gradient terms come from two
 #: independent halves of the rankings, so each half holds N/2. On MQ2008 Fold3 a group-fair
-#: ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness_weight=3)`` sharpened at
-#: temperature 0.05 was less fair and less relevant with 50 than with 100 (test group disparity
-#: 0.226 against 0.193, expected NDCG@10 0.749 against 0.755).
+#: ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness_weight=3)`` was less fair
+#: and less relevant with 50 than with 100, as trained and sharpened (at temperature 0.05: test
+#: group disparity 0.316 against 0.271, expected NDCG@10 0.649 against 0.656;
+#: ``benchmarks/results/fairness_samples.md``).
 AUTO_N_FAIR = 100
 
 #: ``N="auto"`` for a network (:class:`~gbdt_plrank.nn.PLRankMLPRanker`, the harness's
