@@ -61,13 +61,13 @@ AUTO_N = 50
 #: independent halves of the rankings, so each half holds N/2. On MQ2008 Fold3 a group-fair
 #: ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness_weight=3)`` was less fair
 #: and less relevant with 50 than with 100, as trained and sharpened (at temperature 0.05: test
-#: group disparity 0.316 against 0.271, expected NDCG@10 0.649 against 0.656;
+#: group disparity 0.316 against 0.271, expected ``NDCG@10`` 0.649 against 0.656;
 #: ``benchmarks/results/fairness_samples.md``).
 AUTO_N_FAIR = 100
 
 #: ``N="auto"`` for a network (:class:`~gbdt_plrank.nn.PLRankMLPRanker`, the harness's
 #: ``plrank-nn``), which takes a step per batch of queries: on MQ2007-agg's validation splits
-#: its model with 100 was ahead of 50 by 0.011 NDCG@10 (p 0.0002), level on MQ2008
+#: its model with 100 was ahead of 50 by 0.011 ``NDCG@10`` (p 0.0002), level on MQ2008
 #: (``benchmarks/results/nn_setups_n.md``).
 AUTO_N_NETWORK = 100
 
