@@ -354,7 +354,7 @@ def _objectives_vs_round(
     rows = [
         [name, f"PiRank objective (tau {pirank.tau:g})", t_pi.median,
          t_pi.median / xgb["median"], t_pi.median / t_pl.median],
-        [name, f"PL-Rank objective (N={plrank.options.N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
+        [name, f"PL-Rank objective (N={plrank.options.training_N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
         [name, "XGBoost `rank:ndcg` round", xgb["median"], 1.0, xgb["median"] / t_pl.median],
     ]
     return rows, {"data": data.summary(), "pirank": t_pi, "plrank": t_pl, "xgboost_round": xgb}

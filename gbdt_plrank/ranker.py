@@ -50,7 +50,7 @@ from ._boosters import (
 from ._groups import drop_group_column, ranker_group, require_group, resolve_groups
 from ._training.fairness import checked_item_groups
 from ._training.objective import PLRankObjective
-from ._training.options import PLRankOptions
+from ._training.options import DEFAULTS, PLRankOptions, option_docs
 from ._training.policy_methods import MetricEstimate, PolicyMethods, seeds_from
 from ._training.run import STOPPING_METRICS, plrank_plan
 from ._util.threads import booster_threads
@@ -236,6 +236,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
 
+@option_docs()
 class PLRankRanker(PolicyRanker):
     r"""Gradient-boosted trees trained to maximise the expected NDCG of a Plackett-Luce policy.
 
@@ -254,59 +255,13 @@ class PLRankRanker(PolicyRanker):
     ----------
     backend : {"xgboost", "lightgbm"}, default "xgboost"
         The booster library.
-    K : int, default 5
-        Cut-off of the metric the ranker is judged by: the metric@K of its eval sets and
-        :meth:`score`, its policy's expected metric@K (early stopping) and the length of the
-        policy's rankings (:meth:`sample_rankings`, :meth:`expected_exposure`,
-        :meth:`expected_metric`).
-    train_K : int or "auto", default "auto"
-        Cut-off of the expected metric the boosting rounds maximise, the length of the rankings
-        sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
-        ``fairness``), so that the documents just below the cut-off get gradient too, as the
-        libraries' LambdaMART objectives do.
-    N : int, default 50
-        Rankings sampled per query and boosting round; the estimates' noise falls as
-        :math:`1/\sqrt{N}`. No upper bound, but a round's sampling takes time linear in ``N``
-        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread). Ctrl-C
-        takes effect between calls of the compiled code, each about a third of a second, or
-        one query's N rankings if that takes longer (Kang et al. 2024 train with N = 200).
-    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        The metric whose expectation is maximised (at ``train_K``) and by which the ranker is
-        judged (at ``K``).
-    gain : {"exp", "linear"}, default "exp"
-        Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell`, for training, the
-        evaluation metric, :meth:`score` and :meth:`expected_metric`.
-    hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian (see :func:`gbdt_plrank.plrank_grad_hess`).
-    sampler : {"auto", "tree", "race"}, default "auto"
-        How the rankings are drawn (see :func:`gbdt_plrank.plrank_grad_hess`).
-    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
-        Maximise the expected metric@K minus ``fairness_weight`` times a fairness loss of the
-        exposures at K (see :func:`gbdt_plrank.plrank_grad_hess`): ``"expected-exposure"`` the
-        expected exposure loss EE-L (equal expected exposure within relevance grades, Diaz et
-        al. 2020), which only a stochastic ranker can bring to 0; ``"disparity"`` the
-        individual disparity of the 2021 PL-Rank experiments (exposure proportional to the
-        label's gain); ``"group-disparity"`` the squared differences of exposure per unit of
-        merit between item groups (give ``item_groups`` to :meth:`fit`). Measure them with
-        :meth:`expected_exposure` and :func:`gbdt_plrank.metrics.expected_exposure_loss`,
-        :func:`~gbdt_plrank.metrics.relevance_proportional_disparity`,
-        :func:`~gbdt_plrank.metrics.group_disparity`.
+    .. plrank-options:: K train_K N metric gain hessian sampler fairness
     device : {"cpu", "cuda"}, default "cpu"
         Where the objective's estimate is computed (XGBoost's parameter name): ``"cuda"`` runs
         it on the GPU (the ``gpu`` extra; see :func:`gbdt_plrank.plrank_objective` for what it
         allows) and trains XGBoost with ``device="cuda"`` too; LightGBM trains where its own
         parameters say (``params={"device_type": ...}``) and gets the estimate as host arrays.
-    fairness_weight : float, default 1.0
-        Weight :math:`w \ge 0` of the exposure loss; used only with ``fairness``.
-    empty_queries : {"skip", "uniform"}, default "skip"
-        With ``fairness``, what the fairness term does with the queries that have no relevant
-        document. ``"skip"``: nothing, they get no gradient (as without fairness) and count 0
-        in the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
-        target there, equal exposure for every document, which pulls their margins together;
-        the trees are shared by all queries, so on data with many such queries (MQ2008) it
-        flattens the policy of the queries with relevant documents too, and a temperature on
-        a relevance model then does better on both counts. The disparities are 0 on such
-        queries either way.
+    .. plrank-options:: fairness_weight empty_queries
     n_estimators : int, default 100
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.1
@@ -425,17 +380,17 @@ class PLRankRanker(PolicyRanker):
         self,
         *,
         backend: str = "xgboost",
-        K: int = 5,
-        train_K: int | str = "auto",
-        N: int = 50,
-        metric: str = "ndcg",
-        gain: str = "exp",
-        hessian: str = "abs",
-        sampler: str = "auto",
-        fairness: str | None = None,
-        fairness_weight: float = 1.0,
+        K: int = DEFAULTS.K,
+        train_K: int | str = DEFAULTS.train_K,
+        N: int | str = DEFAULTS.N,
+        metric: str = DEFAULTS.metric,
+        gain: str = DEFAULTS.gain,
+        hessian: str = DEFAULTS.hessian,
+        sampler: str = DEFAULTS.sampler,
+        fairness: str | None = DEFAULTS.fairness,
+        fairness_weight: float = DEFAULTS.fairness_weight,
         device: str = "cpu",
-        empty_queries: str = "skip",
+        empty_queries: str = DEFAULTS.empty_queries,
         n_estimators: int = 100,
         learning_rate: float = 0.1,
         max_depth: int | None = None,

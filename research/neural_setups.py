@@ -39,11 +39,13 @@ from gbdt_plrank.metrics import ndcg
 #: Candidate name -> the native parameters of ``plrank-nn`` (network options, ``plrank.N``).
 #: ``defaults`` is :class:`~gbdt_plrank.nn.PLRankMLPRanker` as shipped; the others vary one or
 #: two of its choices towards the papers' setups (the 2024 code: SGD at lr 0.00113, 64 queries
-#: a step, N = 200; PL-Rank-3: 2 x 32 sigmoid units, 256 queries a step).
+#: a step, N = 200; PL-Rank-3: 2 x 32 sigmoid units, 256 queries a step), or to the boosted
+#: trees' N = 50.
 SETUPS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "adam lr 0.003": {"lr": 0.003},
     "adam batch 64": {"batch_size": 64},
+    "adam N 50": {"plrank": {"N": 50}},
     "adam N 200": {"plrank": {"N": 200}},
     "sgd lr 0.00113, batch 64, N 200": {
         "optimizer": "sgd", "lr": 0.00113, "batch_size": 64, "plrank": {"N": 200}
@@ -110,7 +112,7 @@ def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
         f"At most {epochs} epochs, patience {patience}, seed 0, K = {k}. "
         f"`defaults`: {defaults.n_layers} {defaults.activation} layers of {defaults.units} units, "
         f"{defaults.optimizer} at lr {defaults.lr:g}, {defaults.batch_size} queries a step, "
-        f"N = {defaults.N}; each other setup changes what its name says. Validation NDCG@{k}: "
+        f"N = {defaults._options().training_N}; each other setup changes what its name says. Validation NDCG@{k}: "
         f"mean over the pooled validation queries (a query without relevant documents scores 1). "
         f"Expected NDCG@{k}: the policy's, what early stopping watched, mean over folds. Paired: "
         f"mean per-query difference with the defaults, its 95% CI, the randomization test's p "

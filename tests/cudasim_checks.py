@@ -100,13 +100,17 @@ def check_keys_rounds_and_metrics():
 
 
 def check_margins_far_apart():
-    """Margins hundreds apart (weights at the floor exp(-300)) stay finite and equal."""
+    """Margins hundreds apart (wide queries: the log-space race and the ratio terms) stay finite
+    and equal the CPU's; a query of full rankings (K >= D), one of partial rankings."""
     rng = np.random.default_rng(2)
-    ptr, labels, _ = _queries(rng, [6, 6])
-    scores = np.array([0.0, -400.0, -800.0, 3.0, -1.0, -1000.0, 5.0, -5.0, 300.0, -300.0, 0, 1])
-    labels[:] = [0, 1, 2, 0, 3, 1, 2, 0, 1, 3, 0, 2]
-    grad, hess = _compare(scores, labels, ptr, K=4, N=7, hessian="raw", seed=0, round_=0)
-    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
+    ptr, labels, _ = _queries(rng, [6, 6, 9])
+    scores = np.array([0.0, -400.0, -800.0, 3.0, -1.0, -1000.0, 5.0, -5.0, 300.0, -300.0, 0, 1,
+                       0.0, -0.5, -700.0, -700.3, -1500.0, -1499.0, -2e4, 1.0, -699.0])
+    labels[:] = [0, 1, 2, 0, 3, 1, 2, 0, 1, 3, 0, 2, 1, 0, 2, 3, 1, 2, 3, 0, 1]
+    for K in (4, 6):
+        grad, hess = _compare(scores, labels, ptr, K=K, N=7, hessian="raw", seed=0, round_=0)
+        assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
+        assert np.abs(grad).max() > 0.01  # the documents near each other get O(1) terms
 
 
 def check_objective_with_lightgbm_weights():

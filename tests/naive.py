@@ -68,16 +68,28 @@ def estimate(scores, rho, theta, rankings):
     return -np.mean([g for g, _ in parts], axis=0), -np.mean([h for _, h in parts], axis=0)
 
 
+def remaining_softmax(scores, unplaced):
+    """PL probabilities of the ``unplaced`` documents (0 elsewhere), about their own maximum.
+
+    Exact at any spread of the margins: the largest remaining weight is 1, so the normaliser is
+    at least 1 and nothing overflows; only probabilities below 1e-308 underflow to 0.
+    """
+    top = scores[unplaced].max()
+    w = np.exp(np.where(unplaced, scores - top, -np.inf))
+    return w / math.fsum(w)
+
+
 def partial_rankings(scores, K):
     """Every partial ranking of length min(K, D) with its PL probability."""
     scores = np.asarray(scores, dtype=float)
-    e = np.exp(scores - scores.max())
-    D = len(e)
+    D = len(scores)
     out = []
     for y in itertools.permutations(range(D), min(K, D)):
         p = 1.0
-        for k, d in enumerate(y):
-            p *= e[d] / math.fsum(e[j] for j in range(D) if j not in y[:k])
+        unplaced = np.ones(D, dtype=bool)
+        for d in y:
+            p *= remaining_softmax(scores, unplaced)[d]
+            unplaced[d] = False
         out.append((y, p))
     return out
 
@@ -90,8 +102,7 @@ def exact_derivatives(scores, rho, theta):
     d2log pi/dm_d^2 = -sum_k 1(d unplaced before k) (e_d/S_k - e_d^2/S_k^2).
     """
     scores = np.asarray(scores, dtype=float)
-    e = np.exp(scores - scores.max())
-    D = len(e)
+    D = len(scores)
     R = 0.0
     grad = np.zeros(D)
     hess = np.zeros(D)
@@ -101,7 +112,7 @@ def exact_derivatives(scores, rho, theta):
         g2 = np.zeros(D)
         unplaced = np.ones(D, dtype=bool)
         for d_k in y:
-            q = np.where(unplaced, e / math.fsum(e[unplaced]), 0.0)
+            q = remaining_softmax(scores, unplaced)
             g1 -= q
             g2 -= q - q**2
             g1[d_k] += 1.0

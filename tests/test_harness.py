@@ -149,7 +149,7 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + '[params.plrank-xgb]\nobjective = "x"', "plrank-xgb must not set 'objective'"),
         (BASE + "[params.lambdarank-lgb]\nnum_iterations = 9", "must not set 'num_iterations'"),
         (BASE + "[params.plrank-xgb]\neta = [1, 2]", "plrank-xgb.eta must be a string, number or"),
-        (BASE + "[params.plrank-xgb.plrank]\nN = 0", "params.plrank-xgb.plrank.N must be an integer"),
+        (BASE + "[params.plrank-xgb.plrank]\nN = 0", 'params.plrank-xgb.plrank.N must be "auto" or an integer >= 1, but 0'),
         (BASE + "[params.plrank-xgb.plrank]\nK = 3", "unknown key 'params.plrank-xgb.plrank.K'"),
         (BASE + "[params.lambdamart-xgb.plrank]\nN = 3", "'lambdamart-xgb' is not a PL-Rank"),
         (BASE + '[params.plrank-xgb.plrank]\nhessian = "cubic"', "'abs', 'raw', 'clip', 'constant'"),

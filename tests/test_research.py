@@ -174,6 +174,19 @@ def test_network_research_scripts_write_their_tables(tmp_path: Path) -> None:
     assert curves.with_suffix(".png").is_file()
 
 
+def test_fairness_samples_compares_n_50_with_the_default(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from research import fairness_samples
+
+    out = tmp_path / "samples.md"
+    fairness_samples.main(["--data", str(write_tiny_letor(tmp_path / "tiny")), "--fold", "1",
+                           "--rounds", "2", "--samples", "20", "--out", str(out)])
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| N =")]
+    assert [row.split(" | ")[1:3] for row in rows] == [["50", "as trained"], ["50", "0.05"],
+        ["50", "0.1"], ["100", "as trained"], ["100", "0.05"], ["100", "0.1"]]
+
+
 # --------------------------------------------------------------------------------------------
 # How click rewards order the documents (docs/guide/clicks.md)
 # --------------------------------------------------------------------------------------------

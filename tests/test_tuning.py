@@ -175,7 +175,7 @@ def test_a_space_suggests_what_train_takes() -> None:
         ("[xgboost]\neta = { choices = [1, 1] }", "but [1, 1] is given (1 is repeated)"),
         ("[xgboost]\neta = { choices = [1], low = 0 }", "unknown key 'xgboost.eta.low' in the space file; allowed at [xgboost.eta]: choices"),
         ("[xgboost]\neta = [0.1]", "xgboost.eta must be a value, a range"),
-        ("[plrank]\nN = { low = 0, high = 10 }", "plrank.N must be an integer >= 1, but 0"),
+        ("[plrank]\nN = { low = 0, high = 10 }", 'plrank.N must be "auto" or an integer >= 1, but 0'),
         ("[plrank-xgb]\nplrank.hessian = { choices = ['abs', 'cubic'] }", "but 'cubic' is given"),
         ("[plrank]\nmetric = 'ndgc'", "plrank.metric must be one of 'ndcg', 'dcg'"),
         ("[pirank]\ntau = { low = 0.0, high = 1.0 }", "pirank.tau must be a finite number > 0, but 0.0"),

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .plrank import _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
+from .plrank import _E_MIN, _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
 
 __all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "scale_rows"]
 
@@ -105,6 +105,42 @@ def _block_max(buf, value):
     return top
 
 
+@cuda.jit(device=True, inline=True)
+def _log_add(a, b):
+    """``gbdt_plrank._kernels.plrank._log_add``: log(exp(a) + exp(b)), either may be -inf."""
+    hi = max(a, b)
+    lo = min(a, b)
+    if lo == -math.inf:
+        return hi
+    return hi + math.log1p(math.exp(lo - hi))
+
+
+@cuda.jit(device=True, inline=True)
+def _sigmoid(x):
+    """``gbdt_plrank._kernels.plrank._sigmoid``."""
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+@cuda.jit(device=True)
+def _kth_largest(scores, lo, hi, K, top_k):
+    """The K-th largest of ``scores[lo:hi]`` (K <= hi - lo), by insertion into ``top_k``."""
+    n = 0
+    for d in range(lo, hi):
+        x = scores[d]
+        if n < K:
+            i = n
+            n += 1
+        elif x > top_k[K - 1]:
+            i = K - 1
+        else:
+            continue
+        while i > 0 and top_k[i - 1] < x:
+            top_k[i] = top_k[i - 1]
+            i -= 1
+        top_k[i] = x
+    return top_k[K - 1]
+
+
 @cache
 def estimate_kernel(k_max: int, threads: int) -> Any:
     """The estimate kernel for rankings of at most ``k_max`` documents and blocks of ``threads``.
@@ -139,75 +175,147 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
         D = hi - lo
         K = min(theta.shape[0], D)
 
-        # PL weights e(d) = exp(max(m(d) - max m, -LOG_FLOOR)), as shifted_exp; clear the sums
+        # PL weights e(d) = exp(m(d) - max m), as shifted_exp, or for a wide query (is_wide)
+        # exp(min(m(d) - c, LOG_FLOOR)) with c the K-th largest margin, as wide_frame
         top = -math.inf
+        low = math.inf
         for d in range(lo + t, hi, threads):
             top = max(top, scores[d])
+            low = min(low, scores[d])
         top = _block_max(buf, top)
+        low = -_block_max(buf, -low)
+        wide = top - low > LOG_FLOOR
+        rank = cuda.local.array(k_max, dtype=np.int64)
+        key = cuda.local.array(k_max, dtype=np.float64)
+        c = top
+        if wide:
+            if t == 0:
+                buf[0] = _kth_largest(scores, lo, hi, K, key)
+            cuda.syncthreads()
+            c = buf[0]
+            cuda.syncthreads()
         for d in range(lo + t, hi, threads):
-            e[d] = math.exp(max(scores[d] - top, -LOG_FLOOR))
+            if wide:
+                e[d] = math.exp(min(scores[d] - c, LOG_FLOOR))
+            else:
+                e[d] = math.exp(max(scores[d] - top, -LOG_FLOOR))
             grad[d] = 0.0
             hess[d] = 0.0
             count[d] = 0
-            for c in range(4):
-                own[d, c] = 0.0
+            for j in range(4):
+                own[d, j] = 0.0
         cuda.syncthreads()
 
-        rank = cuda.local.array(k_max, dtype=np.int64)
-        key = cuda.local.array(k_max, dtype=np.float64)
         S = cuda.local.array(k_max, dtype=np.float64)
         PR = cuda.local.array(k_pr, dtype=np.float64)
+        L = cuda.local.array(k_pr, dtype=np.float64)
         state0 = stream_state(seed, round_, keys[g])
         acc0 = acc1 = acc2 = acc3 = 0.0
         for s in range(t, n_samples, threads):
-            # the race: the K smallest keys in order; ``rest`` sums e over the others
+            # the race: the K smallest keys in order; ``rest`` sums e over the others (a wide
+            # query: the log-space race of _draw_race_wide, the others' log-sum-exp about
+            # their running maximum ``rest_top``)
             placed = 0
             rest = 0.0
+            rest_top = -math.inf
             first = s * D + 1
             for d in range(D):
                 ed = e[lo + d]
-                x = -math.log(1.0 - uniform_at(state0, first + d)) / ed
+                u = uniform_at(state0, first + d)
+                if wide:
+                    x = math.log(max(-math.log(1.0 - u), _E_MIN)) - (scores[lo + d] - c)
+                else:
+                    x = -math.log(1.0 - u) / ed
+                out = -1
                 if placed < K:
                     i = placed
                     placed += 1
                 elif x < key[K - 1]:
-                    rest += e[lo + rank[K - 1]]
+                    out = rank[K - 1]
                     i = K - 1
                 else:
-                    rest += ed
-                    continue
+                    out = d
+                if out >= 0:
+                    if wide:
+                        y = scores[lo + out] - c
+                        if y > rest_top:
+                            rest = rest * math.exp(rest_top - y) + 1.0
+                            rest_top = y
+                        else:
+                            rest += math.exp(y - rest_top)
+                    else:
+                        rest += e[lo + out]
+                    if out == d:
+                        continue
                 while i > 0 and key[i - 1] > x:
                     key[i] = key[i - 1]
                     rank[i] = rank[i - 1]
                     i -= 1
                 key[i] = x
                 rank[i] = d
-            # normalisers S_k (as _normalizers_direct) and PR_i (as _add_sample)
-            for k in range(K - 1, -1, -1):
-                rest += e[lo + rank[k]]
-                S[k] = rest
             PR[K] = 0.0
             for i in range(K - 1, -1, -1):
                 PR[i] = PR[i + 1] + theta[i] * rho[lo + rank[i]]
             RI = DR = DN = RS = DS = 0.0
-            for i in range(K):
-                inv = 1.0 / S[i]
+            if wide:
+                # log-normalisers (as _log_normalizers), then the terms of _add_sample_wide
+                L[K] = rest_top + math.log(rest) if rest_top > -math.inf else -math.inf
+                for k in range(K - 1, -1, -1):
+                    L[k] = _log_add(L[k + 1], scores[lo + rank[k]] - c)
+                for i in range(K):
+                    if i > 0:
+                        r = _sigmoid(L[i] - (scores[lo + rank[i - 1]] - c))
+                        r2 = r * r
+                        RI *= r
+                        DR *= r
+                        DN *= r
+                        RS *= r2
+                        DS *= r2
+                    RI += PR[i]
+                    DR += theta[i]
+                    DN += 1.0
+                    RS += PR[i]
+                    DS += theta[i]
+                    row = lo + rank[i]
+                    q = _sigmoid((scores[row] - c) - L[i + 1])
+                    rd = rho[row]
+                    below = PR[i + 1]
+                    a = rd * DR - RI
+                    cuda.atomic.add(grad, row, below + q * a)
+                    cuda.atomic.add(
+                        hess, row,
+                        below + q * (2.0 * a - DN * below) + q * q * ((RS - rd * DS) - DN * a),
+                    )
+                inv = math.exp(-L[K - 1])
                 inv2 = inv * inv
-                RI += PR[i] * inv
-                DR += theta[i] * inv
-                DN += inv
-                RS += PR[i] * inv2
-                DS += theta[i] * inv2
-                row = lo + rank[i]
-                ed = e[row]
-                rd = rho[row]
-                below = PR[i + 1]
-                a = rd * DR - RI
-                cuda.atomic.add(grad, row, below + ed * a)
-                cuda.atomic.add(
-                    hess, row,
-                    below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a),
-                )
+                RI *= inv
+                DR *= inv
+                DN *= inv
+                RS *= inv2
+                DS *= inv2
+            else:
+                # normalisers S_k (as _normalizers_direct), then the terms of _add_sample
+                for k in range(K - 1, -1, -1):
+                    rest += e[lo + rank[k]]
+                    S[k] = rest
+                for i in range(K):
+                    inv = 1.0 / S[i]
+                    inv2 = inv * inv
+                    RI += PR[i] * inv
+                    DR += theta[i] * inv
+                    DN += inv
+                    RS += PR[i] * inv2
+                    DS += theta[i] * inv2
+                    row = lo + rank[i]
+                    ed = e[row]
+                    rd = rho[row]
+                    below = PR[i + 1]
+                    a = rd * DR - RI
+                    cuda.atomic.add(grad, row, below + ed * a)
+                    cuda.atomic.add(
+                        hess, row,
+                        below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a),
+                    )
             c_rs = RS + DN * RI
             c_ds = DS + DN * DR
             acc0 += DR

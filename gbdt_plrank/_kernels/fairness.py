@@ -11,14 +11,20 @@ from numba import njit, prange
 
 from .plrank import (
     _add_sample,
+    _add_sample_wide,
     _draw,
+    _draw_race_wide,
     _finish_query,
+    _log_normalizers,
     _normalizers_of,
     _query_tree,
     _sampler,
+    _sigmoid,
     _stream,
     _workspace,
     has_reward,
+    is_wide,
+    wide_frame,
 )
 
 #: The fairness losses' codes in the kernels (:data:`gbdt_plrank._training.fairness.FAIRNESS`, in order).
@@ -74,12 +80,40 @@ def loss_slope(kind, E, aux, member, out):
 
 
 @njit(cache=True, error_model="numpy")
-def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad, hess, slope):
+def _placed_slopes(ranking, norm, m_c, e, theta, wide, slope):
+    """Add one ranking's placed terms of dE(d)/dm(d) to ``slope``: e(d) sum_{k<=r} (theta_k -
+    theta_r)/S_k for d at rank r, from the normalisers ``norm`` (S, or for a wide query the
+    log-normalisers of :func:`~gbdt_plrank._kernels.plrank._log_normalizers`, as ratios in
+    the units of S_r as :func:`~gbdt_plrank._kernels.plrank._add_sample_wide` keeps them)."""
+    DR = DN = 0.0
+    for i in range(ranking.shape[0]):
+        d = ranking[i]
+        if wide:
+            if i > 0:
+                r = _sigmoid(norm[i] - m_c[ranking[i - 1]])
+                DR *= r
+                DN *= r
+            DR += theta[i]
+            DN += 1.0
+            slope[d] += _sigmoid(m_c[d] - norm[i + 1]) * (DR - theta[i] * DN)
+        else:
+            inv = 1.0 / norm[i]
+            DR += theta[i] * inv
+            DN += inv
+            slope[d] += e[d] * (DR - theta[i] * DN)
+
+
+@njit(cache=True, error_model="numpy")
+def _fair_terms(
+    rankings, norms, e, m_c, wide, rho, kind, aux, member, weight, theta, grad, hess, slope
+):
     """The cross-fitted estimate of one query from stored rankings and their normalisers.
 
-    Rows ``[0, N // 2)`` of ``rankings`` (N, K) form the first half, the rest the second. Each
-    half's Monte-Carlo exposure hat E_h(d) (mean of ``theta`` at d's rank) sets the
-    signed rewards used with the *other* half's terms,
+    ``norms`` (N, K) holds each ranking's normalisers S, or for a wide query (``wide``, margins
+    ``m_c`` in the frame of :func:`~gbdt_plrank._kernels.plrank.wide_frame`) its
+    log-normalisers (N, K + 1). Rows ``[0, N // 2)`` of ``rankings`` (N, K) form the first
+    half, the rest the second. Each half's Monte-Carlo exposure hat E_h(d) (mean of ``theta``
+    at d's rank) sets the signed rewards used with the *other* half's terms,
 
         reward_h(d) = rho(d) - weight dF/dE(d) at hat E_{other}   (:func:`loss_slope`),
 
@@ -99,14 +133,9 @@ def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad,
     slope[:] = 0.0
     for s in range(N):
         half = 0 if s < first else 1
-        DR = DN = 0.0
         for i in range(K):
-            d = rankings[s, i]
-            inv = 1.0 / S_all[s, i]
-            DR += theta[i] * inv
-            DN += inv
-            exposure[half, d] += theta[i]
-            slope[d] += e[d] * (DR - theta[i] * DN)
+            exposure[half, rankings[s, i]] += theta[i]
+        _placed_slopes(rankings[s], norms[s], m_c, e, theta, wide, slope)
     exposure[0] /= first
     exposure[1] /= N - first
     reward = np.empty((2, D))
@@ -121,10 +150,12 @@ def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad,
     grad[:] = 0.0
     hess[:] = 0.0
     for s in range(N):
-        if s < first:
-            _add_sample(rankings[s], S_all[s], e, reward[0], theta, PR, acc, own, grad, hess)
+        h = 0 if s < first else 1
+        a, o, g, hs = (acc, own, grad, hess) if h == 0 else (acc2, own2, grad2, hess2)
+        if wide:
+            _add_sample_wide(rankings[s], norms[s], m_c, reward[h], theta, PR, a, o, g, hs)
         else:
-            _add_sample(rankings[s], S_all[s], e, reward[1], theta, PR, acc2, own2, grad2, hess2)
+            _add_sample(rankings[s], norms[s], e, reward[h], theta, PR, a, o, g, hs)
     for d in range(D):
         slope[d] = (slope[d] + e[d] * ((acc[0] - own[d, 0]) + (acc2[0] - own2[d, 0]))) / N
     _finish_query(e, reward[0], acc, own, N, grad, hess)
@@ -135,18 +166,42 @@ def _fair_terms(rankings, S_all, e, rho, kind, aux, member, weight, theta, grad,
 
 
 @njit(cache=True, error_model="numpy")
+def _wide_norms(scores, rankings):
+    """``(m_c, e, L)`` of a wide query: its frame and every ranking's log-normalisers."""
+    N, K = rankings.shape
+    m_c, e = wide_frame(scores, K)
+    L = np.empty((N, K + 1))
+    placed = np.zeros(scores.shape[0], dtype=np.bool_)
+    for s in range(N):
+        _log_normalizers(rankings[s], m_c, placed, L[s])
+    return m_c, e, L
+
+
+@njit(cache=True, error_model="numpy")
 def _fair_query(
     scores, rho, kind, aux, member, weight, theta, n_samples, state, sampler, grad, hess, slope
 ):
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
-    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     rankings = np.empty((n_samples, K), dtype=np.int64)
+    if is_wide(scores):
+        m_c, _ = wide_frame(scores, K)
+        keys = np.empty(D)
+        for s in range(n_samples):
+            _draw_race_wide(m_c, state, keys, rankings[s])
+        m_c, e, L = _wide_norms(scores, rankings)
+        _fair_terms(
+            rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,
+            slope,
+        )
+        return
+    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     S_all = np.empty((n_samples, K))
     _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S_all)
     _fair_terms(
-        rankings, S_all, e, rho, kind, aux, member, weight, theta[:K], grad, hess, slope
+        rankings, S_all, e, e, False, rho, kind, aux, member, weight, theta[:K], grad, hess,
+        slope,
     )
 
 
@@ -156,12 +211,20 @@ def fair_estimate_from_rankings(
 ):
     """:func:`_fair_terms` of one query from explicit rankings ``(N >= 2, min(K, D))``."""
     N, K = rankings.shape
+    if is_wide(scores):
+        m_c, e, L = _wide_norms(scores, rankings)
+        _fair_terms(
+            rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,
+            slope,
+        )
+        return
     e, tree, base, P = _query_tree(scores)
     S_all = np.empty((N, K))
     for s in range(N):
         _normalizers_of(rankings[s], tree, base, P, S_all[s])
     _fair_terms(
-        rankings, S_all, e, rho, kind, aux, member, weight, theta[:K], grad, hess, slope
+        rankings, S_all, e, e, False, rho, kind, aux, member, weight, theta[:K], grad, hess,
+        slope,
     )
 
 

@@ -10,7 +10,9 @@ a sampled ranking does not place depend on the ranking only through four sums, w
 accumulated over the samples and applied to every document once, so a sample costs O(K) and not
 O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample; eight
 samples at a time, their descents interleaved) or by an exponential race over all documents
-(O(D + K log K) per sample, the Gumbel trick of PL-Rank-3).
+(O(D + K log K) per sample, the Gumbel trick of PL-Rank-3). A query whose margins span more
+than :data:`LOG_FLOOR` (a sharp policy) takes the wide path: the race in log space and terms
+computed from ratios of normalisers, exact at any spread.
 
 Every kernel compiles with ``error_model="numpy"``: no divisor here can be 0 on valid input
 (normalisers, sample counts and PL weights are positive), and without Numba's check for a zero
@@ -22,10 +24,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-# Documents whose margin lies more than LOG_FLOOR below the query's maximum are treated as lying
-# exactly LOG_FLOOR below it: exp(-300) ~ 5e-131, so 1/S_k^2 stays below ~1e261 and every term
-# stays finite, while the probability of such a document ever being drawn is below 1e-130.
+# A query whose margins span at most LOG_FLOOR is "narrow": its PL weights e(d) = exp(m(d) - max m)
+# lie in [e^-300, 1] (about 5e-131), so 1/S_k^2 stays below ~1e261 and every term of the
+# estimator stays finite. A query whose margins span more is "wide" and takes the wide path
+# (below): its rankings are drawn by an exponential race in log space and its terms computed
+# from ratios of normalisers, exactly at any spread.
 LOG_FLOOR = 300.0
+
+# The wide path's exponential variables E = -log(1 - u) are raised to at least _E_MIN (u = 0 only,
+# probability 2^-53), so that log E lies in [log 2^-54, log(53 log 2)] = [-37.43, 3.61]: a race
+# key log E - m(d) lies within WIDE_REACH of -m(d). A document more than WIDE_REACH above the
+# K-th largest margin then beats all but fewer than K - 1 documents: every sample places it.
+_E_MIN = 2.0**-54
+WIDE_REACH = 42.0
 
 SAMPLER_TREE = 0
 SAMPLER_RACE = 1
@@ -101,7 +112,11 @@ def _uniform(state):
 # --------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy")
 def shifted_exp(scores, out):
-    """``out[d] = exp(max(m(d) - max m, -LOG_FLOOR))``: the PL weights, invariant to shifts."""
+    """``out[d] = exp(max(m(d) - max m, -LOG_FLOOR))``: the PL weights, invariant to shifts.
+
+    The floor never binds on the narrow path (a query spanning more takes the wide path,
+    :func:`is_wide`); it only keeps the weights of a wide query positive where this is called.
+    """
     top = scores[0]
     for d in range(1, scores.shape[0]):
         if scores[d] > top:
@@ -335,17 +350,14 @@ def _sift_down(keys, idx, size, i):
         i = c
 
 
-@njit(cache=True, error_model="numpy")
-def _draw_race(e, state, keys, ranking):
-    """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
+@njit(cache=True, error_model="numpy", inline="always")
+def _smallest_keys(keys, ranking):
+    """``ranking`` = the indices of the K smallest ``keys``, smallest first (K = its length).
 
-    Equivalent to PL-Rank-3's Gumbel top-K (Gumbel(m) = -log Exp(1) + m). A max-heap of the K
-    best keys seen gives O(D log K); the heap is then sorted in place.
+    A max-heap of the K best keys seen gives O(D log K); the heap is then sorted in place.
     """
-    D = e.shape[0]
+    D = keys.shape[0]
     K = ranking.shape[0]
-    for d in range(D):
-        keys[d] = -np.log(1.0 - _uniform(state)) / e[d]
     for i in range(K):
         ranking[i] = i
     for i in range(K // 2 - 1, -1, -1):
@@ -357,6 +369,17 @@ def _draw_race(e, state, keys, ranking):
     for size in range(K - 1, 0, -1):
         ranking[0], ranking[size] = ranking[size], ranking[0]
         _sift_down(keys, ranking, size, 0)
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_race(e, state, keys, ranking):
+    """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
+
+    Equivalent to PL-Rank-3's Gumbel top-K (Gumbel(m) = -log Exp(1) + m).
+    """
+    for d in range(e.shape[0]):
+        keys[d] = -np.log(1.0 - _uniform(state)) / e[d]
+    _smallest_keys(keys, ranking)
 
 
 @njit(cache=True, error_model="numpy")
@@ -457,6 +480,173 @@ def _workspace(D, K):
     return np.empty(K), np.empty(K + 1), np.zeros(4), np.zeros((D, 4))
 
 
+# --------------------------------------------------------------------------------------------
+# The wide path: queries whose margins span more than LOG_FLOOR
+# --------------------------------------------------------------------------------------------
+# Margins are taken relative to c, the K-th largest margin of the query (K = min(K, D)). Before
+# every rank k <= K at least one of the K documents of largest margin is unplaced, so every
+# normaliser S_k is >= 1 in that frame and the sums of 1/S_k and 1/S_k^2 cannot overflow; the
+# ratios e(y_i)/S_i and S_i/S_{i-1} that the placed terms need are logistic functions of
+# differences of log-normalisers, which cannot overflow either. Nothing is floored: a ranking is
+# drawn from the policy of the margins as they are, at any spread.
+@njit(cache=True, error_model="numpy")
+def is_wide(scores):
+    """Whether a query's margins span more than :data:`LOG_FLOOR` (then the wide path runs)."""
+    top = scores[0]
+    low = scores[0]
+    for d in range(1, scores.shape[0]):
+        top = max(top, scores[d])
+        low = min(low, scores[d])
+    return top - low > LOG_FLOOR
+
+
+@njit(cache=True, error_model="numpy")
+def wide_frame(scores, K):
+    """``(m_c, e)`` of a wide query whose rankings place ``K <= D`` documents.
+
+    ``m_c = m - c`` with c the K-th largest margin; ``e = exp(min(m_c, LOG_FLOOR))``, the PL
+    weights in that frame, used for the terms of unplaced documents only. The cap changes none
+    of them: a document more than :data:`WIDE_REACH` above c is placed by every sample of the
+    race (so its unplaced terms are exactly 0 whatever its weight).
+    """
+    c = np.sort(scores)[scores.shape[0] - K]
+    m_c = scores - c
+    return m_c, np.exp(np.minimum(m_c, LOG_FLOOR))
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_race_wide(m_c, state, keys, ranking):
+    """:func:`_draw_race` in log space: key(d) = log max(Exp(1), 2^-54) - m_c(d).
+
+    The same uniforms as the race; the logarithm is increasing, so these keys order the
+    documents as Exp(1) / e(d) would in exact arithmetic, at any spread of the margins.
+    """
+    for d in range(m_c.shape[0]):
+        keys[d] = np.log(max(-np.log(1.0 - _uniform(state)), _E_MIN)) - m_c[d]
+    _smallest_keys(keys, ranking)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _log_add(a, b):
+    """``log(exp(a) + exp(b))``; either may be -inf."""
+    hi = max(a, b)
+    lo = min(a, b)
+    if lo == -np.inf:
+        return hi
+    return hi + np.log1p(np.exp(lo - hi))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _sigmoid(x):
+    """``1 / (1 + exp(-x))``: 0 and 1 at the far ends, never NaN."""
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+@njit(cache=True, error_model="numpy")
+def _log_normalizers(ranking, m_c, placed, L):
+    """``L[k] = log S_k`` for k < K and ``L[K]`` the log of the unplaced mass (-inf if none).
+
+    The unplaced documents' log-sum-exp about their own maximum, then log-additions up the
+    ranking (positive terms only, as :func:`_normalizers_direct`); ``placed`` (D,) is False on
+    entry and on return.
+    """
+    K = ranking.shape[0]
+    for k in range(K):
+        placed[ranking[k]] = True
+    top = -np.inf
+    for d in range(m_c.shape[0]):
+        if not placed[d]:
+            top = max(top, m_c[d])
+    L[K] = -np.inf
+    if top > -np.inf:
+        rest = 0.0
+        for d in range(m_c.shape[0]):
+            if not placed[d]:
+                rest += np.exp(m_c[d] - top)
+        L[K] = top + np.log(rest)
+    for k in range(K - 1, -1, -1):
+        L[k] = _log_add(L[k + 1], m_c[ranking[k]])
+        placed[ranking[k]] = False
+
+
+@njit(cache=True, error_model="numpy")
+def _add_sample_wide(ranking, L, m_c, rho, theta, PR, acc, own, grad, hess):
+    """:func:`_add_sample` of a wide query, from its log-normalisers ``L`` (:func:`_log_normalizers`).
+
+    The running sums are kept in units of the current normaliser, T_i = S_i DR_i and so on:
+    T_i = T_{i-1} S_i/S_{i-1} + theta_i (squared ratios for RS and DS), with
+    S_i/S_{i-1} = sigmoid(L_i - m(y_{i-1})), and a document placed at rank i enters with
+    q = e(d)/S_i = sigmoid(m(d) - L_{i+1}) <= 1, so that e(d) DR_i = q T_i and
+    e(d)^2 DS_i = q^2 T_i. The unplaced sums are those of :func:`_add_sample` in the frame of c,
+    where S_K >= 1.
+    """
+    K = ranking.shape[0]
+    PR[K] = 0.0
+    for i in range(K - 1, -1, -1):
+        PR[i] = PR[i + 1] + theta[i] * rho[ranking[i]]
+    RI = DR = DN = RS = DS = 0.0
+    for i in range(K):
+        if i > 0:
+            r = _sigmoid(L[i] - m_c[ranking[i - 1]])
+            r2 = r * r
+            RI *= r
+            DR *= r
+            DN *= r
+            RS *= r2
+            DS *= r2
+        RI += PR[i]
+        DR += theta[i]
+        DN += 1.0
+        RS += PR[i]
+        DS += theta[i]
+        d = ranking[i]
+        q = _sigmoid(m_c[d] - L[i + 1])
+        rd = rho[d]
+        below = PR[i + 1]
+        a = rd * DR - RI
+        grad[d] += below + q * a
+        hess[d] += below + q * (2.0 * a - DN * below) + q * q * ((RS - rd * DS) - DN * a)
+    inv = np.exp(-L[K - 1])
+    inv2 = inv * inv
+    RI *= inv
+    DR *= inv
+    DN *= inv
+    RS *= inv2
+    DS *= inv2
+    c_rs = RS + DN * RI
+    c_ds = DS + DN * DR
+    acc[0] += DR
+    acc[1] += RI
+    acc[2] += c_rs
+    acc[3] += c_ds
+    for i in range(K):
+        d = ranking[i]
+        own[d, 0] += DR
+        own[d, 1] += RI
+        own[d, 2] += c_rs
+        own[d, 3] += c_ds
+
+
+@njit(cache=True, error_model="numpy")
+def _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess):
+    """:func:`_estimate_query` of a wide query: the log-space race, then the wide terms."""
+    D = scores.shape[0]
+    K = min(theta.shape[0], D)
+    m_c, e = wide_frame(scores, K)
+    ranking = np.empty(K, dtype=np.int64)
+    L = np.empty(K + 1)
+    keys = np.empty(D)
+    placed = np.zeros(D, dtype=np.bool_)
+    _, PR, acc, own = _workspace(D, K)
+    grad[:] = 0.0
+    hess[:] = 0.0
+    for _ in range(n_samples):
+        _draw_race_wide(m_c, state, keys, ranking)
+        _log_normalizers(ranking, m_c, placed, L)
+        _add_sample_wide(ranking, L, m_c, rho, theta[:K], PR, acc, own, grad, hess)
+    _finish_query(e, rho, acc, own, n_samples, grad, hess)
+
+
 @njit(cache=True, error_model="numpy")
 def _uses_tree(D, K, sampler):
     if sampler == SAMPLER_TREE:
@@ -524,6 +714,9 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
 
     Rankings are drawn :data:`_LANES` at a time (:func:`_draw`) and added in the order drawn.
     """
+    if is_wide(scores):
+        _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess)
+        return
     D = scores.shape[0]
     K = min(theta.shape[0], D)
     e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
@@ -544,6 +737,18 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
 def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
     """The estimate of one query from explicit rankings ``(N, min(K, D))``; deterministic."""
     K = rankings.shape[1]
+    if is_wide(scores):
+        m_c, e = wide_frame(scores, K)
+        L = np.empty(K + 1)
+        placed = np.zeros(scores.shape[0], dtype=np.bool_)
+        _, PR, acc, own = _workspace(scores.shape[0], K)
+        grad[:] = 0.0
+        hess[:] = 0.0
+        for s in range(rankings.shape[0]):
+            _log_normalizers(rankings[s], m_c, placed, L)
+            _add_sample_wide(rankings[s], L, m_c, rho, theta[:K], PR, acc, own, grad, hess)
+        _finish_query(e, rho, acc, own, rankings.shape[0], grad, hess)
+        return
     e, tree, base, P = _query_tree(scores)
     S, PR, acc, own = _workspace(scores.shape[0], K)
     grad[:] = 0.0
@@ -590,8 +795,16 @@ def has_reward(rho):
 
 @njit(cache=True, error_model="numpy")
 def query_rankings(scores, K, n_samples, state):
-    """``n_samples`` tree-sampler rankings ``(n_samples, min(K, D))`` of one query (D >= 1)."""
+    """``n_samples`` rankings ``(n_samples, min(K, D))`` of one query (D >= 1): the tree
+    sampler's, or the log-space race's for a wide query (:func:`is_wide`)."""
     k = min(K, scores.shape[0])
+    if is_wide(scores):
+        m_c, _ = wide_frame(scores, k)
+        keys = np.empty(scores.shape[0])
+        rankings = np.empty((n_samples, k), dtype=np.int64)
+        for s in range(n_samples):
+            _draw_race_wide(m_c, state, keys, rankings[s])
+        return rankings
     e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, SAMPLER_TREE)
     rankings = np.empty((n_samples, k), dtype=np.int64)
     S = np.empty((n_samples, k))

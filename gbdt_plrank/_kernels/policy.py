@@ -17,7 +17,8 @@ __all__ = ["sampled_exposure_groups"]
 def sampled_exposure_groups(scores, ptr, theta, n_samples, seed, round_, out):
     """``out[d]``: mean over ``n_samples`` PL rankings of ``theta`` at d's rank (0 beyond).
 
-    Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler, the draws of
+    Query ``g`` draws from the stream ``(seed, round_, g)`` with the tree sampler (the log-space
+    race for a query whose margins span more than ``LOG_FLOOR``), the draws of
     :func:`~gbdt_plrank._kernels.plrank.sample_groups` with the same round.
     """
     for g in prange(ptr.shape[0] - 1):

@@ -25,7 +25,7 @@ from .booster_objective import BoosterObjective
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
 from .fairness import FairTerms, checked_item_groups
 from .gpu import CudaEstimate, check_device, to_host
-from .options import PLRankOptions
+from .options import DEFAULTS, PLRankOptions, option_docs
 
 __all__ = ["PLRankObjective", "plrank_objective"]
 
@@ -166,7 +166,7 @@ class PLRankObjective(BoosterObjective):
         if self.device == "cuda":
             self._gpu = CudaEstimate(
                 self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
-                N=self.options.N, hessian=self.options.hessian,
+                N=self.options.training_N, hessian=self.options.hessian,
             )
         if self.fairness is None:
             return
@@ -215,7 +215,7 @@ class PLRankObjective(BoosterObjective):
             keys = queries.astype(np.int64) if keys is None else keys
         o = self.options
         return _plrank.estimate(
-            scores, rho, ptr, self.metric, hessian=o.hessian, N=o.N, seed=self.seed,
+            scores, rho, ptr, self.metric, hessian=o.hessian, N=o.training_N, seed=self.seed,
             round_=round_, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
             fairness=self.fairness, terms=terms,
         )
@@ -357,20 +357,21 @@ class _Resume:
         return self
 
 
+@option_docs()
 def plrank_objective(
-    K: int = 5,
-    N: int = 50,
+    K: int = DEFAULTS.K,
+    N: int | str = DEFAULTS.N,
     *,
-    train_K: int | str = "auto",
-    metric: str = "ndcg",
-    gain: str = "exp",
-    hessian: str = "abs",
+    train_K: int | str = DEFAULTS.train_K,
+    metric: str = DEFAULTS.metric,
+    gain: str = DEFAULTS.gain,
+    hessian: str = DEFAULTS.hessian,
     seed: int = 0,
-    sampler: str = "auto",
+    sampler: str = DEFAULTS.sampler,
     n_jobs: int | None = None,
-    fairness: str | None = None,
-    fairness_weight: float = 1.0,
-    empty_queries: str = "skip",
+    fairness: str | None = DEFAULTS.fairness,
+    fairness_weight: float = DEFAULTS.fairness_weight,
+    empty_queries: str = DEFAULTS.empty_queries,
     item_groups: np.ndarray | None = None,
     device: str = "cpu",
 ) -> PLRankObjective:
@@ -391,20 +392,10 @@ def plrank_objective(
 
     Parameters
     ----------
-    K : int, default 5
-        The cut-off the model is judged at: that of :attr:`PLRankObjective.expected_metric` and
-        :attr:`PLRankObjective.ranking_metric`.
-    N : int, default 50
-        Rankings sampled per query and round (a round's objective costs time linear in N; 50
-        and 100 trained models level on the LETOR validation splits, in two thirds of the
-        time).
-    train_K : "auto" or int, default "auto"
-        The cut-off the rounds train at (:func:`~gbdt_plrank.training_cutoff`): ``"auto"`` is
-        2K (K with ``fairness``), an integer is used as given (``train_K=K`` trains at the
-        judged cut-off).
-    metric, gain, hessian, sampler, n_jobs, fairness, fairness_weight, empty_queries
-        As in :func:`~gbdt_plrank.plrank_grad_hess`: with ``fairness`` the rounds maximise the
-        expected metric minus ``fairness_weight`` times the fairness loss.
+    .. plrank-options:: K N train_K metric gain hessian sampler fairness fairness_weight empty_queries
+    n_jobs : int or None, default None
+        Threads of the rounds' sampling; None uses Numba's default, negative values count back
+        from it.
     item_groups : array of shape (n,) or None, default None
         With ``fairness="group-disparity"`` (and only then): the item group (an integer id
         >= 0, two or more distinct ids) of every training row, in the order of the rows of the

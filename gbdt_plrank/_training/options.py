@@ -4,14 +4,23 @@ r"""The options of the PL-Rank objective: one validated object for every caller.
 judged at, the cut-off ``train_K`` it trains at, the rankings sampled per query, the metric and
 its gain, the Hessian mode, the sampler and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
 :func:`~gbdt_plrank.plrank_grad_hess`, :class:`~gbdt_plrank.PLRankRanker`,
-:class:`~gbdt_plrank.dask.DaskPLRankRanker` and the comparison harness's ``[plrank]`` table all
-build it, so that one set of rules (each field's, and the fairness rules that tie fields together)
-checks them, with errors that name the value and the rule.
+:class:`~gbdt_plrank.nn.PLRankMLPRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker` and the
+comparison harness's ``[plrank]`` table all build it, so that one set of rules (each field's, and
+the fairness rules that tie fields together) checks them, with errors that name the value and
+the rule.
+
+It is also the one owner of the options' defaults and of their documentation: the public
+signatures take their defaults from :data:`DEFAULTS` (the fields' defaults) and their parameter
+documentation from :data:`OPTION_DOCS` through :func:`option_docs`, so neither can drift
+between them. ``"auto"`` values are resolved here only: ``train_K`` by
+:attr:`PLRankOptions.training_K`, ``N`` by :attr:`PLRankOptions.training_N`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -20,11 +29,17 @@ from .._util.schema import Schema, one_of, validate
 from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 
 __all__ = [
+    "AUTO_N",
+    "AUTO_N_FAIR",
+    "AUTO_N_NETWORK",
+    "DEFAULTS",
     "HESSIAN_MODES",
+    "OPTION_DOCS",
     "SAMPLERS",
     "TRAIN_K_FACTOR",
     "PLRankFields",
     "PLRankOptions",
+    "option_docs",
     "training_cutoff",
 ]
 
@@ -36,6 +51,25 @@ SAMPLERS = ("auto", "tree", "race")
 
 #: ``train_K="auto"`` trains a ranker judged at the cut-off K on rankings this many times longer.
 TRAIN_K_FACTOR = 2
+
+#: ``N="auto"`` without a fairness term: rankings sampled per query and round. On the LETOR
+#: validation splits models trained with 50 and with 100 level, and 50 takes two thirds of the
+#: time.
+AUTO_N = 50
+
+#: ``N="auto"`` with a fairness term. Its exposure and its gradient terms come from two
+#: independent halves of the rankings, so each half holds N/2. On MQ2008 Fold3 a group-fair
+#: ``PLRankRanker(K=10, n_estimators=300, learning_rate=0.05, fairness_weight=3)`` was less fair
+#: and less relevant with 50 than with 100, as trained and sharpened (at temperature 0.05: test
+#: group disparity 0.316 against 0.271, expected ``NDCG@10`` 0.649 against 0.656;
+#: ``benchmarks/results/fairness_samples.md``).
+AUTO_N_FAIR = 100
+
+#: ``N="auto"`` for a network (:class:`~gbdt_plrank.nn.PLRankMLPRanker`, the harness's
+#: ``plrank-nn``), which takes a step per batch of queries: on MQ2007-agg's validation splits
+#: its model with 100 was ahead of 50 by 0.011 ``NDCG@10`` (p 0.0002), level on MQ2008
+#: (``benchmarks/results/nn_setups_n.md``).
+AUTO_N_NETWORK = 100
 
 
 PositiveInt = Annotated[int, Field(ge=1)]
@@ -67,7 +101,7 @@ class PLRankFields(Schema):
     train_K: Literal["auto"] | PositiveInt = Field(
         "auto", description='"auto" or an integer >= 1'
     )
-    N: int = Field(50, ge=1, description="an integer >= 1")
+    N: Literal["auto"] | PositiveInt = Field("auto", description='"auto" or an integer >= 1')
     metric: Literal[METRICS] = Field("ndcg", description=one_of(METRICS))  # type: ignore[valid-type]
     gain: Literal[GAINS] = Field("exp", description=one_of(GAINS))  # type: ignore[valid-type]
     hessian: Literal[HESSIAN_MODES] = Field(  # type: ignore[valid-type]
@@ -100,7 +134,7 @@ class PLRankFields(Schema):
                 f"1/log2(rank+1), so metric must be {one_of(FAIR_METRICS)}, but "
                 f"{self.metric!r} is given"
             )
-        if self.N < 2:
+        if self.N != "auto" and self.N < 2:
             raise ValueError(
                 f"N must be >= 2 with fairness={self.fairness!r} (exposure and gradient terms "
                 f"come from two halves of the N rankings), but {self.N!r} is given"
@@ -113,30 +147,7 @@ class PLRankOptions(PLRankFields):
 
     Attributes
     ----------
-    K : int, default 5
-        The cut-off the ranker is judged at: its evaluation metric, its policy's expected metric
-        (early stopping) and the length of its policy's rankings.
-    train_K : "auto" or int, default "auto"
-        The cut-off of the expected metric the boosting rounds maximise, the length of the
-        rankings sampled for training: :func:`training_cutoff` (2K, K with fairness).
-    N : int, default 50
-        Rankings sampled per query and round.
-    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        The metric whose expectation is maximised, as :mod:`gbdt_plrank.metrics` computes it.
-    gain : {"exp", "linear"}, default "exp"
-        Gain of a label: :math:`2^\ell - 1` or :math:`\ell`.
-    hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian.
-    sampler : {"auto", "tree", "race"}, default "auto"
-        How rankings are drawn.
-    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
-        The fairness term subtracted from the expected metric.
-    fairness_weight : float, default 1.0
-        Its weight, finite and >= 0.
-    empty_queries : {"skip", "uniform"}, default "skip"
-        What the fairness term does with the queries without a relevant document
-        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`): leave them out, or (EE-L only) train
-        them toward equal exposure.
+    .. plrank-options:: K train_K N metric gain hessian sampler fairness fairness_weight empty_queries
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -154,6 +165,28 @@ class PLRankOptions(PLRankFields):
         return self.train_K
 
     @property
+    def training_N(self) -> int:
+        """The rankings sampled per query and round: ``N``, or for ``"auto"``
+        :data:`~gbdt_plrank._training.options.AUTO_N`
+        (:data:`~gbdt_plrank._training.options.AUTO_N_FAIR` with fairness)."""
+        if self.N == "auto":
+            return AUTO_N if self.fairness is None else AUTO_N_FAIR
+        return self.N
+
+    def for_network(self) -> PLRankOptions:
+        """These options for a network's training: ``N="auto"`` becomes
+        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`."""
+        return self.model_copy(update={"N": AUTO_N_NETWORK}) if self.N == "auto" else self
+
+    def resolved(self) -> dict[str, Any]:
+        """The options a training uses, as JSON-able data: ``"auto"`` values resolved.
+
+        ``train_K`` is :attr:`training_K` and ``N`` is :attr:`training_N`; the harness records
+        this for every PL-Rank training of a results folder (``options.json``).
+        """
+        return {**self.model_dump(), "train_K": self.training_K, "N": self.training_N}
+
+    @property
     def judged(self) -> RankingMetric:
         """The metric at the judged cut-off ``K``."""
         return RankingMetric(self.metric, self.K, self.gain)
@@ -169,3 +202,145 @@ class PLRankOptions(PLRankFields):
         if self.fairness is None:
             return None
         return FairnessSpec(self.fairness, self.fairness_weight, self.empty_queries)
+
+
+#: The options' defaults, the one source of the public signatures' defaults (``K=DEFAULTS.K``).
+DEFAULTS = PLRankOptions()
+
+#: The shared documentation of each option: its type (numpydoc) and its description. The
+#: header ``name : type, default value`` is written from the type and :data:`DEFAULTS`.
+OPTION_DOCS: dict[str, tuple[str, str]] = {
+    "K": ("int", """
+        The cut-off of the metric the model is judged by: the metric@K of its eval sets and of a
+        ranker's ``score``, its policy's expected metric@K (early stopping), and the length of
+        a ranker's policy's rankings (``sample_rankings``, ``expected_exposure``,
+        ``expected_metric``). The rounds train at ``train_K``.
+    """),
+    "train_K": ('"auto" or int', """
+        The cut-off of the expected metric the rounds maximise, the length of the rankings
+        sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
+        ``fairness``), so that the documents just below the cut-off get gradient too, as the
+        libraries' LambdaMART objectives do; an integer is used as given (``train_K=K`` trains
+        at the judged cut-off).
+    """),
+    "N": ('"auto" or int', f"""
+        Rankings sampled per query and round (per query and step for a network); the
+        estimates' noise falls as :math:`1/\\sqrt{{N}}` and a round's sampling takes time linear
+        in ``N``. ``"auto"`` is {AUTO_N} for boosted trees without ``fairness`` (on the LETOR
+        validation splits, models trained with 50 and 100 level, in two thirds of the time),
+        {AUTO_N_FAIR} with it (the fairness term's exposure and gradient terms each come from
+        half of the rankings; a group-fair ranker on MQ2008 was both fairer and more relevant
+        with 100 than with 50), and {AUTO_N_NETWORK} for a
+        network, which steps on batches of queries (100 was ahead of 50 on MQ2007-agg's
+        validation splits). No upper bound, but a round's sampling takes time linear in ``N``
+        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread). Ctrl-C
+        takes effect between calls of the compiled code, each about a third of a second, or
+        one query's N rankings if that takes longer (Kang et al. 2024 train with N = 200).
+    """),
+    "metric": ('{"ndcg", "dcg", "precision"}', """
+        The metric whose expectation is maximised, and by which the model is judged: NDCG@K
+        (DCG@K divided by the query's ideal DCG@K), DCG@K, or precision@K (documents with label
+        > 0), as :mod:`gbdt_plrank.metrics` computes them.
+    """),
+    "gain": ('{"exp", "linear"}', r"""
+        Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell` (not used by
+        precision), in training and in the metrics the model is judged by.
+    """),
+    "hessian": ('{"abs", "raw", "clip", "constant"}', r"""
+        What the booster receives as Hessian: the unbiased estimate, which is indefinite
+        (``"raw"``); its absolute value :math:`|h|` (``"abs"``); :math:`\max(h, 10^{-3}
+        \max|h|)` (``"clip"``); or ones (``"constant"``, no second-order information). The raw
+        estimate's sum over a tree node is mostly noise, so boosting with it stalls or lags;
+        :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the Hessian"
+        page has the measurements).
+    """),
+    "sampler": ('{"auto", "tree", "race"}', """
+        How the rankings are drawn: sequential sum-tree draws, an exponential race
+        (PL-Rank-3's Gumbel sampling), or the cheaper of the two for each query. Identical
+        rankings give identical estimates.
+    """),
+    "fairness": ('{None, "expected-exposure", "disparity", "group-disparity"}', r"""
+        None: the expected metric alone. Otherwise the objective maximised is, per query,
+        :math:`\mathbb{E}[\mathrm{metric@K}] - w\,F_q` with :math:`w` = ``fairness_weight``
+        and :math:`F` a loss of the exposures at K with the metric's DCG rank weights (the
+        fairness guide has the formulas): ``"expected-exposure"`` the expected exposure loss
+        EE-L of Diaz et al. (2020) against equal expected exposure within relevance grades,
+        which only a stochastic ranker can bring to 0; ``"disparity"`` the individual
+        disparity of the 2021 PL-Rank experiments,
+        :math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2` with :math:`g` the label's
+        gain (not normalised); ``"group-disparity"`` the squared differences of exposure per
+        unit of merit between item groups (it needs every document's item group,
+        ``item_groups``; a query where fewer than two groups have merit contributes 0). The
+        gradient is PL-Rank's with the signed reward :math:`\rho_d - w\,\partial F/\partial
+        E(d)`, exposure and terms estimated from two independent halves of the ``N`` rankings
+        (unbiased); the Hessian estimate gains a non-negative Gauss-Newton part
+        :math:`w c_d (\partial E(d)/\partial m(d))^2` before ``hessian`` applies. Needs
+        ``N >= 2`` and ``metric`` "ndcg" or "dcg". Measure the result with
+        :func:`gbdt_plrank.metrics.expected_exposure_loss`,
+        :func:`~gbdt_plrank.metrics.relevance_proportional_disparity` and
+        :func:`~gbdt_plrank.metrics.group_disparity`.
+    """),
+    "fairness_weight": ("float", r"""
+        The weight :math:`w \ge 0` of the fairness loss, finite; used only with ``fairness``.
+    """),
+    "empty_queries": ('{"skip", "uniform"}', """
+        With ``fairness``, what the fairness term does with the queries that have no relevant
+        document. ``"skip"``: nothing, they get exactly 0 (as without fairness) and count 0 in
+        the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
+        target there, equal exposure for every document, which pulls their margins together;
+        the trees are shared by all queries, so on data with many such queries (MQ2008) it
+        flattens the policy of the queries with relevant documents too
+        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The disparities are 0 on such
+        queries either way.
+    """),
+}
+
+_MARKER = re.compile(r"^(?P<indent>[ ]*)\.\. plrank-options:: (?P<names>.+)$", re.MULTILINE)
+
+T = TypeVar("T")
+
+
+def _default_text(value: Any) -> str:
+    """A default as the docstrings write it: strings in double quotes."""
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _entry(name: str, indent: str, description: str | None) -> str:
+    """The numpydoc entry of option ``name``, indented by ``indent``."""
+    kind, shared = OPTION_DOCS[name]
+    text = shared if description is None else description
+    body = [" ".join(line.split()) for line in text.strip().split("\n")]
+    header = f"{indent}{name} : {kind}, default {_default_text(getattr(DEFAULTS, name))}"
+    return "\n".join([header, *(f"{indent}    {line}" for line in body)])
+
+
+def _filled(doc: str, own: dict[str, str]) -> str:
+    def entries(match: re.Match[str]) -> str:
+        names = match["names"].split()
+        unknown = [n for n in (*names, *own) if n not in OPTION_DOCS]
+        if unknown:
+            raise KeyError(f"{unknown[0]!r} is not a PL-Rank option")
+        return "\n".join(_entry(n, match["indent"], own.get(n)) for n in names)
+
+    filled, count = _MARKER.subn(entries, doc)
+    if not count:
+        raise ValueError("the docstring has no '.. plrank-options::' line to fill")
+    return filled
+
+
+def option_docs(**own: str) -> Callable[[T], T]:
+    """Fill a docstring's ``.. plrank-options:: K N ...`` line with those options' entries.
+
+    Each entry is ``name : type, default value`` (the default from :data:`DEFAULTS`) and its
+    description from :data:`OPTION_DOCS`, or the one given in ``own`` (a function whose option
+    means something narrower, e.g. ``plrank_grad_hess``'s ``K``).
+    """
+
+    def fill(obj: T) -> T:
+        obj.__doc__ = _filled(obj.__doc__ or "", own)
+        return obj
+
+    return fill
+
+
+PLRankOptions.__doc__ = _filled(PLRankOptions.__doc__ or "", {})

@@ -33,7 +33,7 @@ from .._util.validation import (
     check_seed,
 )
 from .fairness import FairnessSpec, FairTerms, checked_item_groups
-from .options import PLRankOptions
+from .options import DEFAULTS, PLRankOptions, option_docs
 
 __all__ = [
     "CHUNK_WORK",
@@ -158,22 +158,25 @@ def _options(K: object, N: object, **options: object) -> PLRankOptions:
     return PLRankOptions.checked(K=K, N=N, **options)
 
 
+@option_docs(
+    K="The metric's cut-off and the length of the sampled rankings; longer than a query is fine."
+)
 def plrank_grad_hess(
     scores: np.ndarray,
     labels: np.ndarray,
     group_ptr: np.ndarray,
     *,
-    K: int = 5,
-    N: int = 100,
-    metric: str = "ndcg",
-    gain: str = "exp",
-    hessian: str = "abs",
+    K: int = DEFAULTS.K,
+    N: int | str = DEFAULTS.N,
+    metric: str = DEFAULTS.metric,
+    gain: str = DEFAULTS.gain,
+    hessian: str = DEFAULTS.hessian,
     seed: int = 0,
-    sampler: str = "auto",
+    sampler: str = DEFAULTS.sampler,
     n_jobs: int | None = None,
-    fairness: str | None = None,
-    fairness_weight: float = 1.0,
-    empty_queries: str = "skip",
+    fairness: str | None = DEFAULTS.fairness,
+    fairness_weight: float = DEFAULTS.fairness_weight,
+    empty_queries: str = DEFAULTS.empty_queries,
     item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Estimated gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
@@ -196,49 +199,13 @@ def plrank_grad_hess(
         Graded relevance, finite and >= 0 (<= 31 with the exponential gain).
     group_ptr : array of shape (n_queries + 1,)
         Query boundaries ``[0, ..., n]``, non-decreasing.
-    K : int, default 5
-        Metric cutoff and length of the sampled rankings; longer than a query is fine.
-    N : int, default 100
-        Rankings sampled per query.
-    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-        DCG@K; DCG@K divided by the query's ideal DCG@K; precision@K (documents with label > 0).
-    gain : {"exp", "linear"}, default "exp"
-        :math:`2^\ell - 1` or :math:`\ell` (not used by precision).
-    hessian : {"abs", "raw", "clip", "constant"}, default "abs"
-        What the booster receives as Hessian. The raw estimate is
-        indefinite and its sum over a tree node is mostly noise, so boosting with it stalls or
-        lags; :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the
-        Hessian" page has the measurements).
+    .. plrank-options:: K N metric gain hessian
     seed : int, default 0
         Seed of the sampled rankings.
-    sampler : {"auto", "tree", "race"}, default "auto"
-        Sequential sum-tree draws, or an exponential race (PL-Rank-3's Gumbel sampling), or the
-        cheaper of the two for each query. Identical rankings give identical estimates.
+    .. plrank-options:: sampler
     n_jobs : int or None, default None
         Threads; None uses Numba's default, negative values count back from it.
-    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
-        None: the expected metric alone. Otherwise the loss is
-        :math:`-\sum_q (\mathbb{E}[\mathrm{metric@K}] - w\,F_q)` with :math:`F` a loss of the
-        exposures at K with the metric's DCG rank weights (the fairness guide has
-        the formulas): ``"expected-exposure"`` the expected exposure loss of Diaz et al. (2020)
-        against equal exposure within grades; ``"disparity"`` the individual disparity of the
-        2021 PL-Rank experiments, :math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2`
-        with :math:`g` the label's gain (not normalised); ``"group-disparity"`` the squared
-        differences of exposure per unit of merit between ``item_groups`` (a query where fewer
-        than two groups have merit contributes 0). The gradient is PL-Rank's with the signed
-        reward :math:`\rho_d - w\,\partial F/\partial E(d)`, exposure and terms estimated
-        from two independent halves of the ``N`` rankings (unbiased); the Hessian estimate
-        gains a non-negative Gauss-Newton part :math:`w c_d (\partial E(d)/\partial m(d))^2`
-        before ``hessian`` applies. Needs ``N >= 2`` and ``metric`` "ndcg" or "dcg".
-    fairness_weight : float, default 1.0
-        :math:`w \ge 0`, finite; used only with ``fairness``.
-    empty_queries : {"skip", "uniform"}, default "skip"
-        With ``fairness``: ``"skip"`` gives the queries without a relevant document exactly 0,
-        as without fairness; ``"uniform"`` (``"expected-exposure"`` only) trains their
-        exposure toward EE-L's target there, equal exposure for every document. The trees are
-        shared across queries, so that target flattens the policy of the queries with
-        relevant documents as well (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The
-        disparities are 0 on such queries either way.
+    .. plrank-options:: fairness fairness_weight empty_queries
     item_groups : array of shape (n,) or None, default None
         With ``fairness="group-disparity"`` (and only then): every document's item group, an
         integer id >= 0, two or more distinct ids. Groups are compared within each query.
@@ -282,7 +249,8 @@ def plrank_grad_hess(
         y, ptr, metric_K.theta(ptr), gain=options.gain, item_groups=ids
     )
     return estimate(
-        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian, N=options.N,
+        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian,
+        N=options.training_N,
         seed=seed, round_=0, sampler=options.sampler, n_jobs=n_jobs, fairness=fair, terms=terms,
     )
 
@@ -292,13 +260,13 @@ def plrank_grad_hess_from_rankings(
     labels: np.ndarray,
     rankings: np.ndarray,
     *,
-    K: int = 5,
-    metric: str = "ndcg",
-    gain: str = "exp",
+    K: int = DEFAULTS.K,
+    metric: str = DEFAULTS.metric,
+    gain: str = DEFAULTS.gain,
     hessian: str = "raw",
-    fairness: str | None = None,
-    fairness_weight: float = 1.0,
-    empty_queries: str = "skip",
+    fairness: str | None = DEFAULTS.fairness,
+    fairness_weight: float = DEFAULTS.fairness_weight,
+    empty_queries: str = DEFAULTS.empty_queries,
     item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The estimate of :func:`plrank_grad_hess` for one query, from explicit rankings.

@@ -29,6 +29,7 @@ import numpy as np
 from .._boosters import QueryFields, backend_of_data
 from .._groups import boundaries
 from .._training.objective import PLRankObjective, plrank_objective
+from .._training.options import DEFAULTS
 
 __all__ = ["MAX_QUERIES", "KeyedPLRankObjective", "keyed_plrank_objective"]
 
@@ -116,7 +117,9 @@ class KeyedPLRankObjective(PLRankObjective):
         return self._step(y_pred, y_true, QueryFields(ptr, y_true, None), keys)
 
 
-def keyed_plrank_objective(K: int = 5, N: int = 50, **options: Any) -> KeyedPLRankObjective:
+def keyed_plrank_objective(
+    K: int = DEFAULTS.K, N: int | str = DEFAULTS.N, **options: Any
+) -> KeyedPLRankObjective:
     """A PL-Rank objective for ``xgboost.dask`` / ``lightgbm.dask`` that is partition-independent.
 
     .. code-block:: python

@@ -41,6 +41,7 @@ __all__ = [
     "check_objective_options",
     "check_objectives",
     "items",
+    "method_options",
     "method_settings",
     "objective_settings",
     "read_config_table",
@@ -227,6 +228,19 @@ def method_settings(
     chosen.update((params or {}).get(method.objective, {}))
     where = f"[{method.objective}] with [params.{method.name}.{method.objective}]"
     return validate(type(table), chosen, source=where)
+
+
+def method_options(
+    method: Method, settings: Mapping[str, Schema], params: Mapping[str, Any] | None, *, k: int
+) -> PLRankOptions:
+    """The PL-Rank options a PL-Rank ``method`` trains with at the cut-off ``k``.
+
+    :func:`method_settings` at ``k``; a network's (``plrank-nn``) with ``N="auto"`` resolved for
+    a network (:meth:`~gbdt_plrank.PLRankOptions.for_network`), as
+    :class:`~gbdt_plrank.nn.PLRankMLPRanker` does.
+    """
+    options = method_settings(method, settings, params).options(k)  # type: ignore[attr-defined]
+    return options.for_network() if method.library == "torch" else options
 
 
 def _scalar(value: Any) -> bool:

@@ -41,12 +41,17 @@ from typing import Any, NamedTuple, get_type_hints
 
 import numpy as np
 
+from .._training.options import PLRankOptions
 from .._util.schema import ConfigError
+
+#: The file of a results folder that records the options of its PL-Rank trainings.
+OPTIONS_FILE = "options.json"
 
 __all__ = [
     "COLUMNS",
     "COMPARISON",
     "LOCK_FILE",
+    "OPTIONS_FILE",
     "FolderInUseError",
     "ResultStore",
     "RunKey",
@@ -56,6 +61,7 @@ __all__ = [
     "drop_partial_line",
     "locked_folder",
     "output_folder",
+    "write_options",
 ]
 
 #: The lock file of an output folder (:func:`locked_folder`).
@@ -470,3 +476,12 @@ COMPARISON: dict[str, Table] = {
     "curves": Table("curves.jsonl", RunKey, after="results"),
     "queries": Table("queries.jsonl", RunKey, after="results"),
 }
+def write_options(folder: Path, options: Mapping[str, PLRankOptions]) -> None:
+    """Record in ``folder/options.json`` the resolved options of each PL-Rank training, by name.
+
+    :meth:`~gbdt_plrank.PLRankOptions.resolved`: ``"auto"`` values as the run resolved them, so
+    that a documented figure says which options it was measured with, and a later change of a
+    default shows against it (``tests/test_defaults.py``).
+    """
+    record = {name: options[name].resolved() for name in options}
+    (folder / OPTIONS_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

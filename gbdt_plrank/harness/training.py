@@ -30,7 +30,13 @@ from .._util.compat import require
 from .._util.schema import ConfigError
 from ..datasets import Split
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
-from .settings import PiRankSettings, PLRankSettings, method_settings, objective_settings
+from .settings import (
+    PiRankSettings,
+    PLRankSettings,
+    method_options,
+    method_settings,
+    objective_settings,
+)
 
 if TYPE_CHECKING:
     from ..datasets import LTRDataset
@@ -103,8 +109,9 @@ def _plan(
     if method.objective == PLRANK:
         assert isinstance(chosen, PLRankSettings)
         return plrank_plan(
-            chosen.options(k), stopping_metric=chosen.stopping, seed=seed,
-            n_jobs=trees.n_jobs, callbacks=callbacks, ranking=RankingMetric("ndcg", k, "exp"),
+            method_options(method, settings, params, k=k), stopping_metric=chosen.stopping,
+            seed=seed, n_jobs=trees.n_jobs, callbacks=callbacks,
+            ranking=RankingMetric("ndcg", k, "exp"),
             **rounds,
         )
     assert method.objective == PIRANK and isinstance(chosen, PiRankSettings)

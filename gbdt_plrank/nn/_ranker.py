@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
+from .._training.options import DEFAULTS, PLRankOptions, option_docs
 from .._training.policy_methods import seeds_from
 from .._training.run import plrank_plan
 from .._util.threads import booster_threads
@@ -17,6 +18,7 @@ from ..ranker import PolicyRanker, _check_early_stopping
 __all__ = ["PLRankMLPRanker"]
 
 
+@option_docs()
 class PLRankMLPRanker(PolicyRanker):
     r"""A neural network trained to maximise the expected NDCG of a Plackett-Luce policy.
 
@@ -46,22 +48,7 @@ class PLRankMLPRanker(PolicyRanker):
 
     Parameters
     ----------
-    K : int, default 5
-        Cut-off of the metric the ranker is judged by (eval sets, :meth:`score`, early stopping,
-        the policy methods), as in :class:`~gbdt_plrank.PLRankRanker`.
-    train_K : int or "auto", default "auto"
-        Cut-off of the expected metric the steps maximise: ``"auto"`` is 2K (K with
-        ``fairness``).
-    N : int, default 100
-        Rankings sampled per query and step (the 2024 paper: 200).
-    metric : {"ndcg", "dcg", "precision"}, default "ndcg"
-    gain : {"exp", "linear"}, default "exp"
-    sampler : {"auto", "tree", "race"}, default "auto"
-    fairness : {None, "expected-exposure", "disparity", "group-disparity"}, default None
-    fairness_weight : float, default 1.0
-    empty_queries : {"skip", "uniform"}, default "skip"
-        As in :class:`~gbdt_plrank.PLRankRanker` (``"group-disparity"`` needs ``item_groups``
-        in :meth:`fit`).
+    .. plrank-options:: K train_K N metric gain sampler fairness fairness_weight empty_queries
     n_layers : int, default 2
         Hidden layers, >= 0 (0: a linear model).
     units : int, default 32
@@ -119,15 +106,15 @@ class PLRankMLPRanker(PolicyRanker):
     def __init__(
         self,
         *,
-        K: int = 5,
-        train_K: int | str = "auto",
-        N: int = 100,
-        metric: str = "ndcg",
-        gain: str = "exp",
-        sampler: str = "auto",
-        fairness: str | None = None,
-        fairness_weight: float = 1.0,
-        empty_queries: str = "skip",
+        K: int = DEFAULTS.K,
+        train_K: int | str = DEFAULTS.train_K,
+        N: int | str = DEFAULTS.N,
+        metric: str = DEFAULTS.metric,
+        gain: str = DEFAULTS.gain,
+        sampler: str = DEFAULTS.sampler,
+        fairness: str | None = DEFAULTS.fairness,
+        fairness_weight: float = DEFAULTS.fairness_weight,
+        empty_queries: str = DEFAULTS.empty_queries,
         n_layers: int = 2,
         units: int = 32,
         activation: str = "sigmoid",
@@ -162,6 +149,11 @@ class PLRankMLPRanker(PolicyRanker):
         self.random_state = random_state
         self.progress = progress
         self.verbose = verbose
+
+    def _options(self) -> PLRankOptions:
+        """The checked options, ``N="auto"`` resolved for a network
+        (:meth:`~gbdt_plrank.PLRankOptions.for_network`)."""
+        return super()._options().for_network()
 
     def fit(
         self,

@@ -40,6 +40,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from ..._training.options import PLRankOptions
 from ..._util.schema import ConfigError, Schema, one_of, validate
 from ..settings import (
     CutOffs,
@@ -173,6 +174,17 @@ class ClicksConfig(Schema):
             "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,
             "num_leaves": trees.num_leaves, "min_child_weight": trees.min_child_weight,
             "reg_lambda": trees.reg_lambda, "subsample": trees.subsample, "n_jobs": trees.n_jobs,
+        }
+
+    def trained_options(self) -> dict[str, PLRankOptions]:
+        """The options of the PL-Rank trainings: ``"on rewards"`` (the learners on clicks, the
+        exploration rounds) and ``"on labels"`` (the logger and the full-label model)."""
+        return {
+            name: PLRankOptions.checked(**{
+                k: v for k, v in self.learner_options(labels=labels).items()
+                if k in PLRankOptions.model_fields
+            })
+            for name, labels in (("on rewards", False), ("on labels", True))
         }
 
     def settings(self) -> dict[str, Any]:

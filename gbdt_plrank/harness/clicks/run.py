@@ -73,7 +73,7 @@ from ...datasets import LTRDataset, Split
 from ...metrics import ndcg
 from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
-from ..store import ResultStore, Table
+from ..store import ResultStore, Table, write_options
 from ..training import train
 from .config import ANCHORS, ClicksConfig
 
@@ -433,5 +433,6 @@ def run_clicks(config: ClicksConfig, *, echo: Callable[[str], None] = print) -> 
     """
     check_data(config.datasets, config.folds)
     with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
+        write_options(store.folder, config.trained_options())
         _fill(store, config, echo=echo)
     return store

@@ -46,8 +46,9 @@ from typing import Any
 
 from pydantic import Field
 
+from ..._training.options import PLRankOptions
 from ..._util.schema import Schema, validate
-from ..methods import METHODS
+from ..methods import METHODS, PLRANK
 from ..settings import (
     CutOffs,
     Folds,
@@ -57,6 +58,7 @@ from ..settings import (
     TreeSettings,
     check_objectives,
     items,
+    method_options,
     objective_settings,
     read_config_table,
     read_params,
@@ -88,6 +90,15 @@ class CompareConfig(Schema):
     def seed_values(self) -> range:
         """The run seeds, ``0 .. seeds - 1``."""
         return range(self.seeds)
+
+    def trained_options(self) -> dict[str, PLRankOptions]:
+        """The options of each PL-Rank method at each cut-off, ``"<method> k=<k>"``, as
+        :func:`gbdt_plrank.harness.train` resolves them."""
+        settings = objective_settings(self.plrank, self.pirank)
+        return {
+            f"{name} k={k}": method_options(METHODS[name], settings, self.params.get(name), k=k)
+            for name in self.methods if METHODS[name].objective == PLRANK for k in self.k
+        }
 
     def training_settings(self) -> dict[str, Any]:
         """Everything that changes a trained model or its score, as plain JSON-able data.

@@ -23,7 +23,7 @@ from ...datasets import LTRDataset
 from ...metrics import dataset_ndcg, ndcg
 from ..data import check_data, dataset_label, load
 from ..methods import METHODS
-from ..store import ResultStore, RunKey
+from ..store import ResultStore, RunKey, write_options
 from ..training import train
 from .config import CompareConfig
 
@@ -170,6 +170,7 @@ def run_comparison(
     for message in dict.fromkeys(work.skipped.values()):
         echo(f"skipped: {message}")
     with ResultStore.locked(config.out, settings=config.training_settings()) as store:
+        write_options(store.folder, config.trained_options())
         done = set(store.rows())
         sources = {label: (data, fold) for data, fold, label in work.sources}
         tasks = [

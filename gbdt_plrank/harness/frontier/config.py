@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
+from ..._training.options import PLRankOptions
 from ..._util.schema import ConfigError, Schema, one_of, validate
 from ..item_groups import ProtectedGroup
 from ..methods import METHODS, PLRANK
@@ -41,6 +42,7 @@ from ..settings import (
     TreeSettings,
     check_objectives,
     items,
+    method_options,
     objective_settings,
     read_config_table,
 )
@@ -144,6 +146,21 @@ class FrontierConfig(Schema):
             **native.get(PLRANK, {}), "fairness": self.fairness, "fairness_weight": weight,
         }
         return native
+
+    def trained_options(self) -> dict[str, PLRankOptions]:
+        """The options of each PL-Rank training, as :func:`gbdt_plrank.harness.train` resolves them.
+
+        ``"plrank"``: the relevance-only curve; ``"plrank-fair w=<w>"``: the fair curve at
+        each weight of ``fairness_weights``.
+        """
+        method = METHODS[self.plrank_method]
+        settings = objective_settings(self.plrank)
+        params = {"plrank": self.params.get(self.plrank_method)}
+        params.update((f"plrank-fair w={w:g}", self.fair_options(w)) for w in self.fairness_weights)
+        return {
+            name: method_options(method, settings, native, k=self.k)
+            for name, native in params.items()
+        }
 
     def settings(self) -> dict[str, Any]:
         """Everything that changes a stored training or evaluation, as JSON-able data."""

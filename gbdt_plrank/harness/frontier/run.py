@@ -48,7 +48,7 @@ from ..policy_eval import (
     evaluate_ranking,
     validation_scale,
 )
-from ..store import ResultStore, Table
+from ..store import ResultStore, Table, write_options
 from ..training import train
 from .config import BASELINES, FrontierConfig
 
@@ -305,5 +305,6 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     """
     check_data(config.datasets, config.folds)
     with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
+        write_options(store.folder, config.trained_options())
         _fill(store, config, echo=echo)
     return store
