@@ -35,6 +35,7 @@ from .options import PLRankOptions
 
 __all__ = [
     "CLIP_FLOOR",
+    "CURVATURE_FLOOR",
     "KERNEL_SAMPLERS",
     "estimate",
     "finish_hessian",
@@ -52,24 +53,52 @@ KERNEL_SAMPLERS = {
 #: Lower bound of the ``"clip"`` Hessian, relative to the largest ``|h|`` of the batch.
 CLIP_FLOOR = 1e-3
 
+#: Least curvature of the ``"abs"`` and ``"clip"`` Hessians relative to the gradient:
+#: :math:`h_d \ge \tau |g_d|`, so that no document's diagonal Newton step exceeds
+#: :math:`1/\tau` = 10 margin units (:func:`finish_hessian`).
+CURVATURE_FLOOR = 0.1
 
-def finish_hessian(hess: np.ndarray, mode: str) -> np.ndarray:
-    """Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
+
+def finish_hessian(
+    hess: np.ndarray, mode: str, *, grad: np.ndarray | None = None
+) -> np.ndarray:
+    r"""Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
 
     ``"raw"`` passes it unchanged (indefinite: about 40% of the entries are negative, and the
     exact trace is 0 at equal margins); ``"abs"`` takes :math:`|h|`; ``"clip"`` takes
-    :math:`\\max(h, 10^{-3} \\max|h|)` (rows of queries that contribute nothing keep 0);
+    :math:`\max(h, 10^{-3} \max|h|)` (rows with :math:`h = 0` keep 0);
     ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
     Hessian" of Kang et al. 2024).
+
+    With ``grad`` (the loss gradient of the same rows), ``"abs"`` and ``"clip"`` are then raised
+    to the curvature floor :math:`h_d \ge 	au |g_d|`, :math:`	au` = :data:`CURVATURE_FLOOR`.
+    The exact curvature can vanish where the gradient does not: a query of two documents has
+    :math:`R = B + (A - B)\,p` with :math:`p = \sigma(m_1 - m_2)` its probability of ranking
+    document 1 first, so :math:`g_1 = -(A-B)\,p(1-p)` and
+    :math:`h_1 = -(A-B)\,p(1-p)(1-2p) = (1 - 2p)\,g_1`, 0 at equal margins: every estimate is
+    0 there and a booster never splits (pairwise preference data never trains). In general
+    :math:`|h_d| pprox |g_d|` (at K = 1 exactly :math:`h_d = (1 - 2p_d)\,g_d`), so the floor
+    binds only where the curvature is degenerate relative to the gradient: on MQ2008's
+    training queries at 2.5-3.2% of the rows with a gradient, raising the Hessian's sum by
+    0.5%. Where it binds, the diagonal Newton step :math:`-g_d/h_d` is
+    :math:`\mp 1/	au`: a trust region of :math:`1/	au` margin units around the current
+    margins, in the direction of the gradient (LambdaMART's Newton step at a tied pair is 2).
+    Any positive Hessian keeps the step a descent direction of the loss,
+    :math:`\sum_d g_d \Delta m_d = -\sum_d g_d^2/h_d < 0`. Rows with :math:`g = 0` keep their
+    Hessian (0 for queries that contribute nothing).
     """
     if mode == "raw":
         return hess
+    if mode == "constant":
+        return np.ones_like(hess)
     if mode == "abs":
-        return np.abs(hess, out=hess)
-    if mode == "clip":
+        hess = np.abs(hess, out=hess)
+    else:
         floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
-        return np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
-    return np.ones_like(hess)
+        hess = np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
+    if grad is not None:
+        np.maximum(hess, CURVATURE_FLOOR * np.abs(grad), out=hess)
+    return hess
 
 
 def estimate(
@@ -117,7 +146,7 @@ def estimate(
                 KERNEL_SAMPLERS[sampler], grad, hess, slope,
             )
             hess += fairness.gauss_newton(slope, terms)
-    return grad, finish_hessian(hess, hessian)
+    return grad, finish_hessian(hess, hessian, grad=grad)
 
 
 def _options(K: object, N: object, **options: object) -> PLRankOptions:
@@ -175,7 +204,9 @@ def plrank_grad_hess(
         What the booster receives as Hessian. The raw estimate is
         indefinite and its sum over a tree node is mostly noise, so boosting with it stalls or
         lags; :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the
-        Hessian" page has the measurements).
+        Hessian" page has the measurements). ``"abs"`` and ``"clip"`` are at least
+        :math:`0.1\,|g|` (the curvature floor of :func:`finish_hessian`: a query of two
+        documents has curvature 0 at equal margins).
     seed : int, default 0
         Seed of the sampled rankings.
     sampler : {"auto", "tree", "race"}, default "auto"
@@ -332,4 +363,4 @@ def plrank_grad_hess_from_rankings(
         hess += fair.gauss_newton(slope, terms)
     elif D >= 2 and rho.max() > 0:
         _kernels.estimate_from_rankings(m, rho, theta, rk, grad, hess)
-    return grad, finish_hessian(hess, options.hessian)
+    return grad, finish_hessian(hess, options.hessian, grad=grad)
