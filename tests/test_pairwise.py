@@ -49,12 +49,13 @@ def test_the_estimated_hessian_of_a_pair_at_equal_margins_is_zero_without_the_fl
 
 
 def test_the_floor_binds_only_where_the_curvature_is_small_against_the_gradient():
+    assert CURVATURE_FLOOR == 0.05
     grad = np.array([0.4, 0.5, 0.2, -0.1, 0.0, 0.3])
     hess = np.array([0.5, 0.01, 0.0, -0.3, 0.0, -0.02])
     absolute = finish_hessian(hess.copy(), "abs", grad=grad)
-    np.testing.assert_allclose(absolute, [0.5, 0.05, 0.02, 0.3, 0.0, 0.03])
-    clipped = finish_hessian(hess.copy(), "clip", grad=grad)
-    np.testing.assert_allclose(clipped, [0.5, 0.05, 0.02, 0.01, 0.0, 0.03])
+    np.testing.assert_allclose(absolute, [0.5, 0.025, 0.01, 0.3, 0.0, 0.02])
+    clipped = finish_hessian(hess.copy(), "clip", grad=grad)  # clip's own floor: 5e-4
+    np.testing.assert_allclose(clipped, [0.5, 0.025, 0.01, 0.005, 0.0, 0.015])
     np.testing.assert_array_equal(finish_hessian(hess.copy(), "raw", grad=grad), hess)
     np.testing.assert_array_equal(finish_hessian(hess.copy(), "constant", grad=grad), 1.0)
     np.testing.assert_array_equal(finish_hessian(hess.copy(), "abs"), np.abs(hess))
