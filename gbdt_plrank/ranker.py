@@ -522,12 +522,31 @@ class PLRankRanker(PolicyRanker):
         if not self.feature_importances_.any():
             warnings.warn(
                 f"the trained {self.backend} model has no split: every tree is one leaf, so "
-                f"every document gets the same score. PL-Rank's Hessians are small, and a leaf "
-                f"needs their sum to reach min_child_weight (now "
-                f"{'the library default' if self.min_child_weight is None else self.min_child_weight}"
-                f"; XGBoost's is 1): lower it, e.g. min_child_weight=0.01, or give more rows.",
+                f"every document gets the same score. {self._no_split_hint()}",
                 UserWarning, stacklevel=3,
             )
+
+    def _no_split_hint(self) -> str:
+        """What the no-split warning suggests, given the ``min_child_weight`` in use."""
+        mcw = self.min_child_weight
+        if mcw is None:
+            default = "1" if self.backend == "xgboost" else "0.001"
+            return (
+                f"PL-Rank's Hessians are small, and a leaf needs their sum to reach "
+                f"min_child_weight (the {self.backend} default, {default}): lower it, e.g. "
+                f"min_child_weight=0.01, or give more rows."
+            )
+        if mcw > 0.01:
+            return (
+                f"PL-Rank's Hessians are small, and a leaf needs their sum to reach "
+                f"min_child_weight={mcw}: lower it, e.g. to 0.01, or give more rows."
+            )
+        return (
+            f"min_child_weight={mcw} is already small, so no split improved the objective "
+            f"enough: check that the features vary between the documents of a query and that "
+            f"the labels do, or give more rows or rounds (min_split_gain and reg_lambda also "
+            f"hold splits back)."
+        )
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective

@@ -11,6 +11,7 @@ from scipy import stats
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._training.plrank import CURVATURE_FLOOR
 
 CASES = [
     (D, K, metric, gain)
@@ -392,11 +393,14 @@ def test_hessian_modes():
     g_abs, absolute = plrank_grad_hess(scores, labels, ptr, K=5, hessian="abs")
     _, clipped = plrank_grad_hess(scores, labels, ptr, K=5, hessian="clip")
     np.testing.assert_array_equal(g_raw, g_abs)
-    np.testing.assert_array_equal(absolute, np.abs(raw))
+    floor = CURVATURE_FLOOR * np.abs(g_raw)  # the curvature floor h >= tau |g|
+    np.testing.assert_array_equal(absolute, np.maximum(np.abs(raw), floor))
+    assert 0 < (np.abs(raw) < floor).sum() < 0.2 * (g_raw != 0).sum()  # binds, and rarely
     np.testing.assert_allclose(
-        clipped, np.where(raw == 0, 0, np.maximum(raw, 1e-3 * np.abs(raw).max()))
+        clipped,
+        np.maximum(np.where(raw == 0, 0, np.maximum(raw, 1e-3 * np.abs(raw).max())), floor),
     )
-    assert (clipped > 0).sum() == (raw != 0).sum()
+    assert (clipped > 0).sum() == ((raw != 0) | (g_raw != 0)).sum()
 
 
 BAD_INPUT = [

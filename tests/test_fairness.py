@@ -24,6 +24,7 @@ from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank._training.plrank import finish_hessian
 
 FAIR = "expected-exposure"
 
@@ -390,6 +391,8 @@ def _digest(out: dict) -> str:
 
 
 def test_without_fairness_results_are_bit_identical_to_before():
+    """The modes "abs" and "clip" are pinned without the curvature floor (added since), which
+    is checked to be the only change: the output is the floored Hessian of the same estimate."""
     rng = np.random.default_rng(2024)
     sizes = [1, 2, 5, 9, 40, 3, 33, 7]
     ptr = np.concatenate(([0], np.cumsum(sizes)))
@@ -408,6 +411,14 @@ def test_without_fairness_results_are_bit_identical_to_before():
                             scores, labels, ptr, K=K, N=17, metric=metric, hessian=hessian,
                             sampler=sampler, seed=5, n_jobs=2,
                         )
+                        if hessian in ("abs", "clip"):  # pinned before the curvature floor
+                            _, raw = plrank_grad_hess(
+                                scores, labels, ptr, K=K, N=17, metric=metric, hessian="raw",
+                                sampler=sampler, seed=5, n_jobs=2,
+                            )
+                            floored = finish_hessian(raw.copy(), hessian, grad=g)
+                            np.testing.assert_array_equal(h, floored)
+                            h = finish_hessian(raw, hessian)
                         digest = hashlib.sha256(g.tobytes() + h.tobytes()).hexdigest()[:16]
                         out[metric, hessian, sampler, K] = digest
         digests.append(_digest(out))

@@ -148,7 +148,7 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
             f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, f64, f64,
             t.float64[:, ::1], t.int32[::1], f64, f64,
         ),
-        _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
+        _cuda_kernels.finish_rows: (f64, f64, t.int64, f64, t.float64, t.float64),
         _cuda_kernels.scale_rows: (f64, f64, f64),
     }
     for kernel, signature in kernels.items():

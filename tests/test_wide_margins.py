@@ -150,12 +150,19 @@ def test_log_space_race_follows_plackett_luce(gap):
     D, K, n = 6, 4, 20000
     scores = _clusters(D, gap, seed=2)
     m_c, _ = _kernels.wide_frame(scores, K)
+    cand, _ = _kernels.wide_candidates(m_c)
+    assert cand.shape[0] < D  # documents that cannot be placed draw no key
     state = np.array([_kernels.stream_state(5, 0, 0)], dtype=np.uint64)
     keys = np.empty(D)
     ranking = np.empty(K, dtype=np.int64)
     counts: dict[tuple[int, ...], int] = {}
+    every = np.arange(D)
+    full = state.copy()
+    whole = np.empty(K, dtype=np.int64)
     for _ in range(n):
-        _kernels._draw_race_wide(m_c, state, keys, ranking)
+        _kernels._draw_race_wide(m_c, cand, state, keys, ranking)
+        _kernels._draw_race_wide(m_c, every, full, keys, whole)  # every document keyed
+        assert np.array_equal(ranking, whole) and state[0] == full[0]
         counts[tuple(ranking)] = counts.get(tuple(ranking), 0) + 1
     exact = {y: p for y, p in naive.partial_rankings(scores, K) if p > 1e-12}
     assert set(counts) <= set(exact)

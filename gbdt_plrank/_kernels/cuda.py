@@ -357,20 +357,24 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
 
 @cuda.jit
-def finish_rows(hess, mode, hess_max, floor):
+def finish_rows(grad, hess, mode, hess_max, floor, curvature):
     """:func:`gbdt_plrank._training.plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
-    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``."""
+    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``; ``"abs"`` and ``"clip"`` are
+    then raised to ``curvature * |grad|`` (the curvature floor)."""
     d = cuda.grid(1)
     if d >= hess.shape[0]:
         return
     h = hess[d]
     if mode == 1:
-        hess[d] = abs(h)
+        h = abs(h)
     elif mode == 2:
         if h != 0.0:
-            hess[d] = max(h, floor * hess_max[0])
+            h = max(h, floor * hess_max[0])
     elif mode == 3:
-        hess[d] = 1.0
+        h = 1.0
+    if mode == 1 or mode == 2:
+        h = max(h, curvature * abs(grad[d]))
+    hess[d] = h
 
 
 @cuda.jit

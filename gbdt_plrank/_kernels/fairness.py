@@ -24,6 +24,7 @@ from .plrank import (
     _workspace,
     has_reward,
     is_wide,
+    wide_candidates,
     wide_frame,
 )
 
@@ -172,8 +173,9 @@ def _wide_norms(scores, rankings):
     m_c, e = wide_frame(scores, K)
     L = np.empty((N, K + 1))
     placed = np.zeros(scores.shape[0], dtype=np.bool_)
+    every = np.arange(scores.shape[0])
     for s in range(N):
-        _log_normalizers(rankings[s], m_c, placed, L[s])
+        _log_normalizers(rankings[s], m_c, every, -np.inf, placed, L[s])
     return m_c, e, L
 
 
@@ -187,9 +189,10 @@ def _fair_query(
     rankings = np.empty((n_samples, K), dtype=np.int64)
     if is_wide(scores):
         m_c, _ = wide_frame(scores, K)
-        keys = np.empty(D)
+        cand, _ = wide_candidates(m_c)
+        keys = np.empty(cand.shape[0])
         for s in range(n_samples):
-            _draw_race_wide(m_c, state, keys, rankings[s])
+            _draw_race_wide(m_c, cand, state, keys, rankings[s])
         m_c, e, L = _wide_norms(scores, rankings)
         _fair_terms(
             rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,

@@ -515,15 +515,53 @@ def wide_frame(scores, K):
 
 
 @njit(cache=True, error_model="numpy")
-def _draw_race_wide(m_c, state, keys, ranking):
+def wide_candidates(m_c):
+    """``(cand, log_out)``: the documents a wide query's race can place, and the others' log-mass.
+
+    A race key log E - m_c(d) lies in [-37.43 - m_c(d), 3.61 - m_c(d)] (:data:`_E_MIN`), and
+    the K documents with m_c >= 0 have keys <= 3.61; a document with m_c < -:data:`WIDE_REACH`
+    has a key > 4.57, so it is never placed and its key need not be drawn. ``log_out`` is the
+    log of those documents' summed weight (-inf if none), unplaced in every sample.
+    """
+    D = m_c.shape[0]
+    n = 0
+    top = -np.inf
+    for d in range(D):
+        if m_c[d] >= -WIDE_REACH:
+            n += 1
+        else:
+            top = max(top, m_c[d])
+    cand = np.empty(n, dtype=np.int64)
+    rest = 0.0
+    n = 0
+    for d in range(D):
+        if m_c[d] >= -WIDE_REACH:
+            cand[n] = d
+            n += 1
+        else:
+            rest += np.exp(m_c[d] - top)
+    return cand, (top + np.log(rest) if n < D else -np.inf)
+
+
+@njit(cache=True, error_model="numpy")
+def _draw_race_wide(m_c, cand, state, keys, ranking):
     """:func:`_draw_race` in log space: key(d) = log max(Exp(1), 2^-54) - m_c(d).
 
-    The same uniforms as the race; the logarithm is increasing, so these keys order the
-    documents as Exp(1) / e(d) would in exact arithmetic, at any spread of the margins.
+    The same uniforms as the race (document d of a sample takes the d + 1-th); the logarithm is
+    increasing, so these keys order the documents as Exp(1) / e(d) would in exact arithmetic,
+    at any spread of the margins. Only the candidates ``cand`` (:func:`wide_candidates`) draw a
+    key: the others cannot be placed.
     """
-    for d in range(m_c.shape[0]):
-        keys[d] = np.log(max(-np.log(1.0 - _uniform(state)), _E_MIN)) - m_c[d]
-    _smallest_keys(keys, ranking)
+    start = state[0]
+    n = cand.shape[0]
+    for i in range(n):
+        d = cand[i]
+        u = _uniform_at(start, d + 1)
+        keys[i] = np.log(max(-np.log(1.0 - u), _E_MIN)) - m_c[d]
+    state[0] = start + np.uint64(m_c.shape[0]) * _GOLDEN
+    _smallest_keys(keys[:n], ranking)
+    for k in range(ranking.shape[0]):
+        ranking[k] = cand[ranking[k]]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -543,27 +581,29 @@ def _sigmoid(x):
 
 
 @njit(cache=True, error_model="numpy")
-def _log_normalizers(ranking, m_c, placed, L):
+def _log_normalizers(ranking, m_c, cand, log_out, placed, L):
     """``L[k] = log S_k`` for k < K and ``L[K]`` the log of the unplaced mass (-inf if none).
 
-    The unplaced documents' log-sum-exp about their own maximum, then log-additions up the
-    ranking (positive terms only, as :func:`_normalizers_direct`); ``placed`` (D,) is False on
-    entry and on return.
+    The unplaced documents among ``cand`` (every document that the ranking may place) summed
+    about their own maximum and added to ``log_out`` (the log-mass of the others), then
+    log-additions up the ranking (positive terms only, as :func:`_normalizers_direct`); no term
+    overflows or underflows whatever the spread. ``placed`` (D,) is False on entry and on
+    return.
     """
     K = ranking.shape[0]
     for k in range(K):
         placed[ranking[k]] = True
     top = -np.inf
-    for d in range(m_c.shape[0]):
-        if not placed[d]:
-            top = max(top, m_c[d])
-    L[K] = -np.inf
+    for i in range(cand.shape[0]):
+        if not placed[cand[i]]:
+            top = max(top, m_c[cand[i]])
+    L[K] = log_out
     if top > -np.inf:
         rest = 0.0
-        for d in range(m_c.shape[0]):
-            if not placed[d]:
-                rest += np.exp(m_c[d] - top)
-        L[K] = top + np.log(rest)
+        for i in range(cand.shape[0]):
+            if not placed[cand[i]]:
+                rest += np.exp(m_c[cand[i]] - top)
+        L[K] = _log_add(log_out, top + np.log(rest))
     for k in range(K - 1, -1, -1):
         L[k] = _log_add(L[k + 1], m_c[ranking[k]])
         placed[ranking[k]] = False
@@ -633,16 +673,17 @@ def _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess):
     D = scores.shape[0]
     K = min(theta.shape[0], D)
     m_c, e = wide_frame(scores, K)
+    cand, log_out = wide_candidates(m_c)
     ranking = np.empty(K, dtype=np.int64)
     L = np.empty(K + 1)
-    keys = np.empty(D)
+    keys = np.empty(cand.shape[0])
     placed = np.zeros(D, dtype=np.bool_)
     _, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
     for _ in range(n_samples):
-        _draw_race_wide(m_c, state, keys, ranking)
-        _log_normalizers(ranking, m_c, placed, L)
+        _draw_race_wide(m_c, cand, state, keys, ranking)
+        _log_normalizers(ranking, m_c, cand, log_out, placed, L)
         _add_sample_wide(ranking, L, m_c, rho, theta[:K], PR, acc, own, grad, hess)
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
 
@@ -744,8 +785,9 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
         _, PR, acc, own = _workspace(scores.shape[0], K)
         grad[:] = 0.0
         hess[:] = 0.0
+        every = np.arange(scores.shape[0])
         for s in range(rankings.shape[0]):
-            _log_normalizers(rankings[s], m_c, placed, L)
+            _log_normalizers(rankings[s], m_c, every, -np.inf, placed, L)
             _add_sample_wide(rankings[s], L, m_c, rho, theta[:K], PR, acc, own, grad, hess)
         _finish_query(e, rho, acc, own, rankings.shape[0], grad, hess)
         return
@@ -800,10 +842,11 @@ def query_rankings(scores, K, n_samples, state):
     k = min(K, scores.shape[0])
     if is_wide(scores):
         m_c, _ = wide_frame(scores, k)
-        keys = np.empty(scores.shape[0])
+        cand, _ = wide_candidates(m_c)
+        keys = np.empty(cand.shape[0])
         rankings = np.empty((n_samples, k), dtype=np.int64)
         for s in range(n_samples):
-            _draw_race_wide(m_c, state, keys, rankings[s])
+            _draw_race_wide(m_c, cand, state, keys, rankings[s])
         return rankings
     e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, SAMPLER_TREE)
     rankings = np.empty((n_samples, k), dtype=np.int64)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._util.compat import require
 from .._util.validation import check_choice
-from .plrank import CLIP_FLOOR
+from .plrank import CLIP_FLOOR, CURVATURE_FLOOR
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -153,7 +153,9 @@ class CudaEstimate:
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         if self.n:
             code = self._k.HESSIAN_CODES[self.hessian]
-            self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)
+            self._k.finish_rows[blocks, _MAX_THREADS](
+                grad, hess, code, self._hess_max, CLIP_FLOOR, CURVATURE_FLOOR
+            )
             if self._weights is not None:
                 self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, self._weights)
         return grad, hess
