@@ -107,8 +107,8 @@ def stopping_rule(
 ) -> StoppingRule:
     """The stopping rule ``stopping_metric`` names for a training by ``trainer``.
 
-    The one place ``"auto"`` is resolved (:attr:`Trainer.auto`) and a metric that a way of
-    training cannot watch is refused.
+    The one place ``"auto"`` is resolved (the trainer's ``auto``, :class:`Trainer`) and a
+    metric that a way of training cannot watch is refused.
 
     Parameters
     ----------
