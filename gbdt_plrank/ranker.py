@@ -52,7 +52,7 @@ from ._training.fairness import checked_item_groups
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
 from ._training.policy_methods import MetricEstimate, PolicyMethods, seeds_from
-from ._training.run import STOPPING_METRICS, plrank_plan
+from ._training.run import plrank_plan
 from ._util.threads import booster_threads
 from ._util.validation import (
     X_RULES,
@@ -550,14 +550,9 @@ class PLRankRanker(PolicyRanker):
 
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective
-    #: What ``stopping_metric="auto"`` watches (``"auto"``: :func:`~gbdt_plrank._training.run.plrank_plan`'s
-    #: default for the options).
-    _auto_stopping_metric = "auto"
-
-    def _stopping_metric(self) -> str:
-        """The checked ``stopping_metric``, with ``"auto"`` resolved."""
-        choice = check_choice("stopping_metric", self.stopping_metric, ("auto", *STOPPING_METRICS))
-        return self._auto_stopping_metric if choice == "auto" else choice
+    #: The way of training, whose stopping rule ``stopping_metric`` names
+    #: (:data:`~gbdt_plrank._training.run.TRAINERS`).
+    _trainer = "booster"
 
     def _training(
         self, eval_set: object, early_stopping_rounds: object
@@ -569,14 +564,14 @@ class PLRankRanker(PolicyRanker):
         """
         backend = check_choice("backend", self.backend, RANKER_BACKENDS)
         n_estimators = check_positive_int("n_estimators", self.n_estimators)
-        stopping_metric = self._stopping_metric()
         options = self._options()
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, booster_seed = seeds_from(self.random_state, 2)
         plan = plrank_plan(
-            options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=n_estimators, early_stopping_rounds=early_stopping_rounds,
-            objective_type=self._objective_type, device=self.device,
+            options, stopping_metric=self.stopping_metric, seed=objective_seed,
+            n_jobs=self.n_jobs, n_estimators=n_estimators,
+            early_stopping_rounds=early_stopping_rounds, objective_type=self._objective_type,
+            device=self.device, trainer=self._trainer,
             verbose=check_verbose("verbose", self.verbose),
         )
         return backend, self._settings(booster_seed), plan, options

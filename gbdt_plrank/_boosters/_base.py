@@ -183,7 +183,10 @@ class Plan:
     Attributes
     ----------
     objective : callable or str
-        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
+        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name. An
+        objective that takes item groups has a method ``set_item_groups(data, item_groups)``
+        (:meth:`gbdt_plrank.PLRankObjective.set_item_groups`), the one way they reach it:
+        :meth:`give_item_groups` calls it with the splits' item groups.
     K : int
         Cut-off of the library's NDCG evaluated on every eval set after each round (when
         ``metrics`` is empty).
@@ -200,10 +203,6 @@ class Plan:
         Evaluation metrics of the package (:data:`~gbdt_plrank._boosters.EvalMetric`, e.g. a PL-Rank objective's
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
-    item_groups : callable or None
-        ``f(data, item_groups)``, called by :meth:`give_item_groups` with the splits' item
-        groups, checked when the splits were built (a group-fair PL-Rank objective keeps them);
-        None when the objective takes no item groups.
     verbose : int
         0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
         format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
@@ -217,7 +216,6 @@ class Plan:
     early_stopping_rounds: int | None = None
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
-    item_groups: Callable[[Any, np.ndarray], None] | None = None
     verbose: int = 0
 
     def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
@@ -230,14 +228,17 @@ class Plan:
         Raises
         ------
         ValueError
-            When a split has item groups but the plan takes none.
+            When a split has item groups but the objective takes none (it has no
+            ``set_item_groups``, or its own refuses them: a PL-Rank objective without group
+            fairness).
         """
         for data, split in built:
             if split.item_groups is None:
                 continue
-            if self.item_groups is None:
+            give = getattr(self.objective, "set_item_groups", None)
+            if give is None:
                 raise ValueError("item groups were given, but the objective takes none.")
-            self.item_groups(data, split.item_groups)
+            give(data, split.item_groups, checked=True)
 
 
 @dataclass(frozen=True)

@@ -126,10 +126,6 @@ class BoosterObjective:
         """
         raise NotImplementedError(f"the {self.title} objective does not estimate on batches.")
 
-    def _keep_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
-        """Keep the item groups of ``data``, already checked (``checked_item_groups``)."""
-        self._item_groups.put(data, item_groups)
-
     def item_groups_of(self, data: Any, n_rows: int) -> np.ndarray | None:
         """The item groups kept for ``data`` (of ``n_rows`` rows), or None.
 

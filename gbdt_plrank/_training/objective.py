@@ -23,7 +23,7 @@ from .._util.validation import check_seed
 from . import plrank as _plrank
 from .booster_objective import BoosterObjective
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
-from .fairness import FairTerms, checked_item_groups
+from .fairness import FairTerms, checked_item_groups, item_groups_needed
 from .gpu import CudaEstimate, check_device, to_host
 from .options import DEFAULTS, PLRankOptions, option_docs
 
@@ -145,21 +145,36 @@ class PLRankObjective(BoosterObjective):
             f"but a {type(booster).__module__}.{type(booster).__name__} is given."
         )
 
-    def set_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+    def set_item_groups(self, data: Any, item_groups: np.ndarray, *, checked: bool = False) -> None:
         """Give the item groups of a training or eval set, with group fairness.
 
-        ``data`` is the ``xgboost.DMatrix`` or ``lightgbm.Dataset`` object itself (it is
-        recognised by identity, as long as it lives), ``item_groups`` its rows' group ids in
-        the order of its rows. An eval set needs them for :attr:`expected_metric`; a training
-        set without them uses those given to :func:`plrank_objective`, which then serve it as
-        an eval set too.
+        The one way item groups reach the objective: ``plrank_objective(item_groups=g)`` gives
+        ``g`` here for a training set without its own, and the rankers hand the item groups of
+        their training and eval sets (``fit(item_groups=)``, ``eval_set``) here too.
+
+        Parameters
+        ----------
+        data : xgboost.DMatrix or lightgbm.Dataset
+            The data object itself (recognised by identity, as long as it lives). An eval set
+            needs item groups for :attr:`expected_metric`; a training set without them uses
+            those given to :func:`plrank_objective`, which then serve it as an eval set too.
+        item_groups : array of shape (n,)
+            Its rows' group ids, in the order of its rows.
+        checked : bool, default False
+            Whether the ids were checked already, by :func:`plrank_objective` or as a ranker
+            read the set (an int64 array that keeps its rules): they are then kept as they are
+            (still refused without group fairness).
 
         Raises
         ------
         ValueError
             Without group fairness, or for ids that break the rules of ``item_groups``.
         """
-        self._keep_item_groups(data, checked_item_groups(self.fairness, item_groups, None))
+        if checked:
+            item_groups_needed(self.fairness, True)
+        else:
+            item_groups = checked_item_groups(self.fairness, item_groups, None)
+        self._item_groups.put(data, item_groups)
 
     def _new_training_set(self, key: Any) -> None:
         self.round = 0
@@ -171,7 +186,7 @@ class PLRankObjective(BoosterObjective):
         if self.fairness is None:
             return
         if self.item_groups is not None and self._item_groups.get(key) is None:
-            self._keep_item_groups(key, self.item_groups)
+            self.set_item_groups(key, self.item_groups, checked=True)
         ids = self.item_groups_of(key, self._labels.shape[0])
         if ids is None and self.fairness.needs_item_groups:
             raise ValueError(
@@ -399,8 +414,9 @@ def plrank_objective(
     item_groups : array of shape (n,) or None, default None
         With ``fairness="group-disparity"`` (and only then): the item group (an integer id
         >= 0, two or more distinct ids) of every training row, in the order of the rows of the
-        DMatrix / Dataset the booster trains on. For an eval set's groups see
-        :meth:`PLRankObjective.set_item_groups`:
+        DMatrix / Dataset the booster trains on: given to
+        :meth:`PLRankObjective.set_item_groups` for a training set without its own, as an eval
+        set's groups are:
 
         .. code-block:: python
 

@@ -104,7 +104,7 @@ class KeyedPLRankObjective(PLRankObjective):
                 + (f", label_upper_bound[{bad[0]}] = {ids[bad[0]]!r}" if bad.size else "")
                 + ". DaskPLRankRanker.fit(..., item_groups=) fills it."
             )
-        self._keep_item_groups(data, ids.astype(np.int64))
+        self.set_item_groups(data, ids.astype(np.int64), checked=True)
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any

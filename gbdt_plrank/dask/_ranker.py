@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import dask.array as da
@@ -118,7 +117,7 @@ class DaskPLRankRanker(PLRankRanker):
     """
 
     _objective_type = KeyedPLRankObjective
-    _auto_stopping_metric = "ranking"
+    _trainer = "dask"
 
     def fit(
         self,
@@ -165,20 +164,12 @@ class DaskPLRankRanker(PLRankRanker):
                 "carries one spare per-row field to the workers, the sample weights, and it holds "
                 "the query keys. Use backend='xgboost', or train in one process with PLRankRanker."
             )
-        stopping = self._stopping_metric()
-        if stopping in ("policy", "standardized") and early_stopping_rounds is not None:
-            raise ValueError(
-                f"stopping_metric={stopping!r} is not supported on Dask: the policy's value of the "
-                "eval set would have to be gathered from the workers every round. Use "
-                "stopping_metric='ranking', or train in one process with PLRankRanker."
-            )
         if eval_set and options.metric != "ndcg":
             raise ValueError(
                 f"eval_set needs metric='ndcg' on Dask, but {options.metric!r} is given: eval sets "
                 f"are scored with the library's NDCG@K on the workers. Train without eval_set, "
                 f"or in one process with PLRankRanker."
             )
-        plan = replace(plan, metrics=())  # the library's NDCG@K, reduced over the workers
         if backend == "lightgbm" and early_stopping_rounds is not None:
             raise ValueError(
                 f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="

@@ -24,7 +24,7 @@ from .._boosters import BACKENDS, BoosterSettings, tree_rule
 from .._training.fairness import GROUP_FAIRNESS
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank import PIRANK_HESSIANS, pirank_objective
-from .._training.run import STOPPING_METRICS, default_stopping_metric
+from .._training.run import STOPPING_METRICS, stopping_rule
 from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
@@ -143,7 +143,7 @@ class PLRankSettings(PLRankFields):
     :attr:`~gbdt_plrank.PLRankObjective.expected_metric`), ``"ranking"`` NDCG@k of the ranking
     by score, as every other method; ``"auto"`` (default) is the README's path,
     ``"standardized"``, or ``"policy"`` with fairness
-    (:func:`~gbdt_plrank._training.run.default_stopping_metric`).
+    (:func:`~gbdt_plrank._training.run.stopping_rule`).
     """
 
     stopping_metric: Literal[STOPPING_CHOICES] = Field(  # type: ignore[valid-type]
@@ -153,9 +153,7 @@ class PLRankSettings(PLRankFields):
     @property
     def stopping(self) -> str:
         """The stopping metric, with ``"auto"`` resolved."""
-        if self.stopping_metric == "auto":
-            return default_stopping_metric(fairness=self.fairness)
-        return self.stopping_metric
+        return stopping_rule(self.stopping_metric, fairness=self.fairness).metric
 
     def options(self, k: int) -> PLRankOptions:
         """The objective's options at the comparison's cut-off ``k``."""

@@ -209,9 +209,10 @@ class PLRankMLPRanker(PolicyRanker):
         _check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, network_seed = seeds_from(self.random_state, 2)
         plan = plrank_plan(
-            options, stopping_metric="policy", seed=objective_seed, n_jobs=self.n_jobs,
+            options, stopping_metric="auto", seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
             verbose=check_verbose("verbose", self.verbose),
+            trainer="network",
         )
         network = {
             "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
