@@ -297,7 +297,7 @@ def ranker_group(X: Any, group: Any, *, where: str = "") -> tuple[Any, Any]:
       holds the per-row query ids: it becomes ``group`` and is taken out of ``X``, so that it is
       not a feature;
     - per-row ids that are still a column of a pandas ``X`` (the Series' own column, or
-      :data:`QUERY_ID_COLUMNS`, with the same values) are refused: the rows' query ids would be a
+      ``QUERY_ID_COLUMNS``, with the same values) are refused: the rows' query ids would be a
       feature;
     - anything else is returned as given (``None`` too: the methods that need groups check them
       with :func:`require_group`).

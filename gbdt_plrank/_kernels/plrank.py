@@ -11,7 +11,7 @@ accumulated over the samples and applied to every document once, so a sample cos
 O(D). Rankings are drawn either sequentially from a sum tree (O(K log D) per sample; eight
 samples at a time, their descents interleaved) or by an exponential race over all documents
 (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3). A query whose margins span more
-than :data:`LOG_FLOOR` (a sharp policy) takes the wide path: the race in log space and terms
+than ``LOG_FLOOR`` (a sharp policy) takes the wide path: the race in log space and terms
 computed from ratios of normalisers, exact at any spread.
 
 Every kernel compiles with ``error_model="numpy"``: no divisor here can be 0 on valid input
