@@ -71,6 +71,7 @@ from ._groups import resolve_groups, row_queries
 from ._kernels import fairness as _fair_kernels
 from ._kernels import metrics as _metric_kernels
 from ._ranking_metric import GAINS, dcg_weights, gains, ranks_used
+from ._util.docs import shared_entries
 from ._util.validation import (
     as_finite_vector,
     check_choice,
@@ -104,6 +105,32 @@ FloatArray = npt.NDArray[np.float64]
 #: convention: the rankers' ``score`` and ``expected_metric`` and the training's eval metrics
 #: read it from here).
 EMPTY_QUERY_VALUE = 1.0
+
+#: The numpydoc entries the metrics share, filled in for their ``.. metric-docs::`` lines.
+_ENTRIES = {
+    "labels": "y_true, y_score : array-like (n,)\n    Labels (finite, ``>= 0``) and scores (finite).",
+    "labels_gain": (
+        "y_true, y_score : array-like (n,)\n"
+        '    Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).'
+    ),
+    "fair_labels": (
+        "y_true : array-like (n,)\n"
+        "    Labels (finite, ``>= 0``; at most 31 with the exponential gain)."
+    ),
+    "group": (
+        "group : array-like or None, default None\n"
+        "    Per-row query ids, group sizes, or ``None`` for one query (see the module docstring)."
+    ),
+    "per_query": (
+        "per_query : bool, default False\n"
+        "    Return the per-query values ``(G,)`` instead of their mean."
+    ),
+    "returns": "\nReturns\n-------\nfloat or ndarray of shape (G,)",
+    "raises_empty": (
+        "\nRaises\n------\nValueError\n"
+        "    As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed)."
+    ),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,11 +175,6 @@ def _ranked(y_true: object, y_score: object, group: object, *, exp_gain: bool = 
 def _relevant(y: FloatArray) -> FloatArray:
     """The relevance indicator ``y > 0`` as floats."""
     return (y > 0).astype(np.float64)
-
-
-def _cutoff(r: _Ranked, k: int | None) -> int:
-    """Length of the rank-weight vector: ``k`` capped at the longest query."""
-    return ranks_used(k, r.ptr)
 
 
 def _sums(
@@ -200,14 +222,25 @@ def mean_over_queries(per_query_values: FloatArray) -> float:
     return float(kept.mean()) if kept.size else math.nan
 
 
+def _checked(
+    y_true: object, y_score: object, group: object, k: object, *, exp_gain: bool = False
+) -> tuple[_Ranked, int]:
+    """The validated rows and the length of their rank weights: ``k`` capped at the longest query.
+
+    ``k`` is checked before the rows, as every metric's errors say.
+    """
+    k = _check_k(k)
+    r = _ranked(y_true, y_score, group, exp_gain=exp_gain)
+    return r, ranks_used(k, r.ptr)
+
+
 def _dcg_parts(
     y_true: object, y_score: object, group: object, k: object, gain: object
 ) -> tuple[FloatArray, FloatArray]:
     """Per-query DCG@k and ideal DCG@k."""
     gain = check_choice("gain", gain, GAINS)
-    k = _check_k(k)
-    r = _ranked(y_true, y_score, group, exp_gain=gain == "exp")
-    value, ideal, _ = _sums(r, gains(r.y, gain), dcg_weights(_cutoff(r, k)), want_ideal=True)
+    r, K = _checked(y_true, y_score, group, k, exp_gain=gain == "exp")
+    value, ideal, _ = _sums(r, gains(r.y, gain), dcg_weights(K), want_ideal=True)
     return value, ideal
 
 
@@ -235,21 +268,13 @@ def dcg(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: labels_gain group
     k : int or None, default 10
         Cut-off ``>= 1``; ``None`` ranks whole queries.
     gain : {"exp", "linear"}, default "exp"
         ``2**y - 1`` (XGBoost's and LightGBM's default) or ``y`` (XGBoost's
         ``ndcg_exp_gain=False``; LightGBM's ``label_gain=[0, 1, 2, ...]``).
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: per_query returns
 
     Raises
     ------
@@ -286,10 +311,7 @@ def ndcg(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: labels_gain group
     k : int or None, default 10
         Cut-off ``>= 1``; ``None`` ranks whole queries (XGBoost's ``ndcg`` without ``@k``
         is ``k=32``).
@@ -299,12 +321,7 @@ def ndcg(
         Score of a query without relevant documents: ``1.0`` as XGBoost's ``ndcg@k`` and
         LightGBM, ``0.0`` as XGBoost's ``ndcg@k-`` and :func:`sklearn.metrics.ndcg_score`,
         ``nan`` to leave such queries out of the mean.
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: per_query returns
 
     Raises
     ------
@@ -344,10 +361,7 @@ def dataset_ndcg(
     per_query : bool, default False
         Return each query's :math:`\mathrm{DCG@}k_q / \overline{\mathrm{IDCG@}k}` (their mean
         is the dataset value) instead of the mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: returns
         1.0 for every query when no query of the split has a relevant document.
 
     Raises
@@ -381,18 +395,10 @@ def precision_at_k(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: labels group
     k : int or None, default 10
         Cut-off ``>= 1``; ``None`` ranks whole queries.
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: per_query returns
 
     Raises
     ------
@@ -400,12 +406,10 @@ def precision_at_k(
         On non-finite or negative labels, non-finite scores, lengths that differ, ``k < 1`` or a
         ``group`` that is neither ids nor sizes.
     """
-    k = _check_k(k)
-    r = _ranked(y_true, y_score, group)
-    K = _cutoff(r, k)
+    r, K = _checked(y_true, y_score, group, k)
     hits, _, _ = _sums(r, _relevant(r.y), np.ones(K))
-    shown = np.maximum(r.sizes if k is None else np.minimum(r.sizes, k), 1)
-    return _result(hits / shown, per_query)
+    # a query is shown to min(k, D) = min(K, D): K is k capped at the longest query
+    return _result(hits / np.maximum(np.minimum(r.sizes, K), 1), per_query)
 
 
 def recall_at_k(
@@ -425,30 +429,16 @@ def recall_at_k(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: labels group
     k : int or None, default 10
         Cut-off ``>= 1``; ``None`` ranks whole queries (recall 1 wherever defined).
     empty : float, default 1.0
         Score of a query without relevant documents (as in :func:`ndcg`; ``nan`` leaves it out).
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
-
-    Raises
-    ------
-    ValueError
-        As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
+    .. metric-docs:: per_query returns raises_empty
     """
     empty = check_empty(empty)
-    k = _check_k(k)
-    r = _ranked(y_true, y_score, group)
-    hits, _, n_relevant = _sums(r, _relevant(r.y), np.ones(_cutoff(r, k)))
+    r, K = _checked(y_true, y_score, group, k)
+    hits, _, n_relevant = _sums(r, _relevant(r.y), np.ones(K))
     return _result(_normalised(hits, n_relevant, empty), per_query)
 
 
@@ -472,31 +462,16 @@ def mrr(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: labels group
     k : int or None, default None
         Cut-off ``>= 1``; ``None`` ranks whole queries.
     empty : float, default 1.0
         Score of a query without relevant documents (as in :func:`ndcg`: the ideal ranking
         cannot score either; ``0.0`` is the usual IR convention, ``nan`` leaves it out).
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
-
-    Raises
-    ------
-    ValueError
-        As :func:`precision_at_k`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
+    .. metric-docs:: per_query returns raises_empty
     """
     empty = check_empty(empty)
-    k = _check_k(k)
-    r = _ranked(y_true, y_score, group)
-    K = _cutoff(r, k)
+    r, K = _checked(y_true, y_score, group, k)
     theta = 1.0 / np.arange(1, K + 1, dtype=np.float64)
     rr, _, n_relevant = _sums(r, _relevant(r.y), theta, first_only=True)
     return _result(_normalised(rr, np.minimum(n_relevant, 1.0), empty), per_query)
@@ -524,24 +499,15 @@ def average_relevance_position(
 
     Parameters
     ----------
-    y_true, y_score : array-like (n,)
-        Labels (finite, ``>= 0``) and scores (finite).
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: labels group per_query returns
 
     Raises
     ------
     ValueError
         As :func:`precision_at_k` (without ``k``).
     """
-    r = _ranked(y_true, y_score, group)
-    positions = np.arange(1, _cutoff(r, None) + 1, dtype=np.float64)
+    r, K = _checked(y_true, y_score, group, None)
+    positions = np.arange(1, K + 1, dtype=np.float64)
     weighted, _, total = _sums(r, r.y, positions)
     return _result(_normalised(weighted, total, math.nan), per_query)
 
@@ -619,8 +585,7 @@ def expected_exposure_parts(
         Labels (finite, ``>= 0``); only their order within a query matters.
     exposure : array-like (n,)
         Expected exposure per document (finite, ``>= 0``), with the same ``k``.
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: group
     k : int or None, default 10
         Cut-off :math:`K` of the rank weights; ``None`` weights the whole list.
     per_query : bool, default False
@@ -690,21 +655,16 @@ def relevance_proportional_disparity(
 
     Parameters
     ----------
-    y_true : array-like (n,)
-        Labels (finite, ``>= 0``; at most 31 with the exponential gain).
+    .. metric-docs:: fair_labels
     exposure : array-like (n,)
         Expected exposure per document (finite, ``>= 0``), e.g. under DCG weights cut at ``k``.
-    group : array-like or None, default None
-        Per-row query ids, group sizes, or ``None`` for one query (see the module docstring).
+    .. metric-docs:: group
     gain : {"exp", "linear"}, default "exp"
         :math:`\rho = 2^y - 1` (the paper's) or :math:`\rho = y`.
     per_query : bool, default False
         Return the per-query values ``(G,)`` instead of their mean; their spread gives a standard
         error over queries (see :func:`expected_exposure_parts`).
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: returns
 
     References
     ----------
@@ -756,8 +716,7 @@ def group_disparity(
 
     Parameters
     ----------
-    y_true : array-like (n,)
-        Labels (finite, ``>= 0``; at most 31 with the exponential gain).
+    .. metric-docs:: fair_labels
     exposure : array-like (n,)
         Expected exposure per document (finite, ``>= 0``).
     group : array-like or None
@@ -766,12 +725,7 @@ def group_disparity(
         Item group id of every document: integers ``>= 0``, two or more distinct values.
     gain : {"exp", "linear"}, default "exp"
         :math:`\rho = 2^y - 1` or :math:`\rho = y`.
-    per_query : bool, default False
-        Return the per-query values ``(G,)`` instead of their mean.
-
-    Returns
-    -------
-    float or ndarray of shape (G,)
+    .. metric-docs:: per_query returns
 
     Raises
     ------
@@ -798,3 +752,9 @@ def group_disparity(
     total = np.bincount(pairs[0], share, minlength=G)
     out = count * np.bincount(pairs[0], share * share, minlength=G) - total * total
     return _result(np.where(count > 1, np.maximum(out, 0.0), 0.0), per_query)
+
+
+# The entries the metrics share, filled in where their docstrings say ``.. metric-docs::``.
+for _metric in (globals()[name] for name in __all__):
+    if ".. metric-docs::" in (getattr(_metric, "__doc__", None) or ""):
+        shared_entries("metric-docs", _ENTRIES)(_metric)

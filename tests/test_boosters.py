@@ -173,3 +173,30 @@ def test_each_object_finds_its_backend() -> None:
         backend_of_data([1, 2])
     with pytest.raises(TypeError, match=r"booster must be a model of xgboost, lightgbm, catboost"):
         backend_of_booster(object())
+
+
+def test_timed_closes_the_progress_bar_however_the_fit_ends() -> None:
+    from gbdt_plrank._boosters._base import timed
+
+    class Bar:
+        closed = 0
+
+        def close(self) -> None:
+            self.closed += 1
+
+    bar = Bar()
+    out, seconds = timed(lambda: "model", bar)
+    assert out == "model" and seconds >= 0 and bar.closed == 1
+    with pytest.raises(RuntimeError, match="boom"):
+        timed(lambda: (_ for _ in ()).throw(RuntimeError("boom")), bar)
+    assert bar.closed == 2
+    assert timed(lambda: 3)[0] == 3  # no bar
+
+
+def test_the_tree_backends_share_one_base_that_finds_their_objects() -> None:
+    from gbdt_plrank._boosters import LibraryBackend
+
+    types = {name: (b.data_type, b.booster_type) for name, b in BACKENDS.items()
+             if isinstance(b, LibraryBackend)}
+    assert types == {"xgboost": ("DMatrix", "Booster"), "lightgbm": ("Dataset", "Booster"),
+                     "catboost": ("Pool", "CatBoost")}

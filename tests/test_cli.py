@@ -376,3 +376,30 @@ def test_compare_on_a_folder_in_use_is_refused(tmp_path: Path, tiny: Path, capsy
     assert f"{out} is in use by another run (process {os.getpid()}" in err
     assert "run the same command again to resume, or choose another output folder" in err
     assert not (out / "results.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "config", "runner", "kept"),
+    [
+        ("fairness", "fairness", "run_frontier", "the finished trainings and evaluations"),
+        ("clicks", "clicks-tiny", "run_clicks", "the finished results"),
+    ],
+)
+def test_an_interrupted_experiment_says_what_is_kept_and_exits_130(
+    command: str, config: str, runner: str, kept: str, tmp_path: Path, tiny: Path, monkeypatch,
+    capsys,
+) -> None:
+    """Both experiment commands run through one runner: flags override the configuration, and
+    an interruption names what its folder keeps."""
+    seen = {}
+
+    def interrupted(config, echo):
+        seen.update(out=config.out, datasets=config.datasets)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, runner, interrupted)
+    out = tmp_path / "out"
+    assert main([command, config, "--data", str(tiny), "--out", str(out)]) == 130
+    assert str(seen["out"]) == str(out) and [str(d) for d in seen["datasets"]] == [str(tiny)]
+    err = capsys.readouterr().err
+    assert err == f"interrupted: {kept} are kept in {out}; run the same command again to resume.\n"

@@ -542,3 +542,24 @@ def test_an_empty_query_is_refused_by_every_metric_and_the_ranker():
     ranker = PLRankRanker(n_estimators=1).fit(X, y, group=[2, 2])
     with pytest.raises(ValueError, match=message):
         ranker.score(X, y, group=sizes)
+
+
+def test_shared_docstring_entries_are_filled_in_once_written():
+    from gbdt_plrank._util.docs import fill_entries
+
+    group = metrics._ENTRIES["group"].splitlines()[1].strip()
+    for name in metrics.__all__:
+        doc = getattr(metrics, name).__doc__ or ""
+        if callable(getattr(metrics, name)):
+            assert ".. metric-docs::" not in doc, name
+    for func in (ndcg, dcg, mrr, recall_at_k, precision_at_k, average_relevance_position):
+        assert "    group : array-like or None, default None\n        " + group in func.__doc__
+        assert "\n    Returns\n    -------\n    float or ndarray of shape (G,)\n" in func.__doc__
+    doc = "A.\n\n    .. x-docs:: a b\n"
+    assert fill_entries(doc, "x-docs", {"a": "a : int\n    One.", "b": "\nB"}) == (
+        "A.\n\n    a : int\n        One.\n\n    B\n"
+    )
+    with pytest.raises(KeyError, match="'c' is not a shared x-docs entry"):
+        fill_entries("    .. x-docs:: a c\n", "x-docs", {"a": "a"})
+    with pytest.raises(ValueError, match=r"no '\.\. x-docs::' line"):
+        fill_entries("nothing", "x-docs", {})

@@ -10,9 +10,10 @@ default of 31 leaves.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -31,6 +32,7 @@ __all__ = [
     "BoosterSettings",
     "EvalMetric",
     "History",
+    "LibraryBackend",
     "Objective",
     "Plan",
     "QueryFields",
@@ -47,8 +49,11 @@ __all__ = [
     "plain_history",
     "progress",
     "query_weights",
+    "timed",
     "tree_rule",
 ]
+
+T = TypeVar("T")
 
 History = dict[str, dict[str, list[float]]]
 
@@ -346,6 +351,27 @@ class Backend(Protocol):
         ...
 
 
+class LibraryBackend:
+    """The base of the tree libraries' backends: which objects are the library's own.
+
+    A subclass names its library (``name``, its module) and the type names of its training data
+    (``data_type``) and of its trained models (``booster_type``); the rest of :class:`Backend` is
+    the library's own.
+    """
+
+    name: str
+    data_type: str
+    booster_type: str
+
+    def holds_data(self, data: object) -> bool:
+        """Whether ``data`` is one of the library's training-data objects (:func:`holds`)."""
+        return holds(self.name, self.data_type, data)
+
+    def holds_booster(self, booster: object) -> bool:
+        """Whether ``booster`` is one of the library's trained models (:func:`holds`)."""
+        return holds(self.name, self.booster_type, booster)
+
+
 def checked_queries(
     fields: QueryFields, *, gain: str, where: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -429,6 +455,20 @@ def progress(plan: Plan, n_evals: int) -> tuple[int, Any]:
     if n_evals:
         return plan.verbose, None
     return 0, tqdm(total=plan.n_estimators, desc="rounds", unit="round", disable=False)
+
+
+def timed(fit: Callable[[], T], bar: Any = None) -> tuple[T, float]:
+    """``fit()`` and its wall-clock seconds, the progress ``bar`` of :func:`progress` closed after it.
+
+    The bar (None: none) is closed however the fit ends, an error included.
+    """
+    start = time.perf_counter()
+    try:
+        out = fit()
+    finally:
+        if bar is not None:
+            bar.close()
+    return out, time.perf_counter() - start
 
 
 def holds(module: str, type_name: str, obj: object) -> bool:

@@ -8,7 +8,6 @@ with early stopping CatBoost keeps the best round itself (``use_best_model``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,17 +16,18 @@ import scipy.sparse as sp
 
 from ._base import (
     BoosterSettings,
+    LibraryBackend,
     Plan,
     QueryFields,
     Split,
     Trained,
     eval_name,
-    holds,
     library,
     metric_name,
     native_params,
     normalised,
     plain_history,
+    timed,
 )
 
 __all__ = ["CatBoostBackend"]
@@ -48,21 +48,15 @@ def _pool_features(X: Any) -> Any:
     )
 
 
-class CatBoostBackend:
+class CatBoostBackend(LibraryBackend):
     """``catboost.CatBoost`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
 
-    name = "catboost"
+    name, data_type, booster_type = "catboost", "Pool", "CatBoost"
     reserved = frozenset({
         "loss_function", "objective", "eval_metric", "iterations", "num_boost_round",
         "n_estimators", "num_trees", "random_seed", "random_state", "od_type", "od_wait",
         "early_stopping_rounds", "use_best_model",
     })
-
-    def holds_data(self, data: object) -> bool:
-        return holds(self.name, "Pool", data)
-
-    def holds_booster(self, booster: object) -> bool:
-        return holds(self.name, "CatBoost", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         raise TypeError(_NO_CALLABLES)
@@ -104,9 +98,9 @@ class CatBoostBackend:
             params.pop("subsample")  # 1 is no subsampling, which every bootstrap type allows
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
-        start = time.perf_counter()
-        model.fit(self._pool(data), eval_set=eval_sets or None, callbacks=list(plan.callbacks) or None)
-        seconds = time.perf_counter() - start
+        _, seconds = timed(lambda: model.fit(
+            self._pool(data), eval_set=eval_sets or None, callbacks=list(plan.callbacks) or None
+        ))
         results = model.get_evals_result()
         history = {
             eval_name(i): {metric: results[name][metric]}

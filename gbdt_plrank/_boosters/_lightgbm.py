@@ -10,7 +10,6 @@ and LightGBM's own save and load round-trip exactly.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,26 +19,27 @@ import scipy.sparse as sp
 from .._ranking_metric import gains
 from ._base import (
     BoosterSettings,
+    LibraryBackend,
     Plan,
     QueryFields,
     Split,
     Trained,
     eval_name,
-    holds,
     library,
     native_params,
     normalised,
     plain_history,
     progress,
+    timed,
 )
 
 __all__ = ["LightGBMBackend"]
 
 
-class LightGBMBackend:
+class LightGBMBackend(LibraryBackend):
     """``lightgbm.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
 
-    name = "lightgbm"
+    name, data_type, booster_type = "lightgbm", "Dataset", "Booster"
     reserved = frozenset({
         "objective", "objective_type", "app", "application", "loss", "metric", "metrics",
         "metric_types", "eval_at", "ndcg_eval_at", "ndcg_at", "seed", "random_seed",
@@ -47,12 +47,6 @@ class LightGBMBackend:
         "num_round", "num_rounds", "nrounds", "num_boost_round", "n_estimators", "max_iter",
         "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
     })
-
-    def holds_data(self, data: object) -> bool:
-        return holds(self.name, "Dataset", data)
-
-    def holds_booster(self, booster: object) -> bool:
-        return holds(self.name, "Booster", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group`` boundaries (None without groups), labels and weights (one per row)."""
@@ -102,19 +96,13 @@ class LightGBMBackend:
             hooks.append(lightgbm.log_evaluation(period))
         if bar is not None:
             hooks.append(lambda env: bar.update(1))
-        start = time.perf_counter()
-        try:
-            booster = lightgbm.train(
-                params, train_set, plan.n_estimators,
-                valid_sets=valid_sets,
-                valid_names=[eval_name(i) for i in range(len(evals))],
-                feval=list(reversed(plan.metrics)) or None,  # the watched metric first
-                callbacks=[*hooks, *plan.callbacks],
-            )
-        finally:
-            if bar is not None:
-                bar.close()
-        seconds = time.perf_counter() - start
+        booster, seconds = timed(lambda: lightgbm.train(
+            params, train_set, plan.n_estimators,
+            valid_sets=valid_sets,
+            valid_names=[eval_name(i) for i in range(len(evals))],
+            feval=list(reversed(plan.metrics)) or None,  # the watched metric first
+            callbacks=[*hooks, *plan.callbacks],
+        ), bar)
         return self.trained(booster, plan, history, seconds)
 
     @staticmethod

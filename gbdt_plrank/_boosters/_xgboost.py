@@ -10,7 +10,6 @@ it refuses callable objectives.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,18 +18,19 @@ import numpy as np
 from ._base import (
     BoosterSettings,
     EvalMetric,
+    LibraryBackend,
     Plan,
     QueryFields,
     Split,
     Trained,
     eval_name,
-    holds,
     library,
     metric_name,
     native_params,
     normalised,
     plain_history,
     progress,
+    timed,
 )
 
 __all__ = ["XGBoostBackend"]
@@ -56,20 +56,14 @@ def _advance(xgboost: Any, bar: Any) -> Any:
     return Advance()
 
 
-class XGBoostBackend:
+class XGBoostBackend(LibraryBackend):
     """``xgboost.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
 
-    name = "xgboost"
+    name, data_type, booster_type = "xgboost", "DMatrix", "Booster"
     reserved = frozenset({
         "objective", "obj", "eval_metric", "disable_default_eval_metric", "base_score", "seed",
         "random_state", "num_boost_round", "n_estimators", "early_stopping_rounds",
     })
-
-    def holds_data(self, data: object) -> bool:
-        return holds(self.name, "DMatrix", data)
-
-    def holds_booster(self, booster: object) -> bool:
-        return holds(self.name, "Booster", booster)
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group_ptr`` (None without ``qid``), labels and weights (one per query group)."""
@@ -116,17 +110,11 @@ class XGBoostBackend:
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
         period, bar = progress(plan, len(eval_sets))
         hooks = [] if bar is None else [_advance(xgboost, bar)]
-        start = time.perf_counter()
-        try:
-            booster = xgboost.train(
-                params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
-                early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
-                verbose_eval=period or False, callbacks=[*plan.callbacks, *hooks], **own,
-            )
-        finally:
-            if bar is not None:
-                bar.close()
-        seconds = time.perf_counter() - start
+        booster, seconds = timed(lambda: xgboost.train(
+            params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
+            early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
+            verbose_eval=period or False, callbacks=[*plan.callbacks, *hooks], **own,
+        ), bar)
         return self.trained(booster, plan, history, seconds)
 
     @staticmethod

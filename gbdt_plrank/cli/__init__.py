@@ -34,6 +34,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from .._util.compat import MissingDependencyError, is_installed
@@ -209,17 +210,39 @@ def _configure_fairness(parser: argparse.ArgumentParser) -> None:
     _training_flags(parser)
 
 
-def _run_fairness(args: argparse.Namespace) -> int:
-    overrides = _overrides(args, _FAIRNESS_OVERRIDES)
-    path = _read_config(args, "fairness", overrides)
-    config = load_frontier_config(path, overrides=overrides)
+def _run_experiment(
+    args: argparse.Namespace,
+    keys: dict[str, str],
+    *,
+    load: Callable[..., Any],
+    run: Callable[..., Any],
+    report: Callable[..., str],
+    kept: str,
+    files: Callable[[Any], Sequence[Path]],
+) -> int:
+    """Run an experiment command: its configuration with the flags' overrides (``keys``, as
+    :func:`_overrides`), the resumable run (``kept`` names what an interruption keeps), its
+    report printed and the ``files`` of its store named."""
+    overrides = _overrides(args, keys)
+    path = _read_config(args, args.command, overrides)
+    config = load(path, overrides=overrides)
     try:
-        store = run_frontier(config, echo=print)
+        store = run(config, echo=print)
     except KeyboardInterrupt:
-        return _interrupted("the finished trainings and evaluations", config.out)
-    print(write_frontier_report(config, store, command=args.command_line))
-    print(_wrote([store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")]))
+        return _interrupted(kept, config.out)
+    print(report(config, store, command=args.command_line))
+    print(_wrote(files(store)))
     return 0
+
+
+def _run_fairness(args: argparse.Namespace) -> int:
+    return _run_experiment(
+        args, _FAIRNESS_OVERRIDES, load=load_frontier_config, run=run_frontier,
+        report=write_frontier_report, kept="the finished trainings and evaluations",
+        files=lambda store: [
+            store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")
+        ],
+    )
 
 
 #: ``clicks`` flag (its ``dest``) -> the configuration key it replaces.
@@ -243,16 +266,13 @@ def _configure_clicks(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_clicks(args: argparse.Namespace) -> int:
-    overrides = _overrides(args, _CLICKS_OVERRIDES)
-    path = _read_config(args, "clicks", overrides)
-    config = load_clicks_config(path, overrides=overrides)
-    try:
-        store = run_clicks(config, echo=print)
-    except KeyboardInterrupt:
-        return _interrupted("the finished results", config.out)
-    print(write_clicks_report(config, store, command=args.command_line))
-    print(_wrote([store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"]))
-    return 0
+    return _run_experiment(
+        args, _CLICKS_OVERRIDES, load=load_clicks_config, run=run_clicks,
+        report=write_clicks_report, kept="the finished results",
+        files=lambda store: [
+            store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"
+        ],
+    )
 
 
 def _configure_configs(parser: argparse.ArgumentParser) -> None:
