@@ -95,6 +95,8 @@ QUERIES = [
     (np.zeros(3), np.array([2.0, 0.0, 1.0])),
     (np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])),
     (np.array([-0.5, 0.2, 0.1]), np.array([0.0, 2.0, 1.0])),
+    (np.array([0.0, 0.0, -6.0]), np.array([1.0, 0.0, 0.0])),  # a tied pair above a third:
+    (np.array([0.0, 0.0, -6.0]), np.array([2.0, 0.0, 1.0])),  # degenerate as a whole
 ]
 
 
