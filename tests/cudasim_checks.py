@@ -30,7 +30,12 @@ from gbdt_plrank._kernels import cuda as _cuda_kernels  # noqa: E402
 from gbdt_plrank._kernels import plrank as _kernels  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
 from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
-from gbdt_plrank._training.plrank import estimate  # noqa: E402
+from gbdt_plrank._training.plrank import (  # noqa: E402
+    CURVATURE_FLOOR,
+    degenerate_rows,
+    estimate,
+    finish_hessian,
+)
 
 TOL = 1e-12
 
@@ -87,6 +92,25 @@ def check_estimate_equals_cpu_race():
         grad, _ = _compare(scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2)
         assert np.all(grad[ptr[3]:ptr[4]] == 0.0) and np.all(grad[ptr[1]:ptr[2]] == 0.0)
         assert np.abs(grad).max() > 0.01  # not a trivial comparison
+
+
+def check_curvature_floor_is_the_cpu_floor():
+    """Per query, as on the CPU: two pairs at equal margins (curvature 0) are floored, an empty
+    query and the ordinary queries keep their Hessian exactly."""
+    rng = np.random.default_rng(6)
+    ptr, labels, scores = _queries(rng, [2, 6, 0, 2, 9])
+    scores[ptr[0]:ptr[1]] = scores[ptr[3]:ptr[4]] = 0.7
+    labels[ptr[0]:ptr[1]] = labels[ptr[3]:ptr[4]] = [1.0, 0.0]
+    pairs = np.r_[ptr[0]:ptr[1], ptr[3]:ptr[4]]
+    others = np.setdiff1d(np.arange(ptr[-1]), pairs)
+    options = dict(K=5, N=8, seed=2, round_=1)
+    grad, raw = _compare(scores, labels, ptr, hessian="raw", **options)
+    assert np.array_equal(np.flatnonzero(degenerate_rows(grad, raw, ptr)), pairs)
+    for hessian in ("abs", "clip"):
+        grad, hess = _compare(scores, labels, ptr, hessian=hessian, **options)
+        assert np.array_equal(hess[pairs], CURVATURE_FLOOR * np.abs(grad[pairs]))
+        assert np.all(hess[pairs] > 0)
+        assert np.array_equal(hess[others], finish_hessian(raw.copy(), hessian)[others])
 
 
 def check_keys_rounds_and_metrics():

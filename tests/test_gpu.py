@@ -30,6 +30,7 @@ needs_numba_cuda = pytest.mark.skipif(
 SIMULATED = [
     "check_stream_is_the_cpu_stream",
     "check_estimate_equals_cpu_race",
+    "check_curvature_floor_is_the_cpu_floor",
     "check_keys_rounds_and_metrics",
     "check_margins_far_apart",
     "check_objective_with_lightgbm_weights",
@@ -148,7 +149,8 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
             f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, f64, f64,
             t.float64[:, ::1], t.int32[::1], f64, f64,
         ),
-        _cuda_kernels.finish_rows: (f64, f64, t.int64, f64, t.float64, t.float64),
+        _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
+        _cuda_kernels.floor_queries: (f64, f64, i64, t.float64),
         _cuda_kernels.scale_rows: (f64, f64, f64),
     }
     for kernel, signature in kernels.items():

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import PLRankRanker, ndcg, plrank_grad_hess
-from gbdt_plrank._training.plrank import CURVATURE_FLOOR, finish_hessian
+from gbdt_plrank._training.plrank import CURVATURE_FLOOR, degenerate_rows, finish_hessian
 
 
 def _pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -48,17 +48,45 @@ def test_the_estimated_hessian_of_a_pair_at_equal_margins_is_zero_without_the_fl
         np.testing.assert_array_equal(h, CURVATURE_FLOOR * np.abs(g))
 
 
-def test_the_floor_binds_only_where_the_curvature_is_small_against_the_gradient():
+def test_the_floor_raises_a_degenerate_query_and_leaves_an_ordinary_one():
+    """Per query: the first query's curvature vanishes as a whole (sum |h| = 0.03 < 0.05 * 0.9)
+    and is floored row by row; the second has one row of tiny |h| (0.001 against |g| = 0.5)
+    but curvature as a whole (sum |h| = 0.801 > 0.05 * 1.1), so it keeps its Hessian."""
     assert CURVATURE_FLOOR == 0.05
-    grad = np.array([0.4, 0.5, 0.2, -0.1, 0.0, 0.3])
-    hess = np.array([0.5, 0.01, 0.0, -0.3, 0.0, -0.02])
-    absolute = finish_hessian(hess.copy(), "abs", grad=grad)
-    np.testing.assert_allclose(absolute, [0.5, 0.025, 0.01, 0.3, 0.0, 0.02])
-    clipped = finish_hessian(hess.copy(), "clip", grad=grad)  # clip's own floor: 5e-4
-    np.testing.assert_allclose(clipped, [0.5, 0.025, 0.01, 0.005, 0.0, 0.015])
-    np.testing.assert_array_equal(finish_hessian(hess.copy(), "raw", grad=grad), hess)
-    np.testing.assert_array_equal(finish_hessian(hess.copy(), "constant", grad=grad), 1.0)
+    grad = np.array([0.4, -0.3, 0.2, 0.5, -0.4, -0.2, 0.0, 0.0])
+    hess = np.array([0.01, -0.02, 0.0, 0.001, -0.5, 0.3, 0.0, 0.2])
+    ptr = np.array([0, 3, 6, 6, 8])  # the third query is empty; the fourth has no gradient
+    absolute = finish_hessian(hess.copy(), "abs", grad=grad, group_ptr=ptr)
+    np.testing.assert_allclose(absolute, [0.02, 0.02, 0.01, 0.001, 0.5, 0.3, 0.0, 0.2])
+    clipped = finish_hessian(hess.copy(), "clip", grad=grad, group_ptr=ptr)  # clip's own: 5e-4
+    np.testing.assert_allclose(clipped, [0.02, 0.015, 0.01, 0.001, 5e-4, 0.3, 0.0, 0.2])
+    np.testing.assert_array_equal(
+        degenerate_rows(grad, np.abs(hess), ptr), [True] * 3 + [False] * 5
+    )
+    np.testing.assert_array_equal(
+        finish_hessian(hess.copy(), "raw", grad=grad, group_ptr=ptr), hess
+    )
+    np.testing.assert_array_equal(
+        finish_hessian(hess.copy(), "constant", grad=grad, group_ptr=ptr), 1.0
+    )
     np.testing.assert_array_equal(finish_hessian(hess.copy(), "abs"), np.abs(hess))
+    with pytest.raises(TypeError, match="grad and group_ptr together"):
+        finish_hessian(hess.copy(), "abs", grad=grad)
+
+
+def test_an_ordinary_query_is_not_floored_at_any_row():
+    """On ordinary queries rows of |h| < 0.05 |g| occur (the row rule would raise them); the
+    query rule leaves every row of a query with curvature as a whole."""
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(5, 40, size=30)
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    scores = rng.normal(size=ptr[-1])
+    labels = rng.integers(0, 3, size=ptr[-1]).astype(float)
+    g, raw = plrank_grad_hess(scores, labels, ptr, K=10, N=50, hessian="raw")
+    assert (np.abs(raw) < CURVATURE_FLOOR * np.abs(g)).sum() > 0
+    assert not degenerate_rows(g, raw, ptr).any()
+    _, h = plrank_grad_hess(scores, labels, ptr, K=10, N=50)
+    np.testing.assert_array_equal(h, np.abs(raw))
 
 
 QUERIES = [
@@ -67,6 +95,8 @@ QUERIES = [
     (np.zeros(3), np.array([2.0, 0.0, 1.0])),
     (np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])),
     (np.array([-0.5, 0.2, 0.1]), np.array([0.0, 2.0, 1.0])),
+    (np.array([0.0, 0.0, -6.0]), np.array([1.0, 0.0, 0.0])),  # a tied pair above a third:
+    (np.array([0.0, 0.0, -6.0]), np.array([2.0, 0.0, 1.0])),  # degenerate as a whole
 ]
 
 
@@ -79,12 +109,13 @@ def test_the_floored_newton_step_raises_the_exact_expected_metric(scores, labels
     theta = theta[: min(K, len(scores))]
     R0, dR, d2R = naive.exact_derivatives(scores, rho, theta)
     g, h = -dR, -d2R
-    floored = finish_hessian(h.copy(), "abs", grad=g)
+    floored = finish_hessian(h.copy(), "abs", grad=g, group_ptr=np.array([0, len(scores)]))
     moving = np.abs(g) > 1e-15
-    assert np.all(floored[moving] >= CURVATURE_FLOOR * np.abs(g[moving]))
+    if np.abs(h).sum() < CURVATURE_FLOOR * np.abs(g).sum():  # degenerate: floored row by row
+        assert np.all(floored[moving] >= CURVATURE_FLOOR * np.abs(g[moving]))
+    else:
+        np.testing.assert_array_equal(floored, np.abs(h))
     assert np.all(floored[moving] > 0)
-    np.testing.assert_array_equal(floored[np.abs(h) >= CURVATURE_FLOOR * np.abs(g)],
-                                  np.abs(h)[np.abs(h) >= CURVATURE_FLOOR * np.abs(g)])
     step = np.where(moving, -g / np.where(moving, floored, 1.0), 0.0)
     assert naive.expected_reward(scores + 0.05 * step, rho, theta) > R0
     # the sampled estimate at the defaults gives a step that raises it too

@@ -36,7 +36,7 @@ from numba import cuda
 
 from .plrank import _E_MIN, _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
 
-__all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "scale_rows"]
+__all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows"]
 
 #: ``hessian`` mode -> its code in :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
 HESSIAN_CODES = {"raw": 0, "abs": 1, "clip": 2, "constant": 3}
@@ -357,24 +357,40 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
 
 @cuda.jit
-def finish_rows(grad, hess, mode, hess_max, floor, curvature):
+def finish_rows(hess, mode, hess_max, floor):
     """:func:`gbdt_plrank._training.plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
-    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``; ``"abs"`` and ``"clip"`` are
-    then raised to ``curvature * |grad|`` (the curvature floor)."""
+    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``."""
     d = cuda.grid(1)
     if d >= hess.shape[0]:
         return
     h = hess[d]
     if mode == 1:
-        h = abs(h)
+        hess[d] = abs(h)
     elif mode == 2:
         if h != 0.0:
-            h = max(h, floor * hess_max[0])
+            hess[d] = max(h, floor * hess_max[0])
     elif mode == 3:
-        h = 1.0
-    if mode == 1 or mode == 2:
-        h = max(h, curvature * abs(grad[d]))
-    hess[d] = h
+        hess[d] = 1.0
+
+
+@cuda.jit
+def floor_queries(grad, hess, group_ptr, curvature):
+    """The curvature floor of :func:`gbdt_plrank._training.plrank.finish_hessian`, one thread per
+    query: where ``sum |hess| < curvature * sum |grad|`` over the query's rows, each of its rows
+    is raised to ``curvature * |grad|``; other queries are left as they are."""
+    q = cuda.grid(1)
+    if q >= group_ptr.shape[0] - 1:
+        return
+    lo = group_ptr[q]
+    hi = group_ptr[q + 1]
+    h_sum = 0.0
+    g_sum = 0.0
+    for d in range(lo, hi):
+        h_sum += abs(hess[d])
+        g_sum += abs(grad[d])
+    if h_sum < curvature * g_sum:
+        for d in range(lo, hi):
+            hess[d] = max(hess[d], curvature * abs(grad[d]))
 
 
 @cuda.jit

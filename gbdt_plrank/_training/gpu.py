@@ -153,9 +153,12 @@ class CudaEstimate:
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         if self.n:
             code = self._k.HESSIAN_CODES[self.hessian]
-            self._k.finish_rows[blocks, _MAX_THREADS](
-                grad, hess, code, self._hess_max, CLIP_FLOOR, CURVATURE_FLOOR
-            )
+            self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)
+            if self.hessian in ("abs", "clip") and self.G:
+                query_blocks = (self.G + _MAX_THREADS - 1) // _MAX_THREADS
+                self._k.floor_queries[query_blocks, _MAX_THREADS](
+                    grad, hess, self._ptr, CURVATURE_FLOOR
+                )
             if self._weights is not None:
                 self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, self._weights)
         return grad, hess

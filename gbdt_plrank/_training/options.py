@@ -252,7 +252,10 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         \max|h|)` (``"clip"``); or ones (``"constant"``, no second-order information). The raw
         estimate's sum over a tree node is mostly noise, so boosting with it stalls or lags;
         :math:`|h|` keeps the curvature's scale (the documentation's "Choosing the Hessian"
-        page has the measurements).
+        page has the measurements). With ``"abs"`` and ``"clip"``, a query whose curvature
+        vanishes against its gradient as a whole (:math:`\sum |h| < 0.05 \sum |g|`, such as a
+        pair of documents at equal margins) has its rows raised to :math:`0.05\,|g|`, so
+        that pairwise data trains; other queries are left as they are.
     """),
     "sampler": ('{"auto", "tree", "race"}', """
         How the rankings are drawn: sequential sum-tree draws, an exponential race

@@ -40,6 +40,7 @@ __all__ = [
     "CLIP_FLOOR",
     "CURVATURE_FLOOR",
     "KERNEL_SAMPLERS",
+    "degenerate_rows",
     "estimate",
     "finish_hessian",
     "plrank_grad_hess",
@@ -76,14 +77,34 @@ def query_chunks(group_ptr: np.ndarray, rows: int) -> list[tuple[int, int]]:
     bounds = [0, *ends.tolist(), n_queries]
     return list(pairwise(bounds))
 
-#: Least curvature of the ``"abs"`` and ``"clip"`` Hessians relative to the gradient:
-#: :math:`h_d \ge \tau |g_d|`, so that no document's diagonal Newton step exceeds
+
+#: Least curvature of a degenerate query's ``"abs"`` and ``"clip"`` Hessians relative to its
+#: gradient: where :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|`, its rows are raised
+#: to :math:`h_d \ge \tau |g_d|`, so that their diagonal Newton steps stay within
 #: :math:`1/\tau` = 20 margin units (:func:`finish_hessian`).
 CURVATURE_FLOOR = 0.05
 
 
+def degenerate_rows(grad: np.ndarray, hess: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    r"""The rows of the queries whose curvature vanishes against their gradient (a bool mask).
+
+    Query :math:`q` is degenerate where :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|`,
+    :math:`\tau` = :data:`CURVATURE_FLOOR` (never where its gradient is 0). ``group_ptr`` may
+    hold empty queries.
+    """
+    sizes = np.diff(group_ptr)
+    filled = sizes > 0
+    starts = group_ptr[:-1][filled]
+    if starts.shape[0] == 0:
+        return np.zeros(hess.shape[0], dtype=bool)
+    h_sum = np.add.reduceat(np.abs(hess), starts)
+    g_sum = np.add.reduceat(np.abs(grad), starts)
+    return np.repeat(h_sum < CURVATURE_FLOOR * g_sum, sizes[filled])
+
+
 def finish_hessian(
-    hess: np.ndarray, mode: str, *, grad: np.ndarray | None = None
+    hess: np.ndarray, mode: str, *, grad: np.ndarray | None = None,
+    group_ptr: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
 
@@ -93,24 +114,33 @@ def finish_hessian(
     ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
     Hessian" of Kang et al. 2024).
 
-    With ``grad`` (the loss gradient of the same rows), ``"abs"`` and ``"clip"`` are then raised
-    to the curvature floor :math:`h_d \ge \tau |g_d|`, :math:`\tau` = :data:`CURVATURE_FLOOR`.
-    The exact curvature can vanish where the gradient does not: a query of two documents has
-    :math:`R = B + (A - B)\,p` with :math:`p = \sigma(m_1 - m_2)` its probability of ranking
-    document 1 first, so :math:`g_1 = -(A-B)\,p(1-p)` and
-    :math:`h_1 = -(A-B)\,p(1-p)(1-2p) = (1 - 2p)\,g_1`, 0 at equal margins: every estimate is
-    0 there and a booster never splits (pairwise preference data never trains). In general
-    :math:`|h_d| \approx |g_d|` (at K = 1 exactly :math:`h_d = (1 - 2p_d)\,g_d`), so the floor
-    binds only where the curvature is degenerate relative to the gradient: on MQ2008's
-    training queries at 1.2-1.5% of the rows with a gradient, raising the Hessian's sum by
-    0.1%. Where it binds, the diagonal Newton step :math:`-g_d/h_d` is
-    :math:`\mp 1/\tau` = 20: a trust region of :math:`1/\tau` margin units around the
-    current margins, in the direction of the gradient (LambdaMART's Newton step at a tied pair
-    is 2).
-    Any positive Hessian keeps the step a descent direction of the loss,
+    With ``grad`` and ``group_ptr`` (the loss gradient of the same rows and their queries),
+    ``"abs"`` and ``"clip"`` then get the curvature floor: a query whose curvature vanishes
+    against its gradient as a whole, :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|`
+    (:math:`\tau` = :data:`CURVATURE_FLOOR`, :func:`degenerate_rows`), has its rows raised to
+    :math:`h_d \ge \tau |g_d|`; every other query keeps its Hessian bit for bit.
+
+    Why per query: a booster's leaf value is :math:`-\sum g / (\sum h + \lambda)` over the rows
+    of many queries, and a row's Newton step is bounded wherever its curvature sums with that
+    of the rest of its query in the leaves; a single row of small :math:`|h|` in an ordinary
+    query is the estimate's noise around a curvature that is there. What explodes, or never
+    splits, is a query whose total curvature vanishes relative to its gradient. A query of two
+    documents has :math:`R = B + (A - B)\,p` with :math:`p = \sigma(m_1 - m_2)` its probability
+    of ranking document 1 first, so :math:`g_1 = -(A-B)\,p(1-p)` and
+    :math:`h_1 = -(A-B)\,p(1-p)(1-2p) = (1 - 2p)\,g_1`, and the same for document 2:
+    :math:`|h_d| = |1 - 2p|\,|g_d|` on both rows. At equal margins (every query at round 0)
+    every estimate is 0 and a booster never splits: pairwise preference data never trained.
+    The pair is degenerate while :math:`|1 - 2p| < \tau`; there the floor makes each row's
+    diagonal Newton step :math:`-g_d/h_d` at most :math:`1/\tau` = 20 margin units, continuous
+    with the plain step :math:`1/|1 - 2p|` of :math:`|h|` once it stops binding. Any positive
+    Hessian keeps the step a descent direction of the loss,
     :math:`\sum_d g_d \Delta m_d = -\sum_d g_d^2/h_d < 0`. Rows with :math:`g = 0` keep their
-    Hessian (0 for queries that contribute nothing).
+    Hessian (0 for queries that contribute nothing). On MQ2008's training queries the floor
+    binds on no query at round 0 nor in the first 50 rounds (the documentation's "Choosing the
+    Hessian" page).
     """
+    if (grad is None) != (group_ptr is None):
+        raise TypeError("finish_hessian takes grad and group_ptr together, or neither.")
     if mode == "raw":
         return hess
     if mode == "constant":
@@ -121,7 +151,9 @@ def finish_hessian(
         floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
         hess = np.where(hess == 0.0, 0.0, np.maximum(hess, floor))
     if grad is not None:
-        np.maximum(hess, CURVATURE_FLOOR * np.abs(grad), out=hess)
+        rows = degenerate_rows(grad, hess, group_ptr)
+        if rows.any():
+            hess[rows] = np.maximum(hess[rows], CURVATURE_FLOOR * np.abs(grad[rows]))
     return hess
 
 
@@ -180,7 +212,7 @@ def estimate(
                 )
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
-    return grad, finish_hessian(hess, hessian, grad=grad)
+    return grad, finish_hessian(hess, hessian, grad=grad, group_ptr=group_ptr)
 
 
 def _options(K: object, N: object, **options: object) -> PLRankOptions:
@@ -245,6 +277,11 @@ def plrank_grad_hess(
     grad, hess : float64 arrays of shape (n,)
         Queries with one document, or without a relevant document (unless
         ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode).
+        With ``"abs"`` and ``"clip"``, a query whose curvature vanishes against its gradient
+        as a whole, :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of
+        documents at equal margins has curvature 0), has its rows raised to
+        :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of :func:`finish_hessian`); every
+        other query's Hessian is the estimate's.
 
     Raises
     ------
@@ -363,4 +400,4 @@ def plrank_grad_hess_from_rankings(
         hess += fair.gauss_newton(slope, terms)
     elif D >= 2 and rho.max() > 0:
         _kernels.estimate_from_rankings(m, rho, theta, rk, grad, hess)
-    return grad, finish_hessian(hess, options.hessian, grad=grad)
+    return grad, finish_hessian(hess, options.hessian, grad=grad, group_ptr=ptr)
