@@ -53,6 +53,8 @@ def test_the_device_compiles_the_cpu_stream():
     pairs = {
         "stream_state": kernels.stream_state,
         "uniform_at": kernels._uniform_at,
+        "_log_add": kernels._log_add,
+        "_sigmoid": kernels._sigmoid,
         "_enter_rank": kernels._enter_rank,
         "_rescale": kernels._rescale,
         "_placed_terms": kernels._placed_terms,

@@ -55,6 +55,7 @@ def _device(cpu_kernel: Any, *, inline: bool = True) -> Any:
     """The CPU kernel's Python function compiled as a device function: one source for both.
 
     The functions it calls are CPU kernels too; numba-cuda compiles them for the device as well.
+    Such a function uses ``math`` for ``exp`` and ``log1p``: numba-cuda does not compile ``np.exp``.
     """
     return cuda.jit(device=True, inline=inline)(cpu_kernel.py_func)
 
@@ -63,6 +64,8 @@ def _device(cpu_kernel: Any, *, inline: bool = True) -> Any:
 # draws the CPU kernels' doubles, bit for bit, and adds the same terms.
 stream_state = _device(_cpu.stream_state, inline=False)
 uniform_at = _device(_cpu._uniform_at)
+_log_add = _device(_cpu._log_add)
+_sigmoid = _device(_cpu._sigmoid)
 _enter_rank = _device(_cpu._enter_rank)
 _rescale = _device(_cpu._rescale)
 _placed_terms = _device(_cpu._placed_terms)
@@ -85,24 +88,6 @@ def _block_reduce(buf, value, largest):
     total = buf[0]
     cuda.syncthreads()
     return total
-
-
-# The CPU's _log_add and _sigmoid call np.exp, which numba-cuda does not compile: these are theirs
-# with math.exp.
-@cuda.jit(device=True, inline=True)
-def _log_add(a, b):
-    """``gbdt_plrank._kernels.plrank._log_add``: log(exp(a) + exp(b)), either may be -inf."""
-    hi = max(a, b)
-    lo = min(a, b)
-    if lo == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(lo - hi))
-
-
-@cuda.jit(device=True, inline=True)
-def _sigmoid(x):
-    """``gbdt_plrank._kernels.plrank._sigmoid``."""
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 @cuda.jit(device=True)

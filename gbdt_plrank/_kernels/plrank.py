@@ -21,6 +21,8 @@ divisor before every division the estimator's loops run 6-9% faster.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -614,18 +616,19 @@ def _draw_race_wide(m_c, cand, state, keys, ranking):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _log_add(a, b):
-    """``log(exp(a) + exp(b))``; either may be -inf."""
+    """``log(exp(a) + exp(b))``; either may be -inf. Also compiled for the device (hence
+    ``math``, which numba-cuda compiles where it does not compile ``np.exp``)."""
     hi = max(a, b)
     lo = min(a, b)
-    if lo == -np.inf:
+    if lo == -math.inf:
         return hi
-    return hi + np.log1p(np.exp(lo - hi))
+    return hi + math.log1p(math.exp(lo - hi))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _sigmoid(x):
-    """``1 / (1 + exp(-x))``: 0 and 1 at the far ends, never NaN."""
-    return 1.0 / (1.0 + np.exp(-x))
+    """``1 / (1 + exp(-x))``: 0 and 1 at the far ends, never NaN. Also compiled for the device."""
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 @njit(cache=True, error_model="numpy")
