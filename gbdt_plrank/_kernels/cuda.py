@@ -34,91 +34,60 @@ from typing import Any
 import numpy as np
 from numba import cuda
 
-from .plrank import _E_MIN, _GOLDEN, _M1, _M2, _TO_UNIT, LOG_FLOOR
+from . import plrank as _cpu
+from .plrank import _E_MIN, LOG_FLOOR
 
 __all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows"]
 
-#: ``hessian`` mode -> its code in :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
-HESSIAN_CODES = {"raw": 0, "abs": 1, "clip": 2, "constant": 3}
+HESSIAN_RAW = 0
+HESSIAN_ABS = 1
+HESSIAN_CLIP = 2
+HESSIAN_CONSTANT = 3
 
-_U11 = np.uint64(11)
-_U27 = np.uint64(27)
-_U30 = np.uint64(30)
-_U31 = np.uint64(31)
+#: ``hessian`` mode (:data:`gbdt_plrank._training.options.HESSIAN_MODES`) -> its code in
+#: :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
+HESSIAN_CODES = {
+    "raw": HESSIAN_RAW, "abs": HESSIAN_ABS, "clip": HESSIAN_CLIP, "constant": HESSIAN_CONSTANT,
+}
 
 
-# --------------------------------------------------------------------------------------------
-# SplitMix64, bit for bit as in gbdt_plrank._kernels (mix64, stream_state, _uniform_at)
-# --------------------------------------------------------------------------------------------
-@cuda.jit(device=True, inline=True)
-def _mix64(z):
-    z = (z ^ (z >> _U30)) * _M1
-    z = (z ^ (z >> _U27)) * _M2
-    return z ^ (z >> _U31)
+def _device(cpu_kernel: Any, *, inline: bool = True) -> Any:
+    """The CPU kernel's Python function compiled as a device function: one source for both.
+
+    The functions it calls are CPU kernels too; numba-cuda compiles them for the device as well.
+    Such a function uses ``math`` for ``exp`` and ``log1p``: numba-cuda does not compile ``np.exp``.
+    """
+    return cuda.jit(device=True, inline=inline)(cpu_kernel.py_func)
+
+
+# SplitMix64 and the estimator's scalar steps, those of gbdt_plrank._kernels.plrank: the device
+# draws the CPU kernels' doubles, bit for bit, and adds the same terms.
+stream_state = _device(_cpu.stream_state, inline=False)
+uniform_at = _device(_cpu._uniform_at)
+_log_add = _device(_cpu._log_add)
+_sigmoid = _device(_cpu._sigmoid)
+_enter_rank = _device(_cpu._enter_rank)
+_rescale = _device(_cpu._rescale)
+_placed_terms = _device(_cpu._placed_terms)
+_unplaced_terms = _device(_cpu._unplaced_terms)
 
 
 @cuda.jit(device=True)
-def stream_state(seed, round_, group):
-    """``gbdt_plrank._kernels.plrank.stream_state``: the stream of query ``group`` in round ``round_``."""
-    s = _mix64(np.uint64(seed) + _GOLDEN)
-    s = _mix64(s ^ (np.uint64(round_) + _GOLDEN))
-    return _mix64(s ^ (np.uint64(group) + _GOLDEN))
-
-
-@cuda.jit(device=True, inline=True)
-def uniform_at(start, j):
-    """``gbdt_plrank._kernels.plrank._uniform_at``: the ``j``-th double (from 1) of ``start``'s stream."""
-    return (_mix64(start + np.uint64(j) * _GOLDEN) >> _U11) * _TO_UNIT
-
-
-@cuda.jit(device=True)
-def _block_sum(buf, value):
-    """The sum of ``value`` over the block's threads (a power of two of them), in every thread."""
+def _block_reduce(buf, value, largest):
+    """The sum of ``value`` over the block's threads (a power of two of them), or with
+    ``largest`` their maximum, in every thread."""
     t = cuda.threadIdx.x
     buf[t] = value
     cuda.syncthreads()
     step = cuda.blockDim.x // 2
     while step > 0:
         if t < step:
-            buf[t] += buf[t + step]
+            buf[t] = max(buf[t], buf[t + step]) if largest else buf[t] + buf[t + step]
         cuda.syncthreads()
         step //= 2
     total = buf[0]
     cuda.syncthreads()
     return total
-
-
-@cuda.jit(device=True)
-def _block_max(buf, value):
-    """The maximum of ``value`` over the block's threads, in every thread."""
-    t = cuda.threadIdx.x
-    buf[t] = value
-    cuda.syncthreads()
-    step = cuda.blockDim.x // 2
-    while step > 0:
-        if t < step and buf[t + step] > buf[t]:
-            buf[t] = buf[t + step]
-        cuda.syncthreads()
-        step //= 2
-    top = buf[0]
-    cuda.syncthreads()
-    return top
-
-
-@cuda.jit(device=True, inline=True)
-def _log_add(a, b):
-    """``gbdt_plrank._kernels.plrank._log_add``: log(exp(a) + exp(b)), either may be -inf."""
-    hi = max(a, b)
-    lo = min(a, b)
-    if lo == -math.inf:
-        return hi
-    return hi + math.log1p(math.exp(lo - hi))
-
-
-@cuda.jit(device=True, inline=True)
-def _sigmoid(x):
-    """``gbdt_plrank._kernels.plrank._sigmoid``."""
-    return 1.0 / (1.0 + math.exp(-x))
 
 
 @cuda.jit(device=True)
@@ -182,8 +151,8 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
         for d in range(lo + t, hi, threads):
             top = max(top, scores[d])
             low = min(low, scores[d])
-        top = _block_max(buf, top)
-        low = -_block_max(buf, -low)
+        top = _block_reduce(buf, top, True)
+        low = -_block_reduce(buf, -low, True)
         wide = top - low > LOG_FLOOR
         rank = cuda.local.array(k_max, dtype=np.int64)
         key = cuda.local.array(k_max, dtype=np.float64)
@@ -265,57 +234,25 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
                 for i in range(K):
                     if i > 0:
                         r = _sigmoid(L[i] - (scores[lo + rank[i - 1]] - c))
-                        r2 = r * r
-                        RI *= r
-                        DR *= r
-                        DN *= r
-                        RS *= r2
-                        DS *= r2
-                    RI += PR[i]
-                    DR += theta[i]
-                    DN += 1.0
-                    RS += PR[i]
-                    DS += theta[i]
+                        RI, DR, DN, RS, DS = _rescale(r, RI, DR, DN, RS, DS)
+                    RI, DR, DN, RS, DS = _enter_rank(PR[i], theta[i], 1.0, RI, DR, DN, RS, DS)
                     row = lo + rank[i]
                     q = _sigmoid((scores[row] - c) - L[i + 1])
-                    rd = rho[row]
-                    below = PR[i + 1]
-                    a = rd * DR - RI
-                    cuda.atomic.add(grad, row, below + q * a)
-                    cuda.atomic.add(
-                        hess, row,
-                        below + q * (2.0 * a - DN * below) + q * q * ((RS - rd * DS) - DN * a),
-                    )
-                inv = math.exp(-L[K - 1])
-                inv2 = inv * inv
-                RI *= inv
-                DR *= inv
-                DN *= inv
-                RS *= inv2
-                DS *= inv2
+                    g_in, h_in = _placed_terms(q, rho[row], PR[i + 1], RI, DR, DN, RS, DS)
+                    cuda.atomic.add(grad, row, g_in)
+                    cuda.atomic.add(hess, row, h_in)
+                RI, DR, DN, RS, DS = _rescale(math.exp(-L[K - 1]), RI, DR, DN, RS, DS)
             else:
                 # normalisers S_k (as _normalizers_direct), then the terms of _add_sample
                 for k in range(K - 1, -1, -1):
                     rest += e[lo + rank[k]]
                     S[k] = rest
                 for i in range(K):
-                    inv = 1.0 / S[i]
-                    inv2 = inv * inv
-                    RI += PR[i] * inv
-                    DR += theta[i] * inv
-                    DN += inv
-                    RS += PR[i] * inv2
-                    DS += theta[i] * inv2
+                    RI, DR, DN, RS, DS = _enter_rank(PR[i], theta[i], 1.0 / S[i], RI, DR, DN, RS, DS)
                     row = lo + rank[i]
-                    ed = e[row]
-                    rd = rho[row]
-                    below = PR[i + 1]
-                    a = rd * DR - RI
-                    cuda.atomic.add(grad, row, below + ed * a)
-                    cuda.atomic.add(
-                        hess, row,
-                        below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a),
-                    )
+                    g_in, h_in = _placed_terms(e[row], rho[row], PR[i + 1], RI, DR, DN, RS, DS)
+                    cuda.atomic.add(grad, row, g_in)
+                    cuda.atomic.add(hess, row, h_in)
             c_rs = RS + DN * RI
             c_ds = DS + DN * DR
             acc0 += DR
@@ -329,27 +266,27 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
                 cuda.atomic.add(own, (row, 2), c_rs)
                 cuda.atomic.add(own, (row, 3), c_ds)
                 cuda.atomic.add(count, row, 1)
-        acc0 = _block_sum(buf, acc0)  # also orders the atomics above before the reads below
-        acc1 = _block_sum(buf, acc1)
-        acc2 = _block_sum(buf, acc2)
-        acc3 = _block_sum(buf, acc3)
+        acc0 = _block_reduce(buf, acc0, False)  # also orders the atomics above before the reads below
+        acc1 = _block_reduce(buf, acc1, False)
+        acc2 = _block_reduce(buf, acc2, False)
+        acc3 = _block_reduce(buf, acc3, False)
 
         # the unplaced terms with each document's own sums (0 when every sample placed it)
         scale = -1.0 / n_samples
         largest = 0.0
         for d in range(lo + t, hi, threads):
-            ed = e[d]
-            rd = rho[d]
             if count[d] == n_samples:
                 g_out = h_out = 0.0
             else:
-                g_out = ed * (rd * (acc0 - own[d, 0]) - (acc1 - own[d, 1]))
-                h_out = g_out + ed * ed * ((acc2 - own[d, 2]) - rd * (acc3 - own[d, 3]))
+                g_out, h_out = _unplaced_terms(
+                    e[d], rho[d], acc0 - own[d, 0], acc1 - own[d, 1], acc2 - own[d, 2],
+                    acc3 - own[d, 3],
+                )
             grad[d] = (grad[d] + g_out) * scale
             h = (hess[d] + h_out) * scale
             hess[d] = h
             largest = max(largest, abs(h))
-        largest = _block_max(buf, largest)
+        largest = _block_reduce(buf, largest, True)
         if t == 0:
             cuda.atomic.max(hess_max, 0, largest)
 
@@ -364,12 +301,12 @@ def finish_rows(hess, mode, hess_max, floor):
     if d >= hess.shape[0]:
         return
     h = hess[d]
-    if mode == 1:
+    if mode == HESSIAN_ABS:
         hess[d] = abs(h)
-    elif mode == 2:
+    elif mode == HESSIAN_CLIP:
         if h != 0.0:
             hess[d] = max(h, floor * hess_max[0])
-    elif mode == 3:
+    elif mode == HESSIAN_CONSTANT:
         hess[d] = 1.0
 
 

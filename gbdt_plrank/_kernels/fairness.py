@@ -28,10 +28,17 @@ from .plrank import (
     wide_frame,
 )
 
-#: The fairness losses' codes in the kernels (:data:`gbdt_plrank._training.fairness.FAIRNESS`, in order).
 EXPECTED_EXPOSURE = 0
 DISPARITY = 1
 GROUP_DISPARITY = 2
+
+#: A fairness loss's name (:data:`gbdt_plrank._training.fairness.FAIRNESS`) -> its code in the
+#: kernels (``kind`` of :func:`loss_slope`).
+FAIRNESS_CODES = {
+    "expected-exposure": EXPECTED_EXPOSURE,
+    "disparity": DISPARITY,
+    "group-disparity": GROUP_DISPARITY,
+}
 
 
 @njit(cache=True, error_model="numpy")
@@ -63,7 +70,7 @@ def loss_slope(kind, E, aux, member, out):
         c = 4.0 / (D * (D - 1.0))
         for d in range(D):
             out[d] = c * (E[d] * s2 - aux[d] * s_re)
-    else:
+    elif kind == GROUP_DISPARITY:
         X = np.zeros(D)
         M = np.zeros(D)
         for d in range(D):

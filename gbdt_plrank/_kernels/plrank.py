@@ -21,6 +21,8 @@ divisor before every division the estimator's loops run 6-9% faster.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -41,6 +43,9 @@ WIDE_REACH = 42.0
 SAMPLER_TREE = 0
 SAMPLER_RACE = 1
 SAMPLER_AUTO = 2
+
+#: A sampler's name (:data:`gbdt_plrank._training.options.SAMPLERS`) -> its code in the kernels.
+SAMPLER_CODES = {"tree": SAMPLER_TREE, "race": SAMPLER_RACE, "auto": SAMPLER_AUTO}
 
 # The exponential race costs a logarithm per document and sample, the tree three walks of log2(D)
 # levels per placed document. "auto" draws full rankings of 32 or more documents by the race and
@@ -66,6 +71,8 @@ _LANES = 8
 # --------------------------------------------------------------------------------------------
 # Random numbers: SplitMix64 (Steele, Lea and Flood 2014), one independent stream per query,
 # keyed by (seed, round, query index) so that results never depend on thread scheduling.
+# :mod:`gbdt_plrank._kernels.cuda` compiles these same functions for the device, so that the GPU
+# draws the same doubles.
 # --------------------------------------------------------------------------------------------
 @njit(cache=True, error_model="numpy", inline="always")
 def _mix64(z):
@@ -428,32 +435,66 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     node indices (:func:`_tree_set`).
     """
     K = ranking.shape[0]
-    PR[K] = 0.0
-    for i in range(K - 1, -1, -1):
-        PR[i] = PR[i + 1] + theta[i] * rho[np.uint64(ranking[i])]
+    _rewards_below(ranking, rho, theta, PR)
     RI = DR = DN = RS = DS = 0.0
     for i in range(K):
         inv = 1.0 / S[i]
-        inv2 = inv * inv
-        RI += PR[i] * inv
-        DR += theta[i] * inv
-        DN += inv
-        RS += PR[i] * inv2
-        DS += theta[i] * inv2
+        RI, DR, DN, RS, DS = _enter_rank(PR[i], theta[i], inv, RI, DR, DN, RS, DS)
         d = np.uint64(ranking[i])
-        ed = e[d]
-        rd = rho[d]
-        below = PR[i + 1]
-        a = rd * DR - RI
-        grad[d] += below + ed * a
-        hess[d] += below + ed * (2.0 * a - DN * below) + ed * ed * ((RS - rd * DS) - DN * a)
+        g, h = _placed_terms(e[d], rho[d], PR[i + 1], RI, DR, DN, RS, DS)
+        grad[d] += g
+        hess[d] += h
+    _add_unplaced_sums(ranking, RI, DR, DN, RS, DS, acc, own)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rewards_below(ranking, rho, theta, PR):
+    """``PR[i] = sum_{k>=i} theta_k rho_{y_k}`` over the ranking, and ``PR[K] = 0``."""
+    K = ranking.shape[0]
+    PR[K] = 0.0
+    for i in range(K - 1, -1, -1):
+        PR[i] = PR[i + 1] + theta[i] * rho[np.uint64(ranking[i])]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _enter_rank(pr, t, inv, RI, DR, DN, RS, DS):
+    """The running sums after rank i: ``pr = PR_i``, ``t = theta_i`` and ``inv = 1/S_i``.
+
+    The wide path keeps its sums in units of the normaliser (:func:`_add_sample_wide`), where
+    ``inv`` is 1 (a product by 1 is exact, so its sums are those of adding ``pr`` and ``t``).
+    Also compiled for the device (:mod:`gbdt_plrank._kernels.cuda`).
+    """
+    inv2 = inv * inv
+    return RI + pr * inv, DR + t * inv, DN + inv, RS + pr * inv2, DS + t * inv2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _rescale(r, RI, DR, DN, RS, DS):
+    """The running sums times ``r`` (``RS`` and ``DS`` times ``r^2``): a change of units."""
+    r2 = r * r
+    return RI * r, DR * r, DN * r, RS * r2, DS * r2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _placed_terms(w, rd, below, RI, DR, DN, RS, DS):
+    """``(gradient, Hessian)`` terms of a placed document of weight ``w = e(d)/S`` and gain ``rd``.
+
+    ``below = PR_{r+1}``; the formulas of :func:`_add_sample`. Also compiled for the device.
+    """
+    a = rd * DR - RI
+    return below + w * a, below + w * (2.0 * a - DN * below) + w * w * ((RS - rd * DS) - DN * a)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_unplaced_sums(ranking, RI, DR, DN, RS, DS, acc, own):
+    """Add a sample's unplaced sums to the totals ``acc`` and to ``own[d]`` of each placed d."""
     c_rs = RS + DN * RI
     c_ds = DS + DN * DR
     acc[0] += DR
     acc[1] += RI
     acc[2] += c_rs
     acc[3] += c_ds
-    for i in range(K):
+    for i in range(ranking.shape[0]):
         d = np.uint64(ranking[i])
         own[d, 0] += DR
         own[d, 1] += RI
@@ -466,12 +507,21 @@ def _finish_query(e, rho, acc, own, n_samples, grad, hess):
     """Apply the unplaced terms with each document's own sums; negate and average (loss = -R)."""
     scale = -1.0 / n_samples
     for d in range(e.shape[0]):
-        ed = e[d]
-        rd = rho[d]
-        g_out = ed * (rd * (acc[0] - own[d, 0]) - (acc[1] - own[d, 1]))
-        h_out = g_out + ed * ed * ((acc[2] - own[d, 2]) - rd * (acc[3] - own[d, 3]))
+        g_out, h_out = _unplaced_terms(
+            e[d], rho[d], acc[0] - own[d, 0], acc[1] - own[d, 1], acc[2] - own[d, 2],
+            acc[3] - own[d, 3],
+        )
         grad[d] = (grad[d] + g_out) * scale
         hess[d] = (hess[d] + h_out) * scale
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _unplaced_terms(ed, rd, dr, ri, rs, ds):
+    """``(gradient, Hessian)`` terms of a document of weight ``ed`` and gain ``rd`` from the sums
+    ``(DR, RI, RS + DN RI, DS + DN DR)`` over the samples that did not place it (:func:`_add_sample`).
+    Also compiled for the device."""
+    g = ed * (rd * dr - ri)
+    return g, g + ed * ed * (rs - rd * ds)
 
 
 @njit(cache=True, error_model="numpy")
@@ -566,18 +616,19 @@ def _draw_race_wide(m_c, cand, state, keys, ranking):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _log_add(a, b):
-    """``log(exp(a) + exp(b))``; either may be -inf."""
+    """``log(exp(a) + exp(b))``; either may be -inf. Also compiled for the device (hence
+    ``math``, which numba-cuda compiles where it does not compile ``np.exp``)."""
     hi = max(a, b)
     lo = min(a, b)
-    if lo == -np.inf:
+    if lo == -math.inf:
         return hi
-    return hi + np.log1p(np.exp(lo - hi))
+    return hi + math.log1p(math.exp(lo - hi))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _sigmoid(x):
-    """``1 / (1 + exp(-x))``: 0 and 1 at the far ends, never NaN."""
-    return 1.0 / (1.0 + np.exp(-x))
+    """``1 / (1 + exp(-x))``: 0 and 1 at the far ends, never NaN. Also compiled for the device."""
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 @njit(cache=True, error_model="numpy")
@@ -621,50 +672,20 @@ def _add_sample_wide(ranking, L, m_c, rho, theta, PR, acc, own, grad, hess):
     where S_K >= 1.
     """
     K = ranking.shape[0]
-    PR[K] = 0.0
-    for i in range(K - 1, -1, -1):
-        PR[i] = PR[i + 1] + theta[i] * rho[ranking[i]]
+    _rewards_below(ranking, rho, theta, PR)
     RI = DR = DN = RS = DS = 0.0
     for i in range(K):
         if i > 0:
             r = _sigmoid(L[i] - m_c[ranking[i - 1]])
-            r2 = r * r
-            RI *= r
-            DR *= r
-            DN *= r
-            RS *= r2
-            DS *= r2
-        RI += PR[i]
-        DR += theta[i]
-        DN += 1.0
-        RS += PR[i]
-        DS += theta[i]
+            RI, DR, DN, RS, DS = _rescale(r, RI, DR, DN, RS, DS)
+        RI, DR, DN, RS, DS = _enter_rank(PR[i], theta[i], 1.0, RI, DR, DN, RS, DS)
         d = ranking[i]
         q = _sigmoid(m_c[d] - L[i + 1])
-        rd = rho[d]
-        below = PR[i + 1]
-        a = rd * DR - RI
-        grad[d] += below + q * a
-        hess[d] += below + q * (2.0 * a - DN * below) + q * q * ((RS - rd * DS) - DN * a)
-    inv = np.exp(-L[K - 1])
-    inv2 = inv * inv
-    RI *= inv
-    DR *= inv
-    DN *= inv
-    RS *= inv2
-    DS *= inv2
-    c_rs = RS + DN * RI
-    c_ds = DS + DN * DR
-    acc[0] += DR
-    acc[1] += RI
-    acc[2] += c_rs
-    acc[3] += c_ds
-    for i in range(K):
-        d = ranking[i]
-        own[d, 0] += DR
-        own[d, 1] += RI
-        own[d, 2] += c_rs
-        own[d, 3] += c_ds
+        g, h = _placed_terms(q, rho[d], PR[i + 1], RI, DR, DN, RS, DS)
+        grad[d] += g
+        hess[d] += h
+    RI, DR, DN, RS, DS = _rescale(np.exp(-L[K - 1]), RI, DR, DN, RS, DS)
+    _add_unplaced_sums(ranking, RI, DR, DN, RS, DS, acc, own)
 
 
 @njit(cache=True, error_model="numpy")

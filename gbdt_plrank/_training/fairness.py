@@ -83,7 +83,7 @@ __all__ = [
     "FairnessSpec",
 ]
 
-#: The fairness losses the objective can subtract from the expected metric (kernel codes in order).
+#: The fairness losses the objective can subtract from the expected metric.
 FAIRNESS = ("expected-exposure", "disparity", "group-disparity")
 
 #: The losses that need item groups.
@@ -158,8 +158,8 @@ class FairnessSpec:
 
     @property
     def kind(self) -> int:
-        """The loss's code in the kernels (``loss_slope`` in ``gbdt_plrank._kernels.fairness``)."""
-        return FAIRNESS.index(self.name)
+        """The loss's code in the kernels (``FAIRNESS_CODES`` of ``gbdt_plrank._kernels.fairness``)."""
+        return _fair_kernels.FAIRNESS_CODES[self.name]
 
     @property
     def needs_item_groups(self) -> bool:

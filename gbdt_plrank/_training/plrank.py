@@ -39,7 +39,6 @@ __all__ = [
     "CHUNK_WORK",
     "CLIP_FLOOR",
     "CURVATURE_FLOOR",
-    "KERNEL_SAMPLERS",
     "degenerate_rows",
     "estimate",
     "finish_hessian",
@@ -47,13 +46,6 @@ __all__ = [
     "plrank_grad_hess_from_rankings",
     "query_chunks",
 ]
-
-#: A sampler's name -> its code in the kernels.
-KERNEL_SAMPLERS = {
-    "auto": _kernels.SAMPLER_AUTO,
-    "tree": _kernels.SAMPLER_TREE,
-    "race": _kernels.SAMPLER_RACE,
-}
 
 #: Lower bound of the ``"clip"`` Hessian, relative to the largest ``|h|`` of the batch.
 CLIP_FLOOR = 1e-3
@@ -202,13 +194,13 @@ def estimate(
             if fairness is None:
                 _kernels.estimate_groups(
                     scores[r], rho[r], ptr, keys[a:b], theta, N, seed, round_,
-                    KERNEL_SAMPLERS[sampler], grad[r], hess[r],
+                    _kernels.SAMPLER_CODES[sampler], grad[r], hess[r],
                 )
             else:
                 _fair_kernels.fair_estimate_groups(
                     scores[r], rho[r], fairness.kind, terms.aux[r], terms.member[r],
                     fairness.weight, fairness.trains_empty_queries, ptr, keys[a:b], theta, N,
-                    seed, round_, KERNEL_SAMPLERS[sampler], grad[r], hess[r], slope[r],
+                    seed, round_, _kernels.SAMPLER_CODES[sampler], grad[r], hess[r], slope[r],
                 )
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)

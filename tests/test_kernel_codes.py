@@ -1,0 +1,64 @@
+"""The kernels' integer codes: one name -> code table per kind, owned by the kernels that read it.
+
+Every value of an option has a code, and the codes of a kind are distinct. The random stream's
+mixer is written once: the CUDA kernels compile the CPU kernels' functions.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from gbdt_plrank._kernels import fairness as fair_kernels
+from gbdt_plrank._kernels import plrank as kernels
+from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank._training.options import HESSIAN_MODES, SAMPLERS
+
+needs_numba_cuda = pytest.mark.skipif(
+    importlib.util.find_spec("numba_cuda") is None, reason="numba-cuda is not installed"
+)
+
+
+def _check_table(options: tuple[str, ...], codes: dict[str, int]) -> None:
+    assert sorted(codes) == sorted(options)
+    assert len(set(codes.values())) == len(codes)
+    assert all(isinstance(code, int) for code in codes.values())
+
+
+def test_every_sampler_has_a_distinct_code():
+    _check_table(SAMPLERS, kernels.SAMPLER_CODES)
+    assert kernels.SAMPLER_CODES["race"] == kernels.SAMPLER_RACE
+
+
+def test_every_fairness_loss_has_a_distinct_code():
+    _check_table(FAIRNESS, fair_kernels.FAIRNESS_CODES)
+    for name in FAIRNESS:
+        assert FairnessSpec(name, 1.0).kind == fair_kernels.FAIRNESS_CODES[name]
+    assert FairnessSpec("group-disparity", 1.0).kind == fair_kernels.GROUP_DISPARITY
+
+
+@needs_numba_cuda
+def test_every_hessian_mode_has_a_distinct_code():
+    from gbdt_plrank._kernels import cuda as cuda_kernels
+
+    _check_table(HESSIAN_MODES, cuda_kernels.HESSIAN_CODES)
+
+
+@needs_numba_cuda
+def test_the_device_compiles_the_cpu_stream():
+    """The device's SplitMix64 and estimator steps are the CPU kernels' functions, compiled."""
+    from gbdt_plrank._kernels import cuda as cuda_kernels
+
+    pairs = {
+        "stream_state": kernels.stream_state,
+        "uniform_at": kernels._uniform_at,
+        "_log_add": kernels._log_add,
+        "_sigmoid": kernels._sigmoid,
+        "_enter_rank": kernels._enter_rank,
+        "_rescale": kernels._rescale,
+        "_placed_terms": kernels._placed_terms,
+        "_unplaced_terms": kernels._unplaced_terms,
+    }
+    for name, cpu in pairs.items():
+        assert getattr(cuda_kernels, name).py_func is cpu.py_func, name
