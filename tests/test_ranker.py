@@ -103,7 +103,7 @@ def _policy_stopping_round(mq, backend, fairness):
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import PolicyValue
     from gbdt_plrank._training.fairness import FairnessSpec
-    from gbdt_plrank._training.policy_methods import seeds_from
+    from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -856,7 +856,7 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     from gbdt_plrank._groups import within_query_spread
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
-    from gbdt_plrank._training.policy_methods import seeds_from
+    from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
     y_train, y_vali = train.y * 20, vali.y * 20

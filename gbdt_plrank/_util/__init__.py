@@ -3,5 +3,6 @@
 ``validation``: the input checks and their messages; ``schema``: the pydantic base of every
 options and configuration model; ``threads``: the OpenMP wait policy and ``n_jobs``;
 ``compat``: optional dependencies with a clear message when one is missing; ``cache``: values
-computed once per data object a booster hands over. None imports another module of the package.
+computed once per data object a booster hands over; ``seeds``: seeds drawn from a
+``random_state``. None imports another module of the package.
 """

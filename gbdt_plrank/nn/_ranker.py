@@ -8,12 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
+from .._estimator import PolicyRanker
 from .._training.options import DEFAULTS, PLRankOptions, option_docs
-from .._training.policy_methods import seeds_from
-from .._training.run import plrank_plan
 from .._util.threads import booster_threads
-from .._util.validation import check_positive_int, check_verbose
-from ..ranker import PolicyRanker, _check_early_stopping
+from .._util.validation import check_positive_int
 
 __all__ = ["PLRankMLPRanker"]
 
@@ -206,13 +204,9 @@ class PLRankMLPRanker(PolicyRanker):
         """
         options = self._options()
         max_epochs = check_positive_int("max_epochs", self.max_epochs)
-        _check_early_stopping(early_stopping_rounds, eval_set)
-        objective_seed, network_seed = seeds_from(self.random_state, 2)
-        plan = plrank_plan(
-            options, stopping_metric="auto", seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
-            verbose=check_verbose("verbose", self.verbose),
-            trainer="network",
+        plan, network_seed = self._plan(
+            options, rounds=max_epochs, eval_set=eval_set,
+            early_stopping_rounds=early_stopping_rounds, trainer="network",
         )
         network = {
             "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
