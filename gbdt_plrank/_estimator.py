@@ -72,6 +72,12 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
     _x_rules: ClassVar[dict[str, object]] = X_RULES
 
+    def _store(self, arguments: dict[str, Any]) -> None:
+        """Store ``__init__``'s ``arguments`` (its ``locals()``) as the attributes of the same
+        names, each parameter as given and nothing else (scikit-learn's rule for ``__init__``)."""
+        for name in self._get_param_names():
+            setattr(self, name, arguments[name])
+
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import Tags
 
-from ._boosters import BACKENDS, BoosterSettings, Plan, Trained
+from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
 from ._estimator import PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
@@ -218,33 +218,7 @@ class PLRankRanker(PolicyRanker):
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,
     ) -> None:
-        self.backend = backend
-        self.K = K
-        self.train_K = train_K
-        self.N = N
-        self.metric = metric
-        self.gain = gain
-        self.hessian = hessian
-        self.sampler = sampler
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.device = device
-        self.empty_queries = empty_queries
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.num_leaves = num_leaves
-        self.min_child_weight = min_child_weight
-        self.reg_alpha = reg_alpha
-        self.reg_lambda = reg_lambda
-        self.min_split_gain = min_split_gain
-        self.subsample = subsample
-        self.colsample_bytree = colsample_bytree
-        self.n_jobs = n_jobs
-        self.stopping_metric = stopping_metric
-        self.random_state = random_state
-        self.params = params
-        self.verbose = verbose
+        self._store(locals())
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
@@ -255,14 +229,8 @@ class PLRankRanker(PolicyRanker):
     # Training and prediction
     # ----------------------------------------------------------------------------------------
     def fit(
-        self,
-        X: Any,
-        y: Any,
-        group: Any = None,
-        *,
-        item_groups: Any = None,
-        sample_weight: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
+        sample_weight: Any = None, eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankRanker:
         """Train the booster with the PL-Rank objective.
@@ -394,17 +362,7 @@ class PLRankRanker(PolicyRanker):
             )
         if self.device != "cpu" and self.backend == "xgboost":
             params = {**params, "device": self.device}
+        trees = {name: getattr(self, name) for name in TreeRules.model_fields}
         return BoosterSettings.checked(
-            learning_rate=self.learning_rate,
-            max_depth=self.max_depth,
-            num_leaves=self.num_leaves,
-            min_child_weight=self.min_child_weight,
-            reg_alpha=self.reg_alpha,
-            reg_lambda=self.reg_lambda,
-            min_split_gain=self.min_split_gain,
-            subsample=self.subsample,
-            colsample_bytree=self.colsample_bytree,
-            n_threads=booster_threads(self.n_jobs),
-            seed=seed,
-            params=dict(params),
+            **trees, n_threads=booster_threads(self.n_jobs), seed=seed, params=dict(params)
         )

@@ -8,7 +8,9 @@ that trains a policy share them.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -34,6 +36,39 @@ from .evaluation import per_sample_metric, ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
 __all__ = ["MetricEstimate", "PolicyMethods"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The parameters the policy's methods share, as numpydoc entries (docstrings name them in a
+#: ``.. policy-parameters:: X group ...`` line, which :func:`_policy_docs` fills).
+_POLICY_PARAMETERS = {
+    "X": "X : array-like or sparse matrix of shape (n_rows, n_features)",
+    "group": (
+        "group : array-like, str or None, default None\n"
+        "    Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``\n"
+        "    for one query."
+    ),
+    "n_samples": "n_samples : int\n    Rankings per query, ``>= 1``.",
+    "temperature": (
+        "temperature : float, default 1.0\n"
+        "    Sample from the policy of the margins divided by ``temperature`` (finite, > 0):\n"
+        "    below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform."
+    ),
+}
+
+_POLICY_MARKER = re.compile(r"^(?P<indent> *)\.\. policy-parameters:: (?P<names>.+)$", re.MULTILINE)
+
+
+def _policy_docs(method: F) -> F:
+    """Fill ``method``'s ``.. policy-parameters::`` lines from :data:`_POLICY_PARAMETERS`."""
+
+    def entries(match: re.Match[str]) -> str:
+        lines = "\n".join(_POLICY_PARAMETERS[name] for name in match["names"].split())
+        return "\n".join(match["indent"] + line for line in lines.splitlines())
+
+    method.__doc__ = _POLICY_MARKER.sub(entries, method.__doc__ or "")
+    return method
+
 
 class MetricEstimate(NamedTuple):
     """A Monte-Carlo estimate and its standard error."""
@@ -143,6 +178,7 @@ class PolicyMethods:
         )
         return mean_over_queries(values)
 
+    @_policy_docs
     def sample_rankings(
         self,
         X: Any,
@@ -164,19 +200,12 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like, str or None, default None
-            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
-            for one query.
-        n_samples : int
-            Rankings per query, ``>= 1``.
+        .. policy-parameters:: X group n_samples
         K : int or None, default None
             Ranking length; ``None`` uses the ranker's ``K``.
         random_state : int, RandomState or None, default None
             The same int gives the same rankings (whatever the number of threads).
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
 
         Returns
         -------
@@ -190,6 +219,7 @@ class PolicyMethods:
         )
         return sample.per_query()
 
+    @_policy_docs
     def expected_exposure(
         self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
         temperature: float = 1.0, weights: Any = None,
@@ -212,16 +242,9 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like, str or None, default None
-            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
-            for one query.
-        n_samples : int
-            Rankings per query, ``>= 1``.
+        .. policy-parameters:: X group n_samples
         random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
         weights : array-like of shape (L,) or None, default None
             Rank weights :math:`\theta_1 .. \theta_L` (finite, ``>= 0``; 0 beyond rank ``L``)
             in place of the DCG weights up to ``K``.
@@ -245,6 +268,7 @@ class PolicyMethods:
         )
         return groups.to_input(grouped)
 
+    @_policy_docs
     def expected_metric(
         self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
         temperature: float = 1.0, empty: float = EMPTY_QUERY_VALUE,
@@ -268,7 +292,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
+        .. policy-parameters:: X
         y : array-like of shape (n_rows,)
             Labels, finite and ``>= 0``.
         group : array-like or str
@@ -277,9 +301,7 @@ class PolicyMethods:
         n_samples : int
             Rankings per query, ``>= 2``.
         random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
         empty : float, default 1.0
             NDCG@K of a query without relevant documents, as in :meth:`score` (``nan`` leaves
             such queries out of :math:`X_s`).

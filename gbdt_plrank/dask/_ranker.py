@@ -120,14 +120,8 @@ class DaskPLRankRanker(PLRankRanker):
     _trainer = "dask"
 
     def fit(
-        self,
-        X: Any,
-        y: Any,
-        group: Any = None,
-        *,
-        item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None,
-        early_stopping_rounds: int | None = None,
+        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
     ) -> DaskPLRankRanker:
         """Train on the cluster.
 

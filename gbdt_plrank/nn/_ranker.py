@@ -126,27 +126,7 @@ class PLRankMLPRanker(PolicyRanker):
         progress: bool = True,
         verbose: bool | int = False,
     ) -> None:
-        self.K = K
-        self.train_K = train_K
-        self.N = N
-        self.metric = metric
-        self.gain = gain
-        self.sampler = sampler
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.empty_queries = empty_queries
-        self.n_layers = n_layers
-        self.units = units
-        self.activation = activation
-        self.optimizer = optimizer
-        self.lr = lr
-        self.batch_size = batch_size
-        self.scale = scale
-        self.max_epochs = max_epochs
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.progress = progress
-        self.verbose = verbose
+        self._store(locals())
 
     def _options(self) -> PLRankOptions:
         """The checked options, ``N="auto"`` resolved for a network
@@ -154,14 +134,8 @@ class PLRankMLPRanker(PolicyRanker):
         return super()._options().for_network()
 
     def fit(
-        self,
-        X: Any,
-        y: Any,
-        group: Any = None,
-        *,
-        item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None,
-        early_stopping_rounds: int | None = None,
+        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
     ) -> PLRankMLPRanker:
         """Train the network with the PL-Rank gradient.
 
