@@ -274,7 +274,8 @@ class PLRankRanker(PolicyRanker):
 
         Returns
         -------
-        self
+        self : PLRankRanker
+            Fitted: the booster in ``booster_``, its history in ``evals_result_``.
 
         Raises
         ------

@@ -1011,3 +1011,29 @@ def test_score_and_expected_metric_take_the_metrics_empty_convention(fitted, mq)
     assert everyone.mean == pytest.approx(share + (1 - share) * relevant_only.mean, abs=1e-12)
     with pytest.raises(ValueError, match=r"empty must be a number in \[0, 1\] or nan, but 2 is"):
         fitted.score(test.X, test.y, group=test.qid, empty=2)
+
+
+def test_a_ranker_pickled_before_the_estimator_base_moved_still_loads() -> None:
+    """tests/data/plrank_ranker_xgboost.pkl: a PLRankRanker (K=3, N=4, 3 rounds of depth 2,
+    random_state=0) fitted on the data below and pickled while ``PolicyRanker`` lived in
+    ``gbdt_plrank.ranker``. A pickle names the concrete class only; it loads and predicts the
+    margins it predicted then."""
+    from pathlib import Path
+
+    import gbdt_plrank._estimator as estimator
+    import gbdt_plrank.ranker as ranker_module
+
+    data = (Path(__file__).parent / "data" / "plrank_ranker_xgboost.pkl").read_bytes()
+    assert b"PolicyRanker" not in data
+    loaded = pickle.loads(data)
+    assert type(loaded) is PLRankRanker
+    assert ranker_module.PolicyRanker is estimator.PolicyRanker  # the old import path stays
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 3))
+    then = [0.06996242702007294, 0.06996242702007294, -0.17409059405326843,
+            0.11820827424526215, 0.0756959319114685, 0.01679099351167679]
+    np.testing.assert_array_equal(loaded.predict(X[:6]), then)
+    y = rng.integers(0, 3, size=24).astype(float)
+    qid = np.repeat(np.arange(4), 6)
+    refit = PLRankRanker(**loaded.get_params()).fit(X, y, qid)
+    np.testing.assert_array_equal(refit.predict(X), loaded.predict(X))  # the same training

@@ -148,7 +148,8 @@ class DaskPLRankRanker(PLRankRanker):
 
         Returns
         -------
-        self
+        self : DaskPLRankRanker
+            Fitted; :meth:`to_local` gives a ranker of the same booster for data in memory.
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         item_groups_needed(options.fairness_spec, item_groups is not None)

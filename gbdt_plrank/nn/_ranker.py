@@ -164,7 +164,8 @@ class PLRankMLPRanker(PolicyRanker):
 
         Returns
         -------
-        self
+        self : PLRankMLPRanker
+            Fitted: the network (of the best epoch under early stopping) in ``booster_``.
 
         Raises
         ------
