@@ -3,11 +3,12 @@
 :class:`PolicyRanker` reads and checks the data of a fit (``X``, labels, query groups, item
 groups, query weights, eval sets), trains through a backend
 (:class:`~gbdt_plrank._boosters.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
-attributes and predicts; :class:`~gbdt_plrank._training.policy_methods.PolicyMethods` adds what
-a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
+attributes and predicts; its base ``PolicyMethods`` (``gbdt_plrank._training.policy_methods``)
+adds what a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker` and :class:`~gbdt_plrank.dask.DaskPLRankRanker` derive
-from it; :func:`check_early_stopping` and :meth:`PolicyRanker._plan` are the checks and the
-training plan every ranker's ``fit`` shares.
+from it; :func:`check_early_stopping` and ``PolicyRanker._plan`` (the seeds and the training
+plan of a fit, from :func:`gbdt_plrank._training.run.plrank_plan`) are what every ranker's
+``fit`` shares.
 """
 
 from __future__ import annotations
