@@ -74,10 +74,13 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     _x_rules: ClassVar[dict[str, object]] = X_RULES
 
     def _store(self, arguments: dict[str, Any]) -> None:
-        """Store ``__init__``'s ``arguments`` (its ``locals()``) as the attributes of the same
-        names, each parameter as given and nothing else (scikit-learn's rule for ``__init__``)."""
-        for name in self._get_param_names():
-            setattr(self, name, arguments[name])
+        """Store ``__init__``'s ``arguments`` (its ``locals()``, taken first thing) as the
+        attributes of the same names, each as given and nothing else (scikit-learn's rule for
+        ``__init__``). A subclass whose ``__init__`` adds parameters stores its own and calls
+        ``super().__init__`` with the rest."""
+        for name, value in arguments.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()

@@ -1037,3 +1037,24 @@ def test_a_ranker_pickled_before_the_estimator_base_moved_still_loads() -> None:
     qid = np.repeat(np.arange(4), 6)
     refit = PLRankRanker(**loaded.get_params()).fit(X, y, qid)
     np.testing.assert_array_equal(refit.predict(X), loaded.predict(X))  # the same training
+
+
+def test_a_subclass_with_a_parameter_of_its_own_keeps_every_parameter() -> None:
+    """``__init__`` stores its arguments through ``PolicyRanker._store``: a subclass that adds a
+    parameter and passes the rest to ``super().__init__`` still gets and clones all of them."""
+    from sklearn.base import clone
+
+    class Tagged(PLRankRanker):
+        def __init__(self, *, tag: str = "a", **kwargs) -> None:
+            self.tag = tag
+            super().__init__(**kwargs)
+
+        @classmethod
+        def _get_param_names(cls) -> list[str]:
+            return sorted({"tag", *PLRankRanker._get_param_names()})
+
+    ranker = Tagged(tag="b", K=7, n_estimators=3)
+    assert (ranker.tag, ranker.K, ranker.n_estimators, ranker.backend) == ("b", 7, 3, "xgboost")
+    copy = clone(ranker)
+    assert copy.get_params() == ranker.get_params()
+    assert set(vars(PLRankRanker(K=2))) == set(PLRankRanker._get_param_names())
