@@ -20,7 +20,7 @@ from gbdt_plrank._boosters import (
     metric_name,
 )
 from gbdt_plrank._boosters._base import native_params
-from gbdt_plrank._training.policy_methods import seeds_from
+from gbdt_plrank._util.seeds import seeds_from
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import PLRankSettings, TreeSettings, train
 

@@ -20,7 +20,7 @@ from gbdt_plrank import metrics, plrank_grad_hess, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank._training.fairness import FairnessSpec
-from gbdt_plrank._training.policy_methods import seeds_from
+from gbdt_plrank._util.seeds import seeds_from
 from gbdt_plrank.datasets import Split
 
 GROUP = "group-disparity"

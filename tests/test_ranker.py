@@ -103,7 +103,7 @@ def _policy_stopping_round(mq, backend, fairness):
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import PolicyValue
     from gbdt_plrank._training.fairness import FairnessSpec
-    from gbdt_plrank._training.policy_methods import seeds_from
+    from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
@@ -853,7 +853,7 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     from gbdt_plrank._groups import within_query_spread
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
-    from gbdt_plrank._training.policy_methods import seeds_from
+    from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
     y_train, y_vali = train.y * 20, vali.y * 20
@@ -1008,3 +1008,50 @@ def test_score_and_expected_metric_take_the_metrics_empty_convention(fitted, mq)
     assert everyone.mean == pytest.approx(share + (1 - share) * relevant_only.mean, abs=1e-12)
     with pytest.raises(ValueError, match=r"empty must be a number in \[0, 1\] or nan, but 2 is"):
         fitted.score(test.X, test.y, group=test.qid, empty=2)
+
+
+def test_a_ranker_pickled_before_the_estimator_base_moved_still_loads() -> None:
+    """tests/data/plrank_ranker_xgboost.pkl: a PLRankRanker (K=3, N=4, 3 rounds of depth 2,
+    random_state=0) fitted on the data below and pickled while ``PolicyRanker`` lived in
+    ``gbdt_plrank.ranker``. A pickle names the concrete class only; it loads and predicts the
+    margins it predicted then."""
+    from pathlib import Path
+
+    import gbdt_plrank._estimator as estimator
+    import gbdt_plrank.ranker as ranker_module
+
+    data = (Path(__file__).parent / "data" / "plrank_ranker_xgboost.pkl").read_bytes()
+    assert b"PolicyRanker" not in data
+    loaded = pickle.loads(data)
+    assert type(loaded) is PLRankRanker
+    assert ranker_module.PolicyRanker is estimator.PolicyRanker  # the old import path stays
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(24, 3))
+    then = [0.06996242702007294, 0.06996242702007294, -0.17409059405326843,
+            0.11820827424526215, 0.0756959319114685, 0.01679099351167679]
+    np.testing.assert_array_equal(loaded.predict(X[:6]), then)
+    y = rng.integers(0, 3, size=24).astype(float)
+    qid = np.repeat(np.arange(4), 6)
+    refit = PLRankRanker(**loaded.get_params()).fit(X, y, qid)
+    np.testing.assert_array_equal(refit.predict(X), loaded.predict(X))  # the same training
+
+
+def test_a_subclass_with_a_parameter_of_its_own_keeps_every_parameter() -> None:
+    """``__init__`` stores its arguments through ``PolicyRanker._store``: a subclass that adds a
+    parameter and passes the rest to ``super().__init__`` still gets and clones all of them."""
+    from sklearn.base import clone
+
+    class Tagged(PLRankRanker):
+        def __init__(self, *, tag: str = "a", **kwargs) -> None:
+            self.tag = tag
+            super().__init__(**kwargs)
+
+        @classmethod
+        def _get_param_names(cls) -> list[str]:
+            return sorted({"tag", *PLRankRanker._get_param_names()})
+
+    ranker = Tagged(tag="b", K=7, n_estimators=3)
+    assert (ranker.tag, ranker.K, ranker.n_estimators, ranker.backend) == ("b", 7, 3, "xgboost")
+    copy = clone(ranker)
+    assert copy.get_params() == ranker.get_params()
+    assert set(vars(PLRankRanker(K=2))) == set(PLRankRanker._get_param_names())

@@ -98,7 +98,8 @@ def harness_plan(backend: str, fairness: str | None, choice: str) -> Plan:
 def network_plan(fairness: str | None, monkeypatch: pytest.MonkeyPatch) -> Plan:
     """The plan :class:`~gbdt_plrank.nn.PLRankMLPRanker` trains with (caught before training)."""
     pytest.importorskip("torch")
-    from gbdt_plrank.nn import _ranker
+    from gbdt_plrank import _estimator
+    from gbdt_plrank.nn import PLRankMLPRanker
 
     class PlannedError(Exception):
         pass
@@ -106,10 +107,10 @@ def network_plan(fairness: str | None, monkeypatch: pytest.MonkeyPatch) -> Plan:
     def caught(*args, **kwargs):
         raise PlannedError(plan(*args, **kwargs))
 
-    plan = _ranker.plrank_plan
-    monkeypatch.setattr(_ranker, "plrank_plan", caught)
+    plan = _estimator.plrank_plan  # every ranker's plan is built by PolicyRanker._plan
+    monkeypatch.setattr(_estimator, "plrank_plan", caught)
     with pytest.raises(PlannedError) as planned:
-        _ranker.PLRankMLPRanker(fairness=fairness).fit(
+        PLRankMLPRanker(fairness=fairness).fit(
             [[0.0]], [0.0], group=[0], eval_set=[()], early_stopping_rounds=5
         )
     return planned.value.args[0]

@@ -1,7 +1,7 @@
 r"""Evaluation of a ranker on labelled queries: its ranking's metric, its policy's value.
 
 :func:`ranking_values` is the metric@K of the ranking by score, per query
-(:mod:`gbdt_plrank.metrics`). :class:`PolicyValue` is the value of the Plackett-Luce policy of
+(:mod:`gbdt_plrank.metrics`); :func:`per_sample_metric` that of sampled rankings, per sample. :class:`PolicyValue` is the value of the Plackett-Luce policy of
 the scores. Per query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
 rounds :data:`EVAL_ROUNDS`, which training never reaches, so the same draws serve every boosting
 round and the value is smooth in the margins):
@@ -36,9 +36,9 @@ from .._groups import Split, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
 from .._util.validation import as_finite_vector, check_same_length
-from ..metrics import EMPTY_QUERY_VALUE, dcg, ndcg, precision_at_k
+from ..metrics import EMPTY_QUERY_VALUE, dcg, mean_over_queries, ndcg, precision_at_k
 from .fairness import FairnessSpec
-from .policy import sampled_exposure
+from .policy import PolicySample, sampled_exposure
 
 __all__ = [
     "EVAL_ROUNDS",
@@ -51,6 +51,7 @@ __all__ = [
     "PolicyValue",
     "RankingMetricEval",
     "StandardizedMetric",
+    "per_sample_metric",
     "ranking_values",
 ]
 
@@ -178,6 +179,7 @@ def ranking_values(
         return dcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, per_query=True)
     return ndcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, empty=empty,
                 per_query=True)
+
 
 
 @dataclass(frozen=True)
@@ -373,3 +375,62 @@ class StandardizedMetric(ExpectedMetric):
         if spread > 0.0:
             scores = scores * (STANDARD_SPREAD / spread)
         return super()._value(eval_set, scores)
+
+
+# Rows per call of the metric: samples are scored in blocks of about this many rows.
+_BLOCK_ROWS = 1 << 20
+
+
+def per_sample_metric(
+    sample: PolicySample, labels: np.ndarray, metric: RankingMetric, *,
+    empty: float = EMPTY_QUERY_VALUE,
+) -> np.ndarray:
+    r"""Mean metric@K over the queries of each sample :math:`s = 1..S`.
+
+    .. math::
+
+        X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{metric@K}\big(y^{(q, s)}\big),
+
+    computed by :func:`ranking_values` on scores that put the placed
+    documents in their sampled order above every unplaced one (metric@K only sees the top K),
+    for blocks of samples at once (each sample's copy of a query is a query of its own). The
+    :math:`X_s` are independent and identically distributed: each query draws from its own
+    random stream, one sample after another.
+
+    Parameters
+    ----------
+    sample : PolicySample
+        Rankings drawn with the cut-off ``metric.K``.
+    labels : float64 array of shape (n,)
+        Labels in the caller's row order.
+    metric : RankingMetric
+    empty : float, default EMPTY_QUERY_VALUE
+        NDCG@K of a query without relevant documents; NaN leaves such queries out of
+        :math:`X_s` (:func:`gbdt_plrank.metrics.ndcg`).
+
+    Returns
+    -------
+    float64 array of shape (n_samples,)
+    """
+    ptr = sample.ptr
+    Q = ptr.shape[0] - 1
+    S = sample.n_samples
+    width = sample.rankings.shape[1]
+    by_sample = sample.rankings.reshape(Q, S, width).transpose(1, 0, 2)  # (S, Q, width)
+    grouped_labels = sample.groups.to_sorted(labels)
+    n = grouped_labels.shape[0]
+    qid = row_queries(ptr)
+    step = max(1, _BLOCK_ROWS // max(n, 1))
+    out = np.empty(S)
+    for first in range(0, S, step):
+        block = by_sample[first : first + step]
+        b = block.shape[0]
+        placed = block >= 0
+        copy = np.broadcast_to(np.arange(b)[:, None, None], block.shape)
+        rank_score = np.broadcast_to(np.arange(width, 0, -1, dtype=np.float64), block.shape)
+        scores = np.zeros((b, n))
+        scores[copy[placed], (ptr[:-1, None] + block)[placed]] = rank_score[placed]
+        copies = Split(None, np.tile(grouped_labels, b), (np.arange(b)[:, None] * Q + qid).ravel())
+        per_query = ranking_values(metric, copies, scores.ravel(), empty=empty)
+        out[first : first + b] = [mean_over_queries(values) for values in per_query.reshape(b, Q)]
+    return out

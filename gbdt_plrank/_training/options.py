@@ -159,14 +159,16 @@ class PLRankOptions(PLRankFields):
 
     @property
     def training_K(self) -> int:
-        """The cut-off of training: ``train_K``, or for ``"auto"`` 2K (K with fairness)."""
+        """``train_K`` resolved: the cut-off training uses, ``train_K`` itself or for ``"auto"``
+        2K (K with fairness). ``train_K`` keeps the value as given (``"auto"`` included), as
+        :attr:`training_N` resolves ``N``; :meth:`resolved` records it under ``"train_K"``."""
         if self.train_K == "auto":
             return self.K if self.fairness is not None else TRAIN_K_FACTOR * self.K
         return self.train_K
 
     @property
     def training_N(self) -> int:
-        """The rankings sampled per query and round: ``N``, or for ``"auto"``
+        """``N`` resolved: the rankings sampled per query and round, ``N`` itself or for ``"auto"``
         :data:`~gbdt_plrank._training.options.AUTO_N`
         (:data:`~gbdt_plrank._training.options.AUTO_N_FAIR` with fairness)."""
         if self.N == "auto":

@@ -8,10 +8,11 @@ that trains a policy share them.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from .._groups import (
     Groups,
@@ -21,9 +22,9 @@ from .._groups import (
     ranker_group,
     require_group,
     resolve_groups,
-    row_queries,
 )
 from .._ranking_metric import RankingMetric, dcg_weights, ranks_used
+from .._util.seeds import seeds_from
 from .._util.validation import (
     check_labels,
     check_positive_int,
@@ -31,15 +32,42 @@ from .._util.validation import (
     check_same_length,
 )
 from ..metrics import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
-from .evaluation import ranking_values
+from .evaluation import per_sample_metric, ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
-__all__ = ["MetricEstimate", "PolicyMethods", "seeds_from"]
+__all__ = ["MetricEstimate", "PolicyMethods"]
 
-_SEED_BOUND = np.iinfo(np.int32).max
+F = TypeVar("F", bound=Callable[..., Any])
 
-# Rows per call of the metric: samples are scored in blocks of about this many rows.
-_BLOCK_ROWS = 1 << 20
+#: The parameters the policy's methods share, as numpydoc entries (docstrings name them in a
+#: ``.. policy-parameters:: X group ...`` line, which :func:`_policy_docs` fills).
+_POLICY_PARAMETERS = {
+    "X": "X : array-like or sparse matrix of shape (n_rows, n_features)",
+    "group": (
+        "group : array-like, str or None, default None\n"
+        "    Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``\n"
+        "    for one query."
+    ),
+    "n_samples": "n_samples : int\n    Rankings per query, ``>= 1``.",
+    "temperature": (
+        "temperature : float, default 1.0\n"
+        "    Sample from the policy of the margins divided by ``temperature`` (finite, > 0):\n"
+        "    below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform."
+    ),
+}
+
+_POLICY_MARKER = re.compile(r"^(?P<indent> *)\.\. policy-parameters:: (?P<names>.+)$", re.MULTILINE)
+
+
+def _policy_docs(method: F) -> F:
+    """Fill ``method``'s ``.. policy-parameters::`` lines from :data:`_POLICY_PARAMETERS`."""
+
+    def entries(match: re.Match[str]) -> str:
+        lines = "\n".join(_POLICY_PARAMETERS[name] for name in match["names"].split())
+        return "\n".join(match["indent"] + line for line in lines.splitlines())
+
+    method.__doc__ = _POLICY_MARKER.sub(entries, method.__doc__ or "")
+    return method
 
 
 class MetricEstimate(NamedTuple):
@@ -47,66 +75,6 @@ class MetricEstimate(NamedTuple):
 
     mean: float
     stderr: float
-
-
-def seeds_from(random_state: Any, n: int) -> list[int]:
-    """``n`` seeds in [0, 2**31 - 1) from ``random_state`` (scikit-learn's conventions)."""
-    return [int(s) for s in check_random_state(random_state).randint(_SEED_BOUND, size=n)]
-
-
-def per_sample_metric(
-    sample: PolicySample, labels: np.ndarray, metric: RankingMetric, *,
-    empty: float = EMPTY_QUERY_VALUE,
-) -> np.ndarray:
-    r"""Mean metric@K over the queries of each sample :math:`s = 1..S`.
-
-    .. math::
-
-        X_s = \frac{1}{Q} \sum_{q=1}^{Q} \mathrm{metric@K}\big(y^{(q, s)}\big),
-
-    computed by :func:`~gbdt_plrank._training.evaluation.ranking_values` on scores that put the placed
-    documents in their sampled order above every unplaced one (metric@K only sees the top K),
-    for blocks of samples at once (each sample's copy of a query is a query of its own). The
-    :math:`X_s` are independent and identically distributed: each query draws from its own
-    random stream, one sample after another.
-
-    Parameters
-    ----------
-    sample : PolicySample
-        Rankings drawn with the cut-off ``metric.K``.
-    labels : float64 array of shape (n,)
-        Labels in the caller's row order.
-    metric : RankingMetric
-    empty : float, default EMPTY_QUERY_VALUE
-        NDCG@K of a query without relevant documents; NaN leaves such queries out of
-        :math:`X_s` (:func:`gbdt_plrank.metrics.ndcg`).
-
-    Returns
-    -------
-    float64 array of shape (n_samples,)
-    """
-    ptr = sample.ptr
-    Q = ptr.shape[0] - 1
-    S = sample.n_samples
-    width = sample.rankings.shape[1]
-    by_sample = sample.rankings.reshape(Q, S, width).transpose(1, 0, 2)  # (S, Q, width)
-    grouped_labels = sample.groups.to_sorted(labels)
-    n = grouped_labels.shape[0]
-    qid = row_queries(ptr)
-    step = max(1, _BLOCK_ROWS // max(n, 1))
-    out = np.empty(S)
-    for first in range(0, S, step):
-        block = by_sample[first : first + step]
-        b = block.shape[0]
-        placed = block >= 0
-        copy = np.broadcast_to(np.arange(b)[:, None, None], block.shape)
-        rank_score = np.broadcast_to(np.arange(width, 0, -1, dtype=np.float64), block.shape)
-        scores = np.zeros((b, n))
-        scores[copy[placed], (ptr[:-1, None] + block)[placed]] = rank_score[placed]
-        copies = Split(None, np.tile(grouped_labels, b), (np.arange(b)[:, None] * Q + qid).ravel())
-        per_query = ranking_values(metric, copies, scores.ravel(), empty=empty)
-        out[first : first + b] = [mean_over_queries(values) for values in per_query.reshape(b, Q)]
-    return out
 
 
 def _rank_weights(weights: Any) -> np.ndarray:
@@ -210,6 +178,7 @@ class PolicyMethods:
         )
         return mean_over_queries(values)
 
+    @_policy_docs
     def sample_rankings(
         self,
         X: Any,
@@ -231,19 +200,12 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like, str or None, default None
-            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
-            for one query.
-        n_samples : int
-            Rankings per query, ``>= 1``.
+        .. policy-parameters:: X group n_samples
         K : int or None, default None
             Ranking length; ``None`` uses the ranker's ``K``.
         random_state : int, RandomState or None, default None
             The same int gives the same rankings (whatever the number of threads).
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
 
         Returns
         -------
@@ -257,6 +219,7 @@ class PolicyMethods:
         )
         return sample.per_query()
 
+    @_policy_docs
     def expected_exposure(
         self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
         temperature: float = 1.0, weights: Any = None,
@@ -279,16 +242,9 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
-        group : array-like, str or None, default None
-            Query ids, group sizes or a DataFrame column's name (as in ``fit``), or ``None``
-            for one query.
-        n_samples : int
-            Rankings per query, ``>= 1``.
+        .. policy-parameters:: X group n_samples
         random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
         weights : array-like of shape (L,) or None, default None
             Rank weights :math:`\theta_1 .. \theta_L` (finite, ``>= 0``; 0 beyond rank ``L``)
             in place of the DCG weights up to ``K``.
@@ -312,6 +268,7 @@ class PolicyMethods:
         )
         return groups.to_input(grouped)
 
+    @_policy_docs
     def expected_metric(
         self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
         temperature: float = 1.0, empty: float = EMPTY_QUERY_VALUE,
@@ -335,7 +292,7 @@ class PolicyMethods:
 
         Parameters
         ----------
-        X : array-like or sparse matrix of shape (n_rows, n_features)
+        .. policy-parameters:: X
         y : array-like of shape (n_rows,)
             Labels, finite and ``>= 0``.
         group : array-like or str
@@ -344,9 +301,7 @@ class PolicyMethods:
         n_samples : int
             Rankings per query, ``>= 2``.
         random_state : int, RandomState or None, default None
-        temperature : float, default 1.0
-            Sample from the policy of the margins divided by ``temperature`` (finite, > 0):
-            below 1 sharper, toward the ranking by score; above 1 flatter, toward uniform.
+        .. policy-parameters:: temperature
         empty : float, default 1.0
             NDCG@K of a query without relevant documents, as in :meth:`score` (``nan`` leaves
             such queries out of :math:`X_s`).

@@ -120,14 +120,8 @@ class DaskPLRankRanker(PLRankRanker):
     _trainer = "dask"
 
     def fit(
-        self,
-        X: Any,
-        y: Any,
-        group: Any = None,
-        *,
-        item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None,
-        early_stopping_rounds: int | None = None,
+        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
     ) -> DaskPLRankRanker:
         """Train on the cluster.
 
@@ -154,7 +148,8 @@ class DaskPLRankRanker(PLRankRanker):
 
         Returns
         -------
-        self
+        self : DaskPLRankRanker
+            Fitted; :meth:`to_local` gives a ranker of the same booster for data in memory.
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         item_groups_needed(options.fairness_spec, item_groups is not None)

@@ -29,10 +29,9 @@ import numpy as np
 
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
-from .._training.evaluation import EVAL_ROUNDS, PolicyValue
+from .._training.evaluation import EVAL_ROUNDS, PolicyValue, per_sample_metric
 from .._training.fairness import FAIRNESS, FairnessSpec
 from .._training.policy import sample_policy
-from .._training.policy_methods import per_sample_metric
 from ..datasets import Split
 from ..metrics import ndcg
 

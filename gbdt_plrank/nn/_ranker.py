@@ -8,12 +8,10 @@ from typing import Any
 import numpy as np
 
 from .._boosters import BACKENDS, BoosterSettings
+from .._estimator import PolicyRanker
 from .._training.options import DEFAULTS, PLRankOptions, option_docs
-from .._training.policy_methods import seeds_from
-from .._training.run import plrank_plan
 from .._util.threads import booster_threads
-from .._util.validation import check_positive_int, check_verbose
-from ..ranker import PolicyRanker, _check_early_stopping
+from .._util.validation import check_positive_int
 
 __all__ = ["PLRankMLPRanker"]
 
@@ -128,27 +126,7 @@ class PLRankMLPRanker(PolicyRanker):
         progress: bool = True,
         verbose: bool | int = False,
     ) -> None:
-        self.K = K
-        self.train_K = train_K
-        self.N = N
-        self.metric = metric
-        self.gain = gain
-        self.sampler = sampler
-        self.fairness = fairness
-        self.fairness_weight = fairness_weight
-        self.empty_queries = empty_queries
-        self.n_layers = n_layers
-        self.units = units
-        self.activation = activation
-        self.optimizer = optimizer
-        self.lr = lr
-        self.batch_size = batch_size
-        self.scale = scale
-        self.max_epochs = max_epochs
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.progress = progress
-        self.verbose = verbose
+        self._store(locals())
 
     def _options(self) -> PLRankOptions:
         """The checked options, ``N="auto"`` resolved for a network
@@ -156,14 +134,8 @@ class PLRankMLPRanker(PolicyRanker):
         return super()._options().for_network()
 
     def fit(
-        self,
-        X: Any,
-        y: Any,
-        group: Any = None,
-        *,
-        item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None,
-        early_stopping_rounds: int | None = None,
+        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
     ) -> PLRankMLPRanker:
         """Train the network with the PL-Rank gradient.
 
@@ -192,7 +164,8 @@ class PLRankMLPRanker(PolicyRanker):
 
         Returns
         -------
-        self
+        self : PLRankMLPRanker
+            Fitted: the network (of the best epoch under early stopping) in ``booster_``.
 
         Raises
         ------
@@ -206,13 +179,9 @@ class PLRankMLPRanker(PolicyRanker):
         """
         options = self._options()
         max_epochs = check_positive_int("max_epochs", self.max_epochs)
-        _check_early_stopping(early_stopping_rounds, eval_set)
-        objective_seed, network_seed = seeds_from(self.random_state, 2)
-        plan = plrank_plan(
-            options, stopping_metric="auto", seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=max_epochs, early_stopping_rounds=early_stopping_rounds,
-            verbose=check_verbose("verbose", self.verbose),
-            trainer="network",
+        plan, network_seed = self._plan(
+            options, rounds=max_epochs, eval_set=eval_set,
+            early_stopping_rounds=early_stopping_rounds, trainer="network",
         )
         network = {
             "n_layers": self.n_layers, "units": self.units, "activation": self.activation,

@@ -1,0 +1,248 @@
+"""``PolicyRanker``: the scikit-learn estimator base of the package's rankers.
+
+:class:`PolicyRanker` reads and checks the data of a fit (``X``, labels, query groups, item
+groups, query weights, eval sets), trains through a backend
+(:class:`~gbdt_plrank._boosters.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
+attributes and predicts; its base ``PolicyMethods`` (``gbdt_plrank._training.policy_methods``)
+adds what a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
+:class:`~gbdt_plrank.nn.PLRankMLPRanker` and :class:`~gbdt_plrank.dask.DaskPLRankRanker` derive
+from it; :func:`check_early_stopping` and ``PolicyRanker._plan`` (the seeds and the training
+plan of a fit, from :func:`gbdt_plrank._training.run.plrank_plan`) are what every ranker's
+``fit`` shares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import Tags
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._boosters import (
+    Backend,
+    BoosterSettings,
+    Plan,
+    QueryFields,
+    Split,
+    Trained,
+    backend_of_booster,
+    query_weights,
+)
+from ._groups import drop_group_column, ranker_group, require_group, resolve_groups
+from ._training.fairness import checked_item_groups
+from ._training.objective import PLRankObjective
+from ._training.options import PLRankOptions
+from ._training.policy_methods import PolicyMethods
+from ._training.run import plrank_plan
+from ._util.seeds import seeds_from
+from ._util.threads import booster_threads
+from ._util.validation import (
+    X_RULES,
+    check_feature_columns,
+    check_feature_values,
+    check_labels,
+    check_positive_int,
+    check_verbose,
+)
+
+__all__ = ["PolicyRanker", "check_early_stopping"]
+
+
+def check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
+    """``early_stopping_rounds`` is None, or an integer >= 1 with a validation set to watch."""
+    if early_stopping_rounds is not None:
+        check_positive_int("early_stopping_rounds", early_stopping_rounds)
+        if not eval_set:
+            raise ValueError(
+                f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
+                f"eval_set=[(X_val, y_val, group_val)]."
+            )
+
+
+class PolicyRanker(PolicyMethods, BaseEstimator):
+    """What the package's rankers share: training through a backend, prediction, the policy.
+
+    A subclass provides the options that the policy's methods read and builds the backend,
+    settings and plan of a fit; ``_train`` reads the data, trains and stores the fitted attributes.
+    """
+
+    #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
+    _x_rules: ClassVar[dict[str, object]] = X_RULES
+
+    def _store(self, arguments: dict[str, Any]) -> None:
+        """Store ``__init__``'s ``arguments`` (its ``locals()``, taken first thing) as the
+        attributes of the same names, each as given and nothing else (scikit-learn's rule for
+        ``__init__``). A subclass whose ``__init__`` adds parameters stores its own and calls
+        ``super().__init__`` with the rest."""
+        for name, value in arguments.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
+
+    def __sklearn_tags__(self) -> Tags:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def _train(
+        self, backend: Backend, settings: BoosterSettings, plan: Plan, options: PLRankOptions,
+        X: Any, y: Any, group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
+        item_groups: Any = None, sample_weight: Any = None,
+    ) -> Any:
+        """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
+
+        ``options`` are the fit's checked options, from which ``plan`` was built.
+        """
+        column = group if isinstance(group, str) else None
+        X, group = ranker_group(X, group)
+        data = self._query_data(
+            X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
+        )
+        evals = [
+            self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())
+        ]
+        trained = backend.train(settings, data, evals, plan)
+        self.group_column_ = column
+        self._keep(trained)
+        return self
+
+    def _keep(self, trained: Trained) -> None:
+        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
+        self.booster_ = trained.booster
+        self.best_iteration_ = trained.best_iteration
+        self.evals_result_ = trained.history
+        self.feature_importances_ = backend_of_booster(trained.booster).importances(
+            trained.booster, self.n_features_in_
+        )
+
+    def _eval_data(
+        self, i: int, item: object, options: PLRankOptions, column: str | None
+    ) -> Split:
+        """``eval_set[i]`` checked against the training features and grouped by query.
+
+        ``column`` is the training set's query-id column (None: none), which is not a feature.
+        """
+        if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+            given = type(item).__name__
+            if isinstance(item, (tuple, list)):
+                given += f" of length {len(item)}"
+            raise ValueError(
+                f"eval_set[{i}] must be a tuple (X, y, group) or (X, y, group, item_groups), "
+                f"but a {given} is given: every eval set needs the query groups of its rows."
+            )
+        X, y, group, item_groups = (*item, None)[:4]
+        if group is None:
+            raise ValueError(
+                f"eval_set[{i}] needs the query groups of its rows, but its group is None, which "
+                f"would score all its rows as one query: pass (X, y, group), group the per-row "
+                f"query ids (or group sizes, or the name of a column of a DataFrame X); "
+                f"group=np.zeros(n_rows) if all rows are one query."
+            )
+        X, group = ranker_group(
+            X if isinstance(group, str) else drop_group_column(X, column), group,
+            where=f" of eval_set[{i}]",
+        )
+        return self._query_data(
+            X, y, group, item_groups, options=options, reset=False,
+            name=f"eval_set[{i}] item_groups",
+        )
+
+    def _query_data(
+        self, X: Any, y: Any, group: Any, item_groups: Any, *, options: PLRankOptions,
+        reset: bool, name: str = "item_groups", sample_weight: Any = None,
+    ) -> Split:
+        """Checked features, labels, item groups and query weights, grouped by query
+        (``reset``: training).
+
+        ``name`` names the item groups in errors.
+        """
+        given = X
+        X, y = self._checked_X(X, y, reset=reset)
+        labels = check_labels(y, gain=options.gain)
+        require_group(given, group, needed_by="fit")
+        ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
+        groups = resolve_groups(group, X.shape[0])
+        data = Split.grouped(X, labels, groups, ids)
+        names = getattr(self, "feature_names_in_", None)
+        weights = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight, dtype=np.float64)
+            if w.ndim == 1 and w.shape[0] == X.shape[0]:
+                w = groups.to_sorted(w)
+            weights = query_weights(QueryFields(data.group_ptr, data.y, w))
+            if not weights.any():
+                raise ValueError(
+                    "sample_weight must be > 0 for at least one query, but every weight is zero."
+                )
+        return replace(
+            data, feature_names=None if names is None else tuple(names), weights=weights
+        )
+
+    def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
+        """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
+
+        Columns must be numeric (:func:`~gbdt_plrank._util.validation.check_feature_columns`) and
+        values finite, NaN where the ranker takes missing values (its ``allow_nan`` tag).
+        """
+        check_feature_columns(X)
+        with_y = {} if isinstance(y, str) and y == "no_validation" else {"y": y, "y_numeric": True}
+        out = validate_data(self, X, reset=reset, ensure_all_finite=False, **with_y,
+                            **self._x_rules)
+        X = out[0] if with_y else out
+        check_feature_values(X, allow_nan=self.__sklearn_tags__().input_tags.allow_nan)
+        return out
+
+    def _options(self) -> PLRankOptions:
+        """The checked PL-Rank options of the ranker's parameters (those it has; defaults else)."""
+        return PLRankOptions.checked(**{
+            name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
+        })
+
+    def _fitted_backend(self) -> Backend:
+        check_is_fitted(self)
+        return backend_of_booster(self.booster_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Raw margins of the model: higher ranks first within a query.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features, as in ``fit``. A DataFrame may hold the query-id column that ``fit`` read
+            its groups from (``group="qid"``): it is dropped, as it is not a feature.
+
+        Returns
+        -------
+        float64 array of shape (n_samples,)
+            The policy's log-scores :math:`m(d)`.
+        """
+        backend = self._fitted_backend()
+        X = self._checked_X(
+            drop_group_column(X, getattr(self, "group_column_", None)), reset=False
+        )
+        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
+
+    def _plan(
+        self, options: PLRankOptions, *, rounds: int, eval_set: object,
+        early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
+        objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
+    ) -> tuple[Plan, int]:
+        """The training plan of a fit and the seed of its model (the booster's or network's).
+
+        Checks early stopping against ``eval_set``, draws the objective's and the model's seeds
+        from ``random_state`` and builds the plan with the package's one run builder
+        (:func:`gbdt_plrank._training.run.plrank_plan`) for ``rounds`` rounds (or epochs).
+        """
+        check_early_stopping(early_stopping_rounds, eval_set)
+        objective_seed, model_seed = seeds_from(self.random_state, 2)
+        plan = plrank_plan(
+            options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
+            n_estimators=rounds, early_stopping_rounds=early_stopping_rounds,
+            objective_type=objective_type, device=device, trainer=trainer,
+            verbose=check_verbose("verbose", self.verbose),
+        )
+        return plan, model_seed
