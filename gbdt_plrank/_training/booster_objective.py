@@ -104,7 +104,8 @@ class BoosterObjective:
             return
         self._seen = fields.copy()
         y, self._ptr, self._weights = checked_queries(
-            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}"
+            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}",
+            signed=self.metric.signed and getattr(self, "fairness", None) is None,
         )
         self._rho = self.metric.rewards(y, self._ptr)
         self._labels = y
