@@ -72,6 +72,7 @@ __all__ = [
     "estimate_policy_value",
     "estimate_position_bias",
     "pbm_position_bias",
+    "seen_click_probability",
     "simulate_clicks",
 ]
 
@@ -829,6 +830,34 @@ def _grade_share(label: np.ndarray, top: float) -> np.ndarray:
             / -math.expm1(-top * math.log(2.0)))
 
 
+def seen_click_probability(y: Any, *, noise: float = 0.1, graded: bool = False) -> np.ndarray:
+    r"""The probability that :func:`simulate_clicks` clicks a row when it is seen (no trust bias).
+
+    1 for a relevant row (``y > 0``) and ``noise`` otherwise; with ``graded``
+    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``,
+    ``y_max`` the largest label (at least 1). The :math:`\gamma_d` that the rewards of
+    :func:`click_rewards` estimate, and that a policy's true expected clicks per session weigh.
+
+    Parameters
+    ----------
+    y : array of shape (n_rows,)
+        True relevance labels, finite and ``>= 0``.
+    noise : float, default 0.1
+        In [0, 1].
+    graded : bool, default False
+
+    Returns
+    -------
+    float64 array of shape (n_rows,)
+    """
+    if not is_number(noise) or not 0 <= noise <= 1:
+        raise ValueError(f"noise must be a number in [0, 1], but {noise!r} is given.")
+    y = check_labels(y, name="y")
+    if graded:
+        return noise + (1 - noise) * _grade_share(y, max(y.max(initial=0.0), 1.0))
+    return np.where(y > 0, 1.0, float(noise))
+
+
 def simulate_clicks(
     rankings: Sequence[Any], y: Any, *, eta: float = 1.0, noise: float = 0.1,
     top_k: int | None = None, graded: bool = False, trust: tuple[float, float] | None = None,
@@ -902,10 +931,7 @@ def simulate_clicks(
     rng = np.random.default_rng(seed)
     seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]
-    if graded:
-        p = noise + (1 - noise) * _grade_share(rel, max(y.max(initial=0.0), 1.0))
-    else:
-        p = np.where(rel > 0, 1.0, noise)
+    p = seen_click_probability(y, noise=noise, graded=graded)[row]
     if trust is not None:
         eps_plus, eps_minus = trust
         below = rank > 1
