@@ -191,9 +191,8 @@ def check_labels(
     """Finite, non-negative labels; at most ``MAX_EXP_LABEL`` with the exponential gain.
 
     ``signed=True`` accepts negative labels (rewards such as the doubly robust click rewards,
-    for DCG with the linear gain: see :attr:`PLRankOptions.signed_labels
-    <gbdt_plrank._training.options.PLRankOptions.signed_labels>`); ``False`` refuses them and
-    says which options accept them; ``None`` refuses them.
+    for DCG with the linear gain: the rule of ``PLRankOptions.signed_labels``); ``False``
+    refuses them and says which options accept them; ``None`` refuses them.
     """
     arr = as_finite_vector(name, labels)
     if not signed and arr.size and arr.min() < 0:

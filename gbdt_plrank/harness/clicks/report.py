@@ -132,30 +132,37 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
 
 
 def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
-    """Mean reward minus the simulated click probability when seen, by grade, over the training
-    rows the log shows, pooled over the folds (rows weighted)."""
+    """Mean reward minus the simulated click probability when seen, by grade, over every
+    training row and over the rows the log shows, pooled over the folds (rows weighted)."""
     learners = [a for a in ("plrank-policy-aware", "plrank-doubly-robust") if a in config.learners]
     cols = [(a, s) for a in learners for s in sorted(config.sessions)
             if any("by_grade" in r for r in results.get((a, s), []))]
     if not cols:
         return ""
-    grades = sorted({g for c in cols for r in results[c] for g in r.get("by_grade", {})},
-                    key=float)
-    lines = [
-        f"### {name}: reward bias by grade among shown training documents (mean reward minus "
-        "the simulated click probability when seen; pooled over folds)",
-        "",
-        "| grade | " + " | ".join(f"{a.removeprefix('plrank-')} {s}" for a, s in cols) + " |",
-        "|---:|" + "---:|" * len(cols),
-    ]
-    for g in grades:
-        cells = []
-        for c in cols:
-            parts = [r["by_grade"][g] for r in results[c] if g in r.get("by_grade", {})]
-            n = sum(p[2] for p in parts)
-            cells.append(f"{sum((p[0] - p[1]) * p[2] for p in parts) / n:+.4f}" if n else "")
-        lines.append(f"| {g} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    lines = []
+    for rows, title in (("all", "every training document (the logger shows each with positive "
+                                "probability)"),
+                        ("shown", "the training documents the log shows (a selection: neither "
+                                  "estimator is unbiased given it)")):
+        tables = [r["by_grade"][rows] for c in cols for r in results[c] if "by_grade" in r]
+        grades = sorted({g for t in tables for g in t}, key=float)
+        lines += [
+            f"### {name}: reward bias by grade over {title}: mean reward minus the simulated "
+            "click probability when seen, pooled over folds",
+            "",
+            "| grade | " + " | ".join(f"{a.removeprefix('plrank-')} {s}" for a, s in cols) + " |",
+            "|---:|" + "---:|" * len(cols),
+        ]
+        for g in grades:
+            cells = []
+            for c in cols:
+                parts = [r["by_grade"][rows][g] for r in results[c]
+                         if g in r.get("by_grade", {}).get(rows, {})]
+                n = sum(p[2] for p in parts)
+                cells.append(f"{sum((p[0] - p[1]) * p[2] for p in parts) / n:+.4f}" if n else "")
+            lines.append(f"| {g} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:

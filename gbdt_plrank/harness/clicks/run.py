@@ -146,8 +146,8 @@ class OpeKey(NamedTuple):
 #: :meth:`ClicksConfig.settings`): ``results.jsonl``, one line per result, its key, the test query
 #: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
 #: ``plrank-policy-aware``, the position bias estimated from its log, and for it and
-#: ``plrank-doubly-robust`` the mean reward and simulated click probability by grade over the
-#: training rows its log shows; ``ope.jsonl``, one line per model and off-policy estimator, its
+#: ``plrank-doubly-robust`` the mean reward and simulated click probability by grade over every
+#: training row and over the rows its log shows; ``ope.jsonl``, one line per model and off-policy estimator, its
 #: estimate, standard error and simulated true value.
 TABLES = {"results": Table("results.jsonl", ResultKey), "ope": Table("ope.jsonl", OpeKey)}
 
@@ -453,17 +453,25 @@ class _Fold:
                   "seconds": fit.seconds, **extra}
         return record, [] if model is None else self.ope(key, model)
 
-    def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, list[float]]:
-        """Grade -> [mean reward, mean simulated click probability when seen, rows] over the
-        training rows ``log`` shows."""
+    def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, dict[str, list[float]]]:
+        r"""``"all"`` and ``"shown"`` -> grade -> [mean reward, mean simulated click probability
+        when seen, rows], over every training row and over the rows ``log`` shows.
+
+        The rewards' expectation is the click probability over every row the logger can show
+        (a Plackett-Luce logger: every row); among the rows a log happens to show it is not
+        (the doubly robust reward of a shown row is :math:`\hat\gamma_d + (\gamma_d -
+        \hat\gamma_d) / P(\text{shown})` in expectation)."""
         y = self.data.train.y
         gamma = seen_click_probability(y, noise=self.config.noise, graded=self.config.graded)
         shown = np.zeros(y.size, bool)
         shown[log.row] = True
-        return {f"{g:g}": [float(rewards[shown & (y == g)].mean()),
-                           float(gamma[shown & (y == g)].mean()),
-                           int((shown & (y == g)).sum())]
-                for g in np.unique(y[shown])}
+        out = {}
+        for name, rows in (("all", np.ones(y.size, bool)), ("shown", shown)):
+            out[name] = {f"{g:g}": [float(rewards[rows & (y == g)].mean()),
+                                    float(gamma[rows & (y == g)].mean()),
+                                    int((rows & (y == g)).sum())]
+                         for g in np.unique(y[rows])}
+        return out
 
     def explore(self, arm: str, store: ResultStore, label: str) -> None:
         """The exploration loop of one arm; stores each round's result that is missing."""
