@@ -239,6 +239,9 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
          "need 'plrank-policy-aware' among the learners"),
         ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
+        ("[plrank]\nmetric = 'ndcg'\n",
+         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg'"),
+        ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),
     ],
 )
