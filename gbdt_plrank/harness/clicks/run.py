@@ -23,7 +23,9 @@ For every data entry, fold and seed:
      :func:`~gbdt_plrank.clicks.click_regression` corrected by the policy-aware estimate of its
      error, with the logging policy's expected exposure as propensities whatever
      ``propensities`` says, since the display frequencies would make it the policy-aware
-     estimate on every shown row), unclipped;
+     estimate on every shown row), unclipped, early-stopped on the policy-aware validation
+     rewards (the signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones
+     are unbiased but, with few sessions, too noisy a stopping signal);
    - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
    - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
    - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
@@ -443,6 +445,9 @@ class _Fold:
             estimator = _ESTIMATOR.get(learner, "policy-aware")
             r = self.rewards(logs, estimator=estimator, policy=stochastic and (
                 config.propensities == "policy" or estimator == "doubly-robust"))
+            if estimator == "doubly-robust":  # stops on the policy-aware learner's signal
+                r["vali"] = self.rewards(logs, estimator="policy-aware",
+                                         policy=config.propensities == "policy")["vali"]
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
                 extra["theta_estimate"] = estimate_position_bias(logs["train"]).tolist()
