@@ -136,7 +136,7 @@ def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int
     training row and over the rows the log shows, pooled over the folds (rows weighted)."""
     learners = [a for a in ("plrank-policy-aware", "plrank-doubly-robust") if a in config.learners]
     cols = [(a, s) for a in learners for s in sorted(config.sessions)
-            if any("by_grade" in r for r in results.get((a, s), []))]
+            if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))]
     if not cols:
         return ""
     lines = []
@@ -144,7 +144,8 @@ def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int
                                 "probability)"),
                         ("shown", "the training documents the log shows (a selection: neither "
                                   "estimator is unbiased given it)")):
-        tables = [r["by_grade"][rows] for c in cols for r in results[c] if "by_grade" in r]
+        tables = [r["by_grade"][rows] for c in cols for r in results[c]
+                  if rows in r.get("by_grade", {})]
         grades = sorted({g for t in tables for g in t}, key=float)
         lines += [
             f"### {name}: reward bias by grade over {title}: mean reward minus the simulated "
