@@ -162,7 +162,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         """
         given = X
         X, y = self._checked_X(X, y, reset=reset)
-        labels = check_labels(y, gain=options.gain)
+        labels = check_labels(y, gain=options.gain, signed=options.signed_labels)
         require_group(given, group, needed_by="fit")
         ids = checked_item_groups(options.fairness_spec, item_groups, X.shape[0], name=name)
         groups = resolve_groups(group, X.shape[0])

@@ -79,6 +79,12 @@ class RankingMetric:
         """The same metric at the cut-off ``K``."""
         return replace(self, K=K)
 
+    @property
+    def signed(self) -> bool:
+        """Whether labels of any sign keep the metric meaningful: DCG with the linear gain (an
+        expected DCG linear in the labels; no normaliser, no ``label > 0``)."""
+        return self.metric == "dcg" and self.gain == "linear"
+
     def theta(self, group_ptr: np.ndarray) -> np.ndarray:
         """Rank weights of the ranks the queries of ``group_ptr`` reach (:func:`ranks_used`).
 

@@ -66,14 +66,19 @@ from ._util.validation import (
 
 __all__ = [
     "ClickLog",
+    "PolicyValue",
+    "click_regression",
     "click_rewards",
+    "estimate_policy_value",
     "estimate_position_bias",
     "pbm_position_bias",
+    "seen_click_probability",
     "simulate_clicks",
 ]
 
 _COLUMNS = ("session", "row", "rank", "click")
-_ESTIMATORS = ("policy-aware", "naive")
+_ESTIMATORS = ("policy-aware", "naive", "doubly-robust")
+_VALUE_ESTIMATORS = ("policy-aware", "doubly-robust")
 
 
 def _first_repeat(session: np.ndarray, other: np.ndarray) -> tuple[int, int, int] | None:
@@ -243,7 +248,8 @@ def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
 
 def click_rewards(
     log: ClickLog, n_rows: int, *, position_bias: Any, estimator: str = "policy-aware",
-    propensities: Any = None, qid: Any = None,
+    propensities: Any = None, qid: Any = None, X: Any = None, regression: Any = None,
+    seed: int = 0,
 ) -> np.ndarray:
     r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
 
@@ -258,7 +264,7 @@ def click_rewards(
         (0, 1], for every logged rank; ``"estimate"`` estimates it from ``log``
         (:func:`estimate_position_bias`), which obeys the same rule. Not used by
         ``estimator="naive"``.
-    estimator : {"policy-aware", "naive"}
+    estimator : {"policy-aware", "naive", "doubly-robust"}
         ``"policy-aware"``: a row's clicks over its expected observation,
         :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
         displays, or :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` with ``propensities``
@@ -267,7 +273,25 @@ def click_rewards(
         seen (up to sampling, for the display frequencies). ``"naive"``: the click-through
         rate, clicks over displays, whose expectation :math:`\gamma_d\,
         \mathbb{E}[\theta_{\mathrm{rank}(d)} \mid d\ \text{shown}]` is lower for the rows the
-        logger shows lower.
+        logger shows lower. ``"doubly-robust"`` (Oosterhuis, 2023): a regression estimate
+        :math:`\hat\gamma_d` of every row's click probability when seen, corrected by the
+        policy-aware estimate of its error,
+
+        .. math::
+
+            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
+            \hat\gamma_d\big)}{S_q\, \rho_d}
+
+        (:math:`\theta_{\mathrm{rank}_s(d)} = 0` where session :math:`s` does not show
+        :math:`d`). Its expectation is :math:`\gamma_d` when :math:`\rho_d` is the logging
+        policy's propensity, whatever :math:`\hat\gamma` (as long as it does not depend on the
+        clicks of :math:`d`'s own query: the regression is cross-fitted by query), and also
+        when :math:`\hat\gamma = \gamma`, whatever :math:`\rho`. Its variance is that of
+        :math:`c - \theta\hat\gamma` rather than of :math:`c`: lower wherever the regression
+        is close, and a row the logger never showed gets :math:`\hat\gamma_d` rather than 0.
+        The rewards are not clipped and can be negative (train on them with
+        ``metric="dcg", gain="linear"``); without ``propensities`` (the display frequencies)
+        a shown row's reward equals the policy-aware one and only never-shown rows gain.
     propensities : array of shape (n_rows,) or None
         :math:`\rho_d`, the expected observation of row :math:`d` per session of its query under
         the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
@@ -277,13 +301,24 @@ def click_rewards(
         propensity of 1e-320 is refused). None: the logged display frequencies.
     qid : array of shape (n_rows,) or None
         Query id of every row: checks that each session shows the rows of one query; required
-        with ``propensities`` (the sessions are counted per query).
+        with ``propensities`` (the sessions are counted per query) and by the doubly robust
+        estimator's regression.
+    X : array-like or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features, for the doubly robust estimator's regression
+        (:func:`click_regression`); not used otherwise, nor with ``regression``.
+    regression : array of shape (n_rows,) or None
+        ``"doubly-robust"`` only: :math:`\hat\gamma`, finite, in place of
+        :func:`click_regression` (cross-fitted by query on ``X``); it must not have seen the
+        clicks of a row's own query for the rewards to stay unbiased.
+    seed : int, default 0
+        The doubly robust estimator's regression: the seed of the query folds.
 
     Returns
     -------
     float64 array of shape (n_rows,)
-        The rewards, finite and ``>= 0``. Rows never shown (without propensities: no display;
-        with them: :math:`\rho_d = 0` or a query without sessions) get 0: nothing is known of
+        The rewards, finite; ``>= 0`` but for the doubly robust ones. Rows never shown
+        (without propensities: no display; with them: :math:`\rho_d = 0` or a query without
+        sessions) get 0 (the doubly robust estimator: :math:`\hat\gamma_d`): nothing is known of
         them, and the estimate is unbiased only for rows the logger shows with positive
         probability.
 
@@ -292,8 +327,9 @@ def click_rewards(
     ValueError
         For a row outside ``range(n_rows)``, a session mixing queries, a position bias (given
         or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities, a
-        reward too large for float64 (a clicked row's observation below about 1e-308), or an
-        unknown estimator, naming the value and the rule.
+        reward too large for float64 (a clicked row's observation below about 1e-308), an
+        unknown estimator, or for the doubly robust estimator a missing ``qid`` / ``X``
+        (without ``regression``) or a bad ``regression``, naming the value and the rule.
 
     Examples
     --------
@@ -302,36 +338,69 @@ def click_rewards(
     array([0.5, 4. , 0. ])
     >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="naive")
     array([0.5, 1. , 0. ])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="doubly-robust",
+    ...               propensities=[0.8, 0.5, 0.3], qid=[0, 0, 0], regression=[0.5, 0.5, 0.5])
+    array([0.5  , 1.375, 0.5  ])
     """
     check_choice("estimator", estimator, _ESTIMATORS)
     n_rows = check_positive_int("n_rows", n_rows)
-    if log.row.size and log.row.max() >= n_rows:
-        i = int(np.argmax(log.row))
-        raise ValueError(f"row must be < n_rows = {n_rows}, but row[{i}] is {log.row[i]}.")
+    _check_rows(log, n_rows)
     if qid is not None:
-        qid = np.asarray(qid)
-        if qid.shape != (n_rows,):
-            raise ValueError(f"qid must have shape ({n_rows},) (one query id per row), but has "
-                             f"shape {qid.shape}.")
+        qid = _check_qid(qid, n_rows)
         log.check_queries(qid)
     clicks = np.bincount(log.row, weights=log.click, minlength=n_rows)
     if estimator == "naive":
         shows = np.bincount(log.row, minlength=n_rows)
         return np.divide(clicks, shows, out=np.zeros(n_rows), where=shows > 0)
     theta = _position_bias(position_bias, log)
+    seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
     if propensities is None:
-        seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
-        rewards = _clicks_over(clicks, seen)
-        infinite = np.flatnonzero(np.isinf(rewards))
-        if infinite.size:
-            d = int(infinite[0])
+        expected = seen
+    else:
+        if qid is None:
+            raise ValueError("qid must be given with propensities (the sessions are counted per "
+                             "query), but it is None.")
+        rho = _check_propensities(propensities, n_rows, clicks)
+        sessions = _sessions_per_row(log, qid)
+        expected = sessions * rho
+    if estimator == "doubly-robust":
+        gamma = _regression(log, n_rows, regression, X=X, qid=qid, theta=theta, seed=seed)
+        # sum_s (c_sd - theta_s gamma_d) / (S rho_d); gamma_d where nothing is expected
+        rewards = gamma + _clicks_over(clicks - seen * gamma, expected)
+    else:
+        rewards = _clicks_over(clicks, expected)
+    infinite = np.flatnonzero(~np.isfinite(rewards))
+    if infinite.size:
+        d = int(infinite[0])
+        if propensities is None:
             raise ValueError(f"position_bias must be large enough for a finite reward, clicks / "
                              f"(the position bias summed over the row's displays), but row {d} "
                              f"has {int(clicks[d])} click(s) and a sum of {float(seen[d])!r}.")
-        return rewards
-    if qid is None:
-        raise ValueError("qid must be given with propensities (the sessions are counted per "
-                         "query), but it is None.")
+        raise ValueError(f"propensities must be large enough for a finite reward, clicks / "
+                         f"(sessions x propensity), but row {d} has {int(clicks[d])} click(s) "
+                         f"in {int(sessions[d])} session(s) and propensities[{d}] is "
+                         f"{float(rho[d])!r}.")
+    return rewards
+
+
+def _check_rows(log: ClickLog, n_rows: int) -> None:
+    """Every row of ``log`` in ``range(n_rows)``."""
+    if log.row.size and log.row.max() >= n_rows:
+        i = int(np.argmax(log.row))
+        raise ValueError(f"row must be < n_rows = {n_rows}, but row[{i}] is {log.row[i]}.")
+
+
+def _check_qid(qid: Any, n_rows: int) -> np.ndarray:
+    """``qid`` as an array of one query id per row."""
+    qid = np.asarray(qid)
+    if qid.shape != (n_rows,):
+        raise ValueError(f"qid must have shape ({n_rows},) (one query id per row), but has "
+                         f"shape {qid.shape}.")
+    return qid
+
+
+def _check_propensities(propensities: Any, n_rows: int, clicks: np.ndarray) -> np.ndarray:
+    """The propensities as float64, one per row, ``>= 0``, ``> 0`` for every clicked row."""
     rho = as_finite_vector("propensities", propensities)
     if rho.shape != (n_rows,):
         raise ValueError(f"propensities must have shape ({n_rows},) (one per row), but has "
@@ -340,30 +409,328 @@ def click_rewards(
         i = int(np.argmin(rho))
         raise ValueError(f"propensities must be >= 0, but propensities[{i}] is "
                          f"{float(rho[i])!r}.")
-    _, q = np.unique(qid, return_inverse=True)
-    _, first = np.unique(log.session, return_index=True)
-    sessions = np.bincount(q[log.row[first]], minlength=q.max() + 1)[q]
-    expected = sessions * rho
     unseen = np.flatnonzero((clicks > 0) & (rho <= 0))
     if unseen.size:
         d = int(unseen[0])
         raise ValueError(f"propensities must be > 0 for every clicked row, but row {d} has "
                          f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r}.")
-    rewards = _clicks_over(clicks, expected)
-    infinite = np.flatnonzero(np.isinf(rewards))
-    if infinite.size:
-        d = int(infinite[0])
-        raise ValueError(f"propensities must be large enough for a finite reward, clicks / "
-                         f"(sessions x propensity), but row {d} has {int(clicks[d])} click(s) "
-                         f"in {int(sessions[d])} session(s) and propensities[{d}] is "
-                         f"{float(rho[d])!r}.")
-    return rewards
+    return rho
+
+
+def _sessions_per_row(log: ClickLog, qid: np.ndarray) -> np.ndarray:
+    """The number of logged sessions of every row's query (float64, shape (n_rows,))."""
+    _, q = np.unique(qid, return_inverse=True)
+    _, first = np.unique(log.session, return_index=True)
+    return np.bincount(q[log.row[first]], minlength=q.max() + 1)[q].astype(np.float64)
+
+
+def _regression(
+    log: ClickLog, n_rows: int, regression: Any, *, X: Any, qid: np.ndarray | None,
+    theta: np.ndarray, seed: int,
+) -> np.ndarray:
+    """The doubly robust estimator's :math:`\\hat\\gamma`: given, or :func:`click_regression`."""
+    if regression is not None:
+        gamma = as_finite_vector("regression", regression)
+        if gamma.shape != (n_rows,):
+            raise ValueError(f"regression must have shape ({n_rows},) (one per row), but has "
+                             f"shape {gamma.shape}.")
+        return gamma
+    if X is None or qid is None:
+        missing = " and ".join(n for n, v in (("X", X), ("qid", qid)) if v is None)
+        raise ValueError(f"the doubly robust estimator fits its regression on the rows' features "
+                         f"and queries: {missing} must be given (or regression=), but "
+                         f"{'they are' if ' and ' in missing else 'it is'} None.")
+    return click_regression(log, X, qid, position_bias=theta, seed=seed)
+
+
+def click_regression(
+    log: ClickLog, X: Any, qid: Any, *, position_bias: Any, n_folds: int = 2,
+    n_rounds: int = 100, max_depth: int = 3, learning_rate: float = 0.1, seed: int = 0,
+    n_jobs: int = 1,
+) -> np.ndarray:
+    r"""Every row's click probability when seen, regressed on its features, cross-fitted by query.
+
+    The position-based model's likelihood of the log with the observation probability as a
+    known factor: a row :math:`d` shown at rank :math:`k` is clicked with probability
+    :math:`\theta_k\, \sigma(f(x_d))`, and :math:`f` is a small gradient-boosted model
+    (XGBoost, Fisher scoring on that Bernoulli likelihood) fitted on the displays and clicks of
+    the other queries: the queries are split into ``n_folds`` folds at random, and each fold's
+    rows are predicted by the model fitted on the other folds, so that no row's estimate has
+    seen the clicks of its own query (what keeps the doubly robust rewards of
+    :func:`click_rewards` unbiased). Rows never displayed count in no fit but are predicted.
+
+    Parameters
+    ----------
+    log : ClickLog
+        The clicks.
+    X : array-like or sparse matrix of shape (n_rows, n_features)
+        The rows' features.
+    qid : array of shape (n_rows,)
+        The rows' query ids.
+    position_bias : array of shape (K,) or "estimate"
+        As in :func:`click_rewards`.
+    n_folds : int, default 2
+        Query folds, ``>= 2``.
+    n_rounds, max_depth, learning_rate : int, int, float
+        The booster's rounds (``>= 1``), tree depth (``>= 1``) and step (``> 0``).
+    seed : int, default 0
+        Seed of the query folds (the booster itself is deterministic).
+    n_jobs : int, default 1
+        The booster's threads.
+
+    Returns
+    -------
+    float64 array of shape (n_rows,)
+        :math:`\hat\gamma_d = \sigma(f(x_d))` in (0, 1); a fold whose other folds hold no display
+        gets 0 (its doubly robust rewards are then the policy-aware ones).
+
+    Raises
+    ------
+    ValueError
+        For a bad value, naming it; ``MissingDependencyError`` without xgboost.
+
+    Notes
+    -----
+    Cost: ``n_folds`` boosters of ``n_rounds`` trees on the displayed rows (one training row per
+    displayed feature row, its displays and clicks per rank aggregated), so it grows with the
+    rows, not with the sessions.
+    """
+    from ._util.compat import require
+
+    xgb = require("xgboost", purpose="the doubly robust estimator's regression")
+    n_folds = check_positive_int("n_folds", n_folds)
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2 (cross-fitting), but {n_folds} is given.")
+    n_rounds = check_positive_int("n_rounds", n_rounds)
+    max_depth = check_positive_int("max_depth", max_depth)
+    learning_rate = check_positive_number("learning_rate", learning_rate)
+    seed = check_seed("seed", seed)
+    n_rows = int(X.shape[0])
+    qid = _check_qid(qid, n_rows)
+    _check_rows(log, n_rows)
+    log.check_queries(qid)
+    theta = _position_bias(position_bias, log)
+    K = theta.size
+    shows = np.zeros((n_rows, K))
+    hits = np.zeros((n_rows, K))
+    np.add.at(shows, (log.row, log.rank - 1), 1.0)
+    np.add.at(hits, (log.row, log.rank - 1), log.click)
+    queries, q = np.unique(qid, return_inverse=True)
+    fold = np.random.default_rng(seed).permutation(queries.size) % n_folds
+    row_fold = fold[q]
+    shown = shows.sum(axis=1) > 0
+    gamma = np.zeros(n_rows)
+    for f in range(n_folds):
+        train = np.flatnonzero(shown & (row_fold != f))
+        test = np.flatnonzero(row_fold == f)
+        if not train.size or not test.size:
+            continue
+        n, c = shows[train], hits[train]
+        pooled = float(np.clip(c.sum() / (n @ theta).sum(), 1e-3, 1 - 1e-3))
+        base = math.log(pooled / (1 - pooled))
+
+        def objective(margin: np.ndarray, _: Any, n: np.ndarray = n, c: np.ndarray = c) -> Any:
+            s = 1.0 / (1.0 + np.exp(-margin))[:, None]
+            ts = np.minimum(theta * s, 1 - 1e-12)
+            # -d/df log-likelihood, and its Fisher information (positive)
+            grad = -(c * (1 - s) - (n - c) * theta * s * (1 - s) / (1 - ts)).sum(axis=1)
+            hess = (n * theta * s * (1 - s) ** 2 / (1 - ts)).sum(axis=1)
+            return grad, np.maximum(hess, 1e-12)
+
+        dtrain = xgb.DMatrix(X[train], base_margin=np.full(train.size, base))
+        booster = xgb.train(
+            {"max_depth": max_depth, "eta": learning_rate, "nthread": n_jobs,
+             "min_child_weight": 1e-3, "lambda": 1.0, "verbosity": 0},
+            dtrain, num_boost_round=n_rounds, obj=objective,
+        )
+        margin = booster.predict(xgb.DMatrix(X[test], base_margin=np.full(test.size, base)),
+                                 output_margin=True)
+        gamma[test] = 1.0 / (1.0 + np.exp(-margin.astype(np.float64)))
+    return gamma
 
 
 def _clicks_over(clicks: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """``clicks / expected`` where ``expected > 0``, 0 elsewhere; inf where it overflows."""
     with np.errstate(over="ignore"):
         return np.divide(clicks, expected, out=np.zeros(clicks.size), where=expected > 0)
+
+
+@dataclass(frozen=True)
+class PolicyValue:
+    """A policy's estimated expected clicks per session, with its standard error.
+
+    Attributes
+    ----------
+    value : float
+        The estimate.
+    stderr : float
+        Its standard error (over the sessions, the log's queries fixed).
+    estimator : str
+        ``"policy-aware"`` or ``"doubly-robust"``.
+    n_sessions : int
+        The logged sessions it averages.
+    """
+
+    value: float
+    stderr: float
+    estimator: str
+    n_sessions: int
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """The normal interval ``value -+ z stderr`` at ``level`` in (0, 1)."""
+        from scipy.stats import norm
+
+        if not is_number(level) or not 0 < level < 1:
+            raise ValueError(f"level must be a number in (0, 1), but {level!r} is given.")
+        z = float(norm.ppf(0.5 + level / 2))
+        return self.value - z * self.stderr, self.value + z * self.stderr
+
+
+def estimate_policy_value(
+    log: ClickLog, policy: Any, *, X: Any = None, qid: Any, position_bias: Any,
+    propensities: Any = None, estimator: str = "policy-aware", regression: Any = None,
+    n_samples: int = 1000, seed: int = 0,
+) -> PolicyValue:
+    r"""A new policy's expected clicks per session, estimated from another (logging) policy's log.
+
+    Off-policy evaluation under the position-based model: a policy :math:`\pi` that observes row
+    :math:`d` with probability :math:`w_\pi(d) = \mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y
+    (d)}]` per session of its query is clicked :math:`V(\pi) = \sum_q S_q \sum_{d \in q}
+    w_\pi(d)\, \gamma_d / \sum_q S_q` times per session, the log's queries weighted by their
+    logged sessions :math:`S_q`. Each logged session :math:`s` of query :math:`q` gives
+
+    .. math::
+
+        v_s = \sum_{d \in q} w_\pi(d)\, \hat\gamma_d
+              + \sum_{d\ \text{shown in}\ s} w_\pi(d)\,
+                \frac{c_{sd} - \theta_{\mathrm{rank}_s(d)}\, \hat\gamma_d}{\rho_d},
+
+    with :math:`\hat\gamma = 0` (``"policy-aware"``, inverse propensity scoring) or the
+    cross-fitted regression of :func:`click_regression` (``"doubly-robust"``), and the estimate
+    is their mean. Its expectation is :math:`V(\pi)` when :math:`\rho` is the logging policy's
+    propensity and :math:`\rho_d > 0` wherever :math:`w_\pi(d) > 0` (a stochastic logger,
+    such as a Plackett-Luce policy, gives that), and for the doubly robust estimate also when
+    :math:`\hat\gamma = \gamma`. The standard error is
+    :math:`\sqrt{\sum_q S_q\, s_q^2} / \sum_q S_q` with :math:`s_q^2` the variance of
+    :math:`v_s` over the sessions of query :math:`q` (the pooled within-query variance for a
+    query with one session): the sampling error of the clicks, the queries held fixed
+    (the cross-fitted regression's dependence on other queries' clicks is left out).
+
+    Parameters
+    ----------
+    log : ClickLog
+        The logging policy's clicks.
+    policy : PLRankRanker or array of shape (n_rows,)
+        The new policy: a fitted ranker (its Plackett-Luce policy's expected observation
+        ``policy.expected_exposure(X, qid, weights=theta, n_samples=n_samples)``), or every row's
+        expected observation per session :math:`w_\pi(d)`, finite and ``>= 0``.
+    X : array-like or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features: for a ranker, and for the doubly robust regression.
+    qid : array of shape (n_rows,)
+        The rows' query ids.
+    position_bias : array of shape (K,) or "estimate"
+        As in :func:`click_rewards`; rank ``k`` of the new policy is seen with probability
+        ``position_bias[k-1]`` (0 beyond).
+    propensities : array of shape (n_rows,) or None
+        The logging policy's :math:`\rho_d`, as in :func:`click_rewards`; None: the logged
+        display frequencies (consistent, not unbiased, and any row the new policy can show but
+        the log never shows is refused).
+    estimator : {"policy-aware", "doubly-robust"}
+    regression : array of shape (n_rows,) or None
+        ``"doubly-robust"``: :math:`\hat\gamma` in place of :func:`click_regression`.
+    n_samples : int, default 1000
+        Rankings per query of a ranker's expected observation.
+    seed : int, default 0
+        Seed of those rankings and of the regression's query folds.
+
+    Returns
+    -------
+    PolicyValue
+        ``.value``, ``.stderr`` and ``.interval(level)``.
+
+    Raises
+    ------
+    ValueError
+        Where the new policy observes a row with positive probability that the logging
+        policy never shows (:math:`\rho_d = 0`: nothing in the log speaks for it), and for bad
+        values as :func:`click_rewards` does, naming them.
+    """
+    check_choice("estimator", estimator, _VALUE_ESTIMATORS)
+    n_samples = check_positive_int("n_samples", n_samples)
+    seed = check_seed("seed", seed)
+    qid = np.asarray(qid)
+    if qid.ndim != 1:
+        raise ValueError(f"qid must be one-dimensional, but has shape {qid.shape}.")
+    n_rows = qid.shape[0]
+    qid = _check_qid(qid, n_rows)
+    _check_rows(log, n_rows)
+    log.check_queries(qid)
+    theta = _position_bias(position_bias, log)
+    if hasattr(policy, "expected_exposure"):
+        if X is None:
+            raise ValueError("X must be given with a ranker as the policy (its expected "
+                             "observation), but it is None.")
+        w = policy.expected_exposure(X, qid, n_samples=n_samples, weights=theta,
+                                     random_state=seed)
+    else:
+        w = as_finite_vector("policy", policy)
+        if w.shape != (n_rows,):
+            raise ValueError(f"policy must be a ranker or one expected observation per row, "
+                             f"shape ({n_rows},), but has shape {w.shape}.")
+        if w.size and w.min() < 0:
+            i = int(np.argmin(w))
+            raise ValueError(f"policy must hold expected observations >= 0, but policy[{i}] is "
+                             f"{float(w[i])!r}.")
+    if len(log) == 0:
+        raise ValueError("the log must have sessions to estimate a policy's value from, but it "
+                         "is empty.")
+    clicks = np.bincount(log.row, weights=log.click, minlength=n_rows)
+    sessions = _sessions_per_row(log, qid)
+    if propensities is None:
+        seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
+        rho = np.divide(seen, sessions, out=np.zeros(n_rows), where=sessions > 0)
+        source = "the logged display frequencies"
+    else:
+        rho = _check_propensities(propensities, n_rows, clicks)
+        source = "propensities"
+    _, q = np.unique(qid, return_inverse=True)
+    logged = sessions > 0
+    blind = np.flatnonzero((w > 0) & (rho <= 0) & logged)
+    if blind.size:
+        d = int(blind[0])
+        raise ValueError(f"the new policy observes row {d} (expected observation "
+                         f"{float(w[d])!r}) that the logging policy never shows (its propensity "
+                         f"from {source} is {float(rho[d])!r}): nothing in the log estimates its "
+                         f"clicks; the logging policy must show every row the new one can "
+                         f"(a stochastic logger).")
+    gamma = (np.zeros(n_rows) if estimator == "policy-aware" else
+             _regression(log, n_rows, regression, X=X, qid=qid, theta=theta, seed=seed))
+    # per session: the regression's value of its query plus the weighted corrections
+    s_ids, s = np.unique(log.session, return_inverse=True)
+    s_query = np.empty(s_ids.size, np.int64)
+    s_query[s] = q[log.row]
+    base = np.bincount(q, weights=w * gamma, minlength=q.max() + 1)
+    d = log.row
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(w[d] > 0, w[d] * (log.click - theta[log.rank - 1] * gamma[d])
+                        / np.where(rho[d] > 0, rho[d], 1.0), 0.0)
+    v = base[s_query] + np.bincount(s, weights=term, minlength=s_ids.size)
+    if not np.all(np.isfinite(v)):
+        raise ValueError("propensities must be large enough for finite session values, but a "
+                         "session's value overflows float64.")
+    n_q = np.bincount(s_query, minlength=q.max() + 1).astype(np.float64)
+    mean_q = np.divide(np.bincount(s_query, weights=v, minlength=n_q.size), n_q,
+                       out=np.zeros(n_q.size), where=n_q > 0)
+    sq = np.bincount(s_query, weights=(v - mean_q[s_query]) ** 2, minlength=n_q.size)
+    several = n_q > 1
+    var_q = np.divide(sq, n_q - 1, out=np.zeros(n_q.size), where=several)
+    if several.any():
+        var_q[(n_q == 1)] = sq[several].sum() / (n_q[several] - 1).sum()
+    else:
+        var_q[:] = float(np.var(v, ddof=1)) if v.size > 1 else 0.0
+    S = float(v.size)
+    return PolicyValue(float(v.mean()), float(math.sqrt((n_q * var_q).sum()) / S), estimator,
+                       int(S))
 
 
 def estimate_position_bias(log: ClickLog, *, n_iter: int = 200, tol: float = 1e-8) -> np.ndarray:
@@ -463,6 +830,34 @@ def _grade_share(label: np.ndarray, top: float) -> np.ndarray:
             / -math.expm1(-top * math.log(2.0)))
 
 
+def seen_click_probability(y: Any, *, noise: float = 0.1, graded: bool = False) -> np.ndarray:
+    r"""The probability that :func:`simulate_clicks` clicks a row when it is seen (no trust bias).
+
+    1 for a relevant row (``y > 0``) and ``noise`` otherwise; with ``graded``
+    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``,
+    ``y_max`` the largest label (at least 1). The :math:`\gamma_d` that the rewards of
+    :func:`click_rewards` estimate, and that a policy's true expected clicks per session weigh.
+
+    Parameters
+    ----------
+    y : array of shape (n_rows,)
+        True relevance labels, finite and ``>= 0``.
+    noise : float, default 0.1
+        In [0, 1].
+    graded : bool, default False
+
+    Returns
+    -------
+    float64 array of shape (n_rows,)
+    """
+    if not is_number(noise) or not 0 <= noise <= 1:
+        raise ValueError(f"noise must be a number in [0, 1], but {noise!r} is given.")
+    y = check_labels(y, name="y")
+    if graded:
+        return noise + (1 - noise) * _grade_share(y, max(y.max(initial=0.0), 1.0))
+    return np.where(y > 0, 1.0, float(noise))
+
+
 def simulate_clicks(
     rankings: Sequence[Any], y: Any, *, eta: float = 1.0, noise: float = 0.1,
     top_k: int | None = None, graded: bool = False, trust: tuple[float, float] | None = None,
@@ -536,10 +931,7 @@ def simulate_clicks(
     rng = np.random.default_rng(seed)
     seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]
-    if graded:
-        p = noise + (1 - noise) * _grade_share(rel, max(y.max(initial=0.0), 1.0))
-    else:
-        p = np.where(rel > 0, 1.0, noise)
+    p = seen_click_probability(y, noise=noise, graded=graded)[row]
     if trust is not None:
         eps_plus, eps_minus = trust
         below = rank > 1

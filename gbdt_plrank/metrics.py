@@ -160,8 +160,11 @@ def check_empty(empty: object) -> float:
     return float(empty)
 
 
-def _ranked(y_true: object, y_score: object, group: object, *, exp_gain: bool = False) -> _Ranked:
-    y = check_labels(y_true, gain="exp" if exp_gain else "linear", name="y_true")
+def _ranked(
+    y_true: object, y_score: object, group: object, *, exp_gain: bool = False,
+    signed: bool | None = None,
+) -> _Ranked:
+    y = check_labels(y_true, gain="exp" if exp_gain else "linear", name="y_true", signed=signed)
     s = as_finite_vector("y_score", y_score)
     check_same_length(y_true=y, y_score=s)
     groups = resolve_groups(group, y.shape[0])
@@ -223,23 +226,26 @@ def mean_over_queries(per_query_values: FloatArray) -> float:
 
 
 def _checked(
-    y_true: object, y_score: object, group: object, k: object, *, exp_gain: bool = False
+    y_true: object, y_score: object, group: object, k: object, *, exp_gain: bool = False,
+    signed: bool | None = None,
 ) -> tuple[_Ranked, int]:
     """The validated rows and the length of their rank weights: ``k`` capped at the longest query.
 
     ``k`` is checked before the rows, as every metric's errors say.
     """
     k = _check_k(k)
-    r = _ranked(y_true, y_score, group, exp_gain=exp_gain)
+    r = _ranked(y_true, y_score, group, exp_gain=exp_gain, signed=signed)
     return r, ranks_used(k, r.ptr)
 
 
 def _dcg_parts(
-    y_true: object, y_score: object, group: object, k: object, gain: object
+    y_true: object, y_score: object, group: object, k: object, gain: object, *,
+    signed: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
-    """Per-query DCG@k and ideal DCG@k."""
+    """Per-query DCG@k and ideal DCG@k (``signed``: negative labels allowed with the linear gain)."""
     gain = check_choice("gain", gain, GAINS)
-    r, K = _checked(y_true, y_score, group, k, exp_gain=gain == "exp")
+    r, K = _checked(y_true, y_score, group, k, exp_gain=gain == "exp",
+                    signed=True if signed and gain == "linear" else None)
     value, ideal, _ = _sums(r, gains(r.y, gain), dcg_weights(K), want_ideal=True)
     return value, ideal
 
@@ -268,7 +274,10 @@ def dcg(
 
     Parameters
     ----------
-    .. metric-docs:: labels_gain group
+    y_true, y_score : array-like (n,)
+        Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``; of any sign with
+        ``gain="linear"``, e.g. doubly robust click rewards) and scores (finite).
+    .. metric-docs:: group
     k : int or None, default 10
         Cut-off ``>= 1``; ``None`` ranks whole queries.
     gain : {"exp", "linear"}, default "exp"
@@ -279,10 +288,10 @@ def dcg(
     Raises
     ------
     ValueError
-        On non-finite or negative labels, non-finite scores, lengths that differ, ``k < 1``, an
-        unknown ``gain`` or a ``group`` that is neither ids nor sizes.
+        On non-finite labels, negative labels with ``gain="exp"``, non-finite scores, lengths
+        that differ, ``k < 1``, an unknown ``gain`` or a ``group`` that is neither ids nor sizes.
     """
-    value, _ = _dcg_parts(y_true, y_score, group, k, gain)
+    value, _ = _dcg_parts(y_true, y_score, group, k, gain, signed=True)
     return _result(value, per_query)
 
 

@@ -192,20 +192,27 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     flags = ["--data", str(tiny), "--out", str(out)]
     assert main(["clicks", str(CLICKS), *flags]) == 0
     printed = capsys.readouterr().out
-    # 2 session counts x 5 learners on clicks, full labels, logger, 2 arms x 2 rounds
-    assert "16 of 16 results to compute" in printed
-    for learner in ("plrank-policy-aware", "plrank-naive", "plrank-deterministic",
+    # 2 session counts x 6 learners on clicks, full labels, logger, 2 arms x 2 rounds
+    assert "18 of 18 results to compute" in printed
+    for learner in ("plrank-policy-aware", "plrank-doubly-robust", "plrank-naive",
+                    "plrank-deterministic",
                     "lambdamart-unbiased-xgb", "lambdarank-position-lgb", "plrank-full-labels",
                     "logger"):
         assert f"| {learner} |" in printed
     assert "### tiny: test NDCG@5" in printed and "### tiny: test NDCG@10" in printed
     assert "position bias estimated from the stochastic log" in printed
     assert "### tiny: exploration" in printed
+    assert "### tiny: reward bias by grade" in printed
+    assert "### tiny: off-policy value" in printed and "Coverage of the 95% intervals" in printed
+    assert "PL-Rank on doubly robust rewards minus each learner" in printed
     assert "Command: `gbdt-plrank clicks" in printed
-    for name in ("results.jsonl", "clicks.md", "clicks.png", "settings.json"):
+    for name in ("results.jsonl", "ope.jsonl", "clicks.md", "clicks.png", "settings.json"):
         assert (out / name).is_file()
     lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 16
+    assert len(lines) == 18
+    # 4 PL-Rank learners on clicks x 2 session counts, full labels and the logger; 2 estimators
+    ope = (out / "ope.jsonl").read_text().splitlines()
+    assert len(ope) == 2 * (2 * 4 + 2)
     # an interruption that cut the last line short: that result alone is computed again (here
     # without matplotlib: the picture is skipped, and not claimed written)
     (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
@@ -214,7 +221,7 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         block_matplotlib(patch)
         assert main(["clicks", str(CLICKS), *flags]) == 0
     printed = capsys.readouterr().out
-    assert "1 of 16 results to compute" in printed
+    assert "1 of 18 results to compute" in printed
     assert (out / "clicks.md").read_text() in printed
     assert "clicks.png is not drawn" in printed and not (out / "clicks.png").exists()
     assert wrote(printed) == [str(out / "results.jsonl"), str(out / "clicks.md")]
@@ -232,6 +239,9 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
          "need 'plrank-policy-aware' among the learners"),
         ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
+        ("[plrank]\nmetric = 'ndcg'\n",
+         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg'"),
+        ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),
     ],
 )

@@ -126,7 +126,8 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
     (dict(position_bias="known"), "position_bias must be one of 'estimate', but 'known' is "
                                   "given."),
-    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'naive', but 'ips' is "
+    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'naive', 'doubly-robust', "
+                            "but 'ips' is "
                             "given."),
     (dict(propensities=[1.0, 1.0]), "qid must be given with propensities (the sessions are "
                                     "counted per query), but it is None."),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import naive
 import numpy as np
 import pytest
@@ -42,3 +44,59 @@ def test_negative_only_query_is_not_skipped():
         _kernels.SAMPLER_AUTO, grad, hess,
     )
     assert np.abs(grad).sum() > 0
+
+
+def _signed_data(seed=0, n_queries=12, n_docs=6):
+    rng = np.random.default_rng(seed)
+    n = n_queries * n_docs
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + 0.3 * rng.normal(size=n)  # rewards of both signs
+    return X, y, np.repeat(np.arange(n_queries), n_docs)
+
+
+@pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
+def test_the_ranker_learns_from_signed_rewards_with_dcg_and_the_linear_gain(backend):
+    pytest.importorskip(backend)
+    from gbdt_plrank import PLRankRanker
+    from gbdt_plrank.metrics import dcg
+
+    X, y, qid = _signed_data()
+    Xv, yv, qv = _signed_data(seed=1)
+    assert (y < 0).any() and (y > 0).any()
+    ranker = PLRankRanker(backend=backend, metric="dcg", gain="linear", n_estimators=20, N=10,
+                          random_state=0)
+    ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=5)
+    # it orders by the rewards: better than the reverse ordering of the same model
+    scores = ranker.predict(Xv)
+    assert dcg(yv, scores, qv, k=5, gain="linear") > dcg(yv, -scores, qv, k=5, gain="linear")
+    assert np.isfinite(ranker.score(Xv, yv, qv))
+    assert np.isfinite(ranker.expected_metric(Xv, yv, qv, n_samples=4).mean)
+
+
+@pytest.mark.parametrize(("options", "where"), [
+    (dict(metric="ndcg", gain="linear"), "labels"),
+    (dict(metric="dcg", gain="exp"), "labels"),
+    (dict(metric="precision", gain="linear"), "labels"),
+])
+def test_signed_rewards_are_refused_where_the_metric_has_no_meaning_for_them(options, where):
+    from gbdt_plrank import PLRankRanker
+
+    X, y, qid = _signed_data()
+    i = int(np.argmin(y))
+    message = (f"{where} must be >= 0, but {where}[{i}] is {float(y[i])!r} (negative rewards "
+               f"are accepted with metric='dcg' and gain='linear', without fairness).")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PLRankRanker(**options, n_estimators=2, N=4).fit(X, y, group=qid)
+
+
+def test_plrank_objective_takes_signed_rewards_with_dcg():
+    xgb = pytest.importorskip("xgboost")
+    from gbdt_plrank import plrank_objective
+
+    X, y, qid = _signed_data()
+    d = xgb.DMatrix(X, y, qid=qid)
+    obj = plrank_objective(K=5, N=10, metric="dcg", gain="linear")
+    booster = xgb.train({"max_depth": 2, "nthread": 1}, d, 5, obj=obj)
+    assert np.isfinite(booster.predict(d)).all()
+    with pytest.raises(ValueError, match="must be >= 0, but"):
+        xgb.train({"nthread": 1}, d, 1, obj=plrank_objective(K=5, N=10, gain="linear"))

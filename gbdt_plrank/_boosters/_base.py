@@ -373,7 +373,7 @@ class LibraryBackend:
 
 
 def checked_queries(
-    fields: QueryFields, *, gain: str, where: str
+    fields: QueryFields, *, gain: str, where: str, signed: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The labels, query boundaries (int64) and query weights of a data object, ``where``.
 
@@ -381,7 +381,7 @@ def checked_queries(
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain``, malformed
+        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain`` and ``signed``, malformed
         boundaries, or weights that break :func:`query_weights`' rules.
     """
     if fields.group_ptr is None:
@@ -389,7 +389,7 @@ def checked_queries(
             f"{where} has no query groups: set qid (XGBoost) or group (LightGBM), or every row "
             f"would be scored as one query."
         )
-    labels = check_labels(fields.labels, gain=gain)
+    labels = check_labels(fields.labels, gain=gain, signed=signed)
     ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
     return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
 

@@ -72,6 +72,11 @@ class BoosterObjective:
             raise ValueError("LGBMRanker passed no groups: call fit(X, y, group=sizes).")
         return self._step(y_pred, y_true, QueryFields(boundaries(group), y_true, weight))
 
+    def signed_labels(self) -> bool | None:
+        """Whether the training labels may be negative (``check_labels``' ``signed``); None: no
+        option of this objective accepts them."""
+        return None
+
     def _step(
         self, preds: np.ndarray, key: Any, fields: QueryFields, keys: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +109,8 @@ class BoosterObjective:
             return
         self._seen = fields.copy()
         y, self._ptr, self._weights = checked_queries(
-            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}"
+            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}",
+            signed=self.signed_labels(),
         )
         self._rho = self.metric.rewards(y, self._ptr)
         self._labels = y

@@ -198,7 +198,7 @@ class EvalSet:
     weights: np.ndarray | None
 
     @classmethod
-    def read(cls, fields: QueryFields, *, gain: str) -> EvalSet:
+    def read(cls, fields: QueryFields, *, gain: str, signed: bool | None = None) -> EvalSet:
         """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`), labels checked.
 
         Raises
@@ -206,7 +206,8 @@ class EvalSet:
         ValueError
             When the eval set has no query groups, or its labels or weights break their rules.
         """
-        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set")
+        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set",
+                                               signed=signed)
         return cls(Split(None, labels, row_queries(ptr)), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
@@ -237,6 +238,7 @@ class _BoosterMetric:
 
     name: str
     gain: str
+    metric: RankingMetric
 
     def __init__(self) -> None:
         self._sets = ReferenceCache()
@@ -253,7 +255,8 @@ class _BoosterMetric:
         """
         found = self._sets.get(key)
         if found is None or not fields.same_as(found[0]) or not self._unchanged(key, found[1]):
-            read = self._read(key, EvalSet.read(fields, gain=self.gain))
+            signed = self.metric.signed and getattr(self, "fairness", None) is None
+            read = self._read(key, EvalSet.read(fields, gain=self.gain, signed=signed))
             found = self._sets.put(key, (fields.copy(), read))
         eval_set = found[1]
         return eval_set.mean(self._value(eval_set, eval_set.scores(preds)))

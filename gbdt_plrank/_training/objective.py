@@ -198,6 +198,10 @@ class PLRankObjective(BoosterObjective):
             item_groups=ids,
         )
 
+    def signed_labels(self) -> bool:
+        """Negative labels with ``metric="dcg"``, ``gain="linear"`` and no fairness."""
+        return self.metric.signed and self.fairness is None
+
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -189,6 +189,20 @@ class PLRankOptions(PLRankFields):
         return {**self.model_dump(), "train_K": self.training_K, "N": self.training_N}
 
     @property
+    def signed_labels(self) -> bool:
+        """Whether the labels may be negative: with ``metric="dcg"`` and ``gain="linear"``,
+        without fairness.
+
+        The expected DCG with the linear gain is linear in the labels, so signed rewards (the
+        doubly robust click rewards of :func:`gbdt_plrank.clicks.click_rewards`) keep it an
+        unbiased objective. NDCG is refused: its normaliser, the ideal DCG of the query's own
+        labels, is not a meaningful positive scale with negative labels, and any normaliser
+        computed from noisy rewards would reweight the queries by their noise; precision counts
+        ``label > 0``, which a signed reward does not mean; fairness reads labels as merits.
+        """
+        return self.judged.signed and self.fairness is None
+
+    @property
     def judged(self) -> RankingMetric:
         """The metric at the judged cut-off ``K``."""
         return RankingMetric(self.metric, self.K, self.gain)

@@ -298,7 +298,7 @@ def plrank_grad_hess(
     )
     seed = check_seed("seed", seed)
     m = as_finite_vector("scores", scores)
-    y = check_labels(labels, gain=options.gain)
+    y = check_labels(labels, gain=options.gain, signed=options.signed_labels)
     check_same_length(scores=m, labels=y)
     ptr = check_group_ptr(group_ptr, m.shape[0])
     metric_K = options.judged
@@ -355,7 +355,7 @@ def plrank_grad_hess_from_rankings(
     metric_K = options.judged
     fair = options.fairness_spec
     m = as_finite_vector("scores", scores)
-    y = check_labels(labels, gain=options.gain)
+    y = check_labels(labels, gain=options.gain, signed=options.signed_labels)
     check_same_length(scores=m, labels=y)
     D = m.shape[0]
     ids = checked_item_groups(fair, item_groups, D)

@@ -111,6 +111,10 @@ class PolicyMethods:
     def _judged_metric(self, K: int | None = None) -> RankingMetric:
         return RankingMetric(self.metric, self.K if K is None else K, self.gain)
 
+    def _signed_labels(self) -> bool:
+        """Whether labels may be negative (``PLRankOptions.signed_labels``' rule)."""
+        return self._judged_metric().signed and getattr(self, "fairness", None) is None
+
     def _margins(
         self, X: Any, group: Any, *, needed_by: str | None, temperature: object = 1.0
     ) -> tuple[np.ndarray, Groups]:
@@ -170,7 +174,7 @@ class PolicyMethods:
         """
         empty = check_empty(empty)
         scores, groups = self._margins(X, group, needed_by="score")
-        labels = check_labels(y, gain=self.gain)
+        labels = check_labels(y, gain=self.gain, signed=self._signed_labels())
         check_same_length(X=scores, y=labels)
         queries = Split.grouped(None, labels, groups)
         values = ranking_values(
@@ -317,7 +321,7 @@ class PolicyMethods:
                 f"{n_samples!r} is given."
             )
         empty = check_empty(empty)
-        labels = check_labels(y, gain=self.gain)
+        labels = check_labels(y, gain=self.gain, signed=self._signed_labels())
         sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
                               temperature=temperature, needed_by="expected_metric")
         check_same_length(X=sample.groups.order, y=labels)

@@ -22,6 +22,8 @@
     learners = ["plrank-policy-aware", "plrank-naive", ...]
     exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
     exploration_sessions = 100        # sessions per query and round
+    ope_sessions = 100                # the logger's sessions per test query of the off-policy
+                                      # evaluation table (0: none)
 
     [trees]                           # booster settings of every learner (as in a comparison)
     [plrank]                          # PL-Rank options of the learners on clicks
@@ -57,6 +59,7 @@ __all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]
 #: The learners of the experiment, in the report's order.
 LEARNERS = (
     "plrank-policy-aware",    # PL-Rank on policy-aware rewards of the stochastic logger's log
+    "plrank-doubly-robust",   # PL-Rank on doubly robust rewards of the same log
     "plrank-naive",           # PL-Rank on the click-through rates of the same log
     "plrank-deterministic",   # PL-Rank on policy-aware rewards of a deterministic top-k logger
     "lambdamart-unbiased-xgb",  # XGBoost rank:ndcg, lambdarank_unbiased=True, the same log
@@ -120,6 +123,7 @@ class ClicksConfig(Schema):
     ) = LEARNERS
     exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")
     exploration_sessions: int = Field(100, ge=1, description="an integer >= 1")
+    ope_sessions: int = Field(100, ge=0, description="an integer >= 0")
     trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
     plrank: PLRankSettings = Field(
         default_factory=lambda: PLRankSettings(gain="linear", metric="dcg"), description="a table"
@@ -151,6 +155,11 @@ class ClicksConfig(Schema):
             raise ValueError(
                 f"params must name the anchors' methods ({', '.join(ANCHORS.values())}), but "
                 f"{unused[0]!r} is not one of them"
+            )
+        if "plrank-doubly-robust" in self.learners and self.plrank.metric != "dcg":
+            raise ValueError(
+                f"'plrank-doubly-robust' trains on rewards of either sign, which need metric "
+                f"'dcg' in [plrank], but it is {self.plrank.metric!r}"
             )
         if self.exploration_rounds and "plrank-policy-aware" not in self.learners:
             raise ValueError(
@@ -191,13 +200,17 @@ class ClicksConfig(Schema):
         """Everything that changes a stored result, as JSON-able data.
 
         The click model's ``graded`` and ``trust`` appear only when set, so that the settings
-        of a run with binary clicks and no trust bias are the same with or without them.
+        of a run with binary clicks and no trust bias are the same with or without them;
+        ``ope_sessions`` only when not the default 100, so that a folder made before the
+        off-policy table existed stays valid.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
             clicks["graded"] = True
         if self.trust is not None:
             clicks["trust"] = list(self.trust)
+        if self.ope_sessions != 100:  # the default: absent, as before the table existed
+            clicks["ope_sessions"] = self.ope_sessions
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
             "plrank": self.plrank.model_dump(),

@@ -26,7 +26,11 @@ from .run import EXPLORATION, ONCE, anchor_missing, planned
 __all__ = ["per_query", "write_clicks_report"]
 
 #: The learners the policy-aware PL-Rank is compared with, in the report's order.
-_AGAINST = ("plrank-naive", "plrank-deterministic", *ANCHORS, "plrank-full-labels")
+_AGAINST = ("plrank-doubly-robust", "plrank-naive", "plrank-deterministic", *ANCHORS,
+            "plrank-full-labels")
+
+#: The learners the doubly robust PL-Rank is compared with.
+_AGAINST_DR = ("plrank-policy-aware", "plrank-naive", "plrank-full-labels")
 
 Values = dict[tuple[str, int], float]
 
@@ -84,18 +88,24 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
                 cells = [_mean(values.get((learner, s), {})) for s in sessions]
             if any(cells):
                 lines.append(f"| {learner} | " + " | ".join(cells) + " |")
-        lines += ["", f"PL-Rank on policy-aware rewards minus each learner, NDCG@{k}, paired per "
-                  "query (mean [95% interval] verdict):", "",
-                  "| against | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
-                  "|---|" + "---:|" * len(sessions)]
-        for other in (o for o in _AGAINST if o in config.learners):
-            cells = [
-                _paired_cell(values.get(("plrank-policy-aware", s), {}),
-                             values.get((other, 0 if other in ONCE else s), {}))
-                for s in sessions
-            ]
-            if any(cells):
-                lines.append(f"| {other} | " + " | ".join(cells) + " |")
+        for base, against, title in (
+            ("plrank-policy-aware", _AGAINST, "policy-aware"),
+            ("plrank-doubly-robust", _AGAINST_DR, "doubly robust"),
+        ):
+            rows = []
+            for other in (o for o in against if o in config.learners and o != base):
+                cells = [
+                    _paired_cell(values.get((base, s), {}),
+                                 values.get((other, 0 if other in ONCE else s), {}))
+                    for s in sessions
+                ]
+                if any(cells):
+                    rows.append(f"| {other} | " + " | ".join(cells) + " |")
+            if rows:
+                lines += ["", f"PL-Rank on {title} rewards minus each learner, NDCG@{k}, paired "
+                          "per query (mean [95% interval] verdict):", "",
+                          "| against | " + " | ".join(f"{s} sessions/query" for s in sessions)
+                          + " |", "|---|" + "---:|" * len(sessions), *rows]
         lines.append("")
     return "\n".join(lines)
 
@@ -118,6 +128,76 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
     for i in range(config.top_k):
         cells = [f"{estimates[s][i]:.3f}" if i < len(estimates[s]) else "" for s in sessions]
         lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+    """Mean reward minus the simulated click probability when seen, by grade, over every
+    training row and over the rows the log shows, pooled over the folds (rows weighted)."""
+    learners = [a for a in ("plrank-policy-aware", "plrank-doubly-robust") if a in config.learners]
+    cols = [(a, s) for a in learners for s in sorted(config.sessions)
+            if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))]
+    if not cols:
+        return ""
+    lines = []
+    for rows, title in (("all", "every training document (the logger shows each with positive "
+                                "probability)"),
+                        ("shown", "the training documents the log shows (a selection: neither "
+                                  "estimator is unbiased given it)")):
+        tables = [r["by_grade"][rows] for c in cols for r in results[c]
+                  if rows in r.get("by_grade", {})]
+        grades = sorted({g for t in tables for g in t}, key=float)
+        lines += [
+            f"### {name}: reward bias by grade over {title}: mean reward minus the simulated "
+            "click probability when seen, pooled over folds",
+            "",
+            "| grade | " + " | ".join(f"{a.removeprefix('plrank-')} {s}" for a, s in cols) + " |",
+            "|---:|" + "---:|" * len(cols),
+        ]
+        for g in grades:
+            cells = []
+            for c in cols:
+                parts = [r["by_grade"][rows][g] for r in results[c]
+                         if g in r.get("by_grade", {}).get(rows, {})]
+                n = sum(p[2] for p in parts)
+                cells.append(f"{sum((p[0] - p[1]) * p[2] for p in parts) / n:+.4f}" if n else "")
+            lines.append(f"| {g} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
+    """Each model's off-policy estimates against its simulated value: means over the folds,
+    the mean |estimate - truth| / stderr, and the coverage of the 95% intervals."""
+    rows: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for record in store.records("ope").values():
+        if family(record["dataset"]) == name and record["learner"] in config.learners:
+            rows[record["learner"], record["sessions"], record["estimator"]].append(record)
+    if not rows:
+        return ""
+    order = {learner: i for i, learner in enumerate(config.learners)}
+    lines = [
+        f"### {name}: off-policy value, expected clicks per test session estimated from the "
+        f"logger's log ({config.ope_sessions} sessions per test query) against the simulated "
+        "value, mean over folds",
+        "",
+        "| model | sessions/query | estimator | simulated | estimate | stderr | "
+        "mean abs(error)/stderr | 95% coverage |",
+        "|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    covered = defaultdict(list)
+    for (learner, s, estimator) in sorted(rows, key=lambda k: (order[k[0]], k[1], k[2])):
+        rs = rows[learner, s, estimator]
+        z = [abs(r["value"] - r["truth"]) / r["stderr"] if r["stderr"] > 0 else np.inf for r in rs]
+        hit = [zi <= 1.959964 for zi in z]
+        covered[estimator] += hit
+        lines.append(
+            f"| {learner} | {s} | {estimator} | {np.mean([r['truth'] for r in rs]):.4f} | "
+            f"{np.mean([r['value'] for r in rs]):.4f} | {np.mean([r['stderr'] for r in rs]):.4f} | "
+            f"{np.mean(z):.2f} | {sum(hit)}/{len(hit)} |")
+    lines.append("")
+    lines += [f"Coverage of the 95% intervals over models and folds, {e}: "
+              f"{sum(h)}/{len(h)} ({np.mean(h):.0%})." for e, h in covered.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -235,6 +315,7 @@ def write_clicks_report(
             parts += [f"{learner} did not run: {reason}.", ""]
     for name, results in groups.items():
         parts += [_tables(config, name, results), _theta_table(config, name, results),
+                  _bias_table(config, name, results), _ope_table(config, store, name),
                   _exploration_table(config, name, results)]
     text = "\n".join(p for p in parts if p is not None)
     out = Path(config.out)

@@ -18,6 +18,14 @@ For every data entry, fold and seed:
    - ``plrank-policy-aware``: PL-Rank on the policy-aware rewards of the stochastic log
      (:func:`~gbdt_plrank.clicks.click_rewards`, propensities from the logged display
      frequencies or from the logging policy's expected exposure under the position bias);
+   - ``plrank-doubly-robust``: PL-Rank on the doubly robust rewards of the same log
+     (``estimator="doubly-robust"``: the cross-fitted regression of
+     :func:`~gbdt_plrank.clicks.click_regression` corrected by the policy-aware estimate of its
+     error, with the logging policy's expected exposure as propensities whatever
+     ``propensities`` says, since the display frequencies would make it the policy-aware
+     estimate on every shown row), unclipped, early-stopped on the policy-aware validation
+     rewards (the signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones
+     are unbiased but, with few sessions, too noisy a stopping signal);
    - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
    - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
    - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
@@ -45,6 +53,16 @@ For every data entry, fold and seed:
 Every learner is judged by test NDCG@k on the true labels, query by query. Each result is
 written as soon as it exists (``results.jsonl``, one line per learner, session count, fold and
 seed); a rerun skips what is there.
+
+With ``ope_sessions`` (and no trust bias, under which the position-based model's value is not
+the simulated one), every PL-Rank model trained (and the logger itself) is also evaluated off
+policy: the logger is deployed stochastically on the test queries for ``ope_sessions`` sessions
+per query, and :func:`~gbdt_plrank.clicks.estimate_policy_value` estimates the model's
+expected clicks per session from that log, policy-aware and doubly robust, with the logger's
+expected exposure as propensities (both exposures from ten times ``propensity_samples``
+rankings per query); the simulated truth is the model's expected observation (under the
+simulated position bias) times the simulated click probability when seen (``ope.jsonl``, one line per model and estimator, written
+with its result: results stored before the table existed have none).
 """
 
 from __future__ import annotations
@@ -65,8 +83,10 @@ from ..._util.compat import is_installed
 from ...clicks import (
     ClickLog,
     click_rewards,
+    estimate_policy_value,
     estimate_position_bias,
     pbm_position_bias,
+    seen_click_probability,
     simulate_clicks,
 )
 from ...datasets import LTRDataset, Split
@@ -80,6 +100,7 @@ from .config import ANCHORS, ClicksConfig
 __all__ = [
     "EXPLORATION",
     "TABLES",
+    "OpeKey",
     "ResultKey",
     "add_result",
     "anchor_missing",
@@ -97,7 +118,11 @@ ONCE = ("plrank-full-labels", "logger")
 _RANKINGS_SEED = 1_000_003
 _CLICKS_SEED = 2_000_003
 _PROPENSITY_SEED = 3_000_003
-_SPLIT_SEED = {"train": 0, "vali": 500}
+_SPLIT_SEED = {"train": 0, "vali": 500, "test": 700}
+_OPE_SEED = 4_000_003
+
+#: The learners' reward estimators (the others: policy-aware).
+_ESTIMATOR = {"plrank-naive": "naive", "plrank-doubly-robust": "doubly-robust"}
 
 
 class ResultKey(NamedTuple):
@@ -109,11 +134,24 @@ class ResultKey(NamedTuple):
     seed: int
 
 
-#: The experiment's table (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
+class OpeKey(NamedTuple):
+    """One off-policy estimate: a result's key and the estimator."""
+
+    dataset: str
+    learner: str
+    sessions: int
+    seed: int
+    estimator: str
+
+
+#: The experiment's tables (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
 #: :meth:`ClicksConfig.settings`): ``results.jsonl``, one line per result, its key, the test query
 #: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
-#: ``plrank-policy-aware``, the position bias estimated from its log.
-TABLES = {"results": Table("results.jsonl", ResultKey)}
+#: ``plrank-policy-aware``, the position bias estimated from its log, and for it and
+#: ``plrank-doubly-robust`` the mean reward and simulated click probability by grade over every
+#: training row and over the rows its log shows; ``ope.jsonl``, one line per model and off-policy estimator, its
+#: estimate, standard error and simulated true value.
+TABLES = {"results": Table("results.jsonl", ResultKey), "ope": Table("ope.jsonl", OpeKey)}
 
 
 def add_result(store: ResultStore, key: ResultKey, **record: Any) -> None:
@@ -315,6 +353,7 @@ class _Fold:
         ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
+        self._ope_log: ClickLog | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
         """The first ``s`` sessions per query of the stochastic or deterministic logger."""
@@ -332,26 +371,69 @@ class _Fold:
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
-            rho = None
-            if policy:
-                rho = self.logger.expected_exposure(
-                    split.X, split.qid, n_samples=self.config.propensity_samples,
-                    weights=theta, random_state=_PROPENSITY_SEED + self.seed,
-                )
+            rho = self.propensities(split, theta) if policy else None
             out[name] = click_rewards(log, split.y.size, position_bias=theta, estimator=estimator,
-                                      propensities=rho, qid=split.qid)
+                                      propensities=rho, qid=split.qid, X=split.X,
+                                      seed=self.seed)
         return out
 
-    def run(self, key: ResultKey) -> dict[str, Any]:
-        """Train and test one learner at one session count; the record to store."""
+    def propensities(self, split: Split, theta: np.ndarray) -> np.ndarray:
+        """The logger's expected observation of every row of ``split`` under ``theta``."""
+        return self.logger.expected_exposure(
+            split.X, split.qid, n_samples=self.config.propensity_samples, weights=theta,
+            random_state=_PROPENSITY_SEED + self.seed,
+        )
+
+    def ope(self, key: ResultKey, model: PLRankRanker) -> list[dict[str, Any]]:
+        """Off-policy estimates of ``model``'s expected clicks per test session from the
+        logger's test log, each with the simulated truth (none under trust bias)."""
+        config, test = self.config, self.data.test
+        if not config.ope_sessions or config.trust is not None:
+            return []
+        if self._ope_log is None:
+            self._ope_log = _deploy(self.logger, test, stochastic=True, config=config,
+                                    n=config.ope_sessions, seed=self.seed + _SPLIT_SEED["test"])
+        log = self._ope_log
+        theta = _theta(config, log)
+        # ten times the rankings of the training propensities: 1 / rho of a Monte-Carlo rho is
+        # biased upward where rho is small (Jensen), and the estimates average it over rows
+        n = 10 * config.propensity_samples
+        rho = self.logger.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
+                                            random_state=_PROPENSITY_SEED + self.seed)
+        w = model.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
+                                    random_state=_OPE_SEED + self.seed)
+        gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
+        _, q = np.unique(test.qid, return_inverse=True)
+        _, first = np.unique(log.session, return_index=True)
+        sessions = np.bincount(q[log.row[first]], minlength=q.max() + 1).astype(np.float64)
+        w_true = w if config.position_bias == "known" else model.expected_exposure(
+            test.X, test.qid, n_samples=n, weights=pbm_position_bias(config.top_k, eta=config.eta),
+            random_state=_OPE_SEED + self.seed)
+        truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
+        out = []
+        for estimator in ("policy-aware", "doubly-robust"):
+            est = estimate_policy_value(
+                log, w, X=test.X, qid=test.qid, position_bias=theta, propensities=rho,
+                estimator=estimator, seed=_OPE_SEED + self.seed,
+            )
+            out.append({**key._asdict(), "estimator": estimator, "value": est.value,
+                        "stderr": est.stderr, "truth": truth})
+        return out
+
+    def run(self, key: ResultKey) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Train and test one learner at one session count; the record to store and the
+        off-policy estimates of its model (:meth:`ope`)."""
         config, data, learner = self.config, self.data, key.learner
         if learner == "logger":
             scores = self.logger.predict(data.test.X)
-            return {**_test_values(config, data.test, scores), "best_round": config.logging_rounds,
-                    "seconds": 0.0}
+            return ({**_test_values(config, data.test, scores),
+                     "best_round": config.logging_rounds, "seconds": 0.0},
+                    self.ope(key, self.logger))
         extra: dict[str, Any] = {}
+        model = None
         if learner == "plrank-full-labels":
-            _, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y, labels=True)
+            model, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y,
+                                     labels=True)
         elif learner in ANCHORS:
             logs = self.logs(True, key.sessions)
             vali = self.rewards(logs, estimator="policy-aware",
@@ -360,15 +442,41 @@ class _Fold:
         else:
             stochastic = learner != "plrank-deterministic"
             logs = self.logs(stochastic, key.sessions)
-            naive = learner == "plrank-naive"
-            r = self.rewards(logs, estimator="naive" if naive else "policy-aware",
-                             policy=stochastic and config.propensities == "policy")
-            _, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
+            estimator = _ESTIMATOR.get(learner, "policy-aware")
+            r = self.rewards(logs, estimator=estimator, policy=stochastic and (
+                config.propensities == "policy" or estimator == "doubly-robust"))
+            if estimator == "doubly-robust":  # stops on the policy-aware learner's signal
+                r["vali"] = self.rewards(logs, estimator="policy-aware",
+                                         policy=config.propensities == "policy")["vali"]
+            model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
                 extra["theta_estimate"] = estimate_position_bias(logs["train"]).tolist()
                 extra["clicks"] = int(logs["train"].click.sum())
-        return {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
-                "seconds": fit.seconds, **extra}
+            if learner in ("plrank-policy-aware", "plrank-doubly-robust"):
+                extra["by_grade"] = self.by_grade(logs["train"], r["train"])
+        record = {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
+                  "seconds": fit.seconds, **extra}
+        return record, [] if model is None else self.ope(key, model)
+
+    def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, dict[str, list[float]]]:
+        r"""``"all"`` and ``"shown"`` -> grade -> [mean reward, mean simulated click probability
+        when seen, rows], over every training row and over the rows ``log`` shows.
+
+        The rewards' expectation is the click probability over every row the logger can show
+        (a Plackett-Luce logger: every row); among the rows a log happens to show it is not
+        (the doubly robust reward of a shown row is :math:`\hat\gamma_d + (\gamma_d -
+        \hat\gamma_d) / P(\text{shown})` in expectation)."""
+        y = self.data.train.y
+        gamma = seen_click_probability(y, noise=self.config.noise, graded=self.config.graded)
+        shown = np.zeros(y.size, bool)
+        shown[log.row] = True
+        out = {}
+        for name, rows in (("all", np.ones(y.size, bool)), ("shown", shown)):
+            out[name] = {f"{g:g}": [float(rewards[rows & (y == g)].mean()),
+                                    float(gamma[rows & (y == g)].mean()),
+                                    int((rows & (y == g)).sum())]
+                         for g in np.unique(y[rows])}
+        return out
 
     def explore(self, arm: str, store: ResultStore, label: str) -> None:
         """The exploration loop of one arm; stores each round's result that is missing."""
@@ -415,7 +523,10 @@ def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], Non
             for key in missing:
                 if key.learner in EXPLORATION:
                     continue
-                add_result(store, key, **unit.run(key))
+                record, ope = unit.run(key)
+                for line in ope:
+                    store.append("ope", line)
+                add_result(store, key, **record)
                 bar.set_postfix_str(f"{key.dataset} {key.learner} s={key.sessions}")
                 bar.update()
             for arm in EXPLORATION:
