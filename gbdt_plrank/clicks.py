@@ -540,7 +540,7 @@ def click_regression(
         dtrain = xgb.DMatrix(X[train], base_margin=np.full(train.size, base))
         booster = xgb.train(
             {"max_depth": max_depth, "eta": learning_rate, "nthread": n_jobs,
-             "min_child_weight": 1e-3, "lambda": 1.0, "verbosity": 0},
+             "min_child_weight": 1e-3, "lambda": 1.0},
             dtrain, num_boost_round=n_rounds, obj=objective,
         )
         margin = booster.predict(xgb.DMatrix(X[test], base_margin=np.full(test.size, base)),

@@ -184,6 +184,20 @@ def test_the_regression_never_sees_its_own_querys_clicks():
     assert ((g > 0) & (g < 1)).all()
 
 
+
+def test_the_regression_leaves_xgboosts_global_settings_alone():
+    """Fitting the regression must not change the process's XGBoost configuration (a
+    ``verbosity`` in a booster's parameters is global in XGBoost and silenced the user's own
+    warnings afterwards)."""
+    import xgboost as xgb
+
+    nq, nd, K = 6, 4, 2
+    X, y, qid, logger = _simulated(nq, nd)
+    log = _pl_log(logger, y, nq, nd, 5, K, seed=1)
+    before = xgb.get_config()
+    click_regression(log, X, qid, position_bias=1.0 / np.arange(1, K + 1), seed=0)
+    assert xgb.get_config() == before
+
 # --------------------------------------------------------------------------------------------
 # Off-policy value
 # --------------------------------------------------------------------------------------------
