@@ -13,6 +13,7 @@ plan of a fit, from :func:`gbdt_plrank._training.run.plrank_plan`) are what ever
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -81,6 +82,14 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         for name, value in arguments.items():
             if name not in ("self", "__class__"):
                 setattr(self, name, value)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, giving a parameter that a ranker pickled by an earlier version did not have
+        yet its default (so that ``get_params``, ``clone`` and a refit work on it)."""
+        super().__setstate__(state)
+        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if parameter.default is not parameter.empty and not hasattr(self, name):
+                setattr(self, name, parameter.default)
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()
