@@ -4,7 +4,8 @@
 scaled to a spread of 3. Dividing by their standard deviation over all rows makes it depend on
 per-query constants that change neither the ranking nor the policy (the between-query part of
 the spread); dividing by the root mean within-query variance
-(:func:`~gbdt_plrank._groups.within_query_spread`, what it divides by now) does not. This
+(:func:`~gbdt_plrank._groups.within_query_spread`) does not; it stays the spread over all rows
+for now (see :class:`~gbdt_plrank._training.evaluation.StandardizedMetric`). This
 trains the headline's PL-Rank (``plrank_objective(K=10)`` in ``xgboost.train``, the settings
 of ``configs/headline.toml``: eta 0.05, depth 6, min_child_weight 0.1, N 50, one thread) once
 per fold and seed, computes both signals on validation after every round, and stops each with
