@@ -364,11 +364,11 @@ class LibraryBackend:
     booster_type: str
 
     def holds_data(self, data: object) -> bool:
-        """Whether ``data`` is one of the library's training-data objects (:func:`holds`)."""
+        """Whether ``data`` is one of the library's training-data objects (``holds``)."""
         return holds(self.name, self.data_type, data)
 
     def holds_booster(self, booster: object) -> bool:
-        """Whether ``booster`` is one of the library's trained models (:func:`holds`)."""
+        """Whether ``booster`` is one of the library's trained models (``holds``)."""
         return holds(self.name, self.booster_type, booster)
 
 

@@ -272,8 +272,9 @@ def plrank_grad_hess(
         With ``"abs"`` and ``"clip"``, a query whose curvature vanishes against its gradient
         as a whole, :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of
         documents at equal margins has curvature 0), has its rows raised to
-        :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of :func:`finish_hessian`); every
-        other query's Hessian is the estimate's.
+        :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of
+        :func:`~gbdt_plrank._training.plrank.finish_hessian`); every other query's Hessian is
+        the estimate's.
 
     Raises
     ------
