@@ -405,10 +405,7 @@ def _check_propensities(propensities: Any, n_rows: int, clicks: np.ndarray) -> n
     if rho.shape != (n_rows,):
         raise ValueError(f"propensities must have shape ({n_rows},) (one per row), but has "
                          f"shape {rho.shape}.")
-    if rho.size and rho.min() < 0:
-        i = int(np.argmin(rho))
-        raise ValueError(f"propensities must be >= 0, but propensities[{i}] is "
-                         f"{float(rho[i])!r}.")
+    check_at_least("propensities", rho, 0)
     unseen = np.flatnonzero((clicks > 0) & (rho <= 0))
     if unseen.size:
         d = int(unseen[0])

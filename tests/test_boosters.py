@@ -200,3 +200,28 @@ def test_the_tree_backends_share_one_base_that_finds_their_objects() -> None:
              if isinstance(b, LibraryBackend)}
     assert types == {"xgboost": ("DMatrix", "Booster"), "lightgbm": ("Dataset", "Booster"),
                      "catboost": ("Pool", "CatBoost")}
+
+
+def test_trained_keeps_the_library_record_as_plain_float_lists() -> None:
+    from gbdt_plrank._boosters import Trained
+
+    record = {"eval_0": {"ndcg@3": np.array([0.5, 0.75], dtype=np.float32)}}
+    trained = Trained(None, None, record, 0.0)
+    assert trained.history == {"eval_0": {"ndcg@3": [0.5, 0.75]}}
+    assert all(type(v) is float for v in trained.history["eval_0"]["ndcg@3"])
+    assert trained.rounds == 2
+
+
+def test_the_base_normalises_each_library_s_total_gains() -> None:
+    from gbdt_plrank._boosters import LibraryBackend
+
+    class Gains(LibraryBackend):
+        def __init__(self, gains: list[int]) -> None:
+            self.gains = gains
+
+        def total_gains(self, booster: object, n_features: int) -> list[int]:
+            return self.gains
+
+    out = Gains([1, 3, 0]).importances(None, 3)
+    assert out.dtype == np.float64 and out.tolist() == [0.25, 0.75, 0.0]
+    assert Gains([0, 0]).importances(None, 2).tolist() == [0.0, 0.0]

@@ -46,7 +46,6 @@ __all__ = [
     "metric_name",
     "native_params",
     "normalised",
-    "plain_history",
     "progress",
     "query_weights",
     "timed",
@@ -257,7 +256,9 @@ class Trained:
     best_iteration : int or None
         0-based best round under early stopping, else ``None``.
     history : dict
-        ``{eval_name(i): {metric_name(K): [value per round]}}`` for the i-th eval set.
+        ``{eval_name(i): {metric_name(K): [value per round]}}`` for the i-th eval set; the
+        library's record (any mappings of sequences of numbers) is stored as plain dicts of
+        float lists.
     seconds : float
         Wall time of the library's training call, evaluation included.
     """
@@ -266,6 +267,12 @@ class Trained:
     best_iteration: int | None
     history: History
     seconds: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "history", {
+            name: {metric: [float(v) for v in values] for metric, values in per.items()}
+            for name, per in self.history.items()
+        })
 
     @property
     def rounds(self) -> int:
@@ -355,8 +362,8 @@ class LibraryBackend:
     """The base of the tree libraries' backends: which objects are the library's own.
 
     A subclass names its library (``name``, its module) and the type names of its training data
-    (``data_type``) and of its trained models (``booster_type``); the rest of :class:`Backend` is
-    the library's own.
+    (``data_type``) and of its trained models (``booster_type``), and reports each feature's total
+    gain (:meth:`total_gains`, normalised here); the rest of :class:`Backend` is the library's own.
     """
 
     name: str
@@ -370,6 +377,14 @@ class LibraryBackend:
     def holds_booster(self, booster: object) -> bool:
         """Whether ``booster`` is one of the library's trained models (``holds``)."""
         return holds(self.name, self.booster_type, booster)
+
+    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+        """:meth:`total_gains` divided by their sum (all zeros stay zeros)."""
+        return normalised(np.asarray(self.total_gains(booster, n_features), dtype=np.float64))
+
+    def total_gains(self, booster: Any, n_features: int) -> np.ndarray:
+        """Total split gain of each of the ``n_features`` features, as the library reports it."""
+        raise NotImplementedError
 
 
 def checked_queries(
@@ -527,10 +542,3 @@ def normalised(gains: np.ndarray) -> np.ndarray:
     total = float(gains.sum())
     return gains / total if total > 0 else gains
 
-
-def plain_history(history: Mapping[str, Mapping[str, Sequence[float]]], rename: Mapping[str, str]) -> History:
-    """Plain dicts of float lists, metric names mapped through ``rename`` (others kept)."""
-    return {
-        name: {rename.get(metric, metric): [float(v) for v in values] for metric, values in per.items()}
-        for name, per in history.items()
-    }

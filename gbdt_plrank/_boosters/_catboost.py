@@ -25,8 +25,6 @@ from ._base import (
     library,
     metric_name,
     native_params,
-    normalised,
-    plain_history,
     timed,
 )
 
@@ -103,11 +101,11 @@ class CatBoostBackend(LibraryBackend):
         ))
         results = model.get_evals_result()
         history = {
-            eval_name(i): {metric: results[name][metric]}
+            eval_name(i): {metric_name(plan.K): results[name][metric]}
             for i, name in enumerate(n for n in results if n != "learn")
         }
         best = model.get_best_iteration() if plan.early_stopping_rounds is not None else None
-        return Trained(model, best, plain_history(history, {metric: metric_name(plan.K)}), seconds)
+        return Trained(model, best, history, seconds)
 
     @staticmethod
     def eval_metric(K: int, gain: str) -> str:
@@ -123,7 +121,6 @@ class CatBoostBackend(LibraryBackend):
         extra = {} if n_threads is None else {"thread_count": n_threads}
         return np.asarray(booster.predict(pool, prediction_type="RawFormulaVal", **extra))
 
-    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+    def total_gains(self, booster: Any, n_features: int) -> np.ndarray:
         # The default type for ranking losses (LossFunctionChange) needs the training data.
-        gains = booster.get_feature_importance(type="PredictionValuesChange")
-        return normalised(np.asarray(gains, dtype=np.float64))
+        return booster.get_feature_importance(type="PredictionValuesChange")

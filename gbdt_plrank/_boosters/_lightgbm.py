@@ -27,8 +27,6 @@ from ._base import (
     eval_name,
     library,
     native_params,
-    normalised,
-    plain_history,
     progress,
     timed,
 )
@@ -119,8 +117,7 @@ class LightGBMBackend(LibraryBackend):
         order = {m.name: i for i, m in enumerate(plan.metrics)}  # fed in reverse: the plan's order
         ordered = {name: dict(sorted(per.items(), key=lambda item: order.get(item[0], -1)))
                    for name, per in history.items()}
-        return Trained(library("lightgbm").Booster(model_str=model), best,
-                       plain_history(ordered, {}), seconds)
+        return Trained(library("lightgbm").Booster(model_str=model), best, ordered, seconds)
 
     @staticmethod
     def _dataset(data: Split, *, reference: Any = None, params: Any = None) -> Any:
@@ -156,6 +153,5 @@ class LightGBMBackend(LibraryBackend):
         extra = {} if n_threads is None else {"num_threads": n_threads}
         return np.asarray(booster.predict(X, raw_score=True, **extra), dtype=np.float64)
 
-    def importances(self, booster: Any, n_features: int) -> np.ndarray:
-        total = np.asarray(booster.feature_importance(importance_type="gain"), dtype=np.float64)
-        return normalised(total)
+    def total_gains(self, booster: Any, n_features: int) -> np.ndarray:
+        return booster.feature_importance(importance_type="gain")

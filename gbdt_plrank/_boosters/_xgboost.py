@@ -27,8 +27,6 @@ from ._base import (
     library,
     metric_name,
     native_params,
-    normalised,
-    plain_history,
     progress,
     timed,
 )
@@ -127,7 +125,7 @@ class XGBoostBackend(LibraryBackend):
         if plan.early_stopping_rounds is not None:  # XGBoost records the best round
             best = int(booster.attr("best_iteration"))
             booster = booster[: best + 1]
-        return Trained(booster, best, plain_history(history, {}), seconds)
+        return Trained(booster, best, history, seconds)
 
     @staticmethod
     def _dmatrix(data: Split) -> Any:
@@ -143,10 +141,10 @@ class XGBoostBackend(LibraryBackend):
         out = booster.inplace_predict(X, predict_type="margin", missing=np.nan)
         return np.asarray(out, dtype=np.float64)
 
-    def importances(self, booster: Any, n_features: int) -> np.ndarray:
+    def total_gains(self, booster: Any, n_features: int) -> np.ndarray:
         gains = np.zeros(n_features)
         names = booster.feature_names or [f"f{j}" for j in range(n_features)]  # XGBoost's default
         column = {name: j for j, name in enumerate(names)}
         for name, gain in booster.get_score(importance_type="total_gain").items():
             gains[column[name]] = gain
-        return normalised(gains)
+        return gains

@@ -173,7 +173,7 @@ def as_int_vector(name: str, values: object) -> np.ndarray:
 
 
 def check_at_least(name: str, values: np.ndarray, low: int, *, rule: str = "") -> None:
-    """Every entry of the integer vector ``values`` must be ``>= low``.
+    """Every entry of the numeric vector ``values`` must be ``>= low``.
 
     Raises
     ------
