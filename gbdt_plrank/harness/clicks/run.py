@@ -25,7 +25,7 @@ For every data entry, fold and seed:
      ``propensities`` says, since the display frequencies would make it the policy-aware
      estimate on every shown row), unclipped, early-stopped on the policy-aware validation
      rewards (the signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones
-     are unbiased but, with few sessions, too noisy a stopping signal);
+     are unbiased but, with few sessions, the noisiest stopping signal);
    - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
    - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
    - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
