@@ -18,13 +18,13 @@ between them. ``"auto"`` values are resolved here only: ``train_K`` by
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
 from .._ranking_metric import GAINS, METRICS, RankingMetric
+from .._util.docs import fill_entries
 from .._util.schema import Schema, one_of, validate
 from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
 
@@ -314,8 +314,6 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     """),
 }
 
-_MARKER = re.compile(r"^(?P<indent>[ ]*)\.\. plrank-options:: (?P<names>.+)$", re.MULTILINE)
-
 T = TypeVar("T")
 
 
@@ -324,27 +322,21 @@ def _default_text(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
-def _entry(name: str, indent: str, description: str | None) -> str:
-    """The numpydoc entry of option ``name``, indented by ``indent``."""
+def _entry(name: str, description: str | None) -> str:
+    """The numpydoc entry of option ``name``, unindented."""
     kind, shared = OPTION_DOCS[name]
     text = shared if description is None else description
     body = [" ".join(line.split()) for line in text.strip().split("\n")]
-    header = f"{indent}{name} : {kind}, default {_default_text(getattr(DEFAULTS, name))}"
-    return "\n".join([header, *(f"{indent}    {line}" for line in body)])
+    header = f"{name} : {kind}, default {_default_text(getattr(DEFAULTS, name))}"
+    return "\n".join([header, *(f"    {line}" for line in body)])
 
 
 def _filled(doc: str, own: dict[str, str]) -> str:
-    def entries(match: re.Match[str]) -> str:
-        names = match["names"].split()
-        unknown = [n for n in (*names, *own) if n not in OPTION_DOCS]
-        if unknown:
-            raise KeyError(f"{unknown[0]!r} is not a PL-Rank option")
-        return "\n".join(_entry(n, match["indent"], own.get(n)) for n in names)
-
-    filled, count = _MARKER.subn(entries, doc)
-    if not count:
-        raise ValueError("the docstring has no '.. plrank-options::' line to fill")
-    return filled
+    unknown = [n for n in own if n not in OPTION_DOCS]
+    if unknown:
+        raise KeyError(f"{unknown[0]!r} is not a PL-Rank option")
+    entries = {name: _entry(name, own.get(name)) for name in OPTION_DOCS}
+    return fill_entries(doc, "plrank-options", entries, kind="a PL-Rank option")
 
 
 def option_docs(**own: str) -> Callable[[T], T]:

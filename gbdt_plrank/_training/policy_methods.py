@@ -8,9 +8,7 @@ that trains a policy share them.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,6 +22,7 @@ from .._groups import (
     resolve_groups,
 )
 from .._ranking_metric import RankingMetric, dcg_weights, ranks_used
+from .._util.docs import shared_entries
 from .._util.seeds import seeds_from
 from .._util.validation import (
     check_labels,
@@ -36,8 +35,6 @@ from .evaluation import per_sample_metric, ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
 __all__ = ["MetricEstimate", "PolicyMethods"]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 #: The parameters the policy's methods share, as numpydoc entries (docstrings name them in a
 #: ``.. policy-parameters:: X group ...`` line, which :func:`_policy_docs` fills).
@@ -56,18 +53,8 @@ _POLICY_PARAMETERS = {
     ),
 }
 
-_POLICY_MARKER = re.compile(r"^(?P<indent> *)\.\. policy-parameters:: (?P<names>.+)$", re.MULTILINE)
-
-
-def _policy_docs(method: F) -> F:
-    """Fill ``method``'s ``.. policy-parameters::`` lines from :data:`_POLICY_PARAMETERS`."""
-
-    def entries(match: re.Match[str]) -> str:
-        lines = "\n".join(_POLICY_PARAMETERS[name] for name in match["names"].split())
-        return "\n".join(match["indent"] + line for line in lines.splitlines())
-
-    method.__doc__ = _POLICY_MARKER.sub(entries, method.__doc__ or "")
-    return method
+#: Fills a method's ``.. policy-parameters::`` lines from :data:`_POLICY_PARAMETERS`.
+_policy_docs = shared_entries("policy-parameters", _POLICY_PARAMETERS)
 
 
 class MetricEstimate(NamedTuple):

@@ -10,7 +10,9 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def fill_entries(doc: str, directive: str, entries: Mapping[str, str]) -> str:
+def fill_entries(
+    doc: str, directive: str, entries: Mapping[str, str], *, kind: str | None = None
+) -> str:
     """Replace each ``.. <directive>:: name ...`` line of ``doc`` with those entries' text.
 
     Parameters
@@ -22,6 +24,9 @@ def fill_entries(doc: str, directive: str, entries: Mapping[str, str]) -> str:
     entries : mapping of str to str
         The text of each name, unindented (it is indented as the marker line is; blank lines
         stay blank); the entries of one line are joined by newlines.
+    kind : str, optional
+        What an entry is, for the error on an unknown name; default ``"a shared <directive>
+        entry"``.
 
     Returns
     -------
@@ -42,7 +47,7 @@ def fill_entries(doc: str, directive: str, entries: Mapping[str, str]) -> str:
         names = match["names"].split()
         unknown = [name for name in names if name not in entries]
         if unknown:
-            raise KeyError(f"{unknown[0]!r} is not a shared {directive} entry")
+            raise KeyError(f"{unknown[0]!r} is not {kind or f'a shared {directive} entry'}")
         return textwrap.indent("\n".join(entries[name] for name in names), match["indent"])
 
     filled, count = marker.subn(block, doc)
