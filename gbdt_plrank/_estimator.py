@@ -151,10 +151,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
                 f"query ids (or group sizes, or the name of a column of a DataFrame X); "
                 f"group=np.zeros(n_rows) if all rows are one query."
             )
-        X, group = ranker_group(
-            X if isinstance(group, str) else drop_group_column(X, column), group,
-            where=f" of eval_set[{i}]",
-        )
+        X, group = ranker_group(X, group, where=f" of eval_set[{i}]", fitted_column=column)
         return self._query_data(
             X, y, group, item_groups, options=options, reset=False,
             name=f"eval_set[{i}] item_groups",

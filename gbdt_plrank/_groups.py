@@ -290,7 +290,9 @@ def _column_still_in_X(X: Any, group: Any) -> str | None:
     return None
 
 
-def ranker_group(X: Any, group: Any, *, where: str = "") -> tuple[Any, Any]:
+def ranker_group(
+    X: Any, group: Any, *, where: str = "", fitted_column: str | None = None
+) -> tuple[Any, Any]:
     """``(X, group)`` as a ranker's method reads them, before :func:`resolve_groups`.
 
     - a string names a column of the DataFrame ``X`` (pandas, or dask for the Dask ranker) that
@@ -300,7 +302,9 @@ def ranker_group(X: Any, group: Any, *, where: str = "") -> tuple[Any, Any]:
       ``QUERY_ID_COLUMNS``, with the same values) are refused: the rows' query ids would be a
       feature;
     - anything else is returned as given (``None`` too: the methods that need groups check them
-      with :func:`require_group`).
+      with :func:`require_group`), but for ``fitted_column``, the query-id column the ranker was
+      fitted with (``fit(group="qid")``), which is not a feature: it is dropped from ``X``
+      (:func:`drop_group_column`) when ``group`` names no column of its own.
 
     ``where`` follows the argument's name in errors (e.g. ``" of eval_set[0]"``).
 
@@ -325,6 +329,7 @@ def ranker_group(X: Any, group: Any, *, where: str = "") -> tuple[Any, Any]:
                 f"{group!r} (its columns: {shown}{more})."
             )
         return X.drop(columns=[group]), X[group]
+    X = drop_group_column(X, fitted_column)
     column = None if group is None else _column_still_in_X(X, group)
     if column is not None:
         raise ValueError(

@@ -16,7 +16,6 @@ from .._groups import (
     Groups,
     Split,
     boundaries,
-    drop_group_column,
     ranker_group,
     require_group,
     resolve_groups,
@@ -111,9 +110,7 @@ class PolicyMethods:
         is not a feature either way.
         """
         temperature = check_positive_number("temperature", temperature)
-        if not isinstance(group, str):
-            X = drop_group_column(X, getattr(self, "group_column_", None))
-        X, group = ranker_group(X, group)
+        X, group = ranker_group(X, group, fitted_column=getattr(self, "group_column_", None))
         margins = self.predict(X) / temperature
         if needed_by is not None:
             require_group(X, group, needed_by=needed_by)

@@ -188,8 +188,7 @@ class DaskPLRankRanker(PLRankRanker):
                 )
             X_i, y_i, group_i = item
             X_i, group_i = ranker_group(
-                X_i if isinstance(group_i, str) else drop_group_column(X_i, column), group_i,
-                where=f" of eval_set[{i}]",
+                X_i, group_i, where=f" of eval_set[{i}]", fitted_column=column
             )
             evals.append(_queries(X_i, y_i, group_i, where=f"eval_set[{i}]", gain=options.gain))
         self.n_features_in_ = int(data.X.shape[1])
