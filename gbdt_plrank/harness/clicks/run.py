@@ -353,7 +353,7 @@ class _Fold:
         ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
-        self._ope_log: ClickLog | None = None
+        self._ope: tuple[ClickLog, np.ndarray, np.ndarray] | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
         """The first ``s`` sessions per query of the stochastic or deterministic logger."""
@@ -390,16 +390,8 @@ class _Fold:
         config, test = self.config, self.data.test
         if not config.ope_sessions or config.trust is not None:
             return []
-        if self._ope_log is None:
-            self._ope_log = _deploy(self.logger, test, stochastic=True, config=config,
-                                    n=config.ope_sessions, seed=self.seed + _SPLIT_SEED["test"])
-        log = self._ope_log
-        theta = _theta(config, log)
-        # ten times the rankings of the training propensities: 1 / rho of a Monte-Carlo rho is
-        # biased upward where rho is small (Jensen), and the estimates average it over rows
+        log, theta, rho = self._ope_inputs()
         n = 10 * config.propensity_samples
-        rho = self.logger.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
-                                            random_state=_PROPENSITY_SEED + self.seed)
         w = model.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
                                     random_state=_OPE_SEED + self.seed)
         gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
@@ -419,6 +411,23 @@ class _Fold:
             out.append({**key._asdict(), "estimator": estimator, "value": est.value,
                         "stderr": est.stderr, "truth": truth})
         return out
+
+    def _ope_inputs(self) -> tuple[ClickLog, np.ndarray, np.ndarray]:
+        """The logger's test log, its position bias and the logger's expected observation of
+        every test row (the propensities), made once for all the models :meth:`ope` values."""
+        if self._ope is None:
+            config, test = self.config, self.data.test
+            log = _deploy(self.logger, test, stochastic=True, config=config,
+                          n=config.ope_sessions, seed=self.seed + _SPLIT_SEED["test"])
+            theta = _theta(config, log)
+            # ten times the rankings of the training propensities: 1 / rho of a Monte-Carlo rho
+            # is biased upward where rho is small (Jensen), and the estimates average it over rows
+            rho = self.logger.expected_exposure(
+                test.X, test.qid, n_samples=10 * config.propensity_samples, weights=theta,
+                random_state=_PROPENSITY_SEED + self.seed,
+            )
+            self._ope = log, theta, rho
+        return self._ope
 
     def run(self, key: ResultKey) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Train and test one learner at one session count; the record to store and the
