@@ -359,16 +359,31 @@ class Backend(Protocol):
 
 
 class LibraryBackend:
-    """The base of the tree libraries' backends: which objects are the library's own.
+    """The base of the tree libraries' backends: the library's module, objects and parameters.
 
-    A subclass names its library (``name``, its module) and the type names of its training data
-    (``data_type``) and of its trained models (``booster_type``), and reports each feature's total
-    gain (:meth:`total_gains`, normalised here); the rest of :class:`Backend` is the library's own.
+    A subclass names its library (``name``, its module), the type names of its training data
+    (``data_type``) and of its trained models (``booster_type``) and the native parameters it sets
+    itself (``reserved``), and reports each feature's total gain (:meth:`total_gains`, normalised
+    here); the rest of :class:`Backend` is the library's own.
     """
 
     name: str
     data_type: str
     booster_type: str
+    reserved: frozenset[str]
+
+    @classmethod
+    def module(cls) -> Any:
+        """The library's module, or an error saying how to install it (:func:`library`)."""
+        return library(cls.name)
+
+    def native_params(
+        self, settings: BoosterSettings, *, defaults: Mapping[str, Any], fixed: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The library's parameters of ``settings`` (:func:`native_params`, with ``reserved``)."""
+        return native_params(
+            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
+        )
 
     def holds_data(self, data: object) -> bool:
         """Whether ``data`` is one of the library's training-data objects (``holds``)."""

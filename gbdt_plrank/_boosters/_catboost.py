@@ -9,24 +9,13 @@ with early stopping CatBoost keeps the best round itself (``use_best_model``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._base import (
-    BoosterSettings,
-    LibraryBackend,
-    Plan,
-    QueryFields,
-    Split,
-    Trained,
-    eval_name,
-    library,
-    metric_name,
-    native_params,
-    timed,
-)
+from .._groups import Split
+from ._base import BoosterSettings, LibraryBackend, Plan, Trained, eval_name, metric_name, timed
 
 __all__ = ["CatBoostBackend"]
 
@@ -56,13 +45,13 @@ class CatBoostBackend(LibraryBackend):
         "early_stopping_rounds", "use_best_model",
     })
 
-    def query_fields(self, data: Any) -> QueryFields:
+    def query_fields(self, data: Any) -> NoReturn:
         raise TypeError(_NO_CALLABLES)
 
     def boosted_rounds(self, booster: Any) -> int:
         return int(booster.tree_count_)
 
-    def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
+    def metric_result(self, name: str, value: float) -> NoReturn:
         raise TypeError(_NO_CALLABLES)
 
     def train(
@@ -78,7 +67,7 @@ class CatBoostBackend(LibraryBackend):
                 f"objective must be a CatBoost loss name for the catboost backend (CatBoost has "
                 f"no hook for callable ranking objectives), but {plan.objective!r} is given."
             )
-        catboost = library(self.name)
+        catboost = self.module()
         metric = self.eval_metric(plan.K, plan.gain)
         fixed: dict[str, Any] = {
             "loss_function": plan.objective, "eval_metric": metric, "iterations": plan.n_estimators,
@@ -89,9 +78,7 @@ class CatBoostBackend(LibraryBackend):
         defaults: dict[str, Any] = {"verbose": plan.verbose or False, "allow_writing_files": False}
         if settings.subsample is not None and settings.subsample < 1:
             defaults["bootstrap_type"] = "Bernoulli"  # the default bootstrap has no subsample
-        params = native_params(
-            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
-        )
+        params = self.native_params(settings, defaults=defaults, fixed=fixed)
         if settings.subsample is not None and settings.subsample >= 1:
             params.pop("subsample")  # 1 is no subsampling, which every bootstrap type allows
         model = catboost.CatBoost(params)
@@ -112,12 +99,12 @@ class CatBoostBackend(LibraryBackend):
         """CatBoost's name of NDCG@K with the given gain (its callbacks observe this name)."""
         return f"NDCG:top={K};type={'Exp' if gain == 'exp' else 'Base'}"
 
-    @staticmethod
-    def _pool(data: Split) -> Any:
-        return library("catboost").Pool(_pool_features(data.X), label=data.y, group_id=data.qid)
+    @classmethod
+    def _pool(cls, data: Split) -> Any:
+        return cls.module().Pool(_pool_features(data.X), label=data.y, group_id=data.qid)
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:
-        pool = library("catboost").Pool(_pool_features(X))
+        pool = self.module().Pool(_pool_features(X))
         extra = {} if n_threads is None else {"thread_count": n_threads}
         return np.asarray(booster.predict(pool, prediction_type="RawFormulaVal", **extra))
 

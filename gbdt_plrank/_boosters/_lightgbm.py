@@ -16,17 +16,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._groups import Split
 from .._ranking_metric import gains
 from ._base import (
     BoosterSettings,
     LibraryBackend,
     Plan,
     QueryFields,
-    Split,
     Trained,
     eval_name,
-    library,
-    native_params,
     progress,
     timed,
 )
@@ -70,14 +68,12 @@ class LightGBMBackend(LibraryBackend):
         defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
         if settings.subsample is not None and settings.subsample < 1:
             defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
-        return native_params(
-            self.name, settings, reserved=self.reserved, defaults=defaults, fixed=fixed
-        )
+        return self.native_params(settings, defaults=defaults, fixed=fixed)
 
     def train(
         self, settings: BoosterSettings, data: Split, evals: Sequence[Split], plan: Plan
     ) -> Trained:
-        lightgbm = library(self.name)
+        lightgbm = self.module()
         top = max(int(np.max(d.y, initial=0)) for d in (data, *evals))
         params = self.params(settings, plan, top_label=top)
         train_set = self._training_set(data, params)
@@ -103,8 +99,8 @@ class LightGBMBackend(LibraryBackend):
         ), bar)
         return self.trained(booster, plan, history, seconds)
 
-    @staticmethod
-    def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
+    @classmethod
+    def trained(cls, booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
         """The :class:`Trained` result of ``booster``: its kept rounds, rebuilt from text.
 
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``lightgbm.dask``.
@@ -117,13 +113,13 @@ class LightGBMBackend(LibraryBackend):
         order = {m.name: i for i, m in enumerate(plan.metrics)}  # fed in reverse: the plan's order
         ordered = {name: dict(sorted(per.items(), key=lambda item: order.get(item[0], -1)))
                    for name, per in history.items()}
-        return Trained(library("lightgbm").Booster(model_str=model), best, ordered, seconds)
+        return Trained(cls.module().Booster(model_str=model), best, ordered, seconds)
 
-    @staticmethod
-    def _dataset(data: Split, *, reference: Any = None, params: Any = None) -> Any:
+    @classmethod
+    def _dataset(cls, data: Split, *, reference: Any = None, params: Any = None) -> Any:
         names = "auto" if data.feature_names is None else list(data.feature_names)
         weight = None if data.weights is None else np.repeat(data.weights, data.group_sizes)
-        return library("lightgbm").Dataset(
+        return cls.module().Dataset(
             data.X, data.y, weight=weight, group=data.group_sizes, reference=reference,
             params=params, feature_name=names,
         )

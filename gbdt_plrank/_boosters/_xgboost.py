@@ -15,18 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from .._groups import Split
 from ._base import (
     BoosterSettings,
     EvalMetric,
     LibraryBackend,
     Plan,
     QueryFields,
-    Split,
     Trained,
     eval_name,
-    library,
     metric_name,
-    native_params,
     progress,
     timed,
 )
@@ -91,15 +89,12 @@ class XGBoostBackend(LibraryBackend):
         else:  # the callable supplies the gradients; the named objective is not used
             fixed.update(objective="reg:squarederror", base_score=0.0)
             obj = plan.objective
-        params = native_params(
-            self.name, settings, reserved=self.reserved, defaults={}, fixed=fixed
-        )
-        return params, obj
+        return self.native_params(settings, defaults={}, fixed=fixed), obj
 
     def train(
         self, settings: BoosterSettings, data: Split, evals: Sequence[Split], plan: Plan
     ) -> Trained:
-        xgboost = library(self.name)
+        xgboost = self.module()
         params, obj = self.params(settings, plan)
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
@@ -127,10 +122,10 @@ class XGBoostBackend(LibraryBackend):
             booster = booster[: best + 1]
         return Trained(booster, best, history, seconds)
 
-    @staticmethod
-    def _dmatrix(data: Split) -> Any:
+    @classmethod
+    def _dmatrix(cls, data: Split) -> Any:
         names = None if data.feature_names is None else list(data.feature_names)
-        return library("xgboost").DMatrix(
+        return cls.module().DMatrix(
             data.X, label=data.y, qid=data.qid, weight=data.weights, missing=np.nan,
             feature_names=names,
         )
