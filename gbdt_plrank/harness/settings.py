@@ -5,7 +5,8 @@ The tables ``[trees]`` (:class:`TreeSettings`, the booster settings of every met
 native parameters (``[params.<method>]``, :func:`read_params`), and the rules that tie a method's
 objective options together (:func:`check_objectives`). The comparison
 (:mod:`.compare.config`), the fairness frontier (:mod:`.frontier.config`) and the experiment on
-clicks (:mod:`.clicks.config`) build their configurations from them.
+clicks (:mod:`.clicks.config`) build their configurations from them, on
+:class:`ExperimentConfig`, the keys they share.
 
 The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that breaks its
 rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
@@ -32,6 +33,7 @@ __all__ = [
     "SETTINGS",
     "ConfigError",
     "CutOffs",
+    "ExperimentConfig",
     "Folds",
     "PLRankSettings",
     "PiRankSettings",
@@ -179,6 +181,37 @@ class PiRankSettings(Schema):
 
 #: A key of :data:`~gbdt_plrank.harness.methods.OWN_OBJECTIVES` -> the schema of its settings.
 SETTINGS: dict[str, type[Schema]] = {PLRANK: PLRankSettings, PIRANK: PiRankSettings}
+
+
+class ExperimentConfig(Schema):
+    """The keys every experiment's configuration shares, with the same rules and defaults.
+
+    The LETOR ``folds``, ``drop_empty_test_queries`` and the tables ``[trees]``, ``[plrank]``
+    and ``[params]`` (method name -> its native parameters, read by :func:`read_params`' rules)
+    of a comparison (:mod:`.compare.config`), a fairness frontier (:mod:`.frontier.config`) and
+    the experiment on clicks (:mod:`.clicks.config`).
+    """
+
+    folds: Folds = (1,)
+    drop_empty_test_queries: bool = Field(True, description="true or false")
+    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
+    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
+    params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="a table of method name -> table of parameters"
+    )
+
+    def shared_settings(self) -> dict[str, Any]:
+        """What of these keys changes a trained model or its score, as plain JSON-able data.
+
+        Every key but ``folds`` (which selects runs) and ``trees.n_jobs`` (which changes only
+        their speed).
+        """
+        return {
+            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
+            "plrank": self.plrank.model_dump(),
+            "params": {m: self.params[m] for m in sorted(self.params)},
+            "drop_empty_test_queries": self.drop_empty_test_queries,
+        }
 
 
 def check_objective_options(objective: str, key: str, value: Any) -> dict[str, Any]:

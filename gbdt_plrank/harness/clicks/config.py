@@ -43,13 +43,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..._training.options import PLRankOptions
-from ..._util.schema import ConfigError, Schema, one_of, validate
+from ..._util.schema import ConfigError, one_of, validate
 from ..settings import (
     CutOffs,
-    Folds,
+    ExperimentConfig,
     PLRankSettings,
     PositiveInt,
-    TreeSettings,
     items,
     read_config_table,
 )
@@ -83,7 +82,7 @@ def _as_pair(value: Any) -> Any:
     return value
 
 
-class ClicksConfig(Schema):
+class ClicksConfig(ExperimentConfig):
     """A learning-from-clicks experiment: data, logging, click model, learners, exploration.
 
     ``[plrank]`` holds the PL-Rank options of the learners on clicks; they train on rewards, so
@@ -93,11 +92,9 @@ class ClicksConfig(Schema):
     """
 
     datasets: items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
-    folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
     k: CutOffs = (5, 10)
     out: str = Field("runs/clicks", min_length=1, description="a non-empty string")
-    drop_empty_test_queries: bool = Field(True, description="true or false")
     top_k: int = Field(5, ge=1, le=32, description="an integer from 1 to 32")
     logging_queries: int = Field(20, ge=1, description="an integer >= 1")
     logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
@@ -124,12 +121,8 @@ class ClicksConfig(Schema):
     exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")
     exploration_sessions: int = Field(100, ge=1, description="an integer >= 1")
     ope_sessions: int = Field(100, ge=0, description="an integer >= 0")
-    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
     plrank: PLRankSettings = Field(
         default_factory=lambda: PLRankSettings(gain="linear", metric="dcg"), description="a table"
-    )
-    params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="a table of method name -> table of parameters"
     )
 
     @field_validator("plrank", mode="before")
@@ -212,13 +205,10 @@ class ClicksConfig(Schema):
         if self.ope_sessions != 100:  # the default: absent, as before the table existed
             clicks["ope_sessions"] = self.ope_sessions
         return {
-            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
-            "params": {m: self.params[m] for m in sorted(self.params)},
+            **self.shared_settings(),
             **self.model_dump(include={
-                "drop_empty_test_queries", "top_k", "logging_queries", "logging_rounds", "eta",
-                "noise", "position_bias", "propensities", "propensity_samples",
-                "exploration_sessions", "k",
+                "top_k", "logging_queries", "logging_rounds", "eta", "noise", "position_bias",
+                "propensities", "propensity_samples", "exploration_sessions", "k",
             }),
             **clicks,
             # the logs hold max(sessions) sessions per query, of which each point takes a prefix

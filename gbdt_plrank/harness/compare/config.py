@@ -47,15 +47,13 @@ from typing import Any
 from pydantic import Field
 
 from ..._training.options import PLRankOptions
-from ..._util.schema import Schema, validate
+from ..._util.schema import validate
 from ..methods import METHODS, PLRANK
 from ..settings import (
     CutOffs,
-    Folds,
+    ExperimentConfig,
     PiRankSettings,
-    PLRankSettings,
     Text,
-    TreeSettings,
     check_objectives,
     items,
     method_options,
@@ -67,24 +65,17 @@ from ..settings import (
 __all__ = ["CompareConfig", "load_config"]
 
 
-class CompareConfig(Schema):
+class CompareConfig(ExperimentConfig):
     """A comparison: which data, methods, seeds and cut-offs, and the shared settings."""
 
     datasets: items(Text, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
     methods: items(  # type: ignore[valid-type]
         str, rule=f"a non-empty list of distinct methods from: {', '.join(METHODS)}", known=True
     )
-    folds: Folds = (1,)
     seeds: int = Field(5, ge=1, description="an integer >= 1")
     k: CutOffs = (5,)
     out: Text = Field("runs/compare", description="a non-empty string")
-    drop_empty_test_queries: bool = Field(True, description="true or false")
-    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
-    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
     pirank: PiRankSettings = Field(default_factory=PiRankSettings, description="a table")
-    params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="a table of method name -> table of parameters"
-    )
 
     @property
     def seed_values(self) -> range:
@@ -106,13 +97,7 @@ class CompareConfig(Schema):
         Results made under other settings must not be mixed with these; what only selects runs
         (datasets, folds, methods, seeds, k) or changes their speed (``n_jobs``) is left out.
         """
-        return {
-            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
-            "pirank": self.pirank.model_dump(),
-            "params": {m: self.params[m] for m in sorted(self.params)},
-            "drop_empty_test_queries": self.drop_empty_test_queries,
-        }
+        return {**self.shared_settings(), "pirank": self.pirank.model_dump()}
 
 
 def load_config(

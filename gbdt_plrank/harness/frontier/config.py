@@ -33,13 +33,12 @@ from pydantic import Field, field_validator, model_validator
 
 from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
 from ..._training.options import PLRankOptions
-from ..._util.schema import ConfigError, Schema, one_of, validate
+from ..._util.schema import ConfigError, one_of, validate
 from ..item_groups import ProtectedGroup
 from ..methods import METHODS, PLRANK
 from ..settings import (
-    Folds,
+    ExperimentConfig,
     PLRankSettings,
-    TreeSettings,
     check_objectives,
     items,
     method_options,
@@ -59,7 +58,7 @@ Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Offset = Annotated[float, Field(allow_inf_nan=False)]
 
 
-class FrontierConfig(Schema):
+class FrontierConfig(ExperimentConfig):
     """A frontier: data, the PL-Rank method, the fairness loss and weights, the post-hoc grids.
 
     ``fairness`` is the fair curve's loss and the report's measure of fairness; ``protected``
@@ -75,11 +74,9 @@ class FrontierConfig(Schema):
     """
 
     datasets: items(str, rule="a non-empty list of distinct bundled names or folders")  # type: ignore[valid-type]
-    folds: Folds = (1,)
     seeds: int = Field(1, ge=1, description="an integer >= 1")
     k: int = Field(10, ge=1, description="an integer >= 1")
     out: str = Field("runs/fairness", min_length=1, description="a non-empty string")
-    drop_empty_test_queries: bool = Field(True, description="true or false")
     drop_empty_queries: bool = Field(False, description="true or false")
     plrank_method: Literal[_PLRANK_METHODS] = Field(  # type: ignore[valid-type]
         "plrank-xgb", description=f"one of {', '.join(map(repr, _PLRANK_METHODS))}"
@@ -98,11 +95,6 @@ class FrontierConfig(Schema):
         Offset, rule="a non-empty list of distinct finite numbers"
     ) = (0.0,)
     n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")
-    trees: TreeSettings = Field(default_factory=TreeSettings, description="a table")
-    plrank: PLRankSettings = Field(default_factory=PLRankSettings, description="a table")
-    params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="a table of method name -> table of parameters"
-    )
 
     @field_validator("plrank")
     @classmethod
@@ -165,11 +157,8 @@ class FrontierConfig(Schema):
     def settings(self) -> dict[str, Any]:
         """Everything that changes a stored training or evaluation, as JSON-able data."""
         return {
-            "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs"}),
-            "plrank": self.plrank.model_dump(),
+            **self.shared_settings(),
             "plrank_method": self.plrank_method,
-            "params": {m: self.params[m] for m in sorted(self.params)},
-            "drop_empty_test_queries": self.drop_empty_test_queries,
             **({"drop_empty_queries": True} if self.drop_empty_queries else {}),
             "k": self.k,
             "n_samples": self.n_samples,
