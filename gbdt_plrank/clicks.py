@@ -248,8 +248,8 @@ def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
 
 def click_rewards(
     log: ClickLog, n_rows: int, *, position_bias: Any, estimator: str = "policy-aware",
-    propensities: Any = None, qid: Any = None, X: Any = None, regression: Any = None,
-    seed: int = 0,
+    propensities: Any = None, propensity_samples: int | None = None, qid: Any = None,
+    X: Any = None, regression: Any = None, seed: int = 0,
 ) -> np.ndarray:
     r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
 
@@ -296,9 +296,24 @@ def click_rewards(
         :math:`\rho_d`, the expected observation of row :math:`d` per session of its query under
         the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
         the logging :class:`~gbdt_plrank.PLRankRanker`'s
-        ``expected_exposure(X, qid, weights=theta)``. Finite and ``>= 0``; ``> 0`` for every
-        clicked row, and large enough that its reward is a finite float64 (a clicked row's
+        ``expected_exposure(X, qid, weights=theta, n_samples=M)`` (then give ``M`` as
+        ``propensity_samples``). Finite and ``>= 0``; without ``propensity_samples``, ``> 0``
+        for every clicked row; large enough that a reward is a finite float64 (a clicked row's
         propensity of 1e-320 is refused). None: the logged display frequencies.
+    propensity_samples : int or None, default None
+        With ``propensities`` a Monte-Carlo estimate, the number :math:`M` (``>= 1``) of the
+        logging policy's rankings per query it averages (``expected_exposure``'s
+        ``n_samples``, drawn independently of the log): those rankings are pooled with the
+        log's own sessions, which the same policy drew,
+        :math:`\tilde\rho_d = (M \rho_d + \sum_s \theta_{\mathrm{rank}_s(d)}) / (M + S_q)`,
+        and the rewards divide by :math:`\tilde\rho_d`. A clicked row then always has a
+        positive propensity (the log proves it displayed), even where no sampled ranking shows
+        it, as under a sharp logger. A reward's expectation is :math:`\gamma_d\, f_d` (doubly
+        robust: :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, f_d`) with
+        :math:`f_d = 1 - (1 - p_d)^{M + S_q}`, :math:`p_d` the probability that the logger
+        shows :math:`d`: unbiased but for the chance that none of the :math:`M + S_q` rankings
+        shows the row, and consistent as :math:`M` grows (see Notes). None: ``propensities`` are
+        taken as exact.
     qid : array of shape (n_rows,) or None
         Query id of every row: checks that each session shows the rows of one query; required
         with ``propensities`` (the sessions are counted per query) and by the doubly robust
@@ -326,10 +341,42 @@ def click_rewards(
     ------
     ValueError
         For a row outside ``range(n_rows)``, a session mixing queries, a position bias (given
-        or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities, a
-        reward too large for float64 (a clicked row's observation below about 1e-308), an
-        unknown estimator, or for the doubly robust estimator a missing ``qid`` / ``X``
-        (without ``regression``) or a bad ``regression``, naming the value and the rule.
+        or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities (a
+        clicked row's exact propensity of 0 among them), ``propensity_samples`` other than an
+        integer ``>= 1`` or without ``propensities``, a reward too large for float64 (a clicked
+        row's observation below about 1e-308), an unknown estimator, or for the doubly robust
+        estimator a missing ``qid`` / ``X`` (without ``regression``) or a bad ``regression``,
+        naming the value and the rule.
+
+    Notes
+    -----
+    Why the pooled propensities of ``propensity_samples`` keep the rewards unbiased. Let the
+    :math:`M` sampled rankings be drawn from the logging policy independently of the log, with
+    ``weights`` equal to ``position_bias``. The :math:`n = M + S_q` observations
+    :math:`X_i = \theta_{\mathrm{rank}_i(d)}` of row :math:`d` in the sampled and the logged
+    rankings are then independent draws of one distribution, hence exchangeable, and
+    :math:`\tilde\rho_d = \frac1n\sum_i X_i`. Under the position-based model a logged
+    session's click has mean :math:`X_s\gamma_d` given all the rankings, so
+
+    .. math::
+
+        \mathbb{E}\Big[\frac{c_{sd}}{\tilde\rho_d}\Big]
+        = \gamma_d\, n\, \mathbb{E}\Big[\frac{X_s}{\sum_i X_i}\Big]
+        = \gamma_d\, \mathbb{E}\Big[\frac{\sum_i X_i}{\sum_i X_i}\Big]
+        = \gamma_d\, \big(1 - (1 - p_d)^{n}\big)
+
+    (0/0 read as 0; the middle step because the :math:`n` ratios :math:`X_i / \sum_j X_j` have
+    equal means), :math:`p_d` the probability that the logger shows :math:`d`. The doubly robust
+    correction :math:`(c_{sd} - X_s\hat\gamma_d)/\tilde\rho_d`, with :math:`\hat\gamma`
+    cross-fitted and so independent of the query's rankings, has mean
+    :math:`(\gamma_d - \hat\gamma_d)(1 - (1-p_d)^n)`. The bias, at most
+    :math:`|\gamma_d - \hat\gamma_d|\, e^{-n p_d}` (:math:`\hat\gamma = 0` for the
+    policy-aware rewards), is that of a row none of the :math:`n` rankings shows, which nothing
+    computed from them can avoid; and :math:`\tilde\rho_d \to \rho_d` as :math:`M` grows,
+    so the rewards are consistent. With :math:`M = 0` the pooled propensity is the display
+    frequency, and its rewards have the same expectation. The Monte-Carlo estimate alone is 0
+    with probability :math:`(1-p_d)^M > 0`, and a logged click on such a row (one a sharp logger
+    rarely shows) would be divided by 0: those rewards have no finite expectation.
 
     Examples
     --------
@@ -355,13 +402,15 @@ def click_rewards(
     theta = _position_bias(position_bias, log)
     seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
     if propensities is None:
+        _no_samples_without_propensities(propensity_samples)
         expected = seen
     else:
         if qid is None:
             raise ValueError("qid must be given with propensities (the sessions are counted per "
                              "query), but it is None.")
-        rho = _check_propensities(propensities, n_rows, clicks)
         sessions = _sessions_per_row(log, qid)
+        rho = _logging_propensities(propensities, propensity_samples, clicks=clicks, seen=seen,
+                                    sessions=sessions)
         expected = sessions * rho
     if estimator == "doubly-robust":
         gamma = _regression(log, n_rows, regression, X=X, qid=qid, theta=theta, seed=seed)
@@ -376,9 +425,10 @@ def click_rewards(
             raise ValueError(f"position_bias must be large enough for a finite reward, clicks / "
                              f"(the position bias summed over the row's displays), but row {d} "
                              f"has {int(clicks[d])} click(s) and a sum of {float(seen[d])!r}.")
+        used = "propensities" if propensity_samples is None else "the pooled propensities"
         raise ValueError(f"propensities must be large enough for a finite reward, clicks / "
                          f"(sessions x propensity), but row {d} has {int(clicks[d])} click(s) "
-                         f"in {int(sessions[d])} session(s) and propensities[{d}] is "
+                         f"in {int(sessions[d])} session(s) and {used}[{d}] is "
                          f"{float(rho[d])!r}.")
     return rewards
 
@@ -399,19 +449,51 @@ def _check_qid(qid: Any, n_rows: int) -> np.ndarray:
     return qid
 
 
-def _check_propensities(propensities: Any, n_rows: int, clicks: np.ndarray) -> np.ndarray:
-    """The propensities as float64, one per row, ``>= 0``, ``> 0`` for every clicked row."""
+def _logging_propensities(
+    propensities: Any, propensity_samples: Any, *, clicks: np.ndarray, seen: np.ndarray,
+    sessions: np.ndarray,
+) -> np.ndarray:
+    r"""The logging policy's propensities :math:`\rho_d` that both estimators divide by.
+
+    ``propensities`` checked (float64, one per row, finite and ``>= 0``) and taken as exact,
+    so a clicked row's 0 is refused; or, with ``propensity_samples`` :math:`M`, taken as the
+    Monte-Carlo mean over :math:`M` rankings of the logging policy and pooled with the
+    :math:`S_q` logged sessions of the row's query (``sessions``), rankings of the same policy,
+
+    .. math::
+
+        \tilde\rho_d = \frac{M \rho_d + \sum_{s=1}^{S_q} \theta_{\mathrm{rank}_s(d)}}
+                             {M + S_q}
+
+    (``seen`` holds the sums over the log): positive for every clicked row, and unbiased but
+    for the rows none of the :math:`M + S_q` rankings shows (the Notes of
+    :func:`click_rewards` prove it).
+    """
+    n_rows = clicks.size
     rho = as_finite_vector("propensities", propensities)
     if rho.shape != (n_rows,):
         raise ValueError(f"propensities must have shape ({n_rows},) (one per row), but has "
                          f"shape {rho.shape}.")
     check_at_least("propensities", rho, 0)
+    if propensity_samples is not None:
+        M = check_positive_int("propensity_samples", propensity_samples)
+        return (M * rho + seen) / (M + sessions)
     unseen = np.flatnonzero((clicks > 0) & (rho <= 0))
     if unseen.size:
         d = int(unseen[0])
         raise ValueError(f"propensities must be > 0 for every clicked row, but row {d} has "
-                         f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r}.")
+                         f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r} "
+                         f"(a Monte-Carlo estimate such as expected_exposure's: give its "
+                         f"n_samples as propensity_samples to pool it with the log's displays).")
     return rho
+
+
+def _no_samples_without_propensities(propensity_samples: Any) -> None:
+    """``propensity_samples`` counts the rankings behind given propensities: refused alone."""
+    if propensity_samples is not None:
+        raise ValueError(f"propensity_samples counts the logging policy's rankings behind "
+                         f"propensities, but propensities is None (propensity_samples="
+                         f"{propensity_samples!r}).")
 
 
 def _sessions_per_row(log: ClickLog, qid: np.ndarray) -> np.ndarray:
@@ -585,8 +667,9 @@ class PolicyValue:
 
 def estimate_policy_value(
     log: ClickLog, policy: Any, *, X: Any = None, qid: Any, position_bias: Any,
-    propensities: Any = None, estimator: str = "policy-aware", regression: Any = None,
-    n_samples: int = 1000, seed: int = 0,
+    propensities: Any = None, propensity_samples: int | None = None,
+    estimator: str = "policy-aware", regression: Any = None, n_samples: int = 1000,
+    seed: int = 0,
 ) -> PolicyValue:
     r"""A new policy's expected clicks per session, estimated from another (logging) policy's log.
 
@@ -632,6 +715,14 @@ def estimate_policy_value(
         The logging policy's :math:`\rho_d`, as in :func:`click_rewards`; None: the logged
         display frequencies (consistent, not unbiased, and any row the new policy can show but
         the log never shows is refused).
+    propensity_samples : int or None, default None
+        As in :func:`click_rewards`: ``propensities`` are the Monte-Carlo mean over that many
+        rankings of the logging policy, pooled with the log's sessions
+        (:math:`\tilde\rho_d`), so that the estimate is the policy's expected observation
+        times the rewards of :func:`click_rewards` with the same arguments,
+        :math:`\frac{1}{\sum_q S_q}\sum_q S_q \sum_{d \in q} w_\pi(d)\, \hat r_d`, and
+        has their expectation (unbiased but for the rows none of the sampled or logged
+        rankings shows). A row the new policy observes that none of them shows is refused.
     estimator : {"policy-aware", "doubly-robust"}
     regression : array of shape (n_rows,) or None
         ``"doubly-robust"``: :math:`\hat\gamma` in place of :func:`click_regression`.
@@ -649,8 +740,8 @@ def estimate_policy_value(
     ------
     ValueError
         Where the new policy observes a row with positive probability that the logging
-        policy never shows (:math:`\rho_d = 0`: nothing in the log speaks for it), and for bad
-        values as :func:`click_rewards` does, naming them.
+        policy never shows (:math:`\rho_d = 0`, or :math:`\tilde\rho_d = 0`: nothing in the log
+        speaks for it), and for bad values as :func:`click_rewards` does, naming them.
     """
     check_choice("estimator", estimator, _VALUE_ESTIMATORS)
     n_samples = check_positive_int("n_samples", n_samples)
@@ -683,13 +774,19 @@ def estimate_policy_value(
                          "is empty.")
     clicks = np.bincount(log.row, weights=log.click, minlength=n_rows)
     sessions = _sessions_per_row(log, qid)
+    seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
     if propensities is None:
-        seen = np.bincount(log.row, weights=theta[log.rank - 1], minlength=n_rows)
+        _no_samples_without_propensities(propensity_samples)
         rho = np.divide(seen, sessions, out=np.zeros(n_rows), where=sessions > 0)
         source = "the logged display frequencies"
     else:
-        rho = _check_propensities(propensities, n_rows, clicks)
-        source = "propensities"
+        rho = _logging_propensities(propensities, propensity_samples, clicks=clicks, seen=seen,
+                                    sessions=sessions)
+        source = ("propensities" if propensity_samples is None else
+                  f"propensities pooled with the log's displays ({propensity_samples} sampled "
+                  f"rankings per query and the log's sessions)")
+    hint = ("" if propensity_samples is None else
+            ", and more propensity_samples find the rows it shows rarely")
     _, q = np.unique(qid, return_inverse=True)
     logged = sessions > 0
     blind = np.flatnonzero((w > 0) & (rho <= 0) & logged)
@@ -699,7 +796,7 @@ def estimate_policy_value(
                          f"{float(w[d])!r}) that the logging policy never shows (its propensity "
                          f"from {source} is {float(rho[d])!r}): nothing in the log estimates its "
                          f"clicks; the logging policy must show every row the new one can "
-                         f"(a stochastic logger).")
+                         f"(a stochastic logger){hint}.")
     gamma = (np.zeros(n_rows) if estimator == "policy-aware" else
              _regression(log, n_rows, regression, X=X, qid=qid, theta=theta, seed=seed))
     # per session: the regression's value of its query plus the weighted corrections

@@ -139,7 +139,11 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
                                            "but has shape (1,)."),
     (dict(propensities=[1.0, 0.0], qid=[0, 0]), "propensities must be > 0 for every clicked "
                                                 "row, but row 1 has 1 click(s) and "
-                                                "propensities[1] is 0.0."),
+                                                "propensities[1] is 0.0 (a Monte-Carlo "
+                                                "estimate such as expected_exposure's: give "
+                                                "its n_samples as propensity_samples"),
+    (dict(propensity_samples=5), "propensity_samples counts the logging policy's rankings "
+                                 "behind propensities, but propensities is None"),
     # a clicked row's reward 1 / (2 x 1e-320) overflows float64
     (dict(propensities=[1.0, 1e-320], qid=[0, 0]),
      "propensities must be large enough for a finite reward, clicks / (sessions x propensity), "

@@ -262,3 +262,139 @@ def test_policy_value_intervals_cover_the_truth(estimator):
         lo, hi = est.interval(0.9)
         hits += lo <= truth <= hi
     assert 0.84 <= hits / n_rep <= 0.96, hits
+
+
+# --------------------------------------------------------------------------------------------
+# Monte-Carlo propensities pooled with the log's own displays (propensity_samples)
+# --------------------------------------------------------------------------------------------
+def _sampled_propensities(scores, K, theta, M):
+    """Every Monte-Carlo propensity vector of M rankings of the Plackett-Luce logger (the mean
+    observation over them), with its probability."""
+    out = {}
+    for draws in itertools.product(naive.partial_rankings(scores, K), repeat=M):
+        rho = np.zeros(len(scores))
+        for ranking, _ in draws:
+            rho[list(ranking)] += theta[:len(ranking)]
+        key = tuple(rho / M)
+        out[key] = out.get(key, 0.0) + np.prod([p for _, p in draws])
+    return [(np.array(rho), p) for rho, p in out.items()]
+
+
+def _logs(scores, K, theta, gamma, S):
+    """Every log of S sessions of the logger, with its probability."""
+    for parts in itertools.product(list(_outcomes(scores, K, theta, gamma)), repeat=S):
+        log = ClickLog(session=np.concatenate([np.full(len(lg), s) for s, (lg, _) in
+                                               enumerate(parts)]),
+                       row=np.concatenate([lg.row for lg, _ in parts]),
+                       rank=np.concatenate([lg.rank for lg, _ in parts]),
+                       click=np.concatenate([lg.click for lg, _ in parts]))
+        yield log, np.prod([q for _, q in parts])
+
+
+@pytest.mark.parametrize(("D", "K", "M", "S"),
+                         [(2, 1, 3, 1), (2, 1, 1, 3), (2, 1, 2, 3), (3, 2, 1, 1), (3, 2, 2, 1),
+                          (4, 2, 1, 1)])
+def test_pooled_propensities_are_unbiased_but_for_rows_no_ranking_shows(D, K, M, S):
+    """Exact enumeration of the M sampled rankings and of the S logged sessions: every reward
+    has the expectation of the Notes of click_rewards, gamma (doubly robust: g + (gamma - g))
+    times 1 - (1 - p)^(M + S), p the chance the logger shows the row; the value of a new policy
+    is its expected observation times those rewards, or refused where it observes a row that
+    none of the M + S rankings shows."""
+    rng = np.random.default_rng(D * 1000 + K * 100 + M * 10 + S)
+    scores = 1.5 * rng.normal(size=D)
+    theta = 1.0 / np.arange(1, K + 1)
+    gamma = rng.uniform(0.05, 0.95, size=D)
+    g = rng.uniform(0.0, 1.0, size=D)  # any regression that has not seen these clicks
+    w = _exact_propensities(rng.normal(size=D), K, theta)  # a new policy
+    qid = np.zeros(D)
+    shown = np.zeros(D)
+    for ranking, p in naive.partial_rankings(scores, K):
+        shown[list(ranking)] += p
+    found = 1 - (1 - shown) ** (M + S)
+    assert found.min() < 1 - 1e-3  # some row's bias term is not negligible
+    logs = list(_logs(scores, K, theta, gamma, S))
+    pa, dr, total, refused = np.zeros(D), np.zeros(D), 0.0, 0
+    for rho, p_rho in _sampled_propensities(scores, K, theta, M):
+        pool = dict(position_bias=theta, propensities=rho, propensity_samples=M, qid=qid)
+        for log, q in logs:
+            r_pa = click_rewards(log, D, **pool)
+            r_dr = click_rewards(log, D, estimator="doubly-robust", regression=g, **pool)
+            pa += p_rho * q * r_pa
+            dr += p_rho * q * r_dr
+            total += p_rho * q
+            unseen = (M * rho + np.bincount(log.row, minlength=D)) == 0
+            if unseen.any():  # w > 0 everywhere: a row none of the rankings shows is refused
+                with pytest.raises(ValueError, match="never shows"):
+                    estimate_policy_value(log, w, **pool)
+                refused += 1
+                continue
+            for estimator, r in (("policy-aware", r_pa), ("doubly-robust", r_dr)):
+                v = estimate_policy_value(log, w, estimator=estimator, **pool,
+                                          regression=g if estimator == "doubly-robust" else None)
+                assert v.value == pytest.approx(float(w @ r), rel=1e-12, abs=1e-15)
+    assert total == pytest.approx(1.0, abs=1e-12)
+    assert refused  # the refusal is exercised, and (below) the rows it concerns are biased
+    np.testing.assert_allclose(pa, gamma * found, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(dr, g + (gamma - g) * found, rtol=0, atol=1e-12)
+
+
+def test_a_clicked_row_that_no_sampled_ranking_shows_gets_a_finite_reward():
+    """A sharp logger rarely shows its last row: no ranking of a small Monte-Carlo sample shows
+    it, so its sampled propensity is 0, yet the log shows it clicked. Taken as exact, that
+    propensity is refused (the experiment's crash); pooled with the log's displays, the row's
+    reward is finite."""
+    nd, K, M = 5, 2, 20
+    theta = np.array([1.0, 0.5])
+    scores = np.array([6.0, 4.0, 3.0, 0.0, -6.0])  # a sharp logger
+    rho = _mc_propensities(scores, 1, nd, K, theta, n=M, seed=0)
+    assert rho[4] == 0 and rho.sum() == pytest.approx(theta.sum())
+    # two sessions, the second showed row 4 at rank 2, which was clicked
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 0, 4], rank=[1, 2, 1, 2], click=[1, 0, 0, 1])
+    qid, g = np.zeros(nd), np.full(nd, 0.3)
+    for kw in ({}, {"estimator": "doubly-robust", "regression": g}):
+        with pytest.raises(ValueError, match=re.escape(
+                "propensities must be > 0 for every clicked row, but row 4 has 1 click(s) and "
+                "propensities[4] is 0.0 (a Monte-Carlo estimate such as expected_exposure's: "
+                "give its n_samples as propensity_samples to pool it with the log's displays).")):
+            click_rewards(log, nd, position_bias=theta, propensities=rho, qid=qid, **kw)
+    pool = dict(position_bias=theta, propensities=rho, propensity_samples=M, qid=qid)
+    seen = np.array([2.0, 0.5, 0.0, 0.0, 0.5])  # theta summed over each row's displays
+    pooled = (M * rho + seen) / (M + 2)
+    clicks = np.array([1.0, 0.0, 0.0, 0.0, 1.0])
+    r = click_rewards(log, nd, **pool)
+    np.testing.assert_allclose(r, np.divide(clicks, 2 * pooled, out=np.zeros(nd),
+                                            where=pooled > 0))
+    assert r[4] == pytest.approx(1 / (2 * 0.5 / (M + 2)))  # 22: its one display in 22 rankings
+    r_dr = click_rewards(log, nd, estimator="doubly-robust", regression=g, **pool)
+    np.testing.assert_allclose(r_dr, g + np.divide(clicks - seen * g, 2 * pooled,
+                                                   out=np.zeros(nd), where=pooled > 0))
+    # the same pooled propensities value a new policy
+    w = np.where(pooled > 0, [0.2, 0.3, 0.4, 0.0, 0.6], 0.0)
+    v = estimate_policy_value(log, w, **pool)
+    assert v.value == pytest.approx(np.mean([w[0] * 1 / pooled[0], w[4] * 1 / pooled[4]]))
+
+
+def test_pooled_propensities_name_their_rules():
+    log = ClickLog(session=[0, 1], row=[0, 0], rank=[1, 1], click=[1, 0])
+    for value, rule in ((0, "propensity_samples must be an integer >= 1, but 0 is given."),
+                        (2.5, "propensity_samples must be an integer >= 1, but 2.5 is given.")):
+        with pytest.raises(ValueError, match=re.escape(rule)):
+            click_rewards(log, 2, position_bias=[1.0], propensities=[1.0, 0.0], qid=[0, 0],
+                          propensity_samples=value)
+        with pytest.raises(ValueError, match=re.escape(rule)):
+            estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
+                                  propensities=[1.0, 0.0], propensity_samples=value)
+    alone = ("propensity_samples counts the logging policy's rankings behind propensities, but "
+             "propensities is None (propensity_samples=10).")
+    with pytest.raises(ValueError, match=re.escape(alone)):
+        click_rewards(log, 2, position_bias=[1.0], propensity_samples=10)
+    with pytest.raises(ValueError, match=re.escape(alone)):
+        estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
+                              propensity_samples=10)
+    # a row the new policy observes that neither the samples nor the log show is refused
+    with pytest.raises(ValueError, match=re.escape(
+            "the new policy observes row 1 (expected observation 0.5) that the logging policy "
+            "never shows (its propensity from propensities pooled with the log's displays (10 "
+            "sampled rankings per query and the log's sessions) is 0.0)")):
+        estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0],
+                              propensities=[1.0, 0.0], propensity_samples=10)

@@ -850,6 +850,33 @@ def _clicks_config(tmp_path: Path, tiny: Path):
     )
 
 
+def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
+                                                               tiny: Path) -> None:
+    """The logger's Monte-Carlo propensities from one ranking per query miss rows that its log
+    shows clicked (as 1000 rankings of a sharp logger did on MQ2008 Fold2): the rewards on the
+    logger's propensities, doubly robust included, and the off-policy table pool the sampled
+    rankings with the log's displays and are finite rather than refused."""
+    config = load_clicks_config(
+        CONFIGS / "clicks-tiny.toml",
+        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [20],
+                   "propensity_samples": 1},
+    )
+    data = load(str(tiny), 1, drop_empty_test_queries=True)
+    fold = clicks_run._Fold(config, data, 0)
+    logs = fold.logs(True, 20)
+    theta = clicks_run._theta(config, logs["train"])
+    sampled = fold.propensities(data.train, theta, n_samples=1)
+    assert sampled["propensity_samples"] == 1
+    clicks = np.bincount(logs["train"].row, weights=logs["train"].click, minlength=data.train.y.size)
+    assert ((clicks > 0) & (sampled["propensities"] == 0)).any()  # what crashed
+    for estimator in ("policy-aware", "doubly-robust"):
+        rewards = fold.rewards(logs, estimator=estimator, policy=True)
+        assert all(np.isfinite(rewards[name]).all() for name in ("train", "vali"))
+    _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
+    assert [line["estimator"] for line in ope] == ["policy-aware", "doubly-robust"]
+    assert all(np.isfinite(line["value"]) and line["stderr"] > 0 for line in ope)
+
+
 @pytest.mark.parametrize(
     ("run", "configure"),
     [

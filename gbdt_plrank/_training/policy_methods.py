@@ -226,7 +226,9 @@ class PolicyMethods:
         Other rank weights give other exposures: with a position-based click model's observation
         probabilities (``weights[k-1]`` the probability that rank ``k`` is seen, 0 beyond a top-k
         display), :math:`\hat E(d)` is the expected observation of row ``d`` per session, the
-        policy-aware propensity of :func:`gbdt_plrank.clicks.click_rewards`.
+        policy-aware propensity of :func:`gbdt_plrank.clicks.click_rewards` (give it
+        ``n_samples`` as ``propensity_samples`` there: a row that none of the sampled rankings
+        shows gets 0 here, though the log may show it).
 
         Parameters
         ----------

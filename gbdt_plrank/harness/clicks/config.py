@@ -18,7 +18,8 @@
     trust = [0.9, 0.1]                # trust bias (eps_plus, eps_minus); default: none
     position_bias = "known"           # "known" (1/k)**eta, or "estimate" from each log
     propensities = "logged"           # "logged" display frequencies or the "policy" exposure
-    propensity_samples = 1000         # rankings per query of the "policy" propensities
+    propensity_samples = 1000         # rankings per query of the "policy" propensities (pooled
+                                      # with the log's sessions)
     learners = ["plrank-policy-aware", "plrank-naive", ...]
     exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
     exploration_sessions = 100        # sessions per query and round

@@ -17,7 +17,9 @@ For every data entry, fold and seed:
 
    - ``plrank-policy-aware``: PL-Rank on the policy-aware rewards of the stochastic log
      (:func:`~gbdt_plrank.clicks.click_rewards`, propensities from the logged display
-     frequencies or from the logging policy's expected exposure under the position bias);
+     frequencies or from the logging policy's expected exposure under the position bias, a
+     Monte-Carlo estimate from ``propensity_samples`` rankings per query pooled with the log's
+     own sessions: ``propensity_samples=`` of :func:`~gbdt_plrank.clicks.click_rewards`);
    - ``plrank-doubly-robust``: PL-Rank on the doubly robust rewards of the same log
      (``estimator="doubly-robust"``: the cross-fitted regression of
      :func:`~gbdt_plrank.clicks.click_regression` corrected by the policy-aware estimate of its
@@ -60,9 +62,10 @@ policy: the logger is deployed stochastically on the test queries for ``ope_sess
 per query, and :func:`~gbdt_plrank.clicks.estimate_policy_value` estimates the model's
 expected clicks per session from that log, policy-aware and doubly robust, with the logger's
 expected exposure as propensities (both exposures from ten times ``propensity_samples``
-rankings per query); the simulated truth is the model's expected observation (under the
-simulated position bias) times the simulated click probability when seen (``ope.jsonl``, one line per model and estimator, written
-with its result: results stored before the table existed have none).
+rankings per query, the logger's pooled with the test log's sessions); the simulated truth
+is the model's expected observation (under the simulated position bias) times the simulated
+click probability when seen (``ope.jsonl``, one line per model and estimator, written with its
+result: results stored before the table existed have none).
 """
 
 from __future__ import annotations
@@ -353,7 +356,7 @@ class _Fold:
         ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
-        self._ope: tuple[ClickLog, np.ndarray, np.ndarray] | None = None
+        self._ope: tuple[ClickLog, np.ndarray, dict[str, Any]] | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
         """The first ``s`` sessions per query of the stochastic or deterministic logger."""
@@ -371,18 +374,24 @@ class _Fold:
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
-            rho = self.propensities(split, theta) if policy else None
+            rho = (self.propensities(split, theta, n_samples=self.config.propensity_samples)
+                   if policy else {})
             out[name] = click_rewards(log, split.y.size, position_bias=theta, estimator=estimator,
-                                      propensities=rho, qid=split.qid, X=split.X,
-                                      seed=self.seed)
+                                      qid=split.qid, X=split.X, seed=self.seed, **rho)
         return out
 
-    def propensities(self, split: Split, theta: np.ndarray) -> np.ndarray:
-        """The logger's expected observation of every row of ``split`` under ``theta``."""
-        return self.logger.expected_exposure(
-            split.X, split.qid, n_samples=self.config.propensity_samples, weights=theta,
+    def propensities(self, split: Split, theta: np.ndarray, *, n_samples: int) -> dict[str, Any]:
+        """The logger's expected observation of every row of ``split`` under ``theta`` from
+        ``n_samples`` rankings per query, as the keyword arguments ``propensities`` and
+        ``propensity_samples`` of :func:`~gbdt_plrank.clicks.click_rewards` and
+        :func:`~gbdt_plrank.clicks.estimate_policy_value`, which pool those rankings with the
+        log's own sessions (a row the log shows clicked has a positive propensity even where no
+        sampled ranking shows it, as under a sharp logger)."""
+        rho = self.logger.expected_exposure(
+            split.X, split.qid, n_samples=n_samples, weights=theta,
             random_state=_PROPENSITY_SEED + self.seed,
         )
+        return {"propensities": rho, "propensity_samples": n_samples}
 
     def ope(self, key: ResultKey, model: PLRankRanker) -> list[dict[str, Any]]:
         """Off-policy estimates of ``model``'s expected clicks per test session from the
@@ -405,27 +414,24 @@ class _Fold:
         out = []
         for estimator in ("policy-aware", "doubly-robust"):
             est = estimate_policy_value(
-                log, w, X=test.X, qid=test.qid, position_bias=theta, propensities=rho,
+                log, w, X=test.X, qid=test.qid, position_bias=theta, **rho,
                 estimator=estimator, seed=_OPE_SEED + self.seed,
             )
             out.append({**key._asdict(), "estimator": estimator, "value": est.value,
                         "stderr": est.stderr, "truth": truth})
         return out
 
-    def _ope_inputs(self) -> tuple[ClickLog, np.ndarray, np.ndarray]:
+    def _ope_inputs(self) -> tuple[ClickLog, np.ndarray, dict[str, Any]]:
         """The logger's test log, its position bias and the logger's expected observation of
-        every test row (the propensities), made once for all the models :meth:`ope` values."""
+        every test row (:meth:`propensities`), made once for all the models :meth:`ope` values."""
         if self._ope is None:
             config, test = self.config, self.data.test
             log = _deploy(self.logger, test, stochastic=True, config=config,
                           n=config.ope_sessions, seed=self.seed + _SPLIT_SEED["test"])
             theta = _theta(config, log)
-            # ten times the rankings of the training propensities: 1 / rho of a Monte-Carlo rho
-            # is biased upward where rho is small (Jensen), and the estimates average it over rows
-            rho = self.logger.expected_exposure(
-                test.X, test.qid, n_samples=10 * config.propensity_samples, weights=theta,
-                random_state=_PROPENSITY_SEED + self.seed,
-            )
+            # ten times the rankings of the training propensities: closer to the logger's exact
+            # propensities, which is what makes the doubly robust estimate the better one
+            rho = self.propensities(test, theta, n_samples=10 * config.propensity_samples)
             self._ope = log, theta, rho
         return self._ope
 
