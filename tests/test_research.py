@@ -246,3 +246,31 @@ def test_standardized_scale_stops_as_xgboost_early_stopping_does() -> None:
     assert s.stopped(rising + [0.3] * (s.PATIENCE - 2)) is None  # 49 rounds after the best
     assert s.stopped(rising + [0.3] * (s.PATIENCE - 1)) == 1  # ties do not improve: the first
     assert s.stopped(rising + [0.2] * (s.PATIENCE - 2) + [0.4]) is None  # a better round: wait
+
+
+# --------------------------------------------------------------------------------------------
+# Stopping rules chosen offline on recorded curves (benchmarks/results/stopping_rules.md)
+# --------------------------------------------------------------------------------------------
+def test_stopping_rules_keep_and_run_the_rounds_they_say() -> None:
+    from research.stopping_rules import Rule
+
+    # An early noisy peak at round 3, then a plateau below it, then a later best at round 80.
+    curve = np.full(200, 0.5)
+    curve[2] = 0.9
+    curve[79] = 0.95
+    # Patience 50 as XGBoost counts it: stops at round 53, 50 rounds after the peak, keeps 3.
+    assert Rule("p50").apply(curve) == (3, 53)
+    # No round before 40 is kept: from round 40 on, round 80 is best and comes within patience.
+    assert Rule("min", min_rounds=40).apply(curve) == (80, 130)
+    # ... but not within a patience of 25: the plateau's first round is kept.
+    assert Rule("min, p25", min_rounds=40, patience=25).apply(curve) == (40, 65)
+    # Ties do not improve: the first of equal values is kept.
+    assert Rule("flat").apply(np.full(60, 0.5)) == (1, 51)
+    # A training that never stops runs every round.
+    assert Rule("up").apply(np.arange(30.0)) == (30, 30)
+    # The trailing mean of 2 rounds peaks where the two best neighbours are.
+    smooth = np.array([0.0, 1.0, 0.0, 0.8, 0.8, 0.0] + [0.0] * 60)
+    assert Rule("ma2", window=2).apply(smooth)[0] == 5
+    # Tolerance keeps the last round within it of the best before the stop.
+    near = np.array([0.0, 1.0, 0.999, 0.5] + [0.0] * 60)
+    assert Rule("tol", tolerance=0.002).apply(near) == (3, 52)
