@@ -863,7 +863,7 @@ def estimate_narrow_groups(
     A wide group's rows (:func:`is_wide`, with two or more documents and a reward) are left as
     they are, for :func:`estimate_groups` to estimate; every other group's are those of
     :func:`estimate_groups`, bit for bit. Compiled without the wide path, which a training whose
-    queries all stay narrow never runs (a third less to compile on the first training).
+    queries all stay narrow never runs (benchmarks/results/compile_time.md).
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
