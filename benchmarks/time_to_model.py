@@ -16,12 +16,21 @@ the README's headline) and compared query by query with ``rank:ndcg`` and with t
 LambdaMART by the harness's paired tests (:func:`gbdt_plrank.harness.stats.paired`). With
 several ``--seeds`` every method trains once per seed; a query's NDCG is then its mean over the
 seeds (the expected quality of a model the method trains, for the methods a seed changes:
-PL-Rank's sampled rankings, CatBoost's random strength), times add up over the seeds, and a
-last table gives each seed's difference alone.
+PL-Rank's sampled rankings, CatBoost's random strength), times add up over the seeds. A
+summary table per dataset gives each method's difference from its booster's own LambdaMART
+(seeds pooled, with its interval and verdict), its worst seed's difference, the spread
+(max - min) of the seeds' differences and its time ratio; with several seeds, the last tables
+give each seed's difference alone (against ``rank:ndcg`` and against the own LambdaMART) with
+their spread, and the spread of the kept rounds across seeds in each fold.
+
+``--trees library-defaults`` trains every method at its library's own default tree settings
+(:meth:`~gbdt_plrank.harness.TreeSettings.library_defaults`: none is passed) instead of the
+harness's, with the same rounds cap and patience.
 
     python benchmarks/time_to_model.py                      # MQ2008 and MQ2007-agg, 5 folds
     python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2  # quality averaged over seeds
+    python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --trees library-defaults
     python benchmarks/time_to_model.py --data mslr-sample --folds 1 \\
         --out benchmarks/results/time_to_model_mslr-sample.md   # the bundled MSLR sample, one split
 
@@ -73,6 +82,23 @@ METHOD_NAMES = (
 REFERENCE = "lambdamart-xgb"
 #: The cut-offs of the quality columns.
 CUTOFFS = (5, 10)
+#: ``--trees``: the tree settings every method trains at, and how the report names them.
+TREES = {
+    "harness": "the harness's shared tree settings (eta 0.05, depth 6 / LightGBM's 31 leaves, "
+               "min_child_weight 0.1, lambda 1)",
+    "library-defaults": "each library's own default tree settings (XGBoost eta 0.3, depth 6, "
+                        "min_child_weight 1, lambda 1; LightGBM learning_rate 0.1, 31 leaves, "
+                        "min_sum_hessian_in_leaf 1e-3, lambda_l2 0; CatBoost's defaults)",
+}
+
+
+def tree_settings(name: str, *, rounds: int, n_jobs: int | None) -> TreeSettings:
+    """The harness's tree settings of ``--trees name``, at most ``rounds`` rounds."""
+    if name not in TREES:
+        raise ValueError(f"trees must be one of {', '.join(TREES)}, but {name!r} is given.")
+    if name == "library-defaults":
+        return TreeSettings.library_defaults(rounds=rounds, n_jobs=n_jobs)
+    return TreeSettings(rounds=rounds, n_jobs=n_jobs)
 
 
 @dataclass(frozen=True)
@@ -88,6 +114,7 @@ class Run:
     best_round: int
     test: dict[int, dict[int, float]]  # cut-off -> query id -> NDCG
     seed: int = 0
+    trees: str = "harness"  # a key of TREES
 
 
 def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str | None]]:
@@ -103,13 +130,16 @@ def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str 
 
 def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
-    trees: TreeSettings, seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
+    trees: str = "harness", rounds: int = 1000, n_jobs: int | None = None,
+    seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
-    Each finished training is also appended to the JSON-lines file ``records``, if given, so
-    that an interrupted run keeps what it measured.
+    ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`). Each
+    finished training is also appended to the JSON-lines file ``records``, if given, so that an
+    interrupted run keeps what it measured.
     """
+    settings = tree_settings(trees, rounds=rounds, n_jobs=n_jobs)
     runs = []
     for data in datasets:
         for fold in folds:
@@ -119,7 +149,7 @@ def run(
                 seeds, _rows(methods, stoppings)
             ):
                 plrank = None if stopping is None else PLRankSettings(stopping_metric=stopping)
-                fit = train(method, ds, k=k, seed=seed, trees=trees, plrank=plrank)
+                fit = train(method, ds, k=k, seed=seed, trees=settings, plrank=plrank)
                 test = {
                     c: dict(zip(qids.tolist(), ndcg(
                         ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True
@@ -127,7 +157,7 @@ def run(
                     for c in CUTOFFS
                 }
                 r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
-                        int(fit.best_round), test, seed)
+                        int(fit.best_round), test, seed, trees)
                 runs.append(r)
                 if records is not None:
                     append_record(records, r.__dict__)
@@ -166,9 +196,75 @@ def _own_lambdamart(method: str) -> str:
     )
 
 
+def _of_seed(runs: list[Run], seed: int) -> list[Run]:
+    return [r for r in runs if r.seed == seed]
+
+
+def seed_differences(a: list[Run], b: list[Run], cutoff: int = 10) -> dict[int, Paired]:
+    """Seed -> the paired NDCG@cutoff difference ``a - b`` of that seed's runs alone, pooled
+    over the folds, for every seed both ``a`` and ``b`` ran."""
+    seeds = sorted({r.seed for r in a} & {r.seed for r in b})
+    return {s: _versus(_of_seed(a, s), _of_seed(b, s), cutoff) for s in seeds}
+
+
+def spread(values: list[float]) -> float:
+    """The spread of ``values`` across seeds: max - min (0 for one value)."""
+    return max(values) - min(values)
+
+
+def kept_round_spreads(runs: list[Run]) -> dict[int, int]:
+    """Fold -> the spread (max - min) across seeds of the kept rounds of one row's runs."""
+    kept: dict[int, list[int]] = {}
+    for r in runs:
+        kept.setdefault(r.fold, []).append(r.best_round)
+    return {fold: spread(k) for fold, k in sorted(kept.items())}
+
+
+def _seconds_ratio(runs: list[Run], ref: list[Run] | None) -> str:
+    return "" if ref is None else f"{sum(r.seconds for r in runs) / sum(r.seconds for r in ref):.2f}x"
+
+
+def _summary(of: dict[str, list[Run]], ref: list[Run] | None) -> list[list[object]]:
+    """A row per method that has its own LambdaMART in the run (and is not it)."""
+    table = []
+    for row, rs in of.items():
+        base = _own_lambdamart(rs[0].method)
+        if base == row or base not in of:
+            continue
+        per_seed = seed_differences(rs, of[base])
+        worst = min(per_seed, key=lambda s: per_seed[s].mean)
+        table.append([
+            row, base, _verdict(_versus(rs, of[base], 10)),
+            f"seed {worst}: {_verdict(per_seed[worst])}",
+            f"{spread([p.mean for p in per_seed.values()]):.4f}", _seconds_ratio(rs, ref),
+        ])
+    return table
+
+
+def _seed_table(
+    of: dict[str, list[Run]], minus: dict[str, str], seeds: list[int]
+) -> list[list[object]]:
+    """A row per method of ``minus`` (row -> the row subtracted): each seed's NDCG@10 difference
+    with the spread of the seeds' differences."""
+    table = []
+    for row, base in minus.items():
+        per_seed = seed_differences(of[row], of[base])
+        table.append([
+            row, *(_verdict(per_seed[s]) if s in per_seed else "" for s in seeds),
+            f"{spread([p.mean for p in per_seed.values()]):.4f}",
+        ])
+    return table
+
+
+def _trees_line(runs: list[Run]) -> str:
+    names = list(dict.fromkeys(r.trees for r in runs))
+    return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + ".\n"
+
+
 def report(runs: list[Run], command: str) -> str:
-    """The markdown tables: one per dataset, a row per method, and the paired differences."""
-    lines = [f"## Time to a kept model\n\nWritten by `{command}`.\n"]
+    """The markdown tables of each dataset: a row per method, a summary against the booster's
+    own LambdaMART, the paired differences, and with several seeds each seed's alone."""
+    lines = [f"## Time to a kept model\n\nWritten by `{command}`.\n", _trees_line(runs)]
     for data in dict.fromkeys(r.data for r in runs):
         of = {row: [r for r in runs if r.data == data and r.row == row]
               for row in dict.fromkeys(r.row for r in runs if r.data == data)}
@@ -178,7 +274,6 @@ def report(runs: list[Run], command: str) -> str:
         for row, rs in of.items():
             seconds = sum(r.seconds for r in rs)
             rounds = sum(r.rounds_run for r in rs)
-            ratio = "" if ref is None else f"{seconds / sum(r.seconds for r in ref):.2f}x"
             worst = "" if ref is None else (
                 f"{max(r.seconds / s.seconds for r, s in zip(rs, ref)):.2f}x"
             )
@@ -188,7 +283,7 @@ def report(runs: list[Run], command: str) -> str:
             for r in rs:
                 kept.setdefault(r.fold, []).append(str(r.best_round))
             table.append([
-                row, f"{seconds:.1f}", ratio, worst, rounds,
+                row, f"{seconds:.1f}", _seconds_ratio(rs, ref), worst, rounds,
                 ", ".join("/".join(k) for k in kept.values()), f"{1e3 * seconds / rounds:.1f}",
                 *(f"{m:.4f}" for m in means), diff,
             ])
@@ -205,6 +300,19 @@ def report(runs: list[Run], command: str) -> str:
              "kept rounds", "ms/round", "NDCG@5", "NDCG@10", f"NDCG@10 - {REFERENCE}"],
             table,
         ))
+        summary = _summary(of, ref)
+        if summary:
+            lines.append(
+                "\nSummary: NDCG@10 minus the booster's own LambdaMART, paired per query (each "
+                "query's mean over the seeds), the seed whose own difference is lowest, the "
+                "spread (max - min) of the seeds' differences, and the time to the kept model "
+                f"as a multiple of {REFERENCE}'s:\n"
+            )
+            lines.append(markdown_table(
+                ["method", "own LambdaMART", "NDCG@10 - own LambdaMART", "worst seed",
+                 "spread of seeds", f"x {REFERENCE}"],
+                summary,
+            ))
         own = []
         for row, rs in of.items():
             base = _own_lambdamart(rs[0].method)
@@ -213,15 +321,39 @@ def report(runs: list[Run], command: str) -> str:
         if own:
             lines.append("\nAgainst the booster's own LambdaMART, paired:\n")
             lines.append(markdown_table(["method", "minus", "NDCG@5", "NDCG@10"], own))
-        if len(seeds) > 1 and ref is not None:
-            lines.append(f"\nEach seed alone, NDCG@10 minus {REFERENCE} of the same seed:\n")
-            lines.append(markdown_table(["method", *(f"seed {s}" for s in seeds)], [
-                [row, *(_verdict(_versus([r for r in rs if r.seed == s],
-                                         [r for r in ref if r.seed == s], 10)) for s in seeds)]
-                for row, rs in of.items() if row != REFERENCE
-            ]))
+        if len(seeds) > 1:
+            lines += _seed_tables(of, ref, seeds)
         lines.append("")
     return "\n".join(lines)
+
+
+def _seed_tables(of: dict[str, list[Run]], ref: list[Run] | None, seeds: list[int]) -> list[str]:
+    """Each seed's pooled NDCG@10 difference against rank:ndcg and against the booster's own
+    LambdaMART, with their spread, and the spread of the kept rounds across seeds."""
+    lines = []
+    heads = [*(f"seed {s}" for s in seeds), "spread"]
+    if ref is not None:
+        lines.append(f"\nEach seed alone, NDCG@10 minus {REFERENCE} of the same seed, and the "
+                     "spread (max - min) of those differences:\n")
+        lines.append(markdown_table(["method", *heads], _seed_table(
+            of, {row: REFERENCE for row in of if row != REFERENCE}, seeds
+        )))
+    own = {row: _own_lambdamart(rs[0].method) for row, rs in of.items()}
+    own = {row: base for row, base in own.items() if base not in (row, REFERENCE) and base in of}
+    if own:
+        lines.append("\nEach seed alone, NDCG@10 minus the booster's own LambdaMART of the same "
+                     "seed (where it is not " + REFERENCE + "):\n")
+        lines.append(markdown_table(["method", "minus", *heads], [
+            [row, own[row], *cells] for row, *cells in _seed_table(of, own, seeds)
+        ]))
+    folds = sorted({r.fold for rs in of.values() for r in rs})
+    lines.append("\nKept rounds across seeds: their spread (max - min) in each fold, and its "
+                 "mean over the folds:\n")
+    lines.append(markdown_table(["method", *(f"fold {f}" for f in folds), "mean"], [
+        [row, *(spreads.get(f, "") for f in folds), f"{np.mean(list(spreads.values())):.1f}"]
+        for row, spreads in ((row, kept_round_spreads(rs)) for row, rs in of.items())
+    ]))
+    return lines
 
 
 def _items(text: str) -> list[str]:
@@ -238,6 +370,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="extra PL-Rank rows stopped on these metrics (policy, ranking)")
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--trees", choices=tuple(TREES), default="harness",
+                        help="tree settings: the harness's shared ones, or each library's own "
+                             "defaults (same rounds cap and patience)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seeds", type=int_list, default=[0],
                         help="seeds, comma-separated: each method trains once per seed")
@@ -271,13 +406,12 @@ def main(argv: list[str] | None = None) -> None:
             methods.append(name)
         else:
             print(f"skipped {name}: {METHODS[name].library} is not installed")
-    trees = TreeSettings(rounds=args.rounds, n_jobs=args.threads)
     out.parent.mkdir(parents=True, exist_ok=True)
     records.write_text("")
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
-               stoppings=_items(args.stopping), k=args.k, trees=trees,
-               seeds=tuple(args.seeds), records=records)
+               stoppings=_items(args.stopping), k=args.k, trees=args.trees, rounds=args.rounds,
+               n_jobs=args.threads, seeds=tuple(args.seeds), records=records)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])

@@ -82,6 +82,9 @@ def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
     assert all(r["peak_kb"] is None or r["peak_kb"] > 0 for r in threads["runs"])
     compiled = json.loads((tmp_path / "compile_time.json").read_text())
     assert compiled["no_cache"]["cache_files_after"] > 0
+    first = compiled["first_training_no_cache"]
+    assert "gbdt_plrank._kernels.plrank.estimate_narrow_groups" in first["kernels"]
+    assert first["specialisations"] >= len(first["kernels"]) > 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,3 +306,105 @@ def test_time_to_model_refuses_bad_seeds_naming_them(
     with pytest.raises(SystemExit):
         ttm.main(["--data", "mq2008", "--folds", "1", "--seeds", seeds])
     assert message in capsys.readouterr().err
+
+
+def _seed_runs() -> list:
+    """Three seeds, two folds of two queries: rank:ndcg at 0.5 everywhere; plrank-xgb +0.1, 0 and
+    -0.1 against it by seed; lambdarank-lgb at 0.6; plrank-lgb at 0.6, 0.65 and 0.7 by seed."""
+    from benchmarks import time_to_model as ttm
+
+    values = {
+        "lambdamart-xgb": {0: [0.5, 0.5], 1: [0.5, 0.5], 2: [0.5, 0.5]},
+        "plrank-xgb": {0: [0.6, 0.6], 1: [0.5, 0.5], 2: [0.3, 0.5]},
+        "lambdarank-lgb": {0: [0.6, 0.6], 1: [0.6, 0.6], 2: [0.6, 0.6]},
+        "plrank-lgb": {0: [0.6, 0.6], 1: [0.6, 0.7], 2: [0.7, 0.7]},
+    }
+    seconds = {"lambdamart-xgb": 1.0, "plrank-xgb": 2.0, "lambdarank-lgb": 1.5, "plrank-lgb": 3.0}
+    kept = {(1, 0): 10, (1, 1): 14, (1, 2): 12, (2, 0): 20, (2, 1): 20, (2, 2): 21}  # plrank-xgb
+    return [
+        ttm.Run(row, row, "d", fold, seconds[row], 30,
+                kept[fold, seed] if row == "plrank-xgb" else 7,
+                {c: dict(enumerate(v[seed])) for c in ttm.CUTOFFS}, seed, "library-defaults")
+        for fold in (1, 2) for seed in (0, 1, 2) for row, v in values.items()
+    ]
+
+
+def _line(text: str, start: str) -> str:
+    return next(s for s in text.splitlines() if s.startswith(start))
+
+
+def test_time_to_model_reports_the_seeds_spread_and_the_summary(tmp_path: Path) -> None:
+    from benchmarks import time_to_model as ttm
+    from benchmarks.harness import append_record
+
+    runs = _seed_runs()
+    of = {row: [r for r in runs if r.row == row] for row in dict.fromkeys(r.row for r in runs)}
+    # Each seed's difference pooled over both folds' queries, and their spread, by hand.
+    per_seed = ttm.seed_differences(of["plrank-xgb"], of["lambdamart-xgb"])
+    assert {s: p.n for s, p in per_seed.items()} == {0: 4, 1: 4, 2: 4}
+    assert [per_seed[s].mean for s in (0, 1, 2)] == pytest.approx([0.1, 0.0, -0.1])
+    assert ttm.spread([p.mean for p in per_seed.values()]) == pytest.approx(0.2)
+    own = ttm.seed_differences(of["plrank-lgb"], of["lambdarank-lgb"])
+    assert [own[s].mean for s in (0, 1, 2)] == pytest.approx([0.0, 0.05, 0.1])
+    assert ttm.kept_round_spreads(of["plrank-xgb"]) == {1: 4, 2: 1}
+
+    text = ttm.report(runs, "cmd")
+    assert "Trained at each library's own default tree settings" in text
+    summary = text.split("Summary:")[1].split("Against the booster's own")[0]
+    # Seeds pooled: plrank-xgb's query means 0.4667 and 0.5333 against 0.5; worst seed 2.
+    assert _line(summary, "| plrank-xgb |").startswith("| plrank-xgb | lambdamart-xgb | +0.0000 [")
+    assert "| seed 2: -0.1000 [" in _line(summary, "| plrank-xgb |")
+    assert _line(summary, "| plrank-xgb |").endswith("| 0.2000 | 2.00x |")
+    lgb = _line(summary, "| plrank-lgb |")
+    assert lgb.startswith("| plrank-lgb | lambdarank-lgb | +0.0500 [")
+    assert "| seed 0: +0.0000 [" in lgb and lgb.endswith("| 0.1000 | 3.00x |")
+    rows = [s.split(" | ")[0] for s in summary.splitlines() if s.startswith("| ")]
+    assert rows == ["| method", "| plrank-xgb", "| plrank-lgb"]  # not the LambdaMARTs themselves
+
+    versus_ref = text.split("Each seed alone, NDCG@10 minus lambdamart-xgb")[1]
+    assert _line(versus_ref, "| plrank-xgb |").startswith("| plrank-xgb | +0.1000 [")
+    assert _line(versus_ref, "| plrank-xgb |").endswith("| 0.2000 |")
+    assert _line(versus_ref, "| plrank-lgb |").endswith("| 0.1000 |")  # +0.1, +0.15, +0.2
+    versus_own = text.split("minus the booster's own LambdaMART of the same seed")[1]
+    assert _line(versus_own, "| plrank-lgb |").startswith("| plrank-lgb | lambdarank-lgb | +0.0000")
+    assert _line(versus_own, "| plrank-lgb |").endswith("| 0.1000 |")
+    assert "| plrank-xgb |" not in versus_own.split("Kept rounds")[0]
+    kept = text.split("Kept rounds across seeds")[1]
+    assert _line(kept, "| plrank-xgb |") == "| plrank-xgb | 4 | 1 | 2.5 |"
+    assert _line(kept, "| lambdamart-xgb |") == "| lambdamart-xgb | 0 | 0 | 0.0 |"
+
+    # --report-only rebuilds the same tables from the records.
+    out = tmp_path / "ttm.md"
+    for r in runs:
+        append_record(out.with_suffix(".jsonl"), r.__dict__)
+    ttm.main(["--report-only", "--out", str(out)])
+    rebuilt = out.read_text()
+    assert [s for s in rebuilt.splitlines() if s.startswith("| ")] == [
+        s for s in text.splitlines() if s.startswith("| ")
+    ]
+
+
+def test_time_to_model_trains_at_the_library_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import time_to_model as ttm
+
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["trees"])
+        return train(*args, **kwargs)
+
+    train = ttm.train
+    monkeypatch.setattr(ttm, "train", recording)
+    tiny = str(write_tiny_letor(tmp_path / "tiny"))
+    out = tmp_path / "ttm.md"
+    ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
+              "--rounds", "3", "--trees", "library-defaults", "--out", str(out)])
+    assert [t.rounds for t in seen] == [3, 3]
+    assert all(t.learning_rate is None and t.min_child_weight is None for t in seen)
+    assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
+    text = out.read_text()
+    assert "--trees library-defaults" in text and "each library's own default tree" in text

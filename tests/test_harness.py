@@ -490,6 +490,33 @@ def test_watch_stops_on_the_given_metric_as_a_hand_built_plan_does(tiny: Path, n
     assert plain.watched == "ndcg@3" and watch.name not in plain.history
 
 
+#: Each library's default tree settings, written out (LightGBM's "no depth limit" as a depth its
+#: 31 leaves cannot reach on the tiny set).
+_WRITTEN_DEFAULTS = {
+    "lambdamart-xgb": {"learning_rate": 0.3, "max_depth": 6, "min_child_weight": 1.0,
+                       "reg_lambda": 1.0, "subsample": 1.0},
+    "lambdarank-lgb": {"learning_rate": 0.1, "max_depth": 100, "num_leaves": 31,
+                       "min_child_weight": 1e-3, "reg_lambda": 0.0, "subsample": 1.0},
+}
+
+
+@pytest.mark.parametrize("name", list(_WRITTEN_DEFAULTS))
+def test_library_default_trees_train_at_the_library_defaults(tiny: Path, name: str) -> None:
+    """TreeSettings.library_defaults() passes no tree setting: the library's defaults, written
+    out, train the same model (and the harness's own settings another one)."""
+    data = load_dataset(str(tiny))
+    fixed = {"rounds": 5, "early_stopping_rounds": 5, "n_jobs": 1}
+    unset = TreeSettings.library_defaults(**fixed)
+    assert all(getattr(unset, n) is None for n in _WRITTEN_DEFAULTS["lambdarank-lgb"])
+    assert unset.booster_settings(seed=0, params={}).named() == {"n_threads": 1, "seed": 0}
+    fit = train(name, data, k=3, seed=0, trees=unset)
+    written = train(name, data, k=3, seed=0, trees=TreeSettings(**fixed, **_WRITTEN_DEFAULTS[name]))
+    np.testing.assert_array_equal(fit.test_scores, written.test_scores)
+    harness = train(name, data, k=3, seed=0, trees=TreeSettings(**fixed))
+    assert not np.array_equal(fit.test_scores, harness.test_scores)
+    assert TreeSettings.library_defaults(learning_rate=0.2).learning_rate == 0.2
+
+
 def test_train_uses_the_backend_it_is_given(tiny: Path) -> None:
     calls = []
 

@@ -16,8 +16,10 @@ from scipy import stats
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import policy as _policy_kernels
 from gbdt_plrank._ranking_metric import dcg_weights
 from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.plrank import _estimate_groups
 from gbdt_plrank._training.policy import sampled_exposure
 from gbdt_plrank._training.policy_methods import PolicyMethods
 
@@ -213,3 +215,62 @@ def test_sharp_policy_is_the_ranking():
     assert np.all(np.diff(means) >= -1e-3), means
     assert means[-1] == pytest.approx(ranked, abs=1e-12)
     assert means[-2] == pytest.approx(ranked, abs=1e-12)
+
+
+def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_call():
+    """The estimator runs the kernel without the wide path, then the wide queries alone through
+    ``estimate_groups``: the same numbers, bit for bit, as one ``estimate_groups`` call."""
+    rng = np.random.default_rng(5)
+    sizes = [1, 6, 9, 2, 30, 5, 12, 40]
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    scores = rng.normal(size=ptr[-1])
+    labels = rng.integers(0, 3, size=ptr[-1]).astype(float)
+    spread = [0, 1, 3, 4, 6]  # wide (margins spanning 1000s); query 6 also has no reward
+    for q in spread:
+        scores[ptr[q] : ptr[q + 1]] *= 900.0
+    labels[ptr[6] : ptr[7]] = 0.0
+    wide = np.array([_kernels.is_wide(scores[ptr[q] : ptr[q + 1]]) for q in range(len(sizes))])
+    assert wide.tolist() == [False, True, False, True, True, False, True, False]
+
+    rho = labels / 3.0
+    theta = dcg_weights(10)
+    keys = np.arange(len(sizes), dtype=np.int64) + 100
+    args = (scores, rho, ptr, keys, theta, 20, 7, 2, _kernels.SAMPLER_AUTO)
+    grad, hess = np.full(ptr[-1], np.nan), np.full(ptr[-1], np.nan)
+    flagged = np.ones(len(sizes), dtype=np.bool_)
+    _kernels.estimate_narrow_groups(*args, grad, hess, flagged)
+    # Flagged: the wide queries that have a reward; their rows are left for estimate_groups.
+    assert flagged.tolist() == [False, True, False, True, True, False, False, False]
+    assert np.isnan(grad[ptr[1] : ptr[2]]).all() and not np.isnan(grad[: ptr[1]]).any()
+
+    whole = np.empty(ptr[-1]), np.empty(ptr[-1])
+    _kernels.estimate_groups(*args, *whole)
+    both = np.empty(ptr[-1]), np.empty(ptr[-1])
+    _estimate_groups(*args, *both)
+    np.testing.assert_array_equal(both[0], whole[0])
+    np.testing.assert_array_equal(both[1], whole[1])
+    narrow = ~np.repeat(flagged, sizes)
+    np.testing.assert_array_equal(grad[narrow], whole[0][narrow])
+
+
+def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel():
+    """sampled_exposure runs the kernel without the wide path, then the wide queries alone,
+    each with its own stream: the numbers of one whole ``sampled_exposure_groups`` call."""
+    rng = np.random.default_rng(8)
+    sizes = [3, 0, 8, 25, 1, 14, 6]
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    margins = rng.normal(size=ptr[-1])
+    for q in (2, 4, 5):  # wide, except the single document of query 4
+        margins[ptr[q] : ptr[q + 1]] *= 700.0
+    theta = dcg_weights(5)
+    keys = np.arange(len(sizes), dtype=np.int64)
+    whole = np.empty(ptr[-1])
+    _policy_kernels.sampled_exposure_groups(margins, ptr, keys, theta, 30, 4, 1, whole)
+    got = sampled_exposure(margins, ptr, theta, n_samples=30, seed=4, round_=1, n_jobs=2)
+    np.testing.assert_array_equal(got, whole)
+    out, wide = np.full(ptr[-1], np.nan), np.ones(len(sizes), dtype=np.bool_)
+    _policy_kernels.sampled_exposure_narrow_groups(margins, ptr, keys, theta, 30, 4, 1, out, wide)
+    assert wide.tolist() == [False, False, True, False, False, True, False]
+    narrow = ~np.repeat(wide, sizes)
+    np.testing.assert_array_equal(out[narrow], whole[narrow])
+    assert np.isnan(out[~narrow]).all()

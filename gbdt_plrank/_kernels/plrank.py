@@ -738,8 +738,9 @@ def _sampler(scores, K, n_samples, sampler):
     trees = np.empty((_LANES if P <= 8 * n_samples * K else 1, size))
     if use_tree:
         _tree_build(base, e, P)
-        for b in range(trees.shape[0]):
-            trees[b] = base
+        for b in range(trees.shape[0]):  # element by element: the row assignment
+            for i in range(size):          # compiles three times as long
+                trees[b, i] = base[i]
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
     return e, trees, base, P, use_tree, keys, placed
@@ -772,13 +773,19 @@ def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
 
 @njit(cache=True, error_model="numpy")
 def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
-    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian.
+    """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
+    if is_wide(scores):
+        _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess)
+    else:
+        _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, grad, hess)
+
+
+@njit(cache=True, error_model="numpy")
+def _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
+    """:func:`_estimate_query` of a narrow query (not :func:`is_wide`).
 
     Rankings are drawn :data:`_LANES` at a time (:func:`_draw`) and added in the order drawn.
     """
-    if is_wide(scores):
-        _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess)
-        return
     D = scores.shape[0]
     K = min(theta.shape[0], D)
     e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
@@ -847,6 +854,33 @@ def estimate_groups(
         )
 
 
+@njit(parallel=True, cache=True, error_model="numpy")
+def estimate_narrow_groups(
+    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess, wide
+):
+    """:func:`estimate_groups` of the narrow queries; ``wide[g]``: whether group g is wide.
+
+    A wide group's rows (:func:`is_wide`, with two or more documents and a reward) are left as
+    they are, for :func:`estimate_groups` to estimate; every other group's are those of
+    :func:`estimate_groups`, bit for bit. Compiled without the wide path, which a training whose
+    queries all stay narrow never runs (benchmarks/results/compile_time.md).
+    """
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        wide[g] = False
+        if hi - lo < 2 or not has_reward(rho[lo:hi]):
+            grad[lo:hi] = 0.0
+            hess[lo:hi] = 0.0
+        elif is_wide(scores[lo:hi]):
+            wide[g] = True
+        else:
+            _estimate_narrow_query(
+                scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]),
+                sampler, grad[lo:hi], hess[lo:hi],
+            )
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def has_reward(rho):
     """Whether any document of a query has a non-zero reward (else its estimate is exactly 0)."""
@@ -860,8 +894,8 @@ def has_reward(rho):
 def query_rankings(scores, K, n_samples, state):
     """``n_samples`` rankings ``(n_samples, min(K, D))`` of one query (D >= 1): the tree
     sampler's, or the log-space race's for a wide query (:func:`is_wide`)."""
-    k = min(K, scores.shape[0])
     if is_wide(scores):
+        k = min(K, scores.shape[0])
         m_c, _ = wide_frame(scores, k)
         cand, _ = wide_candidates(m_c)
         keys = np.empty(cand.shape[0])
@@ -869,7 +903,17 @@ def query_rankings(scores, K, n_samples, state):
         for s in range(n_samples):
             _draw_race_wide(m_c, cand, state, keys, rankings[s])
         return rankings
-    e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, SAMPLER_TREE)
+    return narrow_query_rankings(scores, K, n_samples, state)
+
+
+@njit(cache=True, error_model="numpy")
+def narrow_query_rankings(scores, K, n_samples, state):
+    """:func:`query_rankings` of a narrow query (not :func:`is_wide`): the tree sampler's."""
+    k = min(K, scores.shape[0])
+    # The sampler code as a variable, not the constant: Numba would compile _sampler once more
+    # for the literal value.
+    tree = np.int64(SAMPLER_TREE)
+    e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, tree)
     rankings = np.empty((n_samples, k), dtype=np.int64)
     S = np.empty((n_samples, k))
     _draw(True, trees, base, P, e, state, keys, placed, rankings, S)

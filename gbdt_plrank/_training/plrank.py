@@ -21,6 +21,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from .._groups import query_rows
 from .._kernels import fairness as _fair_kernels
 from .._kernels import plrank as _kernels
 from .._ranking_metric import RankingMetric
@@ -192,7 +193,7 @@ def estimate(
             r = slice(group_ptr[a], group_ptr[b])
             ptr = group_ptr[a : b + 1] - group_ptr[a]
             if fairness is None:
-                _kernels.estimate_groups(
+                _estimate_groups(
                     scores[r], rho[r], ptr, keys[a:b], theta, N, seed, round_,
                     _kernels.SAMPLER_CODES[sampler], grad[r], hess[r],
                 )
@@ -205,6 +206,36 @@ def estimate(
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian, grad=grad, group_ptr=group_ptr)
+
+
+def _estimate_groups(
+    scores: np.ndarray, rho: np.ndarray, group_ptr: np.ndarray, keys: np.ndarray,
+    theta: np.ndarray, N: int, seed: int, round_: int, sampler: int, grad: np.ndarray,
+    hess: np.ndarray,
+) -> None:
+    """The kernel ``estimate_groups`` into ``grad`` and ``hess``, its wide path compiled only
+    when a query needs it.
+
+    ``estimate_narrow_groups`` estimates every narrow query and flags the wide ones (margins
+    spanning more than ``LOG_FLOOR``); those alone, gathered, then go through
+    ``estimate_groups``. Each query's estimate depends only on its rows, ``theta`` and its
+    stream ``(seed, round_, key)``, so the result is that of one ``estimate_groups`` call, bit
+    for bit.
+    """
+    wide = np.empty(group_ptr.shape[0] - 1, dtype=np.bool_)
+    _kernels.estimate_narrow_groups(
+        scores, rho, group_ptr, keys, theta, N, seed, round_, sampler, grad, hess, wide
+    )
+    if not wide.any():
+        return
+    queries = np.flatnonzero(wide)
+    rows, ptr = query_rows(group_ptr, queries)
+    g, h = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    _kernels.estimate_groups(
+        scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, g, h
+    )
+    grad[rows] = g
+    hess[rows] = h
 
 
 def _options(K: object, N: object, **options: object) -> PLRankOptions:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._groups import Groups, boundaries
+from .._groups import Groups, boundaries, query_rows
 from .._kernels import plrank as _kernels
-from .._kernels.policy import sampled_exposure_groups
+from .._kernels.policy import sampled_exposure_groups, sampled_exposure_narrow_groups
 from .._util.threads import numba_threads
 
 __all__ = ["PolicySample", "sample_policy", "sampled_exposure"]
@@ -60,12 +60,25 @@ def sampled_exposure(
     -------
     float64 array of shape (n,)
     """
+    margins = np.ascontiguousarray(margins, dtype=np.float64)
+    theta = np.ascontiguousarray(theta, dtype=np.float64)
     out = np.empty(margins.shape[0])
+    keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
+    wide = np.empty(keys.shape[0], dtype=np.bool_)
     with numba_threads(n_jobs):
-        sampled_exposure_groups(
-            np.ascontiguousarray(margins, dtype=np.float64), group_ptr,
-            np.ascontiguousarray(theta, dtype=np.float64), n_samples, seed, round_, out,
+        # The wide path compiles only when a query needs it: the wide queries, gathered, go
+        # through the whole kernel with their own streams (the same numbers, bit for bit).
+        sampled_exposure_narrow_groups(
+            margins, group_ptr, keys, theta, n_samples, seed, round_, out, wide
         )
+        if wide.any():
+            queries = np.flatnonzero(wide)
+            rows, ptr = query_rows(group_ptr, queries)
+            part = np.empty(rows.shape[0])
+            sampled_exposure_groups(
+                margins[rows], ptr, keys[queries], theta, n_samples, seed, round_, part
+            )
+            out[rows] = part
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from .._boosters import BACKENDS, BoosterSettings, tree_rule
+from .._boosters import BACKENDS, TREE_RULES, BoosterSettings, tree_rule
 from .._training.fairness import GROUP_FAIRNESS
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank import PIRANK_HESSIANS, pirank_objective
@@ -100,19 +100,32 @@ class TreeSettings(Schema):
 
     Each library reads them under its own names (the booster layer's table
     ``NATIVE_NAMES``); a setting a library has no counterpart for is
-    not passed to it. ``num_leaves`` unset keeps each library's default (XGBoost: no limit
-    besides ``max_depth``; LightGBM: 31).
+    not passed to it. A tree setting that is ``None`` is not passed either: the library keeps
+    its own default. ``num_leaves`` is unset by default (XGBoost: no limit besides
+    ``max_depth``; LightGBM: 31); :meth:`library_defaults` unsets every tree setting.
     """
 
     rounds: int = Field(1000, ge=1, description="an integer >= 1")
-    learning_rate: float = tree_rule("learning_rate", 0.05)
-    max_depth: int = tree_rule("max_depth", 6)
+    learning_rate: float | None = tree_rule("learning_rate", 0.05)
+    max_depth: int | None = tree_rule("max_depth", 6)
     num_leaves: int | None = tree_rule("num_leaves")
-    min_child_weight: float = tree_rule("min_child_weight", 0.1)
-    reg_lambda: float = tree_rule("reg_lambda", 1.0, alias="lambda")
-    subsample: float = tree_rule("subsample", 1.0)
+    min_child_weight: float | None = tree_rule("min_child_weight", 0.1)
+    reg_lambda: float | None = tree_rule("reg_lambda", 1.0, alias="lambda")
+    subsample: float | None = tree_rule("subsample", 1.0)
     early_stopping_rounds: int = Field(50, ge=1, description="an integer >= 1")
     n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
+
+    @classmethod
+    def library_defaults(cls, **settings: Any) -> TreeSettings:
+        """Every tree setting unset: each library trains at its own default tree settings.
+
+        XGBoost at eta 0.3, depth 6, min_child_weight 1, lambda 1; LightGBM at learning_rate
+        0.1, 31 leaves, no depth limit, min_sum_hessian_in_leaf 1e-3, lambda_l2 0; CatBoost at
+        its own defaults. ``settings`` sets the others (``rounds``, ``early_stopping_rounds``,
+        ``n_jobs``) and may set a tree setting back.
+        """
+        unset = dict.fromkeys((name for name in cls.model_fields if name in TREE_RULES), None)
+        return cls(**{**unset, **settings})
 
     def booster_settings(self, *, seed: int, params: Mapping[str, Any]) -> BoosterSettings:
         """The booster layer's settings for one training with ``seed`` and native ``params``."""
