@@ -24,11 +24,15 @@ reused: copy it, remove the ``plrank-doubly-robust`` lines, and point ``--out`` 
         nice -n 19 python research/dr_ranker.py research/dr_ranker_mq2008.toml --variant $v \\
             --out benchmarks/results/dr_ranker/$v
     done
+    python research/dr_ranker.py --summary benchmarks/results/dr_ranker/* \\
+        --out benchmarks/results/dr_ranker.md
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,12 +67,61 @@ def variant_rewards(variant: str) -> Any:
     return rewards
 
 
+def summary(folders: list[str], out: str) -> str:
+    """A table of every variant's doubly robust learner against the policy-aware one (test
+    NDCG@k paired per query, seeds averaged, folds pooled), from the variants' results folders
+    (named by their variant); written to ``out``."""
+    from gbdt_plrank.harness.clicks.report import per_query
+    from gbdt_plrank.harness.stats import paired
+
+    lines = ["## The clicks experiment's doubly robust learner, by form of the correction", "",
+             "PL-Rank on each variant's doubly robust rewards minus PL-Rank on the policy-aware "
+             "rewards (display frequencies), test NDCG@k paired per query (mean [95% interval] "
+             "verdict), folds pooled; seed 0 alone (what a run of one seed gives) and every "
+             "seed averaged per query; the configuration of each folder's `clicks.md`.", "",
+             "Command: `python research/dr_ranker.py --summary " + " ".join(folders)
+             + f" --out {out}`", "",
+             "| variant | sessions/query | seeds | NDCG@5 DR | NDCG@5 PA | DR - PA @5 | "
+             "DR - PA @10 |",
+             "|---|---:|---:|---:|---:|---|---|"]
+    for folder in folders:
+        records = [json.loads(line) for line in
+                   (Path(folder) / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        n_seeds = len({r["seed"] for r in records})
+        runs = [(s, seeds) for s in sorted({r["sessions"] for r in records})
+                for seeds in ((0,), tuple(range(n_seeds)))[:1 if n_seeds == 1 else 2]]
+        for s, seeds in runs:
+            def of(learner: str, k: int, s: int = s, seeds: tuple = seeds,
+                   records: list = records) -> dict:
+                return per_query([r for r in records if r["learner"] == learner
+                                  and r["sessions"] == s and r["seed"] in seeds], k)
+
+            cells = []
+            for k in (5, 10):
+                p = paired(of("plrank-doubly-robust", k), of("plrank-policy-aware", k))
+                cells.append(f"{p.interval} {p.verdict}")
+            dr5, pa5 = (np.mean(list(of(x, 5).values())) for x in
+                        ("plrank-doubly-robust", "plrank-policy-aware"))
+            lines.append(f"| {Path(folder).name} | {s} | {len(seeds)} | {dr5:.4f} | {pa5:.4f} | "
+                         + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    Path(out).write_text(text, encoding="utf-8")
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("config", help="gbdt-plrank clicks configuration file")
-    parser.add_argument("--variant", required=True)
-    parser.add_argument("--out", required=True, help="the results folder")
+    parser.add_argument("config", nargs="?", help="gbdt-plrank clicks configuration file")
+    parser.add_argument("--variant")
+    parser.add_argument("--out", required=True, help="the results folder (the summary file)")
+    parser.add_argument("--summary", nargs="+", metavar="FOLDER",
+                        help="tabulate these variants' results folders into --out instead")
     args = parser.parse_args()
+    if args.summary:
+        print(summary(args.summary, args.out))
+        return
+    if args.config is None or args.variant is None:
+        parser.error("a configuration and --variant are needed without --summary")
     # shrinkage 0: the harness hands the doubly robust rewards the logger's propensities
     config = load_clicks_config(args.config, overrides={"out": args.out, "shrinkage": 0.0})
     clicks_run.click_rewards = variant_rewards(args.variant)

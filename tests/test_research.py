@@ -246,3 +246,38 @@ def test_standardized_scale_stops_as_xgboost_early_stopping_does() -> None:
     assert s.stopped(rising + [0.3] * (s.PATIENCE - 2)) is None  # 49 rounds after the best
     assert s.stopped(rising + [0.3] * (s.PATIENCE - 1)) == 1  # ties do not improve: the first
     assert s.stopped(rising + [0.2] * (s.PATIENCE - 2) + [0.4]) is None  # a better round: wait
+
+
+# --------------------------------------------------------------------------------------------
+# Doubly robust click rewards (benchmarks/results/dr_regressions_*.md, dr_ranker.md)
+# --------------------------------------------------------------------------------------------
+def test_reward_errors_by_grade_and_within_query_by_hand() -> None:
+    from research import dr_regressions
+
+    r = np.array([1.0, 0.0, 0.5, 0.5])
+    gamma = np.array([1.0, 0.1, 0.1, 0.1])
+    y = np.array([1.0, 0.0, 0.0, 0.0])
+    qid = np.array([3, 3, 8, 8])
+    out = dr_regressions.errors(r, gamma, y, qid)
+    assert out["grade 1"] == (0.0, 1)
+    assert out["grade 0"][0] == pytest.approx(0.01 + 0.16 + 0.16) and out["grade 0"][1] == 3
+    # query 3's errors (0, -0.1) less their mean; query 8's (0.4, 0.4) are a common shift: 0
+    assert out["within query"][0] == pytest.approx(2 * 0.05 ** 2)
+
+
+def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
+    from research import dr_regressions
+
+    qid = np.repeat(np.arange(10), 3)
+    seen_by: dict[int, set] = {}
+
+    def fit(train: np.ndarray):
+        def predict(test: np.ndarray) -> np.ndarray:
+            for row in test:
+                seen_by[int(row)] = set(qid[train].tolist())
+            return np.zeros(test.size)
+        return predict
+
+    dr_regressions.cross_fit(fit, qid, seed=0)
+    assert sorted(seen_by) == list(range(30))
+    assert all(qid[row] not in queries and queries for row, queries in seen_by.items())
