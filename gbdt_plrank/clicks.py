@@ -249,7 +249,7 @@ def _position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
 def click_rewards(
     log: ClickLog, n_rows: int, *, position_bias: Any, estimator: str = "policy-aware",
     propensities: Any = None, propensity_samples: int | None = None, qid: Any = None,
-    X: Any = None, regression: Any = None, seed: int = 0,
+    X: Any = None, regression: Any = None, shrinkage: float = 0.0, seed: int = 0,
 ) -> np.ndarray:
     r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
 
@@ -325,6 +325,28 @@ def click_rewards(
         ``"doubly-robust"`` only: :math:`\hat\gamma`, finite, in place of
         :func:`click_regression` (cross-fitted by query on ``X``); it must not have seen the
         clicks of a row's own query for the rewards to stay unbiased.
+    shrinkage : float, default 0.0
+        ``"doubly-robust"`` only: :math:`\kappa \ge 0`, finite, pseudo-observations added to
+        the correction's denominator,
+
+        .. math::
+
+            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
+            \hat\gamma_d\big)}{E_d + \kappa},
+
+        :math:`E_d` the row's expected observation (:math:`S_q\, \rho_d`, or
+        :math:`\sum_s \theta_{\mathrm{rank}_s(d)}` without ``propensities``, when the reward is
+        :math:`(\sum_s c_{sd} + \kappa\hat\gamma_d) / (\sum_s \theta_{\mathrm{rank}_s(d)} +
+        \kappa)`: the row's clicks and observation with :math:`\kappa` observations clicked at
+        the rate :math:`\hat\gamma_d`). The reward's expectation is
+        :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, E_d / (E_d + \kappa)` (given the
+        displays without ``propensities``; over them with the logging policy's exact
+        :math:`\rho`, as a Monte-Carlo one without ``propensity_samples`` is taken): shrunk
+        towards the regression by the share :math:`\kappa / (E_d + \kappa)`, which is large
+        for the rows a short log barely observes and vanishes as the sessions grow (and no bias
+        at all where :math:`\hat\gamma = \gamma`). The correction of a barely observed row,
+        the noisiest term, is bounded by :math:`1/\kappa` per click. 0 (the default): the
+        unbiased rewards above.
     seed : int, default 0
         The doubly robust estimator's regression: the seed of the query folds.
 
@@ -344,7 +366,8 @@ def click_rewards(
         or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities (a
         clicked row's exact propensity of 0 among them), ``propensity_samples`` other than an
         integer ``>= 1`` or without ``propensities``, a reward too large for float64 (a clicked
-        row's observation below about 1e-308), an unknown estimator, or for the doubly robust
+        row's observation below about 1e-308), an unknown estimator, ``shrinkage`` other than a
+        finite number ``>= 0`` or positive with another estimator, or for the doubly robust
         estimator a missing ``qid`` / ``X`` (without ``regression``) or a bad ``regression``,
         naming the value and the rule.
 
@@ -391,6 +414,7 @@ def click_rewards(
     """
     check_choice("estimator", estimator, _ESTIMATORS)
     n_rows = check_positive_int("n_rows", n_rows)
+    shrinkage = _check_shrinkage(shrinkage, estimator)
     _check_rows(log, n_rows)
     if qid is not None:
         qid = _check_qid(qid, n_rows)
@@ -414,8 +438,8 @@ def click_rewards(
         expected = sessions * rho
     if estimator == "doubly-robust":
         gamma = _regression(log, n_rows, regression, X=X, qid=qid, theta=theta, seed=seed)
-        # sum_s (c_sd - theta_s gamma_d) / (S rho_d); gamma_d where nothing is expected
-        rewards = gamma + _clicks_over(clicks - seen * gamma, expected)
+        # sum_s (c_sd - theta_s gamma_d) / (S rho_d + kappa); gamma_d where nothing is expected
+        rewards = gamma + _clicks_over(clicks - seen * gamma, expected + shrinkage)
     else:
         rewards = _clicks_over(clicks, expected)
     infinite = np.flatnonzero(~np.isfinite(rewards))
@@ -431,6 +455,17 @@ def click_rewards(
                          f"in {int(sessions[d])} session(s) and {used}[{d}] is "
                          f"{float(rho[d])!r}.")
     return rewards
+
+
+def _check_shrinkage(shrinkage: Any, estimator: str) -> float:
+    """``shrinkage`` as a float: finite, ``>= 0``, and 0 but for the doubly robust estimator."""
+    if not is_number(shrinkage) or not math.isfinite(shrinkage) or shrinkage < 0:
+        raise ValueError(f"shrinkage must be a finite number >= 0, but {shrinkage!r} is given.")
+    if shrinkage and estimator != "doubly-robust":
+        raise ValueError(f"shrinkage pulls the doubly robust rewards towards their regression "
+                         f"and must be 0 with estimator {estimator!r}, but {shrinkage!r} is "
+                         f"given.")
+    return float(shrinkage)
 
 
 def _check_rows(log: ClickLog, n_rows: int) -> None:

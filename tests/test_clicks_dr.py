@@ -398,3 +398,109 @@ def test_pooled_propensities_name_their_rules():
             "sampled rankings per query and the log's sessions) is 0.0)")):
         estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0],
                               propensities=[1.0, 0.0], propensity_samples=10)
+
+
+def _expected_share(scores, K, theta, S, kappa):
+    """E[O / (O + kappa)] per row, O the position bias summed over the row's displays in S
+    sessions of the logger (0 where none shows it), by enumeration of the displays alone."""
+    share = np.zeros(len(scores))
+    rankings = naive.partial_rankings(scores, K)
+    for parts in itertools.product(rankings, repeat=S):
+        seen = np.zeros(len(scores))
+        for ranking, _ in parts:
+            seen[list(ranking)] += theta[:len(ranking)]
+        share += np.prod([p for _, p in parts]) * seen / (seen + kappa)
+    return share
+
+
+@pytest.mark.parametrize(("D", "K", "S"), [(2, 1, 2), (3, 2, 1), (3, 2, 2), (4, 2, 1)])
+@pytest.mark.parametrize("kappa", [0.5, 2.0])
+def test_shrunk_doubly_robust_rewards_have_their_exact_expectation(D, K, S, kappa):
+    """Exact enumeration of S logged sessions: with shrinkage kappa the reward's expectation is
+    g + (gamma - g) E[O / (O + kappa)] on the display frequencies (O the row's summed position
+    bias) and g + (gamma - g) S rho / (S rho + kappa) with the logger's exact propensities:
+    shrunk towards g, and unbiased whatever the displays where g is the truth."""
+    rng = np.random.default_rng(D * 100 + K * 10 + S)
+    scores = rng.normal(size=D)
+    theta = 1.0 / np.arange(1, K + 1)
+    gamma = rng.uniform(0.05, 0.95, size=D)
+    g = rng.uniform(-0.5, 1.5, size=D)
+    rho = _exact_propensities(scores, K, theta)
+    qid = np.zeros(D)
+    logged, policy, truth, total = np.zeros(D), np.zeros(D), np.zeros(D), 0.0
+    for log, q in _logs(scores, K, theta, gamma, S):
+        kw = dict(position_bias=theta, estimator="doubly-robust", qid=qid, shrinkage=kappa)
+        logged += q * click_rewards(log, D, regression=g, **kw)
+        policy += q * click_rewards(log, D, regression=g, propensities=rho, **kw)
+        truth += q * click_rewards(log, D, regression=gamma, **kw)
+        total += q
+    assert total == pytest.approx(1.0, abs=1e-12)
+    share = _expected_share(scores, K, theta, S, kappa)
+    np.testing.assert_allclose(logged, g + (gamma - g) * share, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(policy, g + (gamma - g) * S * rho / (S * rho + kappa),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(truth, gamma, rtol=0, atol=1e-12)
+    assert np.abs(logged - gamma).max() > 0.01  # a wrong regression's pull is exercised
+
+
+def test_shrunk_doubly_robust_rewards_by_hand():
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2],
+                   click=[1, 0, 0, 0])
+    theta = np.array([1.0, 0.5])
+    g = np.array([0.2, 0.4, 0.6])
+    r = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust", regression=g,
+                      shrinkage=1.0)
+    # (clicks + kappa g) / (observation + kappa); row 2 never shown: its regression
+    np.testing.assert_allclose(r, [(1 + 0.2) / 2.5, (0 + 0.4) / 2.5, 0.6])
+    rho = np.array([0.75, 0.5, 0.25])
+    r = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust", regression=g,
+                      propensities=rho, qid=[7, 7, 7], shrinkage=1.0)
+    np.testing.assert_allclose(r, [0.2 + 0.7 / 2.5, 0.4 - 0.6 / 2.0, 0.6])
+    unshrunk = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust",
+                             regression=g, propensities=rho, qid=[7, 7, 7])
+    assert np.array_equal(unshrunk, click_rewards(
+        log, 3, position_bias=theta, estimator="doubly-robust", regression=g, propensities=rho,
+        qid=[7, 7, 7], shrinkage=0))
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    (dict(shrinkage=-1.0), "shrinkage must be a finite number >= 0, but -1.0 is given."),
+    (dict(shrinkage=np.nan), "shrinkage must be a finite number >= 0, but nan is given."),
+    (dict(shrinkage="1"), "shrinkage must be a finite number >= 0, but '1' is given."),
+    (dict(shrinkage=True), "shrinkage must be a finite number >= 0, but True is given."),
+    (dict(estimator="policy-aware", shrinkage=1.0),
+     "shrinkage pulls the doubly robust rewards towards their regression and must be 0 with "
+     "estimator 'policy-aware', but 1.0 is given."),
+    (dict(estimator="naive", shrinkage=2), "must be 0 with estimator 'naive', but 2 is given."),
+])
+def test_bad_shrinkage_is_named(kw, message):
+    log = ClickLog(session=[0], row=[0], rank=[1], click=[1])
+    kw = {"estimator": "doubly-robust", "regression": [0.5, 0.5], **kw}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        click_rewards(log, 2, position_bias=[1.0], **kw)
+
+
+def test_shrunk_doubly_robust_rewards_are_closer_than_policy_aware_ones_at_few_sessions():
+    """10 sessions per query, the regression cross-fitted on weakly informative features: the
+    shrunk doubly robust rewards are closer to the click probability when seen than the
+    policy-aware ones (the display frequencies, or the logger's propensities) and than the
+    unshrunk doubly robust ones."""
+    nq, nd, ns, K = 40, 8, 10, 5
+    X, y, qid, logger = _simulated(nq, nd)
+    theta = 1.0 / np.arange(1, K + 1)
+    rho = _mc_propensities(logger, nq, nd, K, theta)
+    gamma = np.where(y > 0, 1.0, 0.1)
+    err = {name: [] for name in ("shrunk", "unshrunk", "policy-aware", "ips")}
+    for rep in range(20):
+        log = _pl_log(logger, y, nq, nd, ns, K, seed=200 + rep)
+        g = click_regression(log, X, qid, position_bias=theta, seed=rep)
+        dr = dict(position_bias=theta, estimator="doubly-robust", qid=qid, regression=g)
+        for name, r in (
+            ("shrunk", click_rewards(log, y.size, **dr, shrinkage=1.0)),
+            ("unshrunk", click_rewards(log, y.size, **dr, propensities=rho)),
+            ("policy-aware", click_rewards(log, y.size, position_bias=theta)),
+            ("ips", click_rewards(log, y.size, position_bias=theta, propensities=rho, qid=qid)),
+        ):
+            err[name].append(np.mean((r - gamma) ** 2))
+    mse = {name: float(np.mean(e)) for name, e in err.items()}
+    assert mse["shrunk"] < 0.7 * min(mse["policy-aware"], mse["ips"], mse["unshrunk"]), mse

@@ -18,6 +18,7 @@ from gbdt_plrank._boosters import BACKENDS, Plan
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import plrank_plan
+from gbdt_plrank.clicks import click_rewards
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
@@ -902,6 +903,42 @@ def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
     _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
     assert [line["estimator"] for line in ope] == ["policy-aware", "doubly-robust"]
     assert all(np.isfinite(line["value"]) and line["stderr"] > 0 for line in ope)
+
+
+@pytest.mark.parametrize("shrinkage", [0.0, 2.0])
+def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
+        tmp_path: Path, tiny: Path, shrinkage: float) -> None:
+    """``shrinkage`` reaches the doubly robust rewards: shrunk, on the display frequencies
+    (``propensities = "logged"``); unshrunk, on the logger's propensities (the display
+    frequencies would make them the policy-aware rewards on every shown row). Either way the
+    learner stops on the policy-aware validation rewards."""
+    config = load_clicks_config(
+        CONFIGS / "clicks-tiny.toml",
+        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [10],
+                   "shrinkage": shrinkage},
+    )
+    data = load(str(tiny), 1, drop_empty_test_queries=True)
+    fold = clicks_run._Fold(config, data, 0)
+    logs = fold.logs(True, 10)
+    theta = clicks_run._theta(config, logs["train"])
+    rho = fold.propensities(data.train, theta, n_samples=config.propensity_samples)
+    r = fold.learner_rewards("plrank-doubly-robust", logs)
+    expected = click_rewards(
+        logs["train"], data.train.y.size, position_bias=theta, estimator="doubly-robust",
+        qid=data.train.qid, X=data.train.X, seed=0, shrinkage=shrinkage,
+        **({} if shrinkage else rho))
+    np.testing.assert_array_equal(r["train"], expected)
+    pa = fold.learner_rewards("plrank-policy-aware", logs)
+    np.testing.assert_array_equal(r["vali"], pa["vali"])
+    assert not np.array_equal(r["train"], pa["train"])
+
+
+def test_clicks_shrinkage_is_a_setting_and_named_when_bad(tmp_path: Path, tiny: Path) -> None:
+    base = {"datasets": [str(tiny)], "out": str(tmp_path / "out")}
+    config = load_clicks_config(CONFIGS / "clicks-tiny.toml", overrides=base)
+    assert config.settings()["shrinkage"] == 2.0
+    with pytest.raises(ConfigError, match="shrinkage"):
+        load_clicks_config(CONFIGS / "clicks-tiny.toml", overrides={**base, "shrinkage": -1})
 
 
 @pytest.mark.parametrize(

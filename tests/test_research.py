@@ -274,3 +274,38 @@ def test_stopping_rules_keep_and_run_the_rounds_they_say() -> None:
     # Tolerance keeps the last round within it of the best before the stop.
     near = np.array([0.0, 1.0, 0.999, 0.5] + [0.0] * 60)
     assert Rule("tol", tolerance=0.002).apply(near) == (3, 52)
+
+
+# --------------------------------------------------------------------------------------------
+# Doubly robust click rewards (benchmarks/results/dr_regressions_*.md, dr_ranker.md)
+# --------------------------------------------------------------------------------------------
+def test_reward_errors_by_grade_and_within_query_by_hand() -> None:
+    from research import dr_regressions
+
+    r = np.array([1.0, 0.0, 0.5, 0.5])
+    gamma = np.array([1.0, 0.1, 0.1, 0.1])
+    y = np.array([1.0, 0.0, 0.0, 0.0])
+    qid = np.array([3, 3, 8, 8])
+    out = dr_regressions.errors(r, gamma, y, qid)
+    assert out["grade 1"] == (0.0, 1)
+    assert out["grade 0"][0] == pytest.approx(0.01 + 0.16 + 0.16) and out["grade 0"][1] == 3
+    # query 3's errors (0, -0.1) less their mean; query 8's (0.4, 0.4) are a common shift: 0
+    assert out["within query"][0] == pytest.approx(2 * 0.05 ** 2)
+
+
+def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
+    from research import dr_regressions
+
+    qid = np.repeat(np.arange(10), 3)
+    seen_by: dict[int, set] = {}
+
+    def fit(train: np.ndarray):
+        def predict(test: np.ndarray) -> np.ndarray:
+            for row in test:
+                seen_by[int(row)] = set(qid[train].tolist())
+            return np.zeros(test.size)
+        return predict
+
+    dr_regressions.cross_fit(fit, qid, seed=0)
+    assert sorted(seen_by) == list(range(30))
+    assert all(qid[row] not in queries and queries for row, queries in seen_by.items())

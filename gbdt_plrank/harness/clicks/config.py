@@ -20,6 +20,8 @@
     propensities = "logged"           # "logged" display frequencies or the "policy" exposure
     propensity_samples = 1000         # rankings per query of the "policy" propensities (pooled
                                       # with the log's sessions)
+    shrinkage = 2.0                   # pseudo-observations of the doubly robust rewards (0:
+                                      # unshrunk, with the logger's propensities)
     learners = ["plrank-policy-aware", "plrank-naive", ...]
     exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
     exploration_sessions = 100        # sessions per query and round
@@ -116,6 +118,7 @@ class ClicksConfig(ExperimentConfig):
         "logged", description=one_of(("logged", "policy"))
     )
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
+    shrinkage: float = Field(2.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
     learners: items(  # type: ignore[valid-type]
         Literal[LEARNERS], rule=f"a non-empty list of distinct learners from: {', '.join(LEARNERS)}"
     ) = LEARNERS
@@ -209,7 +212,7 @@ class ClicksConfig(ExperimentConfig):
             **self.shared_settings(),
             **self.model_dump(include={
                 "top_k", "logging_queries", "logging_rounds", "eta", "noise", "position_bias",
-                "propensities", "propensity_samples", "exploration_sessions", "k",
+                "propensities", "propensity_samples", "shrinkage", "exploration_sessions", "k",
             }),
             **clicks,
             # the logs hold max(sessions) sessions per query, of which each point takes a prefix

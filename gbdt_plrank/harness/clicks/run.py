@@ -23,11 +23,13 @@ For every data entry, fold and seed:
    - ``plrank-doubly-robust``: PL-Rank on the doubly robust rewards of the same log
      (``estimator="doubly-robust"``: the cross-fitted regression of
      :func:`~gbdt_plrank.clicks.click_regression` corrected by the policy-aware estimate of its
-     error, with the logging policy's expected exposure as propensities whatever
-     ``propensities`` says, since the display frequencies would make it the policy-aware
-     estimate on every shown row), unclipped, early-stopped on the policy-aware validation
-     rewards (the signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones
-     are unbiased but, with few sessions, the noisiest stopping signal);
+     error, with ``shrinkage`` pseudo-observations at the regression, ``shrinkage=`` of
+     :func:`~gbdt_plrank.clicks.click_rewards`, and the propensities ``propensities`` says; with
+     ``shrinkage = 0`` the logging policy's expected exposure whatever ``propensities`` says,
+     since the display frequencies would make the unshrunk rewards the policy-aware estimate on
+     every shown row), unclipped, early-stopped on the policy-aware validation rewards (the
+     signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones are, with few
+     sessions, a noisier stopping signal);
    - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
    - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
    - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
@@ -376,8 +378,10 @@ class _Fold:
             split = getattr(self.data, name)
             rho = (self.propensities(split, theta, n_samples=self.config.propensity_samples)
                    if policy else {})
-            out[name] = click_rewards(log, split.y.size, position_bias=theta, estimator=estimator,
-                                      qid=split.qid, X=split.X, seed=self.seed, **rho)
+            out[name] = click_rewards(
+                log, split.y.size, position_bias=theta, estimator=estimator, qid=split.qid,
+                X=split.X, seed=self.seed,
+                shrinkage=self.config.shrinkage if estimator == "doubly-robust" else 0.0, **rho)
         return out
 
     def propensities(self, split: Split, theta: np.ndarray, *, n_samples: int) -> dict[str, Any]:
@@ -455,14 +459,8 @@ class _Fold:
                                 policy=config.propensities == "policy")["vali"]
             fit = _fit_anchor(learner, config, key.seed, data, logs["train"], vali)
         else:
-            stochastic = learner != "plrank-deterministic"
-            logs = self.logs(stochastic, key.sessions)
-            estimator = _ESTIMATOR.get(learner, "policy-aware")
-            r = self.rewards(logs, estimator=estimator, policy=stochastic and (
-                config.propensities == "policy" or estimator == "doubly-robust"))
-            if estimator == "doubly-robust":  # stops on the policy-aware learner's signal
-                r["vali"] = self.rewards(logs, estimator="policy-aware",
-                                         policy=config.propensities == "policy")["vali"]
+            logs = self.logs(learner != "plrank-deterministic", key.sessions)
+            r = self.learner_rewards(learner, logs)
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
                 extra["theta_estimate"] = estimate_position_bias(logs["train"]).tolist()
@@ -472,6 +470,21 @@ class _Fold:
         record = {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
                   "seconds": fit.seconds, **extra}
         return record, [] if model is None else self.ope(key, model)
+
+    def learner_rewards(self, learner: str, logs: dict[str, ClickLog]) -> dict[str, Any]:
+        """The training and validation rewards a PL-Rank learner on clicks trains and stops on
+        (:meth:`rewards`): its estimator's on the propensities ``propensities`` says (the
+        logger's for the unshrunk doubly robust rewards, none for the deterministic log); the
+        doubly robust learner stops on the policy-aware validation rewards."""
+        config = self.config
+        estimator = _ESTIMATOR.get(learner, "policy-aware")
+        unshrunk = estimator == "doubly-robust" and config.shrinkage == 0
+        r = self.rewards(logs, estimator=estimator, policy=learner != "plrank-deterministic" and (
+            config.propensities == "policy" or unshrunk))
+        if estimator == "doubly-robust":  # stops on the policy-aware learner's signal
+            r["vali"] = self.rewards(logs, estimator="policy-aware",
+                                     policy=config.propensities == "policy")["vali"]
+        return r
 
     def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, dict[str, list[float]]]:
         r"""``"all"`` and ``"shown"`` -> grade -> [mean reward, mean simulated click probability
