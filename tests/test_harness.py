@@ -936,7 +936,7 @@ def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
 def test_clicks_shrinkage_is_a_setting_and_named_when_bad(tmp_path: Path, tiny: Path) -> None:
     base = {"datasets": [str(tiny)], "out": str(tmp_path / "out")}
     config = load_clicks_config(CONFIGS / "clicks-tiny.toml", overrides=base)
-    assert config.settings()["shrinkage"] == 2.0
+    assert config.settings()["shrinkage"] == 0.0
     with pytest.raises(ConfigError, match="shrinkage"):
         load_clicks_config(CONFIGS / "clicks-tiny.toml", overrides={**base, "shrinkage": -1})
 

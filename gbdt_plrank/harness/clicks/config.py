@@ -20,8 +20,8 @@
     propensities = "logged"           # "logged" display frequencies or the "policy" exposure
     propensity_samples = 1000         # rankings per query of the "policy" propensities (pooled
                                       # with the log's sessions)
-    shrinkage = 2.0                   # pseudo-observations of the doubly robust rewards (0:
-                                      # unshrunk, with the logger's propensities)
+    shrinkage = 0.0                   # pseudo-observations of the doubly robust rewards (0:
+                                      # unshrunk and unbiased, with the logger's propensities)
     learners = ["plrank-policy-aware", "plrank-naive", ...]
     exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
     exploration_sessions = 100        # sessions per query and round
@@ -118,7 +118,7 @@ class ClicksConfig(ExperimentConfig):
         "logged", description=one_of(("logged", "policy"))
     )
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
-    shrinkage: float = Field(2.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+    shrinkage: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
     learners: items(  # type: ignore[valid-type]
         Literal[LEARNERS], rule=f"a non-empty list of distinct learners from: {', '.join(LEARNERS)}"
     ) = LEARNERS

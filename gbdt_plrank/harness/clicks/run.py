@@ -490,8 +490,9 @@ class _Fold:
         r"""``"all"`` and ``"shown"`` -> grade -> [mean reward, mean simulated click probability
         when seen, rows], over every training row and over the rows ``log`` shows.
 
-        The rewards' expectation is the click probability over every row the logger can show
-        (a Plackett-Luce logger: every row); among the rows a log happens to show it is not
+        The unshrunk rewards' expectation is the click probability over every row the logger
+        can show (a Plackett-Luce logger: every row; ``shrinkage`` pulls the doubly robust ones
+        towards the regression by :math:`\kappa / (E_d + \kappa)`); among the rows a log happens to show it is not
         (the doubly robust reward of a shown row is :math:`\hat\gamma_d + (\gamma_d -
         \hat\gamma_d) / P(\text{shown})` in expectation)."""
         y = self.data.train.y
