@@ -374,7 +374,7 @@ class LibraryBackend:
 
     @classmethod
     def module(cls) -> Any:
-        """The library's module, or an error saying how to install it (:func:`library`)."""
+        """The library's module, or an error saying how to install it (``library``)."""
         return library(cls.name)
 
     def native_params(
