@@ -15,7 +15,8 @@ __all__ = ["sampled_exposure_groups", "sampled_exposure_narrow_groups"]
 
 @njit(cache=True, error_model="numpy")
 def _add_exposure(rankings, theta, out):
-    """``out[d]`` (one query's rows, zeroed) += the mean of ``theta`` at d's rank (0 beyond)."""
+    """``out[d]`` (one query's rows) = the mean of ``theta`` at d's rank (0 beyond)."""
+    out[:] = 0.0
     n_samples = rankings.shape[0]
     for s in range(n_samples):
         for r in range(rankings.shape[1]):
@@ -36,7 +37,6 @@ def sampled_exposure_groups(scores, ptr, keys, theta, n_samples, seed, round_, o
     for g in prange(ptr.shape[0] - 1):
         lo = ptr[g]
         hi = ptr[g + 1]
-        out[lo:hi] = 0.0
         if hi - lo == 0:
             continue
         rankings = query_rankings(
@@ -53,10 +53,7 @@ def sampled_exposure_narrow_groups(scores, ptr, keys, theta, n_samples, seed, ro
         lo = ptr[g]
         hi = ptr[g + 1]
         wide[g] = hi > lo and is_wide(scores[lo:hi])
-        if wide[g]:
-            continue
-        out[lo:hi] = 0.0
-        if hi - lo == 0:
+        if wide[g] or hi - lo == 0:
             continue
         rankings = narrow_query_rankings(
             scores[lo:hi], theta.shape[0], n_samples, _stream(seed, round_, keys[g])
