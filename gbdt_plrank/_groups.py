@@ -19,6 +19,7 @@ refuse ``None``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "drop_group_column",
     "query_rows",
     "ranker_group",
+    "recompute_queries",
     "require_group",
     "resolve_groups",
     "row_queries",
@@ -74,6 +76,26 @@ def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
     ptr = boundaries(ends - starts)
     rows = np.repeat(starts - ptr[:-1], ends - starts) + np.arange(ptr[-1])
     return rows, ptr
+
+
+def recompute_queries(
+    group_ptr: np.ndarray, flagged: np.ndarray,
+    compute: Callable[..., None], *outs: np.ndarray,
+) -> None:
+    """Overwrite the rows of the ``flagged`` queries in ``outs`` with what ``compute`` gives.
+
+    ``compute(rows, ptr, queries, *parts)`` fills one float64 array per array of ``outs`` for
+    the rows of ``queries`` (the flagged ones, query after query, as :func:`query_rows` gives
+    them, with their boundaries ``ptr``); nothing is called when no query is flagged.
+    """
+    if not flagged.any():
+        return
+    queries = np.flatnonzero(flagged)
+    rows, ptr = query_rows(group_ptr, queries)
+    parts = [np.empty(rows.shape[0]) for _ in outs]
+    compute(rows, ptr, queries, *parts)
+    for out, part in zip(outs, parts, strict=True):
+        out[rows] = part
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .._groups import query_rows
+from .._groups import recompute_queries
 from .._kernels import fairness as _fair_kernels
 from .._kernels import plrank as _kernels
 from .._ranking_metric import RankingMetric
@@ -226,16 +226,13 @@ def _estimate_groups(
     _kernels.estimate_narrow_groups(
         scores, rho, group_ptr, keys, theta, N, seed, round_, sampler, grad, hess, wide
     )
-    if not wide.any():
-        return
-    queries = np.flatnonzero(wide)
-    rows, ptr = query_rows(group_ptr, queries)
-    g, h = np.empty(rows.shape[0]), np.empty(rows.shape[0])
-    _kernels.estimate_groups(
-        scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, g, h
-    )
-    grad[rows] = g
-    hess[rows] = h
+
+    def whole(rows, ptr, queries, g, h):
+        _kernels.estimate_groups(
+            scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, g, h
+        )
+
+    recompute_queries(group_ptr, wide, whole, grad, hess)
 
 
 def _options(K: object, N: object, **options: object) -> PLRankOptions:

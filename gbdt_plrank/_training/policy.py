@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._groups import Groups, boundaries, query_rows
+from .._groups import Groups, boundaries, recompute_queries
 from .._kernels import plrank as _kernels
 from .._kernels.policy import sampled_exposure_groups, sampled_exposure_narrow_groups
 from .._util.threads import numba_threads
@@ -65,20 +65,19 @@ def sampled_exposure(
     out = np.empty(margins.shape[0])
     keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     wide = np.empty(keys.shape[0], dtype=np.bool_)
+
+    def whole(rows, ptr, queries, part):
+        sampled_exposure_groups(
+            margins[rows], ptr, keys[queries], theta, n_samples, seed, round_, part
+        )
+
     with numba_threads(n_jobs):
         # The wide path compiles only when a query needs it: the wide queries, gathered, go
         # through the whole kernel with their own streams (the same numbers, bit for bit).
         sampled_exposure_narrow_groups(
             margins, group_ptr, keys, theta, n_samples, seed, round_, out, wide
         )
-        if wide.any():
-            queries = np.flatnonzero(wide)
-            rows, ptr = query_rows(group_ptr, queries)
-            part = np.empty(rows.shape[0])
-            sampled_exposure_groups(
-                margins[rows], ptr, keys[queries], theta, n_samples, seed, round_, part
-            )
-            out[rows] = part
+        recompute_queries(group_ptr, wide, whole, out)
     return out
 
 
