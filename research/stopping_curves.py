@@ -32,6 +32,7 @@ from gbdt_plrank import plrank_objective
 from gbdt_plrank._groups import Split
 from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
 from gbdt_plrank._training.options import PLRankOptions
+from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.metrics import ndcg
 
@@ -141,9 +142,9 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto") 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="mq2008")
-    p.add_argument("--folds", default="1,2,3,4,5")
-    p.add_argument("--libs", default="xgb,lgb")
-    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--folds", type=int_list, default="1,2,3,4,5")
+    p.add_argument("--libs", type=text_list, default="xgb,lgb")
+    p.add_argument("--seeds", type=int_list, default="0,1,2")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--rounds", type=int, default=500)
     p.add_argument("--trees", default="harness", choices=sorted(TREES))
@@ -153,10 +154,10 @@ def main() -> None:
     N = a.N if a.N == "auto" else int(a.N)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    for fold in map(int, a.folds.split(",")):
-        for lib in a.libs.split(","):
+    for fold in a.folds:
+        for lib in a.libs:
             train(a.data, fold, lib, "lambdamart", 0, a.k, a.rounds, a.trees, out)
-            for seed in map(int, a.seeds.split(",")):
+            for seed in a.seeds:
                 train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N)
 
 

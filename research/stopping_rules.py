@@ -27,6 +27,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.harness.stats import paired
 
@@ -152,18 +153,14 @@ def report(out, seeds, test: bool) -> list[str]:
     return lines
 
 
-def _items(text: str, cast=str) -> list:
-    return [cast(t) for t in text.split(",") if t]
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default="mq2008,mq2007-agg")
-    p.add_argument("--libs", default="xgb,lgb")
-    p.add_argument("--folds", default="1,2,3,4,5")
-    p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--data", type=text_list, default="mq2008,mq2007-agg")
+    p.add_argument("--libs", type=text_list, default="xgb,lgb")
+    p.add_argument("--folds", type=int_list, default="1,2,3,4,5")
+    p.add_argument("--seeds", type=int_list, default="0,1,2")
     p.add_argument("--trees", default="harness")
-    p.add_argument("--methods", default="plrank",
+    p.add_argument("--methods", type=text_list, default="plrank",
                    help="recorded PL-Rank variants: plrank, plrank-N<N>")
     p.add_argument("--curves", default="/tmp/curves")
     p.add_argument("--only", default="", help="rule names, ';'-separated")
@@ -171,12 +168,13 @@ def main() -> None:
                    help="also the test NDCG@10 of the kept models (a chosen rule's check)")
     p.add_argument("--out", default="", help="append the tables to this markdown file")
     a = p.parse_args()
-    folds, seeds = _items(a.folds, int), _items(a.seeds, int)
+    folds, seeds = a.folds, a.seeds
     rules = [r for r in RULES if not a.only or r.name in a.only.split(";")]
     lines = []
-    for data, lib, method in itertools.product(_items(a.data), _items(a.libs), _items(a.methods)):
+    for data, lib, method in itertools.product(a.data, a.libs, a.methods):
         out = evaluate(Path(a.curves), data, a.trees, lib, folds, seeds, rules, a.test, method)
-        lines += [f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {a.folds}, seeds {a.seeds}, "
+        lines += [f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {','.join(map(str, folds))}, "
+                  f"seeds {','.join(map(str, seeds))}, "
                   f"trees {a.trees}\n", *report(out, seeds, a.test)]
     text = "\n".join(lines) + "\n"
     print(text)
