@@ -15,6 +15,7 @@ keeps spinning: the import warns then.
 # First: importing it sets OMP_WAIT_POLICY before any booster loads.
 from ._util import threads as _threads  # noqa: F401, I001
 from . import clicks, datasets, metrics
+from ._boosters._stopping import lightgbm_early_stopping, min_rounds_for, xgboost_early_stopping
 from ._training.objective import PLRankObjective, plrank_objective
 from ._training.options import PLRankOptions, training_cutoff
 from ._training.pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
@@ -31,8 +32,10 @@ __all__ = [
     "clicks",
     "dataset_ndcg",
     "datasets",
+    "lightgbm_early_stopping",
     "load_dataset",
     "metrics",
+    "min_rounds_for",
     "ndcg",
     "pirank_loss_grad_hess",
     "pirank_objective",
@@ -40,6 +43,7 @@ __all__ = [
     "plrank_grad_hess_from_rankings",
     "plrank_objective",
     "training_cutoff",
+    "xgboost_early_stopping",
 ]
 
 __version__ = "0.1.0"

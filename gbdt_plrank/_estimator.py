@@ -236,6 +236,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         self, options: PLRankOptions, *, rounds: int, eval_set: object,
         early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
         objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
+        min_rounds: int = 0,
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
@@ -249,6 +250,6 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
             n_estimators=rounds, early_stopping_rounds=early_stopping_rounds,
             objective_type=objective_type, device=device, trainer=trainer,
-            verbose=check_verbose("verbose", self.verbose),
+            verbose=check_verbose("verbose", self.verbose), min_rounds=min_rounds,
         )
         return plan, model_seed

@@ -34,6 +34,7 @@ import numpy as np
 from sklearn.utils import Tags
 
 from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
+from ._boosters._stopping import min_rounds_of
 from ._estimator import PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
@@ -115,6 +116,13 @@ class PLRankRanker(PolicyRanker):
         stops training at early noisy peaks, at the price of sampling the eval set's rankings
         every round; the standardised one does not wait for the rounds that only sharpen the
         policy.
+    min_rounds : int or "auto", default "auto"
+        With early stopping, no round before this one is kept or counted: the best round is
+        the best from round ``min_rounds`` on, and the patience runs from there. ``"auto"`` is
+        :func:`~gbdt_plrank.min_rounds_for` of the learning rate, ``ceil(2 / learning_rate)``
+        (20 at the default 0.1): a model of fewer trees has taken less than about 86 % of a
+        full step, and an early maximum of a stochastic objective's validation curve is mostly
+        noise. 0 keeps any round, each library's own rule.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
@@ -214,6 +222,7 @@ class PLRankRanker(PolicyRanker):
         colsample_bytree: float | None = None,
         n_jobs: int | None = None,
         stopping_metric: str = "auto",
+        min_rounds: int | str = "auto",
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,
@@ -268,9 +277,8 @@ class PLRankRanker(PolicyRanker):
             names ``"valid_0"``, ``"valid_1"``, ... With ``fairness="group-disparity"`` each
             entry brings its rows' item groups as a fourth element.
         early_stopping_rounds : int or None, default None
-            Stop when the metric ``stopping_metric`` names has not improved for this many
-            rounds and keep the best round. XGBoost watches the last eval set; LightGBM stops
-            as soon as any eval set stops improving (each library's rule).
+            Stop when the metric ``stopping_metric`` names has not improved on the last eval set
+            for this many rounds and keep the best round, none before ``min_rounds``.
 
         Returns
         -------
@@ -350,6 +358,9 @@ class PLRankRanker(PolicyRanker):
             early_stopping_rounds=early_stopping_rounds, trainer=self._trainer,
             stopping_metric=self.stopping_metric, objective_type=self._objective_type,
             device=self.device,
+            min_rounds=min_rounds_of(
+                self.min_rounds, learning_rate=self.learning_rate, library=backend
+            ),
         )
         return backend, self._settings(booster_seed), plan, options
 

@@ -63,12 +63,15 @@ def test_num_leaves_is_xgboost_max_leaves_for_the_ranker_and_the_harness(tiny: P
 
 def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: int,
                       booster_seed: int | None = None):
-    """The README's call: plrank_objective in xgboost.train / lightgbm.train, the boosters' own
-    early stopping on obj.standardized_metric, under the harness's tree settings."""
+    """The README's call: plrank_objective in xgboost.train / lightgbm.train, early stopping on
+    obj.standardized_metric with no round kept before 2 / eta, under the harness's tree settings."""
     import lightgbm
     import xgboost
 
+    from gbdt_plrank import lightgbm_early_stopping, min_rounds_for, xgboost_early_stopping
+
     obj = plrank_objective(K=3, N=10, seed=seed, n_jobs=1)
+    first = min_rounds_for(0.3)
     seed = seed if booster_seed is None else booster_seed
     if library == "xgboost":
         params = {"eta": 0.3, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
@@ -78,7 +81,8 @@ def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: i
         dvali = xgboost.DMatrix(data.vali.X, data.vali.y, qid=data.vali.qid)
         bst = xgboost.train(params, dtrain, rounds, obj=obj, evals=[(dvali, "valid")],
                             custom_metric=obj.standardized_metric, maximize=True,
-                            early_stopping_rounds=patience, verbose_eval=False)
+                            callbacks=[xgboost_early_stopping(patience, min_rounds=first)],
+                            verbose_eval=False)
         return bst[: bst.best_iteration + 1].inplace_predict(data.test.X, predict_type="margin")
     params = {"objective": obj, "metric": "None", "learning_rate": 0.3, "max_depth": 6,
               "min_sum_hessian_in_leaf": 0.1, "lambda_l2": 1.0, "bagging_fraction": 1.0,
@@ -87,7 +91,7 @@ def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: i
     train = lightgbm.Dataset(data.train.X, data.train.y, group=data.train.group_sizes)
     vali = lightgbm.Dataset(data.vali.X, data.vali.y, group=data.vali.group_sizes, reference=train)
     bst = lightgbm.train(params, train, rounds, valid_sets=[vali], feval=obj.standardized_metric,
-                         callbacks=[lightgbm.early_stopping(patience, verbose=False)])
+                         callbacks=[lightgbm_early_stopping(patience, min_rounds=first)])
     return bst.predict(data.test.X, raw_score=True)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xgboost
 
-from gbdt_plrank import metrics, plrank_objective
+from gbdt_plrank import metrics, min_rounds_for, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import PolicyValue
 from gbdt_plrank._training.fairness import FairnessSpec
@@ -278,7 +278,8 @@ def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
     curves = ranker.evals_result_["valid_0"]
     assert list(curves) == ["ndcg@5", "standardized_expected_ndcg@5"]
     watched = np.asarray(curves["standardized_expected_ndcg@5"])
-    assert ranker.best_iteration_ == int(np.argmax(watched))
+    first = min_rounds_for(0.3) - 1  # min_rounds="auto": no round kept before the 7th
+    assert ranker.best_iteration_ == first + int(np.argmax(watched[first:]))
     assert watched.shape[0] == ranker.best_iteration_ + 1 + PATIENCE
 
 
@@ -298,7 +299,8 @@ def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on
                early_stopping_rounds=PATIENCE)
     curves = ranker.evals_result_["valid_0"]
     assert list(curves) == ["ndcg@5", watched]
-    assert ranker.best_iteration_ == int(np.argmax(np.round(curves[watched], 6)))
+    first = min_rounds_for(0.3) - 1  # min_rounds="auto": no round kept before the 7th
+    assert ranker.best_iteration_ == first + int(np.argmax(np.round(curves[watched][first:], 6)))
 
 
 def _eval_set(library: str, vali: Split, **fields):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from tiny_ltr import write_tiny_letor
 
-from gbdt_plrank import pirank_objective
+from gbdt_plrank import min_rounds_for, pirank_objective
 from gbdt_plrank._boosters import BACKENDS, Plan
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
@@ -372,7 +372,8 @@ def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Pat
 
 def test_plrank_methods_stop_on_their_fair_policy_by_default(tiny: Path) -> None:
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
+    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1,
+                         min_rounds=0)
     policy, ranking = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ranking")
     assert policy.stopping_metric == "auto"  # the default: the policy's value with fairness
     assert policy.stopping == "standardized"
@@ -479,7 +480,7 @@ def test_watch_stops_on_the_given_metric_as_a_hand_built_plan_does(tiny: Path, n
     method = METHODS[name]
     backend = BACKENDS[method.library]
     plan = Plan(method.objective, 3, n_estimators=8, early_stopping_rounds=2,
-                metrics=(RankingMetricEval(watch),))
+                metrics=(RankingMetricEval(watch),), min_rounds=min_rounds_for(0.3))
     hand = backend.train(trees.booster_settings(seed=0, params={}), data.train, [data.vali], plan)
     assert fit.watched == watch.name and set(fit.history) == {watch.name}
     np.testing.assert_array_equal(fit.curve, hand.history["valid_0"][watch.name])

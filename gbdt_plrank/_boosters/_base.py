@@ -199,8 +199,8 @@ class Plan:
     n_estimators : int
         Boosting rounds (at most, with early stopping).
     early_stopping_rounds : int or None
-        Stop when the watched metric has not improved for this many rounds (each library's
-        rule), keep the best round; ``None`` trains every round.
+        Stop when the watched metric has not improved for this many rounds, keep the best
+        round; ``None`` trains every round.
     callbacks : sequence
         The library's own callbacks, called after each round.
     metrics : sequence of callables
@@ -211,6 +211,10 @@ class Plan:
         0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
         format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
         sets show a progress bar of the rounds (:func:`~gbdt_plrank._boosters.progress`).
+    min_rounds : int
+        With early stopping, no round before this one is kept or counted: the best round is
+        the best from round ``min_rounds`` on (``EarlyStopper``, one rule for every library);
+        0 is each library's own rule.
     """
 
     objective: Objective
@@ -221,6 +225,7 @@ class Plan:
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
     verbose: int = 0
+    min_rounds: int = 0
 
     def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
         """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.

@@ -3,7 +3,8 @@
 CatBoost has no hook for a callable ranking objective or metric, so this backend takes
 only loss names (``"YetiRank"``, ``"StochasticRank:metric=NDCG;top=5;type=Exp"``); it is here so
 that the comparison trains every method through one layer. Query groups go in as ``group_id``;
-with early stopping CatBoost keeps the best round itself (``use_best_model``).
+early stopping is the package's rule (``catboost_early_stopping``: CatBoost's own detector has
+no minimum number of rounds), and the model is shrunk to its best round.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import scipy.sparse as sp
 
 from .._groups import Split
 from ._base import BoosterSettings, LibraryBackend, Plan, Trained, eval_name, metric_name, timed
+from ._stopping import catboost_early_stopping
 
 __all__ = ["CatBoostBackend"]
 
@@ -72,8 +74,12 @@ class CatBoostBackend(LibraryBackend):
         fixed: dict[str, Any] = {
             "loss_function": plan.objective, "eval_metric": metric, "iterations": plan.n_estimators,
         }
-        if plan.early_stopping_rounds is not None:
-            fixed.update(od_type="Iter", od_wait=plan.early_stopping_rounds, use_best_model=True)
+        stopping = []
+        if plan.early_stopping_rounds is not None:  # the package's rule, with its minimum
+            stopping = [catboost_early_stopping(
+                plan.early_stopping_rounds, min_rounds=plan.min_rounds, metric=metric
+            )]
+            fixed.update(use_best_model=False)
         # CatBoost's own log every plan.verbose rounds (its learn and eval values), or none
         defaults: dict[str, Any] = {"verbose": plan.verbose or False, "allow_writing_files": False}
         if settings.subsample is not None and settings.subsample < 1:
@@ -84,14 +90,18 @@ class CatBoostBackend(LibraryBackend):
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
         _, seconds = timed(lambda: model.fit(
-            self._pool(data), eval_set=eval_sets or None, callbacks=list(plan.callbacks) or None
+            self._pool(data), eval_set=eval_sets or None,
+            callbacks=[*stopping, *plan.callbacks] or None,  # CatBoost stops at a False
         ))
         results = model.get_evals_result()
         history = {
             eval_name(i): {metric_name(plan.K): results[name][metric]}
             for i, name in enumerate(n for n in results if n != "learn")
         }
-        best = model.get_best_iteration() if plan.early_stopping_rounds is not None else None
+        best = None
+        if stopping:
+            best = stopping[0].kept
+            model.shrink(best + 1)
         return Trained(model, best, history, seconds)
 
     @staticmethod

@@ -28,6 +28,7 @@ from ._base import (
     progress,
     timed,
 )
+from ._stopping import lightgbm_early_stopping
 
 __all__ = ["LightGBMBackend"]
 
@@ -82,8 +83,8 @@ class LightGBMBackend(LibraryBackend):
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
         if plan.early_stopping_rounds is not None:
-            hooks.append(lightgbm.early_stopping(
-                plan.early_stopping_rounds, first_metric_only=True, verbose=False
+            hooks.append(lightgbm_early_stopping(
+                plan.early_stopping_rounds, min_rounds=plan.min_rounds
             ))
         period, bar = progress(plan, len(valid_sets))
         if period:

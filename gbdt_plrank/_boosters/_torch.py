@@ -52,6 +52,7 @@ from ._base import (
     normalised,
     progress,
 )
+from ._stopping import EarlyStopper
 
 __all__ = ["ACTIVATIONS", "OPTIMIZERS", "SCALINGS", "Network", "NetworkOptions", "TorchBackend"]
 
@@ -236,7 +237,8 @@ class TorchBackend:
             eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
         }
         n_batches = max(1, math.ceil(data.n_queries / net.batch_size))
-        best = (-math.inf, -1, None)  # value, epoch, weights
+        stopper = None if patience is None else EarlyStopper(patience, plan.min_rounds)
+        weights = None  # of the best epoch
         with _threads(torch, n_threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             network = Network(_module(torch, X.shape[1], net), *_scaling(X, net.scale))
@@ -265,17 +267,18 @@ class TorchBackend:
                     print(_log_line(epoch, history), flush=True)
                 for callback in plan.callbacks:
                     callback(epoch, history)
-                if patience is None:
+                if stopper is None:
                     continue
-                if value > best[0]:
-                    best = (value, epoch, copy.deepcopy(network.module.state_dict()))
-                elif epoch - best[1] >= patience:
+                stop = stopper.update(epoch, value)
+                if stopper.best_round == epoch:
+                    weights = copy.deepcopy(network.module.state_dict())
+                if stop:
                     break
             bar.close()
-            if patience is not None:
-                network.module.load_state_dict(best[2])
+            if stopper is not None and weights is not None:
+                network.module.load_state_dict(weights)
         network.module.eval()
-        best_iteration = None if patience is None else best[1]
+        best_iteration = None if stopper is None else stopper.kept(epoch)
         return Trained(network, best_iteration, history, time.perf_counter() - start)
 
     @staticmethod

@@ -28,6 +28,7 @@ from ._base import (
     progress,
     timed,
 )
+from ._stopping import xgboost_early_stopping
 
 __all__ = ["XGBoostBackend"]
 
@@ -103,10 +104,14 @@ class XGBoostBackend(LibraryBackend):
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
         period, bar = progress(plan, len(eval_sets))
         hooks = [] if bar is None else [_advance(xgboost, bar)]
+        if plan.early_stopping_rounds is not None:
+            hooks.append(xgboost_early_stopping(
+                plan.early_stopping_rounds, min_rounds=plan.min_rounds
+            ))
         booster, seconds = timed(lambda: xgboost.train(
             params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
-            early_stopping_rounds=plan.early_stopping_rounds, evals_result=history,
-            verbose_eval=period or False, callbacks=[*plan.callbacks, *hooks], **own,
+            evals_result=history, verbose_eval=period or False,
+            callbacks=[*plan.callbacks, *hooks], **own,
         ), bar)
         return self.trained(booster, plan, history, seconds)
 
@@ -117,7 +122,7 @@ class XGBoostBackend(LibraryBackend):
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``xgboost.dask.train``.
         """
         best = None
-        if plan.early_stopping_rounds is not None:  # XGBoost records the best round
+        if plan.early_stopping_rounds is not None:  # the callback records the best round
             best = int(booster.attr("best_iteration"))
             booster = booster[: best + 1]
         return Trained(booster, best, history, seconds)

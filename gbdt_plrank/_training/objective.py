@@ -298,7 +298,7 @@ class PLRankObjective(BoosterObjective):
             obj = plrank_objective(K=10)
             xgboost.train(params, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
                           custom_metric=obj.standardized_metric, maximize=True,
-                          early_stopping_rounds=50)
+                          callbacks=[xgboost_early_stopping(25, min_rounds=40)])  # eta 0.05
 
         Called as :attr:`expected_metric`, it returns the same value for the margins
         :math:`3 m / \sigma(m)` of the eval set (their within-query spread, the root mean over
@@ -399,11 +399,13 @@ def plrank_objective(
     .. code-block:: python
 
         obj = plrank_objective(K=5)      # judged at NDCG@5, trains at 10
+        stop = min_rounds_for(0.3)       # XGBoost's default eta: no round kept before the 7th
         xgboost.train({"base_score": 0.0}, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
                       custom_metric=obj.standardized_metric, maximize=True,
-                      early_stopping_rounds=50)
+                      callbacks=[xgboost_early_stopping(25, min_rounds=stop)])
         lightgbm.train({"objective": obj, "metric": "None"}, train, 1000, valid_sets=[valid],
-                       feval=obj.standardized_metric, callbacks=[lightgbm.early_stopping(50)])
+                       feval=obj.standardized_metric,
+                       callbacks=[lightgbm_early_stopping(25, min_rounds=min_rounds_for(0.1))])
         lightgbm.LGBMRanker(objective=obj.lgbm_ranker).fit(X, y, group=sizes)
 
     Every round returns :func:`~gbdt_plrank.plrank_grad_hess` of the current margins with fresh

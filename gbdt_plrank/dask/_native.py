@@ -26,6 +26,7 @@ from .._boosters import (
     XGBoostBackend,
     eval_name,
 )
+from .._boosters._stopping import xgboost_early_stopping
 from .._util.compat import require
 
 __all__ = ["DaskQueries", "margins", "train"]
@@ -71,7 +72,10 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
     out = dxgb.train(
         client, params, dmatrix(data, **rows), plan.n_estimators,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
-        early_stopping_rounds=plan.early_stopping_rounds, verbose_eval=plan.verbose or False,
+        verbose_eval=plan.verbose or False,
+        callbacks=None if plan.early_stopping_rounds is None else [xgboost_early_stopping(
+            plan.early_stopping_rounds, min_rounds=plan.min_rounds
+        )],
     )
     return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)
 

@@ -1,8 +1,9 @@
 """One training of a comparison method, through the package's booster layer.
 
 Every method trains on the train split, evaluates the validation split after each round, stops
-early when what it watches has not improved for ``early_stopping_rounds`` rounds, and scores the
-test split at its best round. The shared tree settings reach each library under its own names
+early when what it watches has not improved for ``early_stopping_rounds`` rounds, keeping no
+round before ``min_rounds`` (one rule for every library), and scores the test split at its best
+round. The shared tree settings reach each library under its own names
 (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
 (``[params.<method>]`` or ``--params``) are applied last. The library objectives' methods watch
 the library's NDCG@k. The PL-Rank methods are planned by the package's one run builder
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._boosters import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
+from .._boosters._stopping import min_rounds_of
 from .._ranking_metric import RankingMetric
 from .._training.evaluation import RankingMetricEval
 from .._training.pirank import pirank_objective
@@ -99,7 +101,12 @@ def _plan(
 ) -> Plan:
     """The method's plan: a library objective by name (watching ``watch`` if given), or one of
     the package's objectives."""
-    rounds = {"n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds}
+    rounds = {
+        "n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds,
+        "min_rounds": min_rounds_of(
+            trees.min_rounds, learning_rate=trees.learning_rate, library=method.library
+        ),
+    }
     if method.objective not in OWN_OBJECTIVES:
         metrics = () if watch is None else (RankingMetricEval(watch),)
         return Plan(

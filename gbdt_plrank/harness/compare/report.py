@@ -122,11 +122,14 @@ def markdown_report(
         " The PL-Rank methods train at the cut-off 2k (k with fairness)." if train_K == "auto"
         else f" The PL-Rank methods train at the cut-off {train_K}."
     )
+    first = {0: "", "auto": ", no round kept before ceil(2 / learning rate)"}.get(
+        config.trees.min_rounds, f", no round kept before round {config.trees.min_rounds}"
+    )
     lines += [
         f"Test NDCG@k at each method's best validation round, mean (std) over folds "
         f"{list(config.folds)} and seeds {list(config.seed_values)}, one training per k (early "
-        f"stopping on validation NDCG@k{policy}, patience {config.trees.early_stopping_rounds}, "
-        f"at most "
+        f"stopping on validation NDCG@k{policy}, patience {config.trees.early_stopping_rounds}"
+        f"{first}, at most "
         f"{config.trees.rounds} rounds). NDCG@k: gain 2^label - 1, ties in input order, mean "
         f"over queries (XGBoost's and LightGBM's conventions). Dataset NDCG@k: each query's "
         f"DCG@k over the mean ideal DCG@k of the split (the PL-Rank papers). Test queries "

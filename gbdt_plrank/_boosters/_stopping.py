@@ -1,0 +1,266 @@
+"""Early stopping that keeps no round before a minimum, for XGBoost, LightGBM and CatBoost.
+
+The rule (:class:`EarlyStopper`): after each round the watched value (higher is better) is
+recorded; rounds before ``min_rounds`` are neither kept nor counted, the best round is the
+best from round ``min_rounds`` on, and training stops ``patience`` rounds after it. With
+``min_rounds=0`` it is each library's own early stopping (the first strict maximum, stopped
+``patience`` rounds after it).
+
+Why a minimum: a model of a few trees at a small learning rate is barely trained, yet the
+validation curve of a stochastic objective often has an early, noisy maximum that the
+library's rule would keep when nothing beats it in the next ``patience`` rounds. After
+:math:`m` rounds at learning rate :math:`\\eta` a tree ensemble has taken about
+:math:`1 - (1 - \\eta)^m` of a full step; :func:`min_rounds_for` asks for
+:math:`m = \\lceil 2 / \\eta \\rceil` rounds, about 86 % of it, before a round may be kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._util.validation import check_positive_int, check_positive_number, is_int
+from ._base import library
+
+__all__ = [
+    "LIBRARY_LEARNING_RATES",
+    "EarlyStopper",
+    "catboost_early_stopping",
+    "check_min_rounds",
+    "lightgbm_early_stopping",
+    "min_rounds_for",
+    "min_rounds_of",
+    "xgboost_early_stopping",
+]
+
+#: ``min_rounds_for``'s multiple of ``1 / learning_rate``.
+_STEPS = 2.0
+
+
+def check_min_rounds(value: object) -> int:
+    """``min_rounds`` must be an integer >= 0."""
+    if not is_int(value) or value < 0:  # type: ignore[operator]
+        raise ValueError(f"min_rounds must be an integer >= 0, but {value!r} is given.")
+    return int(value)  # type: ignore[call-overload]
+
+
+def min_rounds_for(learning_rate: float) -> int:
+    """The rounds early stopping waits for before it keeps one: ``ceil(2 / learning_rate)``.
+
+    Parameters
+    ----------
+    learning_rate : float
+        The booster's learning rate (shrinkage) :math:`\\eta > 0`.
+
+    Returns
+    -------
+    int
+        :math:`\\lceil 2 / \\eta \\rceil` (40 at 0.05, 20 at 0.1, 7 at XGBoost's default 0.3).
+
+    Raises
+    ------
+    ValueError
+        When ``learning_rate`` is not a finite number > 0.
+    """
+    rate = check_positive_number("learning_rate", learning_rate)
+    return math.ceil(_STEPS / rate - 1e-9)
+
+
+#: The learning rates the boosters use when none is set (their documented defaults). CatBoost
+#: chooses its own from the data in ``fit``, and a network has no shrinkage: neither is here.
+LIBRARY_LEARNING_RATES = {"xgboost": 0.3, "lightgbm": 0.1}
+
+
+def min_rounds_of(choice: object, *, learning_rate: float | None, library: str) -> int:
+    """The minimum number of rounds ``choice`` names for a training by ``library``.
+
+    Parameters
+    ----------
+    choice : int or "auto"
+        An integer >= 0, or ``"auto"``: :func:`min_rounds_for` of ``learning_rate``, or of the
+        library's default learning rate when it is ``None``.
+    learning_rate : float or None
+        The training's learning rate (``None``: the library's default).
+    library : str
+        ``"xgboost"``, ``"lightgbm"``, ``"catboost"`` or ``"torch"``. ``"auto"`` is 0 for a
+        network (its epochs are not shrunk steps) and for CatBoost without a learning rate
+        (CatBoost chooses one from the data when it trains).
+
+    Raises
+    ------
+    ValueError
+        When ``choice`` is neither ``"auto"`` nor an integer >= 0.
+    """
+    if choice != "auto":
+        if not is_int(choice) or choice < 0:  # type: ignore[operator]
+            raise ValueError(
+                f"min_rounds must be 'auto' or an integer >= 0, but {choice!r} is given."
+            )
+        return int(choice)  # type: ignore[call-overload]
+    rate = learning_rate if learning_rate is not None else LIBRARY_LEARNING_RATES.get(library)
+    return 0 if rate is None or library == "torch" else min_rounds_for(rate)
+
+
+@dataclass
+class EarlyStopper:
+    """The stopping rule, fed one watched value per round.
+
+    Parameters
+    ----------
+    patience : int
+        Stop when the best round is this many rounds behind (>= 1).
+    min_rounds : int, default 0
+        Rounds ``0 .. min_rounds - 2`` (0-based) are neither kept nor counted: the first
+        candidate is round ``min_rounds - 1``, the ``min_rounds``-th.
+
+    Attributes
+    ----------
+    best_round : int
+        0-based best round so far (-1 before the first candidate).
+    best_value : float
+        Its watched value.
+    """
+
+    patience: int
+    min_rounds: int = 0
+    best_round: int = field(default=-1, init=False)
+    best_value: float = field(default=-math.inf, init=False)
+
+    def __post_init__(self) -> None:
+        check_positive_int("early_stopping_rounds", self.patience)
+        check_min_rounds(self.min_rounds)
+
+    def reset(self) -> None:
+        """Forget every round (a new training)."""
+        self.best_round, self.best_value = -1, -math.inf
+
+    def update(self, round_: int, value: float) -> bool:
+        """Record the watched ``value`` after 0-based round ``round_``; whether to stop now."""
+        if round_ + 1 < self.min_rounds:
+            return False
+        if self.best_round < 0 or value > self.best_value:
+            self.best_round, self.best_value = round_, float(value)
+        return round_ - self.best_round >= self.patience
+
+    def kept(self, last_round: int) -> int:
+        """The 0-based round to keep once training ended after ``last_round``: the best, or the
+        last when training ended before ``min_rounds``."""
+        return last_round if self.best_round < 0 else self.best_round
+
+
+def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
+    """An XGBoost callback: :class:`EarlyStopper` on the last metric of the last eval set.
+
+    Pass it in ``xgboost.train(callbacks=[...])`` in place of ``early_stopping_rounds``. As
+    XGBoost's own early stopping, it records ``best_iteration`` and ``best_score`` on the
+    booster, which keeps every round it trained: predict with
+    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it. The watched value is
+    maximised (a ranking metric).
+
+    Parameters
+    ----------
+    rounds : int
+        Patience: stop this many rounds after the best round (>= 1).
+    min_rounds : int, default 0
+        Keep no round before this one (:func:`min_rounds_for`).
+
+    Returns
+    -------
+    xgboost.callback.TrainingCallback
+
+    Examples
+    --------
+    >>> import gbdt_plrank
+    >>> stop = gbdt_plrank.xgboost_early_stopping(25, min_rounds=gbdt_plrank.min_rounds_for(0.05))
+    """
+    xgboost = library("xgboost")
+    stopper = EarlyStopper(rounds, min_rounds)
+
+    class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[misc, name-defined]
+        last = -1
+
+        def before_training(self, model: Any) -> Any:
+            stopper.reset()
+            return model
+
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            if not evals_log:
+                raise ValueError("early stopping needs an eval set: pass evals= to xgboost.train.")
+            metrics = evals_log[next(reversed(evals_log))]
+            self.last = epoch
+            return stopper.update(epoch, metrics[next(reversed(metrics))][-1])
+
+        def after_training(self, model: Any) -> Any:
+            model.set_attr(best_iteration=str(stopper.kept(self.last)),
+                           best_score=str(stopper.best_value))
+            return model
+
+    return EarlyStopping()
+
+
+def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
+    """A LightGBM callback: :class:`EarlyStopper` on the first metric of the last eval set.
+
+    Pass it in ``lightgbm.train(callbacks=[...])`` in place of ``lightgbm.early_stopping``; as
+    that one, it sets the booster's ``best_iteration`` (1-based) and ``best_score``. The first
+    metric is the first of ``feval`` when ``params["metric"]`` is ``"None"``; a metric whose
+    lower values are better is minimised.
+
+    Parameters
+    ----------
+    rounds : int
+        Patience: stop this many rounds after the best round (>= 1).
+    min_rounds : int, default 0
+        Keep no round before this one (:func:`min_rounds_for`).
+
+    Returns
+    -------
+    callable
+        ``callback(env)``, run after each round where ``lightgbm.early_stopping`` runs.
+    """
+    lightgbm = library("lightgbm")
+    stopper = EarlyStopper(rounds, min_rounds)
+    best: list[Any] = []
+
+    def early_stopping(env: Any) -> None:
+        if env.iteration == env.begin_iteration:
+            stopper.reset()
+        results = [r for r in env.evaluation_result_list if r[0] != "training"]
+        if not results:
+            raise ValueError(
+                "early stopping needs an eval set besides the training data: pass valid_sets= "
+                "to lightgbm.train."
+            )
+        _, _, value, higher_better = next(r for r in results if r[0] == results[-1][0])[:4]
+        stop = stopper.update(env.iteration, value if higher_better else -value)
+        if stopper.best_round == env.iteration:
+            best[:] = [env.evaluation_result_list]
+        if stop or env.iteration == env.end_iteration - 1:
+            kept = stopper.kept(env.iteration)
+            scores = best[0] if kept == stopper.best_round else env.evaluation_result_list
+            raise lightgbm.callback.EarlyStopException(kept, scores)
+
+    early_stopping.order = 30  # type: ignore[attr-defined]  # where lightgbm.early_stopping runs
+    return early_stopping
+
+
+def catboost_early_stopping(rounds: int, *, min_rounds: int, metric: str) -> Any:
+    """A CatBoost callback: :class:`EarlyStopper` on ``metric`` of the last eval set.
+
+    CatBoost's own overfitting detector (``od_wait``) has no minimum: train with
+    ``use_best_model=False`` and this callback in ``fit(callbacks=[...])``, then keep its
+    ``kept + 1`` trees (``model.shrink``).
+    """
+    stopper = EarlyStopper(rounds, min_rounds)
+
+    class EarlyStopping:
+        kept = -1
+
+        def after_iteration(self, info: Any) -> bool:
+            sets = [name for name in info.metrics if name.startswith("validation")]
+            stop = stopper.update(info.iteration - 1, info.metrics[sets[-1]][metric][-1])
+            self.kept = stopper.kept(info.iteration - 1)
+            return not stop
+
+    return EarlyStopping()

@@ -1,0 +1,210 @@
+"""Early stopping with a minimum number of rounds: the rule, its callbacks inside the real
+boosters, and how ``"auto"`` reaches the rankers and the harness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gbdt_plrank
+from gbdt_plrank import (
+    PLRankRanker,
+    lightgbm_early_stopping,
+    min_rounds_for,
+    xgboost_early_stopping,
+)
+from gbdt_plrank._boosters._stopping import EarlyStopper, catboost_early_stopping, min_rounds_of
+from gbdt_plrank.harness import METHODS
+from gbdt_plrank.harness import training as harness_training
+from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
+
+xgboost = pytest.importorskip("xgboost")
+lightgbm = pytest.importorskip("lightgbm")
+
+
+def reference_rule(curve: np.ndarray, patience: int, min_rounds: int) -> tuple[int, int]:
+    """(0-based kept round, rounds run) by the definition: the first maximum of the rounds from
+    ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the maximum so far."""
+    first = max(min_rounds - 1, 0)
+    for t in range(first, curve.size):
+        best = first + int(np.argmax(curve[first : t + 1]))
+        if t - best >= patience:
+            return best, t + 1
+    if curve.size <= first:
+        return curve.size - 1, curve.size
+    return first + int(np.argmax(curve[first:])), curve.size
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_rule_matches_its_definition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    curve = np.round(rng.normal(size=n).cumsum() * 0.1 + rng.normal(size=n), 1)  # ties too
+    patience, min_rounds = int(rng.integers(1, 10)), int(rng.integers(0, 40))
+    stopper = EarlyStopper(patience, min_rounds)
+    ran = n
+    for t, value in enumerate(curve):
+        if stopper.update(t, value):
+            ran = t + 1
+            break
+    assert (stopper.kept(ran - 1), ran) == reference_rule(curve, patience, min_rounds)
+
+
+def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
+    assert [min_rounds_for(r) for r in (0.05, 0.1, 0.3, 0.2, 1.0, 3.0)] == [40, 20, 7, 10, 2, 1]
+    assert min_rounds_of("auto", learning_rate=0.05, library="lightgbm") == 40
+    assert min_rounds_of("auto", learning_rate=None, library="xgboost") == 7  # eta 0.3
+    assert min_rounds_of("auto", learning_rate=None, library="lightgbm") == 20  # 0.1
+    assert min_rounds_of("auto", learning_rate=None, library="catboost") == 0  # chosen in fit
+    assert min_rounds_of("auto", learning_rate=0.05, library="torch") == 0  # epochs
+    assert min_rounds_of(12, learning_rate=0.05, library="xgboost") == 12
+    for bad in (-1, 2.5, "many", True, None):
+        with pytest.raises(ValueError, match=r"min_rounds must be 'auto' or an integer >= 0, "):
+            min_rounds_of(bad, learning_rate=0.1, library="xgboost")
+    for bad in (0, -0.1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
+            min_rounds_for(bad)
+    with pytest.raises(ValueError, match="min_rounds must be an integer >= 0, but 'auto'"):
+        xgboost_early_stopping(5, min_rounds="auto")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="early_stopping_rounds must be an integer >= 1, but 0"):
+        lightgbm_early_stopping(0)
+
+
+def _queries(seed: int, n_queries: int = 40, docs: int = 12) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * docs, 6))
+    y = np.clip(np.round(X[:, 0] + 0.8 * rng.normal(size=X.shape[0])), 0, 3)
+    return X, y, np.repeat(np.arange(n_queries), docs)
+
+
+@pytest.fixture(scope="module")
+def xgb_sets() -> tuple[object, object]:
+    X, y, qid = _queries(0)
+    Xv, yv, qv = _queries(1)
+    return (xgboost.DMatrix(X, label=y, qid=qid), xgboost.DMatrix(Xv, label=yv, qid=qv))
+
+
+PLANS = {"plrank": PLRankSettings()}
+XGB_PARAMS = {"objective": "rank:ndcg", "eval_metric": "ndcg@5", "eta": 0.3, "nthread": 1,
+              "seed": 0}
+
+
+def test_xgboost_callback_without_a_minimum_is_xgboosts_own_early_stopping(xgb_sets) -> None:
+    train, vali = xgb_sets
+    for patience in (1, 3, 8):
+        own = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                            early_stopping_rounds=patience)
+        ours = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                             callbacks=[xgboost_early_stopping(patience)])
+        assert ours.best_iteration == own.best_iteration
+        assert ours.num_boosted_rounds() == own.num_boosted_rounds()
+
+
+def test_xgboost_callback_keeps_no_round_before_the_minimum(xgb_sets) -> None:
+    train, vali = xgb_sets
+    history: dict = {}
+    callback = xgboost_early_stopping(3, min_rounds=15)
+    booster = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                            evals_result=history, callbacks=[callback])
+    curve = np.array(history["v"]["ndcg@5"])
+    kept, ran = reference_rule(curve, 3, 15)
+    assert booster.best_iteration == kept >= 14 and curve.size == ran
+    assert reference_rule(curve, 3, 0)[0] < 14  # the minimum mattered: without, an earlier round
+    again = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                          callbacks=[callback])  # a callback used twice starts afresh
+    assert again.best_iteration == kept
+
+
+def test_xgboost_callback_needs_an_eval_set(xgb_sets) -> None:
+    with pytest.raises(ValueError, match="early stopping needs an eval set: pass evals="):
+        xgboost.train(XGB_PARAMS, xgb_sets[0], 3, callbacks=[xgboost_early_stopping(2)])
+
+
+def _lgb_sets() -> tuple[object, ...]:
+    out = []
+    for seed in (0, 1, 2):
+        X, y, qid = _queries(seed)
+        out.append(lightgbm.Dataset(X, y, group=np.bincount(qid), free_raw_data=False))
+    return tuple(out)
+
+
+LGB_PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [5], "learning_rate": 0.3,
+              "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5, "seed": 0}
+
+
+def test_lightgbm_callback_without_a_minimum_is_lightgbms_own_early_stopping() -> None:
+    train, vali, _ = _lgb_sets()
+    for patience in (1, 3, 8):
+        own = lightgbm.train(LGB_PARAMS, train, 200, valid_sets=[vali],
+                             callbacks=[lightgbm.early_stopping(patience, verbose=False)])
+        ours = lightgbm.train(LGB_PARAMS, train, 200, valid_sets=[vali],
+                              callbacks=[lightgbm_early_stopping(patience)])
+        assert ours.best_iteration == own.best_iteration
+        assert ours.current_iteration() == own.current_iteration()
+        assert ours.best_score == own.best_score
+
+
+def test_lightgbm_callback_keeps_no_round_before_the_minimum_on_the_last_eval_set() -> None:
+    train, first, last = _lgb_sets()
+    history: dict = {}
+    booster = lightgbm.train(
+        LGB_PARAMS, train, 200, valid_sets=[first, last], valid_names=["a", "b"],
+        callbacks=[lightgbm.record_evaluation(history), lightgbm_early_stopping(3, min_rounds=15)],
+    )
+    curve = np.array(history["b"]["ndcg@5"])
+    kept, ran = reference_rule(curve, 3, 15)
+    assert booster.best_iteration == kept + 1 and curve.size == ran  # LightGBM counts from 1
+    assert booster.best_score["b"]["ndcg@5"] == curve[kept]
+    short = lightgbm.train(LGB_PARAMS, train, 10, valid_sets=[last],
+                           callbacks=[lightgbm_early_stopping(3, min_rounds=15)])
+    assert short.best_iteration == 10  # ended before the minimum: every round is kept
+
+
+def test_catboost_callback_without_a_minimum_is_catboosts_own_detector() -> None:
+    catboost = pytest.importorskip("catboost")
+    X, y, qid = _queries(0)
+    Xv, yv, qv = _queries(1)
+    metric = "NDCG:top=5;type=Exp"
+    params = {"loss_function": "YetiRank", "eval_metric": metric, "iterations": 200,
+              "learning_rate": 0.3, "verbose": False, "allow_writing_files": False,
+              "random_seed": 0, "thread_count": 1}
+    train, vali = catboost.Pool(X, y, group_id=qid), catboost.Pool(Xv, yv, group_id=qv)
+    own = catboost.CatBoost({**params, "od_type": "Iter", "od_wait": 5, "use_best_model": True})
+    own.fit(train, eval_set=vali)
+    callback = catboost_early_stopping(5, min_rounds=0, metric=metric)
+    ours = catboost.CatBoost({**params, "use_best_model": False})
+    ours.fit(train, eval_set=vali, callbacks=[callback])
+    assert callback.kept == own.get_best_iteration()
+    curve = np.array(ours.get_evals_result()["validation"][metric])
+    assert reference_rule(curve, 5, 0) == (callback.kept, curve.size)
+
+
+def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> None:
+    X, y, qid = _queries(0)
+    Xv, yv, qv = _queries(1)
+    for backend in ("xgboost", "lightgbm"):
+        ranker = PLRankRanker(backend=backend, K=5, N=8, n_estimators=60, learning_rate=0.25,
+                              min_child_weight=0.01, n_jobs=1, random_state=0)
+        assert ranker.get_params()["min_rounds"] == "auto"
+        ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
+        assert ranker.best_iteration_ >= min_rounds_for(0.25) - 1 == 7
+        curve = next(iter(ranker.evals_result_["valid_0"].values()))
+        watched = list(ranker.evals_result_["valid_0"].values())[-1]
+        kept, ran = reference_rule(np.array(watched), 2, 8)
+        assert len(curve) == ran and ranker.best_iteration_ == kept
+    with pytest.raises(ValueError, match="min_rounds must be 'auto' or an integer >= 0, but -2"):
+        PLRankRanker(min_rounds=-2).fit(X, y, group=qid, eval_set=[(Xv, yv, qv)],
+                                        early_stopping_rounds=2)
+    trees = TreeSettings(rounds=50, learning_rate=0.05)
+    assert (trees.min_rounds, trees.early_stopping_rounds) == ("auto", 25)
+    for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"):
+        plan = harness_training._plan(METHODS[name], k=5, seed=0, trees=trees, settings=PLANS,
+                                      params={}, callbacks=())
+        assert plan.min_rounds == 40, name
+    library = TreeSettings.library_defaults(rounds=50)
+    rounds = {name: harness_training._plan(METHODS[name], k=5, seed=0, trees=library,
+                                           settings=PLANS, params={}, callbacks=()).min_rounds
+              for name in ("plrank-xgb", "plrank-lgb", "yetirank-cb")}
+    assert rounds == {"plrank-xgb": 7, "plrank-lgb": 20, "yetirank-cb": 0}
+    public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping"}
+    assert public <= set(gbdt_plrank.__all__)
