@@ -1,6 +1,6 @@
 """Early stopping that keeps no round before a minimum, for XGBoost, LightGBM and CatBoost.
 
-The rule (:class:`EarlyStopper`): after each round the watched value (higher is better) is
+The rule (``EarlyStopper``): after each round the watched value (higher is better) is
 recorded; rounds before ``min_rounds`` are neither kept nor counted, the best round is the
 best from round ``min_rounds`` on, and training stops ``patience`` rounds after it. With
 ``min_rounds=0`` it is each library's own early stopping (the first strict maximum, stopped
@@ -150,7 +150,7 @@ class EarlyStopper:
 
 
 def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
-    """An XGBoost callback: :class:`EarlyStopper` on the last metric of the last eval set.
+    """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
     Pass it in ``xgboost.train(callbacks=[...])`` in place of ``early_stopping_rounds``. As
     XGBoost's own early stopping, it records ``best_iteration`` and ``best_score`` on the
@@ -200,7 +200,7 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
 
 
 def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
-    """A LightGBM callback: :class:`EarlyStopper` on the first metric of the last eval set.
+    """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
 
     Pass it in ``lightgbm.train(callbacks=[...])`` in place of ``lightgbm.early_stopping``; as
     that one, it sets the booster's ``best_iteration`` (1-based) and ``best_score``. The first
@@ -246,7 +246,7 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
 
 
 def catboost_early_stopping(rounds: int, *, min_rounds: int, metric: str) -> Any:
-    """A CatBoost callback: :class:`EarlyStopper` on ``metric`` of the last eval set.
+    """A CatBoost callback: ``EarlyStopper`` on ``metric`` of the last eval set.
 
     CatBoost's own overfitting detector (``od_wait``) has no minimum: train with
     ``use_best_model=False`` and this callback in ``fit(callbacks=[...])``, then keep its

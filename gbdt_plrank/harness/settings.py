@@ -110,7 +110,7 @@ class TreeSettings(Schema):
     (40 at 0.05; at a library's own default learning rate: 7 for XGBoost, 20 for LightGBM,
     none for CatBoost, which chooses its rate in training). The defaults, 25 rounds of patience
     after ``"auto"``, were chosen on the validation curves of PL-Rank and LambdaMART on MQ2008
-    and MQ2007-agg: level or better in validation NDCG@10 than 50 rounds of patience from
+    and MQ2007-agg: level or better in validation NDCG at 10 than 50 rounds of patience from
     round 1 for both, in as many rounds or fewer, and a quarter less spread across PL-Rank's
     seeds (the performance page).
     """
