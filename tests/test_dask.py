@@ -454,11 +454,13 @@ def test_default_early_stopping_watches_ndcg(client):
     (where PLRankRanker's "auto" watches the policy, which Dask refuses)."""
     X, y, qid = _data(n_queries=60)
     Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
-    ranker = DaskPLRankRanker(K=5, N=20, n_estimators=40, learning_rate=0.5, random_state=0)
-    ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)], early_stopping_rounds=2)
-    curve = ranker.evals_result_["valid_0"]["ndcg@5"]
-    assert ranker.best_iteration_ == int(np.argmax(curve))
-    assert len(curve) == ranker.best_iteration_ + 3 or len(curve) == 40
+    for min_rounds, first in (("auto", 3), (12, 11)):  # "auto": ceil(2 / 0.5) = 4 rounds
+        ranker = DaskPLRankRanker(K=5, N=20, n_estimators=40, learning_rate=0.5, random_state=0,
+                                  min_rounds=min_rounds)
+        ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)], early_stopping_rounds=2)
+        curve = ranker.evals_result_["valid_0"]["ndcg@5"]
+        assert ranker.best_iteration_ == first + int(np.argmax(curve[first:]))
+        assert len(curve) == ranker.best_iteration_ + 3 or len(curve) == 40
 
 
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
