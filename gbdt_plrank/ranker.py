@@ -122,7 +122,7 @@ class PLRankRanker(PolicyRanker):
         :func:`~gbdt_plrank.min_rounds_for` of the learning rate, ``ceil(2 / learning_rate)``
         (20 at the default 0.1): a model of fewer trees has taken less than about 86 % of a
         full step, and an early maximum of a stochastic objective's validation curve is mostly
-        noise. 0 keeps any round, each library's own rule.
+        noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
