@@ -120,6 +120,22 @@ def test_xgboost_callback_needs_an_eval_set(xgb_sets) -> None:
         xgboost.train(XGB_PARAMS, xgb_sets[0], 3, callbacks=[xgboost_early_stopping(2)])
 
 
+def test_xgboost_callback_minimises_a_loss_when_told_and_refuses_to_maximise_it(xgb_sets) -> None:
+    train, vali = xgb_sets
+    params = {**XGB_PARAMS, "objective": "reg:squarederror", "eval_metric": "rmse"}
+    with pytest.raises(ValueError, match=r"'rmse' is a loss .* pass maximize=False"):
+        xgboost.train(params, train, 3, evals=[(vali, "v")], verbose_eval=False,
+                      callbacks=[xgboost_early_stopping(2)])
+    for patience in (1, 4):
+        own = xgboost.train(params, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                            early_stopping_rounds=patience)
+        ours = xgboost.train(params, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                             callbacks=[xgboost_early_stopping(patience, maximize=False)])
+        assert ours.best_iteration == own.best_iteration
+        assert ours.num_boosted_rounds() == own.num_boosted_rounds()
+        assert float(ours.attr("best_score")) == pytest.approx(float(own.attr("best_score")))
+
+
 def _lgb_sets() -> tuple[object, ...]:
     out = []
     for seed in (0, 1, 2):

@@ -149,14 +149,21 @@ class EarlyStopper:
         return last_round if self.best_round < 0 else self.best_round
 
 
-def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
+#: XGBoost's own evaluation metrics that are minimised (losses and errors), by name prefix.
+_XGBOOST_LOSSES = (
+    "rmse", "rmsle", "mae", "mape", "mphe", "logloss", "error", "merror", "mlogloss",
+    "poisson-nloglik", "gamma-nloglik", "cox-nloglik", "gamma-deviance", "tweedie-nloglik",
+    "aft-nloglik",
+)
+
+
+def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0, maximize: bool = True) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
     Pass it in ``xgboost.train(callbacks=[...])`` in place of ``early_stopping_rounds``. As
     XGBoost's own early stopping, it records ``best_iteration`` and ``best_score`` on the
     booster, which keeps every round it trained: predict with
-    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it. The watched value is
-    maximised (a ranking metric).
+    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it.
 
     Parameters
     ----------
@@ -164,6 +171,10 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
         Patience: stop this many rounds after the best round (>= 1).
     min_rounds : int, default 0
         Keep no round before this one (:func:`min_rounds_for`).
+    maximize : bool, default True
+        Whether higher values of the watched metric are better (a ranking metric); ``False``
+        for a loss. Watching one of XGBoost's own losses (``rmse``, ``logloss``, ``error``,
+        ...) with ``maximize=True`` is refused.
 
     Returns
     -------
@@ -188,12 +199,19 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
             if not evals_log:
                 raise ValueError("early stopping needs an eval set: pass evals= to xgboost.train.")
             metrics = evals_log[next(reversed(evals_log))]
+            name = next(reversed(metrics))
+            if maximize and name.startswith(_XGBOOST_LOSSES):
+                raise ValueError(
+                    f"the watched metric {name!r} is a loss (lower is better), but maximize=True: "
+                    f"pass maximize=False to xgboost_early_stopping."
+                )
             self.last = epoch
-            return stopper.update(epoch, metrics[next(reversed(metrics))][-1])
+            value = metrics[name][-1]
+            return stopper.update(epoch, value if maximize else -value)
 
         def after_training(self, model: Any) -> Any:
-            model.set_attr(best_iteration=str(stopper.kept(self.last)),
-                           best_score=str(stopper.best_value))
+            best = stopper.best_value if maximize else -stopper.best_value
+            model.set_attr(best_iteration=str(stopper.kept(self.last)), best_score=str(best))
             return model
 
     return EarlyStopping()
