@@ -236,7 +236,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         self, options: PLRankOptions, *, rounds: int, eval_set: object,
         early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
         objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
-        min_rounds: int = 0,
+        min_rounds: int | str = 0,
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 

@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.utils import Tags
 
 from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
-from ._boosters._stopping import min_rounds_of
+from ._boosters._stopping import check_min_rounds_choice
 from ._estimator import PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
@@ -358,9 +358,7 @@ class PLRankRanker(PolicyRanker):
             early_stopping_rounds=early_stopping_rounds, trainer=self._trainer,
             stopping_metric=self.stopping_metric, objective_type=self._objective_type,
             device=self.device,
-            min_rounds=min_rounds_of(
-                self.min_rounds, learning_rate=self.learning_rate, library=backend
-            ),
+            min_rounds=check_min_rounds_choice(self.min_rounds),
         )
         return backend, self._settings(booster_seed), plan, options
 

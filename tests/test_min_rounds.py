@@ -52,15 +52,23 @@ def test_the_rule_matches_its_definition(seed: int) -> None:
 
 def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
     assert [min_rounds_for(r) for r in (0.05, 0.1, 0.3, 0.2, 1.0, 3.0)] == [40, 20, 7, 10, 2, 1]
-    assert min_rounds_of("auto", learning_rate=0.05, library="lightgbm") == 40
-    assert min_rounds_of("auto", learning_rate=None, library="xgboost") == 7  # eta 0.3
-    assert min_rounds_of("auto", learning_rate=None, library="lightgbm") == 20  # 0.1
-    assert min_rounds_of("auto", learning_rate=None, library="catboost") == 0  # chosen in fit
-    assert min_rounds_of("auto", learning_rate=0.05, library="torch") == 0  # epochs
-    assert min_rounds_of(12, learning_rate=0.05, library="xgboost") == 12
+    # the rate the library trains with, under any of its names, else the library's default
+    assert min_rounds_of("auto", params={"learning_rate": 0.05}, library="lightgbm") == 40
+    assert min_rounds_of("auto", params={"shrinkage_rate": 0.2}, library="lightgbm") == 10
+    assert min_rounds_of("auto", params={"eta": 0.1, "max_depth": 3}, library="xgboost") == 20
+    assert min_rounds_of("auto", params={"learning_rate": 0.5}, library="xgboost") == 4
+    assert min_rounds_of("auto", params={}, library="xgboost") == 7  # eta 0.3
+    assert min_rounds_of("auto", params={}, library="lightgbm") == 20  # 0.1
+    assert min_rounds_of("auto", params={"learning_rate": 0.1}, library="catboost") == 20
+    assert min_rounds_of("auto", params={}, library="catboost") == 0  # chosen in fit
+    assert min_rounds_of("auto", params={"lr": 0.05}, library="torch") == 0  # epochs
+    assert min_rounds_of(12, params={"eta": 0.05}, library="xgboost") == 12
+    assert min_rounds_of("auto", params={"eta": "0.1"}, library="xgboost") == 20  # as XGBoost
+    for not_a_rate in ("fast", -0.1, float("nan")):  # the library refuses it when it trains
+        assert min_rounds_of("auto", params={"eta": not_a_rate}, library="xgboost") == 0
     for bad in (-1, 2.5, "many", True, None):
         with pytest.raises(ValueError, match=r"min_rounds must be 'auto' or an integer >= 0, "):
-            min_rounds_of(bad, learning_rate=0.1, library="xgboost")
+            min_rounds_of(bad, params={}, library="xgboost")
     for bad in (0, -0.1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
             min_rounds_for(bad)
@@ -216,11 +224,12 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
     for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"):
         plan = harness_training._plan(METHODS[name], k=5, seed=0, trees=trees, settings=PLANS,
                                       params={}, callbacks=())
-        assert plan.min_rounds == 40, name
-    library = TreeSettings.library_defaults(rounds=50)
-    rounds = {name: harness_training._plan(METHODS[name], k=5, seed=0, trees=library,
-                                           settings=PLANS, params={}, callbacks=()).min_rounds
-              for name in ("plrank-xgb", "plrank-lgb", "yetirank-cb")}
-    assert rounds == {"plrank-xgb": 7, "plrank-lgb": 20, "yetirank-cb": 0}
+        assert plan.min_rounds == "auto", name  # resolved by the backend from its parameters
+    # a rate set among the native parameters (a tuner's trial, [params.<method>]) is the one used
+    ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.05, params={"eta": 0.25},
+                          min_child_weight=0.01, n_jobs=1, random_state=0)
+    ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
+    watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
+    assert (ranker.best_iteration_, watched.size) == reference_rule(watched, 2, 8)
     public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping"}
     assert public <= set(gbdt_plrank.__all__)

@@ -211,10 +211,12 @@ class Plan:
         0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
         format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
         sets show a progress bar of the rounds (:func:`~gbdt_plrank._boosters.progress`).
-    min_rounds : int
+    min_rounds : int or "auto"
         With early stopping, no round before this one is kept or counted: the best round is
         the best from round ``min_rounds`` on (``EarlyStopper``, one rule for every library);
-        0 is each library's own rule.
+        0 is each library's own rule. ``"auto"`` is ceil(2 / learning rate), the rate the
+        library trains with (``min_rounds_of``, resolved by the backend from its native
+        parameters).
     """
 
     objective: Objective
@@ -225,7 +227,7 @@ class Plan:
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
     verbose: int = 0
-    min_rounds: int = 0
+    min_rounds: int | str = 0
 
     def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
         """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.

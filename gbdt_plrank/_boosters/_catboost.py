@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._groups import Split
 from ._base import BoosterSettings, LibraryBackend, Plan, Trained, eval_name, metric_name, timed
-from ._stopping import catboost_early_stopping
+from ._stopping import catboost_early_stopping, min_rounds_of
 
 __all__ = ["CatBoostBackend"]
 
@@ -74,12 +74,8 @@ class CatBoostBackend(LibraryBackend):
         fixed: dict[str, Any] = {
             "loss_function": plan.objective, "eval_metric": metric, "iterations": plan.n_estimators,
         }
-        stopping = []
-        if plan.early_stopping_rounds is not None:  # the package's rule, with its minimum
-            stopping = [catboost_early_stopping(
-                plan.early_stopping_rounds, min_rounds=plan.min_rounds, metric=metric
-            )]
-            fixed.update(use_best_model=False)
+        if plan.early_stopping_rounds is not None:
+            fixed.update(use_best_model=False)  # the package's rule keeps the best round
         # CatBoost's own log every plan.verbose rounds (its learn and eval values), or none
         defaults: dict[str, Any] = {"verbose": plan.verbose or False, "allow_writing_files": False}
         if settings.subsample is not None and settings.subsample < 1:
@@ -87,6 +83,10 @@ class CatBoostBackend(LibraryBackend):
         params = self.native_params(settings, defaults=defaults, fixed=fixed)
         if settings.subsample is not None and settings.subsample >= 1:
             params.pop("subsample")  # 1 is no subsampling, which every bootstrap type allows
+        stopping = [] if plan.early_stopping_rounds is None else [catboost_early_stopping(
+            plan.early_stopping_rounds, metric=metric,
+            min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
+        )]
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
         _, seconds = timed(lambda: model.fit(

@@ -28,7 +28,7 @@ from ._base import (
     progress,
     timed,
 )
-from ._stopping import lightgbm_early_stopping
+from ._stopping import lightgbm_early_stopping, min_rounds_of
 
 __all__ = ["LightGBMBackend"]
 
@@ -84,7 +84,8 @@ class LightGBMBackend(LibraryBackend):
         hooks = [lightgbm.record_evaluation(history)]
         if plan.early_stopping_rounds is not None:
             hooks.append(lightgbm_early_stopping(
-                plan.early_stopping_rounds, min_rounds=plan.min_rounds
+                plan.early_stopping_rounds,
+                min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
             ))
         period, bar = progress(plan, len(valid_sets))
         if period:

@@ -17,6 +17,7 @@ library's rule would keep when nothing beats it in the next ``patience`` rounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "EarlyStopper",
     "catboost_early_stopping",
     "check_min_rounds",
+    "check_min_rounds_choice",
     "lightgbm_early_stopping",
     "min_rounds_for",
     "min_rounds_of",
@@ -71,17 +73,36 @@ def min_rounds_for(learning_rate: float) -> int:
 #: chooses its own from the data in ``fit``, and a network has no shrinkage: neither is here.
 LIBRARY_LEARNING_RATES = {"xgboost": 0.3, "lightgbm": 0.1}
 
+#: The names (with aliases) each library reads its learning rate under, the first found wins.
+_LEARNING_RATE_NAMES = {
+    "xgboost": ("eta", "learning_rate"),
+    "lightgbm": ("learning_rate", "shrinkage_rate", "eta"),
+    "catboost": ("learning_rate", "eta"),
+}
 
-def min_rounds_of(choice: object, *, learning_rate: float | None, library: str) -> int:
+
+def check_min_rounds_choice(choice: object) -> int | str:
+    """``choice`` must be ``"auto"`` or an integer >= 0."""
+    if choice == "auto":
+        return "auto"
+    if not is_int(choice) or choice < 0:  # type: ignore[operator]
+        raise ValueError(f"min_rounds must be 'auto' or an integer >= 0, but {choice!r} is given.")
+    return int(choice)  # type: ignore[call-overload]
+
+
+def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) -> int:
     """The minimum number of rounds ``choice`` names for a training by ``library``.
 
     Parameters
     ----------
     choice : int or "auto"
-        An integer >= 0, or ``"auto"``: :func:`min_rounds_for` of ``learning_rate``, or of the
-        library's default learning rate when it is ``None``.
-    learning_rate : float or None
-        The training's learning rate (``None``: the library's default).
+        An integer >= 0, or ``"auto"``: :func:`min_rounds_for` of the learning rate the
+        training uses.
+    params : mapping
+        The library's native parameters of the training, as it receives them: its learning
+        rate is read there under any of the library's names for it (XGBoost's ``eta`` or
+        ``learning_rate``, ...), so that a rate set in native ``params`` (a tuner's trial) is
+        the one used; without one, the library's default (0.3 for XGBoost, 0.1 for LightGBM).
     library : str
         ``"xgboost"``, ``"lightgbm"``, ``"catboost"`` or ``"torch"``. ``"auto"`` is 0 for a
         network (its epochs are not shrunk steps) and for CatBoost without a learning rate
@@ -92,14 +113,17 @@ def min_rounds_of(choice: object, *, learning_rate: float | None, library: str) 
     ValueError
         When ``choice`` is neither ``"auto"`` nor an integer >= 0.
     """
+    choice = check_min_rounds_choice(choice)
     if choice != "auto":
-        if not is_int(choice) or choice < 0:  # type: ignore[operator]
-            raise ValueError(
-                f"min_rounds must be 'auto' or an integer >= 0, but {choice!r} is given."
-            )
-        return int(choice)  # type: ignore[call-overload]
-    rate = learning_rate if learning_rate is not None else LIBRARY_LEARNING_RATES.get(library)
-    return 0 if rate is None or library == "torch" else min_rounds_for(rate)
+        return int(choice)
+    names = _LEARNING_RATE_NAMES.get(library, ())
+    rate = next((params[n] for n in names if params.get(n) is not None),
+                LIBRARY_LEARNING_RATES.get(library))
+    try:
+        value = float(rate)  # type: ignore[arg-type]  # XGBoost also takes "0.1"
+    except (TypeError, ValueError):  # none, or not a rate: the library refuses it when it trains
+        return 0
+    return min_rounds_for(value) if math.isfinite(value) and value > 0 else 0
 
 
 @dataclass

@@ -28,7 +28,7 @@ from ._base import (
     progress,
     timed,
 )
-from ._stopping import xgboost_early_stopping
+from ._stopping import min_rounds_of, xgboost_early_stopping
 
 __all__ = ["XGBoostBackend"]
 
@@ -106,7 +106,8 @@ class XGBoostBackend(LibraryBackend):
         hooks = [] if bar is None else [_advance(xgboost, bar)]
         if plan.early_stopping_rounds is not None:
             hooks.append(xgboost_early_stopping(
-                plan.early_stopping_rounds, min_rounds=plan.min_rounds
+                plan.early_stopping_rounds,
+                min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
             ))
         booster, seconds = timed(lambda: xgboost.train(
             params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,

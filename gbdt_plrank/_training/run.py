@@ -154,7 +154,7 @@ def plrank_plan(
     device: str = "cpu",
     verbose: int = 0,
     trainer: str = "booster",
-    min_rounds: int = 0,
+    min_rounds: int | str = 0,
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 
@@ -186,9 +186,9 @@ def plrank_plan(
         :class:`~gbdt_plrank._boosters.Plan` says.
     trainer : {"booster", "network", "dask"}, default "booster"
         The way of training (:data:`TRAINERS`): what ``"auto"`` watches and what can be.
-    min_rounds : int, default 0
+    min_rounds : int or "auto", default 0
         With early stopping, the first round that may be kept (as in
-        :class:`~gbdt_plrank._boosters.Plan`; ``min_rounds_of`` resolves ``"auto"``).
+        :class:`~gbdt_plrank._boosters.Plan`).
 
     Returns
     -------

@@ -26,7 +26,7 @@ from .._boosters import (
     XGBoostBackend,
     eval_name,
 )
-from .._boosters._stopping import xgboost_early_stopping
+from .._boosters._stopping import min_rounds_of, xgboost_early_stopping
 from .._util.compat import require
 
 __all__ = ["DaskQueries", "margins", "train"]
@@ -74,7 +74,8 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
         verbose_eval=plan.verbose or False,
         callbacks=None if plan.early_stopping_rounds is None else [xgboost_early_stopping(
-            plan.early_stopping_rounds, min_rounds=plan.min_rounds
+            plan.early_stopping_rounds,
+            min_rounds=min_rounds_of(plan.min_rounds, params=params, library="xgboost"),
         )],
     )
     return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)

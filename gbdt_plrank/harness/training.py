@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._boosters import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
-from .._boosters._stopping import min_rounds_of
 from .._ranking_metric import RankingMetric
 from .._training.evaluation import RankingMetricEval
 from .._training.pirank import pirank_objective
@@ -103,9 +102,7 @@ def _plan(
     the package's objectives."""
     rounds = {
         "n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds,
-        "min_rounds": min_rounds_of(
-            trees.min_rounds, learning_rate=trees.learning_rate, library=method.library
-        ),
+        "min_rounds": trees.min_rounds,
     }
     if method.objective not in OWN_OBJECTIVES:
         metrics = () if watch is None else (RankingMetricEval(watch),)
