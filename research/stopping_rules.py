@@ -9,6 +9,8 @@ own early stopping: NDCG@k of the ranking, patience 50) is paired over queries; 
 the seeds' differences, the three-seed mean and the rounds each rule runs on the whole
 validation split (the training's cost) are reported. ``--test`` adds the test NDCG@k of the
 model kept on the whole validation split, for the final check of a chosen rule only.
+``--methods lambdamart`` applies the same rules to LambdaMART's own signal, the ranking's
+validation NDCG@k (seed 0: it is deterministic), each against LambdaMART's default rule.
 
     python research/stopping_rules.py --data mq2008,mq2007-agg --curves /tmp/curves
 """
@@ -19,7 +21,7 @@ import argparse
 import itertools
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -141,10 +143,13 @@ def report(out, seeds, test: bool) -> list[str]:
         p = paired(mean, bval)
         kept = ["/".join(str(per_seed[s][2][f]) for s in seeds) for f in range(len(bkept))]
         ran = np.mean([sum(per_seed[s][3]) for s in seeds])
-        var = np.mean([np.var([per_seed[s][0][q] for s in seeds], ddof=1) for q in bval])
+        spread = "one seed"
+        if len(seeds) > 1:
+            var = np.mean([np.var([per_seed[s][0][q] for s in seeds], ddof=1) for q in bval])
+            spread = f"{max(diffs) - min(diffs):.4f} ({np.sqrt(var / len(bval)):.4f})"
         row = (f"| {name} | {np.mean(list(mean.values())):.4f} | "
                f"{' / '.join(f'{x:+.4f}' for x in diffs)} | {p.interval}, {p.verdict} | "
-               f"{max(diffs) - min(diffs):.4f} ({np.sqrt(var / len(bval)):.4f}) | "
+               f"{spread} | "
                f"{', '.join(kept)} | {ran:.0f} |")
         if test:
             td = [np.mean([v - btest[q] for q, v in per_seed[s][1].items()]) for s in seeds]
@@ -172,7 +177,13 @@ def main() -> None:
     rules = [r for r in RULES if not a.only or r.name in a.only.split(";")]
     lines = []
     for data, lib, method in itertools.product(a.data, a.libs, a.methods):
-        out = evaluate(Path(a.curves), data, a.trees, lib, folds, seeds, rules, a.test, method)
+        chosen, seeds = rules, a.seeds
+        if method == "lambdamart":  # its own signal, its one model
+            chosen = [replace(r, signal="val_rank", name=r.name.replace(
+                "standardized (default)", "patience 50 (the default)").replace("standardized, ", ""))
+                for r in rules if r.signal == "std_seed"]
+            seeds = [0]
+        out = evaluate(Path(a.curves), data, a.trees, lib, folds, seeds, chosen, a.test, method)
         lines += [f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {','.join(map(str, folds))}, "
                   f"seeds {','.join(map(str, seeds))}, "
                   f"trees {a.trees}\n", *report(out, seeds, a.test)]
