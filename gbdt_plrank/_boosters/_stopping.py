@@ -251,10 +251,9 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
 
     Parameters
     ----------
-    rounds : int
-        Patience: stop this many rounds after the best round (>= 1).
-    min_rounds : int, default 0
-        Keep no round before this one (:func:`min_rounds_for`).
+    rounds, min_rounds : int
+        The patience (>= 1) and the first round that may be kept (default 0), as in
+        :func:`xgboost_early_stopping`.
 
     Returns
     -------
