@@ -3,6 +3,8 @@ boosters, and how ``"auto"`` reaches the rankers and the harness."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,11 @@ def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
     assert min_rounds_of("auto", params={"lr": 0.05}, library="torch") == 0  # epochs
     assert min_rounds_of(12, params={"eta": 0.05}, library="xgboost") == 12
     assert min_rounds_of("auto", params={"eta": "0.1"}, library="xgboost") == 20  # as XGBoost
+    # two names set: the one the library trains with (the harness writes eta, params may add
+    # the alias learning_rate, which XGBoost uses whatever the order)
+    assert min_rounds_of("auto", params={"eta": 0.05, "learning_rate": 0.5}, library="xgboost") == 4
+    assert min_rounds_of("auto", params={"shrinkage_rate": 0.05, "eta": 0.5},
+                         library="lightgbm") == 4
     for not_a_rate in ("fast", -0.1, float("nan")):  # the library refuses it when it trains
         assert min_rounds_of("auto", params={"eta": not_a_rate}, library="xgboost") == 0
     for bad in (-1, 2.5, "many", True, None):
@@ -233,3 +240,21 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
     assert (ranker.best_iteration_, watched.size) == reference_rule(watched, 2, 8)
     public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping"}
     assert public <= set(gbdt_plrank.__all__)
+
+
+def test_auto_reads_the_learning_rate_each_library_trains_with() -> None:
+    """Where several of a library's names for the learning rate are set, ``min_rounds_of`` reads
+    the one the library itself uses (checked inside the library, not assumed)."""
+    X, y, _ = _queries(0)
+    for first, second in (({"eta": 0.05}, {"learning_rate": 0.5}),
+                          ({"learning_rate": 0.5}, {"eta": 0.05})):
+        params = {**first, **second}
+        booster = xgboost.train({**params, "nthread": 1}, xgboost.DMatrix(X, label=y), 1)
+        used = float(json.loads(booster.save_config())["learner"]["gradient_booster"][
+            "tree_train_param"]["eta"])
+        assert min_rounds_of("auto", params=params, library="xgboost") == min_rounds_for(used)
+    for params in ({"eta": 0.5, "shrinkage_rate": 0.05}, {"learning_rate": 0.05, "eta": 0.5}):
+        booster = lightgbm.train({**params, "objective": "regression", "verbose": -1,
+                                  "num_threads": 1}, lightgbm.Dataset(X, y), 1)
+        used = float(booster.model_to_string().split("[learning_rate: ")[1].split("]")[0])
+        assert min_rounds_of("auto", params=params, library="lightgbm") == min_rounds_for(used)

@@ -73,10 +73,12 @@ def min_rounds_for(learning_rate: float) -> int:
 #: chooses its own from the data in ``fit``, and a network has no shrinkage: neither is here.
 LIBRARY_LEARNING_RATES = {"xgboost": 0.3, "lightgbm": 0.1}
 
-#: The names (with aliases) each library reads its learning rate under, the first found wins.
+#: The names (with aliases) each library reads its learning rate under, in the library's own
+#: precedence when several are set (XGBoost 3.2 and LightGBM 4.7 use ``learning_rate`` over its
+#: aliases whatever their order; CatBoost refuses two): the first found is the rate trained with.
 _LEARNING_RATE_NAMES = {
-    "xgboost": ("eta", "learning_rate"),
-    "lightgbm": ("learning_rate", "shrinkage_rate", "eta"),
+    "xgboost": ("learning_rate", "eta"),
+    "lightgbm": ("learning_rate", "eta", "shrinkage_rate"),
     "catboost": ("learning_rate", "eta"),
 }
 
