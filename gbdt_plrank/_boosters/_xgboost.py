@@ -10,7 +10,7 @@ it refuses callable objectives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -104,17 +104,22 @@ class XGBoostBackend(LibraryBackend):
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
         period, bar = progress(plan, len(eval_sets))
         hooks = [] if bar is None else [_advance(xgboost, bar)]
-        if plan.early_stopping_rounds is not None:
-            hooks.append(xgboost_early_stopping(
-                plan.early_stopping_rounds,
-                min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-            ))
         booster, seconds = timed(lambda: xgboost.train(
             params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
             evals_result=history, verbose_eval=period or False,
-            callbacks=[*plan.callbacks, *hooks], **own,
+            callbacks=[*plan.callbacks, *self.early_stopping(plan, params), *hooks], **own,
         ), bar)
         return self.trained(booster, plan, history, seconds)
+
+    def early_stopping(self, plan: Plan, params: Mapping[str, Any]) -> list[Any]:
+        """The plan's early stopping as an XGBoost callback (none without), its minimum number of
+        rounds resolved from the native ``params``. Also used by :mod:`gbdt_plrank.dask`."""
+        if plan.early_stopping_rounds is None:
+            return []
+        return [xgboost_early_stopping(
+            plan.early_stopping_rounds,
+            min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
+        )]
 
     @staticmethod
     def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:

@@ -26,7 +26,6 @@ from .._boosters import (
     XGBoostBackend,
     eval_name,
 )
-from .._boosters._stopping import min_rounds_of, xgboost_early_stopping
 from .._util.compat import require
 
 __all__ = ["DaskQueries", "margins", "train"]
@@ -73,10 +72,7 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
         client, params, dmatrix(data, **rows), plan.n_estimators,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
         verbose_eval=plan.verbose or False,
-        callbacks=None if plan.early_stopping_rounds is None else [xgboost_early_stopping(
-            plan.early_stopping_rounds,
-            min_rounds=min_rounds_of(plan.min_rounds, params=params, library="xgboost"),
-        )],
+        callbacks=backend.early_stopping(plan, params) or None,
     )
     return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)
 
