@@ -94,7 +94,9 @@ def estimate(
     scores = inputs[0]
     codes = {"auto": module.SAMPLER_AUTO, "tree": module.SAMPLER_TREE, "race": module.SAMPLER_RACE}
     grad, hess = np.empty_like(scores), np.empty_like(scores)
-    module.estimate_groups(*inputs, N, 0, 1, codes[sampler], grad, hess)
+    # revisions with the noise option take its code (independent: the draws of those before)
+    noise = (module.NOISE_INDEPENDENT,) if hasattr(module, "NOISE_INDEPENDENT") else ()
+    module.estimate_groups(*inputs, N, 0, 1, codes[sampler], *noise, grad, hess)
     return grad, hess
 
 

@@ -12,6 +12,7 @@ recorded the same way once (it is deterministic). Test splits are recorded for t
 a chosen rule only (``research/stopping_rules.py`` chooses on validation).
 
     python research/stopping_curves.py --data mq2008 --libs xgb,lgb --seeds 0,1,2 --out /tmp/curves
+    python research/stopping_curves.py --data mq2008 --N 25 --noise lattice --out /tmp/curves
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import xgboost as xgb
 from gbdt_plrank import plrank_objective
 from gbdt_plrank._groups import Split
 from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
-from gbdt_plrank._training.options import PLRankOptions
+from gbdt_plrank._training.options import NOISES, PLRankOptions
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.metrics import ndcg
@@ -110,9 +111,12 @@ def _lgb(ds, params, rounds, rec, policy):
     lgb.train(params, dtrain, rounds, callbacks=[record])
 
 
-def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto") -> None:
+def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
+          noise="independent") -> None:
     if method == "plrank" and N != "auto":
         method = f"plrank-N{N}"
+    if method.startswith("plrank") and noise != "independent":
+        method = f"{method}-{noise}"
     path = out / f"{data}_{trees}_{lib}_{method}_f{fold}_s{seed}.npz"
     if path.exists():
         return
@@ -123,7 +127,7 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto") 
         params = {**tree, "nthread": 1, "seed": seed, "disable_default_eval_metric": 1}
         if method.startswith("plrank"):
             params.update(objective="reg:squarederror", base_score=0.0)
-            obj = plrank_objective(K=k, N=N, seed=seed, n_jobs=1)
+            obj = plrank_objective(K=k, N=N, noise=noise, seed=seed, n_jobs=1)
         else:
             params["objective"] = "rank:ndcg"
             obj = None
@@ -131,7 +135,7 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto") 
     else:
         params = {**tree, "num_threads": 1, "seed": seed, "metric": "None", "verbosity": -1}
         if method.startswith("plrank"):
-            params["objective"] = plrank_objective(K=k, N=N, seed=seed, n_jobs=1)
+            params["objective"] = plrank_objective(K=k, N=N, noise=noise, seed=seed, n_jobs=1)
         else:
             params["objective"] = "lambdarank"
         _lgb(ds, params, rounds, rec, method.startswith("plrank"))
@@ -150,6 +154,7 @@ def main() -> None:
     p.add_argument("--trees", default="harness", choices=sorted(TREES))
     p.add_argument("--out", default="/tmp/curves")
     p.add_argument("--N", default="auto")
+    p.add_argument("--noise", default="independent", choices=NOISES)
     a = p.parse_args()
     N = a.N if a.N == "auto" else int(a.N)
     out = Path(a.out)
@@ -158,7 +163,7 @@ def main() -> None:
         for lib in a.libs:
             train(a.data, fold, lib, "lambdamart", 0, a.k, a.rounds, a.trees, out)
             for seed in a.seeds:
-                train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N)
+                train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N, a.noise)
 
 
 if __name__ == "__main__":

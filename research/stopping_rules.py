@@ -11,6 +11,9 @@ validation split (the training's cost) are reported. ``--test`` adds the test ND
 model kept on the whole validation split, for the final check of a chosen rule only.
 ``--methods lambdamart`` applies the same rules to LambdaMART's own signal, the ranking's
 validation NDCG@k (seed 0: it is deterministic), each against LambdaMART's default rule.
+``--against plrank`` adds each rule's difference to that recorded variant under the same rule
+(the three-seed means, paired over queries): how a variant of the objective compares with the
+default one.
 
     python research/stopping_rules.py --data mq2008,mq2007-agg --curves /tmp/curves
 """
@@ -124,22 +127,31 @@ def evaluate(curves: Path, data: str, trees: str, lib: str, folds, seeds, rules,
     return out
 
 
-def report(out, seeds, test: bool) -> list[str]:
-    """The rows of one table: a rule per row, LambdaMART first."""
+def _seed_mean(per_seed, seeds) -> dict:
+    """Each validation query's NDCG@k at the kept round, its mean over the seeds."""
+    return {q: np.mean([per_seed[s][0][q] for s in seeds]) for q in per_seed[seeds[0]][0]}
+
+
+def report(out, seeds, test: bool, against=None) -> list[str]:
+    """The rows of one table: a rule per row, LambdaMART first; with ``against`` (the output of
+    :func:`evaluate` for another variant), each rule's paired difference to it."""
     bval, btest, bkept, bran = out[BASELINE.name][0]
     head = ["rule", "vali NDCG@10", "each seed minus LambdaMART", "mean of the seeds minus "
             "LambdaMART, paired", "spread of the seeds (sd of one seed's mean)",
             "kept rounds by fold (seeds)", "rounds run"]
+    if against is not None:
+        head.append(f"minus {against[0]}, paired")
     if test:
         head += ["test, each seed minus LambdaMART", "test spread"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
              f"| LambdaMART | {np.mean(list(bval.values())):.4f} | | | | "
-             f"{', '.join(map(str, bkept))} | {sum(bran)} |" + (" | |" if test else "")]
+             f"{', '.join(map(str, bkept))} | {sum(bran)} |" + (" | |" if test else "")
+             + (" |" if against is not None else "")]
     for name, per_seed in out.items():
         if name == BASELINE.name:
             continue
         diffs = [np.mean([v - bval[q] for q, v in per_seed[s][0].items()]) for s in seeds]
-        mean = {q: np.mean([per_seed[s][0][q] for s in seeds]) for q in bval}
+        mean = _seed_mean(per_seed, seeds)
         p = paired(mean, bval)
         kept = ["/".join(str(per_seed[s][2][f]) for s in seeds) for f in range(len(bkept))]
         ran = np.mean([sum(per_seed[s][3]) for s in seeds])
@@ -154,6 +166,9 @@ def report(out, seeds, test: bool) -> list[str]:
         if test:
             td = [np.mean([v - btest[q] for q, v in per_seed[s][1].items()]) for s in seeds]
             row += f" {' / '.join(f'{x:+.4f}' for x in td)} | {max(td) - min(td):.4f} |"
+        if against is not None:
+            d = paired(mean, _seed_mean(against[1][name], seeds))
+            row += f" {d.interval}, {d.verdict} |"
         lines.append(row)
     return lines
 
@@ -166,8 +181,10 @@ def main() -> None:
     p.add_argument("--seeds", type=int_list, default="0,1,2")
     p.add_argument("--trees", default="harness")
     p.add_argument("--methods", type=text_list, default="plrank",
-                   help="recorded PL-Rank variants: plrank, plrank-N<N>")
+                   help="recorded PL-Rank variants: plrank, plrank-N<N>, plrank[-N<N>]-lattice")
     p.add_argument("--curves", default="/tmp/curves")
+    p.add_argument("--against", default="",
+                   help="a recorded PL-Rank variant each method is also compared with")
     p.add_argument("--only", default="", help="rule names, ';'-separated")
     p.add_argument("--test", action="store_true",
                    help="also the test NDCG@10 of the kept models (a chosen rule's check)")
@@ -184,9 +201,13 @@ def main() -> None:
                 for r in rules if r.signal == "std_seed"]
             seeds = [0]
         out = evaluate(Path(a.curves), data, a.trees, lib, folds, seeds, chosen, a.test, method)
+        against = None
+        if a.against and method != "lambdamart":
+            against = (a.against, evaluate(Path(a.curves), data, a.trees, lib, folds, seeds,
+                                           chosen, False, a.against))
         lines += [f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {','.join(map(str, folds))}, "
                   f"seeds {','.join(map(str, seeds))}, "
-                  f"trees {a.trees}\n", *report(out, seeds, a.test)]
+                  f"trees {a.trees}\n", *report(out, seeds, a.test, against)]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

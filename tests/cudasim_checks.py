@@ -9,6 +9,7 @@ checks run on the GPU).
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import traceback
@@ -30,6 +31,7 @@ from gbdt_plrank._kernels import cuda as _cuda_kernels  # noqa: E402
 from gbdt_plrank._kernels import plrank as _kernels  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
 from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
+from gbdt_plrank._training.options import NOISES  # noqa: E402
 from gbdt_plrank._training.plrank import (  # noqa: E402
     CURVATURE_FLOOR,
     degenerate_rows,
@@ -69,14 +71,17 @@ def _queries(rng, sizes, spread=2.0):
     return ptr, labels, rng.normal(size=ptr[-1]) * spread
 
 
-def _compare(scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, metric="ndcg"):
+def _compare(
+    scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, metric="ndcg",
+    noise="independent",
+):
     m = RankingMetric(metric, K, "exp")
     rho = m.rewards(labels, ptr)
     grad, hess = estimate(
         scores, rho, ptr, m, hessian=hessian, N=N, seed=seed, round_=round_, sampler="race",
-        n_jobs=1, keys=keys,
+        noise=noise, n_jobs=1, keys=keys,
     )
-    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian)
+    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian, noise=noise)
     g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
     assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
     assert np.abs(h - hess).max() <= TOL * max(1.0, np.abs(hess).max()), (h, hess)
@@ -88,8 +93,10 @@ def check_estimate_equals_cpu_race():
     rng = np.random.default_rng(0)
     ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40])
     labels[ptr[3]:ptr[4]] = 0.0  # a query without a relevant document: exactly 0
-    for hessian in ("raw", "abs", "clip", "constant"):
-        grad, _ = _compare(scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2)
+    for hessian, noise in itertools.product(("raw", "abs", "clip", "constant"), NOISES):
+        grad, _ = _compare(
+            scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2, noise=noise
+        )
         assert np.all(grad[ptr[3]:ptr[4]] == 0.0) and np.all(grad[ptr[1]:ptr[2]] == 0.0)
         assert np.abs(grad).max() > 0.01  # not a trivial comparison
 
@@ -131,8 +138,10 @@ def check_margins_far_apart():
     scores = np.array([0.0, -400.0, -800.0, 3.0, -1.0, -1000.0, 5.0, -5.0, 300.0, -300.0, 0, 1,
                        0.0, -0.5, -700.0, -700.3, -1500.0, -1499.0, -2e4, 1.0, -699.0])
     labels[:] = [0, 1, 2, 0, 3, 1, 2, 0, 1, 3, 0, 2, 1, 0, 2, 3, 1, 2, 3, 0, 1]
-    for K in (4, 6):
-        grad, hess = _compare(scores, labels, ptr, K=K, N=7, hessian="raw", seed=0, round_=0)
+    for K, noise in itertools.product((4, 6), NOISES):
+        grad, hess = _compare(
+            scores, labels, ptr, K=K, N=7, hessian="raw", seed=0, round_=0, noise=noise
+        )
         assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
         assert np.abs(grad).max() > 0.01  # the documents near each other get O(1) terms
 

@@ -271,3 +271,48 @@ def fair_estimate(scores, rho, loss, weight, theta, rankings, *, crossfit=True):
         unit[d] = 1.0
         slope[d] = np.mean([ranking_estimate(scores, unit, theta, r)[0][d] for r in rankings])
     return grad, hess, slope
+
+
+# ------------------------------------------------------------------------------------------
+# The samplers' uniforms: SplitMix64 (Steele, Lea and Flood 2014) and the shifted lattice
+# ------------------------------------------------------------------------------------------
+_MASK = 2**64 - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def uniform_at(start, j):
+    """The j-th double of the SplitMix64 stream at state ``start``, in Python integers."""
+    z = (int(start) + j * _GOLDEN) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return ((z ^ (z >> 31)) >> 11) * 2.0**-53
+
+
+def independent_uniforms(state, n, dims):
+    """(n, dims) independent uniforms: the numbers 1 .. n dims of the stream ``state[0]``
+    (a one-element uint64 array), which then moves past them."""
+    start = int(state[0])
+    U = np.array([[uniform_at(start, b * dims + j + 1) for j in range(dims)] for b in range(n)])
+    state[0] = np.uint64((start + n * dims * _GOLDEN) & _MASK)
+    return U.reshape(n, dims)
+
+
+def lattice_uniforms(start, n, dims):
+    """(n, dims): the randomly shifted rank-1 lattice of n points drawn from the stream ``start``.
+
+    Number j: shift c_j = the (j+1)-th double, generator g_j = the first integer coprime to n
+    from 1 + floor(u (n - 1)) on (u the (dims + j + 1)-th double), cyclically in [1, n);
+    point i = frac(i g_j / n + c_j).
+    """
+    U = np.empty((n, dims))
+    for j in range(dims):
+        c = uniform_at(start, j + 1)
+        g = 1
+        if n > 2:
+            g = 1 + int(uniform_at(start, dims + j + 1) * (n - 1))
+            while math.gcd(g, n) != 1:
+                g = g + 1 if g + 1 < n else 1
+        for i in range(n):
+            U[i, j] = ((i * g) % n) / n + c
+            U[i, j] -= U[i, j] >= 1.0
+    return U

@@ -89,8 +89,9 @@ def test_kernel_equals_reference_given_rankings(D, K, metric, gain):
     np.testing.assert_allclose(h, h_ref, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("noise", ["independent", "lattice"])
 @pytest.mark.parametrize("sampler", ["tree", "race"])
-def test_monte_carlo_mean_agrees_with_exact(sampler):
+def test_monte_carlo_mean_agrees_with_exact(sampler, noise):
     """Many copies of one query give independent estimates: their mean is within 5 SE of exact."""
     D, K, copies = 6, 3, 4000
     scores, labels = _query(D, seed=3)
@@ -105,6 +106,7 @@ def test_monte_carlo_mean_agrees_with_exact(sampler):
         N=5,
         hessian="raw",
         sampler=sampler,
+        noise=noise,
         seed=11,
     )
     for est, exact in ((g, -g_exact), (h, -h_exact)):
@@ -127,9 +129,10 @@ def _draw_many(sampler: str, scores: np.ndarray, K: int, n: int) -> list[tuple[i
     out = []
     for _ in range(n):
         if sampler == "tree":
-            _kernels._draw_tree(tree, base, P, state, ranking, S)
+            _kernels._draw_tree(tree, base, P, naive.independent_uniforms(state, 1, K)[0], ranking, S)
         else:
-            _kernels._draw_race(e, state, keys, ranking)
+            u = naive.independent_uniforms(state, 1, len(scores))[0]
+            _kernels._draw_race(e, u, keys, ranking)
         out.append(tuple(ranking))
     return out
 
@@ -184,8 +187,9 @@ def test_race_sampled_estimate_equals_the_estimate_of_its_rankings(D, K):
     state = np.array([_kernels.stream_state(seed, 0, 0)], dtype=np.uint64)
     keys = np.empty(D)
     rankings = np.empty((n, K), dtype=np.int64)
+    U = naive.independent_uniforms(state, n, D)
     for s in range(n):
-        _kernels._draw_race(e, state, keys, rankings[s])
+        _kernels._draw_race(e, U[s], keys, rankings[s])
     g_ref, h_ref = plrank_grad_hess_from_rankings(scores, labels, rankings, K=K)
     np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(h, h_ref, rtol=1e-10, atol=1e-12)
@@ -501,3 +505,60 @@ def test_a_round_cut_into_kernel_calls_is_bit_identical(monkeypatch, options):
     cut = plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=4, n_jobs=2, **options)
     np.testing.assert_array_equal(cut[0], whole[0])
     np.testing.assert_array_equal(cut[1], whole[1])
+
+
+@pytest.mark.parametrize(("n", "dims"), [(1, 3), (2, 4), (8, 5), (25, 20), (50, 7), (64, 3)])
+def test_sample_uniforms_are_the_reference_stream_and_lattice(n, dims):
+    """Independent noise: the stream's numbers in order (the state moves past them); lattice
+    noise: the shifted lattice of the reference, one point per stratum of width 1/n in every
+    number, and two halves that are lattices of their own."""
+    start = _kernels.stream_state(3, 1, n + dims)
+    state = np.array([start], dtype=np.uint64)
+    U = np.empty((n, dims))
+    plan = _kernels.noise_plan(_kernels.NOISE_INDEPENDENT, state, n, False, dims)
+    for first in range(0, n, 8):  # blocks of at most 8 rows, as the estimator fills them
+        _kernels.fill_uniforms(plan, state, first, U[first : first + 8])
+    ref_state = np.array([start], dtype=np.uint64)
+    np.testing.assert_array_equal(U, naive.independent_uniforms(ref_state, n, dims))
+    assert state[0] == ref_state[0]
+
+    state = np.array([start], dtype=np.uint64)
+    plan = _kernels.noise_plan(_kernels.NOISE_LATTICE, state, n, False, dims)
+    _kernels.fill_uniforms(plan, state, 0, U)
+    np.testing.assert_allclose(U, naive.lattice_uniforms(start, n, dims), rtol=0, atol=1e-15)
+    assert np.all((U >= 0) & (U < 1))
+    assert all(sorted(np.floor(U[:, j] * n).astype(int)) == list(range(n)) for j in range(dims))
+
+    if n >= 2:
+        state = np.array([start], dtype=np.uint64)
+        plan = _kernels.noise_plan(_kernels.NOISE_LATTICE, state, n, True, dims)
+        _kernels.fill_uniforms(plan, state, 0, U)
+        half = n // 2
+        second = int((int(start) + 2 * dims * 0x9E3779B97F4A7C15) % 2**64)
+        np.testing.assert_allclose(U[:half], naive.lattice_uniforms(start, half, dims), atol=1e-15)
+        np.testing.assert_allclose(
+            U[half:], naive.lattice_uniforms(second, n - half, dims), atol=1e-15
+        )
+
+
+@pytest.mark.parametrize("sampler", ["tree", "race"])
+def test_lattice_noise_lowers_the_variance_of_the_estimate(sampler):
+    """On 1000 copies of a 30-document query (50 rankings of 10 each), lattice noise gives the
+    gradient at most 0.7 times and the Hessian at most 0.85 times the variance of independent
+    noise's (measured: 0.49 and 0.64 for the tree, 0.28 and 0.52 for the race), and the same
+    mean (within 5 standard errors)."""
+    D, K, copies, N = 30, 10, 1000, 50
+    scores, labels = _query(D, seed=4)
+    ptr = np.arange(0, D * copies + 1, D)
+    est = {
+        noise: plrank_grad_hess(
+            np.tile(scores, copies), np.tile(labels, copies), ptr, K=K, N=N, hessian="raw",
+            sampler=sampler, noise=noise, seed=2,
+        )
+        for noise in ("independent", "lattice")
+    }
+    for part, most in ((0, 0.7), (1, 0.85)):
+        a, b = (est[noise][part].reshape(copies, D) for noise in ("independent", "lattice"))
+        assert b.var(axis=0).sum() <= most * a.var(axis=0).sum()
+        se = np.sqrt((a.var(axis=0) + b.var(axis=0)) / copies)
+        assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 5 * se + 1e-12)

@@ -260,9 +260,11 @@ def test_target_matches_reference():
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-15)
 
 
+@pytest.mark.parametrize("noise", ["independent", "lattice"])
 @pytest.mark.parametrize("kind", FAIRNESS)
-def test_monte_carlo_mean_agrees_with_exact(kind):
-    """The sampled path (both samplers): mean over seeds within 5 standard errors of exact."""
+def test_monte_carlo_mean_agrees_with_exact(kind, noise):
+    """The sampled path (both samplers): mean over seeds within 5 standard errors of exact; with
+    lattice noise too (each half its own lattice, so that the halves stay independent)."""
     D, K, w = 6, 3, 0.7
     case = _query(D, K, seed=8, kind=kind)
     exact, _, _ = _exact(case, w)
@@ -270,7 +272,7 @@ def test_monte_carlo_mean_agrees_with_exact(kind):
     for sampler in ("tree", "race"):
         draws = np.array([
             plrank_grad_hess(case.scores, case.labels, ptr, K=K, N=10, seed=s, sampler=sampler,
-                             fairness=kind, fairness_weight=w, item_groups=case.item_groups)[0]
+                             noise=noise, fairness=kind, fairness_weight=w, item_groups=case.item_groups)[0]
             for s in range(400)
         ])
         z = (draws.mean(axis=0) - exact) / (draws.std(axis=0, ddof=1) / np.sqrt(len(draws)))

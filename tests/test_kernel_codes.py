@@ -13,7 +13,7 @@ import pytest
 from gbdt_plrank._kernels import fairness as fair_kernels
 from gbdt_plrank._kernels import plrank as kernels
 from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
-from gbdt_plrank._training.options import HESSIAN_MODES, SAMPLERS
+from gbdt_plrank._training.options import HESSIAN_MODES, NOISES, SAMPLERS
 
 needs_numba_cuda = pytest.mark.skipif(
     importlib.util.find_spec("numba_cuda") is None, reason="numba-cuda is not installed"
@@ -29,6 +29,11 @@ def _check_table(options: tuple[str, ...], codes: dict[str, int]) -> None:
 def test_every_sampler_has_a_distinct_code():
     _check_table(SAMPLERS, kernels.SAMPLER_CODES)
     assert kernels.SAMPLER_CODES["race"] == kernels.SAMPLER_RACE
+
+
+def test_every_noise_has_a_distinct_code():
+    _check_table(NOISES, kernels.NOISE_CODES)
+    assert kernels.NOISE_CODES["lattice"] == kernels.NOISE_LATTICE
 
 
 def test_every_fairness_loss_has_a_distinct_code():
@@ -53,6 +58,9 @@ def test_the_device_compiles_the_cpu_stream():
     pairs = {
         "stream_state": kernels.stream_state,
         "uniform_at": kernels._uniform_at,
+        "lattice_shift": kernels.lattice_shift,
+        "lattice_generator": kernels.lattice_generator,
+        "lattice_point": kernels.lattice_point,
         "_log_add": kernels._log_add,
         "_sigmoid": kernels._sigmoid,
         "_enter_rank": kernels._enter_rank,

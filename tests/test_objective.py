@@ -55,7 +55,8 @@ def _estimate_round(preds, y, ptr, *, seed, round_):
     metric = RankingMetric("ndcg", 10, "exp")
     return estimate(
         np.asarray(preds, dtype=np.float64), metric.rewards(y, ptr), ptr, metric,
-        hessian="abs", N=20, seed=seed, round_=round_, sampler="auto", n_jobs=None,
+        hessian="abs", N=20, seed=seed, round_=round_, sampler="auto", noise="independent",
+        n_jobs=None,
     )
 
 

@@ -41,7 +41,7 @@ def test_negative_only_query_is_not_skipped():
     hess = np.zeros(3)
     _kernels.estimate_groups(
         scores, rho, ptr, np.zeros(1, dtype=np.int64), dcg_weights(2), 200, 7, 0,
-        _kernels.SAMPLER_AUTO, grad, hess,
+        _kernels.SAMPLER_AUTO, _kernels.NOISE_INDEPENDENT, grad, hess,
     )
     assert np.abs(grad).sum() > 0
 

@@ -159,12 +159,12 @@ def test_log_space_race_follows_plackett_luce(gap):
     ranking = np.empty(K, dtype=np.int64)
     counts: dict[tuple[int, ...], int] = {}
     every = np.arange(D)
-    full = state.copy()
     whole = np.empty(K, dtype=np.int64)
     for _ in range(n):
-        _kernels._draw_race_wide(m_c, cand, state, keys, ranking)
-        _kernels._draw_race_wide(m_c, every, full, keys, whole)  # every document keyed
-        assert np.array_equal(ranking, whole) and state[0] == full[0]
+        u = naive.independent_uniforms(state, 1, D)[0]
+        _kernels._draw_race_wide(m_c, cand, u, keys, ranking)
+        _kernels._draw_race_wide(m_c, every, u, keys, whole)  # every document keyed
+        assert np.array_equal(ranking, whole)
         counts[tuple(ranking)] = counts.get(tuple(ranking), 0) + 1
     exact = {y: p for y, p in naive.partial_rankings(scores, K) if p > 1e-12}
     assert set(counts) <= set(exact)
@@ -217,7 +217,8 @@ def test_sharp_policy_is_the_ranking():
     assert means[-2] == pytest.approx(ranked, abs=1e-12)
 
 
-def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_call():
+@pytest.mark.parametrize("noise", [_kernels.NOISE_INDEPENDENT, _kernels.NOISE_LATTICE])
+def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_call(noise):
     """The estimator runs the kernel without the wide path, then the wide queries alone through
     ``estimate_groups``: the same numbers, bit for bit, as one ``estimate_groups`` call."""
     rng = np.random.default_rng(5)
@@ -235,7 +236,7 @@ def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_c
     rho = labels / 3.0
     theta = dcg_weights(10)
     keys = np.arange(len(sizes), dtype=np.int64) + 100
-    args = (scores, rho, ptr, keys, theta, 20, 7, 2, _kernels.SAMPLER_AUTO)
+    args = (scores, rho, ptr, keys, theta, 20, 7, 2, _kernels.SAMPLER_AUTO, noise)
     grad, hess = np.full(ptr[-1], np.nan), np.full(ptr[-1], np.nan)
     flagged = np.ones(len(sizes), dtype=np.bool_)
     _kernels.estimate_narrow_groups(*args, grad, hess, flagged)

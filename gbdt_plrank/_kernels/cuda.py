@@ -8,8 +8,10 @@ on the CPU, which is how they are tested without a GPU.
 The estimate is that of ``gbdt_plrank._kernels.plrank.estimate_groups`` with the exponential-race
 sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r`` draws from the
 SplitMix64 counter keyed by ``(seed, r, keys[g])`` and sample ``s`` of a query of ``D`` documents
-gives document ``d`` the key :math:`-\\log(1 - u_{sD + d + 1}) / e(d)`, the uniforms the CPU
-kernels draw. The same seed therefore samples the same rankings on both, and the estimates agree
+gives document ``d`` the key :math:`-\\log(1 - u) / e(d)` with the uniform the CPU kernels
+draw: :math:`u_{sD + d + 1}` of the stream with independent noise, number ``d`` of point ``s`` of
+the query's lattice with lattice noise (``gbdt_plrank._kernels.plrank.noise_plan``). The same
+seed therefore samples the same rankings on both, and the estimates agree
 to rounding (the sums are added in another order: here in the order the threads finish, so the
 last bits may differ from one call to the next).
 
@@ -35,7 +37,7 @@ import numpy as np
 from numba import cuda
 
 from . import plrank as _cpu
-from .plrank import _E_MIN, LOG_FLOOR
+from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
 
 __all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows"]
 
@@ -64,6 +66,9 @@ def _device(cpu_kernel: Any, *, inline: bool = True) -> Any:
 # draws the CPU kernels' doubles, bit for bit, and adds the same terms.
 stream_state = _device(_cpu.stream_state, inline=False)
 uniform_at = _device(_cpu._uniform_at)
+lattice_shift = _device(_cpu.lattice_shift)
+lattice_generator = _device(_cpu.lattice_generator)
+lattice_point = _device(_cpu.lattice_point)
 _log_add = _device(_cpu._log_add)
 _sigmoid = _device(_cpu._sigmoid)
 _enter_rank = _device(_cpu._enter_rank)
@@ -120,7 +125,8 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     ``scores, rho`` float64 (n,); ``group_ptr`` int64 (G + 1,); ``keys`` int64 (G,), the
     streams' keys; ``active`` bool (G,), whether a query has two or more documents and a
     non-zero reward (else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
-    ``round_`` integers; ``hess_max`` float64 (1,), raised to the largest ``|hess|``;
+    ``round_`` integers; ``noise`` its code (``NOISE_CODES``); ``hess_max`` float64 (1,),
+    raised to the largest ``|hess|``;
     work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,); outputs
     ``grad, hess`` float64 (n,), the loss's (not yet finished) gradient and Hessian.
     """
@@ -128,7 +134,7 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
     @cuda.jit
     def kernel(
-        scores, rho, group_ptr, keys, active, theta, n_samples, seed, round_, hess_max,
+        scores, rho, group_ptr, keys, active, theta, n_samples, seed, round_, noise, hess_max,
         e, own, count, grad, hess,
     ):
         buf = cuda.shared.array(threads, dtype=np.float64)
@@ -190,7 +196,14 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
             first = s * D + 1
             for d in range(D):
                 ed = e[lo + d]
-                u = uniform_at(state0, first + d)
+                if noise == NOISE_LATTICE:  # (the simulator's state0 is a Python int: typed)
+                    start = np.uint64(state0)
+                    u = lattice_point(
+                        s, lattice_generator(start, d, D, n_samples), lattice_shift(start, d),
+                        n_samples,
+                    )
+                else:
+                    u = uniform_at(state0, first + d)
                 if wide:
                     x = math.log(max(-math.log(1.0 - u), _E_MIN)) - (scores[lo + d] - c)
                 else:

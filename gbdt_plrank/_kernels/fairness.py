@@ -22,8 +22,10 @@ from .plrank import (
     _sigmoid,
     _stream,
     _workspace,
+    fill_uniforms,
     has_reward,
     is_wide,
+    noise_plan,
     wide_candidates,
     wide_frame,
 )
@@ -188,9 +190,14 @@ def _wide_norms(scores, rankings):
 
 @njit(cache=True, error_model="numpy")
 def _fair_query(
-    scores, rho, kind, aux, member, weight, theta, n_samples, state, sampler, grad, hess, slope
+    scores, rho, kind, aux, member, weight, theta, n_samples, state, sampler, noise, grad, hess,
+    slope,
 ):
-    """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`."""
+    """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`.
+
+    With lattice noise each half of the samples is a lattice of its own, so that the halves
+    stay independent.
+    """
     D = scores.shape[0]
     K = min(theta.shape[0], D)
     rankings = np.empty((n_samples, K), dtype=np.int64)
@@ -198,8 +205,11 @@ def _fair_query(
         m_c, _ = wide_frame(scores, K)
         cand, _ = wide_candidates(m_c)
         keys = np.empty(cand.shape[0])
+        plan = noise_plan(noise, state, n_samples, True, D)
+        U = np.empty((1, D))
         for s in range(n_samples):
-            _draw_race_wide(m_c, cand, state, keys, rankings[s])
+            fill_uniforms(plan, state, s, U)
+            _draw_race_wide(m_c, cand, U[0], keys, rankings[s])
         m_c, e, L = _wide_norms(scores, rankings)
         _fair_terms(
             rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,
@@ -208,7 +218,9 @@ def _fair_query(
         return
     e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     S_all = np.empty((n_samples, K))
-    _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S_all)
+    U = np.empty((n_samples, K if use_tree else D))
+    fill_uniforms(noise_plan(noise, state, n_samples, True, U.shape[1]), state, 0, U)
+    _draw(use_tree, trees, base, P, e, U, keys, placed, rankings, S_all)
     _fair_terms(
         rankings, S_all, e, e, False, rho, kind, aux, member, weight, theta[:K], grad, hess,
         slope,
@@ -241,7 +253,7 @@ def fair_estimate_from_rankings(
 @njit(parallel=True, cache=True, error_model="numpy")
 def fair_estimate_groups(
     scores, rho, kind, aux, member, weight, uniform_empty, group_ptr, keys, theta, n_samples,
-    seed, round_, sampler, grad, hess, slope,
+    seed, round_, sampler, noise, grad, hess, slope,
 ):
     """:func:`estimate_groups` for the fairness objective (``n_samples >= 2``).
 
@@ -262,7 +274,7 @@ def fair_estimate_groups(
             continue
         _fair_query(
             scores[lo:hi], rho[lo:hi], kind, aux[lo:hi], member[lo:hi], weight, theta,
-            n_samples, _stream(seed, round_, keys[g]), sampler, grad[lo:hi], hess[lo:hi],
+            n_samples, _stream(seed, round_, keys[g]), sampler, noise, grad[lo:hi], hess[lo:hi],
             slope[lo:hi],
         )
 

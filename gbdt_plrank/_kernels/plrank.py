@@ -47,6 +47,12 @@ SAMPLER_AUTO = 2
 #: A sampler's name (:data:`gbdt_plrank._training.options.SAMPLERS`) -> its code in the kernels.
 SAMPLER_CODES = {"tree": SAMPLER_TREE, "race": SAMPLER_RACE, "auto": SAMPLER_AUTO}
 
+NOISE_INDEPENDENT = 0
+NOISE_LATTICE = 1
+
+#: A noise's name (:data:`gbdt_plrank._training.options.NOISES`) -> its code in the kernels.
+NOISE_CODES = {"independent": NOISE_INDEPENDENT, "lattice": NOISE_LATTICE}
+
 # The exponential race costs a logarithm per document and sample, the tree three walks of log2(D)
 # levels per placed document. "auto" draws full rankings of 32 or more documents by the race and
 # every other ranking by the tree. The tree is the faster at every D and K measured, 3-4 times at
@@ -112,6 +118,128 @@ def _uniform(state):
     """Advance ``state`` (a one-element uint64 array) and return a double in [0, 1)."""
     state[0] += _GOLDEN
     return _uniform_at(state[0], 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The uniforms of a query's samples. A sampler reads sample s's uniforms from a row U[s] of
+# ``dims`` numbers: one per rank (the tree) or per document (the races). Independent noise takes
+# them from the query's stream in order (sample s, number j is the (s dims + j + 1)-th). Lattice
+# noise takes sample i of n from a randomly shifted rank-1 lattice (Cranley and Patterson 1976;
+# L'Ecuyer and Lemieux 2000): U[i, j] = frac(i g_j / n + c_j), with c_j uniform and g_j coprime
+# to n, both drawn per query and number from the stream. Each sample's numbers are then
+# independent uniforms (the c_j are), so each ranking is a Plackett-Luce draw and the estimate
+# stays unbiased; across the n samples every number j takes each of n equal strata once, so the
+# samples cover the policy more evenly than independent draws (the first rank exactly in
+# proportion to its probabilities, up to 1/n).
+# --------------------------------------------------------------------------------------------
+@njit(cache=True, error_model="numpy", inline="always")
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def lattice_shift(start, j):
+    """The shift c_j of number j of a lattice drawn from the stream state ``start``.
+
+    Also compiled for the device.
+    """
+    return _uniform_at(start, j + 1)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def lattice_generator(start, j, dims, n):
+    """The generator g_j of number j (of ``dims``) of a lattice of ``n`` points drawn from the
+    stream state ``start``: the first integer coprime to n from 1 + floor(u (n - 1)) on, cyclically
+    in [1, n) (1 for n <= 2). Also compiled for the device."""
+    if n <= 2:
+        return 1
+    g = 1 + int(_uniform_at(start, dims + j + 1) * (n - 1))
+    while _gcd(g, n) != 1:
+        g = g + 1 if g + 1 < n else 1
+    return g
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _lattice_unit(r, n, shift):
+    """frac(r / n + shift) in [0, 1), for the residue r = i g mod n of point i."""
+    u = r / n + shift
+    return u - 1.0 if u >= 1.0 else u
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def lattice_point(i, g, shift, n):
+    """frac(i g / n + shift) in [0, 1): number j of point i of a lattice of n points (g = g_j,
+    shift = c_j). Also compiled for the device."""
+    return _lattice_unit((i * g) % n, n, shift)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def noise_plan(noise, state, n_samples, halves, dims):
+    """How a query's ``n_samples`` samples of ``dims`` numbers each take their uniforms.
+
+    Returns ``(noise, gen, shift, bounds)``: samples ``bounds[h] .. bounds[h + 1]`` form lattice
+    h, with generators ``gen[h]`` and shifts ``shift[h]`` (:func:`lattice_generator`,
+    :func:`lattice_shift`, lattice h drawn from the stream after lattice h - 1); ``halves``
+    makes two independent lattices of the first ``n_samples // 2`` samples and the rest (the
+    fairness estimate's halves must be independent). With independent noise the arrays are
+    empty and the stream is left for :func:`fill_uniforms` to advance.
+    """
+    H = 2 if halves else 1
+    bounds = np.empty(H + 1, dtype=np.int64)
+    bounds[0] = 0
+    bounds[H] = n_samples
+    if halves:
+        bounds[1] = n_samples // 2
+    lattice = noise == NOISE_LATTICE
+    gen = np.zeros((H if lattice else 0, dims), dtype=np.int64)
+    shift = np.zeros((H if lattice else 0, dims))
+    if lattice:
+        for h in range(H):
+            start = state[0]
+            n = bounds[h + 1] - bounds[h]
+            for j in range(dims):
+                shift[h, j] = lattice_shift(start, j)
+                gen[h, j] = lattice_generator(start, j, dims, n)
+            state[0] = start + np.uint64(2 * dims) * _GOLDEN
+    return noise, gen, shift, bounds
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def fill_uniforms(plan, state, first, U):
+    """``U[b]``: the uniforms of sample ``first + b`` of the query (``plan`` of :func:`noise_plan`).
+
+    Independent noise reads the stream in order and advances it, as :func:`_uniform` would one
+    number at a time.
+    """
+    noise, gen, shift, bounds = plan
+    n, dims = U.shape
+    if noise == NOISE_LATTICE:
+        # the rows of each lattice in turn; along a lattice the residue i g mod n grows by g
+        # (one division per number and block, not per point: :func:`lattice_point`'s values)
+        h = 0
+        b = 0
+        while b < n:
+            while first + b >= bounds[h + 1]:
+                h += 1
+            size = bounds[h + 1] - bounds[h]
+            end = min(n, bounds[h + 1] - first)
+            for j in range(dims):
+                g = gen[h, j]
+                r = ((first + b - bounds[h]) * g) % size
+                for row in range(b, end):
+                    U[row, j] = _lattice_unit(r, size, shift[h, j])
+                    r += g
+                    if r >= size:
+                        r -= size
+            b = end
+    else:
+        start = state[0]
+        for b in range(n):
+            for j in range(dims):
+                U[b, j] = _uniform_at(start, b * dims + j + 1)
+        state[0] = start + np.uint64(n * dims) * _GOLDEN
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,10 +372,10 @@ def _normalizers_of(ranking, tree, base, P, S):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _target(tree, state0, j, S, k):
-    """``S[k]`` = the root (the normaliser before rank k) and the descent target u_j S[k]."""
+def _target(tree, u, S, k):
+    """``S[k]`` = the root (the normaliser before rank k) and the descent target u S[k]."""
     S[k] = tree[1]
-    return _uniform_at(state0, j) * S[k]
+    return u * S[k]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -266,27 +394,26 @@ def _take(tree, P, leaf, x, ranking, k):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _draw_tree(tree, base, P, state, ranking, S):
-    """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k."""
-    state0 = state[0]
+def _draw_tree(tree, base, P, u, ranking, S):
+    """Sequential PL draw: at each rank pick an unplaced document with probability e(d) / S_k,
+    the one at ``u[k]`` of the cumulative weights."""
     for k in range(ranking.shape[0]):
-        x = _target(tree, state0, k + 1, S, k)
+        x = _target(tree, u[k], S, k)
         leaf, y = _ONE, x
         while leaf < np.uint64(P):
             leaf, y = _descend(tree, leaf, y)
         _take(tree, P, leaf, x, ranking, k)
-    state[0] = state0 + np.uint64(ranking.shape[0]) * _GOLDEN
     _tree_restore(tree, base, P, ranking)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _targets4(ts, state0, first, K, S, k):
+def _targets4(ts, U, first, S, k):
     """:func:`_target` at rank k of samples ``first .. first + 3``, drawn in the trees ``ts``."""
     return (
-        _target(ts[0], state0, first * K + k + 1, S[first], k),
-        _target(ts[1], state0, (first + 1) * K + k + 1, S[first + 1], k),
-        _target(ts[2], state0, (first + 2) * K + k + 1, S[first + 2], k),
-        _target(ts[3], state0, (first + 3) * K + k + 1, S[first + 3], k),
+        _target(ts[0], U[first, k], S[first], k),
+        _target(ts[1], U[first + 1, k], S[first + 1], k),
+        _target(ts[2], U[first + 2, k], S[first + 2], k),
+        _target(ts[3], U[first + 3, k], S[first + 3], k),
     )
 
 
@@ -310,24 +437,23 @@ def _take4(ts, P, ls, xs, rankings, first, k):
 
 
 @njit(cache=True, error_model="numpy")
-def _draw_tree_lanes(trees, base, P, state, rankings, S):
+def _draw_tree_lanes(trees, base, P, U, rankings, S):
     """4 or 8 successive :func:`_draw_tree` samples at once: ``rankings[b]`` drawn in ``trees[b]``.
 
     A descent is a chain of dependent loads; independent descents interleaved level by level let
     the processor overlap their latencies (8 lanes measured 10% faster than 4, 4 about twice as
-    fast as 1). Sample b takes the uniforms numbered b K + 1 .. (b + 1) K of the stream, as
-    successive calls of :func:`_draw_tree` would, so the rankings are the same, bit for bit.
+    fast as 1). Sample b takes the uniforms ``U[b]``, as :func:`_draw_tree` would, so the
+    rankings are the same, bit for bit.
     """
     n, K = rankings.shape
-    state0 = state[0]
     lo = (trees[0], trees[1], trees[2], trees[3])
     hi = (trees[4], trees[5], trees[6], trees[7])
     root = (_ONE, _ONE, _ONE, _ONE)
     for k in range(K):  # the first level is taken before the loops test (P >= 2)
-        xa = _targets4(lo, state0, 0, K, S, k)
+        xa = _targets4(lo, U, 0, S, k)
         la, ya = _descend4(lo, root, xa)
         if n == 8:
-            xb = _targets4(hi, state0, 4, K, S, k)
+            xb = _targets4(hi, U, 4, S, k)
             lb, yb = _descend4(hi, root, xb)
             while la[0] < np.uint64(P):  # all trees have the same depth
                 la, ya = _descend4(lo, la, ya)
@@ -337,7 +463,6 @@ def _draw_tree_lanes(trees, base, P, state, rankings, S):
             while la[0] < np.uint64(P):
                 la, ya = _descend4(lo, la, ya)
         _take4(lo, P, la, xa, rankings, 0, k)
-    state[0] = state0 + np.uint64(n * K) * _GOLDEN
     for b in range(n):
         _tree_restore(trees[b], base, P, rankings[b])
 
@@ -379,13 +504,14 @@ def _smallest_keys(keys, ranking):
 
 
 @njit(cache=True, error_model="numpy")
-def _draw_race(e, state, keys, ranking):
-    """PL draw by an exponential race: key(d) = Exp(1) / e(d); the K smallest keys, in order.
+def _draw_race(e, u, keys, ranking):
+    """PL draw by an exponential race: key(d) = Exp(1) / e(d), with Exp(1) = -log(1 - u[d]); the
+    K smallest keys, in order.
 
     Equivalent to PL-Rank-3's Gumbel top-K (Gumbel(m) = -log Exp(1) + m).
     """
     for d in range(e.shape[0]):
-        keys[d] = -np.log(1.0 - _uniform(state)) / e[d]
+        keys[d] = -np.log(1.0 - u[d]) / e[d]
     _smallest_keys(keys, ranking)
 
 
@@ -594,21 +720,18 @@ def wide_candidates(m_c):
 
 
 @njit(cache=True, error_model="numpy")
-def _draw_race_wide(m_c, cand, state, keys, ranking):
+def _draw_race_wide(m_c, cand, u, keys, ranking):
     """:func:`_draw_race` in log space: key(d) = log max(Exp(1), 2^-54) - m_c(d).
 
-    The same uniforms as the race (document d of a sample takes the d + 1-th); the logarithm is
+    The same uniforms as the race (document d takes ``u[d]``); the logarithm is
     increasing, so these keys order the documents as Exp(1) / e(d) would in exact arithmetic,
     at any spread of the margins. Only the candidates ``cand`` (:func:`wide_candidates`) draw a
     key: the others cannot be placed.
     """
-    start = state[0]
     n = cand.shape[0]
     for i in range(n):
         d = cand[i]
-        u = _uniform_at(start, d + 1)
-        keys[i] = np.log(max(-np.log(1.0 - u), _E_MIN)) - m_c[d]
-    state[0] = start + np.uint64(m_c.shape[0]) * _GOLDEN
+        keys[i] = np.log(max(-np.log(1.0 - u[d]), _E_MIN)) - m_c[d]
     _smallest_keys(keys[:n], ranking)
     for k in range(ranking.shape[0]):
         ranking[k] = cand[ranking[k]]
@@ -689,7 +812,7 @@ def _add_sample_wide(ranking, L, m_c, rho, theta, PR, acc, own, grad, hess):
 
 
 @njit(cache=True, error_model="numpy")
-def _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess):
+def _estimate_query_wide(scores, rho, theta, n_samples, state, noise, grad, hess):
     """:func:`_estimate_query` of a wide query: the log-space race, then the wide terms."""
     D = scores.shape[0]
     K = min(theta.shape[0], D)
@@ -700,10 +823,13 @@ def _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess):
     keys = np.empty(cand.shape[0])
     placed = np.zeros(D, dtype=np.bool_)
     _, PR, acc, own = _workspace(D, K)
+    plan = noise_plan(noise, state, n_samples, False, D)
+    U = np.empty((1, D))
     grad[:] = 0.0
     hess[:] = 0.0
-    for _ in range(n_samples):
-        _draw_race_wide(m_c, cand, state, keys, ranking)
+    for s in range(n_samples):
+        fill_uniforms(plan, state, s, U)
+        _draw_race_wide(m_c, cand, U[0], keys, ranking)
         _log_normalizers(ranking, m_c, cand, log_out, placed, L)
         _add_sample_wide(ranking, L, m_c, rho, theta[:K], PR, acc, own, grad, hess)
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
@@ -747,8 +873,9 @@ def _sampler(scores, K, n_samples, sampler):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
-    """PL rankings into the rows of ``rankings`` and their normalisers into ``S``.
+def _draw(use_tree, trees, base, P, e, U, keys, placed, rankings, S):
+    """PL rankings into the rows of ``rankings`` and their normalisers into ``S``, row s from the
+    uniforms ``U[s]``.
 
     The same rankings as one :func:`_draw_tree` (or :func:`_draw_race`) per row in turn; with its
     :data:`_LANES` working copies, the tree draws eight rows at a time, then four, then one
@@ -760,28 +887,29 @@ def _draw(use_tree, trees, base, P, e, state, keys, placed, rankings, S):
         while n - first >= 4 and trees.shape[0] == _LANES:
             lanes = 8 if n - first >= 8 else 4
             _draw_tree_lanes(
-                trees, base, P, state, rankings[first : first + lanes], S[first : first + lanes]
+                trees, base, P, U[first : first + lanes], rankings[first : first + lanes],
+                S[first : first + lanes],
             )
             first += lanes
         for s in range(first, n):
-            _draw_tree(trees[0], base, P, state, rankings[s], S[s])
+            _draw_tree(trees[0], base, P, U[s], rankings[s], S[s])
     else:
         for s in range(n):
-            _draw_race(e, state, keys, rankings[s])
+            _draw_race(e, U[s], keys, rankings[s])
             _normalizers_direct(rankings[s], e, placed, S[s])
 
 
 @njit(cache=True, error_model="numpy")
-def _estimate_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
+def _estimate_query(scores, rho, theta, n_samples, state, sampler, noise, grad, hess):
     """Sample ``n_samples`` PL rankings of one query and write the loss gradient and Hessian."""
     if is_wide(scores):
-        _estimate_query_wide(scores, rho, theta, n_samples, state, grad, hess)
+        _estimate_query_wide(scores, rho, theta, n_samples, state, noise, grad, hess)
     else:
-        _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, grad, hess)
+        _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, noise, grad, hess)
 
 
 @njit(cache=True, error_model="numpy")
-def _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, grad, hess):
+def _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, noise, grad, hess):
     """:func:`_estimate_query` of a narrow query (not :func:`is_wide`).
 
     Rankings are drawn :data:`_LANES` at a time (:func:`_draw`) and added in the order drawn.
@@ -791,12 +919,16 @@ def _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, grad, 
     e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
     rankings = np.empty((_LANES, K), dtype=np.int64)
     S = np.empty((_LANES, K))
+    dims = K if use_tree else D
+    plan = noise_plan(noise, state, n_samples, False, dims)
+    U = np.empty((_LANES, dims))
     _, PR, acc, own = _workspace(D, K)
     grad[:] = 0.0
     hess[:] = 0.0
     for first in range(0, n_samples, _LANES):
         block = min(_LANES, n_samples - first)
-        _draw(use_tree, trees, base, P, e, state, keys, placed, rankings[:block], S[:block])
+        fill_uniforms(plan, state, first, U[:block])
+        _draw(use_tree, trees, base, P, e, U[:block], keys, placed, rankings[:block], S[:block])
         for b in range(block):
             _add_sample(rankings[b], S[b], e, rho, theta[:K], PR, acc, own, grad, hess)
     _finish_query(e, rho, acc, own, n_samples, grad, hess)
@@ -831,7 +963,7 @@ def estimate_from_rankings(scores, rho, theta, rankings, grad, hess):
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def estimate_groups(
-    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess
+    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, noise, grad, hess
 ):
     """All query groups in parallel; group g's stream is keyed by (seed, round_, keys[g]).
 
@@ -850,13 +982,13 @@ def estimate_groups(
             continue
         _estimate_query(
             scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]), sampler,
-            grad[lo:hi], hess[lo:hi],
+            noise, grad[lo:hi], hess[lo:hi],
         )
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def estimate_narrow_groups(
-    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, grad, hess, wide
+    scores, rho, group_ptr, keys, theta, n_samples, seed, round_, sampler, noise, grad, hess, wide
 ):
     """:func:`estimate_groups` of the narrow queries; ``wide[g]``: whether group g is wide.
 
@@ -877,7 +1009,7 @@ def estimate_narrow_groups(
         else:
             _estimate_narrow_query(
                 scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]),
-                sampler, grad[lo:hi], hess[lo:hi],
+                sampler, noise, grad[lo:hi], hess[lo:hi],
             )
 
 
@@ -893,15 +1025,19 @@ def has_reward(rho):
 @njit(cache=True, error_model="numpy")
 def query_rankings(scores, K, n_samples, state):
     """``n_samples`` rankings ``(n_samples, min(K, D))`` of one query (D >= 1): the tree
-    sampler's, or the log-space race's for a wide query (:func:`is_wide`)."""
+    sampler's, or the log-space race's for a wide query (:func:`is_wide`); independent draws."""
     if is_wide(scores):
-        k = min(K, scores.shape[0])
+        D = scores.shape[0]
+        k = min(K, D)
         m_c, _ = wide_frame(scores, k)
         cand, _ = wide_candidates(m_c)
         keys = np.empty(cand.shape[0])
         rankings = np.empty((n_samples, k), dtype=np.int64)
+        plan = noise_plan(np.int64(NOISE_INDEPENDENT), state, n_samples, False, D)
+        U = np.empty((1, D))
         for s in range(n_samples):
-            _draw_race_wide(m_c, cand, state, keys, rankings[s])
+            fill_uniforms(plan, state, s, U)
+            _draw_race_wide(m_c, cand, U[0], keys, rankings[s])
         return rankings
     return narrow_query_rankings(scores, K, n_samples, state)
 
@@ -916,7 +1052,9 @@ def narrow_query_rankings(scores, K, n_samples, state):
     e, trees, base, P, _, keys, placed = _sampler(scores, k, n_samples, tree)
     rankings = np.empty((n_samples, k), dtype=np.int64)
     S = np.empty((n_samples, k))
-    _draw(True, trees, base, P, e, state, keys, placed, rankings, S)
+    U = np.empty((n_samples, k))
+    fill_uniforms(noise_plan(np.int64(NOISE_INDEPENDENT), state, n_samples, False, k), state, 0, U)
+    _draw(True, trees, base, P, e, U, keys, placed, rankings, S)
     return rankings
 
 

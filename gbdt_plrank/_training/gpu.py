@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._kernels.plrank import NOISE_CODES
 from .._util.compat import require
 from .._util.validation import check_choice
 from .plrank import CLIP_FLOOR, CURVATURE_FLOOR
@@ -102,11 +103,13 @@ class CudaEstimate:
         Rankings sampled per query and round.
     hessian : {"abs", "raw", "clip", "constant"}
         What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
+    noise : {"lattice", "independent"}
+        The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
     """
 
     def __init__(
         self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
-        theta: np.ndarray, *, N: int, hessian: str,
+        theta: np.ndarray, *, N: int, hessian: str, noise: str,
     ) -> None:
         from .._kernels import cuda as _cuda_kernels
 
@@ -117,6 +120,7 @@ class CudaEstimate:
         rewarded = np.concatenate(([0], np.cumsum(rho != 0.0)))
         active = (sizes >= 2) & (rewarded[group_ptr[1:]] > rewarded[group_ptr[:-1]])
         self.n, self.G, self.N, self.hessian = n, sizes.shape[0], N, hessian
+        self.noise = NOISE_CODES[noise]
         self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
         self._ptr = cuda.to_device(np.ascontiguousarray(group_ptr, dtype=np.int64))
         self._active = cuda.to_device(active)
@@ -148,7 +152,7 @@ class CudaEstimate:
         if self.G:
             self._kernel[self.G, self._threads](
                 m, self._rho, self._ptr, keys_d, self._active, self._theta, self.N, seed,
-                round_, self._hess_max, self._e, self._own, self._count, grad, hess,
+                round_, self.noise, self._hess_max, self._e, self._own, self._count, grad, hess,
             )
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         if self.n:

@@ -181,7 +181,7 @@ class PLRankObjective(BoosterObjective):
         if self.device == "cuda":
             self._gpu = CudaEstimate(
                 self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
-                N=self.options.training_N, hessian=self.options.hessian,
+                N=self.options.training_N, hessian=self.options.hessian, noise=self.options.noise,
             )
         if self.fairness is None:
             return
@@ -235,7 +235,7 @@ class PLRankObjective(BoosterObjective):
         o = self.options
         return _plrank.estimate(
             scores, rho, ptr, self.metric, hessian=o.hessian, N=o.training_N, seed=self.seed,
-            round_=round_, sampler=o.sampler, n_jobs=self.n_jobs, keys=keys,
+            round_=round_, sampler=o.sampler, noise=o.noise, n_jobs=self.n_jobs, keys=keys,
             fairness=self.fairness, terms=terms,
         )
 
@@ -387,6 +387,7 @@ def plrank_objective(
     hessian: str = DEFAULTS.hessian,
     seed: int = 0,
     sampler: str = DEFAULTS.sampler,
+    noise: str = DEFAULTS.noise,
     n_jobs: int | None = None,
     fairness: str | None = DEFAULTS.fairness,
     fairness_weight: float = DEFAULTS.fairness_weight,
@@ -413,7 +414,7 @@ def plrank_objective(
 
     Parameters
     ----------
-    .. plrank-options:: K N train_K metric gain hessian sampler fairness fairness_weight empty_queries
+    .. plrank-options:: K N train_K metric gain hessian sampler noise fairness fairness_weight empty_queries
     n_jobs : int or None, default None
         Threads of the rounds' sampling; None uses Numba's default, negative values count back
         from it.
@@ -461,7 +462,7 @@ def plrank_objective(
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
-        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
+        noise=noise, fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     return PLRankObjective(
         options, seed=seed, n_jobs=n_jobs, item_groups=item_groups, device=device

@@ -2,7 +2,7 @@ r"""The options of the PL-Rank objective: one validated object for every caller.
 
 :class:`PLRankOptions` holds what defines a PL-Rank objective: the cut-off ``K`` a ranker is
 judged at, the cut-off ``train_K`` it trains at, the rankings sampled per query, the metric and
-its gain, the Hessian mode, the sampler and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
+its gain, the Hessian mode, the sampler and its noise, and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
 :func:`~gbdt_plrank.plrank_grad_hess`, :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker` and the
 comparison harness's ``[plrank]`` table all build it, so that one set of rules (each field's, and
@@ -34,6 +34,7 @@ __all__ = [
     "AUTO_N_NETWORK",
     "DEFAULTS",
     "HESSIAN_MODES",
+    "NOISES",
     "OPTION_DOCS",
     "SAMPLERS",
     "TRAIN_K_FACTOR",
@@ -48,6 +49,9 @@ HESSIAN_MODES = ("abs", "raw", "clip", "constant")
 
 #: How rankings are drawn: sequentially from a sum tree, by an exponential race, or the cheaper.
 SAMPLERS = ("auto", "tree", "race")
+
+#: The uniforms the samplers draw with: a randomly shifted lattice per query, or independent.
+NOISES = ("lattice", "independent")
 
 #: ``train_K="auto"`` trains a ranker judged at the cut-off K on rankings this many times longer.
 TRAIN_K_FACTOR = 2
@@ -108,6 +112,7 @@ class PLRankFields(Schema):
         "abs", description=one_of(HESSIAN_MODES)
     )
     sampler: Literal[SAMPLERS] = Field("auto", description=one_of(SAMPLERS))  # type: ignore[valid-type]
+    noise: Literal[NOISES] = Field("independent", description=one_of(NOISES))  # type: ignore[valid-type]
     fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
         None, description=f"None or {one_of(FAIRNESS)}"
     )
@@ -147,7 +152,7 @@ class PLRankOptions(PLRankFields):
 
     Attributes
     ----------
-    .. plrank-options:: K train_K N metric gain hessian sampler fairness fairness_weight empty_queries
+    .. plrank-options:: K train_K N metric gain hessian sampler noise fairness fairness_weight empty_queries
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -277,6 +282,19 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         How the rankings are drawn: sequential sum-tree draws, an exponential race
         (PL-Rank-3's Gumbel sampling), or the cheaper of the two for each query. Identical
         rankings give identical estimates.
+    """),
+    "noise": ('{"lattice", "independent"}', r"""
+        The uniforms the ``N`` rankings of a query are drawn with. ``"independent"``: each
+        ranking from its own independent uniforms. ``"lattice"``: from a randomly shifted
+        rank-1 lattice (Cranley and Patterson 1976; L'Ecuyer and Lemieux 2000): uniform
+        :math:`j` of ranking :math:`i` is :math:`\{i g_j / N + c_j\}`, with the shift
+        :math:`c_j` uniform and :math:`g_j` coprime to :math:`N`, drawn per query and round.
+        Each ranking is still a Plackett-Luce draw, so the estimate stays unbiased, but the
+        ``N`` rankings cover the policy evenly: every uniform takes each of :math:`N` equal
+        strata once (the top rank's documents in proportion to their probabilities, up to
+        :math:`1/N`), which lowers the estimate's variance at the same cost. With
+        ``fairness``, each half of the rankings is a lattice of its own (the halves stay
+        independent).
     """),
     "fairness": ('{None, "expected-exposure", "disparity", "group-disparity"}', r"""
         None: the expected metric alone. Otherwise the objective maximised is, per query,

@@ -161,6 +161,7 @@ def estimate(
     seed: int,
     round_: int,
     sampler: str,
+    noise: str,
     n_jobs: int | None,
     keys: np.ndarray | None = None,
     fairness: FairnessSpec | None = None,
@@ -195,13 +196,14 @@ def estimate(
             if fairness is None:
                 _estimate_groups(
                     scores[r], rho[r], ptr, keys[a:b], theta, N, seed, round_,
-                    _kernels.SAMPLER_CODES[sampler], grad[r], hess[r],
+                    _kernels.SAMPLER_CODES[sampler], _kernels.NOISE_CODES[noise], grad[r], hess[r],
                 )
             else:
                 _fair_kernels.fair_estimate_groups(
                     scores[r], rho[r], fairness.kind, terms.aux[r], terms.member[r],
                     fairness.weight, fairness.trains_empty_queries, ptr, keys[a:b], theta, N,
-                    seed, round_, _kernels.SAMPLER_CODES[sampler], grad[r], hess[r], slope[r],
+                    seed, round_, _kernels.SAMPLER_CODES[sampler], _kernels.NOISE_CODES[noise],
+                    grad[r], hess[r], slope[r],
                 )
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
@@ -210,8 +212,8 @@ def estimate(
 
 def _estimate_groups(
     scores: np.ndarray, rho: np.ndarray, group_ptr: np.ndarray, keys: np.ndarray,
-    theta: np.ndarray, N: int, seed: int, round_: int, sampler: int, grad: np.ndarray,
-    hess: np.ndarray,
+    theta: np.ndarray, N: int, seed: int, round_: int, sampler: int, noise: int,
+    grad: np.ndarray, hess: np.ndarray,
 ) -> None:
     """The kernel ``estimate_groups`` into ``grad`` and ``hess``, its wide path compiled only
     when a query needs it.
@@ -224,12 +226,13 @@ def _estimate_groups(
     """
     wide = np.empty(group_ptr.shape[0] - 1, dtype=np.bool_)
     _kernels.estimate_narrow_groups(
-        scores, rho, group_ptr, keys, theta, N, seed, round_, sampler, grad, hess, wide
+        scores, rho, group_ptr, keys, theta, N, seed, round_, sampler, noise, grad, hess, wide
     )
 
     def whole(rows, ptr, queries, g, h):
         _kernels.estimate_groups(
-            scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, g, h
+            scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, noise,
+            g, h,
         )
 
     recompute_queries(group_ptr, wide, whole, grad, hess)
@@ -255,6 +258,7 @@ def plrank_grad_hess(
     hessian: str = DEFAULTS.hessian,
     seed: int = 0,
     sampler: str = DEFAULTS.sampler,
+    noise: str = DEFAULTS.noise,
     n_jobs: int | None = None,
     fairness: str | None = DEFAULTS.fairness,
     fairness_weight: float = DEFAULTS.fairness_weight,
@@ -284,7 +288,7 @@ def plrank_grad_hess(
     .. plrank-options:: K N metric gain hessian
     seed : int, default 0
         Seed of the sampled rankings.
-    .. plrank-options:: sampler
+    .. plrank-options:: sampler noise
     n_jobs : int or None, default None
         Threads; None uses Numba's default, negative values count back from it.
     .. plrank-options:: fairness fairness_weight empty_queries
@@ -322,8 +326,8 @@ def plrank_grad_hess(
     Stochastic Learning to Rank with Gradient Boosted Trees. SIGIR 2024.
     """
     options = _options(
-        K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, fairness=fairness,
-        fairness_weight=fairness_weight, empty_queries=empty_queries,
+        K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, noise=noise,
+        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     seed = check_seed("seed", seed)
     m = as_finite_vector("scores", scores)
@@ -339,7 +343,8 @@ def plrank_grad_hess(
     return estimate(
         m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian,
         N=options.training_N,
-        seed=seed, round_=0, sampler=options.sampler, n_jobs=n_jobs, fairness=fair, terms=terms,
+        seed=seed, round_=0, sampler=options.sampler, noise=options.noise, n_jobs=n_jobs,
+        fairness=fair, terms=terms,
     )
 
 

@@ -46,7 +46,7 @@ class PLRankMLPRanker(PolicyRanker):
 
     Parameters
     ----------
-    .. plrank-options:: K train_K N metric gain sampler fairness fairness_weight empty_queries
+    .. plrank-options:: K train_K N metric gain sampler noise fairness fairness_weight empty_queries
     n_layers : int, default 2
         Hidden layers, >= 0 (0: a linear model).
     units : int, default 32
@@ -110,6 +110,7 @@ class PLRankMLPRanker(PolicyRanker):
         metric: str = DEFAULTS.metric,
         gain: str = DEFAULTS.gain,
         sampler: str = DEFAULTS.sampler,
+        noise: str = DEFAULTS.noise,
         fairness: str | None = DEFAULTS.fairness,
         fairness_weight: float = DEFAULTS.fairness_weight,
         empty_queries: str = DEFAULTS.empty_queries,
