@@ -5,7 +5,7 @@ on every requested fold at the harness's shared tree settings (eta 0.05, depth 6
 leaves, min_child_weight 0.1, lambda 1; at most 1000 rounds, the harness's stopping rule on
 validation: no round kept before ceil(2 / eta), patience 25), with its own watched metric: the library objectives on the library's NDCG@k, the PL-Rank methods as the
 README's ``xgboost.train`` / ``lightgbm.train`` call does (``[plrank]``'s defaults; ``--stopping``
-adds rows for other stopping metrics). What is timed is the library's training call, evaluation
+adds rows for other stopping metrics, ``--plrank`` rows with other ``[plrank]`` options). What is timed is the library's training call, evaluation
 and early stopping included, up to the kept model: the harness's ``Fit.train_seconds``. Within a
 fold the methods run one after the other, so that a change of the machine's load falls on all of
 them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the same folds.
@@ -31,6 +31,8 @@ harness's, with the same rounds cap and patience.
     python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2  # quality averaged over seeds
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --trees library-defaults
+    python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --plrank 'N=25,noise=lattice' \\
+        --methods lambdamart-xgb,plrank-xgb,lambdarank-lgb,plrank-lgb
     python benchmarks/time_to_model.py --data mslr-sample --folds 1 \\
         --out benchmarks/results/time_to_model_mslr-sample.md   # the bundled MSLR sample, one split
 
@@ -120,21 +122,48 @@ class Run:
     trees: str = "harness"  # a key of TREES
 
 
-def _rows(methods: list[str], stoppings: list[str]) -> list[tuple[str, str, str | None]]:
-    """(row name, method, stopping metric or None for the default) in the order they run."""
+def _rows(
+    methods: list[str], stoppings: list[str], variants: tuple[str, ...] = ()
+) -> list[tuple[str, str, PLRankSettings | None]]:
+    """(row name, method, its ``[plrank]`` table or None for the default) in the order they run.
+
+    A PL-Rank method gets a row ``<method>@<metric>`` per stopping metric other than the
+    default, and ``<method>[<variant>]`` per variant: ``key=value`` pairs of the ``[plrank]``
+    table, comma-separated (:func:`plrank_variant`).
+    """
     default = PLRankSettings().stopping
-    rows = []
+    rows: list[tuple[str, str, PLRankSettings | None]] = []
     for name in methods:
         rows.append((name, name, None))
         if METHODS[name].objective == PLRANK:
-            rows += [(f"{name}@{s}", name, s) for s in stoppings if s != default]
+            rows += [(f"{name}@{s}", name, PLRankSettings(stopping_metric=s))
+                     for s in stoppings if s != default]
+            rows += [(f"{name}[{v}]", name, plrank_variant(v)) for v in variants]
     return rows
+
+
+def plrank_variant(text: str) -> PLRankSettings:
+    """The ``[plrank]`` table of ``key=value`` pairs, comma-separated (integers as integers).
+
+    Raises
+    ------
+    ValueError
+        For a pair without ``=``, and for an option or value the table refuses.
+    """
+    options: dict[str, object] = {}
+    for pair in _items(text):
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"a --plrank variant is key=value pairs, but {pair!r} has no '='.")
+        options[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
+    return PLRankSettings(**options)
 
 
 def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
     trees: str = "harness", rounds: int = 1000, n_jobs: int | None = None,
     seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
+    variants: tuple[str, ...] = (),
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
@@ -148,10 +177,9 @@ def run(
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
             qids = np.unique(ds.test.qid)
-            for seed, (row, method, stopping) in itertools.product(
-                seeds, _rows(methods, stoppings)
+            for seed, (row, method, plrank) in itertools.product(
+                seeds, _rows(methods, stoppings, variants)
             ):
-                plrank = None if stopping is None else PLRankSettings(stopping_metric=stopping)
                 fit = train(method, ds, k=k, seed=seed, trees=settings, plrank=plrank)
                 test = {
                     c: dict(zip(qids.tolist(), ndcg(
@@ -371,6 +399,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", default=",".join(METHOD_NAMES))
     parser.add_argument("--stopping", default="",
                         help="extra PL-Rank rows stopped on these metrics (policy, ranking)")
+    parser.add_argument("--plrank", default="",
+                        help="extra PL-Rank rows with these [plrank] options: key=value pairs, "
+                             "comma-separated, one row per ';'-separated variant")
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--trees", choices=tuple(TREES), default="harness",
@@ -401,6 +432,12 @@ def main(argv: list[str] | None = None) -> None:
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds must be distinct, but {','.join(map(str, args.seeds))} repeats one.")
     check_data(datasets, folds)
+    variants = tuple(v for v in args.plrank.split(";") if v)
+    for v in variants:
+        try:
+            plrank_variant(v)
+        except ValueError as error:  # pydantic's ValidationError is one
+            parser.error(f"--plrank {v!r}: {error}")
     methods = []
     for name in _items(args.methods):
         if name not in METHODS:
@@ -414,7 +451,7 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
                stoppings=_items(args.stopping), k=args.k, trees=args.trees, rounds=args.rounds,
-               n_jobs=args.threads, seeds=tuple(args.seeds), records=records)
+               n_jobs=args.threads, seeds=tuple(args.seeds), records=records, variants=variants)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])

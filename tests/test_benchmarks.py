@@ -235,12 +235,14 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     out = tmp_path / "ttm.md"
     ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
-              "--stopping", "ranking,standardized", "--rounds", "3", "--out", str(out)])
+              "--stopping", "ranking,standardized", "--plrank", "N=3,noise=lattice",
+              "--rounds", "3", "--out", str(out)])
     text = out.read_text()
     raw = json.loads(out.with_suffix(".json").read_text())
     runs = {r["row"]: r for r in raw["runs"]}
-    # The default stopping metric gets no second row; another one does.
-    assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking"]
+    # The default stopping metric gets no second row; another one does, and so does a variant.
+    assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking",
+                          "plrank-xgb[N=3,noise=lattice]"]
     assert all(0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"]
                and r["seconds"] > 0 for r in runs.values())
     ratio = runs["plrank-xgb"]["seconds"] / runs["lambdamart-xgb"]["seconds"]
@@ -306,6 +308,21 @@ def test_time_to_model_refuses_bad_seeds_naming_them(
     with pytest.raises(SystemExit):
         ttm.main(["--data", "mq2008", "--folds", "1", "--seeds", seeds])
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("variant", "message"), [
+    ("N=25,noise", "a --plrank variant is key=value pairs, but 'noise' has no '='."),
+    ("noise=sobol", "--plrank 'noise=sobol': "),
+])
+def test_time_to_model_refuses_bad_plrank_variants_naming_them(
+    variant: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import time_to_model as ttm
+
+    with pytest.raises(SystemExit):
+        ttm.main(["--data", "mq2008", "--folds", "1", "--plrank", variant])
+    assert message in capsys.readouterr().err
+    assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25
 
 
 def _seed_runs() -> list:
