@@ -79,6 +79,35 @@ def test_round_zero_equals_the_public_function_at_the_training_cutoff(data):
     assert fair.train_K == 5  # fairness is defined at K
 
 
+def test_lattice_noise_reaches_both_boosters_and_is_reproducible(data):
+    """noise="lattice": round 0 is the public function's lattice estimate, a training inside
+    XGBoost and LightGBM is the same at any thread count, and not the independent one."""
+    X, y, qid, sizes = data
+    ptr = boundaries(sizes)
+    obj = plrank_objective(K=5, N=20, seed=3, noise="lattice")
+    grad, hess = obj(np.zeros(len(y), dtype=np.float32), xgb.DMatrix(X, y, qid=qid))
+    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3, noise="lattice")
+    np.testing.assert_array_equal(grad, expected[0])
+    np.testing.assert_array_equal(hess, expected[1])
+    assert not np.array_equal(grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20,
+                                                     seed=3)[0])
+    dtrain = xgb.DMatrix(X, y, qid=qid)
+    models = [
+        xgb.train({**XGB_PARAMS, "nthread": n}, dtrain, 5,
+                  obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise=noise)).predict(dtrain)
+        for n, noise in ((1, "lattice"), (2, "lattice"), (2, "independent"))
+    ]
+    np.testing.assert_array_equal(models[0], models[1])
+    assert not np.array_equal(models[0], models[2])
+    ltrain = lgb.Dataset(X, y, group=sizes)
+    lgb_models = [
+        lgb.train({"objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise="lattice"),
+                   "num_threads": n, "verbose": -1, "min_data_in_leaf": 5}, ltrain, 5).predict(X)
+        for n in (1, 2)
+    ]
+    np.testing.assert_array_equal(lgb_models[0], lgb_models[1])
+
+
 def test_xgboost_same_seed_same_model_any_thread_count(data):
     X, y, qid, _ = data
     dtrain = xgb.DMatrix(X, y, qid=qid)

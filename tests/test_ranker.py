@@ -757,6 +757,8 @@ def test_model_selection_with_group_kfold(backend, mq):
          "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given"),
         ({"sampler": "gumbel"}, {}, ValueError,
          "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
+        ({"noise": "sobol"}, {}, ValueError,
+         "noise must be one of 'lattice', 'independent', but 'sobol' is given"),
         ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y, group\)"),
         ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
          "LightGBM finds no feature to split on"),
