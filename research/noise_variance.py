@@ -6,7 +6,8 @@ trained at 20) are fixed; the gradient and the raw Hessian estimate
 (:func:`gbdt_plrank.plrank_grad_hess` at K = 20, the training cut-off) are then drawn at
 ``--seeds`` seeds for every noise and ``N``. Reported per cell: the variance over seeds, summed
 over the training documents, as a multiple of independent noise's at N = 50 (the default), and
-the median time of one call (2 threads; wall-clock, as noisy as the machine).
+the median time of one call (2 threads, ``--repeats`` calls per cell, the cells in turns;
+wall-clock, as noisy as the machine).
 
     python research/noise_variance.py --out benchmarks/results/noise_variance.md
 """
@@ -49,24 +50,26 @@ def main() -> None:
     p.add_argument("--N", type=int_list, default="10,25,50,100")
     p.add_argument("--seeds", type=int, default=40)
     p.add_argument("--rounds", type=int, default=80)
+    p.add_argument("--repeats", type=int, default=30, help="timed calls per cell")
     p.add_argument("--out", default="")
     a = p.parse_args()
     lines = []
     for data in a.data:
         m, y, ptr = margins(data, a.rounds)
+        cells = [(noise, N) for noise in NOISES for N in a.N]
+        times: dict[tuple[str, int], list[float]] = {cell: [] for cell in cells}
+        for rep in range(a.repeats):  # the cells in turns, so that drift falls on all alike
+            for noise, N in cells:
+                start = time.perf_counter()
+                plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=rep, n_jobs=2)
+                times[noise, N].append(time.perf_counter() - start)
         rows = {}
-        for noise in NOISES:
-            for N in a.N:
-                draws = [plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=s,
-                                          hessian="raw", n_jobs=2) for s in range(a.seeds)]
-                times = []
-                for s in range(5):
-                    start = time.perf_counter()
-                    plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=s, n_jobs=2)
-                    times.append(time.perf_counter() - start)
-                rows[noise, N] = (np.var([g for g, _ in draws], axis=0).sum(),
-                                  np.var([h for _, h in draws], axis=0).sum(),
-                                  1e3 * float(np.median(times)))
+        for noise, N in cells:
+            draws = [plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=s,
+                                      hessian="raw", n_jobs=2) for s in range(a.seeds)]
+            rows[noise, N] = (np.var([g for g, _ in draws], axis=0).sum(),
+                              np.var([h for _, h in draws], axis=0).sum(),
+                              1e3 * float(np.median(times[noise, N])))
         g0, h0, _ = rows["independent", 50]
         lines += [f"\n### {data}, Fold1 training split ({ptr.shape[0] - 1} queries, "
                   f"{m.shape[0]} documents), margins after {a.rounds} rounds, "
