@@ -127,7 +127,9 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     non-zero reward (else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
     ``round_`` integers; ``noise`` its code (``NOISE_CODES``); ``hess_max`` float64 (1,),
     raised to the largest ``|hess|``;
-    work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,); outputs
+    work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,), ``gen``
+    int64 (n,) and ``shift`` float64 (n,) (each document's lattice generator and shift, drawn
+    once per query and read by every sample; used with lattice noise only); outputs
     ``grad, hess`` float64 (n,), the loss's (not yet finished) gradient and Hessian.
     """
     k_pr = k_max + 1  # the length of PR: array sizes must be compile-time constants
@@ -135,7 +137,7 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     @cuda.jit
     def kernel(
         scores, rho, group_ptr, keys, active, theta, n_samples, seed, round_, noise, hess_max,
-        e, own, count, grad, hess,
+        e, own, count, gen, shift, grad, hess,
     ):
         buf = cuda.shared.array(threads, dtype=np.float64)
         g = cuda.blockIdx.x
@@ -169,7 +171,13 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
             cuda.syncthreads()
             c = buf[0]
             cuda.syncthreads()
+        # the query's stream (typed: the simulator's stream_state returns a Python int)
+        state0 = np.uint64(stream_state(seed, round_, keys[g]))
+        lattice = noise == NOISE_LATTICE
         for d in range(lo + t, hi, threads):
+            if lattice:  # number d - lo of the query's lattice, as noise_plan draws it
+                gen[d] = lattice_generator(state0, d - lo, D, n_samples)
+                shift[d] = lattice_shift(state0, d - lo)
             if wide:
                 e[d] = math.exp(min(scores[d] - c, LOG_FLOOR))
             else:
@@ -184,7 +192,6 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
         S = cuda.local.array(k_max, dtype=np.float64)
         PR = cuda.local.array(k_pr, dtype=np.float64)
         L = cuda.local.array(k_pr, dtype=np.float64)
-        state0 = stream_state(seed, round_, keys[g])
         acc0 = acc1 = acc2 = acc3 = 0.0
         for s in range(t, n_samples, threads):
             # the race: the K smallest keys in order; ``rest`` sums e over the others (a wide
@@ -196,12 +203,8 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
             first = s * D + 1
             for d in range(D):
                 ed = e[lo + d]
-                if noise == NOISE_LATTICE:  # (the simulator's state0 is a Python int: typed)
-                    start = np.uint64(state0)
-                    u = lattice_point(
-                        s, lattice_generator(start, d, D, n_samples), lattice_shift(start, d),
-                        n_samples,
-                    )
+                if lattice:
+                    u = lattice_point(s, gen[lo + d], shift[lo + d], n_samples)
                 else:
                     u = uniform_at(state0, first + d)
                 if wide:

@@ -130,6 +130,9 @@ class CudaEstimate:
         self._e = cuda.device_array(n, dtype=np.float64)
         self._own = cuda.device_array((n, 4), dtype=np.float64)
         self._count = cuda.device_array(n, dtype=np.int32)
+        lattice_rows = n if noise == "lattice" else 0  # the kernel's lattice work arrays
+        self._gen = cuda.device_array(lattice_rows, dtype=np.int64)
+        self._shift = cuda.device_array(lattice_rows, dtype=np.float64)
         self._hess_max = cuda.device_array(1, dtype=np.float64)
         self._kernel = _cuda_kernels.estimate_kernel(theta.shape[0], _threads(N))
         self._threads = _threads(N)
@@ -152,7 +155,8 @@ class CudaEstimate:
         if self.G:
             self._kernel[self.G, self._threads](
                 m, self._rho, self._ptr, keys_d, self._active, self._theta, self.N, seed,
-                round_, self.noise, self._hess_max, self._e, self._own, self._count, grad, hess,
+                round_, self.noise, self._hess_max, self._e, self._own, self._count, self._gen,
+                self._shift, grad, hess,
             )
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         if self.n:
