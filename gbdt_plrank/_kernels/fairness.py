@@ -13,7 +13,6 @@ from .plrank import (
     _add_sample,
     _add_sample_wide,
     _draw,
-    _draw_race_wide,
     _finish_query,
     _log_normalizers,
     _normalizers_of,
@@ -28,6 +27,7 @@ from .plrank import (
     noise_plan,
     wide_candidates,
     wide_frame,
+    wide_rankings,
 )
 
 EXPECTED_EXPOSURE = 0
@@ -204,12 +204,7 @@ def _fair_query(
     if is_wide(scores):
         m_c, _ = wide_frame(scores, K)
         cand, _ = wide_candidates(m_c)
-        keys = np.empty(cand.shape[0])
-        plan = noise_plan(noise, state, n_samples, True, D)
-        U = np.empty((1, D))
-        for s in range(n_samples):
-            fill_uniforms(plan, state, s, U)
-            _draw_race_wide(m_c, cand, U[0], keys, rankings[s])
+        wide_rankings(m_c, cand, noise_plan(noise, state, n_samples, True, D), state, rankings)
         m_c, e, L = _wide_norms(scores, rankings)
         _fair_terms(
             rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,

@@ -737,6 +737,17 @@ def _draw_race_wide(m_c, cand, u, keys, ranking):
         ranking[k] = cand[ranking[k]]
 
 
+@njit(cache=True, error_model="numpy")
+def wide_rankings(m_c, cand, plan, state, rankings):
+    """Every row of ``rankings`` drawn by :func:`_draw_race_wide`, row s from the uniforms of
+    sample s of ``plan`` (:func:`noise_plan` over the query's D documents)."""
+    keys = np.empty(cand.shape[0])
+    U = np.empty((1, m_c.shape[0]))
+    for s in range(rankings.shape[0]):
+        fill_uniforms(plan, state, s, U)
+        _draw_race_wide(m_c, cand, U[0], keys, rankings[s])
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _log_add(a, b):
     """``log(exp(a) + exp(b))``; either may be -inf. Also compiled for the device (hence
@@ -1031,13 +1042,9 @@ def query_rankings(scores, K, n_samples, state):
         k = min(K, D)
         m_c, _ = wide_frame(scores, k)
         cand, _ = wide_candidates(m_c)
-        keys = np.empty(cand.shape[0])
         rankings = np.empty((n_samples, k), dtype=np.int64)
         plan = noise_plan(np.int64(NOISE_INDEPENDENT), state, n_samples, False, D)
-        U = np.empty((1, D))
-        for s in range(n_samples):
-            fill_uniforms(plan, state, s, U)
-            _draw_race_wide(m_c, cand, U[0], keys, rankings[s])
+        wide_rankings(m_c, cand, plan, state, rankings)
         return rankings
     return narrow_query_rankings(scores, K, n_samples, state)
 
