@@ -5,8 +5,8 @@ on every requested fold at the harness's shared tree settings (eta 0.05, depth 6
 leaves, min_child_weight 0.1, lambda 1; at most 1000 rounds, the harness's stopping rule on
 validation: no round kept before ceil(2 / eta), patience 25), with its own watched metric: the library objectives on the library's NDCG@k, the PL-Rank methods as the
 README's ``xgboost.train`` / ``lightgbm.train`` call does (``[plrank]``'s defaults; ``--stopping``
-adds rows for other stopping metrics, ``--plrank`` rows with other ``[plrank]`` options). What is timed is the library's training call, evaluation
-and early stopping included, up to the kept model: the harness's ``Fit.train_seconds``. Within a
+adds rows for other stopping metrics, ``--plrank`` rows with other ``[plrank]`` options). What
+is timed is the library's training call, evaluation and early stopping included, up to the kept model: the harness's ``Fit.train_seconds``. Within a
 fold the methods run one after the other, so that a change of the machine's load falls on all of
 them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the same folds.
 
@@ -123,13 +123,13 @@ class Run:
 
 
 def _rows(
-    methods: list[str], stoppings: list[str], variants: tuple[str, ...] = ()
+    methods: list[str], stoppings: list[str], variants: dict[str, PLRankSettings] | None = None
 ) -> list[tuple[str, str, PLRankSettings | None]]:
     """(row name, method, its ``[plrank]`` table or None for the default) in the order they run.
 
     A PL-Rank method gets a row ``<method>@<metric>`` per stopping metric other than the
-    default, and ``<method>[<variant>]`` per variant: ``key=value`` pairs of the ``[plrank]``
-    table, comma-separated (:func:`plrank_variant`).
+    default, and ``<method>[<variant>]`` per variant: its text (``key=value`` pairs of the
+    ``[plrank]`` table, comma-separated) -> its table (:func:`plrank_variant`).
     """
     default = PLRankSettings().stopping
     rows: list[tuple[str, str, PLRankSettings | None]] = []
@@ -138,7 +138,7 @@ def _rows(
         if METHODS[name].objective == PLRANK:
             rows += [(f"{name}@{s}", name, PLRankSettings(stopping_metric=s))
                      for s in stoppings if s != default]
-            rows += [(f"{name}[{v}]", name, plrank_variant(v)) for v in variants]
+            rows += [(f"{name}[{v}]", name, table) for v, table in (variants or {}).items()]
     return rows
 
 
@@ -163,23 +163,23 @@ def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
     trees: str = "harness", rounds: int = 1000, n_jobs: int | None = None,
     seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
-    variants: tuple[str, ...] = (),
+    variants: dict[str, PLRankSettings] | None = None,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
-    ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`). Each
+    ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`);
+    ``variants`` adds PL-Rank rows with other ``[plrank]`` tables (:func:`_rows`). Each
     finished training is also appended to the JSON-lines file ``records``, if given, so that an
     interrupted run keeps what it measured.
     """
     settings = tree_settings(trees, rounds=rounds, n_jobs=n_jobs)
+    rows = _rows(methods, stoppings, variants)
     runs = []
     for data in datasets:
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
             qids = np.unique(ds.test.qid)
-            for seed, (row, method, plrank) in itertools.product(
-                seeds, _rows(methods, stoppings, variants)
-            ):
+            for seed, (row, method, plrank) in itertools.product(seeds, rows):
                 fit = train(method, ds, k=k, seed=seed, trees=settings, plrank=plrank)
                 test = {
                     c: dict(zip(qids.tolist(), ndcg(
@@ -432,10 +432,10 @@ def main(argv: list[str] | None = None) -> None:
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds must be distinct, but {','.join(map(str, args.seeds))} repeats one.")
     check_data(datasets, folds)
-    variants = tuple(v for v in args.plrank.split(";") if v)
-    for v in variants:
+    variants = {}
+    for v in (v for v in args.plrank.split(";") if v):
         try:
-            plrank_variant(v)
+            variants[v] = plrank_variant(v)
         except ValueError as error:  # pydantic's ValidationError is one
             parser.error(f"--plrank {v!r}: {error}")
     methods = []

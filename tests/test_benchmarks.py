@@ -243,6 +243,7 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     # The default stopping metric gets no second row; another one does, and so does a variant.
     assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking",
                           "plrank-xgb[N=3,noise=lattice]"]
+    assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25  # an integer
     assert all(0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"]
                and r["seconds"] > 0 for r in runs.values())
     ratio = runs["plrank-xgb"]["seconds"] / runs["lambdamart-xgb"]["seconds"]
@@ -296,33 +297,21 @@ def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> No
     assert seeds.startswith("| plrank-xgb | -0.0500 [") and "| +0.1500 [" in seeds
 
 
-@pytest.mark.parametrize(("seeds", "message"), [
-    ("0,x", "expected an integer or comma-separated integers, but '0,x' is given"),
-    ("0,1,0", "--seeds must be distinct, but 0,1,0 repeats one."),
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--seeds", "0,x", "expected an integer or comma-separated integers, but '0,x' is given"),
+    ("--seeds", "0,1,0", "--seeds must be distinct, but 0,1,0 repeats one."),
+    ("--plrank", "N=25,noise",
+     "a --plrank variant is key=value pairs, but 'noise' has no '='."),
+    ("--plrank", "noise=sobol", "--plrank 'noise=sobol': "),
 ])
-def test_time_to_model_refuses_bad_seeds_naming_them(
-    seeds: str, message: str, capsys: pytest.CaptureFixture[str]
+def test_time_to_model_refuses_bad_seeds_and_variants_naming_them(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from benchmarks import time_to_model as ttm
 
     with pytest.raises(SystemExit):
-        ttm.main(["--data", "mq2008", "--folds", "1", "--seeds", seeds])
+        ttm.main(["--data", "mq2008", "--folds", "1", option, value])
     assert message in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(("variant", "message"), [
-    ("N=25,noise", "a --plrank variant is key=value pairs, but 'noise' has no '='."),
-    ("noise=sobol", "--plrank 'noise=sobol': "),
-])
-def test_time_to_model_refuses_bad_plrank_variants_naming_them(
-    variant: str, message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from benchmarks import time_to_model as ttm
-
-    with pytest.raises(SystemExit):
-        ttm.main(["--data", "mq2008", "--folds", "1", "--plrank", variant])
-    assert message in capsys.readouterr().err
-    assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25
 
 
 def _seed_runs() -> list:
