@@ -120,9 +120,9 @@ class PLRankRanker(PolicyRanker):
         With early stopping, no round before this one is kept or counted: the best round is
         the best from round ``min_rounds`` on, and the patience runs from there. ``"auto"`` is
         :func:`~gbdt_plrank.min_rounds_for` of the learning rate the booster trains with,
-        ``ceil(2 / learning_rate)`` (20 at the default 0.1; a rate in ``params`` wins): a model of fewer trees has taken less than about 86 % of a
-        full step, and an early maximum of a stochastic objective's validation curve is mostly
-        noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
+        ``ceil(2 / learning_rate)`` (20 at the default 0.1; a rate in ``params`` wins): a
+        model of fewer trees has taken less than about 86 % of a full step, and an early
+        maximum of a stochastic objective's validation curve is mostly noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
