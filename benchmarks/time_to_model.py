@@ -65,6 +65,7 @@ from benchmarks.harness import (
     write_section,
 )
 from gbdt_plrank._util import compat as _compat
+from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.harness.data import check_data, dataset_label, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK
@@ -143,7 +144,8 @@ def _rows(
 
 
 def plrank_variant(text: str) -> PLRankSettings:
-    """The ``[plrank]`` table of ``key=value`` pairs, comma-separated (integers as integers).
+    """The ``[plrank]`` table of ``key=value`` pairs, comma-separated (a value as TOML reads it,
+    ``N=25`` an integer and ``query_subsample=0.5`` a float, else as the text).
 
     Raises
     ------
@@ -155,7 +157,7 @@ def plrank_variant(text: str) -> PLRankSettings:
         key, sep, value = pair.partition("=")
         if not sep:
             raise ValueError(f"a --plrank variant is key=value pairs, but {pair!r} has no '='.")
-        options[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
+        options[key.strip()] = toml_value(value.strip())
     return PLRankSettings(**options)
 
 

@@ -67,7 +67,7 @@ class PLRankRanker(PolicyRanker):
     ----------
     backend : {"xgboost", "lightgbm"}, default "xgboost"
         The booster library.
-    .. plrank-options:: K train_K N metric gain hessian sampler noise fairness
+    .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample fairness
     device : {"cpu", "cuda"}, default "cpu"
         Where the objective's estimate is computed (XGBoost's parameter name): ``"cuda"`` runs
         it on the GPU (the ``gpu`` extra; see :func:`gbdt_plrank.plrank_objective` for what it
@@ -207,6 +207,7 @@ class PLRankRanker(PolicyRanker):
         hessian: str = DEFAULTS.hessian,
         sampler: str = DEFAULTS.sampler,
         noise: str = DEFAULTS.noise,
+        query_subsample: float = DEFAULTS.query_subsample,
         fairness: str | None = DEFAULTS.fairness,
         fairness_weight: float = DEFAULTS.fairness_weight,
         device: str = "cpu",

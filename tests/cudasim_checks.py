@@ -73,15 +73,16 @@ def _queries(rng, sizes, spread=2.0):
 
 def _compare(
     scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, metric="ndcg",
-    noise="independent",
+    noise="independent", query_subsample=1.0,
 ):
     m = RankingMetric(metric, K, "exp")
     rho = m.rewards(labels, ptr)
     grad, hess = estimate(
         scores, rho, ptr, m, hessian=hessian, N=N, seed=seed, round_=round_, sampler="race",
-        noise=noise, n_jobs=1, keys=keys,
+        noise=noise, n_jobs=1, keys=keys, query_subsample=query_subsample,
     )
-    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian, noise=noise)
+    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian, noise=noise,
+                       query_subsample=query_subsample)
     g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
     assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
     assert np.abs(h - hess).max() <= TOL * max(1.0, np.abs(hess).max()), (h, hess)
@@ -121,13 +122,24 @@ def check_curvature_floor_is_the_cpu_floor():
 
 
 def check_keys_rounds_and_metrics():
-    """Streams keyed by other keys and rounds; the DCG and precision rewards."""
+    """Streams keyed by other keys and rounds; the DCG and precision rewards; the queries a
+    round subsampled to half of them keeps (the others exactly 0, the constant Hessian too)."""
     rng = np.random.default_rng(1)
     ptr, labels, scores = _queries(rng, [7, 9, 4])
     keys = np.array([11, 3, 2**35], dtype=np.int64)
     for metric in ("dcg", "precision"):
         _compare(scores, labels, ptr, K=3, N=5, hessian="raw", seed=9, round_=4, keys=keys,
                  metric=metric)
+    ptr, labels, scores = _queries(rng, [5, 8, 3, 6, 9, 4, 7, 2])
+    keys = np.arange(8, dtype=np.int64) * 5 + 1
+    kept = _kernels.kept_queries(4, 1, keys, 0.5)
+    left_out = ~np.repeat(kept, np.diff(ptr))
+    assert 0 < kept.sum() < 8
+    for hessian in ("abs", "constant"):
+        grad, hess = _compare(scores, labels, ptr, K=3, N=5, hessian=hessian, seed=4, round_=1,
+                              keys=keys, query_subsample=0.5)
+        assert np.all(grad[left_out] == 0.0) and np.all(hess[left_out] == 0.0)
+        assert np.all(hess[~left_out] > 0.0)
 
 
 def check_margins_far_apart():

@@ -244,6 +244,7 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking",
                           "plrank-xgb[N=3,noise=lattice]"]
     assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25  # an integer
+    assert ttm.plrank_variant("query_subsample=0.5").query_subsample == 0.5  # a float
     assert all(0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"]
                and r["seconds"] > 0 for r in runs.values())
     ratio = runs["plrank-xgb"]["seconds"] / runs["lambdamart-xgb"]["seconds"]

@@ -58,8 +58,10 @@ def _public() -> dict[str, Callable[..., object]]:
 #: Options a signature leaves out, and why.
 ABSENT = {
     "plrank_grad_hess": {"train_K"},  # its rankings have the length K
-    "plrank_grad_hess_from_rankings": {"train_K", "N", "sampler", "noise"},  # rankings given
-    "PLRankMLPRanker": {"hessian"},  # a network has no Hessian
+    # its rankings are given
+    "plrank_grad_hess_from_rankings": {"train_K", "N", "sampler", "noise", "query_subsample"},
+    # a network has no Hessian, and steps on batches of queries (no round to subsample)
+    "PLRankMLPRanker": {"hessian", "query_subsample"},
     # the other options pass through **options to plrank_objective
     "keyed_plrank_objective": set(OPTIONS) - {"K", "N"},
 }
@@ -162,7 +164,7 @@ def test_the_estimators_sample_the_resolved_N():
 # The documented figures
 # ------------------------------------------------------------------------------------------
 #: Options that results recorded before the option existed were trained at, and the value.
-BEFORE = {"noise": "independent"}
+BEFORE = {"noise": "independent", "query_subsample": 1.0}
 
 
 def _recorded(folder: str) -> dict[str, dict]:

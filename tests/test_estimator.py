@@ -562,3 +562,48 @@ def test_lattice_noise_lowers_the_variance_of_the_estimate(sampler):
         assert b.var(axis=0).sum() <= most * a.var(axis=0).sum()
         se = np.sqrt((a.var(axis=0) + b.var(axis=0)) / copies)
         assert np.all(np.abs(a.mean(axis=0) - b.mean(axis=0)) < 5 * se + 1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# Query subsampling
+# ------------------------------------------------------------------------------------------
+def test_kept_queries_are_number_zero_of_each_querys_stream():
+    """Query g is kept where number 0 of its stream (the reference SplitMix64), which no sampler
+    draws, is below the share: close to the share of 4000 queries, other queries in another
+    round, the same queries in any order, every query at 1.0."""
+    keys = np.arange(4000, dtype=np.int64) * 7 + 3
+    kept = _kernels.kept_queries(5, 2, keys, 0.3)
+    expected = [naive.uniform_at(_kernels.stream_state(5, 2, k), 0) < 0.3 for k in keys[:300]]
+    assert kept[:300].tolist() == expected
+    assert abs(kept.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / keys.size)
+    assert not np.array_equal(kept, _kernels.kept_queries(5, 3, keys, 0.3))
+    order = np.random.default_rng(0).permutation(keys.size)
+    np.testing.assert_array_equal(_kernels.kept_queries(5, 2, keys[order], 0.3), kept[order])
+    assert _kernels.kept_queries(5, 2, keys, 1.0).all()
+
+
+@pytest.mark.parametrize(
+    ("hessian", "options"),
+    [("abs", {}), ("raw", {}), ("constant", {}), ("clip", {}), ("abs", {"noise": "lattice"}),
+     ("abs", {"fairness": "expected-exposure", "N": 20})],
+)
+def test_query_subsample_estimates_the_kept_queries_as_without_it(hessian, options):
+    """A kept query's rows are the estimate without subsampling, bit for bit (with "clip" the
+    gradient only: its floor is relative to the kept queries' largest |h|); every row of a
+    query left out is exactly 0, whatever the Hessian mode; the same at any thread count."""
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(2, 25, size=300)
+    ptr = np.concatenate(([0], np.cumsum(sizes)))
+    scores, labels = rng.normal(size=ptr[-1]), rng.integers(0, 3, ptr[-1]).astype(float)
+    run = {"K": 5, "seed": 6, "hessian": hessian, **options}
+    whole = plrank_grad_hess(scores, labels, ptr, **run)
+    half = plrank_grad_hess(scores, labels, ptr, query_subsample=0.5, n_jobs=2, **run)
+    kept = np.repeat(_kernels.kept_queries(6, 0, np.arange(sizes.size), 0.5), sizes)
+    assert 0.4 < kept.mean() < 0.6
+    np.testing.assert_array_equal(half[0][kept], whole[0][kept])
+    if hessian != "clip":
+        np.testing.assert_array_equal(half[1][kept], whole[1][kept])
+    assert np.all(half[0][~kept] == 0.0) and np.all(half[1][~kept] == 0.0)
+    one = plrank_grad_hess(scores, labels, ptr, query_subsample=0.5, n_jobs=1, **run)
+    np.testing.assert_array_equal(one[0], half[0])
+    np.testing.assert_array_equal(one[1], half[1])

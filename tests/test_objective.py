@@ -108,6 +108,40 @@ def test_lattice_noise_reaches_both_boosters_and_is_reproducible(data):
     np.testing.assert_array_equal(lgb_models[0], lgb_models[1])
 
 
+def test_query_subsample_reaches_both_boosters_and_is_reproducible(data):
+    """query_subsample=0.5: each round is the public function's estimate on the queries it
+    keeps (round 1 other queries than round 0, the rest exactly 0), and a training inside
+    XGBoost and LightGBM is the same at any thread count, and not the one without it."""
+    X, y, qid, sizes = data
+    ptr = boundaries(sizes)
+    obj = plrank_objective(K=5, N=20, seed=3, query_subsample=0.5)
+    dtrain = xgb.DMatrix(X, y, qid=qid)
+    zero = np.zeros(len(y), dtype=np.float32)
+    rounds = [obj(zero, dtrain) for _ in range(2)]
+    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3,
+                                query_subsample=0.5)
+    np.testing.assert_array_equal(rounds[0][0], expected[0])
+    np.testing.assert_array_equal(rounds[0][1], expected[1])
+    left_out = [np.repeat(np.add.reduceat(h, ptr[:-1]) == 0, sizes) for _, h in rounds]
+    assert left_out[0].any() and not np.array_equal(left_out[0], left_out[1])
+    models = [
+        xgb.train({**XGB_PARAMS, "nthread": n}, dtrain, 5,
+                  obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, query_subsample=q)
+                  ).predict(dtrain)
+        for n, q in ((1, 0.5), (2, 0.5), (2, 1.0))
+    ]
+    np.testing.assert_array_equal(models[0], models[1])
+    assert not np.array_equal(models[0], models[2])
+    ltrain = lgb.Dataset(X, y, group=sizes)
+    lgb_models = [
+        lgb.train({"objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n,
+                                                 query_subsample=0.5),
+                   "num_threads": n, "verbose": -1, "min_data_in_leaf": 5}, ltrain, 5).predict(X)
+        for n in (1, 2)
+    ]
+    np.testing.assert_array_equal(lgb_models[0], lgb_models[1])
+
+
 def test_xgboost_same_seed_same_model_any_thread_count(data):
     X, y, qid, _ = data
     dtrain = xgb.DMatrix(X, y, qid=qid)

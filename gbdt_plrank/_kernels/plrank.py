@@ -120,6 +120,21 @@ def _uniform(state):
     return _uniform_at(state[0], 0)
 
 
+@njit(cache=True, error_model="numpy")
+def kept_queries(seed, round_, keys, fraction):
+    """Which queries a round subsampled to ``fraction`` of them estimates (a bool per query).
+
+    Query ``g`` is kept where number 0 of its stream ``(seed, round_, keys[g])`` is below
+    ``fraction``: a number no sampler draws (theirs start at number 1), so each query is kept
+    with probability ``fraction``, independently of the others and of its own rankings, and
+    the same queries are kept whatever their order, the threads or the data's partitions.
+    """
+    kept = np.empty(keys.shape[0], dtype=np.bool_)
+    for g in range(keys.shape[0]):
+        kept[g] = _uniform_at(stream_state(seed, round_, keys[g]), 0) < fraction
+    return kept
+
+
 # --------------------------------------------------------------------------------------------
 # The uniforms of a query's samples. A sampler reads sample s's uniforms from a row U[s] of
 # ``dims`` numbers: one per rank (the tree) or per document (the races). Independent noise takes

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._kernels.plrank import NOISE_CODES
+from .._kernels.plrank import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice
 from .plrank import CLIP_FLOOR, CURVATURE_FLOOR
@@ -105,11 +105,15 @@ class CudaEstimate:
         What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
     noise : {"lattice", "independent"}
         The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
+    query_subsample : float, default 1.0
+        The share of the queries a round estimates (:class:`~gbdt_plrank.PLRankOptions`): the
+        CPU's :func:`~gbdt_plrank._kernels.plrank.kept_queries` picks them, the others' blocks
+        return at once and their rows are scaled to 0 with the query weights.
     """
 
     def __init__(
         self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
-        theta: np.ndarray, *, N: int, hessian: str, noise: str,
+        theta: np.ndarray, *, N: int, hessian: str, noise: str, query_subsample: float = 1.0,
     ) -> None:
         from .._kernels import cuda as _cuda_kernels
 
@@ -124,6 +128,8 @@ class CudaEstimate:
         self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
         self._ptr = cuda.to_device(np.ascontiguousarray(group_ptr, dtype=np.int64))
         self._active = cuda.to_device(active)
+        self._active_host, self._sizes, self._query_weights = active, sizes, weights
+        self.query_subsample = query_subsample
         self._theta = cuda.to_device(np.ascontiguousarray(theta, dtype=np.float64))
         self._index = cuda.to_device(np.arange(self.G, dtype=np.int64))
         self._weights = None if weights is None else cuda.to_device(np.repeat(weights, sizes))
@@ -152,9 +158,19 @@ class CudaEstimate:
             np.ascontiguousarray(keys, dtype=np.int64)
         )
         self._hess_max.copy_to_device(np.zeros(1))
+        active, weights = self._active, self._weights
+        if self.query_subsample < 1.0:
+            kept = kept_queries(
+                seed, round_,
+                np.arange(self.G, dtype=np.int64) if keys is None else np.asarray(keys, np.int64),
+                self.query_subsample,
+            )
+            active = cuda.to_device(self._active_host & kept)
+            per_query = kept if self._query_weights is None else kept * self._query_weights
+            weights = cuda.to_device(np.repeat(per_query.astype(np.float64), self._sizes))
         if self.G:
             self._kernel[self.G, self._threads](
-                m, self._rho, self._ptr, keys_d, self._active, self._theta, self.N, seed,
+                m, self._rho, self._ptr, keys_d, active, self._theta, self.N, seed,
                 round_, self.noise, self._hess_max, self._e, self._own, self._count, self._gen,
                 self._shift, grad, hess,
             )
@@ -167,6 +183,6 @@ class CudaEstimate:
                 self._k.floor_queries[query_blocks, _MAX_THREADS](
                     grad, hess, self._ptr, CURVATURE_FLOOR
                 )
-            if self._weights is not None:
-                self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, self._weights)
+            if weights is not None:
+                self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, weights)
         return grad, hess

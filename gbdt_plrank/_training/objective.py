@@ -182,6 +182,7 @@ class PLRankObjective(BoosterObjective):
             self._gpu = CudaEstimate(
                 self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
                 N=self.options.training_N, hessian=self.options.hessian, noise=self.options.noise,
+                query_subsample=self.options.query_subsample,
             )
         if self.fairness is None:
             return
@@ -236,7 +237,7 @@ class PLRankObjective(BoosterObjective):
         return _plrank.estimate(
             scores, rho, ptr, self.metric, hessian=o.hessian, N=o.training_N, seed=self.seed,
             round_=round_, sampler=o.sampler, noise=o.noise, n_jobs=self.n_jobs, keys=keys,
-            fairness=self.fairness, terms=terms,
+            fairness=self.fairness, terms=terms, query_subsample=o.query_subsample,
         )
 
     def _weighted(self, grad: Any, hess: Any) -> tuple[Any, Any]:
@@ -388,6 +389,7 @@ def plrank_objective(
     seed: int = 0,
     sampler: str = DEFAULTS.sampler,
     noise: str = DEFAULTS.noise,
+    query_subsample: float = DEFAULTS.query_subsample,
     n_jobs: int | None = None,
     fairness: str | None = DEFAULTS.fairness,
     fairness_weight: float = DEFAULTS.fairness_weight,
@@ -414,7 +416,7 @@ def plrank_objective(
 
     Parameters
     ----------
-    .. plrank-options:: K N train_K metric gain hessian sampler noise fairness fairness_weight empty_queries
+    .. plrank-options:: K N train_K metric gain hessian sampler noise query_subsample fairness fairness_weight empty_queries
     n_jobs : int or None, default None
         Threads of the rounds' sampling; None uses Numba's default, negative values count back
         from it.
@@ -462,7 +464,8 @@ def plrank_objective(
     """
     options = PLRankOptions.checked(
         K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
-        noise=noise, fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
+        noise=noise, query_subsample=query_subsample, fairness=fairness,
+        fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     return PLRankObjective(
         options, seed=seed, n_jobs=n_jobs, item_groups=item_groups, device=device

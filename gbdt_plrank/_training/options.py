@@ -2,7 +2,7 @@ r"""The options of the PL-Rank objective: one validated object for every caller.
 
 :class:`PLRankOptions` holds what defines a PL-Rank objective: the cut-off ``K`` a ranker is
 judged at, the cut-off ``train_K`` it trains at, the rankings sampled per query, the metric and
-its gain, the Hessian mode, the sampler and its noise, and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
+its gain, the Hessian mode, the sampler and its noise, the share of the queries a round estimates, and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
 :func:`~gbdt_plrank.plrank_grad_hess`, :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker` and the
 comparison harness's ``[plrank]`` table all build it, so that one set of rules (each field's, and
@@ -113,6 +113,9 @@ class PLRankFields(Schema):
     )
     sampler: Literal[SAMPLERS] = Field("auto", description=one_of(SAMPLERS))  # type: ignore[valid-type]
     noise: Literal[NOISES] = Field("independent", description=one_of(NOISES))  # type: ignore[valid-type]
+    query_subsample: float = Field(
+        1.0, gt=0, le=1, allow_inf_nan=False, description="a number in (0, 1]"
+    )
     fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
         None, description=f"None or {one_of(FAIRNESS)}"
     )
@@ -152,7 +155,7 @@ class PLRankOptions(PLRankFields):
 
     Attributes
     ----------
-    .. plrank-options:: K train_K N metric gain hessian sampler noise fairness fairness_weight empty_queries
+    .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample fairness fairness_weight empty_queries
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -182,7 +185,20 @@ class PLRankOptions(PLRankFields):
 
     def for_network(self) -> PLRankOptions:
         """These options for a network's training: ``N="auto"`` becomes
-        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`."""
+        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`.
+
+        Raises
+        ------
+        ValueError
+            For ``query_subsample`` below 1: it thins a booster's rounds, and a network's steps
+            are already on batches of queries.
+        """
+        if self.query_subsample != 1.0:
+            raise ValueError(
+                f"query_subsample leaves queries out of a boosting round; a network steps on "
+                f"batches of queries already, so it must be 1.0, but {self.query_subsample!r} "
+                "is given"
+            )
         return self.model_copy(update={"N": AUTO_N_NETWORK}) if self.N == "auto" else self
 
     def resolved(self) -> dict[str, Any]:
@@ -295,6 +311,18 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         :math:`1/N`), which lowers the estimate's variance at the same cost. With
         ``fairness``, each half of the rankings is a lattice of its own (the halves stay
         independent).
+    """),
+    "query_subsample": ("float", r"""
+        The share of the queries whose gradient and Hessian a boosting round estimates, in
+        :math:`(0, 1]`: each round keeps each query with this probability, independently (a
+        draw from the query's own random stream, so the same queries whatever the threads or
+        Dask partitions), and the others get gradient and Hessian 0, so that the round's tree
+        is fitted on the kept queries alone (stochastic gradient boosting by query, as
+        LightGBM's ``bagging_by_query``; Friedman 2002). A round's sampling takes time about
+        linear in it; a kept query's estimate is the one it gets without subsampling (with
+        ``hessian="clip"``, the floor is relative to the largest :math:`|h|` of the kept
+        queries). 1.0: every query, every round. Boosted trees only: a network steps on
+        batches of queries already.
     """),
     "fairness": ('{None, "expected-exposure", "disparity", "group-disparity"}', r"""
         None: the expected metric alone. Otherwise the objective maximised is, per query,

@@ -21,7 +21,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .._groups import recompute_queries
+from .._groups import query_rows, recompute_queries
 from .._kernels import fairness as _fair_kernels
 from .._kernels import plrank as _kernels
 from .._ranking_metric import RankingMetric
@@ -166,6 +166,7 @@ def estimate(
     keys: np.ndarray | None = None,
     fairness: FairnessSpec | None = None,
     terms: FairTerms | None = None,
+    query_subsample: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
@@ -181,12 +182,27 @@ def estimate(
     rankings per thread (:func:`query_chunks`; one range at ordinary sizes), one kernel call
     each, so that Ctrl-C takes effect between them; each query's estimate depends only on its
     rows and its stream, so the ranges change no bit of the result.
+
+    With ``query_subsample`` below 1, only the queries that
+    :func:`~gbdt_plrank._kernels.plrank.kept_queries` keeps in this round are estimated, as
+    they are without it (the Hessian finished over them), and every row of the others gets
+    gradient and Hessian 0, whatever ``hessian`` is.
     """
+    if keys is None:
+        keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
+    if query_subsample < 1.0:
+        kept = np.flatnonzero(_kernels.kept_queries(seed, round_, keys, query_subsample))
+        rows, ptr = query_rows(group_ptr, kept)
+        grad, hess = np.zeros_like(scores), np.zeros_like(scores)
+        grad[rows], hess[rows] = estimate(
+            scores[rows], rho[rows], ptr, metric, hessian=hessian, N=N, seed=seed,
+            round_=round_, sampler=sampler, noise=noise, n_jobs=n_jobs, keys=keys[kept],
+            fairness=fairness, terms=None if terms is None else terms.rows(rows),
+        )
+        return grad, hess
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
     slope = None if fairness is None else np.empty_like(scores)
-    if keys is None:
-        keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     theta = metric.theta(group_ptr)
     rows_per_call = max(1, CHUNK_WORK * thread_count(n_jobs) // N)
     with numba_threads(n_jobs):
@@ -259,6 +275,7 @@ def plrank_grad_hess(
     seed: int = 0,
     sampler: str = DEFAULTS.sampler,
     noise: str = DEFAULTS.noise,
+    query_subsample: float = DEFAULTS.query_subsample,
     n_jobs: int | None = None,
     fairness: str | None = DEFAULTS.fairness,
     fairness_weight: float = DEFAULTS.fairness_weight,
@@ -288,7 +305,7 @@ def plrank_grad_hess(
     .. plrank-options:: K N metric gain hessian
     seed : int, default 0
         Seed of the sampled rankings.
-    .. plrank-options:: sampler noise
+    .. plrank-options:: sampler noise query_subsample
     n_jobs : int or None, default None
         Threads; None uses Numba's default, negative values count back from it.
     .. plrank-options:: fairness fairness_weight empty_queries
@@ -300,7 +317,8 @@ def plrank_grad_hess(
     -------
     grad, hess : float64 arrays of shape (n,)
         Queries with one document, or without a relevant document (unless
-        ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode).
+        ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode);
+        the queries ``query_subsample`` leaves out get exactly 0 (in every mode).
         With ``"abs"`` and ``"clip"``, a query whose curvature vanishes against its gradient
         as a whole, :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of
         documents at equal margins has curvature 0), has its rows raised to
@@ -327,7 +345,8 @@ def plrank_grad_hess(
     """
     options = _options(
         K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, noise=noise,
-        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
+        query_subsample=query_subsample, fairness=fairness, fairness_weight=fairness_weight,
+        empty_queries=empty_queries,
     )
     seed = check_seed("seed", seed)
     m = as_finite_vector("scores", scores)
@@ -344,7 +363,7 @@ def plrank_grad_hess(
         m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian,
         N=options.training_N,
         seed=seed, round_=0, sampler=options.sampler, noise=options.noise, n_jobs=n_jobs,
-        fairness=fair, terms=terms,
+        fairness=fair, terms=terms, query_subsample=options.query_subsample,
     )
 
 

@@ -21,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, as the tomli package
     import tomli as tomllib
 
-__all__ = ["ConfigError", "Schema", "one_of", "read_toml", "validate"]
+__all__ = ["ConfigError", "Schema", "one_of", "read_toml", "toml_value", "validate"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -63,6 +63,15 @@ def read_toml(path: Path, *, what: str = "configuration file") -> dict[str, Any]
         raise ConfigError(f"the {what} must be a file, but {path} is a folder.") from None
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(f"{path} is not valid TOML: {err}") from None
+
+
+def toml_value(text: str) -> Any:
+    """``text`` read as a TOML value (``0.5`` a float, ``25`` an int, ``true`` a bool, ``"a"``
+    a string), or ``text`` itself where it is none (a bare word such as ``lattice``)."""
+    try:
+        return tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def _keys(model: type[BaseModel]) -> dict[str, str]:
