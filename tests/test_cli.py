@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import runpy
 import sys
@@ -230,6 +231,32 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     assert "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
 
 
+def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Path,
+                                                       capsys) -> None:
+    """ope_logs = 3: three estimates per model and estimator, the first the estimate of the
+    one-log run (the same log, regression and propensities), the others on other logs; the
+    report counts the independent logs."""
+    base = CLICKS.read_text().replace("exploration_rounds = 2", "exploration_rounds = 0")
+    base = "learners = ['plrank-policy-aware']\nsessions = [10]\n" + base.replace(
+        "sessions = [3, 10]\n", "")
+    runs = {}
+    for logs in (1, 3):
+        config = tmp_path / f"c{logs}.toml"
+        config.write_text(f"ope_logs = {logs}\n" + base)
+        out = tmp_path / f"out{logs}"
+        assert main(["clicks", str(config), "--data", str(tiny), "--out", str(out)]) == 0
+        runs[logs] = [json.loads(line) for line in (out / "ope.jsonl").read_text().splitlines()]
+    printed = capsys.readouterr().out
+    assert "logger's 3 independent logs" in printed and "these are 3 independent logs" in printed
+    one = {(r["learner"], r["estimator"]): r for r in runs[1]}
+    assert len(runs[1]) == 2 and len(runs[3]) == 3 * 2  # one model, 2 estimators
+    assert sorted(r["log"] for r in runs[3]) == sorted([0, 1, 2] * len(runs[1]))
+    for r in runs[3]:
+        first = one[r["learner"], r["estimator"]]
+        assert (r["value"] == first["value"]) == (r["log"] == 0), r
+        assert r["truth"] == first["truth"]  # the position bias is known: one truth
+
+
 @pytest.mark.parametrize(
     ("table", "message"),
     [
@@ -242,6 +269,7 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         ("[plrank]\nmetric = 'ndcg'\n",
          "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg'"),
         ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
+        ("ope_logs = 0\n", "ope_logs must be an integer >= 1, but 0 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),
     ],
 )

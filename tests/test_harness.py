@@ -812,6 +812,22 @@ def test_a_store_holds_in_memory_what_a_resumed_run_reads(tmp_path: Path) -> Non
     assert not list((tmp_path / "arrays").glob("*.partial.npy"))
 
 
+class _LaterKey(NamedTuple):
+    name: str
+    part: int = 0  # a field added to the key after records were written
+
+
+def test_a_key_field_a_record_lacks_reads_as_its_default(tmp_path: Path) -> None:
+    """A record written before its table's key gained a field is that field's default's: the
+    clicks experiment's off-policy lines from before they named their test log are log 0."""
+    (tmp_path / "t.jsonl").write_text('{"name": "a", "v": 1}\n{"name": "a", "part": 2, "v": 3}\n')
+    store = ResultStore(tmp_path, settings={}, tables={"t": Table("t.jsonl", _LaterKey)})
+    assert dict(store.records("t")) == {_LaterKey("a", 0): {"name": "a", "v": 1},
+                                        _LaterKey("a", 2): {"name": "a", "part": 2, "v": 3}}
+    with pytest.raises(KeyError):  # a field without a default is still required
+        Table("t.jsonl", _Key).key_of({"name": "a", "weight": 1.0})
+
+
 def test_the_store_reads_the_files_of_earlier_runs(tmp_path: Path) -> None:
     """Folders written before the experiments shared one store class resume: the frontier's and
     the clicks experiment's lines, as their own stores wrote them, are read by typed key."""

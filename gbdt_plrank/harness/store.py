@@ -264,8 +264,13 @@ class Table:
         object.__setattr__(self, "_types", tuple((f, hints[f]) for f in fields))
 
     def key_of(self, record: Mapping[str, Any]) -> tuple:
-        """The key of ``record``, its fields read with the key's types."""
-        return self.key(*(kind(record[name]) for name, kind in self._types))
+        """The key of ``record``, its fields read with the key's types; a field the record lacks
+        is the key's default for it (a field added to the key after the record was written)."""
+        defaults = self.key._field_defaults  # type: ignore[attr-defined]
+        return self.key(*(
+            kind(record[name]) if name in record or name not in defaults else defaults[name]
+            for name, kind in self._types
+        ))
 
     def line(self, record: Mapping[str, Any]) -> str:
         """``record`` as one line of the file.

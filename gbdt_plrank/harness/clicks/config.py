@@ -27,6 +27,8 @@
     exploration_sessions = 100        # sessions per query and round
     ope_sessions = 100                # the logger's sessions per test query of the off-policy
                                       # evaluation table (0: none)
+    ope_logs = 1                      # independent test logs of the logger, each valuing every
+                                      # model (the intervals' coverage counts them all)
 
     [trees]                           # booster settings of every learner (as in a comparison)
     [plrank]                          # PL-Rank options of the learners on clicks
@@ -125,6 +127,7 @@ class ClicksConfig(ExperimentConfig):
     exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")
     exploration_sessions: int = Field(100, ge=1, description="an integer >= 1")
     ope_sessions: int = Field(100, ge=0, description="an integer >= 0")
+    ope_logs: int = Field(1, ge=1, description="an integer >= 1")
     plrank: PLRankSettings = Field(
         default_factory=lambda: PLRankSettings(gain="linear", metric="dcg"), description="a table"
     )
@@ -199,8 +202,9 @@ class ClicksConfig(ExperimentConfig):
 
         The click model's ``graded`` and ``trust`` appear only when set, so that the settings
         of a run with binary clicks and no trust bias are the same with or without them;
-        ``ope_sessions`` only when not the default 100, so that a folder made before the
-        off-policy table existed stays valid.
+        ``ope_sessions`` and ``ope_logs`` only when not their defaults (100 and 1), so that a
+        folder made before the off-policy table existed, or before it could read several
+        logs, stays valid.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
@@ -209,6 +213,8 @@ class ClicksConfig(ExperimentConfig):
             clicks["trust"] = list(self.trust)
         if self.ope_sessions != 100:  # the default: absent, as before the table existed
             clicks["ope_sessions"] = self.ope_sessions
+        if self.ope_logs != 1:  # the default: absent, as before there could be several
+            clicks["ope_logs"] = self.ope_logs
         return {
             **self.shared_settings(),
             **self.model_dump(include={

@@ -167,8 +167,9 @@ def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int
 
 
 def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
-    """Each model's off-policy estimates against its simulated value: means over the folds,
-    the mean |estimate - truth| / stderr, and the coverage of the 95% intervals."""
+    """Each model's off-policy estimates against its simulated value: means over the folds and
+    logs, the mean |estimate - truth| / stderr, and the coverage of the 95% intervals (with
+    the number of independent logs the estimates come from)."""
     rows: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
     for record in store.records("ope").values():
         if family(record["dataset"]) == name and record["learner"] in config.learners:
@@ -176,10 +177,11 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
     if not rows:
         return ""
     order = {learner: i for i, learner in enumerate(config.learners)}
+    logs = "log" if config.ope_logs == 1 else f"{config.ope_logs} independent logs"
     lines = [
         f"### {name}: off-policy value, expected clicks per test session estimated from the "
-        f"logger's log ({config.ope_sessions} sessions per test query) against the simulated "
-        "value, mean over folds",
+        f"logger's {logs} ({config.ope_sessions} sessions per test query) against the "
+        f"simulated value, mean over folds{'' if config.ope_logs == 1 else ' and logs'}",
         "",
         "| model | sessions/query | estimator | simulated | estimate | stderr | "
         "mean abs(error)/stderr | 95% coverage |",
@@ -196,8 +198,12 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
             f"{np.mean([r['value'] for r in rs]):.4f} | {np.mean([r['stderr'] for r in rs]):.4f} | "
             f"{np.mean(z):.2f} | {sum(hit)}/{len(hit)} |")
     lines.append("")
-    lines += [f"Coverage of the 95% intervals over models and folds, {e}: "
+    independent = len({(r["dataset"], r["seed"], r.get("log", 0)) for rs in rows.values()
+                       for r in rs})
+    lines += [f"Coverage of the 95% intervals over models, folds and logs, {e}: "
               f"{sum(h)}/{len(h)} ({np.mean(h):.0%})." for e, h in covered.items()]
+    lines.append(f"The models of a fold are valued on the same logs, so their errors move "
+                 f"together: these are {independent} independent logs.")
     return "\n".join(lines) + "\n"
 
 

@@ -61,13 +61,17 @@ seed); a rerun skips what is there.
 With ``ope_sessions`` (and no trust bias, under which the position-based model's value is not
 the simulated one), every PL-Rank model trained (and the logger itself) is also evaluated off
 policy: the logger is deployed stochastically on the test queries for ``ope_sessions`` sessions
-per query, and :func:`~gbdt_plrank.clicks.estimate_policy_value` estimates the model's
-expected clicks per session from that log, policy-aware and doubly robust, with the logger's
-expected exposure as propensities (both exposures from ten times ``propensity_samples``
-rankings per query, the logger's pooled with the test log's sessions); the simulated truth
-is the model's expected observation (under the simulated position bias) times the simulated
-click probability when seen (``ope.jsonl``, one line per model and estimator, written with its
-result: results stored before the table existed have none).
+per query, ``ope_logs`` times independently, and
+:func:`~gbdt_plrank.clicks.estimate_policy_value` estimates the model's expected clicks per
+session from each log, policy-aware and doubly robust, with the logger's expected exposure as
+propensities (both exposures from ten times ``propensity_samples`` rankings per query, the
+logger's pooled with the test log's sessions) and, doubly robust, the regression
+:func:`~gbdt_plrank.clicks.click_regression` fits on that log; the simulated truth is the
+model's expected observation (under the simulated position bias) times the simulated click
+probability when seen (``ope.jsonl``, one line per model, estimator and log, written with its
+result: results stored before the table existed have none). Every model of a fold is valued on
+the same logs, so their errors are not independent: the intervals' coverage over the models
+and folds counts ``ope_logs`` times the folds independent logs.
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ from ..._ranking_metric import RankingMetric
 from ..._util.compat import is_installed
 from ...clicks import (
     ClickLog,
+    click_regression,
     click_rewards,
     estimate_policy_value,
     estimate_position_bias,
@@ -125,6 +130,8 @@ _CLICKS_SEED = 2_000_003
 _PROPENSITY_SEED = 3_000_003
 _SPLIT_SEED = {"train": 0, "vali": 500, "test": 700}
 _OPE_SEED = 4_000_003
+#: Seed offset between the off-policy evaluation's test logs (log 0 is the first one's seed).
+_OPE_LOG_STRIDE = 1_000_003
 
 #: The learners' reward estimators (the others: policy-aware).
 _ESTIMATOR = {"plrank-naive": "naive", "plrank-doubly-robust": "doubly-robust"}
@@ -140,13 +147,15 @@ class ResultKey(NamedTuple):
 
 
 class OpeKey(NamedTuple):
-    """One off-policy estimate: a result's key and the estimator."""
+    """One off-policy estimate: a result's key, the estimator and the test log it reads (records
+    written before there could be several logs read as log 0)."""
 
     dataset: str
     learner: str
     sessions: int
     seed: int
     estimator: str
+    log: int = 0
 
 
 #: The experiment's tables (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
@@ -154,8 +163,8 @@ class OpeKey(NamedTuple):
 #: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
 #: ``plrank-policy-aware``, the position bias estimated from its log, and for it and
 #: ``plrank-doubly-robust`` the mean reward and simulated click probability by grade over every
-#: training row and over the rows its log shows; ``ope.jsonl``, one line per model and off-policy estimator, its
-#: estimate, standard error and simulated true value.
+#: training row and over the rows its log shows; ``ope.jsonl``, one line per model, off-policy
+#: estimator and test log, its estimate, standard error and simulated true value.
 TABLES = {"results": Table("results.jsonl", ResultKey), "ope": Table("ope.jsonl", OpeKey)}
 
 
@@ -215,6 +224,15 @@ def top_k_rankings(scores: np.ndarray, split: Split, *, k: int, n: int) -> list[
         order = a + np.lexsort((np.arange(b - a), -scores[a:b]))[:k]
         out.append(np.tile(order, (n, 1)))
     return out
+
+
+class _OpeLog(NamedTuple):
+    """One test log of the off-policy evaluation and what every model's estimates on it share."""
+
+    log: ClickLog
+    theta: np.ndarray
+    rho: dict[str, Any]
+    regression: np.ndarray
 
 
 def _deploy(
@@ -358,7 +376,7 @@ class _Fold:
         ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
-        self._ope: tuple[ClickLog, np.ndarray, dict[str, Any]] | None = None
+        self._ope: list[_OpeLog] | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
         """The first ``s`` sessions per query of the stochastic or deterministic logger."""
@@ -398,45 +416,59 @@ class _Fold:
         return {"propensities": rho, "propensity_samples": n_samples}
 
     def ope(self, key: ResultKey, model: PLRankRanker) -> list[dict[str, Any]]:
-        """Off-policy estimates of ``model``'s expected clicks per test session from the
-        logger's test log, each with the simulated truth (none under trust bias)."""
+        """Off-policy estimates of ``model``'s expected clicks per test session from each of the
+        logger's ``ope_logs`` test logs, each with the simulated truth (none under trust bias)."""
         config, test = self.config, self.data.test
         if not config.ope_sessions or config.trust is not None:
             return []
-        log, theta, rho = self._ope_inputs()
         n = 10 * config.propensity_samples
-        w = model.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
-                                    random_state=_OPE_SEED + self.seed)
         gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
         _, q = np.unique(test.qid, return_inverse=True)
-        _, first = np.unique(log.session, return_index=True)
-        sessions = np.bincount(q[log.row[first]], minlength=q.max() + 1).astype(np.float64)
-        w_true = w if config.position_bias == "known" else model.expected_exposure(
-            test.X, test.qid, n_samples=n, weights=pbm_position_bias(config.top_k, eta=config.eta),
-            random_state=_OPE_SEED + self.seed)
-        truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
         out = []
-        for estimator in ("policy-aware", "doubly-robust"):
-            est = estimate_policy_value(
-                log, w, X=test.X, qid=test.qid, position_bias=theta, **rho,
-                estimator=estimator, seed=_OPE_SEED + self.seed,
-            )
-            out.append({**key._asdict(), "estimator": estimator, "value": est.value,
-                        "stderr": est.stderr, "truth": truth})
+        exposures: dict[bytes, np.ndarray] = {}  # per position bias (one, where it is known)
+        for i, logged in enumerate(self._ope_logs()):
+            if logged.theta.tobytes() not in exposures:
+                exposures[logged.theta.tobytes()] = model.expected_exposure(
+                    test.X, test.qid, n_samples=n, weights=logged.theta,
+                    random_state=_OPE_SEED + self.seed)
+            w = exposures[logged.theta.tobytes()]
+            _, first = np.unique(logged.log.session, return_index=True)
+            sessions = np.bincount(q[logged.log.row[first]], minlength=q.max() + 1)
+            w_true = w if config.position_bias == "known" else model.expected_exposure(
+                test.X, test.qid, n_samples=n,
+                weights=pbm_position_bias(config.top_k, eta=config.eta),
+                random_state=_OPE_SEED + self.seed)
+            truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
+            for estimator in ("policy-aware", "doubly-robust"):
+                est = estimate_policy_value(
+                    logged.log, w, X=test.X, qid=test.qid, position_bias=logged.theta,
+                    **logged.rho, estimator=estimator,
+                    regression=logged.regression if estimator == "doubly-robust" else None,
+                )
+                out.append({**key._asdict(), "estimator": estimator, "log": i,
+                            "value": est.value, "stderr": est.stderr, "truth": truth})
         return out
 
-    def _ope_inputs(self) -> tuple[ClickLog, np.ndarray, dict[str, Any]]:
-        """The logger's test log, its position bias and the logger's expected observation of
-        every test row (:meth:`propensities`), made once for all the models :meth:`ope` values."""
+    def _ope_logs(self) -> list[_OpeLog]:
+        """The logger's ``ope_logs`` independent test logs, each with its position bias, the
+        logger's expected observation of every test row (:meth:`propensities`) and the doubly
+        robust regression fitted on it, made once for all the models :meth:`ope` values."""
         if self._ope is None:
             config, test = self.config, self.data.test
-            log = _deploy(self.logger, test, stochastic=True, config=config,
-                          n=config.ope_sessions, seed=self.seed + _SPLIT_SEED["test"])
-            theta = _theta(config, log)
-            # ten times the rankings of the training propensities: closer to the logger's exact
-            # propensities, which is what makes the doubly robust estimate the better one
-            rho = self.propensities(test, theta, n_samples=10 * config.propensity_samples)
-            self._ope = log, theta, rho
+            self._ope = []
+            for i in range(config.ope_logs):
+                log = _deploy(self.logger, test, stochastic=True, config=config,
+                              n=config.ope_sessions,
+                              seed=self.seed + _SPLIT_SEED["test"] + _OPE_LOG_STRIDE * i)
+                theta = _theta(config, log)
+                reused = self._ope and np.array_equal(theta, self._ope[0].theta)
+                # ten times the rankings of the training propensities: closer to the logger's
+                # exact propensities, which is what makes the doubly robust estimate the better
+                rho = self._ope[0].rho if reused else self.propensities(
+                    test, theta, n_samples=10 * config.propensity_samples)
+                regression = click_regression(log, test.X, test.qid, position_bias=theta,
+                                              seed=_OPE_SEED + self.seed)
+                self._ope.append(_OpeLog(log, theta, rho, regression))
         return self._ope
 
     def run(self, key: ResultKey) -> tuple[dict[str, Any], list[dict[str, Any]]]:
