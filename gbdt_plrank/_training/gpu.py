@@ -107,7 +107,7 @@ class CudaEstimate:
         The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
     query_subsample : float, default 1.0
         The share of the queries a round estimates (:class:`~gbdt_plrank.PLRankOptions`): the
-        CPU's :func:`~gbdt_plrank._kernels.plrank.kept_queries` picks them, the others' blocks
+        CPU's ``gbdt_plrank._kernels.plrank.kept_queries`` picks them, the others' blocks
         return at once and their rows are scaled to 0 with the query weights.
     """
 

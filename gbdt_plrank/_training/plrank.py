@@ -184,7 +184,7 @@ def estimate(
     rows and its stream, so the ranges change no bit of the result.
 
     With ``query_subsample`` below 1, only the queries that
-    :func:`~gbdt_plrank._kernels.plrank.kept_queries` keeps in this round are estimated, as
+    ``gbdt_plrank._kernels.plrank.kept_queries`` keeps in this round are estimated, as
     they are without it (the Hessian finished over them), and every row of the others gets
     gradient and Hessian 0, whatever ``hessian`` is.
     """
