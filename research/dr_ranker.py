@@ -2,7 +2,8 @@
 
 Runs ``gbdt-plrank clicks CONFIG`` (:func:`gbdt_plrank.harness.clicks.run_clicks`) at
 ``shrinkage = 0`` with the rewards of ``plrank-doubly-robust`` replaced by ``--variant``, the
-regression ``g`` the default :func:`gbdt_plrank.clicks.click_regression` in every variant:
+regression ``g`` the default :func:`gbdt_plrank.clicks.click_regression` in every variant but
+``oracle``:
 
 - ``policy``: the unshrunk rewards, as the experiment does at ``shrinkage = 0`` (the logger's
   expected exposure from ``propensity_samples`` rankings, pooled with the log's sessions);
@@ -16,11 +17,15 @@ regression ``g`` the default :func:`gbdt_plrank.clicks.click_regression` in ever
   own ``shrinkage = KAPPA`` with ``propensities = "logged"``, the same numbers;
 - ``shrinkpolicy-KAPPA``: the same with the experiment's policy propensities,
   ``g + sum_s (c_sd - theta_s g_d) / (S_q rho_d + kappa)``.
+- ``oracle``: the unshrunk rewards of ``policy`` with the simulated click probability when seen
+  as ``g``, the regression no estimate can beat (with it the correction's mean is 0 at every
+  rank, so its variance is the least any regression gives): the bound on what a better
+  regression can do for the unbiased rewards.
 
 The other learners are untouched, so a folder holding their results of the same settings can be
 reused: copy it, remove the ``plrank-doubly-robust`` lines, and point ``--out`` at the copy.
 
-    for v in policy logged pooled-10 shrink-1 shrink-2 shrink-3 shrinkpolicy-1; do
+    for v in policy oracle logged pooled-10 shrink-1 shrink-2 shrink-3 shrinkpolicy-1; do
         nice -n 19 python research/dr_ranker.py research/dr_ranker_mq2008.toml --variant $v \\
             --out benchmarks/results/dr_ranker/$v
     done
@@ -37,18 +42,24 @@ from typing import Any
 
 import numpy as np
 
-from gbdt_plrank.clicks import ClickLog, click_rewards
+from gbdt_plrank.clicks import ClickLog, click_rewards, seen_click_probability
 from gbdt_plrank.harness.clicks import load_clicks_config, run_clicks, write_clicks_report
 from gbdt_plrank.harness.clicks import run as clicks_run
 
 
-def variant_rewards(variant: str) -> Any:
-    """``click_rewards`` with its doubly robust rewards replaced by ``variant``."""
+def variant_rewards(variant: str, labels: dict[int, np.ndarray], config: Any) -> Any:
+    """``click_rewards`` with its doubly robust rewards replaced by ``variant``; ``labels`` maps
+    ``id`` of a split's features to its labels (``oracle``), ``config`` the run's (its click
+    model)."""
 
     def rewards(log: ClickLog, n_rows: int, **kw: Any) -> np.ndarray:
         kw.pop("shrinkage", None)  # the run's is 0: the variants replace it
         if kw.get("estimator") != "doubly-robust" or variant == "policy":
             return click_rewards(log, n_rows, **kw)
+        if variant == "oracle":
+            gamma = seen_click_probability(labels[id(kw["X"])], noise=config.noise,
+                                           graded=config.graded)
+            return click_rewards(log, n_rows, **kw, regression=gamma)
         if variant == "logged":
             kw.pop("propensities", None)
             kw.pop("propensity_samples", None)
@@ -61,7 +72,7 @@ def variant_rewards(variant: str) -> Any:
             return click_rewards(log, n_rows, **kw, shrinkage=float(variant[7:]))
         if variant.startswith("shrinkpolicy-"):  # on the logger's propensities
             return click_rewards(log, n_rows, **kw, shrinkage=float(variant[13:]))
-        raise ValueError(f"variant must be policy, logged, pooled-M, shrink-KAPPA or "
+        raise ValueError(f"variant must be policy, oracle, logged, pooled-M, shrink-KAPPA or "
                          f"shrinkpolicy-KAPPA, but {variant!r} is given.")
 
     return rewards
@@ -124,7 +135,16 @@ def main() -> None:
         parser.error("a configuration and --variant are needed without --summary")
     # shrinkage 0: the harness hands the doubly robust rewards the logger's propensities
     config = load_clicks_config(args.config, overrides={"out": args.out, "shrinkage": 0.0})
-    clicks_run.click_rewards = variant_rewards(args.variant)
+    labels: dict[int, np.ndarray] = {}  # the labels of every split the run loads, by id(X)
+    load = clicks_run.load
+
+    def load_recording(*a: Any, **kw: Any) -> Any:
+        dataset = load(*a, **kw)
+        labels.update({id(split.X): split.y for split in (dataset.train, dataset.vali)})
+        return dataset
+
+    clicks_run.load = load_recording
+    clicks_run.click_rewards = variant_rewards(args.variant, labels, config)
     store = run_clicks(config)
     print(write_clicks_report(config, store, command=(
         f"python research/dr_ranker.py {args.config} --variant {args.variant} "

@@ -293,6 +293,25 @@ def test_reward_errors_by_grade_and_within_query_by_hand() -> None:
     assert out["within query"][0] == pytest.approx(2 * 0.05 ** 2)
 
 
+def test_the_oracle_variant_is_the_unshrunk_rewards_on_the_true_click_probability() -> None:
+    """dr_ranker.py's ``oracle``: the doubly robust rewards with the simulated click probability
+    when seen of the split's labels as the regression (the run's shrinkage dropped)."""
+    from types import SimpleNamespace
+
+    from gbdt_plrank.clicks import ClickLog, click_rewards
+    from research import dr_ranker
+
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 2], rank=[1, 2, 1, 2], click=[1, 0, 0, 1])
+    X, y, qid = np.zeros((3, 2)), np.array([1.0, 0.0, 2.0]), np.zeros(3)
+    rewards = dr_ranker.variant_rewards("oracle", {id(X): y},
+                                        SimpleNamespace(noise=0.2, graded=False))
+    options = dict(position_bias=[1.0, 0.5], estimator="doubly-robust", qid=qid,
+                   propensities=[0.9, 0.8, 0.3])
+    expected = click_rewards(log, 3, **options, regression=[1.0, 0.2, 1.0])
+    np.testing.assert_array_equal(rewards(log, 3, **options, X=X, shrinkage=0.0), expected)
+    assert not np.array_equal(expected, click_rewards(log, 3, **options, regression=[0.5] * 3))
+
+
 def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
     from research import dr_regressions
 
