@@ -4,7 +4,8 @@ On synthetic MSLR-shaped data (136 features; by default about 233 thousand and 3
 documents, the sizes of an MSLR-WEB30K fold's validation set and of the whole dataset), with
 K=10, N=100, ``hessian="abs"``, XGBoost ``device="cuda"``, ``tree_method="hist"``, depth 6:
 
-- the GPU objective's call ``obj(preds, dtrain)`` (margins uploaded, gradient and Hessian left
+- the GPU objective's call ``obj(preds, dtrain)`` (XGBoost's float32 margins uploaded as they
+  are and widened on the device, gradient and Hessian left
   on the device), at round-0 margins and at the margins after the timed rounds;
 - one whole PL-Rank round on the GPU (``Booster.update(dtrain, i, fobj=obj)``: XGBoost's
   prediction, its download, the objective and the tree), and XGBoost's tree alone on fixed
@@ -84,8 +85,8 @@ def measure_size(cuda: Any, n_queries: int, rounds: int, budget: float) -> dict[
     )
     warm = np.asarray(plrank.predict(dtrain, output_margin=True), dtype=np.float32)
     t_warm = harness.measure(on_gpu(gpu_obj, warm), budget=budget)
-    upload = harness.measure(
-        lambda: (cuda.to_device(warm.astype(np.float64)), cuda.synchronize()), budget=budget
+    upload = harness.measure(  # the objective uploads XGBoost's float32 margins as they are
+        lambda: (cuda.to_device(warm), cuda.synchronize()), budget=budget
     )
 
     grad, hess = gpu_obj(warm, dtrain)
@@ -126,7 +127,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         rows = [
             ["GPU objective `obj(preds, dtrain)`, round-0 margins", size["objective_round0"]["median"]],
             ["GPU objective, warm margins", size["objective_warm"]["median"]],
-            ["  of which: uploading the margins", size["margins_upload"]["median"]],
+            ["  of which: uploading the margins (float32)", size["margins_upload"]["median"]],
             ["whole PL-Rank round on the GPU (`Booster.update`, fobj)", size["plrank_round"]["median"]],
             ["XGBoost tree on device gradients (`Booster.boost`)", size["tree_on_device_gradients"]["median"]],
             ["XGBoost GPU `rank:ndcg` round", ref],

@@ -90,7 +90,8 @@ def _compare(
 
 
 def check_estimate_equals_cpu_race():
-    """Every Hessian mode; queries of 1 document, fewer than K, more than K, none relevant."""
+    """Every Hessian mode; queries of 1 document, fewer than K, more than K, none relevant;
+    float32 margins as their float64 values."""
     rng = np.random.default_rng(0)
     ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40])
     labels[ptr[3]:ptr[4]] = 0.0  # a query without a relevant document: exactly 0
@@ -100,6 +101,16 @@ def check_estimate_equals_cpu_race():
         )
         assert np.all(grad[ptr[3]:ptr[4]] == 0.0) and np.all(grad[ptr[1]:ptr[2]] == 0.0)
         assert np.abs(grad).max() > 0.01  # not a trivial comparison
+    # float32 margins (XGBoost's) are uploaded as they are and widened on the device: the
+    # estimate at the same values as float64
+    m = RankingMetric("ndcg", 8, "exp")
+    gpu = CudaEstimate(m.rewards(labels, ptr), ptr, None, m.theta(ptr), N=6, hessian="abs",
+                       noise="independent")
+    narrow = scores.astype(np.float32)
+    for a, b in zip(gpu(narrow, seed=3, round_=2, keys=None),
+                    gpu(narrow.astype(np.float64), seed=3, round_=2, keys=None), strict=True):
+        a, b = to_host(a), to_host(b)
+        assert np.abs(a - b).max() <= TOL * max(1.0, np.abs(b).max()), (a, b)
 
 
 def check_curvature_floor_is_the_cpu_floor():
@@ -192,13 +203,21 @@ def check_objective_gives_xgboost_device_arrays():
         rng.normal(size=(n, 2)), label=rng.integers(0, 3, n), qid=np.repeat([0, 1], sizes),
         weight=np.array([2.0, 0.5]),
     )
-    margins = rng.normal(size=n)
+    margins = rng.normal(size=n).astype(np.float32)  # as XGBoost hands them
     g1, h1 = plrank_objective(K=2, N=4, sampler="race", hessian="clip")(margins, data)
     g2, h2 = plrank_objective(K=2, N=4, hessian="clip", device="cuda")(margins, data)
     device_array = type(cuda.device_array(1))  # the simulator's has no __cuda_array_interface__
     assert isinstance(g2, device_array) and isinstance(h2, device_array)
     assert np.allclose(g1, to_host(g2), rtol=0, atol=TOL)
     assert np.allclose(h1, to_host(h2), rtol=0, atol=TOL)
+    bad = margins.copy()
+    bad[3] = np.nan  # refused before anything is uploaded, as on the CPU
+    try:
+        plrank_objective(K=2, N=4, device="cuda")(bad, data)
+    except ValueError as err:
+        assert "preds must be finite, but preds[3] is nan" in str(err), err
+    else:
+        raise AssertionError("NaN margins were not refused")
 
 
 def check_ranker_trains_as_on_the_cpu():

@@ -498,3 +498,21 @@ def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
         huge = run(10**9)
     for got, want in zip(huge, run(longest), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_finite_vector_keeps_float32_and_as_finite_vector_gives_float64():
+    """The margins' check: float32 stays float32 without a copy (what a GPU uploads), other
+    values become float64; as_finite_vector, which the CPU rounds take, is always float64;
+    a non-finite entry is named either way."""
+    from gbdt_plrank._util.validation import as_finite_vector, finite_vector
+
+    narrow = np.array([0.5, -1.25, 3.0], dtype=np.float32)
+    assert finite_vector("preds", narrow) is narrow
+    assert finite_vector("preds", [1, 2]).dtype == np.float64
+    wide = as_finite_vector("preds", narrow)
+    assert wide.dtype == np.float64 and wide.tolist() == [0.5, -1.25, 3.0]
+    for check in (finite_vector, as_finite_vector):
+        with pytest.raises(ValueError, match=r"preds must be finite, but preds\[1\] is inf"):
+            check("preds", np.array([0.0, np.inf], dtype=np.float32))
+        with pytest.raises(ValueError, match=r"preds must be one-dimensional, but has shape"):
+            check("preds", np.zeros((2, 2), dtype=np.float32))

@@ -39,7 +39,9 @@ from numba import cuda
 from . import plrank as _cpu
 from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
 
-__all__ = ["HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows"]
+__all__ = [
+    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows", "widen",
+]
 
 HESSIAN_RAW = 0
 HESSIAN_ABS = 1
@@ -344,6 +346,14 @@ def floor_queries(grad, hess, group_ptr, curvature):
     if h_sum < curvature * g_sum:
         for d in range(lo, hi):
             hess[d] = max(hess[d], curvature * abs(grad[d]))
+
+
+@cuda.jit
+def widen(src, dst):
+    """``dst[i] = src[i]``: float32 margins as float64 (exact), one thread per row."""
+    i = cuda.grid(1)
+    if i < dst.shape[0]:
+        dst[i] = src[i]
 
 
 @cuda.jit

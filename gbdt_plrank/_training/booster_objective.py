@@ -85,9 +85,13 @@ class BoosterObjective:
         ``keys`` are the queries' random-stream keys (default: their index in the groups).
         """
         self.prepare(key, fields)
-        scores = as_finite_vector("preds", np.ravel(preds))
+        scores = self._margins(np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
         return self._weighted(*self._grad_hess(scores, keys))
+
+    def _margins(self, preds: np.ndarray) -> np.ndarray:
+        """The booster's margins as the round takes them: checked finite, as float64."""
+        return as_finite_vector("preds", preds)
 
     def _weighted(self, grad: np.ndarray, hess: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``grad`` and ``hess`` with each query's rows scaled by its weight (in place)."""

@@ -146,12 +146,19 @@ class CudaEstimate:
     def __call__(
         self, scores: np.ndarray, *, seed: int, round_: int, keys: np.ndarray | None
     ) -> tuple[Any, Any]:
-        """Gradient and Hessian (device arrays, finished and weighted) at the margins ``scores``.
+        """Gradient and Hessian (device arrays, finished and weighted) at the margins ``scores``
+        (float64, or float32, which is uploaded as it is and widened on the device).
 
         Query ``g`` draws from the stream ``(seed, round_, keys[g])`` (``keys`` default: ``g``).
         """
         cuda = _numba_cuda()
-        m = cuda.to_device(np.ascontiguousarray(scores, dtype=np.float64))
+        blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
+        if scores.dtype == np.float32:  # half the bytes up; widened on the device, exactly
+            m = cuda.device_array(self.n, dtype=np.float64)
+            if self.n:
+                self._k.widen[blocks, _MAX_THREADS](cuda.to_device(scores), m)
+        else:
+            m = cuda.to_device(np.ascontiguousarray(scores, dtype=np.float64))
         grad = cuda.device_array(self.n, dtype=np.float64)
         hess = cuda.device_array(self.n, dtype=np.float64)
         keys_d = self._index if keys is None else cuda.to_device(
@@ -174,7 +181,6 @@ class CudaEstimate:
                 round_, self.noise, self._hess_max, self._e, self._own, self._count, self._gen,
                 self._shift, grad, hess,
             )
-        blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         if self.n:
             code = self._k.HESSIAN_CODES[self.hessian]
             self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)

@@ -122,7 +122,15 @@ def check_seed(name: str, value: object) -> int:
 
 def as_finite_vector(name: str, values: object) -> np.ndarray:
     """A contiguous float64 vector without NaN or infinity."""
-    arr = np.ascontiguousarray(values, dtype=np.float64)
+    return np.ascontiguousarray(finite_vector(name, values), dtype=np.float64)
+
+
+def finite_vector(name: str, values: object) -> np.ndarray:
+    """A contiguous float32 or float64 vector without NaN or infinity: float32 values stay
+    float32 (no copy where they are contiguous; what a GPU uploads at half the bytes), any other
+    values become float64."""
+    arr = np.asarray(values)
+    arr = np.ascontiguousarray(arr, dtype=arr.dtype if arr.dtype == np.float32 else np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
     bad = ~np.isfinite(arr)
