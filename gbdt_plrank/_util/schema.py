@@ -21,7 +21,9 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, as the tomli package
     import tomli as tomllib
 
-__all__ = ["ConfigError", "Schema", "one_of", "read_toml", "toml_value", "validate"]
+__all__ = [
+    "ConfigError", "Schema", "one_of", "parse_toml", "read_toml", "toml_value", "validate",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,14 +57,20 @@ class Schema(BaseModel):
 def read_toml(path: Path, *, what: str = "configuration file") -> dict[str, Any]:
     """The TOML file ``path`` as a dict; a missing or malformed file is a :class:`ConfigError`."""
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"no such {what}: {path}") from None
     except IsADirectoryError:
         raise ConfigError(f"the {what} must be a file, but {path} is a folder.") from None
+    return parse_toml(text, source=str(path))
+
+
+def parse_toml(text: str, *, source: str) -> dict[str, Any]:
+    """The TOML ``text`` as a dict; malformed text is a :class:`ConfigError` naming ``source``."""
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path} is not valid TOML: {err}") from None
+        raise ConfigError(f"{source} is not valid TOML: {err}") from None
 
 
 def toml_value(text: str) -> Any:

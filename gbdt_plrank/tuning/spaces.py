@@ -37,7 +37,6 @@ Trials name the parameters as in the file: native ones by their name, objective 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -47,14 +46,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from .._util.schema import ConfigError, Schema, validate
+from .._util.schema import ConfigError, Schema, parse_toml, validate
 from ..harness.methods import METHODS, OWN_OBJECTIVES
 from ..harness.settings import check_objective_options
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as the tomli package
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -249,10 +243,7 @@ def _table(name: str, body: Any) -> dict[str, Entry]:
 
 def _read(text: str, *, source: str) -> dict[str, dict[str, Entry]]:
     """Table name -> flat entries of a space file; every error names ``source``."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{source} is not valid TOML: {err}") from None
+    raw = parse_toml(text, source=source)
     allowed = (*LIBRARIES, *OWN_OBJECTIVES, *METHODS)
     unknown = [name for name in raw if name not in allowed]
     if unknown:
