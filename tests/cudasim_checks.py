@@ -170,7 +170,8 @@ def check_margins_far_apart():
 
 
 def check_objective_with_lightgbm_weights():
-    """The objective on a LightGBM Dataset with query weights: host arrays, rounds counted."""
+    """The objective on a LightGBM Dataset with query weights: host arrays, rounds counted; with
+    query_subsample and the constant Hessian too."""
     import lightgbm
 
     rng = np.random.default_rng(3)
@@ -190,6 +191,18 @@ def check_objective_with_lightgbm_weights():
         assert isinstance(g2, np.ndarray) and isinstance(h2, np.ndarray)
         assert np.allclose(g1, g2, rtol=0, atol=TOL) and np.allclose(h1, h2, rtol=0, atol=TOL)
     assert gpu.round == 2
+    # half the queries a round with the constant Hessian: the weights and the queries left
+    # out (0, not the constant 1) scale the same rows on both
+    options = dict(K=3, N=8, seed=1, hessian="constant", query_subsample=0.5)
+    cpu = plrank_objective(sampler="race", **options)
+    gpu = plrank_objective(device="cuda", **options)
+    left_out = 0
+    for _ in range(4):
+        g1, h1 = cpu(margins, data)
+        g2, h2 = gpu(margins, data)
+        assert np.allclose(g1, g2, rtol=0, atol=TOL) and np.array_equal(h1, h2)
+        left_out += int(np.sum(h1 == 0.0))
+    assert 0 < left_out < 4 * n
 
 
 def check_objective_gives_xgboost_device_arrays():

@@ -151,7 +151,7 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
         ),
         _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
         _cuda_kernels.floor_queries: (f64, f64, i64, t.float64),
-        _cuda_kernels.scale_rows: (f64, f64, f64),
+        _cuda_kernels.scale_queries: (f64, f64, i64, f64),
         _cuda_kernels.widen: (t.float32[::1], f64),
     }
     for kernel, signature in kernels.items():

@@ -40,7 +40,7 @@ from . import plrank as _cpu
 from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
 
 __all__ = [
-    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_rows", "widen",
+    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_queries", "widen",
 ]
 
 HESSIAN_RAW = 0
@@ -357,9 +357,13 @@ def widen(src, dst):
 
 
 @cuda.jit
-def scale_rows(grad, hess, weight):
-    """``grad[d] *= weight[d]`` and ``hess[d] *= weight[d]``: each query's rows by its weight."""
-    d = cuda.grid(1)
-    if d < grad.shape[0]:
-        grad[d] *= weight[d]
-        hess[d] *= weight[d]
+def scale_queries(grad, hess, group_ptr, weight):
+    """``grad[d] *= weight[q]`` and ``hess[d] *= weight[q]`` for every row ``d`` of query ``q``,
+    one thread per query: each query's rows by its weight."""
+    q = cuda.grid(1)
+    if q >= group_ptr.shape[0] - 1:
+        return
+    w = weight[q]
+    for d in range(group_ptr[q], group_ptr[q + 1]):
+        grad[d] *= w
+        hess[d] *= w

@@ -1,7 +1,7 @@
 """The PL-Rank estimate on a CUDA GPU: device checks, uploads and kernel launches.
 
 :class:`CudaEstimate` holds one training set on the device (rewards, query boundaries, the
-queries that contribute, per-row weights: uploaded once) and computes each round's gradient and
+queries that contribute, per-query weights: uploaded once) and computes each round's gradient and
 Hessian there (:mod:`gbdt_plrank._kernels.cuda`); the margins are uploaded each round. The
 results stay on the device (Numba device arrays, which XGBoost takes through their
 ``__cuda_array_interface__``) until :func:`to_host`.
@@ -108,7 +108,7 @@ class CudaEstimate:
     query_subsample : float, default 1.0
         The share of the queries a round estimates (:class:`~gbdt_plrank.PLRankOptions`): the
         CPU's ``gbdt_plrank._kernels.plrank.kept_queries`` picks them, the others' blocks
-        return at once and their rows are scaled to 0 with the query weights.
+        return at once and their rows are scaled to 0 with the query weights (a weight of 0).
     """
 
     def __init__(
@@ -128,11 +128,13 @@ class CudaEstimate:
         self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
         self._ptr = cuda.to_device(np.ascontiguousarray(group_ptr, dtype=np.int64))
         self._active = cuda.to_device(active)
-        self._active_host, self._sizes, self._query_weights = active, sizes, weights
+        self._active_host, self._query_weights = active, weights
         self.query_subsample = query_subsample
         self._theta = cuda.to_device(np.ascontiguousarray(theta, dtype=np.float64))
         self._index = cuda.to_device(np.arange(self.G, dtype=np.int64))
-        self._weights = None if weights is None else cuda.to_device(np.repeat(weights, sizes))
+        self._weights = None if weights is None else cuda.to_device(
+            np.ascontiguousarray(weights, dtype=np.float64)
+        )
         self._e = cuda.device_array(n, dtype=np.float64)
         self._own = cuda.device_array((n, 4), dtype=np.float64)
         self._count = cuda.device_array(n, dtype=np.int32)
@@ -153,6 +155,7 @@ class CudaEstimate:
         """
         cuda = _numba_cuda()
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
+        query_blocks = (self.G + _MAX_THREADS - 1) // _MAX_THREADS
         if scores.dtype == np.float32:  # half the bytes up; widened on the device, exactly
             m = cuda.device_array(self.n, dtype=np.float64)
             if self.n:
@@ -173,22 +176,22 @@ class CudaEstimate:
                 self.query_subsample,
             )
             active = cuda.to_device(self._active_host & kept)
-            per_query = kept if self._query_weights is None else kept * self._query_weights
-            weights = cuda.to_device(np.repeat(per_query.astype(np.float64), self._sizes))
+            weights = cuda.to_device(
+                kept * (1.0 if self._query_weights is None else self._query_weights)
+            )
         if self.G:
             self._kernel[self.G, self._threads](
                 m, self._rho, self._ptr, keys_d, active, self._theta, self.N, seed,
                 round_, self.noise, self._hess_max, self._e, self._own, self._count, self._gen,
                 self._shift, grad, hess,
             )
-        if self.n:
+        if self.n:  # rows, so queries too
             code = self._k.HESSIAN_CODES[self.hessian]
             self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)
-            if self.hessian in ("abs", "clip") and self.G:
-                query_blocks = (self.G + _MAX_THREADS - 1) // _MAX_THREADS
+            if self.hessian in ("abs", "clip"):
                 self._k.floor_queries[query_blocks, _MAX_THREADS](
                     grad, hess, self._ptr, CURVATURE_FLOOR
                 )
             if weights is not None:
-                self._k.scale_rows[blocks, _MAX_THREADS](grad, hess, weights)
+                self._k.scale_queries[query_blocks, _MAX_THREADS](grad, hess, self._ptr, weights)
         return grad, hess

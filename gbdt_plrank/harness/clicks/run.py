@@ -424,20 +424,22 @@ class _Fold:
         n = 10 * config.propensity_samples
         gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
         _, q = np.unique(test.qid, return_inverse=True)
+        def exposure(theta: np.ndarray) -> np.ndarray:
+            return model.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
+                                           random_state=_OPE_SEED + self.seed)
+
+        # the model's observation under the simulated position bias, once for every log
+        simulated = None if config.position_bias == "known" else exposure(
+            pbm_position_bias(config.top_k, eta=config.eta))
         out = []
         exposures: dict[bytes, np.ndarray] = {}  # per position bias (one, where it is known)
         for i, logged in enumerate(self._ope_logs()):
             if logged.theta.tobytes() not in exposures:
-                exposures[logged.theta.tobytes()] = model.expected_exposure(
-                    test.X, test.qid, n_samples=n, weights=logged.theta,
-                    random_state=_OPE_SEED + self.seed)
+                exposures[logged.theta.tobytes()] = exposure(logged.theta)
             w = exposures[logged.theta.tobytes()]
             _, first = np.unique(logged.log.session, return_index=True)
             sessions = np.bincount(q[logged.log.row[first]], minlength=q.max() + 1)
-            w_true = w if config.position_bias == "known" else model.expected_exposure(
-                test.X, test.qid, n_samples=n,
-                weights=pbm_position_bias(config.top_k, eta=config.eta),
-                random_state=_OPE_SEED + self.seed)
+            w_true = w if simulated is None else simulated
             truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
             for estimator in ("policy-aware", "doubly-robust"):
                 est = estimate_policy_value(
