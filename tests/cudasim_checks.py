@@ -111,6 +111,21 @@ def check_estimate_equals_cpu_race():
                     gpu(narrow.astype(np.float64), seed=3, round_=2, keys=None), strict=True):
         a, b = to_host(a), to_host(b)
         assert np.abs(a - b).max() <= TOL * max(1.0, np.abs(b).max()), (a, b)
+    # a NaN or infinite margin is refused, float32 ones checked on the device as they are
+    # widened, with the host's message; a later call with finite margins is not affected
+    for dtype, (at, value) in itertools.product((np.float32, np.float64),
+                                                ((7, np.nan), (0, np.inf), (59, -np.inf))):
+        bad = scores.astype(dtype)
+        bad[at] = value
+        try:
+            gpu(bad, seed=3, round_=2, keys=None)
+        except ValueError as err:
+            assert f"preds must be finite, but preds[{at}] is {float(value)!r}" in str(err), err
+        else:
+            raise AssertionError(f"a {value} margin ({dtype.__name__}) was not refused")
+    again = to_host(gpu(narrow, seed=3, round_=2, keys=None)[0])
+    first = to_host(gpu(narrow.astype(np.float64), seed=3, round_=2, keys=None)[0])
+    assert np.abs(again - first).max() <= TOL * max(1.0, np.abs(first).max())
 
 
 def check_curvature_floor_is_the_cpu_floor():
@@ -224,7 +239,7 @@ def check_objective_gives_xgboost_device_arrays():
     assert np.allclose(g1, to_host(g2), rtol=0, atol=TOL)
     assert np.allclose(h1, to_host(h2), rtol=0, atol=TOL)
     bad = margins.copy()
-    bad[3] = np.nan  # refused before anything is uploaded, as on the CPU
+    bad[3] = np.nan  # refused before the estimate, as on the CPU
     try:
         plrank_objective(K=2, N=4, device="cuda")(bad, data)
     except ValueError as err:

@@ -146,13 +146,13 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
     f64, i64 = t.float64[::1], t.int64[::1]
     kernels = {
         _cuda_kernels.estimate_kernel(10, 128): (
-            f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, f64, f64,
-            t.float64[:, ::1], t.int32[::1], f64, f64,
+            f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, t.int64, f64,
+            f64, t.float64[:, ::1], t.int32[::1], i64, f64, f64, f64,
         ),
         _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
         _cuda_kernels.floor_queries: (f64, f64, i64, t.float64),
         _cuda_kernels.scale_queries: (f64, f64, i64, f64),
-        _cuda_kernels.widen: (t.float32[::1], f64),
+        _cuda_kernels.widen: (t.float32[::1], f64, t.int32[::1]),
     }
     for kernel, signature in kernels.items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=(9, 0))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._kernels.plrank import NOISE_CODES, kept_queries
 from .._util.compat import require
-from .._util.validation import check_choice
+from .._util.validation import check_choice, finite_vector
 from .plrank import CLIP_FLOOR, CURVATURE_FLOOR
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
@@ -142,6 +142,7 @@ class CudaEstimate:
         self._gen = cuda.device_array(lattice_rows, dtype=np.int64)
         self._shift = cuda.device_array(lattice_rows, dtype=np.float64)
         self._hess_max = cuda.device_array(1, dtype=np.float64)
+        self._bad = cuda.device_array(1, dtype=np.int32)
         self._kernel = _cuda_kernels.estimate_kernel(theta.shape[0], _threads(N))
         self._threads = _threads(N)
 
@@ -151,17 +152,25 @@ class CudaEstimate:
         """Gradient and Hessian (device arrays, finished and weighted) at the margins ``scores``
         (float64, or float32, which is uploaded as it is and widened on the device).
 
+        The margins are checked finite before the estimate: float32 ones on the device as they
+        are widened, float64 ones on the host. A NaN or infinite margin raises the
+        ``ValueError`` of :func:`~gbdt_plrank._util.validation.finite_vector`, which names the
+        first.
+
         Query ``g`` draws from the stream ``(seed, round_, keys[g])`` (``keys`` default: ``g``).
         """
         cuda = _numba_cuda()
         blocks = (self.n + _MAX_THREADS - 1) // _MAX_THREADS
         query_blocks = (self.G + _MAX_THREADS - 1) // _MAX_THREADS
-        if scores.dtype == np.float32:  # half the bytes up; widened on the device, exactly
+        if scores.dtype == np.float32:  # half the bytes up; widened and checked on the device
             m = cuda.device_array(self.n, dtype=np.float64)
             if self.n:
-                self._k.widen[blocks, _MAX_THREADS](cuda.to_device(scores), m)
+                self._bad.copy_to_device(np.zeros(1, dtype=np.int32))
+                self._k.widen[blocks, _MAX_THREADS](cuda.to_device(scores), m, self._bad)
+                if self._bad.copy_to_host()[0]:
+                    finite_vector("preds", scores)  # raises, naming the first such margin
         else:
-            m = cuda.to_device(np.ascontiguousarray(scores, dtype=np.float64))
+            m = cuda.to_device(finite_vector("preds", scores))
         grad = cuda.device_array(self.n, dtype=np.float64)
         hess = cuda.device_array(self.n, dtype=np.float64)
         keys_d = self._index if keys is None else cuda.to_device(

@@ -19,7 +19,7 @@ import numpy as np
 from .._boosters import BACKENDS, QueryFields
 from .._groups import boundaries, query_rows
 from .._util.threads import thread_count
-from .._util.validation import check_seed, finite_vector
+from .._util.validation import check_seed, float_vector
 from . import plrank as _plrank
 from .booster_objective import BoosterObjective
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
@@ -205,10 +205,11 @@ class PLRankObjective(BoosterObjective):
 
     def _margins(self, preds: np.ndarray) -> np.ndarray:
         """The margins checked finite; on the GPU a booster's float32 margins stay float32, so
-        that the upload moves half the bytes (the device widens them, exactly)."""
+        that the upload moves half the bytes (the device widens them, exactly, and checks them
+        there: :class:`~gbdt_plrank._training.gpu.CudaEstimate`)."""
         if self._gpu is None:
             return super()._margins(preds)
-        return finite_vector("preds", preds)
+        return float_vector("preds", preds)
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None

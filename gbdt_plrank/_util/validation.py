@@ -125,14 +125,20 @@ def as_finite_vector(name: str, values: object) -> np.ndarray:
     return np.ascontiguousarray(finite_vector(name, values), dtype=np.float64)
 
 
-def finite_vector(name: str, values: object) -> np.ndarray:
-    """A contiguous float32 or float64 vector without NaN or infinity: float32 values stay
-    float32 (no copy where they are contiguous; what a GPU uploads at half the bytes), any other
-    values become float64."""
+def float_vector(name: str, values: object) -> np.ndarray:
+    """A contiguous one-dimensional float32 or float64 vector, its values not checked: float32
+    values stay float32 (no copy where they are contiguous; what a GPU uploads at half the bytes,
+    and checks there), any other values become float64."""
     arr = np.asarray(values)
     arr = np.ascontiguousarray(arr, dtype=arr.dtype if arr.dtype == np.float32 else np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, but has shape {arr.shape}.")
+    return arr
+
+
+def finite_vector(name: str, values: object) -> np.ndarray:
+    """:func:`float_vector` without NaN or infinity."""
+    arr = float_vector(name, values)
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
