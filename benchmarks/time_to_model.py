@@ -98,13 +98,16 @@ TREES = {
 }
 
 
-def tree_settings(name: str, *, rounds: int, n_jobs: int | None) -> TreeSettings:
-    """The harness's tree settings of ``--trees name``, at most ``rounds`` rounds."""
+def tree_settings(
+    name: str, *, rounds: int, n_jobs: int | None, min_delta: float = 0.0
+) -> TreeSettings:
+    """The harness's tree settings of ``--trees name``, at most ``rounds`` rounds, every
+    method's early stopping with ``min_delta`` (``--min-delta``)."""
     if name not in TREES:
         raise ValueError(f"trees must be one of {', '.join(TREES)}, but {name!r} is given.")
     if name == "library-defaults":
-        return TreeSettings.library_defaults(rounds=rounds, n_jobs=n_jobs)
-    return TreeSettings(rounds=rounds, n_jobs=n_jobs)
+        return TreeSettings.library_defaults(rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
+    return TreeSettings(rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,7 @@ class Run:
     test: dict[int, dict[int, float]]  # cut-off -> query id -> NDCG
     seed: int = 0
     trees: str = "harness"  # a key of TREES
+    min_delta: float = 0.0
 
 
 def _rows(
@@ -165,16 +169,17 @@ def run(
     *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
     trees: str = "harness", rounds: int = 1000, n_jobs: int | None = None,
     seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
-    variants: dict[str, PLRankSettings] | None = None,
+    variants: dict[str, PLRankSettings] | None = None, min_delta: float = 0.0,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
-    ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`);
+    ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`), whose
+    early stopping counts a gain of at most ``min_delta`` as none, for every method;
     ``variants`` adds PL-Rank rows with other ``[plrank]`` tables (:func:`_rows`). Each
     finished training is also appended to the JSON-lines file ``records``, if given, so that an
     interrupted run keeps what it measured.
     """
-    settings = tree_settings(trees, rounds=rounds, n_jobs=n_jobs)
+    settings = tree_settings(trees, rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
     rows = _rows(methods, stoppings, variants)
     runs = []
     for data in datasets:
@@ -190,7 +195,7 @@ def run(
                     for c in CUTOFFS
                 }
                 r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
-                        int(fit.best_round), test, seed, trees)
+                        int(fit.best_round), test, seed, trees, min_delta)
                 runs.append(r)
                 if records is not None:
                     append_record(records, r.__dict__)
@@ -291,7 +296,12 @@ def _seed_table(
 
 def _trees_line(runs: list[Run]) -> str:
     names = list(dict.fromkeys(r.trees for r in runs))
-    return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + ".\n"
+    deltas = sorted({r.min_delta for r in runs} - {0.0})
+    gain = "".join(
+        f"; a round is the best only when it beats the best validation value by more than {d:g}"
+        for d in deltas
+    )
+    return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + gain + ".\n"
 
 
 def report(runs: list[Run], command: str) -> str:
@@ -409,6 +419,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trees", choices=tuple(TREES), default="harness",
                         help="tree settings: the harness's shared ones, or each library's own "
                              "defaults (same rounds cap and patience)")
+    parser.add_argument("--min-delta", type=float, default=0.0,
+                        help="every method's early stopping: a round is the best only when it "
+                             "beats the best validation value by more than this")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seeds", type=int_list, default=[0],
                         help="seeds, comma-separated: each method trains once per seed")
@@ -453,7 +466,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     runs = run(datasets=datasets, folds=folds, methods=methods,
                stoppings=_items(args.stopping), k=args.k, trees=args.trees, rounds=args.rounds,
-               n_jobs=args.threads, seeds=tuple(args.seeds), records=records, variants=variants)
+               n_jobs=args.threads, seeds=tuple(args.seeds), records=records, variants=variants,
+               min_delta=args.min_delta)
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])

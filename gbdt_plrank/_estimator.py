@@ -236,7 +236,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         self, options: PLRankOptions, *, rounds: int, eval_set: object,
         early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
         objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
-        min_rounds: int | str = 0,
+        min_rounds: int | str = 0, min_delta: float = 0.0,
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
@@ -251,5 +251,6 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             n_estimators=rounds, early_stopping_rounds=early_stopping_rounds,
             objective_type=objective_type, device=device, trainer=trainer,
             verbose=check_verbose("verbose", self.verbose), min_rounds=min_rounds,
+            min_delta=min_delta,
         )
         return plan, model_seed

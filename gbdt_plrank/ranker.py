@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.utils import Tags
 
 from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
-from ._boosters._stopping import check_min_rounds_choice
+from ._boosters._stopping import check_min_delta, check_min_rounds_choice
 from ._estimator import PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
@@ -123,6 +123,12 @@ class PLRankRanker(PolicyRanker):
         ``ceil(2 / learning_rate)`` (20 at the default 0.1; a rate in ``params`` wins): a
         model of fewer trees has taken less than about 86 % of a full step, and an early
         maximum of a stochastic objective's validation curve is mostly noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
+    min_delta : float, default 0.0
+        With early stopping, a round becomes the best only when it beats the best validation
+        value by more than this (a finite number >= 0; XGBoost's ``EarlyStopping(min_delta=)``
+        and LightGBM's ``early_stopping(min_delta=)``): gains smaller than it count as none, so
+        a validation curve that has flattened out stops training, and the kept round is the
+        last that gained more.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
@@ -225,6 +231,7 @@ class PLRankRanker(PolicyRanker):
         n_jobs: int | None = None,
         stopping_metric: str = "auto",
         min_rounds: int | str = "auto",
+        min_delta: float = 0.0,
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,
@@ -361,6 +368,7 @@ class PLRankRanker(PolicyRanker):
             stopping_metric=self.stopping_metric, objective_type=self._objective_type,
             device=self.device,
             min_rounds=check_min_rounds_choice(self.min_rounds),
+            min_delta=check_min_delta(self.min_delta),
         )
         return backend, self._settings(booster_seed), plan, options
 

@@ -45,6 +45,7 @@ class Rule:
     min_rounds: int = 0
     window: int = 1  # trailing moving average
     tolerance: float = 0.0  # keep the last round within this of the best
+    min_delta: float = 0.0  # a new best must beat the best by more (XGBoost's, LightGBM's)
 
     def apply(self, curve: np.ndarray) -> tuple[int, int]:
         """(kept round, rounds run), 1-based, for a signal ``curve`` of shape (rounds,)."""
@@ -56,7 +57,7 @@ class Rule:
         best, best_t = -np.inf, 0
         run = s.size
         for t in range(s.size):
-            if t + 1 >= self.min_rounds and s[t] > best:
+            if t + 1 >= self.min_rounds and s[t] > best + self.min_delta:
                 best, best_t = s[t], t
             if t + 1 >= self.min_rounds and t - best_t >= self.patience:
                 run = t + 1
@@ -79,6 +80,14 @@ RULES = [
     Rule("standardized, at least 60 rounds, patience 25", min_rounds=60, patience=25),
     Rule("standardized, at least 100 rounds, patience 25", min_rounds=100, patience=25),
     Rule("standardized, last round within 0.002 of the best", tolerance=0.002),
+    Rule("standardized, at least 40 rounds, patience 25, min_delta 1e-4", min_rounds=40,
+         patience=25, min_delta=1e-4),
+    Rule("standardized, at least 40 rounds, patience 25, min_delta 3e-4", min_rounds=40,
+         patience=25, min_delta=3e-4),
+    Rule("standardized, at least 40 rounds, patience 25, min_delta 1e-3", min_rounds=40,
+         patience=25, min_delta=1e-3),
+    Rule("standardized, at least 40 rounds, patience 25, min_delta 2e-3", min_rounds=40,
+         patience=25, min_delta=2e-3),
     Rule("the policy's expected NDCG", "pol_fixed"),
     Rule("NDCG of the ranking", "val_rank"),
 ]

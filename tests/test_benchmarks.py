@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -259,6 +260,22 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     ttm.main(["--report-only", "--out", str(again)])
     table = [s for s in text.splitlines() if s.startswith("| ")]
     assert [s for s in again.read_text().splitlines() if s.startswith("| ")] == table
+
+
+def test_time_to_model_stops_every_method_with_the_least_gain() -> None:
+    """``--min-delta`` reaches every method's early stopping, at either tree settings, and the
+    report says so."""
+    from benchmarks import time_to_model as ttm
+
+    for trees in ttm.TREES:
+        assert ttm.tree_settings(trees, rounds=3, n_jobs=1, min_delta=0.002).min_delta == 0.002
+        assert ttm.tree_settings(trees, rounds=3, n_jobs=1).min_delta == 0.0
+    runs = _seed_runs()
+    assert "beats the best validation value" not in ttm._trees_line(runs)
+    least = [replace(r, min_delta=0.002) for r in runs]
+    assert ttm._trees_line(least).endswith(
+        "; a round is the best only when it beats the best validation value by more than 0.002.\n"
+    )
 
 
 def test_time_to_model_pairs_queries_across_folds() -> None:

@@ -587,6 +587,10 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     at = config.model_copy(update={"plrank": PLRankSettings(train_K=20)})
     text = markdown_report(at, store.rows(), store.queries(), plan(config).keys)
     assert "The PL-Rank methods train at the cut-off 20." in text
+    assert "counted as none" not in text
+    least = config.model_copy(update={"trees": config.trees.model_copy(update={"min_delta": 0.001})})
+    text = markdown_report(least, store.rows(), store.queries(), plan(config).keys)
+    assert ", a gain of at most 0.001 counted as none, at most" in text
 
 
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:

@@ -16,6 +16,7 @@ from gbdt_plrank import (
     xgboost_early_stopping,
 )
 from gbdt_plrank._boosters._stopping import EarlyStopper, catboost_early_stopping, min_rounds_of
+from gbdt_plrank._util.schema import validate
 from gbdt_plrank.harness import METHODS
 from gbdt_plrank.harness import training as harness_training
 from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
@@ -24,17 +25,24 @@ xgboost = pytest.importorskip("xgboost")
 lightgbm = pytest.importorskip("lightgbm")
 
 
-def reference_rule(curve: np.ndarray, patience: int, min_rounds: int) -> tuple[int, int]:
+def reference_rule(
+    curve: np.ndarray, patience: int, min_rounds: int, min_delta: float = 0.0
+) -> tuple[int, int]:
     """(0-based kept round, rounds run) by the definition: the first maximum of the rounds from
-    ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the maximum so far."""
+    ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the maximum so far.
+    With ``min_delta``, the best so far changes only to a round that beats it by more."""
     first = max(min_rounds - 1, 0)
-    for t in range(first, curve.size):
-        best = first + int(np.argmax(curve[first : t + 1]))
-        if t - best >= patience:
-            return best, t + 1
     if curve.size <= first:
         return curve.size - 1, curve.size
-    return first + int(np.argmax(curve[first:])), curve.size
+    best = first
+    for t in range(first, curve.size):
+        if min_delta == 0.0:
+            best = first + int(np.argmax(curve[first : t + 1]))
+        elif curve[t] > curve[best] + min_delta:
+            best = t
+        if t - best >= patience:
+            return best, t + 1
+    return best, curve.size
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -43,13 +51,28 @@ def test_the_rule_matches_its_definition(seed: int) -> None:
     n = int(rng.integers(1, 60))
     curve = np.round(rng.normal(size=n).cumsum() * 0.1 + rng.normal(size=n), 1)  # ties too
     patience, min_rounds = int(rng.integers(1, 10)), int(rng.integers(0, 40))
-    stopper = EarlyStopper(patience, min_rounds)
+    min_delta = float(rng.choice([0.0, 0.05, 0.3]))
+    stopper = EarlyStopper(patience, min_rounds, min_delta)
     ran = n
     for t, value in enumerate(curve):
         if stopper.update(t, value):
             ran = t + 1
             break
-    assert (stopper.kept(ran - 1), ran) == reference_rule(curve, patience, min_rounds)
+    assert (stopper.kept(ran - 1), ran) == reference_rule(curve, patience, min_rounds, min_delta)
+
+
+def test_min_delta_is_refused_unless_a_finite_number_at_least_0() -> None:
+    for bad in (-0.001, float("nan"), float("inf"), "0.1", True, None):
+        with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but "):
+            EarlyStopper(5, 0, bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but "):
+            PLRankRanker(min_delta=bad)._training(None, None)
+    with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but -1"):
+        xgboost_early_stopping(5, min_delta=-1)
+    with pytest.raises(ValueError, match=r"trees.min_delta must be a finite number >= 0, but "
+                                         r"-0.5 is given"):
+        validate(TreeSettings, {"min_delta": -0.5}, source="x.toml", prefix="trees")
+    assert "min_delta" not in TreeSettings().model_dump(exclude_defaults=True)
 
 
 def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
@@ -113,6 +136,39 @@ def test_xgboost_callback_without_a_minimum_is_xgboosts_own_early_stopping(xgb_s
                              callbacks=[xgboost_early_stopping(patience)])
         assert ours.best_iteration == own.best_iteration
         assert ours.num_boosted_rounds() == own.num_boosted_rounds()
+
+
+@pytest.mark.parametrize("min_delta", [0.005, 0.01])
+def test_min_delta_is_the_libraries_own(xgb_sets, min_delta: float) -> None:
+    """Without a minimum, ``min_delta`` stops as XGBoost's ``EarlyStopping(min_delta=)`` and
+    LightGBM's ``early_stopping(min_delta=)`` do, and keeps the rounds they keep; it stops
+    sooner than without."""
+    train, vali = xgb_sets
+    own = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
+                        callbacks=[xgboost.callback.EarlyStopping(rounds=10, min_delta=min_delta,
+                                                                  maximize=True)])
+    ours = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
+                         callbacks=[xgboost_early_stopping(10, min_delta=min_delta)])
+    plain = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
+                          callbacks=[xgboost_early_stopping(10)])
+    assert ours.best_iteration == own.best_iteration
+    assert ours.num_boosted_rounds() == own.num_boosted_rounds() < plain.num_boosted_rounds()
+    X, y, qid = _queries(0)
+    Xv, yv, qv = _queries(1)
+    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [5], "learning_rate": 0.3,
+              "num_threads": 1, "seed": 0, "verbose": -1, "deterministic": True,
+              "force_row_wise": True}
+    sets = lightgbm.Dataset(X, y, group=np.bincount(qid))
+    valid = lightgbm.Dataset(Xv, yv, group=np.bincount(qv), reference=sets)
+    boosters = [
+        lightgbm.train(params, sets, 300, valid_sets=[valid], callbacks=[callback])
+        for callback in (lightgbm.early_stopping(10, min_delta=min_delta, verbose=False),
+                         lightgbm_early_stopping(10, min_delta=min_delta),
+                         lightgbm_early_stopping(10))
+    ]
+    assert boosters[1].best_iteration == boosters[0].best_iteration
+    assert boosters[1].current_iteration() == boosters[0].current_iteration()
+    assert boosters[1].current_iteration() < boosters[2].current_iteration()
 
 
 def test_xgboost_callback_keeps_no_round_before_the_minimum(xgb_sets) -> None:
@@ -227,11 +283,21 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
         PLRankRanker(min_rounds=-2).fit(X, y, group=qid, eval_set=[(Xv, yv, qv)],
                                         early_stopping_rounds=2)
     trees = TreeSettings(rounds=50, learning_rate=0.05)
-    assert (trees.min_rounds, trees.early_stopping_rounds) == ("auto", 25)
-    for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb"):
-        plan = harness_training._plan(METHODS[name], k=5, seed=0, trees=trees, settings=PLANS,
-                                      params={}, callbacks=())
-        assert plan.min_rounds == "auto", name  # resolved by the backend from its parameters
+    assert (trees.min_rounds, trees.early_stopping_rounds, trees.min_delta) == ("auto", 25, 0.0)
+    for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb", "plrank-nn"):
+        for min_delta in (0.0, 0.002):
+            plan = harness_training._plan(
+                METHODS[name], k=5, seed=0, trees=trees.model_copy(update={"min_delta": min_delta}),
+                settings=PLANS, params={}, callbacks=(),
+            )
+            assert plan.min_rounds == "auto", name  # resolved by the backend from its parameters
+            assert plan.min_delta == min_delta, name
+    # a gain no round reaches: the first candidate is kept, training stops a patience later
+    ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.25, min_child_weight=0.01,
+                          n_jobs=1, random_state=0, min_delta=1.0)
+    ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
+    watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
+    assert (ranker.best_iteration_, watched.size) == (7, 10)
     # a rate set among the native parameters (a tuner's trial, [params.<method>]) is the one used
     ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.05, params={"eta": 0.25},
                           min_child_weight=0.01, n_jobs=1, random_state=0)

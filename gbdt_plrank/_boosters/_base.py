@@ -217,6 +217,9 @@ class Plan:
         0 is each library's own rule. ``"auto"`` is ceil(2 / learning rate), the rate the
         library trains with (``min_rounds_of``, resolved by the backend from its native
         parameters).
+    min_delta : float
+        With early stopping, a round becomes the best only when it beats the best value by
+        more than this (``EarlyStopper``); 0 is each library's own rule.
     """
 
     objective: Objective
@@ -228,6 +231,7 @@ class Plan:
     metrics: Sequence[EvalMetric] = ()
     verbose: int = 0
     min_rounds: int | str = 0
+    min_delta: float = 0.0
 
     def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
         """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.

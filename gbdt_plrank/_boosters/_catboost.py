@@ -86,6 +86,7 @@ class CatBoostBackend(LibraryBackend):
         stopping = [] if plan.early_stopping_rounds is None else [catboost_early_stopping(
             plan.early_stopping_rounds, metric=metric,
             min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
+            min_delta=plan.min_delta,
         )]
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]

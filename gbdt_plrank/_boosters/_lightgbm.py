@@ -86,6 +86,7 @@ class LightGBMBackend(LibraryBackend):
             hooks.append(lightgbm_early_stopping(
                 plan.early_stopping_rounds,
                 min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
+                min_delta=plan.min_delta,
             ))
         period, bar = progress(plan, len(valid_sets))
         if period:

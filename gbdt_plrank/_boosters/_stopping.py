@@ -2,9 +2,11 @@
 
 The rule (``EarlyStopper``): after each round the watched value (higher is better) is
 recorded; rounds before ``min_rounds`` are neither kept nor counted, the best round is the
-best from round ``min_rounds`` on, and training stops ``patience`` rounds after it. With
-``min_rounds=0`` it is each library's own early stopping (the first strict maximum, stopped
-``patience`` rounds after it).
+best from round ``min_rounds`` on, and training stops ``patience`` rounds after it. A round
+becomes the best only when it beats the best value by more than ``min_delta`` (XGBoost's
+``EarlyStopping(min_delta=)`` and LightGBM's ``early_stopping(min_delta=)``). With
+``min_rounds=0`` and ``min_delta=0`` it is each library's own early stopping (the first strict
+maximum, stopped ``patience`` rounds after it).
 
 Why a minimum: a model of a few trees at a small learning rate is barely trained, yet the
 validation curve of a stochastic objective often has an early, noisy maximum that the
@@ -21,13 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._util.validation import check_positive_int, check_positive_number, is_int
+from .._util.validation import check_positive_int, check_positive_number, is_int, is_number
 from ._base import library
 
 __all__ = [
     "LIBRARY_LEARNING_RATES",
     "EarlyStopper",
     "catboost_early_stopping",
+    "check_min_delta",
     "check_min_rounds",
     "check_min_rounds_choice",
     "lightgbm_early_stopping",
@@ -45,6 +48,13 @@ def check_min_rounds(value: object) -> int:
     if not is_int(value) or value < 0:  # type: ignore[operator]
         raise ValueError(f"min_rounds must be an integer >= 0, but {value!r} is given.")
     return int(value)  # type: ignore[call-overload]
+
+
+def check_min_delta(value: object) -> float:
+    """``min_delta`` must be a finite number >= 0."""
+    if not is_number(value) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type, operator]
+        raise ValueError(f"min_delta must be a finite number >= 0, but {value!r} is given.")
+    return float(value)  # type: ignore[arg-type]
 
 
 def min_rounds_for(learning_rate: float) -> int:
@@ -139,6 +149,9 @@ class EarlyStopper:
     min_rounds : int, default 0
         Rounds ``0 .. min_rounds - 2`` (0-based) are neither kept nor counted: the first
         candidate is round ``min_rounds - 1``, the ``min_rounds``-th.
+    min_delta : float, default 0.0
+        A round becomes the best only when its value exceeds the best value by more than this
+        (>= 0): smaller gains count as none, so a curve that has flattened out stops.
 
     Attributes
     ----------
@@ -150,12 +163,14 @@ class EarlyStopper:
 
     patience: int
     min_rounds: int = 0
+    min_delta: float = 0.0
     best_round: int = field(default=-1, init=False)
     best_value: float = field(default=-math.inf, init=False)
 
     def __post_init__(self) -> None:
         check_positive_int("early_stopping_rounds", self.patience)
         check_min_rounds(self.min_rounds)
+        self.min_delta = check_min_delta(self.min_delta)
 
     def reset(self) -> None:
         """Forget every round (a new training)."""
@@ -165,7 +180,7 @@ class EarlyStopper:
         """Record the watched ``value`` after 0-based round ``round_``; whether to stop now."""
         if round_ + 1 < self.min_rounds:
             return False
-        if self.best_round < 0 or value > self.best_value:
+        if self.best_round < 0 or value > self.best_value + self.min_delta:
             self.best_round, self.best_value = round_, float(value)
         return round_ - self.best_round >= self.patience
 
@@ -183,7 +198,9 @@ _XGBOOST_LOSSES = (
 )
 
 
-def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0, maximize: bool = True) -> Any:
+def xgboost_early_stopping(
+    rounds: int, *, min_rounds: int = 0, min_delta: float = 0.0, maximize: bool = True
+) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
     Pass it in ``xgboost.train(callbacks=[...])`` in place of ``early_stopping_rounds``. As
@@ -197,6 +214,9 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0, maximize: bool =
         Patience: stop this many rounds after the best round (>= 1).
     min_rounds : int, default 0
         Keep no round before this one (:func:`min_rounds_for`).
+    min_delta : float, default 0.0
+        A round is a new best only when it beats the best value by more than this (>= 0), as
+        XGBoost's ``EarlyStopping(min_delta=)``.
     maximize : bool, default True
         Whether higher values of the watched metric are better (a ranking metric); ``False``
         for a loss. Watching one of XGBoost's own losses (``rmse``, ``logloss``, ``error``,
@@ -212,7 +232,7 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0, maximize: bool =
     >>> stop = gbdt_plrank.xgboost_early_stopping(25, min_rounds=gbdt_plrank.min_rounds_for(0.05))
     """
     xgboost = library("xgboost")
-    stopper = EarlyStopper(rounds, min_rounds)
+    stopper = EarlyStopper(rounds, min_rounds, min_delta)
 
     class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[misc, name-defined]
         last = -1
@@ -243,7 +263,7 @@ def xgboost_early_stopping(rounds: int, *, min_rounds: int = 0, maximize: bool =
     return EarlyStopping()
 
 
-def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
+def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: float = 0.0) -> Any:
     """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
 
     Pass it in ``lightgbm.train(callbacks=[...])`` in place of ``lightgbm.early_stopping``; as
@@ -256,6 +276,8 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
     rounds, min_rounds : int
         The patience (>= 1) and the first round that may be kept (default 0), as in
         :func:`xgboost_early_stopping`.
+    min_delta : float, default 0.0
+        The least gain that makes a round the best (>= 0), as ``lightgbm.early_stopping``'s.
 
     Returns
     -------
@@ -263,7 +285,7 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
         ``callback(env)``, run after each round where ``lightgbm.early_stopping`` runs.
     """
     lightgbm = library("lightgbm")
-    stopper = EarlyStopper(rounds, min_rounds)
+    stopper = EarlyStopper(rounds, min_rounds, min_delta)
     best: list[Any] = []
 
     def early_stopping(env: Any) -> None:
@@ -288,14 +310,16 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0) -> Any:
     return early_stopping
 
 
-def catboost_early_stopping(rounds: int, *, min_rounds: int, metric: str) -> Any:
+def catboost_early_stopping(
+    rounds: int, *, min_rounds: int, metric: str, min_delta: float = 0.0
+) -> Any:
     """A CatBoost callback: ``EarlyStopper`` on ``metric`` of the last eval set.
 
     CatBoost's own overfitting detector (``od_wait``) has no minimum: train with
     ``use_best_model=False`` and this callback in ``fit(callbacks=[...])``, then keep its
-    ``kept + 1`` trees (``model.shrink``).
+    ``kept + 1`` trees (``model.shrink``). ``min_delta`` as in :func:`xgboost_early_stopping`.
     """
-    stopper = EarlyStopper(rounds, min_rounds)
+    stopper = EarlyStopper(rounds, min_rounds, min_delta)
 
     class EarlyStopping:
         kept = -1

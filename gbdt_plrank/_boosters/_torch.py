@@ -238,7 +238,7 @@ class TorchBackend:
         }
         n_batches = max(1, math.ceil(data.n_queries / net.batch_size))
         stopper = None if patience is None else EarlyStopper(
-            patience, min_rounds_of(plan.min_rounds, params={}, library=self.name)
+            patience, min_rounds_of(plan.min_rounds, params={}, library=self.name), plan.min_delta
         )
         weights = None  # of the best epoch
         with _threads(torch, n_threads), torch.random.fork_rng(devices=[]):

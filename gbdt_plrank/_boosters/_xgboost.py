@@ -119,6 +119,7 @@ class XGBoostBackend(LibraryBackend):
         return [xgboost_early_stopping(
             plan.early_stopping_rounds,
             min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
+            min_delta=plan.min_delta,
         )]
 
     @staticmethod

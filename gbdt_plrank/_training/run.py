@@ -155,6 +155,7 @@ def plrank_plan(
     verbose: int = 0,
     trainer: str = "booster",
     min_rounds: int | str = 0,
+    min_delta: float = 0.0,
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 
@@ -189,6 +190,9 @@ def plrank_plan(
     min_rounds : int or "auto", default 0
         With early stopping, the first round that may be kept (as in
         :class:`~gbdt_plrank._boosters.Plan`).
+    min_delta : float, default 0.0
+        With early stopping, the least gain that makes a round the best (as in
+        :class:`~gbdt_plrank._boosters.Plan`).
 
     Returns
     -------
@@ -208,5 +212,5 @@ def plrank_plan(
     metrics = rule.eval_metrics(objective, ranked)
     return Plan(
         objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
-        metrics, verbose=verbose, min_rounds=min_rounds,
+        metrics, verbose=verbose, min_rounds=min_rounds, min_delta=min_delta,
     )

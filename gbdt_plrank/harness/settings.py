@@ -112,7 +112,8 @@ class TreeSettings(Schema):
     after ``"auto"``, were chosen on the validation curves of PL-Rank and LambdaMART on MQ2008
     and MQ2007-agg: level or better in validation NDCG at 10 than 50 rounds of patience from
     round 1 for both, in as many rounds or fewer, and a quarter less spread across PL-Rank's
-    seeds (the performance page).
+    seeds (the performance page). With ``min_delta``, a round becomes the best only when it
+    beats the best validation value by more than that (the libraries' own ``min_delta``).
     """
 
     rounds: int = Field(1000, ge=1, description="an integer >= 1")
@@ -126,6 +127,7 @@ class TreeSettings(Schema):
     min_rounds: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
         "auto", description="'auto' or an integer >= 0"
     )
+    min_delta: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
     n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
 
     @classmethod
@@ -230,10 +232,11 @@ class ExperimentConfig(Schema):
         """What of these keys changes a trained model or its score, as plain JSON-able data.
 
         Every key but ``folds`` (which selects runs) and ``trees.n_jobs`` (which changes only
-        their speed); ``trees.min_rounds`` only when it is not 0, so that the settings of a
-        folder written before it existed (the rule with 0) stay the same.
+        their speed); ``trees.min_rounds`` and ``trees.min_delta`` only when they are not 0, so
+        that the settings of a folder written before they existed (the rule with 0) stay the
+        same.
         """
-        unchanged = {"min_rounds"} if self.trees.min_rounds == 0 else set()
+        unchanged = {name for name in ("min_rounds", "min_delta") if getattr(self.trees, name) == 0}
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs", *unchanged}),
             "plrank": self.plrank.model_dump(),

@@ -102,7 +102,7 @@ def _plan(
     the package's objectives."""
     rounds = {
         "n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds,
-        "min_rounds": trees.min_rounds,
+        "min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
     }
     if method.objective not in OWN_OBJECTIVES:
         metrics = () if watch is None else (RankingMetricEval(watch),)

@@ -183,7 +183,7 @@ class ClicksConfig(ExperimentConfig):
             "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,
             "num_leaves": trees.num_leaves, "min_child_weight": trees.min_child_weight,
             "reg_lambda": trees.reg_lambda, "subsample": trees.subsample, "n_jobs": trees.n_jobs,
-            "min_rounds": trees.min_rounds,
+            "min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
         }
 
     def trained_options(self) -> dict[str, PLRankOptions]:

@@ -125,6 +125,8 @@ def markdown_report(
     first = {0: "", "auto": ", no round kept before ceil(2 / learning rate)"}.get(
         config.trees.min_rounds, f", no round kept before round {config.trees.min_rounds}"
     )
+    if config.trees.min_delta > 0:
+        first += f", a gain of at most {config.trees.min_delta:g} counted as none"
     lines += [
         f"Test NDCG@k at each method's best validation round, mean (std) over folds "
         f"{list(config.folds)} and seeds {list(config.seed_values)}, one training per k (early "
