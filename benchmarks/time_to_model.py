@@ -64,6 +64,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
+from gbdt_plrank._boosters._stopping import check_min_delta
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list
@@ -447,6 +448,10 @@ def main(argv: list[str] | None = None) -> None:
     if len(set(args.seeds)) != len(args.seeds):
         parser.error(f"--seeds must be distinct, but {','.join(map(str, args.seeds))} repeats one.")
     check_data(datasets, folds)
+    try:
+        check_min_delta(args.min_delta)
+    except ValueError as error:
+        parser.error(f"--min-delta: {error}")
     variants = {}
     for v in (v for v in args.plrank.split(";") if v):
         try:

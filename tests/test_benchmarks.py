@@ -321,6 +321,8 @@ def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> No
     ("--plrank", "N=25,noise",
      "a --plrank variant is key=value pairs, but 'noise' has no '='."),
     ("--plrank", "noise=sobol", "--plrank 'noise=sobol': "),
+    ("--min-delta", "-0.001", "--min-delta: min_delta must be a finite number >= 0, but -0.001"),
+    ("--min-delta", "nan", "--min-delta: min_delta must be a finite number >= 0, but nan"),
 ])
 def test_time_to_model_refuses_bad_seeds_and_variants_naming_them(
     option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
