@@ -280,7 +280,7 @@ class TorchBackend:
             if stopper is not None and weights is not None:
                 network.module.load_state_dict(weights)
         network.module.eval()
-        best_iteration = None if stopper is None else stopper.kept(epoch)
+        best_iteration = None if stopper is None else stopper.kept_round
         return Trained(network, best_iteration, history, time.perf_counter() - start)
 
     @staticmethod
