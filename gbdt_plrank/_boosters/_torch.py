@@ -196,6 +196,13 @@ class TorchBackend:
     def boosted_rounds(self, booster: Network) -> int:
         raise TypeError("a trained torch Network does not record the epochs it was trained for.")
 
+    def continued_rounds(self, data: Split) -> int:
+        """0: a network's training is never continued."""
+        return 0
+
+    def base_margins(self, data: Split) -> None:
+        return None
+
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
         return name, value
 
