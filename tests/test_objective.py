@@ -11,6 +11,7 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 import xgboost as xgb
+from marks import RANDOM_MARGINS
 from sklearn.model_selection import GroupKFold
 
 from gbdt_plrank import (
@@ -23,10 +24,6 @@ from gbdt_plrank import (
 from gbdt_plrank._groups import boundaries
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.plrank import estimate
-
-#: The warning of a first call whose margins are not at one base score: these tests call the
-#: objective themselves with random margins.
-RANDOM_MARGINS = pytest.mark.filterwarnings("ignore:the PL-Rank objective's first call")
 
 
 def recorder(obj, calls):
