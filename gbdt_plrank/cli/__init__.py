@@ -15,8 +15,12 @@
 
 CONFIG is a TOML file or the name of a configuration that ships with the package (``demo``,
 ``headline``, ``fairness_group``, ...: :mod:`gbdt_plrank.harness.bundled`); ``gbdt-plrank configs``
-lists them and ``gbdt-plrank configs NAME`` prints one to start from. A bundled configuration
-writes to ``runs/NAME`` in the current folder unless ``--out`` says otherwise.
+lists them and ``gbdt-plrank configs NAME`` prints one to start from. One rule for every command
+(CONFIG, ``tune --config`` and ``--space``, ``configs NAME``): a bare name (``demo``) is a
+bundled configuration, anything with a folder or ``.toml`` (``demo.toml``, ``./demo``) is a
+path, and a path that is no file is refused, naming the bundled configuration of that name if
+there is one. A bundled configuration writes to ``runs/NAME`` in the current folder unless
+``--out`` says otherwise.
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -39,7 +43,7 @@ from typing import Any
 from .. import __version__
 from .._util.compat import MissingDependencyError, is_installed
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
-from ..harness.bundled import COMMANDS, bundled_configs, resolve_config
+from ..harness.bundled import COMMANDS, bundled_configs, is_bundled_name, resolve_config
 from ..harness.clicks import load_clicks_config, run_clicks, write_clicks_report
 from ..harness.compare import load_config, plan, run_comparison, write_report
 from ..harness.methods import METHODS
@@ -81,7 +85,8 @@ def _config_help(command: str, what: str) -> str:
     return (
         f"a TOML file describing the {what}, or the name of a bundled one: {names} "
         f"(`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in "
-        f"the current folder unless --out is given; a file that exists wins over a name)"
+        f"the current folder unless --out is given; a bare name is a bundled configuration, "
+        f"anything with a folder or .toml a file, which must exist)"
     )
 
 
@@ -286,6 +291,14 @@ def _configure_configs(parser: argparse.ArgumentParser) -> None:
 def _run_configs(args: argparse.Namespace) -> int:
     if args.name is not None:
         every = bundled_configs()
+        if not is_bundled_name(args.name):
+            named = Path(args.name).stem
+            hint = (f": `{PROG} configs {named}`" if named in every
+                    else f"; they are: {', '.join(every)}")
+            raise ConfigError(
+                f"{args.name!r} is a path, but configs prints a bundled configuration, named "
+                f"without a folder or .toml{hint}"
+            )
         if args.name not in every:
             raise ConfigError(
                 f"{args.name!r} is not a bundled configuration; they are: {', '.join(every)}"
