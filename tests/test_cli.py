@@ -117,7 +117,7 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 def test_subcommands_are_a_registry() -> None:
     assert [sub.name for sub in SUBCOMMANDS] == [
-        "compare", "tune", "fairness", "clicks", "configs"
+        "compare", "tune", "fairness", "clicks", "configs", "compile"
     ]
 
 

@@ -12,6 +12,7 @@
     gbdt-plrank clicks CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--sessions 10,100]
                               [--rounds N] [--out DIR] [--n-jobs N]
     gbdt-plrank configs [NAME]
+    gbdt-plrank compile
 
 CONFIG is a TOML file or the name of a configuration that ships with the package (``demo``,
 ``headline``, ``fairness_group``, ...: :mod:`gbdt_plrank.harness.bundled`); ``gbdt-plrank configs``
@@ -317,6 +318,24 @@ def _run_configs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_compile(parser: argparse.ArgumentParser) -> None:
+    """No arguments: Numba's cache folder is its own (``NUMBA_CACHE_DIR``)."""
+
+
+def _run_compile(args: argparse.Namespace) -> int:
+    from .._compile import compile_kernels
+
+    print("compiling the kernels into Numba's cache (once per environment; about 20 s on a "
+          "quiet 2-core machine)...", flush=True)
+    compiled = compile_kernels()
+    if compiled:
+        print(f"compiled {len(compiled)} kernels in {compiled.seconds:.1f} s; later processes "
+              f"load them from Numba's cache")
+    else:
+        print(f"every kernel was in Numba's cache already (checked in {compiled.seconds:.1f} s)")
+    return 0
+
+
 SUBCOMMANDS: list[Subcommand] = [
     Subcommand(
         "compare",
@@ -345,6 +364,13 @@ SUBCOMMANDS: list[Subcommand] = [
         "list the configurations that ship with the package, or print one to start from",
         _configure_configs,
         _run_configs,
+    ),
+    Subcommand(
+        "compile",
+        "compile the Numba kernels into Numba's on-disk cache ahead of a first training (for "
+        "a container image or a CI cache: NUMBA_CACHE_DIR chooses the folder)",
+        _configure_compile,
+        _run_compile,
     ),
 ]
 
