@@ -111,8 +111,9 @@ class CompiledKernels(tuple):
 def compile_kernels() -> CompiledKernels:
     """Compile the package's CPU kernels into Numba's on-disk cache, ahead of a first training.
 
-    Every kernel is compiled the first time it is called, once per environment (about 20 s in
-    all), and kept in Numba's cache (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the
+    Every kernel is compiled the first time it is called, once per environment (about 20 s
+    for those of a first training on a quiet 2-core machine; this compiles all of them, which
+    takes minutes), and kept in Numba's cache (``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the
     package, else a folder of the user's): this calls each of them once on a tiny input, as a
     training with XGBoost or LightGBM and its evaluation metrics, the fairness objectives,
     PiRank, :mod:`gbdt_plrank.metrics` and the rankers' policy methods call them, so that the

@@ -325,8 +325,8 @@ def _configure_compile(parser: argparse.ArgumentParser) -> None:
 def _run_compile(args: argparse.Namespace) -> int:
     from .._compile import compile_kernels
 
-    print("compiling the kernels into Numba's cache (once per environment; about 20 s on a "
-          "quiet 2-core machine)...", flush=True)
+    print("compiling every kernel into Numba's cache, once per environment (minutes: more "
+          "kernels than a first training needs)...", flush=True)
     compiled = compile_kernels()
     if compiled:
         print(f"compiled {len(compiled)} kernels in {compiled.seconds:.1f} s; later processes "
