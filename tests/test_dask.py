@@ -575,7 +575,8 @@ def test_group_fair_two_workers_train_the_single_machine_model(client):
     single = PLRankRanker(**options).fit(X, y, group=qid, item_groups=groups).predict(X)
     two = DaskPLRankRanker(**options).fit(Xa, ya, group=qa, item_groups=ga)
     np.testing.assert_array_equal(two.to_local().predict(X), single)
-    relevance = PLRankRanker(**{**options, "fairness": None}).fit(X, y, group=qid).predict(X)
+    relevance = PLRankRanker(**{**options, "fairness": None, "fairness_weight": 1.0}).fit(
+        X, y, group=qid).predict(X)
     assert not np.allclose(single, relevance)
 
 
