@@ -253,8 +253,9 @@ def xgboost_early_stopping(
     of ``early_stopping_rounds``. As XGBoost's own ``callback.EarlyStopping``, it records
     ``best_iteration`` and ``best_score`` on the booster (on every fold's inside
     ``xgboost.cv``, which then cuts its results after the best round), compares as it does
-    (:data:`IMPROVES`), watches the mean over the folds inside ``xgboost.cv`` and counts the
-    rounds of a training that continues a booster (``xgb_model=``) on from the booster's. The
+    (a gain is ``new - min_delta > best``), watches the mean over the folds inside
+    ``xgboost.cv`` and counts the rounds of a training that continues a booster
+    (``xgb_model=``) on from the booster's. The
     booster keeps every round it trained: predict with
     ``iteration_range=(0, booster.best_iteration + 1)`` or slice it. A training that ends
     before ``min_rounds`` keeps its last round: ``best_iteration`` and ``best_score`` are that
@@ -322,8 +323,8 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: floa
 
     Pass it in ``lightgbm.train(callbacks=[...])`` or ``lightgbm.cv(callbacks=[...])`` in
     place of ``lightgbm.early_stopping``; as that one, it sets the booster's
-    ``best_iteration`` (1-based) and ``best_score``, compares as it does (:data:`IMPROVES`),
-    watches the mean over the folds inside ``lightgbm.cv`` and leaves the training data out
+    ``best_iteration`` (1-based) and ``best_score``, compares as it does (a gain is
+    ``new > best + min_delta``), watches the mean over the folds inside ``lightgbm.cv`` and leaves the training data out
     (``lightgbm.cv``'s ``"train"`` with ``eval_train_metric=True``, or the training set given
     among ``valid_sets``). The first metric is the first of ``feval`` when
     ``params["metric"]`` is ``"None"``; a metric whose lower values are better is minimised. A

@@ -75,7 +75,7 @@ class XGBoostBackend(LibraryBackend):
     def base_margins(self, data: Any) -> np.ndarray | None:
         """The DMatrix's ``base_margin`` (None without): a training's first margins are the base
         score plus it. XGBoost does not record on a DMatrix whether a training continues a
-        booster (``xgb_model=``), so :meth:`continued_rounds` is None."""
+        booster (``xgb_model=``), so ``continued_rounds`` is None."""
         margins = data.get_base_margin()
         return np.asarray(margins, dtype=np.float64) if margins.size else None
 

@@ -169,10 +169,10 @@ class BoosterObjective:
         """Read the training set ``data`` from its query fields, unless the cache holds it.
 
         A new set is read (validated labels, group boundaries, query weights, rewards: a
-        :class:`TrainingSet`, kept while ``data`` lives), and so is a set whose labels, weights
-        or groups differ from those it was read from (a set changed in place, e.g. by
-        ``set_label``): one vectorised comparison per call. The set becomes the one the
-        objective works on.
+        :class:`~gbdt_plrank._training.booster_objective.TrainingSet`, kept while ``data``
+        lives), and so is a set whose labels, weights or groups differ from those it was read
+        from (a set changed in place, e.g. by ``set_label``): one vectorised comparison per
+        call. The set becomes the one the objective works on.
         """
         kept = self._training.get(data)
         if kept is not None and fields.same_as(kept.fields):
