@@ -10,10 +10,15 @@ that spin while they wait starve the other runtime (measured: a round 10 to 20 t
 a busy 2-core machine). Set the variable yourself to keep another policy. An OpenMP runtime
 reads it when it is loaded, so a booster imported before the package without the variable set
 keeps spinning: the import warns then.
+
+The kernels are compiled by Numba at their first use in an environment (about 20 s, once) and
+cached; the first compilation in a process logs one warning on the ``gbdt_plrank`` logger, and
+:func:`compile_kernels` (``gbdt-plrank compile``) compiles them ahead.
 """
 
 # First: importing it sets OMP_WAIT_POLICY before any booster loads.
 from ._util import threads as _threads  # noqa: F401, I001
+from ._compile import compile_kernels, install_notice as _install_notice
 from . import clicks, datasets, metrics
 from ._boosters._stopping import lightgbm_early_stopping, min_rounds_for, xgboost_early_stopping
 from ._training.objective import PLRankObjective, plrank_objective
@@ -30,6 +35,7 @@ __all__ = [
     "PLRankRanker",
     "PiRankObjective",
     "clicks",
+    "compile_kernels",
     "dataset_ndcg",
     "datasets",
     "lightgbm_early_stopping",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_install_notice()  # one warning at the first compilation of a kernel (not at a cache load)
 
 _LAZY = {"PLRankRanker": "ranker", "MetricEstimate": "ranker"}  # scikit-learn: 1 s to import
 

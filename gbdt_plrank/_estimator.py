@@ -14,8 +14,11 @@ plan of a fit, from :func:`gbdt_plrank._training.run.plrank_plan`) are what ever
 from __future__ import annotations
 
 import inspect
+import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -50,7 +53,28 @@ from ._util.validation import (
     check_verbose,
 )
 
-__all__ = ["PolicyRanker", "check_early_stopping"]
+__all__ = ["PolicyRanker", "caller_level", "check_early_stopping"]
+
+
+def caller_level() -> int:
+    """The ``stacklevel`` that makes a warning issued by this function's caller point at the
+    first frame outside the package (the user's ``fit`` call, whatever the ranker)."""
+    package = str(Path(__file__).resolve().parent)
+    frame, level = sys._getframe(2), 2
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _same(value: object, default: object) -> bool:
+    """Whether a parameter's value is its default (``0.0 == 0``; never for another type, so
+    ``False`` is not ``0``)."""
+    if isinstance(value, (bool, np.bool_)) != isinstance(default, (bool, np.bool_)):
+        return False
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # an array, a RandomState: not a default of these
+        return False
 
 
 def check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
@@ -116,11 +140,12 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         ]
         trained = backend.train(settings, data, evals, plan)
         self.group_column_ = column
-        self._keep(trained)
+        self._keep(trained, plan=plan, n_queries=data.n_queries)
         return self
 
-    def _keep(self, trained: Trained) -> None:
-        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set)."""
+    def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
+        """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set), the
+        model of ``plan`` trained on ``n_queries`` queries."""
         self.booster_ = trained.booster
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history
@@ -232,6 +257,41 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         )
         return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
 
+    def _warn_idle_parameters(
+        self, options: PLRankOptions, *, eval_set: object, early_stopping_rounds: object
+    ) -> None:
+        """Warn about each parameter set away from its default that this fit does not use.
+
+        As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
+        elastic net): a UserWarning naming the parameter, its value and why it has no effect.
+        ``min_rounds`` and ``min_delta`` only shape early stopping; ``stopping_metric`` only
+        chooses what is scored on the eval sets; ``fairness_weight`` only weighs a fairness
+        loss.
+        """
+        given = {
+            name: getattr(self, name)
+            for name, p in inspect.signature(type(self).__init__).parameters.items()
+            if p.default is not p.empty and hasattr(self, name)
+            and not _same(getattr(self, name), p.default)
+        }
+        idle = {
+            "min_rounds": (early_stopping_rounds is None,
+                           "it applies to early stopping, and fit got no early_stopping_rounds"),
+            "min_delta": (early_stopping_rounds is None,
+                          "it applies to early stopping, and fit got no early_stopping_rounds"),
+            "stopping_metric": (not eval_set,
+                                "it names what the eval sets are scored by, and fit got no "
+                                "eval_set"),
+            "fairness_weight": (options.fairness is None,
+                                "it weighs the fairness loss, and fairness is None"),
+        }
+        for name, (unused, why) in idle.items():
+            if name in given and unused:
+                warnings.warn(
+                    f"{name}={given[name]!r} has no effect in this fit: {why}.",
+                    UserWarning, stacklevel=caller_level(),
+                )
+
     def _plan(
         self, options: PLRankOptions, *, rounds: int, eval_set: object,
         early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
@@ -240,7 +300,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
-        Checks early stopping against ``eval_set``, draws the objective's and the model's seeds
+        Checks early stopping against ``eval_set`` (and warns about parameters the fit does not
+        use, once every value is checked), draws the objective's and the model's seeds
         from ``random_state`` and builds the plan with the package's one run builder
         (:func:`gbdt_plrank._training.run.plrank_plan`) for ``rounds`` rounds (or epochs).
         """
@@ -252,5 +313,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             objective_type=objective_type, device=device, trainer=trainer,
             verbose=check_verbose("verbose", self.verbose), min_rounds=min_rounds,
             min_delta=min_delta,
+        )
+        self._warn_idle_parameters(
+            options, eval_set=eval_set, early_stopping_rounds=early_stopping_rounds
         )
         return plan, model_seed

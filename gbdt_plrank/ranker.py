@@ -35,9 +35,10 @@ from sklearn.utils import Tags
 
 from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
 from ._boosters._stopping import check_min_delta, check_min_rounds_choice
-from ._estimator import PolicyRanker
+from ._estimator import PolicyRanker, caller_level
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
+from ._training.plrank import kept_query_counts
 from ._training.policy_methods import MetricEstimate
 from ._util.threads import booster_threads
 from ._util.validation import check_choice, check_positive_int
@@ -144,7 +145,8 @@ class PLRankRanker(PolicyRanker):
         (``True``: every round) in the booster's own format, as XGBoost's ``verbose_eval`` and
         LightGBM's ``log_evaluation(N)`` do (``[10]\tvalid_0-ndcg@5:0.70123`` from XGBoost,
         ``[10]\tvalid_0's ndcg@5: 0.70123`` from LightGBM, which counts rounds from 1); without
-        ``eval_set`` a progress bar of the rounds is shown on stderr. ``False`` (or 0) is quiet,
+        ``eval_set`` a progress bar of the rounds is shown on stderr. ``False`` (or 0, or a
+        negative integer such as LightGBM's -1) is quiet,
         as scikit-learn's estimators are. On a Dask cluster the workers print: XGBoost's the values of
         the whole eval sets, LightGBM's each worker those of its own part; no bar.
 
@@ -313,15 +315,36 @@ class PLRankRanker(PolicyRanker):
             item_groups=item_groups, sample_weight=sample_weight,
         )
 
-    def _keep(self, trained: Trained) -> None:
+    def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes; warn when no tree has a split."""
-        super()._keep(trained)
+        super()._keep(trained, plan=plan, n_queries=n_queries)
         if not self.feature_importances_.any():
+            rounds = BACKENDS[self.backend].boosted_rounds(trained.booster)
+            hint = self._subsample_hint(plan.objective, rounds=rounds, n_queries=n_queries)
             warnings.warn(
                 f"the trained {self.backend} model has no split: every tree is one leaf, so "
-                f"every document gets the same score. {self._no_split_hint()}",
-                UserWarning, stacklevel=3,
+                f"every document gets the same score. {hint or self._no_split_hint()}",
+                UserWarning, stacklevel=caller_level(),
             )
+
+    @staticmethod
+    def _subsample_hint(objective: PLRankObjective, *, rounds: int, n_queries: int) -> str:
+        """The no-split warning's cause when ``query_subsample`` kept too few queries: every
+        round's kept queries are recounted from their streams (:func:`kept_query_counts`)."""
+        fraction = objective.options.query_subsample
+        if fraction == 1.0 or rounds == 0:
+            return ""
+        counts = kept_query_counts(
+            seed=objective.seed, rounds=rounds, n_queries=n_queries, fraction=fraction
+        )
+        if counts.any():
+            return ""
+        return (
+            f"query_subsample={fraction} kept no query in any of the {rounds} rounds (each of "
+            f"the {n_queries} training queries is kept with probability {fraction} a round, "
+            f"{fraction * n_queries:.3g} queries a round on average), so every gradient was 0: "
+            f"raise query_subsample, to well above 1 / {n_queries} = {1 / n_queries:.3g}."
+        )
 
     def _no_split_hint(self) -> str:
         """What the no-split warning suggests, given the ``min_child_weight`` in use."""

@@ -14,6 +14,7 @@ from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import cli
 from gbdt_plrank.cli import SUBCOMMANDS, main
+from gbdt_plrank.harness.bundled import resolve_config
 from gbdt_plrank.harness.store import locked_folder
 
 DEMO = Path(__file__).resolve().parents[1] / "configs" / "demo.toml"
@@ -96,7 +97,8 @@ def test_changed_settings_are_refused(tmp_path: Path, tiny: Path, capsys) -> Non
         (["compare", str(DEMO), "--seeds", "0"], "seeds must be an integer >= 1, but 0 is given"),
         (["compare", str(DEMO), "--k", "5,x"], "expected an integer or comma-separated integers"),
         (["compare", str(DEMO), "--data", "no/such/folder"], "'no/such/folder' is neither"),
-        (["compare", "no/such.toml"], "no such configuration file: no/such.toml"),
+        (["compare", "no/such.toml"], "no such configuration file: no/such.toml; bundled "
+         "compare configurations: demo,"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         ([], "a command is required: compare"),
     ],
@@ -115,7 +117,7 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 def test_subcommands_are_a_registry() -> None:
     assert [sub.name for sub in SUBCOMMANDS] == [
-        "compare", "tune", "fairness", "clicks", "configs"
+        "compare", "tune", "fairness", "clicks", "configs", "compile"
     ]
 
 
@@ -126,7 +128,7 @@ def test_a_bundled_configuration_runs_by_name_from_any_folder(
     tmp_path: Path, tiny: Path, monkeypatch, capsys
 ) -> None:
     """``compare demo`` from a folder without configs/: the bundled file, written to runs/demo
-    in the current folder; ``configs/demo.toml`` (the documented path) names it too."""
+    in the current folder."""
     monkeypatch.chdir(tmp_path)
     flags = ["--data", str(tiny), "--methods", "plrank-lgb", "--seeds", "1", "--k", "3",
              "--rounds", "2", "--n-jobs", "1"]
@@ -134,26 +136,35 @@ def test_a_bundled_configuration_runs_by_name_from_any_folder(
     printed = capsys.readouterr().out
     assert f"the bundled configuration 'demo' ({DEMO})" in printed
     assert (tmp_path / "runs" / "demo" / "results.md").is_file()
-    assert main(["compare", "configs/demo.toml", *flags]) == 0
-    assert "0 of 1 trainings to run" in capsys.readouterr().out
     assert main(["clicks", "clicks-tiny", "--data", str(tiny), "--sessions", "3",
                  "--out", "mine"]) == 0
     assert (tmp_path / "mine" / "clicks.md").is_file()
 
 
-def test_a_file_that_exists_wins_over_a_bundled_name(tmp_path: Path, monkeypatch,
+def test_a_bare_name_is_bundled_and_a_path_is_a_file(tmp_path: Path, monkeypatch,
                                                      capsys) -> None:
+    """One rule: a bare name names a bundled configuration, even beside a file of that name
+    (given by its path, ./demo); a path with a folder or .toml is a file."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo").write_text("methods = ['plrank-xgb']\n")
-    assert main(["compare", "demo"]) == 2
-    assert "demo must set 'datasets'" in capsys.readouterr().err
+    (tmp_path / "mine.toml").write_text("methods = ['plrank-xgb']\n")
+    assert resolve_config("demo", command="compare") == (DEMO, "demo")
+    for path in ("./demo", "mine.toml", str(tmp_path / "mine.toml")):
+        assert main(["compare", path]) == 2
+        assert "must set 'datasets'" in capsys.readouterr().err
+    assert main(["compare", "mine"]) == 2
+    assert "'mine' is not the name of a bundled configuration; bundled compare" in (
+        capsys.readouterr().err)
+    assert main(["compare", "./nope"]) == 2
+    assert "no such configuration file: ./nope; bundled compare configurations: demo" in (
+        capsys.readouterr().err)
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["compare", "nope"], "'nope' is neither a file nor the name of a bundled configuration; "
-         "bundled compare configurations: demo, headline,"),
+        (["compare", "nope"], "'nope' is not the name of a bundled configuration; bundled "
+         "compare configurations: demo, headline,"),
         (["compare", "fairness_group"], "'fairness_group' is a bundled configuration of "
          "`gbdt-plrank fairness`, not of compare"),
         (["configs", "nope"], "'nope' is not a bundled configuration; they are: clicks-mq2007-agg"),
@@ -161,6 +172,36 @@ def test_a_file_that_exists_wins_over_a_bundled_name(tmp_path: Path, monkeypatch
 )
 def test_an_unknown_bundled_name_lists_the_names(tmp_path: Path, monkeypatch, argv, message,
                                                  capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["compare", "demo.toml"], "no such configuration file: demo.toml; the bundled "
+         "configuration 'demo' is named without a folder or .toml: `gbdt-plrank compare demo`"),
+        (["compare", "configs/headline.toml"], "no such configuration file: "
+         "configs/headline.toml; the bundled configuration 'headline' is named without a "
+         "folder or .toml: `gbdt-plrank compare headline`"),
+        (["fairness", "fairness_group.toml"], "`gbdt-plrank fairness fairness_group`"),
+        (["clicks", "configs/clicks-tiny.toml"], "`gbdt-plrank clicks clicks-tiny`"),
+        (["tune", "--data", "x", "--method", "plrank-xgb", "--config", "demo.toml"],
+         "no such configuration file: demo.toml; the bundled configuration 'demo' is named"),
+        (["tune", "--data", "x", "--method", "plrank-xgb", "--space", "paper.toml"],
+         "`gbdt-plrank tune --space paper`"),
+        (["configs", "demo.toml"], "'demo.toml' is a path, but configs prints a bundled "
+         "configuration, named without a folder or .toml: `gbdt-plrank configs demo`"),
+    ],
+)
+def test_a_missing_toml_path_is_refused_the_same_way_by_every_command(
+    tmp_path: Path, monkeypatch, argv, message, capsys
+) -> None:
+    """A path with .toml (or a folder) that does not exist is refused by every command, naming the
+    bundled configuration of that name: ``compare demo.toml`` ran the bundled demo while
+    ``configs demo.toml`` refused it."""
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err

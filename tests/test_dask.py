@@ -20,6 +20,7 @@ lightgbm = pytest.importorskip("lightgbm")
 import cloudpickle  # noqa: E402
 import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster  # noqa: E402
+from marks import RANDOM_MARGINS  # noqa: E402
 
 from gbdt_plrank import PLRankRanker, plrank_objective  # noqa: E402
 from gbdt_plrank.dask import (  # noqa: E402
@@ -136,6 +137,7 @@ def _local_parts(qid, cuts, order):
     return np.concatenate([parts[i] for i in order])
 
 
+@RANDOM_MARGINS
 @pytest.mark.parametrize("layout", [([], [0]), ([300], [1, 0]), ([120, 400], [2, 0, 1])])
 def test_keyed_xgboost_gradients_do_not_depend_on_partitioning(layout):
     X, y, qid = _sorted(*_data())
@@ -162,6 +164,7 @@ def _item_groups(X):
     return (X[:, 0] < np.median(X[:, 0])).astype(np.int64)
 
 
+@RANDOM_MARGINS
 def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
     """Group disparity on a worker's rows, item groups in label_upper_bound = one process."""
     X, y, qid = _sorted(*_data())
@@ -188,6 +191,7 @@ def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
         keyed_plrank_objective(**fair)(preds, no_groups)
 
 
+@RANDOM_MARGINS
 def test_keyed_lightgbm_form_matches_single_process_gradients():
     _, y, qid = _sorted(*_data())
     keys = np.searchsorted(np.unique(qid), qid).astype(np.float32)
@@ -571,7 +575,8 @@ def test_group_fair_two_workers_train_the_single_machine_model(client):
     single = PLRankRanker(**options).fit(X, y, group=qid, item_groups=groups).predict(X)
     two = DaskPLRankRanker(**options).fit(Xa, ya, group=qa, item_groups=ga)
     np.testing.assert_array_equal(two.to_local().predict(X), single)
-    relevance = PLRankRanker(**{**options, "fairness": None}).fit(X, y, group=qid).predict(X)
+    relevance = PLRankRanker(**{**options, "fairness": None, "fairness_weight": 1.0}).fit(
+        X, y, group=qid).predict(X)
     assert not np.allclose(single, relevance)
 
 

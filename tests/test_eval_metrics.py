@@ -294,7 +294,8 @@ def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on
 
     train, vali = splits
     ranker = PLRankRanker(K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3, n_jobs=1,
-                          random_state=0, fairness=fairness, fairness_weight=0.5)
+                          random_state=0, fairness=fairness,
+                          **({"fairness_weight": 0.5} if fairness else {}))
     ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
                early_stopping_rounds=PATIENCE)
     curves = ranker.evals_result_["valid_0"]

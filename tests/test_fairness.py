@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import naive
 import numpy as np
 import pytest
+from marks import RANDOM_MARGINS
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._groups import Split
@@ -432,6 +433,7 @@ def test_without_fairness_results_are_bit_identical_to_before():
     assert rankings == GOLDEN_RANKINGS
 
 
+@RANDOM_MARGINS
 def test_keyed_dask_objective_takes_the_fairness_options():
     """gbdt_plrank.dask's partition-independent objective: with fairness, each worker's local
     rows get the single-process gradients (its queries keep their stream keys)."""

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from sklearn.model_selection import GroupKFold
 
 import gbdt_plrank
 from gbdt_plrank import (
@@ -25,40 +26,57 @@ xgboost = pytest.importorskip("xgboost")
 lightgbm = pytest.importorskip("lightgbm")
 
 
+#: Each library's own test of a gain, written out (XGBoost 3.2's callback.EarlyStopping,
+#: LightGBM 4.7's early_stopping): maximising, then minimising.
+GAINS = {
+    "xgboost": (lambda new, best, d: new - d > best, lambda new, best, d: best - d > new),
+    "lightgbm": (lambda new, best, d: new > best + d, lambda new, best, d: new < best - d),
+}
+
+
 def reference_rule(
-    curve: np.ndarray, patience: int, min_rounds: int, min_delta: float = 0.0
+    curve: np.ndarray, patience: int, min_rounds: int, min_delta: float = 0.0,
+    library: str = "lightgbm", maximize: bool = True,
 ) -> tuple[int, int]:
-    """(0-based kept round, rounds run) by the definition: the first maximum of the rounds from
-    ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the maximum so far.
-    With ``min_delta``, the best so far changes only to a round that beats it by more."""
+    """(0-based kept round, rounds run) by the definition: the first maximum (minimum) of the
+    rounds from ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the best
+    so far. With ``min_delta``, the best so far changes only to a round that beats it by more,
+    as ``library`` compares."""
     first = max(min_rounds - 1, 0)
     if curve.size <= first:
         return curve.size - 1, curve.size
     best = first
+    gain = GAINS[library][0 if maximize else 1]
     for t in range(first, curve.size):
         if min_delta == 0.0:
-            best = first + int(np.argmax(curve[first : t + 1]))
-        elif curve[t] > curve[best] + min_delta:
+            part = curve[first : t + 1]
+            best = first + int(np.argmax(part) if maximize else np.argmin(part))
+        elif gain(curve[t], curve[best], min_delta):
             best = t
         if t - best >= patience:
             return best, t + 1
     return best, curve.size
 
 
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 @pytest.mark.parametrize("seed", range(40))
-def test_the_rule_matches_its_definition(seed: int) -> None:
+def test_the_rule_matches_its_definition(seed: int, library: str) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
-    curve = np.round(rng.normal(size=n).cumsum() * 0.1 + rng.normal(size=n), 1)  # ties too
+    curve = np.round(rng.normal(size=n).cumsum() * 0.1 + rng.normal(size=n), 2)  # ties too
     patience, min_rounds = int(rng.integers(1, 10)), int(rng.integers(0, 40))
-    min_delta = float(rng.choice([0.0, 0.05, 0.3]))
-    stopper = EarlyStopper(patience, min_rounds, min_delta)
-    ran = n
-    for t, value in enumerate(curve):
-        if stopper.update(t, value):
-            ran = t + 1
-            break
-    assert (stopper.kept(ran - 1), ran) == reference_rule(curve, patience, min_rounds, min_delta)
+    min_delta = float(rng.choice([0.0, 0.01, 0.05, 0.1, 0.3]))
+    for maximize in (True, False):
+        stopper = EarlyStopper(patience, min_rounds, min_delta, maximize=maximize,
+                               library=library)
+        ran = n
+        for t, value in enumerate(curve):
+            if stopper.update(t, value):
+                ran = t + 1
+                break
+        expected = reference_rule(curve, patience, min_rounds, min_delta, library, maximize)
+        assert (stopper.kept_round, ran) == expected
+        assert stopper.kept_value == curve[expected[0]]
 
 
 def test_min_delta_is_refused_unless_a_finite_number_at_least_0() -> None:
@@ -184,6 +202,150 @@ def test_xgboost_callback_keeps_no_round_before_the_minimum(xgb_sets) -> None:
     again = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
                           callbacks=[callback])  # a callback used twice starts afresh
     assert again.best_iteration == kept
+
+
+def test_a_training_that_ends_before_the_minimum_keeps_its_last_round_and_score(xgb_sets) -> None:
+    """XGBoost: best_iteration and best_score are the last round's, as LightGBM's callback
+    reports the kept round's scores (never -inf or +inf)."""
+    train, vali = xgb_sets
+    for maximize, params in ((True, XGB_PARAMS),
+                             (False, {**XGB_PARAMS, "objective": "reg:squarederror",
+                                      "eval_metric": "rmse"})):
+        history: dict = {}
+        booster = xgboost.train(
+            params, train, 10, evals=[(vali, "v")], verbose_eval=False, evals_result=history,
+            callbacks=[xgboost_early_stopping(5, min_rounds=50, maximize=maximize)],
+        )
+        last = next(iter(history["v"].values()))[-1]
+        assert booster.best_iteration == 9
+        assert float(booster.attr("best_score")) == pytest.approx(last, rel=1e-12)
+    lgb_train, _, lgb_vali = _lgb_sets()
+    record: dict = {}
+    short = lightgbm.train(LGB_PARAMS, lgb_train, 10, valid_sets=[lgb_vali],
+                           callbacks=[lightgbm.record_evaluation(record),
+                                      lightgbm_early_stopping(3, min_rounds=15)])
+    assert short.best_iteration == 10
+    assert short.best_score["valid_0"]["ndcg@5"] == record["valid_0"]["ndcg@5"][-1]
+
+
+def _scripted(curve: np.ndarray, maximize: bool | None = None):
+    """A custom metric whose value after round t is ``curve[t]``, counted per data set:
+    XGBoost's ``(name, value)`` form, or LightGBM's ``(name, value, maximize)``."""
+    calls: dict[int, int] = {}
+
+    def metric(preds, data):
+        t = calls.get(id(data), 0)
+        calls[id(data)] = t + 1
+        value = float(curve[min(t, curve.size - 1)])
+        return ("score", value) if maximize is None else ("score", value, maximize)
+
+    return metric
+
+
+#: A metric going 0.12 -> 0.13, a gain of exactly min_delta = 0.01 that floating point makes a
+#: gain for XGBoost (0.13 - 0.01 > 0.12) and none for LightGBM (0.13 > 0.12 + 0.01 is false).
+TIE = np.array([0.12, 0.13, 0.125, 0.12, 0.12, 0.12, 0.12, 0.12])
+CURVES = [TIE, *(np.round(np.random.default_rng(s).normal(size=40).cumsum() * 0.01, 2)
+                 for s in range(6))]
+
+
+@pytest.mark.parametrize("curve", CURVES, ids=["tie", *map(str, range(6))])
+@pytest.mark.parametrize("maximize", [True, False])
+def test_the_callbacks_stop_where_the_libraries_own_stop(xgb_sets, curve, maximize) -> None:
+    """On the same curve, inside the real libraries, side by side: the rounds run, the best
+    round and its score of xgboost_early_stopping and XGBoost's EarlyStopping, and of
+    lightgbm_early_stopping and LightGBM's early_stopping, for every min_delta; on the tie
+    XGBoost keeps round 1, LightGBM round 0 (each package callback as its library)."""
+    train, vali = xgb_sets
+    params = {**XGB_PARAMS, "disable_default_eval_metric": 1}
+    lgb_params = {**LGB_PARAMS, "metric": "None"}
+    lgb_train, lgb_vali, _ = _lgb_sets()
+    for min_delta in (0.0, 0.01, 0.02):
+        own, ours = (
+            xgboost.train(params, train, curve.size, evals=[(vali, "v")], verbose_eval=False,
+                          custom_metric=_scripted(curve), callbacks=[callback])
+            for callback in (xgboost.callback.EarlyStopping(rounds=3, min_delta=min_delta,
+                                                            maximize=maximize),
+                             xgboost_early_stopping(3, min_delta=min_delta, maximize=maximize))
+        )
+        assert ours.best_iteration == own.best_iteration
+        assert ours.attr("best_score") == own.attr("best_score")
+        assert ours.num_boosted_rounds() == own.num_boosted_rounds()
+        own, ours = (
+            lightgbm.train(lgb_params, lgb_train, curve.size, valid_sets=[lgb_vali],
+                           feval=_scripted(curve, maximize), callbacks=[callback])
+            for callback in (lightgbm.early_stopping(3, min_delta=min_delta, verbose=False),
+                             lightgbm_early_stopping(3, min_delta=min_delta))
+        )
+        assert ours.best_iteration == own.best_iteration
+        assert ours.best_score == own.best_score
+        assert ours.current_iteration() == own.current_iteration()
+    if curve is TIE and maximize:
+        xgb_kept = xgboost.train(params, train, curve.size, evals=[(vali, "v")],
+                                 verbose_eval=False, custom_metric=_scripted(curve),
+                                 callbacks=[xgboost_early_stopping(3, min_delta=0.01)])
+        lgb_kept = lightgbm.train(lgb_params, lgb_train, curve.size, valid_sets=[lgb_vali],
+                                  feval=_scripted(curve, True),
+                                  callbacks=[lightgbm_early_stopping(3, min_delta=0.01)])
+        assert (xgb_kept.best_iteration, lgb_kept.best_iteration - 1) == (1, 0)
+
+
+class _KeepModel(xgboost.callback.TrainingCallback if xgboost else object):
+    """Keeps the model ``xgboost.cv`` trains (its folds' boosters)."""
+
+    def after_training(self, model):
+        self.model = model
+        return model
+
+
+@pytest.mark.parametrize("curve", CURVES[1:4], ids=map(str, range(3)))
+def test_the_callbacks_inside_cv_stop_where_the_libraries_own_stop(curve) -> None:
+    """xgboost.cv and lightgbm.cv (with the training folds scored too) stop on the mean over
+    the folds: the package's callbacks give the results and best rounds of the libraries' own."""
+    X, y, qid = _queries(0)
+    dtrain = xgboost.DMatrix(X, label=y, qid=qid)
+    params = {**XGB_PARAMS, "disable_default_eval_metric": 1}
+    runs = []
+    for callback in (xgboost.callback.EarlyStopping(rounds=3, min_delta=0.01, maximize=True),
+                     xgboost_early_stopping(3, min_delta=0.01)):
+        keep = _KeepModel()
+        result = xgboost.cv(params, dtrain, curve.size, nfold=3, seed=0, as_pandas=False,
+                            custom_metric=_scripted(curve), callbacks=[callback, keep])
+        runs.append((result, keep.model.best_iteration, keep.model.best_score))
+    assert runs[1] == runs[0]
+    lgb_params = {**LGB_PARAMS, "metric": "None"}
+    full = lightgbm.Dataset(X, y, group=np.bincount(qid), free_raw_data=False)
+    folds = list(GroupKFold(3).split(X, y, qid))
+    own, ours = (
+        lightgbm.cv(lgb_params, full, curve.size, folds=folds, feval=_scripted(curve, True),
+                    eval_train_metric=True, return_cvbooster=True, callbacks=[callback])
+        for callback in (lightgbm.early_stopping(3, min_delta=0.01, verbose=False),
+                         lightgbm_early_stopping(3, min_delta=0.01))
+    )
+    assert ours.pop("cvbooster").best_iteration == own.pop("cvbooster").best_iteration
+    assert ours == own
+
+
+def test_a_continued_training_counts_its_rounds_on_from_the_booster(xgb_sets) -> None:
+    """xgb_model=booster: best_iteration counts from the booster's first round, as XGBoost's own
+    EarlyStopping (its starting round); min_rounds counts the model's rounds."""
+    train, vali = xgb_sets
+    first = xgboost.train(XGB_PARAMS, train, 4)
+    own, ours = (
+        xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                      xgb_model=first, callbacks=[callback])
+        for callback in (xgboost.callback.EarlyStopping(rounds=3, maximize=True),
+                         xgboost_early_stopping(3))
+    )
+    assert ours.best_iteration == own.best_iteration >= 4
+    assert ours.num_boosted_rounds() == own.num_boosted_rounds()
+    history: dict = {}
+    later = xgboost.train(XGB_PARAMS, train, 100, evals=[(vali, "v")], verbose_eval=False,
+                          evals_result=history, xgb_model=first,
+                          callbacks=[xgboost_early_stopping(3, min_rounds=9)])
+    curve = np.array(history["v"]["ndcg@5"])  # rounds 4, 5, ...: the 9th round is curve[4]
+    kept, ran = reference_rule(curve, 3, 9 - 4)
+    assert (later.best_iteration, later.num_boosted_rounds()) == (4 + kept, 4 + ran)
 
 
 def test_xgboost_callback_needs_an_eval_set(xgb_sets) -> None:

@@ -5,13 +5,22 @@ from __future__ import annotations
 import importlib
 import pickle
 import re
+import warnings
 
 import lightgbm as lgb
 import numpy as np
 import pytest
 import xgboost as xgb
+from marks import RANDOM_MARGINS
+from sklearn.model_selection import GroupKFold
 
-from gbdt_plrank import plrank_grad_hess, plrank_objective, training_cutoff
+from gbdt_plrank import (
+    lightgbm_early_stopping,
+    plrank_grad_hess,
+    plrank_objective,
+    training_cutoff,
+    xgboost_early_stopping,
+)
 from gbdt_plrank._groups import boundaries
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.plrank import estimate
@@ -296,6 +305,7 @@ def test_training_cutoff_names_bad_values(K, train_K, message):
         training_cutoff(K, train_K)
 
 
+@RANDOM_MARGINS
 def test_a_training_set_changed_in_place_is_seen(data):
     """set_label / set_weight on a DMatrix the objective has seen: the next run trains on them."""
     X, y, qid, sizes = data
@@ -434,11 +444,55 @@ def test_continuing_a_booster_equals_training_straight_through(data, library, ho
 
     straight, continued = _straight_and_continued(library, *data, objective_for_second=second)
     np.testing.assert_allclose(continued, straight, rtol=1e-6, atol=1e-6)
-    # Without it the continuation restarts the streams at round 0: another model.
-    _, restarted = _straight_and_continued(
-        library, *data, objective_for_second=lambda obj, _: pickle.loads(pickle.dumps(obj))
-    )
+
+
+CONTINUE_WARNING = (r"do not start at one base score .* as a training that continues a booster "
+                    r"does.* Call obj\.continue_from\(booster\)")
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_a_continued_training_without_continue_from_is_noticed(data, library):
+    """Without continue_from, LightGBM's init_model reaches the objective through the training
+    Dataset and the continuation is straight training, silently; XGBoost's booster does not,
+    and the first call's margins (not at the base score) make the objective warn, naming
+    continue_from: the streams restart at round 0, another model."""
+    def unaided(obj, _):
+        return pickle.loads(pickle.dumps(obj))
+
+    if library == "lightgbm":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            straight, continued = _straight_and_continued(
+                library, *data, objective_for_second=unaided
+            )
+        np.testing.assert_allclose(continued, straight, rtol=1e-6, atol=1e-6)
+        return
+    with pytest.warns(UserWarning, match=CONTINUE_WARNING) as caught:
+        straight, restarted = _straight_and_continued(library, *data, objective_for_second=unaided)
+    assert len([w for w in caught if "continue_from" in str(w.message)]) == 1  # once, not per round
     assert np.abs(restarted - straight).max() > 1e-2
+
+
+def test_own_starting_margins_are_no_continued_training(data):
+    """A base_margin (XGBoost) or an init_score (LightGBM) of the user's own starts a training
+    from scratch: no warning, round 0. LGBMRanker's init_model is seen in the margins only (its
+    four-argument form gets no Dataset): it warns."""
+    X, y, qid, sizes = data
+    own = np.random.default_rng(0).normal(size=y.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obj = plrank_objective(K=5, N=20, seed=3)
+        xgb.train({**XGB_PARAMS, "base_score": 0.5}, xgb.DMatrix(X, y, qid=qid, base_margin=own),
+                  2, obj=obj)
+        assert obj.round == 2
+        lgb.train({"objective": plrank_objective(K=5, N=20, seed=3), "verbosity": -1,
+                   "min_data_in_leaf": 5}, lgb.Dataset(X, y, group=sizes, init_score=own), 2)
+    ranker = lgb.LGBMRanker(objective=plrank_objective(K=5, N=20, seed=3).lgbm_ranker,
+                            n_estimators=2, min_child_samples=5, verbose=-1)
+    first = ranker.fit(X, y, group=sizes).booster_
+    with pytest.warns(UserWarning, match=r"first call on LightGBM's labels .*\(or an init_score of "
+                                         r"your own, which LGBMRanker does not pass on"):
+        ranker.fit(X, y, group=sizes, init_model=first)
 
 
 def test_continue_from_holds_for_one_training_and_names_what_it_takes(data):
@@ -465,6 +519,7 @@ def test_continue_from_holds_for_one_training_and_names_what_it_takes(data):
     with pytest.raises(TypeError, match=r"continue_from takes the xgboost\.Booster or "
                                         r"lightgbm\.Booster .* but a builtins\.int is given"):
         obj.continue_from(3)
+@RANDOM_MARGINS
 def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
     """Every function that takes a cut-off sizes its arrays by min(K, longest query): K=10**9
     runs in little memory and equals K = the longest query (a query of D documents is ranked
@@ -516,3 +571,59 @@ def test_finite_vector_keeps_float32_and_as_finite_vector_gives_float64():
             check("preds", np.array([0.0, np.inf], dtype=np.float32))
         with pytest.raises(ValueError, match=r"preds must be one-dimensional, but has shape"):
             check("preds", np.zeros((2, 2), dtype=np.float32))
+
+
+class _KeepFolds(xgb.callback.TrainingCallback):
+    """Keeps the folds of ``xgboost.cv`` (each with its booster, training and test DMatrix)."""
+
+    def after_training(self, model):
+        self.folds = model.cvfolds
+        return model
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+@pytest.mark.parametrize("stopping", [False, True])
+def test_each_fold_of_cv_gets_the_model_it_gets_alone(data, library, stopping):
+    """xgboost.cv and lightgbm.cv call the objective with their folds in turn. Each fold draws
+    the streams of its own rounds, so its model is the fold's training set trained alone for
+    as many rounds (with the package's early stopping on the objective's standardised metric,
+    every fold runs the rounds the mean over the folds allows)."""
+    X, y, qid, sizes = data
+    most = 30 if stopping else 8
+
+    def objective():
+        return plrank_objective(K=5, N=20, seed=3)
+
+    obj = objective()
+    if library == "xgboost":
+        keep = _KeepFolds()
+        extra = ({"custom_metric": obj.standardized_metric, "maximize": True,
+                  "callbacks": [keep, xgboost_early_stopping(2)]} if stopping
+                 else {"callbacks": [keep]})
+        xgb.cv(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), most, nfold=3, obj=obj, seed=0, **extra)
+        pairs = []
+        for fold in keep.folds:
+            rounds = fold.bst.num_boosted_rounds()
+            alone = xgb.train(XGB_PARAMS, fold.dtrain, rounds, obj=objective())
+            pairs.append((fold.bst.predict(fold.dtest, output_margin=True),
+                          alone.predict(fold.dtest, output_margin=True), rounds))
+    else:
+        params = {"objective": obj, "verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1,
+                  "deterministic": True, "force_row_wise": True, "metric": "None"}
+        full = lgb.Dataset(X, y, group=sizes, free_raw_data=False)
+        folds = list(GroupKFold(3).split(X, y, qid))
+        extra = ({"feval": obj.standardized_metric, "callbacks": [lightgbm_early_stopping(2)]}
+                 if stopping else {})
+        out = lgb.cv(params, full, most, folds=folds, return_cvbooster=True, **extra)
+        pairs = []
+        for booster, (train, test) in zip(out["cvbooster"].boosters, folds):
+            rounds = booster.current_iteration()
+            alone = lgb.train({**params, "objective": objective()}, full.subset(sorted(train)),
+                              rounds)
+            pairs.append((booster.predict(X[test], raw_score=True, num_iteration=rounds),
+                          alone.predict(X[test], raw_score=True), rounds))
+    assert len(pairs) == 3 and all(rounds >= 2 for _, _, rounds in pairs)
+    if stopping:
+        assert all(rounds < most for _, _, rounds in pairs), "early stopping did not stop"
+    for in_cv, alone, _ in pairs:
+        np.testing.assert_array_equal(in_cv, alone)

@@ -109,7 +109,8 @@ def _policy_stopping_round(mq, backend, fairness):
 
     train, vali, _ = mq
     options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
-               "n_jobs": 1, "random_state": 0, "fairness": fairness, "fairness_weight": 0.5}
+               "n_jobs": 1, "random_state": 0, "fairness": fairness,
+               **({"fairness_weight": 0.5} if fairness else {})}
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
     ranker = PLRankRanker(**options, stopping_metric="policy").fit(
         train.X, train.y, train.qid, **fit
@@ -913,6 +914,54 @@ def test_a_model_without_a_split_warns_with_what_to_do(mq):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_without_a_split_from_a_tiny_query_subsample_names_it(backend, mq):
+    """query_subsample so small that no round keeps a query: every gradient is 0, and the
+    warning names query_subsample (not min_child_weight, already small here)."""
+    train, _, _ = mq
+    with pytest.warns(UserWarning, match=r"model has no split.* query_subsample=0\.001 kept no "
+                                         r"query in any of the \d+ rounds \(each of the 40 "
+                                         r"training queries .* raise query_subsample") as caught:
+        PLRankRanker(backend=backend, n_estimators=3, query_subsample=0.001,
+                     min_child_weight=0.001, **FAST).fit(train.X, train.y, train.qid)
+    assert "min_child_weight" not in str(caught[0].message)
+    assert caught[0].filename == __file__  # points at the fit call
+
+
+IDLE = [
+    ({"min_rounds": 5}, "min_rounds=5 has no effect in this fit: it applies to early stopping, "
+                        "and fit got no early_stopping_rounds."),
+    ({"min_rounds": 0}, "min_rounds=0 has no effect"),
+    ({"min_delta": 0.01}, "min_delta=0.01 has no effect in this fit: it applies to early "
+                          "stopping, and fit got no early_stopping_rounds."),
+    ({"stopping_metric": "policy"}, "stopping_metric='policy' has no effect in this fit: it "
+                                    "names what the eval sets are scored by, and fit got no "
+                                    "eval_set."),
+    ({"fairness_weight": 2.0}, "fairness_weight=2.0 has no effect in this fit: it weighs the "
+                               "fairness loss, and fairness is None."),
+]
+
+
+@pytest.mark.parametrize(("given", "message"), IDLE)
+def test_a_parameter_without_effect_in_the_fit_warns(mq, given, message) -> None:
+    """As scikit-learn's estimators do: a UserWarning naming the parameter, its value and why it
+    does nothing, pointing at the fit call; none once the fit uses it, none at the defaults."""
+    train, vali, _ = mq
+    fit = {"group": train.qid}
+    with pytest.warns(UserWarning, match=re.escape(message)) as caught:
+        PLRankRanker(n_estimators=2, min_child_weight=0.01, **given, **FAST).fit(
+            train.X, train.y, **fit)
+    assert len(caught) == 1 and caught[0].filename == __file__
+    used = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 2}
+    extra = {"fairness": "expected-exposure"} if "fairness_weight" in given else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PLRankRanker(n_estimators=2, min_child_weight=0.01, **given, **extra, **FAST).fit(
+            train.X, train.y, **fit, **used)
+        PLRankRanker(n_estimators=2, min_child_weight=0.01, min_delta=0, min_rounds="auto",
+                     **FAST).fit(train.X, train.y, **fit)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_sample_weight_weighs_queries(backend, mq):
     """Query weights reach the objective: with weight 0 on every query but one, the model
     ranks that query as a model trained on it alone (the scores up to a shift); one weight per
@@ -983,14 +1032,25 @@ def test_verbose_without_eval_set_shows_a_progress_bar(mq, backend, capsys) -> N
     assert capsys.readouterr() == ("", "")
 
 
-@pytest.mark.parametrize("verbose", [-1, 1.5, "yes", None])
+@pytest.mark.parametrize("verbose", [1.5, "yes", None])
 def test_a_bad_verbose_names_the_value_and_the_rule(mq, verbose) -> None:
     train, _, _ = mq
     with pytest.raises(ValueError, match=re.escape(
-        f"verbose must be True, False or an integer >= 0 (report every N rounds), but "
-        f"{verbose!r} is given."
+        f"verbose must be True, False or an integer (report every N >= 1 rounds; 0 or a "
+        f"negative integer such as LightGBM's -1 is quiet), but {verbose!r} is given."
     )):
         PLRankRanker(verbose=verbose, **FAST).fit(train.X, train.y, group=train.qid)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_negative_verbose_is_quiet_as_lightgbms(mq, backend, capsys) -> None:
+    """LightGBM's quiet verbose=-1 is accepted, and quiet: no log, no progress bar."""
+    train, vali, _ = mq
+    for eval_set in (None, [(vali.X, vali.y, vali.qid)]):
+        PLRankRanker(backend=backend, n_estimators=3, verbose=-1, **FAST).fit(
+            train.X, train.y, group=train.qid, eval_set=eval_set
+        )
+        assert capsys.readouterr() == ("", "")
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from marks import RANDOM_MARGINS
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -42,6 +43,7 @@ def test_quality_lever_hessians_by_hand() -> None:
     np.testing.assert_allclose(h, [2 / 3, 4 / 3, 0.0, 0.0], rtol=1e-15)
 
 
+@RANDOM_MARGINS
 def test_quality_lever_temperature_is_the_sharper_policys_objective() -> None:
     import xgboost
 

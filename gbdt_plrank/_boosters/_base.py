@@ -350,6 +350,17 @@ class Backend(Protocol):
         """The rounds ``booster`` holds: the index of the round a training continuing it runs next."""
         ...
 
+    def continued_rounds(self, data: Any) -> int | None:
+        """The rounds of the booster a training on ``data`` continues, as the library records it
+        on its data (0: a training from scratch); None where the library does not say."""
+        ...
+
+    def base_margins(self, data: Any) -> np.ndarray | None:
+        """The margins ``data`` itself starts a training from (XGBoost's ``base_margin``), or
+        None: none, or none told apart from a continued booster's (LightGBM keeps both in
+        ``init_score``, and tells a continued training by :meth:`continued_rounds`)."""
+        ...
+
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
         """What the library's custom evaluation metrics return for ``value`` (higher is better)."""
         ...
@@ -403,6 +414,14 @@ class LibraryBackend:
     def holds_booster(self, booster: object) -> bool:
         """Whether ``booster`` is one of the library's trained models (``holds``)."""
         return holds(self.name, self.booster_type, booster)
+
+    def continued_rounds(self, data: Any) -> int | None:
+        """None: the library does not record on its data which booster a training continues."""
+        return None
+
+    def base_margins(self, data: Any) -> np.ndarray | None:
+        """None: the library's data holds no starting margins of its own."""
+        return None
 
     def importances(self, booster: Any, n_features: int) -> np.ndarray:
         """:meth:`total_gains` divided by their sum (all zeros stay zeros)."""

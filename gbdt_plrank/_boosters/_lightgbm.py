@@ -53,6 +53,19 @@ class LightGBMBackend(LibraryBackend):
         """LightGBM's iteration count, as ``lightgbm.train(init_model=booster)`` counts on from it."""
         return int(booster.current_iteration())
 
+    def continued_rounds(self, data: Any) -> int | None:
+        """The rounds of ``lightgbm.train(init_model=booster)``'s booster (0 without one).
+
+        LightGBM 4 hands the training Dataset (and, in ``lightgbm.cv``, every fold's subset)
+        the predictor of ``init_model`` and sets the Dataset's ``init_score`` to its margins;
+        the predictor counts the booster's iterations. None when the Dataset has no such
+        attribute (another LightGBM version): then nothing is known.
+        """
+        if not hasattr(data, "_predictor"):
+            return None
+        predictor = data._predictor
+        return 0 if predictor is None else int(predictor.current_iteration())
+
     def metric_result(self, name: str, value: float) -> tuple[str, float, bool]:
         return name, value, True
 

@@ -1,12 +1,17 @@
 """Early stopping that keeps no round before a minimum, for XGBoost, LightGBM and CatBoost.
 
-The rule (``EarlyStopper``): after each round the watched value (higher is better) is
-recorded; rounds before ``min_rounds`` are neither kept nor counted, the best round is the
-best from round ``min_rounds`` on, and training stops ``patience`` rounds after it. A round
-becomes the best only when it beats the best value by more than ``min_delta`` (XGBoost's
-``EarlyStopping(min_delta=)`` and LightGBM's ``early_stopping(min_delta=)``). With
-``min_rounds=0`` and ``min_delta=0`` it is each library's own early stopping (the first strict
-maximum, stopped ``patience`` rounds after it).
+The rule (``EarlyStopper``): after each round the watched value is recorded; rounds before
+``min_rounds`` are neither kept nor counted, the best round is the best from round
+``min_rounds`` on, and training stops ``patience`` rounds after it. A round becomes the best
+only when it beats the best value by more than ``min_delta`` (XGBoost's
+``EarlyStopping(min_delta=)`` and LightGBM's ``early_stopping(min_delta=)``), compared as the
+library the callback serves compares (:data:`IMPROVES`: the two differ in the last bit, e.g.
+on 0.12 -> 0.13 with ``min_delta=0.01``). With ``min_rounds=0`` and ``min_delta=0`` it is
+each library's own early stopping (the first strict maximum, stopped ``patience`` rounds after
+it). What the callbacks share with the libraries' own: the best round and its score recorded
+on the booster (the last round and its score when training ends before ``min_rounds``), rounds
+counted on from the booster's when a training continues one, and the mean over the folds
+watched inside ``xgboost.cv`` and ``lightgbm.cv``.
 
 Why a minimum: a model of a few trees at a small learning rate is barely trained, yet the
 validation curve of a stochastic objective often has an early, noisy maximum that the
@@ -27,6 +32,7 @@ from .._util.validation import check_positive_int, check_positive_number, is_int
 from ._base import library
 
 __all__ = [
+    "IMPROVES",
     "LIBRARY_LEARNING_RATES",
     "EarlyStopper",
     "catboost_early_stopping",
@@ -138,6 +144,25 @@ def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) ->
     return min_rounds_for(value) if math.isfinite(value) and value > 0 else 0
 
 
+def _xgboost_improves(new: float, best: float, delta: float, maximize: bool) -> bool:
+    """XGBoost's ``callback.EarlyStopping``: ``new - delta > best`` (``best - delta > new``)."""
+    return new - delta > best if maximize else best - delta > new
+
+
+def _lightgbm_improves(new: float, best: float, delta: float, maximize: bool) -> bool:
+    """LightGBM's ``early_stopping``: ``new > best + delta`` (``new < best - delta``)."""
+    return new > best + delta if maximize else new < best - delta
+
+
+#: Library -> whether a value ``new`` beats ``best`` by more than ``delta``, written as that
+#: library's own early stopping writes it (XGBoost 3.2's ``callback.EarlyStopping``, LightGBM
+#: 4.7's ``early_stopping``; CatBoost and the network backend use LightGBM's). In floating point
+#: the two differ on a gain of exactly ``delta``: 0.12 -> 0.13 with ``delta=0.01`` is a gain for
+#: XGBoost (0.13 - 0.01 = 0.12000000000000001 > 0.12) and none for LightGBM
+#: (0.12 + 0.01 = 0.13, not above 0.13).
+IMPROVES = {"xgboost": _xgboost_improves, "lightgbm": _lightgbm_improves}
+
+
 @dataclass
 class EarlyStopper:
     """The stopping rule, fed one watched value per round.
@@ -150,44 +175,65 @@ class EarlyStopper:
         Rounds ``0 .. min_rounds - 2`` (0-based) are neither kept nor counted: the first
         candidate is round ``min_rounds - 1``, the ``min_rounds``-th.
     min_delta : float, default 0.0
-        A round becomes the best only when its value exceeds the best value by more than this
+        A round becomes the best only when its value beats the best value by more than this
         (>= 0): smaller gains count as none, so a curve that has flattened out stops.
+    maximize : bool, default True
+        Whether higher values are better (``False``: a loss).
+    library : {"lightgbm", "xgboost"}, default "lightgbm"
+        Whose comparison decides a gain (:data:`IMPROVES`).
 
     Attributes
     ----------
     best_round : int
         0-based best round so far (-1 before the first candidate).
     best_value : float
-        Its watched value.
+        Its watched value (NaN before the first candidate).
     """
 
     patience: int
     min_rounds: int = 0
     min_delta: float = 0.0
+    maximize: bool = True
+    library: str = "lightgbm"
     best_round: int = field(default=-1, init=False)
-    best_value: float = field(default=-math.inf, init=False)
+    best_value: float = field(default=math.nan, init=False)
+    last_round: int = field(default=-1, init=False)
+    last_value: float = field(default=math.nan, init=False)
 
     def __post_init__(self) -> None:
         check_positive_int("early_stopping_rounds", self.patience)
         check_min_rounds(self.min_rounds)
         self.min_delta = check_min_delta(self.min_delta)
+        if self.library not in IMPROVES:
+            raise ValueError(
+                f"library must be one of {', '.join(IMPROVES)}, but {self.library!r} is given."
+            )
 
     def reset(self) -> None:
         """Forget every round (a new training)."""
-        self.best_round, self.best_value = -1, -math.inf
+        self.best_round, self.best_value = -1, math.nan
+        self.last_round, self.last_value = -1, math.nan
 
     def update(self, round_: int, value: float) -> bool:
         """Record the watched ``value`` after 0-based round ``round_``; whether to stop now."""
+        self.last_round, self.last_value = round_, float(value)
         if round_ + 1 < self.min_rounds:
             return False
-        if self.best_round < 0 or value > self.best_value + self.min_delta:
+        improves = IMPROVES[self.library]
+        if self.best_round < 0 or improves(value, self.best_value, self.min_delta, self.maximize):
             self.best_round, self.best_value = round_, float(value)
         return round_ - self.best_round >= self.patience
 
-    def kept(self, last_round: int) -> int:
-        """The 0-based round to keep once training ended after ``last_round``: the best, or the
-        last when training ended before ``min_rounds``."""
-        return last_round if self.best_round < 0 else self.best_round
+    @property
+    def kept_round(self) -> int:
+        """The round to keep if training ended now: the best, or the last round while training
+        has not reached ``min_rounds`` (-1 before any round)."""
+        return self.last_round if self.best_round < 0 else self.best_round
+
+    @property
+    def kept_value(self) -> float:
+        """The watched value of :attr:`kept_round` (NaN before any round)."""
+        return self.last_value if self.best_round < 0 else self.best_value
 
 
 #: XGBoost's own evaluation metrics that are minimised (losses and errors), by name prefix.
@@ -203,17 +249,25 @@ def xgboost_early_stopping(
 ) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
-    Pass it in ``xgboost.train(callbacks=[...])`` in place of ``early_stopping_rounds``. As
-    XGBoost's own early stopping, it records ``best_iteration`` and ``best_score`` on the
-    booster, which keeps every round it trained: predict with
-    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it.
+    Pass it in ``xgboost.train(callbacks=[...])`` or ``xgboost.cv(callbacks=[...])`` in place
+    of ``early_stopping_rounds``. As XGBoost's own ``callback.EarlyStopping``, it records
+    ``best_iteration`` and ``best_score`` on the booster (on every fold's inside
+    ``xgboost.cv``, which then cuts its results after the best round), compares as it does
+    (a gain is ``new - min_delta > best``), watches the mean over the folds inside
+    ``xgboost.cv`` and counts the rounds of a training that continues a booster
+    (``xgb_model=``) on from the booster's. The
+    booster keeps every round it trained: predict with
+    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it. A training that ends
+    before ``min_rounds`` keeps its last round: ``best_iteration`` and ``best_score`` are that
+    round's.
 
     Parameters
     ----------
     rounds : int
         Patience: stop this many rounds after the best round (>= 1).
     min_rounds : int, default 0
-        Keep no round before this one (:func:`min_rounds_for`).
+        Keep no round before this one (:func:`min_rounds_for`), counted from the booster's
+        first round.
     min_delta : float, default 0.0
         A round is a new best only when it beats the best value by more than this (>= 0), as
         XGBoost's ``EarlyStopping(min_delta=)``.
@@ -232,13 +286,14 @@ def xgboost_early_stopping(
     >>> stop = gbdt_plrank.xgboost_early_stopping(25, min_rounds=gbdt_plrank.min_rounds_for(0.05))
     """
     xgboost = library("xgboost")
-    stopper = EarlyStopper(rounds, min_rounds, min_delta)
+    stopper = EarlyStopper(rounds, min_rounds, min_delta, maximize=maximize, library="xgboost")
 
     class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[misc, name-defined]
-        last = -1
+        start = 0
 
         def before_training(self, model: Any) -> Any:
             stopper.reset()
+            self.start = model.num_boosted_rounds()  # a continued training counts on
             return model
 
         def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
@@ -251,14 +306,14 @@ def xgboost_early_stopping(
                     f"the watched metric {name!r} is a loss (lower is better), but maximize=True: "
                     f"pass maximize=False to xgboost_early_stopping."
                 )
-            self.last = epoch
-            value = metrics[name][-1]
-            return stopper.update(epoch, value if maximize else -value)
-
-        def after_training(self, model: Any) -> Any:
-            best = stopper.best_value if maximize else -stopper.best_value
-            model.set_attr(best_iteration=str(stopper.kept(self.last)), best_score=str(best))
-            return model
+            score = metrics[name][-1]
+            value = score[0] if isinstance(score, tuple) else score  # xgboost.cv: (mean, std)
+            kept = stopper.kept_round
+            stop = stopper.update(self.start + epoch, value)
+            if stopper.kept_round != kept:  # as XGBoost's, recorded as it changes (cv reads it)
+                model.set_attr(best_iteration=str(stopper.kept_round),
+                               best_score=str(stopper.kept_value))
+            return stop
 
     return EarlyStopping()
 
@@ -266,10 +321,14 @@ def xgboost_early_stopping(
 def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: float = 0.0) -> Any:
     """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
 
-    Pass it in ``lightgbm.train(callbacks=[...])`` in place of ``lightgbm.early_stopping``; as
-    that one, it sets the booster's ``best_iteration`` (1-based) and ``best_score``. The first
-    metric is the first of ``feval`` when ``params["metric"]`` is ``"None"``; a metric whose
-    lower values are better is minimised.
+    Pass it in ``lightgbm.train(callbacks=[...])`` or ``lightgbm.cv(callbacks=[...])`` in
+    place of ``lightgbm.early_stopping``; as that one, it sets the booster's
+    ``best_iteration`` (1-based) and ``best_score``, compares as it does (a gain is
+    ``new > best + min_delta``), watches the mean over the folds inside ``lightgbm.cv`` and leaves the training data out
+    (``lightgbm.cv``'s ``"train"`` with ``eval_train_metric=True``, or the training set given
+    among ``valid_sets``). The first metric is the first of ``feval`` when
+    ``params["metric"]`` is ``"None"``; a metric whose lower values are better is minimised. A
+    training that ends before ``min_rounds`` keeps its last round, with that round's scores.
 
     Parameters
     ----------
@@ -285,24 +344,32 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: floa
         ``callback(env)``, run after each round where ``lightgbm.early_stopping`` runs.
     """
     lightgbm = library("lightgbm")
-    stopper = EarlyStopper(rounds, min_rounds, min_delta)
+    stopper = EarlyStopper(rounds, min_rounds, min_delta, library="lightgbm")
     best: list[Any] = []
+
+    def training_data(name: str, model: Any) -> bool:
+        """LightGBM's own test of an eval result on the training data."""
+        if isinstance(model, lightgbm.CVBooster):
+            return name == "train"
+        return name == getattr(model, "_train_data_name", "training")
 
     def early_stopping(env: Any) -> None:
         if env.iteration == env.begin_iteration:
             stopper.reset()
-        results = [r for r in env.evaluation_result_list if r[0] != "training"]
+        results = [r for r in env.evaluation_result_list or ()
+                   if not training_data(r[0], env.model)]
         if not results:
             raise ValueError(
                 "early stopping needs an eval set besides the training data: pass valid_sets= "
                 "to lightgbm.train."
             )
         _, _, value, higher_better = next(r for r in results if r[0] == results[-1][0])[:4]
-        stop = stopper.update(env.iteration, value if higher_better else -value)
+        stopper.maximize = bool(higher_better)
+        stop = stopper.update(env.iteration, value)
         if stopper.best_round == env.iteration:
             best[:] = [env.evaluation_result_list]
         if stop or env.iteration == env.end_iteration - 1:
-            kept = stopper.kept(env.iteration)
+            kept = stopper.kept_round
             scores = best[0] if kept == stopper.best_round else env.evaluation_result_list
             raise lightgbm.callback.EarlyStopException(kept, scores)
 
@@ -317,7 +384,7 @@ def catboost_early_stopping(
 
     CatBoost's own overfitting detector (``od_wait``) has no minimum: train with
     ``use_best_model=False`` and this callback in ``fit(callbacks=[...])``, then keep its
-    ``kept + 1`` trees (``model.shrink``). ``min_delta`` as in :func:`xgboost_early_stopping`.
+    ``kept + 1`` trees (``model.shrink``). ``min_delta`` as in :func:`lightgbm_early_stopping`.
     """
     stopper = EarlyStopper(rounds, min_rounds, min_delta)
 
@@ -327,7 +394,7 @@ def catboost_early_stopping(
         def after_iteration(self, info: Any) -> bool:
             sets = [name for name in info.metrics if name.startswith("validation")]
             stop = stopper.update(info.iteration - 1, info.metrics[sets[-1]][metric][-1])
-            self.kept = stopper.kept(info.iteration - 1)
+            self.kept = stopper.kept_round
             return not stop
 
     return EarlyStopping()

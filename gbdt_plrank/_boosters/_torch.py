@@ -196,6 +196,13 @@ class TorchBackend:
     def boosted_rounds(self, booster: Network) -> int:
         raise TypeError("a trained torch Network does not record the epochs it was trained for.")
 
+    def continued_rounds(self, data: Split) -> int:
+        """0: a network's training is never continued."""
+        return 0
+
+    def base_margins(self, data: Split) -> None:
+        return None
+
     def metric_result(self, name: str, value: float) -> tuple[Any, ...]:
         return name, value
 
@@ -280,7 +287,7 @@ class TorchBackend:
             if stopper is not None and weights is not None:
                 network.module.load_state_dict(weights)
         network.module.eval()
-        best_iteration = None if stopper is None else stopper.kept(epoch)
+        best_iteration = None if stopper is None else stopper.kept_round
         return Trained(network, best_iteration, history, time.perf_counter() - start)
 
     @staticmethod

@@ -72,6 +72,13 @@ class XGBoostBackend(LibraryBackend):
     def boosted_rounds(self, booster: Any) -> int:
         return int(booster.num_boosted_rounds())
 
+    def base_margins(self, data: Any) -> np.ndarray | None:
+        """The DMatrix's ``base_margin`` (None without): a training's first margins are the base
+        score plus it. XGBoost does not record on a DMatrix whether a training continues a
+        booster (``xgb_model=``), so ``continued_rounds`` is None."""
+        margins = data.get_base_margin()
+        return np.asarray(margins, dtype=np.float64) if margins.size else None
+
     def metric_result(self, name: str, value: float) -> tuple[str, float]:
         return name, value
 

@@ -8,14 +8,18 @@ Weights are per query (:func:`~gbdt_plrank._boosters.query_weights`): a query's 
 gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
 ``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
 normalised gains), the validated labels, group boundaries and weights are computed once per
-training set and cached; a set whose labels, weights or groups were changed in place
-(``set_label``, ``set_weight``) is read again. The objective also keeps the item groups of the data
-sets it is given them for (a training set, its eval sets), and its evaluation metrics ask it for
-them (:meth:`BoosterObjective.item_groups_of`).
+training set and kept (:class:`TrainingSet`), for every training set the objective is called
+with while that set lives: inside ``xgboost.cv`` and ``lightgbm.cv`` the folds take turns, and
+each keeps what was read for it and what a subclass keeps per set (a sampling objective's round
+count). A set whose labels, weights or groups were changed in place (``set_label``,
+``set_weight``) is read again. The objective also keeps the item groups of the data sets it is
+given them for (a training set, its eval sets), and its evaluation metrics ask it for them
+(:meth:`BoosterObjective.item_groups_of`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +30,41 @@ from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
 from .._util.validation import as_finite_vector, check_same_length
 
-__all__ = ["BoosterObjective"]
+__all__ = ["BoosterObjective", "TrainingSet"]
+
+
+@dataclass(eq=False)
+class TrainingSet:
+    """What an objective read from one training set, and what it keeps for it between calls.
+
+    Deep copies of an objective share it (LightGBM deep-copies a callable objective): it is
+    returned itself by ``copy.deepcopy``.
+
+    Attributes
+    ----------
+    fields : QueryFields
+        A copy of the query fields it was read from (a set changed in place is read again).
+    labels : float64 array of shape (n,)
+        The validated labels.
+    ptr : int64 array of shape (G + 1,)
+        The query boundaries.
+    weights : float64 array of shape (G,) or None
+        The query weights.
+    rho : float64 array of shape (n,)
+        The per-row rewards of the objective's metric.
+    state : object
+        What the objective keeps for this set (:meth:`BoosterObjective._new_training_set`).
+    """
+
+    fields: QueryFields
+    labels: np.ndarray
+    ptr: np.ndarray
+    weights: np.ndarray | None
+    rho: np.ndarray
+    state: Any = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TrainingSet:
+        return self
 
 
 class BoosterObjective:
@@ -34,8 +72,10 @@ class BoosterObjective:
 
     A subclass sets ``metric`` (the :class:`~gbdt_plrank._ranking_metric.RankingMetric` it
     trains for: cut-off, metric, gain) and ``title`` (its name in messages), and implements
-    :meth:`_grad_hess` (a boosting round); it may override :meth:`_new_training_set`, called with
-    the training set when a call brings another one. An objective that can estimate on a batch
+    :meth:`_grad_hess` (a boosting round); it may override :meth:`_new_training_set`, called
+    when a training set is read, whose return value the set keeps (``self._state`` while that
+    set is trained on), and :meth:`_first_call`, called with the margins of the first call on a
+    training set. An objective that can estimate on a batch
     of queries implements :meth:`estimate`, so that a trainer other than a booster (the torch
     backend) calls :meth:`prepare` with its training set, then :meth:`estimate` per batch.
 
@@ -49,12 +89,33 @@ class BoosterObjective:
 
     def __init__(self) -> None:
         self._training = ReferenceCache()
-        self._ptr: np.ndarray | None = None
-        self._rho: np.ndarray | None = None
-        self._labels: np.ndarray | None = None
-        self._weights: np.ndarray | None = None
-        self._seen: QueryFields | None = None
+        self._current: TrainingSet | None = None
         self._item_groups = ReferenceCache(shared=True)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled objective keeps no training set (as its cache of them comes back empty)."""
+        return {**self.__dict__, "_current": None}
+
+    # The training set the objective works on now (the last one :meth:`prepare` was given).
+    @property
+    def _ptr(self) -> np.ndarray | None:
+        return None if self._current is None else self._current.ptr
+
+    @property
+    def _rho(self) -> np.ndarray | None:
+        return None if self._current is None else self._current.rho
+
+    @property
+    def _labels(self) -> np.ndarray | None:
+        return None if self._current is None else self._current.labels
+
+    @property
+    def _weights(self) -> np.ndarray | None:
+        return None if self._current is None else self._current.weights
+
+    @property
+    def _state(self) -> Any:
+        return None if self._current is None else self._current.state
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
         """The XGBoost ``obj=`` and LightGBM ``params["objective"]`` form."""
@@ -84,9 +145,12 @@ class BoosterObjective:
 
         ``keys`` are the queries' random-stream keys (default: their index in the groups).
         """
+        first = self._training.get(key) is None
         self.prepare(key, fields)
         scores = self._margins(np.ravel(preds))
         check_same_length(preds=scores, labels=self._rho)
+        if first:
+            self._first_call(key, scores)
         return self._weighted(*self._grad_hess(scores, keys))
 
     def _margins(self, preds: np.ndarray) -> np.ndarray:
@@ -104,23 +168,23 @@ class BoosterObjective:
     def prepare(self, data: Any, fields: QueryFields) -> None:
         """Read the training set ``data`` from its query fields, unless the cache holds it.
 
-        A new set refreshes the cache (validated labels, group boundaries, query weights,
-        rewards), and so does a set whose labels, weights or groups differ from those it was
-        filled from (a set changed in place, e.g. by ``set_label``): one vectorised comparison
-        per call.
+        A new set is read (validated labels, group boundaries, query weights, rewards: a
+        :class:`~gbdt_plrank._training.booster_objective.TrainingSet`, kept while ``data``
+        lives), and so is a set whose labels, weights or groups differ from those it was read
+        from (a set changed in place, e.g. by ``set_label``): one vectorised comparison per
+        call. The set becomes the one the objective works on.
         """
-        if self._training.get(data) is not None and fields.same_as(self._seen):
+        kept = self._training.get(data)
+        if kept is not None and fields.same_as(kept.fields):
+            self._current = kept
             return
-        self._seen = fields.copy()
-        y, self._ptr, self._weights = checked_queries(
+        y, ptr, weights = checked_queries(
             fields, gain=self.metric.gain, where=f"the training {type(data).__name__}",
             signed=self.signed_labels(),
         )
-        self._rho = self.metric.rewards(y, self._ptr)
-        self._labels = y
-        self._training.clear()
-        self._training.put(data, True)
-        self._new_training_set(data)
+        self._current = TrainingSet(fields.copy(), y, ptr, weights, self.metric.rewards(y, ptr))
+        self._training.put(data, self._current)
+        self._current.state = self._new_training_set(data)
 
     def estimate(
         self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
@@ -152,8 +216,13 @@ class BoosterObjective:
             )
         return ids
 
-    def _new_training_set(self, key: Any) -> None:
-        """Hook called after the cache was filled for another training set ``key``."""
+    def _new_training_set(self, key: Any) -> Any:
+        """Hook called when the training set ``key`` was read; returns what the set keeps for
+        the objective (``self._state``), None here."""
+        return None
+
+    def _first_call(self, key: Any, scores: np.ndarray) -> None:
+        """Hook called with the margins of the first call on the training set ``key``."""
 
     def _grad_hess(
         self, scores: np.ndarray, keys: np.ndarray | None

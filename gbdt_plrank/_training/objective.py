@@ -12,6 +12,8 @@ of the ranking by score).
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,12 +36,19 @@ class PLRankObjective(BoosterObjective):
     r"""A PL-Rank objective: estimated gradient and Hessian of the negative expected metric.
 
     Each call is one boosting round and draws fresh rankings of length ``train_K``: round ``r``
-    (counted from the first call on a training set) samples query ``q`` from the stream keyed by
-    ``(seed, r, q)``, so the same seed gives the same model whatever the number of threads. The
-    count restarts when the objective sees another training set, and on :meth:`reset`; a
-    training that continues a booster starts at the booster's round count after
-    :meth:`continue_from`, so that it gives the model of training straight through. With
-    ``fairness`` the fairness loss is subtracted (:func:`plrank_grad_hess` has the losses). Build it with
+    samples query ``q`` from the stream keyed by ``(seed, r, q)``, so the same seed gives the
+    same model whatever the number of threads. Rounds are counted per training set, from the
+    first call on it: inside ``xgboost.cv`` and ``lightgbm.cv``, where the folds take turns, each
+    fold draws the streams of its own rounds and gets the model it gets when trained alone. A
+    set seen again counts on; :meth:`reset` forgets every set.
+
+    A training that continues a booster of ``r`` rounds must start at round ``r`` to give the
+    model of training straight through. With ``lightgbm.train(init_model=booster)`` (and
+    ``lightgbm.cv``) the objective reads ``r`` from the training Dataset itself; XGBoost does
+    not tell it, so call :meth:`continue_from` first. A first call on a training set whose
+    margins do not start at one base score (after the DMatrix's own ``base_margin``) when the
+    round is not known warns, naming :meth:`continue_from`. With ``fairness`` the fairness loss
+    is subtracted (:func:`plrank_grad_hess` has the losses). Build it with
     :func:`plrank_objective`.
 
     Attributes
@@ -52,6 +61,8 @@ class PLRankObjective(BoosterObjective):
         The cut-off it trains at.
     seed : int
         Seed of the sampled rankings.
+    round : int
+        The round the next call on the training set called last draws (its round count).
     device : {"cpu", "cuda"}
         Where the rounds' estimate is computed.
     item_groups : int64 array of shape (n,) or None
@@ -67,7 +78,6 @@ class PLRankObjective(BoosterObjective):
     ) -> None:
         super().__init__()
         self.device = check_device(device, sampler=options.sampler, fairness=options.fairness)
-        self._gpu: CudaEstimate | None = None
         self.options = options
         self.metric = options.trained
         self.fairness = options.fairness_spec
@@ -78,7 +88,6 @@ class PLRankObjective(BoosterObjective):
         self.round = 0
         self._resume = _Resume()
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
-        self._terms: FairTerms | None = None
         self._expected = ExpectedMetric(
             options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
             item_groups=self.item_groups_of,
@@ -108,12 +117,13 @@ class PLRankObjective(BoosterObjective):
     def reset(self) -> None:
         """Start afresh: the next call is round 0, and every data set is read again.
 
-        Forgets the training set and the eval sets the evaluation metrics have read (and a
-        round set by :meth:`continue_from`); keeps the item groups given.
+        Forgets the training sets and their round counts, the eval sets the evaluation metrics
+        have read (and a round set by :meth:`continue_from`); keeps the item groups given.
         """
         self.round = 0
         self._resume.round = None
         self._training.clear()
+        self._current = None
         for metric in (self._expected, self._standardized, self._ranking):
             metric.clear()
 
@@ -123,12 +133,14 @@ class PLRankObjective(BoosterObjective):
         Round ``r`` of a training draws from the streams ``(seed, r, q)``. A training that
         continues a booster of ``r`` rounds (``xgboost.train(..., xgb_model=booster)``,
         ``lightgbm.train(..., init_model=booster)``) must go on at round ``r`` to give the model
-        of training straight through, but the boosters do not tell the objective: call this
-        first, on this objective, a pickled copy of it or a new one with the same options and
-        seed. ``r`` is XGBoost's ``booster.num_boosted_rounds()`` or LightGBM's
-        ``booster.current_iteration()``. The round holds for the next call, whatever training
-        set it brings (also for the copy of the objective that ``lightgbm.train`` calls); the
-        calls after it count on from there.
+        of training straight through. XGBoost does not tell the objective (the objective warns
+        when the first margins of a training set show a continued booster): call this first,
+        on this objective, a pickled copy of it or a new one with the same options and seed.
+        LightGBM tells it through the training Dataset, so there this is needed only for
+        ``LGBMRanker(objective=obj.lgbm_ranker)``. ``r`` is XGBoost's
+        ``booster.num_boosted_rounds()`` or LightGBM's ``booster.current_iteration()``. The
+        round holds for the next call, whatever training set it brings (also for the copy of
+        the objective that ``lightgbm.train`` calls); the calls after it count on from there.
 
         Raises
         ------
@@ -176,16 +188,17 @@ class PLRankObjective(BoosterObjective):
             item_groups = checked_item_groups(self.fairness, item_groups, None)
         self._item_groups.put(data, item_groups)
 
-    def _new_training_set(self, key: Any) -> None:
-        self.round = 0
+    def _new_training_set(self, key: Any) -> _SetState:
+        """The state of a training set just read: round 0, its GPU arrays, its fairness terms."""
+        state = _SetState()
         if self.device == "cuda":
-            self._gpu = CudaEstimate(
+            state.gpu = CudaEstimate(
                 self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
                 N=self.options.training_N, hessian=self.options.hessian, noise=self.options.noise,
                 query_subsample=self.options.query_subsample,
             )
         if self.fairness is None:
-            return
+            return state
         if self.item_groups is not None and self._item_groups.get(key) is None:
             self.set_item_groups(key, self.item_groups, checked=True)
         ids = self.item_groups_of(key, self._labels.shape[0])
@@ -194,9 +207,51 @@ class PLRankObjective(BoosterObjective):
                 f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
                 "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
             )
-        self._terms = self.fairness.terms(
+        state.terms = self.fairness.terms(
             self._labels, self._ptr, self.metric.theta(self._ptr), gain=self.metric.gain,
             item_groups=ids,
+        )
+        return state
+
+    @property
+    def _gpu(self) -> CudaEstimate | None:
+        return None if self._state is None else self._state.gpu
+
+    @property
+    def _terms(self) -> FairTerms | None:
+        return None if self._state is None else self._state.terms
+
+    def _first_call(self, key: Any, scores: np.ndarray) -> None:
+        """A training set's first round: where it starts, if it continues a booster.
+
+        After :meth:`continue_from` the round it set is taken; else the round the library
+        records on its data (LightGBM's ``init_model``); else the margins tell whether the
+        training continues a booster: they then do not start at one base score (after the
+        data's own base margins), and a warning names :meth:`continue_from`.
+        """
+        if self._resume.round is not None:
+            return
+        backend = next((b for b in BACKENDS.values() if b.holds_data(key)), None)
+        rounds = None if backend is None else backend.continued_rounds(key)
+        if rounds is not None:
+            self._state.round = rounds
+            return
+        base = None if backend is None else backend.base_margins(key)
+        start = scores if base is None else scores - base
+        if start.size == 0 or np.ptp(start) <= 1e-6 * max(1.0, float(np.max(np.abs(scores)))):
+            return
+        where = f"this {type(key).__name__}" if backend is not None else "LightGBM's labels"
+        own = "" if backend is not None else (
+            " (or an init_score of your own, which LGBMRanker does not pass on)"
+        )
+        warnings.warn(
+            f"the PL-Rank objective's first call on {where} brings margins that do not start "
+            f"at one base score (they span {float(np.min(start)):.6g} to "
+            f"{float(np.max(start)):.6g}), as a training that continues a booster does{own}. "
+            f"Its round count does not reach the objective, which draws the random streams of "
+            f"round 0 again: the model differs from training straight through. Call "
+            f"obj.continue_from(booster) before a training that continues a booster.",
+            UserWarning, stacklevel=4,
         )
 
     def signed_labels(self) -> bool:
@@ -215,14 +270,16 @@ class PLRankObjective(BoosterObjective):
         self, scores: np.ndarray, keys: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One round: fresh rankings from the stream ``(seed, round, keys[q])`` of each query."""
+        state = self._state
         resumed = self._resume.take()
         if resumed is not None:
-            self.round = resumed
-        if self._gpu is not None:
-            grad, hess = self._gpu(scores, seed=self.seed, round_=self.round, keys=keys)
+            state.round = resumed
+        if state.gpu is not None:
+            grad, hess = state.gpu(scores, seed=self.seed, round_=state.round, keys=keys)
         else:
-            grad, hess = self.estimate(scores, round_=self.round, keys=keys)
-        self.round += 1
+            grad, hess = self.estimate(scores, round_=state.round, keys=keys)
+        state.round += 1
+        self.round = state.round
         return grad, hess
 
     def estimate(
@@ -363,6 +420,16 @@ class PLRankObjective(BoosterObjective):
         fields = QueryFields(boundaries(group), y_true, weight)
         value = self._expected.of(y_pred, y_true, fields)
         return self._expected.name, value, True
+
+
+@dataclass
+class _SetState:
+    """What the PL-Rank objective keeps for one training set (its ``TrainingSet.state``): the
+    round its next call draws, the GPU estimate holding its arrays, its fairness terms."""
+
+    round: int = 0
+    gpu: CudaEstimate | None = None
+    terms: FairTerms | None = None
 
 
 class _Resume:

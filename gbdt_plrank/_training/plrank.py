@@ -43,6 +43,7 @@ __all__ = [
     "degenerate_rows",
     "estimate",
     "finish_hessian",
+    "kept_query_counts",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
     "query_chunks",
@@ -224,6 +225,17 @@ def estimate(
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian, grad=grad, group_ptr=group_ptr)
+
+
+def kept_query_counts(*, seed: int, rounds: int, n_queries: int, fraction: float) -> np.ndarray:
+    """How many of ``n_queries`` queries (keys ``0 .. n_queries - 1``) each of the first
+    ``rounds`` rounds estimates with ``query_subsample=fraction`` (:func:`estimate`'s choice,
+    redrawn from the same streams): an int64 array of one count per round."""
+    keys = np.arange(n_queries, dtype=np.int64)
+    return np.array(
+        [int(_kernels.kept_queries(seed, r, keys, fraction).sum()) for r in range(rounds)],
+        dtype=np.int64,
+    )
 
 
 def _estimate_groups(

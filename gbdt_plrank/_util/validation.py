@@ -94,16 +94,16 @@ def check_positive_int(name: str, value: object) -> int:
 
 
 def check_verbose(name: str, value: object) -> int:
-    """``value`` must be a bool or an integer >= 0: the period of a fit's progress report in
-    rounds (True is 1, False and 0 are quiet)."""
+    """``value`` must be a bool or an integer: the period of a fit's progress report in rounds
+    (True is 1; False, 0 and a negative integer, such as LightGBM's -1, are quiet: 0)."""
     if isinstance(value, (bool, np.bool_)):
         return int(value)
-    if not is_int(value) or value < 0:
+    if not is_int(value):
         raise ValueError(
-            f"{name} must be True, False or an integer >= 0 (report every N rounds), but "
-            f"{value!r} is given."
+            f"{name} must be True, False or an integer (report every N >= 1 rounds; 0 or a "
+            f"negative integer such as LightGBM's -1 is quiet), but {value!r} is given."
         )
-    return int(value)
+    return max(int(value), 0)
 
 
 def check_positive_number(name: str, value: object) -> float:

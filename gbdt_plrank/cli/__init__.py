@@ -12,11 +12,16 @@
     gbdt-plrank clicks CONFIG [--data DIR] [--folds 1,2,...] [--seeds N] [--sessions 10,100]
                               [--rounds N] [--out DIR] [--n-jobs N]
     gbdt-plrank configs [NAME]
+    gbdt-plrank compile
 
 CONFIG is a TOML file or the name of a configuration that ships with the package (``demo``,
 ``headline``, ``fairness_group``, ...: :mod:`gbdt_plrank.harness.bundled`); ``gbdt-plrank configs``
-lists them and ``gbdt-plrank configs NAME`` prints one to start from. A bundled configuration
-writes to ``runs/NAME`` in the current folder unless ``--out`` says otherwise.
+lists them and ``gbdt-plrank configs NAME`` prints one to start from. One rule for every command
+(CONFIG, ``tune --config`` and ``--space``, ``configs NAME``): a bare name (``demo``) is a
+bundled configuration, anything with a folder or ``.toml`` (``demo.toml``, ``./demo``) is a
+path, and a path that is no file is refused, naming the bundled configuration of that name if
+there is one. A bundled configuration writes to ``runs/NAME`` in the current folder unless
+``--out`` says otherwise.
 
 A subcommand is an entry of :data:`SUBCOMMANDS`: its name, a help line, a function that adds its
 arguments to its parser and a function that runs it and returns the exit status. Unknown flags
@@ -39,7 +44,7 @@ from typing import Any
 from .. import __version__
 from .._util.compat import MissingDependencyError, is_installed
 from ..harness import load_frontier_config, run_frontier, write_frontier_report
-from ..harness.bundled import COMMANDS, bundled_configs, resolve_config
+from ..harness.bundled import COMMANDS, bundled_configs, is_bundled_name, resolve_config
 from ..harness.clicks import load_clicks_config, run_clicks, write_clicks_report
 from ..harness.compare import load_config, plan, run_comparison, write_report
 from ..harness.methods import METHODS
@@ -81,7 +86,8 @@ def _config_help(command: str, what: str) -> str:
     return (
         f"a TOML file describing the {what}, or the name of a bundled one: {names} "
         f"(`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in "
-        f"the current folder unless --out is given; a file that exists wins over a name)"
+        f"the current folder unless --out is given; a bare name is a bundled configuration, "
+        f"anything with a folder or .toml a file, which must exist)"
     )
 
 
@@ -286,6 +292,14 @@ def _configure_configs(parser: argparse.ArgumentParser) -> None:
 def _run_configs(args: argparse.Namespace) -> int:
     if args.name is not None:
         every = bundled_configs()
+        if not is_bundled_name(args.name):
+            named = Path(args.name).stem
+            hint = (f": `{PROG} configs {named}`" if named in every
+                    else f"; they are: {', '.join(every)}")
+            raise ConfigError(
+                f"{args.name!r} is a path, but configs prints a bundled configuration, named "
+                f"without a folder or .toml{hint}"
+            )
         if args.name not in every:
             raise ConfigError(
                 f"{args.name!r} is not a bundled configuration; they are: {', '.join(every)}"
@@ -301,6 +315,24 @@ def _run_configs(args: argparse.Namespace) -> int:
                                 subsequent_indent=" " * 6))
     print(f"\n`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in the "
           "current folder unless --out is given.")
+    return 0
+
+
+def _configure_compile(parser: argparse.ArgumentParser) -> None:
+    """No arguments: Numba's cache folder is its own (``NUMBA_CACHE_DIR``)."""
+
+
+def _run_compile(args: argparse.Namespace) -> int:
+    from .._compile import compile_kernels
+
+    print("compiling every kernel into Numba's cache, once per environment (minutes: more "
+          "kernels than a first training needs)...", flush=True)
+    compiled = compile_kernels()
+    if compiled:
+        print(f"compiled {len(compiled)} kernels in {compiled.seconds:.1f} s; later processes "
+              f"load them from Numba's cache")
+    else:
+        print(f"every kernel was in Numba's cache already (checked in {compiled.seconds:.1f} s)")
     return 0
 
 
@@ -332,6 +364,13 @@ SUBCOMMANDS: list[Subcommand] = [
         "list the configurations that ship with the package, or print one to start from",
         _configure_configs,
         _run_configs,
+    ),
+    Subcommand(
+        "compile",
+        "compile the Numba kernels into Numba's on-disk cache ahead of a first training (for "
+        "a container image or a CI cache: NUMBA_CACHE_DIR chooses the folder)",
+        _configure_compile,
+        _run_compile,
     ),
 ]
 

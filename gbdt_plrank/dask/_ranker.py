@@ -194,7 +194,7 @@ class DaskPLRankRanker(PLRankRanker):
         self.n_features_in_ = int(data.X.shape[1])
         trained = train(backend, client, settings, data, evals, plan)
         self.group_column_ = column
-        self._keep(trained)
+        self._keep(trained, plan=plan, n_queries=int(data.sizes.shape[0]))
         return self
 
     def predict(self, X: Any) -> Any:

@@ -9,16 +9,27 @@ reads the folder itself. A configuration's name is its file name without ``.toml
 Which command reads a configuration follows its name: ``clicks-*`` for ``gbdt-plrank clicks``,
 ``fairness*`` for ``gbdt-plrank fairness``, the files of ``spaces/`` for ``gbdt-plrank tune
 --space`` and every other one for ``gbdt-plrank compare`` (and ``tune --config``).
+
+On the command line a bundled configuration is named by its bare name, a file by its path
+(:func:`resolve_config`, the one rule of every command).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 from .settings import ConfigError
 
-__all__ = ["COMMANDS", "BundledConfig", "bundled_configs", "config_folder", "resolve_config"]
+__all__ = [
+    "COMMANDS",
+    "BundledConfig",
+    "bundled_configs",
+    "config_folder",
+    "is_bundled_name",
+    "resolve_config",
+]
 
 #: The commands that read bundled configurations, in the order ``gbdt-plrank configs`` lists them.
 COMMANDS = ("compare", "fairness", "clicks", "space")
@@ -103,11 +114,21 @@ def bundled_configs(command: str | None = None) -> dict[str, BundledConfig]:
     return {name: c for name, c in configs.items() if command in (None, c.command)}
 
 
+def is_bundled_name(text: str) -> bool:
+    """Whether a CONFIG argument is a bare name, which names a bundled configuration: no folder
+    and no ``.toml`` (``demo``); anything else is a path (``demo.toml``, ``configs/demo.toml``,
+    ``./demo``)."""
+    separators = {"/", os.sep, *([os.altsep] if os.altsep else [])}
+    return (not any(sep in text for sep in separators) and text not in ("", ".", "..")
+            and Path(text).suffix.lower() != ".toml")
+
+
 def resolve_config(text: str, *, command: str) -> tuple[Path, str | None]:
     """The file a CONFIG argument names, and the bundled configuration's name if it is one.
 
-    A path that exists wins; otherwise ``NAME``, ``NAME.toml`` and ``configs/NAME.toml`` (the
-    documented path, from a folder without it) name the bundled configuration ``NAME``.
+    One rule for every command (``compare``, ``fairness``, ``clicks``, ``tune --config``,
+    ``tune --space``, ``configs``): a bare name (:func:`is_bundled_name`) names a bundled
+    configuration; anything else is a path to a file, which must exist.
 
     Parameters
     ----------
@@ -124,29 +145,41 @@ def resolve_config(text: str, *, command: str) -> tuple[Path, str | None]:
     Raises
     ------
     ConfigError
-        When ``text`` names no existing file and no bundled configuration of ``command`` (a
-        missing path in another folder is returned as it is, for the reader to name).
+        For a bare name that is no bundled configuration of ``command`` (listing them), and for
+        a path that does not exist (naming the bundled configuration of that name, if there is
+        one; a folder is returned, for the reader to refuse).
     """
     path = Path(text)
-    if path.exists():
-        return path, None
-    name = path.stem if path.suffix == ".toml" else path.name
-    named_like_bundled = path.parent in (Path("."), Path("configs"), Path("configs/spaces"))
     every = bundled_configs()
-    if named_like_bundled and name in every:
-        found = every[name]
+    if not is_bundled_name(text):
+        if path.exists():
+            return path, None  # a folder: the reader says that it must be a file
+        found = every.get(path.stem)
+        hint = (
+            f"; the bundled configuration {path.stem!r} is named without a folder or .toml: "
+            f"`gbdt-plrank {_reader(found.command)} {path.stem}`"
+            if found is not None and path.suffix.lower() in (".toml", "") else
+            f"; {_choices(command)}"
+        )
+        raise ConfigError(f"no such configuration file: {text}{hint}")
+    if text in every:
+        found = every[text]
         if found.command != command:
-            reader = "tune --space" if found.command == "space" else found.command
             raise ConfigError(
-                f"{text!r} is a bundled configuration of `gbdt-plrank {reader}`, not of "
-                f"{command}; {_choices(command)}"
+                f"{text!r} is a bundled configuration of `gbdt-plrank {_reader(found.command)}`, "
+                f"not of {command}; {_choices(command)}"
             )
-        return found.path, name
-    if not named_like_bundled:
-        return path, None  # a path elsewhere: the reader says that the file is missing
+        return found.path, text
+    own = (f" (a file named {text!r} is here: give its path, ./{text})" if path.is_file()
+           else "")
     raise ConfigError(
-        f"{text!r} is neither a file nor the name of a bundled configuration; {_choices(command)}"
+        f"{text!r} is not the name of a bundled configuration{own}; {_choices(command)}"
     )
+
+
+def _reader(command: str) -> str:
+    """The command line that reads a bundled configuration of ``command``."""
+    return "tune --space" if command == "space" else command
 
 
 def _choices(command: str) -> str:

@@ -74,7 +74,8 @@ class PLRankMLPRanker(PolicyRanker):
     verbose : bool or int, default False
         ``True`` or N >= 1: print the eval sets' values every N epochs in XGBoost's format
         (``[10]\tvalid_0-ndcg@5:0.70123\t...``), or, without ``eval_set``, show a progress bar of
-        the epochs wherever the output goes; ``False`` (or 0) leaves the report to ``progress``.
+        the epochs wherever the output goes; ``False`` (or 0, or a negative integer such as
+        LightGBM's -1) leaves the report to ``progress``.
 
     Attributes
     ----------

@@ -168,22 +168,25 @@ class ClicksConfig(ExperimentConfig):
             )
         return self
 
-    def learner_options(self, *, labels: bool) -> dict[str, Any]:
+    def learner_options(self, *, labels: bool, stopped: bool = True) -> dict[str, Any]:
         """Keyword arguments of :class:`~gbdt_plrank.PLRankRanker` for a learner.
 
         ``labels``: for the true labels (the full-label model, the logger: gain ``"exp"``,
-        metric ``"ndcg"``) rather than rewards.
+        metric ``"ndcg"``) rather than rewards. ``stopped``: for a fit with early stopping,
+        whose rule (``min_rounds``, ``min_delta``) the options then carry; the logger trains
+        a fixed number of rounds without them.
         """
         options = self.plrank.model_dump(exclude={"fairness", "fairness_weight"})
         if labels:
             options.update(gain="exp", metric="ndcg")
         trees = self.trees
+        stopping = {"min_rounds": trees.min_rounds, "min_delta": trees.min_delta} if stopped else {}
         return {
             **options, "K": self.top_k, "n_estimators": trees.rounds,
             "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,
             "num_leaves": trees.num_leaves, "min_child_weight": trees.min_child_weight,
             "reg_lambda": trees.reg_lambda, "subsample": trees.subsample, "n_jobs": trees.n_jobs,
-            "min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
+            **stopping,
         }
 
     def trained_options(self) -> dict[str, PLRankOptions]:

@@ -371,7 +371,8 @@ class _Fold:
         self.config, self.data, self.seed = config, data, seed
         n = int(data.train.group_ptr[min(config.logging_queries, data.train.group_ptr.size - 1)])
         self.logger = PLRankRanker(
-            **{**config.learner_options(labels=True), "n_estimators": config.logging_rounds},
+            **{**config.learner_options(labels=True, stopped=False),
+               "n_estimators": config.logging_rounds},
             random_state=seed,
         ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
         self.n = max(config.sessions)
