@@ -47,7 +47,7 @@ import itertools
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: this checkout's package, not an installed one
@@ -68,14 +68,15 @@ from gbdt_plrank._boosters._stopping import check_min_delta
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list
-from gbdt_plrank.harness.data import check_data, dataset_label, load
+from gbdt_plrank.datasets import LTRDataset
+from gbdt_plrank.harness.data import check_data, load
 from gbdt_plrank.harness.methods import METHODS, PLRANK
 from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 from gbdt_plrank.harness.stats import Paired, paired, seed_means
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
 
-__all__ = ["Run", "main", "report", "run"]
+__all__ = ["Run", "main", "report", "run", "train_run"]
 
 #: The methods timed by default: every GBDT ranker of the harness with its library's defaults.
 METHOD_NAMES = (
@@ -186,24 +187,33 @@ def run(
     for data in datasets:
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
-            qids = np.unique(ds.test.qid)
             for seed, (row, method, plrank) in itertools.product(seeds, rows):
-                fit = train(method, ds, k=k, seed=seed, trees=settings, plrank=plrank)
-                test = {
-                    c: dict(zip(qids.tolist(), ndcg(
-                        ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True
-                    ).tolist()))
-                    for c in CUTOFFS
-                }
-                r = Run(row, method, data, fold, fit.train_seconds, int(fit.curve.shape[0]),
-                        int(fit.best_round), test, seed, trees, min_delta)
+                r = train_run(ds, Run(row, method, data, fold, 0.0, 0, 0, {}, seed, trees,
+                                      min_delta), settings=settings, k=k, plrank=plrank)
                 runs.append(r)
                 if records is not None:
                     append_record(records, r.__dict__)
-                echo(f"{dataset_label(data, fold)} {row} (seed {seed}): {r.seconds:.2f} s, "
+                echo(f"{ds.name} {row} (seed {seed}): {r.seconds:.2f} s, "
                      f"{r.rounds_run} rounds (kept {r.best_round}), "
-                     f"NDCG@10 {np.mean(list(test[10].values())):.4f}")
+                     f"NDCG@10 {np.mean(list(r.test[10].values())):.4f}")
     return runs
+
+
+def train_run(
+    ds: LTRDataset, run: Run, *, settings: TreeSettings, k: int, plrank: PLRankSettings | None
+) -> Run:
+    """``run`` (its row, method and seed) trained on ``ds``: its time, rounds and test NDCG per
+    query filled in."""
+    fit = train(run.method, ds, k=k, seed=run.seed, trees=settings, plrank=plrank)
+    qids = np.unique(ds.test.qid)
+    test = {
+        c: dict(zip(qids.tolist(), ndcg(
+            ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True
+        ).tolist()))
+        for c in CUTOFFS
+    }
+    return replace(run, seconds=fit.train_seconds, rounds_run=int(fit.curve.shape[0]),
+                   best_round=int(fit.best_round), test=test)
 
 
 def read_runs(path: Path) -> list[Run]:

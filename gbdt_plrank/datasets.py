@@ -14,6 +14,13 @@ dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped f
   Fold1, 54 train, 18 validation and 18 test queries with the 136 raw features and labels 0-4,
   one split (fold 1 only); for examples and tests, too small for firm conclusions.
 
+The names of :data:`SYNTHETIC` are web-search-shaped data drawn by
+:func:`make_web_dataset` (deep queries of about 120 documents with a long tail, 136 features,
+MSLR's grade shares; :mod:`gbdt_plrank._synthetic` has the model): ``"web-linear"`` (a linear
+relevance), ``"web-nonlinear"`` (a nonlinear one) and ``"web-noisy"`` (nonlinear, features
+observed with noise). Their fold ``k`` is the ``k``-th independent draw (seed ``k``), with 1,500
+train, 300 validation and 300 test queries.
+
 Provenance and citations are in ``gbdt_plrank/data/<name>/PROVENANCE.md``.
 """
 
@@ -30,9 +37,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._groups import Split
+from ._synthetic import MSLR_GRADE_SHARES, WEB_VARIANTS, WebShape, make_web_splits
 
 __all__ = [
-    "BUNDLED", "SINGLE_SPLIT", "LTRDataset", "Split", "load_dataset", "load_svmlight_splits",
+    "BUNDLED", "MSLR_GRADE_SHARES", "NAMED", "SINGLE_SPLIT", "SYNTHETIC", "LTRDataset", "Split", "WebShape",
+    "load_dataset", "load_svmlight_splits", "make_web_dataset",
 ]
 
 #: The bundled datasets' names.
@@ -40,6 +49,10 @@ BUNDLED = ("mq2008", "mq2007-agg", "mslr-sample")
 #: The bundled datasets shipped as one split (``train``, ``vali``, ``test``): fold 1 only.
 SINGLE_SPLIT = ("mslr-sample",)
 SPLITS = ("train", "vali", "test")
+#: The synthetic web-shaped datasets :func:`load_dataset` draws (fold k: seed k).
+SYNTHETIC = tuple(WEB_VARIANTS)
+#: Every name :func:`load_dataset` knows: the bundled datasets and the synthetic ones.
+NAMED = BUNDLED + SYNTHETIC
 
 
 @dataclass(frozen=True)
@@ -175,18 +188,49 @@ def _folder_files(folder: Path) -> list[Path]:
     return files
 
 
+def make_web_dataset(shape: WebShape | None = None, *, seed: int = 0) -> LTRDataset:
+    """Draw a web-search-shaped dataset: deep queries, 136 features, MSLR's grade shares.
+
+    Parameters
+    ----------
+    shape : WebShape, optional
+        Its parameters (:class:`~gbdt_plrank._synthetic.WebShape`: the relevance, linear or
+        nonlinear, the feature and label noise, the splits' query counts, the documents a
+        query, the features and the grade shares); by default MSLR-like with a linear
+        relevance, 1,500 / 300 / 300 queries of about 120 documents.
+    seed : int, default 0
+        The draw: the same shape and seed give the same data.
+
+    Returns
+    -------
+    LTRDataset
+        Dense float32 features; its name ``web-<relevance>/seed<seed>``.
+
+    Examples
+    --------
+    >>> from gbdt_plrank.datasets import WebShape, make_web_dataset
+    >>> data = make_web_dataset(WebShape(relevance="nonlinear", queries=(100, 20, 20)), seed=3)
+    >>> data.train.n_queries, data.train.X.shape[1]
+    (100, 136)
+    """
+    shape = WebShape() if shape is None else shape
+    train, vali, test = make_web_splits(shape, seed=seed)
+    return LTRDataset(f"web-{shape.relevance}/seed{seed}", train, vali, test)
+
+
 def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     """Load a dataset by bundled name or folder.
 
     Parameters
     ----------
     data : str or Path, default "mq2008"
-        A bundled name (``"mq2008"``, ``"mq2007-agg"``, ``"mslr-sample"``) or a folder with
-        ``train.txt``, ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5``
+        A bundled name (``"mq2008"``, ``"mq2007-agg"``, ``"mslr-sample"``), a synthetic one
+        (``"web-linear"``, ``"web-nonlinear"``, ``"web-noisy"``: :data:`SYNTHETIC`) or a folder
+        with ``train.txt``, ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5``
         subfolders is read at ``fold``.
     fold : int, default 1
         LETOR fold, 1 to 5 (the five-fold bundled datasets and folders with ``FoldN``
-        subfolders); 1 for ``"mslr-sample"``.
+        subfolders); 1 for ``"mslr-sample"``; the draw (its seed) of a synthetic dataset.
 
     Returns
     -------
@@ -197,6 +241,9 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     """
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")
+    if str(data) in SYNTHETIC:
+        train, vali, test = make_web_splits(WEB_VARIANTS[str(data)], seed=int(fold))
+        return LTRDataset(f"{data}/Fold{fold}", train, vali, test)
     if str(data) in SINGLE_SPLIT:
         if fold != 1:
             raise ValueError(
@@ -215,7 +262,8 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     folder = Path(data)
     if not folder.is_dir():
         raise ValueError(
-            f"data must be a bundled dataset ({', '.join(BUNDLED)}) or a folder, but {str(data)!r} is neither."
+            f"data must be a dataset's name ({', '.join(NAMED)}) or a folder, but {str(data)!r} "
+            "is neither."
         )
     if (folder / f"Fold{fold}").is_dir():
         folder = folder / f"Fold{fold}"

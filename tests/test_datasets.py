@@ -87,7 +87,8 @@ def test_fold_subfolders(tmp_path):
             None,
             {"data": "nope"},
             ValueError,
-            r"bundled dataset \(mq2008, mq2007-agg, mslr-sample\) or a folder, but 'nope' is neither",
+            r"dataset's name \(mq2008, mq2007-agg, mslr-sample, web-linear, web-nonlinear, web-noisy\) "
+            r"or a folder, but 'nope' is neither",
         ),
         (
             None,
@@ -199,3 +200,90 @@ def test_a_non_finite_value_names_the_file_the_line_and_the_feature(tmp_path, li
     with pytest.raises(ValueError) as info:
         load_dataset(tmp_path)
     assert f"{tmp_path / 'vali.txt'}: line 3 ({line!r}): {what}" in str(info.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Web-shaped synthetic data
+# --------------------------------------------------------------------------------------------
+SMALL = {"queries": (60, 20, 20)}
+
+
+def test_web_data_has_the_shape_of_web_search_data() -> None:
+    """Deep queries with a long tail, 136 features, MSLR's grade shares (2.6 % in the top two)."""
+    from gbdt_plrank.datasets import MSLR_GRADE_SHARES, WebShape, make_web_dataset
+
+    data = make_web_dataset(WebShape(queries=(400, 20, 20)), seed=3)
+    train = data.train
+    sizes = train.group_sizes
+    assert data.name == "web-linear/seed3"
+    assert train.X.dtype == np.float32 and train.X.shape == (sizes.sum(), 136)
+    assert 105 < sizes.mean() < 135 and sizes.max() > 2 * np.median(sizes) and sizes.min() >= 10
+    shares = np.bincount(train.y.astype(int), minlength=5) / train.y.shape[0]
+    assert np.allclose(shares, MSLR_GRADE_SHARES, atol=0.01)
+    assert 0.015 < shares[3:].sum() < 0.04
+    # query ids run on across the splits, each split sorted by them
+    ends = [s.qid for s in (data.train, data.vali, data.test)]
+    assert all(np.all(np.diff(q) >= 0) for q in ends)
+    assert ends[0].max() < ends[1].min() and ends[1].max() < ends[2].min()
+
+
+@pytest.mark.parametrize("relevance", ["linear", "nonlinear"])
+def test_web_data_is_a_function_of_its_shape_and_seed(relevance: str) -> None:
+    from gbdt_plrank.datasets import WebShape, make_web_dataset
+
+    shape = WebShape(relevance=relevance, **SMALL)
+    a, b, c = (make_web_dataset(shape, seed=s) for s in (1, 1, 2))
+    assert np.array_equal(a.train.X, b.train.X) and np.array_equal(a.test.y, b.test.y)
+    assert a.train.X.shape != c.train.X.shape or not np.array_equal(a.train.X, c.train.X)
+
+
+def test_web_relevance_is_learnable_from_the_features_and_noise_hides_it() -> None:
+    """A linear fit of the labels on the features explains a share of them that the feature
+    noise lowers; the nonlinear relevance is not linear in them (a linear fit explains less)."""
+    from gbdt_plrank.datasets import WebShape, make_web_dataset
+
+    def explained(shape: WebShape) -> float:
+        d = make_web_dataset(shape, seed=5)
+        X, y = d.train.X.astype(np.float64), d.train.y
+        X = np.column_stack([X, np.ones(X.shape[0])])
+        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+        return 1 - np.var(y - X @ coef) / np.var(y)
+
+    queries = {"queries": (300, 20, 20)}
+    linear = explained(WebShape(**queries))
+    noisy = explained(WebShape(feature_noise=1.0, **queries))
+    nonlinear = explained(WebShape(relevance="nonlinear", **queries))
+    assert linear > 0.2 and noisy < 0.7 * linear and nonlinear < 0.7 * linear
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        ({"relevance": "cubic"}, "relevance must be 'linear' or 'nonlinear', but 'cubic'"),
+        ({"feature_noise": -1.0}, "feature_noise must be a finite number >= 0, but -1.0"),
+        ({"label_noise": float("nan")}, "label_noise must be a finite number >= 0, but nan"),
+        ({"queries": (10, 0, 5)}, r"queries must be three integers >= 1 .* \(10, 0, 5\)"),
+        ({"min_docs": 50, "max_docs": 20}, "min_docs and max_docs must satisfy"),
+        ({"n_informative": 5}, "n_informative must be from 10 to n_features"),
+        ({"grade_shares": (1.0,)}, r"grade_shares must be two or more positive shares"),
+    ],
+)
+def test_bad_web_shapes_are_refused(shape: dict, message: str) -> None:
+    from gbdt_plrank.datasets import WebShape
+
+    with pytest.raises(ValueError, match=message):
+        WebShape(**shape)
+
+
+def test_load_dataset_draws_the_web_variants_by_fold() -> None:
+    from gbdt_plrank._synthetic import WEB_VARIANTS, make_web_splits
+    from gbdt_plrank.datasets import SYNTHETIC
+
+    assert SYNTHETIC == ("web-linear", "web-nonlinear", "web-noisy")
+    assert WEB_VARIANTS["web-noisy"].feature_noise > 0
+    assert WEB_VARIANTS["web-nonlinear"].relevance == "nonlinear"
+    data = load_dataset("web-nonlinear", fold=2)
+    assert data.name == "web-nonlinear/Fold2"
+    assert data.train.n_queries == 1500 and data.vali.n_queries == data.test.n_queries == 300
+    train, _, test = make_web_splits(WEB_VARIANTS["web-nonlinear"], seed=2)
+    assert np.array_equal(train.X, data.train.X) and np.array_equal(test.y, data.test.y)

@@ -45,6 +45,7 @@ from gbdt_plrank.harness.compare import run as runner_module
 from gbdt_plrank.harness.compare.report import markdown_report
 from gbdt_plrank.harness.data import (
     check_data,
+    cross_validation_fold,
     dataset_label,
     family,
     load,
@@ -264,7 +265,9 @@ def test_data_labels_and_checks(tmp_path: Path, tiny: Path) -> None:
     folds = tmp_path / "letor"
     (folds / "Fold2").mkdir(parents=True)
     assert dataset_label(str(folds), 2) == "letor/Fold2"
-    check_data(["mq2008", str(tiny)], [1])
+    check_data(["mq2008", str(tiny), "web-noisy"], [1])
+    check_data(["web-linear"], [1, 2, 3])
+    assert dataset_label("web-nonlinear", 2) == "web-nonlinear/Fold2"
     with pytest.raises(ConfigError, match="'nowhere' is neither"):
         check_data(["nowhere"], [1])
     with pytest.raises(ConfigError, match=r"folds must be \[1\] for"):
@@ -284,6 +287,33 @@ def test_dropping_test_queries_without_relevant_documents(tiny: Path) -> None:
     direct = without_empty_queries(kept.test)
     np.testing.assert_array_equal(direct.qid, dropped.test.qid)
     assert set(np.unique(direct.qid)) == set(np.unique(kept.test.qid)[relevant])
+
+
+def test_cross_validation_tests_every_query_once_per_repeat() -> None:
+    """Five folds of a repeat: each query a test query once, parts of near-equal size, train,
+    validation and test disjoint, a query's rows whole and in order; another repeat shuffles."""
+    data = load_dataset("mslr-sample")
+    rows = {q: data.train.y[data.train.qid == q] for q in np.unique(data.train.qid)}
+    tested: list[int] = []
+    for fold in range(1, 6):
+        cv = cross_validation_fold(data, fold=fold, repeat=4)
+        parts = [set(np.unique(s.qid)) for s in (cv.train, cv.vali, cv.test)]
+        assert cv.name == f"mslr-sample/cv4-fold{fold}"
+        assert [len(p) for p in parts] == [54, 18, 18]
+        assert not (parts[0] & parts[1] or parts[0] & parts[2] or parts[1] & parts[2])
+        for q in parts[0] & set(rows):
+            np.testing.assert_array_equal(cv.train.y[cv.train.qid == q], rows[q])
+        tested += sorted(parts[2])
+    assert sorted(tested) == sorted(set(tested)) and len(tested) == 90
+    other = cross_validation_fold(data, fold=1, repeat=5)
+    assert set(np.unique(other.test.qid)) != set(
+        np.unique(cross_validation_fold(data, fold=1, repeat=4).test.qid)
+    )
+    with pytest.raises(ValueError, match="fold must be from 1 to folds"):
+        cross_validation_fold(data, fold=6, repeat=0)
+    shared = type(data)("shared", data.train, data.vali, data.train)
+    with pytest.raises(ValueError, match="query ids must be distinct across the splits"):
+        cross_validation_fold(shared, fold=1)
 
 
 # ------------------------------------------------------------------------------------------

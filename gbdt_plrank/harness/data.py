@@ -1,6 +1,7 @@
 """The datasets of a comparison: names in results, checks before training, loading.
 
-A data entry is a bundled dataset (``"mq2008"``; ``"mslr-sample"`` is one split, fold 1 only), a
+A data entry is a bundled or synthetic dataset (``"mq2008"``, ``"web-linear"``; ``"mslr-sample"``
+is one split, fold 1 only), a
 folder with ``Fold1`` .. ``Fold5`` subfolders, or a folder holding ``train.txt``, ``vali.txt`` and
 ``test.txt`` itself (one split, fold 1 only). Results name a dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where
 ``<name>`` is the bundled name or the folder's name; :func:`family` recovers ``<name>``.
@@ -12,15 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from .._groups import Split, query_rows
 from .._util.schema import ConfigError
-from ..datasets import BUNDLED, SINGLE_SPLIT, LTRDataset, Split, _folder_files, load_dataset
+from ..datasets import NAMED, SINGLE_SPLIT, LTRDataset, _folder_files, load_dataset
 
-__all__ = ["check_data", "dataset_label", "family", "load", "without_empty_queries"]
+__all__ = [
+    "check_data", "cross_validation_fold", "dataset_label", "family", "load", "without_empty_queries",
+]
 
 
 def _has_folds(data: str) -> bool:
-    if data in BUNDLED:
+    if data in NAMED:
         return data not in SINGLE_SPLIT
     return any((Path(data) / f"Fold{i}").is_dir() for i in range(1, 6))
 
@@ -40,12 +45,12 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
                 f"folds must be [1] for {data!r}, a bundled dataset of one split, "
                 f"but {list(folds)} is given."
             )
-        if data in BUNDLED:
+        if data in NAMED:
             continue
         folder = Path(data)
         if not folder.is_dir():
             raise ConfigError(
-                f"datasets must be bundled names ({', '.join(BUNDLED)}) or folders, "
+                f"datasets must be dataset names ({', '.join(NAMED)}) or folders, "
                 f"but {data!r} is neither."
             )
         if not _has_folds(data) and tuple(folds) != (1,):
@@ -68,7 +73,7 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
 
 def dataset_label(data: str, fold: int) -> str:
     """The name results give to fold ``fold`` of data entry ``data``."""
-    name = data if data in BUNDLED else Path(data).resolve().name
+    name = data if data in NAMED else Path(data).resolve().name
     return f"{name}/Fold{fold}" if _has_folds(data) else name
 
 
@@ -101,3 +106,52 @@ def load(
     if drop_empty_queries:
         train, vali = without_empty_queries(train), without_empty_queries(vali)
     return LTRDataset(dataset_label(data, fold), train, vali, test)
+
+
+def cross_validation_fold(
+    dataset: LTRDataset, *, fold: int, repeat: int = 0, folds: int = 5
+) -> LTRDataset:
+    """Fold ``fold`` of repeat ``repeat`` of a query-level cross-validation of ``dataset``.
+
+    The queries of its three splits are pooled (their ids must be distinct across the splits),
+    shuffled by the seed ``repeat`` and cut into ``folds`` parts of near-equal query counts; as
+    in the LETOR folds, fold ``f`` tests on part ``f``, validates on the next part and trains
+    on the others. Over the ``folds`` folds of a repeat every query is a test query exactly
+    once; the rows of a query keep their order.
+
+    Raises
+    ------
+    ValueError
+        For ``folds`` below 3, ``fold`` outside ``1..folds``, or query ids shared by two
+        splits.
+    """
+    if not 3 <= folds:
+        raise ValueError(f"folds must be an integer >= 3, but {folds!r} is given.")
+    if not 1 <= fold <= folds:
+        raise ValueError(f"fold must be from 1 to folds ({folds}), but {fold!r} is given.")
+    splits = (dataset.train, dataset.vali, dataset.test)
+    ids = [np.unique(s.qid) for s in splits]
+    if np.unique(np.concatenate(ids)).shape[0] != sum(i.shape[0] for i in ids):
+        raise ValueError(
+            f"cross-validation pools the queries of {dataset.name}'s splits, so their query "
+            "ids must be distinct across the splits, but a query id is in two of them."
+        )
+    dense = not any(sp.issparse(s.X) for s in splits)
+    X = np.concatenate([s.X for s in splits]) if dense else sp.vstack([s.X for s in splits],
+                                                                       format="csr")
+    pooled = Split(X, np.concatenate([s.y for s in splits]), np.concatenate([s.qid for s in splits]))
+    order = np.argsort(pooled.qid, kind="stable")
+    pooled = Split(pooled.X[order], pooled.y[order], pooled.qid[order])
+    n_queries = pooled.n_queries
+    part = np.empty(n_queries, dtype=np.int64)
+    part[np.random.default_rng(repeat).permutation(n_queries)] = np.arange(n_queries) % folds
+
+    def of(parts: list[int]) -> Split:
+        rows, _ = query_rows(pooled.group_ptr, np.flatnonzero(np.isin(part, parts)))
+        return Split(pooled.X[rows], pooled.y[rows], pooled.qid[rows])
+
+    test, vali = fold - 1, fold % folds
+    train = [p for p in range(folds) if p not in (test, vali)]
+    return LTRDataset(
+        f"{dataset.name}/cv{repeat}-fold{fold}", of(train), of([vali]), of([test])
+    )

@@ -1,0 +1,223 @@
+r"""Web-search-shaped synthetic ranking data: deep queries, many features, rare top grades.
+
+The bundled LETOR 4.0 datasets have shallow queries (about 19 documents a query in MQ2008, 41
+in MQ2007-agg) and three grades. Web search data (MSLR-WEB30K, Istella) have about 100 to 120
+documents a query with a long tail, over a hundred features and five grades, of which only 2 to
+3 % of the documents hold the top two. :func:`make_web_splits` draws data of that shape from a
+seed, with a relevance the features determine up to noise.
+
+The generative model (the world is fixed: the same for every seed; a seed draws queries,
+documents and noise from it):
+
+- **queries**: :math:`D_q` documents, log-normal with mean ``mean_docs`` and log-spread
+  ``docs_sigma`` (a long right tail), rounded and clipped to ``[min_docs, max_docs]``;
+- **features**: ``n_features`` columns :math:`x = z + u_q`, with :math:`z \sim N(0, I)` per
+  document and a query shift :math:`u_q \sim N(0, 0.5^2 I)` shared by the documents of a query
+  (web features such as BM25 have query-dependent levels); with ``feature_noise`` :math:`\sigma_f
+  > 0` the model sees :math:`x + \sigma_f \epsilon` instead, :math:`\epsilon \sim N(0, I)`, while
+  relevance depends on :math:`z` (features that measure relevance imperfectly);
+- **relevance score** of the first ``n_informative`` columns of :math:`z`, standardised: linear,
+  :math:`s = w^\top z`; or nonlinear, :math:`s = \sum_j w_j \sin(1.5 z_j) + \tfrac12 \sum_{(a,b)}
+  z_a z_b + \sum_{j < 10} |w_j| \max(z_j, 0)` (15 fixed pairs), which trees can fit but a linear
+  model cannot; plus a query effect :math:`N(0, 0.5^2)` shared by a query's documents (some
+  queries have many relevant documents, some none), plus label noise :math:`N(0,`
+  ``label_noise``:math:`^2)`;
+- **grades** 0-4 by thresholding the noisy score at the quantiles that give the shares
+  ``grade_shares`` (MSLR-WEB30K's, by default :data:`MSLR_GRADE_SHARES`), over the world's
+  score distribution (the same thresholds for every seed and split).
+
+Nothing here is fitted to a real dataset beyond these shapes; the bundled ``mslr-sample`` (90
+real MSLR queries) is the check on real data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+from ._groups import Split
+from ._util.validation import check_seed
+
+__all__ = ["MSLR_GRADE_SHARES", "WEB_VARIANTS", "WebShape", "make_web_splits"]
+
+#: The share of the grades 0..4 in MSLR-WEB30K (Qin and Liu 2013): 2.6 % in the top two.
+MSLR_GRADE_SHARES = (0.515, 0.325, 0.134, 0.018, 0.008)
+
+#: The seed of the world (relevance weights, pairs, grade thresholds): fixed, so that every
+#: seed draws from the same distribution.
+_WORLD_SEED = 20240714
+
+#: Documents drawn once to set the grade thresholds at the quantiles of the world's scores.
+_CALIBRATION_DOCS = 200_000
+
+#: Nonlinear relevance: the pairs of informative columns whose products enter the score.
+_PAIRS = 15
+
+
+@dataclass(frozen=True)
+class WebShape:
+    """The parameters of a web-shaped dataset (:func:`make_web_splits`); defaults MSLR-like.
+
+    Attributes
+    ----------
+    relevance : {"linear", "nonlinear"}
+        How the relevance score depends on the features.
+    feature_noise : float
+        Standard deviation of the noise on the features the model sees (0: none).
+    label_noise : float
+        Standard deviation of the noise added to the standardised relevance score.
+    queries : tuple of int
+        Queries in the train, validation and test splits.
+    mean_docs, docs_sigma : float
+        Mean and log-spread of the log-normal number of documents a query.
+    min_docs, max_docs : int
+        Clipping of the number of documents a query.
+    n_features, n_informative : int
+        Feature columns, and how many of them the relevance depends on.
+    grade_shares : tuple of float
+        Share of each grade 0, 1, ... over the world's documents.
+    """
+
+    relevance: Literal["linear", "nonlinear"] = "linear"
+    feature_noise: float = 0.0
+    label_noise: float = 1.0
+    queries: tuple[int, int, int] = (1500, 300, 300)
+    mean_docs: float = 120.0
+    docs_sigma: float = 0.5
+    min_docs: int = 10
+    max_docs: int = 1000
+    n_features: int = 136
+    n_informative: int = 30
+    grade_shares: tuple[float, ...] = MSLR_GRADE_SHARES
+
+    def __post_init__(self) -> None:
+        if self.relevance not in ("linear", "nonlinear"):
+            raise ValueError(
+                f"relevance must be 'linear' or 'nonlinear', but {self.relevance!r} is given."
+            )
+        for name in ("feature_noise", "label_noise"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, but {value!r} is given.")
+        if len(self.queries) != 3 or min(self.queries) < 1:
+            raise ValueError(
+                f"queries must be three integers >= 1 (train, vali, test), but {self.queries!r} "
+                "is given."
+            )
+        if not 1 <= self.min_docs <= self.max_docs:
+            raise ValueError(
+                f"min_docs and max_docs must satisfy 1 <= min_docs <= max_docs, but "
+                f"{self.min_docs!r} and {self.max_docs!r} are given."
+            )
+        if not (self.mean_docs > 0 and self.docs_sigma >= 0):
+            raise ValueError(
+                f"mean_docs must be > 0 and docs_sigma >= 0, but {self.mean_docs!r} and "
+                f"{self.docs_sigma!r} are given."
+            )
+        if not 10 <= self.n_informative <= self.n_features:
+            raise ValueError(
+                f"n_informative must be from 10 to n_features ({self.n_features}), but "
+                f"{self.n_informative!r} is given."
+            )
+        shares = np.asarray(self.grade_shares, dtype=np.float64)
+        if shares.shape[0] < 2 or not np.all(shares > 0):
+            raise ValueError(
+                f"grade_shares must be two or more positive shares, but {self.grade_shares!r} "
+                "is given."
+            )
+
+
+#: The bundled variants of ``load_dataset``: name -> shape.
+WEB_VARIANTS: dict[str, WebShape] = {
+    "web-linear": WebShape(relevance="linear"),
+    "web-nonlinear": WebShape(relevance="nonlinear"),
+    "web-noisy": WebShape(relevance="nonlinear", feature_noise=1.0),
+}
+
+
+class _World:
+    """The fixed relevance function of ``shape`` and its grade thresholds."""
+
+    def __init__(self, shape: WebShape) -> None:
+        self.shape = shape
+        rng = np.random.default_rng(_WORLD_SEED)
+        m = shape.n_informative
+        self.w = rng.standard_normal(m)
+        self.pairs = rng.integers(0, m, size=(_PAIRS, 2))
+        z = rng.standard_normal((_CALIBRATION_DOCS, m))
+        raw = self._raw(z)
+        self.center, self.scale = float(raw.mean()), float(raw.std())
+        noisy = self.score(z, rng.standard_normal(_CALIBRATION_DOCS), rng)
+        cuts = np.cumsum(np.asarray(shape.grade_shares) / np.sum(shape.grade_shares))[:-1]
+        self.thresholds = np.quantile(noisy, cuts)
+
+    def _raw(self, z: np.ndarray) -> np.ndarray:
+        if self.shape.relevance == "linear":
+            return z @ self.w
+        a, b = self.pairs[:, 0], self.pairs[:, 1]
+        return (np.sin(1.5 * z) @ self.w + 0.5 * (z[:, a] * z[:, b]).sum(axis=1)
+                + np.maximum(z[:, :10], 0.0) @ np.abs(self.w[:10]))
+
+    def score(self, z: np.ndarray, query_effect: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The noisy relevance score of documents ``z`` with their query effect (N(0,1) draws)."""
+        standard = (self._raw(z) - self.center) / self.scale
+        noise = self.shape.label_noise * rng.standard_normal(z.shape[0])
+        return standard + 0.5 * query_effect + noise
+
+
+@lru_cache(maxsize=8)
+def _world(shape: WebShape) -> _World:
+    """The world of ``shape``, drawn once per process (its calibration draws 200,000 documents)."""
+    return _World(shape)
+
+
+def _split(world: _World, n_queries: int, rng: np.random.Generator, first_qid: int) -> Split:
+    shape = world.shape
+    mu = np.log(shape.mean_docs) - 0.5 * shape.docs_sigma**2
+    sizes = np.clip(np.rint(rng.lognormal(mu, shape.docs_sigma, n_queries)),
+                    shape.min_docs, shape.max_docs).astype(np.int64)
+    n = int(sizes.sum())
+    qid = np.repeat(np.arange(first_qid, first_qid + n_queries, dtype=np.int64), sizes)
+    z = rng.standard_normal((n, shape.n_features), dtype=np.float32)
+    shift = np.repeat(0.5 * rng.standard_normal((n_queries, shape.n_features), dtype=np.float32),
+                      sizes, axis=0)
+    y = np.searchsorted(
+        world.thresholds,
+        world.score(z[:, : shape.n_informative].astype(np.float64), np.repeat(rng.standard_normal(n_queries), sizes),
+                    rng),
+    ).astype(np.float64)
+    X = z + shift
+    if shape.feature_noise > 0:
+        X += np.float32(shape.feature_noise) * rng.standard_normal(X.shape, dtype=np.float32)
+    return Split(X, y, qid)
+
+
+def make_web_splits(shape: WebShape | None = None, *, seed: int = 0) -> tuple[Split, Split, Split]:
+    """Draw web-shaped train, validation and test splits (the module's model) from ``seed``.
+
+    Parameters
+    ----------
+    shape : WebShape, optional
+        The dataset's parameters; MSLR-like with a linear relevance by default.
+    seed : int, default 0
+        The draw: the same shape and seed always give the same data; different seeds are
+        independent samples of the same world (the relevance function and grade thresholds).
+
+    Returns
+    -------
+    tuple of Split
+        Train, validation and test, with dense float32 features and query ids numbered on
+        across the three splits.
+    """
+    shape = WebShape() if shape is None else shape
+    seed = check_seed("seed", seed)
+    world = _world(shape)
+    rng = np.random.default_rng([seed, _WORLD_SEED])
+    splits, first = [], 0
+    for n_queries in shape.queries:
+        splits.append(_split(world, n_queries, rng, first))
+        first += n_queries
+    return splits[0], splits[1], splits[2]
