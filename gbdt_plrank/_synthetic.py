@@ -59,7 +59,9 @@ _PAIRS = 15
 
 @dataclass(frozen=True)
 class WebShape:
-    """The parameters of a web-shaped dataset (:func:`make_web_splits`); defaults MSLR-like.
+    """The parameters of a web-shaped dataset; defaults MSLR-like.
+
+    :func:`~gbdt_plrank._synthetic.make_web_splits` draws the data of a shape.
 
     Attributes
     ----------
