@@ -913,13 +913,13 @@ def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     logs = fold.logs(True, 20)
-    theta = clicks_run._theta(config, logs["train"])
+    theta = clicks_run._theta(config, logs["train"], data.train, stochastic=True)
     sampled = fold.propensities(data.train, theta, n_samples=1)
     assert sampled["propensity_samples"] == 1
     clicks = np.bincount(logs["train"].row, weights=logs["train"].click, minlength=data.train.y.size)
     assert ((clicks > 0) & (sampled["propensities"] == 0)).any()  # what crashed
     for estimator in ("policy-aware", "doubly-robust"):
-        rewards = fold.rewards(logs, estimator=estimator, policy=True)
+        rewards = fold.rewards(logs, estimator=estimator, policy=True, stochastic=True)
         assert all(np.isfinite(rewards[name]).all() for name in ("train", "vali"))
     _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
     assert [line["estimator"] for line in ope] == ["policy-aware", "doubly-robust"]
@@ -941,15 +941,15 @@ def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     logs = fold.logs(True, 10)
-    theta = clicks_run._theta(config, logs["train"])
+    theta = clicks_run._theta(config, logs["train"], data.train, stochastic=True)
     rho = fold.propensities(data.train, theta, n_samples=config.propensity_samples)
-    r = fold.learner_rewards("plrank-doubly-robust", logs)
+    r = fold.learner_rewards("plrank-doubly-robust", logs, stochastic=True)
     expected = click_rewards(
         logs["train"], data.train.y.size, position_bias=theta, estimator="doubly-robust",
         qid=data.train.qid, X=data.train.X, seed=0, shrinkage=shrinkage,
         **({} if shrinkage else rho))
     np.testing.assert_array_equal(r["train"], expected)
-    pa = fold.learner_rewards("plrank-policy-aware", logs)
+    pa = fold.learner_rewards("plrank-policy-aware", logs, stochastic=True)
     np.testing.assert_array_equal(r["vali"], pa["vali"])
     assert not np.array_equal(r["train"], pa["train"])
 
