@@ -325,6 +325,7 @@ class _Fit:
     scores: np.ndarray
     best_round: int
     seconds: float
+    vali_scores: np.ndarray
 
 
 def _fit_plrank(
@@ -342,7 +343,8 @@ def _fit_plrank(
     seconds = time.perf_counter() - start
     best = ranker.best_iteration_
     best_round = options["n_estimators"] if best is None else best + 1
-    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds)
+    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds,
+                        ranker.predict(data.vali.X))
 
 
 def _fit_anchor(
@@ -367,15 +369,25 @@ def _fit_anchor(
         trees=config.trees, params=params, backend=backend,
         watch=RankingMetric(config.plrank.metric, config.top_k, "linear"),
     )
-    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds))
+    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds), fit.vali_scores)
 
 
-def _test_values(config: ClicksConfig, test: Split, scores: np.ndarray) -> dict[str, Any]:
-    return {
+def _test_values(
+    config: ClicksConfig, test: Split, scores: np.ndarray, *, vali: Split | None = None,
+    vali_scores: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The test queries' ids and NDCG@k on the true labels; with ``vali``, the validation
+    queries' too (``vali_qid``, ``vali_ndcg``: what a choice between learners reads)."""
+    out = {
         "qid": [int(q) for q in np.unique(test.qid)],
         "ndcg": {str(k): ndcg(test.y, scores, test.qid, k=k, per_query=True).tolist()
                  for k in config.k},
     }
+    if vali is not None:
+        out["vali_qid"] = [int(q) for q in np.unique(vali.qid)]
+        out["vali_ndcg"] = {str(k): ndcg(vali.y, vali_scores, vali.qid, k=k,
+                                         per_query=True).tolist() for k in config.k}
+    return out
 
 
 def _logger(config: ClicksConfig, train: Split, seed: int) -> Any:
@@ -410,24 +422,46 @@ class _Fold:
         self.stochastic = config.logger == "plrank"
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
+        self._first: dict[tuple[bool, int], dict[str, ClickLog]] = {}
+        # id of a training log -> the log (kept, so that its id is not reused) and its estimate
+        self._estimates: dict[int, tuple[ClickLog, np.ndarray]] = {}
         self._ope: list[_OpeLog] | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
-        """The first ``s`` sessions per query of the stochastic or deterministic logger."""
+        """The first ``s`` sessions per query of the stochastic or deterministic logger (the
+        same objects for every learner, so that what is estimated from them is estimated
+        once)."""
         if stochastic not in self._logs:
             self._logs[stochastic] = {
                 name: _deploy(self.logger, getattr(self.data, name), stochastic=stochastic,
                               config=self.config, n=self.n, seed=self.seed + _SPLIT_SEED[name])
                 for name in ("train", "vali")
             }
-        return {name: first_sessions(log, s, self.n) for name, log in self._logs[stochastic].items()}
+        if (stochastic, s) not in self._first:
+            self._first[stochastic, s] = {name: first_sessions(log, s, self.n)
+                                          for name, log in self._logs[stochastic].items()}
+        return self._first[stochastic, s]
+
+    def estimated_theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
+        """:func:`estimated_theta` of a training log of :meth:`logs`, estimated once."""
+        if id(log) not in self._estimates:
+            self._estimates[id(log)] = (log, estimated_theta(log, self.data.train,
+                                                             stochastic=stochastic))
+        return self._estimates[id(log)][1]
+
+    def theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
+        """The position bias the learners on a training log of :meth:`logs` correct with:
+        the simulated one, or :meth:`estimated_theta`."""
+        if self.config.position_bias == "estimate":
+            return self.estimated_theta(log, stochastic=stochastic)
+        return _theta(self.config, log, self.data.train, stochastic=stochastic)
 
     def rewards(
         self, logs: dict[str, ClickLog], *, estimator: str, policy: bool, stochastic: bool
     ) -> dict[str, Any]:
         """Rewards of the training and validation rows, and the position bias used
         (``stochastic``: whether the logs are a Plackett-Luce logger's)."""
-        theta = _theta(self.config, logs["train"], self.data.train, stochastic=stochastic)
+        theta = self.theta(logs["train"], stochastic=stochastic)
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
@@ -521,7 +555,8 @@ class _Fold:
         config, data, learner = self.config, self.data, key.learner
         if learner == "logger":
             scores = self.logger.predict(data.test.X)
-            return ({**_test_values(config, data.test, scores),
+            return ({**_test_values(config, data.test, scores, vali=data.vali,
+                                    vali_scores=self.logger.predict(data.vali.X)),
                      "best_round": config.logging_rounds, "seconds": 0.0},
                     self.ope(key, self.logger))
         extra: dict[str, Any] = {}
@@ -540,13 +575,14 @@ class _Fold:
             r = self.learner_rewards(learner, logs, stochastic=stochastic)
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
-                extra["theta_estimate"] = estimated_theta(
-                    logs["train"], data.train, stochastic=stochastic).tolist()
+                extra["theta_estimate"] = self.estimated_theta(logs["train"],
+                                                               stochastic=stochastic).tolist()
                 extra["clicks"] = int(logs["train"].click.sum())
             if learner in ESTIMATOR_LEARNERS and learner != "plrank-naive":
                 extra["by_grade"] = self.by_grade(logs["train"], r["train"])
-        record = {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
-                  "seconds": fit.seconds, **extra}
+        record = {**_test_values(config, data.test, fit.scores, vali=data.vali,
+                                 vali_scores=fit.vali_scores),
+                  "best_round": fit.best_round, "seconds": fit.seconds, **extra}
         return record, [] if model is None else self.ope(key, model)
 
     @property
