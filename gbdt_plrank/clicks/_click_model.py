@@ -4,9 +4,7 @@ A row :math:`d` shown at rank :math:`k` is clicked with probability
 :math:`\theta_k\, \sigma(f(x_d))`. Given :math:`\theta`, :func:`fit_relevance` grows :math:`f`
 (XGBoost, Fisher scoring on that Bernoulli likelihood) on the displays and clicks of each row per
 rank; :func:`relevance` predicts :math:`\sigma(f(x))`. :func:`~gbdt_plrank.clicks.click_regression`
-fits it with a known :math:`\theta`, cross-fitted by query; the position bias estimated with
-features (:func:`~gbdt_plrank.clicks.estimate_position_bias`) alternates it with
-:math:`\theta`.
+fits it with a known :math:`\theta`, cross-fitted by query.
 """
 
 from __future__ import annotations
@@ -19,7 +17,14 @@ import numpy as np
 
 from ._log import ClickLog
 
-__all__ = ["DisplayCounts", "RelevanceModel", "display_counts", "fit_relevance", "relevance"]
+__all__ = [
+    "DisplayCounts",
+    "RelevanceModel",
+    "display_counts",
+    "fit_relevance",
+    "likelihood_objective",
+    "relevance",
+]
 
 
 @dataclass(frozen=True)
@@ -47,8 +52,9 @@ class RelevanceModel:
     base: float
 
 
-def _objective(n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> Any:
-    """The negative log-likelihood's gradient and Fisher information in the margin."""
+def likelihood_objective(n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> Any:
+    """XGBoost's objective of the click likelihood: the negative log-likelihood's gradient and
+    Fisher information in the margin, from each row's displays ``n`` and clicks ``c`` per rank."""
 
     def objective(margin: np.ndarray, _: Any) -> Any:
         s = 1.0 / (1.0 + np.exp(-margin))[:, None]
@@ -63,24 +69,19 @@ def _objective(n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> Any:
 
 def fit_relevance(
     xgb: Any, X: Any, counts: DisplayCounts, theta: np.ndarray, *, n_rounds: int,
-    max_depth: int, learning_rate: float, n_jobs: int, model: RelevanceModel | None = None,
+    max_depth: int, learning_rate: float, n_jobs: int,
 ) -> RelevanceModel:
     r""":math:`f` fitted on the rows ``X`` with their displays and clicks ``counts`` (rows
-    aligned), :math:`\theta` given; ``model`` continues a fit by ``n_rounds`` more trees (its
-    starting margin kept). A fresh fit starts from the log-odds of the pooled click rate per
+    aligned), :math:`\theta` given, starting from the log-odds of the pooled click rate per
     observation, clipped to [0.001, 0.999]."""
     n, c = counts.shows, counts.hits
-    if model is None:
-        pooled = float(np.clip(c.sum() / (n @ theta).sum(), 1e-3, 1 - 1e-3))
-        base = math.log(pooled / (1 - pooled))
-    else:
-        base = model.base
+    pooled = float(np.clip(c.sum() / (n @ theta).sum(), 1e-3, 1 - 1e-3))
+    base = math.log(pooled / (1 - pooled))
     dtrain = xgb.DMatrix(X, base_margin=np.full(n.shape[0], base))
     booster = xgb.train(
         {"max_depth": max_depth, "eta": learning_rate, "nthread": n_jobs,
          "min_child_weight": 1e-3, "lambda": 1.0},
-        dtrain, num_boost_round=n_rounds, obj=_objective(n, c, theta),
-        xgb_model=None if model is None else model.booster,
+        dtrain, num_boost_round=n_rounds, obj=likelihood_objective(n, c, theta),
     )
     return RelevanceModel(booster, base)
 
