@@ -266,8 +266,9 @@ def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Pat
         ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
          "need 'plrank-policy-aware' among the learners"),
         ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
-        ("[plrank]\nmetric = 'ndcg'\n",
-         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg'"),
+        ("[plrank]\nmetric = 'precision'\n",
+         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg' or "
+         "'ndcg'"),
         ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
         ("ope_logs = 0\n", "ope_logs must be an integer >= 1, but 0 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),

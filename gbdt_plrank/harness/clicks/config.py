@@ -124,7 +124,8 @@ class ClicksConfig(ExperimentConfig):
 
     ``[plrank]`` holds the PL-Rank options of the learners on clicks; they train on rewards, so
     ``gain`` is ``"linear"`` (the default here, with ``metric = "dcg"``: the expected DCG is
-    linear in the rewards). The full-label model and the logger use the same options with
+    linear in the rewards; ``metric = "ndcg"`` divides each query's by the ideal DCG of its
+    rewards' positive part). The full-label model and the logger use the same options with
     ``gain = "exp"`` and ``metric = "ndcg"``.
     """
 
@@ -192,10 +193,10 @@ class ClicksConfig(ExperimentConfig):
             )
         signed = [learner for learner, name in ESTIMATOR_LEARNERS.items()
                   if REWARD_ESTIMATORS[name].signed and learner in self.learners]
-        if signed and self.plrank.metric != "dcg":
+        if signed and self.plrank.metric not in ("dcg", "ndcg"):
             raise ValueError(
                 f"{signed[0]!r} trains on rewards of either sign, which need metric "
-                f"'dcg' in [plrank], but it is {self.plrank.metric!r}"
+                f"'dcg' or 'ndcg' in [plrank], but it is {self.plrank.metric!r}"
             )
         if self.exploration_rounds and "plrank-policy-aware" not in self.learners:
             raise ValueError(
