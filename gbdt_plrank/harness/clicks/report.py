@@ -114,8 +114,8 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
 
 def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
     """The position bias estimated from each fold's training log: its mean over the folds
-    and, from a deterministic logger's log (estimated through the features), the mean and the
-    largest over the folds of |estimate / simulated - 1| per rank."""
+    and, from a deterministic logger's log (estimated through the features), that mean's error
+    (mean / simulated - 1) and the largest |estimate / simulated - 1| of a fold, per rank."""
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
@@ -128,11 +128,12 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
               else "the deterministic log, through the documents' features")
     errors = not stochastic
     header = "| rank | simulated | " + " | ".join(
-        f"{s} sessions/query" + (" | mean abs(error) | largest abs(error)" if errors else "")
+        f"{s} sessions/query" + (" | error of the mean | largest abs(error) of a fold"
+                                 if errors else "")
         for s in sessions) + " |"
     lines = [
         f"### {name}: position bias estimated from {source}, mean over folds"
-        + ("; error = estimate / simulated - 1, over the folds" if errors else ""),
+        + ("; error = estimate / simulated - 1" if errors else ""),
         "", header, "|---:|---:|" + "---:|" * (len(sessions) * (3 if errors else 1)),
     ]
     for i in range(ranks):
@@ -144,8 +145,8 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
                 continue
             cells.append(f"{values.mean():.3f}")
             if errors:
-                error = np.abs(values / simulated[i] - 1)
-                cells += [f"{error.mean():.3f}", f"{error.max():.3f}"]
+                cells += [f"{values.mean() / simulated[i] - 1:+.3f}",
+                          f"{np.abs(values / simulated[i] - 1).max():.3f}"]
         lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -153,14 +154,18 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
 def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
     """Mean reward minus the simulated click probability when seen, by grade, over every
     training row and over the rows the log shows, pooled over the folds (rows weighted)."""
-    learners = [a for a in ("plrank-policy-aware", "plrank-doubly-robust") if a in config.learners]
+    learners = [a for a, name in ESTIMATOR_LEARNERS.items()
+                if name != "naive" and a in config.learners]
     cols = [(a, s) for a in learners for s in sorted(config.sessions)
             if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))]
     if not cols:
         return ""
     lines = []
-    for rows, title in (("all", "every training document (the logger shows each with positive "
-                                "probability)"),
+    everyone = ("every training document (the logger shows each with positive probability)"
+                if config.logger == "plrank" else
+                "every training document (the deterministic logger never shows those below its "
+                "display)")
+    for rows, title in (("all", everyone),
                         ("shown", "the training documents the log shows (a selection: neither "
                                   "estimator is unbiased given it)")):
         tables = [r["by_grade"][rows] for c in cols for r in results[c]
