@@ -5,7 +5,9 @@ A ranking :math:`y` of a query scores :math:`\sum_{k=1}^{\min(K, D)} \theta_k\, 
 - DCG@K: :math:`\theta_k = 1/\log_2(k+1)` and :math:`\rho_d = g(\ell_d)`, the gain of the label,
   :math:`2^{\ell} - 1` (``"exp"``, the default of XGBoost, LightGBM and the papers) or
   :math:`\ell` (``"linear"``);
-- NDCG@K: DCG@K with :math:`\rho_d` divided by the query's ideal DCG@K (0 when that is 0);
+- NDCG@K: DCG@K with :math:`\rho_d` divided by the query's ideal DCG@K (0 when that is 0),
+  the ideal DCG of the gains' positive part :math:`\max(\rho, 0)` (the gains themselves
+  unless they are signed rewards);
 - precision@K: :math:`\theta_k = 1/K` and :math:`\rho_d = [\ell_d > 0]\, K / \min(K, D)`, so that
   a query shorter than K is divided by its length (XGBoost's ``pre@K``).
 
@@ -81,9 +83,11 @@ class RankingMetric:
 
     @property
     def signed(self) -> bool:
-        """Whether labels of any sign keep the metric meaningful: DCG with the linear gain (an
-        expected DCG linear in the labels; no normaliser, no ``label > 0``)."""
-        return self.metric == "dcg" and self.gain == "linear"
+        """Whether labels of any sign keep the metric meaningful: DCG and NDCG with the linear
+        gain (an expected DCG linear in the labels; NDCG divides each query's by the ideal DCG
+        of its labels' positive part, skipping a query with none). Precision counts
+        ``label > 0``."""
+        return self.metric in ("dcg", "ndcg") and self.gain == "linear"
 
     def theta(self, group_ptr: np.ndarray) -> np.ndarray:
         """Rank weights of the ranks the queries of ``group_ptr`` reach (:func:`ranks_used`).

@@ -111,7 +111,8 @@ _ENTRIES = {
     "labels": "y_true, y_score : array-like (n,)\n    Labels (finite, ``>= 0``) and scores (finite).",
     "labels_gain": (
         "y_true, y_score : array-like (n,)\n"
-        '    Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``) and scores (finite).'
+        '    Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``; of any sign with\n'
+        '    ``gain="linear"``) and scores (finite).'
     ),
     "fair_labels": (
         "y_true : array-like (n,)\n"
@@ -242,11 +243,16 @@ def _dcg_parts(
     y_true: object, y_score: object, group: object, k: object, gain: object, *,
     signed: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
-    """Per-query DCG@k and ideal DCG@k (``signed``: negative labels allowed with the linear gain)."""
+    """Per-query DCG@k and ideal DCG@k (``signed``: negative labels allowed with the linear
+    gain; the ideal DCG is that of the gains' positive part, the gains' own when none is
+    negative)."""
     gain = check_choice("gain", gain, GAINS)
     r, K = _checked(y_true, y_score, group, k, exp_gain=gain == "exp",
                     signed=True if signed and gain == "linear" else None)
-    value, ideal, _ = _sums(r, gains(r.y, gain), dcg_weights(K), want_ideal=True)
+    g, theta = gains(r.y, gain), dcg_weights(K)
+    value, ideal, _ = _sums(r, g, theta, want_ideal=True)
+    if g.size and g.min() < 0:
+        _, ideal, _ = _sums(r, np.maximum(g, 0.0), theta, want_ideal=True)
     return value, ideal
 
 
@@ -317,6 +323,9 @@ def ndcg(
 
     A query without relevant documents (ideal DCG 0) scores ``empty``. The default matches
     XGBoost's ``ndcg@k`` and LightGBM's ``ndcg`` (``eval_at=[k]``) to rounding, ties included.
+    With ``gain="linear"`` the labels may be signed rewards (the doubly robust click rewards of
+    :func:`gbdt_plrank.clicks.click_rewards`): the ideal DCG@k is then that of their positive
+    part, and a query without a positive label scores ``empty``.
 
     Parameters
     ----------
@@ -338,7 +347,7 @@ def ndcg(
         As :func:`dcg`, and for ``empty`` outside ``[0, 1]`` (NaN allowed).
     """
     empty = check_empty(empty)
-    value, ideal = _dcg_parts(y_true, y_score, group, k, gain)
+    value, ideal = _dcg_parts(y_true, y_score, group, k, gain, signed=True)
     return _result(_normalised(value, ideal, empty), per_query)
 
 

@@ -159,6 +159,26 @@ def exact_exposure(scores, theta):
     return E
 
 
+def placement_exposure(scores, theta, ranking):
+    """One ranking's placement-probability exposure: for each rank k of ``ranking``, theta[k]
+    times every unplaced document's probability of taking it given the documents above."""
+    scores = np.asarray(scores, dtype=float)
+    out = np.zeros(len(scores))
+    unplaced = np.ones(len(scores), dtype=bool)
+    for k, d in enumerate(ranking):
+        out += theta[k] * remaining_softmax(scores, unplaced)
+        unplaced[d] = False
+    return out
+
+
+def counted_exposure(scores, theta, ranking):
+    """One ranking's counted exposure: theta at each placed document's rank, 0 elsewhere."""
+    out = np.zeros(len(scores))
+    for k, d in enumerate(ranking):
+        out[d] += theta[k]
+    return out
+
+
 def equal_exposure_target(labels, theta):
     """eps(d): mean of theta (0 beyond its length) over the ideal ranks of d's grade."""
     labels = np.asarray(labels, dtype=float)

@@ -234,10 +234,10 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     flags = ["--data", str(tiny), "--out", str(out)]
     assert main(["clicks", str(CLICKS), *flags]) == 0
     printed = capsys.readouterr().out
-    # 2 session counts x 6 learners on clicks, full labels, logger, 2 arms x 2 rounds
-    assert "18 of 18 results to compute" in printed
+    # 2 session counts x 7 learners on clicks, full labels, logger, 2 arms x 2 rounds
+    assert "20 of 20 results to compute" in printed
     for learner in ("plrank-policy-aware", "plrank-doubly-robust", "plrank-naive",
-                    "plrank-deterministic",
+                    "plrank-regression", "plrank-deterministic",
                     "lambdamart-unbiased-xgb", "lambdarank-position-lgb", "plrank-full-labels",
                     "logger"):
         assert f"| {learner} |" in printed
@@ -251,10 +251,10 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     for name in ("results.jsonl", "ope.jsonl", "clicks.md", "clicks.png", "settings.json"):
         assert (out / name).is_file()
     lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == 18
-    # 4 PL-Rank learners on clicks x 2 session counts, full labels and the logger; 2 estimators
+    assert len(lines) == 20
+    # 5 PL-Rank learners on clicks x 2 session counts, full labels and the logger; 2 estimators
     ope = (out / "ope.jsonl").read_text().splitlines()
-    assert len(ope) == 2 * (2 * 4 + 2)
+    assert len(ope) == 2 * (2 * 5 + 2)
     # an interruption that cut the last line short: that result alone is computed again (here
     # without matplotlib: the picture is skipped, and not claimed written)
     (out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
@@ -263,7 +263,7 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         block_matplotlib(patch)
         assert main(["clicks", str(CLICKS), *flags]) == 0
     printed = capsys.readouterr().out
-    assert "1 of 18 results to compute" in printed
+    assert "1 of 20 results to compute" in printed
     assert (out / "clicks.md").read_text() in printed
     assert "clicks.png is not drawn" in printed and not (out / "clicks.png").exists()
     assert wrote(printed) == [str(out / "results.jsonl"), str(out / "clicks.md")]
@@ -307,8 +307,9 @@ def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Pat
         ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
          "need 'plrank-policy-aware' among the learners"),
         ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
-        ("[plrank]\nmetric = 'ndcg'\n",
-         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg'"),
+        ("[plrank]\nmetric = 'precision'\n",
+         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg' or "
+         "'ndcg'"),
         ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
         ("ope_logs = 0\n", "ope_logs must be an integer >= 1, but 0 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),

@@ -10,12 +10,12 @@ import pytest
 
 from gbdt_plrank.clicks import (
     ClickLog,
-    _grade_share,
     click_rewards,
     estimate_position_bias,
     pbm_position_bias,
     simulate_clicks,
 )
+from gbdt_plrank.clicks._simulation import _grade_share
 
 
 def _uniform_rankings(n_queries, n_docs, n_sessions, seed):
@@ -126,9 +126,8 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
     (dict(position_bias="known"), "position_bias must be one of 'estimate', but 'known' is "
                                   "given."),
-    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'naive', 'doubly-robust', "
-                            "but 'ips' is "
-                            "given."),
+    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'doubly-robust', 'naive', "
+                            "'regression', but 'ips' is given."),
     (dict(propensities=[1.0, 1.0]), "qid must be given with propensities (the sessions are "
                                     "counted per query), but it is None."),
     (dict(propensities=[1.0, -0.5], qid=[0, 0]), "propensities must be >= 0, but "
@@ -217,12 +216,13 @@ def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
     r = click_rewards(log, n_docs, position_bias="estimate")
     np.testing.assert_array_equal(r, click_rewards(log, n_docs, position_bias=theta))
     np.testing.assert_allclose(r, np.where(y > 0, 1.0, 0.1), atol=0.05)
-    # a log without rank 1 is estimated too; its unlogged rank 1 gets 1
+    # a log without rank 1 has no estimate of it: refused, rather than given 1
     part = ClickLog(session=log.session[log.rank > 1], row=log.row[log.rank > 1],
                     rank=log.rank[log.rank > 1], click=log.click[log.rank > 1])
-    theta = estimate_position_bias(part)
-    assert theta[0] == 1.0 and theta.max() == 1.0
-    np.testing.assert_allclose(theta[1:], 1.0, atol=0.05)
+    with pytest.raises(ValueError, match=re.escape(
+            "every rank up to the largest logged one (4) must be logged to estimate its "
+            "observation probability, but rank 1 is not: give position_bias for such a log.")):
+        estimate_position_bias(part)
 
 
 @pytest.mark.parametrize(("estimate", "message"), [
@@ -232,9 +232,9 @@ def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
 ])
 def test_an_estimated_position_bias_obeys_the_rule_of_a_given_one(monkeypatch, estimate,
                                                                    message):
-    import gbdt_plrank.clicks as clicks
+    from gbdt_plrank.clicks import _position_bias
 
-    monkeypatch.setattr(clicks, "estimate_position_bias", lambda log: np.array(estimate))
+    monkeypatch.setattr(_position_bias, "estimate_position_bias", lambda log: np.array(estimate))
     for given, name in ((estimate, "position_bias"),
                         ("estimate", "estimate_position_bias(log)")):
         with pytest.raises(ValueError, match=re.escape(f"{name} " + message.format(name=name))):

@@ -228,8 +228,9 @@ def test_policy_value_refuses_rows_the_logger_never_shows():
     with pytest.raises(ValueError, match=re.escape("its propensity from the logged display "
                                                    "frequencies is 0.0")):
         estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0])
-    with pytest.raises(ValueError, match=re.escape("policy must hold expected observations >= 0, "
-                                                   "but policy[1] is -0.5.")):
+    with pytest.raises(ValueError, match=re.escape(
+            "policy must hold expected observations in [0, 1] (the probability that a session "
+            "sees the row), but policy[1] is -0.5.")):
         estimate_policy_value(log, [1.0, -0.5], qid=[0, 0], position_bias=[1.0])
     # a row the new policy never shows needs no propensity
     v = estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
@@ -355,7 +356,8 @@ def test_a_clicked_row_that_no_sampled_ranking_shows_gets_a_finite_reward():
         with pytest.raises(ValueError, match=re.escape(
                 "propensities must be > 0 for every clicked row, but row 4 has 1 click(s) and "
                 "propensities[4] is 0.0 (a Monte-Carlo estimate such as expected_exposure's: "
-                "give its n_samples as propensity_samples to pool it with the log's displays).")):
+                "give its n_samples as propensity_samples to pool it with the log's displays, "
+                "or the logging policy itself as logging_policy).")):
             click_rewards(log, nd, position_bias=theta, propensities=rho, qid=qid, **kw)
     pool = dict(position_bias=theta, propensities=rho, propensity_samples=M, qid=qid)
     seen = np.array([2.0, 0.5, 0.0, 0.0, 0.5])  # theta summed over each row's displays

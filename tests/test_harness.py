@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from gbdt_plrank._boosters import BACKENDS, Plan
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import plrank_plan
-from gbdt_plrank.clicks import click_rewards
+from gbdt_plrank.clicks import click_rewards, estimate_position_bias
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
@@ -943,13 +944,13 @@ def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     logs = fold.logs(True, 20)
-    theta = clicks_run._theta(config, logs["train"])
+    theta = clicks_run._theta(config, logs["train"], data.train, stochastic=True)
     sampled = fold.propensities(data.train, theta, n_samples=1)
     assert sampled["propensity_samples"] == 1
     clicks = np.bincount(logs["train"].row, weights=logs["train"].click, minlength=data.train.y.size)
     assert ((clicks > 0) & (sampled["propensities"] == 0)).any()  # what crashed
     for estimator in ("policy-aware", "doubly-robust"):
-        rewards = fold.rewards(logs, estimator=estimator, policy=True)
+        rewards = fold.rewards(logs, estimator=estimator, policy=True, stochastic=True)
         assert all(np.isfinite(rewards[name]).all() for name in ("train", "vali"))
     _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
     assert [line["estimator"] for line in ope] == ["policy-aware", "doubly-robust"]
@@ -971,17 +972,99 @@ def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     logs = fold.logs(True, 10)
-    theta = clicks_run._theta(config, logs["train"])
+    theta = clicks_run._theta(config, logs["train"], data.train, stochastic=True)
     rho = fold.propensities(data.train, theta, n_samples=config.propensity_samples)
-    r = fold.learner_rewards("plrank-doubly-robust", logs)
+    r = fold.learner_rewards("plrank-doubly-robust", logs, stochastic=True)
     expected = click_rewards(
         logs["train"], data.train.y.size, position_bias=theta, estimator="doubly-robust",
         qid=data.train.qid, X=data.train.X, seed=0, shrinkage=shrinkage,
         **({} if shrinkage else rho))
     np.testing.assert_array_equal(r["train"], expected)
-    pa = fold.learner_rewards("plrank-policy-aware", logs)
+    pa = fold.learner_rewards("plrank-policy-aware", logs, stochastic=True)
     np.testing.assert_array_equal(r["vali"], pa["vali"])
     assert not np.array_equal(r["train"], pa["train"])
+
+
+def _deterministic_config(tmp_path: Path, tiny: Path, **overrides):
+    return load_clicks_config(
+        CONFIGS / "clicks-tiny.toml",
+        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "logger": "lambdamart",
+                   "exploration_rounds": 0, "ope_sessions": 0, "position_bias": "estimate",
+                   "learners": ["plrank-policy-aware", "plrank-regression", "plrank-naive",
+                                "lambdarank-position-lgb"], **overrides},
+    )
+
+
+@pytest.mark.parametrize("display", ["top-k", "full"])
+def test_clicks_from_a_deterministic_lambdamart_logger(tmp_path: Path, tiny: Path,
+                                                       display: str) -> None:
+    """logger = "lambdamart": an XGBRanker shows its ranking by score in every session (its top
+    top_k, or every document), every learner reads that log, the position bias is estimated
+    through the features (a log that identifies it no other way), and every record carries the
+    validation queries' NDCG the routes are chosen on."""
+    import xgboost
+
+    config = _deterministic_config(tmp_path, tiny, display=display, sessions=[4])
+    data = load(str(tiny), 1, drop_empty_test_queries=True)
+    fold = clicks_run._Fold(config, data, 0)
+    assert isinstance(fold.logger, xgboost.XGBRanker) and not fold.stochastic
+    logs = fold.logs(False, 4)
+    log, split = logs["train"], data.train
+    order = clicks_run.top_k_rankings(fold.logger.predict(split.X), split,
+                                      k=config.top_k if display == "top-k" else None, n=1)
+    shown = np.concatenate([o[0] for o in order])
+    assert set(log.row.tolist()) == set(shown.tolist())
+    for r in np.unique(log.row):  # every session shows a row at the same rank
+        assert np.unique(log.rank[log.row == r]).size == 1
+    if display == "full":
+        assert set(log.row.tolist()) == set(range(split.y.size))
+    theta = fold.theta(log, stochastic=False)
+    np.testing.assert_array_equal(
+        theta, estimate_position_bias(log, X=split.X, qid=split.qid))
+    assert fold.theta(log, stochastic=False) is theta  # estimated once per log
+    record, ope = fold.run(clicks_run.ResultKey("tiny", "plrank-regression", 4, 0))
+    assert ope == [] and set(record["vali_ndcg"]) == {"5", "10"}
+    assert record["vali_qid"] == [int(q) for q in np.unique(data.vali.qid)]
+    record, _ = fold.run(clicks_run.ResultKey("tiny", "lambdarank-position-lgb", 4, 0))
+    assert len(record["vali_ndcg"]["5"]) == len(record["vali_qid"])
+
+
+@pytest.mark.parametrize(("key", "value", "rule"), [
+    ("learners", ["plrank-deterministic"], "learners must not hold 'plrank-deterministic'"),
+    ("exploration_rounds", 1, "exploration_rounds must be 0"),
+    ("ope_sessions", 10, "ope_sessions must be 0 (a deterministic logger never shows the rows "
+                         "below its display"),
+])
+def test_a_deterministic_logger_refuses_what_needs_a_stochastic_one(tmp_path: Path, tiny: Path,
+                                                                     key, value, rule) -> None:
+    with pytest.raises(ConfigError, match=re.escape(rule)):
+        _deterministic_config(tmp_path, tiny, **{key: value})
+
+
+def test_clicks_placement_propensities_are_the_loggers_placement_exposure(
+        tmp_path: Path, tiny: Path) -> None:
+    """propensities = "placement": the policy-aware rewards divide by the logger's placement
+    probabilities, taken as they are (no pooling), and the off-policy table reads them."""
+    config = load_clicks_config(
+        CONFIGS / "clicks-tiny.toml",
+        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [10],
+                   "propensities": "placement", "propensity_samples": 50},
+    )
+    assert config.settings()["propensities"] == "placement"
+    data = load(str(tiny), 1, drop_empty_test_queries=True)
+    fold = clicks_run._Fold(config, data, 0)
+    logs = fold.logs(True, 10)
+    theta = fold.theta(logs["train"], stochastic=True)
+    rho = fold.propensities(data.train, theta, n_samples=50)
+    assert set(rho) == {"propensities"} and (rho["propensities"] > 0).all()
+    np.testing.assert_array_equal(rho["propensities"], fold.logger.expected_exposure(
+        data.train.X, data.train.qid, n_samples=50, weights=theta,
+        random_state=clicks_run._PROPENSITY_SEED, method="placement"))
+    r = fold.learner_rewards("plrank-policy-aware", logs, stochastic=True)
+    np.testing.assert_array_equal(r["train"], click_rewards(
+        logs["train"], data.train.y.size, position_bias=theta, qid=data.train.qid, **rho))
+    _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
+    assert all(np.isfinite(line["value"]) and line["stderr"] > 0 for line in ope)
 
 
 def test_clicks_shrinkage_is_a_setting_and_named_when_bad(tmp_path: Path, tiny: Path) -> None:

@@ -330,3 +330,74 @@ def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
     dr_regressions.cross_fit(fit, qid, seed=0)
     assert sorted(seen_by) == list(range(30))
     assert all(qid[row] not in queries and queries for row, queries in seen_by.items())
+
+
+# --------------------------------------------------------------------------------------------
+# Clicks from a deterministic ranker (benchmarks/results/deterministic_routes.md,
+# position_bias_features.md, first_policy_temperature.md)
+# --------------------------------------------------------------------------------------------
+def test_the_route_variants_normalise_and_clip_as_they_say() -> None:
+    from gbdt_plrank.clicks import ClickLog, click_rewards
+    from research import deterministic_routes as routes
+
+    np.testing.assert_allclose(
+        routes.ideal_dcg(np.array([1.0, 3.0, 2.0, 0.0, 0.5]), np.array([0, 0, 0, 1, 1]), 2),
+        [3 + 2 / np.log2(3)] * 3 + [0.5] * 2, rtol=1e-15)
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 0, 1], rank=[1, 2, 1, 2], click=[1, 1, 0, 1])
+    qid, theta = np.zeros(3), np.array([1.0, 0.04])
+    plain = click_rewards(log, 3, position_bias=theta, qid=qid)
+    positive = routes.variant_rewards("norm-positive", 2)(log, 3, position_bias=theta, qid=qid)
+    np.testing.assert_allclose(positive, plain / routes.ideal_dcg(plain, qid, 2))
+    clipped = routes.variant_rewards("clip-0.1", 2)(log, 3, position_bias=theta, qid=qid)
+    np.testing.assert_allclose(clipped, [0.5, 2 / (2 * 0.1), 0.0])
+
+
+def test_the_joint_fit_of_the_position_bias_recovers_a_known_one() -> None:
+    """The research script's joint fit (the choice the validation logs turned down) on a
+    deterministic log whose rows are shown at different ranks by a noisy score of their feature."""
+    from gbdt_plrank.clicks import ClickLog, pbm_position_bias
+    from research.position_bias_features import joint_fit
+
+    rng = np.random.default_rng(0)
+    n_q, n_d, n_s = 300, 5, 20
+    x = rng.normal(size=(n_q * n_d, 1))
+    gamma = 1 / (1 + np.exp(-2 * x[:, 0]))
+    score = x[:, 0] + rng.normal(size=x.shape[0])
+    order = np.concatenate([q * n_d + np.argsort(-score[q * n_d:(q + 1) * n_d])
+                            for q in range(n_q)])
+    row = np.tile(order.reshape(n_q, n_d), (1, n_s)).ravel()
+    rank = np.tile(np.arange(1, n_d + 1), n_q * n_s)
+    session = np.repeat(np.arange(n_q * n_s), n_d)
+    truth = pbm_position_bias(n_d, eta=1.0)
+    click = (rng.random(row.size) < truth[rank - 1] * gamma[row]).astype(int)
+    theta = joint_fit(ClickLog(session=session, row=row, rank=rank, click=click), x,
+                      max_depth=1, n_rounds=300)
+    np.testing.assert_allclose(theta / truth, 1.0, atol=0.12)
+
+
+def test_a_temperatures_cost_is_the_ranking_by_score_minus_the_expected_ndcg() -> None:
+    """At a temperature near 0 the policy is its ranking by score (cost 0) where no scores tie
+    (tied ones it shuffles); at 1 it costs NDCG; a query without a positive gain is left out
+    (NaN)."""
+    from types import SimpleNamespace
+
+    from gbdt_plrank import PLRankRanker
+    from gbdt_plrank.datasets import load_dataset
+    from research.first_policy_temperature import by_score, expected_ndcg
+
+    data = load_dataset("mq2008")
+    rows = int(data.test.group_ptr[8])
+    split = SimpleNamespace(X=data.test.X[:rows], y=data.test.y[:rows], qid=data.test.qid[:rows])
+    model = PLRankRanker(n_estimators=5, N=5, n_jobs=1, random_state=0)
+    model.fit(split.X, split.y, group=split.qid)
+    gains = 2.0 ** split.y - 1
+    top = by_score(model, split, gains, 5)
+    sharp = expected_ndcg(model, split, gains, k=5, temperature=1e-6, n_samples=3)
+    flat = expected_ndcg(model, split, gains, k=5, temperature=1.0, n_samples=50)
+    scores = model.predict(split.X)
+    untied = np.array([np.unique(scores[split.qid == q]).size == (split.qid == q).sum()
+                       for q in np.unique(split.qid)])
+    assert untied.sum() >= 4
+    np.testing.assert_allclose(sharp[untied], top[untied], atol=1e-9)
+    assert np.nanmean(top - flat) > 0
+    assert np.array_equal(np.isnan(top), np.isnan(flat))

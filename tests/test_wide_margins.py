@@ -254,9 +254,11 @@ def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_c
     np.testing.assert_array_equal(grad[narrow], whole[0][narrow])
 
 
-def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel():
+@pytest.mark.parametrize("placement", [False, True])
+def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel(placement):
     """sampled_exposure runs the kernel without the wide path, then the wide queries alone,
-    each with its own stream: the numbers of one whole ``sampled_exposure_groups`` call."""
+    each with its own stream: the numbers of one whole ``sampled_exposure_groups`` call,
+    counted or from the placement probabilities."""
     rng = np.random.default_rng(8)
     sizes = [3, 0, 8, 25, 1, 14, 6]
     ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -266,11 +268,13 @@ def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel():
     theta = dcg_weights(5)
     keys = np.arange(len(sizes), dtype=np.int64)
     whole = np.empty(ptr[-1])
-    _policy_kernels.sampled_exposure_groups(margins, ptr, keys, theta, 30, 4, 1, whole)
-    got = sampled_exposure(margins, ptr, theta, n_samples=30, seed=4, round_=1, n_jobs=2)
+    _policy_kernels.sampled_exposure_groups(margins, ptr, keys, theta, 30, 4, 1, placement, whole)
+    got = sampled_exposure(margins, ptr, theta, n_samples=30, seed=4, round_=1, n_jobs=2,
+                           placement=placement)
     np.testing.assert_array_equal(got, whole)
     out, wide = np.full(ptr[-1], np.nan), np.ones(len(sizes), dtype=np.bool_)
-    _policy_kernels.sampled_exposure_narrow_groups(margins, ptr, keys, theta, 30, 4, 1, out, wide)
+    _policy_kernels.sampled_exposure_narrow_groups(margins, ptr, keys, theta, 30, 4, 1, placement,
+                                                   out, wide)
     assert wide.tolist() == [False, False, True, False, False, True, False]
     narrow = ~np.repeat(wide, sizes)
     np.testing.assert_array_equal(out[narrow], whole[narrow])

@@ -255,7 +255,8 @@ class PLRankObjective(BoosterObjective):
         )
 
     def signed_labels(self) -> bool:
-        """Negative labels with ``metric="dcg"``, ``gain="linear"`` and no fairness."""
+        """Negative labels with ``metric="dcg"`` or ``"ndcg"``, ``gain="linear"`` and no
+        fairness."""
         return self.metric.signed and self.fairness is None
 
     def _margins(self, preds: np.ndarray) -> np.ndarray:

@@ -211,15 +211,18 @@ class PLRankOptions(PLRankFields):
 
     @property
     def signed_labels(self) -> bool:
-        """Whether the labels may be negative: with ``metric="dcg"`` and ``gain="linear"``,
-        without fairness.
+        """Whether the labels may be negative: with ``metric="dcg"`` or ``"ndcg"`` and
+        ``gain="linear"``, without fairness.
 
         The expected DCG with the linear gain is linear in the labels, so signed rewards (the
         doubly robust click rewards of :func:`gbdt_plrank.clicks.click_rewards`) keep it an
-        unbiased objective. NDCG is refused: its normaliser, the ideal DCG of the query's own
-        labels, is not a meaningful positive scale with negative labels, and any normaliser
-        computed from noisy rewards would reweight the queries by their noise; precision counts
-        ``label > 0``, which a signed reward does not mean; fairness reads labels as merits.
+        unbiased objective. NDCG divides each query's expected DCG by the ideal DCG@K of its
+        labels' positive part, which is the labels' own ideal DCG when none is negative, so
+        signed and non-negative rewards train on one footing; a query without a positive label
+        is skipped, as NDCG skips a query whose ideal DCG is 0. That normaliser is computed from
+        the query's own (noisy) rewards: it weighs each query as NDCG does, at the price of
+        the per-query unbiasedness that DCG keeps. Precision counts ``label > 0``, which a
+        signed reward does not mean; fairness reads labels as merits.
         """
         return self.judged.signed and self.fairness is None
 

@@ -32,16 +32,22 @@ def sampled_exposure(
     seed: int,
     round_: int,
     n_jobs: int | None,
+    placement: bool = False,
 ) -> np.ndarray:
     r"""Monte-Carlo exposure of every row under the PL policy of ``margins``.
 
     .. math::
 
         \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)}
+        \qquad\text{or (placement)}\qquad
+        \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \sum_{k} \theta_k\,
+        \frac{e^{m(d)}\, [d \notin y^{(s)}_{1:k-1}]}{\sum_{d' \notin y^{(s)}_{1:k-1}} e^{m(d')}}
 
-    over :math:`S` = ``n_samples`` rankings of length ``min(len(theta), D)`` of each query,
-    ``theta[r]`` the weight of rank ``r + 1`` (0 beyond). Query ``g`` draws from the stream
-    ``(seed, round_, g)``, whatever the number of threads.
+    over :math:`S` = ``n_samples`` rankings :math:`y^{(s)}` of length ``min(len(theta), D)`` of
+    each query, ``theta[r]`` the weight of rank ``r + 1`` (0 beyond). Both are unbiased: the
+    placement term of rank :math:`k` is the expectation of the counting term given the first
+    :math:`k-1` documents. Query ``g`` draws from the stream ``(seed, round_, g)``, whatever the
+    number of threads, so both read the same rankings.
 
     Parameters
     ----------
@@ -55,6 +61,8 @@ def sampled_exposure(
         Rankings per query (>= 1) and the streams' keys (>= 0).
     n_jobs : int or None
         Numba threads.
+    placement : bool, default False
+        The placement-probability estimate rather than counting.
 
     Returns
     -------
@@ -68,14 +76,14 @@ def sampled_exposure(
 
     def whole(rows, ptr, queries, part):
         sampled_exposure_groups(
-            margins[rows], ptr, keys[queries], theta, n_samples, seed, round_, part
+            margins[rows], ptr, keys[queries], theta, n_samples, seed, round_, placement, part
         )
 
     with numba_threads(n_jobs):
         # The wide path compiles only when a query needs it: the wide queries, gathered, go
         # through the whole kernel with their own streams (the same numbers, bit for bit).
         sampled_exposure_narrow_groups(
-            margins, group_ptr, keys, theta, n_samples, seed, round_, out, wide
+            margins, group_ptr, keys, theta, n_samples, seed, round_, placement, out, wide
         )
         recompute_queries(group_ptr, wide, whole, out)
     return out

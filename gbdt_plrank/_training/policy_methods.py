@@ -24,6 +24,7 @@ from .._ranking_metric import RankingMetric, dcg_weights, ranks_used
 from .._util.docs import shared_entries
 from .._util.seeds import seeds_from
 from .._util.validation import (
+    check_choice,
     check_labels,
     check_positive_int,
     check_positive_number,
@@ -33,7 +34,10 @@ from ..metrics import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
 from .evaluation import per_sample_metric, ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
-__all__ = ["MetricEstimate", "PolicyMethods"]
+__all__ = ["EXPOSURE_METHODS", "MetricEstimate", "PolicyMethods"]
+
+#: How :meth:`PolicyMethods.expected_exposure` estimates exposure from sampled rankings.
+EXPOSURE_METHODS = ("count", "placement")
 
 #: The parameters the policy's methods share, as numpydoc entries (docstrings name them in a
 #: ``.. policy-parameters:: X group ...`` line, which :func:`_policy_docs` fills).
@@ -210,7 +214,7 @@ class PolicyMethods:
     @_policy_docs
     def expected_exposure(
         self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0, weights: Any = None,
+        temperature: float = 1.0, weights: Any = None, method: str = "count",
     ) -> np.ndarray:
         r"""Monte-Carlo expected exposure of every row under the learned policy.
 
@@ -220,15 +224,27 @@ class PolicyMethods:
             \qquad \theta_k = \frac{1}{\log_2(k + 1)} \text{ for } k \le K, \ 0 \text{ after},
 
         an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` over
-        :math:`S` = ``n_samples`` rankings of its query. Each query's exposures sum to
-        :math:`\sum_{k \le \min(K, D)} \theta_k` exactly. With the same ``random_state`` and
-        ``n_samples``, it is computed from exactly the rankings :meth:`sample_rankings` returns.
-        Other rank weights give other exposures: with a position-based click model's observation
-        probabilities (``weights[k-1]`` the probability that rank ``k`` is seen, 0 beyond a top-k
-        display), :math:`\hat E(d)` is the expected observation of row ``d`` per session, the
-        policy-aware propensity of :func:`gbdt_plrank.clicks.click_rewards` (give it
-        ``n_samples`` as ``propensity_samples`` there: a row that none of the sampled rankings
-        shows gets 0 here, though the log may show it).
+        :math:`S` = ``n_samples`` rankings :math:`y^{(s)}` of its query (``method="count"``), or
+        from the same rankings' placement probabilities (``method="placement"``),
+
+        .. math::
+
+            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \sum_{k} \theta_k\,
+            \frac{e^{m(d)}\, [d \notin y^{(s)}_{1:k-1}]}{\sum_{d' \notin y^{(s)}_{1:k-1}} e^{m(d')}}:
+
+        each rank's term is the probability that :math:`d` takes that rank given the documents
+        placed above it, the expectation of the counting term given them (a Rao-Blackwellisation,
+        as PL-Rank's own estimator), so it is unbiased too, and positive for every row while
+        :math:`\theta_1 > 0`: a row that no sampled ranking placed still gets its chances.
+        Each query's exposures sum to :math:`\sum_{k \le \min(K, D)} \theta_k` exactly under
+        either. With the same ``random_state`` and ``n_samples``, both are computed from exactly
+        the rankings :meth:`sample_rankings` returns. Other rank weights give other exposures:
+        with a position-based click model's observation probabilities (``weights[k-1]`` the
+        probability that rank ``k`` is seen, 0 beyond a top-k display), :math:`\hat E(d)` is the
+        expected observation of row ``d`` per session, the policy-aware propensity of
+        :func:`gbdt_plrank.clicks.click_rewards` (which computes it by placement when given the
+        logging policy; counted, a row that none of the sampled rankings shows gets 0 here,
+        though the log may show it).
 
         Parameters
         ----------
@@ -238,12 +254,17 @@ class PolicyMethods:
         weights : array-like of shape (L,) or None, default None
             Rank weights :math:`\theta_1 .. \theta_L` (finite, ``>= 0``; 0 beyond rank ``L``)
             in place of the DCG weights up to ``K``.
+        method : {"count", "placement"}, default "count"
+            Count the rank each row took, or sum its placement probabilities (lower variance
+            for most rows, and never 0 for a row the policy can show; it costs
+            :math:`O(D)` per rank and ranking rather than :math:`O(1)`).
 
         Returns
         -------
         float64 array of shape (n_rows,)
             In the caller's row order.
         """
+        method = check_choice("method", method, EXPOSURE_METHODS)
         K = check_positive_int("K", self.K) if weights is None else None
         theta = None if weights is None else _rank_weights(weights)
         margins, groups = self._margins(X, group, needed_by=None, temperature=temperature)
@@ -254,7 +275,7 @@ class PolicyMethods:
         grouped = sampled_exposure(  # the queries' streams of sample_policy: empty ones left out
             groups.to_sorted(margins), boundaries(sizes[sizes > 0]), theta,
             n_samples=check_positive_int("n_samples", n_samples), seed=seed, round_=0,
-            n_jobs=self.n_jobs,
+            n_jobs=self.n_jobs, placement=method == "placement",
         )
         return groups.to_input(grouped)
 

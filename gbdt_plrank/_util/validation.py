@@ -205,14 +205,14 @@ def check_labels(
     """Finite, non-negative labels; at most ``MAX_EXP_LABEL`` with the exponential gain.
 
     ``signed=True`` accepts negative labels (rewards such as the doubly robust click rewards,
-    for DCG with the linear gain: the rule of ``PLRankOptions.signed_labels``); ``False``
-    refuses them and says which options accept them; ``None`` refuses them.
+    for DCG and NDCG with the linear gain: the rule of ``PLRankOptions.signed_labels``);
+    ``False`` refuses them and says which options accept them; ``None`` refuses them.
     """
     arr = as_finite_vector(name, labels)
     if not signed and arr.size and arr.min() < 0:
         i = int(np.argmin(arr))
         hint = ("" if signed is None else " (negative rewards are accepted with metric='dcg' "
-                "and gain='linear', without fairness)")
+                "or 'ndcg' and gain='linear', without fairness)")
         raise ValueError(f"{name} must be >= 0, but {name}[{i}] is {float(arr[i])!r}{hint}.")
     if gain == "exp" and arr.size and arr.max() > MAX_EXP_LABEL:
         i = int(np.argmax(arr))

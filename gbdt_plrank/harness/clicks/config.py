@@ -8,6 +8,10 @@
     k = [5, 10]                       # test NDCG cut-offs of the report
     out = "runs/clicks"               # default: runs/<name of the config file>
     top_k = 5                         # ranks displayed per session (the learners' cut-off too)
+    display = "top-k"                 # "top-k", or "full": every document of the query shown
+    logger = "plrank"                 # "plrank": a PL-Rank policy deployed stochastically (and
+                                      # as its top-k for plrank-deterministic); "lambdamart": an
+                                      # XGBoost LambdaMART deployed as its ranking by score
     logging_queries = 20              # the logging policy's labelled training queries
     logging_rounds = 20               # its boosting rounds
     sessions = [10, 100, 1000]        # sessions per query (training and validation) of each point
@@ -17,9 +21,10 @@
     graded = false                    # click probabilities that grow with the grade
     trust = [0.9, 0.1]                # trust bias (eps_plus, eps_minus); default: none
     position_bias = "known"           # "known" (1/k)**eta, or "estimate" from each log
-    propensities = "logged"           # "logged" display frequencies or the "policy" exposure
-    propensity_samples = 1000         # rankings per query of the "policy" propensities (pooled
-                                      # with the log's sessions)
+    propensities = "logged"           # "logged" display frequencies, or the logger's exposure:
+                                      # "policy" (counted, pooled with the log's sessions) or
+                                      # "placement" (from its placement probabilities)
+    propensity_samples = 1000         # rankings per query of the logger's propensities
     shrinkage = 0.0                   # pseudo-observations of the doubly robust rewards (0:
                                       # unshrunk and unbiased, with the logger's propensities)
     learners = ["plrank-policy-aware", "plrank-naive", ...]
@@ -49,6 +54,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..._training.options import PLRankOptions
 from ..._util.schema import ConfigError, one_of, validate
+from ...clicks import REWARD_ESTIMATORS
 from ..settings import (
     CutOffs,
     ExperimentConfig,
@@ -58,19 +64,45 @@ from ..settings import (
     read_config_table,
 )
 
-__all__ = ["ANCHORS", "LEARNERS", "ClicksConfig", "load_clicks_config"]
+__all__ = [
+    "ANCHORS",
+    "DISPLAYS",
+    "ESTIMATOR_LEARNERS",
+    "LEARNERS",
+    "LOGGERS",
+    "PROPENSITIES",
+    "ClicksConfig",
+    "load_clicks_config",
+]
+
+#: The learners on a reward estimator of :data:`~gbdt_plrank.clicks.REWARD_ESTIMATORS` -> its
+#: name: PL-Rank on that estimator's rewards of the logger's log (the stochastic one of a
+#: Plackett-Luce logger, the deterministic one of a LambdaMART logger).
+ESTIMATOR_LEARNERS = {f"plrank-{name}": name for name in REWARD_ESTIMATORS}
 
 #: The learners of the experiment, in the report's order.
 LEARNERS = (
-    "plrank-policy-aware",    # PL-Rank on policy-aware rewards of the stochastic logger's log
-    "plrank-doubly-robust",   # PL-Rank on doubly robust rewards of the same log
-    "plrank-naive",           # PL-Rank on the click-through rates of the same log
+    *ESTIMATOR_LEARNERS,
     "plrank-deterministic",   # PL-Rank on policy-aware rewards of a deterministic top-k logger
     "lambdamart-unbiased-xgb",  # XGBoost rank:ndcg, lambdarank_unbiased=True, the same log
     "lambdarank-position-lgb",  # LightGBM lambdarank with Dataset(position=), the same log
     "plrank-full-labels",     # PL-Rank on the true labels of every training query (ceiling)
     "logger",                 # the logging policy's ranking by score
 )
+
+#: The logging policies: a PL-Rank model deployed as its Plackett-Luce policy (and, for
+#: ``plrank-deterministic``, as its top-k), or a LambdaMART (XGBoost ``rank:ndcg``) deployed as
+#: its ranking by score, the log a team with a deterministic ranker already has.
+LOGGERS = ("plrank", "lambdamart")
+
+#: What a session displays: the logger's top ``top_k``, or every document of the query.
+DISPLAYS = ("top-k", "full")
+
+#: The propensities the policy-aware rewards divide by: the logged display frequencies, or the
+#: Plackett-Luce logger's expected observation, counted over ``propensity_samples`` rankings per
+#: query and pooled with the log's sessions (``"policy"``) or from the same rankings' placement
+#: probabilities (``"placement"``).
+PROPENSITIES = ("logged", "policy", "placement")
 
 #: The learners on the library's own unbiased objectives -> the comparison method they train.
 ANCHORS = {"lambdamart-unbiased-xgb": "lambdamart-xgb", "lambdarank-position-lgb": "lambdarank-lgb"}
@@ -92,7 +124,8 @@ class ClicksConfig(ExperimentConfig):
 
     ``[plrank]`` holds the PL-Rank options of the learners on clicks; they train on rewards, so
     ``gain`` is ``"linear"`` (the default here, with ``metric = "dcg"``: the expected DCG is
-    linear in the rewards). The full-label model and the logger use the same options with
+    linear in the rewards; ``metric = "ndcg"`` divides each query's by the ideal DCG of its
+    rewards' positive part). The full-label model and the logger use the same options with
     ``gain = "exp"`` and ``metric = "ndcg"``.
     """
 
@@ -101,6 +134,8 @@ class ClicksConfig(ExperimentConfig):
     k: CutOffs = (5, 10)
     out: str = Field("runs/clicks", min_length=1, description="a non-empty string")
     top_k: int = Field(5, ge=1, le=32, description="an integer from 1 to 32")
+    display: Literal[DISPLAYS] = Field("top-k", description=one_of(DISPLAYS))  # type: ignore[valid-type]
+    logger: Literal[LOGGERS] = Field("plrank", description=one_of(LOGGERS))  # type: ignore[valid-type]
     logging_queries: int = Field(20, ge=1, description="an integer >= 1")
     logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
     sessions: items(  # type: ignore[valid-type]
@@ -116,8 +151,8 @@ class ClicksConfig(ExperimentConfig):
     position_bias: Literal["known", "estimate"] = Field(
         "known", description=one_of(("known", "estimate"))
     )
-    propensities: Literal["logged", "policy"] = Field(
-        "logged", description=one_of(("logged", "policy"))
+    propensities: Literal[PROPENSITIES] = Field(  # type: ignore[valid-type]
+        "logged", description=one_of(PROPENSITIES)
     )
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
     shrinkage: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
@@ -156,16 +191,30 @@ class ClicksConfig(ExperimentConfig):
                 f"params must name the anchors' methods ({', '.join(ANCHORS.values())}), but "
                 f"{unused[0]!r} is not one of them"
             )
-        if "plrank-doubly-robust" in self.learners and self.plrank.metric != "dcg":
+        signed = [learner for learner, name in ESTIMATOR_LEARNERS.items()
+                  if REWARD_ESTIMATORS[name].signed and learner in self.learners]
+        if signed and self.plrank.metric not in ("dcg", "ndcg"):
             raise ValueError(
-                f"'plrank-doubly-robust' trains on rewards of either sign, which need metric "
-                f"'dcg' in [plrank], but it is {self.plrank.metric!r}"
+                f"{signed[0]!r} trains on rewards of either sign, which need metric "
+                f"'dcg' or 'ndcg' in [plrank], but it is {self.plrank.metric!r}"
             )
         if self.exploration_rounds and "plrank-policy-aware" not in self.learners:
             raise ValueError(
                 "exploration_rounds retrain PL-Rank on policy-aware rewards and need "
                 "'plrank-policy-aware' among the learners"
             )
+        if self.logger == "lambdamart":
+            for key, value, rule in (
+                ("learners", "plrank-deterministic" in self.learners,
+                 "must not hold 'plrank-deterministic' (every learner reads the deterministic log)"),
+                ("exploration_rounds", self.exploration_rounds > 0,
+                 "must be 0 (the loop deploys PL-Rank policies, starting from the logger's)"),
+                ("ope_sessions", self.ope_sessions > 0,
+                 "must be 0 (a deterministic logger never shows the rows below its display, so "
+                 "its log cannot value a policy that does)"),
+            ):
+                if value:
+                    raise ValueError(f"{key} {rule} with logger 'lambdamart'")
         return self
 
     def learner_options(self, *, labels: bool, stopped: bool = True) -> dict[str, Any]:
@@ -218,6 +267,9 @@ class ClicksConfig(ExperimentConfig):
             clicks["ope_sessions"] = self.ope_sessions
         if self.ope_logs != 1:  # the default: absent, as before there could be several
             clicks["ope_logs"] = self.ope_logs
+        for key in ("logger", "display"):  # absent at their defaults, as before they existed
+            if getattr(self, key) != type(self).model_fields[key].default:
+                clicks[key] = getattr(self, key)
         return {
             **self.shared_settings(),
             **self.model_dump(include={

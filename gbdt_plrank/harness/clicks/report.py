@@ -16,21 +16,23 @@ from typing import Any
 import numpy as np
 
 from ..._util.compat import is_installed, missing_message, require
-from ...clicks import pbm_position_bias
+from ...clicks import REWARD_ESTIMATORS, pbm_position_bias
 from ..data import dataset_label, family
 from ..stats import paired, seed_means
 from ..store import ResultStore
-from .config import ANCHORS, ClicksConfig
+from .config import ANCHORS, ESTIMATOR_LEARNERS, ClicksConfig
 from .run import EXPLORATION, ONCE, anchor_missing, planned
 
 __all__ = ["per_query", "write_clicks_report"]
 
-#: The learners the policy-aware PL-Rank is compared with, in the report's order.
-_AGAINST = ("plrank-doubly-robust", "plrank-naive", "plrank-deterministic", *ANCHORS,
-            "plrank-full-labels")
-
-#: The learners the doubly robust PL-Rank is compared with.
-_AGAINST_DR = ("plrank-policy-aware", "plrank-naive", "plrank-full-labels")
+#: PL-Rank on each reward estimator -> the learners it is compared with, in the report's order.
+_AGAINST = {
+    "plrank-policy-aware": ("plrank-doubly-robust", "plrank-naive", "plrank-regression",
+                            "plrank-deterministic", *ANCHORS, "plrank-full-labels"),
+    "plrank-doubly-robust": ("plrank-policy-aware", "plrank-naive", "plrank-full-labels"),
+    "plrank-regression": ("plrank-policy-aware", "plrank-doubly-robust", "plrank-naive",
+                          *ANCHORS, "plrank-full-labels"),
+}
 
 Values = dict[tuple[str, int], float]
 
@@ -88,10 +90,10 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
                 cells = [_mean(values.get((learner, s), {})) for s in sessions]
             if any(cells):
                 lines.append(f"| {learner} | " + " | ".join(cells) + " |")
-        for base, against, title in (
-            ("plrank-policy-aware", _AGAINST, "policy-aware"),
-            ("plrank-doubly-robust", _AGAINST_DR, "doubly robust"),
-        ):
+        for base, against in _AGAINST.items():
+            title = REWARD_ESTIMATORS[ESTIMATOR_LEARNERS[base]].title
+            if base not in config.learners:
+                continue
             rows = []
             for other in (o for o in against if o in config.learners and o != base):
                 cells = [
@@ -111,22 +113,40 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
 
 
 def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+    """The position bias estimated from each fold's training log: its mean over the folds
+    and, from a deterministic logger's log (estimated through the features), that mean's error
+    (mean / simulated - 1) and the largest |estimate / simulated - 1| of a fold, per rank."""
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
-    simulated = pbm_position_bias(config.top_k, eta=config.eta)
+    runs = {s: [r["theta_estimate"] for r in results["plrank-policy-aware", s]]
+            for s in sessions}
+    ranks = min(max(len(t) for s in sessions for t in runs[s]), 32)
+    simulated = pbm_position_bias(ranks, eta=config.eta)
+    stochastic = config.logger == "plrank"
+    source = ("the stochastic log (EM by document)" if stochastic
+              else "the deterministic log, through the documents' features")
+    errors = not stochastic
+    header = "| rank | simulated | " + " | ".join(
+        f"{s} sessions/query" + (" | error of the mean | largest abs(error) of a fold"
+                                 if errors else "")
+        for s in sessions) + " |"
     lines = [
-        f"### {name}: position bias estimated from the stochastic log (EM), mean over folds",
-        "",
-        "| rank | simulated | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
-        "|---:|---:|" + "---:|" * len(sessions),
+        f"### {name}: position bias estimated from {source}, mean over folds"
+        + ("; error = estimate / simulated - 1" if errors else ""),
+        "", header, "|---:|---:|" + "---:|" * (len(sessions) * (3 if errors else 1)),
     ]
-    estimates = {
-        s: np.mean([r["theta_estimate"] for r in results["plrank-policy-aware", s]], axis=0)
-        for s in sessions
-    }
-    for i in range(config.top_k):
-        cells = [f"{estimates[s][i]:.3f}" if i < len(estimates[s]) else "" for s in sessions]
+    for i in range(ranks):
+        cells = []
+        for s in sessions:
+            values = np.array([t[i] for t in runs[s] if i < len(t)])
+            if not values.size:
+                cells += [""] * (3 if errors else 1)
+                continue
+            cells.append(f"{values.mean():.3f}")
+            if errors:
+                cells += [f"{values.mean() / simulated[i] - 1:+.3f}",
+                          f"{np.abs(values / simulated[i] - 1).max():.3f}"]
         lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -134,14 +154,18 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
 def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
     """Mean reward minus the simulated click probability when seen, by grade, over every
     training row and over the rows the log shows, pooled over the folds (rows weighted)."""
-    learners = [a for a in ("plrank-policy-aware", "plrank-doubly-robust") if a in config.learners]
+    learners = [a for a, name in ESTIMATOR_LEARNERS.items()
+                if name != "naive" and a in config.learners]
     cols = [(a, s) for a in learners for s in sorted(config.sessions)
             if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))]
     if not cols:
         return ""
     lines = []
-    for rows, title in (("all", "every training document (the logger shows each with positive "
-                                "probability)"),
+    everyone = ("every training document (the logger shows each with positive probability)"
+                if config.logger == "plrank" else
+                "every training document (the deterministic logger never shows those below its "
+                "display)")
+    for rows, title in (("all", everyone),
                         ("shown", "the training documents the log shows (a selection: neither "
                                   "estimator is unbiased given it)")):
         tables = [r["by_grade"][rows] for c in cols for r in results[c]
@@ -293,6 +317,20 @@ def _click_probability(config: ClicksConfig) -> str:
     return text
 
 
+def _logger_text(config: ClicksConfig) -> str:
+    """The logging policy, in words."""
+    return "A PL-Rank logger" if config.logger == "plrank" else "A LambdaMART logger (XGBoost)"
+
+
+def _display_text(config: ClicksConfig) -> str:
+    """How it is deployed, in words."""
+    shown = (f"a top-{config.top_k} display" if config.display == "top-k"
+             else "every document of a query displayed")
+    if config.logger == "plrank":
+        return f"deployed with {shown}"
+    return f"deployed as its ranking by score with {shown}, the same in every session"
+
+
 def write_clicks_report(
     config: ClicksConfig, store: ResultStore, *, command: str | None = None
 ) -> str:
@@ -305,8 +343,8 @@ def write_clicks_report(
     parts = [
         "## Learning to rank from clicks",
         "",
-        f"A PL-Rank logger trained on {config.logging_queries} labelled training queries "
-        f"({config.logging_rounds} rounds), deployed with a top-{config.top_k} display; clicks "
+        f"{_logger_text(config)} trained on {config.logging_queries} labelled training "
+        f"queries ({config.logging_rounds} rounds), {_display_text(config)}; clicks "
         f"of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, "
         f"{_click_probability(config)}; position "
         f"bias {config.position_bias}, propensities {config.propensities}. Folds "

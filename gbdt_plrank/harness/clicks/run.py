@@ -90,6 +90,7 @@ from ..._boosters._lightgbm import LightGBMBackend
 from ..._ranking_metric import RankingMetric
 from ..._util.compat import is_installed
 from ...clicks import (
+    REWARD_ESTIMATORS,
     ClickLog,
     click_regression,
     click_rewards,
@@ -105,7 +106,7 @@ from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
 from ..store import ResultStore, Table, write_options
 from ..training import train
-from .config import ANCHORS, ClicksConfig
+from .config import ANCHORS, ESTIMATOR_LEARNERS, ClicksConfig
 
 __all__ = [
     "EXPLORATION",
@@ -133,8 +134,6 @@ _OPE_SEED = 4_000_003
 #: Seed offset between the off-policy evaluation's test logs (log 0 is the first one's seed).
 _OPE_LOG_STRIDE = 1_000_003
 
-#: The learners' reward estimators (the others: policy-aware).
-_ESTIMATOR = {"plrank-naive": "naive", "plrank-doubly-robust": "doubly-robust"}
 
 
 class ResultKey(NamedTuple):
@@ -214,10 +213,12 @@ def planned(config: ClicksConfig, label: str, seed: int) -> list[ResultKey]:
 # --------------------------------------------------------------------------------------------
 # Logs
 # --------------------------------------------------------------------------------------------
-def top_k_rankings(scores: np.ndarray, split: Split, *, k: int, n: int) -> list[np.ndarray]:
-    """The deterministic top-``k`` by descending score (ties in row order) of every query,
-    repeated for ``n`` sessions, as :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns
-    rankings."""
+def top_k_rankings(
+    scores: np.ndarray, split: Split, *, k: int | None, n: int
+) -> list[np.ndarray]:
+    """The deterministic top-``k`` (None: every row) by descending score (ties in row order)
+    of every query, repeated for ``n`` sessions, as
+    :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns rankings."""
     ptr = split.group_ptr
     out = []
     for a, b in pairwise(ptr):
@@ -236,18 +237,21 @@ class _OpeLog(NamedTuple):
 
 
 def _deploy(
-    model: PLRankRanker, split: Split, *, stochastic: bool, config: ClicksConfig, n: int,
-    seed: int,
+    model: Any, split: Split, *, stochastic: bool, config: ClicksConfig, n: int, seed: int,
 ) -> ClickLog:
-    """Clicks on ``n`` sessions per query of ``model`` deployed on ``split``."""
+    """Clicks on ``n`` sessions per query of ``model`` deployed on ``split``: its Plackett-Luce
+    policy's rankings (``stochastic``) or its ranking by score, top ``top_k`` or every
+    document (``display``)."""
+    shown = config.top_k if config.display == "top-k" else None
     if stochastic:
         rankings = model.sample_rankings(
-            split.X, split.qid, n_samples=n, K=config.top_k, random_state=_RANKINGS_SEED + seed
+            split.X, split.qid, n_samples=n, random_state=_RANKINGS_SEED + seed,
+            K=config.top_k if shown else int(np.diff(split.group_ptr).max()),
         )
     else:
-        rankings = top_k_rankings(model.predict(split.X), split, k=config.top_k, n=n)
+        rankings = top_k_rankings(model.predict(split.X), split, k=shown, n=n)
     return simulate_clicks(
-        rankings, split.y, eta=config.eta, noise=config.noise, top_k=config.top_k,
+        rankings, split.y, eta=config.eta, noise=config.noise, top_k=shown,
         graded=config.graded, trust=config.trust, seed=_CLICKS_SEED + seed,
     )
 
@@ -270,11 +274,21 @@ def _concat(logs: Sequence[ClickLog]) -> ClickLog:
     )
 
 
-def _theta(config: ClicksConfig, log: ClickLog) -> np.ndarray:
-    """The position bias the learners correct with: the simulated one, or estimated from ``log``."""
-    if config.position_bias == "estimate":
+def estimated_theta(log: ClickLog, split: Split, *, stochastic: bool) -> np.ndarray:
+    """The position bias estimated from ``log`` of ``split``'s rows: by row from a stochastic
+    logger's log, through the rows' features from a deterministic one's (which identifies it
+    no other way)."""
+    if stochastic:
         return estimate_position_bias(log)
-    return pbm_position_bias(config.top_k, eta=config.eta)
+    return estimate_position_bias(log, X=split.X, qid=split.qid)
+
+
+def _theta(config: ClicksConfig, log: ClickLog, split: Split, *, stochastic: bool) -> np.ndarray:
+    """The position bias the learners correct with: the simulated one (over the ranks ``log``
+    displays), or estimated from ``log``."""
+    if config.position_bias == "estimate":
+        return estimated_theta(log, split, stochastic=stochastic)
+    return pbm_position_bias(max(config.top_k, int(log.rank.max(initial=1))), eta=config.eta)
 
 
 def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
@@ -311,6 +325,7 @@ class _Fit:
     scores: np.ndarray
     best_round: int
     seconds: float
+    vali_scores: np.ndarray
 
 
 def _fit_plrank(
@@ -328,7 +343,8 @@ def _fit_plrank(
     seconds = time.perf_counter() - start
     best = ranker.best_iteration_
     best_round = options["n_estimators"] if best is None else best + 1
-    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds)
+    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds,
+                        ranker.predict(data.vali.X))
 
 
 def _fit_anchor(
@@ -353,15 +369,48 @@ def _fit_anchor(
         trees=config.trees, params=params, backend=backend,
         watch=RankingMetric(config.plrank.metric, config.top_k, "linear"),
     )
-    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds))
+    return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds), fit.vali_scores)
 
 
-def _test_values(config: ClicksConfig, test: Split, scores: np.ndarray) -> dict[str, Any]:
-    return {
+def _test_values(
+    config: ClicksConfig, test: Split, scores: np.ndarray, *, vali: Split | None = None,
+    vali_scores: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """The test queries' ids and NDCG@k on the true labels; with ``vali``, the validation
+    queries' too (``vali_qid``, ``vali_ndcg``: what a choice between learners reads)."""
+    out = {
         "qid": [int(q) for q in np.unique(test.qid)],
         "ndcg": {str(k): ndcg(test.y, scores, test.qid, k=k, per_query=True).tolist()
                  for k in config.k},
     }
+    if vali is not None:
+        out["vali_qid"] = [int(q) for q in np.unique(vali.qid)]
+        out["vali_ndcg"] = {str(k): ndcg(vali.y, vali_scores, vali.qid, k=k,
+                                         per_query=True).tolist() for k in config.k}
+    return out
+
+
+def _logger(config: ClicksConfig, train: Split, seed: int) -> Any:
+    """The logging policy, trained on the true labels of the first ``logging_queries`` training
+    queries for ``logging_rounds`` rounds: :class:`~gbdt_plrank.PLRankRanker` (``"plrank"``)
+    or XGBoost's ``XGBRanker`` with ``rank:ndcg`` (``"lambdamart"``, the trees' settings)."""
+    n = int(train.group_ptr[min(config.logging_queries, train.group_ptr.size - 1)])
+    X, y, qid = train.X[:n], train.y[:n], train.qid[:n]
+    if config.logger == "plrank":
+        return PLRankRanker(
+            **{**config.learner_options(labels=True, stopped=False),
+               "n_estimators": config.logging_rounds},
+            random_state=seed,
+        ).fit(X, y, group=qid)
+    from xgboost import XGBRanker
+
+    trees = config.trees
+    return XGBRanker(
+        objective="rank:ndcg", n_estimators=config.logging_rounds,
+        learning_rate=trees.learning_rate, max_depth=trees.max_depth,
+        min_child_weight=trees.min_child_weight, reg_lambda=trees.reg_lambda,
+        n_jobs=trees.n_jobs, random_state=seed,
+    ).fit(X, y, qid=qid)
 
 
 class _Fold:
@@ -369,29 +418,51 @@ class _Fold:
 
     def __init__(self, config: ClicksConfig, data: LTRDataset, seed: int) -> None:
         self.config, self.data, self.seed = config, data, seed
-        n = int(data.train.group_ptr[min(config.logging_queries, data.train.group_ptr.size - 1)])
-        self.logger = PLRankRanker(
-            **{**config.learner_options(labels=True, stopped=False),
-               "n_estimators": config.logging_rounds},
-            random_state=seed,
-        ).fit(data.train.X[:n], data.train.y[:n], group=data.train.qid[:n])
+        self.logger = _logger(config, data.train, seed)
+        #: whether the learners read a stochastic log (a Plackett-Luce logger's)
+        self.stochastic = config.logger == "plrank"
         self.n = max(config.sessions)
         self._logs: dict[bool, dict[str, ClickLog]] = {}
+        self._first: dict[tuple[bool, int], dict[str, ClickLog]] = {}
+        # id of a training log -> the log (kept, so that its id is not reused) and its estimate
+        self._estimates: dict[int, tuple[ClickLog, np.ndarray]] = {}
         self._ope: list[_OpeLog] | None = None
 
     def logs(self, stochastic: bool, s: int) -> dict[str, ClickLog]:
-        """The first ``s`` sessions per query of the stochastic or deterministic logger."""
+        """The first ``s`` sessions per query of the stochastic or deterministic logger (the
+        same objects for every learner, so that what is estimated from them is estimated
+        once)."""
         if stochastic not in self._logs:
             self._logs[stochastic] = {
                 name: _deploy(self.logger, getattr(self.data, name), stochastic=stochastic,
                               config=self.config, n=self.n, seed=self.seed + _SPLIT_SEED[name])
                 for name in ("train", "vali")
             }
-        return {name: first_sessions(log, s, self.n) for name, log in self._logs[stochastic].items()}
+        if (stochastic, s) not in self._first:
+            self._first[stochastic, s] = {name: first_sessions(log, s, self.n)
+                                          for name, log in self._logs[stochastic].items()}
+        return self._first[stochastic, s]
 
-    def rewards(self, logs: dict[str, ClickLog], *, estimator: str, policy: bool) -> dict[str, Any]:
-        """Rewards of the training and validation rows, and the position bias used."""
-        theta = _theta(self.config, logs["train"])
+    def estimated_theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
+        """:func:`estimated_theta` of a training log of :meth:`logs`, estimated once."""
+        if id(log) not in self._estimates:
+            self._estimates[id(log)] = (log, estimated_theta(log, self.data.train,
+                                                             stochastic=stochastic))
+        return self._estimates[id(log)][1]
+
+    def theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
+        """The position bias the learners on a training log of :meth:`logs` correct with:
+        the simulated one, or :meth:`estimated_theta`."""
+        if self.config.position_bias == "estimate":
+            return self.estimated_theta(log, stochastic=stochastic)
+        return _theta(self.config, log, self.data.train, stochastic=stochastic)
+
+    def rewards(
+        self, logs: dict[str, ClickLog], *, estimator: str, policy: bool, stochastic: bool
+    ) -> dict[str, Any]:
+        """Rewards of the training and validation rows, and the position bias used
+        (``stochastic``: whether the logs are a Plackett-Luce logger's)."""
+        theta = self.theta(logs["train"], stochastic=stochastic)
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
@@ -400,21 +471,26 @@ class _Fold:
             out[name] = click_rewards(
                 log, split.y.size, position_bias=theta, estimator=estimator, qid=split.qid,
                 X=split.X, seed=self.seed,
-                shrinkage=self.config.shrinkage if estimator == "doubly-robust" else 0.0, **rho)
+                shrinkage=self.config.shrinkage if REWARD_ESTIMATORS[estimator].signed else 0.0,
+                **rho)
         return out
 
     def propensities(self, split: Split, theta: np.ndarray, *, n_samples: int) -> dict[str, Any]:
         """The logger's expected observation of every row of ``split`` under ``theta`` from
-        ``n_samples`` rankings per query, as the keyword arguments ``propensities`` and
-        ``propensity_samples`` of :func:`~gbdt_plrank.clicks.click_rewards` and
-        :func:`~gbdt_plrank.clicks.estimate_policy_value`, which pool those rankings with the
-        log's own sessions (a row the log shows clicked has a positive propensity even where no
-        sampled ranking shows it, as under a sharp logger)."""
+        ``n_samples`` rankings per query, as keyword arguments of
+        :func:`~gbdt_plrank.clicks.click_rewards` and
+        :func:`~gbdt_plrank.clicks.estimate_policy_value`: counted and pooled with the log's own
+        sessions (``propensities`` and ``propensity_samples``: a row the log shows clicked has a
+        positive propensity even where no sampled ranking shows it, as under a sharp logger),
+        or with ``propensities = "placement"`` from the placement probabilities, positive for
+        every row and taken as they are."""
+        placement = self.config.propensities == "placement"
         rho = self.logger.expected_exposure(
             split.X, split.qid, n_samples=n_samples, weights=theta,
             random_state=_PROPENSITY_SEED + self.seed,
+            method="placement" if placement else "count",
         )
-        return {"propensities": rho, "propensity_samples": n_samples}
+        return {"propensities": rho, **({} if placement else {"propensity_samples": n_samples})}
 
     def ope(self, key: ResultKey, model: PLRankRanker) -> list[dict[str, Any]]:
         """Off-policy estimates of ``model``'s expected clicks per test session from each of the
@@ -463,7 +539,7 @@ class _Fold:
                 log = _deploy(self.logger, test, stochastic=True, config=config,
                               n=config.ope_sessions,
                               seed=self.seed + _SPLIT_SEED["test"] + _OPE_LOG_STRIDE * i)
-                theta = _theta(config, log)
+                theta = _theta(config, log, test, stochastic=True)
                 reused = self._ope and np.array_equal(theta, self._ope[0].theta)
                 # ten times the rankings of the training propensities: closer to the logger's
                 # exact propensities, which is what makes the doubly robust estimate the better
@@ -480,7 +556,8 @@ class _Fold:
         config, data, learner = self.config, self.data, key.learner
         if learner == "logger":
             scores = self.logger.predict(data.test.X)
-            return ({**_test_values(config, data.test, scores),
+            return ({**_test_values(config, data.test, scores, vali=data.vali,
+                                    vali_scores=self.logger.predict(data.vali.X)),
                      "best_round": config.logging_rounds, "seconds": 0.0},
                     self.ope(key, self.logger))
         extra: dict[str, Any] = {}
@@ -489,36 +566,51 @@ class _Fold:
             model, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y,
                                      labels=True)
         elif learner in ANCHORS:
-            logs = self.logs(True, key.sessions)
-            vali = self.rewards(logs, estimator="policy-aware",
-                                policy=config.propensities == "policy")["vali"]
+            logs = self.logs(self.stochastic, key.sessions)
+            vali = self.rewards(logs, estimator="policy-aware", stochastic=self.stochastic,
+                                policy=self.policy_propensities)["vali"]
             fit = _fit_anchor(learner, config, key.seed, data, logs["train"], vali)
         else:
-            logs = self.logs(learner != "plrank-deterministic", key.sessions)
-            r = self.learner_rewards(learner, logs)
+            stochastic = self.stochastic and learner != "plrank-deterministic"
+            logs = self.logs(stochastic, key.sessions)
+            r = self.learner_rewards(learner, logs, stochastic=stochastic)
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
-                extra["theta_estimate"] = estimate_position_bias(logs["train"]).tolist()
+                extra["theta_estimate"] = self.estimated_theta(logs["train"],
+                                                               stochastic=stochastic).tolist()
                 extra["clicks"] = int(logs["train"].click.sum())
-            if learner in ("plrank-policy-aware", "plrank-doubly-robust"):
+            if learner in ESTIMATOR_LEARNERS and learner != "plrank-naive":
                 extra["by_grade"] = self.by_grade(logs["train"], r["train"])
-        record = {**_test_values(config, data.test, fit.scores), "best_round": fit.best_round,
-                  "seconds": fit.seconds, **extra}
+        record = {**_test_values(config, data.test, fit.scores, vali=data.vali,
+                                 vali_scores=fit.vali_scores),
+                  "best_round": fit.best_round, "seconds": fit.seconds, **extra}
         return record, [] if model is None else self.ope(key, model)
 
-    def learner_rewards(self, learner: str, logs: dict[str, ClickLog]) -> dict[str, Any]:
+    @property
+    def policy_propensities(self) -> bool:
+        """Whether the policy-aware rewards divide by the logger's propensities (rather than
+        the display frequencies): ``propensities`` other than ``"logged"``, for a Plackett-Luce
+        logger."""
+        return self.stochastic and self.config.propensities != "logged"
+
+    def learner_rewards(
+        self, learner: str, logs: dict[str, ClickLog], *, stochastic: bool
+    ) -> dict[str, Any]:
         """The training and validation rewards a PL-Rank learner on clicks trains and stops on
-        (:meth:`rewards`): its estimator's on the propensities ``propensities`` says (the
-        logger's for the unshrunk doubly robust rewards, none for the deterministic log); the
-        doubly robust learner stops on the policy-aware validation rewards."""
+        (:meth:`rewards`): its estimator's (:data:`ESTIMATOR_LEARNERS`; ``plrank-deterministic``
+        the policy-aware one) on the propensities ``propensities`` says (the logger's for the
+        unshrunk doubly robust rewards, none for a deterministic log, whose display frequencies
+        are its logger's propensities); the learners on a regression stop on the policy-aware
+        validation rewards."""
         config = self.config
-        estimator = _ESTIMATOR.get(learner, "policy-aware")
-        unshrunk = estimator == "doubly-robust" and config.shrinkage == 0
-        r = self.rewards(logs, estimator=estimator, policy=learner != "plrank-deterministic" and (
-            config.propensities == "policy" or unshrunk))
-        if estimator == "doubly-robust":  # stops on the policy-aware learner's signal
-            r["vali"] = self.rewards(logs, estimator="policy-aware",
-                                     policy=config.propensities == "policy")["vali"]
+        spec = REWARD_ESTIMATORS[ESTIMATOR_LEARNERS.get(learner, "policy-aware")]
+        unshrunk = spec.signed and config.shrinkage == 0
+        r = self.rewards(logs, estimator=spec.name, stochastic=stochastic,
+                         policy=stochastic and spec.propensities and (
+                             config.propensities != "logged" or unshrunk))
+        if spec.regression:  # stops on the policy-aware learner's signal
+            r["vali"] = self.rewards(logs, estimator="policy-aware", stochastic=stochastic,
+                                     policy=stochastic and config.propensities != "logged")["vali"]
         return r
 
     def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, dict[str, list[float]]]:
@@ -555,7 +647,8 @@ class _Fold:
                     n=config.exploration_sessions, seed=self.seed + _SPLIT_SEED[name] + 1000 * r,
                 ))
             joined = {name: _concat(parts) for name, parts in logs.items()}
-            rewards = self.rewards(joined, estimator="policy-aware", policy=False)
+            rewards = self.rewards(joined, estimator="policy-aware", policy=False,
+                                   stochastic=stochastic)
             model, fit = _fit_plrank(config, self.seed, data, rewards["train"], rewards["vali"])
             key = ResultKey(label, arm, r * config.exploration_sessions, self.seed)
             if key not in store.records("results"):

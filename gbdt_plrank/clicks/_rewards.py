@@ -1,0 +1,487 @@
+r"""Per-row rewards from a click log: one registry of estimators, one function over it.
+
+Every estimator of :data:`REWARD_ESTIMATORS` gives row :math:`d` the reward
+
+.. math::
+
+    \hat r_d = b\,\hat\gamma_d + a\,\frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}\,
+               b\,\hat\gamma_d\big)}{E_d + \kappa},
+
+with :math:`\hat\gamma` the regression (:func:`~gbdt_plrank.clicks.click_regression`),
+:math:`b, a \in \{0, 1\}` whether the estimator starts from it and whether it adds the clicks'
+correction, :math:`E_d` the row's expected observation over the log (its observation
+:math:`\sum_s \theta_{\mathrm{rank}_s(d)}`, or :math:`S_q \rho_d` with the logging policy's
+propensity) and :math:`\kappa` the shrinkage; the click-through rate is the correction with
+:math:`\theta \equiv 1`. :func:`~gbdt_plrank.clicks.click_rewards`, the off-policy value and the
+clicks experiment (its learners ``plrank-<name>``) all read the registry, so an estimator is
+added in one place.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._util.validation import (
+    as_finite_vector,
+    check_choice,
+    check_positive_int,
+    is_number,
+)
+from ._log import (
+    ClickLog,
+    check_qid,
+    check_rows,
+    row_clicks,
+    row_observation,
+    sessions_per_row,
+)
+from ._position_bias import resolve_position_bias
+from ._propensities import (
+    DEFAULT_POLICY_SAMPLES,
+    checked_propensities,
+    no_samples_without_propensities,
+    observation,
+)
+from ._regression import click_regression
+
+__all__ = ["REWARD_ESTIMATORS", "RewardEstimator", "click_rewards", "reward_terms"]
+
+
+@dataclass(frozen=True)
+class RewardEstimator:
+    """One way to turn a click log into per-row rewards (an entry of :data:`REWARD_ESTIMATORS`).
+
+    Attributes
+    ----------
+    name : str
+        Its name (``estimator=`` of :func:`~gbdt_plrank.clicks.click_rewards`; the clicks
+        experiment's learner ``plrank-<name>``).
+    title : str
+        Its name in sentences.
+    summary : str
+        What it is, in one sentence.
+    position_bias : bool
+        Whether it divides by the rows' observation under the position bias (otherwise by
+        their displays: the click-through rate).
+    regression : bool
+        Whether it starts from the regression's estimate of every row's click probability.
+    correction : bool
+        Whether it adds the clicks' correction over the row's expected observation.
+    """
+
+    name: str
+    title: str
+    summary: str
+    position_bias: bool
+    regression: bool
+    correction: bool
+
+    @property
+    def signed(self) -> bool:
+        """Whether its rewards can be negative (a regression corrected by the clicks)."""
+        return self.regression and self.correction
+
+    @property
+    def values_policies(self) -> bool:
+        """Whether it estimates a policy's value without bias where the logger's propensities
+        are right (:func:`~gbdt_plrank.clicks.estimate_policy_value` takes it)."""
+        return self.position_bias and self.correction
+
+    @property
+    def propensities(self) -> bool:
+        """Whether the logging policy's propensities change its rewards."""
+        return self.position_bias and self.correction
+
+    def rewards(self, terms: RewardTerms, gamma: np.ndarray, shrinkage: float) -> np.ndarray:
+        """Its rewards from the log's ``terms`` and the regression ``gamma`` (zeros where it
+        uses none); inf where a division overflows."""
+        base = gamma if self.regression else np.zeros(gamma.size)
+        if not self.correction:
+            return base
+        # sum_s (c_sd - theta_s b_d) / (E_d + kappa); b_d where nothing is expected
+        return base + _clicks_over(terms.clicks - terms.seen * base, terms.expected + shrinkage)
+
+
+#: The reward estimators, by name, in the order of their documentation.
+REWARD_ESTIMATORS: dict[str, RewardEstimator] = {e.name: e for e in (
+    RewardEstimator(
+        "policy-aware", "policy-aware",
+        "A row's clicks over its expected observation (inverse propensity scoring; Joachims et "
+        "al. 2017, Oosterhuis and de Rijke 2020): unbiased for every row the logger can show.",
+        position_bias=True, regression=False, correction=True),
+    RewardEstimator(
+        "doubly-robust", "doubly robust",
+        "The regression corrected by the policy-aware estimate of its error (Oosterhuis "
+        "2023): unbiased where the propensities or the regression are right; signed.",
+        position_bias=True, regression=True, correction=True),
+    RewardEstimator(
+        "naive", "naive",
+        "The click-through rate, clicks over displays: lower for the rows the logger shows "
+        "lower, whatever their relevance.",
+        position_bias=False, regression=False, correction=True),
+    RewardEstimator(
+        "regression", "regression",
+        "The regression's click probability when seen (the position-based model fitted on the "
+        "features, cross-fitted by query): a row the logger never shows gets one too.",
+        position_bias=True, regression=True, correction=False),
+)}
+
+
+def reward_estimator(name: Any, *, values_policies: bool = False) -> RewardEstimator:
+    """The registry's entry ``name`` (one that values policies, with ``values_policies``)."""
+    names = [e.name for e in REWARD_ESTIMATORS.values()
+             if e.values_policies or not values_policies]
+    return REWARD_ESTIMATORS[check_choice("estimator", name, names)]
+
+
+@dataclass(frozen=True)
+class RewardTerms:
+    """What the estimators read from a log, per row.
+
+    Attributes
+    ----------
+    theta : float64 array
+        The position bias (ones for an estimator without it).
+    clicks, seen : float64 arrays of shape (n_rows,)
+        Clicks, and observation :math:`\\sum_s \\theta_{\\mathrm{rank}_s(d)}`.
+    expected : float64 array of shape (n_rows,)
+        The expected observation the correction divides by.
+    rho : float64 array of shape (n_rows,) or None
+        The logging policy's propensity per session (None without ``qid``).
+    sessions : float64 array of shape (n_rows,) or None
+        The logged sessions of each row's query (None without ``qid``).
+    source : str
+        Where the propensities come from, in words (for the messages).
+    """
+
+    theta: np.ndarray
+    clicks: np.ndarray
+    seen: np.ndarray
+    expected: np.ndarray
+    rho: np.ndarray | None
+    sessions: np.ndarray | None
+    source: str
+
+
+def reward_terms(
+    log: ClickLog, n_rows: int, spec: RewardEstimator, *, position_bias: Any, propensities: Any,
+    propensity_samples: Any, logging_policy: Any, qid: np.ndarray | None, X: Any, seed: int,
+) -> RewardTerms:
+    """The position bias and the per-row counts and propensities of ``spec`` (arguments
+    checked as :func:`~gbdt_plrank.clicks.click_rewards` says)."""
+    clicks = row_clicks(log, n_rows)
+    if not spec.position_bias:
+        theta = np.ones(max(int(log.rank.max(initial=1)), 1))
+    else:
+        theta = resolve_position_bias(position_bias, log)
+    seen = row_observation(log, n_rows, theta)
+    given = [n for n, v in (("propensities", propensities), ("logging_policy", logging_policy))
+             if v is not None]
+    if given and not spec.propensities:
+        raise ValueError(f"{given[0]} weigh the rows' observation under the logging policy, "
+                         f"which the {spec.title} estimator does not use, but they are given.")
+    if len(given) == 2:
+        raise ValueError("propensities and logging_policy are two sources of the same "
+                         "propensities: give one, but both are given.")
+    if not given:
+        no_samples_without_propensities(propensity_samples)
+        sessions = None if qid is None else sessions_per_row(log, qid)
+        rho = None if sessions is None else np.divide(seen, sessions, out=np.zeros(n_rows),
+                                                      where=sessions > 0)
+        return RewardTerms(theta, clicks, seen, seen, rho, sessions,
+                           "the logged display frequencies")
+    if qid is None:
+        raise ValueError(f"qid must be given with {given[0]} (the sessions are counted per "
+                         f"query), but it is None.")
+    sessions = sessions_per_row(log, qid)
+    if logging_policy is not None:
+        n = DEFAULT_POLICY_SAMPLES if propensity_samples is None else check_positive_int(
+            "propensity_samples", propensity_samples)
+        rho = observation("logging_policy", logging_policy, X=X, qid=qid, theta=theta,
+                          n_samples=n, seed=seed)
+        blind = np.flatnonzero((clicks > 0) & (rho <= 0))
+        if blind.size:
+            d = int(blind[0])
+            raise ValueError(f"logging_policy must show every clicked row, but row {d} has "
+                             f"{int(clicks[d])} click(s) and the policy's expected observation "
+                             f"of it is {float(rho[d])!r}: the log is not this policy's.")
+        source = "the logging policy's placement probabilities"
+    else:
+        rho = checked_propensities(propensities, propensity_samples, clicks=clicks, seen=seen,
+                                   sessions=sessions)
+        source = ("propensities" if propensity_samples is None else
+                  f"propensities pooled with the log's displays ({propensity_samples} sampled "
+                  f"rankings per query and the log's sessions)")
+    return RewardTerms(theta, clicks, seen, sessions * rho, rho, sessions, source)
+
+
+def check_shrinkage(shrinkage: Any, spec: RewardEstimator) -> float:
+    """``shrinkage`` as a float: finite, ``>= 0``, and 0 but for a corrected regression."""
+    if not is_number(shrinkage) or not math.isfinite(shrinkage) or shrinkage < 0:
+        raise ValueError(f"shrinkage must be a finite number >= 0, but {shrinkage!r} is given.")
+    if shrinkage and not spec.signed:
+        raise ValueError(f"shrinkage pulls the doubly robust rewards towards their regression "
+                         f"and must be 0 with estimator {spec.name!r}, but {shrinkage!r} is "
+                         f"given.")
+    return float(shrinkage)
+
+
+def regression_estimate(
+    log: ClickLog, n_rows: int, spec: RewardEstimator, regression: Any, *, X: Any,
+    qid: np.ndarray | None, theta: np.ndarray, seed: int,
+) -> np.ndarray:
+    """The estimator's :math:`\\hat\\gamma`: given, or :func:`click_regression`; zeros for an
+    estimator without one (``regression`` is then refused)."""
+    if not spec.regression:
+        if regression is not None:
+            users = ", ".join(repr(e.name) for e in REWARD_ESTIMATORS.values() if e.regression)
+            raise ValueError(f"regression is read by the estimators that start from one "
+                             f"({users}) and must be None with estimator {spec.name!r}, but "
+                             f"it is given.")
+        return np.zeros(n_rows)
+    if regression is not None:
+        gamma = as_finite_vector("regression", regression)
+        if gamma.shape != (n_rows,):
+            raise ValueError(f"regression must have shape ({n_rows},) (one per row), but has "
+                             f"shape {gamma.shape}.")
+        return gamma
+    if X is None or qid is None:
+        missing = " and ".join(n for n, v in (("X", X), ("qid", qid)) if v is None)
+        raise ValueError(f"the {spec.title} estimator fits its regression on the rows' features "
+                         f"and queries: {missing} must be given (or regression=), but "
+                         f"{'they are' if ' and ' in missing else 'it is'} None.")
+    return click_regression(log, X, qid, position_bias=theta, seed=seed)
+
+
+def _clicks_over(clicks: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """``clicks / expected`` where ``expected > 0``, 0 elsewhere; inf where it overflows."""
+    with np.errstate(over="ignore"):
+        return np.divide(clicks, expected, out=np.zeros(clicks.size), where=expected > 0)
+
+
+def click_rewards(
+    log: ClickLog, n_rows: int, *, position_bias: Any, estimator: str = "policy-aware",
+    propensities: Any = None, propensity_samples: int | None = None, logging_policy: Any = None,
+    qid: Any = None, X: Any = None, regression: Any = None, shrinkage: float = 0.0,
+    seed: int = 0,
+) -> np.ndarray:
+    r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
+
+    Parameters
+    ----------
+    log : ClickLog
+        The clicks; its rows index the ``n_rows`` feature rows.
+    n_rows : int
+        Number of feature rows, ``>= 1``.
+    position_bias : array of shape (K,) or "estimate"
+        :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen, in
+        (0, 1], for every logged rank; ``"estimate"`` estimates it from ``log`` by row
+        (:func:`estimate_position_bias` without features: a log that does not identify it so,
+        such as a deterministic logger's, is refused; estimate it with features and pass the
+        array), which obeys the same rule. Not used by ``estimator="naive"``.
+    estimator : {"policy-aware", "doubly-robust", "naive", "regression"}
+        A name of :data:`REWARD_ESTIMATORS`. ``"policy-aware"``: a row's clicks over its
+        expected observation,
+        :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
+        displays, or :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` with the logging
+        policy's propensities :math:`\rho_d` and :math:`S_q` the number of sessions of the
+        query of row :math:`d`; its expectation is :math:`\gamma_d`, the probability that
+        :math:`d` is clicked when seen (up to sampling, for the display frequencies).
+        ``"naive"``: the click-through rate, clicks over displays, whose expectation
+        :math:`\gamma_d\, \mathbb{E}[\theta_{\mathrm{rank}(d)} \mid d\ \text{shown}]` is lower for
+        the rows the logger shows lower. ``"doubly-robust"`` (Oosterhuis, 2023): a regression
+        estimate :math:`\hat\gamma_d` of every row's click probability when seen, corrected by
+        the policy-aware estimate of its error,
+
+        .. math::
+
+            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
+            \hat\gamma_d\big)}{S_q\, \rho_d}
+
+        (:math:`\theta_{\mathrm{rank}_s(d)} = 0` where session :math:`s` does not show
+        :math:`d`). Its expectation is :math:`\gamma_d` when :math:`\rho_d` is the logging
+        policy's propensity, whatever :math:`\hat\gamma` (as long as it does not depend on the
+        clicks of :math:`d`'s own query: the regression is cross-fitted by query), and also
+        when :math:`\hat\gamma = \gamma`, whatever :math:`\rho`. Its variance is that of
+        :math:`c - \theta\hat\gamma` rather than of :math:`c`: lower wherever the regression
+        is close, and a row the logger never showed gets :math:`\hat\gamma_d` rather than 0.
+        The rewards are not clipped and can be negative (train on them with
+        ``metric="dcg", gain="linear"``); without propensities (the display frequencies)
+        a shown row's reward equals the policy-aware one and only never-shown rows gain.
+        ``"regression"``: :math:`\hat\gamma_d` alone, the position-based model's estimate of
+        the click probability from the features; biased where the features do not predict
+        it, but with no inverse propensity to blow up a deep rank's click, and defined for
+        every row, shown or not.
+    propensities : array of shape (n_rows,) or None
+        :math:`\rho_d`, the expected observation of row :math:`d` per session of its query under
+        the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
+        the logging :class:`~gbdt_plrank.PLRankRanker`'s
+        ``expected_exposure(X, qid, weights=theta, n_samples=M)`` (then give ``M`` as
+        ``propensity_samples``; or give the ranker itself as ``logging_policy``). Finite and
+        ``>= 0``; without ``propensity_samples``, ``> 0`` for every clicked row; large enough
+        that a reward is a finite float64 (a clicked row's propensity of 1e-320 is refused).
+        Not with ``logging_policy``. None: the logged display frequencies (or
+        ``logging_policy``'s). Used by the estimators with a correction and the position bias
+        (policy-aware, doubly robust); refused by the others.
+    propensity_samples : int or None, default None
+        With ``propensities`` a Monte-Carlo estimate, the number :math:`M` (``>= 1``) of the
+        logging policy's rankings per query it averages (``expected_exposure``'s
+        ``n_samples``, drawn independently of the log): those rankings are pooled with the
+        log's own sessions, which the same policy drew,
+        :math:`\tilde\rho_d = (M \rho_d + \sum_s \theta_{\mathrm{rank}_s(d)}) / (M + S_q)`,
+        and the rewards divide by :math:`\tilde\rho_d`. A clicked row then always has a
+        positive propensity (the log proves it displayed), even where no sampled ranking shows
+        it, as under a sharp logger. A reward's expectation is :math:`\gamma_d\, f_d` (doubly
+        robust: :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, f_d`) with
+        :math:`f_d = 1 - (1 - p_d)^{M + S_q}`, :math:`p_d` the probability that the logger
+        shows :math:`d`: unbiased but for the chance that none of the :math:`M + S_q` rankings
+        shows the row, and consistent as :math:`M` grows (see Notes). None: ``propensities`` are
+        taken as exact. With ``logging_policy``: the rankings per query of its placement
+        probabilities (None: 1000).
+    logging_policy : fitted ranker or None
+        The policy that logged ``log``, in place of ``propensities``: a Plackett-Luce policy
+        (an object with ``expected_exposure``, such as :class:`~gbdt_plrank.PLRankRanker`),
+        whose propensities are estimated from the placement probabilities of
+        ``propensity_samples`` rankings per query (``expected_exposure(method="placement")``),
+        positive for every row it can show; or any other model with ``predict``, deployed as
+        the ranking by its scores (:math:`\theta` at each row's rank, 0 below the display).
+        Needs ``X`` and ``qid``.
+    qid : array of shape (n_rows,) or None
+        Query id of every row: checks that each session shows the rows of one query; required
+        with ``propensities`` or ``logging_policy`` (the sessions are counted per query) and by
+        the regression.
+    X : array-like or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features, for the regression (:func:`click_regression`) and a
+        ``logging_policy``; not used otherwise, nor with ``regression``.
+    regression : array of shape (n_rows,) or None
+        ``"doubly-robust"`` and ``"regression"`` only: :math:`\hat\gamma`, finite, in place of
+        :func:`click_regression` (cross-fitted by query on ``X``); for the doubly robust rewards
+        to stay unbiased it must not have seen the clicks of a row's own query.
+    shrinkage : float, default 0.0
+        ``"doubly-robust"`` only: :math:`\kappa \ge 0`, finite, pseudo-observations added to
+        the correction's denominator,
+
+        .. math::
+
+            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
+            \hat\gamma_d\big)}{E_d + \kappa},
+
+        :math:`E_d` the row's expected observation (:math:`S_q\, \rho_d`, or
+        :math:`\sum_s \theta_{\mathrm{rank}_s(d)}` without ``propensities``, when the reward is
+        :math:`(\sum_s c_{sd} + \kappa\hat\gamma_d) / (\sum_s \theta_{\mathrm{rank}_s(d)} +
+        \kappa)`: the row's clicks and observation with :math:`\kappa` observations clicked at
+        the rate :math:`\hat\gamma_d`). The reward's expectation is
+        :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, E_d / (E_d + \kappa)` (given the
+        displays without ``propensities``; over them with the logging policy's exact
+        :math:`\rho`, as a Monte-Carlo one without ``propensity_samples`` is taken): shrunk
+        towards the regression by the share :math:`\kappa / (E_d + \kappa)`, which is large
+        for the rows a short log barely observes and vanishes as the sessions grow (and no bias
+        at all where :math:`\hat\gamma = \gamma`). The correction of a barely observed row,
+        the noisiest term, is bounded by :math:`1/\kappa` per click. 0 (the default): the
+        unbiased rewards above.
+    seed : int, default 0
+        The seed of the regression's query folds and of ``logging_policy``'s rankings.
+
+    Returns
+    -------
+    float64 array of shape (n_rows,)
+        The rewards, finite; ``>= 0`` but for the doubly robust ones. Rows never shown
+        (without propensities: no display; with them: :math:`\rho_d = 0` or a query without
+        sessions) get 0 (the doubly robust estimator: :math:`\hat\gamma_d`): nothing is known of
+        them, and the estimate is unbiased only for rows the logger shows with positive
+        probability.
+
+    Raises
+    ------
+    ValueError
+        For a row outside ``range(n_rows)``, a session mixing queries, a position bias (given
+        or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities (a
+        clicked row's exact propensity of 0 among them), ``propensity_samples`` other than an
+        integer ``>= 1`` or without ``propensities`` or ``logging_policy``, both of those, either
+        with an estimator that does not use them, a ``logging_policy`` that is not a fitted
+        ranker or never shows a clicked row, a reward too large for float64 (a clicked row's
+        observation below about 1e-308), an unknown estimator, ``shrinkage`` other than a
+        finite number ``>= 0`` or positive with another estimator than the doubly robust one,
+        or for the estimators with a regression a missing ``qid`` / ``X`` (without
+        ``regression``) or a bad ``regression``, naming the value and the rule.
+
+    Notes
+    -----
+    Why the pooled propensities of ``propensity_samples`` keep the rewards unbiased. Let the
+    :math:`M` sampled rankings be drawn from the logging policy independently of the log, with
+    ``weights`` equal to ``position_bias``. The :math:`n = M + S_q` observations
+    :math:`X_i = \theta_{\mathrm{rank}_i(d)}` of row :math:`d` in the sampled and the logged
+    rankings are then independent draws of one distribution, hence exchangeable, and
+    :math:`\tilde\rho_d = \frac1n\sum_i X_i`. Under the position-based model a logged
+    session's click has mean :math:`X_s\gamma_d` given all the rankings, so
+
+    .. math::
+
+        \mathbb{E}\Big[\frac{c_{sd}}{\tilde\rho_d}\Big]
+        = \gamma_d\, n\, \mathbb{E}\Big[\frac{X_s}{\sum_i X_i}\Big]
+        = \gamma_d\, \mathbb{E}\Big[\frac{\sum_i X_i}{\sum_i X_i}\Big]
+        = \gamma_d\, \big(1 - (1 - p_d)^{n}\big)
+
+    (0/0 read as 0; the middle step because the :math:`n` ratios :math:`X_i / \sum_j X_j` have
+    equal means), :math:`p_d` the probability that the logger shows :math:`d`. The doubly robust
+    correction :math:`(c_{sd} - X_s\hat\gamma_d)/\tilde\rho_d`, with :math:`\hat\gamma`
+    cross-fitted and so independent of the query's rankings, has mean
+    :math:`(\gamma_d - \hat\gamma_d)(1 - (1-p_d)^n)`. The bias, at most
+    :math:`|\gamma_d - \hat\gamma_d|\, e^{-n p_d}` (:math:`\hat\gamma = 0` for the
+    policy-aware rewards), is that of a row none of the :math:`n` rankings shows, which nothing
+    computed from them can avoid; and :math:`\tilde\rho_d \to \rho_d` as :math:`M` grows,
+    so the rewards are consistent. With :math:`M = 0` the pooled propensity is the display
+    frequency, and its rewards have the same expectation. The Monte-Carlo estimate alone is 0
+    with probability :math:`(1-p_d)^M > 0`, and a logged click on such a row (one a sharp logger
+    rarely shows) would be divided by 0: those rewards have no finite expectation.
+
+    The placement probabilities of ``logging_policy`` avoid that zero altogether: every row
+    of a Plackett-Luce policy gets a positive propensity, unbiased for :math:`\rho_d` (a
+    Rao-Blackwellisation of counting). Divided by, it is consistent rather than unbiased
+    (:math:`1/\hat\rho` is convex), with a bias of the order of the estimate's relative
+    variance, which its ``propensity_samples`` rankings make small.
+
+    Examples
+    --------
+    >>> log = ClickLog(session=[0, 0, 1], row=[0, 1, 0], rank=[1, 2, 1], click=[1, 1, 0])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25])
+    array([0.5, 4. , 0. ])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="naive")
+    array([0.5, 1. , 0. ])
+    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="doubly-robust",
+    ...               propensities=[0.8, 0.5, 0.3], qid=[0, 0, 0], regression=[0.5, 0.5, 0.5])
+    array([0.5  , 1.375, 0.5  ])
+    """
+    spec = reward_estimator(estimator)
+    n_rows = check_positive_int("n_rows", n_rows)
+    shrinkage = check_shrinkage(shrinkage, spec)
+    check_rows(log, n_rows)
+    if qid is not None:
+        qid = check_qid(qid, n_rows)
+        log.check_queries(qid)
+    terms = reward_terms(log, n_rows, spec, position_bias=position_bias,
+                         propensities=propensities, propensity_samples=propensity_samples,
+                         logging_policy=logging_policy, qid=qid, X=X, seed=seed)
+    gamma = regression_estimate(log, n_rows, spec, regression, X=X, qid=qid, theta=terms.theta,
+                                seed=seed)
+    rewards = spec.rewards(terms, gamma, shrinkage)
+    infinite = np.flatnonzero(~np.isfinite(rewards))
+    if infinite.size:
+        d = int(infinite[0])
+        if terms.expected is terms.seen:
+            raise ValueError(f"position_bias must be large enough for a finite reward, clicks / "
+                             f"(the position bias summed over the row's displays), but row {d} "
+                             f"has {int(terms.clicks[d])} click(s) and a sum of "
+                             f"{float(terms.seen[d])!r}.")
+        name, used = (("logging_policy", "its propensity of it") if logging_policy is not None
+                      else ("propensities", f"propensities[{d}]") if propensity_samples is None
+                      else ("propensities", f"the pooled propensities[{d}]"))
+        raise ValueError(f"{name} must be large enough for a finite reward, clicks / (sessions "
+                         f"x propensity), but row {d} has {int(terms.clicks[d])} click(s) in "
+                         f"{int(terms.sessions[d])} session(s) and {used} is "
+                         f"{float(terms.rho[d])!r}.")
+    return rewards
