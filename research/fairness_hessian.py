@@ -103,8 +103,8 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
                             n_jobs=trees.n_jobs)
         out["qid"] += [f"{fold}:{q}" for q in v.qid]
         out["ndcg"] += v.ndcg.tolist()
-        out["ee_l"] += v.ee_l.tolist()
-        out["objective"] += (v.ndcg - weight * v.ee_l).tolist()
+        out["ee_l"] += v.values["ee_l"].tolist()
+        out["objective"] += (v.ndcg - weight * v.values["ee_l"]).tolist()
         out["rounds"].append(stopper.best_round)
     out["seconds"] = time.perf_counter() - start
     return out

@@ -81,7 +81,7 @@ def test_boosters_own_early_stopping_stops_on_the_policy(splits, library, fairne
     values = _values(full, vali, run, RankingMetric("ndcg", 5, "exp"), spec)
     best = int(np.argmax(values))
     assert run == best + 1 + PATIENCE < ROUNDS  # stopped, PATIENCE rounds after the best
-    name = "expected_ndcg@5" + (f"-0.5*{spec.loss_name}" if fairness else "")
+    name = "expected_ndcg@5" + (f"-0.5*{spec.term.column}" if fairness else "")
     if library == "xgboost":  # XGBoost's convention: 0-based, every round kept
         assert stopped.best_iteration == best
         assert float(stopped.attr("best_score")) == pytest.approx(values[best], abs=1e-6)

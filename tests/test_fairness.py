@@ -20,14 +20,16 @@ import pytest
 from marks import RANDOM_MARGINS
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank._fairness_terms import FAIRNESS_TERMS
 from gbdt_plrank._groups import Split
 from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyValue
-from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank._training.plrank import finish_hessian
 
 FAIR = "expected-exposure"
+FAIRNESS = tuple(FAIRNESS_TERMS)
 
 
 @dataclass

@@ -131,7 +131,7 @@ class PolicyValue:
         """``expected_<metric>@<K>``, with ``-<w>*<loss>`` appended for a weighted fairness loss."""
         name = f"expected_{metric.name}"
         if fairness is not None and fairness.weight > 0:
-            name += f"-{fairness.weight:g}*{fairness.loss_name}"
+            name += f"-{fairness.weight:g}*{fairness.term.column}"
         return name
 
     def halves(self, margins: np.ndarray) -> Halves:
@@ -153,8 +153,8 @@ class PolicyValue:
     def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
         """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
         return self.fairness.loss(
-            self.queries.y, exposure, self._row_query, K=self.metric.K, gain=self.metric.gain,
-            item_groups=self.queries.item_groups,
+            self.queries.y, exposure, self.queries.group_ptr, K=self.metric.K,
+            gain=self.metric.gain, item_groups=self.queries.item_groups,
         )
 
     def per_query(self, margins: np.ndarray) -> np.ndarray:
@@ -312,7 +312,7 @@ class ExpectedMetric(_BoosterMetric):
         self._item_groups = item_groups
 
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
-        if self.fairness is None or not self.fairness.needs_item_groups:
+        if self.fairness is None or not self.fairness.term.needs_item_groups:
             return eval_set
         n = eval_set.queries.y.shape[0]
         ids = self._item_groups(key, n)
@@ -326,7 +326,7 @@ class ExpectedMetric(_BoosterMetric):
 
     def _unchanged(self, key: Any, eval_set: EvalSet) -> bool:
         """Whether the item groups kept for ``key`` are still those ``eval_set`` was read with."""
-        if self.fairness is None or not self.fairness.needs_item_groups:
+        if self.fairness is None or not self.fairness.term.needs_item_groups:
             return True
         return self._item_groups(key, eval_set.queries.y.shape[0]) is eval_set.queries.item_groups
 

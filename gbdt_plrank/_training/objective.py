@@ -202,7 +202,7 @@ class PLRankObjective(BoosterObjective):
         if self.item_groups is not None and self._item_groups.get(key) is None:
             self.set_item_groups(key, self.item_groups, checked=True)
         ids = self.item_groups_of(key, self._labels.shape[0])
-        if ids is None and self.fairness.needs_item_groups:
+        if ids is None and self.fairness.term.needs_item_groups:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
                 "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
@@ -407,7 +407,7 @@ class PLRankObjective(BoosterObjective):
         """
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
-        if (self.fairness is not None and self.fairness.needs_item_groups
+        if (self.fairness is not None and self.fairness.term.needs_item_groups
                 and self._item_groups.get(y_true) is None):
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of each eval set other "

@@ -82,7 +82,7 @@ class KeyedPLRankObjective(PLRankObjective):
             return super().__call__(preds, data)  # its error for data without query groups
         bounds = data.get_float_info("label_lower_bound")
         keys = _query_keys(bounds if bounds.size else None, fields.group_ptr, "label_lower_bound")
-        if self.fairness is not None and self.fairness.needs_item_groups:
+        if self.fairness is not None and self.fairness.term.needs_item_groups:
             self._read_item_groups(data, int(fields.group_ptr[-1]))
         return self._step(preds, data, fields, keys)
 

@@ -22,7 +22,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._boosters import BACKENDS, TREE_RULES, BoosterSettings, tree_rule
-from .._training.fairness import GROUP_FAIRNESS
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank import PIRANK_HESSIANS, pirank_objective
 from .._training.run import STOPPING_METRICS, stopping_rule
@@ -429,8 +428,8 @@ def check_objectives(
         try:
             chosen = method_settings(method, settings, params.get(name))
             if isinstance(chosen, PLRankSettings):
-                chosen.options(k)
-                if chosen.fairness in GROUP_FAIRNESS and not item_groups:
+                spec = chosen.options(k).fairness_spec
+                if spec is not None and spec.term.needs_item_groups and not item_groups:
                     raise ValueError(
                         f"fairness={chosen.fairness!r} needs item groups, which comparisons do "
                         "not take; draw its frontier with gbdt-plrank fairness and a protected "
