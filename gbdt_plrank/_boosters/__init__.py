@@ -10,6 +10,7 @@ its data objects are the :class:`Split` s themselves and its rounds are epochs.
 """
 
 from ._base import (
+    MAX_ITEM_GROUPS,
     NATIVE_NAMES,
     TREE_RULES,
     Backend,
@@ -25,6 +26,7 @@ from ._base import (
     TreeRules,
     checked_queries,
     eval_name,
+    group_indices,
     metric_name,
     progress,
     query_weights,
@@ -37,6 +39,7 @@ from ._xgboost import XGBoostBackend
 
 __all__ = [
     "BACKENDS",
+    "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
     "TREE_RULES",
     "Backend",
@@ -58,6 +61,7 @@ __all__ = [
     "backend_of_data",
     "checked_queries",
     "eval_name",
+    "group_indices",
     "metric_name",
     "progress",
     "query_weights",

@@ -23,9 +23,10 @@ from .._groups import Split
 from .._ranking_metric import RankingMetric
 from .._util.compat import require
 from .._util.schema import Schema, validate
-from .._util.validation import check_group_ptr, check_labels
+from .._util.validation import check_group_ptr, check_item_groups, check_labels
 
 __all__ = [
+    "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
     "TREE_RULES",
     "Backend",
@@ -41,6 +42,7 @@ __all__ = [
     "TreeRules",
     "checked_queries",
     "eval_name",
+    "group_indices",
     "holds",
     "library",
     "metric_name",
@@ -187,10 +189,9 @@ class Plan:
     Attributes
     ----------
     objective : callable or str
-        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name. An
-        objective that takes item groups has a method ``set_item_groups(data, item_groups)``
-        (:meth:`gbdt_plrank.PLRankObjective.set_item_groups`), the one way they reach it:
-        :meth:`give_item_groups` calls it with the splits' item groups.
+        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name. The
+        data objects a backend builds carry their splits' item groups
+        (:attr:`QueryFields.item_groups`), which the objective reads with their labels.
     K : int
         Cut-off of the library's NDCG evaluated on every eval set after each round (when
         ``metrics`` is empty).
@@ -233,28 +234,6 @@ class Plan:
     min_rounds: int | str = 0
     min_delta: float = 0.0
 
-    def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
-        """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.
-
-        A backend calls it with the training set and the eval sets it built, so that the
-        objective and its metrics know the item groups of the data objects the booster hands
-        them.
-
-        Raises
-        ------
-        ValueError
-            When a split has item groups but the objective takes none (it has no
-            ``set_item_groups``, or its own refuses them: a PL-Rank objective without group
-            fairness).
-        """
-        for data, split in built:
-            if split.item_groups is None:
-                continue
-            give = getattr(self.objective, "set_item_groups", None)
-            if give is None:
-                raise ValueError("item groups were given, but the objective takes none.")
-            give(data, split.item_groups, checked=True)
-
 
 @dataclass(frozen=True)
 class Trained:
@@ -295,7 +274,15 @@ class Trained:
 
 
 class QueryFields(NamedTuple):
-    """What a ranking objective or metric reads from a library's data object."""
+    """What a ranking objective or metric reads from a library's data object.
+
+    The item groups travel with the rows as the labels do (as XGBoost's
+    ``_wrap_evaluation_matrices`` builds every eval set with its metadata): each backend builds
+    its data objects with their split's item groups (XGBoost's ``label_upper_bound``, a row
+    field that reaches every Dask worker and that a callable objective leaves out of training;
+    a LightGBM Dataset of the backend's own class; the torch backend's split itself) and reads
+    them back here.
+    """
 
     #: Query boundaries ``[0, ..., n]``, or None when the data has no query groups.
     group_ptr: np.ndarray | None
@@ -304,6 +291,10 @@ class QueryFields(NamedTuple):
     #: The data's weights as the library stores them (None without), see
     #: :func:`gbdt_plrank._boosters.query_weights`.
     weights: np.ndarray | None
+    #: Each row's item group as the data carries it (None without): its id, or in XGBoost's
+    #: float32 field the index of its id among the split's distinct ids (:func:`group_indices`),
+    #: which orders a query's groups as the ids do.
+    item_groups: np.ndarray | None = None
 
     def copy(self) -> QueryFields:
         """The fields as arrays of their own, not views of the library's buffers."""
@@ -343,7 +334,8 @@ class Backend(Protocol):
         ...
 
     def query_fields(self, data: Any) -> QueryFields:
-        """The query boundaries, labels and weights of one of the library's data objects."""
+        """The query boundaries, labels, weights and item groups of one of the library's data
+        objects."""
         ...
 
     def boosted_rounds(self, booster: Any) -> int:
@@ -434,15 +426,18 @@ class LibraryBackend:
 
 def checked_queries(
     fields: QueryFields, *, gain: str, where: str, signed: bool | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The labels, query boundaries (int64) and query weights of a data object, ``where``.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The labels, query boundaries (int64), query weights and item groups (int64, or None) of
+    a data object, ``where``.
 
     Raises
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain`` and ``signed``, malformed
-        boundaries, or weights that break :func:`query_weights`' rules.
+        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain`` and ``signed``,
+        malformed boundaries, weights that break :func:`query_weights`' rules, or item groups
+        that are not one integer >= 0 per row (the data may hold a part of the rows, of one
+        group).
     """
     if fields.group_ptr is None:
         raise ValueError(
@@ -451,7 +446,34 @@ def checked_queries(
         )
     labels = check_labels(fields.labels, gain=gain, signed=signed)
     ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-    return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
+    ids = None if fields.item_groups is None else check_item_groups(
+        fields.item_groups, labels.shape[0], name=f"the item groups of {where}", part=True
+    )
+    return labels, ptr, query_weights(fields._replace(group_ptr=ptr)), ids
+
+
+#: Item groups ride in XGBoost's float32 row field as indices, exact below this.
+MAX_ITEM_GROUPS = 2**24
+
+
+def group_indices(item_groups: np.ndarray) -> np.ndarray:
+    """Each row's item group as the index of its id among the distinct ids (:attr:`QueryFields.item_groups`).
+
+    The order of the ids is kept, so the groups of a query compare (and are numbered) as the
+    ids are: the fairness terms read the same groups.
+
+    Raises
+    ------
+    ValueError
+        For more than :data:`MAX_ITEM_GROUPS` distinct ids.
+    """
+    ids, index = np.unique(item_groups, return_inverse=True)
+    if ids.shape[0] > MAX_ITEM_GROUPS:
+        raise ValueError(
+            f"item_groups must hold at most {MAX_ITEM_GROUPS} distinct groups (the boosters' row "
+            f"field holds their indices exactly up to there), but hold {ids.shape[0]}."
+        )
+    return index.ravel()
 
 
 def query_weights(fields: QueryFields) -> np.ndarray | None:

@@ -191,7 +191,7 @@ class TorchBackend:
         return isinstance(booster, Network)
 
     def query_fields(self, data: Split) -> QueryFields:
-        return QueryFields(data.group_ptr, data.y, None)
+        return QueryFields(data.group_ptr, data.y, None, data.item_groups)
 
     def boosted_rounds(self, booster: Network) -> int:
         raise TypeError("a trained torch Network does not record the epochs it was trained for.")
@@ -234,10 +234,8 @@ class TorchBackend:
             raise ValueError(
                 f"early_stopping_rounds={patience} needs an eval set and a metric to watch."
             )
-        plan.give_item_groups([(split, split) for split in (data, *evals)])
         start = time.perf_counter()
         X = _dense(data.X)
-        plan.give_item_groups([(data, data), *zip(evals, evals)])
         objective.prepare(data, self.query_fields(data))
         order = np.random.default_rng(seed)
         history: History = {

@@ -199,16 +199,19 @@ class EvalSet:
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str, signed: bool | None = None) -> EvalSet:
-        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`), labels checked.
+        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`),
+        labels checked, with the item groups it carries.
 
         Raises
         ------
         ValueError
-            When the eval set has no query groups, or its labels or weights break their rules.
+            When the eval set has no query groups, or its labels, weights or item groups break
+            their rules.
         """
-        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set",
-                                               signed=signed)
-        return cls(Split(None, labels, row_queries(ptr)), weights)
+        labels, ptr, weights, ids = checked_queries(
+            fields, gain=gain, where="the evaluation set", signed=signed
+        )
+        return cls(Split(None, labels, row_queries(ptr), ids), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The booster's predictions as finite float64 scores of the rows."""
@@ -293,8 +296,10 @@ class RankingMetricEval(_BoosterMetric):
 class ExpectedMetric(_BoosterMetric):
     """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
 
-    With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
-    (its objective's :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`).
+    With group fairness an eval set's item groups are those given for it, which it asks
+    ``item_groups(data, n_rows)`` for (its objective's
+    :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`), else those
+    the data carries (:meth:`EvalSet.read`).
     """
 
     def __init__(
@@ -317,6 +322,8 @@ class ExpectedMetric(_BoosterMetric):
         n = eval_set.queries.y.shape[0]
         ids = self._item_groups(key, n)
         if ids is None:
+            ids = eval_set.queries.item_groups
+        if ids is None:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
                 f"evaluate it: call obj.set_item_groups(data, item_groups) for this "
@@ -325,10 +332,12 @@ class ExpectedMetric(_BoosterMetric):
         return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 
     def _unchanged(self, key: Any, eval_set: EvalSet) -> bool:
-        """Whether the item groups kept for ``key`` are still those ``eval_set`` was read with."""
+        """Whether the item groups given for ``key`` (if any) are still those ``eval_set`` was
+        read with (those the data carries are compared with its fields)."""
         if self.fairness is None or not self.fairness.term.needs_item_groups:
             return True
-        return self._item_groups(key, eval_set.queries.y.shape[0]) is eval_set.queries.item_groups
+        given = self._item_groups(key, eval_set.queries.y.shape[0])
+        return given is None or given is eval_set.queries.item_groups
 
     def clear(self) -> None:
         super().clear()
