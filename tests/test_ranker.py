@@ -807,7 +807,7 @@ def test_bad_fit_input(mq, options, change, error, match):
 def test_tree_settings_have_the_rule_of_the_comparison_trees_table(setting):
     """The ranker and a comparison's [trees] table refuse a tree setting with the same words."""
     with pytest.raises(ValueError) as ranker_error:
-        PLRankRanker(backend="lightgbm", **setting)._settings(0)
+        PLRankRanker(backend="lightgbm", **setting)._training(None, None)
     with pytest.raises(ValueError) as table_error:
         validate(TreeSettings, setting, source="the file", prefix="trees")
     assert str(table_error.value) == f"trees.{ranker_error.value}"

@@ -12,23 +12,21 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
-from pydantic import Field
 from tqdm.auto import tqdm
 
 from .._groups import Split
 from .._ranking_metric import RankingMetric
 from .._util.compat import require
-from .._util.schema import Schema, validate
 from .._util.validation import check_group_ptr, check_item_groups, check_labels
+from ._parameters import ROUNDS
 
 __all__ = [
     "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
-    "TREE_RULES",
     "Backend",
     "BoosterSettings",
     "EvalMetric",
@@ -39,7 +37,6 @@ __all__ = [
     "QueryFields",
     "Split",
     "Trained",
-    "TreeRules",
     "checked_queries",
     "eval_name",
     "group_indices",
@@ -51,7 +48,6 @@ __all__ = [
     "progress",
     "query_weights",
     "timed",
-    "tree_rule",
 ]
 
 T = TypeVar("T")
@@ -95,85 +91,30 @@ def metric_name(K: int) -> str:
     return RankingMetric("ndcg", K, "exp").name
 
 
-_FINITE_NON_NEGATIVE = {"ge": 0, "allow_inf_nan": False, "description": "a finite number >= 0"}
-_FRACTION = {"gt": 0, "le": 1, "description": "a number in (0, 1]"}
-
-#: The rule of every shared tree setting (pydantic constraints and the rule in words): the one
-#: check of the rankers' settings (:meth:`BoosterSettings.checked`) and of a comparison's
-#: ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`).
-TREE_RULES: dict[str, dict[str, Any]] = {
-    "learning_rate": {"gt": 0, "allow_inf_nan": False, "description": "a finite number > 0"},
-    "max_depth": {"ge": 1, "description": "an integer >= 1"},
-    "num_leaves": {"ge": 2, "description": "an integer >= 2"},
-    "min_child_weight": _FINITE_NON_NEGATIVE,
-    "reg_alpha": _FINITE_NON_NEGATIVE,
-    "reg_lambda": _FINITE_NON_NEGATIVE,
-    "min_split_gain": _FINITE_NON_NEGATIVE,
-    "subsample": _FRACTION,
-    "colsample_bytree": _FRACTION,
-}
-
-
-def tree_rule(name: str, default: Any = None, **extra: Any) -> Any:
-    """A pydantic field for the tree setting ``name`` with its rule (``TREE_RULES``)."""
-    return Field(default, **TREE_RULES[name], **extra)
-
-
-class TreeRules(Schema):
-    """The shared tree settings, each ``None`` (the library's default) or within its rule."""
-
-    learning_rate: float | None = tree_rule("learning_rate")
-    max_depth: int | None = tree_rule("max_depth")
-    num_leaves: int | None = tree_rule("num_leaves")
-    min_child_weight: float | None = tree_rule("min_child_weight")
-    reg_alpha: float | None = tree_rule("reg_alpha")
-    reg_lambda: float | None = tree_rule("reg_lambda")
-    min_split_gain: float | None = tree_rule("min_split_gain")
-    subsample: float | None = tree_rule("subsample")
-    colsample_bytree: float | None = tree_rule("colsample_bytree")
-
-
 @dataclass(frozen=True)
 class BoosterSettings:
-    """Shared booster settings by their common names; ``None`` leaves the library's default.
+    """Shared booster settings by their common names; a setting left out keeps the library's
+    default.
 
-    ``n_threads`` is a positive thread count or ``None``; ``params`` are further native
-    parameters, applied after the named settings.
+    ``trees`` holds shared tree settings (:data:`~gbdt_plrank._boosters._parameters.TREE_SETTINGS`)
+    as a surface's schema checked them (``None``: the library's default); ``n_threads`` is a
+    positive thread count or ``None``; ``params`` are further native parameters, applied after
+    the named settings.
     """
 
-    learning_rate: float | None = None
-    max_depth: int | None = None
-    num_leaves: int | None = None
-    min_child_weight: float | None = None
-    reg_alpha: float | None = None
-    reg_lambda: float | None = None
-    min_split_gain: float | None = None
-    subsample: float | None = None
-    colsample_bytree: float | None = None
+    trees: Mapping[str, Any] = field(default_factory=dict)
     n_threads: int | None = None
     seed: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def checked(cls, **settings: Any) -> BoosterSettings:
-        """The settings, after the tree settings among them are checked (:class:`TreeRules`).
-
-        Raises
-        ------
-        ValueError
-            Naming the first tree setting that breaks its rule, its value and the rule.
-        """
-        trees = {name: settings[name] for name in TreeRules.model_fields if name in settings}
-        validate(TreeRules, trees, source="the booster settings")
-        return cls(**settings)
+    def tree(self, name: str) -> Any:
+        """The tree setting ``name``, or None (the library's default)."""
+        return self.trees.get(name)
 
     def named(self) -> dict[str, Any]:
         """The settings that are set (not ``None``) except ``params``, by their common names."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name != "params" and getattr(self, f.name) is not None
-        }
+        named = {**self.trees, "n_threads": self.n_threads, "seed": self.seed}
+        return {name: value for name, value in named.items() if value is not None}
 
 
 #: An evaluation metric of the ranking objectives: ``f(preds, data)`` -> ``(name, value)`` for
@@ -221,18 +162,22 @@ class Plan:
     min_delta : float
         With early stopping, a round becomes the best only when it beats the best value by
         more than this (``EarlyStopper``); 0 is each library's own rule.
+
+    The rounds and the stopping values come checked by the schema of the surface that built
+    the plan (:mod:`gbdt_plrank._boosters._parameters`); their defaults are
+    :data:`~gbdt_plrank._boosters._parameters.ROUNDS`, the libraries' own rule.
     """
 
     objective: Objective
     K: int
     gain: str = "exp"
-    n_estimators: int = 100
-    early_stopping_rounds: int | None = None
+    n_estimators: int = ROUNDS.n_estimators
+    early_stopping_rounds: int | None = ROUNDS.early_stopping_rounds
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
     verbose: int = 0
-    min_rounds: int | str = 0
-    min_delta: float = 0.0
+    min_rounds: int | str = ROUNDS.min_rounds
+    min_delta: float = ROUNDS.min_delta
 
 
 @dataclass(frozen=True)

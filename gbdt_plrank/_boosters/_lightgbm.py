@@ -32,7 +32,7 @@ from ._base import (
     progress,
     timed,
 )
-from ._stopping import lightgbm_early_stopping, min_rounds_of
+from ._stopping import lightgbm_stopping_callback, plan_stopper
 
 __all__ = ["LightGBMBackend", "carrying_dataset"]
 
@@ -104,7 +104,8 @@ class LightGBMBackend(LibraryBackend):
         if not plan.metrics:
             fixed.update(metric="ndcg", eval_at=[plan.K], label_gain=list(gains(levels, plan.gain)))
         defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
-        if settings.subsample is not None and settings.subsample < 1:
+        subsample = settings.tree("subsample")
+        if subsample is not None and subsample < 1:
             defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
         return self.native_params(settings, defaults=defaults, fixed=fixed)
 
@@ -118,12 +119,9 @@ class LightGBMBackend(LibraryBackend):
         valid_sets = [self._dataset(e, reference=train_set) for e in evals]
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
-        if plan.early_stopping_rounds is not None:
-            hooks.append(lightgbm_early_stopping(
-                plan.early_stopping_rounds,
-                min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-                min_delta=plan.min_delta,
-            ))
+        stopper = plan_stopper(plan, params=params, library=self.name)
+        if stopper is not None:
+            hooks.append(lightgbm_stopping_callback(stopper))
         period, bar = progress(plan, len(valid_sets))
         if period:
             hooks.append(lightgbm.log_evaluation(period))

@@ -52,7 +52,7 @@ from ._base import (
     normalised,
     progress,
 )
-from ._stopping import EarlyStopper, min_rounds_of
+from ._stopping import plan_stopper
 
 __all__ = ["ACTIVATIONS", "OPTIMIZERS", "SCALINGS", "Network", "NetworkOptions", "TorchBackend"]
 
@@ -242,9 +242,7 @@ class TorchBackend:
             eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
         }
         n_batches = max(1, math.ceil(data.n_queries / net.batch_size))
-        stopper = None if patience is None else EarlyStopper(
-            patience, min_rounds_of(plan.min_rounds, params={}, library=self.name), plan.min_delta
-        )
+        stopper = plan_stopper(plan, params={}, library=self.name)
         weights = None  # of the best epoch
         with _threads(torch, n_threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

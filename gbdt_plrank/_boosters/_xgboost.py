@@ -31,7 +31,7 @@ from ._base import (
     progress,
     timed,
 )
-from ._stopping import min_rounds_of, xgboost_early_stopping
+from ._stopping import plan_stopper, xgboost_stopping_callback
 
 __all__ = ["XGBoostBackend"]
 
@@ -129,13 +129,8 @@ class XGBoostBackend(LibraryBackend):
     def early_stopping(self, plan: Plan, params: Mapping[str, Any]) -> list[Any]:
         """The plan's early stopping as an XGBoost callback (none without), its minimum number of
         rounds resolved from the native ``params``. Also used by :mod:`gbdt_plrank.dask`."""
-        if plan.early_stopping_rounds is None:
-            return []
-        return [xgboost_early_stopping(
-            plan.early_stopping_rounds,
-            min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-            min_delta=plan.min_delta,
-        )]
+        stopper = plan_stopper(plan, params=params, library=self.name)
+        return [] if stopper is None else [xgboost_stopping_callback(stopper)]
 
     @staticmethod
     def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
