@@ -17,7 +17,7 @@ from tiny_ltr import write_tiny_letor
 from gbdt_plrank import metrics
 from gbdt_plrank._fairness_terms import equal_exposure_target
 from gbdt_plrank._ranking_metric import RankingMetric
-from gbdt_plrank._training.evaluation import Halves, PolicyValue
+from gbdt_plrank._training.evaluation import Halves, PolicyEvaluator
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import LTRDataset, Split
 from gbdt_plrank.harness.frontier import run as frontier
@@ -81,7 +81,7 @@ def test_policy_evaluation_is_unbiased():
     # the plain plug-in EE-L of 4 rankings is biased upwards; the estimate above is not
     plain, fixed = [], []
     for s in range(300):
-        h = PolicyValue(RankingMetric("ndcg", K, "exp"), None, split, n_samples=4, seed=2 * s,
+        h = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, split, n_samples=4, seed=2 * s,
                         n_jobs=1).halves(margins)
         plain.append(metrics.expected_exposure_loss(split.y, h.exposure, split.qid, k=K))
         fixed.append(evaluate_policy(margins, split, k=K, n_samples=4, seed=2 * s,

@@ -1,8 +1,10 @@
 r"""Evaluation of a ranker on labelled queries: its ranking's metric, its policy's value.
 
 :func:`ranking_values` is the metric@K of the ranking by score, per query
-(:mod:`gbdt_plrank.metrics`); :func:`per_sample_metric` that of sampled rankings, per sample. :class:`PolicyValue` is the value of the Plackett-Luce policy of
-the scores. Per query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
+(:mod:`gbdt_plrank.metrics`); :func:`per_sample_metric` that of sampled rankings, per sample.
+:class:`PolicyEvaluator` evaluates the Plackett-Luce policy of the scores: its value (the
+result of an off-policy estimate from clicks is :class:`gbdt_plrank.clicks.PolicyValue`). Per
+query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
 rounds :data:`EVAL_ROUNDS`, which training never reaches, so the same draws serve every boosting
 round and the value is smooth in the margins):
 
@@ -48,7 +50,7 @@ __all__ = [
     "EvalSet",
     "ExpectedMetric",
     "Halves",
-    "PolicyValue",
+    "PolicyEvaluator",
     "RankingMetricEval",
     "StandardizedMetric",
     "per_sample_metric",
@@ -88,8 +90,9 @@ class Halves:
         return 2.0 * f(self.exposure) - 0.5 * (f(self.E_a) + f(self.E_b))
 
 
-class PolicyValue:
-    """A policy's expected metric@K, minus a weight times a fairness loss, on labelled queries.
+class PolicyEvaluator:
+    """Evaluates policies on labelled queries: a policy's expected metric@K, minus a weight
+    times a fairness loss.
 
     The per-query constants of the queries (rewards, empty queries) are computed once; each call
     of :meth:`per_query` samples the policy of new margins from the same streams.
@@ -294,7 +297,7 @@ class RankingMetricEval(_BoosterMetric):
 
 
 class ExpectedMetric(_BoosterMetric):
-    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
+    """The value of the policy of the scores (:class:`PolicyEvaluator`), named by :meth:`PolicyEvaluator.name_of`.
 
     With group fairness an eval set's item groups are those given for it, which it asks
     ``item_groups(data, n_rows)`` for (its objective's
@@ -311,7 +314,7 @@ class ExpectedMetric(_BoosterMetric):
         self.fairness = fairness
         self.seed = seed
         self.n_jobs = n_jobs
-        self.name = PolicyValue.name_of(metric, fairness)
+        self.name = PolicyEvaluator.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
         self._item_groups = item_groups
@@ -349,7 +352,7 @@ class ExpectedMetric(_BoosterMetric):
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
-            policy = self._policies.put(eval_set, PolicyValue(
+            policy = self._policies.put(eval_set, PolicyEvaluator(
                 self.metric, self.fairness, eval_set.queries, n_samples=self.n_samples,
                 seed=self.seed, n_jobs=self.n_jobs,
             ))
@@ -361,7 +364,7 @@ class StandardizedMetric(ExpectedMetric):
 
     The scores :math:`m` of the eval set's rows are divided by their standard deviation
     :math:`\sigma(m)` over the rows and multiplied by :data:`STANDARD_SPREAD` before the policy
-    is sampled (:class:`PolicyValue`, :data:`STANDARDIZED_SAMPLES` rankings per query, the same
+    is sampled (:class:`PolicyEvaluator`, :data:`STANDARDIZED_SAMPLES` rankings per query, the same
     streams every round): the value of the policy of :math:`s\, m / \sigma(m)`. It is smooth
     in the margins as the policy's value is, but blind to their scale, as the ranking's metric
     is: boosting rounds that only sharpen the policy (scale the margins up) leave it unchanged,

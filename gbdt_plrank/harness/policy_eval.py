@@ -30,7 +30,7 @@ import numpy as np
 from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
-from .._training.evaluation import EVAL_ROUNDS, PolicyValue, per_sample_metric
+from .._training.evaluation import EVAL_ROUNDS, PolicyEvaluator, per_sample_metric
 from .._training.fairness import FairnessSpec
 from .._training.policy import sample_policy
 from ..datasets import Split
@@ -90,9 +90,9 @@ def _losses(
     }
 
 
-def _value(split: Split, k: int, **options: object) -> PolicyValue:
+def _value(split: Split, k: int, **options: object) -> PolicyEvaluator:
     """The evaluation of ``split`` at cut-off ``k``."""
-    return PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, **options)
+    return PolicyEvaluator(RankingMetric("ndcg", k, "exp"), None, split, **options)
 
 
 def evaluate_policy(
@@ -102,7 +102,7 @@ def evaluate_policy(
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
     ``n_samples`` (even) rankings per query in two halves, the draws of
-    :class:`~gbdt_plrank._training.evaluation.PolicyValue` with ``seed``: their exposures give the values,
+    :class:`~gbdt_plrank._training.evaluation.PolicyEvaluator` with ``seed``: their exposures give the values,
     their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of the cost:
     the NDCG of every sampled ranking) the mean is that of the values and the variance NaN.
     """
