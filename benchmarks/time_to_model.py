@@ -64,7 +64,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
-from gbdt_plrank._boosters._stopping import check_min_delta
+from gbdt_plrank._boosters import check_parameter
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--seeds must be distinct, but {','.join(map(str, args.seeds))} repeats one.")
     check_data(datasets, folds)
     try:
-        check_min_delta(args.min_delta)
+        check_parameter("min_delta", args.min_delta)
     except ValueError as error:
         parser.error(f"--min-delta: {error}")
     variants = {}

@@ -145,7 +145,7 @@ def _call_every_kernel() -> None:
     the functions whose kernels a training does not reach (margins spanning more than the
     narrow kernels take, PiRank, explicit rankings, the metrics)."""
     from . import metrics
-    from ._training.fairness import FAIRNESS, GROUP_FAIRNESS
+    from ._fairness_terms import FAIRNESS_TERMS
     from ._training.options import PLRankOptions
     from ._training.pirank import pirank_loss_grad_hess
     from ._training.plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
@@ -167,8 +167,8 @@ def _call_every_kernel() -> None:
         ranker.expected_exposure(X, qid, n_samples=2)
         ranker.expected_metric(X, y, qid, n_samples=2)
         ranker.score(X, y, qid)
-    for fairness in FAIRNESS:
-        ids = groups if fairness in GROUP_FAIRNESS else None
+    for fairness, term in FAIRNESS_TERMS.items():
+        ids = groups if term.needs_item_groups else None
         PLRankRanker(fairness=fairness, **fit).fit(
             X, y, qid, item_groups=ids, early_stopping_rounds=1,
             eval_set=[(X, y, qid) if ids is None else (X, y, qid, ids)],
@@ -178,8 +178,8 @@ def _call_every_kernel() -> None:
     rankings = np.array([[0, 1, 2], [3, 2, 1]])
     for scores in (X[:, 0] * 1000.0, X[:, 0]):  # wide: beyond the narrow kernels' span
         plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, query_subsample=0.5)
-        for fairness in (None, *FAIRNESS):
-            ids = groups if fairness in GROUP_FAIRNESS else None
+        for fairness in (None, *FAIRNESS_TERMS):
+            ids = groups if fairness and FAIRNESS_TERMS[fairness].needs_item_groups else None
             plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=fairness,
                              item_groups=ids)
             plrank_grad_hess_from_rankings(
@@ -192,6 +192,6 @@ def _call_every_kernel() -> None:
                         metrics.mrr, metrics.average_relevance_position, metrics.dataset_ndcg):
             measure(y, scores, qid)
     exposure = PLRankRanker(**fit).fit(X, y, qid).expected_exposure(X, qid, n_samples=2)
-    metrics.expected_exposure_loss(y, exposure, qid, k=3)
-    metrics.relevance_proportional_disparity(y, exposure, qid)
-    metrics.group_disparity(y, exposure, qid, groups)
+    for fairness, term in FAIRNESS_TERMS.items():
+        ids = groups if term.needs_item_groups else None
+        metrics.fairness_loss(y, exposure, qid, loss=fairness, k=3, item_groups=ids)

@@ -27,10 +27,12 @@ from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._boosters import (
+    RANKER,
     Backend,
     BoosterSettings,
     Plan,
     QueryFields,
+    Rounds,
     Split,
     Trained,
     backend_of_booster,
@@ -49,7 +51,6 @@ from ._util.validation import (
     check_feature_columns,
     check_feature_values,
     check_labels,
-    check_positive_int,
     check_verbose,
 )
 
@@ -77,10 +78,10 @@ def _same(value: object, default: object) -> bool:
         return False
 
 
-def check_early_stopping(early_stopping_rounds: object, eval_set: object) -> None:
-    """``early_stopping_rounds`` is None, or an integer >= 1 with a validation set to watch."""
+def check_early_stopping(early_stopping_rounds: int | None, eval_set: object) -> None:
+    """Early stopping (``early_stopping_rounds`` checked by its rule) needs a validation set to
+    watch."""
     if early_stopping_rounds is not None:
-        check_positive_int("early_stopping_rounds", early_stopping_rounds)
         if not eval_set:
             raise ValueError(
                 f"early_stopping_rounds={early_stopping_rounds} needs a validation set: pass "
@@ -293,26 +294,28 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
                 )
 
     def _plan(
-        self, options: PLRankOptions, *, rounds: int, eval_set: object,
-        early_stopping_rounds: object, trainer: str, stopping_metric: str = "auto",
+        self, options: PLRankOptions, rounds: Rounds, *, eval_set: object, trainer: str,
+        stopping_metric: str = RANKER.stopping_metric,
         objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
-        min_rounds: int | str = 0, min_delta: float = 0.0,
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
-        Checks early stopping against ``eval_set`` (and warns about parameters the fit does not
-        use, once every value is checked), draws the objective's and the model's seeds
-        from ``random_state`` and builds the plan with the package's one run builder
-        (:func:`gbdt_plrank._training.run.plrank_plan`) for ``rounds`` rounds (or epochs).
+        ``rounds`` holds the fit's rounds (or epochs) and how they stop, checked by their
+        rules (:class:`~gbdt_plrank._boosters.Rounds`, or the ranker's
+        :class:`~gbdt_plrank._boosters.RankerParameters`). Checks early stopping against
+        ``eval_set`` (and warns about parameters the fit does not use, once every value is
+        checked), draws the objective's and the model's seeds from ``random_state`` and builds
+        the plan with the package's one run builder (:func:`gbdt_plrank._training.run.plrank_plan`).
         """
+        early_stopping_rounds = rounds.early_stopping_rounds
         check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, model_seed = seeds_from(self.random_state, 2)
         plan = plrank_plan(
             options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=rounds, early_stopping_rounds=early_stopping_rounds,
+            n_estimators=rounds.n_estimators, early_stopping_rounds=early_stopping_rounds,
             objective_type=objective_type, device=device, trainer=trainer,
-            verbose=check_verbose("verbose", self.verbose), min_rounds=min_rounds,
-            min_delta=min_delta,
+            verbose=check_verbose("verbose", self.verbose), min_rounds=rounds.min_rounds,
+            min_delta=rounds.min_delta,
         )
         self._warn_idle_parameters(
             options, eval_set=eval_set, early_stopping_rounds=early_stopping_rounds

@@ -67,8 +67,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._groups import resolve_groups, row_queries
-from ._kernels import fairness as _fair_kernels
+from ._fairness_terms import ExposureRows, equal_exposure_target, fairness_names, fairness_term
+from ._groups import resolve_groups
 from ._kernels import metrics as _metric_kernels
 from ._ranking_metric import GAINS, dcg_weights, gains, ranks_used
 from ._util.docs import shared_entries
@@ -90,6 +90,7 @@ __all__ = [
     "dcg",
     "expected_exposure_loss",
     "expected_exposure_parts",
+    "fairness_loss",
     "group_disparity",
     "mrr",
     "ndcg",
@@ -534,30 +535,90 @@ def average_relevance_position(
 # Fairness of exposure: metrics of a stochastic policy's expected exposure per document
 # --------------------------------------------------------------------------------------------
 def _exposure_rows(
-    y_true: object, exposure: object, group: object, k: object
-) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int64], int, npt.NDArray[np.int64]]:
-    """Grouped labels, exposures, equal-exposure targets, row query index, query count, order."""
-    k = _check_k(k)
-    y = check_labels(y_true, name="y_true")
+    y_true: object, exposure: object, group: object, *, gain: str = "linear",
+    item_groups: object = None,
+) -> tuple[ExposureRows, FloatArray]:
+    """Validated rows grouped by query (labels for ``gain``, checked item groups if given) and
+    their exposures, grouped alike."""
+    y = check_labels(y_true, gain=gain, name="y_true")
+    ids = None if item_groups is None else check_item_groups(item_groups, y.shape[0])
     e = as_finite_vector("exposure", exposure)
     check_same_length(y_true=y, exposure=e)
     if e.size and e.min() < 0:
         raise ValueError(f"exposure must be >= 0, but its minimum {e.min()!r} is given.")
     groups = resolve_groups(group, y.shape[0])
-    y, e, ptr = y[groups.order], e[groups.order], groups.ptr
-    G = ptr.shape[0] - 1
-    q = row_queries(ptr)
-    return y, e, _equal_exposure_target(y, ptr, k), q, G, groups.order
+    rows = ExposureRows(
+        y[groups.order], groups.ptr, gain, None if ids is None else ids[groups.order]
+    )
+    return rows, e[groups.order]
 
 
-def _equal_exposure_target(
-    y: FloatArray, ptr: npt.NDArray[np.int64], k: int | None
-) -> FloatArray:
-    """Per row: the mean rank weight over the ranks its grade occupies in the ideal ranking."""
-    eps = np.empty(y.shape[0])
-    theta = dcg_weights(ranks_used(k, ptr))
-    _fair_kernels.equal_exposure_target(y, ptr, theta, eps)
-    return eps
+def fairness_loss(
+    y_true: npt.ArrayLike,
+    exposure: npt.ArrayLike,
+    group: npt.ArrayLike | None = None,
+    *,
+    loss: str,
+    k: int | None = 10,
+    gain: str = "exp",
+    item_groups: npt.ArrayLike | None = None,
+    per_query: bool = False,
+) -> float | FloatArray:
+    r"""A fairness term's loss of a policy's expected exposures, lower is fairer.
+
+    ``exposure[d]`` is a policy's expected exposure of document ``d``,
+    :math:`E(d) = \mathbb{E}_y[\theta_{\mathrm{rank}(d)}]` with the DCG rank weights
+    :math:`\theta_k = 1/\log_2(k+1)` for :math:`k \le K` and 0 after; ``loss`` names the term,
+    the loss a PL-Rank objective with ``fairness=loss`` subtracts
+    (:mod:`gbdt_plrank._fairness_terms` has their formulas):
+
+    .. fairness-terms:: registered
+
+    A dataset value is the unweighted mean over queries, as every metric of this module. The
+    losses are quadratic in :math:`E`: for a Monte-Carlo estimate of the exposure they are biased
+    upwards by its variance (see :func:`expected_exposure_parts`).
+
+    Parameters
+    ----------
+    .. metric-docs:: fair_labels
+    exposure : array-like (n,)
+        Expected exposure per document (finite, ``>= 0``), with the rank weights cut at ``k``.
+    .. metric-docs:: group
+    loss : str
+        The fairness term's name.
+    k : int or None, default 10
+        Cut-off :math:`K` of the rank weights, for a term defined by them (the equal-exposure
+        target of ``"expected-exposure"``); ``None`` weights the whole list.
+    gain : {"exp", "linear"}, default "exp"
+        The merit :math:`g = 2^y - 1` or :math:`g = y` of a label, for a term that weighs
+        merit (the labels are checked for it there).
+    item_groups : array-like (n,) or None, default None
+        Item group of every document (integers ``>= 0``, two or more distinct values), for a
+        term defined by them (``"group-disparity"``) and only then.
+    .. metric-docs:: per_query returns
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``loss``, bad labels, exposures (negative or not finite), lengths,
+        groups, ``k`` or ``gain``, and item groups missing for a term defined by them, given
+        for another, or breaking their rules.
+    """
+    term = fairness_term(check_choice("loss", loss, fairness_names()))
+    k = _check_k(k)
+    gain = check_choice("gain", gain, GAINS)
+    if (item_groups is not None) != term.needs_item_groups:
+        grouped = [name for name in fairness_names() if fairness_term(name).needs_item_groups]
+        raise ValueError(
+            f"loss={loss!r} needs item_groups: one integer group id >= 0 per document."
+            if term.needs_item_groups else
+            f"item_groups are used only by the losses {grouped}, but loss={loss!r} is given."
+        )
+    rows, e = _exposure_rows(
+        y_true, exposure, group, gain=gain if "gain" in term.reads else "linear",
+        item_groups=item_groups,
+    )
+    return _result(term.loss(rows, e, dcg_weights(ranks_used(k, rows.ptr))), per_query)
 
 
 def expected_exposure_parts(
@@ -624,7 +685,10 @@ def expected_exposure_parts(
     F. Diaz, B. Mitra, M. D. Ekstrand, A. J. Biega and B. Carterette. Evaluating stochastic
     rankings with expected exposure. CIKM 2020.
     """
-    _, e, eps, q, G, _ = _exposure_rows(y_true, exposure, group, k)
+    k = _check_k(k)
+    rows, e = _exposure_rows(y_true, exposure, group)
+    eps = equal_exposure_target(rows.labels, rows.ptr, dcg_weights(ranks_used(k, rows.ptr)))
+    q, G = rows.row_query, rows.n_queries
     parts = {
         "ee_l": np.bincount(q, (e - eps) ** 2, minlength=G),
         "ee_d": np.bincount(q, e * e, minlength=G),
@@ -641,8 +705,11 @@ def expected_exposure_loss(
     k: int | None = 10,
     per_query: bool = False,
 ) -> float | FloatArray:
-    r"""Expected exposure loss EE-L, lower is fairer: see :func:`expected_exposure_parts`."""
-    return expected_exposure_parts(y_true, exposure, group, k=k, per_query=per_query)["ee_l"]
+    r"""Expected exposure loss EE-L, lower is fairer: see :func:`expected_exposure_parts`
+    (:func:`fairness_loss` with ``loss="expected-exposure"``)."""
+    return fairness_loss(
+        y_true, exposure, group, loss="expected-exposure", k=k, per_query=per_query
+    )
 
 
 def relevance_proportional_disparity(
@@ -691,18 +758,9 @@ def relevance_proportional_disparity(
 
     A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
     """
-    gain = check_choice("gain", gain, GAINS)
-    y, e, _, q, G, _ = _exposure_rows(
-        check_labels(y_true, gain=gain, name="y_true"), exposure, group, None
+    return fairness_loss(
+        y_true, exposure, group, loss="disparity", gain=gain, per_query=per_query
     )
-    rho = gains(y, gain)
-    n = np.bincount(q, minlength=G).astype(np.float64)
-    lagrange = np.bincount(q, e * e, minlength=G) * np.bincount(q, rho * rho, minlength=G)
-    lagrange -= np.bincount(q, e * rho, minlength=G) ** 2
-    out = np.zeros(G)
-    ok = n > 1
-    out[ok] = 2.0 * np.maximum(lagrange[ok], 0.0) / (n[ok] * (n[ok] - 1.0))
-    return _result(out, per_query)
 
 
 def group_disparity(
@@ -755,24 +813,17 @@ def group_disparity(
     ----------
     A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
     """
-    gain = check_choice("gain", gain, GAINS)
-    y = check_labels(y_true, gain=gain, name="y_true")
-    ids = check_item_groups(item_groups, y.shape[0])
-    y, e, _, q, G, order = _exposure_rows(y, exposure, group, None)
-    pairs, pair = np.unique(np.stack([q, ids[order]]), axis=1, return_inverse=True)
-    pair = pair.ravel()
-    merit = np.bincount(pair, gains(y, gain), minlength=pairs.shape[1])
-    share = np.divide(
-        np.bincount(pair, e, minlength=pairs.shape[1]), merit, out=np.zeros_like(merit),
-        where=merit > 0,
+    return fairness_loss(
+        y_true, exposure, group, loss="group-disparity", gain=gain, item_groups=item_groups,
+        per_query=per_query,
     )
-    count = np.bincount(pairs[0], merit > 0, minlength=G)
-    total = np.bincount(pairs[0], share, minlength=G)
-    out = count * np.bincount(pairs[0], share * share, minlength=G) - total * total
-    return _result(np.where(count > 1, np.maximum(out, 0.0), 0.0), per_query)
 
 
 # The entries the metrics share, filled in where their docstrings say ``.. metric-docs::``.
 for _metric in (globals()[name] for name in __all__):
     if ".. metric-docs::" in (getattr(_metric, "__doc__", None) or ""):
         shared_entries("metric-docs", _ENTRIES)(_metric)
+# The registered fairness terms, listed where fairness_loss says ``.. fairness-terms::``.
+shared_entries("fairness-terms", {"registered": "\n".join(
+    f'- ``"{name}"``: {fairness_term(name).summary}' for name in fairness_names()
+)})(fairness_loss)

@@ -33,20 +33,24 @@ from typing import Any
 import numpy as np
 from sklearn.utils import Tags
 
-from ._boosters import BACKENDS, BoosterSettings, Plan, Trained, TreeRules
-from ._boosters._stopping import check_min_delta, check_min_rounds_choice
+from ._boosters import (
+    BACKENDS,
+    RANKER,
+    RANKER_BACKENDS,
+    TREE_SETTINGS,
+    BoosterSettings,
+    Plan,
+    RankerParameters,
+    Trained,
+)
 from ._estimator import PolicyRanker, caller_level
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
 from ._training.plrank import kept_query_counts
 from ._training.policy_methods import MetricEstimate
 from ._util.threads import booster_threads
-from ._util.validation import check_choice, check_positive_int
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
-
-#: The backends that take a callable objective (CatBoost has no hook for one).
-RANKER_BACKENDS = ("xgboost", "lightgbm")
 
 
 @option_docs()
@@ -206,7 +210,7 @@ class PLRankRanker(PolicyRanker):
     def __init__(
         self,
         *,
-        backend: str = "xgboost",
+        backend: str = RANKER.backend,
         K: int = DEFAULTS.K,
         train_K: int | str = DEFAULTS.train_K,
         N: int | str = DEFAULTS.N,
@@ -220,20 +224,20 @@ class PLRankRanker(PolicyRanker):
         fairness_weight: float = DEFAULTS.fairness_weight,
         device: str = "cpu",
         empty_queries: str = DEFAULTS.empty_queries,
-        n_estimators: int = 100,
-        learning_rate: float = 0.1,
-        max_depth: int | None = None,
-        num_leaves: int | None = None,
-        min_child_weight: float | None = None,
-        reg_alpha: float | None = None,
-        reg_lambda: float | None = None,
-        min_split_gain: float | None = None,
-        subsample: float | None = None,
-        colsample_bytree: float | None = None,
+        n_estimators: int = RANKER.n_estimators,
+        learning_rate: float = RANKER.learning_rate,
+        max_depth: int | None = RANKER.max_depth,
+        num_leaves: int | None = RANKER.num_leaves,
+        min_child_weight: float | None = RANKER.min_child_weight,
+        reg_alpha: float | None = RANKER.reg_alpha,
+        reg_lambda: float | None = RANKER.reg_lambda,
+        min_split_gain: float | None = RANKER.min_split_gain,
+        subsample: float | None = RANKER.subsample,
+        colsample_bytree: float | None = RANKER.colsample_bytree,
         n_jobs: int | None = None,
-        stopping_metric: str = "auto",
-        min_rounds: int | str = "auto",
-        min_delta: float = 0.0,
+        stopping_metric: str = RANKER.stopping_metric,
+        min_rounds: int | str = RANKER.min_rounds,
+        min_delta: float = RANKER.min_delta,
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,
@@ -379,24 +383,30 @@ class PLRankRanker(PolicyRanker):
     ) -> tuple[str, BoosterSettings, Plan, PLRankOptions]:
         """The checked backend name, booster settings, training plan and options of a fit.
 
-        Everything but the data is checked here, before any data is read
+        Everything but the data is checked here, before any data is read: the tree and
+        stopping parameters by their one schema (:class:`~gbdt_plrank._boosters.RankerParameters`,
+        with ``fit``'s ``early_stopping_rounds``), once, and the PL-Rank options by theirs
         (:meth:`~gbdt_plrank._estimator.PolicyRanker._plan` builds the plan).
         """
-        backend = check_choice("backend", self.backend, RANKER_BACKENDS)
-        n_estimators = check_positive_int("n_estimators", self.n_estimators)
+        parameters = RankerParameters.checked(
+            **{name: getattr(self, name) for name in RankerParameters.model_fields
+               if name != "early_stopping_rounds"},
+            early_stopping_rounds=early_stopping_rounds,
+        )
         options = self._options()
         plan, booster_seed = self._plan(
-            options, rounds=n_estimators, eval_set=eval_set,
-            early_stopping_rounds=early_stopping_rounds, trainer=self._trainer,
-            stopping_metric=self.stopping_metric, objective_type=self._objective_type,
+            options, parameters, eval_set=eval_set, trainer=self._trainer,
+            stopping_metric=parameters.stopping_metric, objective_type=self._objective_type,
             device=self.device,
-            min_rounds=check_min_rounds_choice(self.min_rounds),
-            min_delta=check_min_delta(self.min_delta),
         )
-        return backend, self._settings(booster_seed), plan, options
+        return parameters.backend, self._settings(booster_seed), plan, options
 
     def _settings(self, seed: int) -> BoosterSettings:
-        """The booster settings, with ``params`` checked to be a dict with string keys."""
+        """The booster settings, with ``params`` checked to be a dict with string keys.
+
+        The tree settings are passed on as given (a NumPy scalar stays one), once their rules
+        have passed (:meth:`_training`).
+        """
         params = {} if self.params is None else self.params
         if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
             raise ValueError(
@@ -405,7 +415,7 @@ class PLRankRanker(PolicyRanker):
             )
         if self.device != "cpu" and self.backend == "xgboost":
             params = {**params, "device": self.device}
-        trees = {name: getattr(self, name) for name in TreeRules.model_fields}
-        return BoosterSettings.checked(
-            **trees, n_threads=booster_threads(self.n_jobs), seed=seed, params=dict(params)
+        return BoosterSettings(
+            trees={name: getattr(self, name) for name in TREE_SETTINGS},
+            n_threads=booster_threads(self.n_jobs), seed=seed, params=dict(params),
         )

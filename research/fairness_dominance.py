@@ -159,11 +159,11 @@ def evaluate_model(model: Model, data: LTRDataset, samples: int) -> dict[str, An
         points = {0.0: _evaluate(margins, split, samples)}
         for t in TEMPERATURES:
             points[t] = _evaluate(margins / (t * scale), split, samples)
-        out[split_name] = {t: (v.ndcg, v.ee_l) for t, v in points.items()}
+        out[split_name] = {t: (v.ndcg, v.values["ee_l"]) for t, v in points.items()}
     if model.train is not None:  # overfitting of the fairness term: the training queries
         train_split = without_empty_queries(data.train)
         v = _evaluate(model.train[_rows_with_relevant(data.train)], train_split, samples)
-        out["train"] = (v.ndcg, v.ee_l)
+        out["train"] = (v.ndcg, v.values["ee_l"])
     return out
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
 from gbdt_plrank import PLRankRanker
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
-from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.harness.policy_eval import evaluate_ranking
@@ -79,7 +79,7 @@ def _deltr_scores(train: Split, train_groups: np.ndarray, test: Split, test_grou
 def _measure(scores: np.ndarray, test: Split, groups: np.ndarray, samples: int) -> list[str]:
     ranking = evaluate_ranking(scores, test, k=K)
     rank_exposure = _ranking_exposure(scores, test)
-    value = PolicyValue(RankingMetric("ndcg", K, "exp"), None, test, n_samples=samples, seed=7,
+    value = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, test, n_samples=samples, seed=7,
                         n_jobs=1)
     h = value.halves(scores)
     policy_gd = h.unbiased(lambda e: group_disparity(test.y, e, test.qid, groups, per_query=True))

@@ -3,7 +3,7 @@
 For every fold, Hessian mode and fairness weight, PL-Rank with ``fairness="expected-exposure"``
 trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`, the harness's
 tree settings) and is early-stopped on its policy's validation objective, expected NDCG@10 minus
-the weight times EE-L (:class:`gbdt_plrank._training.evaluation.PolicyValue`). The
+the weight times EE-L (:class:`gbdt_plrank._training.evaluation.PolicyEvaluator`). The
 validation queries (with a relevant document) are split in two halves A and B by query id; the
 round is chosen on one half and the other half is read at that round (cross-fitting: the best
 round of a noisy curve flatters it on the queries that chose it). Each held-out query's objective
@@ -29,7 +29,7 @@ import numpy as np
 import xgboost as xgb
 
 from gbdt_plrank._ranking_metric import RankingMetric
-from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load, without_empty_queries
@@ -58,7 +58,7 @@ class _HalfStopper:
 
     def __init__(self, chosen: Split, other: Split, *, weight: float, patience: int, seed: int,
                  n_jobs: int | None) -> None:
-        self.value = PolicyValue(
+        self.value = PolicyEvaluator(
             RankingMetric("ndcg", K, "exp"), FairnessSpec("expected-exposure", weight), chosen,
             n_samples=STOP_SAMPLES, seed=seed, n_jobs=n_jobs,
         )
@@ -103,8 +103,8 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
                             n_jobs=trees.n_jobs)
         out["qid"] += [f"{fold}:{q}" for q in v.qid]
         out["ndcg"] += v.ndcg.tolist()
-        out["ee_l"] += v.ee_l.tolist()
-        out["objective"] += (v.ndcg - weight * v.ee_l).tolist()
+        out["ee_l"] += v.values["ee_l"].tolist()
+        out["objective"] += (v.ndcg - weight * v.values["ee_l"]).tolist()
         out["rounds"].append(stopper.best_round)
     out["seconds"] = time.perf_counter() - start
     return out

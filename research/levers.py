@@ -39,7 +39,7 @@ The levers (all built from the public objective, none of them an option of it):
 - ``K x2``, ``N=300``: a longer sampled ranking or more samples.
 - ``stopped on the policy's expected NDCG``: the default objective, early-stopped (patience 50)
   on the validation expected NDCG@K of its Plackett-Luce policy (100 sampled rankings per query,
-  the same streams every round; :class:`~gbdt_plrank._training.evaluation.PolicyValue`) rather
+  the same streams every round; :class:`~gbdt_plrank._training.evaluation.PolicyEvaluator`) rather
   than on NDCG@K of the ranking by score: a smoothed validation curve, and the objective
   PL-Rank optimises. Its rounds are chosen, cross-fitted, on that curve too; what is scored is
   still the ranking's NDCG@K.
@@ -73,7 +73,7 @@ import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric
-from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
@@ -199,7 +199,7 @@ class Curves:
         self.margin = np.zeros(vali.y.shape[0])
         self.ranking: list[np.ndarray] = []
         self.expected: list[np.ndarray] = []
-        self.value = PolicyValue(RankingMetric("ndcg", K, "exp"), None, vali,
+        self.value = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, vali,
                                  n_samples=POLICY_SAMPLES, seed=POLICY_SEED, n_jobs=1)
 
     def add(self, increment: np.ndarray) -> bool:

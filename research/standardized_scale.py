@@ -27,7 +27,7 @@ import numpy as np
 from gbdt_plrank import ndcg, plrank_objective
 from gbdt_plrank._groups import within_query_spread
 from gbdt_plrank._ranking_metric import RankingMetric
-from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
+from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyEvaluator
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
 
@@ -51,7 +51,7 @@ def fold_run(data: str, fold: int, seed: int) -> dict[str, dict[str, float]]:
     dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
     # the standardised signal's policy value: its metric, samples and streams
-    value = PolicyValue(RankingMetric("ndcg", 10, "exp"), None, Split(None, vali.y, vali.qid),
+    value = PolicyEvaluator(RankingMetric("ndcg", 10, "exp"), None, Split(None, vali.y, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=seed, n_jobs=1)
     curves: dict[str, list[float]] = {s: [] for s in SCALES}
     ratios: list[float] = []

@@ -31,7 +31,7 @@ import xgboost as xgb
 
 from gbdt_plrank import plrank_objective
 from gbdt_plrank._groups import Split
-from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
+from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyEvaluator
 from gbdt_plrank._training.options import NOISES, PLRankOptions
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
@@ -57,11 +57,11 @@ class Recorder:
         self.ds, self.k = ds, k
         metric = PLRankOptions.checked(K=k).judged
         v = ds.vali
-        self.std_seed = PolicyValue(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
+        self.std_seed = PolicyEvaluator(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
                                     seed=seed, n_jobs=1)
-        self.std_fixed = PolicyValue(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
+        self.std_fixed = PolicyEvaluator(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
                                      seed=FIXED_STREAM, n_jobs=1)
-        self.pol_fixed = PolicyValue(metric, None, _queries(v), seed=FIXED_STREAM, n_jobs=1)
+        self.pol_fixed = PolicyEvaluator(metric, None, _queries(v), seed=FIXED_STREAM, n_jobs=1)
         self.rows: dict[str, list[np.ndarray]] = {
             n: [] for n in ("val_rank", "std_seed", "std_fixed", "pol_fixed", "test_rank")
         }

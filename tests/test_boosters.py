@@ -38,7 +38,8 @@ def test_every_setting_reaches_the_library_under_the_name_in_the_table(library: 
         "reg_alpha": 0.1, "reg_lambda": 2.0, "min_split_gain": 0.01, "subsample": 0.8,
         "colsample_bytree": 0.7, "n_threads": 1,
     }
-    settings = BoosterSettings(**values, seed=7, params={"extra": 1})
+    trees = {name: value for name, value in values.items() if name != "n_threads"}
+    settings = BoosterSettings(trees=trees, n_threads=1, seed=7, params={"extra": 1})
     backend = BACKENDS[library]
     params = native_params(library, settings, reserved=backend.reserved, defaults={}, fixed={})
     for setting, value in {**values, "seed": 7}.items():
@@ -126,7 +127,7 @@ def test_best_round_margins_and_history_under_common_names(library: str, tiny: P
     backend = BACKENDS[library]
     plan = Plan(objective, 3, n_estimators=40, early_stopping_rounds=3)
     trained = backend.train(
-        BoosterSettings(learning_rate=0.5, max_depth=3, n_threads=1),
+        BoosterSettings(trees={"learning_rate": 0.5, "max_depth": 3}, n_threads=1),
         data.train, [data.vali], plan,
     )
     curve = trained.history[eval_name(0)][metric_name(3)]

@@ -186,9 +186,13 @@ def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
     relevance, _ = plrank_objective(K=3, N=8, seed=5)(preds, xgboost.DMatrix(X, y, qid=qid))
     assert not np.allclose(g, relevance)  # the groups reached the gradient
     no_groups = xgboost.DMatrix(X, y, qid=qid, label_lower_bound=keys)
-    with pytest.raises(ValueError, match=r"reads each row's item group from label_upper_bound, "
-                                         r"which must hold one integer >= 0 per row"):
+    with pytest.raises(ValueError, match="needs the item groups of the training rows"):
         keyed_plrank_objective(**fair)(preds, no_groups)
+    halves = xgboost.DMatrix(X, y, qid=qid, label_lower_bound=keys,
+                             label_upper_bound=np.where(groups == 1, 0.5, 0.0).astype(np.float32))
+    with pytest.raises(ValueError, match=r"the item groups of the training DMatrix must hold "
+                                         r"integers, but .*\[\d+\] is 0.5"):
+        keyed_plrank_objective(**fair)(preds, halves)
 
 
 @RANDOM_MARGINS

@@ -2,7 +2,7 @@
 
 ``obj.expected_metric`` as ``custom_metric`` / ``feval``: the boosters' own early stopping stops
 on the policy's value. Each kept round is checked against the value recomputed from the margins
-of every round by the one owner of the policy's value (:class:`PolicyValue`).
+of every round by the one owner of the policy's value (:class:`PolicyEvaluator`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import xgboost
 
 from gbdt_plrank import metrics, min_rounds_for, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric
-from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank.datasets import Split
 
@@ -65,7 +65,7 @@ def _margins(booster, X, rounds: int) -> np.ndarray:
 
 def _values(full, vali: Split, rounds: int, metric: RankingMetric, fairness) -> list[float]:
     """The policy's value after each round, recomputed from the booster's margins."""
-    value = PolicyValue(metric, fairness, Split(None, vali.y, vali.qid), seed=1, n_jobs=1)
+    value = PolicyEvaluator(metric, fairness, Split(None, vali.y, vali.qid), seed=1, n_jobs=1)
     return [float(value.per_query(_margins(full, vali.X, r)).mean()) for r in range(1, rounds + 1)]
 
 
@@ -81,7 +81,7 @@ def test_boosters_own_early_stopping_stops_on_the_policy(splits, library, fairne
     values = _values(full, vali, run, RankingMetric("ndcg", 5, "exp"), spec)
     best = int(np.argmax(values))
     assert run == best + 1 + PATIENCE < ROUNDS  # stopped, PATIENCE rounds after the best
-    name = "expected_ndcg@5" + (f"-0.5*{spec.loss_name}" if fairness else "")
+    name = "expected_ndcg@5" + (f"-0.5*{spec.term.column}" if fairness else "")
     if library == "xgboost":  # XGBoost's convention: 0-based, every round kept
         assert stopped.best_iteration == best
         assert float(stopped.attr("best_score")) == pytest.approx(values[best], abs=1e-6)
@@ -134,7 +134,7 @@ def test_rows_in_any_order_give_the_same_value(splits):
     values = []
     for rows, ids in ((slice(None), vali.qid), (reversed_queries, -vali.qid[reversed_queries])):
         d = xgboost.DMatrix(vali.X[rows], vali.y[rows], qid=ids - ids.min())
-        per_query = PolicyValue(RankingMetric("ndcg", 5, "exp"), None,
+        per_query = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None,
                                 Split(None, vali.y[rows], ids), seed=1, n_jobs=1)
         values.append((_objective().expected_metric(margins[rows], d)[1],
                        per_query.per_query(margins[rows]).mean()))
@@ -179,7 +179,7 @@ def test_lgbm_ranker_metric_with_group_fairness_scores_the_training_set_only(spl
     ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(train.X, train.y)],
                eval_group=[train.group_sizes], eval_metric=objective.lgbm_ranker_metric)
     curve = ranker.evals_result_["training"]["expected_ndcg@5-1*group_disparity"]
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec("group-disparity", 1.0),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec("group-disparity", 1.0),
                         Split(train.X, train.y, train.qid, groups), seed=3, n_jobs=1)
     margins = ranker.predict(train.X, raw_score=True)
     assert curve[-1] == pytest.approx(float(value.per_query(margins).mean()))
@@ -211,7 +211,7 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
     margins = np.random.default_rng(3).standard_normal(vali.y.shape[0])
     name, got = _objective().standardized_metric(margins, dvali)
     assert name == "standardized_expected_ndcg@5"
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
     standardised = margins * (STANDARD_SPREAD / margins.std())
     assert got == pytest.approx(float(value.per_query(standardised).mean()), rel=1e-12)
@@ -255,7 +255,7 @@ def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
     obj = _objective()
     stopped = _xgboost(train, vali, obj, stop=PATIENCE, metric=obj.standardized_metric)
     full = _xgboost(train, vali, _objective(), stop=None)
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
     values = []
     for r in range(1, stopped.num_boosted_rounds() + 1):

@@ -20,14 +20,16 @@ import pytest
 from marks import RANDOM_MARGINS
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+from gbdt_plrank._fairness_terms import FAIRNESS_TERMS
 from gbdt_plrank._groups import Split
 from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
-from gbdt_plrank._training.evaluation import PolicyValue
-from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank._training.evaluation import PolicyEvaluator
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank._training.plrank import finish_hessian
 
 FAIR = "expected-exposure"
+FAIRNESS = tuple(FAIRNESS_TERMS)
 
 
 @dataclass
@@ -471,7 +473,7 @@ def test_policy_value_leaves_out_the_fairness_loss_of_queries_without_relevant_d
     values = {}
     for empty in ("skip", "uniform"):
         spec = FairnessSpec(FAIR, 1.0, empty)
-        values[empty] = PolicyValue(metric, spec, queries, n_samples=20000, seed=0,
+        values[empty] = PolicyEvaluator(metric, spec, queries, n_samples=20000, seed=0,
                                     n_jobs=1).per_query(margins)
     assert values["skip"][0] == 1.0
     assert values["uniform"][0] == pytest.approx(1.0 - uniform_loss, abs=0.01)

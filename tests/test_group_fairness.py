@@ -18,7 +18,7 @@ import xgboost
 
 from gbdt_plrank import metrics, plrank_grad_hess, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
-from gbdt_plrank._training.evaluation import PolicyValue
+from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank._util.seeds import seeds_from
 from gbdt_plrank.datasets import Split
@@ -146,7 +146,7 @@ def test_policy_value_subtracts_the_loss_without_bias(kind):
     exact = _exact_values(split, margins, groups, K, spec)
     ids = groups if kind == GROUP else None
     runs = np.array([
-        PolicyValue(RankingMetric("ndcg", K, "exp"), spec, replace(split, item_groups=ids),
+        PolicyEvaluator(RankingMetric("ndcg", K, "exp"), spec, replace(split, item_groups=ids),
                     n_samples=4, seed=s, n_jobs=1).per_query(margins)
         for s in range(300)
     ])
@@ -212,7 +212,7 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
     expected, _ = plrank_grad_hess(preds, train.y, train.group_ptr, K=5, N=10, seed=1,
                                    fairness=GROUP, fairness_weight=0.5, item_groups=g_train)
     np.testing.assert_array_equal(grad, expected)
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
                         replace(vali, item_groups=g_vali), seed=1, n_jobs=1)
     assert best == pytest.approx(float(value.per_query(margins).mean()), abs=1e-6)
 
@@ -241,7 +241,7 @@ def test_the_training_set_is_scored_with_the_objectives_item_groups(grouped, lib
             callbacks=[lightgbm.record_evaluation(history)])
         curve = history["training"]["expected_ndcg@5-0.5*group_disparity"]
         margins = booster.predict(train.X, raw_score=True)
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
                         replace(train, item_groups=g_train), seed=1, n_jobs=1)
     assert len(curve) == 2
     assert curve[-1] == pytest.approx(float(value.per_query(margins.astype(np.float64)).mean()),
@@ -324,7 +324,7 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
     )
     np.testing.assert_array_equal(fitted.predict(vali.X), shuffled.predict(vali.X))
     history = fitted.evals_result_["valid_0"]["expected_ndcg@5-0.5*group_disparity"]
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
                         replace(vali, item_groups=g_vali), seed=seeds_from(0, 2)[0], n_jobs=1)
     assert max(history) == pytest.approx(float(value.per_query(fitted.predict(vali.X)).mean()),
                                          abs=1e-6)

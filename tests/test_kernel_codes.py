@@ -1,4 +1,4 @@
-"""The kernels' integer codes: one name -> code table per kind, owned by the kernels that read it.
+"""The kernels' integer codes: one name -> code table per kind (the fairness terms' in their registry).
 
 Every value of an option has a code, and the codes of a kind are distinct. The random stream's
 mixer is written once: the CUDA kernels compile the CPU kernels' functions.
@@ -10,9 +10,10 @@ import importlib.util
 
 import pytest
 
+from gbdt_plrank._fairness_terms import FAIRNESS_TERMS
 from gbdt_plrank._kernels import fairness as fair_kernels
 from gbdt_plrank._kernels import plrank as kernels
-from gbdt_plrank._training.fairness import FAIRNESS, FairnessSpec
+from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank._training.options import HESSIAN_MODES, NOISES, SAMPLERS
 
 needs_numba_cuda = pytest.mark.skipif(
@@ -36,10 +37,15 @@ def test_every_noise_has_a_distinct_code():
     assert kernels.NOISE_CODES["lattice"] == kernels.NOISE_LATTICE
 
 
-def test_every_fairness_loss_has_a_distinct_code():
-    _check_table(FAIRNESS, fair_kernels.FAIRNESS_CODES)
-    for name in FAIRNESS:
-        assert FairnessSpec(name, 1.0).kind == fair_kernels.FAIRNESS_CODES[name]
+def test_every_fairness_term_has_a_distinct_slope_of_the_kernel():
+    """Each shipped term names its own slope in ``loss_slope``, and the objective reads it."""
+    codes = {name: term.kernel for name, term in FAIRNESS_TERMS.items()}
+    _check_table(tuple(FAIRNESS_TERMS), codes)
+    assert set(codes.values()) == {
+        fair_kernels.EXPECTED_EXPOSURE, fair_kernels.DISPARITY, fair_kernels.GROUP_DISPARITY
+    }
+    for name, code in codes.items():
+        assert FairnessSpec(name, 1.0).kind == code
     assert FairnessSpec("group-disparity", 1.0).kind == fair_kernels.GROUP_DISPARITY
 
 

@@ -16,7 +16,11 @@ from gbdt_plrank import (
     min_rounds_for,
     xgboost_early_stopping,
 )
-from gbdt_plrank._boosters._stopping import EarlyStopper, catboost_early_stopping, min_rounds_of
+from gbdt_plrank._boosters._stopping import (
+    EarlyStopper,
+    catboost_stopping_callback,
+    min_rounds_of,
+)
 from gbdt_plrank._util.schema import validate
 from gbdt_plrank.harness import METHODS
 from gbdt_plrank.harness import training as harness_training
@@ -82,7 +86,7 @@ def test_the_rule_matches_its_definition(seed: int, library: str) -> None:
 def test_min_delta_is_refused_unless_a_finite_number_at_least_0() -> None:
     for bad in (-0.001, float("nan"), float("inf"), "0.1", True, None):
         with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but "):
-            EarlyStopper(5, 0, bad)  # type: ignore[arg-type]
+            lightgbm_early_stopping(5, min_delta=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but "):
             PLRankRanker(min_delta=bad)._training(None, None)
     with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but -1"):
@@ -114,14 +118,17 @@ def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
                          library="lightgbm") == 4
     for not_a_rate in ("fast", -0.1, float("nan")):  # the library refuses it when it trains
         assert min_rounds_of("auto", params={"eta": not_a_rate}, library="xgboost") == 0
-    for bad in (-1, 2.5, "many", True, None):
+    for bad in (-1, 2.5, "many", True, None):  # refused where it is given
         with pytest.raises(ValueError, match=r"min_rounds must be 'auto' or an integer >= 0, "):
-            min_rounds_of(bad, params={}, library="xgboost")
+            PLRankRanker(min_rounds=bad)._training(None, None)
     for bad in (0, -0.1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
             min_rounds_for(bad)
-    with pytest.raises(ValueError, match="min_rounds must be an integer >= 0, but 'auto'"):
+    with pytest.raises(ValueError, match="min_rounds must be an integer >= 0 in a stopping "
+                                         "callback, but 'auto' is given"):
         xgboost_early_stopping(5, min_rounds="auto")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="min_rounds must be 'auto' or an integer >= 0, but -1"):
+        xgboost_early_stopping(5, min_rounds=-1)
     with pytest.raises(ValueError, match="early_stopping_rounds must be an integer >= 1, but 0"):
         lightgbm_early_stopping(0)
 
@@ -420,7 +427,7 @@ def test_catboost_callback_without_a_minimum_is_catboosts_own_detector() -> None
     train, vali = catboost.Pool(X, y, group_id=qid), catboost.Pool(Xv, yv, group_id=qv)
     own = catboost.CatBoost({**params, "od_type": "Iter", "od_wait": 5, "use_best_model": True})
     own.fit(train, eval_set=vali)
-    callback = catboost_early_stopping(5, min_rounds=0, metric=metric)
+    callback = catboost_stopping_callback(EarlyStopper(5, 0, 0.0), metric=metric)
     ours = catboost.CatBoost({**params, "use_best_model": False})
     ours.fit(train, eval_set=vali, callbacks=[callback])
     assert callback.kept == own.get_best_iteration()

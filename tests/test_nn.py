@@ -240,7 +240,9 @@ def test_trees_settings_do_not_reach_the_network(train_valid) -> None:
                        n_jobs=1, n_estimators=2, early_stopping_rounds=None)
     backend = BACKENDS["torch"]
     plain = backend.train(BoosterSettings(seed=0, params={"progress": False}), data, [], plan)
-    trees = BoosterSettings(learning_rate=0.5, max_depth=3, seed=0, params={"progress": False})
+    trees = BoosterSettings(
+        trees={"learning_rate": 0.5, "max_depth": 3}, seed=0, params={"progress": False}
+    )
     with_trees = backend.train(trees, data, [], plan)
     np.testing.assert_array_equal(
         backend.margins(plain.booster, X, n_threads=1),

@@ -103,7 +103,7 @@ def _policy_stopping_round(mq, backend, fairness):
     """The round kept with stopping_metric="policy", checked to maximise the policy's value on
     the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._ranking_metric import RankingMetric
-    from gbdt_plrank._training.evaluation import PolicyValue
+    from gbdt_plrank._training.evaluation import PolicyEvaluator
     from gbdt_plrank._training.fairness import FairnessSpec
     from gbdt_plrank._util.seeds import seeds_from
 
@@ -126,7 +126,7 @@ def _policy_stopping_round(mq, backend, fairness):
     )
     seed = seeds_from(0, 2)[0]  # the objective's seed: its expected metric's streams too
     spec = FairnessSpec("expected-exposure", 0.5) if fairness else None
-    value = PolicyValue(RankingMetric("ndcg", 5, "exp"), spec, vali, seed=seed, n_jobs=1)
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), spec, vali, seed=seed, n_jobs=1)
 
     def margins(rounds: int) -> np.ndarray:
         if backend == "xgboost":
@@ -807,7 +807,7 @@ def test_bad_fit_input(mq, options, change, error, match):
 def test_tree_settings_have_the_rule_of_the_comparison_trees_table(setting):
     """The ranker and a comparison's [trees] table refuse a tree setting with the same words."""
     with pytest.raises(ValueError) as ranker_error:
-        PLRankRanker(backend="lightgbm", **setting)._settings(0)
+        PLRankRanker(backend="lightgbm", **setting)._training(None, None)
     with pytest.raises(ValueError) as table_error:
         validate(TreeSettings, setting, source="the file", prefix="trees")
     assert str(table_error.value) == f"trees.{ranker_error.value}"
@@ -860,7 +860,11 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     """Grades up to 40 (too large for 2**label - 1) with gain="linear", stopped on the policy of
     the standardised margins (the default)."""
     from gbdt_plrank._ranking_metric import RankingMetric
-    from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyValue
+    from gbdt_plrank._training.evaluation import (
+        STANDARD_SPREAD,
+        STANDARDIZED_SAMPLES,
+        PolicyEvaluator,
+    )
     from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
@@ -873,7 +877,7 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     best = ranker.best_iteration_
     assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(history["ndcg@5"][best], abs=1e-6)
     assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
-    value = PolicyValue(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
+    value = PolicyEvaluator(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
                         n_samples=STANDARDIZED_SAMPLES, seed=seeds_from(0, 2)[0], n_jobs=1)
     standardized = value.per_query(margins * (STANDARD_SPREAD / margins.std())).mean()
     assert history["standardized_expected_ndcg@5"][best] == pytest.approx(standardized, abs=1e-5)

@@ -80,7 +80,7 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
 
 def test_quality_lever_policy_stopping_curve() -> None:
     from gbdt_plrank._ranking_metric import RankingMetric
-    from gbdt_plrank._training.evaluation import PolicyValue
+    from gbdt_plrank._training.evaluation import PolicyEvaluator
     from gbdt_plrank.datasets import Split
     from research import levers
 
@@ -93,7 +93,7 @@ def test_quality_lever_policy_stopping_curve() -> None:
     stops = [rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(levers.PATIENCE)]
     assert stops == [False] * (levers.PATIENCE - 1) + [True] and rec.best() == 0
     assert np.isnan(rec.ranking[0][1]) and rec.ranking[-1][0] == rec.ranking[0][0] == 1.0
-    value = PolicyValue(RankingMetric("ndcg", 2, "exp"), None, vali, n_samples=levers.POLICY_SAMPLES,
+    value = PolicyEvaluator(RankingMetric("ndcg", 2, "exp"), None, vali, n_samples=levers.POLICY_SAMPLES,
                         seed=levers.POLICY_SEED, n_jobs=1)
     expected = value.per_query(rec.margin)
     np.testing.assert_array_equal(rec.expected[-1], expected)

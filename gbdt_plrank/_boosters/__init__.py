@@ -10,8 +10,8 @@ its data objects are the :class:`Split` s themselves and its rounds are epochs.
 """
 
 from ._base import (
+    MAX_ITEM_GROUPS,
     NATIVE_NAMES,
-    TREE_RULES,
     Backend,
     BoosterSettings,
     EvalMetric,
@@ -22,23 +22,37 @@ from ._base import (
     QueryFields,
     Split,
     Trained,
-    TreeRules,
     checked_queries,
     eval_name,
+    group_indices,
     metric_name,
     progress,
     query_weights,
-    tree_rule,
 )
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
+from ._parameters import (
+    RANKER,
+    RANKER_BACKENDS,
+    ROUNDS,
+    STOPPING_METRICS,
+    TREE_SETTINGS,
+    RankerParameters,
+    Rounds,
+    check_parameter,
+)
 from ._torch import TorchBackend
 from ._xgboost import XGBoostBackend
 
 __all__ = [
     "BACKENDS",
+    "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
-    "TREE_RULES",
+    "RANKER",
+    "RANKER_BACKENDS",
+    "ROUNDS",
+    "STOPPING_METRICS",
+    "TREE_SETTINGS",
     "Backend",
     "BoosterSettings",
     "CatBoostBackend",
@@ -49,19 +63,21 @@ __all__ = [
     "Objective",
     "Plan",
     "QueryFields",
+    "RankerParameters",
+    "Rounds",
     "Split",
     "TorchBackend",
     "Trained",
-    "TreeRules",
     "XGBoostBackend",
     "backend_of_booster",
     "backend_of_data",
+    "check_parameter",
     "checked_queries",
     "eval_name",
+    "group_indices",
     "metric_name",
     "progress",
     "query_weights",
-    "tree_rule",
 ]
 
 #: Library name -> its backend.

@@ -12,22 +12,21 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
-from pydantic import Field
 from tqdm.auto import tqdm
 
 from .._groups import Split
 from .._ranking_metric import RankingMetric
 from .._util.compat import require
-from .._util.schema import Schema, validate
-from .._util.validation import check_group_ptr, check_labels
+from .._util.validation import check_group_ptr, check_item_groups, check_labels
+from ._parameters import ROUNDS
 
 __all__ = [
+    "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
-    "TREE_RULES",
     "Backend",
     "BoosterSettings",
     "EvalMetric",
@@ -38,9 +37,9 @@ __all__ = [
     "QueryFields",
     "Split",
     "Trained",
-    "TreeRules",
     "checked_queries",
     "eval_name",
+    "group_indices",
     "holds",
     "library",
     "metric_name",
@@ -49,7 +48,6 @@ __all__ = [
     "progress",
     "query_weights",
     "timed",
-    "tree_rule",
 ]
 
 T = TypeVar("T")
@@ -93,85 +91,30 @@ def metric_name(K: int) -> str:
     return RankingMetric("ndcg", K, "exp").name
 
 
-_FINITE_NON_NEGATIVE = {"ge": 0, "allow_inf_nan": False, "description": "a finite number >= 0"}
-_FRACTION = {"gt": 0, "le": 1, "description": "a number in (0, 1]"}
-
-#: The rule of every shared tree setting (pydantic constraints and the rule in words): the one
-#: check of the rankers' settings (:meth:`BoosterSettings.checked`) and of a comparison's
-#: ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`).
-TREE_RULES: dict[str, dict[str, Any]] = {
-    "learning_rate": {"gt": 0, "allow_inf_nan": False, "description": "a finite number > 0"},
-    "max_depth": {"ge": 1, "description": "an integer >= 1"},
-    "num_leaves": {"ge": 2, "description": "an integer >= 2"},
-    "min_child_weight": _FINITE_NON_NEGATIVE,
-    "reg_alpha": _FINITE_NON_NEGATIVE,
-    "reg_lambda": _FINITE_NON_NEGATIVE,
-    "min_split_gain": _FINITE_NON_NEGATIVE,
-    "subsample": _FRACTION,
-    "colsample_bytree": _FRACTION,
-}
-
-
-def tree_rule(name: str, default: Any = None, **extra: Any) -> Any:
-    """A pydantic field for the tree setting ``name`` with its rule (``TREE_RULES``)."""
-    return Field(default, **TREE_RULES[name], **extra)
-
-
-class TreeRules(Schema):
-    """The shared tree settings, each ``None`` (the library's default) or within its rule."""
-
-    learning_rate: float | None = tree_rule("learning_rate")
-    max_depth: int | None = tree_rule("max_depth")
-    num_leaves: int | None = tree_rule("num_leaves")
-    min_child_weight: float | None = tree_rule("min_child_weight")
-    reg_alpha: float | None = tree_rule("reg_alpha")
-    reg_lambda: float | None = tree_rule("reg_lambda")
-    min_split_gain: float | None = tree_rule("min_split_gain")
-    subsample: float | None = tree_rule("subsample")
-    colsample_bytree: float | None = tree_rule("colsample_bytree")
-
-
 @dataclass(frozen=True)
 class BoosterSettings:
-    """Shared booster settings by their common names; ``None`` leaves the library's default.
+    """Shared booster settings by their common names; a setting left out keeps the library's
+    default.
 
-    ``n_threads`` is a positive thread count or ``None``; ``params`` are further native
-    parameters, applied after the named settings.
+    ``trees`` holds shared tree settings (:data:`~gbdt_plrank._boosters._parameters.TREE_SETTINGS`)
+    as a surface's schema checked them (``None``: the library's default); ``n_threads`` is a
+    positive thread count or ``None``; ``params`` are further native parameters, applied after
+    the named settings.
     """
 
-    learning_rate: float | None = None
-    max_depth: int | None = None
-    num_leaves: int | None = None
-    min_child_weight: float | None = None
-    reg_alpha: float | None = None
-    reg_lambda: float | None = None
-    min_split_gain: float | None = None
-    subsample: float | None = None
-    colsample_bytree: float | None = None
+    trees: Mapping[str, Any] = field(default_factory=dict)
     n_threads: int | None = None
     seed: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def checked(cls, **settings: Any) -> BoosterSettings:
-        """The settings, after the tree settings among them are checked (:class:`TreeRules`).
-
-        Raises
-        ------
-        ValueError
-            Naming the first tree setting that breaks its rule, its value and the rule.
-        """
-        trees = {name: settings[name] for name in TreeRules.model_fields if name in settings}
-        validate(TreeRules, trees, source="the booster settings")
-        return cls(**settings)
+    def tree(self, name: str) -> Any:
+        """The tree setting ``name``, or None (the library's default)."""
+        return self.trees.get(name)
 
     def named(self) -> dict[str, Any]:
         """The settings that are set (not ``None``) except ``params``, by their common names."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if f.name != "params" and getattr(self, f.name) is not None
-        }
+        named = {**self.trees, "n_threads": self.n_threads, "seed": self.seed}
+        return {name: value for name, value in named.items() if value is not None}
 
 
 #: An evaluation metric of the ranking objectives: ``f(preds, data)`` -> ``(name, value)`` for
@@ -187,10 +130,9 @@ class Plan:
     Attributes
     ----------
     objective : callable or str
-        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name. An
-        objective that takes item groups has a method ``set_item_groups(data, item_groups)``
-        (:meth:`gbdt_plrank.PLRankObjective.set_item_groups`), the one way they reach it:
-        :meth:`give_item_groups` calls it with the splits' item groups.
+        A callable ``f(preds, data) -> (grad, hess)`` or the library's own objective name. The
+        data objects a backend builds carry their splits' item groups
+        (:attr:`QueryFields.item_groups`), which the objective reads with their labels.
     K : int
         Cut-off of the library's NDCG evaluated on every eval set after each round (when
         ``metrics`` is empty).
@@ -220,40 +162,22 @@ class Plan:
     min_delta : float
         With early stopping, a round becomes the best only when it beats the best value by
         more than this (``EarlyStopper``); 0 is each library's own rule.
+
+    The rounds and the stopping values come checked by the schema of the surface that built
+    the plan (:mod:`gbdt_plrank._boosters._parameters`); their defaults are
+    :data:`~gbdt_plrank._boosters._parameters.ROUNDS`, the libraries' own rule.
     """
 
     objective: Objective
     K: int
     gain: str = "exp"
-    n_estimators: int = 100
-    early_stopping_rounds: int | None = None
+    n_estimators: int = ROUNDS.n_estimators
+    early_stopping_rounds: int | None = ROUNDS.early_stopping_rounds
     callbacks: Sequence[Any] = ()
     metrics: Sequence[EvalMetric] = ()
     verbose: int = 0
-    min_rounds: int | str = 0
-    min_delta: float = 0.0
-
-    def give_item_groups(self, built: Sequence[tuple[Any, Split]]) -> None:
-        """Hand each ``(data object, split)`` pair's item groups, if the split has them, over.
-
-        A backend calls it with the training set and the eval sets it built, so that the
-        objective and its metrics know the item groups of the data objects the booster hands
-        them.
-
-        Raises
-        ------
-        ValueError
-            When a split has item groups but the objective takes none (it has no
-            ``set_item_groups``, or its own refuses them: a PL-Rank objective without group
-            fairness).
-        """
-        for data, split in built:
-            if split.item_groups is None:
-                continue
-            give = getattr(self.objective, "set_item_groups", None)
-            if give is None:
-                raise ValueError("item groups were given, but the objective takes none.")
-            give(data, split.item_groups, checked=True)
+    min_rounds: int | str = ROUNDS.min_rounds
+    min_delta: float = ROUNDS.min_delta
 
 
 @dataclass(frozen=True)
@@ -295,7 +219,15 @@ class Trained:
 
 
 class QueryFields(NamedTuple):
-    """What a ranking objective or metric reads from a library's data object."""
+    """What a ranking objective or metric reads from a library's data object.
+
+    The item groups travel with the rows as the labels do (as XGBoost's
+    ``_wrap_evaluation_matrices`` builds every eval set with its metadata): each backend builds
+    its data objects with their split's item groups (XGBoost's ``label_upper_bound``, a row
+    field that reaches every Dask worker and that a callable objective leaves out of training;
+    a LightGBM Dataset of the backend's own class; the torch backend's split itself) and reads
+    them back here.
+    """
 
     #: Query boundaries ``[0, ..., n]``, or None when the data has no query groups.
     group_ptr: np.ndarray | None
@@ -304,6 +236,10 @@ class QueryFields(NamedTuple):
     #: The data's weights as the library stores them (None without), see
     #: :func:`gbdt_plrank._boosters.query_weights`.
     weights: np.ndarray | None
+    #: Each row's item group as the data carries it (None without): its id, or in XGBoost's
+    #: float32 field the index of its id among the split's distinct ids (:func:`group_indices`),
+    #: which orders a query's groups as the ids do.
+    item_groups: np.ndarray | None = None
 
     def copy(self) -> QueryFields:
         """The fields as arrays of their own, not views of the library's buffers."""
@@ -343,7 +279,8 @@ class Backend(Protocol):
         ...
 
     def query_fields(self, data: Any) -> QueryFields:
-        """The query boundaries, labels and weights of one of the library's data objects."""
+        """The query boundaries, labels, weights and item groups of one of the library's data
+        objects."""
         ...
 
     def boosted_rounds(self, booster: Any) -> int:
@@ -434,15 +371,18 @@ class LibraryBackend:
 
 def checked_queries(
     fields: QueryFields, *, gain: str, where: str, signed: bool | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The labels, query boundaries (int64) and query weights of a data object, ``where``.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The labels, query boundaries (int64), query weights and item groups (int64, or None) of
+    a data object, ``where``.
 
     Raises
     ------
     ValueError
         When the data has no query groups (``where`` names it), for labels that break
-        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain`` and ``signed``, malformed
-        boundaries, or weights that break :func:`query_weights`' rules.
+        :func:`~gbdt_plrank._util.validation.check_labels`' rules with ``gain`` and ``signed``,
+        malformed boundaries, weights that break :func:`query_weights`' rules, or item groups
+        that are not one integer >= 0 per row (the data may hold a part of the rows, of one
+        group).
     """
     if fields.group_ptr is None:
         raise ValueError(
@@ -451,7 +391,34 @@ def checked_queries(
         )
     labels = check_labels(fields.labels, gain=gain, signed=signed)
     ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-    return labels, ptr, query_weights(fields._replace(group_ptr=ptr))
+    ids = None if fields.item_groups is None else check_item_groups(
+        fields.item_groups, labels.shape[0], name=f"the item groups of {where}", part=True
+    )
+    return labels, ptr, query_weights(fields._replace(group_ptr=ptr)), ids
+
+
+#: Item groups ride in XGBoost's float32 row field as indices, exact below this.
+MAX_ITEM_GROUPS = 2**24
+
+
+def group_indices(item_groups: np.ndarray) -> np.ndarray:
+    """Each row's item group as the index of its id among the distinct ids (:attr:`QueryFields.item_groups`).
+
+    The order of the ids is kept, so the groups of a query compare (and are numbered) as the
+    ids are: the fairness terms read the same groups.
+
+    Raises
+    ------
+    ValueError
+        For more than :data:`MAX_ITEM_GROUPS` distinct ids.
+    """
+    ids, index = np.unique(item_groups, return_inverse=True)
+    if ids.shape[0] > MAX_ITEM_GROUPS:
+        raise ValueError(
+            f"item_groups must hold at most {MAX_ITEM_GROUPS} distinct groups (the boosters' row "
+            f"field holds their indices exactly up to there), but hold {ids.shape[0]}."
+        )
+    return index.ravel()
 
 
 def query_weights(fields: QueryFields) -> np.ndarray | None:

@@ -3,7 +3,7 @@
 CatBoost has no hook for a callable ranking objective or metric, so this backend takes
 only loss names (``"YetiRank"``, ``"StochasticRank:metric=NDCG;top=5;type=Exp"``); it is here so
 that the comparison trains every method through one layer. Query groups go in as ``group_id``;
-early stopping is the package's rule (``catboost_early_stopping``: CatBoost's own detector has
+early stopping is the package's rule (``catboost_stopping_callback``: CatBoost's own detector has
 no minimum number of rounds), and the model is shrunk to its best round.
 """
 
@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._groups import Split
 from ._base import BoosterSettings, LibraryBackend, Plan, Trained, eval_name, metric_name, timed
-from ._stopping import catboost_early_stopping, min_rounds_of
+from ._stopping import catboost_stopping_callback, plan_stopper
 
 __all__ = ["CatBoostBackend"]
 
@@ -78,16 +78,14 @@ class CatBoostBackend(LibraryBackend):
             fixed.update(use_best_model=False)  # the package's rule keeps the best round
         # CatBoost's own log every plan.verbose rounds (its learn and eval values), or none
         defaults: dict[str, Any] = {"verbose": plan.verbose or False, "allow_writing_files": False}
-        if settings.subsample is not None and settings.subsample < 1:
+        subsample = settings.tree("subsample")
+        if subsample is not None and subsample < 1:
             defaults["bootstrap_type"] = "Bernoulli"  # the default bootstrap has no subsample
         params = self.native_params(settings, defaults=defaults, fixed=fixed)
-        if settings.subsample is not None and settings.subsample >= 1:
+        if subsample is not None and subsample >= 1:
             params.pop("subsample")  # 1 is no subsampling, which every bootstrap type allows
-        stopping = [] if plan.early_stopping_rounds is None else [catboost_early_stopping(
-            plan.early_stopping_rounds, metric=metric,
-            min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-            min_delta=plan.min_delta,
-        )]
+        stopper = plan_stopper(plan, params=params, library=self.name)
+        stopping = [] if stopper is None else [catboost_stopping_callback(stopper, metric=metric)]
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
         _, seconds = timed(lambda: model.fit(

@@ -1,6 +1,9 @@
 """LightGBM: ``lightgbm.train`` with a callable objective in ``params`` or one of LightGBM's own.
 
-Every Dataset carries its ``group`` sizes. The evaluation is LightGBM's NDCG@K, or the plan's own
+Every Dataset carries its ``group`` sizes, and a split's item groups, where the objective and its
+metrics read them with the labels: LightGBM has no row field that keeps them as given
+(``position`` renumbers its values by their first appearance), so the backend's Datasets are of a
+class of their own that holds them (:func:`carrying_dataset`). The evaluation is LightGBM's NDCG@K, or the plan's own
 metrics (``feval=``). Early stopping stops when any eval set has not improved for the given
 number of rounds (LightGBM's rule), on its first metric: LightGBM's NDCG@K, or the last of the
 plan's metrics, which goes first. The returned booster is rebuilt from its text
@@ -11,6 +14,7 @@ and LightGBM's own save and load round-trip exactly.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -28,9 +32,24 @@ from ._base import (
     progress,
     timed,
 )
-from ._stopping import lightgbm_early_stopping, min_rounds_of
+from ._stopping import lightgbm_stopping_callback, plan_stopper
 
-__all__ = ["LightGBMBackend"]
+__all__ = ["LightGBMBackend", "carrying_dataset"]
+
+
+@cache
+def carrying_dataset(lightgbm: Any) -> type:
+    """``lightgbm.Dataset`` with its rows' item groups (``QueryFields.item_groups``), of the
+    ``lightgbm`` module given: the class of the Datasets the backend builds."""
+
+    class CarryingDataset(lightgbm.Dataset):  # type: ignore[misc, name-defined]
+        """A ``lightgbm.Dataset`` that carries the item groups of its rows (None: none)."""
+
+        def __init__(self, *args: Any, item_groups: np.ndarray | None = None, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.item_groups = item_groups
+
+    return CarryingDataset
 
 
 class LightGBMBackend(LibraryBackend):
@@ -46,8 +65,13 @@ class LightGBMBackend(LibraryBackend):
     })
 
     def query_fields(self, data: Any) -> QueryFields:
-        """``group`` boundaries (None without groups), labels and weights (one per row)."""
-        return QueryFields(data.get_field("group"), data.get_label(), data.get_weight())
+        """``group`` boundaries (None without groups), labels, weights (one per row) and the
+        item groups of a Dataset the backend built (:func:`carrying_dataset`)."""
+        carried = isinstance(data, carrying_dataset(self.module()))
+        return QueryFields(
+            data.get_field("group"), data.get_label(), data.get_weight(),
+            data.item_groups if carried else None,
+        )
 
     def boosted_rounds(self, booster: Any) -> int:
         """LightGBM's iteration count, as ``lightgbm.train(init_model=booster)`` counts on from it."""
@@ -80,7 +104,8 @@ class LightGBMBackend(LibraryBackend):
         if not plan.metrics:
             fixed.update(metric="ndcg", eval_at=[plan.K], label_gain=list(gains(levels, plan.gain)))
         defaults: dict[str, Any] = {"verbose": -1, "deterministic": True, "force_row_wise": True}
-        if settings.subsample is not None and settings.subsample < 1:
+        subsample = settings.tree("subsample")
+        if subsample is not None and subsample < 1:
             defaults["bagging_freq"] = 1  # LightGBM ignores bagging_fraction without it
         return self.native_params(settings, defaults=defaults, fixed=fixed)
 
@@ -92,15 +117,11 @@ class LightGBMBackend(LibraryBackend):
         params = self.params(settings, plan, top_label=top)
         train_set = self._training_set(data, params)
         valid_sets = [self._dataset(e, reference=train_set) for e in evals]
-        plan.give_item_groups([(train_set, data), *zip(valid_sets, evals)])
         history: dict[str, Any] = {}
         hooks = [lightgbm.record_evaluation(history)]
-        if plan.early_stopping_rounds is not None:
-            hooks.append(lightgbm_early_stopping(
-                plan.early_stopping_rounds,
-                min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-                min_delta=plan.min_delta,
-            ))
+        stopper = plan_stopper(plan, params=params, library=self.name)
+        if stopper is not None:
+            hooks.append(lightgbm_stopping_callback(stopper))
         period, bar = progress(plan, len(valid_sets))
         if period:
             hooks.append(lightgbm.log_evaluation(period))
@@ -135,9 +156,9 @@ class LightGBMBackend(LibraryBackend):
     def _dataset(cls, data: Split, *, reference: Any = None, params: Any = None) -> Any:
         names = "auto" if data.feature_names is None else list(data.feature_names)
         weight = None if data.weights is None else np.repeat(data.weights, data.group_sizes)
-        return cls.module().Dataset(
+        return carrying_dataset(cls.module())(
             data.X, data.y, weight=weight, group=data.group_sizes, reference=reference,
-            params=params, feature_name=names,
+            params=params, feature_name=names, item_groups=data.item_groups,
         )
 
     def _training_set(self, data: Split, params: Mapping[str, Any]) -> Any:

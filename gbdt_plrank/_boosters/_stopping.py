@@ -28,39 +28,63 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._util.validation import check_positive_int, check_positive_number, is_int, is_number
-from ._base import library
+from .._util.schema import validate
+from ._base import Plan, library
+from ._parameters import ROUNDS, Rounds, check_parameter
 
 __all__ = [
     "IMPROVES",
     "LIBRARY_LEARNING_RATES",
     "EarlyStopper",
-    "catboost_early_stopping",
-    "check_min_delta",
-    "check_min_rounds",
-    "check_min_rounds_choice",
+    "catboost_stopping_callback",
     "lightgbm_early_stopping",
+    "lightgbm_stopping_callback",
     "min_rounds_for",
     "min_rounds_of",
+    "plan_stopper",
     "xgboost_early_stopping",
+    "xgboost_stopping_callback",
 ]
 
 #: ``min_rounds_for``'s multiple of ``1 / learning_rate``.
 _STEPS = 2.0
 
 
-def check_min_rounds(value: object) -> int:
-    """``min_rounds`` must be an integer >= 0."""
-    if not is_int(value) or value < 0:  # type: ignore[operator]
-        raise ValueError(f"min_rounds must be an integer >= 0, but {value!r} is given.")
-    return int(value)  # type: ignore[call-overload]
+def _callback_stopper(
+    rounds: object, min_rounds: object, min_delta: object, *, library: str, maximize: bool = True
+) -> EarlyStopper:
+    """The stopper of a public stopping callback, its arguments checked by their rules
+    (:class:`~gbdt_plrank._boosters._parameters.Rounds`); its ``min_rounds`` is a number of
+    rounds, which ``"auto"`` names only with a learning rate."""
+    stopping = validate(
+        Rounds, {"early_stopping_rounds": rounds, "min_rounds": min_rounds, "min_delta": min_delta},
+        source="the early stopping callback",
+    )
+    if stopping.min_rounds == "auto":
+        raise ValueError(
+            "min_rounds must be an integer >= 0 in a stopping callback, but 'auto' is given: it "
+            "does not know the learning rate; pass min_rounds=min_rounds_for(learning_rate)."
+        )
+    return EarlyStopper(
+        stopping.early_stopping_rounds, stopping.min_rounds, stopping.min_delta,
+        maximize=maximize, library=library,
+    )
 
 
-def check_min_delta(value: object) -> float:
-    """``min_delta`` must be a finite number >= 0."""
-    if not is_number(value) or not math.isfinite(value) or value < 0:  # type: ignore[arg-type, operator]
-        raise ValueError(f"min_delta must be a finite number >= 0, but {value!r} is given.")
-    return float(value)  # type: ignore[arg-type]
+def plan_stopper(
+    plan: Plan, *, params: Mapping[str, Any], library: str, maximize: bool = True
+) -> EarlyStopper | None:
+    """The stopper of ``plan``'s early stopping for a training by ``library`` with the native
+    ``params`` (its ``min_rounds`` resolved, :func:`min_rounds_of`), or None without.
+
+    The plan's values were checked by the surface that built it.
+    """
+    if plan.early_stopping_rounds is None:
+        return None
+    return EarlyStopper(
+        plan.early_stopping_rounds, min_rounds_of(plan.min_rounds, params=params, library=library),
+        plan.min_delta, maximize=maximize, library=library if library in IMPROVES else "lightgbm",
+    )
 
 
 def min_rounds_for(learning_rate: float) -> int:
@@ -81,7 +105,12 @@ def min_rounds_for(learning_rate: float) -> int:
     ValueError
         When ``learning_rate`` is not a finite number > 0.
     """
-    rate = check_positive_number("learning_rate", learning_rate)
+    if learning_rate is None:
+        raise ValueError(
+            "min_rounds_for needs the learning rate the booster trains with, but None (the "
+            "library's default) is given: pass that default, e.g. 0.3 for XGBoost."
+        )
+    rate = check_parameter("learning_rate", learning_rate)
     return math.ceil(_STEPS / rate - 1e-9)
 
 
@@ -99,15 +128,6 @@ _LEARNING_RATE_NAMES = {
 }
 
 
-def check_min_rounds_choice(choice: object) -> int | str:
-    """``choice`` must be ``"auto"`` or an integer >= 0."""
-    if choice == "auto":
-        return "auto"
-    if not is_int(choice) or choice < 0:  # type: ignore[operator]
-        raise ValueError(f"min_rounds must be 'auto' or an integer >= 0, but {choice!r} is given.")
-    return int(choice)  # type: ignore[call-overload]
-
-
 def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) -> int:
     """The minimum number of rounds ``choice`` names for a training by ``library``.
 
@@ -115,7 +135,7 @@ def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) ->
     ----------
     choice : int or "auto"
         An integer >= 0, or ``"auto"``: :func:`min_rounds_for` of the learning rate the
-        training uses.
+        training uses (checked by the rule of ``min_rounds`` where it was given).
     params : mapping
         The library's native parameters of the training, as it receives them: its learning
         rate is read there under any of the library's names for it (XGBoost's ``eta`` or
@@ -125,13 +145,7 @@ def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) ->
         ``"xgboost"``, ``"lightgbm"``, ``"catboost"`` or ``"torch"``. ``"auto"`` is 0 for a
         network (its epochs are not shrunk steps) and for CatBoost without a learning rate
         (CatBoost chooses one from the data when it trains).
-
-    Raises
-    ------
-    ValueError
-        When ``choice`` is neither ``"auto"`` nor an integer >= 0.
     """
-    choice = check_min_rounds_choice(choice)
     if choice != "auto":
         return int(choice)
     names = _LEARNING_RATE_NAMES.get(library, ())
@@ -167,14 +181,18 @@ IMPROVES = {"xgboost": _xgboost_improves, "lightgbm": _lightgbm_improves}
 class EarlyStopper:
     """The stopping rule, fed one watched value per round.
 
+    The values come checked by the rules of ``early_stopping_rounds``, ``min_rounds`` and
+    ``min_delta`` (:mod:`gbdt_plrank._boosters._parameters`), where they were given: a stopping
+    callback, a ranker, the harness.
+
     Parameters
     ----------
     patience : int
         Stop when the best round is this many rounds behind (>= 1).
-    min_rounds : int, default 0
+    min_rounds : int
         Rounds ``0 .. min_rounds - 2`` (0-based) are neither kept nor counted: the first
         candidate is round ``min_rounds - 1``, the ``min_rounds``-th.
-    min_delta : float, default 0.0
+    min_delta : float
         A round becomes the best only when its value beats the best value by more than this
         (>= 0): smaller gains count as none, so a curve that has flattened out stops.
     maximize : bool, default True
@@ -191,8 +209,8 @@ class EarlyStopper:
     """
 
     patience: int
-    min_rounds: int = 0
-    min_delta: float = 0.0
+    min_rounds: int
+    min_delta: float
     maximize: bool = True
     library: str = "lightgbm"
     best_round: int = field(default=-1, init=False)
@@ -201,9 +219,6 @@ class EarlyStopper:
     last_value: float = field(default=math.nan, init=False)
 
     def __post_init__(self) -> None:
-        check_positive_int("early_stopping_rounds", self.patience)
-        check_min_rounds(self.min_rounds)
-        self.min_delta = check_min_delta(self.min_delta)
         if self.library not in IMPROVES:
             raise ValueError(
                 f"library must be one of {', '.join(IMPROVES)}, but {self.library!r} is given."
@@ -245,7 +260,8 @@ _XGBOOST_LOSSES = (
 
 
 def xgboost_early_stopping(
-    rounds: int, *, min_rounds: int = 0, min_delta: float = 0.0, maximize: bool = True
+    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta,
+    maximize: bool = True,
 ) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
@@ -280,13 +296,25 @@ def xgboost_early_stopping(
     -------
     xgboost.callback.TrainingCallback
 
+    Raises
+    ------
+    ValueError
+        For a value that breaks its rule (the message names it and the rule).
+
     Examples
     --------
     >>> import gbdt_plrank
     >>> stop = gbdt_plrank.xgboost_early_stopping(25, min_rounds=gbdt_plrank.min_rounds_for(0.05))
     """
+    return xgboost_stopping_callback(
+        _callback_stopper(rounds, min_rounds, min_delta, library="xgboost", maximize=maximize)
+    )
+
+
+def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
+    """:func:`xgboost_early_stopping` with ``stopper`` (the XGBoost backend's, and Dask's)."""
     xgboost = library("xgboost")
-    stopper = EarlyStopper(rounds, min_rounds, min_delta, maximize=maximize, library="xgboost")
+    maximize = stopper.maximize
 
     class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[misc, name-defined]
         start = 0
@@ -318,7 +346,9 @@ def xgboost_early_stopping(
     return EarlyStopping()
 
 
-def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: float = 0.0) -> Any:
+def lightgbm_early_stopping(
+    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta
+) -> Any:
     """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
 
     Pass it in ``lightgbm.train(callbacks=[...])`` or ``lightgbm.cv(callbacks=[...])`` in
@@ -342,9 +372,20 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: floa
     -------
     callable
         ``callback(env)``, run after each round where ``lightgbm.early_stopping`` runs.
+
+    Raises
+    ------
+    ValueError
+        For a value that breaks its rule (the message names it and the rule).
     """
+    return lightgbm_stopping_callback(
+        _callback_stopper(rounds, min_rounds, min_delta, library="lightgbm")
+    )
+
+
+def lightgbm_stopping_callback(stopper: EarlyStopper) -> Any:
+    """:func:`lightgbm_early_stopping` with ``stopper`` (the LightGBM backend's)."""
     lightgbm = library("lightgbm")
-    stopper = EarlyStopper(rounds, min_rounds, min_delta, library="lightgbm")
     best: list[Any] = []
 
     def training_data(name: str, model: Any) -> bool:
@@ -377,16 +418,14 @@ def lightgbm_early_stopping(rounds: int, *, min_rounds: int = 0, min_delta: floa
     return early_stopping
 
 
-def catboost_early_stopping(
-    rounds: int, *, min_rounds: int, metric: str, min_delta: float = 0.0
-) -> Any:
-    """A CatBoost callback: ``EarlyStopper`` on ``metric`` of the last eval set.
+def catboost_stopping_callback(stopper: EarlyStopper, *, metric: str) -> Any:
+    """A CatBoost callback: ``stopper`` on ``metric`` of the last eval set (the CatBoost
+    backend's).
 
     CatBoost's own overfitting detector (``od_wait``) has no minimum: train with
     ``use_best_model=False`` and this callback in ``fit(callbacks=[...])``, then keep its
-    ``kept + 1`` trees (``model.shrink``). ``min_delta`` as in :func:`lightgbm_early_stopping`.
+    ``kept + 1`` trees (``model.shrink``); ``min_delta`` compares as LightGBM's does.
     """
-    stopper = EarlyStopper(rounds, min_rounds, min_delta)
 
     class EarlyStopping:
         kept = -1

@@ -52,7 +52,7 @@ from ._base import (
     normalised,
     progress,
 )
-from ._stopping import EarlyStopper, min_rounds_of
+from ._stopping import plan_stopper
 
 __all__ = ["ACTIVATIONS", "OPTIMIZERS", "SCALINGS", "Network", "NetworkOptions", "TorchBackend"]
 
@@ -191,7 +191,7 @@ class TorchBackend:
         return isinstance(booster, Network)
 
     def query_fields(self, data: Split) -> QueryFields:
-        return QueryFields(data.group_ptr, data.y, None)
+        return QueryFields(data.group_ptr, data.y, None, data.item_groups)
 
     def boosted_rounds(self, booster: Network) -> int:
         raise TypeError("a trained torch Network does not record the epochs it was trained for.")
@@ -234,19 +234,15 @@ class TorchBackend:
             raise ValueError(
                 f"early_stopping_rounds={patience} needs an eval set and a metric to watch."
             )
-        plan.give_item_groups([(split, split) for split in (data, *evals)])
         start = time.perf_counter()
         X = _dense(data.X)
-        plan.give_item_groups([(data, data), *zip(evals, evals)])
         objective.prepare(data, self.query_fields(data))
         order = np.random.default_rng(seed)
         history: History = {
             eval_name(i): {m.name: [] for m in plan.metrics} for i in range(len(evals))
         }
         n_batches = max(1, math.ceil(data.n_queries / net.batch_size))
-        stopper = None if patience is None else EarlyStopper(
-            patience, min_rounds_of(plan.min_rounds, params={}, library=self.name), plan.min_delta
-        )
+        stopper = plan_stopper(plan, params={}, library=self.name)
         weights = None  # of the best epoch
         with _threads(torch, n_threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)

@@ -2,7 +2,9 @@
 
 A callable objective gets ``base_score=0`` (margins are the policy's log-scores from round 0);
 every DMatrix carries ``qid``, since XGBoost scores an evaluation DMatrix without it as a single
-query, silently. The evaluation is XGBoost's NDCG@K, or the plan's own metrics as a custom metric
+query, silently, and a split's item groups in ``label_upper_bound``
+(``XGBoostBackend.item_groups_field``), where the objective and its metrics read them with the
+labels. The evaluation is XGBoost's NDCG@K, or the plan's own metrics as a custom metric
 (``custom_metric=``, ``maximize=True``). Early stopping watches the last metric of the last eval
 set (XGBoost's rule), and the booster is sliced to its best round. ``XGBRanker`` cannot be used:
 it refuses callable objectives.
@@ -24,11 +26,12 @@ from ._base import (
     QueryFields,
     Trained,
     eval_name,
+    group_indices,
     metric_name,
     progress,
     timed,
 )
-from ._stopping import min_rounds_of, xgboost_early_stopping
+from ._stopping import plan_stopper, xgboost_stopping_callback
 
 __all__ = ["XGBoostBackend"]
 
@@ -57,17 +60,23 @@ class XGBoostBackend(LibraryBackend):
     """``xgboost.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
 
     name, data_type, booster_type = "xgboost", "DMatrix", "Booster"
+    #: The DMatrix field that carries each row's item group (``QueryFields.item_groups``): read
+    #: only by the ``survival:aft`` objective and metrics, so a callable objective trains as
+    #: without it; it reaches every Dask worker with the rows (:mod:`gbdt_plrank.dask`).
+    item_groups_field = "label_upper_bound"
     reserved = frozenset({
         "objective", "obj", "eval_metric", "disable_default_eval_metric", "base_score", "seed",
         "random_state", "num_boost_round", "n_estimators", "early_stopping_rounds",
     })
 
     def query_fields(self, data: Any) -> QueryFields:
-        """``group_ptr`` (None without ``qid``), labels and weights (one per query group)."""
+        """``group_ptr`` (None without ``qid``), labels, weights (one per query group) and item
+        groups (:attr:`item_groups_field`)."""
         ptr = data.get_uint_info("group_ptr")
         weight = data.get_weight()
+        groups = data.get_float_info(self.item_groups_field)
         return QueryFields(ptr if ptr.size else None, data.get_label(),
-                           weight if weight.size else None)
+                           weight if weight.size else None, groups if groups.size else None)
 
     def boosted_rounds(self, booster: Any) -> int:
         return int(booster.num_boosted_rounds())
@@ -107,7 +116,6 @@ class XGBoostBackend(LibraryBackend):
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
-        plan.give_item_groups([(train_set, data), *((d, e) for (d, _), e in zip(eval_sets, evals))])
         own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
         period, bar = progress(plan, len(eval_sets))
         hooks = [] if bar is None else [_advance(xgboost, bar)]
@@ -121,13 +129,8 @@ class XGBoostBackend(LibraryBackend):
     def early_stopping(self, plan: Plan, params: Mapping[str, Any]) -> list[Any]:
         """The plan's early stopping as an XGBoost callback (none without), its minimum number of
         rounds resolved from the native ``params``. Also used by :mod:`gbdt_plrank.dask`."""
-        if plan.early_stopping_rounds is None:
-            return []
-        return [xgboost_early_stopping(
-            plan.early_stopping_rounds,
-            min_rounds=min_rounds_of(plan.min_rounds, params=params, library=self.name),
-            min_delta=plan.min_delta,
-        )]
+        stopper = plan_stopper(plan, params=params, library=self.name)
+        return [] if stopper is None else [xgboost_stopping_callback(stopper)]
 
     @staticmethod
     def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
@@ -143,10 +146,14 @@ class XGBoostBackend(LibraryBackend):
 
     @classmethod
     def _dmatrix(cls, data: Split) -> Any:
+        """The DMatrix of ``data``: its rows, labels, query ids, weights and item groups."""
         names = None if data.feature_names is None else list(data.feature_names)
+        groups = {} if data.item_groups is None else {
+            cls.item_groups_field: group_indices(data.item_groups).astype(np.float32)
+        }
         return cls.module().DMatrix(
             data.X, label=data.y, qid=data.qid, weight=data.weights, missing=np.nan,
-            feature_names=names,
+            feature_names=names, **groups,
         )
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:

@@ -30,17 +30,11 @@ from .plrank import (
     wide_rankings,
 )
 
+#: The slopes :func:`loss_slope` computes (its ``kind``); each registered fairness term names
+#: its own (``FairnessTerm.kernel`` in ``gbdt_plrank._fairness_terms``).
 EXPECTED_EXPOSURE = 0
 DISPARITY = 1
 GROUP_DISPARITY = 2
-
-#: A fairness loss's name (:data:`gbdt_plrank._training.fairness.FAIRNESS`) -> its code in the
-#: kernels (``kind`` of :func:`loss_slope`).
-FAIRNESS_CODES = {
-    "expected-exposure": EXPECTED_EXPOSURE,
-    "disparity": DISPARITY,
-    "group-disparity": GROUP_DISPARITY,
-}
 
 
 @njit(cache=True, error_model="numpy")

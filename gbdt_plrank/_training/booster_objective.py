@@ -12,9 +12,10 @@ training set and kept (:class:`TrainingSet`), for every training set the objecti
 with while that set lives: inside ``xgboost.cv`` and ``lightgbm.cv`` the folds take turns, and
 each keeps what was read for it and what a subclass keeps per set (a sampling objective's round
 count). A set whose labels, weights or groups were changed in place (``set_label``,
-``set_weight``) is read again. The objective also keeps the item groups of the data sets it is
-given them for (a training set, its eval sets), and its evaluation metrics ask it for them
-(:meth:`BoosterObjective.item_groups_of`).
+``set_weight``) is read again. Item groups travel with the data, read with its labels
+(:attr:`~gbdt_plrank._boosters.QueryFields.item_groups`: the data objects the booster layer builds
+carry them); for a data object built without them, the objective keeps those it is given
+(:meth:`BoosterObjective.item_groups_of`), and its evaluation metrics ask it for them.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class TrainingSet:
         The query weights.
     rho : float64 array of shape (n,)
         The per-row rewards of the objective's metric.
+    item_groups : int64 array of shape (n,) or None
+        The item groups the data carries (checked).
     state : object
         What the objective keeps for this set (:meth:`BoosterObjective._new_training_set`).
     """
@@ -61,6 +64,7 @@ class TrainingSet:
     ptr: np.ndarray
     weights: np.ndarray | None
     rho: np.ndarray
+    item_groups: np.ndarray | None = None
     state: Any = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TrainingSet:
@@ -79,9 +83,10 @@ class BoosterObjective:
     of queries implements :meth:`estimate`, so that a trainer other than a booster (the torch
     backend) calls :meth:`prepare` with its training set, then :meth:`estimate` per batch.
 
-    The item groups of data sets (checked ids, one per row) are kept by identity of the data
-    object, in a cache that deep copies share: LightGBM deep-copies a callable objective, and what
-    its copy learns about the training set the original's evaluation metric needs.
+    The item groups given for data objects that do not carry their own (checked ids, one per
+    row) are kept by identity of the data object, in a cache that deep copies share: LightGBM
+    deep-copies a callable objective, and what its copy learns about the training set the
+    original's evaluation metric needs.
     """
 
     title = "ranking"
@@ -178,11 +183,13 @@ class BoosterObjective:
         if kept is not None and fields.same_as(kept.fields):
             self._current = kept
             return
-        y, ptr, weights = checked_queries(
+        y, ptr, weights, ids = checked_queries(
             fields, gain=self.metric.gain, where=f"the training {type(data).__name__}",
             signed=self.signed_labels(),
         )
-        self._current = TrainingSet(fields.copy(), y, ptr, weights, self.metric.rewards(y, ptr))
+        self._current = TrainingSet(
+            fields.copy(), y, ptr, weights, self.metric.rewards(y, ptr), ids
+        )
         self._training.put(data, self._current)
         self._current.state = self._new_training_set(data)
 
@@ -201,7 +208,7 @@ class BoosterObjective:
         raise NotImplementedError(f"the {self.title} objective does not estimate on batches.")
 
     def item_groups_of(self, data: Any, n_rows: int) -> np.ndarray | None:
-        """The item groups kept for ``data`` (of ``n_rows`` rows), or None.
+        """The item groups given for ``data`` (of ``n_rows`` rows), or None.
 
         Raises
         ------

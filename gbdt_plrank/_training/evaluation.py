@@ -1,8 +1,10 @@
 r"""Evaluation of a ranker on labelled queries: its ranking's metric, its policy's value.
 
 :func:`ranking_values` is the metric@K of the ranking by score, per query
-(:mod:`gbdt_plrank.metrics`); :func:`per_sample_metric` that of sampled rankings, per sample. :class:`PolicyValue` is the value of the Plackett-Luce policy of
-the scores. Per query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
+(:mod:`gbdt_plrank.metrics`); :func:`per_sample_metric` that of sampled rankings, per sample.
+:class:`PolicyEvaluator` evaluates the Plackett-Luce policy of the scores: its value (the
+result of an off-policy estimate from clicks is :class:`gbdt_plrank.clicks.PolicyValue`). Per
+query, from rankings sampled in two independent halves :math:`A, B` (the random streams of
 rounds :data:`EVAL_ROUNDS`, which training never reaches, so the same draws serve every boosting
 round and the value is smooth in the margins):
 
@@ -48,7 +50,7 @@ __all__ = [
     "EvalSet",
     "ExpectedMetric",
     "Halves",
-    "PolicyValue",
+    "PolicyEvaluator",
     "RankingMetricEval",
     "StandardizedMetric",
     "per_sample_metric",
@@ -88,8 +90,9 @@ class Halves:
         return 2.0 * f(self.exposure) - 0.5 * (f(self.E_a) + f(self.E_b))
 
 
-class PolicyValue:
-    """A policy's expected metric@K, minus a weight times a fairness loss, on labelled queries.
+class PolicyEvaluator:
+    """Evaluates policies on labelled queries: a policy's expected metric@K, minus a weight
+    times a fairness loss.
 
     The per-query constants of the queries (rewards, empty queries) are computed once; each call
     of :meth:`per_query` samples the policy of new margins from the same streams.
@@ -131,7 +134,7 @@ class PolicyValue:
         """``expected_<metric>@<K>``, with ``-<w>*<loss>`` appended for a weighted fairness loss."""
         name = f"expected_{metric.name}"
         if fairness is not None and fairness.weight > 0:
-            name += f"-{fairness.weight:g}*{fairness.loss_name}"
+            name += f"-{fairness.weight:g}*{fairness.term.column}"
         return name
 
     def halves(self, margins: np.ndarray) -> Halves:
@@ -153,8 +156,8 @@ class PolicyValue:
     def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
         """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
         return self.fairness.loss(
-            self.queries.y, exposure, self._row_query, K=self.metric.K, gain=self.metric.gain,
-            item_groups=self.queries.item_groups,
+            self.queries.y, exposure, self.queries.group_ptr, K=self.metric.K,
+            gain=self.metric.gain, item_groups=self.queries.item_groups,
         )
 
     def per_query(self, margins: np.ndarray) -> np.ndarray:
@@ -199,16 +202,19 @@ class EvalSet:
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str, signed: bool | None = None) -> EvalSet:
-        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`), labels checked.
+        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`),
+        labels checked, with the item groups it carries.
 
         Raises
         ------
         ValueError
-            When the eval set has no query groups, or its labels or weights break their rules.
+            When the eval set has no query groups, or its labels, weights or item groups break
+            their rules.
         """
-        labels, ptr, weights = checked_queries(fields, gain=gain, where="the evaluation set",
-                                               signed=signed)
-        return cls(Split(None, labels, row_queries(ptr)), weights)
+        labels, ptr, weights, ids = checked_queries(
+            fields, gain=gain, where="the evaluation set", signed=signed
+        )
+        return cls(Split(None, labels, row_queries(ptr), ids), weights)
 
     def scores(self, preds: np.ndarray) -> np.ndarray:
         """The booster's predictions as finite float64 scores of the rows."""
@@ -291,10 +297,12 @@ class RankingMetricEval(_BoosterMetric):
 
 
 class ExpectedMetric(_BoosterMetric):
-    """The value of the policy of the scores (:class:`PolicyValue`), named by :meth:`PolicyValue.name_of`.
+    """The value of the policy of the scores (:class:`PolicyEvaluator`), named by :meth:`PolicyEvaluator.name_of`.
 
-    With group fairness it asks ``item_groups(data, n_rows)`` for the item groups of an eval set
-    (its objective's :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`).
+    With group fairness an eval set's item groups are those given for it, which it asks
+    ``item_groups(data, n_rows)`` for (its objective's
+    :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.item_groups_of`), else those
+    the data carries (:meth:`EvalSet.read`).
     """
 
     def __init__(
@@ -306,16 +314,18 @@ class ExpectedMetric(_BoosterMetric):
         self.fairness = fairness
         self.seed = seed
         self.n_jobs = n_jobs
-        self.name = PolicyValue.name_of(metric, fairness)
+        self.name = PolicyEvaluator.name_of(metric, fairness)
         self.gain = metric.gain
         self._policies = ReferenceCache()
         self._item_groups = item_groups
 
     def _read(self, key: Any, eval_set: EvalSet) -> EvalSet:
-        if self.fairness is None or not self.fairness.needs_item_groups:
+        if self.fairness is None or not self.fairness.term.needs_item_groups:
             return eval_set
         n = eval_set.queries.y.shape[0]
         ids = self._item_groups(key, n)
+        if ids is None:
+            ids = eval_set.queries.item_groups
         if ids is None:
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of every eval set to "
@@ -325,10 +335,12 @@ class ExpectedMetric(_BoosterMetric):
         return replace(eval_set, queries=replace(eval_set.queries, item_groups=ids))
 
     def _unchanged(self, key: Any, eval_set: EvalSet) -> bool:
-        """Whether the item groups kept for ``key`` are still those ``eval_set`` was read with."""
-        if self.fairness is None or not self.fairness.needs_item_groups:
+        """Whether the item groups given for ``key`` (if any) are still those ``eval_set`` was
+        read with (those the data carries are compared with its fields)."""
+        if self.fairness is None or not self.fairness.term.needs_item_groups:
             return True
-        return self._item_groups(key, eval_set.queries.y.shape[0]) is eval_set.queries.item_groups
+        given = self._item_groups(key, eval_set.queries.y.shape[0])
+        return given is None or given is eval_set.queries.item_groups
 
     def clear(self) -> None:
         super().clear()
@@ -340,7 +352,7 @@ class ExpectedMetric(_BoosterMetric):
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
-            policy = self._policies.put(eval_set, PolicyValue(
+            policy = self._policies.put(eval_set, PolicyEvaluator(
                 self.metric, self.fairness, eval_set.queries, n_samples=self.n_samples,
                 seed=self.seed, n_jobs=self.n_jobs,
             ))
@@ -352,7 +364,7 @@ class StandardizedMetric(ExpectedMetric):
 
     The scores :math:`m` of the eval set's rows are divided by their standard deviation
     :math:`\sigma(m)` over the rows and multiplied by :data:`STANDARD_SPREAD` before the policy
-    is sampled (:class:`PolicyValue`, :data:`STANDARDIZED_SAMPLES` rankings per query, the same
+    is sampled (:class:`PolicyEvaluator`, :data:`STANDARDIZED_SAMPLES` rankings per query, the same
     streams every round): the value of the policy of :math:`s\, m / \sigma(m)`. It is smooth
     in the margins as the policy's value is, but blind to their scale, as the ranking's metric
     is: boosting rounds that only sharpen the policy (scale the margins up) leave it unchanged,

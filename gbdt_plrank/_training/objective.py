@@ -25,7 +25,7 @@ from .._util.validation import check_seed, float_vector
 from . import plrank as _plrank
 from .booster_objective import BoosterObjective
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
-from .fairness import FairTerms, checked_item_groups, item_groups_needed
+from .fairness import FairTerms, checked_item_groups
 from .gpu import CudaEstimate, check_device, to_host
 from .options import DEFAULTS, PLRankOptions, option_docs
 
@@ -157,12 +157,15 @@ class PLRankObjective(BoosterObjective):
             f"but a {type(booster).__module__}.{type(booster).__name__} is given."
         )
 
-    def set_item_groups(self, data: Any, item_groups: np.ndarray, *, checked: bool = False) -> None:
-        """Give the item groups of a training or eval set, with group fairness.
+    def set_item_groups(self, data: Any, item_groups: np.ndarray) -> None:
+        """Give the item groups of a training or eval set that does not carry its own, with group
+        fairness.
 
-        The one way item groups reach the objective: ``plrank_objective(item_groups=g)`` gives
-        ``g`` here for a training set without its own, and the rankers hand the item groups of
-        their training and eval sets (``fit(item_groups=)``, ``eval_set``) here too.
+        The data objects of the package's booster layer (:class:`~gbdt_plrank.PLRankRanker`, the
+        harness) carry their item groups, read with their labels; a ``DMatrix`` or ``Dataset``
+        built for ``xgboost.train`` / ``lightgbm.train`` gets them here (these take precedence
+        over any the data carries). ``plrank_objective(item_groups=g)`` is the short form for a
+        training set without its own.
 
         Parameters
         ----------
@@ -172,21 +175,32 @@ class PLRankObjective(BoosterObjective):
             those given to :func:`plrank_objective`, which then serve it as an eval set too.
         item_groups : array of shape (n,)
             Its rows' group ids, in the order of its rows.
-        checked : bool, default False
-            Whether the ids were checked already, by :func:`plrank_objective` or as a ranker
-            read the set (an int64 array that keeps its rules): they are then kept as they are
-            (still refused without group fairness).
 
         Raises
         ------
         ValueError
             Without group fairness, or for ids that break the rules of ``item_groups``.
         """
-        if checked:
-            item_groups_needed(self.fairness, True)
-        else:
-            item_groups = checked_item_groups(self.fairness, item_groups, None)
-        self._item_groups.put(data, item_groups)
+        self._item_groups.put(data, checked_item_groups(self.fairness, item_groups, None))
+
+    def _training_item_groups(self, key: Any) -> np.ndarray | None:
+        """The item groups of the training set ``key`` just read, with group fairness: those given
+        for it (:meth:`set_item_groups`), else those it carries, else those of
+        :func:`plrank_objective` (kept for it, so that they serve it as an eval set too)."""
+        n = self._labels.shape[0]
+        ids = self.item_groups_of(key, n)
+        if ids is None:
+            ids = self._current.item_groups
+        if ids is None and self.item_groups is not None:
+            self._item_groups.put(key, self.item_groups)
+            ids = self.item_groups_of(key, n)  # one id per row, or an error naming the data
+        if ids is None:
+            raise ValueError(
+                f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
+                "PLRankRanker.fit(..., item_groups=g), plrank_objective(..., item_groups=g) or "
+                "obj.set_item_groups(dtrain, g)."
+            )
+        return ids
 
     def _new_training_set(self, key: Any) -> _SetState:
         """The state of a training set just read: round 0, its GPU arrays, its fairness terms."""
@@ -199,17 +213,10 @@ class PLRankObjective(BoosterObjective):
             )
         if self.fairness is None:
             return state
-        if self.item_groups is not None and self._item_groups.get(key) is None:
-            self.set_item_groups(key, self.item_groups, checked=True)
-        ids = self.item_groups_of(key, self._labels.shape[0])
-        if ids is None and self.fairness.needs_item_groups:
-            raise ValueError(
-                f"fairness={self.fairness.name!r} needs the item groups of the training rows: "
-                "plrank_objective(..., item_groups=g) or PLRankRanker.fit(..., item_groups=g)."
-            )
+        grouped = self.fairness.term.needs_item_groups
         state.terms = self.fairness.terms(
             self._labels, self._ptr, self.metric.theta(self._ptr), gain=self.metric.gain,
-            item_groups=ids,
+            item_groups=self._training_item_groups(key) if grouped else None,
         )
         return state
 
@@ -408,7 +415,7 @@ class PLRankObjective(BoosterObjective):
         """
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
-        if (self.fairness is not None and self.fairness.needs_item_groups
+        if (self.fairness is not None and self.fairness.term.needs_item_groups
                 and self._item_groups.get(y_true) is None):
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of each eval set other "

@@ -23,10 +23,11 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
+from .._fairness_terms import FAIRNESS_TERMS, fairness_names
 from .._ranking_metric import GAINS, METRICS, RankingMetric
 from .._util.docs import fill_entries
-from .._util.schema import Schema, one_of, validate
-from .fairness import EMPTY_QUERIES, FAIR_METRICS, FAIRNESS, FairnessSpec
+from .._util.schema import Schema, one_of, registered, validate
+from .fairness import EMPTY_QUERIES, FAIR_METRICS, FairnessSpec
 
 __all__ = [
     "AUTO_N",
@@ -116,8 +117,8 @@ class PLRankFields(Schema):
     query_subsample: float = Field(
         1.0, gt=0, le=1, allow_inf_nan=False, description="a number in (0, 1]"
     )
-    fairness: Literal[FAIRNESS] | None = Field(  # type: ignore[valid-type]
-        None, description=f"None or {one_of(FAIRNESS)}"
+    fairness: registered(fairness_names, optional=True) = Field(  # type: ignore[valid-type]
+        None, description="None or a registered fairness term's name"
     )
     fairness_weight: float = Field(
         1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
@@ -128,11 +129,13 @@ class PLRankFields(Schema):
 
     @model_validator(mode="after")
     def _fairness_rules(self) -> PLRankFields:
-        if self.empty_queries == "uniform" and self.fairness != "expected-exposure":
+        targets = [name for name, term in FAIRNESS_TERMS.items() if term.uniform_target]
+        if self.empty_queries == "uniform" and self.fairness not in targets:
             raise ValueError(
                 "empty_queries='uniform' trains the queries without a relevant document toward "
-                "the expected exposure loss's target there (equal exposure), so it needs "
-                f"fairness='expected-exposure', but fairness={self.fairness!r} is given"
+                "the fairness loss's target there (equal exposure), so it needs "
+                + " or ".join(f"fairness={name!r}" for name in targets)
+                + f", but fairness={self.fairness!r} is given"
             )
         if self.fairness is None:
             return self
@@ -327,26 +330,19 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         queries). 1.0: every query, every round. Boosted trees only: a network steps on
         batches of queries already.
     """),
-    "fairness": ('{None, "expected-exposure", "disparity", "group-disparity"}', r"""
+    "fairness": ("{" + ", ".join(["None", *(f'"{name}"' for name in fairness_names())]) + "}", r"""
         None: the expected metric alone. Otherwise the objective maximised is, per query,
         :math:`\mathbb{E}[\mathrm{metric@K}] - w\,F_q` with :math:`w` = ``fairness_weight``
         and :math:`F` a loss of the exposures at K with the metric's DCG rank weights (the
-        fairness guide has the formulas): ``"expected-exposure"`` the expected exposure loss
-        EE-L of Diaz et al. (2020) against equal expected exposure within relevance grades,
-        which only a stochastic ranker can bring to 0; ``"disparity"`` the individual
-        disparity of the 2021 PL-Rank experiments,
-        :math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2` with :math:`g` the label's
-        gain (not normalised); ``"group-disparity"`` the squared differences of exposure per
-        unit of merit between item groups (it needs every document's item group,
-        ``item_groups``; a query where fewer than two groups have merit contributes 0). The
-        gradient is PL-Rank's with the signed reward :math:`\rho_d - w\,\partial F/\partial
+        fairness guide has the formulas):
+    """ + "; ".join(f'``"{name}"`` {term.summary}' for name, term in FAIRNESS_TERMS.items())
+    + r""".
+        The gradient is PL-Rank's with the signed reward :math:`\rho_d - w\,\partial F/\partial
         E(d)`, exposure and terms estimated from two independent halves of the ``N`` rankings
         (unbiased); the Hessian estimate gains a non-negative Gauss-Newton part
         :math:`w c_d (\partial E(d)/\partial m(d))^2` before ``hessian`` applies. Needs
         ``N >= 2`` and ``metric`` "ndcg" or "dcg". Measure the result with
-        :func:`gbdt_plrank.metrics.expected_exposure_loss`,
-        :func:`~gbdt_plrank.metrics.relevance_proportional_disparity` and
-        :func:`~gbdt_plrank.metrics.group_disparity`.
+        :func:`gbdt_plrank.metrics.fairness_loss` (``loss=fairness``).
     """),
     "fairness_weight": ("float", r"""
         The weight :math:`w \ge 0` of the fairness loss, finite; used only with ``fairness``.
@@ -358,7 +354,7 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         target there, equal exposure for every document, which pulls their margins together;
         the trees are shared by all queries, so on data with many such queries (MQ2008) it
         flattens the policy of the queries with relevant documents too
-        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The disparities are 0 on such
+        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The other losses are 0 on such
         queries either way.
     """),
 }

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._boosters import EvalMetric, Plan
+from .._boosters import RANKER, ROUNDS, STOPPING_METRICS, EvalMetric, Plan
 from .._ranking_metric import RankingMetric
 from .._util.validation import check_choice
 from .evaluation import RankingMetricEval
@@ -22,11 +22,6 @@ from .objective import PLRankObjective
 from .options import PLRankOptions
 
 __all__ = ["STOPPING_METRICS", "TRAINERS", "StoppingRule", "Trainer", "plrank_plan", "stopping_rule"]
-
-#: What early stopping watches: the policy's expected metric@K (the objective's
-#: ``expected_metric``), the metric@K of the ranking by score (``ranking_metric``), or the
-#: expected metric@K of the policy of the standardised margins (``standardized_metric``).
-STOPPING_METRICS = ("policy", "ranking", "standardized")
 
 
 @dataclass(frozen=True)
@@ -102,13 +97,15 @@ class StoppingRule:
 
 
 def stopping_rule(
-    stopping_metric: str = "auto", *, fairness: str | None, trainer: str = "booster",
+    stopping_metric: str = RANKER.stopping_metric, *, fairness: str | None,
+    trainer: str = "booster",
     early_stopping: bool = True,
 ) -> StoppingRule:
     """The stopping rule ``stopping_metric`` names for a training by ``trainer``.
 
     The one place ``"auto"`` is resolved (the trainer's ``auto``, :class:`Trainer`) and a
-    metric that a way of training cannot watch is refused.
+    metric that a way of training cannot watch is refused; the value itself was checked by its
+    rule where it was given (:data:`~gbdt_plrank._boosters._parameters.STOPPING_METRICS`).
 
     Parameters
     ----------
@@ -128,10 +125,10 @@ def stopping_rule(
     Raises
     ------
     ValueError
-        For an unknown ``stopping_metric`` or ``trainer``, or, with ``early_stopping``, a
-        metric the trainer cannot watch.
+        For an unknown ``trainer``, or, with ``early_stopping``, a metric the trainer cannot
+        watch.
     """
-    choice = check_choice("stopping_metric", stopping_metric, ("auto", *STOPPING_METRICS))
+    choice = stopping_metric
     kind = TRAINERS[check_choice("trainer", trainer, TRAINERS)]
     if choice == "auto":
         choice = kind.auto or ("standardized" if fairness is None else "policy")
@@ -154,8 +151,8 @@ def plrank_plan(
     device: str = "cpu",
     verbose: int = 0,
     trainer: str = "booster",
-    min_rounds: int | str = 0,
-    min_delta: float = 0.0,
+    min_rounds: int | str = ROUNDS.min_rounds,
+    min_delta: float = ROUNDS.min_delta,
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 

@@ -1,20 +1,24 @@
 """Declarative checking of options and configuration files: pydantic models, plain-worded errors.
 
 Every options and configuration model derives from :class:`Schema`: frozen, strict types (NumPy
-scalars are read as the Python scalars they hold), unknown keys forbidden. Each field states its rule in words in its ``description`` ("an integer >= 1"), and
-:func:`validate` turns pydantic's first error into one :class:`ConfigError` sentence that names
-the key path, the value and that rule, or, for an unknown key, the keys allowed there.
+scalars are read as the Python scalars they hold), unknown keys forbidden. Each field states its
+rule in words in its ``description`` ("an integer >= 1"), or, for a rule read at validation time
+(a choice among the entries of a registry, :func:`registered`), in the :class:`RuleError` its
+validator raises; :func:`validate` turns pydantic's first error into one :class:`ConfigError`
+sentence that names the key path, the value and that rule, or, for an unknown key, the keys
+allowed there.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import UnionType
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,7 +26,15 @@ else:  # Python 3.10: the same parser, as the tomli package
     import tomli as tomllib
 
 __all__ = [
-    "ConfigError", "Schema", "one_of", "parse_toml", "read_toml", "toml_value", "validate",
+    "ConfigError",
+    "RuleError",
+    "Schema",
+    "one_of",
+    "parse_toml",
+    "read_toml",
+    "registered",
+    "toml_value",
+    "validate",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -35,6 +47,28 @@ def one_of(names: Any) -> str:
 
 class ConfigError(ValueError):
     """An option or configuration key, or its value, breaks its rule; the message names both."""
+
+
+class RuleError(ValueError):
+    """Raised by a field's validator whose rule is read when it runs: :func:`validate` names
+    ``rule`` in place of the field's ``description``."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+def registered(names: Callable[[], Sequence[str]], *, optional: bool = False) -> Any:
+    """A field type whose value is one of ``names()`` when it is validated (None too, if
+    ``optional``): a choice among the entries of a registry that may grow after import."""
+
+    def check(value: Any) -> Any:
+        allowed = tuple(names())
+        if (value is None and optional) or (isinstance(value, str) and value in allowed):
+            return value
+        raise RuleError(("None or " if optional else "") + one_of(allowed))
+
+    return Annotated[str | None if optional else str, BeforeValidator(check)]
 
 
 class Schema(BaseModel):
@@ -133,7 +167,9 @@ def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> st
     if rule is None:
         return f"{key} is invalid: {error['msg']}, but {value!r} is given."
     detail = ""
-    if error["type"] == "value_error":  # a custom check: its own words follow the rule
+    if error["type"] == "value_error" and isinstance(error["ctx"]["error"], RuleError):
+        rule = error["ctx"]["error"].rule  # a rule read when the check ran
+    elif error["type"] == "value_error":  # a custom check: its own words follow the rule
         detail = f" ({str(error['ctx']['error']).rstrip('.')})"
     return f"{key} must be {rule}, but {value!r} is given{detail}."
 

@@ -259,16 +259,17 @@ def check_same_length(**arrays: np.ndarray) -> None:
 
 
 def check_item_groups(
-    item_groups: object, n: int | None, *, name: str = "item_groups"
+    item_groups: object, n: int | None, *, name: str = "item_groups", part: bool = False
 ) -> np.ndarray:
-    """Integer group ids ``>= 0`` of ``n`` documents (None: any number), two or more, as int64."""
+    """Integer group ids ``>= 0`` of ``n`` documents (None: any number), as int64, two or more
+    distinct ones unless they are a ``part`` of the rows (a Dask worker's may hold one)."""
     ids = as_int_vector(name, item_groups)
     if n is not None and ids.shape[0] != n:
         raise ValueError(
             f"{name} must hold one group id per document ({n}), but holds {ids.shape[0]}."
         )
     check_at_least(name, ids, 0)
-    if np.unique(ids).shape[0] < 2:
+    if not part and np.unique(ids).shape[0] < 2:
         raise ValueError(
             f"{name} must hold two or more distinct groups, but holds {np.unique(ids).tolist()}."
         )

@@ -15,8 +15,10 @@ that does not enter tree building with a callable objective (both checked in the
 - LightGBM: the sample ``weight`` (a callable objective applies weights itself, and this one
   reads them as keys; the ranker evaluates only its eval sets, which carry no weights).
 
-With group fairness the item groups travel the same way in XGBoost's ``label_upper_bound``
-(LightGBM has no second such field). Both fields are float32, so the index is exact below
+With group fairness the item groups travel in XGBoost's ``label_upper_bound``, the field every
+XGBoost data object of the booster layer carries them in (``XGBoostBackend.item_groups_field``),
+read with the labels as in one process; ``lightgbm.dask``
+carries no second such field. Both fields are float32, so the index is exact below
 :data:`MAX_QUERIES` queries (or groups).
 """
 
@@ -70,7 +72,8 @@ class KeyedPLRankObjective(PLRankObjective):
         return "keyed_" + super().__repr__()
 
     def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
-        """The XGBoost ``obj=`` form: keys from ``label_lower_bound``."""
+        """The XGBoost ``obj=`` form: keys from ``label_lower_bound`` (the item groups come with
+        the labels, from ``label_upper_bound``)."""
         backend = backend_of_data(data)
         if backend.name != "xgboost":
             raise TypeError(
@@ -82,29 +85,7 @@ class KeyedPLRankObjective(PLRankObjective):
             return super().__call__(preds, data)  # its error for data without query groups
         bounds = data.get_float_info("label_lower_bound")
         keys = _query_keys(bounds if bounds.size else None, fields.group_ptr, "label_lower_bound")
-        if self.fairness is not None and self.fairness.needs_item_groups:
-            self._read_item_groups(data, int(fields.group_ptr[-1]))
         return self._step(preds, data, fields, keys)
-
-    def _read_item_groups(self, data: Any, n: int) -> None:
-        """The item groups of the local rows from ``label_upper_bound``, once per DMatrix.
-
-        A worker's rows may hold a single group: such queries contribute no group disparity,
-        as in one process.
-        """
-        if self._item_groups.get(data) is not None or self.item_groups is not None:
-            return
-        ids = data.get_float_info("label_upper_bound").astype(np.float64)
-        bad = np.flatnonzero((ids < 0) | (ids != np.round(ids)))
-        if ids.shape[0] != n or bad.size:
-            raise ValueError(
-                f"with fairness={self.fairness.name!r} the keyed objective reads each row's item "
-                f"group from label_upper_bound, which must hold one integer >= 0 per row ({n}), "
-                f"but holds {ids.shape[0]} values"
-                + (f", label_upper_bound[{bad[0]}] = {ids[bad[0]]!r}" if bad.size else "")
-                + ". DaskPLRankRanker.fit(..., item_groups=) fills it."
-            )
-        self.set_item_groups(data, ids.astype(np.int64), checked=True)
 
     def lgbm_ranker(
         self, y_true: np.ndarray, y_pred: np.ndarray, weight: Any, group: Any

@@ -44,7 +44,7 @@ class DaskQueries:
         Query sizes, one chunk per partition of ``X`` (LightGBM's ``group``).
     item_groups : float32 dask array or None
         Each row's item group as the index of its id among the distinct ids, for group
-        fairness (XGBoost's ``label_upper_bound``).
+        fairness (XGBoost's ``label_upper_bound``, as in one process).
     """
 
     X: da.Array
@@ -67,7 +67,7 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
     start = time.perf_counter()
     rows = {"label_lower_bound": data.keys}
     if data.item_groups is not None:
-        rows["label_upper_bound"] = data.item_groups
+        rows[backend.item_groups_field] = data.item_groups
     out = dxgb.train(
         client, params, dmatrix(data, **rows), plan.n_estimators,
         evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,

@@ -7,10 +7,10 @@ query ids):
 - expected NDCG@k: :math:`\sum_d \hat E(d) (2^{\ell_d} - 1) / \mathrm{IDCG@k}` (1 when the ideal
   DCG is 0), exact for the Monte-Carlo exposure :math:`\hat E` with the DCG rank weights, since
   DCG is linear in exposure: it is the mean NDCG@k of the sampled rankings;
-- EE-L (:func:`gbdt_plrank.metrics.expected_exposure_loss`) and the relevance-proportional
-  disparity (:func:`gbdt_plrank.metrics.relevance_proportional_disparity`), and, when the split
-  has item groups, the group disparity (:func:`gbdt_plrank.metrics.group_disparity`), each
-  the :meth:`~gbdt_plrank._training.fairness.FairnessSpec.loss` of its name. All are quadratic in
+- the loss of every registered fairness term
+  (:data:`~gbdt_plrank._fairness_terms.FAIRNESS_TERMS`: EE-L, the relevance-proportional
+  disparity, and, when the split has item groups, the group disparity), each the
+  :meth:`~gbdt_plrank._training.fairness.FairnessSpec.loss` of its name. All are quadratic in
   the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
   estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
@@ -27,10 +27,11 @@ from functools import partial
 
 import numpy as np
 
+from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
-from .._training.evaluation import EVAL_ROUNDS, PolicyValue, per_sample_metric
-from .._training.fairness import FAIRNESS, FairnessSpec
+from .._training.evaluation import EVAL_ROUNDS, PolicyEvaluator, per_sample_metric
+from .._training.fairness import FairnessSpec
 from .._training.policy import sample_policy
 from ..datasets import Split
 from ..metrics import ndcg
@@ -46,9 +47,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PolicyValues:
-    """Per query (in the order of ``qid``): expected NDCG@k, EE-L, disparity, group disparity.
+    """Per query (in the order of ``qid``): expected NDCG@k and each fairness term's loss.
 
-    ``group_disparity`` is None when the split has no item groups.
+    ``values`` maps ``"ndcg"`` and the column of every registered fairness term
+    (:attr:`~gbdt_plrank._fairness_terms.FairnessTerm.column`: ``"ee_l"``, ``"disparity"``,
+    ``"group_disparity"``) to its per-query values, in the registry's order; a term defined by
+    item groups has None when the split has none.
 
     ``mc_mean`` and ``mc_var`` are the mean and variance over the sampled rankings of the
     dataset-mean NDCG@k of each sample (0 variance for an exact evaluation); ``n_samples``
@@ -56,40 +60,39 @@ class PolicyValues:
     """
 
     qid: np.ndarray
-    ndcg: np.ndarray
-    ee_l: np.ndarray
-    disparity: np.ndarray
+    values: dict[str, np.ndarray | None]
     mc_mean: float
     mc_var: float
     n_samples: int
-    group_disparity: np.ndarray | None = None
 
-
-#: The fairness losses measured, in the order of :class:`PolicyValues` (EE-L, disparity, group).
-_LOSSES = tuple(FairnessSpec(name, 1.0) for name in FAIRNESS)
+    @property
+    def ndcg(self) -> np.ndarray:
+        """Per query: the expected NDCG@k."""
+        return self.values["ndcg"]
 
 
 def _losses(
     split: Split, k: int, of: Callable[[Callable[[np.ndarray], np.ndarray]], np.ndarray]
-) -> list[np.ndarray | None]:
-    """Per query, each of :data:`_LOSSES` (None for group disparity without item groups).
+) -> dict[str, np.ndarray | None]:
+    """Per query, each registered term's loss by its column (None for a term defined by item
+    groups, without them).
 
     ``of`` evaluates a loss, a function of the exposure: at the exposure of an exact
     evaluation, or without bias from the halves of a sampled one
     (:meth:`~gbdt_plrank._training.evaluation.Halves.unbiased`).
     """
-    return [
-        None if spec.needs_item_groups and split.item_groups is None else of(partial(
-            spec.loss, split.y, row_query=split.qid, K=k, gain="exp",
+    return {
+        term.column: None if term.needs_item_groups and split.item_groups is None else of(partial(
+            FairnessSpec(name, 1.0).loss, split.y, group_ptr=split.group_ptr, K=k, gain="exp",
             item_groups=split.item_groups,
         ))
-        for spec in _LOSSES
-    ]
+        for name, term in FAIRNESS_TERMS.items()
+    }
 
 
-def _value(split: Split, k: int, **options: object) -> PolicyValue:
+def _value(split: Split, k: int, **options: object) -> PolicyEvaluator:
     """The evaluation of ``split`` at cut-off ``k``."""
-    return PolicyValue(RankingMetric("ndcg", k, "exp"), None, split, **options)
+    return PolicyEvaluator(RankingMetric("ndcg", k, "exp"), None, split, **options)
 
 
 def evaluate_policy(
@@ -99,7 +102,7 @@ def evaluate_policy(
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
     ``n_samples`` (even) rankings per query in two halves, the draws of
-    :class:`~gbdt_plrank._training.evaluation.PolicyValue` with ``seed``: their exposures give the values,
+    :class:`~gbdt_plrank._training.evaluation.PolicyEvaluator` with ``seed``: their exposures give the values,
     their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of the cost:
     the NDCG of every sampled ranking) the mean is that of the values and the variance NaN.
     """
@@ -116,17 +119,13 @@ def evaluate_policy(
             for r in EVAL_ROUNDS
         ])
         mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
-    ee_l, disparity, group = _losses(split, k, h.unbiased)
-    return PolicyValues(
-        np.unique(split.qid), ndcg_q, ee_l, disparity, mc_mean, mc_var, n_samples, group
-    )
+    values = {"ndcg": ndcg_q, **_losses(split, k, h.unbiased)}
+    return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples)
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
-    ee_l, disparity, group = _losses(split, k, lambda loss: loss(exposure))
-    return PolicyValues(
-        np.unique(split.qid), ndcg_q, ee_l, disparity, float(ndcg_q.mean()), 0.0, 1, group
-    )
+    values = {"ndcg": ndcg_q, **_losses(split, k, lambda loss: loss(exposure))}
+    return PolicyValues(np.unique(split.qid), values, float(ndcg_q.mean()), 0.0, 1)
 
 
 def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:
@@ -143,7 +142,7 @@ def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValue
 
 def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     """Exact values of the equal-exposure oracle: exposure = the target, ideal order of grades."""
-    exposure = FairnessSpec.target(split.y, split.group_ptr, dcg_weights(k))
+    exposure = equal_exposure_target(split.y, split.group_ptr, dcg_weights(k))
     value = _value(split, k, seed=0, n_jobs=None)
     return _exact_values(split, exposure, value.expected_metric(exposure), k)
 

@@ -21,11 +21,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from .._boosters import BACKENDS, TREE_RULES, BoosterSettings, tree_rule
-from .._training.fairness import GROUP_FAIRNESS
+from .._boosters import BACKENDS, TREE_SETTINGS, BoosterSettings
+from .._boosters._parameters import (
+    EarlyStoppingRounds,
+    LearningRate,
+    MaxDepth,
+    MinChildWeight,
+    MinDelta,
+    MinRounds,
+    NEstimators,
+    NumLeaves,
+    RegLambda,
+    StoppingMetric,
+    Subsample,
+)
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank import PIRANK_HESSIANS, pirank_objective
-from .._training.run import STOPPING_METRICS, stopping_rule
+from .._training.run import stopping_rule
 from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
@@ -98,9 +110,10 @@ CutOffs = items(PositiveInt, rule="an integer >= 1 or a non-empty list of distin
 class TreeSettings(Schema):
     """Booster settings shared by every method of a comparison.
 
-    Each library reads them under its own names (the booster layer's table
-    ``NATIVE_NAMES``); a setting a library has no counterpart for is
-    not passed to it. A tree setting that is ``None`` is not passed either: the library keeps
+    Each field has the rule of its parameter, declared once for the rankers and the harness
+    (``gbdt_plrank._boosters._parameters``; ``rounds`` is ``n_estimators``), and this table's
+    own default. Each library reads them under its own names (the booster layer's table
+    ``NATIVE_NAMES``); a setting a library has no counterpart for is not passed to it. A tree setting that is ``None`` is not passed either: the library keeps
     its own default. ``num_leaves`` is unset by default (XGBoost: no limit besides
     ``max_depth``; LightGBM: 31); :meth:`library_defaults` unsets every tree setting.
 
@@ -116,18 +129,16 @@ class TreeSettings(Schema):
     beats the best validation value by more than that (the libraries' own ``min_delta``).
     """
 
-    rounds: int = Field(1000, ge=1, description="an integer >= 1")
-    learning_rate: float | None = tree_rule("learning_rate", 0.05)
-    max_depth: int | None = tree_rule("max_depth", 6)
-    num_leaves: int | None = tree_rule("num_leaves")
-    min_child_weight: float | None = tree_rule("min_child_weight", 0.1)
-    reg_lambda: float | None = tree_rule("reg_lambda", 1.0, alias="lambda")
-    subsample: float | None = tree_rule("subsample", 1.0)
-    early_stopping_rounds: int = Field(25, ge=1, description="an integer >= 1")
-    min_rounds: Annotated[int, Field(ge=0)] | Literal["auto"] = Field(
-        "auto", description="'auto' or an integer >= 0"
-    )
-    min_delta: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+    rounds: NEstimators = 1000
+    learning_rate: LearningRate = 0.05
+    max_depth: MaxDepth = 6
+    num_leaves: NumLeaves
+    min_child_weight: MinChildWeight = 0.1
+    reg_lambda: RegLambda = Field(1.0, alias="lambda")
+    subsample: Subsample = 1.0
+    early_stopping_rounds: EarlyStoppingRounds = 25
+    min_rounds: MinRounds = "auto"
+    min_delta: MinDelta
     n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
 
     @classmethod
@@ -139,26 +150,20 @@ class TreeSettings(Schema):
         its own defaults. ``settings`` sets the others (``rounds``, ``early_stopping_rounds``,
         ``n_jobs``) and may set a tree setting back.
         """
-        unset = dict.fromkeys((name for name in cls.model_fields if name in TREE_RULES), None)
+        unset = dict.fromkeys(cls._trees(), None)
         return cls(**{**unset, **settings})
+
+    @classmethod
+    def _trees(cls) -> tuple[str, ...]:
+        """The shared tree settings this table holds."""
+        return tuple(name for name in cls.model_fields if name in TREE_SETTINGS)
 
     def booster_settings(self, *, seed: int, params: Mapping[str, Any]) -> BoosterSettings:
         """The booster layer's settings for one training with ``seed`` and native ``params``."""
         return BoosterSettings(
-            learning_rate=self.learning_rate,
-            max_depth=self.max_depth,
-            num_leaves=self.num_leaves,
-            min_child_weight=self.min_child_weight,
-            reg_lambda=self.reg_lambda,
-            subsample=self.subsample,
-            n_threads=self.n_jobs,
-            seed=seed,
-            params=dict(params),
+            trees={name: getattr(self, name) for name in self._trees()}, n_threads=self.n_jobs,
+            seed=seed, params=dict(params),
         )
-
-
-#: The ``[plrank]`` table's stopping metrics: those of the plan, or ``"auto"``.
-STOPPING_CHOICES = ("auto", *STOPPING_METRICS)
 
 
 class PLRankSettings(PLRankFields):
@@ -176,9 +181,7 @@ class PLRankSettings(PLRankFields):
     (:func:`~gbdt_plrank._training.run.stopping_rule`).
     """
 
-    stopping_metric: Literal[STOPPING_CHOICES] = Field(  # type: ignore[valid-type]
-        "auto", description=one_of(STOPPING_CHOICES)
-    )
+    stopping_metric: StoppingMetric
 
     @property
     def stopping(self) -> str:
@@ -429,8 +432,8 @@ def check_objectives(
         try:
             chosen = method_settings(method, settings, params.get(name))
             if isinstance(chosen, PLRankSettings):
-                chosen.options(k)
-                if chosen.fairness in GROUP_FAIRNESS and not item_groups:
+                spec = chosen.options(k).fairness_spec
+                if spec is not None and spec.term.needs_item_groups and not item_groups:
                     raise ValueError(
                         f"fairness={chosen.fairness!r} needs item groups, which comparisons do "
                         "not take; draw its frontier with gbdt-plrank fairness and a protected "

@@ -7,13 +7,31 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, BoosterSettings
+from .._boosters import BACKENDS, BoosterSettings, Rounds
+from .._boosters._parameters import EarlyStoppingRounds, NEstimators
 from .._estimator import PolicyRanker
 from .._training.options import DEFAULTS, PLRankOptions, option_docs
+from .._util.schema import Schema, validate
 from .._util.threads import booster_threads
-from .._util.validation import check_positive_int
 
 __all__ = ["PLRankMLPRanker"]
+
+
+class Epochs(Schema):
+    """A network's epochs (the rule of ``n_estimators``) and ``fit``'s early stopping."""
+
+    max_epochs: NEstimators = 100
+    early_stopping_rounds: EarlyStoppingRounds
+
+    def rounds(self) -> Rounds:
+        """As a plan reads them: ``max_epochs`` rounds, each library's own stopping rule."""
+        return Rounds.model_construct(
+            n_estimators=self.max_epochs, early_stopping_rounds=self.early_stopping_rounds
+        )
+
+
+#: The network's default number of epochs, the one source of its signature's.
+EPOCHS = Epochs()
 
 
 @option_docs()
@@ -122,7 +140,7 @@ class PLRankMLPRanker(PolicyRanker):
         lr: float = 0.01,
         batch_size: int = 256,
         scale: str = "standard",
-        max_epochs: int = 100,
+        max_epochs: int = EPOCHS.max_epochs,
         n_jobs: int | None = None,
         random_state: int | np.random.RandomState | None = None,
         progress: bool = True,
@@ -180,10 +198,12 @@ class PLRankMLPRanker(PolicyRanker):
             :meth:`gbdt_plrank.PLRankRanker.fit`).
         """
         options = self._options()
-        max_epochs = check_positive_int("max_epochs", self.max_epochs)
+        epochs = validate(
+            Epochs, {"max_epochs": self.max_epochs, "early_stopping_rounds": early_stopping_rounds},
+            source="the network's epochs",
+        )
         plan, network_seed = self._plan(
-            options, rounds=max_epochs, eval_set=eval_set,
-            early_stopping_rounds=early_stopping_rounds, trainer="network",
+            options, epochs.rounds(), eval_set=eval_set, trainer="network"
         )
         network = {
             "n_layers": self.n_layers, "units": self.units, "activation": self.activation,

@@ -31,9 +31,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..._training.fairness import FAIRNESS, GROUP_FAIRNESS, LOSS_NAMES
+from ..._fairness_terms import fairness_names, fairness_term
 from ..._training.options import PLRankOptions
-from ..._util.schema import ConfigError, one_of, validate
+from ..._util.schema import ConfigError, registered, validate
 from ..item_groups import ProtectedGroup
 from ..methods import METHODS, PLRANK
 from ..settings import (
@@ -87,8 +87,8 @@ class FrontierConfig(ExperimentConfig):
     temperatures: items(  # type: ignore[valid-type]
         Temperature, rule="a non-empty list of distinct finite numbers > 0"
     ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
-    fairness: Literal[FAIRNESS] = Field(  # type: ignore[valid-type]
-        "expected-exposure", description=one_of(FAIRNESS)
+    fairness: registered(fairness_names) = Field(  # type: ignore[valid-type]
+        "expected-exposure", description="a registered fairness term's name"
     )
     protected: ProtectedGroup | None = Field(None, description="a table")
     group_offsets: items(  # type: ignore[valid-type]
@@ -108,7 +108,7 @@ class FrontierConfig(ExperimentConfig):
 
     @model_validator(mode="after")
     def _groups_given(self) -> FrontierConfig:
-        if self.fairness in GROUP_FAIRNESS and self.protected is None:
+        if fairness_term(self.fairness).needs_item_groups and self.protected is None:
             raise ValueError(
                 f"fairness = {self.fairness!r} needs item groups: give protected = "
                 "{feature = F, quantile = q} (group 1: below the q-quantile of feature F on the "
@@ -123,8 +123,9 @@ class FrontierConfig(ExperimentConfig):
 
     @property
     def measure(self) -> str:
-        """The name of the report's fairness measure: its loss's (:data:`~gbdt_plrank._training.fairness.LOSS_NAMES`)."""
-        return LOSS_NAMES[self.fairness]
+        """The name of the report's fairness measure: its term's column
+        (:attr:`~gbdt_plrank._fairness_terms.FairnessTerm.column`)."""
+        return fairness_term(self.fairness).column
 
     @property
     def methods(self) -> tuple[str, ...]:

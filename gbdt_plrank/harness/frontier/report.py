@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm
 from ..._util.compat import is_installed, missing_message, require
 from ..data import family
 from ..stats import paired
@@ -57,7 +58,10 @@ from .run import (
     planned_evaluations,
 )
 
-__all__ = ["Comparison", "Match", "Point", "compare_points", "pool", "write_frontier_report"]
+__all__ = [
+    "Comparison", "Match", "Point", "compare_points", "csv_columns", "measures", "pool",
+    "write_frontier_report",
+]
 
 #: The label of fair policies under a temperature (their points keep the curve name FAIR).
 TEMPERED = "plrank-fair+temperature"
@@ -73,19 +77,25 @@ LABELS = {
     ORACLE: "equal-exposure oracle",
 }
 
-#: The per-query values of an evaluation, and the axis names of the fairness measures.
-METRICS = ("ndcg", "ee_l", "disparity", "group_disparity")
-AXIS = {
-    "ee_l": "EE-L (expected exposure loss, lower is fairer)",
-    "disparity": "relevance-proportional disparity (lower is fairer)",
-    "group_disparity": "group disparity (lower is fairer)",
-}
 
-CSV_COLUMNS = (
-    "dataset", "split", "curve", "fairness_weight", "temperature", "group_offset", "queries",
-    "seeds", "ndcg", "ndcg_se", "ndcg_mc_se", "ee_l", "ee_l_se", "disparity", "disparity_se",
-    "group_disparity", "group_disparity_se",
-)
+
+def measures() -> tuple[str, ...]:
+    """The per-query values of an evaluation: ``"ndcg"`` and the column of every registered
+    fairness term (:data:`~gbdt_plrank._fairness_terms.FAIRNESS_TERMS`)."""
+    return ("ndcg", *(term.column for term in FAIRNESS_TERMS.values()))
+
+
+def _term(measure: str) -> FairnessTerm:
+    """The registered fairness term whose column is ``measure``."""
+    return next(t for t in FAIRNESS_TERMS.values() if t.column == measure)
+
+
+def csv_columns() -> tuple[str, ...]:
+    """The columns of ``frontier.csv``: the point, then each measure's mean and standard error
+    (and the Monte-Carlo standard error of the expected NDCG)."""
+    point = ("dataset", "split", "curve", "fairness_weight", "temperature", "group_offset",
+             "queries", "seeds", "ndcg", "ndcg_se", "ndcg_mc_se")
+    return point + tuple(c for m in measures()[1:] for c in (m, f"{m}_se"))
 
 Values = dict[tuple[str, int], float]
 
@@ -94,8 +104,8 @@ Values = dict[tuple[str, int], float]
 class Point:
     """One pooled point of a data entry and split: per-query values (seeds averaged).
 
-    ``values`` maps each of :data:`METRICS` that the evaluations hold to its per-query values,
-    keyed by (fold label, query id).
+    ``values`` maps each of the :func:`measures` that the evaluations hold to its per-query
+    values, keyed by (fold label, query id).
     """
 
     dataset: str
@@ -127,7 +137,7 @@ class Point:
             "group_offset": self.offset, "queries": len(self.ndcg), "seeds": self.seeds,
             "ndcg_mc_se": self.mc_se,
         }
-        for metric in METRICS:
+        for metric in measures():
             out[metric], out[f"{metric}_se"] = self._mean_se(self.values.get(metric))
         return out
 
@@ -172,7 +182,7 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
     for (name, split, curve, weight, temperature, offset), records in sorted(groups.items()):
         sums: dict[str, dict[tuple[str, int], list[float]]] = {}
         for r in records:
-            for metric in METRICS:
+            for metric in measures():
                 if r.get(metric) is None:
                     continue
                 table = sums.setdefault(metric, {})
@@ -408,7 +418,7 @@ def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]
 
 def _csv(points: Sequence[Point], path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=csv_columns())
         writer.writeheader()
         for p in points:
             writer.writerow(p.row())
@@ -463,7 +473,7 @@ def markdown(
     lines = ["# Fairness frontier", ""]
     if command:
         lines += [f"`{command}`", ""]
-    digits = 5 if measure != "ee_l" else 4
+    digits = _term(measure).digits
     for name in dict.fromkeys(p.dataset for p in points):
         mine = [c for c in comparisons if c.dataset == name]
         queries = max((len(p.ndcg) for p in points if p.dataset == name and p.split == "test"),
@@ -514,10 +524,10 @@ def markdown(
             rows.append([
                 LABELS[_series(p)], policy_name(p) if p.curve not in (DETERMINISTIC, ORACLE)
                 else "", f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
-                *(f"{r[m]:.5f} ({r[m + '_se']:.5f})" for m in METRICS[1:]), r["queries"],
+                *(f"{r[m]:.5f} ({r[m + '_se']:.5f})" for m in measures()[1:]), r["queries"],
             ])
-        lines += _table(["policy", "setting", "expected NDCG", "EE-L", "disparity",
-                         "group disparity", "queries"], rows)
+        titles = [t.title for t in FAIRNESS_TERMS.values()]
+        lines += _table(["policy", "setting", "expected NDCG", *titles, "queries"], rows)
         lines.append("")
     return "\n".join(lines)
 
@@ -589,7 +599,7 @@ def plot_frontier(points: Sequence[Point], path: Path, *, measure: str) -> None:
                                 textcoords="offset points", xytext=(4, 4))
         _oracle_inside(ax, mine, measure)
         ax.set(title=f"{name} (small markers: group offsets, the least fair off the plot)"
-               if any(p.offset for p in mine) else name, xlabel=AXIS[measure], ylabel="expected NDCG@10 (test)")
+               if any(p.offset for p in mine) else name, xlabel=_term(measure).axis, ylabel="expected NDCG@10 (test)")
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize="small")

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..._training.fairness import GROUP_FAIRNESS
+from ..._fairness_terms import fairness_term
 from ...datasets import LTRDataset, Split
 from ..data import check_data, dataset_label, load
 from ..item_groups import protected_rows, with_item_groups, without_item_groups
@@ -137,12 +137,7 @@ def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> No
     store.append("evaluations", {
         **key._asdict(),
         "qid": [int(q) for q in values.qid],
-        "ndcg": values.ndcg.tolist(),
-        "ee_l": values.ee_l.tolist(),
-        "disparity": values.disparity.tolist(),
-        "group_disparity": (
-            None if values.group_disparity is None else values.group_disparity.tolist()
-        ),
+        **{name: None if v is None else v.tolist() for name, v in values.values.items()},
         "mc_mean": values.mc_mean,
         "mc_var": values.mc_var,
         "n_samples": values.n_samples,
@@ -181,7 +176,7 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
             evals += tuple(EvalKey(label, DETERMINISTIC, 0.0, 0.0, 0.0, s, seed) for s in SPLITS)
         params = dict(config.params.get(method, {}))
         yield _Training(key, method, params, evals, policy=curve == "plrank")
-    groups = config.fairness in GROUP_FAIRNESS
+    groups = fairness_term(config.fairness).needs_item_groups
     for w in config.fairness_weights:
         key = TrainingKey(label, FAIR, w, seed)
         evals = tuple(

@@ -1,0 +1,172 @@
+"""The tree and stopping parameters of the rankers and the harness: each rule and default once.
+
+As scikit-learn's ``_parameter_constraints`` declares the rule of every parameter of its
+estimators once, this module declares each tree and stopping parameter once, as a type that
+carries its rule (pydantic constraints and the rule in words) and its default: the shared tree
+settings (``None``: the library's own default), the backend, the number of rounds and how early
+stopping ends them. The schemas of the surfaces that take them are built from these types alone:
+:class:`TreeRules` (the tree settings), :class:`Rounds` (the rounds and the libraries' own
+stopping rule: the defaults of the stopping callbacks and of a
+:class:`~gbdt_plrank._boosters.Plan`), :class:`RankerParameters` (the defaults of
+:class:`~gbdt_plrank.PLRankRanker`, whose signature reads them from :data:`RANKER`) and the
+harness's ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`, its own defaults). A
+surface that chooses another default writes it in its schema, once; nothing else checks these
+parameters: :func:`~gbdt_plrank._util.schema.validate` checks a surface's values in one call,
+its message naming the key, the value and the rule, and what it returns is trusted below.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from .._util.schema import Schema, one_of, validate
+
+__all__ = [
+    "PARAMETERS",
+    "RANKER",
+    "RANKER_BACKENDS",
+    "ROUNDS",
+    "STOPPING_METRICS",
+    "TREE_SETTINGS",
+    "RankerParameters",
+    "Rounds",
+    "TreeRules",
+    "check_parameter",
+]
+
+#: The backends that take a callable objective (CatBoost has no hook for one).
+RANKER_BACKENDS = ("xgboost", "lightgbm")
+
+#: What early stopping watches: the policy's expected metric@K (the objective's
+#: ``expected_metric``), the metric@K of the ranking by score (``ranking_metric``), or the
+#: expected metric@K of the policy of the standardised margins (``standardized_metric``).
+STOPPING_METRICS = ("policy", "ranking", "standardized")
+
+_FINITE_NON_NEGATIVE = Field(default=None, ge=0, allow_inf_nan=False,
+                             description="a finite number >= 0")
+_FRACTION = Field(default=None, gt=0, le=1, description="a number in (0, 1]")
+
+# The shared tree settings: None leaves the library's own default.
+LearningRate = Annotated[
+    float | None, Field(default=None, gt=0, allow_inf_nan=False, description="a finite number > 0")
+]
+MaxDepth = Annotated[int | None, Field(default=None, ge=1, description="an integer >= 1")]
+NumLeaves = Annotated[int | None, Field(default=None, ge=2, description="an integer >= 2")]
+MinChildWeight = Annotated[float | None, _FINITE_NON_NEGATIVE]
+RegAlpha = Annotated[float | None, _FINITE_NON_NEGATIVE]
+RegLambda = Annotated[float | None, _FINITE_NON_NEGATIVE]
+MinSplitGain = Annotated[float | None, _FINITE_NON_NEGATIVE]
+Subsample = Annotated[float | None, _FRACTION]
+ColsampleBytree = Annotated[float | None, _FRACTION]
+
+# The backend, the rounds and how early stopping ends them (the libraries' own rule by default).
+Backend = Annotated[
+    Literal[RANKER_BACKENDS],  # type: ignore[valid-type]
+    Field(default="xgboost", description=one_of(RANKER_BACKENDS)),
+]
+NEstimators = Annotated[int, Field(default=100, ge=1, description="an integer >= 1")]
+EarlyStoppingRounds = Annotated[
+    int | None, Field(default=None, ge=1, description="an integer >= 1")
+]
+StoppingMetric = Annotated[
+    Literal[("auto", *STOPPING_METRICS)],  # type: ignore[valid-type]
+    Field(default="auto", description=one_of(("auto", *STOPPING_METRICS))),
+]
+MinRounds = Annotated[
+    Annotated[int, Field(ge=0)] | Literal["auto"],
+    Field(default=0, description="'auto' or an integer >= 0"),
+]
+MinDelta = Annotated[
+    float, Field(default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+]
+
+#: Each parameter's type, carrying its rule and its default: the one declaration of both.
+PARAMETERS: dict[str, Any] = {
+    "learning_rate": LearningRate,
+    "max_depth": MaxDepth,
+    "num_leaves": NumLeaves,
+    "min_child_weight": MinChildWeight,
+    "reg_alpha": RegAlpha,
+    "reg_lambda": RegLambda,
+    "min_split_gain": MinSplitGain,
+    "subsample": Subsample,
+    "colsample_bytree": ColsampleBytree,
+    "backend": Backend,
+    "n_estimators": NEstimators,
+    "early_stopping_rounds": EarlyStoppingRounds,
+    "stopping_metric": StoppingMetric,
+    "min_rounds": MinRounds,
+    "min_delta": MinDelta,
+}
+
+
+class TreeRules(Schema):
+    """The shared tree settings, each ``None`` (the library's default) or within its rule."""
+
+    learning_rate: LearningRate
+    max_depth: MaxDepth
+    num_leaves: NumLeaves
+    min_child_weight: MinChildWeight
+    reg_alpha: RegAlpha
+    reg_lambda: RegLambda
+    min_split_gain: MinSplitGain
+    subsample: Subsample
+    colsample_bytree: ColsampleBytree
+
+
+#: The shared tree settings' names (what :class:`~gbdt_plrank._boosters.BoosterSettings` holds).
+TREE_SETTINGS = tuple(TreeRules.model_fields)
+
+
+class Rounds(Schema):
+    """The rounds and each library's own early stopping: the defaults of the stopping callbacks
+    and of a :class:`~gbdt_plrank._boosters.Plan` (no early stopping, ``min_rounds=0``,
+    ``min_delta=0``)."""
+
+    n_estimators: NEstimators
+    early_stopping_rounds: EarlyStoppingRounds
+    min_rounds: MinRounds
+    min_delta: MinDelta
+
+
+class RankerParameters(TreeRules, Rounds):
+    """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
+    defaults (``learning_rate=0.1``, ``min_rounds="auto"``): checked at once by ``fit``, with
+    ``fit``'s ``early_stopping_rounds``."""
+
+    backend: Backend
+    learning_rate: LearningRate = 0.1
+    stopping_metric: StoppingMetric
+    min_rounds: MinRounds = "auto"
+
+    @classmethod
+    def checked(cls, **values: Any) -> RankerParameters:
+        """The parameters, or a ``ValueError`` naming the first value that breaks its rule."""
+        return validate(cls, values, source="the ranker's parameters")
+
+
+#: The libraries' own rounds and stopping rule, by default.
+ROUNDS = Rounds()
+
+#: The ranker's defaults, the one source of its signature's (``n_estimators=RANKER.n_estimators``).
+RANKER = RankerParameters()
+
+
+@cache
+def _schema_of(name: str) -> type[Schema]:
+    """The schema of the parameter ``name`` alone."""
+    return type(name, (Schema,), {"__annotations__": {name: PARAMETERS[name]}, "__module__": __name__})
+
+
+def check_parameter(name: str, value: Any) -> Any:
+    """``value`` of the parameter ``name`` checked by its rule (:data:`PARAMETERS`) alone.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, the value and the rule.
+    """
+    return getattr(validate(_schema_of(name), {name: value}, source=name), name)
