@@ -17,7 +17,7 @@ import pytest
 import xgboost
 
 from gbdt_plrank import PLRankObjective, PLRankRanker, plrank_grad_hess, plrank_objective
-from gbdt_plrank._boosters import BACKENDS, Plan, group_indices
+from gbdt_plrank._boosters import BACKENDS, Plan, Rounds, group_indices
 from gbdt_plrank.datasets import Split
 
 GROUP = "group-disparity"
@@ -104,8 +104,8 @@ def test_the_rankers_item_groups_reach_the_objective_with_the_data(handed, backe
     assert len(curve) == 3
     # by hand: the same objective and groups through set_item_groups
     plan, _ = PLRankRanker(**fit)._plan(
-        ranker._options(), rounds=3, eval_set=[1], early_stopping_rounds=3, trainer="booster",
-        stopping_metric="policy",
+        ranker._options(), Rounds(n_estimators=3, early_stopping_rounds=3), eval_set=[1],
+        trainer="booster", stopping_metric="policy",
     )
     obj = plan.objective
     if backend == "xgboost":
