@@ -477,7 +477,8 @@ def plrank_grad_hess_from_rankings(
         As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
         ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half. With
         ``hessian="denoised"``, the first ``N // 2`` rows are half A and the others half B
-        (:func:`pool_halves`); with ``fairness`` too, each half is split in two in turn.
+        (:func:`~gbdt_plrank._training.plrank.pool_halves`); with ``fairness`` too, each half is
+        split in two in turn.
 
     Returns
     -------
