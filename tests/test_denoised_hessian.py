@@ -256,8 +256,11 @@ def test_xgboost_and_lightgbm_learn_with_it(data):
          "N must be >= 4 with hessian='denoised'"),
         (lambda s, y, p: plrank_grad_hess_from_rankings(s[:4], y[:4], np.array([[0, 1, 2, 3]]),
                                                         hessian="denoised"),
-         r"rankings must have shape \(N >= 2, min\(K, D\) = 4\), but has shape \(1, 4\) "
-         r"\(halved by hessian='denoised'\)"),
+         r"N must be >= 2 with hessian='denoised'"),
+        (lambda s, y, p: plrank_grad_hess_from_rankings(s[:4], y[:4], np.zeros((0, 4), int),
+                                                        hessian="denoised", fairness="disparity"),
+         r"rankings must have shape \(N >= 4, min\(K, D\) = 4\), but has shape \(0, 4\) "
+         r"\(halved by hessian='denoised', then by fairness\)"),
         (lambda s, y, p: PLRankRanker(N=1, hessian="denoised").fit(s[:, None], y, np.repeat(
             [0, 1], np.diff(p))),
          "N must be >= 2 with hessian='denoised'"),

@@ -485,8 +485,9 @@ def plrank_grad_hess_from_rankings(
     grad, hess : float64 arrays of shape (D,)
     """
     rk = np.asarray(rankings)
-    options = _options(  # N: the shape of ``rankings``, checked below
-        K, "auto", metric=metric, gain=gain, hessian=hessian,
+    options = _options(  # N: the rows of ``rankings`` (its shape is checked below)
+        K, rk.shape[0] if rk.ndim == 2 and rk.shape[0] >= 1 else "auto", metric=metric,
+        gain=gain, hessian=hessian,
         fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     metric_K = options.judged
