@@ -400,9 +400,10 @@ def plrank_grad_hess(
         Queries with one document, or without a relevant document (unless
         ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode);
         the queries ``query_subsample`` leaves out get exactly 0 (in every mode).
-        With ``"abs"`` and ``"clip"``, a query whose curvature vanishes against its gradient
-        as a whole, :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of
-        documents at equal margins has curvature 0), has its rows raised to
+        With ``"abs"``, ``"clip"`` and ``"denoised"`` (after its division), a query whose
+        curvature vanishes against its gradient as a whole,
+        :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of documents at
+        equal margins has curvature 0), has its rows raised to
         :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of
         :func:`~gbdt_plrank._training.plrank.finish_hessian`); every other query's Hessian is
         the estimate's.
@@ -411,8 +412,9 @@ def plrank_grad_hess(
     ------
     ValueError
         For non-finite scores or labels, negative labels, labels too large for the exponential
-        gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` or an
-        unknown option name, and for the fairness rules above (a negative or non-finite
+        gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` (``N < 2``
+        with ``hessian="denoised"``, ``N < 4`` with it and fairness) or an unknown option name,
+        and for the fairness rules above (a negative or non-finite
         ``fairness_weight``, ``metric="precision"``, ``N < 2``, ``item_groups`` missing with
         group fairness or given without it, of the wrong length, NaN, negative or non-integer
         ids, a single group).
