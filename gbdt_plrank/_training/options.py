@@ -133,17 +133,19 @@ class PLRankFields(Schema):
     )
 
     @model_validator(mode="after")
-    def _fairness_rules(self) -> PLRankFields:
+    def _joint_rules(self) -> PLRankFields:
+        """The rules that tie options together: empty_queries, hessian="denoised" and fairness
+        against N, fairness against the metric."""
         if self.empty_queries == "uniform" and self.fairness != "expected-exposure":
             raise ValueError(
                 "empty_queries='uniform' trains the queries without a relevant document toward "
                 "the expected exposure loss's target there (equal exposure), so it needs "
                 f"fairness='expected-exposure', but fairness={self.fairness!r} is given"
             )
-        halves = 2 if self.fairness is None else 4
-        if self.hessian == "denoised" and self.N != "auto" and self.N < halves:
+        least = 2 if self.fairness is None else 4
+        if self.hessian == "denoised" and self.N != "auto" and self.N < least:
             raise ValueError(
-                f"N must be >= {halves} with hessian='denoised' (it estimates from two halves of "
+                f"N must be >= {least} with hessian='denoised' (it estimates from two halves of "
                 "the N rankings" + ("" if self.fairness is None else ", and each half's fairness "
                 "terms from two halves of its own") + f"), but {self.N!r} is given"
             )
