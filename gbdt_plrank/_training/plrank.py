@@ -120,9 +120,10 @@ def finish_hessian(
     division.
 
     With ``grad`` and ``group_ptr`` (the loss gradient of the same rows and their queries),
-    ``"abs"``, ``"clip"`` and ``"denoised"`` then get the curvature floor: a query whose curvature vanishes
-    against its gradient as a whole, :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|`
-    (:math:`\tau` = :data:`CURVATURE_FLOOR`, :func:`degenerate_rows`), has its rows raised to
+    ``"abs"``, ``"clip"`` and ``"denoised"`` then get the curvature floor: a query whose
+    curvature vanishes against its gradient as a whole,
+    :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|` (:math:`\tau` =
+    :data:`CURVATURE_FLOOR`, :func:`degenerate_rows`), has its rows raised to
     :math:`h_d \ge \tau |g_d|`; every other query keeps its Hessian bit for bit.
 
     Why per query: a booster's leaf value is :math:`-\sum g / (\sum h + \lambda)` over the rows
