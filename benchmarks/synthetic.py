@@ -11,7 +11,10 @@ are 0. :func:`make_dataset` draws data with those shapes from a fixed seed:
 * labels 0-4 by thresholding the latent relevance plus noise at the quantiles that reproduce
   :data:`MSLR_LABEL_FREQS` exactly, so that a booster has something to learn.
 
-Only NumPy is needed; :meth:`RankingData.dmatrix` builds an ``xgboost.DMatrix`` on demand.
+:meth:`RankingData.dmatrix` builds an ``xgboost.DMatrix`` on demand. These
+are the kernels' timing data, drawn fast at any size; the package's web-shaped datasets
+(:func:`gbdt_plrank.datasets.make_web_dataset`, the deep-query benchmark's) model relevance for
+quality comparisons and share the grade shares.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ from typing import Any
 
 import numpy as np
 
+from gbdt_plrank.datasets import MSLR_GRADE_SHARES
+
 __all__ = ["MSLR_LABEL_FREQS", "RankingData", "long_lists", "make_dataset", "mslr_like"]
 
 #: Approximate share of the labels 0..4 in MSLR-WEB30K.
-MSLR_LABEL_FREQS = (0.515, 0.325, 0.134, 0.018, 0.008)
+MSLR_LABEL_FREQS = MSLR_GRADE_SHARES
 
 
 @dataclass(frozen=True)

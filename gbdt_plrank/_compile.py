@@ -178,6 +178,7 @@ def _call_every_kernel() -> None:
     rankings = np.array([[0, 1, 2], [3, 2, 1]])
     for scores in (X[:, 0] * 1000.0, X[:, 0]):  # wide: beyond the narrow kernels' span
         plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, query_subsample=0.5)
+        plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, hessian="denoised")
         for fairness in (None, *FAIRNESS_TERMS):
             ids = groups if fairness and FAIRNESS_TERMS[fairness].needs_item_groups else None
             plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=fairness,

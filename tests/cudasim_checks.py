@@ -147,6 +147,26 @@ def check_curvature_floor_is_the_cpu_floor():
         assert np.array_equal(hess[others], finish_hessian(raw.copy(), hessian)[others])
 
 
+def check_denoised_equals_cpu():
+    """hessian="denoised": the two launches on the CPU's two streams, pooled and divided as on
+    the CPU; other keys, lattice noise, an odd N (unequal halves), a subsampled round."""
+    rng = np.random.default_rng(7)
+    ptr, labels, scores = _queries(rng, [6, 1, 14, 0, 9, 3])
+    labels[ptr[5]:ptr[6]] = 0.0  # no relevant document: exactly 0
+    keys = np.array([4, 0, 2**33, 7, 1, 9], dtype=np.int64)
+    for noise, N in itertools.product(NOISES, (6, 7)):
+        grad, hess = _compare(scores, labels, ptr, K=4, N=N, hessian="denoised", seed=5,
+                              round_=3, keys=keys, noise=noise)
+        assert np.all(hess[ptr[5]:ptr[6]] == 0.0) and np.all(grad[ptr[5]:ptr[6]] == 0.0)
+        assert np.all(hess[ptr[0]:ptr[1]] > 0.0) and np.abs(grad).max() > 0.01
+    kept = _kernels.kept_queries(5, 3, keys, 0.5)
+    assert 0 < kept[[0, 2, 4]].sum() < 3
+    grad, hess = _compare(scores, labels, ptr, K=4, N=6, hessian="denoised", seed=5, round_=3,
+                          keys=keys, query_subsample=0.5)
+    left_out = ~np.repeat(kept, np.diff(ptr))
+    assert np.all(grad[left_out] == 0.0) and np.all(hess[left_out] == 0.0)
+
+
 def check_keys_rounds_and_metrics():
     """Streams keyed by other keys and rounds; the DCG and precision rewards; the queries a
     round subsampled to half of them keeps (the others exactly 0, the constant Hessian too)."""

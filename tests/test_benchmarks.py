@@ -434,3 +434,69 @@ def test_time_to_model_trains_at_the_library_defaults(
     assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
     text = out.read_text()
     assert "--trees library-defaults" in text and "each library's own default tree" in text
+
+
+# --------------------------------------------------------------------------------------------
+# Deep queries
+# --------------------------------------------------------------------------------------------
+def test_deep_queries_pairs_a_query_by_its_mean_over_the_repeats() -> None:
+    """In the repeated cross-validation each query is a test query once per repeat: it is one
+    pair, its mean over the repeats against the reference's, whichever fold tested it."""
+    from benchmarks import deep_queries as dq
+    from benchmarks import time_to_model as ttm
+
+    def run(row: str, fold: int, repeat: int, values: dict[int, float]) -> ttm.Run:
+        return ttm.Run(row, row, dq.CV_DATA, fold, 2.0 if "plrank" in row else 1.0, 10, 4,
+                       {c: values for c in ttm.CUTOFFS}, repeat)
+
+    runs = [
+        # repeat 0: queries 1, 2 in fold 1, query 3 in fold 2; repeat 1 shuffles the folds
+        run("lambdamart-xgb", 1, 0, {1: 0.5, 2: 0.5}), run("lambdamart-xgb", 2, 0, {3: 0.5}),
+        run("lambdamart-xgb", 1, 1, {3: 0.5}), run("lambdamart-xgb", 2, 1, {1: 0.5, 2: 0.5}),
+        run("plrank-xgb", 1, 0, {1: 0.6, 2: 0.4}), run("plrank-xgb", 2, 0, {3: 0.9}),
+        run("plrank-xgb", 1, 1, {3: 0.7}), run("plrank-xgb", 2, 1, {1: 0.8, 2: 0.4}),
+    ]
+    text = dq.cross_validation_report(runs)
+    assert "repeated 2 times (3 test queries" in text
+    line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb |"))
+    # Query means 0.7, 0.4, 0.8 against 0.5 each: +0.1333 over three pairs, not six.
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:5] == ["8.0", "2.00x", "40", "4"]
+    assert cells[5] == cells[6] == "0.6333"
+    assert cells[7].startswith("+0.1333 [")
+    assert cells[8] == ""  # its own LambdaMART is rank:ndcg: one column says it
+    reference = next(s for s in text.splitlines() if s.startswith("| lambdamart-xgb |"))
+    assert "| 0.5000 | 0.5000 |" in reference
+
+
+@pytest.mark.slow  # ten trainings on mslr-sample (about a minute on two busy cores)
+def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
+    tmp_path: Path,
+) -> None:
+    """A whole run of the real-data part (three rounds): every fold of the repeat trains every
+    method, every query of mslr-sample with a relevant document is tested once, and the report
+    rebuilt from the records is the same."""
+    from benchmarks import deep_queries as dq
+    from benchmarks import time_to_model as ttm
+    from gbdt_plrank.datasets import load_dataset
+
+    out = tmp_path / "deep.md"
+    dq.main(["--variants", "", "--repeats", "1", "--methods", "lambdamart-xgb,plrank-xgb",
+             "--rounds", "3", "--threads", "1", "--out", str(out)])
+    runs = ttm.read_runs(out.with_suffix(".jsonl"))
+    assert sorted((r.row, r.fold) for r in runs) == sorted(
+        (m, f) for m in ("lambdamart-xgb", "plrank-xgb") for f in range(1, dq.CV_FOLDS + 1))
+    data = load_dataset("mslr-sample")
+    tested = [q for r in runs if r.row == "plrank-xgb" for q in r.test[10]]
+    relevant = sum(
+        int((s.y[a:b] > 0).any()) for s in (data.train, data.vali, data.test)
+        for a, b in zip(s.group_ptr[:-1], s.group_ptr[1:], strict=True)
+    )
+    assert len(tested) == len(set(tested)) == relevant  # each once
+    text = out.read_text()
+    assert f"repeated 1 times ({relevant} test queries" in text
+    again = tmp_path / "again.md"
+    again.with_suffix(".jsonl").write_text(out.with_suffix(".jsonl").read_text())
+    dq.main(["--report-only", "--out", str(again)])
+    table = [s for s in text.splitlines() if s.startswith("| ")]
+    assert [s for s in again.read_text().splitlines() if s.startswith("| ")] == table

@@ -31,6 +31,7 @@ SIMULATED = [
     "check_stream_is_the_cpu_stream",
     "check_estimate_equals_cpu_race",
     "check_curvature_floor_is_the_cpu_floor",
+    "check_denoised_equals_cpu",
     "check_keys_rounds_and_metrics",
     "check_margins_far_apart",
     "check_objective_with_lightgbm_weights",

@@ -41,18 +41,21 @@ from . import plrank as _cpu
 from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
 
 __all__ = [
-    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "scale_queries", "widen",
+    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "pool_queries",
+    "scale_queries", "widen",
 ]
 
 HESSIAN_RAW = 0
 HESSIAN_ABS = 1
 HESSIAN_CLIP = 2
 HESSIAN_CONSTANT = 3
+HESSIAN_DENOISED = 4
 
 #: ``hessian`` mode (:data:`gbdt_plrank._training.options.HESSIAN_MODES`) -> its code in
 #: :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
 HESSIAN_CODES = {
     "raw": HESSIAN_RAW, "abs": HESSIAN_ABS, "clip": HESSIAN_CLIP, "constant": HESSIAN_CONSTANT,
+    "denoised": HESSIAN_DENOISED,
 }
 
 
@@ -78,6 +81,7 @@ _enter_rank = _device(_cpu._enter_rank)
 _rescale = _device(_cpu._rescale)
 _placed_terms = _device(_cpu._placed_terms)
 _unplaced_terms = _device(_cpu._unplaced_terms)
+_pool_query = _device(_cpu.pool_query)
 
 
 @cuda.jit(device=True)
@@ -325,12 +329,13 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 @cuda.jit
 def finish_rows(hess, mode, hess_max, floor):
     """:func:`gbdt_plrank._training.plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
-    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``."""
+    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``; ``"denoised"`` takes the
+    absolute value of what :func:`pool_queries` divided."""
     d = cuda.grid(1)
     if d >= hess.shape[0]:
         return
     h = hess[d]
-    if mode == HESSIAN_ABS:
+    if mode == HESSIAN_ABS or mode == HESSIAN_DENOISED:
         hess[d] = abs(h)
     elif mode == HESSIAN_CLIP:
         if h != 0.0:
@@ -357,6 +362,18 @@ def floor_queries(grad, hess, group_ptr, curvature):
     if h_sum < curvature * g_sum:
         for d in range(lo, hi):
             hess[d] = max(hess[d], curvature * abs(grad[d]))
+
+
+@cuda.jit
+def pool_queries(grad_a, hess_a, grad_b, hess_b, group_ptr, n_a, n_b, grad, hess):
+    """``gbdt_plrank._kernels.plrank.pool_groups`` on the device, one thread per query: the
+    two halves' estimates (from ``n_a`` and ``n_b`` rankings) pooled, each query's Hessian
+    divided by its noise factor (``gbdt_plrank._kernels.plrank.pool_query``)."""
+    q = cuda.grid(1)
+    if q >= group_ptr.shape[0] - 1:
+        return
+    _pool_query(grad_a, hess_a, grad_b, hess_b, group_ptr[q], group_ptr[q + 1], n_a, n_b, grad,
+                hess)
 
 
 @cuda.jit

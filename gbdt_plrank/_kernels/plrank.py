@@ -1102,6 +1102,61 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
 
 
 # --------------------------------------------------------------------------------------------
+# Two independent halves of a query's rankings: their pooled estimate and its noise factor
+# (the Hessian mode "denoised", gbdt_plrank._training.plrank.estimate). The CUDA kernels compile
+# pool_query for the device.
+# --------------------------------------------------------------------------------------------
+#: The largest factor by which :func:`pool_query` divides a query's Hessian.
+NOISE_FACTOR_MAX = 10.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def pool_query(grad_a, hess_a, grad_b, hess_b, lo, hi, n_a, n_b, grad, hess):
+    r"""Pool rows ``lo:hi`` (one query) of two independent estimates from ``n_a`` and ``n_b``
+    rankings into ``grad`` and ``hess``, the Hessian divided by the query's noise factor
+    :math:`\kappa`.
+
+    With :math:`N = n_a + n_b`, :math:`g = (n_a g_a + n_b g_b)/N` and
+    :math:`h = (n_a h_a + n_b h_b)/N` are the means over all :math:`N` rankings. Each row's
+    estimate is a mean of per-ranking terms of variance :math:`\sigma_d^2`, so
+    :math:`\mathrm{Var}(h_d) = \sigma_d^2/N` and
+    :math:`\mathbb{E}(h_{a,d} - h_{b,d})^2 = \sigma_d^2 (1/n_a + 1/n_b)
+    = \sigma_d^2 N/(n_a n_b)`: :math:`V = \frac{n_a n_b}{N^2} \sum_d (h_{a,d} - h_{b,d})^2`
+    estimates the noise :math:`\sum_d \mathrm{Var}(h_d)` in :math:`S = \sum_d h_d^2` without
+    bias (1/4 of the sum for equal halves), and :math:`S - V` the energy of the exact Hessian.
+    :math:`\kappa = \sqrt{S / \max(S - V, S/\kappa_{max}^2)}`, at most
+    :math:`\kappa_{max}` = :data:`NOISE_FACTOR_MAX` (1 where :math:`S = 0`), is the factor by
+    which the noise inflates the Hessian's root mean square; ``hess`` receives :math:`h/\kappa`.
+    """
+    n = n_a + n_b
+    w_a = n_a / n
+    w_b = n_b / n
+    S = 0.0
+    V = 0.0
+    for d in range(lo, hi):
+        grad[d] = w_a * grad_a[d] + w_b * grad_b[d]
+        h = w_a * hess_a[d] + w_b * hess_b[d]
+        hess[d] = h
+        S += h * h
+        diff = hess_a[d] - hess_b[d]
+        V += diff * diff
+    V *= w_a * w_b
+    if S > 0.0:
+        kappa = math.sqrt(S / max(S - V, S / (NOISE_FACTOR_MAX * NOISE_FACTOR_MAX)))
+        for d in range(lo, hi):
+            hess[d] /= kappa
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def pool_groups(grad_a, hess_a, grad_b, hess_b, group_ptr, n_a, n_b, grad, hess):
+    """:func:`pool_query` of every query group in parallel (empty groups have no rows)."""
+    for g in prange(group_ptr.shape[0] - 1):
+        pool_query(
+            grad_a, hess_a, grad_b, hess_b, group_ptr[g], group_ptr[g + 1], n_a, n_b, grad, hess
+        )
+
+
+# --------------------------------------------------------------------------------------------
 # Gains and rank weights
 # --------------------------------------------------------------------------------------------
 @njit(parallel=True, cache=True, error_model="numpy")

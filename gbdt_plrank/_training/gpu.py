@@ -7,8 +7,9 @@ results stay on the device (Numba device arrays, which XGBoost takes through the
 ``__cuda_array_interface__``) until :func:`to_host`.
 
 The GPU draws every ranking by the exponential race, on the CPU kernels' random streams: its
-estimate equals that of the CPU objective with ``sampler="race"`` to rounding. Fairness terms are
-computed on the CPU only.
+estimate equals that of the CPU objective with ``sampler="race"`` to rounding, with
+``hessian="denoised"`` too (its two halves are two launches on the CPU's two streams). Fairness
+terms are computed on the CPU only.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from .._kernels.plrank import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice, finite_vector
-from .plrank import CLIP_FLOOR, CURVATURE_FLOOR
+from .plrank import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -101,8 +102,11 @@ class CudaEstimate:
         Rank weights of the training metric.
     N : int
         Rankings sampled per query and round.
-    hessian : {"abs", "raw", "clip", "constant"}
-        What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
+    hessian : {"abs", "raw", "clip", "constant", "denoised"}
+        What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`;
+        ``"denoised"``: two launches, one per half of the rankings, on the streams of
+        :func:`~gbdt_plrank._training.plrank.estimate`, pooled as
+        :func:`~gbdt_plrank._training.plrank.pool_halves` pools them).
     noise : {"lattice", "independent"}
         The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
     query_subsample : float, default 1.0
@@ -143,8 +147,10 @@ class CudaEstimate:
         self._shift = cuda.device_array(lattice_rows, dtype=np.float64)
         self._hess_max = cuda.device_array(1, dtype=np.float64)
         self._bad = cuda.device_array(1, dtype=np.int32)
-        self._kernel = _cuda_kernels.estimate_kernel(theta.shape[0], _threads(N))
-        self._threads = _threads(N)
+        # rankings per launch: with "denoised", the larger half (the halves are two launches)
+        self._halves = (N // 2, N - N // 2) if hessian == "denoised" else None
+        self._threads = _threads(N if self._halves is None else self._halves[1])
+        self._kernel = _cuda_kernels.estimate_kernel(theta.shape[0], self._threads)
 
     def __call__(
         self, scores: np.ndarray, *, seed: int, round_: int, keys: np.ndarray | None
@@ -171,8 +177,6 @@ class CudaEstimate:
                     finite_vector("preds", scores)  # raises, naming the first such margin
         else:
             m = cuda.to_device(finite_vector("preds", scores))
-        grad = cuda.device_array(self.n, dtype=np.float64)
-        hess = cuda.device_array(self.n, dtype=np.float64)
         keys_d = self._index if keys is None else cuda.to_device(
             np.ascontiguousarray(keys, dtype=np.int64)
         )
@@ -188,16 +192,33 @@ class CudaEstimate:
             weights = cuda.to_device(
                 kept * (1.0 if self._query_weights is None else self._query_weights)
             )
-        if self.G:
-            self._kernel[self.G, self._threads](
-                m, self._rho, self._ptr, keys_d, active, self._theta, self.N, seed,
-                round_, self.noise, self._hess_max, self._e, self._own, self._count, self._gen,
-                self._shift, grad, hess,
-            )
+        def launch(n_samples: int, stream_round: int) -> tuple[Any, Any]:
+            grad = cuda.device_array(self.n, dtype=np.float64)
+            hess = cuda.device_array(self.n, dtype=np.float64)
+            if self.G:
+                self._kernel[self.G, self._threads](
+                    m, self._rho, self._ptr, keys_d, active, self._theta, n_samples, seed,
+                    stream_round, self.noise, self._hess_max, self._e, self._own, self._count,
+                    self._gen, self._shift, grad, hess,
+                )
+            return grad, hess
+
+        if self._halves is None:
+            grad, hess = launch(self.N, round_)
+        else:
+            n_a, n_b = self._halves
+            half_a = launch(n_a, round_)
+            half_b = launch(n_b, HALF_B_ROUND + round_)
+            grad = cuda.device_array(self.n, dtype=np.float64)
+            hess = cuda.device_array(self.n, dtype=np.float64)
+            if self.G:
+                self._k.pool_queries[query_blocks, _MAX_THREADS](
+                    *half_a, *half_b, self._ptr, n_a, n_b, grad, hess
+                )
         if self.n:  # rows, so queries too
             code = self._k.HESSIAN_CODES[self.hessian]
             self._k.finish_rows[blocks, _MAX_THREADS](hess, code, self._hess_max, CLIP_FLOOR)
-            if self.hessian in ("abs", "clip"):
+            if self.hessian in ("abs", "clip", "denoised"):
                 self._k.floor_queries[query_blocks, _MAX_THREADS](
                     grad, hess, self._ptr, CURVATURE_FLOOR
                 )

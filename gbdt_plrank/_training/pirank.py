@@ -61,13 +61,14 @@ from .._util.validation import (
     check_same_length,
 )
 from .booster_objective import BoosterObjective
-from .options import HESSIAN_MODES
+from .options import FINISHED_HESSIANS
 from .plrank import finish_hessian
 
 __all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
 
-#: Hessian modes: the majorising ``"bound"``, then those of the PL-Rank objective.
-PIRANK_HESSIANS = ("bound", *HESSIAN_MODES)
+#: Hessian modes: the majorising ``"bound"``, then those of one estimate of the PL-Rank objective
+#: (PiRank's gradient is deterministic: it has no halves to denoise).
+PIRANK_HESSIANS = ("bound", *FINISHED_HESSIANS)
 
 
 def _metric(K: object) -> RankingMetric:

@@ -40,12 +40,14 @@ __all__ = [
     "CHUNK_WORK",
     "CLIP_FLOOR",
     "CURVATURE_FLOOR",
+    "HALF_B_ROUND",
     "degenerate_rows",
     "estimate",
     "finish_hessian",
     "kept_query_counts",
     "plrank_grad_hess",
     "plrank_grad_hess_from_rankings",
+    "pool_halves",
     "query_chunks",
 ]
 
@@ -56,6 +58,12 @@ CLIP_FLOOR = 1e-3
 #: hold more): about a third of a second of a thread's work. Python sees Ctrl-C only between
 #: calls of compiled code, so a round cut into such calls is interrupted within about that long.
 CHUNK_WORK = 2**23
+
+#: The stream round of the second half of a ``hessian="denoised"`` round: half B of round
+#: :math:`r` draws from the streams ``(seed, HALF_B_ROUND + r, key)``, which no training round
+#: (:math:`r < 2^{61}`) and no evaluation (:data:`~gbdt_plrank._training.evaluation.EVAL_ROUNDS`,
+#: from :math:`2^{62}`) draws from, while half A draws from the round's own ``(seed, r, key)``.
+HALF_B_ROUND = 2**61
 
 
 def query_chunks(group_ptr: np.ndarray, rows: int) -> list[tuple[int, int]]:
@@ -106,12 +114,16 @@ def finish_hessian(
     exact trace is 0 at equal margins); ``"abs"`` takes :math:`|h|`; ``"clip"`` takes
     :math:`\max(h, 10^{-3} \max|h|)` (rows with :math:`h = 0` keep 0);
     ``"constant"`` is all ones (no second-order information: the ablation "GBDT w/o
-    Hessian" of Kang et al. 2024).
+    Hessian" of Kang et al. 2024); ``"denoised"`` takes :math:`|h|` of an estimate that
+    :func:`estimate` pooled from two halves and already divided by each query's noise factor
+    (``gbdt_plrank._kernels.plrank.pool_query``), so that the floor below applies after the
+    division.
 
     With ``grad`` and ``group_ptr`` (the loss gradient of the same rows and their queries),
-    ``"abs"`` and ``"clip"`` then get the curvature floor: a query whose curvature vanishes
-    against its gradient as a whole, :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|`
-    (:math:`\tau` = :data:`CURVATURE_FLOOR`, :func:`degenerate_rows`), has its rows raised to
+    ``"abs"``, ``"clip"`` and ``"denoised"`` then get the curvature floor: a query whose
+    curvature vanishes against its gradient as a whole,
+    :math:`\sum_{d \in q} |h_d| < \tau \sum_{d \in q} |g_d|` (:math:`\tau` =
+    :data:`CURVATURE_FLOOR`, :func:`degenerate_rows`), has its rows raised to
     :math:`h_d \ge \tau |g_d|`; every other query keeps its Hessian bit for bit.
 
     Why per query: a booster's leaf value is :math:`-\sum g / (\sum h + \lambda)` over the rows
@@ -139,7 +151,7 @@ def finish_hessian(
         return hess
     if mode == "constant":
         return np.ones_like(hess)
-    if mode == "abs":
+    if mode in ("abs", "denoised"):
         hess = np.abs(hess, out=hess)
     else:
         floor = CLIP_FLOOR * float(np.max(np.abs(hess), initial=0.0))
@@ -188,6 +200,14 @@ def estimate(
     ``gbdt_plrank._kernels.plrank.kept_queries`` keeps in this round are estimated, as
     they are without it (the Hessian finished over them), and every row of the others gets
     gradient and Hessian 0, whatever ``hessian`` is.
+
+    With ``hessian="denoised"`` (``N >= 2``, ``N >= 4`` with ``fairness``), half A,
+    ``N // 2`` rankings, is drawn from the streams ``(seed, round_, key)``
+    and half B, the other rankings, from ``(seed, HALF_B_ROUND + round_, key)``
+    (:data:`HALF_B_ROUND`): independent, keyed like every stream, so the result does not
+    depend on how the queries are split into calls or partitions. Each half is estimated as
+    ``"raw"`` (with ``fairness``, cross-fitted within the half), and the two are pooled and
+    each query's Hessian divided by its noise factor (:func:`pool_halves`).
     """
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
@@ -201,6 +221,17 @@ def estimate(
             fairness=fairness, terms=None if terms is None else terms.rows(rows),
         )
         return grad, hess
+    if hessian == "denoised":
+        n_a = N // 2
+        half_a, half_b = (
+            estimate(
+                scores, rho, group_ptr, metric, hessian="raw", N=n, seed=seed, round_=r,
+                sampler=sampler, noise=noise, n_jobs=n_jobs, keys=keys, fairness=fairness,
+                terms=terms,
+            )
+            for n, r in ((n_a, round_), (N - n_a, HALF_B_ROUND + round_))
+        )
+        return pool_halves(half_a, half_b, n_a, N - n_a, group_ptr, n_jobs=n_jobs)
     grad = np.empty_like(scores)
     hess = np.empty_like(scores)
     slope = None if fairness is None else np.empty_like(scores)
@@ -225,6 +256,45 @@ def estimate(
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
     return grad, finish_hessian(hess, hessian, grad=grad, group_ptr=group_ptr)
+
+
+def pool_halves(
+    half_a: tuple[np.ndarray, np.ndarray], half_b: tuple[np.ndarray, np.ndarray], n_a: int,
+    n_b: int, group_ptr: np.ndarray, *, n_jobs: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The ``hessian="denoised"`` estimate from the raw ``(grad, hess)`` of two independent
+    halves of ``n_a`` and ``n_b`` rankings per query.
+
+    The gradient is the pooled mean :math:`g = (n_a g_a + n_b g_b)/N`, :math:`N = n_a + n_b`
+    (unbiased, not rescaled). The Hessian is the pooled mean :math:`h` the same way, divided per
+    query :math:`q` by its noise factor
+
+    .. math::
+
+        \kappa_q = \sqrt{\frac{S_q}{\max(S_q - V_q,\; S_q / \kappa_{max}^2)}}, \quad
+        S_q = \sum_{d \in q} h_d^2, \quad
+        V_q = \frac{n_a n_b}{N^2} \sum_{d \in q} (h_{a,d} - h_{b,d})^2,
+
+    (:math:`\kappa_q = 1` where :math:`S_q = 0`, :math:`\kappa_{max} = 10`), then finished as
+    ``"denoised"`` by :func:`finish_hessian`: :math:`|h|/\kappa_q`, and the curvature floor
+    after the division, so that no query's Hessian falls below the floor that ``"abs"``
+    guarantees. With the per-ranking terms of a row of variance :math:`\sigma_d^2`,
+    :math:`\mathbb{E}(h_{a,d} - h_{b,d})^2 = \sigma_d^2 N / (n_a n_b)` and
+    :math:`\mathrm{Var}(h_d) = \sigma_d^2/N`, so :math:`V_q` estimates the noise
+    :math:`\sum_d \mathrm{Var}(h_d)` in :math:`S_q` without bias, :math:`S_q - V_q` the energy
+    :math:`\sum_d (\mathbb{E} h_d)^2` of the Hessian estimated, and :math:`\kappa_q` the
+    factor by which the noise inflates its root mean square. Noisy estimates have
+    :math:`\mathbb{E}|h_d| > |\mathbb{E} h_d|`, so :math:`|h|` alone overstates the curvature
+    and shortens the booster's Newton steps; the estimate is Kang, de Rijke and Oosterhuis's
+    (SIGIR 2024), this correction of its energy is the package's own. (With lattice noise the
+    rankings of a half are not independent of one another, and :math:`V_q` estimates the
+    variance that the halves show.)
+    """
+    grad = np.empty_like(half_a[0])
+    hess = np.empty_like(half_a[1])
+    with numba_threads(n_jobs):
+        _kernels.pool_groups(*half_a, *half_b, group_ptr, n_a, n_b, grad, hess)
+    return grad, finish_hessian(hess, "denoised", grad=grad, group_ptr=group_ptr)
 
 
 def kept_query_counts(*, seed: int, rounds: int, n_queries: int, fraction: float) -> np.ndarray:
@@ -331,9 +401,10 @@ def plrank_grad_hess(
         Queries with one document, or without a relevant document (unless
         ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode);
         the queries ``query_subsample`` leaves out get exactly 0 (in every mode).
-        With ``"abs"`` and ``"clip"``, a query whose curvature vanishes against its gradient
-        as a whole, :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of
-        documents at equal margins has curvature 0), has its rows raised to
+        With ``"abs"``, ``"clip"`` and ``"denoised"`` (after its division), a query whose
+        curvature vanishes against its gradient as a whole,
+        :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of documents at
+        equal margins has curvature 0), has its rows raised to
         :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of
         :func:`~gbdt_plrank._training.plrank.finish_hessian`); every other query's Hessian is
         the estimate's.
@@ -342,8 +413,9 @@ def plrank_grad_hess(
     ------
     ValueError
         For non-finite scores or labels, negative labels, labels too large for the exponential
-        gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` or an
-        unknown option name, and for the fairness rules above (a negative or non-finite
+        gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` (``N < 2``
+        with ``hessian="denoised"``, ``N < 4`` with it and fairness) or an unknown option name,
+        and for the fairness rules above (a negative or non-finite
         ``fairness_weight``, ``metric="precision"``, ``N < 2``, ``item_groups`` missing with
         group fairness or given without it, of the wrong length, NaN, negative or non-integer
         ids, a single group).
@@ -406,15 +478,19 @@ def plrank_grad_hess_from_rankings(
         Each row lists distinct document indices in ``[0, D)``, top first.
     K, metric, gain, hessian, fairness, fairness_weight, empty_queries, item_groups
         As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
-        ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half.
+        ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half. With
+        ``hessian="denoised"``, the first ``N // 2`` rows are half A and the others half B
+        (:func:`~gbdt_plrank._training.plrank.pool_halves`); with ``fairness`` too, each half is
+        split in two in turn.
 
     Returns
     -------
     grad, hess : float64 arrays of shape (D,)
     """
     rk = np.asarray(rankings)
-    options = _options(
-        K, max(rk.shape[0], 1) if rk.ndim == 2 else 1, metric=metric, gain=gain, hessian=hessian,
+    options = _options(  # N: the rows of ``rankings`` (its shape is checked below)
+        K, rk.shape[0] if rk.ndim == 2 and rk.shape[0] >= 1 else "auto", metric=metric,
+        gain=gain, hessian=hessian,
         fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
     )
     metric_K = options.judged
@@ -425,11 +501,13 @@ def plrank_grad_hess_from_rankings(
     D = m.shape[0]
     ids = checked_item_groups(fair, item_groups, D)
     width = min(metric_K.K, D)
-    least = 1 if fair is None else 2
+    splits = [name for name, halves in (("hessian='denoised'", options.hessian == "denoised"),
+                                         ("fairness", fair is not None)) if halves]
+    least = 2 ** len(splits)
     if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
         raise ValueError(
             f"rankings must have shape (N >= {least}, min(K, D) = {width}), but has shape "
-            f"{rk.shape}" + ("." if fair is None else " (fairness splits them in two halves).")
+            f"{rk.shape}" + (f" (halved by {', then by '.join(splits)})." if splits else ".")
         )
     if not np.issubdtype(rk.dtype, np.integer):
         raise ValueError(f"rankings must hold integers, but has dtype {rk.dtype}.")
@@ -446,15 +524,24 @@ def plrank_grad_hess_from_rankings(
     ptr = np.array([0, D], dtype=np.int64)
     rho = metric_K.rewards(y, ptr)
     theta = metric_K.theta(ptr)
-    grad = np.zeros(D)
-    hess = np.zeros(D)
-    if D >= 2 and fair is not None and (fair.trains_empty_queries or rho.max() > 0):
-        slope = np.empty(D)
-        terms = fair.terms(y, ptr, theta, gain=options.gain, item_groups=ids)
-        _fair_kernels.fair_estimate_from_rankings(
-            m, rho, fair.kind, terms.aux, terms.member, fair.weight, theta, rk, grad, hess, slope
-        )
-        hess += fair.gauss_newton(slope, terms)
-    elif D >= 2 and rho.max() > 0:
-        _kernels.estimate_from_rankings(m, rho, theta, rk, grad, hess)
+    terms = None if fair is None else fair.terms(y, ptr, theta, gain=options.gain, item_groups=ids)
+
+    def raw(rankings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        grad = np.zeros(D)
+        hess = np.zeros(D)
+        if D >= 2 and fair is not None and (fair.trains_empty_queries or rho.max() > 0):
+            slope = np.empty(D)
+            _fair_kernels.fair_estimate_from_rankings(
+                m, rho, fair.kind, terms.aux, terms.member, fair.weight, theta, rankings, grad,
+                hess, slope,
+            )
+            hess += fair.gauss_newton(slope, terms)
+        elif D >= 2 and rho.max() > 0:
+            _kernels.estimate_from_rankings(m, rho, theta, rankings, grad, hess)
+        return grad, hess
+
+    if options.hessian == "denoised":
+        n_a = rk.shape[0] // 2
+        return pool_halves(raw(rk[:n_a]), raw(rk[n_a:]), n_a, rk.shape[0] - n_a, ptr)
+    grad, hess = raw(rk)
     return grad, finish_hessian(hess, options.hessian, grad=grad, group_ptr=ptr)
