@@ -660,7 +660,7 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 
 def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) -> dict[str, Any]:
     """Seconds per epoch of the network backend: the times between consecutive epochs' ends."""
-    from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Split
+    from gbdt_plrank._backends import BACKENDS, BoosterSettings, Split
     from gbdt_plrank._training.options import PLRankOptions
     from gbdt_plrank._training.run import plrank_plan
 

@@ -2,7 +2,7 @@
 
 :class:`PolicyRanker` reads and checks the data of a fit (``X``, labels, query groups, item
 groups, query weights, eval sets), trains through a backend
-(:class:`~gbdt_plrank._boosters.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
+(:class:`~gbdt_plrank._backends.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
 attributes and predicts; its base ``PolicyMethods`` (``gbdt_plrank._training.policy_methods``)
 adds what a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker` and :class:`~gbdt_plrank.dask.DaskPLRankRanker` derive
@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import (
+from ._backends import (
     RANKER,
     Backend,
     BoosterSettings,
@@ -301,8 +301,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
         ``rounds`` holds the fit's rounds (or epochs) and how they stop, checked by their
-        rules (:class:`~gbdt_plrank._boosters.Rounds`, or the ranker's
-        :class:`~gbdt_plrank._boosters.RankerParameters`). Checks early stopping against
+        rules (:class:`~gbdt_plrank._backends.Rounds`, or the ranker's
+        :class:`~gbdt_plrank._backends.RankerParameters`). Checks early stopping against
         ``eval_set`` (and warns about parameters the fit does not use, once every value is
         checked), draws the objective's and the model's seeds from ``random_state`` and builds
         the plan with the package's one run builder (:func:`gbdt_plrank._training.run.plrank_plan`).

@@ -131,3 +131,52 @@ def test_the_harness_import_scan_sees_relative_imports() -> None:
     run = HARNESS / "clicks" / "run.py"
     assert {"store", "training", "data", "clicks"} <= _harness_imports(run)
     assert "frontier" in _harness_imports(HARNESS / "__init__.py")
+
+
+# --------------------------------------------------------------------------------------------
+# Imports of the package's modules, from the package, the tests, the benchmarks and research
+# --------------------------------------------------------------------------------------------
+ROOT = PACKAGE.parent
+#: The backend layer's former name: still registered for old pickles, imported by nothing.
+OLD_NAMES = ("gbdt_plrank._boosters",)
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The ``gbdt_plrank`` modules ``path`` imports, relative imports resolved (a name imported
+    ``from`` a package counts as that package's module ``package.name``, whether or not it is
+    one: what may be a module is checked as one)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "gbdt_plrank"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = parts[: len(parts) - node.level]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module.split(".")[0] == "gbdt_plrank":
+                found.add(module)
+                found |= {f"{module}.{a.name}" for a in node.names}
+    return found
+
+
+SOURCES = sorted(
+    p for folder in ("gbdt_plrank", "tests", "benchmarks", "research")
+    for p in (ROOT / folder).rglob("*.py")
+)
+
+
+def test_the_import_scan_resolves_relative_and_absolute_imports() -> None:
+    assert "gbdt_plrank._backends" in _package_imports(PACKAGE / "ranker.py")
+    assert "gbdt_plrank._backends._stopping" in _package_imports(PACKAGE / "__init__.py")
+    assert "gbdt_plrank._backends._torch" in _package_imports(ROOT / "tests" / "test_nn.py")
+
+
+def test_nothing_imports_the_old_module_names() -> None:
+    old = {
+        str(path.relative_to(ROOT)): sorted(m for m in _package_imports(path) if m.startswith(OLD_NAMES))
+        for path in SOURCES
+    }
+    assert not {k: v for k, v in old.items() if v}, "the modules are gbdt_plrank._backends"

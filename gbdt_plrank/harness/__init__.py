@@ -9,7 +9,7 @@
   ``clicks.md`` and ``clicks.png``.
 
 What they share lives here: the settings tables (``settings``), the data entries (``data``),
-the methods (``methods``) and their one training path (``training``, through the booster
+the methods (``methods``) and their one training path (``training``, through the backend
 layer), the resumable output folder (``store``), the paired statistics (``stats``), the
 policies' evaluation (``policy_eval``) and the protected item groups (``item_groups``).
 """

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, BoosterSettings, Rounds
-from .._boosters._parameters import EarlyStoppingRounds, NEstimators
+from .._backends import BACKENDS, BoosterSettings, Rounds
+from .._backends._parameters import EarlyStoppingRounds, NEstimators
 from .._estimator import PolicyRanker
 from .._training.options import DEFAULTS, PLRankOptions, option_docs
 from .._util.schema import Schema, validate
@@ -97,7 +97,7 @@ class PLRankMLPRanker(PolicyRanker):
 
     Attributes
     ----------
-    booster_ : gbdt_plrank._boosters.Network
+    booster_ : gbdt_plrank._backends.Network
         The trained network (``booster_.module``, a ``torch.nn.Sequential``, and the feature
         scaling), at the best epoch under early stopping.
     best_iteration_ : int or None

@@ -86,7 +86,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..._boosters._lightgbm import LightGBMBackend
+from ..._backends._lightgbm import LightGBMBackend
 from ..._ranking_metric import RankingMetric
 from ..._util.compat import is_installed
 from ...clicks import (
