@@ -98,6 +98,9 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
     _x_rules: ClassVar[dict[str, object]] = X_RULES
+    #: The fitted attribute that holds the trained model (``booster_``; a network's ranker
+    #: names it ``network_``).
+    _model_attribute: ClassVar[str] = "booster_"
 
     def _store(self, arguments: dict[str, Any]) -> None:
         """Store ``__init__``'s ``arguments`` (its ``locals()``, taken first thing) as the
@@ -147,7 +150,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set), the
         model of ``plan`` trained on ``n_queries`` queries."""
-        self.booster_ = trained.booster
+        setattr(self, self._model_attribute, trained.booster)
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history
         self.feature_importances_ = backend_of_booster(trained.booster).importances(
@@ -234,9 +237,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
         })
 
-    def _fitted_backend(self) -> Backend:
+    def _fitted_model(self) -> Any:
+        """The trained model (``NotFittedError`` before ``fit``)."""
         check_is_fitted(self)
-        return backend_of_booster(self.booster_)
+        return getattr(self, self._model_attribute)
 
     def predict(self, X: Any) -> np.ndarray:
         """Raw margins of the model: higher ranks first within a query.
@@ -252,11 +256,11 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         float64 array of shape (n_samples,)
             The policy's log-scores :math:`m(d)`.
         """
-        backend = self._fitted_backend()
+        model = self._fitted_model()
         X = self._checked_X(
             drop_group_column(X, getattr(self, "group_column_", None)), reset=False
         )
-        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
+        return backend_of_booster(model).margins(model, X, n_threads=booster_threads(self.n_jobs))
 
     def _warn_idle_parameters(
         self, options: PLRankOptions, *, eval_set: object, early_stopping_rounds: object

@@ -170,20 +170,45 @@ def test_a_ranker_pickled_under_the_old_backend_names_still_loads() -> None:
     """tests/data/plrank_mlp_ranker.pkl: a PLRankMLPRanker (K=3, N=4, one hidden layer of 4
     units, 3 epochs, random_state=0) fitted on the data below and pickled while the backend layer
     was ``gbdt_plrank._boosters``. In a fresh interpreter (nothing of the package imported yet,
-    as a user's unpickling) it loads and predicts the margins it predicted then."""
+    as a user's unpickling) it loads and predicts the margins it predicted then; the network it
+    kept in ``booster_`` is its ``network_``."""
     data = OLD_PICKLE.read_bytes()
     assert b"gbdt_plrank._boosters._torch" in data and b"gbdt_plrank._backends" not in data
     code = (
         "import json, pickle, numpy as np\n"
         f"ranker = pickle.loads(open({str(OLD_PICKLE)!r}, 'rb').read())\n"
         "X = np.random.default_rng(0).normal(size=(24, 3))\n"
-        "print(type(ranker.booster_).__module__)\n"
+        "print(type(ranker.network_).__module__, 'booster_' in vars(ranker))\n"
         "print(json.dumps(ranker.predict(X[:6]).tolist()))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     module, margins = out.stdout.split("\n")[:2]
-    assert module == "gbdt_plrank._backends._torch"  # the class under its new name
+    assert module == "gbdt_plrank._backends._torch False"  # the class under its new name
     assert json.loads(margins) == OLD_MARGINS
+
+
+def test_booster_is_the_network_under_its_deprecated_name(train_valid) -> None:
+    """``booster_`` (the name before ``network_``) reads the network with a FutureWarning that
+    names ``network_`` (scikit-learn's convention), is read-only, and before ``fit`` is missing
+    without a warning."""
+    import warnings
+
+    (X, y, qid), _ = train_valid
+    ranker = PLRankMLPRanker(**FAST, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not hasattr(ranker, "booster_")
+    ranker.fit(X, y, qid)
+    assert "booster_" not in vars(ranker)
+    with pytest.warns(FutureWarning, match=r"`booster_` was deprecated .* Use `network_` instead"):
+        assert ranker.booster_ is ranker.network_
+    with pytest.raises(AttributeError):
+        ranker.booster_ = ranker.network_
+    old = pickle.loads(OLD_PICKLE.read_bytes())  # kept its network in booster_
+    with pytest.warns(FutureWarning, match="network_"):
+        assert old.booster_ is old.network_
+    refit = PLRankMLPRanker(**old.get_params()).fit(X, y, qid)  # a pickled ranker refits
+    assert refit.network_ is not old.network_
 
 
 def test_the_policy_methods_sample_the_networks_scores(train_valid) -> None:
@@ -201,10 +226,10 @@ def test_network_options_shape_the_network(train_valid) -> None:
     linear = PLRankMLPRanker(**FAST, n_layers=0, random_state=0).fit(X, y, qid)
     deep = PLRankMLPRanker(**FAST, n_layers=3, units=5, activation="relu", random_state=0)
     deep.fit(X, y, qid)
-    assert [type(m).__name__ for m in linear.booster_.module] == ["Linear"]
-    widths = [m.out_features for m in deep.booster_.module if hasattr(m, "out_features")]
+    assert [type(m).__name__ for m in linear.network_.module] == ["Linear"]
+    widths = [m.out_features for m in deep.network_.module if hasattr(m, "out_features")]
     assert widths == [5, 5, 5, 1]
-    assert sum(isinstance(m, torch.nn.ReLU) for m in deep.booster_.module) == 3
+    assert sum(isinstance(m, torch.nn.ReLU) for m in deep.network_.module) == 3
     assert linear.feature_importances_.sum() == pytest.approx(1.0)
 
 
