@@ -1,5 +1,15 @@
 """One training of a comparison method, through the package's backend layer.
 
+The harness trains through the package's one backend layer and, for PL-Rank, its one run
+builder, by one of two entries: :func:`~gbdt_plrank.harness.train` here, for a *method* of
+:data:`~gbdt_plrank.harness.METHODS` (the comparison's and the fairness frontier's methods and the
+clicks experiment's library anchors), which returns its scores and curves
+(:class:`~gbdt_plrank.harness.Fit`); and :class:`~gbdt_plrank.PLRankRanker`, for the clicks
+experiment's PL-Rank logging policy and learners, whose fitted policy the experiment deploys and values (``sample_rankings``,
+``expected_exposure``), which a ``Fit`` does not hold. The ranker's ``fit`` builds its plan
+with the same run builder and trains with the same backend; it draws the objective's and the
+booster's seeds from ``random_state`` where ``train`` passes its ``seed`` to both.
+
 Every method trains on the train split, evaluates the validation split after each round, stops
 early when what it watches has not improved for ``early_stopping_rounds`` rounds, keeping no
 round before ``min_rounds`` (one rule for every library), and scores the test split at its best
