@@ -660,9 +660,10 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 
 def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) -> dict[str, Any]:
     """Seconds per epoch of the network backend: the times between consecutive epochs' ends."""
-    from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Split
-    from gbdt_plrank._training.options import PLRankOptions
+    from gbdt_plrank import PLRankOptions
+    from gbdt_plrank._backends import BACKENDS, BoosterSettings
     from gbdt_plrank._training.run import plrank_plan
+    from gbdt_plrank.datasets import Split
 
     ends: list[float] = []
     options = PLRankOptions.checked(K=cfg.round_k, train_K=cfg.round_k, N=cfg.round_n)

@@ -64,7 +64,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
-from gbdt_plrank._boosters import check_parameter
+from gbdt_plrank._backends import check_parameter
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list

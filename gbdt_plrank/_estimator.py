@@ -2,7 +2,7 @@
 
 :class:`PolicyRanker` reads and checks the data of a fit (``X``, labels, query groups, item
 groups, query weights, eval sets), trains through a backend
-(:class:`~gbdt_plrank._boosters.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
+(:class:`~gbdt_plrank._backends.Backend`: XGBoost, LightGBM, a torch network), keeps the fitted
 attributes and predicts; its base ``PolicyMethods`` (``gbdt_plrank._training.policy_methods``)
 adds what a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker` and :class:`~gbdt_plrank.dask.DaskPLRankRanker` derive
@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import Tags
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._boosters import (
+from ._backends import (
     RANKER,
     Backend,
     BoosterSettings,
@@ -98,6 +98,9 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
     #: How ``X`` is checked (``sklearn.utils.validation.validate_data``'s options).
     _x_rules: ClassVar[dict[str, object]] = X_RULES
+    #: The fitted attribute that holds the trained model (``booster_``; a network's ranker
+    #: names it ``network_``).
+    _model_attribute: ClassVar[str] = "booster_"
 
     def _store(self, arguments: dict[str, Any]) -> None:
         """Store ``__init__``'s ``arguments`` (its ``locals()``, taken first thing) as the
@@ -147,7 +150,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes of ``trained`` (``n_features_in_`` is already set), the
         model of ``plan`` trained on ``n_queries`` queries."""
-        self.booster_ = trained.booster
+        setattr(self, self._model_attribute, trained.booster)
         self.best_iteration_ = trained.best_iteration
         self.evals_result_ = trained.history
         self.feature_importances_ = backend_of_booster(trained.booster).importances(
@@ -234,9 +237,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
         })
 
-    def _fitted_backend(self) -> Backend:
+    def _fitted_model(self) -> Any:
+        """The trained model (``NotFittedError`` before ``fit``)."""
         check_is_fitted(self)
-        return backend_of_booster(self.booster_)
+        return getattr(self, self._model_attribute)
 
     def predict(self, X: Any) -> np.ndarray:
         """Raw margins of the model: higher ranks first within a query.
@@ -252,11 +256,11 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         float64 array of shape (n_samples,)
             The policy's log-scores :math:`m(d)`.
         """
-        backend = self._fitted_backend()
+        model = self._fitted_model()
         X = self._checked_X(
             drop_group_column(X, getattr(self, "group_column_", None)), reset=False
         )
-        return backend.margins(self.booster_, X, n_threads=booster_threads(self.n_jobs))
+        return backend_of_booster(model).margins(model, X, n_threads=booster_threads(self.n_jobs))
 
     def _warn_idle_parameters(
         self, options: PLRankOptions, *, eval_set: object, early_stopping_rounds: object
@@ -301,8 +305,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
         ``rounds`` holds the fit's rounds (or epochs) and how they stop, checked by their
-        rules (:class:`~gbdt_plrank._boosters.Rounds`, or the ranker's
-        :class:`~gbdt_plrank._boosters.RankerParameters`). Checks early stopping against
+        rules (:class:`~gbdt_plrank._backends.Rounds`, or the ranker's
+        :class:`~gbdt_plrank._backends.RankerParameters`). Checks early stopping against
         ``eval_set`` (and warns about parameters the fit does not use, once every value is
         checked), draws the objective's and the model's seeds from ``random_state`` and builds
         the plan with the package's one run builder (:func:`gbdt_plrank._training.run.plrank_plan`).

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import Tags
 
-from ._boosters import (
+from ._backends import (
     BACKENDS,
     RANKER,
     RANKER_BACKENDS,
@@ -384,7 +384,7 @@ class PLRankRanker(PolicyRanker):
         """The checked backend name, booster settings, training plan and options of a fit.
 
         Everything but the data is checked here, before any data is read: the tree and
-        stopping parameters by their one schema (:class:`~gbdt_plrank._boosters.RankerParameters`,
+        stopping parameters by their one schema (:class:`~gbdt_plrank._backends.RankerParameters`,
         with ``fit``'s ``early_stopping_rounds``), once, and the PL-Rank options by theirs
         (:meth:`~gbdt_plrank._estimator.PolicyRanker._plan` builds the plan).
         """

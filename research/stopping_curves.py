@@ -29,11 +29,11 @@ import lightgbm as lgb
 import numpy as np
 import xgboost as xgb
 
-from gbdt_plrank import plrank_objective
-from gbdt_plrank._groups import Split
+from gbdt_plrank import PLRankOptions, plrank_objective
 from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyEvaluator
-from gbdt_plrank._training.options import NOISES, PLRankOptions
+from gbdt_plrank._training.options import NOISES
 from gbdt_plrank.cli._argtypes import int_list, text_list
+from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.metrics import ndcg
 

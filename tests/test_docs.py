@@ -98,10 +98,10 @@ def test_the_site_check_names_private_index_entries(tmp_path: Path) -> None:
     assert check_site.private_index_entries(tmp_path) == []
     (tmp_path / "genindex.html").write_text(
         "<li>estimate() (in module gbdt_plrank._plrank)</li>"
-        "<li>fit() (gbdt_plrank._boosters._xgboost.XGBoostBackend method)</li>"
+        "<li>fit() (gbdt_plrank._backends._xgboost.XGBoostBackend method)</li>"
     )
     assert check_site.private_index_entries(tmp_path) == [
-        "gbdt_plrank._boosters._xgboost", "gbdt_plrank._plrank",
+        "gbdt_plrank._backends._xgboost", "gbdt_plrank._plrank",
     ]
 
 

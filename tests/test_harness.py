@@ -15,7 +15,7 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import min_rounds_for, pirank_objective
-from gbdt_plrank._boosters import BACKENDS, Plan
+from gbdt_plrank._backends import BACKENDS, Plan
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import plrank_plan
@@ -1162,7 +1162,7 @@ def test_a_failure_no_parameter_explains_is_not_blamed_on_one(tiny: Path, monkey
     assert key == "max_depth" and "expect int" in why
     # an error of the package's own, or of a callback, is never blamed on a parameter
     assert _refused_param(method, {"max_depth": "deep"}, data.train, KeyError("x")) is None
-    # a failure of the booster layer itself, whatever the parameters, is not blamed on one
+    # a failure of the backend layer itself, whatever the parameters, is not blamed on one
     backend = BACKENDS["xgboost"]
 
     def broken(*args, **kwargs):

@@ -1,6 +1,6 @@
 """Item groups travel with the data, as its labels do.
 
-Every data object the booster layer builds carries its split's item groups (XGBoost's
+Every data object the backend layer builds carries its split's item groups (XGBoost's
 ``label_upper_bound`` row field, as their indices; a LightGBM Dataset of the backend's own class;
 the torch backend's data is the split), and the objective and its metrics read them with the
 labels (``QueryFields.item_groups``). Nothing hands them over on the side: the rankers and the harness
@@ -17,7 +17,7 @@ import pytest
 import xgboost
 
 from gbdt_plrank import PLRankObjective, PLRankRanker, plrank_grad_hess, plrank_objective
-from gbdt_plrank._boosters import BACKENDS, Plan, Rounds, group_indices
+from gbdt_plrank._backends import BACKENDS, Plan, group_indices
 from gbdt_plrank.datasets import Split
 
 GROUP = "group-disparity"
@@ -103,10 +103,7 @@ def test_the_rankers_item_groups_reach_the_objective_with_the_data(handed, backe
     curve = ranker.evals_result_["valid_0"]["expected_ndcg@5-1*group_disparity"]
     assert len(curve) == 3
     # by hand: the same objective and groups through set_item_groups
-    plan, _ = PLRankRanker(**fit)._plan(
-        ranker._options(), Rounds(n_estimators=3, early_stopping_rounds=3), eval_set=[1],
-        trainer="booster", stopping_metric="policy",
-    )
+    plan = PLRankRanker(**fit)._training([(Xv, yv, qv, gv)], 3)[2]
     obj = plan.objective
     if backend == "xgboost":
         dtrain, dvali = xgboost.DMatrix(X, y, qid=qid), xgboost.DMatrix(Xv, yv, qid=qv)

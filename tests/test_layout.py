@@ -8,6 +8,8 @@ Python function that validates the input first.
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,144 @@ def test_the_harness_import_scan_sees_relative_imports() -> None:
     run = HARNESS / "clicks" / "run.py"
     assert {"store", "training", "data", "clicks"} <= _harness_imports(run)
     assert "frontier" in _harness_imports(HARNESS / "__init__.py")
+
+
+# --------------------------------------------------------------------------------------------
+# Imports of the package's modules, from the package, the tests, the benchmarks and research
+# --------------------------------------------------------------------------------------------
+ROOT = PACKAGE.parent
+#: The backend layer's former name: still registered for old pickles, imported by nothing.
+OLD_NAMES = ("gbdt_plrank._boosters",)
+
+#: The private modules that the project's own benchmarks and research scripts may import, and
+#: what for: they keep their names and the names the scripts use from them as the package
+#: changes (a change updates the scripts with it). docs/api/internals.rst lists the same modules;
+#: every other private module is the package's own. Tests may import any module.
+STABLE_INTERNALS = {
+    "gbdt_plrank._backends": "training with one library's backend directly (BACKENDS, "
+                             "BoosterSettings) and a parameter checked by its schema "
+                             "(check_parameter)",
+    "gbdt_plrank._training.run": "a PL-Rank training planned as the rankers plan it (plrank_plan)",
+    "gbdt_plrank._training.evaluation": "the policy's value as an evaluation metric "
+                                        "(PolicyEvaluator, its sample counts, the standardized "
+                                        "metric's spread)",
+    "gbdt_plrank._training.options": "the values an option takes (NOISES)",
+    "gbdt_plrank._training.fairness": "a fairness term with its weight (FairnessSpec)",
+    "gbdt_plrank._training.pirank": "PiRank's Hessian modes (PIRANK_HESSIANS)",
+    "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "
+                                 "to_host)",
+    "gbdt_plrank._ranking_metric": "the metric and its gains (RankingMetric, dcg_weights)",
+    "gbdt_plrank._groups": "statistics of rows grouped by query (within_query_spread)",
+    "gbdt_plrank._kernels.plrank": "the estimator's kernels, measured on their own, and their "
+                                   "random stream (stream_state, _uniform, shifted_exp), so that "
+                                   "a research kernel draws the estimator's numbers",
+    "gbdt_plrank._util.compat": "optional dependencies (is_installed, MissingDependencyError)",
+    "gbdt_plrank._util.schema": "a value read as TOML reads it (toml_value)",
+    "gbdt_plrank.cli._argtypes": "the command line's list arguments (int_list, text_list)",
+    "gbdt_plrank.clicks._click_model": "the position-based click model's likelihood "
+                                       "(display_counts, likelihood_objective)",
+}
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of the checkout (rather than a name
+    defined in one)."""
+    path = ROOT.joinpath(*dotted.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def _imports(source: str, where: Sequence[str]) -> set[str]:
+    """The ``gbdt_plrank`` modules that ``source``, the module at ``where`` (its dotted path's
+    parts, from the checkout's root), imports, relative imports resolved: ``import a.b`` and
+    ``from a.b import name`` import ``a.b``; ``from a import b`` imports the module ``a.b``
+    where ``b`` is one, else ``a``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "gbdt_plrank"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(where[: len(where) - node.level])
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != "gbdt_plrank":
+                continue
+            for alias in node.names:
+                found.add(f"{module}.{alias.name}" if _is_module(f"{module}.{alias.name}")
+                          else module)
+    return found
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The ``gbdt_plrank`` modules the file ``path`` imports (:func:`_imports`)."""
+    return _imports(path.read_text(), path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+SOURCES = sorted(
+    p for folder in ("gbdt_plrank", "tests", "benchmarks", "research")
+    for p in (ROOT / folder).rglob("*.py")
+)
+SCRIPTS = [p for p in SOURCES if p.relative_to(ROOT).parts[0] in ("benchmarks", "research")]
+
+
+def test_the_import_scan_resolves_relative_and_absolute_imports() -> None:
+    assert "gbdt_plrank._backends" in _package_imports(PACKAGE / "ranker.py")
+    assert "gbdt_plrank._backends._stopping" in _package_imports(PACKAGE / "__init__.py")
+    assert "gbdt_plrank._backends._torch" in _package_imports(ROOT / "tests" / "test_nn.py")
+    script = (
+        "import gbdt_plrank._training.plrank\n"
+        "from gbdt_plrank._kernels import plrank as k\n"
+        "def f():\n    from gbdt_plrank._training.options import NOISES, DEFAULTS\n"
+        "from gbdt_plrank import PLRankOptions\n"
+    )
+    assert _imports(script, ("research", "probe")) == {
+        "gbdt_plrank._training.plrank", "gbdt_plrank._kernels.plrank",
+        "gbdt_plrank._training.options", "gbdt_plrank",
+    }
+    assert _imports("from .._backends import Plan\n", ("gbdt_plrank", "nn", "x")) == {
+        "gbdt_plrank._backends"
+    }
+    assert {m for m in _package_imports(ROOT / "benchmarks" / "bench_round.py") if _private(m)} == {
+        "gbdt_plrank._backends", "gbdt_plrank._training.run", "gbdt_plrank._training.evaluation",
+    }
+
+
+def test_nothing_imports_the_old_module_names() -> None:
+    old = {
+        str(path.relative_to(ROOT)): sorted(m for m in _package_imports(path) if m.startswith(OLD_NAMES))
+        for path in SOURCES
+    }
+    assert not {k: v for k, v in old.items() if v}, "the modules are gbdt_plrank._backends"
+
+
+def test_benchmarks_and_research_import_only_the_stable_internals() -> None:
+    outside = {
+        str(path.relative_to(ROOT)): sorted(
+            m for m in _package_imports(path) if _private(m) and m not in STABLE_INTERNALS
+        )
+        for path in SCRIPTS
+    }
+    outside = {k: v for k, v in outside.items() if v}
+    assert not outside, (
+        f"{outside}: a script imports a private module that is not one of the stable internals "
+        f"(tests/test_layout.py STABLE_INTERNALS, docs/api/internals.rst): import it by its "
+        f"public path, or add the module to both lists with what the scripts need from it"
+    )
+
+
+def test_every_stable_internal_is_used_exists_and_is_documented() -> None:
+    used = set().union(*(_package_imports(path) for path in SCRIPTS))
+    assert set(STABLE_INTERNALS) <= used, "a stable internal no script imports: drop it"
+    assert all(_is_module(m) and _private(m) for m in STABLE_INTERNALS)
+    page = (ROOT / "docs" / "api" / "internals.rst").read_text()
+    section = re.search(
+        r"What the benchmarks and research may import\n-+\n(.*?)(?=\n[^\n]+\n-{3,}\n|\Z)", page, re.S
+    )
+    assert section, "docs/api/internals.rst has a section 'What the benchmarks and research may import'"
+    listed = re.findall(r"^- ``(gbdt_plrank\.[\w.]+)``", section.group(1), re.M)
+    assert sorted(listed) == sorted(STABLE_INTERNALS), "the page lists the stable internals"

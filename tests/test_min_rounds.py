@@ -16,7 +16,7 @@ from gbdt_plrank import (
     min_rounds_for,
     xgboost_early_stopping,
 )
-from gbdt_plrank._boosters._stopping import (
+from gbdt_plrank._backends._stopping import (
     EarlyStopper,
     catboost_stopping_callback,
     min_rounds_of,

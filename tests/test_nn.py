@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import naive
 import numpy as np
@@ -17,7 +19,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 from sklearn_checks import CHECKS_THAT_FIT, NO_GROUPS, one_query  # noqa: E402
 
 from gbdt_plrank import plrank_grad_hess  # noqa: E402
-from gbdt_plrank._boosters import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
+from gbdt_plrank._backends import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
 from gbdt_plrank._training import plrank as _plrank  # noqa: E402
 from gbdt_plrank._training.options import PLRankOptions  # noqa: E402
 from gbdt_plrank._training.run import plrank_plan  # noqa: E402
@@ -157,6 +159,58 @@ def test_pickled_ranker_predicts_the_same(train_valid) -> None:
     np.testing.assert_array_equal(loaded.predict(Xv), ranker.predict(Xv))
 
 
+OLD_PICKLE = Path(__file__).parent / "data" / "plrank_mlp_ranker.pkl"
+#: What the pickled ranker predicted for the first query when it was pickled (version 0.1.0's
+#: layout: its network's class was gbdt_plrank._boosters._torch.Network).
+OLD_MARGINS = [-0.29845380783081055, -0.31207114458084106, -0.4201580882072449,
+               -0.24970240890979767, -0.26445186138153076, -0.2967548966407776]
+
+
+def test_a_ranker_pickled_under_the_old_backend_names_still_loads() -> None:
+    """tests/data/plrank_mlp_ranker.pkl: a PLRankMLPRanker (K=3, N=4, one hidden layer of 4
+    units, 3 epochs, random_state=0) fitted on the data below and pickled while the backend layer
+    was ``gbdt_plrank._boosters``. In a fresh interpreter (nothing of the package imported yet,
+    as a user's unpickling) it loads and predicts the margins it predicted then; the network it
+    kept in ``booster_`` is its ``network_``."""
+    data = OLD_PICKLE.read_bytes()
+    assert b"gbdt_plrank._boosters._torch" in data and b"gbdt_plrank._backends" not in data
+    code = (
+        "import json, pickle, numpy as np\n"
+        f"ranker = pickle.loads(open({str(OLD_PICKLE)!r}, 'rb').read())\n"
+        "X = np.random.default_rng(0).normal(size=(24, 3))\n"
+        "print(type(ranker.network_).__module__, 'booster_' in vars(ranker))\n"
+        "print(json.dumps(ranker.predict(X[:6]).tolist()))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    module, margins = out.stdout.split("\n")[:2]
+    assert module == "gbdt_plrank._backends._torch False"  # the class under its new name
+    assert json.loads(margins) == OLD_MARGINS
+
+
+def test_booster_is_the_network_under_its_deprecated_name(train_valid) -> None:
+    """``booster_`` (the name before ``network_``) reads the network with a FutureWarning that
+    names ``network_`` (scikit-learn's convention), is read-only, and before ``fit`` is missing
+    without a warning."""
+    import warnings
+
+    (X, y, qid), _ = train_valid
+    ranker = PLRankMLPRanker(**FAST, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not hasattr(ranker, "booster_")
+    ranker.fit(X, y, qid)
+    assert "booster_" not in vars(ranker)
+    with pytest.warns(FutureWarning, match=r"`booster_` was deprecated .* Use `network_` instead"):
+        assert ranker.booster_ is ranker.network_
+    with pytest.raises(AttributeError):
+        ranker.booster_ = ranker.network_
+    old = pickle.loads(OLD_PICKLE.read_bytes())  # kept its network in booster_
+    with pytest.warns(FutureWarning, match="network_"):
+        assert old.booster_ is old.network_
+    refit = PLRankMLPRanker(**old.get_params()).fit(X, y, qid)  # a pickled ranker refits
+    assert refit.network_ is not old.network_
+
+
 def test_the_policy_methods_sample_the_networks_scores(train_valid) -> None:
     (X, y, qid), (Xv, yv, qv) = train_valid
     ranker = PLRankMLPRanker(**FAST, random_state=0).fit(X, y, qid)
@@ -172,10 +226,10 @@ def test_network_options_shape_the_network(train_valid) -> None:
     linear = PLRankMLPRanker(**FAST, n_layers=0, random_state=0).fit(X, y, qid)
     deep = PLRankMLPRanker(**FAST, n_layers=3, units=5, activation="relu", random_state=0)
     deep.fit(X, y, qid)
-    assert [type(m).__name__ for m in linear.booster_.module] == ["Linear"]
-    widths = [m.out_features for m in deep.booster_.module if hasattr(m, "out_features")]
+    assert [type(m).__name__ for m in linear.network_.module] == ["Linear"]
+    widths = [m.out_features for m in deep.network_.module if hasattr(m, "out_features")]
     assert widths == [5, 5, 5, 1]
-    assert sum(isinstance(m, torch.nn.ReLU) for m in deep.booster_.module) == 3
+    assert sum(isinstance(m, torch.nn.ReLU) for m in deep.network_.module) == 3
     assert linear.feature_importances_.sum() == pytest.approx(1.0)
 
 
@@ -258,7 +312,7 @@ def test_the_package_works_without_torch() -> None:
         "        if name.partition('.')[0] == 'torch':\n"
         "            raise ModuleNotFoundError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "import gbdt_plrank, gbdt_plrank.harness.training, gbdt_plrank._boosters\n"
+        "import gbdt_plrank, gbdt_plrank.harness.training, gbdt_plrank._backends\n"
         "from gbdt_plrank._util.compat import MissingDependencyError\n"
         "try:\n"
         "    import gbdt_plrank.nn\n"

@@ -1,6 +1,6 @@
 """The tree and stopping parameters: each rule and each default written once, checked once.
 
-``gbdt_plrank._boosters._parameters`` declares every tree and stopping parameter as a type that
+``gbdt_plrank._backends._parameters`` declares every tree and stopping parameter as a type that
 carries its rule and its default (``PARAMETERS``). The surfaces that take them (the ranker, the
 network's epochs, the harness's ``[trees]`` and ``[plrank]`` tables, the stopping callbacks, the
 plans) build their schemas from those types, declare a default of their own at most once, and
@@ -24,7 +24,7 @@ from gbdt_plrank import (
     lightgbm_early_stopping,
     xgboost_early_stopping,
 )
-from gbdt_plrank._boosters import (
+from gbdt_plrank._backends import (
     RANKER,
     ROUNDS,
     TREE_SETTINGS,
@@ -35,7 +35,7 @@ from gbdt_plrank._boosters import (
     _stopping,
     check_parameter,
 )
-from gbdt_plrank._boosters._parameters import PARAMETERS, TreeRules
+from gbdt_plrank._backends._parameters import PARAMETERS, TreeRules
 from gbdt_plrank._training.run import plrank_plan
 from gbdt_plrank._util.schema import Schema, validate
 from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
@@ -43,7 +43,7 @@ from gbdt_plrank.nn import PLRankMLPRanker
 from gbdt_plrank.nn._ranker import EPOCHS, Epochs
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gbdt_plrank"
-SCHEMA_MODULE = PACKAGE / "_boosters" / "_parameters.py"
+SCHEMA_MODULE = PACKAGE / "_backends" / "_parameters.py"
 
 #: Every schema that takes tree or stopping parameters, and the parameter each field is (by
 #: default its own name).

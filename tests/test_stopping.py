@@ -13,7 +13,7 @@ import itertools
 import pytest
 
 from gbdt_plrank import PLRankRanker
-from gbdt_plrank._boosters import Plan, check_parameter
+from gbdt_plrank._backends import Plan, check_parameter
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.run import STOPPING_METRICS, StoppingRule, stopping_rule
 

@@ -13,7 +13,7 @@ from tiny_ltr import write_tiny_letor
 optuna = pytest.importorskip("optuna")
 pytest.importorskip("optuna_integration")
 
-from gbdt_plrank._boosters import BACKENDS  # noqa: E402
+from gbdt_plrank._backends import BACKENDS  # noqa: E402
 from gbdt_plrank.cli import _tune as command  # noqa: E402
 from gbdt_plrank.harness import (  # noqa: E402
     METHODS,

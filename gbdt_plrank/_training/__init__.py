@@ -9,7 +9,7 @@ object for every caller) and ``evaluation`` (the policy's value as an evaluation
 same estimate on a CUDA GPU) and ``pirank`` (:class:`~gbdt_plrank.PiRankObjective`);
 ``objective`` (:class:`~gbdt_plrank.PLRankObjective`); ``run`` (the one place a training run is
 assembled). The metric and its gains (``gbdt_plrank._ranking_metric``), the rows grouped by
-query (``gbdt_plrank._groups``), the booster layer (``gbdt_plrank._boosters``), the kernels
+query (``gbdt_plrank._groups``), the backend layer (``gbdt_plrank._backends``), the kernels
 (``gbdt_plrank._kernels``) and the utilities (``gbdt_plrank._util``) are below it; the ranker,
 the Dask and neural rankers and the harness above.
 """

@@ -2,9 +2,9 @@
 
 One callable type serves both boosters: ``objective(preds, data) -> (grad, hess)``, where ``data`` is
 the training ``xgboost.DMatrix`` or ``lightgbm.Dataset``; the backend of its library reads the
-query groups, labels and weights from it (:class:`~gbdt_plrank._boosters.Backend`). A dataset
+query groups, labels and weights from it (:class:`~gbdt_plrank._backends.Backend`). A dataset
 without groups is refused, since both boosters would otherwise treat every row as one query.
-Weights are per query (:func:`~gbdt_plrank._boosters.query_weights`): a query's weight scales its
+Weights are per query (:func:`~gbdt_plrank._backends.query_weights`): a query's weight scales its
 gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
 ``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
 normalised gains), the validated labels, group boundaries and weights are computed once per
@@ -13,7 +13,7 @@ with while that set lives: inside ``xgboost.cv`` and ``lightgbm.cv`` the folds t
 each keeps what was read for it and what a subclass keeps per set (a sampling objective's round
 count). A set whose labels, weights or groups were changed in place (``set_label``,
 ``set_weight``) is read again. Item groups travel with the data, read with its labels
-(:attr:`~gbdt_plrank._boosters.QueryFields.item_groups`: the data objects the booster layer builds
+(:attr:`~gbdt_plrank._backends.QueryFields.item_groups`: the data objects the backend layer builds
 carry them); for a data object built without them, the objective keeps those it is given
 (:meth:`BoosterObjective.item_groups_of`), and its evaluation metrics ask it for them.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import QueryFields, backend_of_data, checked_queries
+from .._backends import QueryFields, backend_of_data, checked_queries
 from .._groups import boundaries
 from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache

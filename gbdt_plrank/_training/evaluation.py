@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import QueryFields, backend_of_data, checked_queries
+from .._backends import QueryFields, backend_of_data, checked_queries
 from .._groups import Split, row_queries
 from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
@@ -194,7 +194,7 @@ class EvalSet:
     queries : Split
         The labels grouped by query (no features; item groups for group fairness).
     weights : float64 array of shape (n_queries,) or None
-        Per-query weights of the mean (:func:`~gbdt_plrank._boosters.query_weights`).
+        Per-query weights of the mean (:func:`~gbdt_plrank._backends.query_weights`).
     """
 
     queries: Split
@@ -202,7 +202,7 @@ class EvalSet:
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str, signed: bool | None = None) -> EvalSet:
-        """The queries of a booster's eval set (:meth:`~gbdt_plrank._boosters.Backend.query_fields`),
+        """The queries of a booster's eval set (:meth:`~gbdt_plrank._backends.Backend.query_fields`),
         labels checked, with the item groups it carries.
 
         Raises

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, QueryFields
+from .._backends import BACKENDS, QueryFields
 from .._groups import boundaries, query_rows
 from .._util.threads import thread_count
 from .._util.validation import check_seed, float_vector
@@ -161,7 +161,7 @@ class PLRankObjective(BoosterObjective):
         """Give the item groups of a training or eval set that does not carry its own, with group
         fairness.
 
-        The data objects of the package's booster layer (:class:`~gbdt_plrank.PLRankRanker`, the
+        The data objects of the package's backend layer (:class:`~gbdt_plrank.PLRankRanker`, the
         harness) carry their item groups, read with their labels; a ``DMatrix`` or ``Dataset``
         built for ``xgboost.train`` / ``lightgbm.train`` gets them here (these take precedence
         over any the data carries). ``plrank_objective(item_groups=g)`` is the short form for a

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._boosters import RANKER, ROUNDS, STOPPING_METRICS, EvalMetric, Plan
+from .._backends import RANKER, ROUNDS, STOPPING_METRICS, EvalMetric, Plan
 from .._ranking_metric import RankingMetric
 from .._util.validation import check_choice
 from .evaluation import RankingMetricEval
@@ -105,7 +105,7 @@ def stopping_rule(
 
     The one place ``"auto"`` is resolved (the trainer's ``auto``, :class:`Trainer`) and a
     metric that a way of training cannot watch is refused; the value itself was checked by its
-    rule where it was given (:data:`~gbdt_plrank._boosters._parameters.STOPPING_METRICS`).
+    rule where it was given (:data:`~gbdt_plrank._backends._parameters.STOPPING_METRICS`).
 
     Parameters
     ----------
@@ -171,7 +171,7 @@ def plrank_plan(
     n_jobs : int or None
         Threads of the objective and the evaluation.
     n_estimators, early_stopping_rounds, callbacks
-        As in :class:`~gbdt_plrank._boosters.Plan`.
+        As in :class:`~gbdt_plrank._backends.Plan`.
     ranking : RankingMetric, optional
         The ranking metric recorded on the eval sets; default the objective's metric@K (the
         harness records NDCG@k, its comparison's measure, whatever the objective's metric).
@@ -181,15 +181,15 @@ def plrank_plan(
         Where the objective's estimate is computed (:func:`~gbdt_plrank.plrank_objective`).
     verbose : int, default 0
         Report the fit's progress every ``verbose`` rounds (0: quiet), as
-        :class:`~gbdt_plrank._boosters.Plan` says.
+        :class:`~gbdt_plrank._backends.Plan` says.
     trainer : {"booster", "network", "dask"}, default "booster"
         The way of training (:data:`TRAINERS`): what ``"auto"`` watches and what can be.
     min_rounds : int or "auto", default 0
         With early stopping, the first round that may be kept (as in
-        :class:`~gbdt_plrank._boosters.Plan`).
+        :class:`~gbdt_plrank._backends.Plan`).
     min_delta : float, default 0.0
         With early stopping, the least gain that makes a round the best (as in
-        :class:`~gbdt_plrank._boosters.Plan`).
+        :class:`~gbdt_plrank._backends.Plan`).
 
     Returns
     -------

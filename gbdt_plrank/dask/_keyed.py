@@ -16,7 +16,7 @@ that does not enter tree building with a callable objective (both checked in the
   reads them as keys; the ranker evaluates only its eval sets, which carry no weights).
 
 With group fairness the item groups travel in XGBoost's ``label_upper_bound``, the field every
-XGBoost data object of the booster layer carries them in (``XGBoostBackend.item_groups_field``),
+XGBoost data object of the backend layer carries them in (``XGBoostBackend.item_groups_field``),
 read with the labels as in one process; ``lightgbm.dask``
 carries no second such field. Both fields are float32, so the index is exact below
 :data:`MAX_QUERIES` queries (or groups).
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .._boosters import QueryFields, backend_of_data
+from .._backends import QueryFields, backend_of_data
 from .._groups import boundaries
 from .._training.objective import PLRankObjective, plrank_objective
 from .._training.options import DEFAULTS

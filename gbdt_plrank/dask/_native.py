@@ -1,7 +1,7 @@
-"""The one place where :mod:`gbdt_plrank.dask` meets the single-machine booster layer.
+"""The one place where :mod:`gbdt_plrank.dask` meets the single-machine backend layer.
 
 The native parameters and the result (best round, history, a standalone booster) come from the
-single-machine backends of ``gbdt_plrank._boosters``; only the training call is
+single-machine backends of ``gbdt_plrank._backends``; only the training call is
 ``xgboost.dask.train`` / ``lightgbm.dask.DaskLGBMRanker`` instead. Prediction reuses the
 single-machine backends block by block.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from .._boosters import (
+from .._backends import (
     BACKENDS,
     BoosterSettings,
     LightGBMBackend,

@@ -201,18 +201,18 @@ class DaskPLRankRanker(PLRankRanker):
         """Raw margins: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
-        self._fitted_backend()
+        booster = self._fitted_model()
         X = drop_group_column(X, getattr(self, "group_column_", None))
         X = X.to_dask_array(lengths=True) if hasattr(X, "to_dask_array") else X
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X must have shape (n, {self.n_features_in_}) as in fit, but has shape {X.shape}."
             )
-        return margins(self.backend, self.booster_, X)
+        return margins(self.backend, booster, X)
 
     def to_local(self) -> PLRankRanker:
         """A fitted :class:`~gbdt_plrank.PLRankRanker` holding the same booster."""
-        self._fitted_backend()
+        self._fitted_model()
         local = PLRankRanker(**self.get_params())
         for name in ("n_features_in_", "booster_", "best_iteration_", "evals_result_",
                      "feature_importances_", "group_column_"):

@@ -9,8 +9,9 @@
   ``clicks.md`` and ``clicks.png``.
 
 What they share lives here: the settings tables (``settings``), the data entries (``data``),
-the methods (``methods``) and their one training path (``training``, through the booster
-layer), the resumable output folder (``store``), the paired statistics (``stats``), the
+the methods (``methods``) and their training (``training``, through the backend layer; the
+clicks experiment trains its PL-Rank policies as :class:`~gbdt_plrank.PLRankRanker` s, whose
+policy it deploys), the resumable output folder (``store``), the paired statistics (``stats``), the
 policies' evaluation (``policy_eval``) and the protected item groups (``item_groups``).
 """
 

@@ -3,7 +3,7 @@
 A method is a booster library and an objective: one of the package's own objectives
 (``OWN_OBJECTIVES``: PL-Rank, :func:`~gbdt_plrank.plrank_objective`, or PiRank,
 :func:`~gbdt_plrank.pirank_objective`) or one of the library's own ranking objectives. How a
-method is trained is :mod:`.training`'s job, through the package's one booster layer.
+method is trained is :mod:`.training`'s job, through the package's one backend layer.
 """
 
 from __future__ import annotations

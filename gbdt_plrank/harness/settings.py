@@ -21,8 +21,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from .._boosters import BACKENDS, TREE_SETTINGS, BoosterSettings
-from .._boosters._parameters import (
+from .._backends import BACKENDS, TREE_SETTINGS, BoosterSettings
+from .._backends._parameters import (
     EarlyStoppingRounds,
     LearningRate,
     MaxDepth,
@@ -111,8 +111,8 @@ class TreeSettings(Schema):
     """Booster settings shared by every method of a comparison.
 
     Each field has the rule of its parameter, declared once for the rankers and the harness
-    (``gbdt_plrank._boosters._parameters``; ``rounds`` is ``n_estimators``), and this table's
-    own default. Each library reads them under its own names (the booster layer's table
+    (``gbdt_plrank._backends._parameters``; ``rounds`` is ``n_estimators``), and this table's
+    own default. Each library reads them under its own names (the backend layer's table
     ``NATIVE_NAMES``); a setting a library has no counterpart for is not passed to it. A tree setting that is ``None`` is not passed either: the library keeps
     its own default. ``num_leaves`` is unset by default (XGBoost: no limit besides
     ``max_depth``; LightGBM: 31); :meth:`library_defaults` unsets every tree setting.
@@ -159,7 +159,7 @@ class TreeSettings(Schema):
         return tuple(name for name in cls.model_fields if name in TREE_SETTINGS)
 
     def booster_settings(self, *, seed: int, params: Mapping[str, Any]) -> BoosterSettings:
-        """The booster layer's settings for one training with ``seed`` and native ``params``."""
+        """The backend layer's settings for one training with ``seed`` and native ``params``."""
         return BoosterSettings(
             trees={name: getattr(self, name) for name in self._trees()}, n_threads=self.n_jobs,
             seed=seed, params=dict(params),

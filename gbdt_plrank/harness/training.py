@@ -1,10 +1,20 @@
-"""One training of a comparison method, through the package's booster layer.
+"""One training of a comparison method, through the package's backend layer.
+
+The harness trains through the package's one backend layer and, for PL-Rank, its one run
+builder, by one of two entries: :func:`~gbdt_plrank.harness.train` here, for a *method* of
+:data:`~gbdt_plrank.harness.METHODS` (the comparison's and the fairness frontier's methods and the
+clicks experiment's library anchors), which returns its scores and curves
+(:class:`~gbdt_plrank.harness.Fit`); and :class:`~gbdt_plrank.PLRankRanker`, for the clicks
+experiment's PL-Rank logging policy and learners, whose fitted policy the experiment deploys and values (``sample_rankings``,
+``expected_exposure``), which a ``Fit`` does not hold. The ranker's ``fit`` builds its plan
+with the same run builder and trains with the same backend; it draws the objective's and the
+booster's seeds from ``random_state`` where ``train`` passes its ``seed`` to both.
 
 Every method trains on the train split, evaluates the validation split after each round, stops
 early when what it watches has not improved for ``early_stopping_rounds`` rounds, keeping no
 round before ``min_rounds`` (one rule for every library), and scores the test split at its best
 round. The shared tree settings reach each library under its own names
-(:data:`~gbdt_plrank._boosters.NATIVE_NAMES`); a method's native parameters
+(:data:`~gbdt_plrank._backends.NATIVE_NAMES`); a method's native parameters
 (``[params.<method>]`` or ``--params``) are applied last. The library objectives' methods watch
 the library's NDCG@k. The PL-Rank methods are planned by the package's one run builder
 (:func:`~gbdt_plrank._training.run.plrank_plan`) from their settings (:func:`.config.method_settings`:
@@ -22,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._boosters import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
+from .._backends import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
 from .._ranking_metric import RankingMetric
 from .._training.evaluation import RankingMetricEval
 from .._training.pirank import pirank_objective
@@ -148,7 +158,7 @@ def _refused_param(
 ) -> tuple[str, str] | None:
     """The native parameter the library refused, found after a training failed with ``err``.
 
-    Each native parameter is tried alone, through the same booster layer, for one round on
+    Each native parameter is tried alone, through the same backend layer, for one round on
     the first queries of the training split with one of the library's own objectives: the first
     that the library refuses alone (where the same probe without parameters passes) is the
     culprit. Returns its name and the library's message, or None when ``err`` is not the
@@ -231,7 +241,7 @@ def train(
         early stopping watches and the validation curve records, in place of the library's
         NDCG@k (e.g. DCG@k with linear gain, for labels that are rewards).
     backend : Backend, optional
-        The booster layer's backend of the method's library to train with, in place of its
+        The backend layer's backend of the method's library to train with, in place of its
         default one (e.g. one that builds the library's data objects with more fields).
 
     Returns

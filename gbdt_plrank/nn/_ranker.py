@@ -2,13 +2,14 @@ r"""``PLRankMLPRanker``: a multilayer perceptron trained with PL-Rank, as a scik
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._boosters import BACKENDS, BoosterSettings, Rounds
-from .._boosters._parameters import EarlyStoppingRounds, NEstimators
+from .._backends import BACKENDS, BoosterSettings, Rounds
+from .._backends._parameters import EarlyStoppingRounds, NEstimators
 from .._estimator import PolicyRanker
 from .._training.options import DEFAULTS, PLRankOptions, option_docs
 from .._util.schema import Schema, validate
@@ -97,9 +98,12 @@ class PLRankMLPRanker(PolicyRanker):
 
     Attributes
     ----------
-    booster_ : gbdt_plrank._boosters.Network
-        The trained network (``booster_.module``, a ``torch.nn.Sequential``, and the feature
+    network_ : gbdt_plrank._backends._torch.Network
+        The trained network (``network_.module``, a ``torch.nn.Sequential``, and the feature
         scaling), at the best epoch under early stopping.
+    booster_ : gbdt_plrank._backends._torch.Network
+        Deprecated: ``network_``, under the name the tree rankers give their model (reading it
+        warns ``FutureWarning``).
     best_iteration_ : int or None
         0-based best epoch under early stopping, else ``None``.
     evals_result_ : dict
@@ -119,6 +123,8 @@ class PLRankMLPRanker(PolicyRanker):
     >>> ranker.fit(X, y, group=qid, eval_set=[(X_val, y_val, qid_val)], early_stopping_rounds=20)
     ... # doctest: +SKIP
     """
+
+    _model_attribute: ClassVar[str] = "network_"
 
     def __init__(
         self,
@@ -147,6 +153,23 @@ class PLRankMLPRanker(PolicyRanker):
         verbose: bool | int = False,
     ) -> None:
         self._store(locals())
+
+    @property
+    def booster_(self) -> Any:
+        """Deprecated: the trained network is ``network_``."""
+        network = self.network_  # AttributeError, without a warning, before fit
+        warnings.warn(
+            "Attribute `booster_` was deprecated in version 0.2.0 and will be removed in 0.4.0. "
+            "Use `network_` instead.", FutureWarning, stacklevel=2,
+        )
+        return network
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle; a ranker pickled by version 0.1.0 kept its network in ``booster_``, which
+        becomes ``network_``."""
+        if "booster_" in state:
+            state = {("network_" if k == "booster_" else k): v for k, v in state.items()}
+        super().__setstate__(state)
 
     def _options(self) -> PLRankOptions:
         """The checked options, ``N="auto"`` resolved for a network
@@ -185,7 +208,7 @@ class PLRankMLPRanker(PolicyRanker):
         Returns
         -------
         self : PLRankMLPRanker
-            Fitted: the network (of the best epoch under early stopping) in ``booster_``.
+            Fitted: the network (of the best epoch under early stopping) in ``network_``.
 
         Raises
         ------

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._boosters import CatBoostBackend, eval_name, metric_name
+from .._backends import CatBoostBackend, eval_name, metric_name
 from .._util.compat import require
 from ..harness.methods import METHODS
 from ..harness.training import train
@@ -43,7 +43,7 @@ def _nothing() -> None:
     """Nothing to do after training: the callback raised ``TrialPruned`` itself."""
 
 
-# The observation keys follow the booster layer: the validation set is eval_name(0), and
+# The observation keys follow the backend layer: the validation set is eval_name(0), and
 # each library computes NDCG@k under its own metric name.
 def _xgboost(integration: Any, trial: optuna.Trial, k: int) -> Pruning:
     key = f"{eval_name(0)}-{metric_name(k)}"

@@ -54,6 +54,14 @@ For every data entry, fold and seed:
    bias of the rank the round's own logger gave it (the display-frequency estimator on the
    rounds' logs together), so each round's rewards use its own logger's propensities.
 
+How they train: the logging policy, every PL-Rank learner and the full-label model are
+:class:`~gbdt_plrank.PLRankRanker` s (``_fit_plrank``; a ``"lambdamart"`` logger, the deployed
+system a log comes from rather than a method, is XGBoost's ``XGBRanker``), since the experiment deploys their
+policies (``sample_rankings`` in the exploration loop, ``expected_exposure`` in the off-policy
+values), which the harness's :func:`~gbdt_plrank.harness.training.train` does not return; the
+two anchors are comparison methods and train through it (``_fit_anchor``). Both entries
+build their plans with the package's one run builder and train through the same backend layer.
+
 Every learner is judged by test NDCG@k on the true labels, query by query. Each result is
 written as soon as it exists (``results.jsonl``, one line per learner, session count, fold and
 seed); a rerun skips what is there.
@@ -86,7 +94,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..._boosters._lightgbm import LightGBMBackend
+from ..._backends._lightgbm import LightGBMBackend
 from ..._ranking_metric import RankingMetric
 from ..._util.compat import is_installed
 from ...clicks import (

@@ -38,7 +38,7 @@ def _pool_features(X: Any) -> Any:
 
 
 class CatBoostBackend(LibraryBackend):
-    """``catboost.CatBoost`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+    """``catboost.CatBoost`` behind the :class:`~gbdt_plrank._backends.Backend` interface."""
 
     name, data_type, booster_type = "catboost", "Pool", "CatBoost"
     reserved = frozenset({

@@ -96,7 +96,7 @@ class BoosterSettings:
     """Shared booster settings by their common names; a setting left out keeps the library's
     default.
 
-    ``trees`` holds shared tree settings (:data:`~gbdt_plrank._boosters._parameters.TREE_SETTINGS`)
+    ``trees`` holds shared tree settings (:data:`~gbdt_plrank._backends._parameters.TREE_SETTINGS`)
     as a surface's schema checked them (``None``: the library's default); ``n_threads`` is a
     positive thread count or ``None``; ``params`` are further native parameters, applied after
     the named settings.
@@ -146,13 +146,13 @@ class Plan:
     callbacks : sequence
         The library's own callbacks, called after each round.
     metrics : sequence of callables
-        Evaluation metrics of the package (:data:`~gbdt_plrank._boosters.EvalMetric`, e.g. a PL-Rank objective's
+        Evaluation metrics of the package (:data:`~gbdt_plrank._backends.EvalMetric`, e.g. a PL-Rank objective's
         ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
         in place of the library's NDCG@K; early stopping watches the last one.
     verbose : int
         0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
         format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
-        sets show a progress bar of the rounds (:func:`~gbdt_plrank._boosters.progress`).
+        sets show a progress bar of the rounds (:func:`~gbdt_plrank._backends.progress`).
     min_rounds : int or "auto"
         With early stopping, no round before this one is kept or counted: the best round is
         the best from round ``min_rounds`` on (``EarlyStopper``, one rule for every library);
@@ -164,8 +164,8 @@ class Plan:
         more than this (``EarlyStopper``); 0 is each library's own rule.
 
     The rounds and the stopping values come checked by the schema of the surface that built
-    the plan (:mod:`gbdt_plrank._boosters._parameters`); their defaults are
-    :data:`~gbdt_plrank._boosters._parameters.ROUNDS`, the libraries' own rule.
+    the plan (:mod:`gbdt_plrank._backends._parameters`); their defaults are
+    :data:`~gbdt_plrank._backends._parameters.ROUNDS`, the libraries' own rule.
     """
 
     objective: Objective
@@ -234,7 +234,7 @@ class QueryFields(NamedTuple):
     #: Labels ``(n,)``.
     labels: np.ndarray
     #: The data's weights as the library stores them (None without), see
-    #: :func:`gbdt_plrank._boosters.query_weights`.
+    #: :func:`gbdt_plrank._backends.query_weights`.
     weights: np.ndarray | None
     #: Each row's item group as the data carries it (None without): its id, or in XGBoost's
     #: float32 field the index of its id among the split's distinct ids (:func:`group_indices`),

@@ -1,14 +1,24 @@
-"""The booster layer: every training of the package goes through one backend per library.
+"""The backend layer: every training of the package goes through one backend per library.
 
 :class:`~gbdt_plrank.PLRankRanker`, the comparison harness and the tuner train here. A backend
 translates the shared settings into its library's names (:data:`NATIVE_NAMES`, one table), builds
 the library's data objects with their query groups, trains with an evaluation (the library's
 NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
 the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``). The ``torch``
-backend (``gbdt_plrank._boosters._torch``) trains a neural network with the PL-Rank gradient in place of trees:
+backend (``gbdt_plrank._backends._torch``) trains a neural network with the PL-Rank gradient in place of trees:
 its data objects are the :class:`Split` s themselves and its rounds are epochs.
+
+In version 0.1.0 this package was named ``gbdt_plrank._boosters``, and a fitted
+:class:`~gbdt_plrank.nn.PLRankMLPRanker` pickled by it names its network's class
+``gbdt_plrank._boosters._torch.Network`` (the other rankers' pickles name no class of this
+package): the old names of this package and of its ``_torch`` module stay registered in
+``sys.modules`` as aliases, so that such pickles still load. Nothing of the project imports
+them (``tests/test_layout.py``).
 """
 
+import sys
+
+from . import _torch
 from ._base import (
     MAX_ITEM_GROUPS,
     NATIVE_NAMES,
@@ -87,6 +97,10 @@ BACKENDS: dict[str, Backend] = {
     "catboost": CatBoostBackend(),
     "torch": TorchBackend(),
 }
+
+# Old pickles look their classes up under the package's former name (see the docstring).
+sys.modules.setdefault("gbdt_plrank._boosters", sys.modules[__name__])
+sys.modules.setdefault("gbdt_plrank._boosters._torch", _torch)
 
 
 def _backend_holding(kind: str, obj: object, rule: str) -> Backend:

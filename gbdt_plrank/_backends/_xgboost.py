@@ -57,7 +57,7 @@ def _advance(xgboost: Any, bar: Any) -> Any:
 
 
 class XGBoostBackend(LibraryBackend):
-    """``xgboost.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+    """``xgboost.train`` behind the :class:`~gbdt_plrank._backends.Backend` interface."""
 
     name, data_type, booster_type = "xgboost", "DMatrix", "Booster"
     #: The DMatrix field that carries each row's item group (``QueryFields.item_groups``): read

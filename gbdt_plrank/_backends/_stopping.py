@@ -54,7 +54,7 @@ def _callback_stopper(
     rounds: object, min_rounds: object, min_delta: object, *, library: str, maximize: bool = True
 ) -> EarlyStopper:
     """The stopper of a public stopping callback, its arguments checked by their rules
-    (:class:`~gbdt_plrank._boosters._parameters.Rounds`); its ``min_rounds`` is a number of
+    (:class:`~gbdt_plrank._backends._parameters.Rounds`); its ``min_rounds`` is a number of
     rounds, which ``"auto"`` names only with a learning rate."""
     stopping = validate(
         Rounds, {"early_stopping_rounds": rounds, "min_rounds": min_rounds, "min_delta": min_delta},
@@ -182,7 +182,7 @@ class EarlyStopper:
     """The stopping rule, fed one watched value per round.
 
     The values come checked by the rules of ``early_stopping_rounds``, ``min_rounds`` and
-    ``min_delta`` (:mod:`gbdt_plrank._boosters._parameters`), where they were given: a stopping
+    ``min_delta`` (:mod:`gbdt_plrank._backends._parameters`), where they were given: a stopping
     callback, a ranker, the harness.
 
     Parameters

@@ -1,4 +1,4 @@
-"""The booster layer: one table of native names, used by the ranker, the harness and the tuner."""
+"""The backend layer: one table of native names, used by the ranker, the harness and the tuner."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from tiny_ltr import write_tiny_letor
 
 from gbdt_plrank import PLRankRanker, plrank_objective
-from gbdt_plrank._boosters import (
+from gbdt_plrank._backends import (
     BACKENDS,
     NATIVE_NAMES,
     BoosterSettings,
@@ -19,7 +19,7 @@ from gbdt_plrank._boosters import (
     eval_name,
     metric_name,
 )
-from gbdt_plrank._boosters._base import native_params
+from gbdt_plrank._backends._base import native_params
 from gbdt_plrank._util.seeds import seeds_from
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import PLRankSettings, TreeSettings, train
@@ -181,7 +181,7 @@ def test_each_object_finds_its_backend() -> None:
 
 
 def test_timed_closes_the_progress_bar_however_the_fit_ends() -> None:
-    from gbdt_plrank._boosters._base import timed
+    from gbdt_plrank._backends._base import timed
 
     class Bar:
         closed = 0
@@ -199,7 +199,7 @@ def test_timed_closes_the_progress_bar_however_the_fit_ends() -> None:
 
 
 def test_the_tree_backends_share_one_base_that_finds_their_objects() -> None:
-    from gbdt_plrank._boosters import LibraryBackend
+    from gbdt_plrank._backends import LibraryBackend
 
     types = {name: (b.data_type, b.booster_type) for name, b in BACKENDS.items()
              if isinstance(b, LibraryBackend)}
@@ -208,7 +208,7 @@ def test_the_tree_backends_share_one_base_that_finds_their_objects() -> None:
 
 
 def test_trained_keeps_the_library_record_as_plain_float_lists() -> None:
-    from gbdt_plrank._boosters import Trained
+    from gbdt_plrank._backends import Trained
 
     record = {"eval_0": {"ndcg@3": np.array([0.5, 0.75], dtype=np.float32)}}
     trained = Trained(None, None, record, 0.0)
@@ -218,7 +218,7 @@ def test_trained_keeps_the_library_record_as_plain_float_lists() -> None:
 
 
 def test_the_base_normalises_each_library_s_total_gains() -> None:
-    from gbdt_plrank._boosters import LibraryBackend
+    from gbdt_plrank._backends import LibraryBackend
 
     class Gains(LibraryBackend):
         def __init__(self, gains: list[int]) -> None:

@@ -7,7 +7,7 @@ settings (``None``: the library's own default), the backend, the number of round
 stopping ends them. The schemas of the surfaces that take them are built from these types alone:
 :class:`TreeRules` (the tree settings), :class:`Rounds` (the rounds and the libraries' own
 stopping rule: the defaults of the stopping callbacks and of a
-:class:`~gbdt_plrank._boosters.Plan`), :class:`RankerParameters` (the defaults of
+:class:`~gbdt_plrank._backends.Plan`), :class:`RankerParameters` (the defaults of
 :class:`~gbdt_plrank.PLRankRanker`, whose signature reads them from :data:`RANKER`) and the
 harness's ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`, its own defaults). A
 surface that chooses another default writes it in its schema, once; nothing else checks these
@@ -117,13 +117,13 @@ class TreeRules(Schema):
     colsample_bytree: ColsampleBytree
 
 
-#: The shared tree settings' names (what :class:`~gbdt_plrank._boosters.BoosterSettings` holds).
+#: The shared tree settings' names (what :class:`~gbdt_plrank._backends.BoosterSettings` holds).
 TREE_SETTINGS = tuple(TreeRules.model_fields)
 
 
 class Rounds(Schema):
     """The rounds and each library's own early stopping: the defaults of the stopping callbacks
-    and of a :class:`~gbdt_plrank._boosters.Plan` (no early stopping, ``min_rounds=0``,
+    and of a :class:`~gbdt_plrank._backends.Plan` (no early stopping, ``min_rounds=0``,
     ``min_delta=0``)."""
 
     n_estimators: NEstimators

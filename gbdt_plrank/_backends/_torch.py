@@ -18,7 +18,7 @@ last eval set (XGBoost's rule), keeping the best epoch's weights.
 
 The data objects of this backend are the :class:`~gbdt_plrank._groups.Split` s themselves, so the
 plan's metrics (``f(preds, data)``) read their queries through :meth:`TorchBackend.query_fields`.
-The trees' settings have no counterpart here (:data:`~gbdt_plrank._boosters.NATIVE_NAMES`: only
+The trees' settings have no counterpart here (:data:`~gbdt_plrank._backends.NATIVE_NAMES`: only
 the seed and the thread count are passed); the network's options are native parameters
 (``NetworkOptions``). torch is imported only when a network is trained or used.
 """

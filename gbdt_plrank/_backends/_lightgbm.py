@@ -53,7 +53,7 @@ def carrying_dataset(lightgbm: Any) -> type:
 
 
 class LightGBMBackend(LibraryBackend):
-    """``lightgbm.train`` behind the :class:`~gbdt_plrank._boosters.Backend` interface."""
+    """``lightgbm.train`` behind the :class:`~gbdt_plrank._backends.Backend` interface."""
 
     name, data_type, booster_type = "lightgbm", "Dataset", "Booster"
     reserved = frozenset({
