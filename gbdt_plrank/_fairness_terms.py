@@ -30,7 +30,7 @@ Curvature. The objective's Hessian gains :math:`w` times the Gauss-Newton part
 :math:`\sum_{ij} A_{ij}\, \partial E(i)/\partial m(d)\, \partial E(j)/\partial m(d) \ge 0`
 (:math:`A` the constant, positive semi-definite Hessian of :math:`F` in :math:`E`), of which
 each term keeps a cheap non-negative part through :math:`v_d = \partial E(d)/\partial m(d)`
-alone, :math:`c_d v_d^2` (:attr:`FairnessTerm.curvature`).
+alone, :math:`c_d v_d^2` (``FairnessTerm.curvature``).
 
 Adding a term: a branch of ``loss_slope`` in the kernels (or the code of an existing slope
 with another per-row parameter), a :class:`FairnessTerm` registered here, its tests and its

@@ -410,7 +410,7 @@ def group_indices(item_groups: np.ndarray) -> np.ndarray:
     Raises
     ------
     ValueError
-        For more than :data:`MAX_ITEM_GROUPS` distinct ids.
+        For more than ``MAX_ITEM_GROUPS`` (:math:`2^{24}`) distinct ids.
     """
     ids, index = np.unique(item_groups, return_inverse=True)
     if ids.shape[0] > MAX_ITEM_GROUPS:

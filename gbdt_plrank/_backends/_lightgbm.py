@@ -3,7 +3,7 @@
 Every Dataset carries its ``group`` sizes, and a split's item groups, where the objective and its
 metrics read them with the labels: LightGBM has no row field that keeps them as given
 (``position`` renumbers its values by their first appearance), so the backend's Datasets are of a
-class of their own that holds them (:func:`carrying_dataset`). The evaluation is LightGBM's NDCG@K, or the plan's own
+class of their own that holds them (``carrying_dataset``). The evaluation is LightGBM's NDCG@K, or the plan's own
 metrics (``feval=``). Early stopping stops when any eval set has not improved for the given
 number of rounds (LightGBM's rule), on its first metric: LightGBM's NDCG@K, or the last of the
 plan's metrics, which goes first. The returned booster is rebuilt from its text
@@ -66,7 +66,7 @@ class LightGBMBackend(LibraryBackend):
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group`` boundaries (None without groups), labels, weights (one per row) and the
-        item groups of a Dataset the backend built (:func:`carrying_dataset`)."""
+        item groups of a Dataset the backend built (``carrying_dataset``)."""
         carried = isinstance(data, carrying_dataset(self.module()))
         return QueryFields(
             data.get_field("group"), data.get_label(), data.get_weight(),

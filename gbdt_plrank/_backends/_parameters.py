@@ -11,7 +11,7 @@ stopping rule: the defaults of the stopping callbacks and of a
 :class:`~gbdt_plrank.PLRankRanker`, whose signature reads them from :data:`RANKER`) and the
 harness's ``[trees]`` table (:class:`gbdt_plrank.harness.TreeSettings`, its own defaults). A
 surface that chooses another default writes it in its schema, once; nothing else checks these
-parameters: :func:`~gbdt_plrank._util.schema.validate` checks a surface's values in one call,
+parameters: ``gbdt_plrank._util.schema.validate`` checks a surface's values in one call,
 its message naming the key, the value and the rule, and what it returns is trusted below.
 """
 
@@ -162,7 +162,7 @@ def _schema_of(name: str) -> type[Schema]:
 
 
 def check_parameter(name: str, value: Any) -> Any:
-    """``value`` of the parameter ``name`` checked by its rule (:data:`PARAMETERS`) alone.
+    """``value`` of the parameter ``name`` checked by its rule (:data:`~gbdt_plrank._backends._parameters.PARAMETERS`) alone.
 
     Raises
     ------

@@ -23,7 +23,7 @@ Hessian (loss :math:`L = -J`): the PL-Rank Hessian estimate with the same signed
 \partial E(j)/\partial m(d) \ge 0` (:math:`A` the constant, positive semi-definite Hessian of
 :math:`F` in :math:`E`), of which :meth:`FairnessSpec.gauss_newton` keeps a cheap non-negative
 part through :math:`v_d = \partial E(d)/\partial m(d)` alone: :math:`c_d v_d^2`, with each
-term's :math:`c_d` (:attr:`~gbdt_plrank._fairness_terms.FairnessTerm.curvature`).
+term's :math:`c_d` (``FairnessTerm.curvature``).
 
 References
 ----------
@@ -66,7 +66,7 @@ class FairTerms:
     Attributes
     ----------
     aux : float64 array
-        The term's per-row parameter of its slope (:attr:`FairnessTerm.aux`: the equal-exposure
+        The term's per-row parameter of its slope (``FairnessTerm.aux``: the equal-exposure
         target for EE-L, the label's gain for the disparities).
     member : int64 array
         The row's item group numbered 0.. within its query (zeros without item groups).
@@ -107,12 +107,12 @@ class FairnessSpec:
 
     @property
     def term(self) -> FairnessTerm:
-        """The registered term of :attr:`name`."""
+        """The registered term of ``name``."""
         return fairness_term(self.name)
 
     @property
     def kind(self) -> int:
-        """The code of the loss's slope in the kernels (:attr:`FairnessTerm.kernel`)."""
+        """The code of the loss's slope in the kernels (``FairnessTerm.kernel``)."""
         return self.term.kernel
 
     @property
@@ -139,7 +139,7 @@ class FairnessSpec:
         gain: str, item_groups: np.ndarray | None,
     ) -> np.ndarray:
         """Per query: the loss of ``exposure`` at the cut-off ``K`` (validated rows grouped by
-        query, boundaries ``group_ptr``; :attr:`FairnessTerm.loss`).
+        query, boundaries ``group_ptr``; ``FairnessTerm.loss``).
 
         A query without a relevant document has the loss 0 unless :attr:`trains_empty_queries`.
         """

@@ -31,7 +31,7 @@ class Trainer:
     Attributes
     ----------
     watches : tuple of str
-        The stopping metrics its early stopping can watch (of :data:`STOPPING_METRICS`).
+        The stopping metrics its early stopping can watch (of :data:`~gbdt_plrank._backends._parameters.STOPPING_METRICS`).
     auto : str or None
         What ``stopping_metric="auto"`` watches; ``None``: ``"standardized"``, or ``"policy"``
         with fairness. The standardised policy's value is blind to the margins' scale, so early
@@ -74,7 +74,7 @@ class StoppingRule:
     Attributes
     ----------
     metric : {"policy", "ranking", "standardized"}
-        The stopping metric (:data:`STOPPING_METRICS`).
+        The stopping metric (:data:`~gbdt_plrank._backends._parameters.STOPPING_METRICS`).
     native : bool, default False
         Whether the library's own NDCG@K is recorded and watched instead of the package's
         metrics.

@@ -50,7 +50,7 @@ class PolicyValues:
     """Per query (in the order of ``qid``): expected NDCG@k and each fairness term's loss.
 
     ``values`` maps ``"ndcg"`` and the column of every registered fairness term
-    (:attr:`~gbdt_plrank._fairness_terms.FairnessTerm.column`: ``"ee_l"``, ``"disparity"``,
+    (``FairnessTerm.column``: ``"ee_l"``, ``"disparity"``,
     ``"group_disparity"``) to its per-query values, in the registry's order; a term defined by
     item groups has None when the split has none.
 

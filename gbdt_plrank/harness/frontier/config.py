@@ -124,7 +124,7 @@ class FrontierConfig(ExperimentConfig):
     @property
     def measure(self) -> str:
         """The name of the report's fairness measure: its term's column
-        (:attr:`~gbdt_plrank._fairness_terms.FairnessTerm.column`)."""
+        (``FairnessTerm.column``)."""
         return fairness_term(self.fairness).column
 
     @property
