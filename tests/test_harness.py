@@ -1170,3 +1170,17 @@ def test_a_failure_no_parameter_explains_is_not_blamed_on_one(tiny: Path, monkey
 
     monkeypatch.setattr(backend, "train", broken)
     assert _refused_param(method, {"eta": 0.1}, data.train, TypeError("a bug")) is None
+
+
+def test_the_plrank_tables_hessian_reaches_the_plrank_methods_and_ablations_keep_theirs() -> None:
+    """``[plrank] hessian`` is what plrank-xgb and plrank-lgb train with (it was overridden by the
+    default "abs", silently); the ablations keep the mode that defines them."""
+    from gbdt_plrank.harness.settings import method_options, objective_settings
+
+    settings = objective_settings(PLRankSettings(hessian="denoised"))
+    chosen = {name: method_options(METHODS[name], settings, None, k=5).hessian
+              for name in ("plrank-xgb", "plrank-lgb", "plrank-xgb-raw", "plrank-xgb-nohess")}
+    assert chosen == {"plrank-xgb": "denoised", "plrank-lgb": "denoised",
+                      "plrank-xgb-raw": "raw", "plrank-xgb-nohess": "constant"}
+    default = objective_settings()
+    assert method_options(METHODS["plrank-xgb"], default, None, k=5).hessian == "abs"

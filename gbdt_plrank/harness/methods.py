@@ -10,18 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._training.options import PLRankFields
-
-__all__ = ["DEFAULT_HESSIAN", "METHODS", "OWN_OBJECTIVES", "PIRANK", "PLRANK", "Method"]
+__all__ = ["METHODS", "OWN_OBJECTIVES", "PIRANK", "PLRANK", "Method"]
 
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.plrank_objective`.
 PLRANK = "plrank"
 
 #: The ``objective`` of the methods that use :func:`~gbdt_plrank.pirank_objective`.
 PIRANK = "pirank"
-
-#: The Hessian mode of the PL-Rank objective when none is given.
-DEFAULT_HESSIAN = PLRankFields.model_fields["hessian"].default
 
 #: A method's ``objective`` -> the title of the package's objective it names; also the names of
 #: the settings tables of a configuration and of a method's option sub-tables
@@ -63,10 +58,10 @@ class Method:
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("plrank-xgb", "xgboost", PLRANK, DEFAULT_HESSIAN, baseline="lambdamart-xgb"),
+        Method("plrank-xgb", "xgboost", PLRANK, baseline="lambdamart-xgb"),
         Method("plrank-xgb-raw", "xgboost", PLRANK, "raw", baseline="plrank-xgb"),
         Method("plrank-xgb-nohess", "xgboost", PLRANK, "constant", baseline="plrank-xgb"),
-        Method("plrank-lgb", "lightgbm", PLRANK, DEFAULT_HESSIAN, baseline="lambdarank-lgb"),
+        Method("plrank-lgb", "lightgbm", PLRANK, baseline="lambdarank-lgb"),
         Method("plrank-lgb-nohess", "lightgbm", PLRANK, "constant", baseline="plrank-lgb"),
         Method(
             "plrank-nn", "torch", PLRANK, baseline="plrank-xgb",

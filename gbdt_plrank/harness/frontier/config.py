@@ -51,7 +51,11 @@ __all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
 #: The deterministic rankers randomised post hoc: LambdaMART (XGBoost) and LambdaRank (LightGBM).
 BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
 
-_PLRANK_METHODS = tuple(n for n, m in METHODS.items() if m.objective == PLRANK and m.hessian == "abs")
+#: The PL-Rank booster methods at the ``[plrank]`` table's Hessian mode (no ablation).
+_PLRANK_METHODS = tuple(
+    n for n, m in METHODS.items()
+    if m.objective == PLRANK and m.hessian is None and m.library in ("xgboost", "lightgbm")
+)
 
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
