@@ -330,3 +330,19 @@ def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
     dr_regressions.cross_fit(fit, qid, seed=0)
     assert sorted(seen_by) == list(range(30))
     assert all(qid[row] not in queries and queries for row, queries in seen_by.items())
+
+
+# --------------------------------------------------------------------------------------------
+# The noise in |h| (docs/research/hessian.md)
+# --------------------------------------------------------------------------------------------
+def test_hessian_noise_ratios_see_abs_overstate_and_denoised_correct_the_curvature() -> None:
+    """On deep queries of spread margins the absolute value of an N = 50 estimate sums to well
+    over the reference's |h|, and the denoised estimate to near it."""
+    from research import hessian_noise
+
+    rng = np.random.default_rng(0)
+    y = rng.choice([0.0, 1.0, 2.0, 3.0, 4.0], p=[0.5, 0.3, 0.13, 0.05, 0.02], size=8 * 100)
+    ptr = np.arange(0, y.size + 1, 100)
+    abs_ratio, denoised = hessian_noise.ratios(y, ptr, K=20, spread=2.0, repeats=2)
+    assert abs_ratio > 1.5
+    assert abs(denoised - 1.0) < abs(abs_ratio - 1.0) / 2
