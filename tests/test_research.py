@@ -401,3 +401,19 @@ def test_a_temperatures_cost_is_the_ranking_by_score_minus_the_expected_ndcg() -
     np.testing.assert_allclose(sharp[untied], top[untied], atol=1e-9)
     assert np.nanmean(top - flat) > 0
     assert np.array_equal(np.isnan(top), np.isnan(flat))
+
+
+# --------------------------------------------------------------------------------------------
+# The noise in |h| (docs/research/hessian.md)
+# --------------------------------------------------------------------------------------------
+def test_hessian_noise_ratios_see_abs_overstate_and_denoised_correct_the_curvature() -> None:
+    """On deep queries of spread margins the absolute value of an N = 50 estimate sums to well
+    over the reference's |h|, and the denoised estimate to near it."""
+    from research import hessian_noise
+
+    rng = np.random.default_rng(0)
+    y = rng.choice([0.0, 1.0, 2.0, 3.0, 4.0], p=[0.5, 0.3, 0.13, 0.05, 0.02], size=8 * 100)
+    ptr = np.arange(0, y.size + 1, 100)
+    abs_ratio, denoised = hessian_noise.ratios(y, ptr, K=20, spread=2.0, repeats=2)
+    assert abs_ratio > 1.5
+    assert abs(denoised - 1.0) < abs(abs_ratio - 1.0) / 2
