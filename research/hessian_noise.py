@@ -26,6 +26,7 @@ import numpy as np
 
 from gbdt_plrank import plrank_grad_hess
 from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.harness.data import without_empty_queries
 
 #: Dataset -> the training cut-off (twice the judged one: the deep-query benchmark's k = 10, the
 #: LETOR headline's k = 5).
@@ -38,12 +39,9 @@ N_REFERENCE = 5_000
 def first_queries(data: str, queries: int) -> tuple[np.ndarray, np.ndarray]:
     """Labels and query boundaries of the first ``queries`` training queries of fold 1 that
     have a relevant document."""
-    train = load_dataset(data, fold=1).train
-    ptr = train.group_ptr
-    keep = [q for q in range(ptr.size - 1) if train.y[ptr[q]:ptr[q + 1]].max() > 0][:queries]
-    y = np.concatenate([train.y[ptr[q]:ptr[q + 1]] for q in keep])
-    sizes = np.array([ptr[q + 1] - ptr[q] for q in keep])
-    return y.astype(np.float64), np.concatenate(([0], np.cumsum(sizes)))
+    train = without_empty_queries(load_dataset(data, fold=1).train)
+    ptr = train.group_ptr[:queries + 1]
+    return train.y[:ptr[-1]].astype(np.float64), ptr
 
 
 def ratios(y: np.ndarray, ptr: np.ndarray, *, K: int, spread: float,

@@ -479,6 +479,7 @@ def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
     from benchmarks import deep_queries as dq
     from benchmarks import time_to_model as ttm
     from gbdt_plrank.datasets import load_dataset
+    from gbdt_plrank.harness.data import without_empty_queries
 
     out = tmp_path / "deep.md"
     dq.main(["--variants", "", "--repeats", "1", "--methods", "lambdamart-xgb,plrank-xgb",
@@ -488,10 +489,7 @@ def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
         (m, f) for m in ("lambdamart-xgb", "plrank-xgb") for f in range(1, dq.CV_FOLDS + 1))
     data = load_dataset("mslr-sample")
     tested = [q for r in runs if r.row == "plrank-xgb" for q in r.test[10]]
-    relevant = sum(
-        int((s.y[a:b] > 0).any()) for s in (data.train, data.vali, data.test)
-        for a, b in zip(s.group_ptr[:-1], s.group_ptr[1:], strict=True)
-    )
+    relevant = sum(without_empty_queries(s).n_queries for s in (data.train, data.vali, data.test))
     assert len(tested) == len(set(tested)) == relevant  # each once
     text = out.read_text()
     assert f"repeated 1 times ({relevant} test queries" in text
