@@ -166,13 +166,13 @@ def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
     return out
 
 
-def _concat(parts: list[Split]) -> Split:
+def _concat(parts: list[Split] | tuple[Split, ...]) -> Split:
+    """The rows of ``parts`` in one split, sorted stably by query id (CSR features where any
+    part's are sparse, a dense array where all are dense)."""
+    Xs = [p.X for p in parts]
+    X = sp.vstack(Xs, format="csr") if any(sp.issparse(x) for x in Xs) else np.concatenate(Xs)
     return _by_query(
-        Split(
-            sp.vstack([p.X for p in parts], format="csr"),
-            np.concatenate([p.y for p in parts]),
-            np.concatenate([p.qid for p in parts]),
-        )
+        Split(X, np.concatenate([p.y for p in parts]), np.concatenate([p.qid for p in parts]))
     )
 
 

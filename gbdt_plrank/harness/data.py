@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._groups import Split, query_rows
 from .._util.schema import ConfigError
-from ..datasets import NAMED, SINGLE_SPLIT, LTRDataset, _folder_files, load_dataset
+from ..datasets import NAMED, SINGLE_SPLIT, LTRDataset, _concat, _folder_files, load_dataset
 
 __all__ = [
     "check_data", "cross_validation_fold", "dataset_label", "family", "load", "without_empty_queries",
@@ -136,12 +135,7 @@ def cross_validation_fold(
             f"cross-validation pools the queries of {dataset.name}'s splits, so their query "
             "ids must be distinct across the splits, but a query id is in two of them."
         )
-    dense = not any(sp.issparse(s.X) for s in splits)
-    X = np.concatenate([s.X for s in splits]) if dense else sp.vstack([s.X for s in splits],
-                                                                       format="csr")
-    pooled = Split(X, np.concatenate([s.y for s in splits]), np.concatenate([s.qid for s in splits]))
-    order = np.argsort(pooled.qid, kind="stable")
-    pooled = Split(pooled.X[order], pooled.y[order], pooled.qid[order])
+    pooled = _concat(splits)
     n_queries = pooled.n_queries
     part = np.empty(n_queries, dtype=np.int64)
     part[np.random.default_rng(repeat).permutation(n_queries)] = np.arange(n_queries) % folds
