@@ -166,15 +166,17 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError as error:
             parser.error(f"--plrank {v!r}: {error}")
     start = time.perf_counter()
-    if args.report_only:
-        runs = ttm.read_runs(records)
+    if args.report_only:  # the records of the variants, draws and methods asked for
+        runs = [r for r in ttm.read_runs(records) if r.method in args.methods and (
+            (r.data == CV_DATA and r.seed < args.repeats)
+            or (r.data in args.variants and r.fold in args.draws))]
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         records.write_text("")
         settings = ttm.tree_settings("harness", rounds=args.rounds, n_jobs=args.threads)
         runs = []
-        for variant in args.variants:
-            for draw in args.draws:
+        for draw in args.draws:  # draw by draw: an interrupted run has every variant alike
+            for variant in args.variants:
                 runs += ttm.run(datasets=[variant], folds=[draw], methods=args.methods,
                                 stoppings=[], k=args.k, rounds=args.rounds, n_jobs=args.threads,
                                 seeds=(draw,), records=records, variants=variants)

@@ -127,6 +127,9 @@ class Run:
     seed: int = 0
     trees: str = "harness"  # a key of TREES
     min_delta: float = 0.0
+    curve: tuple[float, ...] = ()  # the validation value early stopping watched, per round
+    patience_rate: float = 0.0  # the stopping rule's (runs recorded before it: a fixed patience)
+    vali: dict[int, float] | None = None  # cut-off -> mean validation NDCG of the kept model
 
 
 def _rows(
@@ -212,15 +215,21 @@ def train_run(
         ).tolist()))
         for c in CUTOFFS
     }
-    return replace(run, seconds=fit.train_seconds, rounds_run=int(fit.curve.shape[0]),
-                   best_round=int(fit.best_round), test=test)
+    vali = {c: float(np.nanmean(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c,
+                                      per_query=True, empty=float("nan"))))
+            for c in CUTOFFS}
+    return replace(run, seconds=fit.train_seconds, vali=vali, rounds_run=int(fit.curve.shape[0]),
+                   best_round=int(fit.best_round), test=test, curve=tuple(fit.history[fit.watched].tolist()),
+                   patience_rate=settings.patience_rate)
 
 
 def read_runs(path: Path) -> list[Run]:
     """The trainings appended to ``path`` by :func:`run` (e.g. those of an interrupted run)."""
     return [
         Run(**{**r, "test": {int(c): {int(q): v for q, v in per.items()}
-                             for c, per in r["test"].items()}})
+                             for c, per in r["test"].items()},
+               "vali": None if r.get("vali") is None else {int(c): v
+                                                           for c, v in r["vali"].items()}})
         for r in read_records(path)
     ]
 
@@ -311,6 +320,10 @@ def _trees_line(runs: list[Run]) -> str:
     gain = "".join(
         f"; a round is the best only when it beats the best validation value by more than {d:g}"
         for d in deltas
+    )
+    gain += "".join(
+        f"; the patience grows to {rate:g} times the best round when that is longer"
+        for rate in sorted({r.patience_rate for r in runs} - {0.0})
     )
     return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + gain + ".\n"
 

@@ -20,6 +20,7 @@ cached; the first compilation in a process logs one warning on the ``gbdt_plrank
 from ._util import threads as _threads  # noqa: F401, I001
 from ._compile import compile_kernels, install_notice as _install_notice
 from . import clicks, datasets, metrics
+from ._backends._parameters import PATIENCE_RATE
 from ._backends._stopping import lightgbm_early_stopping, min_rounds_for, xgboost_early_stopping
 from ._training.objective import PLRankObjective, plrank_objective
 from ._training.options import PLRankOptions, training_cutoff
@@ -29,6 +30,7 @@ from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
 
 __all__ = [
+    "PATIENCE_RATE",
     "MetricEstimate",
     "PLRankObjective",
     "PLRankOptions",

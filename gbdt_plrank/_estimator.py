@@ -269,7 +269,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
         As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
         elastic net): a UserWarning naming the parameter, its value and why it has no effect.
-        ``min_rounds`` and ``min_delta`` only shape early stopping; ``stopping_metric`` only
+        ``min_rounds``, ``min_delta`` and ``patience_rate`` only shape early stopping; ``stopping_metric`` only
         chooses what is scored on the eval sets; ``fairness_weight`` only weighs a fairness
         loss.
         """
@@ -284,6 +284,9 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
                            "it applies to early stopping, and fit got no early_stopping_rounds"),
             "min_delta": (early_stopping_rounds is None,
                           "it applies to early stopping, and fit got no early_stopping_rounds"),
+            "patience_rate": (early_stopping_rounds is None,
+                              "it applies to early stopping, and fit got no "
+                              "early_stopping_rounds"),
             "stopping_metric": (not eval_set,
                                 "it names what the eval sets are scored by, and fit got no "
                                 "eval_set"),
@@ -319,7 +322,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             n_estimators=rounds.n_estimators, early_stopping_rounds=early_stopping_rounds,
             objective_type=objective_type, device=device, trainer=trainer,
             verbose=check_verbose("verbose", self.verbose), min_rounds=rounds.min_rounds,
-            min_delta=rounds.min_delta,
+            min_delta=rounds.min_delta, patience_rate=rounds.patience_rate,
         )
         self._warn_idle_parameters(
             options, eval_set=eval_set, early_stopping_rounds=early_stopping_rounds

@@ -134,6 +134,12 @@ class PLRankRanker(PolicyRanker):
         and LightGBM's ``early_stopping(min_delta=)``): gains smaller than it count as none, so
         a validation curve that has flattened out stops training, and the kept round is the
         last that gained more.
+    patience_rate : float, default 0.5
+        With early stopping, the patience grows with the best round: training stops
+        ``max(early_stopping_rounds, ceil(patience_rate * (best_round + 1)))`` rounds after
+        the best (0-based) round, so a plateau of the validation curve in a long training
+        (deep queries learn for hundreds of rounds) is waited out rather than kept. 0 is a
+        fixed patience, each library's own rule.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
         booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
@@ -238,6 +244,7 @@ class PLRankRanker(PolicyRanker):
         stopping_metric: str = RANKER.stopping_metric,
         min_rounds: int | str = RANKER.min_rounds,
         min_delta: float = RANKER.min_delta,
+        patience_rate: float = RANKER.patience_rate,
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,

@@ -31,7 +31,7 @@ import xgboost as xgb
 
 from gbdt_plrank import PLRankOptions, plrank_objective
 from gbdt_plrank._training.evaluation import STANDARD_SPREAD, STANDARDIZED_SAMPLES, PolicyEvaluator
-from gbdt_plrank._training.options import NOISES
+from gbdt_plrank._training.options import HESSIAN_MODES, NOISES
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
@@ -112,11 +112,13 @@ def _lgb(ds, params, rounds, rec, policy):
 
 
 def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
-          noise="independent") -> None:
+          noise="independent", hessian="abs") -> None:
     if method == "plrank" and N != "auto":
         method = f"plrank-N{N}"
     if method.startswith("plrank") and noise != "independent":
         method = f"{method}-{noise}"
+    if method.startswith("plrank") and hessian != "abs":
+        method = f"{method}-{hessian}"
     path = out / f"{data}_{trees}_{lib}_{method}_f{fold}_s{seed}.npz"
     if path.exists():
         return
@@ -127,7 +129,7 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
         params = {**tree, "nthread": 1, "seed": seed, "disable_default_eval_metric": 1}
         if method.startswith("plrank"):
             params.update(objective="reg:squarederror", base_score=0.0)
-            obj = plrank_objective(K=k, N=N, noise=noise, seed=seed, n_jobs=1)
+            obj = plrank_objective(K=k, N=N, noise=noise, hessian=hessian, seed=seed, n_jobs=1)
         else:
             params["objective"] = "rank:ndcg"
             obj = None
@@ -135,7 +137,8 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
     else:
         params = {**tree, "num_threads": 1, "seed": seed, "metric": "None", "verbosity": -1}
         if method.startswith("plrank"):
-            params["objective"] = plrank_objective(K=k, N=N, noise=noise, seed=seed, n_jobs=1)
+            params["objective"] = plrank_objective(K=k, N=N, noise=noise, hessian=hessian, seed=seed,
+                                                  n_jobs=1)
         else:
             params["objective"] = "lambdarank"
         _lgb(ds, params, rounds, rec, method.startswith("plrank"))
@@ -155,6 +158,7 @@ def main() -> None:
     p.add_argument("--out", default="/tmp/curves")
     p.add_argument("--N", default="auto")
     p.add_argument("--noise", default="independent", choices=NOISES)
+    p.add_argument("--hessian", default="abs", choices=HESSIAN_MODES)
     a = p.parse_args()
     N = a.N if a.N == "auto" else int(a.N)
     out = Path(a.out)
@@ -163,7 +167,8 @@ def main() -> None:
         for lib in a.libs:
             train(a.data, fold, lib, "lambdamart", 0, a.k, a.rounds, a.trees, out)
             for seed in a.seeds:
-                train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N, a.noise)
+                train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N, a.noise,
+                      a.hessian)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import shlex
 import sys
 from dataclasses import dataclass, replace
@@ -46,6 +47,7 @@ class Rule:
     window: int = 1  # trailing moving average
     tolerance: float = 0.0  # keep the last round within this of the best
     min_delta: float = 0.0  # a new best must beat the best by more (XGBoost's, LightGBM's)
+    patience_rate: float = 0.0  # the patience grows to this fraction of the best round
 
     def apply(self, curve: np.ndarray) -> tuple[int, int]:
         """(kept round, rounds run), 1-based, for a signal ``curve`` of shape (rounds,)."""
@@ -59,7 +61,8 @@ class Rule:
         for t in range(s.size):
             if t + 1 >= self.min_rounds and s[t] > best + self.min_delta:
                 best, best_t = s[t], t
-            if t + 1 >= self.min_rounds and t - best_t >= self.patience:
+            wait = max(self.patience, math.ceil(self.patience_rate * (best_t + 1)))
+            if t + 1 >= self.min_rounds and t - best_t >= wait:
                 run = t + 1
                 break
         kept = best_t
@@ -88,6 +91,10 @@ RULES = [
          patience=25, min_delta=1e-3),
     Rule("standardized, at least 40 rounds, patience 25, min_delta 2e-3", min_rounds=40,
          patience=25, min_delta=2e-3),
+    Rule("standardized, at least 40 rounds, patience 25 or 0.5 of the best round", min_rounds=40,
+         patience=25, patience_rate=0.5),
+    Rule("standardized, at least 40 rounds, patience 25 or the best round", min_rounds=40,
+         patience=25, patience_rate=1.0),
     Rule("the policy's expected NDCG", "pol_fixed"),
     Rule("NDCG of the ranking", "val_rank"),
 ]

@@ -469,6 +469,31 @@ def test_deep_queries_pairs_a_query_by_its_mean_over_the_repeats() -> None:
     assert "| 0.5000 | 0.5000 |" in reference
 
 
+def test_deep_queries_report_only_reads_the_draws_and_methods_asked_for(tmp_path: Path) -> None:
+    """An interrupted run's records rebuild the tables of the draws named (a draw cut short is
+    left out), of the methods named; the repeats of the cross-validation up to --repeats."""
+    from benchmarks import deep_queries as dq
+    from benchmarks import time_to_model as ttm
+    from benchmarks.harness import append_record
+
+    records = tmp_path / "deep.jsonl"
+    rng = np.random.default_rng(0)
+    for data, fold in [("web-linear", 1), ("web-linear", 2), ("web-linear", 3),
+                       (dq.CV_DATA, 1), (dq.CV_DATA, 2)]:
+        for row in ("lambdamart-xgb", "plrank-xgb", "lambdarank-lgb"):
+            if (fold, row) == (3, "plrank-xgb"):
+                continue  # draw 3 was cut short
+            values = {q: float(rng.uniform()) for q in range(10 * fold, 10 * fold + 10)}
+            run = ttm.Run(row, row, data, fold, 1.0, 10, 4, {c: values for c in ttm.CUTOFFS},
+                          fold if data != dq.CV_DATA else 0, curve=(0.1,) * 10)
+            append_record(records, run.__dict__)
+    dq.main(["--report-only", "--variants", "web-linear", "--draws", "1,2", "--repeats", "1",
+             "--methods", "lambdamart-xgb,plrank-xgb", "--out", str(tmp_path / "deep.md")])
+    text = (tmp_path / "deep.md").read_text()
+    assert "### web-linear, folds 1, 2 (" in text and "lambdarank-lgb" not in text
+    assert "mslr-sample, query-level 5-fold cross-validation repeated 1 times (20 test" in text
+
+
 @pytest.mark.slow  # ten trainings on mslr-sample (about a minute on two busy cores)
 def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
     tmp_path: Path,

@@ -218,14 +218,16 @@ def test_the_documented_fair_frontiers_were_trained_at_the_defaults_users_get(fo
 
 
 def test_the_clicks_main_comparison_differs_from_the_defaults_only_where_its_page_says():
-    """Rewards: the linear gain and DCG; ``N = 30`` (stated in the configuration and the page)."""
+    """Rewards: the linear gain and DCG; ``N = 30`` and ``hessian="abs"`` (stated in the
+    configuration and the page)."""
     recorded = _recorded("clicks-mq2008")
-    on_rewards = PLRankOptions.checked(K=5, gain="linear", metric="dcg", N=30)
+    on_rewards = PLRankOptions.checked(K=5, gain="linear", metric="dcg", N=30, hessian="abs")
     assert recorded == {
         "on rewards": on_rewards.resolved(),
-        "on labels": PLRankOptions.checked(K=5, N=30).resolved(),
+        "on labels": PLRankOptions.checked(K=5, N=30, hessian="abs").resolved(),
     }
-    assert "`N = 30`" in (ROOT / "docs/guide/clicks.md").read_text()
+    page = (ROOT / "docs/guide/clicks.md").read_text()
+    assert "`N = 30`" in page and '`hessian="abs"`' in page and "`patience_rate = 0`" in page
 
 
 # ------------------------------------------------------------------------------------------

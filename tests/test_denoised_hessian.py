@@ -270,3 +270,48 @@ def test_too_few_rankings_are_refused(call, message):
     scores, labels, ptr, _, _ = _queries(0, [4, 5])
     with pytest.raises(ValueError, match=message):
         call(scores, labels, ptr)
+
+
+def test_auto_is_denoised_without_fairness_and_abs_with_it_or_one_ranking():
+    assert PLRankOptions.checked(K=5).hessian == "auto"
+    assert PLRankOptions.checked(K=5).training_hessian == "denoised"
+    assert PLRankOptions.checked(K=5, fairness="disparity").training_hessian == "abs"
+    assert PLRankOptions.checked(K=5, N=1).training_hessian == "abs"
+    for mode in ("abs", "raw", "clip", "constant", "denoised"):
+        assert PLRankOptions.checked(K=5, hessian=mode).training_hessian == mode
+    assert PLRankOptions.checked(K=5).resolved()["hessian"] == "denoised"
+    scores, labels, ptr, _, _ = _queries(3, [4, 9, 30])
+    est = {mode: plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=1, hessian=mode)
+           for mode in ("auto", "denoised", "abs")}
+    np.testing.assert_array_equal(np.stack(est["auto"]), np.stack(est["denoised"]))
+    assert not np.array_equal(est["auto"][1], est["abs"][1])
+    fair = dict(K=5, N=20, seed=1, fairness="disparity")
+    np.testing.assert_array_equal(np.stack(plrank_grad_hess(scores, labels, ptr, **fair)),
+                                  np.stack(plrank_grad_hess(scores, labels, ptr, hessian="abs",
+                                                            **fair)))
+    # from given rankings, "auto" reads their number: one ranking is "abs", not refused
+    one = np.array([[0, 1, 2, 3]])
+    np.testing.assert_array_equal(
+        np.stack(plrank_grad_hess_from_rankings(scores[:4], labels[:4], one, hessian="auto")),
+        np.stack(plrank_grad_hess_from_rankings(scores[:4], labels[:4], one, hessian="abs")),
+    )
+
+
+def test_the_default_objective_trains_as_denoised_inside_the_boosters(data):
+    X, y, qid, sizes = data
+    params = {"tree_method": "hist", "base_score": 0.0, "max_depth": 3, "eta": 0.3,
+              "nthread": 1}
+    preds = [
+        xgb.train(params, xgb.DMatrix(X, y, qid=qid), 5,
+                  obj=plrank_objective(K=5, N=20, n_jobs=1, **extra)).predict(xgb.DMatrix(X))
+        for extra in ({}, {"hessian": "denoised"}, {"hessian": "abs"})
+    ]
+    np.testing.assert_array_equal(preds[0], preds[1])
+    assert not np.array_equal(preds[0], preds[2])
+    lgb_params = {"verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1}
+    preds = [
+        lgb.train({**lgb_params, "objective": plrank_objective(K=5, N=20, n_jobs=1, **extra)},
+                  lgb.Dataset(X, y, group=sizes), 5).predict(X, raw_score=True)
+        for extra in ({}, {"hessian": "denoised"})
+    ]
+    np.testing.assert_array_equal(preds[0], preds[1])

@@ -376,7 +376,7 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     train("plrank-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(N=20), params=fair)
     options = [m["options"] for m in made]
     assert (options[0].N, options[0].metric, options[0].hessian) == (7, "dcg", "clip")
-    assert (options[1].N, options[1].metric, options[1].hessian) == (20, "ndcg", "abs")
+    assert (options[1].N, options[1].metric, options[1].hessian) == (20, "ndcg", "auto")
     assert options[1].fairness is None
     assert (options[2].fairness, options[2].fairness_weight) == ("expected-exposure", 0.3)
     assert [o.K for o in options] == [3, 3, 3]  # judged at k
@@ -388,7 +388,8 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
 def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Path, monkeypatch) -> None:
     made = spy_on_plans(monkeypatch)
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1)
+    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1,
+                         patience_rate=0)  # a fixed patience: the curve's end tells the best
     policy = PLRankSettings(N=20, stopping_metric="policy")
     fit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy)
     assert fit.watched == "expected_ndcg@3" and list(fit.history) == ["ndcg@3", "expected_ndcg@3"]
@@ -1182,5 +1183,5 @@ def test_the_plrank_tables_hessian_reaches_the_plrank_methods_and_ablations_keep
               for name in ("plrank-xgb", "plrank-lgb", "plrank-xgb-raw", "plrank-xgb-nohess")}
     assert chosen == {"plrank-xgb": "denoised", "plrank-lgb": "denoised",
                       "plrank-xgb-raw": "raw", "plrank-xgb-nohess": "constant"}
-    default = objective_settings()
-    assert method_options(METHODS["plrank-xgb"], default, None, k=5).hessian == "abs"
+    default = method_options(METHODS["plrank-xgb"], objective_settings(), None, k=5)
+    assert (default.hessian, default.training_hessian) == ("auto", "denoised")

@@ -148,13 +148,14 @@ OLD_NAMES = ("gbdt_plrank._boosters",)
 #: every other private module is the package's own. Tests may import any module.
 STABLE_INTERNALS = {
     "gbdt_plrank._backends": "training with one library's backend directly (BACKENDS, "
-                             "BoosterSettings) and a parameter checked by its schema "
-                             "(check_parameter)",
+                             "BoosterSettings), a parameter checked by its schema "
+                             "(check_parameter) and the stopping rule replayed on a recorded "
+                             "curve (EarlyStopper)",
     "gbdt_plrank._training.run": "a PL-Rank training planned as the rankers plan it (plrank_plan)",
     "gbdt_plrank._training.evaluation": "the policy's value as an evaluation metric "
                                         "(PolicyEvaluator, its sample counts, the standardized "
                                         "metric's spread)",
-    "gbdt_plrank._training.options": "the values an option takes (NOISES)",
+    "gbdt_plrank._training.options": "the values an option takes (NOISES, HESSIAN_MODES)",
     "gbdt_plrank._training.fairness": "a fairness term with its weight (FairnessSpec)",
     "gbdt_plrank._training.pirank": "PiRank's Hessian modes (PIRANK_HESSIANS)",
     "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "

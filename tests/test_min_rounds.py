@@ -40,12 +40,13 @@ GAINS = {
 
 def reference_rule(
     curve: np.ndarray, patience: int, min_rounds: int, min_delta: float = 0.0,
-    library: str = "lightgbm", maximize: bool = True,
+    library: str = "lightgbm", maximize: bool = True, rate: float = 0.0,
 ) -> tuple[int, int]:
     """(0-based kept round, rounds run) by the definition: the first maximum (minimum) of the
     rounds from ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the best
-    so far. With ``min_delta``, the best so far changes only to a round that beats it by more,
-    as ``library`` compares."""
+    so far, or ``rate`` times the rounds up to and with the best when that is longer. With
+    ``min_delta``, the best so far changes only to a round that beats it by more, as
+    ``library`` compares."""
     first = max(min_rounds - 1, 0)
     if curve.size <= first:
         return curve.size - 1, curve.size
@@ -57,7 +58,7 @@ def reference_rule(
             best = first + int(np.argmax(part) if maximize else np.argmin(part))
         elif gain(curve[t], curve[best], min_delta):
             best = t
-        if t - best >= patience:
+        if t - best >= max(patience, int(np.ceil(rate * (best + 1) - 1e-9))):
             return best, t + 1
     return best, curve.size
 
@@ -70,15 +71,16 @@ def test_the_rule_matches_its_definition(seed: int, library: str) -> None:
     curve = np.round(rng.normal(size=n).cumsum() * 0.1 + rng.normal(size=n), 2)  # ties too
     patience, min_rounds = int(rng.integers(1, 10)), int(rng.integers(0, 40))
     min_delta = float(rng.choice([0.0, 0.01, 0.05, 0.1, 0.3]))
+    rate = float(rng.choice([0.0, 0.0, 0.25, 0.5, 1.0, 2.0]))
     for maximize in (True, False):
         stopper = EarlyStopper(patience, min_rounds, min_delta, maximize=maximize,
-                               library=library)
+                               library=library, patience_rate=rate)
         ran = n
         for t, value in enumerate(curve):
             if stopper.update(t, value):
                 ran = t + 1
                 break
-        expected = reference_rule(curve, patience, min_rounds, min_delta, library, maximize)
+        expected = reference_rule(curve, patience, min_rounds, min_delta, library, maximize, rate)
         assert (stopper.kept_round, ran) == expected
         assert stopper.kept_value == curve[expected[0]]
 
@@ -95,6 +97,31 @@ def test_min_delta_is_refused_unless_a_finite_number_at_least_0() -> None:
                                          r"-0.5 is given"):
         validate(TreeSettings, {"min_delta": -0.5}, source="x.toml", prefix="trees")
     assert "min_delta" not in TreeSettings().model_dump(exclude_defaults=True)
+
+
+def test_patience_rate_is_refused_unless_a_finite_number_at_least_0() -> None:
+    for bad in (-0.5, float("nan"), float("inf"), "0.5", None):
+        with pytest.raises(ValueError, match=r"patience_rate must be a finite number >= 0, but "):
+            xgboost_early_stopping(5, patience_rate=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match=r"patience_rate must be a finite number >= 0, but "):
+            PLRankRanker(patience_rate=bad)._training(None, None)
+    with pytest.raises(ValueError, match=r"trees.patience_rate must be a finite number >= 0, "
+                                         r"but -1 is given"):
+        validate(TreeSettings, {"patience_rate": -1}, source="x.toml", prefix="trees")
+
+
+def test_a_patience_rate_waits_out_a_plateau_that_a_fixed_patience_stops_on() -> None:
+    # a curve that rises, sits on a plateau for 28 rounds and rises again (the deep-query shape)
+    curve = np.concatenate([np.linspace(0.3, 0.39, 60), np.full(28, 0.39),
+                            np.linspace(0.391, 0.42, 60)])
+    fixed = EarlyStopper(25, 40, 0.0)
+    grown = EarlyStopper(25, 40, 0.0, patience_rate=0.5)
+    ran = {}
+    for name, stopper in (("fixed", fixed), ("grown", grown)):
+        ran[name] = next((t + 1 for t, v in enumerate(curve) if stopper.update(t, v)), curve.size)
+    assert (fixed.kept_round, ran["fixed"]) == (59, 85)  # stopped on the plateau
+    assert (grown.kept_round, ran["grown"]) == (147, 148)  # waited ceil(0.5 * 60) = 30 rounds
+    assert grown.wait == 74
 
 
 def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
@@ -416,6 +443,30 @@ def test_lightgbm_callback_keeps_no_round_before_the_minimum_on_the_last_eval_se
     assert short.best_iteration == 10  # ended before the minimum: every round is kept
 
 
+@pytest.mark.parametrize("rate", [0.5, 1.0, 3.0])
+def test_the_callbacks_grow_the_patience_inside_the_boosters(xgb_sets, rate: float) -> None:
+    train, vali = xgb_sets
+    history: dict = {}
+    booster = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
+                            evals_result=history,
+                            callbacks=[xgboost_early_stopping(2, patience_rate=rate)])
+    curve = np.array(history["v"]["ndcg@5"])
+    assert (booster.best_iteration, curve.size) == reference_rule(curve, 2, 0, rate=rate)
+    ltrain, _, lvalid = _lgb_sets()
+    history = {}
+    booster = lightgbm.train(
+        LGB_PARAMS, ltrain, 200, valid_sets=[lvalid],
+        callbacks=[lightgbm.record_evaluation(history),
+                   lightgbm_early_stopping(2, patience_rate=rate)],
+    )
+    lcurve = np.array(next(iter(history["valid_0"].values())))
+    kept, ran = reference_rule(lcurve, 2, 0, rate=rate)
+    assert (booster.best_iteration, lcurve.size) == (kept + 1, ran)
+    if rate == 3.0:  # the rate mattered: a fixed patience of 2 stops both earlier
+        assert reference_rule(curve, 2, 0)[1] < curve.size
+        assert reference_rule(lcurve, 2, 0)[1] < lcurve.size
+
+
 def test_catboost_callback_without_a_minimum_is_catboosts_own_detector() -> None:
     catboost = pytest.importorskip("catboost")
     X, y, qid = _queries(0)
@@ -446,13 +497,14 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
         assert ranker.best_iteration_ >= min_rounds_for(0.25) - 1 == 7
         curve = next(iter(ranker.evals_result_["valid_0"].values()))
         watched = list(ranker.evals_result_["valid_0"].values())[-1]
-        kept, ran = reference_rule(np.array(watched), 2, 8)
+        kept, ran = reference_rule(np.array(watched), 2, 8, rate=gbdt_plrank.PATIENCE_RATE)
         assert len(curve) == ran and ranker.best_iteration_ == kept
     with pytest.raises(ValueError, match="min_rounds must be 'auto' or an integer >= 0, but -2"):
         PLRankRanker(min_rounds=-2).fit(X, y, group=qid, eval_set=[(Xv, yv, qv)],
                                         early_stopping_rounds=2)
     trees = TreeSettings(rounds=50, learning_rate=0.05)
     assert (trees.min_rounds, trees.early_stopping_rounds, trees.min_delta) == ("auto", 25, 0.0)
+    assert trees.patience_rate == gbdt_plrank.PATIENCE_RATE == PLRankRanker().patience_rate
     for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb", "plrank-nn"):
         for min_delta in (0.0, 0.002):
             plan = harness_training._plan(
@@ -461,19 +513,23 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
             )
             assert plan.min_rounds == "auto", name  # resolved by the backend from its parameters
             assert plan.min_delta == min_delta, name
+            assert plan.patience_rate == gbdt_plrank.PATIENCE_RATE, name
     # a gain no round reaches: the first candidate is kept, training stops a patience later
     ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.25, min_child_weight=0.01,
                           n_jobs=1, random_state=0, min_delta=1.0)
     ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
     watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
-    assert (ranker.best_iteration_, watched.size) == (7, 10)
+    assert (ranker.best_iteration_, watched.size) == (7, 12)  # max(2, ceil(0.5 * 8)) = 4 after
     # a rate set among the native parameters (a tuner's trial, [params.<method>]) is the one used
     ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.05, params={"eta": 0.25},
                           min_child_weight=0.01, n_jobs=1, random_state=0)
     ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
     watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
-    assert (ranker.best_iteration_, watched.size) == reference_rule(watched, 2, 8)
-    public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping"}
+    assert (ranker.best_iteration_, watched.size) == reference_rule(
+        watched, 2, 8, rate=gbdt_plrank.PATIENCE_RATE
+    )
+    public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping",
+              "PATIENCE_RATE"}
     assert public <= set(gbdt_plrank.__all__)
 
 

@@ -23,6 +23,7 @@ from gbdt_plrank import (
 )
 from gbdt_plrank._groups import boundaries
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.options import PLRankOptions
 from gbdt_plrank._training.plrank import estimate
 
 
@@ -64,7 +65,8 @@ def _estimate_round(preds, y, ptr, *, seed, round_):
     metric = RankingMetric("ndcg", 10, "exp")
     return estimate(
         np.asarray(preds, dtype=np.float64), metric.rewards(y, ptr), ptr, metric,
-        hessian="abs", N=20, seed=seed, round_=round_, sampler="auto", noise="independent",
+        hessian=PLRankOptions.checked(K=5, N=20).training_hessian, N=20, seed=seed,
+        round_=round_, sampler="auto", noise="independent",
         n_jobs=None,
     )
 

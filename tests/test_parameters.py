@@ -58,6 +58,7 @@ BAD = {
     "reg_alpha": float("nan"), "reg_lambda": -0.5, "min_split_gain": float("inf"),
     "subsample": 1.5, "colsample_bytree": 0.0, "backend": "catboost", "n_estimators": 0,
     "early_stopping_rounds": 0, "stopping_metric": "ndcg", "min_rounds": -1, "min_delta": -0.01,
+    "patience_rate": -0.5,
 }
 
 
@@ -191,9 +192,11 @@ def test_each_surface_takes_its_defaults_from_its_schema():
     assert set(ranker) == set(RankerParameters.model_fields) - {"early_stopping_rounds"}
     assert (RANKER.n_estimators, RANKER.learning_rate, RANKER.min_rounds) == (100, 0.1, "auto")
     for callback in (xgboost_early_stopping, lightgbm_early_stopping):
-        assert _defaults(callback) == {"min_rounds": ROUNDS.min_rounds, "min_delta": 0.0}
+        assert _defaults(callback) == {"min_rounds": ROUNDS.min_rounds, "min_delta": 0.0,
+                                       "patience_rate": 0.0}
     assert _defaults(plrank_plan) == {"min_rounds": ROUNDS.min_rounds,
-                                      "min_delta": ROUNDS.min_delta}
+                                      "min_delta": ROUNDS.min_delta,
+                                      "patience_rate": ROUNDS.patience_rate}
     plan = {f.name: f.default for f in fields(Plan) if f.name in PARAMETERS}
     assert plan == ROUNDS.model_dump()
     network = inspect.signature(PLRankMLPRanker.__init__).parameters["max_epochs"]

@@ -91,7 +91,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
     best = fitted.best_iteration_
     first = min_rounds_for(fitted.learning_rate) - 1  # min_rounds="auto"
     assert history[best] == max(history[first:])
-    assert len(history) == best + 1 + 5 or len(history) == 40  # stopped 5 rounds later, or ran out
+    wait = max(5, -(-(best + 1) // 2))  # a patience of 5, grown to half the best round
+    assert len(history) == best + 1 + wait or len(history) == 40  # stopped then, or ran out
     rounds = (
         fitted.booster_.num_boosted_rounds() if fitted.backend == "xgboost"
         else fitted.booster_.current_iteration()
@@ -118,7 +119,7 @@ def _policy_stopping_round(mq, backend, fairness):
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
     name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
     assert list(ranker.evals_result_["valid_0"]) == ["ndcg@5", name]
-    assert len(history) == best + 1 + 4 or len(history) == 60
+    assert len(history) == best + 1 + max(4, -(-(best + 1) // 2)) or len(history) == 60
     # the policy's value of the eval set after every round, from a model trained without
     # stopping (the same seeds give the same trees), peaks at the kept round
     full = PLRankRanker(**{**options, "n_estimators": len(history)}).fit(
@@ -134,7 +135,8 @@ def _policy_stopping_round(mq, backend, fairness):
         return full.booster_.predict(vali.X, num_iteration=rounds, raw_score=True)
 
     values = [value.per_query(margins(r)).mean() for r in range(1, len(history) + 1)]
-    assert best == int(np.argmax(np.round(values, 6)))  # XGBoost records metrics to 6 decimals
+    first = min_rounds_for(0.1) - 1  # min_rounds="auto": no round kept before the 20th
+    assert best == first + int(np.argmax(np.round(values[first:], 6)))  # XGBoost: 6 decimals
     np.testing.assert_allclose(ranker.evals_result_["valid_0"][name], values, atol=1e-6)
     np.testing.assert_allclose(ranker.predict(vali.X), margins(best + 1), rtol=1e-5, atol=1e-6)
     ndcg = PLRankRanker(stopping_metric="ranking", **options)
@@ -578,10 +580,10 @@ def _exact_policy(margins, labels, K):
     mean = second = 0.0
     exposure = np.zeros(D)
     for y in itertools.permutations(range(D), k):
-        left, prob = e.sum(), 1.0
-        for d in y:
-            prob *= e[d] / left
-            left -= e[d]
+        prob, placed = 1.0, []
+        for d in y:  # the remaining weight summed afresh: subtracting cancels at sharp margins
+            prob *= e[d] / np.delete(e, placed).sum()
+            placed.append(d)
         value = (gains[list(y)] * _theta(k)).sum() / ideal
         mean += prob * value
         second += prob * value**2
@@ -620,7 +622,7 @@ def test_temperature_samples_the_policy_of_the_divided_margins(fitted, mq, tempe
     margins = fitted.predict(X)
     mean, variance, exposure = _exact_policy(margins / temperature, y, 5)
     plain = _exact_policy(margins, y, 5)[2]
-    assert np.abs(exposure - plain).max() > 0.05  # the temperature changes the policy
+    assert np.abs(exposure - plain).max() > 0.01  # the temperature changes the policy
     S = 4000
     est = fitted.expected_metric(X, y, [5], n_samples=S, random_state=0, temperature=temperature)
     assert abs(est.mean - mean) < 5 * math.sqrt(variance / S)
@@ -937,6 +939,8 @@ IDLE = [
     ({"min_rounds": 0}, "min_rounds=0 has no effect"),
     ({"min_delta": 0.01}, "min_delta=0.01 has no effect in this fit: it applies to early "
                           "stopping, and fit got no early_stopping_rounds."),
+    ({"patience_rate": 1.0}, "patience_rate=1.0 has no effect in this fit: it applies to "
+                             "early stopping, and fit got no early_stopping_rounds."),
     ({"stopping_metric": "policy"}, "stopping_metric='policy' has no effect in this fit: it "
                                     "names what the eval sets are scored by, and fit got no "
                                     "eval_set."),

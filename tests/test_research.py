@@ -276,6 +276,39 @@ def test_stopping_rules_keep_and_run_the_rounds_they_say() -> None:
     # Tolerance keeps the last round within it of the best before the stop.
     near = np.array([0.0, 1.0, 0.999, 0.5] + [0.0] * 60)
     assert Rule("tol", tolerance=0.002).apply(near) == (3, 52)
+    # A patience growing to half the best round waits out the plateau after round 80.
+    late = 0.5 + 0.005 * np.minimum(np.arange(200), 79)  # rises to round 80, then flat
+    late[110] = 0.97
+    assert Rule("p25", min_rounds=40, patience=25).apply(late) == (80, 105)
+    assert Rule("grown", min_rounds=40, patience=25, patience_rate=0.5).apply(late) == (111, 167)
+
+
+def test_plateau_stops_replays_both_rules_and_flags_a_stop_while_rising(tmp_path: Path) -> None:
+    from gbdt_plrank._backends._stopping import EarlyStopper
+    from research.plateau_stops import _deep, report, study
+
+    # rises to round 60, sits on a plateau for 28 rounds, then rises again; and a noisy flat one
+    rising = np.concatenate([np.linspace(0.3, 0.39, 60), np.full(28, 0.39),
+                             np.linspace(0.391, 0.45, 100)])
+    flat = 0.4 + np.random.default_rng(0).normal(0, 1e-3, 188)
+    lines = []
+    for name, curve in (("web", rising), ("letor", flat)):
+        stopper = EarlyStopper(25, 40, 0.0, patience_rate=0.5)
+        ran = next((t + 1 for t, v in enumerate(curve) if stopper.update(t, v)), curve.size)
+        lines.append(json.dumps({
+            "row": "plrank-xgb", "data": name, "fold": 1, "seed": 0, "curve": curve[:ran].tolist(),
+            "best_round": stopper.kept_round + 1, "rounds_run": ran, "patience_rate": 0.5,
+        }))
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    trainings, rate = _deep(path)
+    rows = study(trainings, patience=25, min_rounds=40, rate=rate)
+    assert [r["rising"] for r in rows] == [True, False]
+    assert rows[0]["fixed"][1] < 90 < rows[0]["grown"][1]  # fixed stopped on the plateau
+    assert "| plrank-xgb | 2 | " in report(rows, patience=25, min_rounds=40, rate=rate)
+    with pytest.raises(ValueError, match="was not trained with patience 25, min_rounds 40 and "
+                                         "patience_rate 0"):
+        study(trainings, patience=25, min_rounds=40, rate=0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -388,7 +421,7 @@ def test_a_temperatures_cost_is_the_ranking_by_score_minus_the_expected_ndcg() -
     data = load_dataset("mq2008")
     rows = int(data.test.group_ptr[8])
     split = SimpleNamespace(X=data.test.X[:rows], y=data.test.y[:rows], qid=data.test.qid[:rows])
-    model = PLRankRanker(n_estimators=5, N=5, n_jobs=1, random_state=0)
+    model = PLRankRanker(n_estimators=5, N=5, hessian="abs", n_jobs=1, random_state=0)
     model.fit(split.X, split.y, group=split.qid)
     gains = 2.0 ** split.y - 1
     top = by_score(model, split, gains, 5)

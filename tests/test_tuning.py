@@ -82,7 +82,9 @@ def test_default_spaces_cover_every_method() -> None:
         for kind in OWN_OBJECTIVES:
             options = {n for n in space.entries if n.startswith(f"{kind}.")}
             assert required[kind] <= options if METHODS[name].objective == kind else not options
-    assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(choices=("abs", "clip"))
+    assert spaces["plrank-xgb"].entries["plrank.hessian"] == Choice(
+        choices=("denoised", "abs", "clip")
+    )
     assert spaces["pirank-lgb"].entries["pirank.tau"] == Range(low=0.1, high=100.0, log=True)
     assert spaces["pirank-xgb"].entries["pirank.hessian"] == Choice(choices=("clip", "abs", "constant"))
     assert "plrank.hessian" not in spaces["plrank-xgb-raw"].entries  # its identity
@@ -246,7 +248,8 @@ def test_tiny_study_writes_best_params_plots_and_summary(tmp_path: Path, tiny: s
     assert list(params) == ["plrank-lgb"]
     written = {k: dict(v) if k == PLRANK else v for k, v in params["plrank-lgb"].items()}
     assert written == best.user_attrs["params"]
-    assert written[PLRANK]["hessian"] in ("abs", "clip") and written["bagging_freq"] == 1
+    assert written[PLRANK]["hessian"] in ("denoised", "abs", "clip")
+    assert written["bagging_freq"] == 1
     for name in ("history.png", "importances.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = "\n".join(printed)

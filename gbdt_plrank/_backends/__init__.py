@@ -51,6 +51,7 @@ from ._parameters import (
     Rounds,
     check_parameter,
 )
+from ._stopping import EarlyStopper
 from ._torch import TorchBackend
 from ._xgboost import XGBoostBackend
 
@@ -66,6 +67,7 @@ __all__ = [
     "Backend",
     "BoosterSettings",
     "CatBoostBackend",
+    "EarlyStopper",
     "EvalMetric",
     "History",
     "LibraryBackend",

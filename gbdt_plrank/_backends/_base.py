@@ -162,6 +162,9 @@ class Plan:
     min_delta : float
         With early stopping, a round becomes the best only when it beats the best value by
         more than this (``EarlyStopper``); 0 is each library's own rule.
+    patience_rate : float
+        With early stopping, the patience grows to this fraction of the best round's number
+        (``EarlyStopper``); 0 is each library's fixed patience.
 
     The rounds and the stopping values come checked by the schema of the surface that built
     the plan (:mod:`gbdt_plrank._backends._parameters`); their defaults are
@@ -178,6 +181,7 @@ class Plan:
     verbose: int = 0
     min_rounds: int | str = ROUNDS.min_rounds
     min_delta: float = ROUNDS.min_delta
+    patience_rate: float = ROUNDS.patience_rate
 
 
 @dataclass(frozen=True)

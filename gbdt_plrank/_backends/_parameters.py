@@ -26,6 +26,7 @@ from .._util.schema import Schema, one_of, validate
 
 __all__ = [
     "PARAMETERS",
+    "PATIENCE_RATE",
     "RANKER",
     "RANKER_BACKENDS",
     "ROUNDS",
@@ -82,6 +83,9 @@ MinRounds = Annotated[
 MinDelta = Annotated[
     float, Field(default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
 ]
+PatienceRate = Annotated[
+    float, Field(default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+]
 
 #: Each parameter's type, carrying its rule and its default: the one declaration of both.
 PARAMETERS: dict[str, Any] = {
@@ -100,6 +104,7 @@ PARAMETERS: dict[str, Any] = {
     "stopping_metric": StoppingMetric,
     "min_rounds": MinRounds,
     "min_delta": MinDelta,
+    "patience_rate": PatienceRate,
 }
 
 
@@ -124,23 +129,30 @@ TREE_SETTINGS = tuple(TreeRules.model_fields)
 class Rounds(Schema):
     """The rounds and each library's own early stopping: the defaults of the stopping callbacks
     and of a :class:`~gbdt_plrank._backends.Plan` (no early stopping, ``min_rounds=0``,
-    ``min_delta=0``)."""
+    ``min_delta=0``, ``patience_rate=0``)."""
 
     n_estimators: NEstimators
     early_stopping_rounds: EarlyStoppingRounds
     min_rounds: MinRounds
     min_delta: MinDelta
+    patience_rate: PatienceRate
 
+
+#: The rate the patience of the README's early stopping grows at with the best round
+#: (``patience_rate``; :class:`~gbdt_plrank._backends._stopping.EarlyStopper`), the ranker's
+#: and the harness's default.
+PATIENCE_RATE = 0.5
 
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
-    defaults (``learning_rate=0.1``, ``min_rounds="auto"``): checked at once by ``fit``, with
+    defaults (``learning_rate=0.1``, ``min_rounds="auto"``, ``patience_rate=PATIENCE_RATE``): checked at once by ``fit``, with
     ``fit``'s ``early_stopping_rounds``."""
 
     backend: Backend
     learning_rate: LearningRate = 0.1
     stopping_metric: StoppingMetric
     min_rounds: MinRounds = "auto"
+    patience_rate: PatienceRate = PATIENCE_RATE
 
     @classmethod
     def checked(cls, **values: Any) -> RankerParameters:

@@ -51,13 +51,15 @@ _STEPS = 2.0
 
 
 def _callback_stopper(
-    rounds: object, min_rounds: object, min_delta: object, *, library: str, maximize: bool = True
+    rounds: object, min_rounds: object, min_delta: object, patience_rate: object, *,
+    library: str, maximize: bool = True,
 ) -> EarlyStopper:
     """The stopper of a public stopping callback, its arguments checked by their rules
     (:class:`~gbdt_plrank._backends._parameters.Rounds`); its ``min_rounds`` is a number of
     rounds, which ``"auto"`` names only with a learning rate."""
     stopping = validate(
-        Rounds, {"early_stopping_rounds": rounds, "min_rounds": min_rounds, "min_delta": min_delta},
+        Rounds, {"early_stopping_rounds": rounds, "min_rounds": min_rounds,
+                 "min_delta": min_delta, "patience_rate": patience_rate},
         source="the early stopping callback",
     )
     if stopping.min_rounds == "auto":
@@ -67,7 +69,7 @@ def _callback_stopper(
         )
     return EarlyStopper(
         stopping.early_stopping_rounds, stopping.min_rounds, stopping.min_delta,
-        maximize=maximize, library=library,
+        maximize=maximize, library=library, patience_rate=stopping.patience_rate,
     )
 
 
@@ -84,6 +86,7 @@ def plan_stopper(
     return EarlyStopper(
         plan.early_stopping_rounds, min_rounds_of(plan.min_rounds, params=params, library=library),
         plan.min_delta, maximize=maximize, library=library if library in IMPROVES else "lightgbm",
+        patience_rate=plan.patience_rate,
     )
 
 
@@ -198,7 +201,13 @@ class EarlyStopper:
     maximize : bool, default True
         Whether higher values are better (``False``: a loss).
     library : {"lightgbm", "xgboost"}, default "lightgbm"
-        Whose comparison decides a gain (:data:`IMPROVES`).
+        Whose comparison decides a gain (``IMPROVES``).
+    patience_rate : float, default 0.0
+        The patience grows with the best round: training stops
+        ``max(patience, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
+        (0-based; this rate >= 0, 0 is a fixed patience, the libraries' own rule). A validation curve that sits on a plateau for a
+        while and then climbs again is not stopped on the plateau the later the plateau comes
+        (AutoGluon's adaptive early stopping, ``AdaptiveES``, grows its patience the same way).
 
     Attributes
     ----------
@@ -213,6 +222,7 @@ class EarlyStopper:
     min_delta: float
     maximize: bool = True
     library: str = "lightgbm"
+    patience_rate: float = ROUNDS.patience_rate
     best_round: int = field(default=-1, init=False)
     best_value: float = field(default=math.nan, init=False)
     last_round: int = field(default=-1, init=False)
@@ -237,7 +247,14 @@ class EarlyStopper:
         improves = IMPROVES[self.library]
         if self.best_round < 0 or improves(value, self.best_value, self.min_delta, self.maximize):
             self.best_round, self.best_value = round_, float(value)
-        return round_ - self.best_round >= self.patience
+        return round_ - self.best_round >= self.wait
+
+    @property
+    def wait(self) -> int:
+        """The rounds training goes on after the best round before it stops:
+        ``max(patience, ceil(patience_rate * (best_round + 1)))``."""
+        grown = math.ceil(self.patience_rate * (self.best_round + 1) - 1e-9)
+        return max(self.patience, grown)
 
     @property
     def kept_round(self) -> int:
@@ -261,7 +278,7 @@ _XGBOOST_LOSSES = (
 
 def xgboost_early_stopping(
     rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta,
-    maximize: bool = True,
+    patience_rate: float = ROUNDS.patience_rate, maximize: bool = True,
 ) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
@@ -287,6 +304,11 @@ def xgboost_early_stopping(
     min_delta : float, default 0.0
         A round is a new best only when it beats the best value by more than this (>= 0), as
         XGBoost's ``EarlyStopping(min_delta=)``.
+    patience_rate : float, default 0.0
+        Stop ``max(rounds, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
+        (0-based; the rate >= 0, 0: the fixed patience ``rounds``, XGBoost's own rule): the patience grows with the training, so that a
+        plateau of the validation curve later in a long training does not stop it
+        (:data:`~gbdt_plrank.PATIENCE_RATE` is the README's rate).
     maximize : bool, default True
         Whether higher values of the watched metric are better (a ranking metric); ``False``
         for a loss. Watching one of XGBoost's own losses (``rmse``, ``logloss``, ``error``,
@@ -304,11 +326,12 @@ def xgboost_early_stopping(
     Examples
     --------
     >>> import gbdt_plrank
-    >>> stop = gbdt_plrank.xgboost_early_stopping(25, min_rounds=gbdt_plrank.min_rounds_for(0.05))
+    >>> stop = gbdt_plrank.xgboost_early_stopping(
+    ...     25, min_rounds=gbdt_plrank.min_rounds_for(0.05), patience_rate=gbdt_plrank.PATIENCE_RATE)
     """
-    return xgboost_stopping_callback(
-        _callback_stopper(rounds, min_rounds, min_delta, library="xgboost", maximize=maximize)
-    )
+    return xgboost_stopping_callback(_callback_stopper(
+        rounds, min_rounds, min_delta, patience_rate, library="xgboost", maximize=maximize
+    ))
 
 
 def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
@@ -347,7 +370,8 @@ def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
 
 
 def lightgbm_early_stopping(
-    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta
+    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta,
+    patience_rate: float = ROUNDS.patience_rate,
 ) -> Any:
     """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
 
@@ -367,6 +391,9 @@ def lightgbm_early_stopping(
         :func:`xgboost_early_stopping`.
     min_delta : float, default 0.0
         The least gain that makes a round the best (>= 0), as ``lightgbm.early_stopping``'s.
+    patience_rate : float, default 0.0
+        The rate the patience grows at with the best round, as in
+        :func:`xgboost_early_stopping` (0: LightGBM's fixed patience).
 
     Returns
     -------
@@ -379,7 +406,7 @@ def lightgbm_early_stopping(
         For a value that breaks its rule (the message names it and the rule).
     """
     return lightgbm_stopping_callback(
-        _callback_stopper(rounds, min_rounds, min_delta, library="lightgbm")
+        _callback_stopper(rounds, min_rounds, min_delta, patience_rate, library="lightgbm")
     )
 
 

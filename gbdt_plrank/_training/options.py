@@ -13,7 +13,8 @@ It is also the one owner of the options' defaults and of their documentation: th
 signatures take their defaults from :data:`DEFAULTS` (the fields' defaults) and their parameter
 documentation from :data:`OPTION_DOCS` through :func:`option_docs`, so neither can drift
 between them. ``"auto"`` values are resolved here only: ``train_K`` by
-:attr:`PLRankOptions.training_K`, ``N`` by :attr:`PLRankOptions.training_N`.
+:attr:`PLRankOptions.training_K`, ``N`` by :attr:`PLRankOptions.training_N`, ``hessian`` by
+:attr:`PLRankOptions.training_hessian`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "AUTO_N_NETWORK",
     "DEFAULTS",
     "FINISHED_HESSIANS",
+    "HESSIAN_CHOICES",
     "HESSIAN_MODES",
     "NOISES",
     "OPTION_DOCS",
@@ -53,6 +55,10 @@ FINISHED_HESSIANS = ("abs", "raw", "clip", "constant")
 #: What the booster receives as Hessian: :data:`FINISHED_HESSIANS` and ``"denoised"``, which
 #: estimates from two independent halves of the sampled rankings.
 HESSIAN_MODES = (*FINISHED_HESSIANS, "denoised")
+
+#: The ``hessian`` option's values: a mode of :data:`HESSIAN_MODES`, or ``"auto"``
+#: (:meth:`PLRankOptions.hessian_for`).
+HESSIAN_CHOICES = ("auto", *HESSIAN_MODES)
 
 #: How rankings are drawn: sequentially from a sum tree, by an exponential race, or the cheaper.
 SAMPLERS = ("auto", "tree", "race")
@@ -115,8 +121,8 @@ class PLRankFields(Schema):
     N: Literal["auto"] | PositiveInt = Field("auto", description='"auto" or an integer >= 1')
     metric: Literal[METRICS] = Field("ndcg", description=one_of(METRICS))  # type: ignore[valid-type]
     gain: Literal[GAINS] = Field("exp", description=one_of(GAINS))  # type: ignore[valid-type]
-    hessian: Literal[HESSIAN_MODES] = Field(  # type: ignore[valid-type]
-        "abs", description=one_of(HESSIAN_MODES)
+    hessian: Literal[HESSIAN_CHOICES] = Field(  # type: ignore[valid-type]
+        "auto", description=one_of(HESSIAN_CHOICES)
     )
     sampler: Literal[SAMPLERS] = Field("auto", description=one_of(SAMPLERS))  # type: ignore[valid-type]
     noise: Literal[NOISES] = Field("independent", description=one_of(NOISES))  # type: ignore[valid-type]
@@ -201,9 +207,23 @@ class PLRankOptions(PLRankFields):
             return AUTO_N if self.fairness is None else AUTO_N_FAIR
         return self.N
 
+    @property
+    def training_hessian(self) -> str:
+        """``hessian`` resolved for :attr:`training_N` rankings (:meth:`hessian_for`)."""
+        return self.hessian_for(self.training_N)
+
+    def hessian_for(self, n_rankings: int) -> str:
+        """``hessian`` resolved for ``n_rankings`` rankings per query: a mode as given, and
+        ``"auto"`` is ``"denoised"`` without ``fairness`` (from 2 rankings on) and ``"abs"``
+        with a fairness term (or a single ranking)."""
+        if self.hessian != "auto":
+            return self.hessian
+        return "denoised" if self.fairness is None and n_rankings >= 2 else "abs"
+
     def for_network(self) -> PLRankOptions:
         """These options for a network's training: ``N="auto"`` becomes
-        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`.
+        :data:`~gbdt_plrank._training.options.AUTO_N_NETWORK`, and ``hessian="auto"``
+        ``"abs"``: a network reads only the gradient, which one pass over the rankings gives.
 
         Raises
         ------
@@ -217,15 +237,20 @@ class PLRankOptions(PLRankFields):
                 f"batches of queries already, so it must be 1.0, but {self.query_subsample!r} "
                 "is given"
             )
-        return self.model_copy(update={"N": AUTO_N_NETWORK}) if self.N == "auto" else self
+        update = {name: value for name, value, auto in (
+            ("N", AUTO_N_NETWORK, self.N == "auto"), ("hessian", "abs", self.hessian == "auto"),
+        ) if auto}
+        return self.model_copy(update=update) if update else self
 
     def resolved(self) -> dict[str, Any]:
         """The options a training uses, as JSON-able data: ``"auto"`` values resolved.
 
-        ``train_K`` is :attr:`training_K` and ``N`` is :attr:`training_N`; the harness records
-        this for every PL-Rank training of a results folder (``options.json``).
+        ``train_K`` is :attr:`training_K`, ``N`` is :attr:`training_N` and ``hessian`` is
+        :attr:`training_hessian`; the harness records this for every PL-Rank training of a
+        results folder (``options.json``).
         """
-        return {**self.model_dump(), "train_K": self.training_K, "N": self.training_N}
+        return {**self.model_dump(), "train_K": self.training_K, "N": self.training_N,
+                "hessian": self.training_hessian}
 
     @property
     def signed_labels(self) -> bool:
@@ -304,8 +329,10 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell` (not used by
         precision), in training and in the metrics the model is judged by.
     """),
-    "hessian": ('{"abs", "raw", "clip", "constant", "denoised"}', r"""
-        What the booster receives as Hessian: the unbiased estimate of Kang, de Rijke and
+    "hessian": ('{"auto", "abs", "raw", "clip", "constant", "denoised"}', r"""
+        What the booster receives as Hessian. ``"auto"`` is ``"denoised"`` without
+        ``fairness`` and ``"abs"`` with a fairness term (whose frontiers were measured with
+        it), or with a single ranking per query. The modes: the unbiased estimate of Kang, de Rijke and
         Oosterhuis (SIGIR 2024), which is indefinite (``"raw"``); its absolute value
         :math:`|h|` (``"abs"``); :math:`\max(h, 10^{-3} \max|h|)` (``"clip"``); ones
         (``"constant"``, no second-order information); or :math:`|h|/\kappa_q`

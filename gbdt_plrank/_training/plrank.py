@@ -444,7 +444,7 @@ def plrank_grad_hess(
         y, ptr, metric_K.theta(ptr), gain=options.gain, item_groups=ids
     )
     return estimate(
-        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.hessian,
+        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.training_hessian,
         N=options.training_N,
         seed=seed, round_=0, sampler=options.sampler, noise=options.noise, n_jobs=n_jobs,
         fairness=fair, terms=terms, query_subsample=options.query_subsample,
@@ -501,7 +501,8 @@ def plrank_grad_hess_from_rankings(
     D = m.shape[0]
     ids = checked_item_groups(fair, item_groups, D)
     width = min(metric_K.K, D)
-    splits = [name for name, halves in (("hessian='denoised'", options.hessian == "denoised"),
+    mode = options.training_hessian
+    splits = [name for name, halves in (("hessian='denoised'", mode == "denoised"),
                                          ("fairness", fair is not None)) if halves]
     least = 2 ** len(splits)
     if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
@@ -540,8 +541,8 @@ def plrank_grad_hess_from_rankings(
             _kernels.estimate_from_rankings(m, rho, theta, rankings, grad, hess)
         return grad, hess
 
-    if options.hessian == "denoised":
+    if mode == "denoised":
         n_a = rk.shape[0] // 2
         return pool_halves(raw(rk[:n_a]), raw(rk[n_a:]), n_a, rk.shape[0] - n_a, ptr)
     grad, hess = raw(rk)
-    return grad, finish_hessian(hess, options.hessian, grad=grad, group_ptr=ptr)
+    return grad, finish_hessian(hess, mode, grad=grad, group_ptr=ptr)

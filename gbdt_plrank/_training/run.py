@@ -153,6 +153,7 @@ def plrank_plan(
     trainer: str = "booster",
     min_rounds: int | str = ROUNDS.min_rounds,
     min_delta: float = ROUNDS.min_delta,
+    patience_rate: float = ROUNDS.patience_rate,
 ) -> Plan:
     """The plan of a PL-Rank training: its objective, evaluation metrics and rounds.
 
@@ -190,6 +191,9 @@ def plrank_plan(
     min_delta : float, default 0.0
         With early stopping, the least gain that makes a round the best (as in
         :class:`~gbdt_plrank._backends.Plan`).
+    patience_rate : float, default 0.0
+        With early stopping, the rate the patience grows at with the best round (as in
+        :class:`~gbdt_plrank._backends.Plan`).
 
     Returns
     -------
@@ -210,4 +214,5 @@ def plrank_plan(
     return Plan(
         objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
         metrics, verbose=verbose, min_rounds=min_rounds, min_delta=min_delta,
+        patience_rate=patience_rate,
     )

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from .._backends import BACKENDS, TREE_SETTINGS, BoosterSettings
 from .._backends._parameters import (
+    PATIENCE_RATE,
     EarlyStoppingRounds,
     LearningRate,
     MaxDepth,
@@ -31,6 +32,7 @@ from .._backends._parameters import (
     MinRounds,
     NEstimators,
     NumLeaves,
+    PatienceRate,
     RegLambda,
     StoppingMetric,
     Subsample,
@@ -126,7 +128,10 @@ class TreeSettings(Schema):
     and MQ2007-agg: level or better in validation NDCG at 10 than 50 rounds of patience from
     round 1 for both, in as many rounds or fewer, and a quarter less spread across PL-Rank's
     seeds (the performance page). With ``min_delta``, a round becomes the best only when it
-    beats the best validation value by more than that (the libraries' own ``min_delta``).
+    beats the best validation value by more than that (the libraries' own ``min_delta``). With
+    ``patience_rate`` the patience grows with the best round, to ``ceil(patience_rate *
+    (best round + 1))`` rounds when that is longer (:data:`~gbdt_plrank.PATIENCE_RATE`, the
+    README's, by default).
     """
 
     rounds: NEstimators = 1000
@@ -139,6 +144,7 @@ class TreeSettings(Schema):
     early_stopping_rounds: EarlyStoppingRounds = 25
     min_rounds: MinRounds = "auto"
     min_delta: MinDelta
+    patience_rate: PatienceRate = PATIENCE_RATE
     n_jobs: int | None = Field(None, ge=1, description="an integer >= 1")
 
     @classmethod
@@ -235,11 +241,12 @@ class ExperimentConfig(Schema):
         """What of these keys changes a trained model or its score, as plain JSON-able data.
 
         Every key but ``folds`` (which selects runs) and ``trees.n_jobs`` (which changes only
-        their speed); ``trees.min_rounds`` and ``trees.min_delta`` only when they are not 0, so
-        that the settings of a folder written before they existed (the rule with 0) stay the
-        same.
+        their speed); ``trees.min_rounds``, ``trees.min_delta`` and ``trees.patience_rate`` only
+        when they are not 0, so that the settings of a folder written before they existed (the
+        rule with 0) stay the same.
         """
-        unchanged = {name for name in ("min_rounds", "min_delta") if getattr(self.trees, name) == 0}
+        unchanged = {name for name in ("min_rounds", "min_delta", "patience_rate")
+                     if getattr(self.trees, name) == 0}
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs", *unchanged}),
             "plrank": self.plrank.model_dump(),

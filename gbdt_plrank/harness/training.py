@@ -113,6 +113,7 @@ def _plan(
     rounds = {
         "n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds,
         "min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
+        "patience_rate": trees.patience_rate,
     }
     if method.objective not in OWN_OBJECTIVES:
         metrics = () if watch is None else (RankingMetricEval(watch),)

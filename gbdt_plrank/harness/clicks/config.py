@@ -222,14 +222,15 @@ class ClicksConfig(ExperimentConfig):
 
         ``labels``: for the true labels (the full-label model, the logger: gain ``"exp"``,
         metric ``"ndcg"``) rather than rewards. ``stopped``: for a fit with early stopping,
-        whose rule (``min_rounds``, ``min_delta``) the options then carry; the logger trains
+        whose rule (``min_rounds``, ``min_delta``, ``patience_rate``) the options then carry; the logger trains
         a fixed number of rounds without them.
         """
         options = self.plrank.model_dump(exclude={"fairness", "fairness_weight"})
         if labels:
             options.update(gain="exp", metric="ndcg")
         trees = self.trees
-        stopping = {"min_rounds": trees.min_rounds, "min_delta": trees.min_delta} if stopped else {}
+        stopping = ({"min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
+                     "patience_rate": trees.patience_rate} if stopped else {})
         return {
             **options, "K": self.top_k, "n_estimators": trees.rounds,
             "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,

@@ -125,6 +125,9 @@ def markdown_report(
     first = {0: "", "auto": ", no round kept before ceil(2 / learning rate)"}.get(
         config.trees.min_rounds, f", no round kept before round {config.trees.min_rounds}"
     )
+    if config.trees.patience_rate > 0:
+        first += (f", the patience growing to {config.trees.patience_rate:g} times the best "
+                  f"round")
     if config.trees.min_delta > 0:
         first += f", a gain of at most {config.trees.min_delta:g} counted as none"
     lines += [
