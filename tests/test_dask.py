@@ -495,7 +495,11 @@ def test_fit_predict_to_local(client, backend):
         assert score == pytest.approx(curve[-1], abs=1e-6)
 
 
-MQ2008 = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1}
+# hessian="abs": the Hessian research/dask_quality.py and the docstrings' figures were measured
+# with (at the default, "denoised", six seeds gave 2 workers -0.0040 [-0.0082, +0.0001], level,
+# a seed-to-seed standard deviation of 0.0039; not yet measured with more seeds)
+MQ2008 = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1,
+          "hessian": "abs"}
 
 
 @pytest.fixture(scope="module")
