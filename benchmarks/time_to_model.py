@@ -215,11 +215,11 @@ def train_run(
         ).tolist()))
         for c in CUTOFFS
     }
-    vali = {c: float(np.nanmean(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c,
-                                      per_query=True, empty=float("nan"))))
+    vali = {c: float(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c, empty=float("nan")))
             for c in CUTOFFS}
     return replace(run, seconds=fit.train_seconds, vali=vali, rounds_run=int(fit.curve.shape[0]),
-                   best_round=int(fit.best_round), test=test, curve=tuple(fit.history[fit.watched].tolist()),
+                   best_round=int(fit.best_round), test=test,
+                   curve=tuple(fit.history[fit.watched].tolist()),
                    patience_rate=settings.patience_rate)
 
 
@@ -317,15 +317,14 @@ def _seed_table(
 def _trees_line(runs: list[Run]) -> str:
     names = list(dict.fromkeys(r.trees for r in runs))
     deltas = sorted({r.min_delta for r in runs} - {0.0})
-    gain = "".join(
+    rules = "".join(
         f"; a round is the best only when it beats the best validation value by more than {d:g}"
         for d in deltas
-    )
-    gain += "".join(
+    ) + "".join(
         f"; the patience grows to {rate:g} times the best round when that is longer"
         for rate in sorted({r.patience_rate for r in runs} - {0.0})
     )
-    return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + gain + ".\n"
+    return "Trained at " + "; ".join(TREES.get(n, n) for n in names) + rules + ".\n"
 
 
 def report(runs: list[Run], command: str) -> str:

@@ -269,7 +269,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
 
         As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
         elastic net): a UserWarning naming the parameter, its value and why it has no effect.
-        ``min_rounds``, ``min_delta`` and ``patience_rate`` only shape early stopping; ``stopping_metric`` only
+        ``min_rounds``, ``min_delta`` and ``patience_rate`` only shape early stopping;
+        ``stopping_metric`` only
         chooses what is scored on the eval sets; ``fairness_weight`` only weighs a fairness
         loss.
         """

@@ -140,7 +140,8 @@ def main() -> None:
     parts = [f"## Where a fixed patience stops\n\nWritten by `{command}`.\n"]
     for path in a.records:
         trainings, rate = _deep(path)
-        parts += [f"### {path.name}\n", report(study(trainings, **rule, rate=rate), **rule, rate=rate)]
+        rows = study(trainings, **rule, rate=rate)
+        parts += [f"### {path.name}\n", report(rows, **rule, rate=rate)]
     text = "\n".join(parts)
     if a.out:
         a.out.write_text(text)

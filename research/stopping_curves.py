@@ -137,8 +137,8 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
     else:
         params = {**tree, "num_threads": 1, "seed": seed, "metric": "None", "verbosity": -1}
         if method.startswith("plrank"):
-            params["objective"] = plrank_objective(K=k, N=N, noise=noise, hessian=hessian, seed=seed,
-                                                  n_jobs=1)
+            params["objective"] = plrank_objective(K=k, N=N, noise=noise, hessian=hessian,
+                                                  seed=seed, n_jobs=1)
         else:
             params["objective"] = "lambdarank"
         _lgb(ds, params, rounds, rec, method.startswith("plrank"))

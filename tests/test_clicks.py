@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from stopping import rounds_after_best
 
 from gbdt_plrank.clicks import (
     ClickLog,
@@ -405,8 +406,8 @@ def test_early_stopping_on_validation_rewards(logged_rewards, stopping_metric):
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
     (history,) = (h for curves in ranker.evals_result_.values() for name, h in curves.items()
                   if name.startswith("expected_" if stopping_metric == "policy" else "dcg"))
-    best = ranker.best_iteration_  # the patience of 3 grows to half the best round
-    assert len(history) == best + 1 + max(3, -(-(best + 1) // 2))
+    best = ranker.best_iteration_
+    assert len(history) == best + 1 + rounds_after_best(best, 3)
 
 
 def test_expected_metric_on_validation_rewards_in_xgboost(logged_rewards):

@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from stopping import rounds_after_best
 
 pytest.importorskip("distributed")
 xgboost = pytest.importorskip("xgboost")
@@ -468,8 +469,8 @@ def test_default_early_stopping_watches_ndcg(client):
         ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)], early_stopping_rounds=2)
         curve = ranker.evals_result_["valid_0"]["ndcg@5"]
         assert ranker.best_iteration_ == first + int(np.argmax(curve[first:]))
-        best = ranker.best_iteration_  # the patience of 2 grows to half the best round
-        assert len(curve) == best + 1 + max(2, -(-(best + 1) // 2)) or len(curve) == 40
+        best = ranker.best_iteration_
+        assert len(curve) == best + 1 + rounds_after_best(best, 2) or len(curve) == 40
 
 
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])

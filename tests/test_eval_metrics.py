@@ -11,6 +11,7 @@ import lightgbm
 import numpy as np
 import pytest
 import xgboost
+from stopping import rounds_after_best
 
 from gbdt_plrank import metrics, min_rounds_for, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric
@@ -280,8 +281,8 @@ def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
     watched = np.asarray(curves["standardized_expected_ndcg@5"])
     first = min_rounds_for(0.3) - 1  # min_rounds="auto": no round kept before the 7th
     assert ranker.best_iteration_ == first + int(np.argmax(watched[first:]))
-    best = ranker.best_iteration_  # the patience grows to half the best round
-    assert watched.shape[0] == best + 1 + max(PATIENCE, -(-(best + 1) // 2))
+    best = ranker.best_iteration_
+    assert watched.shape[0] == best + 1 + rounds_after_best(best, PATIENCE)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from sklearn.model_selection import GroupKFold
+from stopping import rounds_after_best
 
 import gbdt_plrank
 from gbdt_plrank import (
@@ -58,7 +59,7 @@ def reference_rule(
             best = first + int(np.argmax(part) if maximize else np.argmin(part))
         elif gain(curve[t], curve[best], min_delta):
             best = t
-        if t - best >= max(patience, int(np.ceil(rate * (best + 1) - 1e-9))):
+        if t - best >= rounds_after_best(best, patience, rate):
             return best, t + 1
     return best, curve.size
 

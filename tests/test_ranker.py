@@ -19,6 +19,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn_checks import CHECKS_THAT_FIT, CHECKS_THAT_FIT_WEIGHTED, NO_GROUPS, one_query
+from stopping import rounds_after_best
 
 from gbdt_plrank import min_rounds_for
 from gbdt_plrank._util.schema import validate
@@ -91,7 +92,7 @@ def test_early_stopping_keeps_the_best_round(fitted):
     best = fitted.best_iteration_
     first = min_rounds_for(fitted.learning_rate) - 1  # min_rounds="auto"
     assert history[best] == max(history[first:])
-    wait = max(5, -(-(best + 1) // 2))  # a patience of 5, grown to half the best round
+    wait = rounds_after_best(best, 5)
     assert len(history) == best + 1 + wait or len(history) == 40  # stopped then, or ran out
     rounds = (
         fitted.booster_.num_boosted_rounds() if fitted.backend == "xgboost"
@@ -119,7 +120,7 @@ def _policy_stopping_round(mq, backend, fairness):
     best, history = ranker.best_iteration_, ranker.evals_result_["valid_0"]["ndcg@5"]
     name = "expected_ndcg@5" + ("-0.5*ee_l" if fairness else "")
     assert list(ranker.evals_result_["valid_0"]) == ["ndcg@5", name]
-    assert len(history) == best + 1 + max(4, -(-(best + 1) // 2)) or len(history) == 60
+    assert len(history) == best + 1 + rounds_after_best(best, 4) or len(history) == 60
     # the policy's value of the eval set after every round, from a model trained without
     # stopping (the same seeds give the same trees), peaks at the kept round
     full = PLRankRanker(**{**options, "n_estimators": len(history)}).fit(

@@ -145,7 +145,8 @@ PATIENCE_RATE = 0.5
 
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
-    defaults (``learning_rate=0.1``, ``min_rounds="auto"``, ``patience_rate=PATIENCE_RATE``): checked at once by ``fit``, with
+    defaults (``learning_rate=0.1``, ``min_rounds="auto"``,
+    ``patience_rate=PATIENCE_RATE``): checked at once by ``fit``, with
     ``fit``'s ``early_stopping_rounds``."""
 
     backend: Backend

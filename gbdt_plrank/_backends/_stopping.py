@@ -205,9 +205,10 @@ class EarlyStopper:
     patience_rate : float, default 0.0
         The patience grows with the best round: training stops
         ``max(patience, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
-        (0-based; this rate >= 0, 0 is a fixed patience, the libraries' own rule). A validation curve that sits on a plateau for a
-        while and then climbs again is not stopped on the plateau the later the plateau comes
-        (AutoGluon's adaptive early stopping, ``AdaptiveES``, grows its patience the same way).
+        (0-based; this rate >= 0, 0 is a fixed patience, the libraries' own rule). A validation
+        curve that sits on a plateau for a while and then climbs again is not stopped on the
+        plateau the later the plateau comes (AutoGluon's adaptive early stopping,
+        ``AdaptiveES``, grows its patience the same way).
 
     Attributes
     ----------
@@ -306,9 +307,10 @@ def xgboost_early_stopping(
         XGBoost's ``EarlyStopping(min_delta=)``.
     patience_rate : float, default 0.0
         Stop ``max(rounds, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
-        (0-based; the rate >= 0, 0: the fixed patience ``rounds``, XGBoost's own rule): the patience grows with the training, so that a
-        plateau of the validation curve later in a long training does not stop it
-        (:data:`~gbdt_plrank.PATIENCE_RATE` is the README's rate).
+        (0-based; the rate >= 0, 0: the fixed patience ``rounds``, XGBoost's own rule): the
+        patience grows with the training, so that a plateau of the validation curve later in a
+        long training does not stop it (:data:`~gbdt_plrank.PATIENCE_RATE` is the README's
+        rate).
     maximize : bool, default True
         Whether higher values of the watched metric are better (a ranking metric); ``False``
         for a loss. Watching one of XGBoost's own losses (``rmse``, ``logloss``, ``error``,
@@ -327,7 +329,8 @@ def xgboost_early_stopping(
     --------
     >>> import gbdt_plrank
     >>> stop = gbdt_plrank.xgboost_early_stopping(
-    ...     25, min_rounds=gbdt_plrank.min_rounds_for(0.05), patience_rate=gbdt_plrank.PATIENCE_RATE)
+    ...     25, min_rounds=gbdt_plrank.min_rounds_for(0.05),
+    ...     patience_rate=gbdt_plrank.PATIENCE_RATE)
     """
     return xgboost_stopping_callback(_callback_stopper(
         rounds, min_rounds, min_delta, patience_rate, library="xgboost", maximize=maximize

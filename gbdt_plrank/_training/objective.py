@@ -208,7 +208,8 @@ class PLRankObjective(BoosterObjective):
         if self.device == "cuda":
             state.gpu = CudaEstimate(
                 self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
-                N=self.options.training_N, hessian=self.options.training_hessian, noise=self.options.noise,
+                N=self.options.training_N, hessian=self.options.training_hessian,
+                noise=self.options.noise,
                 query_subsample=self.options.query_subsample,
             )
         if self.fairness is None:
@@ -308,7 +309,8 @@ class PLRankObjective(BoosterObjective):
             keys = queries.astype(np.int64) if keys is None else keys
         o = self.options
         return _plrank.estimate(
-            scores, rho, ptr, self.metric, hessian=o.training_hessian, N=o.training_N, seed=self.seed,
+            scores, rho, ptr, self.metric, hessian=o.training_hessian, N=o.training_N,
+            seed=self.seed,
             round_=round_, sampler=o.sampler, noise=o.noise, n_jobs=self.n_jobs, keys=keys,
             fairness=self.fairness, terms=terms, query_subsample=o.query_subsample,
         )

@@ -57,7 +57,7 @@ FINISHED_HESSIANS = ("abs", "raw", "clip", "constant")
 HESSIAN_MODES = (*FINISHED_HESSIANS, "denoised")
 
 #: The ``hessian`` option's values: a mode of :data:`HESSIAN_MODES`, or ``"auto"``
-#: (:meth:`PLRankOptions.hessian_for`).
+#: (:attr:`PLRankOptions.training_hessian`).
 HESSIAN_CHOICES = ("auto", *HESSIAN_MODES)
 
 #: How rankings are drawn: sequentially from a sum tree, by an exponential race, or the cheaper.
@@ -209,16 +209,12 @@ class PLRankOptions(PLRankFields):
 
     @property
     def training_hessian(self) -> str:
-        """``hessian`` resolved for :attr:`training_N` rankings (:meth:`hessian_for`)."""
-        return self.hessian_for(self.training_N)
-
-    def hessian_for(self, n_rankings: int) -> str:
-        """``hessian`` resolved for ``n_rankings`` rankings per query: a mode as given, and
-        ``"auto"`` is ``"denoised"`` without ``fairness`` (from 2 rankings on) and ``"abs"``
-        with a fairness term (or a single ranking)."""
+        """``hessian`` resolved: a mode as given, and ``"auto"`` is ``"denoised"`` without
+        ``fairness`` (from 2 rankings on, :attr:`training_N`) and ``"abs"`` with a fairness term
+        (or a single ranking)."""
         if self.hessian != "auto":
             return self.hessian
-        return "denoised" if self.fairness is None and n_rankings >= 2 else "abs"
+        return "denoised" if self.fairness is None and self.training_N >= 2 else "abs"
 
     def for_network(self) -> PLRankOptions:
         """These options for a network's training: ``N="auto"`` becomes
@@ -237,9 +233,11 @@ class PLRankOptions(PLRankFields):
                 f"batches of queries already, so it must be 1.0, but {self.query_subsample!r} "
                 "is given"
             )
-        update = {name: value for name, value, auto in (
-            ("N", AUTO_N_NETWORK, self.N == "auto"), ("hessian", "abs", self.hessian == "auto"),
-        ) if auto}
+        update: dict[str, Any] = {}
+        if self.N == "auto":
+            update["N"] = AUTO_N_NETWORK
+        if self.hessian == "auto":
+            update["hessian"] = "abs"
         return self.model_copy(update=update) if update else self
 
     def resolved(self) -> dict[str, Any]:
@@ -332,7 +330,8 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "hessian": ('{"auto", "abs", "raw", "clip", "constant", "denoised"}', r"""
         What the booster receives as Hessian. ``"auto"`` is ``"denoised"`` without
         ``fairness`` and ``"abs"`` with a fairness term (whose frontiers were measured with
-        it), or with a single ranking per query. The modes: the unbiased estimate of Kang, de Rijke and
+        it), or with a single ranking per query. The modes: the unbiased estimate of Kang, de
+        Rijke and
         Oosterhuis (SIGIR 2024), which is indefinite (``"raw"``); its absolute value
         :math:`|h|` (``"abs"``); :math:`\max(h, 10^{-3} \max|h|)` (``"clip"``); ones
         (``"constant"``, no second-order information); or :math:`|h|/\kappa_q`

@@ -222,7 +222,8 @@ class ClicksConfig(ExperimentConfig):
 
         ``labels``: for the true labels (the full-label model, the logger: gain ``"exp"``,
         metric ``"ndcg"``) rather than rewards. ``stopped``: for a fit with early stopping,
-        whose rule (``min_rounds``, ``min_delta``, ``patience_rate``) the options then carry; the logger trains
+        whose rule (``min_rounds``, ``min_delta``, ``patience_rate``) the options then carry;
+        the logger trains
         a fixed number of rounds without them.
         """
         options = self.plrank.model_dump(exclude={"fairness", "fairness_weight"})
