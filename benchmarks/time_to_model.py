@@ -395,7 +395,8 @@ def report(runs: list[Run], command: str) -> str:
 
 def _seed_tables(of: dict[str, list[Run]], ref: list[Run] | None, seeds: list[int]) -> list[str]:
     """Each seed's pooled NDCG@10 difference against rank:ndcg and against the booster's own
-    LambdaMART, with their spread, and the spread of the kept rounds across seeds."""
+    LambdaMART, with their spread, and the spread of the kept rounds across seeds (where a fold
+    has several)."""
     lines = []
     heads = [*(f"seed {s}" for s in seeds), "spread"]
     if ref is not None:
@@ -413,6 +414,8 @@ def _seed_tables(of: dict[str, list[Run]], ref: list[Run] | None, seeds: list[in
             [row, own[row], *cells] for row, *cells in _seed_table(of, own, seeds)
         ]))
     folds = sorted({r.fold for rs in of.values() for r in rs})
+    if all(len({r.seed for r in rs if r.fold == f}) < 2 for rs in of.values() for f in folds):
+        return lines  # one seed per fold (a deep-query draw is its own seed): no spread to show
     lines.append("\nKept rounds across seeds: their spread (max - min) in each fold, and its "
                  "mean over the folds:\n")
     lines.append(markdown_table(["method", *(f"fold {f}" for f in folds), "mean"], [

@@ -491,6 +491,7 @@ def test_deep_queries_report_only_reads_the_draws_and_methods_asked_for(tmp_path
              "--methods", "lambdamart-xgb,plrank-xgb", "--out", str(tmp_path / "deep.md")])
     text = (tmp_path / "deep.md").read_text()
     assert "### web-linear, folds 1, 2 (" in text and "lambdarank-lgb" not in text
+    assert "Kept rounds across seeds" not in text  # one seed per draw: no spread to show
     assert "mslr-sample, query-level 5-fold cross-validation repeated 1 times (20 test" in text
 
 
