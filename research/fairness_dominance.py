@@ -91,12 +91,38 @@ def _rows_with_relevant(split: Split) -> np.ndarray:
     return np.repeat(relevant, np.diff(ptr))
 
 
-def _fit_plrank(data: LTRDataset, weight: float, options: dict[str, Any], *, stop: bool,
-                seed: int) -> tuple[PLRankRanker, dict[str, Any]]:
+def _user_ranker(weight: float, options: dict[str, Any], seed: int) -> tuple[PLRankRanker, bool]:
+    """The user's ranker at ``weight`` with a probe's ``options``, and whether it trains on the
+    queries with a relevant document only."""
     options = dict(options)
     relevant_only = options.pop("relevant_queries_only", False)
     ranker = PLRankRanker(**{**USER, "fairness_weight": weight, **options}, n_jobs=1,
                           random_state=seed)
+    return ranker, relevant_only
+
+
+def _lambdamart_trees() -> TreeSettings:
+    return TreeSettings(rounds=USER["n_estimators"], n_jobs=1,
+                        learning_rate=USER["learning_rate"])
+
+
+def configuration(weight: float, options: dict[str, Any] | None, *, stop: bool,
+                  seed: int) -> str:
+    """What a job trains with, as JSON: its parameters and the PL-Rank options they resolve to
+    (``"auto"`` values as the installed package resolves them), so that a cached training is
+    used only by a job that would train it the same way."""
+    if options is None:
+        return json.dumps({"lambdamart": _lambdamart_trees().model_dump(mode="json"),
+                           "seed": seed}, sort_keys=True)
+    ranker, relevant_only = _user_ranker(weight, options, seed)
+    return json.dumps({"params": ranker.get_params(), "options": ranker._options().resolved(),
+                       "relevant_only": relevant_only, "stop": stop},
+                      sort_keys=True, default=str)
+
+
+def _fit_plrank(data: LTRDataset, weight: float, options: dict[str, Any], *, stop: bool,
+                seed: int) -> tuple[PLRankRanker, dict[str, Any]]:
+    ranker, relevant_only = _user_ranker(weight, options, seed)
     start = time.perf_counter()
     train_split = without_empty_queries(data.train) if relevant_only else data.train
     vali = without_empty_queries(data.vali) if relevant_only else data.vali
@@ -116,7 +142,8 @@ def _fit_plrank(data: LTRDataset, weight: float, options: dict[str, Any], *, sto
 
 def train_models(data: LTRDataset, weights: list[float], probe_weights: list[float],
                  probes: list[str], seed: int, cache: Path) -> list[Model]:
-    """Train (or read from ``cache``) every model of one fold."""
+    """Train (or read from ``cache``) every model of one fold; a cached training made with
+    another :func:`configuration` (the package's defaults changed, say) is trained again."""
     vali = without_empty_queries(data.vali)
     rows = _rows_with_relevant(data.vali)
     jobs: list[tuple[str, float, dict[str, Any] | None, bool]] = [("lambdamart", 0.0, None, True)]
@@ -125,11 +152,10 @@ def train_models(data: LTRDataset, weights: list[float], probe_weights: list[flo
     models = []
     for name, weight, options, stop in jobs:
         path = cache / f"{data.name.replace('/', '_')}_{name}_w{weight:g}_s{seed}.npz"
-        if not path.is_file():
+        config = configuration(weight, options, stop=stop, seed=seed)
+        if not path.is_file() or str(np.load(path).get("config", "")) != config:
             if options is None:
-                fit = train("lambdamart-xgb", data, k=K, seed=seed,
-                            trees=TreeSettings(rounds=USER["n_estimators"], n_jobs=1,
-                                               learning_rate=USER["learning_rate"]))
+                fit = train("lambdamart-xgb", data, k=K, seed=seed, trees=_lambdamart_trees())
                 margins = {"vali": fit.vali_scores[rows], "test": fit.test_scores}
                 info = {"seconds": fit.train_seconds, "best_round": fit.best_round}
             else:
@@ -137,7 +163,7 @@ def train_models(data: LTRDataset, weights: list[float], probe_weights: list[flo
                 margins = {"vali": ranker.predict(vali.X), "test": ranker.predict(data.test.X),
                            "train": ranker.predict(data.train.X)}
             path.parent.mkdir(parents=True, exist_ok=True)
-            np.savez(path, info=json.dumps(info), **margins)
+            np.savez(path, info=json.dumps(info), config=config, **margins)
             print(f"{data.name} {name} w={weight:g}: {info}", flush=True)
         stored = np.load(path)
         train_margins = stored["train"] if "train" in stored else None

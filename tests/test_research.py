@@ -118,6 +118,45 @@ def test_fairness_dominance_envelope_interpolates_down_to_the_curves_floor() -> 
     assert envelope(curve, 0.49) is None  # below the floor: the curve does not reach it
 
 
+def test_fairness_dominance_retrains_a_cached_model_trained_with_other_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached training is read back only by a job that would train it the same way: after an
+    option changes (here the user's cut-off) it is trained again, not reused."""
+    from research import fairness_dominance as fd
+
+    from gbdt_plrank.datasets import load_dataset
+
+    data = load_dataset("mq2008", fold=1)
+    fits = []
+
+    def fake_fit(data, weight, options, *, stop, seed):
+        fits.append(weight)
+
+        class Ranker:
+            def predict(self, X):
+                return np.zeros(X.shape[0])
+
+        return Ranker(), {"seconds": 0.0, "best_round": 1}
+
+    monkeypatch.setattr(fd, "_fit_plrank", fake_fit)
+    monkeypatch.setattr(fd, "train", lambda *a, **k: pytest.fail("no LambdaMART job here"))
+    jobs = {"weights": [3.0], "probe_weights": [], "probes": [], "seed": 0,
+            "cache": tmp_path}
+    # Only the user's job: the LambdaMART one is cached as if it had been trained with these.
+    config = fd.configuration(0.0, None, stop=True, seed=0)
+    np.savez(tmp_path / "mq2008_Fold1_lambdamart_w0_s0.npz", info="{}", config=config,
+             vali=np.zeros(1), test=np.zeros(1))
+    fd.train_models(data, **jobs)
+    fd.train_models(data, **jobs)
+    assert fits == [3.0]  # trained once, then read from the cache
+    before = fd.configuration(3.0, {}, stop=True, seed=0)
+    monkeypatch.setitem(fd.USER, "K", 5)
+    assert fd.configuration(3.0, {}, stop=True, seed=0) != before
+    fd.train_models(data, **jobs)
+    assert fits == [3.0, 3.0]  # the cache was trained otherwise: trained again
+
+
 def test_deltr_anchor_is_skipped_cleanly_without_fairsearchdeltr(tmp_path: Path) -> None:
     import importlib.util
 
