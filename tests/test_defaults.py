@@ -190,6 +190,7 @@ DOCUMENTED = {
     "clicks-mq2007-agg-graded.toml": "clicks-mq2007-agg-graded",
     "headline.toml": "headline",
     "neural.toml": "neural",
+    "neural-defaults.toml": "neural_defaults",
 }
 
 

@@ -123,9 +123,8 @@ def test_fairness_dominance_retrains_a_cached_model_trained_with_other_options(
 ) -> None:
     """A cached training is read back only by a job that would train it the same way: after an
     option changes (here the user's cut-off) it is trained again, not reused."""
-    from research import fairness_dominance as fd
-
     from gbdt_plrank.datasets import load_dataset
+    from research import fairness_dominance as fd
 
     data = load_dataset("mq2008", fold=1)
     fits = []
