@@ -270,9 +270,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
         elastic net): a UserWarning naming the parameter, its value and why it has no effect.
         ``min_rounds``, ``min_delta`` and ``patience_rate`` only shape early stopping;
-        ``stopping_metric`` only
-        chooses what is scored on the eval sets; ``fairness_weight`` only weighs a fairness
-        loss.
+        ``stopping_metric`` only chooses what is scored on the eval sets; ``fairness_weight``
+        only weighs a fairness loss.
         """
         given = {
             name: getattr(self, name)
@@ -280,14 +279,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             if p.default is not p.empty and hasattr(self, name)
             and not _same(getattr(self, name), p.default)
         }
+        no_stopping = (early_stopping_rounds is None,
+                       "it applies to early stopping, and fit got no early_stopping_rounds")
         idle = {
-            "min_rounds": (early_stopping_rounds is None,
-                           "it applies to early stopping, and fit got no early_stopping_rounds"),
-            "min_delta": (early_stopping_rounds is None,
-                          "it applies to early stopping, and fit got no early_stopping_rounds"),
-            "patience_rate": (early_stopping_rounds is None,
-                              "it applies to early stopping, and fit got no "
-                              "early_stopping_rounds"),
+            **dict.fromkeys(("min_rounds", "min_delta", "patience_rate"), no_stopping),
             "stopping_metric": (not eval_set,
                                 "it names what the eval sets are scored by, and fit got no "
                                 "eval_set"),

@@ -80,12 +80,10 @@ MinRounds = Annotated[
     Annotated[int, Field(ge=0)] | Literal["auto"],
     Field(default=0, description="'auto' or an integer >= 0"),
 ]
-MinDelta = Annotated[
-    float, Field(default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
-]
-PatienceRate = Annotated[
-    float, Field(default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
-]
+_FINITE_NON_NEGATIVE_FROM_ZERO = Field(default=0.0, ge=0, allow_inf_nan=False,
+                                       description="a finite number >= 0")
+MinDelta = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
+PatienceRate = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
 
 #: Each parameter's type, carrying its rule and its default: the one declaration of both.
 PARAMETERS: dict[str, Any] = {
@@ -142,6 +140,7 @@ class Rounds(Schema):
 #: (``patience_rate``; :class:`~gbdt_plrank._backends._stopping.EarlyStopper`), the ranker's
 #: and the harness's default.
 PATIENCE_RATE = 0.5
+
 
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
