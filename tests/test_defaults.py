@@ -208,6 +208,7 @@ def test_each_documented_configuration_still_resolves_to_the_options_its_results
 
 @pytest.mark.parametrize(("folder", "fairness"), [
     ("fairness_group", "group-disparity"), ("fairness_ee", "expected-exposure"),
+    ("fairness_disparity", "disparity"),
 ])
 def test_the_documented_fair_frontiers_were_trained_at_the_defaults_users_get(folder, fairness):
     """The fair curve of each weight is ``PLRankRanker(K=10, fairness=, fairness_weight=w)``."""
