@@ -272,6 +272,28 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     assert "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
 
 
+def test_the_off_policy_summary_against_a_count_by_hand() -> None:
+    """Two logs of three models: the means, the spread of the logs' mean standardised errors
+    and the discordant pairs, each computed here from the definition."""
+    from gbdt_plrank.harness.clicks.report import ope_summary
+
+    truth = [1.0, 2.0, 3.0]
+    logs = {0: [1.1, 1.9, 3.2], 1: [2.5, 2.0, 3.1]}  # log 1 orders models 0 and 1 wrongly
+    records = [{"dataset": "d/Fold1", "seed": 0, "log": log, "estimator": "policy-aware",
+                "value": v, "truth": t, "stderr": 0.1 * (i + 1)}
+               for log, values in logs.items() for i, (v, t) in enumerate(zip(values, truth))]
+    z = {log: [(v - t) / (0.1 * (i + 1)) for i, (v, t) in enumerate(zip(values, truth))]
+         for log, values in logs.items()}
+    means = [sum(zs) / 3 for zs in z.values()]
+    spread = abs(means[0] - means[1]) / 2 ** 0.5  # the sample standard deviation of two values
+    mean_abs = sum(abs(x) for zs in z.values() for x in zs) / 6
+    (line,) = ope_summary(records)
+    assert line == (
+        f"policy-aware: mean stderr 0.2000, mean abs(error)/stderr {mean_abs:.2f}; standard "
+        f"deviation over the 2 logs of a log's mean (error/stderr) {spread:.2f}; a log's models "
+        "out of the simulated order in 1 of 6 pairs.")
+
+
 def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Path,
                                                        capsys) -> None:
     """ope_logs = 3: three estimates per model and estimator, the first the estimate of the
@@ -289,6 +311,7 @@ def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Pat
         runs[logs] = [json.loads(line) for line in (out / "ope.jsonl").read_text().splitlines()]
     printed = capsys.readouterr().out
     assert "logger's 3 independent logs" in printed and "these are 3 independent logs" in printed
+    assert "standard deviation over the 3 logs of a log's mean (error/stderr)" in printed
     one = {(r["learner"], r["estimator"]): r for r in runs[1]}
     assert len(runs[1]) == 2 and len(runs[3]) == 3 * 2  # one model, 2 estimators
     assert sorted(r["log"] for r in runs[3]) == sorted([0, 1, 2] * len(runs[1]))

@@ -228,7 +228,44 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
               f"{sum(h)}/{len(h)} ({np.mean(h):.0%})." for e, h in covered.items()]
     lines.append(f"The models of a fold are valued on the same logs, so their errors move "
                  f"together: these are {independent} independent logs.")
+    lines += ["", *ope_summary([r for rs in rows.values() for r in rs])]
     return "\n".join(lines) + "\n"
+
+
+def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    r"""One line per estimator over the off-policy records of a run (every model, fold and log).
+
+    The mean standard error and mean :math:`|\hat V - V| / \mathrm{se}` (0.80 for a normal
+    error whose standard error is right); the standard deviation over the logs of each log's
+    mean :math:`(\hat V - V)/\mathrm{se}` (the models of a log share its noise, so this is
+    the spread of independent draws: about 1 where the standard errors are right); and the
+    pairs of a log's models that the estimates order against their simulated values (ties
+    count as in order).
+    """
+    by_estimator: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        by_estimator[record["estimator"]].append(record)
+    lines = []
+    for estimator, rs in by_estimator.items():
+        logs: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
+        for r in rs:
+            logs[r["dataset"], r["seed"], r.get("log", 0)].append(r)
+        z = [np.mean([(r["value"] - r["truth"]) / r["stderr"] for r in log]) for log in logs.values()]
+        pairs = discordant = 0
+        for log in logs.values():
+            value = np.array([r["value"] for r in log])
+            truth = np.array([r["truth"] for r in log])
+            upper = np.triu_indices(len(log), 1)
+            order = np.subtract.outer(value, value)[upper] * np.subtract.outer(truth, truth)[upper]
+            pairs += order.size
+            discordant += int(np.sum(order < 0))
+        spread = f"{np.std(z, ddof=1):.2f}" if len(z) > 1 else "n/a (one log)"
+        lines.append(
+            f"{estimator}: mean stderr {np.mean([r['stderr'] for r in rs]):.4f}, mean "
+            f"abs(error)/stderr {np.mean([abs(r['value'] - r['truth']) / r['stderr'] for r in rs]):.2f}; "
+            f"standard deviation over the {len(logs)} logs of a log's mean (error/stderr) {spread}; "
+            f"a log's models out of the simulated order in {discordant} of {pairs} pairs.")
+    return lines
 
 
 def _exploration_table(
