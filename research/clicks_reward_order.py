@@ -113,7 +113,8 @@ def main() -> None:
                 for s in sorted(config.sessions):
                     logs = unit.logs(True, s)
                     for estimator in ESTIMATORS:
-                        r = unit.rewards(logs, estimator=estimator, policy=False)["train"]
+                        r = unit.rewards(logs, estimator=estimator, policy=False,
+                                         stochastic=True)["train"]
                         acc = sums.setdefault((s, estimator), {})
                         for column, (total, count) in reward_order(
                             r, train.y, train.group_ptr, by_grade=args.by_grade

@@ -256,6 +256,21 @@ def test_click_reward_order_by_hand() -> None:
     assert graded["wrongly ordered, grade 1 vs grade 0"] == (1, 2)  # 0.5 <= 0.5
 
 
+def test_click_reward_order_runs_on_the_experiment_logs(tmp_path, monkeypatch) -> None:
+    """The script builds the experiment's own training logs (``_Fold``) and writes one row per
+    session count and estimator: it broke once when ``_Fold.rewards`` gained an argument."""
+    from research import clicks_reward_order
+
+    out = tmp_path / "order.md"
+    monkeypatch.setattr(sys, "argv", ["clicks_reward_order.py", "configs/clicks-tiny.toml",
+                                      "--out", str(out)])
+    clicks_reward_order.main()
+    rows = [line.split(" | ")[:3] for line in out.read_text().splitlines()
+            if line.startswith("| clicks-tiny.toml")]
+    assert rows == [["| clicks-tiny.toml", str(s), e] for s in (3, 10)
+                    for e in ("naive", "policy-aware")]
+
+
 # Where the rounds go (docs/guide/performance.md)
 
 def test_rounds_script_writes_a_row_per_round_read_and_the_peaks(tmp_path: Path) -> None:
