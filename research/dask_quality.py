@@ -60,10 +60,8 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 #: Suffix of the settings trained a second time (``--repeat``).
 AGAIN = " (again)"
 
-#: The trainings' options; ``hessian="abs"``, with which benchmarks/results/dask_quality.md was
-#: measured (before the default became the denoised Hessian).
-OPTIONS = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1,
-           "hessian": "abs"}
+#: The trainings' options; the others (the Hessian among them) are the ranker's defaults.
+OPTIONS = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1}
 
 
 @dataclass(frozen=True)
