@@ -294,6 +294,17 @@ def test_the_off_policy_summary_against_a_count_by_hand() -> None:
         "out of the simulated order in 1 of 6 pairs.")
 
 
+def test_the_off_policy_summary_takes_a_zero_standard_error_as_an_infinite_error() -> None:
+    """An estimate whose standard error is 0 and which misses the simulated value is infinitely
+    far from it in standard errors, as the coverage column counts it: not a division error."""
+    from gbdt_plrank.harness.clicks.report import ope_summary
+
+    records = [{"dataset": "d/Fold1", "seed": 0, "log": 0, "estimator": "naive", "value": v,
+                "truth": 1.0, "stderr": se} for v, se in ((1.5, 0.0), (1.1, 0.1))]
+    (line,) = ope_summary(records)
+    assert "mean abs(error)/stderr inf;" in line and "(error/stderr) n/a (one log)" in line
+
+
 def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Path,
                                                        capsys) -> None:
     """ope_logs = 3: three estimates per model and estimator, the first the estimate of the

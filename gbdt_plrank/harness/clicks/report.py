@@ -214,7 +214,7 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
     covered = defaultdict(list)
     for (learner, s, estimator) in sorted(rows, key=lambda k: (order[k[0]], k[1], k[2])):
         rs = rows[learner, s, estimator]
-        z = [abs(r["value"] - r["truth"]) / r["stderr"] if r["stderr"] > 0 else np.inf for r in rs]
+        z = [abs(_standardised_error(r)) for r in rs]
         hit = [zi <= 1.959964 for zi in z]
         covered[estimator] += hit
         lines.append(
@@ -230,6 +230,13 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
                  f"together: these are {independent} independent logs.")
     lines += ["", *ope_summary([r for rs in rows.values() for r in rs])]
     return "\n".join(lines) + "\n"
+
+
+def _standardised_error(record: Mapping[str, Any]) -> float:
+    """An off-policy estimate's (estimate - simulated) / stderr; infinite where the standard
+    error is 0 (an interval of one point covers nothing)."""
+    error = record["value"] - record["truth"]
+    return error / record["stderr"] if record["stderr"] > 0 else float(np.copysign(np.inf, error))
 
 
 def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -250,7 +257,7 @@ def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
         logs: dict[tuple, list[Mapping[str, Any]]] = defaultdict(list)
         for r in rs:
             logs[r["dataset"], r["seed"], r.get("log", 0)].append(r)
-        z = [np.mean([(r["value"] - r["truth"]) / r["stderr"] for r in log]) for log in logs.values()]
+        z = [np.mean([_standardised_error(r) for r in log]) for log in logs.values()]
         pairs = discordant = 0
         for log in logs.values():
             value = np.array([r["value"] for r in log])
@@ -262,7 +269,7 @@ def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
         spread = f"{np.std(z, ddof=1):.2f}" if len(z) > 1 else "n/a (one log)"
         lines.append(
             f"{estimator}: mean stderr {np.mean([r['stderr'] for r in rs]):.4f}, mean "
-            f"abs(error)/stderr {np.mean([abs(r['value'] - r['truth']) / r['stderr'] for r in rs]):.2f}; "
+            f"abs(error)/stderr {np.mean([abs(_standardised_error(r)) for r in rs]):.2f}; "
             f"standard deviation over the {len(logs)} logs of a log's mean (error/stderr) {spread}; "
             f"a log's models out of the simulated order in {discordant} of {pairs} pairs.")
     return lines
