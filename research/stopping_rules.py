@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import shlex
 import sys
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from gbdt_plrank._backends import EarlyStopper
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
 from gbdt_plrank.harness.stats import paired
@@ -56,20 +56,13 @@ class Rule:
             c = np.cumsum(np.insert(s, 0, 0.0))
             n = np.minimum(np.arange(1, s.size + 1), self.window)
             s = (c[1:] - c[np.arange(1, s.size + 1) - n]) / n
-        best, best_t = -np.inf, 0
-        run = s.size
-        for t in range(s.size):
-            if t + 1 >= self.min_rounds and s[t] > best + self.min_delta:
-                best, best_t = s[t], t
-            wait = max(self.patience, math.ceil(self.patience_rate * (best_t + 1)))
-            if t + 1 >= self.min_rounds and t - best_t >= wait:
-                run = t + 1
-                break
-        kept = best_t
+        stopper = EarlyStopper(self.patience, self.min_rounds, self.min_delta,
+                               library="xgboost", patience_rate=self.patience_rate)
+        run = next((t + 1 for t in range(s.size) if stopper.update(t, s[t])), s.size)
+        best_t, best = stopper.kept_round, stopper.kept_value
         if self.tolerance > 0:
-            ok = np.nonzero(s[: run] >= best - self.tolerance)[0]
-            kept = int(ok[-1])
-        return kept + 1, run
+            best_t = int(np.nonzero(s[:run] >= best - self.tolerance)[0][-1])
+        return best_t + 1, run
 
 
 RULES = [
