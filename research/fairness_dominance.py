@@ -153,7 +153,8 @@ def train_models(data: LTRDataset, weights: list[float], probe_weights: list[flo
     for name, weight, options, stop in jobs:
         path = cache / f"{data.name.replace('/', '_')}_{name}_w{weight:g}_s{seed}.npz"
         config = configuration(weight, options, stop=stop, seed=seed)
-        if not path.is_file() or str(np.load(path).get("config", "")) != config:
+        stored = np.load(path) if path.is_file() else None
+        if stored is None or str(stored.get("config", "")) != config:
             if options is None:
                 fit = train("lambdamart-xgb", data, k=K, seed=seed, trees=_lambdamart_trees())
                 margins = {"vali": fit.vali_scores[rows], "test": fit.test_scores}
@@ -165,7 +166,7 @@ def train_models(data: LTRDataset, weights: list[float], probe_weights: list[flo
             path.parent.mkdir(parents=True, exist_ok=True)
             np.savez(path, info=json.dumps(info), config=config, **margins)
             print(f"{data.name} {name} w={weight:g}: {info}", flush=True)
-        stored = np.load(path)
+            stored = np.load(path)
         train_margins = stored["train"] if "train" in stored else None
         models.append(Model(name, weight, stored["vali"], stored["test"], train_margins,
                             json.loads(str(stored["info"]))))
