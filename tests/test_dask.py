@@ -500,8 +500,12 @@ def test_fit_predict_to_local(client, backend):
 # (level) against a seed-to-seed standard deviation of 0.0039, at the edge of the bound the test
 # below asserts, where 20 seeds (research/dask_quality.py, at the defaults) give -0.0008
 # [-0.0031, +0.0015]; with "abs" the six seeds sit well inside it
-MQ2008 = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1,
-          "hessian": "abs"}
+@pytest.fixture(scope="module")
+def mq2008_options():
+    """The options of ``research/dask_quality.py``'s trainings, with ``hessian="abs"``."""
+    from research.dask_quality import OPTIONS
+
+    return {**OPTIONS, "hessian": "abs"}
 
 
 @pytest.fixture(scope="module")
@@ -524,7 +528,7 @@ def _test_ndcg(data, scores):
 
 
 @pytest.mark.slow
-def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008):
+def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008, mq2008_options):
     """The issue's target: test NDCG@5 on 2 workers within single-machine training's seed spread.
 
     XGBoost with its defaults (``hist``, ``max_bin`` 256), 30 rounds of depth 4, seeds 0-5 on
@@ -543,9 +547,9 @@ def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008):
     tr, te = data.train, data.test
     single, two = [], []
     for seed in range(6):
-        ranker = PLRankRanker(**MQ2008, random_state=seed).fit(tr.X, tr.y, group=tr.qid)
+        ranker = PLRankRanker(**mq2008_options, random_state=seed).fit(tr.X, tr.y, group=tr.qid)
         single.append(_test_ndcg(data, ranker.predict(te.X)))
-        ranker = DaskPLRankRanker(**MQ2008, random_state=seed).fit(*parts)
+        ranker = DaskPLRankRanker(**mq2008_options, random_state=seed).fit(*parts)
         two.append(_test_ndcg(data, ranker.to_local().predict(te.X)))
     single_means, two_means = np.mean(single, axis=1), np.mean(two, axis=1)
     spread = single_means.std(ddof=1)
@@ -557,7 +561,9 @@ def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008):
 
 
 @pytest.mark.slow
-def test_mq2008_two_workers_with_exact_sketches_train_the_single_machine_model(mq2008):
+def test_mq2008_two_workers_with_exact_sketches_train_the_single_machine_model(
+    mq2008, mq2008_options
+):
     """With ``8 * max_bin`` at least every feature's number of distinct values, XGBoost's
     quantile summaries are exact on each worker, the merged cut points are the single-machine
     ones, and the 2-worker model predicts exactly as the single-machine model (the histogram
@@ -567,7 +573,7 @@ def test_mq2008_two_workers_with_exact_sketches_train_the_single_machine_model(m
     tr, te = data.train, data.test
     X = tr.X.toarray()
     distinct = max(np.unique(X[:, j]).shape[0] for j in range(X.shape[1]))
-    options = {**MQ2008, "params": {"max_bin": -(-distinct // 8)}, "random_state": 0}
+    options = {**mq2008_options, "params": {"max_bin": -(-distinct // 8)}, "random_state": 0}
     single = PLRankRanker(**options).fit(tr.X, tr.y, group=tr.qid).predict(te.X)
     two = DaskPLRankRanker(**options).fit(*parts).to_local().predict(te.X)
     np.testing.assert_array_equal(two, single)
