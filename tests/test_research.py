@@ -503,3 +503,46 @@ def test_hessian_noise_ratios_see_abs_overstate_and_denoised_correct_the_curvatu
     abs_ratio, denoised = hessian_noise.ratios(y, ptr, K=20, spread=2.0, repeats=2)
     assert abs_ratio > 1.5
     assert abs(denoised - 1.0) < abs(abs_ratio - 1.0) / 2
+
+
+# --------------------------------------------------------------------------------------------
+# The scripts behind the performance and clicks pages run and write their tables
+# --------------------------------------------------------------------------------------------
+def _run(script: str, *args: str) -> None:
+    subprocess.run([sys.executable, str(REPO / "research" / script), *args], check=True,
+                   cwd=REPO, capture_output=True)
+
+
+def test_noise_variance_writes_every_noise_and_n(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    out = tmp_path / "noise.md"
+    _run("noise_variance.py", "--data", str(write_tiny_letor(tmp_path / "tiny")), "--N", "10,50",
+         "--seeds", "2", "--rounds", "2", "--repeats", "1", "--out", str(out))
+    rows = [line.split(" | ")[:2] for line in out.read_text().splitlines()
+            if line.startswith(("| independent", "| lattice"))]
+    assert rows == [["| independent", "10"], ["| lattice", "10"], ["| independent", "50"],
+                    ["| lattice", "50"]]
+
+
+def test_placement_variance_writes_the_exact_and_the_logger_tables(tmp_path: Path) -> None:
+    out = tmp_path / "placement.md"
+    _run("placement_variance.py", "configs/clicks-tiny.toml", "--samples", "20", "--repeats", "2",
+         "--queries", "5", "--out", str(out))
+    text = out.read_text()
+    assert "### Exact, 5 random queries" in text and text.count("\n| ") > 4
+
+
+def test_stopping_rules_read_the_curves_stopping_curves_records(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from research.stopping_rules import RULES
+
+    tiny = str(write_tiny_letor(tmp_path / "tiny"))
+    curves, out = tmp_path / "curves", tmp_path / "rules.md"
+    _run("stopping_curves.py", "--data", tiny, "--folds", "1", "--libs", "xgb", "--seeds", "0",
+         "--rounds", "3", "--out", str(curves))
+    _run("stopping_rules.py", "--data", tiny, "--folds", "1", "--libs", "xgb", "--seeds", "0",
+         "--curves", str(curves), "--out", str(out))
+    text = out.read_text()
+    assert all(f"| {rule.name} |" in text for rule in RULES)
