@@ -6,8 +6,9 @@ log, the position bias estimated through the features) with every reward of the 
 (:func:`gbdt_plrank.clicks.click_rewards`, each estimator's, training and validation) passed
 through ``--variant``:
 
-- ``none``: the rewards as they are (PL-Rank on ``metric = "dcg"``: each query weighted by how
-  much it was clicked);
+- ``none``: the rewards as they are, trained on the configuration's ``[plrank] metric``
+  (``"ndcg"`` in the shipped ones: each query's rewards over the ideal DCG of their positive
+  part at the training cut-off; ``"dcg"`` weighs each query by how much it was clicked);
 - ``norm-regression``: each query's rewards divided by the ideal DCG@``top_k`` of the
   regression's estimates of its rows (:func:`gbdt_plrank.clicks.click_regression`, cross-fitted
   by query: independent of the query's own clicks, positive);
