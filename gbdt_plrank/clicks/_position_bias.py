@@ -214,16 +214,17 @@ def estimate_position_bias(
     moves it little, so a short alternation leaves the estimate flatter than the truth. On
     MQ2008's training logs with :math:`(1/k)^2` and 100 sessions per query, 300 trees left the
     mean over the folds 20% to 24% high at some rank in 2-10 (three independent logs); from 800
-    on, within 9%, and barely moving after (to 2000 trees on one log). On the validation logs 600 and 1000 trees
-    were level (mean absolute log-error 0.154 and 0.159, 300: 0.173); 1000 is the default,
-    as 600 still leaves a log of six-document queries 14% off at its deepest rank.
+    on, within 9% (1000: 6.6% to 8.2%), and barely moving after (to 2000 trees on one log). On
+    the validation logs 600 and 1000 trees were level (mean absolute log-error 0.154 and 0.159,
+    300: 0.173); 1000 is the default, as 600 still leaves a log of six-document queries 14% off
+    at its deepest rank.
 
     What no setting removes is the log's own noise: the estimate of :math:`\theta_k` cannot be
     finer than the clicks at rank :math:`k`. A top-10 log of MQ2008's 471 training queries with
     :math:`(1/k)^2` and 10 sessions per query holds about 15 clicks at rank 8 and 3 at rank 10
     (relative standard errors of about 26% and 58% even were every row's relevance known), and
-    three independent such logs gave estimates whose largest error at ranks 2-10 was 28%, 31%
-    and 37% (300 trees: 22%, 52%, 60%).
+    three independent such logs gave estimates whose largest error at ranks 2-10 was 28%, 29%
+    and 36%, at rank 8, 9 or 10 (300 trees: 22%, 52%, 60%).
 
     The scale is fixed by :math:`\max_k \theta_k = 1`: the most seen logged rank is taken to be
     always seen, the largest scale at which every :math:`\theta_k` is a probability. That rank
