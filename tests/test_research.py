@@ -508,41 +508,47 @@ def test_hessian_noise_ratios_see_abs_overstate_and_denoised_correct_the_curvatu
 # --------------------------------------------------------------------------------------------
 # The scripts behind the performance and clicks pages run and write their tables
 # --------------------------------------------------------------------------------------------
-def _run(script: str, *args: str) -> None:
-    subprocess.run([sys.executable, str(REPO / "research" / script), *args], check=True,
-                   cwd=REPO, capture_output=True)
+def _run(monkeypatch, script: str, *args: str) -> None:
+    """``python research/<script>.py ARGS``, in this process (as the reward-order test runs its
+    script), so that the kernels compiled by one script are not compiled again by the next."""
+    import importlib
+
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *args])
+    importlib.import_module(f"research.{script}").main()
 
 
-def test_noise_variance_writes_every_noise_and_n(tmp_path: Path) -> None:
+def test_noise_variance_writes_every_noise_and_n(tmp_path: Path, monkeypatch) -> None:
     from tiny_ltr import write_tiny_letor
 
     out = tmp_path / "noise.md"
-    _run("noise_variance.py", "--data", str(write_tiny_letor(tmp_path / "tiny")), "--N", "10,50",
-         "--seeds", "2", "--rounds", "2", "--repeats", "1", "--out", str(out))
+    _run(monkeypatch, "noise_variance", "--data", str(write_tiny_letor(tmp_path / "tiny")),
+         "--N", "10,50", "--seeds", "2", "--rounds", "2", "--repeats", "1", "--out", str(out))
     rows = [line.split(" | ")[:2] for line in out.read_text().splitlines()
             if line.startswith(("| independent", "| lattice"))]
     assert rows == [["| independent", "10"], ["| lattice", "10"], ["| independent", "50"],
                     ["| lattice", "50"]]
 
 
-def test_placement_variance_writes_the_exact_and_the_logger_tables(tmp_path: Path) -> None:
+def test_placement_variance_writes_the_exact_and_the_logger_tables(tmp_path: Path,
+                                                                  monkeypatch) -> None:
     out = tmp_path / "placement.md"
-    _run("placement_variance.py", "configs/clicks-tiny.toml", "--samples", "20", "--repeats", "2",
-         "--queries", "5", "--out", str(out))
+    _run(monkeypatch, "placement_variance", "configs/clicks-tiny.toml", "--samples", "20",
+         "--repeats", "2", "--queries", "5", "--out", str(out))
     text = out.read_text()
     assert "### Exact, 5 random queries" in text and text.count("\n| ") > 4
 
 
-def test_stopping_rules_read_the_curves_stopping_curves_records(tmp_path: Path) -> None:
+def test_stopping_rules_read_the_curves_stopping_curves_records(tmp_path: Path,
+                                                                monkeypatch) -> None:
     from tiny_ltr import write_tiny_letor
 
     from research.stopping_rules import RULES
 
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     curves, out = tmp_path / "curves", tmp_path / "rules.md"
-    _run("stopping_curves.py", "--data", tiny, "--folds", "1", "--libs", "xgb", "--seeds", "0",
-         "--rounds", "3", "--out", str(curves))
-    _run("stopping_rules.py", "--data", tiny, "--folds", "1", "--libs", "xgb", "--seeds", "0",
-         "--curves", str(curves), "--out", str(out))
+    _run(monkeypatch, "stopping_curves", "--data", tiny, "--folds", "1", "--libs", "xgb",
+         "--seeds", "0", "--rounds", "3", "--out", str(curves))
+    _run(monkeypatch, "stopping_rules", "--data", tiny, "--folds", "1", "--libs", "xgb",
+         "--seeds", "0", "--curves", str(curves), "--out", str(out))
     text = out.read_text()
     assert all(f"| {rule.name} |" in text for rule in RULES)
