@@ -22,7 +22,10 @@ through ``--variant``:
 On MQ2008 (the LambdaMART's top 10, 10 sessions per query, (1/k) and (1/k)^2) the validation
 queries chose the regression's rewards normalised per query (``norm-regression``, level with
 ``norm-positive``, which for these non-negative rewards is their own NDCG) and, for the signed
-doubly robust rewards, the positive part's normaliser over the regression's.
+doubly robust rewards, the positive part's normaliser over the regression's. For a learner with
+non-negative rewards ``none`` and ``norm-positive`` are one route trained twice (the same
+rewards up to rounding): ``--summary`` reports their difference, the training noise below which
+routes are not told apart.
 
 Each variant's folder holds every learner's validation and test NDCG (true labels) per query;
 ``--summary`` tabulates them, the validation figures (which choose a route) before the test
@@ -54,6 +57,12 @@ from gbdt_plrank.harness.clicks import run as clicks_run
 
 #: The learners every route is set against.
 REFERENCES = ("plrank-naive", "lambdamart-unbiased-xgb", "lambdarank-position-lgb")
+
+#: Learners whose rewards are non-negative: for them ``norm-positive`` divides each query's
+#: rewards by one positive number, which ``metric = "ndcg"`` and their stopping signal (NDCG of
+#: the policy-aware or their own validation rewards) divide out again. ``none`` and
+#: ``norm-positive`` train them on the same rewards up to rounding: two trainings of one route.
+NON_NEGATIVE = ("plrank-naive", "plrank-policy-aware", "plrank-regression")
 
 
 def ideal_dcg(values: np.ndarray, qid: np.ndarray, K: int) -> np.ndarray:
@@ -163,6 +172,31 @@ def _choice(folders: list[str], k: int) -> list[str]:
         p = None if route == best else paired(routes[route], routes[best])
         cell = "" if p is None else f"{p.interval} {p.verdict}"
         lines.append(f"| {route[0]} | {route[1]} | {means[route]:.4f} | {cell} |")
+    return [*lines, "", *_twins(routes, k)]
+
+
+def _twins(routes: dict[tuple[str, str], dict], k: int) -> list[str]:
+    """``norm-positive`` minus ``none`` for each learner of :data:`NON_NEGATIVE`: the same
+    rewards up to rounding, so the difference is what rounding alone does to a training (a
+    changed split, then another stopping round): the scale below which routes are not told
+    apart, which a test paired per query (the trained models held fixed) does not see."""
+    from gbdt_plrank.harness.stats import paired
+
+    pairs = [learner for learner in NON_NEGATIVE
+             if ("none", learner) in routes and ("norm-positive", learner) in routes]
+    if not pairs:
+        return []
+    lines = [f"### Two trainings of one route: `norm-positive` minus `none` (NDCG@{k}, "
+             "validation, every setting pooled)", "",
+             "For a learner with non-negative rewards the two train on the same rewards up to "
+             "rounding (each query's rewards divided by one number, which the normalised metric "
+             "divides out): their difference is training noise alone.", "",
+             "| learner | none | norm-positive | difference |", "|---|---:|---:|---|"]
+    for learner in pairs:
+        a, b = routes[("none", learner)], routes[("norm-positive", learner)]
+        p = paired(b, a)
+        lines.append(f"| {learner} | {np.mean(list(a.values())):.4f} | "
+                     f"{np.mean(list(b.values())):.4f} | {p.interval} {p.verdict} |")
     return [*lines, ""]
 
 

@@ -438,6 +438,23 @@ def test_the_route_variants_normalise_and_clip_as_they_say() -> None:
     np.testing.assert_allclose(clipped, [0.5, 2 / (2 * 0.1), 0.0])
 
 
+def test_the_route_twins_are_the_non_negative_learners_norm_positive_minus_none() -> None:
+    """The summary's training-noise table pairs ``norm-positive`` with ``none`` per query for the
+    learners whose rewards are non-negative, never for the signed doubly robust ones."""
+    from research import deterministic_routes as routes
+
+    queries = [("eta1", "mq2008/Fold1", q) for q in range(6)]
+    routes_ = {
+        ("none", "plrank-regression"): dict(zip(queries, [0.5, 0.6, 0.7, 0.8, 0.9, 1.0])),
+        ("norm-positive", "plrank-regression"): dict(zip(queries, [0.6, 0.7, 0.8, 0.9, 1.0, 1.0])),
+        ("none", "plrank-doubly-robust"): dict(zip(queries, [0.5] * 6)),
+        ("norm-positive", "plrank-doubly-robust"): dict(zip(queries, [0.9] * 6)),
+    }
+    rows = [line for line in routes._twins(routes_, 5) if line.startswith("| plrank-")]
+    assert len(rows) == 1 and rows[0].startswith("| plrank-regression | 0.7500 | 0.8333 | +0.0833")
+    assert routes._twins({("none", "plrank-doubly-robust"): {}}, 5) == []
+
+
 def test_the_joint_fit_of_the_position_bias_recovers_a_known_one() -> None:
     """The research script's joint fit (the choice the validation logs turned down) on a
     deterministic log whose rows are shown at different ranks by a noisy score of their feature."""
