@@ -569,3 +569,27 @@ def test_stopping_rules_read_the_curves_stopping_curves_records(tmp_path: Path,
          "--seeds", "0", "--curves", str(curves), "--out", str(out))
     text = out.read_text()
     assert all(f"| {rule.name} |" in text for rule in RULES)
+
+
+def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from research import deep_rates
+
+    out = tmp_path / "rates.md"
+    _run(monkeypatch, "deep_rates", "--queries", "30,10,10", "--rounds", "4", "--every", "2",
+         "--start", "2", "--more", "2", "--variants", '{"hessian_scale": 0.5}', "--out", str(out))
+    rows = [line.split(" | ")[:2] for line in out.read_text().splitlines()
+            if line.startswith(("| rank:ndcg", "| plrank", "| default", '| {"'))]
+    assert rows[:4] == [["| rank:ndcg", "2"], ["| rank:ndcg", "4"], ["| plrank", "2"],
+                        ["| plrank", "4"]]
+    assert [name for name, _ in rows[4:]] == ["| rank:ndcg", "| default",
+                                              "| default, another stream",
+                                              '| {"hessian_scale": 0.5}']
+    assert all(gain[0] in "+-" for _, gain in rows[4:])
+    ds = deep_rates.dataset("web-nonlinear", 1, [5, 2, 2])
+    d = deep_rates.xgb.DMatrix(ds.train.X, ds.train.y, qid=ds.train.qid)
+    margins = np.linspace(-1, 1, ds.train.y.size)
+    g, h = deep_rates.objective({"K": 5}, seed=3, n_jobs=1)(margins, d)
+    g2, h2 = deep_rates.objective({"K": 5, "hessian_scale": 0.5}, seed=3, n_jobs=1)(margins, d)
+    np.testing.assert_array_equal(g2, g)
+    np.testing.assert_allclose(h2, 0.5 * h, rtol=1e-15)
