@@ -19,6 +19,8 @@ splits (queries with a relevant document):
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 from pathlib import Path
 
 # gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads OpenMP.
@@ -27,15 +29,18 @@ import numpy as np
 import xgboost as xgb
 
 from gbdt_plrank import plrank_grad_hess, plrank_objective
+from gbdt_plrank.cli._argtypes import text_list
 from gbdt_plrank.datasets import load_dataset
 
 K = 5
 DATASETS = ("mq2008", "mq2007-agg")
+#: Rankings per query of the ratio's estimates: enough for both to be close to exact.
+SAMPLES = 20_000
 TREES = {"tree_method": "hist", "eta": 0.05, "max_depth": 6, "min_child_weight": 0.1,
          "lambda": 1.0, "nthread": 1, "seed": 0}
 
 
-def ratio_rows(data: str) -> list[str]:
+def ratio_rows(data: str, samples: int = SAMPLES) -> list[str]:
     """Median and quartiles of h/g by label, and the share of documents where h and g agree."""
     train = load_dataset(data, fold=1).train
     ptr = np.concatenate(([0], np.cumsum(train.group_sizes)))
@@ -43,7 +48,7 @@ def ratio_rows(data: str) -> list[str]:
     rows = []
     for spread in (0.0, 1.0, 2.0):
         margins = spread * (rng.normal(size=train.y.shape[0]) + 0.5 * train.y)
-        g, h = plrank_grad_hess(margins, train.y, ptr, K=K, N=20_000, hessian="raw", seed=1)
+        g, h = plrank_grad_hess(margins, train.y, ptr, K=K, N=samples, hessian="raw", seed=1)
         for label in np.unique(train.y).astype(int):
             rows_of = (g != 0) & (train.y == label)
             r = h[rows_of] / g[rows_of]
@@ -62,7 +67,8 @@ def scale_rows(data: str) -> list[str]:
     rows = []
     for name, obj, extra in (
         ("LambdaMART (rank:ndcg)", None, {"objective": "rank:ndcg"}),
-        ("PL-Rank abs", plrank_objective(K=K, train_K=K, n_jobs=1), {"base_score": 0.0}),
+        ("PL-Rank abs", plrank_objective(K=K, train_K=K, hessian="abs", n_jobs=1),
+         {"base_score": 0.0}),
         ("PL-Rank constant 1", plrank_objective(K=K, train_K=K, hessian="constant", n_jobs=1),
          {"base_score": 0.0}),
     ):
@@ -79,27 +85,31 @@ def scale_rows(data: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=text_list, default=list(DATASETS),
+                        help="datasets or LETOR folders (their Fold1)")
+    parser.add_argument("--samples", type=int, default=SAMPLES,
+                        help="rankings per query of the ratio's estimates")
     parser.add_argument("--out", default="benchmarks/results/hessian_probe.md")
     args = parser.parse_args()
     lines = [
         "# What the PL-Rank Hessian estimate carries", "",
-        "Command: `python -m research.hessian_probe --out " + args.out + "`", "",
-        f"## Ratio of the Hessian diagonal to the gradient (K={K}, N=20,000, Fold1 training "
+        "Command: `python -m research.hessian_probe " + shlex.join(sys.argv[1:]) + "`", "",
+        f"## Ratio of the Hessian diagonal to the gradient (K={K}, N={args.samples:,}, Fold1 training "
         "documents of queries with a relevant document)", "",
         "Margins: spread x (normal noise + 0.5 x label). Median [quartiles] of h/g per document, "
         "and the share of documents where h and g have the same sign (the exact ratio at K=1 "
         "is 1 - 2p).", "",
         "| data | spread | label | documents | h/g | same sign |", "|---|---|---|---|---|---|",
     ]
-    for data in DATASETS:
-        lines += ratio_rows(data)
+    for data in args.data:
+        lines += ratio_rows(data, args.samples)
     lines += [
         "", "## The scale XGBoost sees (Fold1 training split, eta 0.05, depth 6, "
         "min_child_weight 0.1, lambda 1)", "",
         "| data | objective | root Hessian sum per row, round 1 | round 20 | mean abs leaf, "
         "round 20 |", "|---|---|---|---|---|",
     ]
-    for data in DATASETS:
+    for data in args.data:
         lines += scale_rows(data)
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text)

@@ -593,3 +593,58 @@ def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path,
     g2, h2 = deep_rates.objective({"K": 5, "hessian_scale": 0.5}, seed=3, n_jobs=1)(margins, d)
     np.testing.assert_array_equal(g2, g)
     np.testing.assert_allclose(h2, 0.5 * h, rtol=1e-15)
+
+
+def test_pirank_defaults_tabulates_every_candidate_and_resumes(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank._training.pirank import PIRANK_HESSIANS
+
+    tiny, out = str(write_tiny_letor(tmp_path / "tiny")), tmp_path / "pirank.md"
+    args = ("--data", tiny, "--folds", "1", "--k", "5", "--libraries", "xgboost", "--modes",
+            PIRANK_HESSIANS[0], "--taus", "0.1,1", "--out", str(out))
+    _run(monkeypatch, "pirank_defaults", *args)
+    records = out.with_suffix(".jsonl").read_text().splitlines()
+    text = out.read_text()
+    assert len(records) == 3  # LambdaMART and the two candidates
+    for name in ("lambdamart-xgb", f"{PIRANK_HESSIANS[0]}, tau 0.1", f"{PIRANK_HESSIANS[0]}, tau 1"):
+        assert f"| {name} | " in text
+    _run(monkeypatch, "pirank_defaults", *args)  # every training is in the log: none again
+    assert out.with_suffix(".jsonl").read_text().splitlines() == records
+
+
+def test_hessian_probe_writes_the_ratio_and_scale_tables(tmp_path: Path, monkeypatch) -> None:
+    """Its "PL-Rank abs" row trains with ``hessian="abs"`` whatever the default is."""
+    from tiny_ltr import write_tiny_letor
+
+    from research import hessian_probe
+
+    seen: list[str] = []
+    objective = hessian_probe.plrank_objective
+    monkeypatch.setattr(hessian_probe, "plrank_objective",
+                        lambda **kw: seen.append(kw.get("hessian", "default")) or objective(**kw))
+    out, tiny = tmp_path / "probe.md", str(write_tiny_letor(tmp_path / "tiny"))
+    _run(monkeypatch, "hessian_probe", "--data", tiny, "--samples", "50", "--out", str(out))
+    text = out.read_text()
+    assert "N=50," in text
+    assert [line.split(" | ")[1] for line in text.splitlines()
+            if line.startswith(f"| {tiny} | ") and "PL-Rank" in line] == ["PL-Rank abs",
+                                                                            "PL-Rank constant 1"]
+    assert seen == ["abs", "constant"]
+
+
+def test_fairness_hessian_pairs_every_mode_with_abs_and_resumes(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    out = tmp_path / "fair.md"
+    args = ("--data", str(write_tiny_letor(tmp_path / "tiny")), "--folds", "1", "--weights", "1",
+            "--modes", "abs,constant", "--out", str(out))
+    _run(monkeypatch, "fairness_hessian", *args)
+    records = out.with_suffix(".jsonl").read_text().splitlines()
+    rows = [line.split(" | ") for line in out.read_text().splitlines() if line.startswith("| 1 |")]
+    assert len(records) == 2 and [row[1] for row in rows] == ["abs", "constant"]
+    assert rows[0][7] == "" and rows[1][7].startswith(("+", "-"))  # constant minus abs
+    _run(monkeypatch, "fairness_hessian", *args)
+    assert out.with_suffix(".jsonl").read_text().splitlines() == records
