@@ -43,10 +43,14 @@ from gbdt_plrank import plrank_objective
 from gbdt_plrank._groups import within_query_spread
 from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, load_dataset, make_web_dataset
+from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 
-#: The harness's shared trees, as XGBoost parameters.
-TREES = {"eta": 0.05, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
+_HARNESS = TreeSettings()
+#: The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`), as
+#: XGBoost parameters.
+TREES = {"eta": _HARNESS.learning_rate, "max_depth": _HARNESS.max_depth,
+         "min_child_weight": _HARNESS.min_child_weight, "lambda": _HARNESS.reg_lambda,
          "tree_method": "hist", "base_score": 0.0}
 
 #: The continuation's variants by default: the rankings per query, the Hessian modes, and the
@@ -109,11 +113,15 @@ def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: lis
     """The table of measurement 2."""
     tr, va = ds.train, ds.vali
     params = {**TREES, "nthread": n_jobs, "seed": seed}
-    first = xgb.train(params, xgb.DMatrix(tr.X, tr.y, qid=tr.qid), num_boost_round=start,
+    dtr0 = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
+    first = xgb.train(params, dtr0, num_boost_round=start,
                       obj=objective({"K": k}, seed=seed, n_jobs=n_jobs))
-    dtr0, dva0 = xgb.DMatrix(tr.X, qid=tr.qid), xgb.DMatrix(va.X, qid=va.qid)
-    mtr, mva = (first.predict(d, output_margin=True) for d in (dtr0, dva0))
+    mtr = first.predict(dtr0, output_margin=True)
+    mva = first.predict(xgb.DMatrix(va.X, qid=va.qid), output_margin=True)
     v0 = ndcg(va.y, mva, va.qid, k=k)
+    # every variant continues from these margins, on the same two matrices
+    dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid, base_margin=mtr)
+    dva = xgb.DMatrix(va.X, qid=va.qid, base_margin=mva)
     checks = sorted({max(1, more // 5), max(1, more // 2), more})
     lines = [f"Starting model: PL-Rank after {start} rounds, validation NDCG@{k} {v0:.4f}.", "",
              "| variant | " + " | ".join(f"gain after {r}" for r in checks) + " |",
@@ -121,8 +129,6 @@ def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: lis
     rows = [("rank:ndcg", None), ("default", {}), ("default, another stream", {"_stream": 1}),
             *((v, json.loads(v)) for v in variants)]
     for name, options in rows:
-        dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid, base_margin=mtr)
-        dva = xgb.DMatrix(va.X, qid=va.qid, base_margin=mva)
         kw: dict[str, Any] = {}
         p = dict(params)
         if options is None:

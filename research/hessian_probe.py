@@ -43,7 +43,7 @@ TREES = {"tree_method": "hist", "eta": 0.05, "max_depth": 6, "min_child_weight":
 def ratio_rows(data: str, samples: int = SAMPLES) -> list[str]:
     """Median and quartiles of h/g by label, and the share of documents where h and g agree."""
     train = load_dataset(data, fold=1).train
-    ptr = np.concatenate(([0], np.cumsum(train.group_sizes)))
+    ptr = train.group_ptr
     rng = np.random.default_rng(0)
     rows = []
     for spread in (0.0, 1.0, 2.0):
