@@ -46,12 +46,9 @@ from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, load_dataset, make_we
 from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 
-_HARNESS = TreeSettings()
 #: The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`), as
 #: XGBoost parameters.
-TREES = {"eta": _HARNESS.learning_rate, "max_depth": _HARNESS.max_depth,
-         "min_child_weight": _HARNESS.min_child_weight, "lambda": _HARNESS.reg_lambda,
-         "tree_method": "hist", "base_score": 0.0}
+TREES = {**TreeSettings().native_params("xgboost"), "tree_method": "hist", "base_score": 0.0}
 
 #: The continuation's variants by default: the rankings per query, the Hessian modes, and the
 #: Newton step's length.

@@ -31,13 +31,15 @@ import xgboost as xgb
 from gbdt_plrank import plrank_grad_hess, plrank_objective
 from gbdt_plrank.cli._argtypes import text_list
 from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.harness.settings import TreeSettings
 
 K = 5
 DATASETS = ("mq2008", "mq2007-agg")
 #: Rankings per query of the ratio's estimates: enough for both to be close to exact.
 SAMPLES = 20_000
-TREES = {"tree_method": "hist", "eta": 0.05, "max_depth": 6, "min_child_weight": 0.1,
-         "lambda": 1.0, "nthread": 1, "seed": 0}
+#: The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`) on one
+#: thread, as XGBoost parameters.
+TREES = {**TreeSettings(n_jobs=1).native_params("xgboost"), "tree_method": "hist"}
 
 
 def ratio_rows(data: str, samples: int = SAMPLES) -> list[str]:

@@ -35,17 +35,17 @@ from gbdt_plrank._training.options import HESSIAN_MODES, NOISES
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load
+from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 
 #: The seed of the evaluation streams shared by every training seed.
 FIXED_STREAM = 987654321
 
+#: The trees: the harness's shared settings (its
+#: :class:`~gbdt_plrank.harness.settings.TreeSettings`) or each library's defaults.
 TREES = {
-    "harness": {
-        "xgb": {"eta": 0.05, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0},
-        "lgb": {"learning_rate": 0.05, "max_depth": 6, "min_sum_hessian_in_leaf": 0.1,
-                "lambda_l2": 1.0},
-    },
+    "harness": {lib: TreeSettings().native_params(library) for lib, library in
+                (("xgb", "xgboost"), ("lgb", "lightgbm"))},
     "library": {"xgb": {}, "lgb": {}},
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -532,6 +533,32 @@ _WRITTEN_DEFAULTS = {
     "lambdarank-lgb": {"learning_rate": 0.1, "max_depth": 100, "num_leaves": 31,
                        "min_child_weight": 1e-3, "reg_lambda": 0.0, "subsample": 1.0},
 }
+
+
+def test_native_params_reach_the_boosters_under_their_own_names(tiny: Path) -> None:
+    """TreeSettings.native_params: the shared settings under each library's names, the unset
+    ones left out, and the booster trains at them; an unknown library is refused by name."""
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    trees = TreeSettings(learning_rate=0.3, max_depth=2, min_child_weight=None, n_jobs=1)
+    xgb_params = trees.native_params("xgboost", seed=4)
+    assert xgb_params == {"eta": 0.3, "max_depth": 2, "lambda": 1.0, "subsample": 1.0,
+                          "nthread": 1, "seed": 4}
+    train_split = load_dataset(str(tiny)).train
+    dtrain = xgb.DMatrix(train_split.X, train_split.y, qid=train_split.qid)
+    config = json.loads(xgb.train(xgb_params, dtrain, 1).save_config())["learner"]
+    updater = config["gradient_booster"]["tree_train_param"]
+    assert float(updater["eta"]) == pytest.approx(0.3)  # stored in single precision
+    assert (int(updater["max_depth"]), config["generic_param"]["seed"]) == (2, "4")
+    lgb_params = trees.native_params("lightgbm")
+    assert lgb_params == {"learning_rate": 0.3, "max_depth": 2, "lambda_l2": 1.0,
+                          "bagging_fraction": 1.0, "num_threads": 1, "seed": 0}
+    booster = lgb.train({**lgb_params, "objective": "lambdarank", "verbosity": -1},
+                        lgb.Dataset(train_split.X, train_split.y, group=train_split.group_sizes), 1)
+    assert booster.params["max_depth"] == 2 and booster.params["learning_rate"] == 0.3
+    with pytest.raises(ValueError, match=r"library must be one of .*'sklearn' is given"):
+        trees.native_params("sklearn")
 
 
 @pytest.mark.parametrize("name", list(_WRITTEN_DEFAULTS))

@@ -171,6 +171,24 @@ class TreeSettings(Schema):
             seed=seed, params=dict(params),
         )
 
+    def native_params(self, library: str, *, seed: int = 0) -> dict[str, Any]:
+        """The tree settings, threads and ``seed`` as ``library``'s own parameters.
+
+        For a training outside the harness (``xgboost.train``, ``lightgbm.train``) at the
+        harness's trees: the names come from the backend layer's one table
+        (:data:`~gbdt_plrank._backends.NATIVE_NAMES`), and a setting that is ``None`` or has no
+        counterpart in ``library`` is left out. Objective, metric and rounds are the caller's.
+
+        Raises
+        ------
+        ValueError
+            When ``library`` is not one of the backends' libraries.
+        """
+        if library not in BACKENDS:
+            raise ValueError(f"library must be {one_of(tuple(BACKENDS))}, but {library!r} is given")
+        settings = self.booster_settings(seed=seed, params={})
+        return BACKENDS[library].native_params(settings, defaults={}, fixed={})
+
 
 class PLRankSettings(PLRankFields):
     """The ``[plrank]`` table: the PL-Rank methods' objective options and how they stop.
