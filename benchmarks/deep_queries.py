@@ -122,6 +122,7 @@ def cross_validation_report(runs: list[ttm.Run]) -> str:
              "NDCG@10 - own LambdaMART"],
             table,
         ),
+        *ttm.quality_time_section(of),
         "",
     ])
 

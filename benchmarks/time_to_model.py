@@ -23,6 +23,14 @@ summary table per dataset gives each method's difference from its booster's own 
 give each seed's difference alone (against ``rank:ndcg`` and against the own LambdaMART) with
 their spread, and the spread of the kept rounds across seeds in each fold.
 
+A second measure of time, on validation only: every training records its ranking's validation
+NDCG@k per round (for PL-Rank beside the standardised metric it stops on), and a table gives the
+rounds each PL-Rank training and its own LambdaMART's (same fold and seed) take to first reach
+the lower of their kept models' validation NDCG@k, with PL-Rank's time to it as a multiple of
+LambdaMART's (:func:`quality_times`). Where LambdaMART stops early and PL-Rank trains on to a
+better model, the time to a kept model compares models of different quality; this one compares
+the time each needs for the same.
+
 ``--trees library-defaults`` trains every method at its library's own default tree settings
 (:meth:`~gbdt_plrank.harness.TreeSettings.library_defaults`: none is passed) instead of the
 harness's, with the same rounds cap and patience.
@@ -64,7 +72,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
-from gbdt_plrank._backends import check_parameter
+from gbdt_plrank._backends import check_parameter, metric_name
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
 from gbdt_plrank.cli._argtypes import int_list
@@ -76,7 +84,7 @@ from gbdt_plrank.harness.stats import Paired, paired, seed_means
 from gbdt_plrank.harness.training import train
 from gbdt_plrank.metrics import ndcg
 
-__all__ = ["Run", "main", "report", "run", "train_run"]
+__all__ = ["Run", "main", "quality_times", "ranking_curve", "report", "run", "train_run"]
 
 #: The methods timed by default: every GBDT ranker of the harness with its library's defaults.
 METHOD_NAMES = (
@@ -130,6 +138,9 @@ class Run:
     curve: tuple[float, ...] = ()  # the validation value early stopping watched, per round
     patience_rate: float = 0.0  # the stopping rule's (runs recorded before it: a fixed patience)
     vali: dict[int, float] | None = None  # cut-off -> mean validation NDCG of the kept model
+    # The validation NDCG@k of the ranking by score per round: [] where ``curve`` is it (early
+    # stopping watched it), None in records from before it was kept.
+    ranking_curve: tuple[float, ...] | None = None
 
 
 def _rows(
@@ -217,10 +228,13 @@ def train_run(
     }
     vali = {c: float(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c, empty=float("nan")))
             for c in CUTOFFS}
+    ranking = metric_name(k)
     return replace(run, seconds=fit.train_seconds, vali=vali, rounds_run=int(fit.curve.shape[0]),
                    best_round=int(fit.best_round), test=test,
                    curve=tuple(fit.history[fit.watched].tolist()),
-                   patience_rate=settings.patience_rate)
+                   patience_rate=settings.patience_rate,
+                   ranking_curve=() if fit.watched == ranking else tuple(
+                       fit.history[ranking].tolist()))
 
 
 def read_runs(path: Path) -> list[Run]:
@@ -280,6 +294,74 @@ def kept_round_spreads(runs: list[Run]) -> dict[int, int]:
 
 def _seconds_ratio(runs: list[Run], ref: list[Run] | None) -> str:
     return "" if ref is None else f"{sum(r.seconds for r in runs) / sum(r.seconds for r in ref):.2f}x"
+
+
+def ranking_curve(run: Run) -> tuple[float, ...] | None:
+    """The validation NDCG@k of ``run``'s ranking by score per round, or None where its record
+    does not hold it."""
+    if run.ranking_curve is None:
+        return None
+    return run.ranking_curve or run.curve
+
+
+def _reach(run: Run, target: float) -> int:
+    """The first round (1-based) whose validation NDCG@k of the ranking reaches ``target``."""
+    return int(np.flatnonzero(np.asarray(ranking_curve(run)) >= target)[0]) + 1
+
+
+def quality_times(of: dict[str, list[Run]]) -> list[list[object]]:
+    """A row per PL-Rank row with its own LambdaMART: the time each takes to a quality both reach.
+
+    Each PL-Rank training is paired with the LambdaMART training of the same fold and seed. The
+    quality both reach is the lower of their kept models' validation NDCG@k (their ranking
+    curves at their kept rounds), and each reaches it at the first round its curve is as high,
+    at the latest at its kept round. The time to a round is the training's seconds times the
+    share of its rounds run up to it (rounds cost alike), so neither side counts the rounds its
+    stopping rule waits after. The threshold is a kept value on either side, so a method is not
+    held to the other's validation maximum alone, whose selection overstates it. Validation
+    only; the records of both must hold the ranking's curve.
+    """
+    table = []
+    for row, rs in of.items():
+        base = _own_lambdamart(rs[0].method)
+        if METHODS[rs[0].method].objective != PLRANK or base not in of:
+            continue
+        theirs = {(r.fold, r.seed): r for r in of[base]}
+        pairs = [(r, theirs[r.fold, r.seed]) for r in rs if (r.fold, r.seed) in theirs]
+        if not pairs or any(ranking_curve(r) is None or ranking_curve(b) is None
+                            for r, b in pairs):
+            continue
+        rounds = []
+        for r, b in pairs:
+            target = min(ranking_curve(r)[r.best_round - 1], ranking_curve(b)[b.best_round - 1])
+            rounds.append((r, b, _reach(r, target), _reach(b, target)))
+        mine = sum(r.seconds * t / r.rounds_run for r, b, t, u in rounds)
+        own = sum(b.seconds * u / b.rounds_run for r, b, t, u in rounds)
+        ahead = sum(ranking_curve(r)[r.best_round - 1] > ranking_curve(b)[b.best_round - 1]
+                    for r, b in pairs)
+        table.append([
+            row, base, f"{ahead} of {len(pairs)}",
+            ", ".join(str(t) for r, b, t, u in rounds),
+            ", ".join(str(u) for r, b, t, u in rounds), f"{mine / own:.2f}x",
+        ])
+    return table
+
+
+def quality_time_section(of: dict[str, list[Run]]) -> list[str]:
+    """The lines of :func:`quality_times`' table, or none where no row has it."""
+    table = quality_times(of)
+    if not table:
+        return []
+    return [
+        "\nTime to a common quality, on validation: each PL-Rank training and its own "
+        "LambdaMART's of the same fold and seed, the rounds each takes to first reach the lower "
+        "of their kept models' validation NDCG@10 (PL-Rank's kept model is the higher in the "
+        "trainings counted), and PL-Rank's time to it as a multiple of LambdaMART's (the rounds "
+        "the stopping rules wait after left out on both sides):\n",
+        markdown_table(["method", "own LambdaMART", "PL-Rank's kept model higher",
+                        "PL-Rank's rounds to it", "LambdaMART's rounds to it", "x its time"],
+                       table),
+    ]
 
 
 def _summary(of: dict[str, list[Run]], ref: list[Run] | None) -> list[list[object]]:
@@ -387,6 +469,7 @@ def report(runs: list[Run], command: str) -> str:
         if own:
             lines.append("\nAgainst the booster's own LambdaMART, paired:\n")
             lines.append(markdown_table(["method", "minus", "NDCG@5", "NDCG@10"], own))
+        lines += quality_time_section(of)
         if len(seeds) > 1:
             lines += _seed_tables(of, ref, seeds)
         lines.append("")

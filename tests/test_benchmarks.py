@@ -252,6 +252,12 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
     line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb |"))
     assert f"| {ratio:.2f}x |" in line
     assert "Written by `python benchmarks/time_to_model.py --data" in text
+    # PL-Rank watched its standardised metric, so its ranking's curve is kept beside it; a
+    # method that watched the ranking keeps it once, as its curve.
+    assert runs["lambdamart-xgb"]["ranking_curve"] == []
+    assert runs["plrank-xgb@ranking"]["ranking_curve"] == []
+    assert len(runs["plrank-xgb"]["ranking_curve"]) == runs["plrank-xgb"]["rounds_run"]
+    assert runs["plrank-xgb"]["ranking_curve"] != runs["plrank-xgb"]["curve"]
     # Every training was recorded as it finished; the tables can be rebuilt from the records.
     recorded = ttm.read_runs(out.with_suffix(".jsonl"))
     assert [r.row for r in recorded] == list(runs)
@@ -276,6 +282,34 @@ def test_time_to_model_stops_every_method_with_the_least_gain() -> None:
     assert ttm._trees_line(least).endswith(
         "; a round is the best only when it beats the best validation value by more than 0.002.\n"
     )
+
+
+def test_quality_times_time_both_to_the_lower_of_their_kept_qualities() -> None:
+    """Each PL-Rank training and its own LambdaMART's of the same fold and seed: the rounds to
+    the lower kept validation value (ranking curves, kept rounds), times up to those rounds; no
+    row where a record lacks the ranking's curve."""
+    from benchmarks import time_to_model as ttm
+
+    def run(row: str, fold: int, curve: list[float], best: int, seconds: float,
+            ranking: list[float] | None) -> ttm.Run:
+        return ttm.Run(row, row, "d", fold, seconds, len(curve), best, {}, fold,
+                       curve=tuple(curve), ranking_curve=None if ranking is None else tuple(ranking))
+
+    lm = [run("lambdamart-xgb", 1, [0.3, 0.5, 0.4, 0.4], 2, 8.0, []),
+          run("lambdamart-xgb", 2, [0.6, 0.7, 0.6, 0.6], 2, 4.0, [])]
+    # PL-Rank keeps round 9 of 10 by its own watched curve; its ranking is the other curve.
+    pl = [run("plrank-xgb", 1, [9.0] * 10, 9, 20.0, [0.1, 0.2, 0.4, 0.5, 0.6] + [0.6] * 5),
+          run("plrank-xgb", 2, [9.0] * 10, 9, 10.0, [0.5, 0.6, 0.65] + [0.6] * 7)]
+    table = ttm.quality_times({"lambdamart-xgb": lm, "plrank-xgb": pl})
+    # Fold 1: PL-Rank keeps 0.6 > 0.5, both to 0.5: PL-Rank round 4 of 10 (8 s of 20),
+    # LambdaMART round 2 of 4 (4 s of 8). Fold 2: PL-Rank keeps 0.6 < 0.7, both to 0.6:
+    # PL-Rank round 2 (2 s of 10), LambdaMART round 1 (1 s of 4). (8 + 2) / (4 + 1) = 2.
+    assert table == [["plrank-xgb", "lambdamart-xgb", "1 of 2", "4, 2", "2, 1", "2.00x"]]
+    section = "\n".join(ttm.quality_time_section({"lambdamart-xgb": lm, "plrank-xgb": pl}))
+    assert "| plrank-xgb | lambdamart-xgb | 1 of 2 | 4, 2 | 2, 1 | 2.00x |" in section
+    old = [replace(r, ranking_curve=None) for r in pl]
+    assert ttm.quality_times({"lambdamart-xgb": lm, "plrank-xgb": old}) == []
+    assert ttm.quality_time_section({"lambdamart-xgb": lm, "plrank-xgb": old}) == []
 
 
 def test_time_to_model_pairs_queries_across_folds() -> None:
