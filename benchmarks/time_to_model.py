@@ -304,6 +304,11 @@ def ranking_curve(run: Run) -> tuple[float, ...] | None:
     return run.ranking_curve or run.curve
 
 
+def _kept_quality(run: Run) -> float:
+    """The validation NDCG@k of ``run``'s kept model: its ranking curve at the kept round."""
+    return ranking_curve(run)[run.best_round - 1]
+
+
 def _reach(run: Run, target: float) -> int:
     """The first round (1-based) whose validation NDCG@k of the ranking reaches ``target``."""
     return int(np.flatnonzero(np.asarray(ranking_curve(run)) >= target)[0]) + 1
@@ -331,18 +336,17 @@ def quality_times(of: dict[str, list[Run]]) -> list[list[object]]:
         if not pairs or any(ranking_curve(r) is None or ranking_curve(b) is None
                             for r, b in pairs):
             continue
-        rounds = []
+        mine, own, ahead, reached = 0.0, 0.0, 0, []
         for r, b in pairs:
-            target = min(ranking_curve(r)[r.best_round - 1], ranking_curve(b)[b.best_round - 1])
-            rounds.append((r, b, _reach(r, target), _reach(b, target)))
-        mine = sum(r.seconds * t / r.rounds_run for r, b, t, u in rounds)
-        own = sum(b.seconds * u / b.rounds_run for r, b, t, u in rounds)
-        ahead = sum(ranking_curve(r)[r.best_round - 1] > ranking_curve(b)[b.best_round - 1]
-                    for r, b in pairs)
+            target = min(_kept_quality(r), _kept_quality(b))
+            t, u = _reach(r, target), _reach(b, target)
+            mine += r.seconds * t / r.rounds_run
+            own += b.seconds * u / b.rounds_run
+            ahead += _kept_quality(r) > target
+            reached.append((t, u))
         table.append([
-            row, base, f"{ahead} of {len(pairs)}",
-            ", ".join(str(t) for r, b, t, u in rounds),
-            ", ".join(str(u) for r, b, t, u in rounds), f"{mine / own:.2f}x",
+            row, base, f"{ahead} of {len(pairs)}", ", ".join(str(t) for t, u in reached),
+            ", ".join(str(u) for t, u in reached), f"{mine / own:.2f}x",
         ])
     return table
 

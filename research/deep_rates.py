@@ -46,9 +46,13 @@ from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, load_dataset, make_we
 from gbdt_plrank.harness.settings import TreeSettings
 from gbdt_plrank.metrics import ndcg
 
-#: The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`), as
-#: XGBoost parameters.
-TREES = {**TreeSettings().native_params("xgboost"), "tree_method": "hist", "base_score": 0.0}
+
+def tree_params(*, seed: int, n_jobs: int) -> dict[str, Any]:
+    """The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`) as
+    XGBoost parameters, with ``seed`` and ``n_jobs`` threads."""
+    return {**TreeSettings(n_jobs=n_jobs).native_params("xgboost", seed=seed),
+            "tree_method": "hist", "base_score": 0.0}
+
 
 #: The continuation's variants by default: the rankings per query, the Hessian modes, and the
 #: Newton step's length.
@@ -87,7 +91,7 @@ def curves(ds: LTRDataset, *, k: int, rounds: int, every: int, seed: int,
     lines = [f"| method | rounds | training NDCG@{k} | validation NDCG@{k} | spread of the "
              "validation margins | Hessian sum of a tree |", "|---|---:|---:|---:|---:|---:|"]
     for method in ("rank:ndcg", "plrank"):
-        params = {**TREES, "nthread": n_jobs, "seed": seed}
+        params = tree_params(seed=seed, n_jobs=n_jobs)
         kw: dict[str, Any] = {}
         if method == "rank:ndcg":
             params["objective"] = "rank:ndcg"
@@ -109,7 +113,7 @@ def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: lis
                  seed: int, n_jobs: int) -> list[str]:
     """The table of measurement 2."""
     tr, va = ds.train, ds.vali
-    params = {**TREES, "nthread": n_jobs, "seed": seed}
+    params = tree_params(seed=seed, n_jobs=n_jobs)
     dtr0 = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
     first = xgb.train(params, dtr0, num_boost_round=start,
                       obj=objective({"K": k}, seed=seed, n_jobs=n_jobs))
