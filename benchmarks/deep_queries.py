@@ -25,6 +25,7 @@ the library's training call up to the kept model.
     python benchmarks/deep_queries.py                          # every part (about 2 hours)
     python benchmarks/deep_queries.py --variants web-nonlinear --draws 1 --repeats 0
     python benchmarks/deep_queries.py --plrank 'N=100'         # a PL-Rank variant's rows too
+    python benchmarks/deep_queries.py --trees library-defaults # at each library's own trees
 
 It writes the tables to ``benchmarks/results/deep_queries.md`` (``--out``), every training's
 record to ``deep_queries.jsonl`` as it finishes (``--report-only`` rebuilds the tables from it).
@@ -63,9 +64,11 @@ CV_FOLDS = 5
 
 
 def _cross_validation(
-    *, methods: list[str], repeats: int, k: int, settings, variants, records: Path, echo
+    *, methods: list[str], repeats: int, k: int, trees: str, settings, variants, records: Path,
+    echo,
 ) -> list[ttm.Run]:
-    """Every method on every fold of ``repeats`` repeated cross-validations of mslr-sample."""
+    """Every method on every fold of ``repeats`` repeated cross-validations of mslr-sample, at
+    the tree ``settings`` of ``--trees trees``."""
     data = load_dataset("mslr-sample")
     rows = ttm._rows(methods, [], variants)
     runs = []
@@ -75,7 +78,7 @@ def _cross_validation(
             ds = type(ds)(ds.name, ds.train, ds.vali, without_empty_queries(ds.test))
             for row, method, plrank in rows:
                 r = ttm.train_run(ds, ttm.Run(row, method, CV_DATA, fold, 0.0, 0, 0, {}, repeat,
-                                              "harness"), settings=settings, k=k, plrank=plrank)
+                                              trees), settings=settings, k=k, plrank=plrank)
                 runs.append(r)
                 append_record(records, r.__dict__)
                 echo(f"{ds.name} {row}: {r.seconds:.2f} s, {r.rounds_run} rounds "
@@ -141,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
                              "comma-separated, one row per ';'-separated variant")
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--trees", choices=tuple(ttm.TREES), default="harness",
+                        help="the tree settings every method trains at (time_to_model.py's)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/deep_queries.md")
     parser.add_argument("--report-only", action="store_true",
@@ -174,16 +179,16 @@ def main(argv: list[str] | None = None) -> None:
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         records.write_text("")
-        settings = ttm.tree_settings("harness", rounds=args.rounds, n_jobs=args.threads)
+        settings = ttm.tree_settings(args.trees, rounds=args.rounds, n_jobs=args.threads)
         runs = []
         for draw in args.draws:  # draw by draw: an interrupted run has every variant alike
             for variant in args.variants:
                 runs += ttm.run(datasets=[variant], folds=[draw], methods=args.methods,
-                                stoppings=[], k=args.k, rounds=args.rounds, n_jobs=args.threads,
+                                stoppings=[], k=args.k, trees=args.trees, rounds=args.rounds, n_jobs=args.threads,
                                 seeds=(draw,), records=records, variants=variants)
         if args.repeats:
             runs += _cross_validation(methods=args.methods, repeats=args.repeats, k=args.k,
-                                      settings=settings, variants=variants, records=records,
+                                      trees=args.trees, settings=settings, variants=variants, records=records,
                                       echo=print)
     wall = time.perf_counter() - start
     web = [r for r in runs if r.data != CV_DATA]

@@ -558,3 +558,32 @@ def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
     dq.main(["--report-only", "--out", str(again)])
     table = [s for s in text.splitlines() if s.startswith("| ")]
     assert [s for s in again.read_text().splitlines() if s.startswith("| ")] == table
+
+
+def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--trees library-defaults`` reaches every training, of the web data and of the
+    cross-validation: each gets the libraries' own settings (no shared learning rate) and its
+    record names them, so that the report says which trees it compares at."""
+    from benchmarks import deep_queries as dq
+    from benchmarks import time_to_model as ttm
+
+    seen = []
+    real = ttm.train_run
+
+    def spy(ds, run, *, settings, **kwargs):
+        seen.append((run.data, run.trees, settings.learning_rate, settings.min_child_weight))
+        return real(ds, run, settings=settings, **kwargs)
+
+    monkeypatch.setattr(ttm, "train_run", spy)
+    out = tmp_path / "deep.md"
+    dq.main(["--variants", "web-linear", "--draws", "1", "--repeats", "1", "--methods",
+             "lambdamart-xgb", "--rounds", "2", "--threads", "1", "--trees",
+             "library-defaults", "--out", str(out)])
+    assert sorted({data for data, *_ in seen}) == [dq.CV_DATA, "web-linear"]
+    assert len(seen) == 1 + dq.CV_FOLDS
+    assert {(trees, rate, weight) for _, trees, rate, weight in seen} == {
+        ("library-defaults", None, None)}
+    assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
+    assert ttm.TREES["library-defaults"] in out.read_text()
