@@ -4,9 +4,9 @@ LETOR 4.0's queries are shallow (about 19 documents in MQ2008, 41 in MQ2007-agg,
 web search data have about 120 documents a query with a long tail, five grades and 2 to 3 % of
 the documents in the top two. This benchmark trains the harness's methods (by default XGBoost's
 ``rank:ndcg``, PL-Rank on XGBoost, LightGBM's ``lambdarank`` and PL-Rank on LightGBM: the
-README's path) at the harness's shared tree settings and stopping rule on such data, each timed
-to its kept model (evaluation and early stopping included) as :mod:`benchmarks.time_to_model`
-does:
+README's path) at the harness's shared tree settings (``--trees``: or at each library's own, as
+:mod:`benchmarks.time_to_model` names them) and stopping rule on such data, each timed to its
+kept model (evaluation and early stopping included) as :mod:`benchmarks.time_to_model` does:
 
 1. the synthetic web-shaped datasets of :func:`gbdt_plrank.load_dataset` (``"web-linear"``,
    ``"web-nonlinear"``, ``"web-noisy"``; :mod:`gbdt_plrank._synthetic` has the model), one
