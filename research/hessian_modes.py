@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+import gbdt_plrank  # noqa: F401  # isort: skip
 import lightgbm as lgb
 import numpy as np
 import xgboost as xgb
@@ -20,7 +22,7 @@ import xgboost as xgb
 from gbdt_plrank import plrank_objective
 from gbdt_plrank.datasets import load_dataset
 
-MODES = ("abs", "clip", "raw", "constant")
+MODES = ("abs", "clip", "raw", "constant", "denoised")
 K = 5
 
 
