@@ -64,11 +64,13 @@ CV_FOLDS = 5
 
 
 def _cross_validation(
-    *, methods: list[str], repeats: int, k: int, trees: str, settings, variants, records: Path,
-    echo,
+    *, methods: list[str], repeats: int, k: int, trees: str, rounds: int, n_jobs: int, variants,
+    records: Path, echo,
 ) -> list[ttm.Run]:
     """Every method on every fold of ``repeats`` repeated cross-validations of mslr-sample, at
-    the tree ``settings`` of ``--trees trees``."""
+    the tree settings ``--trees trees`` names (:func:`benchmarks.time_to_model.tree_settings`),
+    as :func:`benchmarks.time_to_model.run` trains the web data."""
+    settings = ttm.tree_settings(trees, rounds=rounds, n_jobs=n_jobs)
     data = load_dataset("mslr-sample")
     rows = ttm._rows(methods, [], variants)
     runs = []
@@ -179,24 +181,26 @@ def main(argv: list[str] | None = None) -> None:
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         records.write_text("")
-        settings = ttm.tree_settings(args.trees, rounds=args.rounds, n_jobs=args.threads)
         runs = []
         for draw in args.draws:  # draw by draw: an interrupted run has every variant alike
             for variant in args.variants:
                 runs += ttm.run(datasets=[variant], folds=[draw], methods=args.methods,
-                                stoppings=[], k=args.k, trees=args.trees, rounds=args.rounds, n_jobs=args.threads,
-                                seeds=(draw,), records=records, variants=variants)
+                                stoppings=[], k=args.k, trees=args.trees, rounds=args.rounds,
+                                n_jobs=args.threads, seeds=(draw,), records=records,
+                                variants=variants)
         if args.repeats:
             runs += _cross_validation(methods=args.methods, repeats=args.repeats, k=args.k,
-                                      trees=args.trees, settings=settings, variants=variants, records=records,
-                                      echo=print)
+                                      trees=args.trees, rounds=args.rounds, n_jobs=args.threads,
+                                      variants=variants, records=records, echo=print)
     wall = time.perf_counter() - start
     web = [r for r in runs if r.data != CV_DATA]
     cv = [r for r in runs if r.data == CV_DATA]
+    cv_only = f"## Deep queries\n\nWritten by `{command}`.\n" + (
+        f"\n{ttm._trees_line(cv)}" if cv else "")  # the web report names the trees otherwise
     markdown = "\n".join(
         part for part in (
             ttm.report(web, command).replace("## Time to a kept model", "## Deep queries", 1)
-            if web else f"## Deep queries\n\nWritten by `{command}`.\n",
+            if web else cv_only,
             cross_validation_report(cv) if cv else "",
         ) if part
     )

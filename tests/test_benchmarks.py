@@ -587,3 +587,7 @@ def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
         ("library-defaults", None, None)}
     assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
     assert ttm.TREES["library-defaults"] in out.read_text()
+    alone = tmp_path / "cv.md"  # the cross-validation alone names its trees too
+    dq.main(["--variants", "", "--repeats", "1", "--methods", "lambdamart-xgb", "--rounds", "2",
+             "--threads", "1", "--trees", "library-defaults", "--out", str(alone)])
+    assert ttm.TREES["library-defaults"] in alone.read_text()
