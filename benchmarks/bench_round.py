@@ -99,17 +99,32 @@ class Config:
     dask_partitions: int = 8
     nn_epochs: int = 6
     probe_methods: tuple[tuple[str, str], ...] = (
-        ("mslr", "library-auto"), ("mslr", "plrank3"), ("mslr", "plrank2"),
-        ("long", "library-auto"), ("long", "plrank3"),
+        ("mslr", "library-auto"),
+        ("mslr", "plrank3"),
+        ("mslr", "plrank2"),
+        ("long", "library-auto"),
+        ("long", "plrank3"),
     )
 
     @classmethod
     def quick(cls) -> Config:
         return cls(
-            mslr_queries=40, long_queries=4, Ks=(5, 10, 20), Ns=(10, 50), round_n=20, warm_rounds=2,
-            list_lengths=(120, 1000), growth_docs=6000,
-            xgb_rounds=3, reps=2, budget=0.2, max_cell_seconds=5.0,
-            dask_queries=200, dask_rounds=3, dask_partitions=4, nn_epochs=3,
+            mslr_queries=40,
+            long_queries=4,
+            Ks=(5, 10, 20),
+            Ns=(10, 50),
+            round_n=20,
+            warm_rounds=2,
+            list_lengths=(120, 1000),
+            growth_docs=6000,
+            xgb_rounds=3,
+            reps=2,
+            budget=0.2,
+            max_cell_seconds=5.0,
+            dask_queries=200,
+            dask_rounds=3,
+            dask_partitions=4,
+            nn_epochs=3,
             probe_methods=(("mslr", "library-auto"), ("mslr", "plrank3")),
         )
 
@@ -138,7 +153,10 @@ class Workspace:
 
     def plrank_params(self) -> dict[str, Any]:
         return {
-            "tree_method": "hist", "nthread": self.cfg.threads, "seed": 0, "base_score": 0.0,
+            "tree_method": "hist",
+            "nthread": self.cfg.threads,
+            "seed": 0,
+            "base_score": 0.0,
             "eval_metric": f"ndcg@{self.cfg.round_k}",
         }
 
@@ -146,7 +164,9 @@ class Workspace:
         """Margins after ``warm_rounds`` PL-Rank rounds (K=10, N=100): a realistic input."""
         if key not in self._margins:
             obj = gbdt_plrank.plrank_objective(
-                self.cfg.round_k, self.cfg.round_n, train_K=self.cfg.round_k,
+                self.cfg.round_k,
+                self.cfg.round_n,
+                train_K=self.cfg.round_k,
                 n_jobs=self.cfg.threads,
             )
             bst = xgboost.train(
@@ -185,7 +205,9 @@ def _time_rounds(step: Any, rounds: int) -> dict[str, Any]:
         step(i)
         times.append(time.perf_counter() - start)
     return {
-        "first_round_s": first, "times": times, "median": float(np.median(times)),
+        "first_round_s": first,
+        "times": times,
+        "median": float(np.median(times)),
         "mean": float(np.mean(times)),
     }
 
@@ -217,9 +239,7 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     full = _time_rounds(lambda i: plrank.update(dtrain, i, fobj=pl_obj), cfg.xgb_rounds)
     long_obj = gbdt_plrank.plrank_objective(K, N, train_K=train_K, n_jobs=threads)
     long_plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
-    full_long = _time_rounds(
-        lambda i: long_plrank.update(dtrain, i, fobj=long_obj), cfg.xgb_rounds
-    )
+    full_long = _time_rounds(lambda i: long_plrank.update(dtrain, i, fobj=long_obj), cfg.xgb_rounds)
 
     fair_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads, fairness="expected-exposure")
     fair_obj(zero, dtrain)
@@ -244,9 +264,10 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     stopped_plrank = xgboost.Booster(ws.plrank_params(), [dtrain, dvali])
     pl_stop_obj = gbdt_plrank.plrank_objective(K, N, n_jobs=threads)
     full_stop = _time_rounds(
-        lambda i: (stopped_plrank.update(dtrain, i, fobj=pl_stop_obj),
-                   stopped_plrank.eval_set([(dvali, "valid")], i,
-                                           feval=pl_stop_obj.expected_metric)),
+        lambda i: (
+            stopped_plrank.update(dtrain, i, fobj=pl_stop_obj),
+            stopped_plrank.eval_set([(dvali, "valid")], i, feval=pl_stop_obj.expected_metric),
+        ),
         cfg.xgb_rounds,
     )
 
@@ -255,63 +276,119 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     trees = _time_rounds(lambda i: fixed.boost(dtrain, i, grad=grad, hess=hess), cfg.xgb_rounds)
 
     rows = [
-        ["PL-Rank objective `obj(preds, dtrain)`, round-0 margins (all 0)", t_zero.median,
-         t_zero.median / xgb["median"], t_zero.median / full["median"]],
-        [f"PL-Rank objective, margins after {cfg.warm_rounds} rounds", t_warm.median,
-         t_warm.median / xgb["median"], t_warm.median / full["median"]],
-        [f"PL-Rank objective trained at K={train_K} (`PLRankRanker(K={K})`'s default "
-         "`train_K`), same margins", t_train.median, t_train.median / xgb["median"],
-         t_train.median / full["median"]],
-        ["PL-Rank fairness objective (`fairness='expected-exposure'`), same margins",
-         t_fair.median, t_fair.median / xgb["median"], t_fair.median / full["median"]],
-        ["XGBoost tree building only (`Booster.boost` with fixed grad/hess)", trees["median"],
-         trees["median"] / xgb["median"], trees["median"] / full["median"]],
-        ["full PL-Rank round (`Booster.update(fobj=obj)`: objective + tree)", full["median"],
-         full["median"] / xgb["median"], 1.0],
-        [f"full PL-Rank round trained at K={train_K} (`PLRankRanker(K={K})`'s default "
-         "`train_K`)", full_long["median"], full_long["median"] / xgb["median"],
-         full_long["median"] / full["median"]],
-        ["full PL-Rank fairness round (objective + tree)", fair_full["median"],
-         fair_full["median"] / xgb["median"], fair_full["median"] / full["median"]],
-        ["XGBoost `rank:ndcg` round (`Booster.update`)", xgb["median"], 1.0,
-         xgb["median"] / full["median"]],
-        [f"full PL-Rank round trained at K={train_K} + policy stopping (the ranker's defaults: "
-         f"the validation policy's expected NDCG@{K}, {EVAL_SAMPLES} rankings per query)",
-         full_stop["median"], full_stop["median"] / xgb["median"],
-         full_stop["median"] / full["median"]],
-        [f"XGBoost `rank:ndcg` round + NDCG@{K} of the validation set (its early stopping)",
-         xgb_eval["median"], xgb_eval["median"] / xgb["median"],
-         xgb_eval["median"] / full["median"]],
+        [
+            "PL-Rank objective `obj(preds, dtrain)`, round-0 margins (all 0)",
+            t_zero.median,
+            t_zero.median / xgb["median"],
+            t_zero.median / full["median"],
+        ],
+        [
+            f"PL-Rank objective, margins after {cfg.warm_rounds} rounds",
+            t_warm.median,
+            t_warm.median / xgb["median"],
+            t_warm.median / full["median"],
+        ],
+        [
+            f"PL-Rank objective trained at K={train_K} (`PLRankRanker(K={K})`'s default "
+            "`train_K`), same margins",
+            t_train.median,
+            t_train.median / xgb["median"],
+            t_train.median / full["median"],
+        ],
+        [
+            "PL-Rank fairness objective (`fairness='expected-exposure'`), same margins",
+            t_fair.median,
+            t_fair.median / xgb["median"],
+            t_fair.median / full["median"],
+        ],
+        [
+            "XGBoost tree building only (`Booster.boost` with fixed grad/hess)",
+            trees["median"],
+            trees["median"] / xgb["median"],
+            trees["median"] / full["median"],
+        ],
+        [
+            "full PL-Rank round (`Booster.update(fobj=obj)`: objective + tree)",
+            full["median"],
+            full["median"] / xgb["median"],
+            1.0,
+        ],
+        [
+            f"full PL-Rank round trained at K={train_K} (`PLRankRanker(K={K})`'s default "
+            "`train_K`)",
+            full_long["median"],
+            full_long["median"] / xgb["median"],
+            full_long["median"] / full["median"],
+        ],
+        [
+            "full PL-Rank fairness round (objective + tree)",
+            fair_full["median"],
+            fair_full["median"] / xgb["median"],
+            fair_full["median"] / full["median"],
+        ],
+        [
+            "XGBoost `rank:ndcg` round (`Booster.update`)",
+            xgb["median"],
+            1.0,
+            xgb["median"] / full["median"],
+        ],
+        [
+            f"full PL-Rank round trained at K={train_K} + policy stopping (the ranker's defaults: "
+            f"the validation policy's expected NDCG@{K}, {EVAL_SAMPLES} rankings per query)",
+            full_stop["median"],
+            full_stop["median"] / xgb["median"],
+            full_stop["median"] / full["median"],
+        ],
+        [
+            f"XGBoost `rank:ndcg` round + NDCG@{K} of the validation set (its early stopping)",
+            xgb_eval["median"],
+            xgb_eval["median"] / xgb["median"],
+            xgb_eval["median"] / full["median"],
+        ],
     ]
-    md = "\n\n".join([
-        f"## Objective time per round vs one XGBoost round (K={K}, N={N}, {threads} threads)",
-        _data_line(data),
-        f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also sketches "
-        f"the feature quantiles, is left out); tree_method=hist, nthread={threads}, default "
-        "depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
-        "hessian='abs'). The fairness rows add `fairness='expected-exposure'` (weight 1): "
-        f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
-        "here (goal: at most 1.3x; it also runs queries without relevant documents, which the "
-        "relevance objective skips). A ranker judged at NDCG@K trains at "
-        f"K={train_K} by default (`train_K=\"auto\"`): its objective costs "
-        f"{t_train.median / xgb['median']:.2f}x a LambdaMART round, and its round "
-        f"{full_long['median'] / xgb['median']:.2f}x. The last two rows add "
-        f"each method's early stopping on a validation set of {vali.n_queries} MSLR-shaped "
-        "queries after every round: with the ranker's defaults a PL-Rank round costs "
-        f"{full_stop['median'] / xgb_eval['median']:.2f}x a LambdaMART round.",
-        harness.markdown_table(
-            ["what", "seconds", "/ XGBoost rank:ndcg round", "/ full PL-Rank round"], rows
-        ),
-        note,
-    ])
+    md = "\n\n".join(
+        [
+            f"## Objective time per round vs one XGBoost round (K={K}, N={N}, {threads} threads)",
+            _data_line(data),
+            f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also sketches "
+            f"the feature quantiles, is left out); tree_method=hist, nthread={threads}, default "
+            "depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
+            "hessian='abs'). The fairness rows add `fairness='expected-exposure'` (weight 1): "
+            f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
+            "here (goal: at most 1.3x; it also runs queries without relevant documents, which the "
+            "relevance objective skips). A ranker judged at NDCG@K trains at "
+            f'K={train_K} by default (`train_K="auto"`): its objective costs '
+            f"{t_train.median / xgb['median']:.2f}x a LambdaMART round, and its round "
+            f"{full_long['median'] / xgb['median']:.2f}x. The last two rows add "
+            f"each method's early stopping on a validation set of {vali.n_queries} MSLR-shaped "
+            "queries after every round: with the ranker's defaults a PL-Rank round costs "
+            f"{full_stop['median'] / xgb_eval['median']:.2f}x a LambdaMART round.",
+            harness.markdown_table(
+                ["what", "seconds", "/ XGBoost rank:ndcg round", "/ full PL-Rank round"], rows
+            ),
+            note,
+        ]
+    )
     raw = {
-        "config": {"K": K, "N": N, "threads": threads, "warm_rounds": cfg.warm_rounds,
-                   "rounds": cfg.xgb_rounds, "xgboost_params": ndcg_params},
+        "config": {
+            "K": K,
+            "N": N,
+            "threads": threads,
+            "warm_rounds": cfg.warm_rounds,
+            "rounds": cfg.xgb_rounds,
+            "xgboost_params": ndcg_params,
+        },
         "data": data.summary(),
-        "objective_round0": t_zero, "objective_warm": t_warm, "objective_warm_at_train_K": t_train,
-        "xgboost_rank_ndcg_round": xgb, "plrank_full_round": full, "tree_building_only": trees,
-        "train_K": train_K, "plrank_full_round_at_train_K": full_long,
-        "fairness_objective_warm": t_fair, "fairness_full_round": fair_full,
+        "objective_round0": t_zero,
+        "objective_warm": t_warm,
+        "objective_warm_at_train_K": t_train,
+        "xgboost_rank_ndcg_round": xgb,
+        "plrank_full_round": full,
+        "tree_building_only": trees,
+        "train_K": train_K,
+        "plrank_full_round_at_train_K": full_long,
+        "fairness_objective_warm": t_fair,
+        "fairness_full_round": fair_full,
         "plrank_round_with_policy_stopping": full_stop,
         "xgboost_round_with_ndcg_evaluation": xgb_eval,
         "ratio_stopped_plrank_to_stopped_xgboost_round": full_stop["median"] / xgb_eval["median"],
@@ -331,8 +408,12 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 def _equal_lists(cfg: Config, length: int) -> synthetic.RankingData:
     """About ``cfg.growth_docs`` documents in queries of exactly ``length`` documents."""
     return synthetic.make_dataset(
-        n_queries=max(1, cfg.growth_docs // length), mean_docs=float(length), sigma=1e-9,
-        max_docs=length, features=False, name=f"{length} docs/query",
+        n_queries=max(1, cfg.growth_docs // length),
+        mean_docs=float(length),
+        sigma=1e-9,
+        max_docs=length,
+        features=False,
+        name=f"{length} docs/query",
     )
 
 
@@ -352,9 +433,20 @@ def _objectives_vs_round(
     xgb = _time_rounds(lambda i: lambdamart.update(dtrain, i), cfg.xgb_rounds)
     name = data.summary()["name"]
     rows = [
-        [name, f"PiRank objective (tau {pirank.tau:g})", t_pi.median,
-         t_pi.median / xgb["median"], t_pi.median / t_pl.median],
-        [name, f"PL-Rank objective (N={plrank.options.training_N})", t_pl.median, t_pl.median / xgb["median"], 1.0],
+        [
+            name,
+            f"PiRank objective (tau {pirank.tau:g})",
+            t_pi.median,
+            t_pi.median / xgb["median"],
+            t_pi.median / t_pl.median,
+        ],
+        [
+            name,
+            f"PL-Rank objective (N={plrank.options.training_N})",
+            t_pl.median,
+            t_pl.median / xgb["median"],
+            1.0,
+        ],
         [name, "XGBoost `rank:ndcg` round", xgb["median"], 1.0, xgb["median"] / t_pl.median],
     ]
     return rows, {"data": data.summary(), "pirank": t_pi, "plrank": t_pl, "xgboost_round": xgb}
@@ -385,42 +477,62 @@ def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     for length, data in lists.items():
         t_pi, t_pl = timed[f"pirank {length}"], timed[f"plrank {length}"]
         ns = 1e9 / data.n_docs
-        growth.append([length, data.n_queries, t_pi.median, ns * t_pi.median, t_pl.median,
-                       ns * t_pl.median])
-        raw["growth"].append({"length": length, "data": data.summary(), "pirank": t_pi,
-                              "plrank": t_pl})
+        growth.append(
+            [length, data.n_queries, t_pi.median, ns * t_pi.median, t_pl.median, ns * t_pl.median]
+        )
+        raw["growth"].append(
+            {"length": length, "data": data.summary(), "pirank": t_pi, "plrank": t_pl}
+        )
     first = growth[0]
     exponents = [
-        [f"{first[0]} -> {row[0]}",
-         float(np.log((row[2] / row[1]) / (first[2] / first[1])) / np.log(row[0] / first[0]))]
+        [
+            f"{first[0]} -> {row[0]}",
+            float(np.log((row[2] / row[1]) / (first[2] / first[1])) / np.log(row[0] / first[0])),
+        ]
         for row in growth[1:]
     ]
-    md = "\n\n".join([
-        f"## PiRank objective time (K={K}, tau {tau:g}, {threads} threads)",
-        f"Seconds per call on margins after {cfg.warm_rounds} PL-Rank rounds, next to the "
-        f"PL-Rank objective (K={K}, N={N}, hessian='abs') and one XGBoost `rank:ndcg` round "
-        f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank computes "
-        "the exact top-K NeuralSort loss, gradient and Hessian diagonal in O(L log L + K L) per "
-        "query of L documents (one sort, then sums over the documents above and below each one).",
-        harness.markdown_table(
-            ["data", "what", "seconds", "/ XGBoost rank:ndcg round", "/ PL-Rank objective"], rows
-        ),
-        f"### Growth with the list length ({cfg.growth_docs:,} documents in queries of equal "
-        f"length L, labels as MSLR, normal margins; each objective called as the booster "
-        f"calls it, its rewards cached; the lengths timed in turns)",
-        "Linear cost per query (O(L) at fixed K) means a constant time per document; the "
-        "quadratic NeuralSort matrix (O(L^2)) would double the time per document with every "
-        "doubling of L. The exponent column is log(time per query ratio) / log(L ratio): 1 for "
-        "linear, 2 for quadratic.",
-        harness.markdown_table(
-            ["L", "queries", "PiRank s", "PiRank ns / document", "PL-Rank s",
-             "PL-Rank ns / document"], growth,
-        ),
-        harness.markdown_table(["L", "PiRank cost exponent per query"], exponents),
-        note,
-    ])
-    raw["config"] = {"K": K, "N": N, "tau": tau, "threads": threads,
-                     "list_lengths": cfg.list_lengths, "growth_docs": cfg.growth_docs}
+    md = "\n\n".join(
+        [
+            f"## PiRank objective time (K={K}, tau {tau:g}, {threads} threads)",
+            f"Seconds per call on margins after {cfg.warm_rounds} PL-Rank rounds, next to the "
+            f"PL-Rank objective (K={K}, N={N}, hessian='abs') and one XGBoost `rank:ndcg` round "
+            f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank computes "
+            "the exact top-K NeuralSort loss, gradient and Hessian diagonal in O(L log L + K L) per "
+            "query of L documents (one sort, then sums over the documents above and below each one).",
+            harness.markdown_table(
+                ["data", "what", "seconds", "/ XGBoost rank:ndcg round", "/ PL-Rank objective"],
+                rows,
+            ),
+            f"### Growth with the list length ({cfg.growth_docs:,} documents in queries of equal "
+            f"length L, labels as MSLR, normal margins; each objective called as the booster "
+            f"calls it, its rewards cached; the lengths timed in turns)",
+            "Linear cost per query (O(L) at fixed K) means a constant time per document; the "
+            "quadratic NeuralSort matrix (O(L^2)) would double the time per document with every "
+            "doubling of L. The exponent column is log(time per query ratio) / log(L ratio): 1 for "
+            "linear, 2 for quadratic.",
+            harness.markdown_table(
+                [
+                    "L",
+                    "queries",
+                    "PiRank s",
+                    "PiRank ns / document",
+                    "PL-Rank s",
+                    "PL-Rank ns / document",
+                ],
+                growth,
+            ),
+            harness.markdown_table(["L", "PiRank cost exponent per query"], exponents),
+            note,
+        ]
+    )
+    raw["config"] = {
+        "K": K,
+        "N": N,
+        "tau": tau,
+        "threads": threads,
+        "list_lengths": cfg.list_lengths,
+        "growth_docs": cfg.growth_docs,
+    }
     raw["exponents"] = exponents
     raw["load_average"] = os.getloadavg()
     return md, raw
@@ -431,13 +543,19 @@ def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 # --------------------------------------------------------------------------------------------
 def _estimate(results: dict[tuple[str, int, int], Any], method: str, N: int, K: int) -> float:
     """Predicted seconds of a cell from a measured cell with fewer samples or a smaller K."""
-    smaller_n = [n for (m, n, k) in results if m == method and k == K and n < N
-                 and isinstance(results[m, n, k], harness.Timing)]
+    smaller_n = [
+        n
+        for (m, n, k) in results
+        if m == method and k == K and n < N and isinstance(results[m, n, k], harness.Timing)
+    ]
     if smaller_n:
         n = max(smaller_n)
         return results[method, n, K].median * N / n
-    smaller_k = [k for (m, n, k) in results if m == method and n == N and k < K
-                 and isinstance(results[m, n, k], harness.Timing)]
+    smaller_k = [
+        k
+        for (m, n, k) in results
+        if m == method and n == N and k < K and isinstance(results[m, n, k], harness.Timing)
+    ]
     if smaller_k:
         k = max(smaller_k)
         return results[method, N, k].median * K / k
@@ -459,10 +577,13 @@ def _table2_one(cfg: Config, ws: Workspace, key: str) -> tuple[str, dict[str, An
                 fn = estimator(method)
                 results[method, N, K] = harness.measure(
                     lambda fn=fn, K=K, N=N: fn(margins, y, ptr, K, N, cfg.threads),
-                    reps=cfg.reps, budget=cfg.budget,
+                    reps=cfg.reps,
+                    budget=cfg.budget,
                 )
-                print(f"  {key} N={N} K={K} {method}: {results[method, N, K].median:.3g} s",
-                      flush=True)
+                print(
+                    f"  {key} N={N} K={K} {method}: {results[method, N, K].median:.3g} s",
+                    flush=True,
+                )
 
     def cell(method: str, N: int, K: int) -> object:
         r = results[method, N, K]
@@ -476,22 +597,32 @@ def _table2_one(cfg: Config, ws: Workspace, key: str) -> tuple[str, dict[str, An
 
     head = ["method", "N"] + [f"K={K}" for K in cfg.Ks]
     times = [[LABELS[m], N] + [cell(m, N, K) for K in cfg.Ks] for m in METHODS for N in cfg.Ns]
-    speed = [[f"{LABELS[m]} / library auto", N] + [ratio(m, N, K) for K in cfg.Ks]
-             for m in ("plrank3", "plrank2") for N in cfg.Ns]
+    speed = [
+        [f"{LABELS[m]} / library auto", N] + [ratio(m, N, K) for K in cfg.Ks]
+        for m in ("plrank3", "plrank2")
+        for N in cfg.Ns
+    ]
     short = ", ".join(f"K={K}: {np.mean(data.sizes < K):.0%}" for K in cfg.Ks)
-    md = "\n\n".join([
-        f"### {data.name}",
-        _data_line(data) + f" Queries with fewer than K documents (rankings of all D): {short}.",
-        "Seconds per round (all queries; gradient and Hessian except PL-Rank-2):",
-        harness.markdown_table(head, times),
-        "Speedup of the library (sampler=auto) over the baselines (baseline time / library time):",
-        harness.markdown_table(head, speed),
-    ])
+    md = "\n\n".join(
+        [
+            f"### {data.name}",
+            _data_line(data)
+            + f" Queries with fewer than K documents (rankings of all D): {short}.",
+            "Seconds per round (all queries; gradient and Hessian except PL-Rank-2):",
+            harness.markdown_table(head, times),
+            "Speedup of the library (sampler=auto) over the baselines (baseline time / library time):",
+            harness.markdown_table(head, speed),
+        ]
+    )
     raw = {
         "data": data.summary(),
         "cells": [
-            {"method": m, "N": n, "K": k,
-             "result": r.as_dict() if isinstance(r, harness.Timing) else r}
+            {
+                "method": m,
+                "N": n,
+                "K": k,
+                "result": r.as_dict() if isinstance(r, harness.Timing) else r,
+            }
             for (m, n, k), r in results.items()
         ],
     }
@@ -508,20 +639,26 @@ def section_table2(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         md, r = _table2_one(cfg, ws, key)
         parts.append(md)
         raw[key] = r
-    md = "\n\n".join([
-        f"## Time per round as in Table 2 of Oosterhuis (SIGIR 2022) ({cfg.threads} threads)",
-        "Every method estimates the NDCG@K gradient (and, except PL-Rank-2, the Hessian) from N "
-        f"sampled rankings per query, on margins after {cfg.warm_rounds} PL-Rank boosting rounds. "
-        "The library is `plrank_grad_hess(..., hessian='raw')`; both baselines draw each ranking "
-        "by Gumbel top-K over all D documents (two logarithms per document and sample). A cell "
-        "whose time, extrapolated "
-        "linearly from a measured cell with a smaller N or K, exceeds "
-        f"{cfg.max_cell_seconds:.0f} s is skipped and says so.",
-        *parts,
-        note,
-    ])
-    raw["config"] = {"Ks": cfg.Ks, "Ns": cfg.Ns, "threads": cfg.threads,
-                     "max_cell_seconds": cfg.max_cell_seconds}
+    md = "\n\n".join(
+        [
+            f"## Time per round as in Table 2 of Oosterhuis (SIGIR 2022) ({cfg.threads} threads)",
+            "Every method estimates the NDCG@K gradient (and, except PL-Rank-2, the Hessian) from N "
+            f"sampled rankings per query, on margins after {cfg.warm_rounds} PL-Rank boosting rounds. "
+            "The library is `plrank_grad_hess(..., hessian='raw')`; both baselines draw each ranking "
+            "by Gumbel top-K over all D documents (two logarithms per document and sample). A cell "
+            "whose time, extrapolated "
+            "linearly from a measured cell with a smaller N or K, exceeds "
+            f"{cfg.max_cell_seconds:.0f} s is skipped and says so.",
+            *parts,
+            note,
+        ]
+    )
+    raw["config"] = {
+        "Ks": cfg.Ks,
+        "Ns": cfg.Ns,
+        "threads": cfg.threads,
+        "max_cell_seconds": cfg.max_cell_seconds,
+    }
     raw["load_average"] = os.getloadavg()
     return md, raw
 
@@ -541,8 +678,12 @@ def _probe(args: list[str], env: dict[str, str] | None = None) -> dict[str, Any]
         p for p in (str(REPO), full_env.get("PYTHONPATH", "")) if p
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.probes", *args], cwd=REPO, env=full_env,
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "benchmarks.probes", *args],
+        cwd=REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise RuntimeError(f"probe {args} failed:\n{proc.stderr}")
@@ -561,37 +702,81 @@ def section_threads(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     for dataset, method in cfg.probe_methods:
         queries = cfg.mslr_queries if dataset == "mslr" else cfg.long_queries
         for n_jobs in sorted({1, cfg.threads}):
-            result = _probe([
-                "memory", "--method", method, "--dataset", dataset, "--queries", str(queries),
-                "--K", str(K), "--N", str(N), "--n-jobs", str(n_jobs), "--reps", str(cfg.reps),
-                "--budget", str(cfg.budget),
-            ])
+            result = _probe(
+                [
+                    "memory",
+                    "--method",
+                    method,
+                    "--dataset",
+                    dataset,
+                    "--queries",
+                    str(queries),
+                    "--K",
+                    str(K),
+                    "--N",
+                    str(N),
+                    "--n-jobs",
+                    str(n_jobs),
+                    "--reps",
+                    str(cfg.reps),
+                    "--budget",
+                    str(cfg.budget),
+                ]
+            )
             runs.append(result)
-            print(f"  {dataset} {method} n_jobs={n_jobs}: {result['timing']['median']:.3g} s",
-                  flush=True)
+            print(
+                f"  {dataset} {method} n_jobs={n_jobs}: {result['timing']['median']:.3g} s",
+                flush=True,
+            )
     rows = []
     for r in runs:
-        one = next(x for x in runs if x["method"] == r["method"] and x["dataset"] == r["dataset"]
-                   and x["n_jobs"] == 1)
-        rows.append([
-            r["dataset"], LABELS[r["method"]], r["n_jobs"], r["timing"]["median"],
-            one["timing"]["median"] / r["timing"]["median"], _mb(r["input_kb"]),
-            _mb(r["rss_before_kb"]), _mb(r["peak_kb"]), _mb(r["peak_increase_kb"]),
-        ])
+        one = next(
+            x
+            for x in runs
+            if x["method"] == r["method"] and x["dataset"] == r["dataset"] and x["n_jobs"] == 1
+        )
+        rows.append(
+            [
+                r["dataset"],
+                LABELS[r["method"]],
+                r["n_jobs"],
+                r["timing"]["median"],
+                one["timing"]["median"] / r["timing"]["median"],
+                _mb(r["input_kb"]),
+                _mb(r["rss_before_kb"]),
+                _mb(r["peak_kb"]),
+                _mb(r["peak_increase_kb"]),
+            ]
+        )
     exact = all(r["peak_reset"] for r in runs)
-    md = "\n\n".join([
-        f"## Thread scaling and peak memory (K={K}, N={N}; one fresh process per row)",
-        "Random normal margins. Memory: resident set size before the call, its peak during one "
-        "call on the full data, and the difference (the call's own working memory, Numba's "
-        "allocations included). "
-        + ("The peak mark was reset before the call (`/proc/self/clear_refs`)." if exact else
-           "The peak mark could not be reset: the peak is the process's whole-life peak."),
-        harness.markdown_table(
-            ["data", "method", "threads", "seconds", "speedup vs 1 thread", "input MB",
-             "RSS before MB", "peak RSS MB", "peak increase MB"], rows,
-        ),
-        note,
-    ])
+    md = "\n\n".join(
+        [
+            f"## Thread scaling and peak memory (K={K}, N={N}; one fresh process per row)",
+            "Random normal margins. Memory: resident set size before the call, its peak during one "
+            "call on the full data, and the difference (the call's own working memory, Numba's "
+            "allocations included). "
+            + (
+                "The peak mark was reset before the call (`/proc/self/clear_refs`)."
+                if exact
+                else "The peak mark could not be reset: the peak is the process's whole-life peak."
+            ),
+            harness.markdown_table(
+                [
+                    "data",
+                    "method",
+                    "threads",
+                    "seconds",
+                    "speedup vs 1 thread",
+                    "input MB",
+                    "RSS before MB",
+                    "peak RSS MB",
+                    "peak increase MB",
+                ],
+                rows,
+            ),
+            note,
+        ]
+    )
     return md, {"runs": runs, "load_average": os.getloadavg()}
 
 
@@ -607,37 +792,70 @@ def section_compile(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         warm_training = _probe(["first-training", *threads], env={"NUMBA_CACHE_DIR": cache})
     caches = ("none (empty NUMBA_CACHE_DIR)", "on disk (same dir again)")
     rows = [
-        [name, r["import_s"], r["first_call_s"], r["second_call_s"], r["first_from_rankings_s"],
-         r["cache_files_after"]]
+        [
+            name,
+            r["import_s"],
+            r["first_call_s"],
+            r["second_call_s"],
+            r["first_from_rankings_s"],
+            r["cache_files_after"],
+        ]
         for name, r in zip(caches, (cold, warm))
     ]
     training_rows = [
-        [name, r["import_s"], r["first_training_s"], r["second_training_s"], len(r["kernels"]),
-         r["specialisations"]]
+        [
+            name,
+            r["import_s"],
+            r["first_training_s"],
+            r["second_training_s"],
+            len(r["kernels"]),
+            r["specialisations"],
+        ]
         for name, r in zip(caches, (cold_training, warm_training))
     ]
-    md = "\n\n".join([
-        "## First-call (compile) time in a fresh process",
-        "Written by `python benchmarks/bench_round.py --sections compile` (and `make bench`). "
-        "`import gbdt_plrank`, then the first and second `plrank_grad_hess` call on a tiny input, "
-        "then the first `plrank_grad_hess_from_rankings` call, in seconds.",
-        harness.markdown_table(
-            ["Numba cache", "import", "first call", "second call", "first from_rankings",
-             "cache files"], rows,
-        ),
-        "The README's first training, in another fresh process: `import gbdt_plrank`, then "
-        "`xgboost.train` with `plrank_objective()` and `custom_metric=obj.standardized_metric` "
-        f"for 2 rounds on MQ2008 Fold1 ({cfg.threads} threads), then the same call again, in "
-        "seconds; the kernels it compiled and their specialisations (listed in the "
-        "`compile_time.json` the command writes).",
-        harness.markdown_table(
-            ["Numba cache", "import", "first training", "second training", "kernels compiled",
-             "specialisations"], training_rows,
-        ),
-        note,
-    ])
-    return md, {"no_cache": cold, "cache": warm, "first_training_no_cache": cold_training,
-                "first_training_cache": warm_training, "load_average": os.getloadavg()}
+    md = "\n\n".join(
+        [
+            "## First-call (compile) time in a fresh process",
+            "Written by `python benchmarks/bench_round.py --sections compile` (and `make bench`). "
+            "`import gbdt_plrank`, then the first and second `plrank_grad_hess` call on a tiny input, "
+            "then the first `plrank_grad_hess_from_rankings` call, in seconds.",
+            harness.markdown_table(
+                [
+                    "Numba cache",
+                    "import",
+                    "first call",
+                    "second call",
+                    "first from_rankings",
+                    "cache files",
+                ],
+                rows,
+            ),
+            "The README's first training, in another fresh process: `import gbdt_plrank`, then "
+            "`xgboost.train` with `plrank_objective()` and `custom_metric=obj.standardized_metric` "
+            f"for 2 rounds on MQ2008 Fold1 ({cfg.threads} threads), then the same call again, in "
+            "seconds; the kernels it compiled and their specialisations (listed in the "
+            "`compile_time.json` the command writes).",
+            harness.markdown_table(
+                [
+                    "Numba cache",
+                    "import",
+                    "first training",
+                    "second training",
+                    "kernels compiled",
+                    "specialisations",
+                ],
+                training_rows,
+            ),
+            note,
+        ]
+    )
+    return md, {
+        "no_cache": cold,
+        "cache": warm,
+        "first_training_no_cache": cold_training,
+        "first_training_cache": warm_training,
+        "load_average": os.getloadavg(),
+    }
 
 
 def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
@@ -646,15 +864,17 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
 
     note = _noise_note(cfg)
     result = dask_scaling.measure(cfg.dask_queries, cfg.dask_rounds, cfg.dask_partitions)
-    md = "\n\n".join([
-        "## Dask: seconds per round on 1 and 2 local workers",
-        f"{result['data']}; `xgboost.dask.train`, depth 6, eta 0.1, single-threaded worker "
-        "processes. PL-Rank: the keyed objective (K=10, N=100); LambdaMART: `rank:ndcg`. A round "
-        "is the median time between the ends of consecutive rounds; the ratio 1 worker / "
-        "2 workers is the speed-up, bounded by the cores other processes leave free.",
-        dask_scaling.table(result["rows"]),
-        note,
-    ])
+    md = "\n\n".join(
+        [
+            "## Dask: seconds per round on 1 and 2 local workers",
+            f"{result['data']}; `xgboost.dask.train`, depth 6, eta 0.1, single-threaded worker "
+            "processes. PL-Rank: the keyed objective (K=10, N=100); LambdaMART: `rank:ndcg`. A round "
+            "is the median time between the ends of consecutive rounds; the ratio 1 worker / "
+            "2 workers is the speed-up, bounded by the cores other processes leave free.",
+            dask_scaling.table(result["rows"]),
+            note,
+        ]
+    )
     return md, {**result, "load_average": os.getloadavg()}
 
 
@@ -668,8 +888,12 @@ def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) ->
     ends: list[float] = []
     options = PLRankOptions.checked(K=cfg.round_k, train_K=cfg.round_k, N=cfg.round_n)
     plan = plrank_plan(
-        options, stopping_metric="policy", seed=0, n_jobs=cfg.threads,
-        n_estimators=cfg.nn_epochs, early_stopping_rounds=None,
+        options,
+        stopping_metric="policy",
+        seed=0,
+        n_jobs=cfg.threads,
+        n_estimators=cfg.nn_epochs,
+        early_stopping_rounds=None,
         callbacks=[lambda epoch, history: ends.append(time.perf_counter())],
     )
     qid = np.repeat(np.arange(data.n_queries), data.sizes)
@@ -690,31 +914,51 @@ def section_nn(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     pl_obj = gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads)
     plrank = xgboost.Booster(ws.plrank_params(), [dtrain])
     xgb_plrank = _time_rounds(lambda i: plrank.update(dtrain, i, fobj=pl_obj), cfg.xgb_rounds)
-    ndcg_params = {"tree_method": "hist", "nthread": threads, "seed": 0,
-                   "objective": "rank:ndcg", "eval_metric": f"ndcg@{K}"}
+    ndcg_params = {
+        "tree_method": "hist",
+        "nthread": threads,
+        "seed": 0,
+        "objective": "rank:ndcg",
+        "eval_metric": f"ndcg@{K}",
+    }
     lambdamart = xgboost.Booster(ndcg_params, [dtrain])
     xgb_ndcg = _time_rounds(lambda i: lambdamart.update(dtrain, i), cfg.xgb_rounds)
     base = xgb_plrank["median"]
     rows = [
-        *[[f"network, {b} queries per step: one epoch", f"{r['median']:.4f}",
-           f"{r['median'] / base:.2f}"] for b, r in networks.items()],
+        *[
+            [
+                f"network, {b} queries per step: one epoch",
+                f"{r['median']:.4f}",
+                f"{r['median'] / base:.2f}",
+            ]
+            for b, r in networks.items()
+        ],
         ["XGBoost, PL-Rank objective: one round", f"{base:.4f}", "1.00"],
-        ["XGBoost, rank:ndcg: one round", f"{xgb_ndcg['median']:.4f}",
-         f"{xgb_ndcg['median'] / base:.2f}"],
+        [
+            "XGBoost, rank:ndcg: one round",
+            f"{xgb_ndcg['median']:.4f}",
+            f"{xgb_ndcg['median'] / base:.2f}",
+        ],
     ]
-    md = "\n\n".join([
-        "## The PL-Rank network: seconds per epoch against a GBDT round",
-        _data_line(data),
-        f"PL-Rank at K={K} (train_K={K}), N={N}, {threads} threads. Network: the torch backend "
-        "of `plrank-nn` (2 sigmoid layers of 32 units, Adam; each epoch visits every query "
-        "once), median over epochs after the first, no evaluation. XGBoost: depth 6 "
-        "(default), `hist`, median over rounds after round 0. An epoch sees every training "
-        "query once, as a boosting round does, but makes one optimiser step per batch.",
-        harness.markdown_table(["step", "seconds (median)", "x PL-Rank round"], rows),
-        note,
-    ])
-    raw = {"network": networks, "xgboost_plrank": xgb_plrank, "xgboost_ndcg": xgb_ndcg,
-           "load_average": os.getloadavg()}
+    md = "\n\n".join(
+        [
+            "## The PL-Rank network: seconds per epoch against a GBDT round",
+            _data_line(data),
+            f"PL-Rank at K={K} (train_K={K}), N={N}, {threads} threads. Network: the torch backend "
+            "of `plrank-nn` (2 sigmoid layers of 32 units, Adam; each epoch visits every query "
+            "once), median over epochs after the first, no evaluation. XGBoost: depth 6 "
+            "(default), `hist`, median over rounds after round 0. An epoch sees every training "
+            "query once, as a boosting round does, but makes one optimiser step per batch.",
+            harness.markdown_table(["step", "seconds (median)", "x PL-Rank round"], rows),
+            note,
+        ]
+    )
+    raw = {
+        "network": networks,
+        "xgboost_plrank": xgb_plrank,
+        "xgboost_ndcg": xgb_ndcg,
+        "load_average": os.getloadavg(),
+    }
     return md, raw
 
 
@@ -732,12 +976,20 @@ RUNNERS = {
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="PL-Rank benchmark suite (see the module doc).")
     parser.add_argument("--quick", action="store_true", help="tiny smoke configuration (seconds)")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results",
-                        help="output folder (default benchmarks/results)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "results",
+        help="output folder (default benchmarks/results)",
+    )
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--threads", type=int, default=2, help="threads of every method")
-    parser.add_argument("--max-cell-seconds", type=float, default=None,
-                        help="skip Table 2 cells predicted to take longer (default 60)")
+    parser.add_argument(
+        "--max-cell-seconds",
+        type=float,
+        default=None,
+        help="skip Table 2 cells predicted to take longer (default 60)",
+    )
     args = parser.parse_args(argv)
     cfg = Config.quick() if args.quick else Config()
     cfg = replace(cfg, threads=args.threads)
@@ -760,8 +1012,10 @@ def main(argv: list[str] | None = None) -> None:
     summary.append(f"Total benchmark time: {total:.0f} s.")
     (args.out / "summary.md").write_text("\n\n".join(summary) + "\n")
     (args.out / "environment.json").write_text(
-        json.dumps({**env, "config": asdict(cfg), "total_seconds": total, "quick": args.quick},
-                   indent=2) + "\n"
+        json.dumps(
+            {**env, "config": asdict(cfg), "total_seconds": total, "quick": args.quick}, indent=2
+        )
+        + "\n"
     )
     print(f"results in {args.out} ({total:.0f} s)", flush=True)
 

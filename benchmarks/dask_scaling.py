@@ -71,12 +71,18 @@ def placed_partitions(
     spans = list(itertools.pairwise(cuts))
     arrays = []
     for values in (X, y, qid):
-        parts = [client.scatter(values[a:b], workers=[workers[i % len(workers)]])
-                 for i, (a, b) in enumerate(spans)]
-        arrays.append(da.concatenate([
-            da.from_delayed(f, shape=(b - a, *values.shape[1:]), dtype=values.dtype)
-            for f, (a, b) in zip(parts, spans)
-        ]))
+        parts = [
+            client.scatter(values[a:b], workers=[workers[i % len(workers)]])
+            for i, (a, b) in enumerate(spans)
+        ]
+        arrays.append(
+            da.concatenate(
+                [
+                    da.from_delayed(f, shape=(b - a, *values.shape[1:]), dtype=values.dtype)
+                    for f, (a, b) in zip(parts, spans)
+                ]
+            )
+        )
     return arrays[0], arrays[1], arrays[2]
 
 
@@ -103,20 +109,35 @@ def measure(queries: int, rounds: int, partitions: int) -> dict[str, Any]:
     """
     data = mslr_like(n_queries=queries, seed=0)
     qid = np.repeat(np.arange(data.n_queries), data.sizes)
-    described = (f"{queries} queries, {qid.shape[0]} documents, {data.X.shape[1]} features, "
-                 f"{partitions} partitions, {rounds} rounds")
+    described = (
+        f"{queries} queries, {qid.shape[0]} documents, {data.X.shape[1]} features, "
+        f"{partitions} partitions, {rounds} rounds"
+    )
     print(described, flush=True)
     rows = []
     for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             X, y, q = placed_partitions(client, data.X, data.y, qid, partitions)
             for name in ("PL-Rank", "LambdaMART"):
                 per_round = _seconds_per_round(client, X, y, q, rounds, name == "PL-Rank")
-                rows.append({"method": name, "workers": workers, "seconds_per_round": per_round,
-                             "load": os.getloadavg()[0]})
-                print(f"{name:10s} {workers} worker(s): {per_round:.3f} s/round "
-                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
+                rows.append(
+                    {
+                        "method": name,
+                        "workers": workers,
+                        "seconds_per_round": per_round,
+                        "load": os.getloadavg()[0],
+                    }
+                )
+                print(
+                    f"{name:10s} {workers} worker(s): {per_round:.3f} s/round "
+                    f"(load {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
     return {"data": described, "rows": rows}
 
 
@@ -140,7 +161,9 @@ def main() -> None:
     print(table(result["rows"]))
     if args.out is not None:
         args.out.write_text(table(result["rows"]) + "\n")
-        args.out.with_suffix(".json").write_text(json.dumps({"args": vars(args) | {"out": str(args.out)}, **result}, indent=1))
+        args.out.with_suffix(".json").write_text(
+            json.dumps({"args": vars(args) | {"out": str(args.out)}, **result}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -64,8 +64,16 @@ CV_FOLDS = 5
 
 
 def _cross_validation(
-    *, methods: list[str], repeats: int, k: int, trees: str, rounds: int, n_jobs: int, variants,
-    records: Path, echo,
+    *,
+    methods: list[str],
+    repeats: int,
+    k: int,
+    trees: str,
+    rounds: int,
+    n_jobs: int,
+    variants,
+    records: Path,
+    echo,
 ) -> list[ttm.Run]:
     """Every method on every fold of ``repeats`` repeated cross-validations of mslr-sample, at
     the tree settings ``--trees trees`` names (:func:`benchmarks.time_to_model.tree_settings`),
@@ -79,12 +87,19 @@ def _cross_validation(
             ds = cross_validation_fold(data, fold=fold, repeat=repeat, folds=CV_FOLDS)
             ds = type(ds)(ds.name, ds.train, ds.vali, without_empty_queries(ds.test))
             for row, method, plrank in rows:
-                r = ttm.train_run(ds, ttm.Run(row, method, CV_DATA, fold, 0.0, 0, 0, {}, repeat,
-                                              trees), settings=settings, k=k, plrank=plrank)
+                r = ttm.train_run(
+                    ds,
+                    ttm.Run(row, method, CV_DATA, fold, 0.0, 0, 0, {}, repeat, trees),
+                    settings=settings,
+                    k=k,
+                    plrank=plrank,
+                )
                 runs.append(r)
                 append_record(records, r.__dict__)
-                echo(f"{ds.name} {row}: {r.seconds:.2f} s, {r.rounds_run} rounds "
-                     f"(kept {r.best_round}), NDCG@10 {np.mean(list(r.test[10].values())):.4f}")
+                echo(
+                    f"{ds.name} {row}: {r.seconds:.2f} s, {r.rounds_run} rounds "
+                    f"(kept {r.best_round}), NDCG@10 {np.mean(list(r.test[10].values())):.4f}"
+                )
     return runs
 
 
@@ -103,55 +118,92 @@ def cross_validation_report(runs: list[ttm.Run]) -> str:
         base = ttm._own_lambdamart(rs[0].method)
         cells = []
         for other in (ttm.REFERENCE, base):
-            if other == row or other not in of or (other == base and base == ttm.REFERENCE
-                                                  and cells):
+            if (
+                other == row
+                or other not in of
+                or (other == base and base == ttm.REFERENCE and cells)
+            ):
                 cells.append("")
                 continue
             p = paired(_by_query(rs, 10), _by_query(of[other], 10))
             cells.append(ttm._verdict(p))
         seconds = sum(r.seconds for r in rs)
-        table.append([
-            row, f"{seconds:.1f}", ttm._seconds_ratio(rs, ref), sum(r.rounds_run for r in rs),
-            int(np.median([r.best_round for r in rs])),
-            *(f"{np.mean(list(_by_query(rs, c).values())):.4f}" for c in ttm.CUTOFFS), *cells,
-        ])
+        table.append(
+            [
+                row,
+                f"{seconds:.1f}",
+                ttm._seconds_ratio(rs, ref),
+                sum(r.rounds_run for r in rs),
+                int(np.median([r.best_round for r in rs])),
+                *(f"{np.mean(list(_by_query(rs, c).values())):.4f}" for c in ttm.CUTOFFS),
+                *cells,
+            ]
+        )
     repeats = len({r.seed for r in runs})
     n = len(_by_query(next(iter(of.values())), 10))
-    return "\n".join([
-        f"### mslr-sample, query-level {CV_FOLDS}-fold cross-validation repeated {repeats} "
-        f"times ({n} test queries with a relevant document; a query's NDCG is its mean over "
-        "the repeats)\n",
-        markdown_table(
-            ["method", "s to kept model", f"x {ttm.REFERENCE}", "rounds run",
-             "median kept round", "NDCG@5", "NDCG@10", f"NDCG@10 - {ttm.REFERENCE}",
-             "NDCG@10 - own LambdaMART"],
-            table,
-        ),
-        *ttm.quality_time_section(of),
-        "",
-    ])
+    return "\n".join(
+        [
+            f"### mslr-sample, query-level {CV_FOLDS}-fold cross-validation repeated {repeats} "
+            f"times ({n} test queries with a relevant document; a query's NDCG is its mean over "
+            "the repeats)\n",
+            markdown_table(
+                [
+                    "method",
+                    "s to kept model",
+                    f"x {ttm.REFERENCE}",
+                    "rounds run",
+                    "median kept round",
+                    "NDCG@5",
+                    "NDCG@10",
+                    f"NDCG@10 - {ttm.REFERENCE}",
+                    "NDCG@10 - own LambdaMART",
+                ],
+                table,
+            ),
+            *ttm.quality_time_section(of),
+            "",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(SYNTHETIC),
-                        help="synthetic web-shaped datasets, comma-separated ('' for none)")
-    parser.add_argument("--draws", type=int_list, default=[1, 2, 3],
-                        help="the draws of each synthetic dataset (its folds), comma-separated")
-    parser.add_argument("--repeats", type=int, default=3,
-                        help="repeats of mslr-sample's cross-validation (0: none)")
+    parser.add_argument(
+        "--variants",
+        default=",".join(SYNTHETIC),
+        help="synthetic web-shaped datasets, comma-separated ('' for none)",
+    )
+    parser.add_argument(
+        "--draws",
+        type=int_list,
+        default=[1, 2, 3],
+        help="the draws of each synthetic dataset (its folds), comma-separated",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="repeats of mslr-sample's cross-validation (0: none)"
+    )
     parser.add_argument("--methods", type=text_list, default=",".join(METHOD_NAMES))
-    parser.add_argument("--plrank", default="",
-                        help="extra PL-Rank rows with these [plrank] options: key=value pairs, "
-                             "comma-separated, one row per ';'-separated variant")
+    parser.add_argument(
+        "--plrank",
+        default="",
+        help="extra PL-Rank rows with these [plrank] options: key=value pairs, "
+        "comma-separated, one row per ';'-separated variant",
+    )
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--trees", choices=tuple(ttm.TREES), default="harness",
-                        help="the tree settings every method trains at (time_to_model.py's)")
+    parser.add_argument(
+        "--trees",
+        choices=tuple(ttm.TREES),
+        default="harness",
+        help="the tree settings every method trains at (time_to_model.py's)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/deep_queries.md")
-    parser.add_argument("--report-only", action="store_true",
-                        help="train nothing: write the tables of the records beside --out")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: write the tables of the records beside --out",
+    )
     args = parser.parse_args(argv)
     command = "python benchmarks/deep_queries.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
@@ -175,40 +227,73 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--plrank {v!r}: {error}")
     start = time.perf_counter()
     if args.report_only:  # the records of the variants, draws and methods asked for
-        runs = [r for r in ttm.read_runs(records) if r.method in args.methods and (
-            (r.data == CV_DATA and r.seed < args.repeats)
-            or (r.data in args.variants and r.fold in args.draws))]
+        runs = [
+            r
+            for r in ttm.read_runs(records)
+            if r.method in args.methods
+            and (
+                (r.data == CV_DATA and r.seed < args.repeats)
+                or (r.data in args.variants and r.fold in args.draws)
+            )
+        ]
     else:
         out.parent.mkdir(parents=True, exist_ok=True)
         records.write_text("")
         runs = []
         for draw in args.draws:  # draw by draw: an interrupted run has every variant alike
             for variant in args.variants:
-                runs += ttm.run(datasets=[variant], folds=[draw], methods=args.methods,
-                                stoppings=[], k=args.k, trees=args.trees, rounds=args.rounds,
-                                n_jobs=args.threads, seeds=(draw,), records=records,
-                                variants=variants)
+                runs += ttm.run(
+                    datasets=[variant],
+                    folds=[draw],
+                    methods=args.methods,
+                    stoppings=[],
+                    k=args.k,
+                    trees=args.trees,
+                    rounds=args.rounds,
+                    n_jobs=args.threads,
+                    seeds=(draw,),
+                    records=records,
+                    variants=variants,
+                )
         if args.repeats:
-            runs += _cross_validation(methods=args.methods, repeats=args.repeats, k=args.k,
-                                      trees=args.trees, rounds=args.rounds, n_jobs=args.threads,
-                                      variants=variants, records=records, echo=print)
+            runs += _cross_validation(
+                methods=args.methods,
+                repeats=args.repeats,
+                k=args.k,
+                trees=args.trees,
+                rounds=args.rounds,
+                n_jobs=args.threads,
+                variants=variants,
+                records=records,
+                echo=print,
+            )
     wall = time.perf_counter() - start
     web = [r for r in runs if r.data != CV_DATA]
     cv = [r for r in runs if r.data == CV_DATA]
     cv_only = f"## Deep queries\n\nWritten by `{command}`.\n" + (
-        f"\n{ttm._trees_line(cv)}" if cv else "")  # the web report names the trees otherwise
+        f"\n{ttm._trees_line(cv)}" if cv else ""
+    )  # the web report names the trees otherwise
     markdown = "\n".join(
-        part for part in (
+        part
+        for part in (
             ttm.report(web, command).replace("## Time to a kept model", "## Deep queries", 1)
-            if web else cv_only,
+            if web
+            else cv_only,
             cross_validation_report(cv) if cv else "",
-        ) if part
+        )
+        if part
     )
     if not args.report_only:
-        markdown += (f"\nOne process, {args.threads} threads per training; the whole run took "
-                     f"{wall:.0f} s.\n")
-    raw = {"environment": environment(), "command": command, "wall_seconds": wall,
-           "runs": [{**r.__dict__, "test": None} for r in runs]}
+        markdown += (
+            f"\nOne process, {args.threads} threads per training; the whole run took "
+            f"{wall:.0f} s.\n"
+        )
+    raw = {
+        "environment": environment(),
+        "command": command,
+        "wall_seconds": wall,
+        "runs": [{**r.__dict__, "test": None} for r in runs],
+    }
     write_section(out.parent, out.stem, markdown, raw)
 
 

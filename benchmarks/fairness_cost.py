@@ -52,16 +52,23 @@ def _data(name: str, column: int) -> tuple[xgboost.DMatrix, np.ndarray]:
     return dtrain, (feature < np.median(feature)).astype(np.int64)
 
 
-def measure(name: str, fairness: str, *, K: int, N: int, rounds: int, threads: int,
-            column: int) -> str:
+def measure(
+    name: str, fairness: str, *, K: int, N: int, rounds: int, threads: int, column: int
+) -> str:
     dtrain, groups = _data(name, column)
-    params = {"tree_method": "hist", "nthread": threads, "seed": 0, "base_score": 0.0,
-              "eval_metric": f"ndcg@{K}"}
+    params = {
+        "tree_method": "hist",
+        "nthread": threads,
+        "seed": 0,
+        "base_score": 0.0,
+        "eval_metric": f"ndcg@{K}",
+    }
     item_groups = groups if fairness == "group-disparity" else None
     objectives = {
         "relevance": gbdt_plrank.plrank_objective(K, N, train_K=K, n_jobs=threads),
-        "fairness": gbdt_plrank.plrank_objective(K, N, n_jobs=threads, fairness=fairness,
-                                                 item_groups=item_groups),
+        "fairness": gbdt_plrank.plrank_objective(
+            K, N, n_jobs=threads, fairness=fairness, item_groups=item_groups
+        ),
     }
     boosters = {k: xgboost.Booster(params, [dtrain]) for k in objectives}
     for k, obj in objectives.items():
@@ -79,9 +86,11 @@ def measure(name: str, fairness: str, *, K: int, N: int, rounds: int, threads: i
             round_times[k].append(time.perf_counter() - start)
     o = {k: float(np.median(v)) for k, v in objective_times.items()}
     r = {k: float(np.median(v)) for k, v in round_times.items()}
-    return (f"| {name} | {fairness} | {1e3 * o['relevance']:.1f} | {1e3 * o['fairness']:.1f} | "
-            f"{o['fairness'] / o['relevance']:.2f} | {1e3 * r['relevance']:.1f} | "
-            f"{1e3 * r['fairness']:.1f} | {r['fairness'] / r['relevance']:.2f} |")
+    return (
+        f"| {name} | {fairness} | {1e3 * o['relevance']:.1f} | {1e3 * o['fairness']:.1f} | "
+        f"{o['fairness'] / o['relevance']:.2f} | {1e3 * r['relevance']:.1f} | "
+        f"{1e3 * r['fairness']:.1f} | {r['fairness'] / r['relevance']:.2f} |"
+    )
 
 
 def main() -> None:
@@ -92,13 +101,25 @@ def main() -> None:
     parser.add_argument("--fairness", default="expected-exposure,disparity,group-disparity")
     parser.add_argument("--group-feature", type=int, default=40)
     args = parser.parse_args()
-    print("| data (train) | fairness | relevance objective ms | fairness objective ms | ratio | "
-          "relevance round ms | fairness round ms | ratio |")
+    print(
+        "| data (train) | fairness | relevance objective ms | fairness objective ms | ratio | "
+        "relevance round ms | fairness round ms | ratio |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in args.data.split(","):
         for fairness in args.fairness.split(","):
-            print(measure(name, fairness, K=10, N=100, rounds=args.rounds, threads=args.threads,
-                          column=args.group_feature), flush=True)
+            print(
+                measure(
+                    name,
+                    fairness,
+                    K=10,
+                    N=100,
+                    rounds=args.rounds,
+                    threads=args.threads,
+                    column=args.group_feature,
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -102,19 +102,23 @@ def measure_size(cuda: Any, n_queries: int, rounds: int, budget: float) -> dict[
     # the same stream on both: round 0 of fresh objectives, on the warm margins
     g_cpu, h_cpu = gbdt_plrank.plrank_objective(K, N, train_K=K, sampler="race")(warm, dtrain)
     g_gpu, h_gpu = (
-        to_host(a) for a in gbdt_plrank.plrank_objective(K, N, train_K=K, device="cuda")(
-            warm, dtrain
-        )
+        to_host(a)
+        for a in gbdt_plrank.plrank_objective(K, N, train_K=K, device="cuda")(warm, dtrain)
     )
     agreement = {
         "grad": float(np.abs(g_gpu - g_cpu).max() / np.abs(g_cpu).max()),
         "hess": float(np.abs(h_gpu - h_cpu).max() / np.abs(h_cpu).max()),
     }
     return {
-        "data": data.summary(), "objective_round0": t_zero.as_dict(),
-        "objective_warm": t_warm.as_dict(), "margins_upload": upload.as_dict(),
-        "plrank_round": full, "tree_on_device_gradients": trees, "rank_ndcg_round": ndcg,
-        "cpu_objective_auto": cpu["auto"].as_dict(), "cpu_objective_race": cpu["race"].as_dict(),
+        "data": data.summary(),
+        "objective_round0": t_zero.as_dict(),
+        "objective_warm": t_warm.as_dict(),
+        "margins_upload": upload.as_dict(),
+        "plrank_round": full,
+        "tree_on_device_gradients": trees,
+        "rank_ndcg_round": ndcg,
+        "cpu_objective_auto": cpu["auto"].as_dict(),
+        "cpu_objective_race": cpu["race"].as_dict(),
         "agreement_with_cpu_race": agreement,
     }
 
@@ -125,11 +129,20 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     for size in results.values():
         ref = size["rank_ndcg_round"]["median"]
         rows = [
-            ["GPU objective `obj(preds, dtrain)`, round-0 margins", size["objective_round0"]["median"]],
+            [
+                "GPU objective `obj(preds, dtrain)`, round-0 margins",
+                size["objective_round0"]["median"],
+            ],
             ["GPU objective, warm margins", size["objective_warm"]["median"]],
             ["  of which: uploading the margins (float32)", size["margins_upload"]["median"]],
-            ["whole PL-Rank round on the GPU (`Booster.update`, fobj)", size["plrank_round"]["median"]],
-            ["XGBoost tree on device gradients (`Booster.boost`)", size["tree_on_device_gradients"]["median"]],
+            [
+                "whole PL-Rank round on the GPU (`Booster.update`, fobj)",
+                size["plrank_round"]["median"],
+            ],
+            [
+                "XGBoost tree on device gradients (`Booster.boost`)",
+                size["tree_on_device_gradients"]["median"],
+            ],
             ["XGBoost GPU `rank:ndcg` round", ref],
             ["CPU objective, sampler='auto'", size["cpu_objective_auto"]["median"]],
             ["CPU objective, sampler='race'", size["cpu_objective_race"]["median"]],
@@ -151,7 +164,9 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, nargs="+", default=[2000, 29750])
-    parser.add_argument("--rounds", type=int, default=5, help="timed boosting rounds (after round 0)")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="timed boosting rounds (after round 0)"
+    )
     parser.add_argument("--budget", type=float, default=3.0, help="seconds per measured cell")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args()
@@ -166,8 +181,10 @@ def main() -> None:
         + table(results)
     )
     harness.write_section(
-        args.out, "gpu_objective", markdown, {"device": name, "results": results,
-                                              "environment": harness.environment()},
+        args.out,
+        "gpu_objective",
+        markdown,
+        {"device": name, "results": results, "environment": harness.environment()},
     )
 
 

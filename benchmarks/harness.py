@@ -73,7 +73,9 @@ def measure(fn: Callable[[], object], *, reps: int = 5, budget: float = 3.0) -> 
     return Timing(median=statistics.median(times), times=times, warmup=first)
 
 
-def measure_interleaved(fns: dict[str, Callable[[], object]], *, reps: int = 5) -> dict[str, Timing]:
+def measure_interleaved(
+    fns: dict[str, Callable[[], object]], *, reps: int = 5
+) -> dict[str, Timing]:
     """Time several functions in turns: one warm-up call each, then ``reps`` rounds of one call each.
 
     A change of the machine's load during the measurement then falls on every function alike,

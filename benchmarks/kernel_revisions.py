@@ -105,16 +105,27 @@ DATA = {"mslr": synthetic.mslr_like, "long": synthetic.long_lists}
 
 
 def compare(
-    revisions: list[str], *, Ks: list[int], N: int, queries: int, reps: int, sampler: str,
-    clock: str = "wall", data: str = "mslr", length: int | None = None,
+    revisions: list[str],
+    *,
+    Ks: list[int],
+    N: int,
+    queries: int,
+    reps: int,
+    sampler: str,
+    clock: str = "wall",
+    data: str = "mslr",
+    length: int | None = None,
 ) -> list[dict[str, object]]:
     """One row per (K, revision): median seconds, ratio to the first revision, identical output."""
     if length is None:
         data = DATA[data](n_queries=queries, features=False)
     else:
         data = synthetic.make_dataset(
-            n_queries=max(1, 400_000 // length), mean_docs=float(length), sigma=1e-9,
-            max_docs=length, features=False,
+            n_queries=max(1, 400_000 // length),
+            mean_docs=float(length),
+            sigma=1e-9,
+            max_docs=length,
+            features=False,
         )
     scores = np.random.default_rng(0).normal(size=data.n_docs)
     ptr = data.group_ptr
@@ -140,8 +151,13 @@ def compare(
                     times[rev].append(now() - start)
             base = float(np.median(times[revisions[0]]))
             rows += [
-                {"K": K, "revision": rev, "seconds": float(np.median(times[rev])),
-                 "ratio": float(np.median(times[rev])) / base, "identical": identical[rev]}
+                {
+                    "K": K,
+                    "revision": rev,
+                    "seconds": float(np.median(times[rev])),
+                    "ratio": float(np.median(times[rev])) / base,
+                    "identical": identical[rev],
+                }
                 for rev in revisions
             ]
     return rows
@@ -162,17 +178,30 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     numba.set_num_threads(args.threads)
     rows = compare(
-        args.revisions, Ks=args.K, N=args.N, queries=args.queries, reps=args.reps,
-        sampler=args.sampler, clock=args.clock, data=args.data, length=args.length,
+        args.revisions,
+        Ks=args.K,
+        N=args.N,
+        queries=args.queries,
+        reps=args.reps,
+        sampler=args.sampler,
+        clock=args.clock,
+        data=args.data,
+        length=args.length,
     )
-    shape = f"{args.data} data, {args.queries} queries" if args.length is None else (
-        f"queries of {args.length} documents"
+    shape = (
+        f"{args.data} data, {args.queries} queries"
+        if args.length is None
+        else (f"queries of {args.length} documents")
     )
-    print(f"{shape}, N={args.N}, threads={args.threads}, "
-          f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision")
+    print(
+        f"{shape}, N={args.N}, threads={args.threads}, "
+        f"sampler={args.sampler}, {args.clock} clock, median of {args.reps} calls per revision"
+    )
     for r in rows:
-        print(f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "
-              f"ratio {r['ratio']:5.2f}  identical {r['identical']}")
+        print(
+            f"K={r['K']:<3} {r['revision']:<12} {r['seconds'] * 1e3:8.1f} ms  "
+            f"ratio {r['ratio']:5.2f}  identical {r['identical']}"
+        )
 
 
 if __name__ == "__main__":

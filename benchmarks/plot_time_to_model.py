@@ -22,10 +22,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 _DIFFERENCE = re.compile(r"([+-]\d\.\d+) \[([+-]\d\.\d+), ([+-]\d\.\d+)\]")
 #: What the figure calls each method of the harness.
 LABELS = {
-    "lambdamart-xgb": "XGBoost rank:ndcg", "pairwise-xgb": "XGBoost rank:pairwise",
-    "lambdarank-lgb": "LightGBM lambdarank", "xendcg-lgb": "LightGBM rank_xendcg",
-    "yetirank-cb": "CatBoost YetiRank", "plrank-xgb": "PL-Rank XGBoost",
-    "plrank-lgb": "PL-Rank LightGBM", "plrank-xgb@policy": "PL-Rank XGBoost, policy-stopped",
+    "lambdamart-xgb": "XGBoost rank:ndcg",
+    "pairwise-xgb": "XGBoost rank:pairwise",
+    "lambdarank-lgb": "LightGBM lambdarank",
+    "xendcg-lgb": "LightGBM rank_xendcg",
+    "yetirank-cb": "CatBoost YetiRank",
+    "plrank-xgb": "PL-Rank XGBoost",
+    "plrank-lgb": "PL-Rank LightGBM",
+    "plrank-xgb@policy": "PL-Rank XGBoost, policy-stopped",
     "plrank-lgb@policy": "PL-Rank LightGBM, policy-stopped",
 }
 
@@ -37,7 +41,7 @@ def read_rows(path: Path) -> dict[str, tuple[float, float, float, float]]:
     header = [cell.strip() for cell in lines[start].strip("|").split("|")]
     ratio, diff = header.index("x lambdamart-xgb"), header.index("NDCG@10 - lambdamart-xgb")
     rows = {}
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         cells = [cell.strip() for cell in line.strip("|").split("|")]
@@ -51,10 +55,19 @@ def draw(data: list[str], out: Path) -> None:
     fig = Figure(figsize=(9.5, 4.6), layout="constrained")
     axes = fig.subplots(1, len(data), sharey=True, squeeze=False)[0]
     for ax, name in zip(axes, data):
-        for method, (ratio, mean, low, high) in read_rows(RESULTS / f"time_to_model_{name}.md").items():
-            ax.errorbar(ratio, mean, yerr=[[mean - low], [high - mean]],
-                        fmt="o" if method.startswith("plrank") else "s", capsize=2, markersize=5,
-                        color=f"C{list(LABELS).index(method)}", label=LABELS.get(method, method))
+        for method, (ratio, mean, low, high) in read_rows(
+            RESULTS / f"time_to_model_{name}.md"
+        ).items():
+            ax.errorbar(
+                ratio,
+                mean,
+                yerr=[[mean - low], [high - mean]],
+                fmt="o" if method.startswith("plrank") else "s",
+                capsize=2,
+                markersize=5,
+                color=f"C{list(LABELS).index(method)}",
+                label=LABELS.get(method, method),
+            )
         ax.axhline(0.0, color="0.7", linewidth=0.8)
         ax.set_xscale("log")
         ax.set_xlim(0.18, 12)
@@ -64,8 +77,14 @@ def draw(data: list[str], out: Path) -> None:
         ax.set_title(f"{name}: five folds, three seeds", fontsize=10)
     axes[0].set_ylabel("test NDCG@10 minus rank:ndcg\n(paired, 95% interval)")
     handles = {h.get_label(): h for ax in axes for h in ax.get_legend_handles_labels()[0]}
-    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=3, fontsize=8,
-               frameon=False)
+    fig.legend(
+        handles.values(),
+        handles.keys(),
+        loc="outside lower center",
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
     fig.savefig(out, dpi=130)
 
 

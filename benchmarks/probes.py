@@ -115,7 +115,8 @@ def memory_probe(args: argparse.Namespace) -> dict[str, object]:
         peak, exact = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, False
     timing = harness.measure(
         lambda: fn(scores, data.y, data.group_ptr, args.K, args.N, args.n_jobs),
-        reps=args.reps, budget=args.budget,
+        reps=args.reps,
+        budget=args.budget,
     )
     return {
         "method": args.method,
@@ -185,14 +186,27 @@ def first_training_probe(args: argparse.Namespace) -> dict[str, object]:
     data = gbdt_plrank.load_dataset("mq2008")
     dtrain = xgboost.DMatrix(data.train.X, data.train.y, qid=data.train.qid)
     dvalid = xgboost.DMatrix(data.vali.X, data.vali.y, qid=data.vali.qid)
-    params = {"eta": 0.05, "max_depth": 6, "base_score": 0.0, "disable_default_eval_metric": 1,
-              "nthread": args.threads}
+    params = {
+        "eta": 0.05,
+        "max_depth": 6,
+        "base_score": 0.0,
+        "disable_default_eval_metric": 1,
+        "nthread": args.threads,
+    }
     seconds = []
     for _ in range(2):
         obj = gbdt_plrank.plrank_objective()
         before = time.perf_counter()
-        xgboost.train(params, dtrain, num_boost_round=2, obj=obj, evals=[(dvalid, "valid")],
-                      custom_metric=obj.standardized_metric, maximize=True, verbose_eval=False)
+        xgboost.train(
+            params,
+            dtrain,
+            num_boost_round=2,
+            obj=obj,
+            evals=[(dvalid, "valid")],
+            custom_metric=obj.standardized_metric,
+            maximize=True,
+            verbose_eval=False,
+        )
         seconds.append(time.perf_counter() - before)
     kernels = compiled_kernels()
     return {
@@ -220,8 +234,11 @@ def main(argv: list[str] | None = None) -> None:
     first = sub.add_parser("first-training", help="first xgboost.train (set NUMBA_CACHE_DIR)")
     first.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
-    probes = {"memory": memory_probe, "compile": compile_probe,
-              "first-training": first_training_probe}
+    probes = {
+        "memory": memory_probe,
+        "compile": compile_probe,
+        "first-training": first_training_probe,
+    }
     result = probes[args.kind](args)
     sys.stdout.write(json.dumps(result) + "\n")
 

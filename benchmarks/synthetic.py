@@ -178,14 +178,24 @@ def make_dataset(
 def mslr_like(*, n_queries: int = 2000, seed: int = 0, features: bool = True) -> RankingData:
     """MSLR-WEB30K-shaped data: ~120 documents per query, long tail up to 1,300."""
     return make_dataset(
-        n_queries=n_queries, mean_docs=120.0, sigma=0.8, max_docs=1300, features=features,
-        seed=seed, name=f"MSLR-like ({n_queries} queries, ~120 docs/query)",
+        n_queries=n_queries,
+        mean_docs=120.0,
+        sigma=0.8,
+        max_docs=1300,
+        features=features,
+        seed=seed,
+        name=f"MSLR-like ({n_queries} queries, ~120 docs/query)",
     )
 
 
 def long_lists(*, n_queries: int = 200, seed: int = 1, features: bool = True) -> RankingData:
     """Long candidate lists: ~1,000 documents per query (log-normal, clipped to [1, 5000])."""
     return make_dataset(
-        n_queries=n_queries, mean_docs=1000.0, sigma=0.5, max_docs=5000, features=features,
-        seed=seed, name=f"long lists ({n_queries} queries, ~1000 docs/query)",
+        n_queries=n_queries,
+        mean_docs=1000.0,
+        sigma=0.5,
+        max_docs=5000,
+        features=features,
+        seed=seed,
+        name=f"long lists ({n_queries} queries, ~1000 docs/query)",
     )

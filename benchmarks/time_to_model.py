@@ -88,8 +88,13 @@ __all__ = ["Run", "main", "quality_times", "ranking_curve", "report", "run", "tr
 
 #: The methods timed by default: every GBDT ranker of the harness with its library's defaults.
 METHOD_NAMES = (
-    "lambdamart-xgb", "pairwise-xgb", "plrank-xgb",
-    "lambdarank-lgb", "xendcg-lgb", "plrank-lgb", "yetirank-cb",
+    "lambdamart-xgb",
+    "pairwise-xgb",
+    "plrank-xgb",
+    "lambdarank-lgb",
+    "xendcg-lgb",
+    "plrank-lgb",
+    "yetirank-cb",
 )
 #: The reference every method's time and quality are measured against.
 REFERENCE = "lambdamart-xgb"
@@ -98,13 +103,13 @@ CUTOFFS = (5, 10)
 #: ``--trees``: the tree settings every method trains at, and how the report names them.
 TREES = {
     "harness": "the harness's shared tree settings (eta 0.05, depth 6 / LightGBM's 31 leaves, "
-               "min_child_weight 0.1, lambda 1), stopped on validation with patience 25 from "
-               "round 40 (ceil(2 / eta)) on",
+    "min_child_weight 0.1, lambda 1), stopped on validation with patience 25 from "
+    "round 40 (ceil(2 / eta)) on",
     "library-defaults": "each library's own default tree settings (XGBoost eta 0.3, depth 6, "
-                        "min_child_weight 1, lambda 1; LightGBM learning_rate 0.1, 31 leaves, "
-                        "min_sum_hessian_in_leaf 1e-3, lambda_l2 0; CatBoost's defaults), "
-                        "stopped on validation with patience 25 from round ceil(2 / eta) on "
-                        "(XGBoost 7, LightGBM 20, CatBoost 1: it chooses its rate in training)",
+    "min_child_weight 1, lambda 1; LightGBM learning_rate 0.1, 31 leaves, "
+    "min_sum_hessian_in_leaf 1e-3, lambda_l2 0; CatBoost's defaults), "
+    "stopped on validation with patience 25 from round ceil(2 / eta) on "
+    "(XGBoost 7, LightGBM 20, CatBoost 1: it chooses its rate in training)",
 }
 
 
@@ -157,8 +162,11 @@ def _rows(
     for name in methods:
         rows.append((name, name, None))
         if METHODS[name].objective == PLRANK:
-            rows += [(f"{name}@{s}", name, PLRankSettings(stopping_metric=s))
-                     for s in stoppings if s != default]
+            rows += [
+                (f"{name}@{s}", name, PLRankSettings(stopping_metric=s))
+                for s in stoppings
+                if s != default
+            ]
             rows += [(f"{name}[{v}]", name, table) for v, table in (variants or {}).items()]
     return rows
 
@@ -182,10 +190,20 @@ def plrank_variant(text: str) -> PLRankSettings:
 
 
 def run(
-    *, datasets: list[str], folds: list[int], methods: list[str], stoppings: list[str], k: int,
-    trees: str = "harness", rounds: int = 1000, n_jobs: int | None = None,
-    seeds: tuple[int, ...] = (0,), echo=print, records: Path | None = None,
-    variants: dict[str, PLRankSettings] | None = None, min_delta: float = 0.0,
+    *,
+    datasets: list[str],
+    folds: list[int],
+    methods: list[str],
+    stoppings: list[str],
+    k: int,
+    trees: str = "harness",
+    rounds: int = 1000,
+    n_jobs: int | None = None,
+    seeds: tuple[int, ...] = (0,),
+    echo=print,
+    records: Path | None = None,
+    variants: dict[str, PLRankSettings] | None = None,
+    min_delta: float = 0.0,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
@@ -202,14 +220,21 @@ def run(
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
             for seed, (row, method, plrank) in itertools.product(seeds, rows):
-                r = train_run(ds, Run(row, method, data, fold, 0.0, 0, 0, {}, seed, trees,
-                                      min_delta), settings=settings, k=k, plrank=plrank)
+                r = train_run(
+                    ds,
+                    Run(row, method, data, fold, 0.0, 0, 0, {}, seed, trees, min_delta),
+                    settings=settings,
+                    k=k,
+                    plrank=plrank,
+                )
                 runs.append(r)
                 if records is not None:
                     append_record(records, r.__dict__)
-                echo(f"{ds.name} {row} (seed {seed}): {r.seconds:.2f} s, "
-                     f"{r.rounds_run} rounds (kept {r.best_round}), "
-                     f"NDCG@10 {np.mean(list(r.test[10].values())):.4f}")
+                echo(
+                    f"{ds.name} {row} (seed {seed}): {r.seconds:.2f} s, "
+                    f"{r.rounds_run} rounds (kept {r.best_round}), "
+                    f"NDCG@10 {np.mean(list(r.test[10].values())):.4f}"
+                )
     return runs
 
 
@@ -221,29 +246,46 @@ def train_run(
     fit = train(run.method, ds, k=k, seed=run.seed, trees=settings, plrank=plrank)
     qids = np.unique(ds.test.qid)
     test = {
-        c: dict(zip(qids.tolist(), ndcg(
-            ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True
-        ).tolist()))
+        c: dict(
+            zip(
+                qids.tolist(),
+                ndcg(ds.test.y, fit.test_scores, ds.test.qid, k=c, per_query=True).tolist(),
+            )
+        )
         for c in CUTOFFS
     }
-    vali = {c: float(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c, empty=float("nan")))
-            for c in CUTOFFS}
+    vali = {
+        c: float(ndcg(ds.vali.y, fit.vali_scores, ds.vali.qid, k=c, empty=float("nan")))
+        for c in CUTOFFS
+    }
     ranking = metric_name(k)
-    return replace(run, seconds=fit.train_seconds, vali=vali, rounds_run=int(fit.curve.shape[0]),
-                   best_round=int(fit.best_round), test=test,
-                   curve=tuple(fit.history[fit.watched].tolist()),
-                   patience_rate=settings.patience_rate,
-                   ranking_curve=() if fit.watched == ranking else tuple(
-                       fit.history[ranking].tolist()))
+    return replace(
+        run,
+        seconds=fit.train_seconds,
+        vali=vali,
+        rounds_run=int(fit.curve.shape[0]),
+        best_round=int(fit.best_round),
+        test=test,
+        curve=tuple(fit.history[fit.watched].tolist()),
+        patience_rate=settings.patience_rate,
+        ranking_curve=() if fit.watched == ranking else tuple(fit.history[ranking].tolist()),
+    )
 
 
 def read_runs(path: Path) -> list[Run]:
     """The trainings appended to ``path`` by :func:`run` (e.g. those of an interrupted run)."""
     return [
-        Run(**{**r, "test": {int(c): {int(q): v for q, v in per.items()}
-                             for c, per in r["test"].items()},
-               "vali": None if r.get("vali") is None else {int(c): v
-                                                           for c, v in r["vali"].items()}})
+        Run(
+            **{
+                **r,
+                "test": {
+                    int(c): {int(q): v for q, v in per.items()} for c, per in r["test"].items()
+                },
+                "vali": None
+                if r.get("vali") is None
+                else {int(c): v for c, v in r["vali"].items()},
+            }
+        )
         for r in read_records(path)
     ]
 
@@ -293,7 +335,9 @@ def kept_round_spreads(runs: list[Run]) -> dict[int, int]:
 
 
 def _seconds_ratio(runs: list[Run], ref: list[Run] | None) -> str:
-    return "" if ref is None else f"{sum(r.seconds for r in runs) / sum(r.seconds for r in ref):.2f}x"
+    return (
+        "" if ref is None else f"{sum(r.seconds for r in runs) / sum(r.seconds for r in ref):.2f}x"
+    )
 
 
 def ranking_curve(run: Run) -> tuple[float, ...] | None:
@@ -333,8 +377,7 @@ def quality_times(of: dict[str, list[Run]]) -> list[list[object]]:
             continue
         theirs = {(r.fold, r.seed): r for r in of[base]}
         pairs = [(r, theirs[r.fold, r.seed]) for r in rs if (r.fold, r.seed) in theirs]
-        if not pairs or any(ranking_curve(r) is None or ranking_curve(b) is None
-                            for r, b in pairs):
+        if not pairs or any(ranking_curve(r) is None or ranking_curve(b) is None for r, b in pairs):
             continue
         mine, own, ahead, reached = 0.0, 0.0, 0, []
         for r, b in pairs:
@@ -344,10 +387,16 @@ def quality_times(of: dict[str, list[Run]]) -> list[list[object]]:
             own += b.seconds * u / b.rounds_run
             ahead += _kept_quality(r) > target
             reached.append((t, u))
-        table.append([
-            row, base, f"{ahead} of {len(pairs)}", ", ".join(str(t) for t, u in reached),
-            ", ".join(str(u) for t, u in reached), f"{mine / own:.2f}x",
-        ])
+        table.append(
+            [
+                row,
+                base,
+                f"{ahead} of {len(pairs)}",
+                ", ".join(str(t) for t, u in reached),
+                ", ".join(str(u) for t, u in reached),
+                f"{mine / own:.2f}x",
+            ]
+        )
     return table
 
 
@@ -362,9 +411,17 @@ def quality_time_section(of: dict[str, list[Run]]) -> list[str]:
         "of their kept models' validation NDCG@10 (PL-Rank's kept model is the higher in the "
         "trainings counted), and PL-Rank's time to it as a multiple of LambdaMART's (the rounds "
         "the stopping rules wait after left out on both sides):\n",
-        markdown_table(["method", "own LambdaMART", "PL-Rank's kept model higher",
-                        "PL-Rank's rounds to it", "LambdaMART's rounds to it", "x its time"],
-                       table),
+        markdown_table(
+            [
+                "method",
+                "own LambdaMART",
+                "PL-Rank's kept model higher",
+                "PL-Rank's rounds to it",
+                "LambdaMART's rounds to it",
+                "x its time",
+            ],
+            table,
+        ),
     ]
 
 
@@ -377,11 +434,16 @@ def _summary(of: dict[str, list[Run]], ref: list[Run] | None) -> list[list[objec
             continue
         per_seed = seed_differences(rs, of[base])
         worst = min(per_seed, key=lambda s: per_seed[s].mean)
-        table.append([
-            row, base, _verdict(_versus(rs, of[base], 10)),
-            f"seed {worst}: {_verdict(per_seed[worst])}",
-            f"{spread([p.mean for p in per_seed.values()]):.4f}", _seconds_ratio(rs, ref),
-        ])
+        table.append(
+            [
+                row,
+                base,
+                _verdict(_versus(rs, of[base], 10)),
+                f"seed {worst}: {_verdict(per_seed[worst])}",
+                f"{spread([p.mean for p in per_seed.values()]):.4f}",
+                _seconds_ratio(rs, ref),
+            ]
+        )
     return table
 
 
@@ -393,10 +455,13 @@ def _seed_table(
     table = []
     for row, base in minus.items():
         per_seed = seed_differences(of[row], of[base])
-        table.append([
-            row, *(_verdict(per_seed[s]) if s in per_seed else "" for s in seeds),
-            f"{spread([p.mean for p in per_seed.values()]):.4f}",
-        ])
+        table.append(
+            [
+                row,
+                *(_verdict(per_seed[s]) if s in per_seed else "" for s in seeds),
+                f"{spread([p.mean for p in per_seed.values()]):.4f}",
+            ]
+        )
     return table
 
 
@@ -418,40 +483,69 @@ def report(runs: list[Run], command: str) -> str:
     own LambdaMART, the paired differences, and with several seeds each seed's alone."""
     lines = [f"## Time to a kept model\n\nWritten by `{command}`.\n", _trees_line(runs)]
     for data in dict.fromkeys(r.data for r in runs):
-        of = {row: [r for r in runs if r.data == data and r.row == row]
-              for row in dict.fromkeys(r.row for r in runs if r.data == data)}
+        of = {
+            row: [r for r in runs if r.data == data and r.row == row]
+            for row in dict.fromkeys(r.row for r in runs if r.data == data)
+        }
         folds = sorted({r.fold for r in runs if r.data == data})
         ref = of.get(REFERENCE)
         table = []
         for row, rs in of.items():
             seconds = sum(r.seconds for r in rs)
             rounds = sum(r.rounds_run for r in rs)
-            worst = "" if ref is None else (
-                f"{max(r.seconds / s.seconds for r, s in zip(rs, ref)):.2f}x"
+            worst = (
+                ""
+                if ref is None
+                else (f"{max(r.seconds / s.seconds for r, s in zip(rs, ref)):.2f}x")
             )
             means = [np.mean(list(_pooled(rs, c).values())) for c in CUTOFFS]
             diff = "" if ref is None or row == REFERENCE else _verdict(_versus(rs, ref, 10))
             kept = {}
             for r in rs:
                 kept.setdefault(r.fold, []).append(str(r.best_round))
-            table.append([
-                row, f"{seconds:.1f}", _seconds_ratio(rs, ref), worst, rounds,
-                ", ".join("/".join(k) for k in kept.values()), f"{1e3 * seconds / rounds:.1f}",
-                *(f"{m:.4f}" for m in means), diff,
-            ])
+            table.append(
+                [
+                    row,
+                    f"{seconds:.1f}",
+                    _seconds_ratio(rs, ref),
+                    worst,
+                    rounds,
+                    ", ".join("/".join(k) for k in kept.values()),
+                    f"{1e3 * seconds / rounds:.1f}",
+                    *(f"{m:.4f}" for m in means),
+                    diff,
+                ]
+            )
         seeds = sorted({r.seed for r in runs if r.data == data})
         n = len(_pooled(next(iter(of.values())), 10))
         lines.append(
             f"### {data}, folds {', '.join(map(str, folds))} ({n} test queries with a relevant "
-            f"document)" + ("" if len(seeds) == 1 else
-                           f", seeds {', '.join(map(str, seeds))}: NDCG is each query's mean "
-                           f"over the seeds, times and rounds add up over them") + "\n"
+            f"document)"
+            + (
+                ""
+                if len(seeds) == 1
+                else f", seeds {', '.join(map(str, seeds))}: NDCG is each query's mean "
+                f"over the seeds, times and rounds add up over them"
+            )
+            + "\n"
         )
-        lines.append(markdown_table(
-            ["method", "s to kept model", f"x {REFERENCE}", "worst training", "rounds run",
-             "kept rounds", "ms/round", "NDCG@5", "NDCG@10", f"NDCG@10 - {REFERENCE}"],
-            table,
-        ))
+        lines.append(
+            markdown_table(
+                [
+                    "method",
+                    "s to kept model",
+                    f"x {REFERENCE}",
+                    "worst training",
+                    "rounds run",
+                    "kept rounds",
+                    "ms/round",
+                    "NDCG@5",
+                    "NDCG@10",
+                    f"NDCG@10 - {REFERENCE}",
+                ],
+                table,
+            )
+        )
         summary = _summary(of, ref)
         if summary:
             lines.append(
@@ -460,11 +554,19 @@ def report(runs: list[Run], command: str) -> str:
                 "spread (max - min) of the seeds' differences, and the time to the kept model "
                 f"as a multiple of {REFERENCE}'s:\n"
             )
-            lines.append(markdown_table(
-                ["method", "own LambdaMART", "NDCG@10 - own LambdaMART", "worst seed",
-                 "spread of seeds", f"x {REFERENCE}"],
-                summary,
-            ))
+            lines.append(
+                markdown_table(
+                    [
+                        "method",
+                        "own LambdaMART",
+                        "NDCG@10 - own LambdaMART",
+                        "worst seed",
+                        "spread of seeds",
+                        f"x {REFERENCE}",
+                    ],
+                    summary,
+                )
+            )
         own = []
         for row, rs in of.items():
             base = _own_lambdamart(rs[0].method)
@@ -487,28 +589,49 @@ def _seed_tables(of: dict[str, list[Run]], ref: list[Run] | None, seeds: list[in
     lines = []
     heads = [*(f"seed {s}" for s in seeds), "spread"]
     if ref is not None:
-        lines.append(f"\nEach seed alone, NDCG@10 minus {REFERENCE} of the same seed, and the "
-                     "spread (max - min) of those differences:\n")
-        lines.append(markdown_table(["method", *heads], _seed_table(
-            of, {row: REFERENCE for row in of if row != REFERENCE}, seeds
-        )))
+        lines.append(
+            f"\nEach seed alone, NDCG@10 minus {REFERENCE} of the same seed, and the "
+            "spread (max - min) of those differences:\n"
+        )
+        lines.append(
+            markdown_table(
+                ["method", *heads],
+                _seed_table(of, {row: REFERENCE for row in of if row != REFERENCE}, seeds),
+            )
+        )
     own = {row: _own_lambdamart(rs[0].method) for row, rs in of.items()}
     own = {row: base for row, base in own.items() if base not in (row, REFERENCE) and base in of}
     if own:
-        lines.append("\nEach seed alone, NDCG@10 minus the booster's own LambdaMART of the same "
-                     "seed (where it is not " + REFERENCE + "):\n")
-        lines.append(markdown_table(["method", "minus", *heads], [
-            [row, own[row], *cells] for row, *cells in _seed_table(of, own, seeds)
-        ]))
+        lines.append(
+            "\nEach seed alone, NDCG@10 minus the booster's own LambdaMART of the same "
+            "seed (where it is not " + REFERENCE + "):\n"
+        )
+        lines.append(
+            markdown_table(
+                ["method", "minus", *heads],
+                [[row, own[row], *cells] for row, *cells in _seed_table(of, own, seeds)],
+            )
+        )
     folds = sorted({r.fold for rs in of.values() for r in rs})
     if all(len({r.seed for r in rs if r.fold == f}) < 2 for rs in of.values() for f in folds):
         return lines  # one seed per fold (a deep-query draw is its own seed): no spread to show
-    lines.append("\nKept rounds across seeds: their spread (max - min) in each fold, and its "
-                 "mean over the folds:\n")
-    lines.append(markdown_table(["method", *(f"fold {f}" for f in folds), "mean"], [
-        [row, *(spreads.get(f, "") for f in folds), f"{np.mean(list(spreads.values())):.1f}"]
-        for row, spreads in ((row, kept_round_spreads(rs)) for row, rs in of.items())
-    ]))
+    lines.append(
+        "\nKept rounds across seeds: their spread (max - min) in each fold, and its "
+        "mean over the folds:\n"
+    )
+    lines.append(
+        markdown_table(
+            ["method", *(f"fold {f}" for f in folds), "mean"],
+            [
+                [
+                    row,
+                    *(spreads.get(f, "") for f in folds),
+                    f"{np.mean(list(spreads.values())):.1f}",
+                ]
+                for row, spreads in ((row, kept_round_spreads(rs)) for row, rs in of.items())
+            ],
+        )
+    )
     return lines
 
 
@@ -518,29 +641,53 @@ def _items(text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default="mq2008,mq2007-agg",
-                        help="bundled datasets or LETOR folders, comma-separated")
+    parser.add_argument(
+        "--data",
+        default="mq2008,mq2007-agg",
+        help="bundled datasets or LETOR folders, comma-separated",
+    )
     parser.add_argument("--folds", type=int_list, default=[1, 2, 3, 4, 5])
     parser.add_argument("--methods", default=",".join(METHOD_NAMES))
-    parser.add_argument("--stopping", default="",
-                        help="extra PL-Rank rows stopped on these metrics (policy, ranking)")
-    parser.add_argument("--plrank", default="",
-                        help="extra PL-Rank rows with these [plrank] options: key=value pairs, "
-                             "comma-separated, one row per ';'-separated variant")
+    parser.add_argument(
+        "--stopping",
+        default="",
+        help="extra PL-Rank rows stopped on these metrics (policy, ranking)",
+    )
+    parser.add_argument(
+        "--plrank",
+        default="",
+        help="extra PL-Rank rows with these [plrank] options: key=value pairs, "
+        "comma-separated, one row per ';'-separated variant",
+    )
     parser.add_argument("--k", type=int, default=10, help="cut-off of training and stopping")
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--trees", choices=tuple(TREES), default="harness",
-                        help="tree settings: the harness's shared ones, or each library's own "
-                             "defaults (same rounds cap and patience)")
-    parser.add_argument("--min-delta", type=float, default=0.0,
-                        help="every method's early stopping: a round is the best only when it "
-                             "beats the best validation value by more than this")
+    parser.add_argument(
+        "--trees",
+        choices=tuple(TREES),
+        default="harness",
+        help="tree settings: the harness's shared ones, or each library's own "
+        "defaults (same rounds cap and patience)",
+    )
+    parser.add_argument(
+        "--min-delta",
+        type=float,
+        default=0.0,
+        help="every method's early stopping: a round is the best only when it "
+        "beats the best validation value by more than this",
+    )
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seeds", type=int_list, default=[0],
-                        help="seeds, comma-separated: each method trains once per seed")
+    parser.add_argument(
+        "--seeds",
+        type=int_list,
+        default=[0],
+        help="seeds, comma-separated: each method trains once per seed",
+    )
     parser.add_argument("--out", default="benchmarks/results/time_to_model.md")
-    parser.add_argument("--report-only", action="store_true",
-                        help="train nothing: write the tables of the records beside --out")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: write the tables of the records beside --out",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     records = out.with_suffix(".jsonl")
@@ -581,10 +728,20 @@ def main(argv: list[str] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     records.write_text("")
     start = time.perf_counter()
-    runs = run(datasets=datasets, folds=folds, methods=methods,
-               stoppings=_items(args.stopping), k=args.k, trees=args.trees, rounds=args.rounds,
-               n_jobs=args.threads, seeds=tuple(args.seeds), records=records, variants=variants,
-               min_delta=args.min_delta)
+    runs = run(
+        datasets=datasets,
+        folds=folds,
+        methods=methods,
+        stoppings=_items(args.stopping),
+        k=args.k,
+        trees=args.trees,
+        rounds=args.rounds,
+        n_jobs=args.threads,
+        seeds=tuple(args.seeds),
+        records=records,
+        variants=variants,
+        min_delta=args.min_delta,
+    )
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(
         f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
@@ -592,8 +749,12 @@ def main(argv: list[str] | None = None) -> None:
     markdown = report(runs, command) + (
         f"\nOne process, {args.threads} threads per training; the whole run took {wall:.0f} s.\n"
     )
-    raw = {"environment": environment(), "command": command, "wall_seconds": wall,
-           "runs": [{**r.__dict__, "test": None} for r in runs]}
+    raw = {
+        "environment": environment(),
+        "command": command,
+        "wall_seconds": wall,
+        "runs": [{**r.__dict__, "test": None} for r in runs],
+    }
     write_section(out.parent, out.stem, markdown, raw)
 
 

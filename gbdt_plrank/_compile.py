@@ -170,7 +170,11 @@ def _call_every_kernel() -> None:
     for fairness, term in FAIRNESS_TERMS.items():
         ids = groups if term.needs_item_groups else None
         PLRankRanker(fairness=fairness, **fit).fit(
-            X, y, qid, item_groups=ids, early_stopping_rounds=1,
+            X,
+            y,
+            qid,
+            item_groups=ids,
+            early_stopping_rounds=1,
             eval_set=[(X, y, qid) if ids is None else (X, y, qid, ids)],
         )
     ptr = np.flatnonzero(np.r_[True, np.diff(qid) != 0, True]).astype(np.int64)
@@ -181,16 +185,26 @@ def _call_every_kernel() -> None:
         plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, hessian="denoised")
         for fairness in (None, *FAIRNESS_TERMS):
             ids = groups if fairness and FAIRNESS_TERMS[fairness].needs_item_groups else None
-            plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=fairness,
-                             item_groups=ids)
+            plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=fairness, item_groups=ids)
             plrank_grad_hess_from_rankings(
-                scores[:6], y[:6], rankings, K=3, fairness=fairness,
+                scores[:6],
+                y[:6],
+                rankings,
+                K=3,
+                fairness=fairness,
                 item_groups=None if ids is None else ids[:6],
             )
         sampled_exposure(scores, ptr, theta, n_samples=2, seed=0, round_=0, n_jobs=1)
         pirank_loss_grad_hess(scores, y, ptr, K=3, n_jobs=1)
-        for measure in (metrics.ndcg, metrics.dcg, metrics.precision_at_k, metrics.recall_at_k,
-                        metrics.mrr, metrics.average_relevance_position, metrics.dataset_ndcg):
+        for measure in (
+            metrics.ndcg,
+            metrics.dcg,
+            metrics.precision_at_k,
+            metrics.recall_at_k,
+            metrics.mrr,
+            metrics.average_relevance_position,
+            metrics.dataset_ndcg,
+        ):
             measure(y, scores, qid)
     exposure = PLRankRanker(**fit).fit(X, y, qid).expected_exposure(X, qid, n_samples=2)
     for fairness, term in FAIRNESS_TERMS.items():

@@ -126,9 +126,17 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         return tags
 
     def _train(
-        self, backend: Backend, settings: BoosterSettings, plan: Plan, options: PLRankOptions,
-        X: Any, y: Any, group: Any, eval_set: Sequence[tuple[Any, ...]] | None,
-        item_groups: Any = None, sample_weight: Any = None,
+        self,
+        backend: Backend,
+        settings: BoosterSettings,
+        plan: Plan,
+        options: PLRankOptions,
+        X: Any,
+        y: Any,
+        group: Any,
+        eval_set: Sequence[tuple[Any, ...]] | None,
+        item_groups: Any = None,
+        sample_weight: Any = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
 
@@ -139,9 +147,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         data = self._query_data(
             X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
         )
-        evals = [
-            self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())
-        ]
+        evals = [self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())]
         trained = backend.train(settings, data, evals, plan)
         self.group_column_ = column
         self._keep(trained, plan=plan, n_queries=data.n_queries)
@@ -157,9 +163,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             trained.booster, self.n_features_in_
         )
 
-    def _eval_data(
-        self, i: int, item: object, options: PLRankOptions, column: str | None
-    ) -> Split:
+    def _eval_data(self, i: int, item: object, options: PLRankOptions, column: str | None) -> Split:
         """``eval_set[i]`` checked against the training features and grouped by query.
 
         ``column`` is the training set's query-id column (None: none), which is not a feature.
@@ -182,13 +186,26 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             )
         X, group = ranker_group(X, group, where=f" of eval_set[{i}]", fitted_column=column)
         return self._query_data(
-            X, y, group, item_groups, options=options, reset=False,
+            X,
+            y,
+            group,
+            item_groups,
+            options=options,
+            reset=False,
             name=f"eval_set[{i}] item_groups",
         )
 
     def _query_data(
-        self, X: Any, y: Any, group: Any, item_groups: Any, *, options: PLRankOptions,
-        reset: bool, name: str = "item_groups", sample_weight: Any = None,
+        self,
+        X: Any,
+        y: Any,
+        group: Any,
+        item_groups: Any,
+        *,
+        options: PLRankOptions,
+        reset: bool,
+        name: str = "item_groups",
+        sample_weight: Any = None,
     ) -> Split:
         """Checked features, labels, item groups and query weights, grouped by query
         (``reset``: training).
@@ -213,9 +230,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
                 raise ValueError(
                     "sample_weight must be > 0 for at least one query, but every weight is zero."
                 )
-        return replace(
-            data, feature_names=None if names is None else tuple(names), weights=weights
-        )
+        return replace(data, feature_names=None if names is None else tuple(names), weights=weights)
 
     def _checked_X(self, X: Any, y: Any = "no_validation", *, reset: bool) -> Any:
         """``X``, or ``(X, y)`` when ``y`` is given, checked by ``validate_data``.
@@ -225,17 +240,22 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         """
         check_feature_columns(X)
         with_y = {} if isinstance(y, str) and y == "no_validation" else {"y": y, "y_numeric": True}
-        out = validate_data(self, X, reset=reset, ensure_all_finite=False, **with_y,
-                            **self._x_rules)
+        out = validate_data(
+            self, X, reset=reset, ensure_all_finite=False, **with_y, **self._x_rules
+        )
         X = out[0] if with_y else out
         check_feature_values(X, allow_nan=self.__sklearn_tags__().input_tags.allow_nan)
         return out
 
     def _options(self) -> PLRankOptions:
         """The checked PL-Rank options of the ranker's parameters (those it has; defaults else)."""
-        return PLRankOptions.checked(**{
-            name: getattr(self, name) for name in PLRankOptions.model_fields if hasattr(self, name)
-        })
+        return PLRankOptions.checked(
+            **{
+                name: getattr(self, name)
+                for name in PLRankOptions.model_fields
+                if hasattr(self, name)
+            }
+        )
 
     def _fitted_model(self) -> Any:
         """The trained model (``NotFittedError`` before ``fit``)."""
@@ -257,9 +277,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             The policy's log-scores :math:`m(d)`.
         """
         model = self._fitted_model()
-        X = self._checked_X(
-            drop_group_column(X, getattr(self, "group_column_", None)), reset=False
-        )
+        X = self._checked_X(drop_group_column(X, getattr(self, "group_column_", None)), reset=False)
         return backend_of_booster(model).margins(model, X, n_threads=booster_threads(self.n_jobs))
 
     def _warn_idle_parameters(
@@ -276,30 +294,43 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         given = {
             name: getattr(self, name)
             for name, p in inspect.signature(type(self).__init__).parameters.items()
-            if p.default is not p.empty and hasattr(self, name)
+            if p.default is not p.empty
+            and hasattr(self, name)
             and not _same(getattr(self, name), p.default)
         }
-        no_stopping = (early_stopping_rounds is None,
-                       "it applies to early stopping, and fit got no early_stopping_rounds")
+        no_stopping = (
+            early_stopping_rounds is None,
+            "it applies to early stopping, and fit got no early_stopping_rounds",
+        )
         idle = {
             **dict.fromkeys(("min_rounds", "min_delta", "patience_rate"), no_stopping),
-            "stopping_metric": (not eval_set,
-                                "it names what the eval sets are scored by, and fit got no "
-                                "eval_set"),
-            "fairness_weight": (options.fairness is None,
-                                "it weighs the fairness loss, and fairness is None"),
+            "stopping_metric": (
+                not eval_set,
+                "it names what the eval sets are scored by, and fit got no eval_set",
+            ),
+            "fairness_weight": (
+                options.fairness is None,
+                "it weighs the fairness loss, and fairness is None",
+            ),
         }
         for name, (unused, why) in idle.items():
             if name in given and unused:
                 warnings.warn(
                     f"{name}={given[name]!r} has no effect in this fit: {why}.",
-                    UserWarning, stacklevel=caller_level(),
+                    UserWarning,
+                    stacklevel=caller_level(),
                 )
 
     def _plan(
-        self, options: PLRankOptions, rounds: Rounds, *, eval_set: object, trainer: str,
+        self,
+        options: PLRankOptions,
+        rounds: Rounds,
+        *,
+        eval_set: object,
+        trainer: str,
         stopping_metric: str = RANKER.stopping_metric,
-        objective_type: Callable[..., PLRankObjective] = PLRankObjective, device: str = "cpu",
+        objective_type: Callable[..., PLRankObjective] = PLRankObjective,
+        device: str = "cpu",
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
@@ -314,11 +345,19 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         check_early_stopping(early_stopping_rounds, eval_set)
         objective_seed, model_seed = seeds_from(self.random_state, 2)
         plan = plrank_plan(
-            options, stopping_metric=stopping_metric, seed=objective_seed, n_jobs=self.n_jobs,
-            n_estimators=rounds.n_estimators, early_stopping_rounds=early_stopping_rounds,
-            objective_type=objective_type, device=device, trainer=trainer,
-            verbose=check_verbose("verbose", self.verbose), min_rounds=rounds.min_rounds,
-            min_delta=rounds.min_delta, patience_rate=rounds.patience_rate,
+            options,
+            stopping_metric=stopping_metric,
+            seed=objective_seed,
+            n_jobs=self.n_jobs,
+            n_estimators=rounds.n_estimators,
+            early_stopping_rounds=early_stopping_rounds,
+            objective_type=objective_type,
+            device=device,
+            trainer=trainer,
+            verbose=check_verbose("verbose", self.verbose),
+            min_rounds=rounds.min_rounds,
+            min_delta=rounds.min_delta,
+            patience_rate=rounds.patience_rate,
         )
         self._warn_idle_parameters(
             options, eval_set=eval_set, early_stopping_rounds=early_stopping_rounds

@@ -72,7 +72,9 @@ __all__ = [
 ]
 
 
-def equal_exposure_target(labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray) -> np.ndarray:
+def equal_exposure_target(
+    labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray
+) -> np.ndarray:
     r"""The equal-expected-exposure target :math:`\epsilon(d)` of every row ``(n,)``.
 
     Per row of validated labels grouped by query (boundaries ``group_ptr``): the mean of the
@@ -270,14 +272,27 @@ def _ee_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> np.
     return np.bincount(rows.row_query, (exposure - eps) ** 2, minlength=rows.n_queries)
 
 
-register(FairnessTerm(
-    name="expected-exposure", column="ee_l", title="EE-L", digits=4, uniform_target=True,
-    axis=f"EE-L (expected exposure loss, {_LOWER})", kernel=_fair_kernels.EXPECTED_EXPOSURE,
-    aux=_ee_aux, curvature=_ee_curvature, loss=_ee_loss, reads=frozenset({"cutoff"}),
-    summary=" ".join([
-        "the expected exposure loss EE-L of Diaz et al. (2020) against equal expected exposure",
-        "within relevance grades, which only a stochastic ranker can bring to 0"]),
-))
+register(
+    FairnessTerm(
+        name="expected-exposure",
+        column="ee_l",
+        title="EE-L",
+        digits=4,
+        uniform_target=True,
+        axis=f"EE-L (expected exposure loss, {_LOWER})",
+        kernel=_fair_kernels.EXPECTED_EXPOSURE,
+        aux=_ee_aux,
+        curvature=_ee_curvature,
+        loss=_ee_loss,
+        reads=frozenset({"cutoff"}),
+        summary=" ".join(
+            [
+                "the expected exposure loss EE-L of Diaz et al. (2020) against equal expected exposure",
+                "within relevance grades, which only a stochastic ranker can bring to 0",
+            ]
+        ),
+    )
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,14 +324,26 @@ def _disparity_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray)
     return out
 
 
-register(FairnessTerm(
-    name="disparity", column="disparity", title="disparity", reads=frozenset({"gain"}),
-    axis=f"relevance-proportional disparity ({_LOWER})", kernel=_fair_kernels.DISPARITY,
-    aux=_merit, curvature=_disparity_curvature, loss=_disparity_loss, summary=" ".join([
-        "the individual disparity of the 2021 PL-Rank experiments,",
-        r":math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2` with :math:`g` the",
-        "label's gain (not normalised)"]),
-))
+register(
+    FairnessTerm(
+        name="disparity",
+        column="disparity",
+        title="disparity",
+        reads=frozenset({"gain"}),
+        axis=f"relevance-proportional disparity ({_LOWER})",
+        kernel=_fair_kernels.DISPARITY,
+        aux=_merit,
+        curvature=_disparity_curvature,
+        loss=_disparity_loss,
+        summary=" ".join(
+            [
+                "the individual disparity of the 2021 PL-Rank experiments,",
+                r":math:`\frac{1}{n(n-1)}\sum_{i \ne j}(E_i g_j - E_j g_i)^2` with :math:`g` the",
+                "label's gain (not normalised)",
+            ]
+        ),
+    )
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +360,9 @@ def _group_curvature(rows: ExposureRows) -> np.ndarray:
     row_merit = merit[start + member]
     with_merit = np.bincount(rows.row_query, merit > 0, minlength=rows.n_queries)[rows.row_query]
     return np.divide(
-        2.0 * (with_merit - 1.0), row_merit**2, out=np.zeros_like(row_merit),
+        2.0 * (with_merit - 1.0),
+        row_merit**2,
+        out=np.zeros_like(row_merit),
         where=row_merit > 0,
     )
 
@@ -346,7 +375,9 @@ def _group_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> 
     pair = pair.ravel()
     merit = np.bincount(pair, rows.gains, minlength=pairs.shape[1])
     share = np.divide(
-        np.bincount(pair, exposure, minlength=pairs.shape[1]), merit, out=np.zeros_like(merit),
+        np.bincount(pair, exposure, minlength=pairs.shape[1]),
+        merit,
+        out=np.zeros_like(merit),
         where=merit > 0,
     )
     count = np.bincount(pairs[0], merit > 0, minlength=G)
@@ -355,12 +386,23 @@ def _group_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> 
     return np.where(count > 1, np.maximum(out, 0.0), 0.0)
 
 
-register(FairnessTerm(
-    name="group-disparity", column="group_disparity", title="group disparity",
-    axis=f"group disparity ({_LOWER})", kernel=_fair_kernels.GROUP_DISPARITY, aux=_merit,
-    curvature=_group_curvature, loss=_group_loss, reads=frozenset({"gain", "item_groups"}),
-    summary=" ".join([
-        "the squared differences of exposure per unit of merit between item groups (it needs",
-        "every document's item group, ``item_groups``; a query where fewer than two groups",
-        "have merit contributes 0)"]),
-))
+register(
+    FairnessTerm(
+        name="group-disparity",
+        column="group_disparity",
+        title="group disparity",
+        axis=f"group disparity ({_LOWER})",
+        kernel=_fair_kernels.GROUP_DISPARITY,
+        aux=_merit,
+        curvature=_group_curvature,
+        loss=_group_loss,
+        reads=frozenset({"gain", "item_groups"}),
+        summary=" ".join(
+            [
+                "the squared differences of exposure per unit of merit between item groups (it needs",
+                "every document's item group, ``item_groups``; a query where fewer than two groups",
+                "have merit contributes 0)",
+            ]
+        ),
+    )
+)

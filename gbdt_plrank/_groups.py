@@ -79,8 +79,10 @@ def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, 
 
 
 def recompute_queries(
-    group_ptr: np.ndarray, flagged: np.ndarray,
-    compute: Callable[..., None], *outs: np.ndarray,
+    group_ptr: np.ndarray,
+    flagged: np.ndarray,
+    compute: Callable[..., None],
+    *outs: np.ndarray,
 ) -> None:
     """Overwrite the rows of the ``flagged`` queries in ``outs`` with what ``compute`` gives.
 
@@ -304,7 +306,9 @@ def _column_still_in_X(X: Any, group: Any) -> str | None:
     values = np.asarray(group)
     for column in candidates:
         if (
-            isinstance(column, str) and column in X.columns and values.ndim == 1
+            isinstance(column, str)
+            and column in X.columns
+            and values.ndim == 1
             and values.shape[0] == X.shape[0]
             and np.array_equal(np.asarray(X[column]), values)
         ):

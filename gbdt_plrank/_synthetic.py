@@ -160,10 +160,15 @@ class _World:
         if self.shape.relevance == "linear":
             return z @ self.w
         a, b = self.pairs[:, 0], self.pairs[:, 1]
-        return (np.sin(1.5 * z) @ self.w + 0.5 * (z[:, a] * z[:, b]).sum(axis=1)
-                + np.maximum(z[:, :10], 0.0) @ np.abs(self.w[:10]))
+        return (
+            np.sin(1.5 * z) @ self.w
+            + 0.5 * (z[:, a] * z[:, b]).sum(axis=1)
+            + np.maximum(z[:, :10], 0.0) @ np.abs(self.w[:10])
+        )
 
-    def score(self, z: np.ndarray, query_effect: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def score(
+        self, z: np.ndarray, query_effect: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
         """The noisy relevance score of documents ``z`` with their query effect (N(0,1) draws)."""
         standard = (self._raw(z) - self.center) / self.scale
         noise = self.shape.label_noise * rng.standard_normal(z.shape[0])
@@ -179,17 +184,22 @@ def _world(shape: WebShape) -> _World:
 def _split(world: _World, n_queries: int, rng: np.random.Generator, first_qid: int) -> Split:
     shape = world.shape
     mu = np.log(shape.mean_docs) - 0.5 * shape.docs_sigma**2
-    sizes = np.clip(np.rint(rng.lognormal(mu, shape.docs_sigma, n_queries)),
-                    shape.min_docs, shape.max_docs).astype(np.int64)
+    sizes = np.clip(
+        np.rint(rng.lognormal(mu, shape.docs_sigma, n_queries)), shape.min_docs, shape.max_docs
+    ).astype(np.int64)
     n = int(sizes.sum())
     qid = np.repeat(np.arange(first_qid, first_qid + n_queries, dtype=np.int64), sizes)
     z = rng.standard_normal((n, shape.n_features), dtype=np.float32)
-    shift = np.repeat(0.5 * rng.standard_normal((n_queries, shape.n_features), dtype=np.float32),
-                      sizes, axis=0)
+    shift = np.repeat(
+        0.5 * rng.standard_normal((n_queries, shape.n_features), dtype=np.float32), sizes, axis=0
+    )
     y = np.searchsorted(
         world.thresholds,
-        world.score(z[:, : shape.n_informative].astype(np.float64), np.repeat(rng.standard_normal(n_queries), sizes),
-                    rng),
+        world.score(
+            z[:, : shape.n_informative].astype(np.float64),
+            np.repeat(rng.standard_normal(n_queries), sizes),
+            rng,
+        ),
     ).astype(np.float64)
     X = z + shift
     if shape.feature_noise > 0:

@@ -40,8 +40,17 @@ from ._groups import Split
 from ._synthetic import MSLR_GRADE_SHARES, WEB_VARIANTS, WebShape, make_web_splits
 
 __all__ = [
-    "BUNDLED", "MSLR_GRADE_SHARES", "NAMED", "SINGLE_SPLIT", "SYNTHETIC", "LTRDataset", "Split", "WebShape",
-    "load_dataset", "load_svmlight_splits", "make_web_dataset",
+    "BUNDLED",
+    "MSLR_GRADE_SHARES",
+    "NAMED",
+    "SINGLE_SPLIT",
+    "SYNTHETIC",
+    "LTRDataset",
+    "Split",
+    "WebShape",
+    "load_dataset",
+    "load_svmlight_splits",
+    "make_web_dataset",
 ]
 
 #: The bundled datasets' names.
@@ -105,9 +114,7 @@ def _non_finite(path: Path) -> ValueError:
 def _malformed(path: Path, reason: str, found: tuple[int, str] | None) -> ValueError:
     """The error for ``path``, naming ``found`` (its first bad line and text) when known."""
     where = f"line {found[0]} ({found[1][:80]!r})" if found else "a line"
-    return ValueError(
-        f"{path}: {where} is not a LETOR line {LINE_FORMAT!r} ({reason})."
-    )
+    return ValueError(f"{path}: {where} is not a LETOR line {LINE_FORMAT!r} ({reason}).")
 
 
 def _check_contiguous(path: object, qid: np.ndarray) -> None:

@@ -163,7 +163,11 @@ def check_empty(empty: object) -> float:
 
 
 def _ranked(
-    y_true: object, y_score: object, group: object, *, exp_gain: bool = False,
+    y_true: object,
+    y_score: object,
+    group: object,
+    *,
+    exp_gain: bool = False,
     signed: bool | None = None,
 ) -> _Ranked:
     y = check_labels(y_true, gain="exp" if exp_gain else "linear", name="y_true", signed=signed)
@@ -228,7 +232,12 @@ def mean_over_queries(per_query_values: FloatArray) -> float:
 
 
 def _checked(
-    y_true: object, y_score: object, group: object, k: object, *, exp_gain: bool = False,
+    y_true: object,
+    y_score: object,
+    group: object,
+    k: object,
+    *,
+    exp_gain: bool = False,
     signed: bool | None = None,
 ) -> tuple[_Ranked, int]:
     """The validated rows and the length of their rank weights: ``k`` capped at the longest query.
@@ -241,15 +250,26 @@ def _checked(
 
 
 def _dcg_parts(
-    y_true: object, y_score: object, group: object, k: object, gain: object, *,
+    y_true: object,
+    y_score: object,
+    group: object,
+    k: object,
+    gain: object,
+    *,
     signed: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
     """Per-query DCG@k and ideal DCG@k (``signed``: negative labels allowed with the linear
     gain; the ideal DCG is that of the gains' positive part, the gains' own when none is
     negative)."""
     gain = check_choice("gain", gain, GAINS)
-    r, K = _checked(y_true, y_score, group, k, exp_gain=gain == "exp",
-                    signed=True if signed and gain == "linear" else None)
+    r, K = _checked(
+        y_true,
+        y_score,
+        group,
+        k,
+        exp_gain=gain == "exp",
+        signed=True if signed and gain == "linear" else None,
+    )
     g, theta = gains(r.y, gain), dcg_weights(K)
     value, ideal, _ = _sums(r, g, theta, want_ideal=True)
     if g.size and g.min() < 0:
@@ -535,7 +555,11 @@ def average_relevance_position(
 # Fairness of exposure: metrics of a stochastic policy's expected exposure per document
 # --------------------------------------------------------------------------------------------
 def _exposure_rows(
-    y_true: object, exposure: object, group: object, *, gain: str = "linear",
+    y_true: object,
+    exposure: object,
+    group: object,
+    *,
+    gain: str = "linear",
     item_groups: object = None,
 ) -> tuple[ExposureRows, FloatArray]:
     """Validated rows grouped by query (labels for ``gain``, checked item groups if given) and
@@ -611,11 +635,14 @@ def fairness_loss(
         grouped = [name for name in fairness_names() if fairness_term(name).needs_item_groups]
         raise ValueError(
             f"loss={loss!r} needs item_groups: one integer group id >= 0 per document."
-            if term.needs_item_groups else
-            f"item_groups are used only by the losses {grouped}, but loss={loss!r} is given."
+            if term.needs_item_groups
+            else f"item_groups are used only by the losses {grouped}, but loss={loss!r} is given."
         )
     rows, e = _exposure_rows(
-        y_true, exposure, group, gain=gain if "gain" in term.reads else "linear",
+        y_true,
+        exposure,
+        group,
+        gain=gain if "gain" in term.reads else "linear",
         item_groups=item_groups,
     )
     return _result(term.loss(rows, e, dcg_weights(ranks_used(k, rows.ptr))), per_query)
@@ -758,9 +785,7 @@ def relevance_proportional_disparity(
 
     A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
     """
-    return fairness_loss(
-        y_true, exposure, group, loss="disparity", gain=gain, per_query=per_query
-    )
+    return fairness_loss(y_true, exposure, group, loss="disparity", gain=gain, per_query=per_query)
 
 
 def group_disparity(
@@ -814,7 +839,12 @@ def group_disparity(
     A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
     """
     return fairness_loss(
-        y_true, exposure, group, loss="group-disparity", gain=gain, item_groups=item_groups,
+        y_true,
+        exposure,
+        group,
+        loss="group-disparity",
+        gain=gain,
+        item_groups=item_groups,
         per_query=per_query,
     )
 
@@ -824,6 +854,11 @@ for _metric in (globals()[name] for name in __all__):
     if ".. metric-docs::" in (getattr(_metric, "__doc__", None) or ""):
         shared_entries("metric-docs", _ENTRIES)(_metric)
 # The registered fairness terms, listed where fairness_loss says ``.. fairness-terms::``.
-shared_entries("fairness-terms", {"registered": "\n".join(
-    f'- ``"{name}"``: {fairness_term(name).summary}' for name in fairness_names()
-)})(fairness_loss)
+shared_entries(
+    "fairness-terms",
+    {
+        "registered": "\n".join(
+            f'- ``"{name}"``: {fairness_term(name).summary}' for name in fairness_names()
+        )
+    },
+)(fairness_loss)

@@ -260,8 +260,14 @@ class PLRankRanker(PolicyRanker):
     # Training and prediction
     # ----------------------------------------------------------------------------------------
     def fit(
-        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
-        sample_weight: Any = None, eval_set: Sequence[tuple[Any, ...]] | None = None,
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        item_groups: Any = None,
+        sample_weight: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
         early_stopping_rounds: int | None = None,
     ) -> PLRankRanker:
         """Train the booster with the PL-Rank objective.
@@ -322,8 +328,16 @@ class PLRankRanker(PolicyRanker):
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         return self._train(
-            BACKENDS[backend], settings, plan, options, X, y, group, eval_set,
-            item_groups=item_groups, sample_weight=sample_weight,
+            BACKENDS[backend],
+            settings,
+            plan,
+            options,
+            X,
+            y,
+            group,
+            eval_set,
+            item_groups=item_groups,
+            sample_weight=sample_weight,
         )
 
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
@@ -335,7 +349,8 @@ class PLRankRanker(PolicyRanker):
             warnings.warn(
                 f"the trained {self.backend} model has no split: every tree is one leaf, so "
                 f"every document gets the same score. {hint or self._no_split_hint()}",
-                UserWarning, stacklevel=caller_level(),
+                UserWarning,
+                stacklevel=caller_level(),
             )
 
     @staticmethod
@@ -396,14 +411,21 @@ class PLRankRanker(PolicyRanker):
         (:meth:`~gbdt_plrank._estimator.PolicyRanker._plan` builds the plan).
         """
         parameters = RankerParameters.checked(
-            **{name: getattr(self, name) for name in RankerParameters.model_fields
-               if name != "early_stopping_rounds"},
+            **{
+                name: getattr(self, name)
+                for name in RankerParameters.model_fields
+                if name != "early_stopping_rounds"
+            },
             early_stopping_rounds=early_stopping_rounds,
         )
         options = self._options()
         plan, booster_seed = self._plan(
-            options, parameters, eval_set=eval_set, trainer=self._trainer,
-            stopping_metric=parameters.stopping_metric, objective_type=self._objective_type,
+            options,
+            parameters,
+            eval_set=eval_set,
+            trainer=self._trainer,
+            stopping_metric=parameters.stopping_metric,
+            objective_type=self._objective_type,
             device=self.device,
         )
         return parameters.backend, self._settings(booster_seed), plan, options
@@ -424,5 +446,7 @@ class PLRankRanker(PolicyRanker):
             params = {**params, "device": self.device}
         return BoosterSettings(
             trees={name: getattr(self, name) for name in TREE_SETTINGS},
-            n_threads=booster_threads(self.n_jobs), seed=seed, params=dict(params),
+            n_threads=booster_threads(self.n_jobs),
+            seed=seed,
+            params=dict(params),
         )

@@ -65,13 +65,14 @@ def reward_order(
         classes = {f"grade {g:g}": y == g for g in np.unique(y)}
     else:
         classes = {"relevant": y > 0, "non-relevant": y == 0}
-    out = {f"mean reward, {name}": (float(rewards[rows].sum()), float(rows.sum()))
-           for name, rows in classes.items()}
+    out = {
+        f"mean reward, {name}": (float(rewards[rows].sum()), float(rows.sum()))
+        for name, rows in classes.items()
+    }
     names = list(classes)[::-1] if by_grade else list(classes)  # the better class first
     for i, hi in enumerate(names):
-        for lo in names[i + 1:]:
-            column = (f"wrongly ordered, {hi} vs {lo}" if by_grade
-                      else "wrongly ordered pairs")
+        for lo in names[i + 1 :]:
+            column = f"wrongly ordered, {hi} vs {lo}" if by_grade else "wrongly ordered pairs"
             out[column] = misordered_pairs(rewards, classes[hi], classes[lo], group_ptr)
     return out
 
@@ -79,18 +80,25 @@ def reward_order(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("configs", nargs="+", help="gbdt-plrank clicks configuration files")
-    parser.add_argument("--by-grade", action="store_true",
-                        help="mean reward of each grade and wrongly ordered pairs of grades")
+    parser.add_argument(
+        "--by-grade",
+        action="store_true",
+        help="mean reward of each grade and wrongly ordered pairs of grades",
+    )
     parser.add_argument("--out", required=True, help="markdown file to write")
     args = parser.parse_args()
     if args.by_grade:
-        what = ("mean reward of the rows of each grade, and the share of pairs of rows of one "
-                "query and two grades whose rewards are in the wrong order (the higher grade's "
-                "not above the lower grade's).")
+        what = (
+            "mean reward of the rows of each grade, and the share of pairs of rows of one "
+            "query and two grades whose rewards are in the wrong order (the higher grade's "
+            "not above the lower grade's)."
+        )
     else:
-        what = ("mean reward of the relevant and non-relevant rows (the click probability when "
-                "seen is 1 and `noise`), and the share of (relevant, non-relevant) pairs of one "
-                "query whose rewards are in the wrong order.")
+        what = (
+            "mean reward of the relevant and non-relevant rows (the click probability when "
+            "seen is 1 and `noise`), and the share of (relevant, non-relevant) pairs of one "
+            "query whose rewards are in the wrong order."
+        )
     flag = " --by-grade" if args.by_grade else ""
     lines = [
         "## Click rewards of the training rows: bias and order",
@@ -98,7 +106,8 @@ def main() -> None:
         f"Rewards of the stochastic logger's training log, pooled over the folds: {what}",
         "",
         "Command: `python research/clicks_reward_order.py "
-        + " ".join(args.configs) + f"{flag} --out {args.out}`",
+        + " ".join(args.configs)
+        + f"{flag} --out {args.out}`",
         "",
     ]
     header = False
@@ -113,8 +122,9 @@ def main() -> None:
                 for s in sorted(config.sessions):
                     logs = unit.logs(True, s)
                     for estimator in ESTIMATORS:
-                        r = unit.rewards(logs, estimator=estimator, policy=False,
-                                         stochastic=True)["train"]
+                        r = unit.rewards(logs, estimator=estimator, policy=False, stochastic=True)[
+                            "train"
+                        ]
                         acc = sums.setdefault((s, estimator), {})
                         for column, (total, count) in reward_order(
                             r, train.y, train.group_ptr, by_grade=args.by_grade
@@ -123,11 +133,15 @@ def main() -> None:
                 print(dataset_label(data, fold), path, flush=True)
         for (s, estimator), acc in sorted(sums.items()):
             if not header:
-                lines += ["| configuration | sessions/query | estimator | " + " | ".join(acc)
-                          + " |", "|---|---:|---|" + "---:|" * len(acc)]
+                lines += [
+                    "| configuration | sessions/query | estimator | " + " | ".join(acc) + " |",
+                    "|---|---:|---|" + "---:|" * len(acc),
+                ]
                 header = True
-            cells = [f"{t / n:.3f}" if c.startswith("mean") else f"{t / n:.4f}"
-                     for c, (t, n) in acc.items()]
+            cells = [
+                f"{t / n:.3f}" if c.startswith("mean") else f"{t / n:.4f}"
+                for c, (t, n) in acc.items()
+            ]
             lines.append(f"| {Path(path).name} | {s} | {estimator} | " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")

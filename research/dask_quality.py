@@ -123,7 +123,9 @@ class _CutsProbe:
         return np.zeros_like(preds), np.ones_like(preds)
 
 
-def _features_with_other_cuts(client: Client, X: Any, Xs: np.ndarray, params: dict[str, Any]) -> int:
+def _features_with_other_cuts(
+    client: Client, X: Any, Xs: np.ndarray, params: dict[str, Any]
+) -> int:
     """Features whose cut points in ``xgboost.dask.train`` on ``X`` differ from one process's."""
     import tempfile
 
@@ -137,15 +139,19 @@ def _features_with_other_cuts(client: Client, X: Any, Xs: np.ndarray, params: di
     other = set()
     for w in worker:
         for j in range(ptr.shape[0] - 1):
-            mine = w["values"][w["ptr"][j]:w["ptr"][j + 1]]
-            if not np.array_equal(mine, values[ptr[j]:ptr[j + 1]]):
+            mine = w["values"][w["ptr"][j] : w["ptr"][j + 1]]
+            if not np.array_equal(mine, values[ptr[j] : ptr[j + 1]]):
                 other.add(j)
     return len(other)
 
 
 def _train(setting: Setting, seed: int, data: Any, pieces: Any) -> np.ndarray:
-    options = {**OPTIONS, "backend": setting.backend, "random_state": seed,
-               "params": setting.params or None}
+    options = {
+        **OPTIONS,
+        "backend": setting.backend,
+        "random_state": seed,
+        "params": setting.params or None,
+    }
     tr, te = data.train, data.test
     if setting.parts is None:
         ranker = PLRankRanker(**options).fit(tr.X, tr.y, group=tr.qid)
@@ -168,8 +174,14 @@ def _summary(runs: dict[tuple[str, int], np.ndarray], seeds: list[int]) -> str:
         if not done:
             continue
         means = np.array([runs[s.name, k].mean() for k in done])
-        row = [s.name, str(len(done)), f"{means.mean():.4f}", f"{means.std(ddof=1):.4f}"
-               if len(done) > 1 else "-", f"{means.min():.4f}", f"{means.max():.4f}"]
+        row = [
+            s.name,
+            str(len(done)),
+            f"{means.mean():.4f}",
+            f"{means.std(ddof=1):.4f}" if len(done) > 1 else "-",
+            f"{means.min():.4f}",
+            f"{means.max():.4f}",
+        ]
         base = [k for k in seeds if (s.baseline, k) in runs]
         if s.parts is None or not base:
             lines.append("| " + " | ".join([*row, "", "", "", ""]) + " |")
@@ -179,8 +191,7 @@ def _summary(runs: dict[tuple[str, int], np.ndarray], seeds: list[int]) -> str:
         a = dict(enumerate(np.mean([runs[s.name, k] for k in done], axis=0)))
         b = dict(enumerate(np.mean([runs[s.baseline, k] for k in base], axis=0)))
         p = paired(a, b)
-        row += [f"{inside} of {len(done)}", p.interval,
-                f"{p.p_randomization:.3f}", p.verdict]
+        row += [f"{inside} of {len(done)}", p.interval, f"{p.p_randomization:.3f}", p.verdict]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -188,8 +199,12 @@ def _summary(runs: dict[tuple[str, int], np.ndarray], seeds: list[int]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=5,
-                        help="train the distributed settings of the first REPEAT seeds again")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="train the distributed settings of the first REPEAT seeds again",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/dask_quality.md"))
     args = parser.parse_args()
     store = args.out.with_suffix(".jsonl")
@@ -201,36 +216,54 @@ def main() -> None:
     data = load_dataset("mq2008", fold=1)
     X, y, qid = _sorted_split(data.train)
     seeds = list(range(args.seeds))
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         pieces = {p: placed_partitions(client, X, y, qid, p) for p in (2, 4)}
-        cuts = {s.name: _features_with_other_cuts(client, pieces[s.parts][0], X, s.params)
-                for s in SETTINGS if s.parts and s.backend == "xgboost"
-                and s.params.get("tree_method", "hist") == "hist"}
+        cuts = {
+            s.name: _features_with_other_cuts(client, pieces[s.parts][0], X, s.params)
+            for s in SETTINGS
+            if s.parts and s.backend == "xgboost" and s.params.get("tree_method", "hist") == "hist"
+        }
         todo = [(s, s.name, seed) for seed in seeds for s in SETTINGS]
-        todo += [(s, s.name + AGAIN, seed) for seed in range(args.repeat) for s in SETTINGS
-                 if s.parts]
+        todo += [
+            (s, s.name + AGAIN, seed) for seed in range(args.repeat) for s in SETTINGS if s.parts
+        ]
         for s, name, seed in todo:
             if (name, seed) in runs:
                 continue
             per_query = _train(s, seed, data, pieces)
             runs[name, seed] = per_query
             with store.open("a") as fh:
-                fh.write(json.dumps({"setting": name, "seed": seed,
-                                     "per_query": per_query.tolist()}) + "\n")
+                fh.write(
+                    json.dumps({"setting": name, "seed": seed, "per_query": per_query.tolist()})
+                    + "\n"
+                )
             print(f"seed {seed} {name:40s} {per_query.mean():.4f}", flush=True)
-    again = {s.name: sum(not np.array_equal(runs[s.name, k], runs[s.name + AGAIN, k])
-                         for k in range(args.repeat)) for s in SETTINGS if s.parts}
-    table = "\n\n".join([
-        f"MQ2008 Fold1, test NDCG@5 over seeds 0-{args.seeds - 1}; "
-        f"`python research/dask_quality.py --seeds {args.seeds} --repeat {args.repeat}`.",
-        _summary(runs, seeds),
-        "Features (of 46) whose cut points on the workers differ from the single-machine cuts: "
-        + ", ".join(f"{k}: {v}" for k, v in cuts.items()) + ".",
-        f"Trained again on the same partitions and workers (seeds 0-{args.repeat - 1}), the "
-        "per-query test NDCG@5 differs from the first training in: "
-        + ", ".join(f"{k}: {v} of {args.repeat}" for k, v in again.items()) + ".",
-    ])
+    again = {
+        s.name: sum(
+            not np.array_equal(runs[s.name, k], runs[s.name + AGAIN, k]) for k in range(args.repeat)
+        )
+        for s in SETTINGS
+        if s.parts
+    }
+    table = "\n\n".join(
+        [
+            f"MQ2008 Fold1, test NDCG@5 over seeds 0-{args.seeds - 1}; "
+            f"`python research/dask_quality.py --seeds {args.seeds} --repeat {args.repeat}`.",
+            _summary(runs, seeds),
+            "Features (of 46) whose cut points on the workers differ from the single-machine cuts: "
+            + ", ".join(f"{k}: {v}" for k, v in cuts.items())
+            + ".",
+            f"Trained again on the same partitions and workers (seeds 0-{args.repeat - 1}), the "
+            "per-query test NDCG@5 differs from the first training in: "
+            + ", ".join(f"{k}: {v} of {args.repeat}" for k, v in again.items())
+            + ".",
+        ]
+    )
     print(table)
     args.out.write_text(table + "\n")
 

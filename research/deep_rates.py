@@ -50,22 +50,33 @@ from gbdt_plrank.metrics import ndcg
 def tree_params(*, seed: int, n_jobs: int) -> dict[str, Any]:
     """The harness's shared trees (its :class:`~gbdt_plrank.harness.settings.TreeSettings`) as
     XGBoost parameters, with ``seed`` and ``n_jobs`` threads."""
-    return {**TreeSettings(n_jobs=n_jobs).native_params("xgboost", seed=seed),
-            "tree_method": "hist", "base_score": 0.0}
+    return {
+        **TreeSettings(n_jobs=n_jobs).native_params("xgboost", seed=seed),
+        "tree_method": "hist",
+        "base_score": 0.0,
+    }
 
 
 #: The continuation's variants by default: the rankings per query, the Hessian modes, and the
 #: Newton step's length.
-VARIANTS = ('{"N": 100}', '{"N": 200}', '{"hessian": "abs"}', '{"hessian": "constant"}',
-            '{"hessian_scale": 2}', '{"hessian_scale": 0.5}', '{"hessian_scale": 0.333}')
+VARIANTS = (
+    '{"N": 100}',
+    '{"N": 200}',
+    '{"hessian": "abs"}',
+    '{"hessian": "constant"}',
+    '{"hessian_scale": 2}',
+    '{"hessian_scale": 0.5}',
+    '{"hessian_scale": 0.333}',
+)
 
 
 def dataset(name: str, draw: int, queries: list[int] | None) -> LTRDataset:
     """Draw ``draw`` of the web-shaped ``name``, with ``queries`` (train, vali, test) if given."""
     if queries is None:
         return load_dataset(name, fold=draw)
-    return make_web_dataset(dataclasses.replace(WEB_VARIANTS[name], queries=tuple(queries)),
-                            seed=draw)
+    return make_web_dataset(
+        dataclasses.replace(WEB_VARIANTS[name], queries=tuple(queries)), seed=draw
+    )
 
 
 def objective(options: dict[str, Any], *, seed: int, n_jobs: int) -> Any:
@@ -83,13 +94,15 @@ def objective(options: dict[str, Any], *, seed: int, n_jobs: int) -> Any:
     return scaled
 
 
-def curves(ds: LTRDataset, *, k: int, rounds: int, every: int, seed: int,
-           n_jobs: int) -> list[str]:
+def curves(ds: LTRDataset, *, k: int, rounds: int, every: int, seed: int, n_jobs: int) -> list[str]:
     """The table of measurement 1."""
     tr, va = ds.train, ds.vali
     dtr, dva = xgb.DMatrix(tr.X, tr.y, qid=tr.qid), xgb.DMatrix(va.X, va.y, qid=va.qid)
-    lines = [f"| method | rounds | training NDCG@{k} | validation NDCG@{k} | spread of the "
-             "validation margins | Hessian sum of a tree |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"| method | rounds | training NDCG@{k} | validation NDCG@{k} | spread of the "
+        "validation margins | Hessian sum of a tree |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for method in ("rank:ndcg", "plrank"):
         params = tree_params(seed=seed, n_jobs=n_jobs)
         kw: dict[str, Any] = {}
@@ -103,20 +116,24 @@ def curves(ds: LTRDataset, *, k: int, rounds: int, every: int, seed: int,
             mt = booster.predict(dtr, iteration_range=(0, r), output_margin=True)
             mv = booster.predict(dva, iteration_range=(0, r), output_margin=True)
             roots = trees[(trees.Node == 0) & (trees.Tree >= r - every) & (trees.Tree < r)]
-            lines.append(f"| {method} | {r} | {ndcg(tr.y, mt, tr.qid, k=k):.4f} | "
-                         f"{ndcg(va.y, mv, va.qid, k=k):.4f} | {within_query_spread(mv, va.group_ptr):.3f} | "
-                         f"{roots.Cover.mean():.4g} |")
+            lines.append(
+                f"| {method} | {r} | {ndcg(tr.y, mt, tr.qid, k=k):.4f} | "
+                f"{ndcg(va.y, mv, va.qid, k=k):.4f} | {within_query_spread(mv, va.group_ptr):.3f} | "
+                f"{roots.Cover.mean():.4g} |"
+            )
     return lines
 
 
-def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: list[str],
-                 seed: int, n_jobs: int) -> list[str]:
+def continuation(
+    ds: LTRDataset, *, k: int, start: int, more: int, variants: list[str], seed: int, n_jobs: int
+) -> list[str]:
     """The table of measurement 2."""
     tr, va = ds.train, ds.vali
     params = tree_params(seed=seed, n_jobs=n_jobs)
     dtr0 = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
-    first = xgb.train(params, dtr0, num_boost_round=start,
-                      obj=objective({"K": k}, seed=seed, n_jobs=n_jobs))
+    first = xgb.train(
+        params, dtr0, num_boost_round=start, obj=objective({"K": k}, seed=seed, n_jobs=n_jobs)
+    )
     mtr = first.predict(dtr0, output_margin=True)
     mva = first.predict(xgb.DMatrix(va.X, qid=va.qid), output_margin=True)
     v0 = ndcg(va.y, mva, va.qid, k=k)
@@ -124,11 +141,18 @@ def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: lis
     dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid, base_margin=mtr)
     dva = xgb.DMatrix(va.X, qid=va.qid, base_margin=mva)
     checks = sorted({max(1, more // 5), max(1, more // 2), more})
-    lines = [f"Starting model: PL-Rank after {start} rounds, validation NDCG@{k} {v0:.4f}.", "",
-             "| variant | " + " | ".join(f"gain after {r}" for r in checks) + " |",
-             "|---|" + "---:|" * len(checks)]
-    rows = [("rank:ndcg", None), ("default", {}), ("default, another stream", {"_stream": 1}),
-            *((v, json.loads(v)) for v in variants)]
+    lines = [
+        f"Starting model: PL-Rank after {start} rounds, validation NDCG@{k} {v0:.4f}.",
+        "",
+        "| variant | " + " | ".join(f"gain after {r}" for r in checks) + " |",
+        "|---|" + "---:|" * len(checks),
+    ]
+    rows = [
+        ("rank:ndcg", None),
+        ("default", {}),
+        ("default, another stream", {"_stream": 1}),
+        *((v, json.loads(v)) for v in variants),
+    ]
     for name, options in rows:
         kw: dict[str, Any] = {}
         p = dict(params)
@@ -139,8 +163,13 @@ def continuation(ds: LTRDataset, *, k: int, start: int, more: int, variants: lis
             stream = seed + 1 + options.pop("_stream", 0)
             kw["obj"] = objective({"K": k, **options}, seed=stream, n_jobs=n_jobs)
         booster = xgb.train(p, dtr, num_boost_round=more, **kw)
-        gains = [ndcg(va.y, booster.predict(dva, iteration_range=(0, r), output_margin=True),
-                      va.qid, k=k) - v0 for r in checks]
+        gains = [
+            ndcg(
+                va.y, booster.predict(dva, iteration_range=(0, r), output_margin=True), va.qid, k=k
+            )
+            - v0
+            for r in checks
+        ]
         lines.append(f"| {name} | " + " | ".join(f"{g:+.4f}" for g in gains) + " |")
     return lines
 
@@ -162,13 +191,24 @@ def main() -> None:
     ds = dataset(args.data, args.draw, args.queries)
     command = "python research/deep_rates.py " + shlex.join(sys.argv[1:])
     common = {"k": args.k, "seed": args.draw, "n_jobs": args.n_jobs}
-    lines = [f"# Fit, scale and per-round progress on {ds.name}", "", f"Written by `{command}`.", ""]
+    lines = [
+        f"# Fit, scale and per-round progress on {ds.name}",
+        "",
+        f"Written by `{command}`.",
+        "",
+    ]
     if args.rounds:
-        lines += [f"## Curves: {args.rounds} rounds without stopping", "",
-                  *curves(ds, rounds=args.rounds, every=args.every, **common), ""]
-    lines += [f"## Continuation: {args.more} rounds of each objective from one PL-Rank model", "",
-              *continuation(ds, start=args.start, more=args.more, variants=args.variants,
-                            **common)]
+        lines += [
+            f"## Curves: {args.rounds} rounds without stopping",
+            "",
+            *curves(ds, rounds=args.rounds, every=args.every, **common),
+            "",
+        ]
+    lines += [
+        f"## Continuation: {args.more} rounds of each objective from one PL-Rank model",
+        "",
+        *continuation(ds, start=args.start, more=args.more, variants=args.variants, **common),
+    ]
     text = "\n".join(lines) + "\n"
     args.out.write_text(text, encoding="utf-8")
     print(text)

@@ -88,8 +88,9 @@ def variant_rewards(variant: str, K: int) -> Any:
             kw["shrinkage"] = float(variant[7:])
         r = click_rewards(log, n_rows, **kw)
         if variant == "norm-regression":
-            g = click_regression(log, kw["X"], kw["qid"], position_bias=kw["position_bias"],
-                                 seed=kw.get("seed", 0))
+            g = click_regression(
+                log, kw["X"], kw["qid"], position_bias=kw["position_bias"], seed=kw.get("seed", 0)
+            )
             return r / ideal_dcg(g, kw["qid"], K)
         if variant == "norm-positive":
             z = ideal_dcg(np.maximum(r, 0.0), kw["qid"], K)
@@ -100,32 +101,47 @@ def variant_rewards(variant: str, K: int) -> Any:
 
 
 def _records(folder: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in
-            (Path(folder) / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [
+        json.loads(line)
+        for line in (Path(folder) / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
 
 
 def per_query(records: list[dict[str, Any]], learner: str, k: int, split: str) -> dict:
     """(dataset, query) -> NDCG@k of ``learner`` on ``split`` ("test" or "vali")."""
     qkey, nkey = ("qid", "ndcg") if split == "test" else ("vali_qid", "vali_ndcg")
-    return {(r["dataset"], q): v for r in records if r["learner"] == learner
-            for q, v in zip(r[qkey], r[nkey][str(k)])}
+    return {
+        (r["dataset"], q): v
+        for r in records
+        if r["learner"] == learner
+        for q, v in zip(r[qkey], r[nkey][str(k)])
+    }
 
 
 def summary(folders: list[str], out: str, k: int = 5) -> str:
     """Every variant's learners, validation then test NDCG@k, against the references."""
     from gbdt_plrank.harness.stats import paired
 
-    lines = ["## Routes from a deterministic ranker's clicks", "",
-             "Command: `python research/deterministic_routes.py --summary " + " ".join(folders)
-             + f" --out {out}`", "",
-             f"NDCG@{k} on the true labels, mean over the validation (which chooses) and the "
-             "test queries of the five folds; each learner minus PL-Rank on click-through rates "
-             "and minus the two library objectives of the same variant's run, paired per "
-             "query (mean [95% interval] verdict of the paired randomization test).", ""]
+    lines = [
+        "## Routes from a deterministic ranker's clicks",
+        "",
+        "Command: `python research/deterministic_routes.py --summary "
+        + " ".join(folders)
+        + f" --out {out}`",
+        "",
+        f"NDCG@{k} on the true labels, mean over the validation (which chooses) and the "
+        "test queries of the five folds; each learner minus PL-Rank on click-through rates "
+        "and minus the two library objectives of the same variant's run, paired per "
+        "query (mean [95% interval] verdict of the paired randomization test).",
+        "",
+    ]
     for split in ("vali", "test"):
-        lines += [f"### {'validation' if split == 'vali' else 'test'} queries", "",
-                  "| variant | learner | NDCG@5 | " + " | ".join(f"minus {r}" for r in REFERENCES)
-                  + " |", "|---|---|---:|" + "---|" * len(REFERENCES)]
+        lines += [
+            f"### {'validation' if split == 'vali' else 'test'} queries",
+            "",
+            "| variant | learner | NDCG@5 | " + " | ".join(f"minus {r}" for r in REFERENCES) + " |",
+            "|---|---|---:|" + "---|" * len(REFERENCES),
+        ]
         for folder in folders:
             records = _records(folder)
             learners = list(dict.fromkeys(r["learner"] for r in records))
@@ -139,8 +155,10 @@ def summary(folders: list[str], out: str, k: int = 5) -> str:
                         continue
                     p = paired(mine, other)
                     cells.append(f"{p.interval} {p.verdict}")
-                lines.append(f"| {Path(folder).name} | {learner} | "
-                             f"{np.mean(list(mine.values())):.4f} | " + " | ".join(cells) + " |")
+                lines.append(
+                    f"| {Path(folder).name} | {learner} | "
+                    f"{np.mean(list(mine.values())):.4f} | " + " | ".join(cells) + " |"
+                )
         lines.append("")
     lines += _choice(folders, k)
     text = "\n".join(lines) + "\n"
@@ -161,13 +179,20 @@ def _choice(folders: list[str], k: int) -> list[str]:
         for learner in dict.fromkeys(r["learner"] for r in records):
             if learner.startswith("plrank-") and learner != "plrank-full-labels":
                 routes.setdefault((variant, learner), {}).update(
-                    {(setting, *key): v for key, v in per_query(records, learner, k, "vali")
-                     .items()})
+                    {
+                        (setting, *key): v
+                        for key, v in per_query(records, learner, k, "vali").items()
+                    }
+                )
     means = {route: np.mean(list(v.values())) for route, v in routes.items()}
     best = max(means, key=means.get)
-    lines = [f"### The routes on the validation queries, every setting pooled (the choice): "
-             f"NDCG@{k}, and each minus the best ({best[1]}, {best[0]})", "",
-             "| variant | learner | NDCG@5 | minus the best |", "|---|---|---:|---|"]
+    lines = [
+        f"### The routes on the validation queries, every setting pooled (the choice): "
+        f"NDCG@{k}, and each minus the best ({best[1]}, {best[0]})",
+        "",
+        "| variant | learner | NDCG@5 | minus the best |",
+        "|---|---|---:|---|",
+    ]
     for route in sorted(routes, key=means.get, reverse=True):
         p = None if route == best else paired(routes[route], routes[best])
         cell = "" if p is None else f"{p.interval} {p.verdict}"
@@ -182,21 +207,31 @@ def _twins(routes: dict[tuple[str, str], dict], k: int) -> list[str]:
     apart, which a test paired per query (the trained models held fixed) does not see."""
     from gbdt_plrank.harness.stats import paired
 
-    pairs = [learner for learner in NON_NEGATIVE
-             if ("none", learner) in routes and ("norm-positive", learner) in routes]
+    pairs = [
+        learner
+        for learner in NON_NEGATIVE
+        if ("none", learner) in routes and ("norm-positive", learner) in routes
+    ]
     if not pairs:
         return []
-    lines = [f"### Two trainings of one route: `norm-positive` minus `none` (NDCG@{k}, "
-             "validation, every setting pooled)", "",
-             "For a learner with non-negative rewards the two train on the same rewards up to "
-             "rounding (each query's rewards divided by one number, which the normalised metric "
-             "divides out): their difference is training noise alone.", "",
-             "| learner | none | norm-positive | difference |", "|---|---:|---:|---|"]
+    lines = [
+        f"### Two trainings of one route: `norm-positive` minus `none` (NDCG@{k}, "
+        "validation, every setting pooled)",
+        "",
+        "For a learner with non-negative rewards the two train on the same rewards up to "
+        "rounding (each query's rewards divided by one number, which the normalised metric "
+        "divides out): their difference is training noise alone.",
+        "",
+        "| learner | none | norm-positive | difference |",
+        "|---|---:|---:|---|",
+    ]
     for learner in pairs:
         a, b = routes[("none", learner)], routes[("norm-positive", learner)]
         p = paired(b, a)
-        lines.append(f"| {learner} | {np.mean(list(a.values())):.4f} | "
-                     f"{np.mean(list(b.values())):.4f} | {p.interval} {p.verdict} |")
+        lines.append(
+            f"| {learner} | {np.mean(list(a.values())):.4f} | "
+            f"{np.mean(list(b.values())):.4f} | {p.interval} {p.verdict} |"
+        )
     return [*lines, ""]
 
 
@@ -207,8 +242,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="+", help="sessions per query")
     parser.add_argument("--eta", type=float, help="the position bias's severity")
     parser.add_argument("--out", required=True, help="the results folder (the summary file)")
-    parser.add_argument("--summary", nargs="+", metavar="FOLDER",
-                        help="tabulate these variants' results folders into --out instead")
+    parser.add_argument(
+        "--summary",
+        nargs="+",
+        metavar="FOLDER",
+        help="tabulate these variants' results folders into --out instead",
+    )
     args = parser.parse_args()
     if args.summary:
         print(summary(args.summary, args.out))
@@ -223,10 +262,12 @@ def main() -> None:
     config = load_clicks_config(args.config, overrides=overrides)
     clicks_run.click_rewards = variant_rewards(args.variant, config.top_k)
     store = run_clicks(config)
-    command = (f"python research/deterministic_routes.py {args.config} --variant {args.variant}"
-               + (f" --sessions {' '.join(map(str, args.sessions))}" if args.sessions else "")
-               + (f" --eta {args.eta:g}" if args.eta is not None else "")
-               + f" --out {args.out}")
+    command = (
+        f"python research/deterministic_routes.py {args.config} --variant {args.variant}"
+        + (f" --sessions {' '.join(map(str, args.sessions))}" if args.sessions else "")
+        + (f" --eta {args.eta:g}" if args.eta is not None else "")
+        + f" --out {args.out}"
+    )
     print(write_clicks_report(config, store, command=command))
 
 

@@ -57,8 +57,9 @@ def variant_rewards(variant: str, labels: dict[int, np.ndarray], config: Any) ->
         if kw.get("estimator") != "doubly-robust" or variant == "policy":
             return click_rewards(log, n_rows, **kw)
         if variant == "oracle":
-            gamma = seen_click_probability(labels[id(kw["X"])], noise=config.noise,
-                                           graded=config.graded)
+            gamma = seen_click_probability(
+                labels[id(kw["X"])], noise=config.noise, graded=config.graded
+            )
             return click_rewards(log, n_rows, **kw, regression=gamma)
         if variant == "logged":
             kw.pop("propensities", None)
@@ -72,8 +73,10 @@ def variant_rewards(variant: str, labels: dict[int, np.ndarray], config: Any) ->
             return click_rewards(log, n_rows, **kw, shrinkage=float(variant[7:]))
         if variant.startswith("shrinkpolicy-"):  # on the logger's propensities
             return click_rewards(log, n_rows, **kw, shrinkage=float(variant[13:]))
-        raise ValueError(f"variant must be policy, oracle, logged, pooled-M, shrink-KAPPA or "
-                         f"shrinkpolicy-KAPPA, but {variant!r} is given.")
+        raise ValueError(
+            f"variant must be policy, oracle, logged, pooled-M, shrink-KAPPA or "
+            f"shrinkpolicy-KAPPA, but {variant!r} is given."
+        )
 
     return rewards
 
@@ -85,36 +88,57 @@ def summary(folders: list[str], out: str) -> str:
     from gbdt_plrank.harness.clicks.report import per_query
     from gbdt_plrank.harness.stats import paired
 
-    lines = ["## The clicks experiment's doubly robust learner, by form of the correction", "",
-             "PL-Rank on each variant's doubly robust rewards minus PL-Rank on the policy-aware "
-             "rewards (display frequencies), test NDCG@k paired per query (mean [95% interval] "
-             "verdict), folds pooled; seed 0 alone (what a run of one seed gives) and every "
-             "seed averaged per query; the configuration of each folder's `clicks.md`.", "",
-             "Command: `python research/dr_ranker.py --summary " + " ".join(folders)
-             + f" --out {out}`", "",
-             "| variant | sessions/query | seeds | NDCG@5 DR | NDCG@5 PA | DR - PA @5 | "
-             "DR - PA @10 |",
-             "|---|---:|---:|---:|---:|---|---|"]
+    lines = [
+        "## The clicks experiment's doubly robust learner, by form of the correction",
+        "",
+        "PL-Rank on each variant's doubly robust rewards minus PL-Rank on the policy-aware "
+        "rewards (display frequencies), test NDCG@k paired per query (mean [95% interval] "
+        "verdict), folds pooled; seed 0 alone (what a run of one seed gives) and every "
+        "seed averaged per query; the configuration of each folder's `clicks.md`.",
+        "",
+        "Command: `python research/dr_ranker.py --summary " + " ".join(folders) + f" --out {out}`",
+        "",
+        "| variant | sessions/query | seeds | NDCG@5 DR | NDCG@5 PA | DR - PA @5 | DR - PA @10 |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
     for folder in folders:
-        records = [json.loads(line) for line in
-                   (Path(folder) / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+        records = [
+            json.loads(line)
+            for line in (Path(folder) / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
         n_seeds = len({r["seed"] for r in records})
-        runs = [(s, seeds) for s in sorted({r["sessions"] for r in records})
-                for seeds in ((0,), tuple(range(n_seeds)))[:1 if n_seeds == 1 else 2]]
+        runs = [
+            (s, seeds)
+            for s in sorted({r["sessions"] for r in records})
+            for seeds in ((0,), tuple(range(n_seeds)))[: 1 if n_seeds == 1 else 2]
+        ]
         for s, seeds in runs:
-            def of(learner: str, k: int, s: int = s, seeds: tuple = seeds,
-                   records: list = records) -> dict:
-                return per_query([r for r in records if r["learner"] == learner
-                                  and r["sessions"] == s and r["seed"] in seeds], k)
+
+            def of(
+                learner: str, k: int, s: int = s, seeds: tuple = seeds, records: list = records
+            ) -> dict:
+                return per_query(
+                    [
+                        r
+                        for r in records
+                        if r["learner"] == learner and r["sessions"] == s and r["seed"] in seeds
+                    ],
+                    k,
+                )
 
             cells = []
             for k in (5, 10):
                 p = paired(of("plrank-doubly-robust", k), of("plrank-policy-aware", k))
                 cells.append(f"{p.interval} {p.verdict}")
-            dr5, pa5 = (np.mean(list(of(x, 5).values())) for x in
-                        ("plrank-doubly-robust", "plrank-policy-aware"))
-            lines.append(f"| {Path(folder).name} | {s} | {len(seeds)} | {dr5:.4f} | {pa5:.4f} | "
-                         + " | ".join(cells) + " |")
+            dr5, pa5 = (
+                np.mean(list(of(x, 5).values()))
+                for x in ("plrank-doubly-robust", "plrank-policy-aware")
+            )
+            lines.append(
+                f"| {Path(folder).name} | {s} | {len(seeds)} | {dr5:.4f} | {pa5:.4f} | "
+                + " | ".join(cells)
+                + " |"
+            )
     text = "\n".join(lines) + "\n"
     Path(out).write_text(text, encoding="utf-8")
     return text
@@ -125,8 +149,12 @@ def main() -> None:
     parser.add_argument("config", nargs="?", help="gbdt-plrank clicks configuration file")
     parser.add_argument("--variant")
     parser.add_argument("--out", required=True, help="the results folder (the summary file)")
-    parser.add_argument("--summary", nargs="+", metavar="FOLDER",
-                        help="tabulate these variants' results folders into --out instead")
+    parser.add_argument(
+        "--summary",
+        nargs="+",
+        metavar="FOLDER",
+        help="tabulate these variants' results folders into --out instead",
+    )
     args = parser.parse_args()
     if args.summary:
         print(summary(args.summary, args.out))
@@ -146,9 +174,16 @@ def main() -> None:
     clicks_run.load = load_recording
     clicks_run.click_rewards = variant_rewards(args.variant, labels, config)
     store = run_clicks(config)
-    print(write_clicks_report(config, store, command=(
-        f"python research/dr_ranker.py {args.config} --variant {args.variant} "
-        f"--out {args.out}")))
+    print(
+        write_clicks_report(
+            config,
+            store,
+            command=(
+                f"python research/dr_ranker.py {args.config} --variant {args.variant} "
+                f"--out {args.out}"
+            ),
+        )
+    )
 
 
 if __name__ == "__main__":

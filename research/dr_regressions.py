@@ -74,7 +74,9 @@ def _query_folds(qid: np.ndarray, seed: int, n_folds: int = 2) -> np.ndarray:
 
 
 def cross_fit(
-    fit: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]], qid: np.ndarray, *,
+    fit: Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]],
+    qid: np.ndarray,
+    *,
     seed: int = 0,
 ) -> np.ndarray:
     """Predictions of every row by ``fit(train_rows)`` fitted on the other query fold."""
@@ -95,8 +97,13 @@ def _pbm_nll(p: np.ndarray, n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> 
 
 
 def logger_calibrated(
-    score: np.ndarray, qid: np.ndarray, shows: np.ndarray, hits: np.ndarray, theta: np.ndarray,
-    *, centred: bool,
+    score: np.ndarray,
+    qid: np.ndarray,
+    shows: np.ndarray,
+    hits: np.ndarray,
+    theta: np.ndarray,
+    *,
+    centred: bool,
 ) -> np.ndarray:
     """``sigmoid(a s + b)`` with ``s`` the logger's score (minus its query's mean with
     ``centred``), ``(a, b)`` by the position-based likelihood of the other query fold."""
@@ -118,8 +125,14 @@ def logger_calibrated(
 
 
 def regression_em(
-    X: Any, qid: np.ndarray, shows: np.ndarray, hits: np.ndarray, theta: np.ndarray, *,
-    n_iter: int = 10, n_rounds: int = 30,
+    X: Any,
+    qid: np.ndarray,
+    shows: np.ndarray,
+    hits: np.ndarray,
+    theta: np.ndarray,
+    *,
+    n_iter: int = 10,
+    n_rounds: int = 30,
 ) -> np.ndarray:
     """Regression-EM (Wang et al. 2018) with the position bias known: a row's unclicked display
     at rank k is relevant with posterior ``(1 - theta_k) g / (1 - theta_k g)``; XGBoost
@@ -136,8 +149,17 @@ def regression_em(
             post = (c + (n - c) * (1 - theta) * g[:, None] / (1 - theta * g[:, None])).sum(1)
             target = post / n.sum(axis=1)
             dtrain = xgb.DMatrix(X[rows], label=target, weight=n.sum(axis=1))
-            booster = xgb.train({"objective": "reg:logistic", "max_depth": 3, "eta": 0.1,
-                                 "nthread": 1, "min_child_weight": 1e-3}, dtrain, n_rounds)
+            booster = xgb.train(
+                {
+                    "objective": "reg:logistic",
+                    "max_depth": 3,
+                    "eta": 0.1,
+                    "nthread": 1,
+                    "min_child_weight": 1e-3,
+                },
+                dtrain,
+                n_rounds,
+            )
             g = np.clip(booster.predict(dtrain), 1e-6, 1 - 1e-6)
         return lambda test: booster.predict(xgb.DMatrix(X[test])).astype(np.float64)
 
@@ -151,9 +173,17 @@ def pa_regression(X: Any, qid: np.ndarray, rewards: np.ndarray, seen: np.ndarray
 
     def fit(train: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         rows = train[seen[train] > 0]
-        booster = xgb.train({"objective": "reg:squarederror", "max_depth": 3, "eta": 0.1,
-                             "nthread": 1, "lambda": 1.0},
-                            xgb.DMatrix(X[rows], label=rewards[rows], weight=seen[rows]), 100)
+        booster = xgb.train(
+            {
+                "objective": "reg:squarederror",
+                "max_depth": 3,
+                "eta": 0.1,
+                "nthread": 1,
+                "lambda": 1.0,
+            },
+            xgb.DMatrix(X[rows], label=rewards[rows], weight=seen[rows]),
+            100,
+        )
         return lambda test: booster.predict(xgb.DMatrix(X[test])).astype(np.float64)
 
     return cross_fit(fit, qid)
@@ -161,6 +191,7 @@ def pa_regression(X: Any, qid: np.ndarray, rewards: np.ndarray, seen: np.ndarray
 
 def constant(qid: np.ndarray, shows: np.ndarray, hits: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """The pooled click probability when seen of the other query fold."""
+
     def fit(train: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         p = hits[train].sum() / (shows[train] @ theta).sum()
         return lambda test: np.full(test.size, p)
@@ -173,16 +204,20 @@ def errors(r: np.ndarray, gamma: np.ndarray, y: np.ndarray, qid: np.ndarray) -> 
     e = r - gamma
     _, q = np.unique(qid, return_inverse=True)
     within = e - (np.bincount(q, e) / np.bincount(q))[q]
-    out = {f"grade {g:g}": (float((e[y == g] ** 2).sum()), int((y == g).sum()))
-           for g in np.unique(y)}
-    out["all"] = (float((e ** 2).sum()), e.size)
-    out["within query"] = (float((within ** 2).sum()), e.size)
+    out = {
+        f"grade {g:g}": (float((e[y == g] ** 2).sum()), int((y == g).sum())) for g in np.unique(y)
+    }
+    out["all"] = (float((e**2).sum()), e.size)
+    out["within query"] = (float((within**2).sum()), e.size)
     return out
 
 
 #: The regressions also shown with pooled propensities and shrunk.
-POOLED = ("position-based likelihood, XGBoost (default)", "logger's score, calibrated",
-          "oracle: the true click probability")
+POOLED = (
+    "position-based likelihood, XGBoost (default)",
+    "logger's score, calibrated",
+    "oracle: the true click probability",
+)
 
 
 #: The pseudo-observations of the shrunk rewards.
@@ -202,44 +237,78 @@ def fold_rewards(unit: _Fold, split_name: str, s: int) -> tuple[dict[str, np.nda
     seen = shows @ theta
     pa_logged = click_rewards(log, n_rows, position_bias=theta, qid=qid)
     regressions = {
-        "position-based likelihood, XGBoost (default)":
-            click_regression(log, X, qid, position_bias=theta),
-        "position-based likelihood, XGBoost 30 trees depth 2":
-            click_regression(log, X, qid, position_bias=theta, n_rounds=30, max_depth=2),
+        "position-based likelihood, XGBoost (default)": click_regression(
+            log, X, qid, position_bias=theta
+        ),
+        "position-based likelihood, XGBoost 30 trees depth 2": click_regression(
+            log, X, qid, position_bias=theta, n_rounds=30, max_depth=2
+        ),
         "position-based likelihood, regression-EM": regression_em(X, qid, shows, hits, theta),
         "logger's score, calibrated": logger_calibrated(
-            unit.logger.predict(X), qid, shows, hits, theta, centred=False),
+            unit.logger.predict(X), qid, shows, hits, theta, centred=False
+        ),
         "logger's score minus query mean, calibrated": logger_calibrated(
-            unit.logger.predict(X), qid, shows, hits, theta, centred=True),
-        "exposure-weighted regression on policy-aware rewards":
-            pa_regression(X, qid, pa_logged, seen),
+            unit.logger.predict(X), qid, shows, hits, theta, centred=True
+        ),
+        "exposure-weighted regression on policy-aware rewards": pa_regression(
+            X, qid, pa_logged, seen
+        ),
         "constant (pooled click probability)": constant(qid, shows, hits, theta),
         "oracle: the true click probability": seen_click_probability(
-            y, noise=config.noise, graded=config.graded),
+            y, noise=config.noise, graded=config.graded
+        ),
     }
-    out = {"policy-aware (logged)": pa_logged,
-           "policy-aware (policy)": click_rewards(log, n_rows, position_bias=theta, qid=qid,
-                                                  **rho)}
+    out = {
+        "policy-aware (logged)": pa_logged,
+        "policy-aware (policy)": click_rewards(log, n_rows, position_bias=theta, qid=qid, **rho),
+    }
     for name, g in regressions.items():
         out[f"{name}: g"] = g
         out[f"{name}: DR (policy)"] = click_rewards(
-            log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust",
-            regression=g, **rho)
+            log,
+            n_rows,
+            position_bias=theta,
+            qid=qid,
+            estimator="doubly-robust",
+            regression=g,
+            **rho,
+        )
         out[f"{name}: DR (logged)"] = click_rewards(
-            log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust", regression=g)
+            log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust", regression=g
+        )
         if name in POOLED:
             for m in (10, 100):
                 out[f"{name}: DR (policy pooled, M={m})"] = click_rewards(
-                    log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust",
-                    regression=g, propensities=rho["propensities"], propensity_samples=m)
+                    log,
+                    n_rows,
+                    position_bias=theta,
+                    qid=qid,
+                    estimator="doubly-robust",
+                    regression=g,
+                    propensities=rho["propensities"],
+                    propensity_samples=m,
+                )
             for kappa in KAPPAS:
                 out[f"{name}: shrunk to g, kappa={kappa:g}"] = click_rewards(
-                    log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust",
-                    regression=g, shrinkage=kappa)
+                    log,
+                    n_rows,
+                    position_bias=theta,
+                    qid=qid,
+                    estimator="doubly-robust",
+                    regression=g,
+                    shrinkage=kappa,
+                )
             for kappa in (1.0, 3.0):
                 out[f"{name}: shrunk to g, kappa={kappa:g}, policy propensities"] = click_rewards(
-                    log, n_rows, position_bias=theta, qid=qid, estimator="doubly-robust",
-                    regression=g, shrinkage=kappa, **rho)
+                    log,
+                    n_rows,
+                    position_bias=theta,
+                    qid=qid,
+                    estimator="doubly-robust",
+                    regression=g,
+                    shrinkage=kappa,
+                    **rho,
+                )
     return out, split
 
 
@@ -273,18 +342,23 @@ def main() -> None:
         f"{Path(args.config).name}, {args.sessions} sessions per query of the stochastic "
         f"logger, folds {', '.join(map(str, folds))} pooled; errors against the simulated click "
         "probability when seen; rows per column: "
-        + ", ".join(f"{c} {int(counts[c][1])}" for c in columns) + ".",
+        + ", ".join(f"{c} {int(counts[c][1])}" for c in columns)
+        + ".",
         "",
         f"Command: `python research/dr_regressions.py {args.config} --sessions {args.sessions} "
-        f"--split {args.split}" + (f" --folds {' '.join(map(str, folds))}" if args.folds else "")
+        f"--split {args.split}"
+        + (f" --folds {' '.join(map(str, folds))}" if args.folds else "")
         + f" --out {args.out}`",
         "",
         "| rewards | " + " | ".join(columns) + " |",
         "|---|" + "---:|" * len(columns),
     ]
     for name, acc in sums.items():
-        lines.append(f"| {name} | " + " | ".join(
-            f"{t / n:.4f}" if n else "" for t, n in (acc[c] for c in columns)) + " |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(f"{t / n:.4f}" if n else "" for t, n in (acc[c] for c in columns))
+            + " |"
+        )
     text = "\n".join(lines) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text, encoding="utf-8")

@@ -96,52 +96,73 @@ def _user_ranker(weight: float, options: dict[str, Any], seed: int) -> tuple[PLR
     queries with a relevant document only."""
     options = dict(options)
     relevant_only = options.pop("relevant_queries_only", False)
-    ranker = PLRankRanker(**{**USER, "fairness_weight": weight, **options}, n_jobs=1,
-                          random_state=seed)
+    ranker = PLRankRanker(
+        **{**USER, "fairness_weight": weight, **options}, n_jobs=1, random_state=seed
+    )
     return ranker, relevant_only
 
 
 def _lambdamart_trees() -> TreeSettings:
-    return TreeSettings(rounds=USER["n_estimators"], n_jobs=1,
-                        learning_rate=USER["learning_rate"])
+    return TreeSettings(rounds=USER["n_estimators"], n_jobs=1, learning_rate=USER["learning_rate"])
 
 
-def configuration(weight: float, options: dict[str, Any] | None, *, stop: bool,
-                  seed: int) -> str:
+def configuration(weight: float, options: dict[str, Any] | None, *, stop: bool, seed: int) -> str:
     """What a job trains with, as JSON: its parameters and the PL-Rank options they resolve to
     (``"auto"`` values as the installed package resolves them), so that a cached training is
     used only by a job that would train it the same way."""
     if options is None:
-        return json.dumps({"lambdamart": _lambdamart_trees().model_dump(mode="json"),
-                           "seed": seed}, sort_keys=True)
+        return json.dumps(
+            {"lambdamart": _lambdamart_trees().model_dump(mode="json"), "seed": seed},
+            sort_keys=True,
+        )
     ranker, relevant_only = _user_ranker(weight, options, seed)
-    return json.dumps({"params": ranker.get_params(), "options": ranker._options().resolved(),
-                       "relevant_only": relevant_only, "stop": stop},
-                      sort_keys=True, default=str)
+    return json.dumps(
+        {
+            "params": ranker.get_params(),
+            "options": ranker._options().resolved(),
+            "relevant_only": relevant_only,
+            "stop": stop,
+        },
+        sort_keys=True,
+        default=str,
+    )
 
 
-def _fit_plrank(data: LTRDataset, weight: float, options: dict[str, Any], *, stop: bool,
-                seed: int) -> tuple[PLRankRanker, dict[str, Any]]:
+def _fit_plrank(
+    data: LTRDataset, weight: float, options: dict[str, Any], *, stop: bool, seed: int
+) -> tuple[PLRankRanker, dict[str, Any]]:
     ranker, relevant_only = _user_ranker(weight, options, seed)
     start = time.perf_counter()
     train_split = without_empty_queries(data.train) if relevant_only else data.train
     vali = without_empty_queries(data.vali) if relevant_only else data.vali
-    ranker.fit(train_split.X, train_split.y, group=train_split.qid,
-               eval_set=[(vali.X, vali.y, vali.qid)],
-               early_stopping_rounds=PATIENCE if stop else None)
+    ranker.fit(
+        train_split.X,
+        train_split.y,
+        group=train_split.qid,
+        eval_set=[(vali.X, vali.y, vali.qid)],
+        early_stopping_rounds=PATIENCE if stop else None,
+    )
     history = ranker.evals_result_["valid_0"]
     objective = np.asarray(history[list(history)[-1]])
-    info = {"seconds": time.perf_counter() - start,
-            "best_round": None if ranker.best_iteration_ is None else ranker.best_iteration_ + 1,
-            "rounds_run": int(objective.shape[0]),
-            "vali_objective_best": float(objective.max()),
-            "vali_objective_argmax": int(objective.argmax()) + 1,
-            "vali_objective_last": float(objective[-1])}
+    info = {
+        "seconds": time.perf_counter() - start,
+        "best_round": None if ranker.best_iteration_ is None else ranker.best_iteration_ + 1,
+        "rounds_run": int(objective.shape[0]),
+        "vali_objective_best": float(objective.max()),
+        "vali_objective_argmax": int(objective.argmax()) + 1,
+        "vali_objective_last": float(objective[-1]),
+    }
     return ranker, info
 
 
-def train_models(data: LTRDataset, weights: list[float], probe_weights: list[float],
-                 probes: list[str], seed: int, cache: Path) -> list[Model]:
+def train_models(
+    data: LTRDataset,
+    weights: list[float],
+    probe_weights: list[float],
+    probes: list[str],
+    seed: int,
+    cache: Path,
+) -> list[Model]:
     """Train (or read from ``cache``) every model of one fold; a cached training made with
     another :func:`configuration` (the package's defaults changed, say) is trained again."""
     vali = without_empty_queries(data.vali)
@@ -161,15 +182,26 @@ def train_models(data: LTRDataset, weights: list[float], probe_weights: list[flo
                 info = {"seconds": fit.train_seconds, "best_round": fit.best_round}
             else:
                 ranker, info = _fit_plrank(data, weight, options, stop=stop, seed=seed)
-                margins = {"vali": ranker.predict(vali.X), "test": ranker.predict(data.test.X),
-                           "train": ranker.predict(data.train.X)}
+                margins = {
+                    "vali": ranker.predict(vali.X),
+                    "test": ranker.predict(data.test.X),
+                    "train": ranker.predict(data.train.X),
+                }
             path.parent.mkdir(parents=True, exist_ok=True)
             np.savez(path, info=json.dumps(info), config=config, **margins)
             print(f"{data.name} {name} w={weight:g}: {info}", flush=True)
             stored = np.load(path)
         train_margins = stored["train"] if "train" in stored else None
-        models.append(Model(name, weight, stored["vali"], stored["test"], train_margins,
-                            json.loads(str(stored["info"]))))
+        models.append(
+            Model(
+                name,
+                weight,
+                stored["vali"],
+                stored["test"],
+                train_margins,
+                json.loads(str(stored["info"])),
+            )
+        )
     return models
 
 
@@ -229,9 +261,11 @@ def _chosen_temperature(points: dict[float, tuple[np.ndarray, np.ndarray]], weig
 
 def report_fold(fold: str, models: list[Model], results: list[dict[str, Any]]) -> list[str]:
     """The rows of one fold: each PL-Rank model against the envelopes, on vali and on test."""
-    refs = {m.name if m.name == "lambdamart" else "plrank w=0": r
-            for m, r in zip(models, results) if m.name == "lambdamart"
-            or (m.name == "user" and m.weight == 0)}
+    refs = {
+        m.name if m.name == "lambdamart" else "plrank w=0": r
+        for m, r in zip(models, results)
+        if m.name == "lambdamart" or (m.name == "user" and m.weight == 0)
+    }
     lines = []
     for model, result in zip(models, results):
         if model.name == "lambdamart":
@@ -259,11 +293,14 @@ def pooled(results: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     for per_fold in zip(*results):
         merged: dict[str, Any] = {"scale": float("nan")}
         for split in ("vali", "test"):
-            merged[split] = {t: tuple(np.concatenate([r[split][t][i] for r in per_fold])
-                                      for i in (0, 1)) for t in per_fold[0][split]}
+            merged[split] = {
+                t: tuple(np.concatenate([r[split][t][i] for r in per_fold]) for i in (0, 1))
+                for t in per_fold[0][split]
+            }
         if all("train" in r for r in per_fold):
-            merged["train"] = tuple(np.concatenate([r["train"][i] for r in per_fold])
-                                    for i in (0, 1))
+            merged["train"] = tuple(
+                np.concatenate([r["train"][i] for r in per_fold]) for i in (0, 1)
+            )
         out.append(merged)
     return out
 
@@ -274,8 +311,11 @@ def objective_rows(models: list[Model], results: list[dict[str, Any]]) -> list[s
     Each reference's temperature is chosen on validation for the same weight, as is the fair
     policy's own temperature; the differences are paired over the test queries.
     """
-    refs = {m.name: r for m, r in zip(models, results)
-            if m.name == "lambdamart" or (m.name == "user" and m.weight == 0)}
+    refs = {
+        m.name: r
+        for m, r in zip(models, results)
+        if m.name == "lambdamart" or (m.name == "user" and m.weight == 0)
+    }
     lines = []
     for model, result in zip(models, results):
         if model.name == "lambdamart" or model.weight == 0:
@@ -291,10 +331,15 @@ def objective_rows(models: list[Model], results: list[dict[str, Any]]) -> list[s
         own = objective(result, "test", 0.0)
         own_t = tempered(result, "test")
         best = max(refs.values(), key=lambda r: float(tempered(r, "vali").mean()))
-        cells = [f"{v.mean():.4f}" for v in (own, own_t, *(tempered(r, "test") for r in refs.values()))]
+        cells = [
+            f"{v.mean():.4f}" for v in (own, own_t, *(tempered(r, "test") for r in refs.values()))
+        ]
         reference = tempered(best, "test")
-        lines.append(f"| {model.name} | {w:g} | " + " | ".join(
-            [*cells, _gap(own, reference), _gap(own_t, reference)]) + " |")
+        lines.append(
+            f"| {model.name} | {w:g} | "
+            + " | ".join([*cells, _gap(own, reference), _gap(own_t, reference)])
+            + " |"
+        )
     return lines
 
 
@@ -305,8 +350,10 @@ def reference_rows(fold: str, models: list[Model], results: list[dict[str, Any]]
         if not (model.name == "lambdamart" or (model.name == "user" and model.weight == 0)):
             continue
         for t in TEMPERATURES:
-            cells = [f"{result[s][t][0].mean():.4f} / {result[s][t][1].mean():.4f}"
-                     for s in ("vali", "test")]
+            cells = [
+                f"{result[s][t][0].mean():.4f} / {result[s][t][1].mean():.4f}"
+                for s in ("vali", "test")
+            ]
             name = "LambdaMART" if model.name == "lambdamart" else "PL-Rank w=0"
             lines.append(f"| {fold} | {name} | {t:g} | {cells[0]} | {cells[1]} |")
     return lines
@@ -354,41 +401,62 @@ def main() -> None:
     everything = pooled(every)
     pooled_rows = report_fold("pooled", models, everything)
     objectives = objective_rows(models, everything)
-    command = (f"nice -n 10 python research/fairness_dominance.py --folds {args.folds} "
-               f"--weights {args.weights} --probe-weights {args.probe_weights} "
-               f"--probes '{args.probes}' --samples {args.samples} --seed {args.seed} "
-               f"--out {args.out}")
-    text = "\n".join([
-        "# Trained fair policies against temperature-randomised rankers (MQ2008)", "",
-        f"`{command}`", "",
-        f"Expected NDCG@10 and EE-L per split (queries with a relevant document, {args.samples} "
-        "rankings per query, EE-L without the plug-in's bias). Gap: the policy's NDCG minus the "
-        "envelope of the reference (LambdaMART or PL-Rank w=0 under the temperature grid, "
-        "linear between neighbouring temperatures, i.e. a random mixture) at the policy's EE-L, "
-        "mean (standard error over queries); negative: dominated. 'chosen T': the temperature "
-        "(or as trained) of the best validation objective NDCG - w EE-L, read on both splits. "
-        "'not reached': the policy is fairer than every point of the reference curve (its EE-L is "
-        "below the curve's smallest), so that reference does not dominate it. 'pooled': every "
-        "fold's queries together (each reference curve pooled per temperature).", "",
-        "| fold | model | w | split | rounds | NDCG@10 | EE-L | gap vs LambdaMART+T | "
-        "gap vs PL-Rank w=0+T | chosen T | NDCG@10 | EE-L | gap vs LambdaMART+T | "
-        "gap vs PL-Rank w=0+T |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", *pooled_rows, *rows, "",
-        "## Test objective NDCG@10 - w EE-L: trained against a temperature alone", "",
-        "Pooled test queries. Every temperature is chosen on validation for the weight w. "
-        "'best reference': the temperature-randomised LambdaMART or PL-Rank w=0, whichever has "
-        "the better validation objective; differences paired over queries (standard error).", "",
-        "| model | w | as trained | + chosen T | LambdaMART + chosen T | PL-Rank w=0 + chosen T "
-        "| as trained - best reference | + chosen T - best reference |",
-        "|---|---|---|---|---|---|---|---|", *objectives, "",
-        "## Reference curves: NDCG@10 / EE-L", "",
-        "| fold | model | T | validation | test |", "|---|---|---|---|---|", *refs, "",
-        "## Margins and the validation objective's curve", "",
-        "| fold | model | w | within-query margin spread (vali) | round of the best vali "
-        "objective | rounds run | best vali objective | last vali objective | train NDCG@10 / "
-        "EE-L | vali NDCG@10 / EE-L |",
-        "|---|---|---|---|---|---|---|---|---|---|", *spreads, "",
-    ])
+    command = (
+        f"nice -n 10 python research/fairness_dominance.py --folds {args.folds} "
+        f"--weights {args.weights} --probe-weights {args.probe_weights} "
+        f"--probes '{args.probes}' --samples {args.samples} --seed {args.seed} "
+        f"--out {args.out}"
+    )
+    text = "\n".join(
+        [
+            "# Trained fair policies against temperature-randomised rankers (MQ2008)",
+            "",
+            f"`{command}`",
+            "",
+            f"Expected NDCG@10 and EE-L per split (queries with a relevant document, {args.samples} "
+            "rankings per query, EE-L without the plug-in's bias). Gap: the policy's NDCG minus the "
+            "envelope of the reference (LambdaMART or PL-Rank w=0 under the temperature grid, "
+            "linear between neighbouring temperatures, i.e. a random mixture) at the policy's EE-L, "
+            "mean (standard error over queries); negative: dominated. 'chosen T': the temperature "
+            "(or as trained) of the best validation objective NDCG - w EE-L, read on both splits. "
+            "'not reached': the policy is fairer than every point of the reference curve (its EE-L is "
+            "below the curve's smallest), so that reference does not dominate it. 'pooled': every "
+            "fold's queries together (each reference curve pooled per temperature).",
+            "",
+            "| fold | model | w | split | rounds | NDCG@10 | EE-L | gap vs LambdaMART+T | "
+            "gap vs PL-Rank w=0+T | chosen T | NDCG@10 | EE-L | gap vs LambdaMART+T | "
+            "gap vs PL-Rank w=0+T |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *pooled_rows,
+            *rows,
+            "",
+            "## Test objective NDCG@10 - w EE-L: trained against a temperature alone",
+            "",
+            "Pooled test queries. Every temperature is chosen on validation for the weight w. "
+            "'best reference': the temperature-randomised LambdaMART or PL-Rank w=0, whichever has "
+            "the better validation objective; differences paired over queries (standard error).",
+            "",
+            "| model | w | as trained | + chosen T | LambdaMART + chosen T | PL-Rank w=0 + chosen T "
+            "| as trained - best reference | + chosen T - best reference |",
+            "|---|---|---|---|---|---|---|---|",
+            *objectives,
+            "",
+            "## Reference curves: NDCG@10 / EE-L",
+            "",
+            "| fold | model | T | validation | test |",
+            "|---|---|---|---|---|",
+            *refs,
+            "",
+            "## Margins and the validation objective's curve",
+            "",
+            "| fold | model | w | within-query margin spread (vali) | round of the best vali "
+            "objective | rounds run | best vali objective | last vali objective | train NDCG@10 / "
+            "EE-L | vali NDCG@10 / EE-L |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+            *spreads,
+            "",
+        ]
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -51,12 +51,20 @@ def _dense(split: Split, queries: int | None = None) -> Split:
     ids = np.unique(split.qid)
     rows = np.isin(split.qid, ids if queries is None else ids[:queries])
     X = split.X[rows]
-    return Split(X.toarray() if hasattr(X, "toarray") else np.asarray(X), split.y[rows],
-                 split.qid[rows])
+    return Split(
+        X.toarray() if hasattr(X, "toarray") else np.asarray(X), split.y[rows], split.qid[rows]
+    )
 
 
-def _deltr_scores(train: Split, train_groups: np.ndarray, test: Split, test_groups: np.ndarray,
-                  *, gamma: float, iterations: int) -> np.ndarray:
+def _deltr_scores(
+    train: Split,
+    train_groups: np.ndarray,
+    test: Split,
+    test_groups: np.ndarray,
+    *,
+    gamma: float,
+    iterations: int,
+) -> np.ndarray:
     """DELTR's scores of the test rows, with the group as its protected column."""
     import pandas as pd
     from fairsearchdeltr import Deltr
@@ -79,13 +87,17 @@ def _deltr_scores(train: Split, train_groups: np.ndarray, test: Split, test_grou
 def _measure(scores: np.ndarray, test: Split, groups: np.ndarray, samples: int) -> list[str]:
     ranking = evaluate_ranking(scores, test, k=K)
     rank_exposure = _ranking_exposure(scores, test)
-    value = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, test, n_samples=samples, seed=7,
-                        n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", K, "exp"), None, test, n_samples=samples, seed=7, n_jobs=1
+    )
     h = value.halves(scores)
     policy_gd = h.unbiased(lambda e: group_disparity(test.y, e, test.qid, groups, per_query=True))
-    return [f"{ranking.ndcg.mean():.4f}",
-            f"{group_disparity(test.y, rank_exposure, test.qid, groups):.4f}",
-            f"{value.expected_metric(h.exposure).mean():.4f}", f"{policy_gd.mean():.4f}"]
+    return [
+        f"{ranking.ndcg.mean():.4f}",
+        f"{group_disparity(test.y, rank_exposure, test.qid, groups):.4f}",
+        f"{value.expected_metric(h.exposure).mean():.4f}",
+        f"{policy_gd.mean():.4f}",
+    ]
 
 
 def _ranking_exposure(scores: np.ndarray, test: Split) -> np.ndarray:
@@ -118,39 +130,58 @@ def main() -> None:
     test_groups = (test.X[:, PAGERANK] < median).astype(np.int64)
     rows = [f"| DELTR gamma={args.gamma:g}, {args.iterations} iterations | "]
     start = time.perf_counter()
-    scores = _deltr_scores(train, train_groups, test, test_groups, gamma=args.gamma,
-                           iterations=args.iterations)
+    scores = _deltr_scores(
+        train, train_groups, test, test_groups, gamma=args.gamma, iterations=args.iterations
+    )
     seconds = time.perf_counter() - start
     rows[0] += " | ".join([f"{seconds:.0f}", *_measure(scores, test, test_groups, args.samples)])
     for w in (float(x) for x in args.weights.split(",")):
-        ranker = PLRankRanker(K=K, n_estimators=100, learning_rate=0.05, min_child_weight=0.1,
-                              n_jobs=1, random_state=0, fairness="group-disparity",
-                              fairness_weight=w)
+        ranker = PLRankRanker(
+            K=K,
+            n_estimators=100,
+            learning_rate=0.05,
+            min_child_weight=0.1,
+            n_jobs=1,
+            random_state=0,
+            fairness="group-disparity",
+            fairness_weight=w,
+        )
         start = time.perf_counter()
         ranker.fit(train.X, train.y, group=train.qid, item_groups=train_groups)
         seconds = time.perf_counter() - start
         cells = _measure(ranker.predict(test.X), test, test_groups, args.samples)
-        rows.append(f"| PLRankRanker group-disparity w={w:g}, 100 rounds, min_child_weight 0.1 | "
-                    f"{seconds:.0f} | "
-                    + " | ".join(cells))
-    command = (f"PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python research/fairness_dominance_deltr.py "
-               f"--fold {args.fold} --queries {args.queries} --iterations {args.iterations} "
-               f"--gamma {args.gamma:g} --weights {args.weights} --samples {args.samples} "
-               f"--out {args.out}")
-    text = "\n".join([
-        "# DELTR on an MQ2008 subsample (outside anchor for group fairness of exposure)", "",
-        f"`{command}`", "",
-        f"MQ2008 Fold{args.fold}: the first {len(np.unique(train.qid))} training queries "
-        f"({train.y.shape[0]} rows) train every model; {len(np.unique(test.qid))} test queries "
-        f"with a relevant document; group: LETOR feature 41 (PageRank) < {median:.4g}, its "
-        "training median. Ranking: the deterministic ranking by score; policy: the "
-        f"Plackett-Luce policy of the scores, {args.samples} rankings per query.", "",
-        "| model | train seconds | NDCG@10 (ranking) | group disparity (ranking) | "
-        "expected NDCG@10 (policy) | group disparity (policy) |",
-        "|---|---|---|---|---|---|", *(r + " |" for r in rows), "",
-    ])
+        rows.append(
+            f"| PLRankRanker group-disparity w={w:g}, 100 rounds, min_child_weight 0.1 | "
+            f"{seconds:.0f} | " + " | ".join(cells)
+        )
+    command = (
+        f"PYTHONPATH=. nice -n 10 /tmp/deltr/bin/python research/fairness_dominance_deltr.py "
+        f"--fold {args.fold} --queries {args.queries} --iterations {args.iterations} "
+        f"--gamma {args.gamma:g} --weights {args.weights} --samples {args.samples} "
+        f"--out {args.out}"
+    )
+    text = "\n".join(
+        [
+            "# DELTR on an MQ2008 subsample (outside anchor for group fairness of exposure)",
+            "",
+            f"`{command}`",
+            "",
+            f"MQ2008 Fold{args.fold}: the first {len(np.unique(train.qid))} training queries "
+            f"({train.y.shape[0]} rows) train every model; {len(np.unique(test.qid))} test queries "
+            f"with a relevant document; group: LETOR feature 41 (PageRank) < {median:.4g}, its "
+            "training median. Ranking: the deterministic ranking by score; policy: the "
+            f"Plackett-Luce policy of the scores, {args.samples} rankings per query.",
+            "",
+            "| model | train seconds | NDCG@10 (ranking) | group disparity (ranking) | "
+            "expected NDCG@10 (policy) | group disparity (policy) |",
+            "|---|---|---|---|---|---|",
+            *(r + " |" for r in rows),
+            "",
+        ]
+    )
     Path(args.out).write_text(text)
     print(text)
+
 
 if __name__ == "__main__":
     main()

@@ -47,20 +47,32 @@ def _halves(split: Split) -> tuple[Split, Split]:
     """The split's queries with even / odd rank of their query id."""
     ids = np.unique(split.qid)
     first = np.isin(split.qid, ids[::2])
-    return (Split(split.X[first], split.y[first], split.qid[first]),
-            Split(split.X[~first], split.y[~first], split.qid[~first]))
-
-
+    return (
+        Split(split.X[first], split.y[first], split.qid[first]),
+        Split(split.X[~first], split.y[~first], split.qid[~first]),
+    )
 
 
 class _HalfStopper:
     """The round of the best validation objective on ``chosen``; ``other``'s margins there."""
 
-    def __init__(self, chosen: Split, other: Split, *, weight: float, patience: int, seed: int,
-                 n_jobs: int | None) -> None:
+    def __init__(
+        self,
+        chosen: Split,
+        other: Split,
+        *,
+        weight: float,
+        patience: int,
+        seed: int,
+        n_jobs: int | None,
+    ) -> None:
         self.value = PolicyEvaluator(
-            RankingMetric("ndcg", K, "exp"), FairnessSpec("expected-exposure", weight), chosen,
-            n_samples=STOP_SAMPLES, seed=seed, n_jobs=n_jobs,
+            RankingMetric("ndcg", K, "exp"),
+            FairnessSpec("expected-exposure", weight),
+            chosen,
+            n_samples=STOP_SAMPLES,
+            seed=seed,
+            n_jobs=n_jobs,
         )
         self.chosen, self.other = xgb.DMatrix(chosen.X), xgb.DMatrix(other.X)
         self.patience = patience
@@ -81,8 +93,14 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
     vali = without_empty_queries(dataset.vali)
     a, b = _halves(vali)
     stoppers = [
-        _HalfStopper(chosen, other, weight=weight, patience=trees.early_stopping_rounds,
-                     seed=11 + seed, n_jobs=trees.n_jobs)
+        _HalfStopper(
+            chosen,
+            other,
+            weight=weight,
+            patience=trees.early_stopping_rounds,
+            seed=11 + seed,
+            n_jobs=trees.n_jobs,
+        )
         for chosen, other in ((a, b), (b, a))
     ]
 
@@ -90,17 +108,26 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
         def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
             return all([s.after_round(model, epoch) for s in stoppers])
 
-    params = {"plrank": {"fairness": "expected-exposure", "fairness_weight": weight,
-                         "hessian": mode}}
+    params = {
+        "plrank": {"fairness": "expected-exposure", "fairness_weight": weight, "hessian": mode}
+    }
     start = time.perf_counter()
     no_harness_stop = trees.model_copy(update={"early_stopping_rounds": trees.rounds})
-    train("plrank-xgb", dataset, k=K, seed=seed, trees=no_harness_stop,
-          plrank=PLRankSettings(stopping_metric="ranking"),
-          params=params, callbacks=[BothStopped()])
+    train(
+        "plrank-xgb",
+        dataset,
+        k=K,
+        seed=seed,
+        trees=no_harness_stop,
+        plrank=PLRankSettings(stopping_metric="ranking"),
+        params=params,
+        callbacks=[BothStopped()],
+    )
     out: dict[str, Any] = {"qid": [], "objective": [], "ndcg": [], "ee_l": [], "rounds": []}
     for stopper, held_out in zip(stoppers, (b, a)):
-        v = evaluate_policy(stopper.margins, held_out, k=K, n_samples=SAMPLES, seed=7,
-                            n_jobs=trees.n_jobs)
+        v = evaluate_policy(
+            stopper.margins, held_out, k=K, n_samples=SAMPLES, seed=7, n_jobs=trees.n_jobs
+        )
         out["qid"] += [f"{fold}:{q}" for q in v.qid]
         out["ndcg"] += v.ndcg.tolist()
         out["ee_l"] += v.values["ee_l"].tolist()
@@ -111,11 +138,15 @@ def run(data: str, fold: int, mode: str, weight: float, seed: int, trees: TreeSe
 
 
 def report(done: dict, data: str, weights: list[float], command: str) -> str:
-    lines = [f"## {data}: fairness objective, validation (cross-fitted round), paired vs abs", "",
-             f"`{command}`", "",
-             "| weight | hessian | queries | objective | expected NDCG@10 | EE-L | rounds "
-             "(mean) | objective - abs (95% CI) | p (randomization) | verdict |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"## {data}: fairness objective, validation (cross-fitted round), paired vs abs",
+        "",
+        f"`{command}`",
+        "",
+        "| weight | hessian | queries | objective | expected NDCG@10 | EE-L | rounds "
+        "(mean) | objective - abs (95% CI) | p (randomization) | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for w in weights:
         pooled = {}
         for mode in MODES:
@@ -134,8 +165,7 @@ def report(done: dict, data: str, weights: list[float], command: str) -> str:
             cells.append(f"{v['rounds']:.0f}")
             if mode != "abs" and "abs" in pooled:
                 r = paired(v["objective"], pooled["abs"]["objective"])
-                cells += [r.interval,
-                          f"{r.p_randomization:.3g}", r.verdict]
+                cells += [r.interval, f"{r.p_randomization:.3g}", r.verdict]
             else:
                 cells += ["", "", ""]
             lines.append("| " + " | ".join(cells) + " |")
@@ -166,15 +196,24 @@ def main() -> None:
             for mode in modes:
                 if (mode, w, fold) in done:
                     continue
-                r = {"mode": mode, "weight": w, "fold": fold,
-                     **run(args.data, fold, mode, w, 0, trees)}
+                r = {
+                    "mode": mode,
+                    "weight": w,
+                    "fold": fold,
+                    **run(args.data, fold, mode, w, 0, trees),
+                }
                 with log.open("a") as fh:
                     fh.write(json.dumps(r) + "\n")
                 done[mode, w, fold] = r
-                print(f"{args.data} fold {fold} w={w:g} {mode}: rounds {r['rounds']}, "
-                      f"{r['seconds']:.0f} s", flush=True)
-    command = f"python research/fairness_hessian.py --data {args.data} --folds {args.folds} " \
-              f"--weights {args.weights} --modes {args.modes} --out {args.out}"
+                print(
+                    f"{args.data} fold {fold} w={w:g} {mode}: rounds {r['rounds']}, "
+                    f"{r['seconds']:.0f} s",
+                    flush=True,
+                )
+    command = (
+        f"python research/fairness_hessian.py --data {args.data} --folds {args.folds} "
+        f"--weights {args.weights} --modes {args.modes} --out {args.out}"
+    )
     text = report(done, args.data, weights, command)
     out.write_text(text)
     print(text)

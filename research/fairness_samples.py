@@ -44,15 +44,23 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     data = load_dataset(args.data, fold=args.fold)
     threshold = np.quantile(_column(data.train), 0.5)
-    groups = {name: (_column(getattr(data, name)) < threshold).astype(int) for name in ("train", "test")}
+    groups = {
+        name: (_column(getattr(data, name)) < threshold).astype(int) for name in ("train", "test")
+    }
     test = data.test
     keep = np.isin(test.qid, np.unique(test.qid[test.y > 0]))
     X, y, qid, g = test.X[keep], test.y[keep], test.qid[keep], groups["test"][keep]
     rows = []
     for label, options in (("N = 50", {"N": 50}), ('N = "auto" (default)', {})):
-        ranker = PLRankRanker(K=10, n_estimators=args.rounds, learning_rate=0.05,
-                              fairness="group-disparity", fairness_weight=args.weight,
-                              random_state=0, **options)
+        ranker = PLRankRanker(
+            K=10,
+            n_estimators=args.rounds,
+            learning_rate=0.05,
+            fairness="group-disparity",
+            fairness_weight=args.weight,
+            random_state=0,
+            **options,
+        )
         ranker.fit(data.train.X, data.train.y, group=data.train.qid, item_groups=groups["train"])
         n = ranker._options().training_N
         for t in ("as trained", *args.temperatures.split(",")):
@@ -63,17 +71,28 @@ def main(argv: list[str] | None = None) -> None:
             gd = metrics.group_disparity(y, exposure, qid, g)
             rows.append(f"| {label} | {n} | {t} | {ndcg:.4f} | {gd:.4f} |")
             print(rows[-1], flush=True)
-    command = "python -m research.fairness_samples " + shlex.join(sys.argv[1:] if argv is None else argv)
-    text = "\n".join([
-        "# Rankings per query of a group-fair ranker", "",
-        f"`{command}`", "", __doc__.split("\n\n")[1].replace("\n", " "), "",
-        f"{args.data}, fold {args.fold}, {args.rounds} rounds, fairness_weight {args.weight:g}, "
-        f"{int(keep.sum())} test rows of "
-        f"{np.unique(qid).size} queries with a relevant document, seed 0; temperatures divide the "
-        f"raw margins.", "",
-        "| N | rankings per query | temperature | expected NDCG@10 | group disparity |",
-        "|---|---|---|---|---|", *rows, "",
-    ])
+    command = "python -m research.fairness_samples " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    text = "\n".join(
+        [
+            "# Rankings per query of a group-fair ranker",
+            "",
+            f"`{command}`",
+            "",
+            __doc__.split("\n\n")[1].replace("\n", " "),
+            "",
+            f"{args.data}, fold {args.fold}, {args.rounds} rounds, fairness_weight {args.weight:g}, "
+            f"{int(keep.sum())} test rows of "
+            f"{np.unique(qid).size} queries with a relevant document, seed 0; temperatures divide the "
+            f"raw margins.",
+            "",
+            "| N | rankings per query | temperature | expected NDCG@10 | group disparity |",
+            "|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
     args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
 

@@ -42,24 +42,37 @@ TEMPERATURES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
 BUDGETS = (0.005, 0.01, 0.02)
 
 
-def expected_ndcg(model: Any, split: Any, gains: np.ndarray, *, k: int, temperature: float,
-                  n_samples: int) -> np.ndarray:
+def expected_ndcg(
+    model: Any, split: Any, gains: np.ndarray, *, k: int, temperature: float, n_samples: int
+) -> np.ndarray:
     """Per query: the policy's expected DCG@k of ``gains`` over their positive part's ideal
     DCG@k (NaN for a query without a positive gain)."""
-    exposure = model.expected_exposure(split.X, split.qid, n_samples=n_samples,
-                                       weights=dcg_weights(k), temperature=temperature,
-                                       random_state=0, method="placement")
+    exposure = model.expected_exposure(
+        split.X,
+        split.qid,
+        n_samples=n_samples,
+        weights=dcg_weights(k),
+        temperature=temperature,
+        random_state=0,
+        method="placement",
+    )
     queries, q = np.unique(split.qid, return_inverse=True)
     value = np.bincount(q, weights=exposure * gains, minlength=queries.size)
-    ideal = np.array([np.sort(np.maximum(gains[q == g], 0))[::-1][:k] @ dcg_weights(k)[
-        : min(k, int((q == g).sum()))] for g in range(queries.size)])
+    ideal = np.array(
+        [
+            np.sort(np.maximum(gains[q == g], 0))[::-1][:k]
+            @ dcg_weights(k)[: min(k, int((q == g).sum()))]
+            for g in range(queries.size)
+        ]
+    )
     return np.divide(value, ideal, out=np.full(queries.size, np.nan), where=ideal > 0)
 
 
 def by_score(model: Any, split: Any, gains: np.ndarray, k: int) -> np.ndarray:
     """Per query: the DCG@k of the ranking by score over the ideal one (NaN as above)."""
-    return ndcg(gains, model.predict(split.X), split.qid, k=k, gain="linear", empty=np.nan,
-                per_query=True)
+    return ndcg(
+        gains, model.predict(split.X), split.qid, k=k, gain="linear", empty=np.nan, per_query=True
+    )
 
 
 def main() -> None:
@@ -74,50 +87,66 @@ def main() -> None:
     config = load_clicks_config(args.config, overrides={"sessions": [args.sessions]})
     cost: dict[str, dict[float, list[np.ndarray]]] = {}
     for fold in config.folds:
-        data = load(config.datasets[0], fold,
-                    drop_empty_test_queries=config.drop_empty_test_queries)
+        data = load(
+            config.datasets[0], fold, drop_empty_test_queries=config.drop_empty_test_queries
+        )
         unit = _Fold(config, data, 0)
         logs = unit.logs(False, args.sessions)
         rewards = unit.learner_rewards(args.learner, logs, stochastic=False)
         model, _ = _fit_plrank(config, 0, data, rewards["train"], rewards["vali"])
-        vali_clicks = unit.rewards(logs, estimator="policy-aware", policy=False,
-                                   stochastic=False)["vali"]
+        vali_clicks = unit.rewards(logs, estimator="policy-aware", policy=False, stochastic=False)[
+            "vali"
+        ]
         for name, split, gains in (
-            ("validation, labels", data.vali, 2.0 ** data.vali.y - 1),
+            ("validation, labels", data.vali, 2.0**data.vali.y - 1),
             ("validation, clicks", data.vali, vali_clicks),
-            ("test, labels", data.test, 2.0 ** data.test.y - 1),
+            ("test, labels", data.test, 2.0**data.test.y - 1),
         ):
             top = by_score(model, split, gains, args.k)
             for T in TEMPERATURES:
-                value = expected_ndcg(model, split, gains, k=args.k, temperature=T,
-                                      n_samples=args.samples)
+                value = expected_ndcg(
+                    model, split, gains, k=args.k, temperature=T, n_samples=args.samples
+                )
                 cost.setdefault(name, {}).setdefault(T, []).append(top - value)
         print(fold, flush=True)
-    mean = {name: {T: float(np.nanmean(np.concatenate(v))) for T, v in by_t.items()}
-            for name, by_t in cost.items()}
+    mean = {
+        name: {T: float(np.nanmean(np.concatenate(v))) for T, v in by_t.items()}
+        for name, by_t in cost.items()
+    }
     lines = [
-        "## A first stochastic policy: the NDCG a temperature costs", "",
+        "## A first stochastic policy: the NDCG a temperature costs",
+        "",
         f"Command: `python research/first_policy_temperature.py {args.config} --learner "
         f"{args.learner} --sessions {args.sessions} --k {args.k} --samples {args.samples} "
-        f"--out {args.out}`", "",
+        f"--out {args.out}`",
+        "",
         f"PL-Rank on `{args.learner}`'s rewards of `{args.config}`'s log ({args.sessions} "
         f"sessions per query), deployed as its Plackett-Luce policy at temperature T: NDCG@"
         f"{args.k} of its ranking by score minus its expected NDCG@{args.k}, mean over the "
         "queries of the five folds (clicks: the validation queries' policy-aware rewards as "
-        f"gains; {args.samples} rankings per query, placement probabilities).", "",
-        "| T | " + " | ".join(mean) + " |", "|---:|" + "---:|" * len(mean),
+        f"gains; {args.samples} rankings per query, placement probabilities).",
+        "",
+        "| T | " + " | ".join(mean) + " |",
+        "|---:|" + "---:|" * len(mean),
     ]
     for T in TEMPERATURES:
         lines.append(f"| {T:g} | " + " | ".join(f"{mean[n][T]:.4f}" for n in mean) + " |")
-    lines += ["", "The largest temperature whose validation cost stays within a budget, and its "
-                  "test cost:", "", "| budget | chosen on | T | test cost |", "|---:|---|---:|---:|"]
+    lines += [
+        "",
+        "The largest temperature whose validation cost stays within a budget, and its test cost:",
+        "",
+        "| budget | chosen on | T | test cost |",
+        "|---:|---|---:|---:|",
+    ]
     for budget in BUDGETS:
         for name in ("validation, labels", "validation, clicks"):
             within = [T for T in TEMPERATURES if mean[name][T] <= budget]
             if within:
                 T = max(within)
-                lines.append(f"| {budget:g} | {name.split(', ')[1]} | {T:g} | "
-                             f"{mean['test, labels'][T]:.4f} |")
+                lines.append(
+                    f"| {budget:g} | {name.split(', ')[1]} | {T:g} | "
+                    f"{mean['test, labels'][T]:.4f} |"
+                )
             else:
                 lines.append(f"| {budget:g} | {name.split(', ')[1]} | none | |")
     text = "\n".join(lines) + "\n"

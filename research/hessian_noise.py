@@ -40,22 +40,28 @@ def first_queries(data: str, queries: int) -> tuple[np.ndarray, np.ndarray]:
     """Labels and query boundaries of the first ``queries`` training queries of fold 1 that
     have a relevant document."""
     train = without_empty_queries(load_dataset(data, fold=1).train)
-    ptr = train.group_ptr[:queries + 1]
-    return train.y[:ptr[-1]].astype(np.float64), ptr
+    ptr = train.group_ptr[: queries + 1]
+    return train.y[: ptr[-1]].astype(np.float64), ptr
 
 
-def ratios(y: np.ndarray, ptr: np.ndarray, *, K: int, spread: float,
-           repeats: int) -> tuple[float, float]:
+def ratios(
+    y: np.ndarray, ptr: np.ndarray, *, K: int, spread: float, repeats: int
+) -> tuple[float, float]:
     """Mean over ``repeats`` seeds of (sum |h| of abs, sum of denoised) / sum |h| of the
     reference, at margins of the given spread."""
     margins = spread * (np.random.default_rng(0).normal(size=y.size) + 0.5 * y)
     _, h_ref = plrank_grad_hess(margins, y, ptr, K=K, N=N_REFERENCE, hessian="raw", seed=1)
     exact = np.abs(h_ref).sum()
-    out = np.array([
-        [plrank_grad_hess(margins, y, ptr, K=K, N=N, hessian=mode, seed=2 + r)[1].sum() / exact
-         for mode in ("abs", "denoised")]
-        for r in range(repeats)
-    ])
+    out = np.array(
+        [
+            [
+                plrank_grad_hess(margins, y, ptr, K=K, N=N, hessian=mode, seed=2 + r)[1].sum()
+                / exact
+                for mode in ("abs", "denoised")
+            ]
+            for r in range(repeats)
+        ]
+    )
     return tuple(out.mean(axis=0))
 
 
@@ -66,11 +72,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hessian_noise.md"))
     args = parser.parse_args()
     lines = [
-        "## The noise in |h|", "",
+        "## The noise in |h|",
+        "",
         "Written by `python -m research.hessian_noise`: the sum of the booster's Hessian over "
         f"the first {args.queries} training queries (fold 1) with a relevant document, from "
         f"N = {N} rankings, over the sum of |h| from N = {N_REFERENCE:,} (mean over "
-        f"{args.repeats} seeds), at random margins of spread s shifted s/2 per grade.", "",
+        f"{args.repeats} seeds), at random margins of spread s shifted s/2 per grade.",
+        "",
         "| data | documents a query | training K | s | abs | denoised |",
         "|---|---|---|---|---|---|",
     ]
@@ -78,8 +86,9 @@ def main() -> None:
         y, ptr = first_queries(data, args.queries)
         for spread in SPREADS:
             a, d = ratios(y, ptr, K=K, spread=spread, repeats=args.repeats)
-            lines.append(f"| {data} | {y.size / (ptr.size - 1):.0f} | {K} | {spread:g} "
-                         f"| {a:.2f} | {d:.2f} |")
+            lines.append(
+                f"| {data} | {y.size / (ptr.size - 1):.0f} | {K} | {spread:g} | {a:.2f} | {d:.2f} |"
+            )
             print(lines[-1], flush=True)
     args.out.write_text("\n".join(lines) + "\n")
 

@@ -69,47 +69,71 @@ def scale_rows(data: str) -> list[str]:
     rows = []
     for name, obj, extra in (
         ("LambdaMART (rank:ndcg)", None, {"objective": "rank:ndcg"}),
-        ("PL-Rank abs", plrank_objective(K=K, train_K=K, hessian="abs", n_jobs=1),
-         {"base_score": 0.0}),
-        ("PL-Rank constant 1", plrank_objective(K=K, train_K=K, hessian="constant", n_jobs=1),
-         {"base_score": 0.0}),
+        (
+            "PL-Rank abs",
+            plrank_objective(K=K, train_K=K, hessian="abs", n_jobs=1),
+            {"base_score": 0.0},
+        ),
+        (
+            "PL-Rank constant 1",
+            plrank_objective(K=K, train_K=K, hessian="constant", n_jobs=1),
+            {"base_score": 0.0},
+        ),
     ):
         bst = xgb.train({**TREES, **extra}, dtrain, 20, obj=obj)
         trees = bst.get_dump(with_stats=True)
         cover = [float(t.split("cover=")[1].split(",")[0].split("\n")[0]) for t in trees]
-        leaves = [float(line.split("leaf=")[1].split(",")[0])
-                  for line in trees[19].splitlines() if "leaf=" in line]
+        leaves = [
+            float(line.split("leaf=")[1].split(",")[0])
+            for line in trees[19].splitlines()
+            if "leaf=" in line
+        ]
         n = train.y.shape[0]
-        rows.append(f"| {data} | {name} | {cover[0] / n:.4f} | {cover[19] / n:.4f} | "
-                    f"{np.mean(np.abs(leaves)):.5f} |")
+        rows.append(
+            f"| {data} | {name} | {cover[0] / n:.4f} | {cover[19] / n:.4f} | "
+            f"{np.mean(np.abs(leaves)):.5f} |"
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=text_list, default=list(DATASETS),
-                        help="datasets or LETOR folders (their Fold1)")
-    parser.add_argument("--samples", type=int, default=SAMPLES,
-                        help="rankings per query of the ratio's estimates")
+    parser.add_argument(
+        "--data",
+        type=text_list,
+        default=list(DATASETS),
+        help="datasets or LETOR folders (their Fold1)",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=SAMPLES, help="rankings per query of the ratio's estimates"
+    )
     parser.add_argument("--out", default="benchmarks/results/hessian_probe.md")
     args = parser.parse_args()
     lines = [
-        "# What the PL-Rank Hessian estimate carries", "",
-        "Command: `python -m research.hessian_probe " + shlex.join(sys.argv[1:]) + "`", "",
+        "# What the PL-Rank Hessian estimate carries",
+        "",
+        "Command: `python -m research.hessian_probe " + shlex.join(sys.argv[1:]) + "`",
+        "",
         f"## Ratio of the Hessian diagonal to the gradient (K={K}, N={args.samples:,}, Fold1 training "
-        "documents of queries with a relevant document)", "",
+        "documents of queries with a relevant document)",
+        "",
         "Margins: spread x (normal noise + 0.5 x label). Median [quartiles] of h/g per document, "
         "and the share of documents where h and g have the same sign (the exact ratio at K=1 "
-        "is 1 - 2p).", "",
-        "| data | spread | label | documents | h/g | same sign |", "|---|---|---|---|---|---|",
+        "is 1 - 2p).",
+        "",
+        "| data | spread | label | documents | h/g | same sign |",
+        "|---|---|---|---|---|---|",
     ]
     for data in args.data:
         lines += ratio_rows(data, args.samples)
     lines += [
-        "", "## The scale XGBoost sees (Fold1 training split, eta 0.05, depth 6, "
-        "min_child_weight 0.1, lambda 1)", "",
+        "",
+        "## The scale XGBoost sees (Fold1 training split, eta 0.05, depth 6, "
+        "min_child_weight 0.1, lambda 1)",
+        "",
         "| data | objective | root Hessian sum per row, round 1 | round 20 | mean abs leaf, "
-        "round 20 |", "|---|---|---|---|---|",
+        "round 20 |",
+        "|---|---|---|---|---|",
     ]
     for data in args.data:
         lines += scale_rows(data)

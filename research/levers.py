@@ -182,8 +182,9 @@ def objective(name: str, K: int, seed: int) -> Any:
     """The candidate's ``obj``: the plain objective for a native mode, else a :class:`Lever`."""
     c = CANDIDATES[name]
     if c.hessian in _NATIVE and c.temperature == 1.0 and c.scale == 1.0:
-        return plrank_objective(K=K, N=c.N, train_K=K * c.k_factor, hessian=c.hessian, seed=seed,
-                                n_jobs=1)
+        return plrank_objective(
+            K=K, N=c.N, train_K=K * c.k_factor, hessian=c.hessian, seed=seed, n_jobs=1
+        )
     return Lever(c, K * c.k_factor, seed)
 
 
@@ -199,15 +200,22 @@ class Curves:
         self.margin = np.zeros(vali.y.shape[0])
         self.ranking: list[np.ndarray] = []
         self.expected: list[np.ndarray] = []
-        self.value = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, vali,
-                                 n_samples=POLICY_SAMPLES, seed=POLICY_SEED, n_jobs=1)
+        self.value = PolicyEvaluator(
+            RankingMetric("ndcg", K, "exp"),
+            None,
+            vali,
+            n_samples=POLICY_SAMPLES,
+            seed=POLICY_SEED,
+            n_jobs=1,
+        )
 
     def add(self, increment: np.ndarray) -> bool:
         """Record a round's margins; True when a policy-stopped training should stop."""
         va = self.vali
         self.margin += increment
-        self.ranking.append(ndcg(va.y, self.margin, va.qid, k=self.K, per_query=True,
-                                 empty=float("nan")))
+        self.ranking.append(
+            ndcg(va.y, self.margin, va.qid, k=self.K, per_query=True, empty=float("nan"))
+        )
         if not self.policy:
             return False
         self.expected.append(self.value.per_query(self.margin))
@@ -223,27 +231,50 @@ def _curves_xgb(name: str, ds, K: int, seed: int, rec: Curves) -> int:
     tr, va = ds.train, ds.vali
     dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
     dva = xgb.DMatrix(va.X, va.y, qid=va.qid)
-    params = {"tree_method": "hist", "eta": ETA, "max_depth": DEPTH, "min_child_weight": MCW,
-              "lambda": LAMBDA, "eval_metric": f"ndcg@{K}", "nthread": 1, "seed": seed}
+    params = {
+        "tree_method": "hist",
+        "eta": ETA,
+        "max_depth": DEPTH,
+        "min_child_weight": MCW,
+        "lambda": LAMBDA,
+        "eval_metric": f"ndcg@{K}",
+        "nthread": 1,
+        "seed": seed,
+    }
 
     class Record(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log):
-            return rec.add(model.predict(dva, iteration_range=(epoch, epoch + 1),
-                                         output_margin=True))
+            return rec.add(
+                model.predict(dva, iteration_range=(epoch, epoch + 1), output_margin=True)
+            )
 
     common = {"evals": [(dva, "v")], "verbose_eval": False}
     if name == "base":
-        bst = xgb.train({**params, "objective": "rank:ndcg"}, dtr, ROUNDS, callbacks=[Record()],
-                        early_stopping_rounds=PATIENCE, **common)
+        bst = xgb.train(
+            {**params, "objective": "rank:ndcg"},
+            dtr,
+            ROUNDS,
+            callbacks=[Record()],
+            early_stopping_rounds=PATIENCE,
+            **common,
+        )
         return int(bst.best_iteration)
     warm = CANDIDATES[name].warm
     init = None
     if warm:
-        init = xgb.train({**params, "objective": "rank:ndcg"}, dtr, warm, callbacks=[Record()],
-                         **common)
-    bst = xgb.train({**params, "base_score": 0.0}, dtr, ROUNDS, obj=objective(name, K, seed),
-                    early_stopping_rounds=None if rec.policy else PATIENCE,
-                    callbacks=[Record()], xgb_model=init, **common)
+        init = xgb.train(
+            {**params, "objective": "rank:ndcg"}, dtr, warm, callbacks=[Record()], **common
+        )
+    bst = xgb.train(
+        {**params, "base_score": 0.0},
+        dtr,
+        ROUNDS,
+        obj=objective(name, K, seed),
+        early_stopping_rounds=None if rec.policy else PATIENCE,
+        callbacks=[Record()],
+        xgb_model=init,
+        **common,
+    )
     return rec.best() if rec.policy else int(bst.best_iteration)
 
 
@@ -251,29 +282,50 @@ def _curves_lgb(name: str, ds, K: int, seed: int, rec: Curves) -> int:
     tr, va = ds.train, ds.vali
     dtr = lgb.Dataset(tr.X, tr.y, group=tr.group_sizes, free_raw_data=False)
     dva = lgb.Dataset(va.X, va.y, group=va.group_sizes, reference=dtr, free_raw_data=False)
-    params = {"learning_rate": ETA, "num_leaves": LEAVES, "min_sum_hessian_in_leaf": MCW,
-              "lambda_l2": LAMBDA, "metric": "ndcg", "eval_at": [K], "num_threads": 1,
-              "seed": seed, "verbose": -1, "force_row_wise": True}
+    params = {
+        "learning_rate": ETA,
+        "num_leaves": LEAVES,
+        "min_sum_hessian_in_leaf": MCW,
+        "lambda_l2": LAMBDA,
+        "metric": "ndcg",
+        "eval_at": [K],
+        "num_threads": 1,
+        "seed": seed,
+        "verbose": -1,
+        "force_row_wise": True,
+    }
 
     def record(env):
-        stop = rec.add(env.model.predict(
-            va.X, start_iteration=env.iteration, num_iteration=1, raw_score=True
-        ))
+        stop = rec.add(
+            env.model.predict(va.X, start_iteration=env.iteration, num_iteration=1, raw_score=True)
+        )
         if stop:
             raise lgb.callback.EarlyStopException(env.iteration, env.evaluation_result_list)
 
     stop = [] if rec.policy else [lgb.early_stopping(PATIENCE, verbose=False)]
     if name == "base":
-        bst = lgb.train({**params, "objective": "lambdarank"}, dtr, ROUNDS, valid_sets=[dva],
-                        callbacks=[record, *stop])
+        bst = lgb.train(
+            {**params, "objective": "lambdarank"},
+            dtr,
+            ROUNDS,
+            valid_sets=[dva],
+            callbacks=[record, *stop],
+        )
         return int(bst.best_iteration) - 1
     warm = CANDIDATES[name].warm
     init = None
     if warm:
-        init = lgb.train({**params, "objective": "lambdarank"}, dtr, warm, valid_sets=[dva],
-                         callbacks=[record])
-    bst = lgb.train({**params, "objective": objective(name, K, seed)}, dtr, ROUNDS,
-                    valid_sets=[dva], init_model=init, callbacks=[record, *stop])
+        init = lgb.train(
+            {**params, "objective": "lambdarank"}, dtr, warm, valid_sets=[dva], callbacks=[record]
+        )
+    bst = lgb.train(
+        {**params, "objective": objective(name, K, seed)},
+        dtr,
+        ROUNDS,
+        valid_sets=[dva],
+        init_model=init,
+        callbacks=[record, *stop],
+    )
     return rec.best() if rec.policy else int(bst.best_iteration) - 1
 
 
@@ -286,14 +338,16 @@ def train(lib: str, name: str, ds, K: int, seed: int) -> dict[str, Any]:
     c = np.asarray(rec.ranking)
     kept = ~np.isnan(c[0])
     select = np.asarray(rec.expected)[:, kept] if rec.policy else None
-    return {"qid": np.unique(ds.vali.qid)[kept].tolist(), "ndcg": c[best, kept].tolist(),
-            "xfit": cross_fitted(c[:, kept], seed=0, select=select).tolist(), "best": best + 1,
-            "secs": seconds}
+    return {
+        "qid": np.unique(ds.vali.qid)[kept].tolist(),
+        "ndcg": c[best, kept].tolist(),
+        "xfit": cross_fitted(c[:, kept], seed=0, select=select).tolist(),
+        "best": best + 1,
+        "secs": seconds,
+    }
 
 
-def cross_fitted(
-    curves: np.ndarray, *, seed: int, select: np.ndarray | None = None
-) -> np.ndarray:
+def cross_fitted(curves: np.ndarray, *, seed: int, select: np.ndarray | None = None) -> np.ndarray:
     """Each query's NDCG at the round that is best on the OTHER half of the queries.
 
     The round an early stopper picks is the maximum of a noisy curve, so the NDCG at it is
@@ -315,8 +369,10 @@ Key = tuple[str, str, int, str, int, int]
 
 def load_done(path: Path) -> dict[Key, dict[str, Any]]:
     """Finished trainings by (data, lib, K, name, fold, seed)."""
-    return {(r["data"], r["lib"], r["K"], r["name"], r["fold"], r["seed"]): r
-            for r in harness.read_records(path)}
+    return {
+        (r["data"], r["lib"], r["K"], r["name"], r["fold"], r["seed"]): r
+        for r in harness.read_records(path)
+    }
 
 
 def _pooled(done, data, lib, K, name, folds, seeds) -> dict[tuple[int, int], float] | None:
@@ -336,8 +392,12 @@ def _pooled(done, data, lib, K, name, folds, seeds) -> dict[tuple[int, int], flo
 
 
 def _runs(done, data, lib, K, name, folds, seeds) -> list[dict[str, Any]]:
-    return [done[(data, lib, K, name, f, s)] for f in folds for s in seeds if
-            (data, lib, K, name, f, s) in done]
+    return [
+        done[(data, lib, K, name, f, s)]
+        for f in folds
+        for s in seeds
+        if (data, lib, K, name, f, s) in done
+    ]
 
 
 def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
@@ -359,8 +419,7 @@ def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
         if cand is None:
             continue
         vs = [paired(cand, b) for b in (base, ref) if b is not None]
-        cells = [f"{p.interval}, {p.p_randomization:.2g}, "
-                 f"{p.verdict}" for p in vs]
+        cells = [f"{p.interval}, {p.p_randomization:.2g}, {p.verdict}" for p in vs]
         if name == REFERENCE:
             cells = [*cells[:1], ""]
         runs = _runs(done, data, lib, K, name, folds, seeds)
@@ -375,19 +434,26 @@ def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
 def report(done, datas, libs, ks, folds, seeds, names, command: str) -> str:
     """The markdown of every (data, library, K) cell that has results."""
     out = [
-        "# PL-Rank quality levers on validation queries (cross-fitted)", "",
-        f"Command: `{command}`", "",
+        "# PL-Rank quality levers on validation queries (cross-fitted)",
+        "",
+        f"Command: `{command}`",
+        "",
         f"Folds {folds}, seeds {seeds} (the baselines are deterministic and run once). Each "
         "query's validation NDCG@K is read at the round best on the other half of its fold's "
         "validation queries, averaged over seeds, and pooled over the folds; differences are "
         "per query with a 95% CI, the paired randomization test's p and its verdict at 0.05. "
-        "Best round: the early stopper's, mean over trainings.", "",
+        "Best round: the early stopper's, mean over trainings.",
+        "",
     ]
     for data in datas:
         for lib in libs:
             for K in ks:
-                out += [f"## {data}, {'XGBoost' if lib == 'xgb' else 'LightGBM'}, NDCG@{K}", "",
-                        *table(done, data, lib, K, folds, seeds, names), ""]
+                out += [
+                    f"## {data}, {'XGBoost' if lib == 'xgb' else 'LightGBM'}, NDCG@{K}",
+                    "",
+                    *table(done, data, lib, K, folds, seeds, names),
+                    "",
+                ]
     return "\n".join(out)
 
 
@@ -411,8 +477,10 @@ def main() -> None:
     names = _items(args.only, ";") or list(CANDIDATES)
     unknown += [n for n in names if n not in CANDIDATES]
     if unknown:
-        parser.error(f"unknown: {', '.join(map(repr, unknown))}; libraries are {LIBS}, "
-                     f"candidates {list(CANDIDATES)}")
+        parser.error(
+            f"unknown: {', '.join(map(repr, unknown))}; libraries are {LIBS}, "
+            f"candidates {list(CANDIDATES)}"
+        )
     ks = [int(k) for k in _items(args.k)]
     folds = [int(f) for f in _items(args.folds)]
     seeds = [int(s) for s in _items(args.seeds)]
@@ -432,12 +500,22 @@ def main() -> None:
                             key = (data, lib, K, name, fold, seed)
                             if key in done:
                                 continue
-                            r = {"data": data, "lib": lib, "K": K, "name": name, "fold": fold,
-                                 "seed": seed, **train(lib, name, ds, K, seed)}
+                            r = {
+                                "data": data,
+                                "lib": lib,
+                                "K": K,
+                                "name": name,
+                                "fold": fold,
+                                "seed": seed,
+                                **train(lib, name, ds, K, seed),
+                            }
                             harness.append_record(log, r)
                             done[key] = r
-                            print(f"{data} fold {fold} {lib} @{K} {name} seed {seed}: best "
-                                  f"{r['best']} {r['secs']:.1f}s", flush=True)
+                            print(
+                                f"{data} fold {fold} {lib} @{K} {name} seed {seed}: best "
+                                f"{r['best']} {r['secs']:.1f}s",
+                                flush=True,
+                            )
         out.write_text(report(done, datas, libs, ks, folds, seeds, names, command))
     print(report(done, datas, libs, ks, folds, seeds, names, command))
 

@@ -43,22 +43,29 @@ def run(method: str, data: Any, *, k: int, rounds: int) -> dict[str, Any]:
     trees = TreeSettings(rounds=rounds, early_stopping_rounds=rounds, n_jobs=1)
     params = {"progress": False} if method == NETWORK else None
     start = time.perf_counter()
-    fit = train(method, data, k=k, seed=0, trees=trees, plrank=PLRANK, params=params,
-                test_curve=True)
+    fit = train(
+        method, data, k=k, seed=0, trees=trees, plrank=PLRANK, params=params, test_curve=True
+    )
     assert fit.test_history is not None
     name = f"ndcg@{k}"
-    return {"vali": fit.history[name].tolist(), "test": fit.test_history[name].tolist(),
-            "seconds": time.perf_counter() - start}
+    return {
+        "vali": fit.history[name].tolist(),
+        "test": fit.test_history[name].tolist(),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def mean_curves(records: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     """Validation and test curves averaged over the records (folds)."""
-    return (np.mean([r["vali"] for r in records], axis=0),
-            np.mean([r["test"] for r in records], axis=0))
+    return (
+        np.mean([r["vali"] for r in records], axis=0),
+        np.mean([r["test"] for r in records], axis=0),
+    )
 
 
-def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int,
-          folds: list[int]) -> list[str]:
+def table(
+    done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds: list[int]
+) -> list[str]:
     """One row per method with every fold done: the mean curves at their peak and at the end."""
     lines = [
         f"| method | runs | peak validation NDCG@{k} (at) | test there | validation at the end "
@@ -101,8 +108,7 @@ def plot(done, datasets: list[str], folds: dict[str, list[int]], k: int, path: P
                 ax.set_axis_off()
                 continue
             fold_list = ",".join(map(str, folds[data]))
-            ax.set(title=f"{Path(data).name}, folds {fold_list}", xlabel=unit,
-                   ylabel=f"NDCG@{k}")
+            ax.set(title=f"{Path(data).name}, folds {fold_list}", xlabel=unit, ylabel=f"NDCG@{k}")
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
     fig.suptitle(f"NDCG@{k} without early stopping (solid: validation, dashed: test)")
@@ -112,26 +118,41 @@ def plot(done, datasets: list[str], folds: dict[str, list[int]], k: int, path: P
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=["mq2008", "mq2007-agg"])
-    parser.add_argument("--folds", nargs="+", default=["1,2,3,4,5", "1"],
-                        help="folds of each dataset, comma-separated, in the order of --data")
-    parser.add_argument("--methods", nargs="+", choices=(NETWORK, *TREES),
-                        default=[NETWORK, *TREES], help="methods to train (the tables and the "
-                        "figure show every method of the log with all the folds)")
+    parser.add_argument(
+        "--folds",
+        nargs="+",
+        default=["1,2,3,4,5", "1"],
+        help="folds of each dataset, comma-separated, in the order of --data",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=(NETWORK, *TREES),
+        default=[NETWORK, *TREES],
+        help="methods to train (the tables and the "
+        "figure show every method of the log with all the folds)",
+    )
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--out", type=Path,
-                        default=Path("benchmarks/results/neural/learning_curves.md"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks/results/neural/learning_curves.md")
+    )
     args = parser.parse_args(argv)
     if len(args.folds) != len(args.data):
-        parser.error(f"--folds needs one list per dataset ({len(args.data)}), "
-                     f"but {len(args.folds)} are given")
+        parser.error(
+            f"--folds needs one list per dataset ({len(args.data)}), "
+            f"but {len(args.folds)} are given"
+        )
     folds = {d: [int(f) for f in spec.split(",")] for d, spec in zip(args.data, args.folds)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log = args.out.with_suffix(".jsonl")
-    done = {(r["data"], r["method"], r["fold"]): r for r in harness.read_records(log)
-            if r["k"] == args.k and r["rounds"] == (args.epochs if r["method"] == NETWORK
-                                                     else args.rounds)}
+    done = {
+        (r["data"], r["method"], r["fold"]): r
+        for r in harness.read_records(log)
+        if r["k"] == args.k
+        and r["rounds"] == (args.epochs if r["method"] == NETWORK else args.rounds)
+    }
     for data_name in args.data:
         for fold in folds[data_name]:
             data = load(data_name, fold, drop_empty_test_queries=True)
@@ -139,26 +160,42 @@ def main(argv: list[str] | None = None) -> None:
                 if (data_name, method, fold) in done:
                     continue
                 rounds = args.epochs if method == NETWORK else args.rounds
-                record = {"data": data_name, "method": method, "fold": fold, "k": args.k,
-                          "rounds": rounds, **run(method, data, k=args.k, rounds=rounds)}
+                record = {
+                    "data": data_name,
+                    "method": method,
+                    "fold": fold,
+                    "k": args.k,
+                    "rounds": rounds,
+                    **run(method, data, k=args.k, rounds=rounds),
+                }
                 harness.append_record(log, record)
                 done[data_name, method, fold] = record
                 print(f"{data_name} fold {fold} {method}: {record['seconds']:.0f} s", flush=True)
-    command = "python -m research.neural_curves " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = "python -m research.neural_curves " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
     figure = args.out.with_suffix(".png")
     plot(done, args.data, folds, args.k, figure)
     parts = [
-        "# Learning curves without early stopping", "",
+        "# Learning curves without early stopping",
+        "",
         f"Last command: `{command}`. The tables cover every training of the log (the "
-        f"`.jsonl` file of the same name), whichever run added it.", "",
-        __doc__.split("\n\n")[1].replace("\n", " "), "",
+        f"`.jsonl` file of the same name), whichever run added it.",
+        "",
+        __doc__.split("\n\n")[1].replace("\n", " "),
+        "",
         f"Network: {args.epochs} epochs; trees: {args.rounds} rounds; seed 0; K = "
         f"{args.k}. Figure: `{figure.name}` (solid validation, dashed test). Peak: the epoch or "
-        f"round where the fold-averaged validation curve is highest.", "",
+        f"round where the fold-averaged validation curve is highest.",
+        "",
     ]
     for data_name in args.data:
-        parts += [f"## {Path(data_name).name}, folds {folds[data_name]}", "",
-                  *table(done, data_name, args.k, folds[data_name]), ""]
+        parts += [
+            f"## {Path(data_name).name}, folds {folds[data_name]}",
+            "",
+            *table(done, data_name, args.k, folds[data_name]),
+            "",
+        ]
     args.out.write_text("\n".join(parts), encoding="utf-8")
 
 

@@ -48,7 +48,10 @@ SETUPS: dict[str, dict[str, Any]] = {
     "adam N 50": {"plrank": {"N": 50}},
     "adam N 200": {"plrank": {"N": 200}},
     "sgd lr 0.00113, batch 64, N 200": {
-        "optimizer": "sgd", "lr": 0.00113, "batch_size": 64, "plrank": {"N": 200}
+        "optimizer": "sgd",
+        "lr": 0.00113,
+        "batch_size": 64,
+        "plrank": {"N": 200},
     },
     "sgd lr 0.01, batch 64": {"optimizer": "sgd", "lr": 0.01, "batch_size": 64},
 }
@@ -65,17 +68,22 @@ def run(name: str, data: Any, *, k: int, epochs: int, patience: int) -> dict[str
     vali = data.vali
     per_query = ndcg(vali.y, fit.vali_scores, vali.qid, k=k, per_query=True)
     return {
-        "qid": np.unique(vali.qid).tolist(), "ndcg": per_query.tolist(),
+        "qid": np.unique(vali.qid).tolist(),
+        "ndcg": per_query.tolist(),
         "expected": float(fit.history[fit.watched][fit.best_round - 1]),
-        "best_epoch": int(fit.best_round), "seconds": seconds,
+        "best_epoch": int(fit.best_round),
+        "seconds": seconds,
     }
 
 
-def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds: list[int]) -> list[str]:
+def table(
+    done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds: list[int]
+) -> list[str]:
     """The rows of one dataset: each candidate with all folds done, paired with the defaults."""
     runs = {
         name: [done[data, k, name, f] for f in folds]
-        for name in SETUPS if all((data, k, name, f) in done for f in folds)
+        for name in SETUPS
+        if all((data, k, name, f) in done for f in folds)
     }
     if REFERENCE not in runs:
         return []
@@ -89,26 +97,33 @@ def table(done: dict[tuple[Any, ...], dict[str, Any]], data: str, k: int, folds:
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, rs in runs.items():
-        cells = [name, f"{np.mean(list(pooled[name].values())):.4f}",
-                 f"{np.mean([r['expected'] for r in rs]):.4f}"]
-        r = paired(pooled[name], pooled[REFERENCE]) if name != REFERENCE else None
-        cells += ["", "", ""] if r is None else [
-            r.interval, f"{r.p_randomization:.3g}", r.verdict
+        cells = [
+            name,
+            f"{np.mean(list(pooled[name].values())):.4f}",
+            f"{np.mean([r['expected'] for r in rs]):.4f}",
         ]
-        cells += [f"{np.mean([r['best_epoch'] for r in rs]):.0f}",
-                  f"{np.mean([r['seconds'] for r in rs]):.1f}"]
+        r = paired(pooled[name], pooled[REFERENCE]) if name != REFERENCE else None
+        cells += ["", "", ""] if r is None else [r.interval, f"{r.p_randomization:.3g}", r.verdict]
+        cells += [
+            f"{np.mean([r['best_epoch'] for r in rs]):.0f}",
+            f"{np.mean([r['seconds'] for r in rs]):.1f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
-           patience: int) -> str:
+def report(
+    done, folds: dict[str, list[int]], k: int, command: str, epochs: int, patience: int
+) -> str:
     defaults = nn.PLRankMLPRanker()
     parts = [
-        "# The PL-Rank network's setups on validation", "",
+        "# The PL-Rank network's setups on validation",
+        "",
         f"Last command: `{command}`. The tables cover every training of the log (the "
-        f"`.jsonl` file of the same name), whichever run added it.", "",
-        __doc__.split("\n\n")[1].replace("\n", " "), "",
+        f"`.jsonl` file of the same name), whichever run added it.",
+        "",
+        __doc__.split("\n\n")[1].replace("\n", " "),
+        "",
         f"At most {epochs} epochs, patience {patience}, seed 0, K = {k}. "
         f"`defaults`: {defaults.n_layers} {defaults.activation} layers of {defaults.units} units, "
         f"{defaults.optimizer} at lr {defaults.lr:g}, {defaults.batch_size} queries a step, "
@@ -116,7 +131,8 @@ def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
         f"mean over the pooled validation queries (a query without relevant documents scores 1). "
         f"Expected NDCG@{k}: the policy's, what early stopping watched, mean over folds. Paired: "
         f"mean per-query difference with the defaults, its 95% CI, the randomization test's p "
-        f"and verdict at 0.05. s: seconds per training.", "",
+        f"and verdict at 0.05. s: seconds per training.",
+        "",
     ]
     for data, data_folds in folds.items():
         lines = table(done, data, k, data_folds)
@@ -128,8 +144,12 @@ def report(done, folds: dict[str, list[int]], k: int, command: str, epochs: int,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", default=["mq2008", "mq2007-agg"])
-    parser.add_argument("--folds", nargs="+", default=["1,2,3,4,5", "1,2,3,4,5"],
-                        help="folds of each dataset, comma-separated, in the order of --data")
+    parser.add_argument(
+        "--folds",
+        nargs="+",
+        default=["1,2,3,4,5", "1,2,3,4,5"],
+        help="folds of each dataset, comma-separated, in the order of --data",
+    )
     parser.add_argument("--setups", nargs="+", choices=list(SETUPS), default=list(SETUPS))
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=200)
@@ -137,8 +157,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/nn_setups.md"))
     args = parser.parse_args(argv)
     if len(args.folds) != len(args.data):
-        parser.error(f"--folds needs one list per dataset ({len(args.data)}), "
-                     f"but {len(args.folds)} are given")
+        parser.error(
+            f"--folds needs one list per dataset ({len(args.data)}), "
+            f"but {len(args.folds)} are given"
+        )
     folds = {d: [int(f) for f in spec.split(",")] for d, spec in zip(args.data, args.folds)}
     log = args.out.with_suffix(".jsonl")
     done = {(r["data"], r["k"], r["name"], r["fold"]): r for r in harness.read_records(log)}
@@ -148,13 +170,23 @@ def main(argv: list[str] | None = None) -> None:
             for name in args.setups:
                 if (data_name, args.k, name, fold) in done:
                     continue
-                record = {"data": data_name, "k": args.k, "name": name, "fold": fold,
-                          **run(name, data, k=args.k, epochs=args.epochs, patience=args.patience)}
+                record = {
+                    "data": data_name,
+                    "k": args.k,
+                    "name": name,
+                    "fold": fold,
+                    **run(name, data, k=args.k, epochs=args.epochs, patience=args.patience),
+                }
                 harness.append_record(log, record)
                 done[data_name, args.k, name, fold] = record
-                print(f"{data_name} fold {fold} {name}: best epoch {record['best_epoch']}, "
-                      f"{record['seconds']:.0f} s", flush=True)
-    command = "python -m research.neural_setups " + shlex.join(sys.argv[1:] if argv is None else argv)
+                print(
+                    f"{data_name} fold {fold} {name}: best epoch {record['best_epoch']}, "
+                    f"{record['seconds']:.0f} s",
+                    flush=True,
+                )
+    command = "python -m research.neural_setups " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
     args.out.write_text(
         report(done, folds, args.k, command, args.epochs, args.patience),
         encoding="utf-8",

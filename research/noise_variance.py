@@ -37,8 +37,15 @@ def margins(data: str, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     """(margins, labels, group_ptr) of Fold1's training split after ``rounds`` PL-Rank rounds."""
     train = load(data, 1, drop_empty_test_queries=False).train
     dtrain = xgb.DMatrix(train.X, train.y, qid=train.qid)
-    params = {"eta": 0.05, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
-              "base_score": 0.0, "disable_default_eval_metric": 1, "nthread": 2}
+    params = {
+        "eta": 0.05,
+        "max_depth": 6,
+        "min_child_weight": 0.1,
+        "lambda": 1.0,
+        "base_score": 0.0,
+        "disable_default_eval_metric": 1,
+        "nthread": 2,
+    }
     bst = xgb.train(params, dtrain, rounds, obj=plrank_objective(K=10))
     ptr = np.concatenate(([0], np.cumsum(train.group_sizes))).astype(np.int64)
     return bst.predict(dtrain, output_margin=True).astype(np.float64), train.y, ptr
@@ -65,23 +72,31 @@ def main() -> None:
                 times[noise, N].append(time.perf_counter() - start)
         rows = {}
         for noise, N in cells:
-            draws = [plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=s,
-                                      hessian="raw", n_jobs=2) for s in range(a.seeds)]
-            rows[noise, N] = (np.var([g for g, _ in draws], axis=0).sum(),
-                              np.var([h for _, h in draws], axis=0).sum(),
-                              1e3 * float(np.median(times[noise, N])))
+            draws = [
+                plrank_grad_hess(m, y, ptr, K=20, N=N, noise=noise, seed=s, hessian="raw", n_jobs=2)
+                for s in range(a.seeds)
+            ]
+            rows[noise, N] = (
+                np.var([g for g, _ in draws], axis=0).sum(),
+                np.var([h for _, h in draws], axis=0).sum(),
+                1e3 * float(np.median(times[noise, N])),
+            )
         g0, h0, _ = rows["independent", 50]
-        lines += [f"\n### {data}, Fold1 training split ({ptr.shape[0] - 1} queries, "
-                  f"{m.shape[0]} documents), margins after {a.rounds} rounds, "
-                  f"{a.seeds} seeds\n",
-                  "| noise | N | gradient variance | Hessian variance | ms per call |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            f"\n### {data}, Fold1 training split ({ptr.shape[0] - 1} queries, "
+            f"{m.shape[0]} documents), margins after {a.rounds} rounds, "
+            f"{a.seeds} seeds\n",
+            "| noise | N | gradient variance | Hessian variance | ms per call |",
+            "|---|---|---|---|---|",
+        ]
         for (noise, N), (g, h, ms) in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             lines.append(f"| {noise} | {N} | {g / g0:.3f}x | {h / h0:.3f}x | {ms:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        command = "python research/noise_variance.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+        command = "python research/noise_variance.py " + " ".join(
+            shlex.quote(x) for x in sys.argv[1:]
+        )
         Path(a.out).write_text(
             "## Variance of the estimate: independent and lattice noise\n\n"
             f"Written by `{command}`. Variances are multiples of independent noise's at N = 50 "

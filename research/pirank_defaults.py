@@ -85,7 +85,12 @@ def run(method: str, data: Any, *, k: int, fold: int, hessian: str | None, tau: 
     settings = PiRankSettings() if hessian is None else PiRankSettings(tau=tau, hessian=hessian)
     start = time.perf_counter()
     fit = train(
-        method, data, k=k, seed=0, trees=TREES, pirank=settings,
+        method,
+        data,
+        k=k,
+        seed=0,
+        trees=TREES,
+        pirank=settings,
         callbacks=[recorder.callback(METHODS[method].library)],
     )
     seconds = time.perf_counter() - start
@@ -95,7 +100,8 @@ def run(method: str, data: Any, *, k: int, fold: int, hessian: str | None, tau: 
         "qid": np.unique(data.vali.qid)[kept].tolist(),
         "xfit": cross_fitted(curves[:, kept], seed=fold).tolist(),
         "best": curves[fit.best_round - 1, kept].tolist(),
-        "best_round": int(fit.best_round), "seconds": seconds,
+        "best_round": int(fit.best_round),
+        "seconds": seconds,
     }
 
 
@@ -122,7 +128,8 @@ def _cell_runs(done, data: str, library: str, k: int, folds: list[int]):
     names = dict.fromkeys(n for (d, lib, kk, n, _) in done if (d, lib, kk) == (data, library, k))
     return {
         n: [done[data, library, k, n, f] for f in folds]
-        for n in names if all((data, library, k, n, f) in done for f in folds)
+        for n in names
+        if all((data, library, k, n, f) in done for f in folds)
     }
 
 
@@ -143,24 +150,30 @@ def cell_table(done, data: str, library: str, k: int, folds: list[int]):
         cells = [name, f"{means[name]:.4f}"]
         for ref in (best, LAMBDAMART[library]):
             r = paired(pooled[name], pooled[ref]) if ref != name else None
-            cells += ["", "", ""] if r is None else [
-                r.interval, f"{r.p_randomization:.3g}", r.verdict
-            ]
-        cells += [f"{np.mean([r['best_round'] for r in runs[name]]):.0f}",
-                  f"{np.mean([r['seconds'] for r in runs[name]]):.1f}"]
+            cells += (
+                ["", "", ""] if r is None else [r.interval, f"{r.p_randomization:.3g}", r.verdict]
+            )
+        cells += [
+            f"{np.mean([r['best_round'] for r in runs[name]]):.0f}",
+            f"{np.mean([r['seconds'] for r in runs[name]]):.1f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines, means
 
 
 def report(done, data: str, libraries, ks, folds, command: str, versus: str | None) -> str:
     parts = [
-        f"# PiRank defaults on validation: {data}, folds {folds}", "",
+        f"# PiRank defaults on validation: {data}, folds {folds}",
+        "",
         f"Last command: `{command}`. The tables cover every candidate of the log "
-        f"(`{data}` in the `.jsonl` file beside this one), whichever run added it.", "",
-        __doc__.split("\n\n")[1].replace("\n", " "), "",
+        f"(`{data}` in the `.jsonl` file beside this one), whichever run added it.",
+        "",
+        __doc__.split("\n\n")[1].replace("\n", " "),
+        "",
         "Per-query validation NDCG@K, cross-fitted, pooled over the folds. Each candidate is "
         "paired with the cell's best candidate and with the library's LambdaMART: mean "
-        "difference [95% CI], paired randomization p and its verdict at 0.05.", "",
+        "difference [95% CI], paired randomization p and its verdict at 0.05.",
+        "",
     ]
     overall: dict[str, list[float]] = {}
     for library, k in itertools.product(libraries, ks):
@@ -176,9 +189,12 @@ def report(done, data: str, libraries, ks, folds, command: str, versus: str | No
         (n for n, v in overall.items() if len(v) == cells), key=lambda n: -np.mean(overall[n])
     )
     parts += [
-        f"## Mean over the {cells} cells", "",
-        "| candidate | mean validation NDCG@K |", "|---|---|",
-        *[f"| {n} | {np.mean(overall[n]):.4f} |" for n in ranked], "",
+        f"## Mean over the {cells} cells",
+        "",
+        "| candidate | mean validation NDCG@K |",
+        "|---|---|",
+        *[f"| {n} | {np.mean(overall[n]):.4f} |" for n in ranked],
+        "",
     ]
     if ranked:
         reference = versus if versus in ranked else ranked[0]
@@ -187,14 +203,18 @@ def report(done, data: str, libraries, ks, folds, command: str, versus: str | No
     return "\n".join(parts)
 
 
-def head_to_head(done, data: str, libraries, ks, folds, winner: str, others: list[str]) -> list[str]:
+def head_to_head(
+    done, data: str, libraries, ks, folds, winner: str, others: list[str]
+) -> list[str]:
     """Candidate ``winner`` against each of ``others``, paired per query in every cell."""
     cells = list(itertools.product(libraries, ks))
     runs = {cell: _cell_runs(done, data, *cell, folds) for cell in cells}
     lines = [
-        f"## {winner} against each candidate, per cell", "",
+        f"## {winner} against each candidate, per cell",
+        "",
         f"Mean paired difference ({winner} minus the row) of cross-fitted validation NDCG@K, "
-        "with the randomization test's verdict for the row's side.", "",
+        "with the randomization test's verdict for the row's side.",
+        "",
         "| candidate | " + " | ".join(f"{PIRANK[lib]} @{k}" for lib, k in cells) + " |",
         "|---" * (len(cells) + 1) + "|",
     ]
@@ -242,8 +262,11 @@ def main() -> None:
                 r |= run(method, ds, k=k, fold=fold, hessian=hessian, tau=tau)
                 harness.append_record(log, r)
                 done[key] = r
-                print(f"{args.data} fold {fold} {library} @{k} {name}: round {r['best_round']} "
-                      f"{r['seconds']:.1f}s xfit {np.mean(r['xfit']):.4f}", flush=True)
+                print(
+                    f"{args.data} fold {fold} {library} @{k} {name}: round {r['best_round']} "
+                    f"{r['seconds']:.1f}s xfit {np.mean(r['xfit']):.4f}",
+                    flush=True,
+                )
     text = report(done, args.data, libraries, ks, folds, command, args.versus)
     out.write_text(text)
     print(text)

@@ -49,17 +49,26 @@ def exact(n_queries: int, seed: int) -> dict[str, float]:
             moments[name] = (mean, np.maximum(second - mean**2, 0.0))
         E = moments["count"][0]
         for d in range(D):
-            rows.append((D, K, moments["count"][1][d] / E[d] ** 2,
-                         moments["placement"][1][d] / E[d] ** 2, E[d] / theta.sum()))
+            rows.append(
+                (
+                    D,
+                    K,
+                    moments["count"][1][d] / E[d] ** 2,
+                    moments["placement"][1][d] / E[d] ** 2,
+                    E[d] / theta.sum(),
+                )
+            )
     r = np.array(rows)
     worse = r[:, 3] > r[:, 2] * (1 + 1e-9) + 1e-15
     rare = r[:, 4] < 0.05
     stats = {
-        "rows": len(r), "worse": int(worse.sum()),
+        "rows": len(r),
+        "worse": int(worse.sum()),
         "worse_full": int((worse & (r[:, 1] >= r[:, 0] - 1)).sum()),
         "full": int((r[:, 1] >= r[:, 0] - 1).sum()),
         "ratio_max": float(np.max(r[worse, 3] / r[worse, 2])) if worse.any() else 0.0,
-        "median_count": float(np.median(r[:, 2])), "median_placement": float(np.median(r[:, 3])),
+        "median_count": float(np.median(r[:, 2])),
+        "median_placement": float(np.median(r[:, 3])),
         "rare": int(rare.sum()),
         "rare_count": float(np.median(r[rare, 2])) if rare.any() else np.nan,
         "rare_placement": float(np.median(r[rare, 3])) if rare.any() else np.nan,
@@ -77,13 +86,16 @@ def main() -> None:
     args = parser.parse_args()
     s = exact(args.queries, seed=0)
     lines = [
-        "## A Plackett-Luce policy's exposure: placement probabilities against counting", "",
+        "## A Plackett-Luce policy's exposure: placement probabilities against counting",
+        "",
         f"Command: `python research/placement_variance.py {args.config} --samples "
         f"{args.samples} --repeats {args.repeats} --queries {args.queries} --out {args.out}`",
         "",
-        f"### Exact, {args.queries} random queries of 2 to 6 documents ({s['rows']} rows)", "",
+        f"### Exact, {args.queries} random queries of 2 to 6 documents ({s['rows']} rows)",
+        "",
         "Variance of one ranking's estimate divided by the squared exposure, per row, by "
-        "enumerating every ranking.", "",
+        "enumerating every ranking.",
+        "",
         "| rows | median, counting | median, placement |",
         "|---|---:|---:|",
         f"| all ({s['rows']}) | {s['median_count']:.4g} | {s['median_placement']:.4g} |",
@@ -100,10 +112,22 @@ def main() -> None:
     logger = _Fold(config, data, 0).logger
     test = data.test
     theta = pbm_position_bias(config.top_k, eta=config.eta)
-    runs = {method: np.array([
-        logger.expected_exposure(test.X, test.qid, n_samples=args.samples, weights=theta,
-                                 random_state=1000 + i, method=method)
-        for i in range(args.repeats)]) for method in ("count", "placement")}
+    runs = {
+        method: np.array(
+            [
+                logger.expected_exposure(
+                    test.X,
+                    test.qid,
+                    n_samples=args.samples,
+                    weights=theta,
+                    random_state=1000 + i,
+                    method=method,
+                )
+                for i in range(args.repeats)
+            ]
+        )
+        for method in ("count", "placement")
+    }
     exposure = runs["placement"].mean(axis=0)
     rel = {m: runs[m].std(axis=0, ddof=1) / exposure for m in runs}
     zero = (runs["count"] == 0).mean(axis=0)
@@ -115,21 +139,25 @@ def main() -> None:
         f"top {config.top_k}, (1/k)^{config.eta:g}",
         "",
         f"Relative standard deviation of the estimate from {args.samples} rankings per query "
-        f"(over {args.repeats} independent estimates), per row.", "",
+        f"(over {args.repeats} independent estimates), per row.",
+        "",
         "| rows | median, counting | median, placement | largest, counting | "
         "largest, placement | estimates at 0, counting |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, rows in (("all", np.arange(exposure.size)),
-                       ("the 10% least exposed", tail)):
+    for name, rows in (("all", np.arange(exposure.size)), ("the 10% least exposed", tail)):
         lines.append(
             f"| {name} ({rows.size}) | {np.median(rel['count'][rows]):.4f} | "
             f"{np.median(rel['placement'][rows]):.4f} | {rel['count'][rows].max():.4f} | "
-            f"{rel['placement'][rows].max():.4f} | {zero[rows].mean():.1%} |")
+            f"{rel['placement'][rows].max():.4f} | {zero[rows].mean():.1%} |"
+        )
     worse = rel["placement"] > rel["count"]
     ratio = float(np.max(rel["placement"][worse] / rel["count"][worse])) if worse.any() else 0.0
-    lines += ["", f"Placement is the more variable in {int(worse.sum())} of {exposure.size} "
-                  f"rows (by up to {ratio:.2f} times counting's standard deviation)."]
+    lines += [
+        "",
+        f"Placement is the more variable in {int(worse.sum())} of {exposure.size} "
+        f"rows (by up to {ratio:.2f} times counting's standard deviation).",
+    ]
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)

@@ -51,7 +51,7 @@ def replay(curve: np.ndarray, *, patience: int, min_rounds: int, rate: float) ->
 
 def noise(curve: np.ndarray, end: int, window: int) -> float:
     """The round-to-round noise of ``curve`` over the ``window`` rounds up to ``end``."""
-    part = curve[max(end - window, 0): end]
+    part = curve[max(end - window, 0) : end]
     return float(np.std(np.diff(part)) / np.sqrt(2)) if part.size > 2 else float("nan")
 
 
@@ -70,8 +70,16 @@ def study(trainings: list[dict], *, patience: int, min_rounds: int, rate: float)
             )
         rise = float(curve[kept_g] - curve[kept_f])
         scale = noise(curve, ran_f, patience)
-        rows.append({**t, "fixed": (kept_f, ran_f), "grown": (kept_g, ran_g), "rise": rise,
-                     "noise": scale, "rising": ran_f < ran_g and rise > RISING * scale})
+        rows.append(
+            {
+                **t,
+                "fixed": (kept_f, ran_f),
+                "grown": (kept_g, ran_g),
+                "rise": rise,
+                "noise": scale,
+                "rising": ran_f < ran_g and rise > RISING * scale,
+            }
+        )
     return rows
 
 
@@ -81,10 +89,18 @@ def _deep(path: Path) -> tuple[list[dict], float]:
     for line in path.read_text().splitlines():
         r = json.loads(line)
         rates.add(r.get("patience_rate", 0.0))
-        name = f"{r['data']} draw/fold {r['fold']}" + (f" repeat {r['seed']}"
-                                                      if r["data"].endswith("-cv") else "")
-        out.append({"name": name, "method": r["row"], "curve": r["curve"],
-                    "best_round": r["best_round"], "rounds_run": r["rounds_run"]})
+        name = f"{r['data']} draw/fold {r['fold']}" + (
+            f" repeat {r['seed']}" if r["data"].endswith("-cv") else ""
+        )
+        out.append(
+            {
+                "name": name,
+                "method": r["row"],
+                "curve": r["curve"],
+                "best_round": r["best_round"],
+                "rounds_run": r["rounds_run"],
+            }
+        )
     if len(rates) != 1:
         raise ValueError(f"{path} mixes trainings of patience rates {sorted(rates)}")
     return out, rates.pop()
@@ -129,13 +145,20 @@ def report(rows: list[dict], *, patience: int, min_rounds: int, rate: float) -> 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--records", type=Path, action="append", default=[],
-                   help="JSON lines of benchmarks/deep_queries.py (repeatable)")
+    p.add_argument(
+        "--records",
+        type=Path,
+        action="append",
+        default=[],
+        help="JSON lines of benchmarks/deep_queries.py (repeatable)",
+    )
     p.add_argument("--out", type=Path)
     a = p.parse_args()
     trees = TreeSettings()
-    rule = {"patience": trees.early_stopping_rounds,
-            "min_rounds": min_rounds_for(trees.learning_rate)}
+    rule = {
+        "patience": trees.early_stopping_rounds,
+        "min_rounds": min_rounds_for(trees.learning_rate),
+    }
     command = "python research/plateau_stops.py" + "".join(f" --records {r}" for r in a.records)
     parts = [f"## Where a fixed patience stops\n\nWritten by `{command}`.\n"]
     for path in a.records:

@@ -45,14 +45,21 @@ from gbdt_plrank.harness.data import load
 
 #: (method, max_depth, n_rounds) of every variant compared.
 VARIANTS = [("joint", d, r) for d in (1, 2) for r in (100, 300)] + [
-    ("em", d, r) for d in (1, 2) for r in (300, 600, 1000)]
+    ("em", d, r) for d in (1, 2) for r in (300, 600, 1000)
+]
 #: :func:`~gbdt_plrank.clicks.estimate_position_bias` with ``X`` at its defaults.
-DEFAULT = ("em", *(inspect.signature(estimate_position_bias).parameters[name].default
-                   for name in ("max_depth", "n_rounds")))
+DEFAULT = (
+    "em",
+    *(
+        inspect.signature(estimate_position_bias).parameters[name].default
+        for name in ("max_depth", "n_rounds")
+    ),
+)
 
 
-def joint_fit(log: ClickLog, X: Any, *, max_depth: int, n_rounds: int,
-              step_rounds: int = 10, n_jobs: int = 1) -> np.ndarray:
+def joint_fit(
+    log: ClickLog, X: Any, *, max_depth: int, n_rounds: int, step_rounds: int = 10, n_jobs: int = 1
+) -> np.ndarray:
     """The click likelihood's relevance and theta fitted jointly, in turns."""
     import xgboost as xgb
 
@@ -66,10 +73,18 @@ def joint_fit(log: ClickLog, X: Any, *, max_depth: int, n_rounds: int,
     booster = None
     for done in range(0, n_rounds, step_rounds):
         booster = xgb.train(
-            {"max_depth": max_depth, "eta": 0.1, "nthread": n_jobs, "min_child_weight": 1e-3,
-             "lambda": 1.0},
-            data, num_boost_round=min(step_rounds, n_rounds - done),
-            obj=likelihood_objective(n, c, theta), xgb_model=booster)
+            {
+                "max_depth": max_depth,
+                "eta": 0.1,
+                "nthread": n_jobs,
+                "min_child_weight": 1e-3,
+                "lambda": 1.0,
+            },
+            data,
+            num_boost_round=min(step_rounds, n_rounds - done),
+            obj=likelihood_objective(n, c, theta),
+            xgb_model=booster,
+        )
         g = 1 / (1 + np.exp(-booster.predict(data, output_margin=True).astype(np.float64)))
         g = g[:, None]
         for _ in range(200):  # theta of greatest likelihood given g, by EM
@@ -85,8 +100,7 @@ def joint_fit(log: ClickLog, X: Any, *, max_depth: int, n_rounds: int,
 def estimate(method: str, log: ClickLog, split: Any, depth: int, rounds: int) -> np.ndarray:
     if method == "joint":
         return joint_fit(log, split.X, max_depth=depth, n_rounds=rounds)
-    return estimate_position_bias(log, X=split.X, qid=split.qid, max_depth=depth,
-                                  n_rounds=rounds)
+    return estimate_position_bias(log, X=split.X, qid=split.qid, max_depth=depth, n_rounds=rounds)
 
 
 def main() -> None:
@@ -99,11 +113,13 @@ def main() -> None:
     ratios: dict[tuple, dict[str, list[np.ndarray]]] = {}
     seconds: dict[tuple, list[float]] = {}
     for eta in args.eta:
-        config = load_clicks_config(args.config, overrides={"eta": eta,
-                                                            "sessions": [args.sessions]})
+        config = load_clicks_config(
+            args.config, overrides={"eta": eta, "sessions": [args.sessions]}
+        )
         for fold in config.folds:
-            data = load(config.datasets[0], fold,
-                        drop_empty_test_queries=config.drop_empty_test_queries)
+            data = load(
+                config.datasets[0], fold, drop_empty_test_queries=config.drop_empty_test_queries
+            )
             logs = _Fold(config, data, 0).logs(False, args.sessions)
             for variant in VARIANTS:
                 for name in ("vali", "train"):
@@ -113,14 +129,27 @@ def main() -> None:
                     seconds.setdefault(variant, []).append(time.perf_counter() - start)
                     truth = pbm_position_bias(theta.size, eta=eta)
                     ratios.setdefault((eta, *variant), {}).setdefault(name, []).append(
-                        theta / truth)
-                print(eta, fold, variant, np.round(ratios[(eta, *variant)]["train"][-1], 3),
-                      flush=True)
+                        theta / truth
+                    )
+                print(
+                    eta,
+                    fold,
+                    variant,
+                    np.round(ratios[(eta, *variant)]["train"][-1], 3),
+                    flush=True,
+                )
 
     def error(name: str, variant: tuple) -> float:
         """Mean over severities and folds of the mean |log(estimate / truth)| at ranks 2.."""
-        return float(np.mean([np.mean(np.abs(np.log(r[1:]))) for eta in args.eta
-                              for r in ratios[(eta, *variant)][name]]))
+        return float(
+            np.mean(
+                [
+                    np.mean(np.abs(np.log(r[1:])))
+                    for eta in args.eta
+                    for r in ratios[(eta, *variant)][name]
+                ]
+            )
+        )
 
     best = min(VARIANTS, key=lambda v: error("vali", v))
     lines = [
@@ -138,10 +167,15 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for v in VARIANTS:
-        mark = "".join(m for m, is_it in ((" (best on validation)", v == best),
-                                          (" (the default)", v == DEFAULT)) if is_it)
-        lines.append(f"| {v[0]}{mark} | {v[1]} | {v[2]} | {error('vali', v):.3f} | "
-                     f"{error('train', v):.3f} | {np.mean(seconds[v]):.1f} |")
+        mark = "".join(
+            m
+            for m, is_it in ((" (best on validation)", v == best), (" (the default)", v == DEFAULT))
+            if is_it
+        )
+        lines.append(
+            f"| {v[0]}{mark} | {v[1]} | {v[2]} | {error('vali', v):.3f} | "
+            f"{error('train', v):.3f} | {np.mean(seconds[v]):.1f} |"
+        )
     for eta in args.eta:
         r = np.array(ratios[(eta, *DEFAULT)]["train"])
         K = r.shape[1]
@@ -150,18 +184,24 @@ def main() -> None:
             f"### eta = {eta:g}: the default ({DEFAULT[0]}, depth {DEFAULT[1]}, "
             f"{DEFAULT[2]} trees) on the training logs, estimate / truth",
             "",
-            "| rank | truth | " + " | ".join(f"fold {f}" for f in config.folds)
+            "| rank | truth | "
+            + " | ".join(f"fold {f}" for f in config.folds)
             + " | mean over folds | mean estimate |",
             "|---:|---:|" + "---:|" * (len(config.folds) + 2),
         ]
         truth = pbm_position_bias(K, eta=eta)
         for k in range(K):
-            lines.append(f"| {k + 1} | {truth[k]:.4f} | "
-                         + " | ".join(f"{x:.3f}" for x in r[:, k])
-                         + f" | {r[:, k].mean():.3f} | {r[:, k].mean() * truth[k]:.4f} |")
+            lines.append(
+                f"| {k + 1} | {truth[k]:.4f} | "
+                + " | ".join(f"{x:.3f}" for x in r[:, k])
+                + f" | {r[:, k].mean():.3f} | {r[:, k].mean() * truth[k]:.4f} |"
+            )
         worst = np.abs(r[:, 1:].mean(axis=0) - 1).max()
-        lines += ["", f"Largest |mean over folds / truth - 1| at ranks 2-{K}: {worst:.3f}; "
-                      f"largest of a single fold: {np.abs(r[:, 1:] - 1).max():.3f}."]
+        lines += [
+            "",
+            f"Largest |mean over folds / truth - 1| at ranks 2-{K}: {worst:.3f}; "
+            f"largest of a single fold: {np.abs(r[:, 1:] - 1).max():.3f}.",
+        ]
     text = "\n".join(lines) + "\n"
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(text)

@@ -53,8 +53,13 @@ def curve(data: str, *, fold: int, rounds: int, seed: int = 0) -> dict[int, dict
     obj = plrank_objective(K=10, seed=seed)
     dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
     dvalid = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
-    params = {"eta": 0.05, "nthread": 2, "base_score": 0.0, "disable_default_eval_metric": 1,
-              "seed": seed}
+    params = {
+        "eta": 0.05,
+        "nthread": 2,
+        "base_score": 0.0,
+        "disable_default_eval_metric": 1,
+        "seed": seed,
+    }
     bst = xgboost.train(params, dtrain, num_boost_round=rounds, obj=obj)
     out: dict[int, dict[str, float]] = {}
     for r in read_points(rounds):
@@ -70,9 +75,12 @@ def curve(data: str, *, fold: int, rounds: int, seed: int = 0) -> dict[int, dict
 
 def table(label: str, values: dict[int, dict[str, float]]) -> list[str]:
     """Markdown rows: one per round read, then the round each signal peaks at."""
-    lines = [f"### {label}", "",
-             "| round | ranking NDCG@10 | policy expected NDCG@10 | standardized | spread |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"### {label}",
+        "",
+        "| round | ranking NDCG@10 | policy expected NDCG@10 | standardized | spread |",
+        "|---|---|---|---|---|",
+    ]
     for r, v in values.items():
         lines.append(f"| {r} | " + " | ".join(f"{v[s]:.4f}" for s in SIGNALS) + " |")
     peaks = [max(values, key=lambda r, s=s: values[r][s]) for s in SIGNALS]
@@ -87,13 +95,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=700)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    command = ("python research/rounds.py --data " + " ".join(args.data)
-               + f" --fold {args.fold} --rounds {args.rounds} --out {args.out}")
-    lines = ["# Where the rounds go: validation signals per round", "",
-             f"Written by `{command}`: PL-Rank, `plrank_objective(K=10)` in `xgboost.train`, "
-             "eta 0.05, XGBoost's tree defaults, 2 threads, no early stopping; validation "
-             f"split of Fold{args.fold}. spread: mean over queries of the standard deviation "
-             "of a query's margins.", ""]
+    command = (
+        "python research/rounds.py --data "
+        + " ".join(args.data)
+        + f" --fold {args.fold} --rounds {args.rounds} --out {args.out}"
+    )
+    lines = [
+        "# Where the rounds go: validation signals per round",
+        "",
+        f"Written by `{command}`: PL-Rank, `plrank_objective(K=10)` in `xgboost.train`, "
+        "eta 0.05, XGBoost's tree defaults, 2 threads, no early stopping; validation "
+        f"split of Fold{args.fold}. spread: mean over queries of the standard deviation "
+        "of a query's margins.",
+        "",
+    ]
     for data in args.data:
         lines += table(f"{data}, Fold{args.fold}", curve(data, fold=args.fold, rounds=args.rounds))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -51,8 +51,14 @@ def fold_run(data: str, fold: int, seed: int) -> dict[str, dict[str, float]]:
     dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
     # the standardised signal's policy value: its metric, samples and streams
-    value = PolicyEvaluator(RankingMetric("ndcg", 10, "exp"), None, Split(None, vali.y, vali.qid),
-                        n_samples=STANDARDIZED_SAMPLES, seed=seed, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 10, "exp"),
+        None,
+        Split(None, vali.y, vali.qid),
+        n_samples=STANDARDIZED_SAMPLES,
+        seed=seed,
+        n_jobs=1,
+    )
     curves: dict[str, list[float]] = {s: [] for s in SCALES}
     ratios: list[float] = []
 
@@ -65,8 +71,16 @@ def fold_run(data: str, fold: int, seed: int) -> dict[str, dict[str, float]]:
                 curves[scale].append(float(value.per_query(m * (STANDARD_SPREAD / s)).mean()))
             return all(stopped(c) is not None for c in curves.values())
 
-    params = {"eta": 0.05, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
-              "nthread": 1, "base_score": 0.0, "disable_default_eval_metric": 1, "seed": seed}
+    params = {
+        "eta": 0.05,
+        "max_depth": 6,
+        "min_child_weight": 0.1,
+        "lambda": 1.0,
+        "nthread": 1,
+        "base_score": 0.0,
+        "disable_default_eval_metric": 1,
+        "seed": seed,
+    }
     bst = xgboost.train(params, dtrain, ROUNDS, obj=obj, callbacks=[Watch()])
     out = {}
     for scale, values in curves.items():
@@ -75,33 +89,48 @@ def fold_run(data: str, fold: int, seed: int) -> dict[str, dict[str, float]]:
         at = (0, kept + 1)
         m_vali = bst.predict(dvali, output_margin=True, iteration_range=at)
         m_test = bst.predict(xgboost.DMatrix(test.X), output_margin=True, iteration_range=at)
-        out[scale] = {"round": kept, "vali": float(ndcg(vali.y, m_vali, vali.qid, k=10)),
-                      "test": float(ndcg(test.y, m_test, test.qid, k=10)),
-                      "ratio": ratios[kept]}
+        out[scale] = {
+            "round": kept,
+            "vali": float(ndcg(vali.y, m_vali, vali.qid, k=10)),
+            "test": float(ndcg(test.y, m_test, test.qid, k=10)),
+            "ratio": ratios[kept],
+        }
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", nargs="+", default=["mq2008:1,2,3"],
-                        help="datasets and their folds, as name:fold,fold,...")
+    parser.add_argument(
+        "--data",
+        nargs="+",
+        default=["mq2008:1,2,3"],
+        help="datasets and their folds, as name:fold,fold,...",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    command = (f"python research/standardized_scale.py --data {' '.join(args.data)} "
-               f"--seed {args.seed} --out {args.out}")
-    lines = ["# The standardised stopping signal: spread over all rows or within queries", "",
-             f"Written by `{command}`. rows: margins divided by their standard deviation over "
-             "the validation rows (times 3); within: by the root mean within-query variance. "
-             "ratio: within-query spread / spread over rows at the kept round.", "",
-             "| data | fold | scale | kept round | vali NDCG@10 | test NDCG@10 | ratio |",
-             "|---|---|---|---|---|---|---|"]
+    command = (
+        f"python research/standardized_scale.py --data {' '.join(args.data)} "
+        f"--seed {args.seed} --out {args.out}"
+    )
+    lines = [
+        "# The standardised stopping signal: spread over all rows or within queries",
+        "",
+        f"Written by `{command}`. rows: margins divided by their standard deviation over "
+        "the validation rows (times 3); within: by the root mean within-query variance. "
+        "ratio: within-query spread / spread over rows at the kept round.",
+        "",
+        "| data | fold | scale | kept round | vali NDCG@10 | test NDCG@10 | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for entry in args.data:
         data, _, folds = entry.partition(":")
         for fold in [int(f) for f in folds.split(",")] if folds else [1]:
             for scale, v in fold_run(data, fold, args.seed).items():
-                lines.append(f"| {data} | {fold} | {scale} | {v['round']} | {v['vali']:.4f} | "
-                             f"{v['test']:.4f} | {v['ratio']:.3f} |")
+                lines.append(
+                    f"| {data} | {fold} | {scale} | {v['round']} | {v['vali']:.4f} | "
+                    f"{v['test']:.4f} | {v['ratio']:.3f} |"
+                )
                 print(lines[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

@@ -44,8 +44,10 @@ FIXED_STREAM = 987654321
 #: The trees: the harness's shared settings (its
 #: :class:`~gbdt_plrank.harness.settings.TreeSettings`) or each library's defaults.
 TREES = {
-    "harness": {lib: TreeSettings().native_params(library) for lib, library in
-                (("xgb", "xgboost"), ("lgb", "lightgbm"))},
+    "harness": {
+        lib: TreeSettings().native_params(library)
+        for lib, library in (("xgb", "xgboost"), ("lgb", "lightgbm"))
+    },
     "library": {"xgb": {}, "lgb": {}},
 }
 
@@ -57,10 +59,12 @@ class Recorder:
         self.ds, self.k = ds, k
         metric = PLRankOptions.checked(K=k).judged
         v = ds.vali
-        self.std_seed = PolicyEvaluator(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
-                                    seed=seed, n_jobs=1)
-        self.std_fixed = PolicyEvaluator(metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES,
-                                     seed=FIXED_STREAM, n_jobs=1)
+        self.std_seed = PolicyEvaluator(
+            metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES, seed=seed, n_jobs=1
+        )
+        self.std_fixed = PolicyEvaluator(
+            metric, None, _queries(v), n_samples=STANDARDIZED_SAMPLES, seed=FIXED_STREAM, n_jobs=1
+        )
         self.pol_fixed = PolicyEvaluator(metric, None, _queries(v), seed=FIXED_STREAM, n_jobs=1)
         self.rows: dict[str, list[np.ndarray]] = {
             n: [] for n in ("val_rank", "std_seed", "std_fixed", "pol_fixed", "test_rank")
@@ -93,8 +97,11 @@ def _xgb(ds, params, rounds, obj, rec, policy):
 
     class Record(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log):
-            rec.add(model.predict(dval, output_margin=True).astype(np.float64),
-                    model.predict(dtest, output_margin=True).astype(np.float64), policy)
+            rec.add(
+                model.predict(dval, output_margin=True).astype(np.float64),
+                model.predict(dtest, output_margin=True).astype(np.float64),
+                policy,
+            )
             return False
 
     xgb.train(params, dtrain, rounds, obj=obj, callbacks=[Record()])
@@ -105,14 +112,29 @@ def _lgb(ds, params, rounds, rec, policy):
     dtrain = lgb.Dataset(ds.train.X, label=ds.train.y, group=counts)
 
     def record(env):
-        rec.add(env.model.predict(ds.vali.X, raw_score=True).astype(np.float64),
-                env.model.predict(ds.test.X, raw_score=True).astype(np.float64), policy)
+        rec.add(
+            env.model.predict(ds.vali.X, raw_score=True).astype(np.float64),
+            env.model.predict(ds.test.X, raw_score=True).astype(np.float64),
+            policy,
+        )
 
     lgb.train(params, dtrain, rounds, callbacks=[record])
 
 
-def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
-          noise="independent", hessian="abs") -> None:
+def train(
+    data,
+    fold,
+    lib,
+    method,
+    seed,
+    k,
+    rounds,
+    trees,
+    out: Path,
+    N="auto",
+    noise="independent",
+    hessian="abs",
+) -> None:
     if method == "plrank" and N != "auto":
         method = f"plrank-N{N}"
     if method.startswith("plrank") and noise != "independent":
@@ -137,8 +159,9 @@ def train(data, fold, lib, method, seed, k, rounds, trees, out: Path, N="auto",
     else:
         params = {**tree, "num_threads": 1, "seed": seed, "metric": "None", "verbosity": -1}
         if method.startswith("plrank"):
-            params["objective"] = plrank_objective(K=k, N=N, noise=noise, hessian=hessian,
-                                                  seed=seed, n_jobs=1)
+            params["objective"] = plrank_objective(
+                K=k, N=N, noise=noise, hessian=hessian, seed=seed, n_jobs=1
+            )
         else:
             params["objective"] = "lambdarank"
         _lgb(ds, params, rounds, rec, method.startswith("plrank"))
@@ -167,8 +190,20 @@ def main() -> None:
         for lib in a.libs:
             train(a.data, fold, lib, "lambdamart", 0, a.k, a.rounds, a.trees, out)
             for seed in a.seeds:
-                train(a.data, fold, lib, "plrank", seed, a.k, a.rounds, a.trees, out, N, a.noise,
-                      a.hessian)
+                train(
+                    a.data,
+                    fold,
+                    lib,
+                    "plrank",
+                    seed,
+                    a.k,
+                    a.rounds,
+                    a.trees,
+                    out,
+                    N,
+                    a.noise,
+                    a.hessian,
+                )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,13 @@ class Rule:
             c = np.cumsum(np.insert(s, 0, 0.0))
             n = np.minimum(np.arange(1, s.size + 1), self.window)
             s = (c[1:] - c[np.arange(1, s.size + 1) - n]) / n
-        stopper = EarlyStopper(self.patience, self.min_rounds, self.min_delta,
-                               library="xgboost", patience_rate=self.patience_rate)
+        stopper = EarlyStopper(
+            self.patience,
+            self.min_rounds,
+            self.min_delta,
+            library="xgboost",
+            patience_rate=self.patience_rate,
+        )
         run = next((t + 1 for t in range(s.size) if stopper.update(t, s[t])), s.size)
         best_t, best = stopper.kept_round, stopper.kept_value
         if self.tolerance > 0:
@@ -76,18 +81,42 @@ RULES = [
     Rule("standardized, at least 60 rounds, patience 25", min_rounds=60, patience=25),
     Rule("standardized, at least 100 rounds, patience 25", min_rounds=100, patience=25),
     Rule("standardized, last round within 0.002 of the best", tolerance=0.002),
-    Rule("standardized, at least 40 rounds, patience 25, min_delta 1e-4", min_rounds=40,
-         patience=25, min_delta=1e-4),
-    Rule("standardized, at least 40 rounds, patience 25, min_delta 3e-4", min_rounds=40,
-         patience=25, min_delta=3e-4),
-    Rule("standardized, at least 40 rounds, patience 25, min_delta 1e-3", min_rounds=40,
-         patience=25, min_delta=1e-3),
-    Rule("standardized, at least 40 rounds, patience 25, min_delta 2e-3", min_rounds=40,
-         patience=25, min_delta=2e-3),
-    Rule("standardized, at least 40 rounds, patience 25 or 0.5 of the best round", min_rounds=40,
-         patience=25, patience_rate=0.5),
-    Rule("standardized, at least 40 rounds, patience 25 or the best round", min_rounds=40,
-         patience=25, patience_rate=1.0),
+    Rule(
+        "standardized, at least 40 rounds, patience 25, min_delta 1e-4",
+        min_rounds=40,
+        patience=25,
+        min_delta=1e-4,
+    ),
+    Rule(
+        "standardized, at least 40 rounds, patience 25, min_delta 3e-4",
+        min_rounds=40,
+        patience=25,
+        min_delta=3e-4,
+    ),
+    Rule(
+        "standardized, at least 40 rounds, patience 25, min_delta 1e-3",
+        min_rounds=40,
+        patience=25,
+        min_delta=1e-3,
+    ),
+    Rule(
+        "standardized, at least 40 rounds, patience 25, min_delta 2e-3",
+        min_rounds=40,
+        patience=25,
+        min_delta=2e-3,
+    ),
+    Rule(
+        "standardized, at least 40 rounds, patience 25 or 0.5 of the best round",
+        min_rounds=40,
+        patience=25,
+        patience_rate=0.5,
+    ),
+    Rule(
+        "standardized, at least 40 rounds, patience 25 or the best round",
+        min_rounds=40,
+        patience=25,
+        patience_rate=1.0,
+    ),
     Rule("the policy's expected NDCG", "pol_fixed"),
     Rule("NDCG of the ranking", "val_rank"),
 ]
@@ -99,8 +128,17 @@ def _files(curves: Path, data, trees, lib, method, fold, seed):
     return np.load(curves / f"{data}_{trees}_{lib}_{method}_f{fold}_s{seed}.npz")
 
 
-def evaluate(curves: Path, data: str, trees: str, lib: str, folds, seeds, rules, test: bool,
-             method: str = "plrank"):
+def evaluate(
+    curves: Path,
+    data: str,
+    trees: str,
+    lib: str,
+    folds,
+    seeds,
+    rules,
+    test: bool,
+    method: str = "plrank",
+):
     halves, relevant = {}, {}
     for fold in folds:
         ds = load(data, fold, drop_empty_test_queries=True)
@@ -117,8 +155,11 @@ def evaluate(curves: Path, data: str, trees: str, lib: str, folds, seeds, rules,
         for seed in seeds if rule is not BASELINE else (0,):
             q_val, q_test, kept, ran = {}, {}, [], []
             for fold in folds:
-                d = base[fold] if rule is BASELINE else _files(
-                    curves, data, trees, lib, method, fold, seed)
+                d = (
+                    base[fold]
+                    if rule is BASELINE
+                    else _files(curves, data, trees, lib, method, fold, seed)
+                )
                 sig = d[rule.signal]
                 a, b = halves[fold]
                 for own, other in ((a, b), (b, a)):
@@ -145,17 +186,27 @@ def report(out, seeds, test: bool, against=None) -> list[str]:
     """The rows of one table: a rule per row, LambdaMART first; with ``against`` (the output of
     :func:`evaluate` for another variant), each rule's paired difference to it."""
     bval, btest, bkept, bran = out[BASELINE.name][0]
-    head = ["rule", "vali NDCG@10", "each seed minus LambdaMART", "mean of the seeds minus "
-            "LambdaMART, paired", "spread of the seeds (sd of one seed's mean)",
-            "kept rounds by fold (seeds)", "rounds run"]
+    head = [
+        "rule",
+        "vali NDCG@10",
+        "each seed minus LambdaMART",
+        "mean of the seeds minus LambdaMART, paired",
+        "spread of the seeds (sd of one seed's mean)",
+        "kept rounds by fold (seeds)",
+        "rounds run",
+    ]
     if against is not None:
         head.append(f"minus {against[0]}, paired")
     if test:
         head += ["test, each seed minus LambdaMART", "test spread"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-             f"| LambdaMART | {np.mean(list(bval.values())):.4f} | | | | "
-             f"{', '.join(map(str, bkept))} | {sum(bran)} |" + (" | |" if test else "")
-             + (" |" if against is not None else "")]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        f"| LambdaMART | {np.mean(list(bval.values())):.4f} | | | | "
+        f"{', '.join(map(str, bkept))} | {sum(bran)} |"
+        + (" | |" if test else "")
+        + (" |" if against is not None else ""),
+    ]
     for name, per_seed in out.items():
         if name == BASELINE.name:
             continue
@@ -168,10 +219,12 @@ def report(out, seeds, test: bool, against=None) -> list[str]:
         if len(seeds) > 1:
             var = np.mean([np.var([per_seed[s][0][q] for s in seeds], ddof=1) for q in bval])
             spread = f"{max(diffs) - min(diffs):.4f} ({np.sqrt(var / len(bval)):.4f})"
-        row = (f"| {name} | {np.mean(list(mean.values())):.4f} | "
-               f"{' / '.join(f'{x:+.4f}' for x in diffs)} | {p.interval}, {p.verdict} | "
-               f"{spread} | "
-               f"{', '.join(kept)} | {ran:.0f} |")
+        row = (
+            f"| {name} | {np.mean(list(mean.values())):.4f} | "
+            f"{' / '.join(f'{x:+.4f}' for x in diffs)} | {p.interval}, {p.verdict} | "
+            f"{spread} | "
+            f"{', '.join(kept)} | {ran:.0f} |"
+        )
         if test:
             td = [np.mean([v - btest[q] for q, v in per_seed[s][1].items()]) for s in seeds]
             row += f" {' / '.join(f'{x:+.4f}' for x in td)} | {max(td) - min(td):.4f} |"
@@ -189,14 +242,22 @@ def main() -> None:
     p.add_argument("--folds", type=int_list, default="1,2,3,4,5")
     p.add_argument("--seeds", type=int_list, default="0,1,2")
     p.add_argument("--trees", default="harness")
-    p.add_argument("--methods", type=text_list, default="plrank",
-                   help="recorded PL-Rank variants: plrank, plrank-N<N>, plrank[-N<N>]-lattice")
+    p.add_argument(
+        "--methods",
+        type=text_list,
+        default="plrank",
+        help="recorded PL-Rank variants: plrank, plrank-N<N>, plrank[-N<N>]-lattice",
+    )
     p.add_argument("--curves", default="/tmp/curves")
-    p.add_argument("--against", default="",
-                   help="a recorded PL-Rank variant each method is also compared with")
+    p.add_argument(
+        "--against", default="", help="a recorded PL-Rank variant each method is also compared with"
+    )
     p.add_argument("--only", default="", help="rule names, ';'-separated")
-    p.add_argument("--test", action="store_true",
-                   help="also the test NDCG@10 of the kept models (a chosen rule's check)")
+    p.add_argument(
+        "--test",
+        action="store_true",
+        help="also the test NDCG@10 of the kept models (a chosen rule's check)",
+    )
     p.add_argument("--out", default="", help="append the tables to this markdown file")
     a = p.parse_args()
     folds, seeds = a.folds, a.seeds
@@ -205,22 +266,39 @@ def main() -> None:
     for data, lib, method in itertools.product(a.data, a.libs, a.methods):
         chosen, seeds = rules, a.seeds
         if method == "lambdamart":  # its own signal, its one model
-            chosen = [replace(r, signal="val_rank", name=r.name.replace(
-                "standardized (default)", "patience 50 (the default)").replace("standardized, ", ""))
-                for r in rules if r.signal == "std_seed"]
+            chosen = [
+                replace(
+                    r,
+                    signal="val_rank",
+                    name=r.name.replace(
+                        "standardized (default)", "patience 50 (the default)"
+                    ).replace("standardized, ", ""),
+                )
+                for r in rules
+                if r.signal == "std_seed"
+            ]
             seeds = [0]
         out = evaluate(Path(a.curves), data, a.trees, lib, folds, seeds, chosen, a.test, method)
         against = None
         if a.against and method != "lambdamart":
-            against = (a.against, evaluate(Path(a.curves), data, a.trees, lib, folds, seeds,
-                                           chosen, False, a.against))
-        lines += [f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {','.join(map(str, folds))}, "
-                  f"seeds {','.join(map(str, seeds))}, "
-                  f"trees {a.trees}\n", *report(out, seeds, a.test, against)]
+            against = (
+                a.against,
+                evaluate(
+                    Path(a.curves), data, a.trees, lib, folds, seeds, chosen, False, a.against
+                ),
+            )
+        lines += [
+            f"\n### {data}, {LIBRARIES[lib]}, {method}, folds {','.join(map(str, folds))}, "
+            f"seeds {','.join(map(str, seeds))}, "
+            f"trees {a.trees}\n",
+            *report(out, seeds, a.test, against),
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        command = "python research/stopping_rules.py " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+        command = "python research/stopping_rules.py " + " ".join(
+            shlex.quote(x) for x in sys.argv[1:]
+        )
         with open(a.out, "a") as f:
             f.write(f"\nWritten by `{command}`.\n{text}")
 

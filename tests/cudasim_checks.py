@@ -72,17 +72,47 @@ def _queries(rng, sizes, spread=2.0):
 
 
 def _compare(
-    scores, labels, ptr, *, K, N, hessian, seed, round_, keys=None, metric="ndcg",
-    noise="independent", query_subsample=1.0,
+    scores,
+    labels,
+    ptr,
+    *,
+    K,
+    N,
+    hessian,
+    seed,
+    round_,
+    keys=None,
+    metric="ndcg",
+    noise="independent",
+    query_subsample=1.0,
 ):
     m = RankingMetric(metric, K, "exp")
     rho = m.rewards(labels, ptr)
     grad, hess = estimate(
-        scores, rho, ptr, m, hessian=hessian, N=N, seed=seed, round_=round_, sampler="race",
-        noise=noise, n_jobs=1, keys=keys, query_subsample=query_subsample,
+        scores,
+        rho,
+        ptr,
+        m,
+        hessian=hessian,
+        N=N,
+        seed=seed,
+        round_=round_,
+        sampler="race",
+        noise=noise,
+        n_jobs=1,
+        keys=keys,
+        query_subsample=query_subsample,
     )
-    gpu = CudaEstimate(rho, ptr, None, m.theta(ptr), N=N, hessian=hessian, noise=noise,
-                       query_subsample=query_subsample)
+    gpu = CudaEstimate(
+        rho,
+        ptr,
+        None,
+        m.theta(ptr),
+        N=N,
+        hessian=hessian,
+        noise=noise,
+        query_subsample=query_subsample,
+    )
     g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
     assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
     assert np.abs(h - hess).max() <= TOL * max(1.0, np.abs(hess).max()), (h, hess)
@@ -94,27 +124,32 @@ def check_estimate_equals_cpu_race():
     float32 margins as their float64 values."""
     rng = np.random.default_rng(0)
     ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40])
-    labels[ptr[3]:ptr[4]] = 0.0  # a query without a relevant document: exactly 0
+    labels[ptr[3] : ptr[4]] = 0.0  # a query without a relevant document: exactly 0
     for hessian, noise in itertools.product(("raw", "abs", "clip", "constant"), NOISES):
         grad, _ = _compare(
             scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2, noise=noise
         )
-        assert np.all(grad[ptr[3]:ptr[4]] == 0.0) and np.all(grad[ptr[1]:ptr[2]] == 0.0)
+        assert np.all(grad[ptr[3] : ptr[4]] == 0.0) and np.all(grad[ptr[1] : ptr[2]] == 0.0)
         assert np.abs(grad).max() > 0.01  # not a trivial comparison
     # float32 margins (XGBoost's) are uploaded as they are and widened on the device: the
     # estimate at the same values as float64
     m = RankingMetric("ndcg", 8, "exp")
-    gpu = CudaEstimate(m.rewards(labels, ptr), ptr, None, m.theta(ptr), N=6, hessian="abs",
-                       noise="independent")
+    gpu = CudaEstimate(
+        m.rewards(labels, ptr), ptr, None, m.theta(ptr), N=6, hessian="abs", noise="independent"
+    )
     narrow = scores.astype(np.float32)
-    for a, b in zip(gpu(narrow, seed=3, round_=2, keys=None),
-                    gpu(narrow.astype(np.float64), seed=3, round_=2, keys=None), strict=True):
+    for a, b in zip(
+        gpu(narrow, seed=3, round_=2, keys=None),
+        gpu(narrow.astype(np.float64), seed=3, round_=2, keys=None),
+        strict=True,
+    ):
         a, b = to_host(a), to_host(b)
         assert np.abs(a - b).max() <= TOL * max(1.0, np.abs(b).max()), (a, b)
     # a NaN or infinite margin is refused, float32 ones checked on the device as they are
     # widened, with the host's message; a later call with finite margins is not affected
-    for dtype, (at, value) in itertools.product((np.float32, np.float64),
-                                                ((7, np.nan), (0, np.inf), (59, -np.inf))):
+    for dtype, (at, value) in itertools.product(
+        (np.float32, np.float64), ((7, np.nan), (0, np.inf), (59, -np.inf))
+    ):
         bad = scores.astype(dtype)
         bad[at] = value
         try:
@@ -133,9 +168,9 @@ def check_curvature_floor_is_the_cpu_floor():
     query and the ordinary queries keep their Hessian exactly."""
     rng = np.random.default_rng(6)
     ptr, labels, scores = _queries(rng, [2, 6, 0, 2, 9])
-    scores[ptr[0]:ptr[1]] = scores[ptr[3]:ptr[4]] = 0.7
-    labels[ptr[0]:ptr[1]] = labels[ptr[3]:ptr[4]] = [1.0, 0.0]
-    pairs = np.r_[ptr[0]:ptr[1], ptr[3]:ptr[4]]
+    scores[ptr[0] : ptr[1]] = scores[ptr[3] : ptr[4]] = 0.7
+    labels[ptr[0] : ptr[1]] = labels[ptr[3] : ptr[4]] = [1.0, 0.0]
+    pairs = np.r_[ptr[0] : ptr[1], ptr[3] : ptr[4]]
     others = np.setdiff1d(np.arange(ptr[-1]), pairs)
     options = dict(K=5, N=8, seed=2, round_=1)
     grad, raw = _compare(scores, labels, ptr, hessian="raw", **options)
@@ -152,17 +187,37 @@ def check_denoised_equals_cpu():
     the CPU; other keys, lattice noise, an odd N (unequal halves), a subsampled round."""
     rng = np.random.default_rng(7)
     ptr, labels, scores = _queries(rng, [6, 1, 14, 0, 9, 3])
-    labels[ptr[5]:ptr[6]] = 0.0  # no relevant document: exactly 0
+    labels[ptr[5] : ptr[6]] = 0.0  # no relevant document: exactly 0
     keys = np.array([4, 0, 2**33, 7, 1, 9], dtype=np.int64)
     for noise, N in itertools.product(NOISES, (6, 7)):
-        grad, hess = _compare(scores, labels, ptr, K=4, N=N, hessian="denoised", seed=5,
-                              round_=3, keys=keys, noise=noise)
-        assert np.all(hess[ptr[5]:ptr[6]] == 0.0) and np.all(grad[ptr[5]:ptr[6]] == 0.0)
-        assert np.all(hess[ptr[0]:ptr[1]] > 0.0) and np.abs(grad).max() > 0.01
+        grad, hess = _compare(
+            scores,
+            labels,
+            ptr,
+            K=4,
+            N=N,
+            hessian="denoised",
+            seed=5,
+            round_=3,
+            keys=keys,
+            noise=noise,
+        )
+        assert np.all(hess[ptr[5] : ptr[6]] == 0.0) and np.all(grad[ptr[5] : ptr[6]] == 0.0)
+        assert np.all(hess[ptr[0] : ptr[1]] > 0.0) and np.abs(grad).max() > 0.01
     kept = _kernels.kept_queries(5, 3, keys, 0.5)
     assert 0 < kept[[0, 2, 4]].sum() < 3
-    grad, hess = _compare(scores, labels, ptr, K=4, N=6, hessian="denoised", seed=5, round_=3,
-                          keys=keys, query_subsample=0.5)
+    grad, hess = _compare(
+        scores,
+        labels,
+        ptr,
+        K=4,
+        N=6,
+        hessian="denoised",
+        seed=5,
+        round_=3,
+        keys=keys,
+        query_subsample=0.5,
+    )
     left_out = ~np.repeat(kept, np.diff(ptr))
     assert np.all(grad[left_out] == 0.0) and np.all(hess[left_out] == 0.0)
 
@@ -174,16 +229,27 @@ def check_keys_rounds_and_metrics():
     ptr, labels, scores = _queries(rng, [7, 9, 4])
     keys = np.array([11, 3, 2**35], dtype=np.int64)
     for metric in ("dcg", "precision"):
-        _compare(scores, labels, ptr, K=3, N=5, hessian="raw", seed=9, round_=4, keys=keys,
-                 metric=metric)
+        _compare(
+            scores, labels, ptr, K=3, N=5, hessian="raw", seed=9, round_=4, keys=keys, metric=metric
+        )
     ptr, labels, scores = _queries(rng, [5, 8, 3, 6, 9, 4, 7, 2])
     keys = np.arange(8, dtype=np.int64) * 5 + 1
     kept = _kernels.kept_queries(4, 1, keys, 0.5)
     left_out = ~np.repeat(kept, np.diff(ptr))
     assert 0 < kept.sum() < 8
     for hessian in ("abs", "constant"):
-        grad, hess = _compare(scores, labels, ptr, K=3, N=5, hessian=hessian, seed=4, round_=1,
-                              keys=keys, query_subsample=0.5)
+        grad, hess = _compare(
+            scores,
+            labels,
+            ptr,
+            K=3,
+            N=5,
+            hessian=hessian,
+            seed=4,
+            round_=1,
+            keys=keys,
+            query_subsample=0.5,
+        )
         assert np.all(grad[left_out] == 0.0) and np.all(hess[left_out] == 0.0)
         assert np.all(hess[~left_out] > 0.0)
 
@@ -193,8 +259,31 @@ def check_margins_far_apart():
     and equal the CPU's; a query of full rankings (K >= D), one of partial rankings."""
     rng = np.random.default_rng(2)
     ptr, labels, _ = _queries(rng, [6, 6, 9])
-    scores = np.array([0.0, -400.0, -800.0, 3.0, -1.0, -1000.0, 5.0, -5.0, 300.0, -300.0, 0, 1,
-                       0.0, -0.5, -700.0, -700.3, -1500.0, -1499.0, -2e4, 1.0, -699.0])
+    scores = np.array(
+        [
+            0.0,
+            -400.0,
+            -800.0,
+            3.0,
+            -1.0,
+            -1000.0,
+            5.0,
+            -5.0,
+            300.0,
+            -300.0,
+            0,
+            1,
+            0.0,
+            -0.5,
+            -700.0,
+            -700.3,
+            -1500.0,
+            -1499.0,
+            -2e4,
+            1.0,
+            -699.0,
+        ]
+    )
     labels[:] = [0, 1, 2, 0, 3, 1, 2, 0, 1, 3, 0, 2, 1, 0, 2, 3, 1, 2, 3, 0, 1]
     for K, noise in itertools.product((4, 6), NOISES):
         grad, hess = _compare(
@@ -248,7 +337,9 @@ def check_objective_gives_xgboost_device_arrays():
     sizes = np.array([4, 6])
     n = int(sizes.sum())
     data = xgboost.DMatrix(
-        rng.normal(size=(n, 2)), label=rng.integers(0, 3, n), qid=np.repeat([0, 1], sizes),
+        rng.normal(size=(n, 2)),
+        label=rng.integers(0, 3, n),
+        qid=np.repeat([0, 1], sizes),
         weight=np.array([2.0, 0.5]),
     )
     margins = rng.normal(size=n).astype(np.float32)  # as XGBoost hands them
@@ -278,8 +369,14 @@ def check_ranker_trains_as_on_the_cpu():
     X = rng.normal(size=(n, 3))
     y = np.clip(np.round(X[:, 0] + 1), 0, 3)
     qid = np.repeat(np.arange(4), sizes)
-    options = dict(backend="lightgbm", K=3, N=4, n_estimators=3, random_state=0,
-                   params={"min_data_in_leaf": 2, "verbose": -1})
+    options = dict(
+        backend="lightgbm",
+        K=3,
+        N=4,
+        n_estimators=3,
+        random_state=0,
+        params={"min_data_in_leaf": 2, "verbose": -1},
+    )
     cpu = PLRankRanker(sampler="race", **options).fit(X, y, qid)
     gpu = PLRankRanker(device="cuda", **options).fit(X, y, qid)
     assert np.allclose(cpu.predict(X), gpu.predict(X), rtol=0, atol=1e-9)

@@ -212,10 +212,12 @@ def disparity_loss(g):
         return sum((E[i] * g[j] - E[j] * g[i]) ** 2 for i, j in pairs) / (n * (n - 1))
 
     def slope(E):
-        return np.array([
-            4.0 / (n * (n - 1)) * sum(g[j] * (E[d] * g[j] - E[j] * g[d]) for j in range(n))
-            for d in range(n)
-        ])
+        return np.array(
+            [
+                4.0 / (n * (n - 1)) * sum(g[j] * (E[d] * g[j] - E[j] * g[d]) for j in range(n))
+                for d in range(n)
+            ]
+        )
 
     return Loss(value, slope)
 
@@ -234,18 +236,14 @@ def group_disparity_loss(g, groups):
         return E[groups == a].sum() / M[a]
 
     def value(E):
-        return sum(
-            (share(E, a) - share(E, b)) ** 2 for a, b in itertools.combinations(merit, 2)
-        )
+        return sum((share(E, a) - share(E, b)) ** 2 for a, b in itertools.combinations(merit, 2))
 
     def slope(E):
         out = np.zeros(len(g))
         for d in range(len(g)):
             a = groups[d]
             if M[a] > 0:
-                out[d] = sum(
-                    2.0 * (share(E, a) - share(E, b)) / M[a] for b in merit if b != a
-                )
+                out[d] = sum(2.0 * (share(E, a) - share(E, b)) / M[a] for b in merit if b != a)
         return out
 
     return Loss(value, slope)

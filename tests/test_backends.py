@@ -34,9 +34,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_setting_reaches_the_library_under_the_name_in_the_table(library: str) -> None:
     column = ["xgboost", "lightgbm", "catboost"].index(library)
     values = {
-        "learning_rate": 0.3, "max_depth": 4, "num_leaves": 9, "min_child_weight": 0.5,
-        "reg_alpha": 0.1, "reg_lambda": 2.0, "min_split_gain": 0.01, "subsample": 0.8,
-        "colsample_bytree": 0.7, "n_threads": 1,
+        "learning_rate": 0.3,
+        "max_depth": 4,
+        "num_leaves": 9,
+        "min_child_weight": 0.5,
+        "reg_alpha": 0.1,
+        "reg_lambda": 2.0,
+        "min_split_gain": 0.01,
+        "subsample": 0.8,
+        "colsample_bytree": 0.7,
+        "n_threads": 1,
     }
     trees = {name: value for name, value in values.items() if name != "n_threads"}
     settings = BoosterSettings(trees=trees, n_threads=1, seed=7, params={"extra": 1})
@@ -54,16 +61,19 @@ def test_every_setting_reaches_the_library_under_the_name_in_the_table(library: 
 def test_num_leaves_is_xgboost_max_leaves_for_the_ranker_and_the_harness(tiny: Path) -> None:
     """One answer: a leaf limit reaches XGBoost from both (it did not from the harness)."""
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=3, early_stopping_rounds=3, learning_rate=0.3, num_leaves=2, n_jobs=1)
+    trees = TreeSettings(
+        rounds=3, early_stopping_rounds=3, learning_rate=0.3, num_leaves=2, n_jobs=1
+    )
     fit = train("lambdamart-xgb", data, k=3, seed=0, trees=trees, plrank=PLRankSettings())
     ranker = PLRankRanker(num_leaves=2, n_estimators=3, learning_rate=0.3, n_jobs=1, random_state=0)
     ranker.fit(data.train.X, data.train.y, group=data.train.qid)
     assert all(tree.count("leaf=") <= 2 for tree in ranker.booster_.get_dump())
-    assert np.unique(fit.test_scores).shape[0] <= 2 ** 3  # 3 trees of at most 2 leaves each
+    assert np.unique(fit.test_scores).shape[0] <= 2**3  # 3 trees of at most 2 leaves each
 
 
-def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: int,
-                      booster_seed: int | None = None):
+def _design_card_call(
+    library: str, data, *, seed: int, rounds: int, patience: int, booster_seed: int | None = None
+):
     """The README's call: plrank_objective in xgboost.train / lightgbm.train, early stopping on
     obj.standardized_metric with no round kept before 2 / eta, under the harness's tree settings."""
     import lightgbm
@@ -75,28 +85,61 @@ def _design_card_call(library: str, data, *, seed: int, rounds: int, patience: i
     first = min_rounds_for(0.3)
     seed = seed if booster_seed is None else booster_seed
     if library == "xgboost":
-        params = {"eta": 0.3, "max_depth": 6, "min_child_weight": 0.1, "lambda": 1.0,
-                  "subsample": 1.0, "nthread": 1, "seed": seed, "base_score": 0.0,
-                  "disable_default_eval_metric": 1}
+        params = {
+            "eta": 0.3,
+            "max_depth": 6,
+            "min_child_weight": 0.1,
+            "lambda": 1.0,
+            "subsample": 1.0,
+            "nthread": 1,
+            "seed": seed,
+            "base_score": 0.0,
+            "disable_default_eval_metric": 1,
+        }
         dtrain = xgboost.DMatrix(data.train.X, data.train.y, qid=data.train.qid)
         dvali = xgboost.DMatrix(data.vali.X, data.vali.y, qid=data.vali.qid)
-        bst = xgboost.train(params, dtrain, rounds, obj=obj, evals=[(dvali, "valid")],
-                            custom_metric=obj.standardized_metric, maximize=True,
-                            callbacks=[xgboost_early_stopping(patience, min_rounds=first)],
-                            verbose_eval=False)
+        bst = xgboost.train(
+            params,
+            dtrain,
+            rounds,
+            obj=obj,
+            evals=[(dvali, "valid")],
+            custom_metric=obj.standardized_metric,
+            maximize=True,
+            callbacks=[xgboost_early_stopping(patience, min_rounds=first)],
+            verbose_eval=False,
+        )
         return bst[: bst.best_iteration + 1].inplace_predict(data.test.X, predict_type="margin")
-    params = {"objective": obj, "metric": "None", "learning_rate": 0.3, "max_depth": 6,
-              "min_sum_hessian_in_leaf": 0.1, "lambda_l2": 1.0, "bagging_fraction": 1.0,
-              "num_threads": 1, "seed": seed, "verbose": -1, "deterministic": True,
-              "force_row_wise": True}
+    params = {
+        "objective": obj,
+        "metric": "None",
+        "learning_rate": 0.3,
+        "max_depth": 6,
+        "min_sum_hessian_in_leaf": 0.1,
+        "lambda_l2": 1.0,
+        "bagging_fraction": 1.0,
+        "num_threads": 1,
+        "seed": seed,
+        "verbose": -1,
+        "deterministic": True,
+        "force_row_wise": True,
+    }
     train = lightgbm.Dataset(data.train.X, data.train.y, group=data.train.group_sizes)
     vali = lightgbm.Dataset(data.vali.X, data.vali.y, group=data.vali.group_sizes, reference=train)
-    bst = lightgbm.train(params, train, rounds, valid_sets=[vali], feval=obj.standardized_metric,
-                         callbacks=[lightgbm_early_stopping(patience, min_rounds=first)])
+    bst = lightgbm.train(
+        params,
+        train,
+        rounds,
+        valid_sets=[vali],
+        feval=obj.standardized_metric,
+        callbacks=[lightgbm_early_stopping(patience, min_rounds=first)],
+    )
     return bst.predict(data.test.X, raw_score=True)
 
 
-@pytest.mark.parametrize(("library", "method"), [("xgboost", "plrank-xgb"), ("lightgbm", "plrank-lgb")])
+@pytest.mark.parametrize(
+    ("library", "method"), [("xgboost", "plrank-xgb"), ("lightgbm", "plrank-lgb")]
+)
 def test_the_harness_the_ranker_and_the_readme_call_train_the_same_model(
     tiny: Path, library: str, method: str
 ) -> None:
@@ -109,14 +152,30 @@ def test_the_harness_the_ranker_and_the_readme_call_train_the_same_model(
     assert fit.watched == "standardized_expected_ndcg@3" and fit.best_round < 25
     by_hand = _design_card_call(library, data, seed=4, rounds=25, patience=3)
     np.testing.assert_allclose(fit.test_scores, by_hand, rtol=1e-6, atol=1e-6)
-    ranker = PLRankRanker(backend=library, K=3, N=10, n_estimators=25, learning_rate=0.3,
-                          max_depth=6, min_child_weight=0.1, reg_lambda=1.0, subsample=1.0,
-                          n_jobs=1, random_state=0)
-    ranker.fit(data.train.X, data.train.y, data.train.qid,
-               eval_set=[(data.vali.X, data.vali.y, data.vali.qid)], early_stopping_rounds=3)
+    ranker = PLRankRanker(
+        backend=library,
+        K=3,
+        N=10,
+        n_estimators=25,
+        learning_rate=0.3,
+        max_depth=6,
+        min_child_weight=0.1,
+        reg_lambda=1.0,
+        subsample=1.0,
+        n_jobs=1,
+        random_state=0,
+    )
+    ranker.fit(
+        data.train.X,
+        data.train.y,
+        data.train.qid,
+        eval_set=[(data.vali.X, data.vali.y, data.vali.qid)],
+        early_stopping_rounds=3,
+    )
     objective_seed, booster_seed = seeds_from(0, 2)
-    by_hand = _design_card_call(library, data, seed=objective_seed, rounds=25, patience=3,
-                                booster_seed=booster_seed)
+    by_hand = _design_card_call(
+        library, data, seed=objective_seed, rounds=25, patience=3, booster_seed=booster_seed
+    )
     np.testing.assert_allclose(ranker.predict(data.test.X), by_hand, rtol=1e-6, atol=1e-6)
 
 
@@ -128,7 +187,9 @@ def test_best_round_margins_and_history_under_common_names(library: str, tiny: P
     plan = Plan(objective, 3, n_estimators=40, early_stopping_rounds=3)
     trained = backend.train(
         BoosterSettings(trees={"learning_rate": 0.5, "max_depth": 3}, n_threads=1),
-        data.train, [data.vali], plan,
+        data.train,
+        [data.vali],
+        plan,
     )
     curve = trained.history[eval_name(0)][metric_name(3)]
     assert trained.best_iteration is not None
@@ -201,10 +262,16 @@ def test_timed_closes_the_progress_bar_however_the_fit_ends() -> None:
 def test_the_tree_backends_share_one_base_that_finds_their_objects() -> None:
     from gbdt_plrank._backends import LibraryBackend
 
-    types = {name: (b.data_type, b.booster_type) for name, b in BACKENDS.items()
-             if isinstance(b, LibraryBackend)}
-    assert types == {"xgboost": ("DMatrix", "Booster"), "lightgbm": ("Dataset", "Booster"),
-                     "catboost": ("Pool", "CatBoost")}
+    types = {
+        name: (b.data_type, b.booster_type)
+        for name, b in BACKENDS.items()
+        if isinstance(b, LibraryBackend)
+    }
+    assert types == {
+        "xgboost": ("DMatrix", "Booster"),
+        "lightgbm": ("Dataset", "Booster"),
+        "catboost": ("Pool", "CatBoost"),
+    }
 
 
 def test_trained_keeps_the_library_record_as_plain_float_lists() -> None:

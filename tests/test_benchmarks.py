@@ -25,8 +25,13 @@ import baselines  # noqa: E402
 from benchmarks import synthetic  # noqa: E402
 
 SECTION_FILES = (
-    "round_vs_xgboost", "pirank_objective", "table2", "threads_memory", "compile_time",
-    "nn_epoch", "dask_scaling",
+    "round_vs_xgboost",
+    "pirank_objective",
+    "table2",
+    "threads_memory",
+    "compile_time",
+    "nn_epoch",
+    "dask_scaling",
 )
 TOL = {"rtol": 1e-10, "atol": 1e-10}
 
@@ -49,9 +54,18 @@ def _random_rankings(D: int, K: int, N: int, seed: int) -> np.ndarray:
 @pytest.mark.slow  # a subprocess that runs the benchmark suite's quick mode
 def test_quick_benchmark_runs_and_writes_every_output(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "bench_round.py"), "--quick",
-         "--out", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "bench_round.py"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     for name in SECTION_FILES:
@@ -123,7 +137,9 @@ def test_plrank2_baseline_equals_library(D: int, K: int, seed: int, metric: str,
         g, _ = gbdt_plrank.plrank_grad_hess_from_rankings(
             scores, labels, rankings, K=K, metric=metric, gain=gain, hessian="raw"
         )
-        g2 = baselines.plrank2_from_rankings(scores, labels, rankings, K=K, metric=metric, gain=gain)
+        g2 = baselines.plrank2_from_rankings(
+            scores, labels, rankings, K=K, metric=metric, gain=gain
+        )
         np.testing.assert_allclose(g2, g, **TOL)
 
 
@@ -219,7 +235,8 @@ def test_kernel_revisions_reads_the_kernels_folder_and_the_single_file_of_older_
     subprocess.run([*git, "commit", "-qm", "a folder"], check=True)
     assert kernel_revisions.kernel_sources("HEAD~1", repo=tmp_path) == {"plrank.py": "OLD = 1\n"}
     assert kernel_revisions.kernel_sources("HEAD", repo=tmp_path) == {
-        "plrank.py": "NEW = 1\n", "policy.py": "from .plrank import NEW\n",
+        "plrank.py": "NEW = 1\n",
+        "policy.py": "from .plrank import NEW\n",
     }
     module = kernel_revisions.load_kernels(str(tmp_path / "gbdt_plrank" / "_kernels"), tmp_path)
     assert module.NEW == 1
@@ -235,19 +252,40 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
 
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     out = tmp_path / "ttm.md"
-    ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
-              "--stopping", "ranking,standardized", "--plrank", "N=3,noise=lattice",
-              "--rounds", "3", "--out", str(out)])
+    ttm.main(
+        [
+            "--data",
+            tiny,
+            "--folds",
+            "1",
+            "--methods",
+            "lambdamart-xgb,plrank-xgb",
+            "--stopping",
+            "ranking,standardized",
+            "--plrank",
+            "N=3,noise=lattice",
+            "--rounds",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     text = out.read_text()
     raw = json.loads(out.with_suffix(".json").read_text())
     runs = {r["row"]: r for r in raw["runs"]}
     # The default stopping metric gets no second row; another one does, and so does a variant.
-    assert list(runs) == ["lambdamart-xgb", "plrank-xgb", "plrank-xgb@ranking",
-                          "plrank-xgb[N=3,noise=lattice]"]
+    assert list(runs) == [
+        "lambdamart-xgb",
+        "plrank-xgb",
+        "plrank-xgb@ranking",
+        "plrank-xgb[N=3,noise=lattice]",
+    ]
     assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25  # an integer
     assert ttm.plrank_variant("query_subsample=0.5").query_subsample == 0.5  # a float
-    assert all(0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"]
-               and r["seconds"] > 0 for r in runs.values())
+    assert all(
+        0 < r["rounds_run"] <= 3 and 1 <= r["best_round"] <= r["rounds_run"] and r["seconds"] > 0
+        for r in runs.values()
+    )
     ratio = runs["plrank-xgb"]["seconds"] / runs["lambdamart-xgb"]["seconds"]
     line = next(s for s in text.splitlines() if s.startswith("| plrank-xgb |"))
     assert f"| {ratio:.2f}x |" in line
@@ -290,16 +328,37 @@ def test_quality_times_time_both_to_the_lower_of_their_kept_qualities() -> None:
     row where a record lacks the ranking's curve."""
     from benchmarks import time_to_model as ttm
 
-    def run(row: str, fold: int, curve: list[float], best: int, seconds: float,
-            ranking: list[float] | None) -> ttm.Run:
-        return ttm.Run(row, row, "d", fold, seconds, len(curve), best, {}, fold,
-                       curve=tuple(curve), ranking_curve=None if ranking is None else tuple(ranking))
+    def run(
+        row: str,
+        fold: int,
+        curve: list[float],
+        best: int,
+        seconds: float,
+        ranking: list[float] | None,
+    ) -> ttm.Run:
+        return ttm.Run(
+            row,
+            row,
+            "d",
+            fold,
+            seconds,
+            len(curve),
+            best,
+            {},
+            fold,
+            curve=tuple(curve),
+            ranking_curve=None if ranking is None else tuple(ranking),
+        )
 
-    lm = [run("lambdamart-xgb", 1, [0.3, 0.5, 0.4, 0.4], 2, 8.0, []),
-          run("lambdamart-xgb", 2, [0.6, 0.7, 0.6, 0.6], 2, 4.0, [])]
+    lm = [
+        run("lambdamart-xgb", 1, [0.3, 0.5, 0.4, 0.4], 2, 8.0, []),
+        run("lambdamart-xgb", 2, [0.6, 0.7, 0.6, 0.6], 2, 4.0, []),
+    ]
     # PL-Rank keeps round 9 of 10 by its own watched curve; its ranking is the other curve.
-    pl = [run("plrank-xgb", 1, [9.0] * 10, 9, 20.0, [0.1, 0.2, 0.4, 0.5, 0.6] + [0.6] * 5),
-          run("plrank-xgb", 2, [9.0] * 10, 9, 10.0, [0.5, 0.6, 0.65] + [0.6] * 7)]
+    pl = [
+        run("plrank-xgb", 1, [9.0] * 10, 9, 20.0, [0.1, 0.2, 0.4, 0.5, 0.6] + [0.6] * 5),
+        run("plrank-xgb", 2, [9.0] * 10, 9, 10.0, [0.5, 0.6, 0.65] + [0.6] * 7),
+    ]
     table = ttm.quality_times({"lambdamart-xgb": lm, "plrank-xgb": pl})
     # Fold 1: PL-Rank keeps 0.6 > 0.5, both to 0.5: PL-Rank round 4 of 10 (8 s of 20),
     # LambdaMART round 2 of 4 (4 s of 8). Fold 2: PL-Rank keeps 0.6 < 0.7, both to 0.6:
@@ -334,8 +393,10 @@ def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> No
         return ttm.Run(row, row, "d", 1, seconds, 10, 5 + seed, test, seed)
 
     runs = [
-        run("lambdamart-xgb", 0, [0.5, 0.5], 1.0), run("plrank-xgb", 0, [0.4, 0.5], 2.0),
-        run("lambdamart-xgb", 1, [0.5, 0.5], 1.0), run("plrank-xgb", 1, [0.8, 0.5], 4.0),
+        run("lambdamart-xgb", 0, [0.5, 0.5], 1.0),
+        run("plrank-xgb", 0, [0.4, 0.5], 2.0),
+        run("lambdamart-xgb", 1, [0.5, 0.5], 1.0),
+        run("plrank-xgb", 1, [0.8, 0.5], 4.0),
     ]
     # Each query is one pair, its mean over the seeds against the reference's: 0.6 - 0.5 and 0.
     p = ttm._versus(runs[1::2], runs[0::2], 10)
@@ -349,15 +410,25 @@ def test_time_to_model_averages_a_query_over_seeds_and_reports_each_seed() -> No
     assert seeds.startswith("| plrank-xgb | -0.0500 [") and "| +0.1500 [" in seeds
 
 
-@pytest.mark.parametrize(("option", "value", "message"), [
-    ("--seeds", "0,x", "expected an integer or comma-separated integers, but '0,x' is given"),
-    ("--seeds", "0,1,0", "--seeds must be distinct, but 0,1,0 repeats one."),
-    ("--plrank", "N=25,noise",
-     "a --plrank variant is key=value pairs, but 'noise' has no '='."),
-    ("--plrank", "noise=sobol", "--plrank 'noise=sobol': "),
-    ("--min-delta", "-0.001", "--min-delta: min_delta must be a finite number >= 0, but -0.001"),
-    ("--min-delta", "nan", "--min-delta: min_delta must be a finite number >= 0, but nan"),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--seeds", "0,x", "expected an integer or comma-separated integers, but '0,x' is given"),
+        ("--seeds", "0,1,0", "--seeds must be distinct, but 0,1,0 repeats one."),
+        (
+            "--plrank",
+            "N=25,noise",
+            "a --plrank variant is key=value pairs, but 'noise' has no '='.",
+        ),
+        ("--plrank", "noise=sobol", "--plrank 'noise=sobol': "),
+        (
+            "--min-delta",
+            "-0.001",
+            "--min-delta: min_delta must be a finite number >= 0, but -0.001",
+        ),
+        ("--min-delta", "nan", "--min-delta: min_delta must be a finite number >= 0, but nan"),
+    ],
+)
 def test_time_to_model_refuses_bad_seeds_and_variants_naming_them(
     option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -382,10 +453,21 @@ def _seed_runs() -> list:
     seconds = {"lambdamart-xgb": 1.0, "plrank-xgb": 2.0, "lambdarank-lgb": 1.5, "plrank-lgb": 3.0}
     kept = {(1, 0): 10, (1, 1): 14, (1, 2): 12, (2, 0): 20, (2, 1): 20, (2, 2): 21}  # plrank-xgb
     return [
-        ttm.Run(row, row, "d", fold, seconds[row], 30,
-                kept[fold, seed] if row == "plrank-xgb" else 7,
-                {c: dict(enumerate(v[seed])) for c in ttm.CUTOFFS}, seed, "library-defaults")
-        for fold in (1, 2) for seed in (0, 1, 2) for row, v in values.items()
+        ttm.Run(
+            row,
+            row,
+            "d",
+            fold,
+            seconds[row],
+            30,
+            kept[fold, seed] if row == "plrank-xgb" else 7,
+            {c: dict(enumerate(v[seed])) for c in ttm.CUTOFFS},
+            seed,
+            "library-defaults",
+        )
+        for fold in (1, 2)
+        for seed in (0, 1, 2)
+        for row, v in values.items()
     ]
 
 
@@ -461,8 +543,22 @@ def test_time_to_model_trains_at_the_library_defaults(
     monkeypatch.setattr(ttm, "train", recording)
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     out = tmp_path / "ttm.md"
-    ttm.main(["--data", tiny, "--folds", "1", "--methods", "lambdamart-xgb,plrank-xgb",
-              "--rounds", "3", "--trees", "library-defaults", "--out", str(out)])
+    ttm.main(
+        [
+            "--data",
+            tiny,
+            "--folds",
+            "1",
+            "--methods",
+            "lambdamart-xgb,plrank-xgb",
+            "--rounds",
+            "3",
+            "--trees",
+            "library-defaults",
+            "--out",
+            str(out),
+        ]
+    )
     assert [t.rounds for t in seen] == [3, 3]
     assert all(t.learning_rate is None and t.min_child_weight is None for t in seen)
     assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
@@ -480,15 +576,28 @@ def test_deep_queries_pairs_a_query_by_its_mean_over_the_repeats() -> None:
     from benchmarks import time_to_model as ttm
 
     def run(row: str, fold: int, repeat: int, values: dict[int, float]) -> ttm.Run:
-        return ttm.Run(row, row, dq.CV_DATA, fold, 2.0 if "plrank" in row else 1.0, 10, 4,
-                       {c: values for c in ttm.CUTOFFS}, repeat)
+        return ttm.Run(
+            row,
+            row,
+            dq.CV_DATA,
+            fold,
+            2.0 if "plrank" in row else 1.0,
+            10,
+            4,
+            {c: values for c in ttm.CUTOFFS},
+            repeat,
+        )
 
     runs = [
         # repeat 0: queries 1, 2 in fold 1, query 3 in fold 2; repeat 1 shuffles the folds
-        run("lambdamart-xgb", 1, 0, {1: 0.5, 2: 0.5}), run("lambdamart-xgb", 2, 0, {3: 0.5}),
-        run("lambdamart-xgb", 1, 1, {3: 0.5}), run("lambdamart-xgb", 2, 1, {1: 0.5, 2: 0.5}),
-        run("plrank-xgb", 1, 0, {1: 0.6, 2: 0.4}), run("plrank-xgb", 2, 0, {3: 0.9}),
-        run("plrank-xgb", 1, 1, {3: 0.7}), run("plrank-xgb", 2, 1, {1: 0.8, 2: 0.4}),
+        run("lambdamart-xgb", 1, 0, {1: 0.5, 2: 0.5}),
+        run("lambdamart-xgb", 2, 0, {3: 0.5}),
+        run("lambdamart-xgb", 1, 1, {3: 0.5}),
+        run("lambdamart-xgb", 2, 1, {1: 0.5, 2: 0.5}),
+        run("plrank-xgb", 1, 0, {1: 0.6, 2: 0.4}),
+        run("plrank-xgb", 2, 0, {3: 0.9}),
+        run("plrank-xgb", 1, 1, {3: 0.7}),
+        run("plrank-xgb", 2, 1, {1: 0.8, 2: 0.4}),
     ]
     text = dq.cross_validation_report(runs)
     assert "repeated 2 times (3 test queries" in text
@@ -512,17 +621,45 @@ def test_deep_queries_report_only_reads_the_draws_and_methods_asked_for(tmp_path
 
     records = tmp_path / "deep.jsonl"
     rng = np.random.default_rng(0)
-    for data, fold in [("web-linear", 1), ("web-linear", 2), ("web-linear", 3),
-                       (dq.CV_DATA, 1), (dq.CV_DATA, 2)]:
+    for data, fold in [
+        ("web-linear", 1),
+        ("web-linear", 2),
+        ("web-linear", 3),
+        (dq.CV_DATA, 1),
+        (dq.CV_DATA, 2),
+    ]:
         for row in ("lambdamart-xgb", "plrank-xgb", "lambdarank-lgb"):
             if (fold, row) == (3, "plrank-xgb"):
                 continue  # draw 3 was cut short
             values = {q: float(rng.uniform()) for q in range(10 * fold, 10 * fold + 10)}
-            run = ttm.Run(row, row, data, fold, 1.0, 10, 4, {c: values for c in ttm.CUTOFFS},
-                          fold if data != dq.CV_DATA else 0, curve=(0.1,) * 10)
+            run = ttm.Run(
+                row,
+                row,
+                data,
+                fold,
+                1.0,
+                10,
+                4,
+                {c: values for c in ttm.CUTOFFS},
+                fold if data != dq.CV_DATA else 0,
+                curve=(0.1,) * 10,
+            )
             append_record(records, run.__dict__)
-    dq.main(["--report-only", "--variants", "web-linear", "--draws", "1,2", "--repeats", "1",
-             "--methods", "lambdamart-xgb,plrank-xgb", "--out", str(tmp_path / "deep.md")])
+    dq.main(
+        [
+            "--report-only",
+            "--variants",
+            "web-linear",
+            "--draws",
+            "1,2",
+            "--repeats",
+            "1",
+            "--methods",
+            "lambdamart-xgb,plrank-xgb",
+            "--out",
+            str(tmp_path / "deep.md"),
+        ]
+    )
     text = (tmp_path / "deep.md").read_text()
     assert "### web-linear, folds 1, 2 (" in text and "lambdarank-lgb" not in text
     assert "Kept rounds across seeds" not in text  # one seed per draw: no spread to show
@@ -542,11 +679,26 @@ def test_deep_queries_cross_validates_mslr_sample_and_rebuilds_its_tables(
     from gbdt_plrank.harness.data import without_empty_queries
 
     out = tmp_path / "deep.md"
-    dq.main(["--variants", "", "--repeats", "1", "--methods", "lambdamart-xgb,plrank-xgb",
-             "--rounds", "3", "--threads", "1", "--out", str(out)])
+    dq.main(
+        [
+            "--variants",
+            "",
+            "--repeats",
+            "1",
+            "--methods",
+            "lambdamart-xgb,plrank-xgb",
+            "--rounds",
+            "3",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     runs = ttm.read_runs(out.with_suffix(".jsonl"))
     assert sorted((r.row, r.fold) for r in runs) == sorted(
-        (m, f) for m in ("lambdamart-xgb", "plrank-xgb") for f in range(1, dq.CV_FOLDS + 1))
+        (m, f) for m in ("lambdamart-xgb", "plrank-xgb") for f in range(1, dq.CV_FOLDS + 1)
+    )
     data = load_dataset("mslr-sample")
     tested = [q for r in runs if r.row == "plrank-xgb" for q in r.test[10]]
     relevant = sum(without_empty_queries(s).n_queries for s in (data.train, data.vali, data.test))
@@ -578,16 +730,50 @@ def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
 
     monkeypatch.setattr(ttm, "train_run", spy)
     out = tmp_path / "deep.md"
-    dq.main(["--variants", "web-linear", "--draws", "1", "--repeats", "1", "--methods",
-             "lambdamart-xgb", "--rounds", "2", "--threads", "1", "--trees",
-             "library-defaults", "--out", str(out)])
+    dq.main(
+        [
+            "--variants",
+            "web-linear",
+            "--draws",
+            "1",
+            "--repeats",
+            "1",
+            "--methods",
+            "lambdamart-xgb",
+            "--rounds",
+            "2",
+            "--threads",
+            "1",
+            "--trees",
+            "library-defaults",
+            "--out",
+            str(out),
+        ]
+    )
     assert sorted({data for data, *_ in seen}) == [dq.CV_DATA, "web-linear"]
     assert len(seen) == 1 + dq.CV_FOLDS
     assert {(trees, rate, weight) for _, trees, rate, weight in seen} == {
-        ("library-defaults", None, None)}
+        ("library-defaults", None, None)
+    }
     assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
     assert ttm.TREES["library-defaults"] in out.read_text()
     alone = tmp_path / "cv.md"  # the cross-validation alone names its trees too
-    dq.main(["--variants", "", "--repeats", "1", "--methods", "lambdamart-xgb", "--rounds", "2",
-             "--threads", "1", "--trees", "library-defaults", "--out", str(alone)])
+    dq.main(
+        [
+            "--variants",
+            "",
+            "--repeats",
+            "1",
+            "--methods",
+            "lambdamart-xgb",
+            "--rounds",
+            "2",
+            "--threads",
+            "1",
+            "--trees",
+            "library-defaults",
+            "--out",
+            str(alone),
+        ]
+    )
     assert ttm.TREES["library-defaults"] in alone.read_text()

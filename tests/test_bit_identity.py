@@ -48,7 +48,9 @@ def _outputs() -> dict[str, str]:
                 )
                 out[f"{sampler} K={K} N={N}"] = _digest(*est)
     far = scores * 200.0
-    out["far apart"] = _digest(*plrank_grad_hess(far, labels, ptr, K=20, N=100, hessian="raw", seed=1))
+    out["far apart"] = _digest(
+        *plrank_grad_hess(far, labels, ptr, K=20, N=100, hessian="raw", seed=1)
+    )
     fair = plrank_grad_hess(
         scores, labels, ptr, K=20, N=9, fairness="expected-exposure", fairness_weight=0.5, seed=2
     )

@@ -39,8 +39,20 @@ def wrote(printed: str) -> list[str]:
 
 def fast_flags(tiny: Path, out: Path) -> list[str]:
     return [
-        "--data", str(tiny), "--methods", "plrank-lgb,lambdarank-lgb", "--seeds", "2",
-        "--k", "3,5", "--rounds", "3", "--n-jobs", "1", "--out", str(out),
+        "--data",
+        str(tiny),
+        "--methods",
+        "plrank-lgb,lambdarank-lgb",
+        "--seeds",
+        "2",
+        "--k",
+        "3,5",
+        "--rounds",
+        "3",
+        "--n-jobs",
+        "1",
+        "--out",
+        str(out),
     ]
 
 
@@ -63,13 +75,28 @@ def test_compare_writes_the_output_files(tmp_path: Path, tiny: Path, capsys) -> 
     assert "0 of 8 trainings to run" in capsys.readouterr().out
 
 
-def test_the_neural_comparison_runs_with_its_shipped_config(tmp_path: Path, tiny: Path,
-                                                            capsys) -> None:
+def test_the_neural_comparison_runs_with_its_shipped_config(
+    tmp_path: Path, tiny: Path, capsys
+) -> None:
     """configs/neural.toml as shipped (its methods, the network among them), on tiny data."""
     neural = DEMO.with_name("neural.toml")
     out = tmp_path / "out"
-    flags = ["--data", str(tiny), "--folds", "1", "--seeds", "1", "--k", "3", "--rounds", "3",
-             "--n-jobs", "1", "--out", str(out)]
+    flags = [
+        "--data",
+        str(tiny),
+        "--folds",
+        "1",
+        "--seeds",
+        "1",
+        "--k",
+        "3",
+        "--rounds",
+        "3",
+        "--n-jobs",
+        "1",
+        "--out",
+        str(out),
+    ]
     assert main(["compare", str(neural), *flags]) == 0
     printed = capsys.readouterr().out
     for method in ("plrank-nn", "plrank-xgb", "plrank-xgb-nohess", "lambdamart-xgb"):
@@ -97,8 +124,10 @@ def test_changed_settings_are_refused(tmp_path: Path, tiny: Path, capsys) -> Non
         (["compare", str(DEMO), "--seeds", "0"], "seeds must be an integer >= 1, but 0 is given"),
         (["compare", str(DEMO), "--k", "5,x"], "expected an integer or comma-separated integers"),
         (["compare", str(DEMO), "--data", "no/such/folder"], "'no/such/folder' is neither"),
-        (["compare", "no/such.toml"], "no such configuration file: no/such.toml; bundled "
-         "compare configurations: demo,"),
+        (
+            ["compare", "no/such.toml"],
+            "no such configuration file: no/such.toml; bundled compare configurations: demo,",
+        ),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         ([], "a command is required: compare"),
     ],
@@ -117,7 +146,12 @@ def test_params_file_errors_name_the_file(tmp_path: Path, capsys) -> None:
 
 def test_subcommands_are_a_registry() -> None:
     assert [sub.name for sub in SUBCOMMANDS] == [
-        "compare", "tune", "fairness", "clicks", "configs", "compile"
+        "compare",
+        "tune",
+        "fairness",
+        "clicks",
+        "configs",
+        "compile",
     ]
 
 
@@ -130,19 +164,32 @@ def test_a_bundled_configuration_runs_by_name_from_any_folder(
     """``compare demo`` from a folder without configs/: the bundled file, written to runs/demo
     in the current folder."""
     monkeypatch.chdir(tmp_path)
-    flags = ["--data", str(tiny), "--methods", "plrank-lgb", "--seeds", "1", "--k", "3",
-             "--rounds", "2", "--n-jobs", "1"]
+    flags = [
+        "--data",
+        str(tiny),
+        "--methods",
+        "plrank-lgb",
+        "--seeds",
+        "1",
+        "--k",
+        "3",
+        "--rounds",
+        "2",
+        "--n-jobs",
+        "1",
+    ]
     assert main(["compare", "demo", *flags]) == 0
     printed = capsys.readouterr().out
     assert f"the bundled configuration 'demo' ({DEMO})" in printed
     assert (tmp_path / "runs" / "demo" / "results.md").is_file()
-    assert main(["clicks", "clicks-tiny", "--data", str(tiny), "--sessions", "3",
-                 "--out", "mine"]) == 0
+    assert (
+        main(["clicks", "clicks-tiny", "--data", str(tiny), "--sessions", "3", "--out", "mine"])
+        == 0
+    )
     assert (tmp_path / "mine" / "clicks.md").is_file()
 
 
-def test_a_bare_name_is_bundled_and_a_path_is_a_file(tmp_path: Path, monkeypatch,
-                                                     capsys) -> None:
+def test_a_bare_name_is_bundled_and_a_path_is_a_file(tmp_path: Path, monkeypatch, capsys) -> None:
     """One rule: a bare name names a bundled configuration, even beside a file of that name
     (given by its path, ./demo); a path with a folder or .toml is a file."""
     monkeypatch.chdir(tmp_path)
@@ -154,24 +201,32 @@ def test_a_bare_name_is_bundled_and_a_path_is_a_file(tmp_path: Path, monkeypatch
         assert "must set 'datasets'" in capsys.readouterr().err
     assert main(["compare", "mine"]) == 2
     assert "'mine' is not the name of a bundled configuration; bundled compare" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
     assert main(["compare", "./nope"]) == 2
     assert "no such configuration file: ./nope; bundled compare configurations: demo" in (
-        capsys.readouterr().err)
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["compare", "nope"], "'nope' is not the name of a bundled configuration; bundled "
-         "compare configurations: demo, headline,"),
-        (["compare", "fairness_group"], "'fairness_group' is a bundled configuration of "
-         "`gbdt-plrank fairness`, not of compare"),
+        (
+            ["compare", "nope"],
+            "'nope' is not the name of a bundled configuration; bundled "
+            "compare configurations: demo, headline,",
+        ),
+        (
+            ["compare", "fairness_group"],
+            "'fairness_group' is a bundled configuration of `gbdt-plrank fairness`, not of compare",
+        ),
         (["configs", "nope"], "'nope' is not a bundled configuration; they are: clicks-mq2007-agg"),
     ],
 )
-def test_an_unknown_bundled_name_lists_the_names(tmp_path: Path, monkeypatch, argv, message,
-                                                 capsys) -> None:
+def test_an_unknown_bundled_name_lists_the_names(
+    tmp_path: Path, monkeypatch, argv, message, capsys
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -181,19 +236,32 @@ def test_an_unknown_bundled_name_lists_the_names(tmp_path: Path, monkeypatch, ar
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["compare", "demo.toml"], "no such configuration file: demo.toml; the bundled "
-         "configuration 'demo' is named without a folder or .toml: `gbdt-plrank compare demo`"),
-        (["compare", "configs/headline.toml"], "no such configuration file: "
-         "configs/headline.toml; the bundled configuration 'headline' is named without a "
-         "folder or .toml: `gbdt-plrank compare headline`"),
+        (
+            ["compare", "demo.toml"],
+            "no such configuration file: demo.toml; the bundled "
+            "configuration 'demo' is named without a folder or .toml: `gbdt-plrank compare demo`",
+        ),
+        (
+            ["compare", "configs/headline.toml"],
+            "no such configuration file: "
+            "configs/headline.toml; the bundled configuration 'headline' is named without a "
+            "folder or .toml: `gbdt-plrank compare headline`",
+        ),
         (["fairness", "fairness_group.toml"], "`gbdt-plrank fairness fairness_group`"),
         (["clicks", "configs/clicks-tiny.toml"], "`gbdt-plrank clicks clicks-tiny`"),
-        (["tune", "--data", "x", "--method", "plrank-xgb", "--config", "demo.toml"],
-         "no such configuration file: demo.toml; the bundled configuration 'demo' is named"),
-        (["tune", "--data", "x", "--method", "plrank-xgb", "--space", "paper.toml"],
-         "`gbdt-plrank tune --space paper`"),
-        (["configs", "demo.toml"], "'demo.toml' is a path, but configs prints a bundled "
-         "configuration, named without a folder or .toml: `gbdt-plrank configs demo`"),
+        (
+            ["tune", "--data", "x", "--method", "plrank-xgb", "--config", "demo.toml"],
+            "no such configuration file: demo.toml; the bundled configuration 'demo' is named",
+        ),
+        (
+            ["tune", "--data", "x", "--method", "plrank-xgb", "--space", "paper.toml"],
+            "`gbdt-plrank tune --space paper`",
+        ),
+        (
+            ["configs", "demo.toml"],
+            "'demo.toml' is a path, but configs prints a bundled "
+            "configuration, named without a folder or .toml: `gbdt-plrank configs demo`",
+        ),
     ],
 )
 def test_a_missing_toml_path_is_refused_the_same_way_by_every_command(
@@ -220,8 +288,11 @@ def test_configs_lists_every_bundled_configuration_and_prints_one(capsys) -> Non
 
 
 def test_help_lists_the_bundled_configurations(capsys) -> None:
-    for command, names in [("compare", "demo, headline"), ("fairness", "fairness,"),
-                           ("clicks", "clicks-mq2007-agg,")]:
+    for command, names in [
+        ("compare", "demo, headline"),
+        ("fairness", "fairness,"),
+        ("clicks", "clicks-mq2007-agg,"),
+    ]:
         assert main([command, "--help"]) == 0
         help_text = " ".join(capsys.readouterr().out.split())
         assert f"the name of a bundled one: {names}" in help_text, help_text
@@ -236,10 +307,17 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     printed = capsys.readouterr().out
     # 2 session counts x 7 learners on clicks, full labels, logger, 2 arms x 2 rounds
     assert "20 of 20 results to compute" in printed
-    for learner in ("plrank-policy-aware", "plrank-doubly-robust", "plrank-naive",
-                    "plrank-regression", "plrank-deterministic",
-                    "lambdamart-unbiased-xgb", "lambdarank-position-lgb", "plrank-full-labels",
-                    "logger"):
+    for learner in (
+        "plrank-policy-aware",
+        "plrank-doubly-robust",
+        "plrank-naive",
+        "plrank-regression",
+        "plrank-deterministic",
+        "lambdamart-unbiased-xgb",
+        "lambdarank-position-lgb",
+        "plrank-full-labels",
+        "logger",
+    ):
         assert f"| {learner} |" in printed
     assert "### tiny: test NDCG@5" in printed and "### tiny: test NDCG@10" in printed
     assert "position bias estimated from the stochastic log" in printed
@@ -269,7 +347,9 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     assert wrote(printed) == [str(out / "results.jsonl"), str(out / "clicks.md")]
     # other settings are refused rather than mixed
     assert main(["clicks", str(CLICKS), *flags, "--rounds", "3"]) == 2
-    assert "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
+    assert (
+        "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
+    )
 
 
 def test_the_off_policy_summary_against_a_count_by_hand() -> None:
@@ -279,19 +359,32 @@ def test_the_off_policy_summary_against_a_count_by_hand() -> None:
 
     truth = [1.0, 2.0, 3.0]
     logs = {0: [1.1, 1.9, 3.2], 1: [2.5, 2.0, 3.1]}  # log 1 orders models 0 and 1 wrongly
-    records = [{"dataset": "d/Fold1", "seed": 0, "log": log, "estimator": "policy-aware",
-                "value": v, "truth": t, "stderr": 0.1 * (i + 1)}
-               for log, values in logs.items() for i, (v, t) in enumerate(zip(values, truth))]
-    z = {log: [(v - t) / (0.1 * (i + 1)) for i, (v, t) in enumerate(zip(values, truth))]
-         for log, values in logs.items()}
+    records = [
+        {
+            "dataset": "d/Fold1",
+            "seed": 0,
+            "log": log,
+            "estimator": "policy-aware",
+            "value": v,
+            "truth": t,
+            "stderr": 0.1 * (i + 1),
+        }
+        for log, values in logs.items()
+        for i, (v, t) in enumerate(zip(values, truth))
+    ]
+    z = {
+        log: [(v - t) / (0.1 * (i + 1)) for i, (v, t) in enumerate(zip(values, truth))]
+        for log, values in logs.items()
+    }
     means = [sum(zs) / 3 for zs in z.values()]
-    spread = abs(means[0] - means[1]) / 2 ** 0.5  # the sample standard deviation of two values
+    spread = abs(means[0] - means[1]) / 2**0.5  # the sample standard deviation of two values
     mean_abs = sum(abs(x) for zs in z.values() for x in zs) / 6
     (line,) = ope_summary(records)
     assert line == (
         f"policy-aware: mean stderr 0.2000, mean abs(error)/stderr {mean_abs:.2f}; standard "
         f"deviation over the 2 logs of a log's mean (error/stderr) {spread:.2f}; a log's models "
-        "out of the simulated order in 1 of 6 pairs.")
+        "out of the simulated order in 1 of 6 pairs."
+    )
 
 
 def test_the_off_policy_summary_takes_a_zero_standard_error_as_an_infinite_error() -> None:
@@ -299,20 +392,30 @@ def test_the_off_policy_summary_takes_a_zero_standard_error_as_an_infinite_error
     far from it in standard errors, as the coverage column counts it: not a division error."""
     from gbdt_plrank.harness.clicks.report import ope_summary
 
-    records = [{"dataset": "d/Fold1", "seed": 0, "log": 0, "estimator": "naive", "value": v,
-                "truth": 1.0, "stderr": se} for v, se in ((1.5, 0.0), (1.1, 0.1))]
+    records = [
+        {
+            "dataset": "d/Fold1",
+            "seed": 0,
+            "log": 0,
+            "estimator": "naive",
+            "value": v,
+            "truth": 1.0,
+            "stderr": se,
+        }
+        for v, se in ((1.5, 0.0), (1.1, 0.1))
+    ]
     (line,) = ope_summary(records)
     assert "mean abs(error)/stderr inf;" in line and "(error/stderr) n/a (one log)" in line
 
 
-def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Path,
-                                                       capsys) -> None:
+def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Path, capsys) -> None:
     """ope_logs = 3: three estimates per model and estimator, the first the estimate of the
     one-log run (the same log, regression and propensities), the others on other logs; the
     report counts the independent logs."""
     base = CLICKS.read_text().replace("exploration_rounds = 2", "exploration_rounds = 0")
     base = "learners = ['plrank-policy-aware']\nsessions = [10]\n" + base.replace(
-        "sessions = [3, 10]\n", "")
+        "sessions = [3, 10]\n", ""
+    )
     runs = {}
     for logs in (1, 3):
         config = tmp_path / f"c{logs}.toml"
@@ -338,19 +441,24 @@ def test_clicks_values_every_model_on_each_of_ope_logs(tmp_path: Path, tiny: Pat
         ("[plrank]\ngain = 'exp'\n", "need gain 'linear'"),
         ("learners = ['plrank-naive', 'ranknet']\n", "learners must be a non-empty list of"),
         ("[params.plrank-xgb]\nmax_bin = 64\n", "params must name the anchors' methods"),
-        ("exploration_rounds = 2\nlearners = ['plrank-naive']\n",
-         "need 'plrank-policy-aware' among the learners"),
+        (
+            "exploration_rounds = 2\nlearners = ['plrank-naive']\n",
+            "need 'plrank-policy-aware' among the learners",
+        ),
         ("top_k = 40\n", "top_k must be an integer from 1 to 32, but 40 is given"),
-        ("[plrank]\nmetric = 'precision'\n",
-         "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg' or "
-         "'ndcg'"),
+        (
+            "[plrank]\nmetric = 'precision'\n",
+            "'plrank-doubly-robust' trains on rewards of either sign, which need metric 'dcg' or "
+            "'ndcg'",
+        ),
         ("ope_sessions = -1\n", "ope_sessions must be an integer >= 0, but -1 is given"),
         ("ope_logs = 0\n", "ope_logs must be an integer >= 1, but 0 is given"),
         ("sessions = [0]\n", "sessions must be an integer >= 1 or a non-empty list"),
     ],
 )
-def test_clicks_config_errors_are_one_line(tmp_path: Path, table: str, message: str,
-                                           capsys) -> None:
+def test_clicks_config_errors_are_one_line(
+    tmp_path: Path, table: str, message: str, capsys
+) -> None:
     config = tmp_path / "c.toml"
     config.write_text("datasets = ['mq2008']\n" + table)
     assert main(["clicks", str(config)]) == 2
@@ -387,8 +495,17 @@ def test_failures_a_newcomer_meets_are_one_line_without_traceback(
             "line 2 ('1 qid:abc 1:0.5') is not a LETOR line",
         ),
         (
-            ["tune", "--data", str(tiny), "--method", "lambdarank-lgb", "--trials", "1",
-             "--out", str(taken)],
+            [
+                "tune",
+                "--data",
+                str(tiny),
+                "--method",
+                "lambdarank-lgb",
+                "--trials",
+                "1",
+                "--out",
+                str(taken),
+            ],
             f"but {taken} is a file",
         ),
     ]
@@ -415,8 +532,9 @@ def test_an_unexpected_error_keeps_its_traceback(monkeypatch) -> None:
         main(["compare", str(DEMO)])
 
 
-def test_compare_without_matplotlib_skips_the_curves(tmp_path: Path, tiny: Path, monkeypatch,
-                                                     capsys) -> None:
+def test_compare_without_matplotlib_skips_the_curves(
+    tmp_path: Path, tiny: Path, monkeypatch, capsys
+) -> None:
     block_matplotlib(monkeypatch)
     out = tmp_path / "out"
     flags = [*fast_flags(tiny, out), "--methods", "lambdarank-lgb", "--seeds", "1", "--k", "3"]
@@ -427,8 +545,9 @@ def test_compare_without_matplotlib_skips_the_curves(tmp_path: Path, tiny: Path,
     assert wrote(printed) == [str(out / "results.csv"), str(out / "results.md")]
 
 
-def test_fairness_without_matplotlib_skips_the_picture(tmp_path: Path, tiny: Path, monkeypatch,
-                                                       capsys) -> None:
+def test_fairness_without_matplotlib_skips_the_picture(
+    tmp_path: Path, tiny: Path, monkeypatch, capsys
+) -> None:
     block_matplotlib(monkeypatch)
     out = tmp_path / "out"
     config = tmp_path / "fair.toml"
@@ -446,14 +565,20 @@ def test_fairness_without_matplotlib_skips_the_picture(tmp_path: Path, tiny: Pat
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ('[lambdamart-xgb]\neta = "fast"\n',
-         "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing "
-         "characters could not be parsed"),
-        ("[lambdarank-lgb]\nnum_leaves = -3\n",
-         "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed: "
-         "(num_leaves) > (1)"),
-        ('[lambdarank-lgb]\nlearning_rate = "fast"\n',
-         "lambdarank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm"),
+        (
+            '[lambdamart-xgb]\neta = "fast"\n',
+            "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing "
+            "characters could not be parsed",
+        ),
+        (
+            "[lambdarank-lgb]\nnum_leaves = -3\n",
+            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed: "
+            "(num_leaves) > (1)",
+        ),
+        (
+            '[lambdarank-lgb]\nlearning_rate = "fast"\n',
+            "lambdarank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm",
+        ),
     ],
 )
 def test_a_bad_native_parameter_names_the_method_and_the_parameter(
@@ -500,7 +625,13 @@ def test_compare_on_a_folder_in_use_is_refused(tmp_path: Path, tiny: Path, capsy
     ],
 )
 def test_an_interrupted_experiment_says_what_is_kept_and_exits_130(
-    command: str, config: str, runner: str, kept: str, tmp_path: Path, tiny: Path, monkeypatch,
+    command: str,
+    config: str,
+    runner: str,
+    kept: str,
+    tmp_path: Path,
+    tiny: Path,
+    monkeypatch,
     capsys,
 ) -> None:
     """Both experiment commands run through one runner: flags override the configuration, and

@@ -22,8 +22,9 @@ from gbdt_plrank.clicks._simulation import _grade_share
 def _uniform_rankings(n_queries, n_docs, n_sessions, seed):
     """A stochastic logger: uniformly random permutations of each query's rows."""
     rng = np.random.default_rng(seed)
-    return [q * n_docs + np.argsort(rng.random((n_sessions, n_docs)), axis=1)
-            for q in range(n_queries)]
+    return [
+        q * n_docs + np.argsort(rng.random((n_sessions, n_docs)), axis=1) for q in range(n_queries)
+    ]
 
 
 def _log(**kw):
@@ -32,32 +33,47 @@ def _log(**kw):
     return ClickLog(**base)
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    (dict(rank=[1, 1, 1]), "rank must be distinct within a session (a session shows one "
-                           "document per rank), but session 0 shows rank 1 2 times."),
-    (dict(row=[0, 0, 0], rank=[1, 2, 1]), "row must be distinct within a session (a session "
-                                          "shows a document once), but session 0 shows row 0 "
-                                          "2 times."),
-    (dict(rank=[1, 0, 1]), "rank must be >= 1 (ranks are 1-based), but rank[1] is 0."),
-    (dict(click=[0, 2, 0]), "click must be 0 or 1, but click[1] is 2."),
-    (dict(click=[0, -1, 0]), "click must be 0 or 1, but click[1] is -1."),
-    (dict(click=[0.0, 0.5, 0.0]), "click must hold integers, but click[1] is 0.5."),
-    (dict(row=[0, -1, 0]), "row must be >= 0, but row[1] is -1."),
-    (dict(row=[0, 1.5, 0]), "row must hold integers, but row[1] is 1.5."),
-    (dict(row=[0, np.nan, 0]), "row must hold integers, but row[1] is nan."),
-    (dict(session=[0, np.inf, 1]), "session must hold integers, but session[1] is inf."),
-    # float ids of 2**63 or more would all cast to -2**63 (one session); unsigned ones wrap
-    (dict(session=[2.0**63, 2.0**64, 5.0], rank=[1, 1, 1]),
-     "session must hold integers in [-2**63, 2**63) (int64), but session[0] is "
-     "9.223372036854776e+18."),
-    (dict(session=np.array([0, 2**63, 1], np.uint64)),
-     "session must hold integers in [-2**63, 2**63) (int64), but session[1] is "
-     "9223372036854775808."),
-    (dict(rank=["1", "2", "1"]), "rank must hold integers, but has dtype <U1."),
-    (dict(click=[[0, 1, 0]]), "click must be one-dimensional, but has shape (1, 3)."),
-    (dict(click=[0, 1]), "lengths must agree, but session has 3, row has 3, rank has 3, "
-                         "click has 2."),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (
+            dict(rank=[1, 1, 1]),
+            "rank must be distinct within a session (a session shows one "
+            "document per rank), but session 0 shows rank 1 2 times.",
+        ),
+        (
+            dict(row=[0, 0, 0], rank=[1, 2, 1]),
+            "row must be distinct within a session (a session "
+            "shows a document once), but session 0 shows row 0 "
+            "2 times.",
+        ),
+        (dict(rank=[1, 0, 1]), "rank must be >= 1 (ranks are 1-based), but rank[1] is 0."),
+        (dict(click=[0, 2, 0]), "click must be 0 or 1, but click[1] is 2."),
+        (dict(click=[0, -1, 0]), "click must be 0 or 1, but click[1] is -1."),
+        (dict(click=[0.0, 0.5, 0.0]), "click must hold integers, but click[1] is 0.5."),
+        (dict(row=[0, -1, 0]), "row must be >= 0, but row[1] is -1."),
+        (dict(row=[0, 1.5, 0]), "row must hold integers, but row[1] is 1.5."),
+        (dict(row=[0, np.nan, 0]), "row must hold integers, but row[1] is nan."),
+        (dict(session=[0, np.inf, 1]), "session must hold integers, but session[1] is inf."),
+        # float ids of 2**63 or more would all cast to -2**63 (one session); unsigned ones wrap
+        (
+            dict(session=[2.0**63, 2.0**64, 5.0], rank=[1, 1, 1]),
+            "session must hold integers in [-2**63, 2**63) (int64), but session[0] is "
+            "9.223372036854776e+18.",
+        ),
+        (
+            dict(session=np.array([0, 2**63, 1], np.uint64)),
+            "session must hold integers in [-2**63, 2**63) (int64), but session[1] is "
+            "9223372036854775808.",
+        ),
+        (dict(rank=["1", "2", "1"]), "rank must hold integers, but has dtype <U1."),
+        (dict(click=[[0, 1, 0]]), "click must be one-dimensional, but has shape (1, 3)."),
+        (
+            dict(click=[0, 1]),
+            "lengths must agree, but session has 3, row has 3, rank has 3, click has 2.",
+        ),
+    ],
+)
 def test_every_bad_value_is_named(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _log(**kw)
@@ -74,8 +90,9 @@ def test_int64_ids_at_the_ends_of_the_range_are_kept_exactly():
 
 
 def test_the_log_copies_and_leaves_the_callers_arrays_writable():
-    session, row, rank, click = (np.array(v, np.int64) for v in
-                                 ([0, 0, 1], [0, 1, 0], [1, 2, 1], [0, 1, 0]))
+    session, row, rank, click = (
+        np.array(v, np.int64) for v in ([0, 0, 1], [0, 1, 0], [1, 2, 1], [0, 1, 0])
+    )
     log = ClickLog(session=session, row=row, rank=rank, click=click)
     for mine in (session, row, rank, click):
         assert mine.flags.writeable
@@ -92,88 +109,144 @@ def test_the_log_copies_and_leaves_the_callers_arrays_writable():
 def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
     log = _log()
     theta = [1.0, 0.5]
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "the rows of a session must belong to one query, but session 0 shows rows of "
-            "queries 1 and 2.")):
+            "queries 1 and 2."
+        ),
+    ):
         click_rewards(log, 2, position_bias=theta, qid=[1, 2])
     click_rewards(log, 2, position_bias=theta, qid=[1, 1])
     # entries of sessions interleaved, session ids not contiguous
     mixed = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 3, 1], rank=[1, 1, 2, 2], click=[0] * 4)
     ok = ClickLog(session=[7, 3, 7, 3], row=[0, 2, 1, 3], rank=[1, 1, 2, 2], click=[0] * 4)
     ok.check_queries(["a", "a", "b", "b"])
-    with pytest.raises(ValueError, match=re.escape(
-            "session 3 shows rows of queries 'b' and 'a'.")):
+    with pytest.raises(ValueError, match=re.escape("session 3 shows rows of queries 'b' and 'a'.")):
         mixed.check_queries(["a", "a", "b", "b"])
     for qid in (None, [7]):
-        with pytest.raises(ValueError, match=re.escape(
-                "row must be < n_rows = 1, but row[1] is 1.")):
+        with pytest.raises(
+            ValueError, match=re.escape("row must be < n_rows = 1, but row[1] is 1.")
+        ):
             click_rewards(log, 1, position_bias=theta, qid=qid)
-    with pytest.raises(ValueError, match=re.escape(
-            "qid must have shape (2,) (one query id per row), but has shape (3,).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("qid must have shape (2,) (one query id per row), but has shape (3,)."),
+    ):
         click_rewards(log, 2, position_bias=theta, qid=[1, 1, 1])
     with pytest.raises(ValueError, match=re.escape("n_rows must be an integer >= 1, but 2.0")):
         click_rewards(log, 2.0, position_bias=theta)
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    (dict(position_bias=[1.0]), "position_bias must cover every logged rank, but rank 2 is "
-                                "logged and 1 ranks are given."),
-    (dict(position_bias=[1.0, 0.0]), "position_bias must be in (0, 1], but position_bias[1] is "
-                                     "0.0."),
-    (dict(position_bias=[1.0, 1.5]), "position_bias must be in (0, 1], but position_bias[1] is "
-                                     "1.5."),
-    (dict(position_bias=[1.0, np.nan]), "position_bias must be finite, but position_bias[1] is "
-                                        "nan"),
-    (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
-    (dict(position_bias="known"), "position_bias must be one of 'estimate', but 'known' is "
-                                  "given."),
-    (dict(estimator="ips"), "estimator must be one of 'policy-aware', 'doubly-robust', 'naive', "
-                            "'regression', but 'ips' is given."),
-    (dict(propensities=[1.0, 1.0]), "qid must be given with propensities (the sessions are "
-                                    "counted per query), but it is None."),
-    (dict(propensities=[1.0, -0.5], qid=[0, 0]), "propensities must be >= 0, but "
-                                                 "propensities[1] is -0.5."),
-    (dict(propensities=[1.0, np.inf], qid=[0, 0]), "propensities must be finite, but "
-                                                   "propensities[1] is inf"),
-    (dict(propensities=[1.0], qid=[0, 0]), "propensities must have shape (2,) (one per row), "
-                                           "but has shape (1,)."),
-    (dict(propensities=[1.0, 0.0], qid=[0, 0]), "propensities must be > 0 for every clicked "
-                                                "row, but row 1 has 1 click(s) and "
-                                                "propensities[1] is 0.0 (a Monte-Carlo "
-                                                "estimate such as expected_exposure's: give "
-                                                "its n_samples as propensity_samples"),
-    (dict(propensity_samples=5), "propensity_samples counts the logging policy's rankings "
-                                 "behind propensities, but propensities is None"),
-    # a clicked row's reward 1 / (2 x 1e-320) overflows float64
-    (dict(propensities=[1.0, 1e-320], qid=[0, 0]),
-     "propensities must be large enough for a finite reward, clicks / (sessions x propensity), "
-     "but row 1 has 1 click(s) in 2 session(s) and propensities[1] is 1e-320."),
-    (dict(position_bias=[1.0, 1e-320]),
-     "position_bias must be large enough for a finite reward, clicks / (the position bias "
-     "summed over the row's displays), but row 1 has 1 click(s) and a sum of 1e-320."),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (
+            dict(position_bias=[1.0]),
+            "position_bias must cover every logged rank, but rank 2 is "
+            "logged and 1 ranks are given.",
+        ),
+        (
+            dict(position_bias=[1.0, 0.0]),
+            "position_bias must be in (0, 1], but position_bias[1] is 0.0.",
+        ),
+        (
+            dict(position_bias=[1.0, 1.5]),
+            "position_bias must be in (0, 1], but position_bias[1] is 1.5.",
+        ),
+        (
+            dict(position_bias=[1.0, np.nan]),
+            "position_bias must be finite, but position_bias[1] is nan",
+        ),
+        (dict(position_bias=[]), "position_bias must hold one probability per rank, but is empty."),
+        (
+            dict(position_bias="known"),
+            "position_bias must be one of 'estimate', but 'known' is given.",
+        ),
+        (
+            dict(estimator="ips"),
+            "estimator must be one of 'policy-aware', 'doubly-robust', 'naive', "
+            "'regression', but 'ips' is given.",
+        ),
+        (
+            dict(propensities=[1.0, 1.0]),
+            "qid must be given with propensities (the sessions are "
+            "counted per query), but it is None.",
+        ),
+        (
+            dict(propensities=[1.0, -0.5], qid=[0, 0]),
+            "propensities must be >= 0, but propensities[1] is -0.5.",
+        ),
+        (
+            dict(propensities=[1.0, np.inf], qid=[0, 0]),
+            "propensities must be finite, but propensities[1] is inf",
+        ),
+        (
+            dict(propensities=[1.0], qid=[0, 0]),
+            "propensities must have shape (2,) (one per row), but has shape (1,).",
+        ),
+        (
+            dict(propensities=[1.0, 0.0], qid=[0, 0]),
+            "propensities must be > 0 for every clicked "
+            "row, but row 1 has 1 click(s) and "
+            "propensities[1] is 0.0 (a Monte-Carlo "
+            "estimate such as expected_exposure's: give "
+            "its n_samples as propensity_samples",
+        ),
+        (
+            dict(propensity_samples=5),
+            "propensity_samples counts the logging policy's rankings "
+            "behind propensities, but propensities is None",
+        ),
+        # a clicked row's reward 1 / (2 x 1e-320) overflows float64
+        (
+            dict(propensities=[1.0, 1e-320], qid=[0, 0]),
+            "propensities must be large enough for a finite reward, clicks / (sessions x propensity), "
+            "but row 1 has 1 click(s) in 2 session(s) and propensities[1] is 1e-320.",
+        ),
+        (
+            dict(position_bias=[1.0, 1e-320]),
+            "position_bias must be large enough for a finite reward, clicks / (the position bias "
+            "summed over the row's displays), but row 1 has 1 click(s) and a sum of 1e-320.",
+        ),
+    ],
+)
 def test_every_bad_reward_argument_is_named(kw, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         click_rewards(_log(), 2, **{"position_bias": [1.0, 0.5], **kw})
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    (dict(eta=-1.0), "eta must be a finite number >= 0, but -1.0 is given."),
-    (dict(eta=np.nan), "eta must be a finite number >= 0, but nan is given."),
-    (dict(noise=1.5), "noise must be a number in [0, 1], but 1.5 is given."),
-    (dict(top_k=0), "top_k must be an integer >= 1, but 0 is given."),
-    (dict(trust=(0.5, 2.0)), "trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
-                             "but (0.5, 2.0) is given."),
-    (dict(seed=-1), "seed must be an integer in [0, 2**63), but -1 is given."),
-    (dict(y=[0.0, -1.0, 1.0]), "y must be >= 0, but y[1] is -1.0."),
-    (dict(y=[0.0, np.nan, 1.0]), "y must be finite, but y[1] is nan"),
-    (dict(rankings=[[[0, 1, 3]]]), "rankings[0] must hold row indices in [0, 3) (rows of y), "
-                                   "but holds 3."),
-    (dict(rankings=[[0, 1], [[[0]]]]), "rankings[1] must be one ranking or a 2-d array of "
-                                       "rankings (one per session), but has shape (1, 1, 1)."),
-    (dict(rankings=[[[0, 1, 0]]]), "row must be distinct within a session (a session shows a "
-                                   "document once), but session 0 shows row 0 2 times."),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (dict(eta=-1.0), "eta must be a finite number >= 0, but -1.0 is given."),
+        (dict(eta=np.nan), "eta must be a finite number >= 0, but nan is given."),
+        (dict(noise=1.5), "noise must be a number in [0, 1], but 1.5 is given."),
+        (dict(top_k=0), "top_k must be an integer >= 1, but 0 is given."),
+        (
+            dict(trust=(0.5, 2.0)),
+            "trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
+            "but (0.5, 2.0) is given.",
+        ),
+        (dict(seed=-1), "seed must be an integer in [0, 2**63), but -1 is given."),
+        (dict(y=[0.0, -1.0, 1.0]), "y must be >= 0, but y[1] is -1.0."),
+        (dict(y=[0.0, np.nan, 1.0]), "y must be finite, but y[1] is nan"),
+        (
+            dict(rankings=[[[0, 1, 3]]]),
+            "rankings[0] must hold row indices in [0, 3) (rows of y), but holds 3.",
+        ),
+        (
+            dict(rankings=[[0, 1], [[[0]]]]),
+            "rankings[1] must be one ranking or a 2-d array of "
+            "rankings (one per session), but has shape (1, 1, 1).",
+        ),
+        (
+            dict(rankings=[[[0, 1, 0]]]),
+            "row must be distinct within a session (a session shows a "
+            "document once), but session 0 shows row 0 2 times.",
+        ),
+    ],
+)
 def test_every_bad_simulation_argument_is_named(kw, message):
     args = {"rankings": [[[0, 1, 2]]], "y": [0.0, 1.0, 2.0], "seed": 0, **kw}
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -183,16 +256,21 @@ def test_every_bad_simulation_argument_is_named(kw, message):
 def test_tiny_propensities_of_rows_without_clicks_give_zero_without_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = click_rewards(_log(), 2, position_bias=[1.0, 1e-320], propensities=[1e-320, 1.0],
-                          qid=[0, 0])
+        r = click_rewards(
+            _log(), 2, position_bias=[1.0, 1e-320], propensities=[1e-320, 1.0], qid=[0, 0]
+        )
         assert r.tolist() == [0.0, 0.5]
         r = click_rewards(_log(click=[0, 0, 0]), 2, position_bias=[1.0, 1e-320])
         assert r.tolist() == [0.0, 0.0]
 
 
 def test_position_bias_estimate_arguments_are_named():
-    with pytest.raises(ValueError, match=re.escape("the log must have entries to estimate the "
-                                                   "position bias from, but it is empty.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "the log must have entries to estimate the position bias from, but it is empty."
+        ),
+    ):
         estimate_position_bias(ClickLog(session=[], row=[], rank=[], click=[]))
     with pytest.raises(ValueError, match=re.escape("n_iter must be an integer >= 1, but 0")):
         estimate_position_bias(_log(), n_iter=0)
@@ -206,11 +284,13 @@ def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
     the same array passed explicitly (both in (0, 1])."""
     n_docs, n_sessions = 6, 3000
     y = np.array([1, 0, 1, 1, 0, 1])
-    log = simulate_clicks(_uniform_rankings(1, n_docs, n_sessions, seed=0), y, eta=0.0,
-                          noise=0.1, top_k=4, seed=1)
+    log = simulate_clicks(
+        _uniform_rankings(1, n_docs, n_sessions, seed=0), y, eta=0.0, noise=0.1, top_k=4, seed=1
+    )
     drop = (log.rank == 1) & (np.random.default_rng(2).random(len(log)) < 0.5)
-    log = ClickLog(session=log.session, row=log.row, rank=log.rank,
-                   click=np.where(drop, 0, log.click))
+    log = ClickLog(
+        session=log.session, row=log.row, rank=log.rank, click=np.where(drop, 0, log.click)
+    )
     theta = estimate_position_bias(log)
     assert theta.max() == 1.0 and theta.min() > 0
     np.testing.assert_allclose(theta, [0.5, 1.0, 1.0, 1.0], atol=0.05)
@@ -218,26 +298,35 @@ def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
     np.testing.assert_array_equal(r, click_rewards(log, n_docs, position_bias=theta))
     np.testing.assert_allclose(r, np.where(y > 0, 1.0, 0.1), atol=0.05)
     # a log without rank 1 has no estimate of it: refused, rather than given 1
-    part = ClickLog(session=log.session[log.rank > 1], row=log.row[log.rank > 1],
-                    rank=log.rank[log.rank > 1], click=log.click[log.rank > 1])
-    with pytest.raises(ValueError, match=re.escape(
+    part = ClickLog(
+        session=log.session[log.rank > 1],
+        row=log.row[log.rank > 1],
+        rank=log.rank[log.rank > 1],
+        click=log.click[log.rank > 1],
+    )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "every rank up to the largest logged one (4) must be logged to estimate its "
-            "observation probability, but rank 1 is not: give position_bias for such a log.")):
+            "observation probability, but rank 1 is not: give position_bias for such a log."
+        ),
+    ):
         estimate_position_bias(part)
 
 
-@pytest.mark.parametrize(("estimate", "message"), [
-    ([1.0, 2.07], "must be in (0, 1], but {name}[1] is 2.07."),
-    ([1.0], "must cover every logged rank, but rank 2 is logged and 1 ranks are given."),
-    ([1.0, np.nan], "must be finite, but {name}[1] is nan"),
-])
-def test_an_estimated_position_bias_obeys_the_rule_of_a_given_one(monkeypatch, estimate,
-                                                                   message):
+@pytest.mark.parametrize(
+    ("estimate", "message"),
+    [
+        ([1.0, 2.07], "must be in (0, 1], but {name}[1] is 2.07."),
+        ([1.0], "must cover every logged rank, but rank 2 is logged and 1 ranks are given."),
+        ([1.0, np.nan], "must be finite, but {name}[1] is nan"),
+    ],
+)
+def test_an_estimated_position_bias_obeys_the_rule_of_a_given_one(monkeypatch, estimate, message):
     from gbdt_plrank.clicks import _position_bias
 
     monkeypatch.setattr(_position_bias, "estimate_position_bias", lambda log: np.array(estimate))
-    for given, name in ((estimate, "position_bias"),
-                        ("estimate", "estimate_position_bias(log)")):
+    for given, name in ((estimate, "position_bias"), ("estimate", "estimate_position_bias(log)")):
         with pytest.raises(ValueError, match=re.escape(f"{name} " + message.format(name=name))):
             click_rewards(_log(), 2, position_bias=given)
 
@@ -254,9 +343,12 @@ def test_from_frame_round_trip_and_missing_column():
     df = pd.DataFrame(dict(session=log.session, row=log.row, rank=log.rank, click=log.click))
     back = ClickLog.from_frame(df)
     assert np.array_equal(back.rank, log.rank) and np.array_equal(back.click, log.click)
-    with pytest.raises(ValueError, match=re.escape(
-            "the frame must have the columns session, row, rank, click, but ['click'] are "
-            "missing.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "the frame must have the columns session, row, rank, click, but ['click'] are missing."
+        ),
+    ):
         ClickLog.from_frame(df.drop(columns="click"))
 
 
@@ -265,12 +357,14 @@ def test_rewards_by_hand():
     log = ClickLog(session=[0, 0, 1], row=[0, 1, 0], rank=[1, 2, 1], click=[1, 1, 0])
     theta = [1.0, 0.25]
     np.testing.assert_allclose(click_rewards(log, 3, position_bias=theta), [0.5, 4.0, 0.0])
-    np.testing.assert_allclose(click_rewards(log, 3, position_bias=theta, estimator="naive"),
-                               [0.5, 1.0, 0.0])
+    np.testing.assert_allclose(
+        click_rewards(log, 3, position_bias=theta, estimator="naive"), [0.5, 1.0, 0.0]
+    )
     # given propensities: clicks / (sessions of the query * propensity)
     np.testing.assert_allclose(
-        click_rewards(log, 3, position_bias=theta, propensities=[0.5, 0.25, 0.1],
-                      qid=[0, 0, 0]), [1.0, 2.0, 0.0])
+        click_rewards(log, 3, position_bias=theta, propensities=[0.5, 0.25, 0.1], qid=[0, 0, 0]),
+        [1.0, 2.0, 0.0],
+    )
 
 
 def test_simulated_clicks_follow_the_model():
@@ -301,14 +395,16 @@ def test_graded_clicks_at_labels_of_1024_and_more():
     y = np.array([0.0, 1024.0, 1999.0, 2000.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        log = simulate_clicks([np.tile(np.arange(4), (4000, 1))], y, eta=0.0, noise=0.0,
-                              graded=True, seed=0)
+        log = simulate_clicks(
+            [np.tile(np.arange(4), (4000, 1))], y, eta=0.0, noise=0.0, graded=True, seed=0
+        )
         ctr = np.bincount(log.row, weights=log.click) / 4000
     assert ctr[3] == 1.0 and ctr[0] == 0.0 and ctr[1] == 0.0
     assert abs(ctr[2] - 0.5) < 0.03
     # a query whose top grade is 1024: that row was never clicked when p was nan
-    log = simulate_clicks([np.tile(np.arange(2), (50, 1))], [1024.0, 0.0], eta=0.0, noise=0.0,
-                          graded=True, seed=0)
+    log = simulate_clicks(
+        [np.tile(np.arange(2), (50, 1))], [1024.0, 0.0], eta=0.0, noise=0.0, graded=True, seed=0
+    )
     assert log.click[log.row == 0].sum() == 50
 
 
@@ -317,16 +413,22 @@ def _plackett_luce_rankings(y, n_queries, n_docs, n_sessions, seed):
     scores that grow with the label, so each row is shown mostly at some ranks."""
     rng = np.random.default_rng(seed)
     scores = 1.5 * y.reshape(n_queries, n_docs) + rng.normal(size=(n_queries, n_docs))
-    return [q * n_docs + np.argsort(-(scores[q] + rng.gumbel(size=(n_sessions, n_docs))), axis=1)
-            for q in range(n_queries)]
+    return [
+        q * n_docs + np.argsort(-(scores[q] + rng.gumbel(size=(n_sessions, n_docs))), axis=1)
+        for q in range(n_queries)
+    ]
 
 
-@pytest.mark.parametrize(("logger", "eta"), [("uniform", 1.2), ("plackett-luce", 1.0),
-                                             ("plackett-luce", 2.0)])
+@pytest.mark.parametrize(
+    ("logger", "eta"), [("uniform", 1.2), ("plackett-luce", 1.0), ("plackett-luce", 2.0)]
+)
 def test_position_bias_is_recovered_from_a_stochastic_logger(logger, eta):
     y = np.random.default_rng(1).choice(3, size=30 * 8, p=[0.6, 0.25, 0.15])
-    rankings = (_uniform_rankings(30, 8, 400, seed=2) if logger == "uniform"
-                else _plackett_luce_rankings(y, 30, 8, 400, seed=2))
+    rankings = (
+        _uniform_rankings(30, 8, 400, seed=2)
+        if logger == "uniform"
+        else _plackett_luce_rankings(y, 30, 8, 400, seed=2)
+    )
     log = simulate_clicks(rankings, y, eta=eta, noise=0.1, top_k=5, seed=3)
     theta = estimate_position_bias(log)
     truth = pbm_position_bias(5, eta=eta)
@@ -337,23 +439,27 @@ def test_position_bias_is_recovered_from_a_stochastic_logger(logger, eta):
     if logger == "plackett-luce":
         assert np.abs(ctr / ctr[0] / truth - 1).max() > 0.2
     # and "estimate" gives the rewards from these weights
-    np.testing.assert_allclose(click_rewards(log, y.size, position_bias="estimate"),
-                               click_rewards(log, y.size, position_bias=theta))
+    np.testing.assert_allclose(
+        click_rewards(log, y.size, position_bias="estimate"),
+        click_rewards(log, y.size, position_bias=theta),
+    )
 
 
 def test_policy_aware_is_unbiased_and_naive_is_not():
     n_q, n_d = 40, 8
     y = np.random.default_rng(4).integers(0, 2, size=n_q * n_d)
     truth_click = np.where(y > 0, 1.0, 0.1)  # click probability when seen
-    log = simulate_clicks(_uniform_rankings(n_q, n_d, 2000, seed=5), y, eta=1.0, noise=0.1,
-                          top_k=5, seed=6)
+    log = simulate_clicks(
+        _uniform_rankings(n_q, n_d, 2000, seed=5), y, eta=1.0, noise=0.1, top_k=5, seed=6
+    )
     theta = 1.0 / np.arange(1, 6)
     aware = click_rewards(log, y.size, position_bias=theta)
     naive = click_rewards(log, y.size, position_bias=theta, estimator="naive")
     # uniform logger: each row is seen per session with probability sum_k theta_k / n_d
     qid = np.repeat(np.arange(n_q), n_d)
-    with_prop = click_rewards(log, y.size, position_bias=theta, qid=qid,
-                              propensities=np.full(y.size, theta.sum() / n_d))
+    with_prop = click_rewards(
+        log, y.size, position_bias=theta, qid=qid, propensities=np.full(y.size, theta.sum() / n_d)
+    )
     assert abs(np.mean(aware - truth_click)) < 0.01
     assert abs(np.mean(with_prop - truth_click)) < 0.01
     np.testing.assert_allclose(aware, truth_click, atol=0.12)
@@ -386,8 +492,12 @@ def logged_rewards():
     theta = pbm_position_bias(5)
 
     def rewards(X_, y_, q_, seed):
-        log = simulate_clicks(logger.sample_rankings(X_, q_, n_samples=50, K=5, random_state=seed),
-                              y_, top_k=5, seed=seed)
+        log = simulate_clicks(
+            logger.sample_rankings(X_, q_, n_samples=50, K=5, random_state=seed),
+            y_,
+            top_k=5,
+            seed=seed,
+        )
         return click_rewards(log, y_.size, position_bias=theta, qid=q_)
 
     return (X, rewards(X, y, qid, 1), qid), (Xv, rewards(Xv, yv, qv, 2), qv)
@@ -400,12 +510,24 @@ def test_early_stopping_on_validation_rewards(logged_rewards, stopping_metric):
 
     (X, r, qid), (Xv, rv, qv) = logged_rewards
     assert np.any((rv > 0) & (rv != np.round(rv)))
-    ranker = PLRankRanker(gain="linear", metric="dcg", n_estimators=200, learning_rate=0.3,
-                          N=10, n_jobs=1, random_state=0, stopping_metric=stopping_metric)
+    ranker = PLRankRanker(
+        gain="linear",
+        metric="dcg",
+        n_estimators=200,
+        learning_rate=0.3,
+        N=10,
+        n_jobs=1,
+        random_state=0,
+        stopping_metric=stopping_metric,
+    )
     ranker.fit(X, r, group=qid, eval_set=[(Xv, rv, qv)], early_stopping_rounds=3)
     assert ranker.best_iteration_ is not None and ranker.best_iteration_ < 199
-    (history,) = (h for curves in ranker.evals_result_.values() for name, h in curves.items()
-                  if name.startswith("expected_" if stopping_metric == "policy" else "dcg"))
+    (history,) = (
+        h
+        for curves in ranker.evals_result_.values()
+        for name, h in curves.items()
+        if name.startswith("expected_" if stopping_metric == "policy" else "dcg")
+    )
     best = ranker.best_iteration_
     assert len(history) == best + 1 + rounds_after_best(best, 3)
 
@@ -426,15 +548,22 @@ def test_expected_metric_on_validation_rewards_in_xgboost(logged_rewards):
         return v
 
     other = np.random.default_rng(1).random(rv.size)
-    np.testing.assert_allclose(value(0.37 * rv + 2.5 * other),
-                               0.37 * value(rv) + 2.5 * value(other), rtol=1e-6)  # float32 labels
+    np.testing.assert_allclose(
+        value(0.37 * rv + 2.5 * other), 0.37 * value(rv) + 2.5 * value(other), rtol=1e-6
+    )  # float32 labels
     assert value(rv) > 0
     history = {}
     booster = xgboost.train(
         {"eta": 0.3, "max_depth": 6, "nthread": 1, "disable_default_eval_metric": 1},
-        xgboost.DMatrix(X, r, qid=qid), 200, obj=obj,
-        evals=[(xgboost.DMatrix(Xv, rv, qid=qv), "valid")], custom_metric=obj.expected_metric,
-        maximize=True, early_stopping_rounds=3, evals_result=history, verbose_eval=False,
+        xgboost.DMatrix(X, r, qid=qid),
+        200,
+        obj=obj,
+        evals=[(xgboost.DMatrix(Xv, rv, qid=qv), "valid")],
+        custom_metric=obj.expected_metric,
+        maximize=True,
+        early_stopping_rounds=3,
+        evals_result=history,
+        verbose_eval=False,
     )
     curve = history["valid"]["expected_dcg@5"]
     assert booster.best_iteration < 199 and len(curve) == booster.best_iteration + 4
@@ -465,8 +594,9 @@ def test_policy_propensities_from_expected_exposure_match_enumeration():
     data = load_dataset("mq2008")
     rows = int(data.train.group_ptr[8])
     X, y, qid = data.train.X[:rows], data.train.y[:rows], data.train.qid[:rows]
-    logger = PLRankRanker(n_estimators=10, learning_rate=0.5, N=10, n_jobs=1,
-                          random_state=0).fit(X, y, group=qid)
+    logger = PLRankRanker(n_estimators=10, learning_rate=0.5, N=10, n_jobs=1, random_state=0).fit(
+        X, y, group=qid
+    )
     keep = np.isin(qid, np.unique(qid)[[0, 1, 5]])  # queries of 8, 8 and 16 rows
     Xs, qs = X[keep], qid[keep]
     theta = 1.0 / np.arange(1, 4)  # a top-3 display
@@ -474,11 +604,12 @@ def test_policy_propensities_from_expected_exposure_match_enumeration():
     exact = np.concatenate([_exact_observation(margins[qs == q], theta) for q in np.unique(qs)])
     got = logger.expected_exposure(Xs, qs, n_samples=20000, weights=theta, random_state=1)
     np.testing.assert_allclose(got, exact, atol=0.02)
-    assert np.abs(got - exact).max() < np.abs(
-        logger.expected_exposure(Xs, qs, n_samples=20000, random_state=1) - exact).max()
+    assert (
+        np.abs(got - exact).max()
+        < np.abs(logger.expected_exposure(Xs, qs, n_samples=20000, random_state=1) - exact).max()
+    )
     # as propensities: each query's observations sum to sum(theta) (every query has >= 3 rows)
-    np.testing.assert_allclose(np.bincount(np.unique(qs, return_inverse=True)[1], got),
-                               theta.sum())
+    np.testing.assert_allclose(np.bincount(np.unique(qs, return_inverse=True)[1], got), theta.sum())
     with pytest.raises(ValueError, match=r"weights should be finite and >= 0, but -0\.5"):
         logger.expected_exposure(Xs, qs, n_samples=5, weights=[1.0, -0.5])
     with pytest.raises(ValueError, match="weights should be a non-empty one-dimensional array"):
@@ -496,16 +627,20 @@ def test_the_anchors_see_sessions_in_displayed_order():
         top_k_rankings,
     )
 
-    split = Split(np.arange(12.0)[:, None], np.array([0, 1, 0, 2, 0, 0, 1, 0, 0, 0, 0, 1.0]),
-                  np.repeat([0, 1], 6))
+    split = Split(
+        np.arange(12.0)[:, None],
+        np.array([0, 1, 0, 2, 0, 0, 1, 0, 0, 0, 0, 1.0]),
+        np.repeat([0, 1], 6),
+    )
     scores = np.array([0.1, 0.9, 0.5, 0.7, 0.0, 0.3, 1, 2, 3, 4, 5, 6.0])
     rankings = top_k_rankings(scores, split, k=3, n=4)
     assert [r.tolist() for r in rankings] == [[[1, 3, 2]] * 4, [[11, 10, 9]] * 4]
     # shuffle the entries: the groups come back by session, then rank
     log = simulate_clicks(rankings, split.y, eta=0.0, noise=0.0, seed=0)
     perm = np.random.default_rng(0).permutation(len(log))
-    shuffled = ClickLog(session=log.session[perm], row=log.row[perm], rank=log.rank[perm],
-                        click=log.click[perm])
+    shuffled = ClickLog(
+        session=log.session[perm], row=log.row[perm], rank=log.rank[perm], click=log.click[perm]
+    )
     part, position = session_split(shuffled, split)
     clicked = np.unique(log.session[log.click == 1])
     assert np.array_equal(np.unique(part.qid), clicked)  # every session has a click (eta=0)
@@ -525,12 +660,15 @@ class _FixedScores:
         return -np.arange(len(X), dtype=np.float64)
 
 
-@pytest.mark.parametrize(("graded", "expected"), [
-    # ranks 1..5 show grades 2, 1, 0, 2, 1; every rank seen (eta = 0); noise 0.1; trust
-    # (0.5, 0.05) below rank 1. Graded: grade g clicked with 0.1 + 0.9 (2^g - 1) / 3.
-    (False, [1.0, 0.5, 0.05, 0.5, 0.5]),
-    (True, [1.0, 0.2, 0.05, 0.5, 0.2]),
-])
+@pytest.mark.parametrize(
+    ("graded", "expected"),
+    [
+        # ranks 1..5 show grades 2, 1, 0, 2, 1; every rank seen (eta = 0); noise 0.1; trust
+        # (0.5, 0.05) below rank 1. Graded: grade g clicked with 0.1 + 0.9 (2^g - 1) / 3.
+        (False, [1.0, 0.5, 0.05, 0.5, 0.5]),
+        (True, [1.0, 0.2, 0.05, 0.5, 0.2]),
+    ],
+)
 def test_the_click_model_keys_reach_the_simulation(graded, expected):
     """configs/clicks-tiny.toml with graded and trust: the experiment's logs follow them."""
     from pathlib import Path
@@ -540,8 +678,9 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
     from gbdt_plrank.harness.clicks.run import _deploy
 
     tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
-    config = load_clicks_config(tiny, overrides={"graded": graded, "trust": [0.5, 0.05],
-                                                 "eta": 0.0})
+    config = load_clicks_config(
+        tiny, overrides={"graded": graded, "trust": [0.5, 0.05], "eta": 0.0}
+    )
     split = Split(np.arange(6.0)[:, None], np.array([2, 1, 0, 2, 1, 0.0]), np.zeros(6, int))
     n = 4000
     log = _deploy(_FixedScores(), split, stochastic=False, config=config, n=n, seed=0)
@@ -555,15 +694,25 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
     assert not {"graded", "trust"} & set(load_clicks_config(tiny).settings())
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("graded = 1", "graded must be true or false, but 1 is given."),
-    ("trust = [0.9]", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but "
-                      "[0.9] is given (it holds 1 item)."),
-    ("trust = [0.9, 1.5]", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], "
-                           "but 1.5 is given."),
-    ("trust = 0.5", "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but 0.5 "
-                    "is given."),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("graded = 1", "graded must be true or false, but 1 is given."),
+        (
+            "trust = [0.9]",
+            "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but "
+            "[0.9] is given (it holds 1 item).",
+        ),
+        (
+            "trust = [0.9, 1.5]",
+            "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but 1.5 is given.",
+        ),
+        (
+            "trust = 0.5",
+            "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but 0.5 is given.",
+        ),
+    ],
+)
 def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
     from gbdt_plrank.harness import ConfigError
     from gbdt_plrank.harness.clicks.config import load_clicks_config

@@ -31,12 +31,17 @@ def _deterministic(n_queries, n_docs, n_sessions, *, eta, seed, top_k=None):
     gamma = 1 / (1 + np.exp(-2.0 * x[:, 0]))
     score = x[:, 0] + rng.normal(scale=1.0, size=x.shape[0])
     qid = np.repeat(np.arange(n_queries), n_docs)
-    rankings = [q * n_docs + np.tile(np.argsort(-score[qid == q], kind="stable"), (n_sessions, 1))
-                for q in range(n_queries)]
+    rankings = [
+        q * n_docs + np.tile(np.argsort(-score[qid == q], kind="stable"), (n_sessions, 1))
+        for q in range(n_queries)
+    ]
     seen_prob = pbm_position_bias(n_docs, eta=eta)
-    session = np.concatenate([np.repeat(np.arange(q * n_sessions, (q + 1) * n_sessions),
-                                        min(top_k or n_docs, n_docs))
-                              for q in range(n_queries)])
+    session = np.concatenate(
+        [
+            np.repeat(np.arange(q * n_sessions, (q + 1) * n_sessions), min(top_k or n_docs, n_docs))
+            for q in range(n_queries)
+        ]
+    )
     shown = [r[:, :top_k] for r in rankings]
     row = np.concatenate([r.ravel() for r in shown])
     rank = np.concatenate([np.tile(np.arange(1, r.shape[1] + 1), r.shape[0]) for r in shown])
@@ -58,12 +63,14 @@ def test_position_bias_is_identified_by_features_from_a_deterministic_log(eta):
 
 def test_a_deterministic_log_is_refused_without_features_with_what_identifies_it():
     log, X, qid, _ = _deterministic(50, 5, 10, eta=1.0, seed=2)
-    message = ("the log does not identify the position bias without features: no row is shown "
-               "at two ranks (a deterministic logger: every session of a query shows one "
-               "order), so the clicks at a rank cannot be told from the relevance of the rows "
-               "shown there. What identifies it: the rows' features (estimate_position_bias(log, "
-               "X=X, qid=qid)), a stochastic logger (a Plackett-Luce policy shows a row at "
-               "several ranks), or randomised swaps of the displayed ranks.")
+    message = (
+        "the log does not identify the position bias without features: no row is shown "
+        "at two ranks (a deterministic logger: every session of a query shows one "
+        "order), so the clicks at a rank cannot be told from the relevance of the rows "
+        "shown there. What identifies it: the rows' features (estimate_position_bias(log, "
+        "X=X, qid=qid)), a stochastic logger (a Plackett-Luce policy shows a row at "
+        "several ranks), or randomised swaps of the displayed ranks."
+    )
     with pytest.raises(ValueError, match=re.escape(message)):
         estimate_position_bias(log)
     # "estimate" in the rewards and the policy value reads the same rule
@@ -80,23 +87,39 @@ def test_a_deterministic_log_is_refused_without_features_with_what_identifies_it
 def test_a_disconnected_design_is_refused_naming_its_groups():
     """Rows swap between ranks 1 and 2 and between ranks 3 and 4, never across: the ratio of
     the two pairs' observation probabilities is not identified."""
-    log = ClickLog(session=[0, 0, 0, 0, 1, 1, 1, 1], row=[0, 1, 2, 3, 1, 0, 3, 2],
-                   rank=[1, 2, 3, 4, 1, 2, 3, 4], click=[1, 0, 1, 0, 0, 1, 0, 0])
-    with pytest.raises(ValueError, match=re.escape(
+    log = ClickLog(
+        session=[0, 0, 0, 0, 1, 1, 1, 1],
+        row=[0, 1, 2, 3, 1, 0, 3, 2],
+        rank=[1, 2, 3, 4, 1, 2, 3, 4],
+        click=[1, 0, 1, 0, 0, 1, 0, 0],
+    )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "the log does not identify the position bias without features: its ranks fall "
-            "into 2 groups that no row links (ranks 1, 2 and ranks 3, 4 share no row)")):
+            "into 2 groups that no row links (ranks 1, 2 and ranks 3, 4 share no row)"
+        ),
+    ):
         estimate_position_bias(log)
     # one row linking the groups identifies it
-    linked = ClickLog(session=[*log.session, 2, 2], row=[*log.row, 1, 2], rank=[*log.rank, 3, 1],
-                      click=[*log.click, 0, 1])
+    linked = ClickLog(
+        session=[*log.session, 2, 2],
+        row=[*log.row, 1, 2],
+        rank=[*log.rank, 3, 1],
+        click=[*log.click, 0, 1],
+    )
     assert estimate_position_bias(linked).shape == (4,)
 
 
 def test_a_log_without_a_click_is_refused_rather_than_given_theta_1():
     log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2], click=[0, 0, 0, 0])
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "the log must have clicks to estimate the position bias from, but none of its 4 "
-            "entries is clicked.")):
+            "entries is clicked."
+        ),
+    ):
         estimate_position_bias(log)
     with pytest.raises(ValueError, match="the log must have clicks"):
         estimate_position_bias(log, X=np.zeros((2, 1)), qid=[0, 0])
@@ -104,15 +127,18 @@ def test_a_log_without_a_click_is_refused_rather_than_given_theta_1():
 
 def test_features_and_queries_go_together_and_are_checked():
     log, X, qid, _ = _deterministic(10, 4, 3, eta=1.0, seed=3)
-    with pytest.raises(ValueError, match=re.escape(
-            "X and qid go together (the features of the rows and their queries), but qid is "
-            "None.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "X and qid go together (the features of the rows and their queries), but qid is None."
+        ),
+    ):
         estimate_position_bias(log, X=X)
-    with pytest.raises(ValueError, match=re.escape(
-            "row must be < n_rows = 5, but row[")):
+    with pytest.raises(ValueError, match=re.escape("row must be < n_rows = 5, but row[")):
         estimate_position_bias(log, X=X[:5], qid=qid[:5])
-    with pytest.raises(ValueError, match=re.escape("the rows of a session must belong to one "
-                                                   "query")):
+    with pytest.raises(
+        ValueError, match=re.escape("the rows of a session must belong to one query")
+    ):
         estimate_position_bias(log, X=X, qid=np.arange(qid.size))
     with pytest.raises(ValueError, match=re.escape("max_depth must be an integer >= 1, but 0")):
         estimate_position_bias(log, X=X, qid=qid, max_depth=0)
@@ -121,15 +147,20 @@ def test_features_and_queries_go_together_and_are_checked():
 def test_an_empty_log_with_queries_gives_zero_rewards_not_an_index_error():
     empty = ClickLog(session=[], row=[], rank=[], click=[])
     empty.check_queries([0, 0, 1])
-    np.testing.assert_array_equal(click_rewards(empty, 3, position_bias=[1.0], qid=[0, 0, 1]),
-                                  np.zeros(3))
+    np.testing.assert_array_equal(
+        click_rewards(empty, 3, position_bias=[1.0], qid=[0, 0, 1]), np.zeros(3)
+    )
 
 
 def test_the_policy_value_refuses_observations_above_1():
     log = ClickLog(session=[0, 0], row=[0, 1], rank=[1, 2], click=[1, 1])
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "policy must hold expected observations in [0, 1] (the probability that a session "
-            "sees the row), but policy[1] is 4.33.")):
+            "sees the row), but policy[1] is 4.33."
+        ),
+    ):
         estimate_policy_value(log, [1.0, 4.33], qid=[0, 0], position_bias=[1.0, 0.5])
 
 
@@ -147,17 +178,22 @@ def test_a_fitted_model_with_predict_is_valued_as_its_ranking_by_score():
     uniform = [q * n_d + np.argsort(rng.random((40, n_d)), axis=1) for q in range(n_q)]
     log = simulate_clicks(uniform, y, eta=1.0, top_k=3, seed=6)
     theta = pbm_position_bias(3)
-    order = np.concatenate([q * n_d + np.argsort(-model.predict(X[qid == q]), kind="stable")
-                            for q in range(n_q)])
+    order = np.concatenate(
+        [q * n_d + np.argsort(-model.predict(X[qid == q]), kind="stable") for q in range(n_q)]
+    )
     w = np.zeros(X.shape[0])
     w[order] = np.tile(np.r_[theta, np.zeros(n_d - 3)], n_q)
     by_model = estimate_policy_value(log, model, X=X, qid=qid, position_bias=theta)
     by_array = estimate_policy_value(log, w, qid=qid, position_bias=theta)
     assert by_model == by_array
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "policy must be a fitted ranker (a Plackett-Luce policy with expected_exposure, "
             "such as PLRankRanker, or a model with predict, ranked by its scores) or one "
-            "expected observation per row, but a object is given.")):
+            "expected observation per row, but a object is given."
+        ),
+    ):
         estimate_policy_value(log, object(), X=X, qid=qid, position_bias=theta)
 
 
@@ -175,39 +211,78 @@ def test_a_plackett_luce_loggers_rows_are_never_refused_with_the_logging_policy(
     logger = PLRankRanker(n_estimators=30, learning_rate=0.5, N=10, n_jobs=1, random_state=0)
     logger.fit(X * 4, y, group=qid)
     theta = pbm_position_bias(3)
-    log = simulate_clicks(logger.sample_rankings(X * 4, qid, n_samples=20, K=3, random_state=1),
-                          y, top_k=3, seed=2)
+    log = simulate_clicks(
+        logger.sample_rankings(X * 4, qid, n_samples=20, K=3, random_state=1), y, top_k=3, seed=2
+    )
     uniform = np.full(X.shape[0], theta.sum() / n_d)
     counted = logger.expected_exposure(X * 4, qid, n_samples=2, weights=theta, random_state=3)
     assert (counted == 0).any()
     with pytest.raises(ValueError, match="that the logging policy never shows"):
-        estimate_policy_value(log, uniform, qid=qid, position_bias=theta, propensities=counted,
-                              propensity_samples=2)
-    value = estimate_policy_value(log, uniform, X=X * 4, qid=qid, position_bias=theta,
-                                  logging_policy=logger)
+        estimate_policy_value(
+            log, uniform, qid=qid, position_bias=theta, propensities=counted, propensity_samples=2
+        )
+    value = estimate_policy_value(
+        log, uniform, X=X * 4, qid=qid, position_bias=theta, logging_policy=logger
+    )
     assert np.isfinite(value.value) and value.stderr > 0
-    rewards = click_rewards(log, X.shape[0], position_bias=theta, qid=qid, X=X * 4,
-                            logging_policy=logger, propensity_samples=500)
-    placed = logger.expected_exposure(X * 4, qid, n_samples=500, weights=theta, random_state=0,
-                                      method="placement")
-    np.testing.assert_array_equal(rewards, click_rewards(
-        log, X.shape[0], position_bias=theta, qid=qid, propensities=placed))
-    with pytest.raises(ValueError, match=re.escape(
+    rewards = click_rewards(
+        log,
+        X.shape[0],
+        position_bias=theta,
+        qid=qid,
+        X=X * 4,
+        logging_policy=logger,
+        propensity_samples=500,
+    )
+    placed = logger.expected_exposure(
+        X * 4, qid, n_samples=500, weights=theta, random_state=0, method="placement"
+    )
+    np.testing.assert_array_equal(
+        rewards, click_rewards(log, X.shape[0], position_bias=theta, qid=qid, propensities=placed)
+    )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "propensities and logging_policy are two sources of the same propensities: give "
-            "one, but both are given.")):
-        click_rewards(log, X.shape[0], position_bias=theta, qid=qid, X=X, propensities=placed,
-                      logging_policy=logger)
-    with pytest.raises(ValueError, match=re.escape(
+            "one, but both are given."
+        ),
+    ):
+        click_rewards(
+            log,
+            X.shape[0],
+            position_bias=theta,
+            qid=qid,
+            X=X,
+            propensities=placed,
+            logging_policy=logger,
+        )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "logging_policy weigh the rows' observation under the logging policy, which the "
-            "naive estimator does not use, but they are given.")):
-        click_rewards(log, X.shape[0], position_bias=theta, qid=qid, X=X, estimator="naive",
-                      logging_policy=logger)
-    with pytest.raises(ValueError, match=re.escape(
+            "naive estimator does not use, but they are given."
+        ),
+    ):
+        click_rewards(
+            log,
+            X.shape[0],
+            position_bias=theta,
+            qid=qid,
+            X=X,
+            estimator="naive",
+            logging_policy=logger,
+        )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "logging_policy must be a fitted ranker (a Plackett-Luce policy with "
             "expected_exposure, such as PLRankRanker, or a model with predict, ranked by its "
-            "scores), but a list is given.")):
-        click_rewards(log, X.shape[0], position_bias=theta, qid=qid, X=X,
-                      logging_policy=[0.5] * X.shape[0])
+            "scores), but a list is given."
+        ),
+    ):
+        click_rewards(
+            log, X.shape[0], position_bias=theta, qid=qid, X=X, logging_policy=[0.5] * X.shape[0]
+        )
 
 
 def test_the_registry_owns_the_estimators():
@@ -223,15 +298,25 @@ def test_the_registry_owns_the_estimators():
     log, X, qid, _ = _deterministic(30, 4, 5, eta=1.0, seed=8)
     theta = pbm_position_bias(4)
     np.testing.assert_array_equal(
-        click_rewards(log, X.shape[0], position_bias=theta, estimator="regression", X=X,
-                      qid=qid, seed=3),
-        click_regression(log, X, qid, position_bias=theta, seed=3))
-    with pytest.raises(ValueError, match=re.escape(
-            "estimator must be one of 'policy-aware', 'doubly-robust', but 'regression' is "
-            "given.")):
-        estimate_policy_value(log, np.zeros(X.shape[0]), qid=qid, position_bias=theta,
-                              estimator="regression")
-    with pytest.raises(ValueError, match=re.escape(
+        click_rewards(
+            log, X.shape[0], position_bias=theta, estimator="regression", X=X, qid=qid, seed=3
+        ),
+        click_regression(log, X, qid, position_bias=theta, seed=3),
+    )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "estimator must be one of 'policy-aware', 'doubly-robust', but 'regression' is given."
+        ),
+    ):
+        estimate_policy_value(
+            log, np.zeros(X.shape[0]), qid=qid, position_bias=theta, estimator="regression"
+        )
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "regression is read by the estimators that start from one ('doubly-robust', "
-            "'regression') and must be None with estimator 'policy-aware', but it is given.")):
+            "'regression') and must be None with estimator 'policy-aware', but it is given."
+        ),
+    ):
         click_rewards(log, X.shape[0], position_bias=theta, regression=np.zeros(X.shape[0]))

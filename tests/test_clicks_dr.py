@@ -28,8 +28,12 @@ def _outcomes(scores, K, theta, gamma):
         click_p = [theta[k] * gamma[d] for k, d in enumerate(ranking)]
         for clicks in itertools.product((0, 1), repeat=len(ranking)):
             q = p * np.prod([c_p if c else 1 - c_p for c, c_p in zip(clicks, click_p)])
-            log = ClickLog(session=[0] * len(ranking), row=list(ranking),
-                           rank=list(range(1, len(ranking) + 1)), click=list(clicks))
+            log = ClickLog(
+                session=[0] * len(ranking),
+                row=list(ranking),
+                rank=list(range(1, len(ranking) + 1)),
+                click=list(clicks),
+            )
             yield log, q
 
 
@@ -55,8 +59,15 @@ def test_doubly_robust_rewards_are_unbiased_with_the_loggers_propensities(D, K):
     mean = np.zeros(D)
     total = 0.0
     for log, q in _outcomes(scores, K, theta, gamma):
-        mean += q * click_rewards(log, D, position_bias=theta, estimator="doubly-robust",
-                                  propensities=rho, qid=np.zeros(D), regression=regression)
+        mean += q * click_rewards(
+            log,
+            D,
+            position_bias=theta,
+            estimator="doubly-robust",
+            propensities=rho,
+            qid=np.zeros(D),
+            regression=regression,
+        )
         total += q
     assert total == pytest.approx(1.0, abs=1e-12)
     np.testing.assert_allclose(mean, gamma, rtol=0, atol=1e-12)
@@ -69,24 +80,42 @@ def test_doubly_robust_rewards_are_unbiased_with_the_true_regression(D, K):
     theta = 1.0 / np.arange(1, K + 1)
     gamma = rng.uniform(0.05, 0.95, size=D)
     wrong = _exact_propensities(scores, K, theta) * rng.uniform(0.3, 3.0, size=D)
-    mean = sum(q * click_rewards(log, D, position_bias=theta, estimator="doubly-robust",
-                                 propensities=wrong, qid=np.zeros(D), regression=gamma)
-               for log, q in _outcomes(scores, K, theta, gamma))
+    mean = sum(
+        q
+        * click_rewards(
+            log,
+            D,
+            position_bias=theta,
+            estimator="doubly-robust",
+            propensities=wrong,
+            qid=np.zeros(D),
+            regression=gamma,
+        )
+        for log, q in _outcomes(scores, K, theta, gamma)
+    )
     np.testing.assert_allclose(mean, gamma, rtol=0, atol=1e-12)
     # the policy-aware rewards with the same wrong propensities are biased
-    ips = sum(q * click_rewards(log, D, position_bias=theta, propensities=wrong, qid=np.zeros(D))
-              for log, q in _outcomes(scores, K, theta, gamma))
+    ips = sum(
+        q * click_rewards(log, D, position_bias=theta, propensities=wrong, qid=np.zeros(D))
+        for log, q in _outcomes(scores, K, theta, gamma)
+    )
     assert np.abs(ips - gamma).max() > 0.01
 
 
 def test_doubly_robust_rewards_by_hand_and_never_shown_rows():
-    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2],
-                   click=[1, 0, 0, 0])
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2], click=[1, 0, 0, 0])
     theta = np.array([1.0, 0.5])
     rho = np.array([0.75, 0.5, 0.25])
     g = np.array([0.2, 0.4, 0.6])
-    r = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust", propensities=rho,
-                      qid=[7, 7, 7], regression=g)
+    r = click_rewards(
+        log,
+        3,
+        position_bias=theta,
+        estimator="doubly-robust",
+        propensities=rho,
+        qid=[7, 7, 7],
+        regression=g,
+    )
     # row 0: 0.2 + (1 - 1.5 x 0.2) / (2 x 0.75); row 1: 0.4 + (0 - 1.5 x 0.4) / (2 x 0.5);
     # row 2 never shown: its regression
     np.testing.assert_allclose(r, [0.2 + 0.7 / 1.5, 0.4 - 0.6, 0.6])
@@ -100,18 +129,24 @@ def test_doubly_robust_rewards_by_hand_and_never_shown_rows():
 
 def test_doubly_robust_arguments_are_named():
     log = ClickLog(session=[0], row=[0], rank=[1], click=[1])
-    with pytest.raises(ValueError, match=re.escape("X must be given (or regression=), but it "
-                                                   "is None.")):
+    with pytest.raises(
+        ValueError, match=re.escape("X must be given (or regression=), but it is None.")
+    ):
         click_rewards(log, 2, position_bias=[1.0], estimator="doubly-robust", qid=[0, 0])
-    with pytest.raises(ValueError, match=re.escape("regression must have shape (2,) (one per "
-                                                   "row), but has shape (3,).")):
-        click_rewards(log, 2, position_bias=[1.0], estimator="doubly-robust",
-                      regression=[0.1, 0.2, 0.3])
+    with pytest.raises(
+        ValueError,
+        match=re.escape("regression must have shape (2,) (one per row), but has shape (3,)."),
+    ):
+        click_rewards(
+            log, 2, position_bias=[1.0], estimator="doubly-robust", regression=[0.1, 0.2, 0.3]
+        )
     with pytest.raises(ValueError, match=re.escape("regression must be finite")):
-        click_rewards(log, 2, position_bias=[1.0], estimator="doubly-robust",
-                      regression=[0.1, np.nan])
-    with pytest.raises(ValueError, match=re.escape("n_folds must be >= 2 (cross-fitting), but 1 "
-                                                   "is given.")):
+        click_rewards(
+            log, 2, position_bias=[1.0], estimator="doubly-robust", regression=[0.1, np.nan]
+        )
+    with pytest.raises(
+        ValueError, match=re.escape("n_folds must be >= 2 (cross-fitting), but 1 is given.")
+    ):
         click_regression(log, np.zeros((2, 1)), [0, 1], position_bias=[1.0], n_folds=1)
 
 
@@ -130,7 +165,7 @@ def _pl_log(logger, y, n_queries, n_docs, n_sessions, K, seed, noise=0.1, eta=1.
     rng = np.random.default_rng(seed)
     rankings = []
     for q in range(n_queries):
-        s = logger[q * n_docs:(q + 1) * n_docs]
+        s = logger[q * n_docs : (q + 1) * n_docs]
         g = rng.gumbel(size=(n_sessions, n_docs))
         rankings.append(q * n_docs + np.argsort(-(s + g), axis=1)[:, :K])
     return simulate_clicks(rankings, y, eta=eta, noise=noise, top_k=K, seed=seed)
@@ -140,11 +175,12 @@ def _mc_propensities(logger, n_queries, n_docs, K, theta, n=20000, seed=1):
     rng = np.random.default_rng(seed)
     rho = np.zeros(logger.size)
     for q in range(n_queries):
-        s = logger[q * n_docs:(q + 1) * n_docs]
+        s = logger[q * n_docs : (q + 1) * n_docs]
         order = np.argsort(-(s + rng.gumbel(size=(n, n_docs))), axis=1)[:, :K]
         for k in range(K):
-            rho[q * n_docs:(q + 1) * n_docs] += theta[k] * np.bincount(
-                order[:, k], minlength=n_docs) / n
+            rho[q * n_docs : (q + 1) * n_docs] += (
+                theta[k] * np.bincount(order[:, k], minlength=n_docs) / n
+            )
     return rho
 
 
@@ -157,8 +193,18 @@ def test_doubly_robust_is_unbiased_by_grade_with_less_variance_than_policy_aware
     dr, pa = [], []
     for rep in range(30):
         log = _pl_log(logger, y, nq, nd, ns, K, seed=100 + rep)
-        dr.append(click_rewards(log, y.size, position_bias=theta, estimator="doubly-robust",
-                                propensities=rho, qid=qid, X=X, seed=rep))
+        dr.append(
+            click_rewards(
+                log,
+                y.size,
+                position_bias=theta,
+                estimator="doubly-robust",
+                propensities=rho,
+                qid=qid,
+                X=X,
+                seed=rep,
+            )
+        )
         pa.append(click_rewards(log, y.size, position_bias=theta, propensities=rho, qid=qid))
     dr, pa = np.array(dr), np.array(pa)
     for grade in (0, 1, 2):
@@ -176,13 +222,16 @@ def test_the_regression_never_sees_its_own_querys_clicks():
     theta = 1.0 / np.arange(1, K + 1)
     g = click_regression(log, X, qid, position_bias=theta, seed=3)
     own = qid[log.row] == 0
-    flipped = ClickLog(session=log.session, row=log.row, rank=log.rank,
-                       click=np.where(own, 1 - log.click, log.click))
+    flipped = ClickLog(
+        session=log.session,
+        row=log.row,
+        rank=log.rank,
+        click=np.where(own, 1 - log.click, log.click),
+    )
     g2 = click_regression(flipped, X, qid, position_bias=theta, seed=3)
     np.testing.assert_array_equal(g[qid == 0], g2[qid == 0])
     assert not np.array_equal(g, g2)  # the other fold's model did see them
     assert ((g > 0) & (g < 1)).all()
-
 
 
 def test_the_regression_leaves_xgboosts_global_settings_alone():
@@ -198,6 +247,7 @@ def test_the_regression_leaves_xgboosts_global_settings_alone():
     click_regression(log, X, qid, position_bias=1.0 / np.arange(1, K + 1), seed=0)
     assert xgb.get_config() == before
 
+
 # --------------------------------------------------------------------------------------------
 # Off-policy value
 # --------------------------------------------------------------------------------------------
@@ -211,30 +261,50 @@ def test_policy_value_is_unbiased_by_enumeration(D, K, estimator):
     rho = _exact_propensities(scores, K, theta)
     w = _exact_propensities(rng.normal(size=D), K, theta)  # a new PL policy
     regression = rng.uniform(0, 1, size=D) if estimator == "doubly-robust" else None
-    mean = sum(q * estimate_policy_value(log, w, qid=np.zeros(D), position_bias=theta,
-                                         propensities=rho, estimator=estimator,
-                                         regression=regression).value
-               for log, q in _outcomes(scores, K, theta, gamma))
+    mean = sum(
+        q
+        * estimate_policy_value(
+            log,
+            w,
+            qid=np.zeros(D),
+            position_bias=theta,
+            propensities=rho,
+            estimator=estimator,
+            regression=regression,
+        ).value
+        for log, q in _outcomes(scores, K, theta, gamma)
+    )
     assert mean == pytest.approx(float(w @ gamma), abs=1e-12)
 
 
 def test_policy_value_refuses_rows_the_logger_never_shows():
     log = ClickLog(session=[0, 1], row=[0, 0], rank=[1, 1], click=[1, 0])
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "the new policy observes row 1 (expected observation 0.5) that the logging policy "
-            "never shows (its propensity from propensities is 0.0)")):
-        estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0],
-                              propensities=[1.0, 0.0])
-    with pytest.raises(ValueError, match=re.escape("its propensity from the logged display "
-                                                   "frequencies is 0.0")):
+            "never shows (its propensity from propensities is 0.0)"
+        ),
+    ):
+        estimate_policy_value(
+            log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0], propensities=[1.0, 0.0]
+        )
+    with pytest.raises(
+        ValueError, match=re.escape("its propensity from the logged display frequencies is 0.0")
+    ):
         estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0])
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "policy must hold expected observations in [0, 1] (the probability that a session "
-            "sees the row), but policy[1] is -0.5.")):
+            "sees the row), but policy[1] is -0.5."
+        ),
+    ):
         estimate_policy_value(log, [1.0, -0.5], qid=[0, 0], position_bias=[1.0])
     # a row the new policy never shows needs no propensity
-    v = estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
-                              propensities=[1.0, 0.0])
+    v = estimate_policy_value(
+        log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0], propensities=[1.0, 0.0]
+    )
     assert isinstance(v, PolicyValue) and v.value == 0.5 and v.n_sessions == 2
 
 
@@ -256,10 +326,15 @@ def test_policy_value_intervals_cover_the_truth(estimator):
     n_rep = 200
     for rep in range(n_rep):
         log = _pl_log(logger, y, nq, nd, ns, K, seed=1000 + rep)
-        est = estimate_policy_value(log, w, qid=qid, position_bias=theta, propensities=rho,
-                                    estimator=estimator,
-                                    regression=regression if estimator == "doubly-robust"
-                                    else None)
+        est = estimate_policy_value(
+            log,
+            w,
+            qid=qid,
+            position_bias=theta,
+            propensities=rho,
+            estimator=estimator,
+            regression=regression if estimator == "doubly-robust" else None,
+        )
         lo, hi = est.interval(0.9)
         hits += lo <= truth <= hi
     assert 0.84 <= hits / n_rep <= 0.96, hits
@@ -275,7 +350,7 @@ def _sampled_propensities(scores, K, theta, M):
     for draws in itertools.product(naive.partial_rankings(scores, K), repeat=M):
         rho = np.zeros(len(scores))
         for ranking, _ in draws:
-            rho[list(ranking)] += theta[:len(ranking)]
+            rho[list(ranking)] += theta[: len(ranking)]
         key = tuple(rho / M)
         out[key] = out.get(key, 0.0) + np.prod([p for _, p in draws])
     return [(np.array(rho), p) for rho, p in out.items()]
@@ -284,17 +359,19 @@ def _sampled_propensities(scores, K, theta, M):
 def _logs(scores, K, theta, gamma, S):
     """Every log of S sessions of the logger, with its probability."""
     for parts in itertools.product(list(_outcomes(scores, K, theta, gamma)), repeat=S):
-        log = ClickLog(session=np.concatenate([np.full(len(lg), s) for s, (lg, _) in
-                                               enumerate(parts)]),
-                       row=np.concatenate([lg.row for lg, _ in parts]),
-                       rank=np.concatenate([lg.rank for lg, _ in parts]),
-                       click=np.concatenate([lg.click for lg, _ in parts]))
+        log = ClickLog(
+            session=np.concatenate([np.full(len(lg), s) for s, (lg, _) in enumerate(parts)]),
+            row=np.concatenate([lg.row for lg, _ in parts]),
+            rank=np.concatenate([lg.rank for lg, _ in parts]),
+            click=np.concatenate([lg.click for lg, _ in parts]),
+        )
         yield log, np.prod([q for _, q in parts])
 
 
-@pytest.mark.parametrize(("D", "K", "M", "S"),
-                         [(2, 1, 3, 1), (2, 1, 1, 3), (2, 1, 2, 3), (3, 2, 1, 1), (3, 2, 2, 1),
-                          (4, 2, 1, 1)])
+@pytest.mark.parametrize(
+    ("D", "K", "M", "S"),
+    [(2, 1, 3, 1), (2, 1, 1, 3), (2, 1, 2, 3), (3, 2, 1, 1), (3, 2, 2, 1), (4, 2, 1, 1)],
+)
 def test_pooled_propensities_are_unbiased_but_for_rows_no_ranking_shows(D, K, M, S):
     """Exact enumeration of the M sampled rankings and of the S logged sessions: every reward
     has the expectation of the Notes of click_rewards, gamma (doubly robust: g + (gamma - g))
@@ -330,8 +407,13 @@ def test_pooled_propensities_are_unbiased_but_for_rows_no_ranking_shows(D, K, M,
                 refused += 1
                 continue
             for estimator, r in (("policy-aware", r_pa), ("doubly-robust", r_dr)):
-                v = estimate_policy_value(log, w, estimator=estimator, **pool,
-                                          regression=g if estimator == "doubly-robust" else None)
+                v = estimate_policy_value(
+                    log,
+                    w,
+                    estimator=estimator,
+                    **pool,
+                    regression=g if estimator == "doubly-robust" else None,
+                )
                 assert v.value == pytest.approx(float(w @ r), rel=1e-12, abs=1e-15)
     assert total == pytest.approx(1.0, abs=1e-12)
     assert refused  # the refusal is exercised, and (below) the rows it concerns are biased
@@ -353,23 +435,27 @@ def test_a_clicked_row_that_no_sampled_ranking_shows_gets_a_finite_reward():
     log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 0, 4], rank=[1, 2, 1, 2], click=[1, 0, 0, 1])
     qid, g = np.zeros(nd), np.full(nd, 0.3)
     for kw in ({}, {"estimator": "doubly-robust", "regression": g}):
-        with pytest.raises(ValueError, match=re.escape(
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
                 "propensities must be > 0 for every clicked row, but row 4 has 1 click(s) and "
                 "propensities[4] is 0.0 (a Monte-Carlo estimate such as expected_exposure's: "
                 "give its n_samples as propensity_samples to pool it with the log's displays, "
-                "or the logging policy itself as logging_policy).")):
+                "or the logging policy itself as logging_policy)."
+            ),
+        ):
             click_rewards(log, nd, position_bias=theta, propensities=rho, qid=qid, **kw)
     pool = dict(position_bias=theta, propensities=rho, propensity_samples=M, qid=qid)
     seen = np.array([2.0, 0.5, 0.0, 0.0, 0.5])  # theta summed over each row's displays
     pooled = (M * rho + seen) / (M + 2)
     clicks = np.array([1.0, 0.0, 0.0, 0.0, 1.0])
     r = click_rewards(log, nd, **pool)
-    np.testing.assert_allclose(r, np.divide(clicks, 2 * pooled, out=np.zeros(nd),
-                                            where=pooled > 0))
+    np.testing.assert_allclose(r, np.divide(clicks, 2 * pooled, out=np.zeros(nd), where=pooled > 0))
     assert r[4] == pytest.approx(1 / (2 * 0.5 / (M + 2)))  # 22: its one display in 22 rankings
     r_dr = click_rewards(log, nd, estimator="doubly-robust", regression=g, **pool)
-    np.testing.assert_allclose(r_dr, g + np.divide(clicks - seen * g, 2 * pooled,
-                                                   out=np.zeros(nd), where=pooled > 0))
+    np.testing.assert_allclose(
+        r_dr, g + np.divide(clicks - seen * g, 2 * pooled, out=np.zeros(nd), where=pooled > 0)
+    )
     # the same pooled propensities value a new policy
     w = np.where(pooled > 0, [0.2, 0.3, 0.4, 0.0, 0.6], 0.0)
     v = estimate_policy_value(log, w, **pool)
@@ -378,28 +464,55 @@ def test_a_clicked_row_that_no_sampled_ranking_shows_gets_a_finite_reward():
 
 def test_pooled_propensities_name_their_rules():
     log = ClickLog(session=[0, 1], row=[0, 0], rank=[1, 1], click=[1, 0])
-    for value, rule in ((0, "propensity_samples must be an integer >= 1, but 0 is given."),
-                        (2.5, "propensity_samples must be an integer >= 1, but 2.5 is given.")):
+    for value, rule in (
+        (0, "propensity_samples must be an integer >= 1, but 0 is given."),
+        (2.5, "propensity_samples must be an integer >= 1, but 2.5 is given."),
+    ):
         with pytest.raises(ValueError, match=re.escape(rule)):
-            click_rewards(log, 2, position_bias=[1.0], propensities=[1.0, 0.0], qid=[0, 0],
-                          propensity_samples=value)
+            click_rewards(
+                log,
+                2,
+                position_bias=[1.0],
+                propensities=[1.0, 0.0],
+                qid=[0, 0],
+                propensity_samples=value,
+            )
         with pytest.raises(ValueError, match=re.escape(rule)):
-            estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
-                                  propensities=[1.0, 0.0], propensity_samples=value)
-    alone = ("propensity_samples counts the logging policy's rankings behind propensities, but "
-             "propensities is None (propensity_samples=10).")
+            estimate_policy_value(
+                log,
+                [1.0, 0.0],
+                qid=[0, 0],
+                position_bias=[1.0],
+                propensities=[1.0, 0.0],
+                propensity_samples=value,
+            )
+    alone = (
+        "propensity_samples counts the logging policy's rankings behind propensities, but "
+        "propensities is None (propensity_samples=10)."
+    )
     with pytest.raises(ValueError, match=re.escape(alone)):
         click_rewards(log, 2, position_bias=[1.0], propensity_samples=10)
     with pytest.raises(ValueError, match=re.escape(alone)):
-        estimate_policy_value(log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0],
-                              propensity_samples=10)
+        estimate_policy_value(
+            log, [1.0, 0.0], qid=[0, 0], position_bias=[1.0], propensity_samples=10
+        )
     # a row the new policy observes that neither the samples nor the log show is refused
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "the new policy observes row 1 (expected observation 0.5) that the logging policy "
             "never shows (its propensity from propensities pooled with the log's displays (10 "
-            "sampled rankings per query and the log's sessions) is 0.0)")):
-        estimate_policy_value(log, [1.0, 0.5], qid=[0, 0], position_bias=[1.0],
-                              propensities=[1.0, 0.0], propensity_samples=10)
+            "sampled rankings per query and the log's sessions) is 0.0)"
+        ),
+    ):
+        estimate_policy_value(
+            log,
+            [1.0, 0.5],
+            qid=[0, 0],
+            position_bias=[1.0],
+            propensities=[1.0, 0.0],
+            propensity_samples=10,
+        )
 
 
 def _expected_share(scores, K, theta, S, kappa):
@@ -410,7 +523,7 @@ def _expected_share(scores, K, theta, S, kappa):
     for parts in itertools.product(rankings, repeat=S):
         seen = np.zeros(len(scores))
         for ranking, _ in parts:
-            seen[list(ranking)] += theta[:len(ranking)]
+            seen[list(ranking)] += theta[: len(ranking)]
         share += np.prod([p for _, p in parts]) * seen / (seen + kappa)
     return share
 
@@ -439,42 +552,73 @@ def test_shrunk_doubly_robust_rewards_have_their_exact_expectation(D, K, S, kapp
     assert total == pytest.approx(1.0, abs=1e-12)
     share = _expected_share(scores, K, theta, S, kappa)
     np.testing.assert_allclose(logged, g + (gamma - g) * share, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(policy, g + (gamma - g) * S * rho / (S * rho + kappa),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        policy, g + (gamma - g) * S * rho / (S * rho + kappa), rtol=0, atol=1e-12
+    )
     np.testing.assert_allclose(truth, gamma, rtol=0, atol=1e-12)
     assert np.abs(logged - gamma).max() > 0.01  # a wrong regression's pull is exercised
 
 
 def test_shrunk_doubly_robust_rewards_by_hand():
-    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2],
-                   click=[1, 0, 0, 0])
+    log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 0], rank=[1, 2, 1, 2], click=[1, 0, 0, 0])
     theta = np.array([1.0, 0.5])
     g = np.array([0.2, 0.4, 0.6])
-    r = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust", regression=g,
-                      shrinkage=1.0)
+    r = click_rewards(
+        log, 3, position_bias=theta, estimator="doubly-robust", regression=g, shrinkage=1.0
+    )
     # (clicks + kappa g) / (observation + kappa); row 2 never shown: its regression
     np.testing.assert_allclose(r, [(1 + 0.2) / 2.5, (0 + 0.4) / 2.5, 0.6])
     rho = np.array([0.75, 0.5, 0.25])
-    r = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust", regression=g,
-                      propensities=rho, qid=[7, 7, 7], shrinkage=1.0)
+    r = click_rewards(
+        log,
+        3,
+        position_bias=theta,
+        estimator="doubly-robust",
+        regression=g,
+        propensities=rho,
+        qid=[7, 7, 7],
+        shrinkage=1.0,
+    )
     np.testing.assert_allclose(r, [0.2 + 0.7 / 2.5, 0.4 - 0.6 / 2.0, 0.6])
-    unshrunk = click_rewards(log, 3, position_bias=theta, estimator="doubly-robust",
-                             regression=g, propensities=rho, qid=[7, 7, 7])
-    assert np.array_equal(unshrunk, click_rewards(
-        log, 3, position_bias=theta, estimator="doubly-robust", regression=g, propensities=rho,
-        qid=[7, 7, 7], shrinkage=0))
+    unshrunk = click_rewards(
+        log,
+        3,
+        position_bias=theta,
+        estimator="doubly-robust",
+        regression=g,
+        propensities=rho,
+        qid=[7, 7, 7],
+    )
+    assert np.array_equal(
+        unshrunk,
+        click_rewards(
+            log,
+            3,
+            position_bias=theta,
+            estimator="doubly-robust",
+            regression=g,
+            propensities=rho,
+            qid=[7, 7, 7],
+            shrinkage=0,
+        ),
+    )
 
 
-@pytest.mark.parametrize(("kw", "message"), [
-    (dict(shrinkage=-1.0), "shrinkage must be a finite number >= 0, but -1.0 is given."),
-    (dict(shrinkage=np.nan), "shrinkage must be a finite number >= 0, but nan is given."),
-    (dict(shrinkage="1"), "shrinkage must be a finite number >= 0, but '1' is given."),
-    (dict(shrinkage=True), "shrinkage must be a finite number >= 0, but True is given."),
-    (dict(estimator="policy-aware", shrinkage=1.0),
-     "shrinkage pulls the doubly robust rewards towards their regression and must be 0 with "
-     "estimator 'policy-aware', but 1.0 is given."),
-    (dict(estimator="naive", shrinkage=2), "must be 0 with estimator 'naive', but 2 is given."),
-])
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (dict(shrinkage=-1.0), "shrinkage must be a finite number >= 0, but -1.0 is given."),
+        (dict(shrinkage=np.nan), "shrinkage must be a finite number >= 0, but nan is given."),
+        (dict(shrinkage="1"), "shrinkage must be a finite number >= 0, but '1' is given."),
+        (dict(shrinkage=True), "shrinkage must be a finite number >= 0, but True is given."),
+        (
+            dict(estimator="policy-aware", shrinkage=1.0),
+            "shrinkage pulls the doubly robust rewards towards their regression and must be 0 with "
+            "estimator 'policy-aware', but 1.0 is given.",
+        ),
+        (dict(estimator="naive", shrinkage=2), "must be 0 with estimator 'naive', but 2 is given."),
+    ],
+)
 def test_bad_shrinkage_is_named(kw, message):
     log = ClickLog(session=[0], row=[0], rank=[1], click=[1])
     kw = {"estimator": "doubly-robust", "regression": [0.5, 0.5], **kw}

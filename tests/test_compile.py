@@ -19,10 +19,20 @@ SAID = NOTICE.split("{where}")[0]
 
 
 def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "NUMBA_NUM_THREADS": "1",
-           "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(cache),
+        "NUMBA_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stderr
     return done
 

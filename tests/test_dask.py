@@ -50,25 +50,35 @@ def _data(n_queries=40, seed=0, n_features=5):
 
 
 def _dask(X, y, qid, chunk):
-    return (da.from_array(X, chunks=(chunk, X.shape[1])), da.from_array(y, chunks=chunk),
-            da.from_array(qid, chunks=chunk))
+    return (
+        da.from_array(X, chunks=(chunk, X.shape[1])),
+        da.from_array(y, chunks=chunk),
+        da.from_array(qid, chunks=chunk),
+    )
 
 
 def _spread(client, *arrays):
     """``arrays`` with partition ``i`` held by the ``i mod w``-th of the ``w`` workers."""
     workers = sorted(client.scheduler_info()["workers"])
     return [
-        da.concatenate([client.persist(a.blocks[i], workers=[workers[i % len(workers)]])
-                        for i in range(a.numblocks[0])])
+        da.concatenate(
+            [
+                client.persist(a.blocks[i], workers=[workers[i % len(workers)]])
+                for i in range(a.numblocks[0])
+            ]
+        )
         for a in arrays
     ]
 
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, Client(cluster) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as c,
+    ):
         yield c
 
 
@@ -90,8 +100,11 @@ def test_align_queries_puts_each_query_in_one_partition_keeping_row_order():
     np.testing.assert_array_equal(Xa, X[order])
     np.testing.assert_array_equal(ya, y[order])
     np.testing.assert_array_equal(ca, column[order])
-    with pytest.raises(ValueError, match=r"per-row column 0 of the data must be split into the "
-                                         r"row chunks of X"):
+    with pytest.raises(
+        ValueError,
+        match=r"per-row column 0 of the data must be split into the "
+        r"row chunks of X",
+    ):
         align_queries(Xd, yd, qd, da.from_array(column, chunks=50))
 
 
@@ -177,8 +190,13 @@ def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
     fair = {"K": 3, "N": 8, "seed": 5, "fairness": "group-disparity", "fairness_weight": 2.0}
     whole = plrank_objective(**fair, item_groups=groups)
     local_qid = np.cumsum(np.r_[0, np.diff(keys[rows]) != 0])
-    dlocal = xgboost.DMatrix(X[rows], y[rows], qid=local_qid, label_lower_bound=keys[rows],
-                             label_upper_bound=groups[rows].astype(np.float32))
+    dlocal = xgboost.DMatrix(
+        X[rows],
+        y[rows],
+        qid=local_qid,
+        label_lower_bound=keys[rows],
+        label_upper_bound=groups[rows].astype(np.float32),
+    )
     keyed = keyed_plrank_objective(**fair)
     g, h = whole(preds, xgboost.DMatrix(X, y, qid=qid))
     gl, hl = keyed(preds[rows], dlocal)
@@ -189,10 +207,18 @@ def test_keyed_group_fair_gradients_read_item_groups_from_label_upper_bound():
     no_groups = xgboost.DMatrix(X, y, qid=qid, label_lower_bound=keys)
     with pytest.raises(ValueError, match="needs the item groups of the training rows"):
         keyed_plrank_objective(**fair)(preds, no_groups)
-    halves = xgboost.DMatrix(X, y, qid=qid, label_lower_bound=keys,
-                             label_upper_bound=np.where(groups == 1, 0.5, 0.0).astype(np.float32))
-    with pytest.raises(ValueError, match=r"the item groups of the training DMatrix must hold "
-                                         r"integers, but .*\[\d+\] is 0.5"):
+    halves = xgboost.DMatrix(
+        X,
+        y,
+        qid=qid,
+        label_lower_bound=keys,
+        label_upper_bound=np.where(groups == 1, 0.5, 0.0).astype(np.float32),
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"the item groups of the training DMatrix must hold "
+        r"integers, but .*\[\d+\] is 0.5",
+    ):
         keyed_plrank_objective(**fair)(preds, halves)
 
 
@@ -205,7 +231,7 @@ def test_keyed_lightgbm_form_matches_single_process_gradients():
     g, h = plrank_objective(K=4, N=9, seed=2).lgbm_ranker(y, preds, None, sizes)
     half = int(sizes[:17].sum())
     keyed = keyed_plrank_objective(K=4, N=9, seed=2)
-    rows = np.r_[half:qid.shape[0], 0:half]  # the second partition first
+    rows = np.r_[half : qid.shape[0], 0:half]  # the second partition first
     gl, hl = keyed.lgbm_ranker(y[rows], preds[rows], keys[rows], np.r_[sizes[17:], sizes[:17]])
     np.testing.assert_array_equal(gl, g[rows])
     np.testing.assert_array_equal(hl, h[rows])
@@ -219,8 +245,10 @@ def test_keyed_objective_refuses_missing_or_inconsistent_keys():
     bad = np.searchsorted(np.unique(qid), qid).astype(np.float32)
     bad[1] += 1
     with pytest.raises(ValueError, match="row 1 of the local training data carries the query key"):
-        keyed(np.zeros(qid.shape[0], np.float32),
-              xgboost.DMatrix(X, y, qid=qid, label_lower_bound=bad))
+        keyed(
+            np.zeros(qid.shape[0], np.float32),
+            xgboost.DMatrix(X, y, qid=qid, label_lower_bound=bad),
+        )
 
 
 def _train_pair(field_kwargs):
@@ -263,8 +291,12 @@ class _Recording:
 
         grad, hess = self.objective(preds, dtrain)
         keys = dtrain.get_float_info("label_lower_bound")
-        np.savez(f"{self.folder}/{os.getpid()}-{id(self)}-{self.calls}.npz", keys=keys, grad=grad,
-                 round=self.calls)
+        np.savez(
+            f"{self.folder}/{os.getpid()}-{id(self)}-{self.calls}.npz",
+            keys=keys,
+            grad=grad,
+            round=self.calls,
+        )
         self.calls += 1
         return grad, hess
 
@@ -312,8 +344,12 @@ class _RecordingLGBM:
         import os
 
         grad, hess = self.objective.lgbm_ranker(y_true, y_pred, weight, group)
-        np.savez(f"{self.folder}/{os.getpid()}-{id(self)}-{self.calls}.npz", keys=weight,
-                 grad=grad, round=self.calls)
+        np.savez(
+            f"{self.folder}/{os.getpid()}-{id(self)}-{self.calls}.npz",
+            keys=weight,
+            grad=grad,
+            round=self.calls,
+        )
         self.calls += 1
         return grad, hess
 
@@ -326,28 +362,38 @@ def test_lightgbm_dask_gradients_equal_single_process(client, tmp_path, chunk):
     Xa, ya, qa = _spread(client, Xa, ya, qa)
     d = _queries(Xa, ya, qa, where="training data", gain="exp")
     model = lightgbm.DaskLGBMRanker(
-        client=client, objective=_RecordingLGBM(str(tmp_path), K=5, N=11, seed=9),
-        n_estimators=2, verbose=-1, min_child_samples=2,
+        client=client,
+        objective=_RecordingLGBM(str(tmp_path), K=5, N=11, seed=9),
+        n_estimators=2,
+        verbose=-1,
+        min_child_samples=2,
     )
     model.fit(d.X, d.y, sample_weight=d.keys, group=d.sizes)
     workers = {f.name.split("-")[0] for f in tmp_path.glob("*.npz")}
     assert len(workers) == (1 if chunk == 10_000 else 2)
     _, ys, qs = _sorted(X, y, qid)
     sizes = np.unique(qs, return_counts=True)[1]
-    grad, _ = plrank_objective(K=5, N=11, seed=9).lgbm_ranker(ys, np.zeros(qs.shape[0]), None, sizes)
+    grad, _ = plrank_objective(K=5, N=11, seed=9).lgbm_ranker(
+        ys, np.zeros(qs.shape[0]), None, sizes
+    )
     np.testing.assert_array_equal(_recorded_round(tmp_path, 0), grad)
 
 
 def test_fit_refuses_split_queries_missing_ids_and_bad_chunks(client):
     X, y, qid = _data()
     Xd, yd, qd = _dask(X, y, qid, 97)
-    with pytest.raises(ValueError, match=r"query id \d+ of the training data has rows in partitions"):
+    with pytest.raises(
+        ValueError, match=r"query id \d+ of the training data has rows in partitions"
+    ):
         DaskPLRankRanker(n_estimators=2).fit(Xd, yd, group=qd)
     with pytest.raises(ValueError, match="the training data has no query ids"):
         DaskPLRankRanker(n_estimators=2).fit(Xd, yd)
     for bad in [(Xd, yd.rechunk(50), qd), (Xd.rechunk((50, 5)), yd, qd), (Xd, yd, qd.rechunk(60))]:
-        with pytest.raises(ValueError, match=r"training data must be split into the same row "
-                                             r"chunks.*align_queries"):
+        with pytest.raises(
+            ValueError,
+            match=r"training data must be split into the same row "
+            r"chunks.*align_queries",
+        ):
             DaskPLRankRanker(n_estimators=2).fit(bad[0], bad[1], group=bad[2])
     Xa, ya, qa = align_queries(Xd, yd, qd)
     with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y, qid\)"):
@@ -372,9 +418,13 @@ def test_group_fair_fit_refuses_item_groups_that_break_the_rules(client):
         DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa, item_groups=ga)
     with pytest.raises(ValueError, match="not supported with backend='lightgbm' on Dask"):
         DaskPLRankRanker(n_estimators=2, fairness="group-disparity", backend="lightgbm").fit(
-            Xa, ya, group=qa, item_groups=ga)
-    with pytest.raises(ValueError, match=r"item_groups of the training data \(distinct values\) "
-                                         r"must be >= 0"):
+            Xa, ya, group=qa, item_groups=ga
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"item_groups of the training data \(distinct values\) "
+        r"must be >= 0",
+    ):
         fair.fit(Xa, ya, group=qa, item_groups=ga - 1)
     with pytest.raises(ValueError, match=r"must hold two or more distinct groups"):
         fair.fit(Xa, ya, group=qa, item_groups=ga * 0)
@@ -385,10 +435,18 @@ def test_group_fair_fit_refuses_item_groups_that_break_the_rules(client):
 @pytest.mark.parametrize(
     ("label", "gain", "message"),
     [
-        (-1.0, "exp", r"labels of the training data must be finite and >= 0, but the smallest is -1"),
+        (
+            -1.0,
+            "exp",
+            r"labels of the training data must be finite and >= 0, but the smallest is -1",
+        ),
         (np.inf, "linear", r"labels of the training data must be finite, but the largest is inf"),
-        (32.0, "exp", r"labels of the training data must be <= 31 with the exponential gain "
-                      r"2\*\*label - 1, but the largest is 32.0; use gain='linear'"),
+        (
+            32.0,
+            "exp",
+            r"labels of the training data must be <= 31 with the exponential gain "
+            r"2\*\*label - 1, but the largest is 32.0; use gain='linear'",
+        ),
     ],
 )
 def test_dask_labels_that_break_the_gain_rule_are_refused(label, gain, message):
@@ -412,8 +470,10 @@ def _hide_gbdt_plrank():
     import sys
 
     def holds(path):
-        return any(d.metadata["Name"] == "gbdt_plrank"
-                   for d in importlib.metadata.distributions(path=[path]))
+        return any(
+            d.metadata["Name"] == "gbdt_plrank"
+            for d in importlib.metadata.distributions(path=[path])
+        )
 
     hidden = {i: p for i, p in enumerate(sys.path) if holds(p)}
     sys.path[:] = [p for i, p in enumerate(sys.path) if i not in hidden]
@@ -434,8 +494,11 @@ def test_a_worker_without_gbdt_plrank_is_named_before_training(client):
     hidden = client.run(_hide_gbdt_plrank, workers=[worker])[worker]
     try:
         assert hidden
-        with pytest.raises(RuntimeError, match=rf"Dask worker {worker} has no gbdt_plrank "
-                                               rf"installed.*install gbdt_plrank==0.1.0 on every"):
+        with pytest.raises(
+            RuntimeError,
+            match=rf"Dask worker {worker} has no gbdt_plrank "
+            rf"installed.*install gbdt_plrank==0.1.0 on every",
+        ):
             DaskPLRankRanker(n_estimators=2).fit(Xa, ya, group=qa)
     finally:
         client.run(_restore_gbdt_plrank, hidden, workers=[worker])
@@ -444,10 +507,14 @@ def test_a_worker_without_gbdt_plrank_is_named_before_training(client):
 
 def test_lightgbm_refuses_early_stopping_before_any_work():
     X, y, qid = _data(n_queries=5)
-    with pytest.raises(ValueError, match=r"early_stopping_rounds=3 is not supported with "
-                                         r"backend='lightgbm': lightgbm.dask has no early"):
-        DaskPLRankRanker(backend="lightgbm").fit(*_dask(X, y, qid, 20), early_stopping_rounds=3,
-                                                 eval_set=[_dask(X, y, qid, 20)])
+    with pytest.raises(
+        ValueError,
+        match=r"early_stopping_rounds=3 is not supported with "
+        r"backend='lightgbm': lightgbm.dask has no early",
+    ):
+        DaskPLRankRanker(backend="lightgbm").fit(
+            *_dask(X, y, qid, 20), early_stopping_rounds=3, eval_set=[_dask(X, y, qid, 20)]
+        )
 
 
 def test_policy_stopping_is_refused_before_any_work():
@@ -464,8 +531,9 @@ def test_default_early_stopping_watches_ndcg(client):
     X, y, qid = _data(n_queries=60)
     Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
     for min_rounds, first in (("auto", 3), (12, 11)):  # "auto": ceil(2 / 0.5) = 4 rounds
-        ranker = DaskPLRankRanker(K=5, N=20, n_estimators=40, learning_rate=0.5, random_state=0,
-                                  min_rounds=min_rounds)
+        ranker = DaskPLRankRanker(
+            K=5, N=20, n_estimators=40, learning_rate=0.5, random_state=0, min_rounds=min_rounds
+        )
         ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)], early_stopping_rounds=2)
         curve = ranker.evals_result_["valid_0"]["ndcg@5"]
         assert ranker.best_iteration_ == first + int(np.argmax(curve[first:]))
@@ -479,8 +547,7 @@ def test_fit_predict_to_local(client, backend):
     # Both workers hold rows: XGBoost's metric over a cluster with an empty worker is not the
     # metric of the data (CI caught 0.7903 reported for a model whose NDCG@5 is 0.7868).
     Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 200)))
-    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, n_jobs=1,
-                              random_state=0)
+    ranker = DaskPLRankRanker(backend=backend, K=5, N=20, n_estimators=5, n_jobs=1, random_state=0)
     with warnings.catch_warnings():  # LightGBM's "Parameter n_jobs will be ignored" among them
         warnings.filterwarnings("error", "Parameter .* will be ignored")
         ranker.fit(Xa, ya, group=qa, eval_set=[(Xa, ya, qa)])
@@ -554,8 +621,10 @@ def test_mq2008_two_workers_within_seed_spread_of_single_machine(mq2008, mq2008_
     single_means, two_means = np.mean(single, axis=1), np.mean(two, axis=1)
     spread = single_means.std(ddof=1)
     test = paired(dict(enumerate(np.mean(two, axis=0))), dict(enumerate(np.mean(single, axis=0))))
-    print(f"single machine {np.round(single_means, 4)}, 2 workers {np.round(two_means, 4)}, "
-          f"paired {test}")
+    print(
+        f"single machine {np.round(single_means, 4)}, 2 workers {np.round(two_means, 4)}, "
+        f"paired {test}"
+    )
     assert abs(two_means.mean() - single_means.mean()) <= spread
     assert test.verdict == "level"
 
@@ -584,17 +653,28 @@ def test_group_fair_two_workers_train_the_single_machine_model(client):
     workers: with exact sketches the 2-worker group-fair model is the one-process model."""
     X, y, qid = _data(n_queries=60)
     groups = np.where(_item_groups(X) == 1, 7, 3)
-    Xa, ya, qa, ga = _spread(client, *align_queries(*_dask(X, y, qid, 200),
-                                                   da.from_array(groups, chunks=200)))
+    Xa, ya, qa, ga = _spread(
+        client, *align_queries(*_dask(X, y, qid, 200), da.from_array(groups, chunks=200))
+    )
     distinct = max(np.unique(X[:, j]).shape[0] for j in range(X.shape[1]))
-    options = {"K": 5, "N": 20, "n_estimators": 5, "random_state": 0, "n_jobs": 1,
-               "fairness": "group-disparity", "fairness_weight": 3.0,
-               "params": {"max_bin": -(-distinct // 8)}}
+    options = {
+        "K": 5,
+        "N": 20,
+        "n_estimators": 5,
+        "random_state": 0,
+        "n_jobs": 1,
+        "fairness": "group-disparity",
+        "fairness_weight": 3.0,
+        "params": {"max_bin": -(-distinct // 8)},
+    }
     single = PLRankRanker(**options).fit(X, y, group=qid, item_groups=groups).predict(X)
     two = DaskPLRankRanker(**options).fit(Xa, ya, group=qa, item_groups=ga)
     np.testing.assert_array_equal(two.to_local().predict(X), single)
-    relevance = PLRankRanker(**{**options, "fairness": None, "fairness_weight": 1.0}).fit(
-        X, y, group=qid).predict(X)
+    relevance = (
+        PLRankRanker(**{**options, "fairness": None, "fairness_weight": 1.0})
+        .fit(X, y, group=qid)
+        .predict(X)
+    )
     assert not np.allclose(single, relevance)
 
 

@@ -185,13 +185,16 @@ def test_mslr_sample_is_bundled_as_one_split() -> None:
         assert np.all(np.diff(split.qid) >= 0)
         assert set(np.unique(split.y)) <= {0.0, 1.0, 2.0, 3.0, 4.0}
     np.testing.assert_array_equal(np.bincount(data.test.y.astype(int)), [1023, 604, 243, 20, 10])
-    with pytest.raises(ValueError, match="fold must be 1 for 'mslr-sample', a bundled dataset of "
-                                         "one split, but 2 is given"):
+    with pytest.raises(
+        ValueError,
+        match="fold must be 1 for 'mslr-sample', a bundled dataset of one split, but 2 is given",
+    ):
         load_dataset("mslr-sample", fold=2)
 
 
 @pytest.mark.parametrize(
-    ("line", "what"), [("1 qid:2 1:0.5 2:inf", "feature 2 is inf"), ("nan qid:2 1:0.5", "label is nan")]
+    ("line", "what"),
+    [("1 qid:2 1:0.5 2:inf", "feature 2 is inf"), ("nan qid:2 1:0.5", "label is nan")],
 )
 def test_a_non_finite_value_names_the_file_the_line_and_the_feature(tmp_path, line, what):
     _write(tmp_path / "train.txt", ["1 qid:1 1:0.5", "0 qid:1 1:0.1"])

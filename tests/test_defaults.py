@@ -57,8 +57,11 @@ def _public() -> dict[str, Callable[..., object]]:
         from gbdt_plrank.dask import DaskPLRankRanker, keyed_plrank_objective
     except ImportError:  # the dask extra
         return out
-    return {**out, "keyed_plrank_objective": keyed_plrank_objective,
-            "DaskPLRankRanker": DaskPLRankRanker}
+    return {
+        **out,
+        "keyed_plrank_objective": keyed_plrank_objective,
+        "DaskPLRankRanker": DaskPLRankRanker,
+    }
 
 
 #: Options a signature leaves out, and why.
@@ -80,7 +83,9 @@ OWN_DEFAULTS = {("plrank_grad_hess_from_rankings", "hessian"): "raw"}
 def test_every_public_signature_takes_each_options_default_from_plrank_options(name):
     signature = inspect.signature(_public()[name])
     expected = set(OPTIONS) - ABSENT.get(name, set())
-    assert expected <= set(signature.parameters), f"{name} lacks {expected - set(signature.parameters)}"
+    assert expected <= set(signature.parameters), (
+        f"{name} lacks {expected - set(signature.parameters)}"
+    )
     for option in expected:
         default = OWN_DEFAULTS.get((name, option), PLRankOptions.model_fields[option].default)
         got = signature.parameters[option].default
@@ -92,8 +97,10 @@ def _documented_default(doc: str, option: str) -> str | None:
     return None if match is None else match[1].strip()
 
 
-@pytest.mark.parametrize("name", ["plrank_objective", "plrank_grad_hess", "PLRankRanker",
-                                  "PLRankMLPRanker", "PLRankOptions"])
+@pytest.mark.parametrize(
+    "name",
+    ["plrank_objective", "plrank_grad_hess", "PLRankRanker", "PLRankMLPRanker", "PLRankOptions"],
+)
 def test_the_documented_defaults_are_the_options_defaults(name):
     obj = PLRankOptions if name == "PLRankOptions" else _public()[name]
     doc = inspect.getdoc(obj)
@@ -131,7 +138,9 @@ def test_N_auto_is_50_without_fairness_and_100_with_it():
     assert PLRankOptions.checked(K=10).training_N == 50
     assert PLRankOptions.checked(K=10, fairness="group-disparity").training_N == 100
     assert PLRankOptions.checked(K=10, fairness="disparity", N=7).training_N == 7
-    assert PLRankOptions.checked(K=10, N="auto", fairness="expected-exposure").resolved()["N"] == 100
+    assert (
+        PLRankOptions.checked(K=10, N="auto", fairness="expected-exposure").resolved()["N"] == 100
+    )
     assert PLRankRanker(fairness="group-disparity")._options().training_N == 100
     with pytest.raises(ValueError, match='N must be "auto" or an integer >= 1'):
         PLRankOptions.checked(K=10, N="many")
@@ -212,10 +221,14 @@ def test_each_documented_configuration_still_resolves_to_the_options_its_results
     assert _resolved(_load(config).trained_options()) == _recorded(DOCUMENTED[config])
 
 
-@pytest.mark.parametrize(("folder", "fairness"), [
-    ("fairness_group", "group-disparity"), ("fairness_ee", "expected-exposure"),
-    ("fairness_disparity", "disparity"),
-])
+@pytest.mark.parametrize(
+    ("folder", "fairness"),
+    [
+        ("fairness_group", "group-disparity"),
+        ("fairness_ee", "expected-exposure"),
+        ("fairness_disparity", "disparity"),
+    ],
+)
 def test_the_documented_fair_frontiers_were_trained_at_the_defaults_users_get(folder, fairness):
     """The fair curve of each weight is ``PLRankRanker(K=10, fairness=, fairness_weight=w)``."""
     fair = {name: o for name, o in _recorded(folder).items() if name.startswith("plrank-fair")}
@@ -235,7 +248,8 @@ def test_the_clicks_main_comparison_differs_from_the_defaults_only_where_its_pag
         "on labels": PLRankOptions.checked(K=5, N=30).resolved(),
     }
     assert load_clicks_config(ROOT / "configs/clicks-mq2008.toml").trees.patience_rate == (
-        PATIENCE_RATE)
+        PATIENCE_RATE
+    )
     page = (ROOT / "docs/guide/clicks.md").read_text()
     assert "`N = 30`" in page and '`hessian="auto"`' in page
 
@@ -252,19 +266,29 @@ def test_a_group_fair_ranker_at_the_defaults_is_fairer_than_the_post_hoc_policie
     from gbdt_plrank.harness.frontier.run import run_frontier
 
     overrides = {
-        "folds": [3], "out": str(tmp_path), "fairness_weights": [1], "n_samples": 200,
-        "temperatures": [0.25, 0.5, 1, 2], "group_offsets": [0, 1], "trees.rounds": 150,
+        "folds": [3],
+        "out": str(tmp_path),
+        "fairness_weights": [1],
+        "n_samples": 200,
+        "temperatures": [0.25, 0.5, 1, 2],
+        "group_offsets": [0, 1],
+        "trees.rounds": 150,
         "trees.n_jobs": 2,
     }
     config = load_frontier_config(ROOT / "configs/fairness_group.toml", overrides=overrides)
     fair_options = config.trained_options()["plrank-fair w=1"]
-    assert fair_options.resolved() == PLRankRanker(
-        K=10, fairness="group-disparity", fairness_weight=1.0)._options().resolved()
+    assert (
+        fair_options.resolved()
+        == PLRankRanker(K=10, fairness="group-disparity", fairness_weight=1.0)._options().resolved()
+    )
     store = run_frontier(config, echo=lambda _: None)
     points = [p.row() for p in pool(store, config) if p.split == "test"]
     fair = next(p for p in points if p["curve"] == "plrank-fair" and p["temperature"] == 0)
-    post_hoc = [p for p in points if p["curve"] in ("lambdamart", "lambdarank", "plrank")
-                and p["ndcg"] >= fair["ndcg"]]
+    post_hoc = [
+        p
+        for p in points
+        if p["curve"] in ("lambdamart", "lambdarank", "plrank") and p["ndcg"] >= fair["ndcg"]
+    ]
     assert post_hoc, "no post-hoc policy as relevant as the fair one"
     floor = min(p["group_disparity"] for p in post_hoc)
     assert fair["group_disparity"] < floor, (fair, floor)

@@ -58,10 +58,10 @@ def test_pool_groups_against_numpy(n_a, n_b):
     g_a, g_b = rng.normal(size=n), rng.normal(size=n)
     h_a = exact + 0.2 * rng.normal(size=n)
     h_b = exact + 0.2 * rng.normal(size=n)
-    h_a[ptr[2]:ptr[3]] = h_b[ptr[2]:ptr[3]] = 0.0  # S = 0
+    h_a[ptr[2] : ptr[3]] = h_b[ptr[2] : ptr[3]] = 0.0  # S = 0
     noise = rng.normal(size=sizes[3])  # halves of opposite signs: S - V < S / 100
-    h_a[ptr[3]:ptr[4]] = noise * n_b
-    h_b[ptr[3]:ptr[4]] = -noise * n_a + 1e-3 * rng.normal(size=sizes[3])
+    h_a[ptr[3] : ptr[4]] = noise * n_b
+    h_b[ptr[3] : ptr[4]] = -noise * n_a + 1e-3 * rng.normal(size=sizes[3])
     grad, hess = np.empty(n), np.empty(n)
     _kernels.pool_groups(g_a, h_a, g_b, h_b, ptr, n_a, n_b, grad, hess)
     ref_g, ref_h, kappas = _pooled_reference((g_a, h_a), (g_b, h_b), n_a, n_b, ptr)
@@ -69,7 +69,7 @@ def test_pool_groups_against_numpy(n_a, n_b):
     np.testing.assert_allclose(hess, ref_h, rtol=1e-12, atol=1e-15)
     assert kappas[1] == kappas[2] == 1.0 and kappas[3] == 10.0
     assert np.all((kappas[[0, 5, 6]] > 1.0) & (kappas[[0, 5, 6]] < 10.0)), kappas
-    assert np.all(hess[ptr[2]:ptr[3]] == 0.0)
+    assert np.all(hess[ptr[2] : ptr[3]] == 0.0)
 
 
 def _queries(seed, sizes, K=4):
@@ -90,21 +90,32 @@ def test_denoised_is_the_pooled_mean_of_two_raw_halves(N):
     scores, labels, ptr, metric, rho = _queries(1, [6, 1, 12, 0, 30, 4])
     keys = np.array([3, 0, 9, 1, 2**33, 5], dtype=np.int64)
     n_a = N // 2
-    half_a = estimate(scores, rho, ptr, metric, hessian="raw", N=n_a, round_=2, keys=keys,
-                      **OPTIONS)
-    half_b = estimate(scores, rho, ptr, metric, hessian="raw", N=N - n_a, round_=HALF_B_ROUND + 2,
-                      keys=keys, **OPTIONS)
-    grad, hess = estimate(scores, rho, ptr, metric, hessian="denoised", N=N, round_=2, keys=keys,
-                          **OPTIONS)
+    half_a = estimate(
+        scores, rho, ptr, metric, hessian="raw", N=n_a, round_=2, keys=keys, **OPTIONS
+    )
+    half_b = estimate(
+        scores,
+        rho,
+        ptr,
+        metric,
+        hessian="raw",
+        N=N - n_a,
+        round_=HALF_B_ROUND + 2,
+        keys=keys,
+        **OPTIONS,
+    )
+    grad, hess = estimate(
+        scores, rho, ptr, metric, hessian="denoised", N=N, round_=2, keys=keys, **OPTIONS
+    )
     ref_g, ref_h, kappas = _pooled_reference(half_a, half_b, n_a, N - n_a, ptr)
     np.testing.assert_allclose(grad, ref_g, rtol=1e-12, atol=1e-16)
-    np.testing.assert_allclose(hess, finish_hessian(ref_h, "abs", grad=ref_g, group_ptr=ptr),
-                               rtol=1e-12, atol=1e-16)
+    np.testing.assert_allclose(
+        hess, finish_hessian(ref_h, "abs", grad=ref_g, group_ptr=ptr), rtol=1e-12, atol=1e-16
+    )
     assert np.all(hess >= 0) and np.any(kappas > 1.0)
     assert not np.allclose(half_a[0], half_b[0])  # the halves are other rankings
     # the public function: seed, round 0, the queries' indices as keys
-    public = plrank_grad_hess(scores, labels, ptr, K=4, N=N, hessian="denoised", seed=4,
-                              n_jobs=1)
+    public = plrank_grad_hess(scores, labels, ptr, K=4, N=N, hessian="denoised", seed=4, n_jobs=1)
     same = estimate(scores, rho, ptr, metric, hessian="denoised", N=N, round_=0, **OPTIONS)
     for a, b in zip(public, same, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -115,8 +126,9 @@ def test_from_rankings_splits_them_first_half_and_rest():
     scores, labels = rng.normal(size=7), np.array([0, 1, 3, 0, 2, 0, 1.0])
     rankings = np.array([rng.permutation(7)[:3] for _ in range(5)])
     grad, hess = plrank_grad_hess_from_rankings(scores, labels, rankings, K=3, hessian="denoised")
-    halves = [plrank_grad_hess_from_rankings(scores, labels, r, K=3) for r in
-              (rankings[:2], rankings[2:])]
+    halves = [
+        plrank_grad_hess_from_rankings(scores, labels, r, K=3) for r in (rankings[:2], rankings[2:])
+    ]
     ptr = np.array([0, 7])
     ref_g, ref_h, kappas = _pooled_reference(*halves, 2, 3, ptr)
     np.testing.assert_allclose(grad, ref_g, rtol=1e-12, atol=1e-16)
@@ -124,7 +136,9 @@ def test_from_rankings_splits_them_first_half_and_rest():
     assert kappas[0] > 1.0
     # the pooled gradient is that of all the rankings at once
     np.testing.assert_allclose(
-        grad, plrank_grad_hess_from_rankings(scores, labels, rankings, K=3)[0], rtol=1e-12,
+        grad,
+        plrank_grad_hess_from_rankings(scores, labels, rankings, K=3)[0],
+        rtol=1e-12,
         atol=1e-16,
     )
 
@@ -140,8 +154,16 @@ def test_denoised_gradient_is_unbiased(noise):
     rho, theta = naive.rewards(labels, K=K)
     _, g_exact, _ = naive.exact_derivatives(scores, rho, theta[:K])
     ptr = np.arange(0, D * copies + 1, D)
-    g, _ = plrank_grad_hess(np.tile(scores, copies), np.tile(labels, copies), ptr, K=K, N=5,
-                            hessian="denoised", noise=noise, seed=8)
+    g, _ = plrank_grad_hess(
+        np.tile(scores, copies),
+        np.tile(labels, copies),
+        ptr,
+        K=K,
+        N=5,
+        hessian="denoised",
+        noise=noise,
+        seed=8,
+    )
     per_copy = g.reshape(copies, D)
     z = (per_copy.mean(axis=0) + g_exact) / (per_copy.std(axis=0, ddof=1) / np.sqrt(copies))
     assert np.all(np.abs(z) < 5), z
@@ -156,10 +178,12 @@ def test_halves_are_deterministic_and_do_not_depend_on_the_partition():
     whole = estimate(scores, rho, ptr, metric, keys=keys, **run)
     again = estimate(scores, rho, ptr, metric, keys=keys, **run)
     cut = 3
-    first = estimate(scores[: ptr[cut]], rho[: ptr[cut]], ptr[: cut + 1], metric,
-                     keys=keys[:cut], **run)
-    second = estimate(scores[ptr[cut]:], rho[ptr[cut]:], ptr[cut:] - ptr[cut], metric,
-                      keys=keys[cut:], **run)
+    first = estimate(
+        scores[: ptr[cut]], rho[: ptr[cut]], ptr[: cut + 1], metric, keys=keys[:cut], **run
+    )
+    second = estimate(
+        scores[ptr[cut] :], rho[ptr[cut] :], ptr[cut:] - ptr[cut], metric, keys=keys[cut:], **run
+    )
     for w, a, x, y in zip(whole, again, first, second, strict=True):
         np.testing.assert_array_equal(w, a)
         np.testing.assert_array_equal(w, np.concatenate([x, y]))
@@ -186,8 +210,16 @@ def test_denoised_hessian_is_nearer_the_exact_curvature_than_abs():
     ptr = np.arange(0, D * copies + 1, D)
     sums = {}
     for mode in ("abs", "denoised"):
-        _, h = plrank_grad_hess(np.tile(scores, copies), np.tile(labels, copies), ptr, K=K, N=10,
-                                hessian=mode, seed=1, n_jobs=1)
+        _, h = plrank_grad_hess(
+            np.tile(scores, copies),
+            np.tile(labels, copies),
+            ptr,
+            K=K,
+            N=10,
+            hessian=mode,
+            seed=1,
+            n_jobs=1,
+        )
         sums[mode] = h.reshape(copies, D).sum(axis=1).mean()
     assert sums["abs"] > 1.4 * exact, (sums, exact)
     assert abs(sums["denoised"] - exact) < abs(sums["abs"] - exact) / 3, (sums, exact)
@@ -211,12 +243,23 @@ def test_with_fairness_each_half_is_cross_fitted():
     rho = options.judged.rewards(labels, ptr)
     terms = fair.terms(labels, ptr, options.judged.theta(ptr), gain="exp", item_groups=None)
     halves = [
-        estimate(scores, rho, ptr, metric, hessian="raw", N=4, round_=r, fairness=fair,
-                 terms=terms, **OPTIONS)
+        estimate(
+            scores,
+            rho,
+            ptr,
+            metric,
+            hessian="raw",
+            N=4,
+            round_=r,
+            fairness=fair,
+            terms=terms,
+            **OPTIONS,
+        )
         for r in (0, HALF_B_ROUND)
     ]
-    grad, hess = plrank_grad_hess(scores, labels, ptr, K=4, N=8, hessian="denoised",
-                                  fairness="disparity", seed=4, n_jobs=1)
+    grad, hess = plrank_grad_hess(
+        scores, labels, ptr, K=4, N=8, hessian="denoised", fairness="disparity", seed=4, n_jobs=1
+    )
     expected = pool_halves(*halves, 4, 4, ptr)
     np.testing.assert_allclose(grad, expected[0], rtol=1e-12, atol=1e-16)
     np.testing.assert_allclose(hess, expected[1], rtol=1e-12, atol=1e-16)
@@ -226,18 +269,40 @@ def test_xgboost_and_lightgbm_learn_with_it(data):
     X, y, qid, sizes = data
     dtrain = xgb.DMatrix(X, y, qid=qid)
     res: dict = {}
-    params = {"tree_method": "hist", "base_score": 0.0, "eval_metric": "ndcg@5", "max_depth": 3,
-              "eta": 0.3, "nthread": 1}
-    xgb.train(params, dtrain, 10, obj=plrank_objective(K=5, N=20, hessian="denoised", n_jobs=1),
-              evals=[(dtrain, "train")], evals_result=res, verbose_eval=False)
+    params = {
+        "tree_method": "hist",
+        "base_score": 0.0,
+        "eval_metric": "ndcg@5",
+        "max_depth": 3,
+        "eta": 0.3,
+        "nthread": 1,
+    }
+    xgb.train(
+        params,
+        dtrain,
+        10,
+        obj=plrank_objective(K=5, N=20, hessian="denoised", n_jobs=1),
+        evals=[(dtrain, "train")],
+        evals_result=res,
+        verbose_eval=False,
+    )
     curve = res["train"]["ndcg@5"]
     assert curve[-1] > curve[0] + 0.05
     res = {}
     train = lgb.Dataset(X, y, group=sizes)
     lgb.train(
-        {"objective": plrank_objective(K=5, N=20, hessian="denoised", n_jobs=1), "metric": "ndcg",
-         "eval_at": [5], "verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1},
-        train, 10, valid_sets=[train], callbacks=[lgb.record_evaluation(res)],
+        {
+            "objective": plrank_objective(K=5, N=20, hessian="denoised", n_jobs=1),
+            "metric": "ndcg",
+            "eval_at": [5],
+            "verbosity": -1,
+            "min_data_in_leaf": 5,
+            "num_threads": 1,
+        },
+        train,
+        10,
+        valid_sets=[train],
+        callbacks=[lgb.record_evaluation(res)],
     )
     curve = res["training"]["ndcg@5"]
     assert curve[-1] > curve[0] + 0.05
@@ -249,21 +314,36 @@ def test_xgboost_and_lightgbm_learn_with_it(data):
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda s, y, p: plrank_grad_hess(s, y, p, N=1, hessian="denoised"),
-         r"N must be >= 2 with hessian='denoised' \(it estimates from two halves of the N "
-         r"rankings\), but 1 is given"),
-        (lambda s, y, p: plrank_grad_hess(s, y, p, N=3, hessian="denoised", fairness="disparity"),
-         "N must be >= 4 with hessian='denoised'"),
-        (lambda s, y, p: plrank_grad_hess_from_rankings(s[:4], y[:4], np.array([[0, 1, 2, 3]]),
-                                                        hessian="denoised"),
-         r"N must be >= 2 with hessian='denoised'"),
-        (lambda s, y, p: plrank_grad_hess_from_rankings(s[:4], y[:4], np.zeros((0, 4), int),
-                                                        hessian="denoised", fairness="disparity"),
-         r"rankings must have shape \(N >= 4, min\(K, D\) = 4\), but has shape \(0, 4\) "
-         r"\(halved by hessian='denoised', then by fairness\)"),
-        (lambda s, y, p: PLRankRanker(N=1, hessian="denoised").fit(s[:, None], y, np.repeat(
-            [0, 1], np.diff(p))),
-         "N must be >= 2 with hessian='denoised'"),
+        (
+            lambda s, y, p: plrank_grad_hess(s, y, p, N=1, hessian="denoised"),
+            r"N must be >= 2 with hessian='denoised' \(it estimates from two halves of the N "
+            r"rankings\), but 1 is given",
+        ),
+        (
+            lambda s, y, p: plrank_grad_hess(
+                s, y, p, N=3, hessian="denoised", fairness="disparity"
+            ),
+            "N must be >= 4 with hessian='denoised'",
+        ),
+        (
+            lambda s, y, p: plrank_grad_hess_from_rankings(
+                s[:4], y[:4], np.array([[0, 1, 2, 3]]), hessian="denoised"
+            ),
+            r"N must be >= 2 with hessian='denoised'",
+        ),
+        (
+            lambda s, y, p: plrank_grad_hess_from_rankings(
+                s[:4], y[:4], np.zeros((0, 4), int), hessian="denoised", fairness="disparity"
+            ),
+            r"rankings must have shape \(N >= 4, min\(K, D\) = 4\), but has shape \(0, 4\) "
+            r"\(halved by hessian='denoised', then by fairness\)",
+        ),
+        (
+            lambda s, y, p: PLRankRanker(N=1, hessian="denoised").fit(
+                s[:, None], y, np.repeat([0, 1], np.diff(p))
+            ),
+            "N must be >= 2 with hessian='denoised'",
+        ),
     ],
 )
 def test_too_few_rankings_are_refused(call, message):
@@ -281,14 +361,17 @@ def test_auto_is_denoised_without_fairness_and_abs_with_it_or_one_ranking():
         assert PLRankOptions.checked(K=5, hessian=mode).training_hessian == mode
     assert PLRankOptions.checked(K=5).resolved()["hessian"] == "denoised"
     scores, labels, ptr, _, _ = _queries(3, [4, 9, 30])
-    est = {mode: plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=1, hessian=mode)
-           for mode in ("auto", "denoised", "abs")}
+    est = {
+        mode: plrank_grad_hess(scores, labels, ptr, K=5, N=20, seed=1, hessian=mode)
+        for mode in ("auto", "denoised", "abs")
+    }
     np.testing.assert_array_equal(np.stack(est["auto"]), np.stack(est["denoised"]))
     assert not np.array_equal(est["auto"][1], est["abs"][1])
     fair = dict(K=5, N=20, seed=1, fairness="disparity")
-    np.testing.assert_array_equal(np.stack(plrank_grad_hess(scores, labels, ptr, **fair)),
-                                  np.stack(plrank_grad_hess(scores, labels, ptr, hessian="abs",
-                                                            **fair)))
+    np.testing.assert_array_equal(
+        np.stack(plrank_grad_hess(scores, labels, ptr, **fair)),
+        np.stack(plrank_grad_hess(scores, labels, ptr, hessian="abs", **fair)),
+    )
     # from given rankings, "auto" reads their number: one ranking is "abs", not refused
     one = np.array([[0, 1, 2, 3]])
     np.testing.assert_array_equal(
@@ -299,19 +382,25 @@ def test_auto_is_denoised_without_fairness_and_abs_with_it_or_one_ranking():
 
 def test_the_default_objective_trains_as_denoised_inside_the_boosters(data):
     X, y, qid, sizes = data
-    params = {"tree_method": "hist", "base_score": 0.0, "max_depth": 3, "eta": 0.3,
-              "nthread": 1}
+    params = {"tree_method": "hist", "base_score": 0.0, "max_depth": 3, "eta": 0.3, "nthread": 1}
     preds = [
-        xgb.train(params, xgb.DMatrix(X, y, qid=qid), 5,
-                  obj=plrank_objective(K=5, N=20, n_jobs=1, **extra)).predict(xgb.DMatrix(X))
+        xgb.train(
+            params,
+            xgb.DMatrix(X, y, qid=qid),
+            5,
+            obj=plrank_objective(K=5, N=20, n_jobs=1, **extra),
+        ).predict(xgb.DMatrix(X))
         for extra in ({}, {"hessian": "denoised"}, {"hessian": "abs"})
     ]
     np.testing.assert_array_equal(preds[0], preds[1])
     assert not np.array_equal(preds[0], preds[2])
     lgb_params = {"verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1}
     preds = [
-        lgb.train({**lgb_params, "objective": plrank_objective(K=5, N=20, n_jobs=1, **extra)},
-                  lgb.Dataset(X, y, group=sizes), 5).predict(X, raw_score=True)
+        lgb.train(
+            {**lgb_params, "objective": plrank_objective(K=5, N=20, n_jobs=1, **extra)},
+            lgb.Dataset(X, y, group=sizes),
+            5,
+        ).predict(X, raw_score=True)
         for extra in ({}, {"hessian": "denoised"})
     ]
     np.testing.assert_array_equal(preds[0], preds[1])

@@ -24,7 +24,11 @@ def test_illustrative_blocks_are_marked_with_a_reason(tmp_path: Path) -> None:
     )
     assert ILLUSTRATIVE.fullmatch("<!-- illustrative: needs a cluster -->")
     (code,) = python_blocks(page)
-    assert run_blocks(page, [code])["x"] == {"n_estimators": 2, "num_boost_round": 2, "n_samples": 4}
+    assert run_blocks(page, [code])["x"] == {
+        "n_estimators": 2,
+        "num_boost_round": 2,
+        "n_samples": 4,
+    }
 
 
 RUNNABLE = [p for p in PAGES if python_blocks(p)]
@@ -34,8 +38,12 @@ SLOW = {"examples/dask.md": "starts a cluster of two worker processes"}
 
 @pytest.mark.parametrize(
     "page",
-    [pytest.param(p, marks=pytest.mark.slow) if p.relative_to(PAGES_ROOT).as_posix() in SLOW else p
-     for p in RUNNABLE],
+    [
+        pytest.param(p, marks=pytest.mark.slow)
+        if p.relative_to(PAGES_ROOT).as_posix() in SLOW
+        else p
+        for p in RUNNABLE
+    ],
     ids=[p.stem for p in RUNNABLE],
 )
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,7 +74,9 @@ def test_every_public_name_has_one_page_in_the_api_reference() -> None:
     public = {m for m in public if not m.rpartition(".")[2].startswith("_")}
     assert public - {"gbdt_plrank.cli"} <= set(api_names.PUBLIC_MODULES)
     index = (Path(__file__).resolve().parents[1] / "docs" / "api" / "index.rst").read_text()
-    assert re.findall(r"^   (gbdt_plrank\S*)$", index, re.MULTILINE) == list(api_names.PUBLIC_MODULES)
+    assert re.findall(r"^   (gbdt_plrank\S*)$", index, re.MULTILINE) == list(
+        api_names.PUBLIC_MODULES
+    )
     documented, aliases = api_names.pages()
     for modname, names in api_names.public_names().items():
         for name in names:
@@ -85,9 +95,13 @@ def test_the_site_check_names_missing_api_pages(tmp_path: Path) -> None:
     (tmp_path / "api" / "generated").mkdir(parents=True)
     missing = check_site.missing_api_pages(tmp_path)
     assert "api/generated/gbdt_plrank.PLRankRanker.html" in missing
-    assert "api/generated/gbdt_plrank.metrics.ndcg.html" not in missing  # documented as gbdt_plrank.ndcg
+    assert (
+        "api/generated/gbdt_plrank.metrics.ndcg.html" not in missing
+    )  # documented as gbdt_plrank.ndcg
     (tmp_path / "api" / "generated" / "gbdt_plrank.PLRankRanker.html").write_text("<p></p>")
-    assert "api/generated/gbdt_plrank.PLRankRanker.html" not in check_site.missing_api_pages(tmp_path)
+    assert "api/generated/gbdt_plrank.PLRankRanker.html" not in check_site.missing_api_pages(
+        tmp_path
+    )
 
 
 def test_the_site_check_names_private_index_entries(tmp_path: Path) -> None:
@@ -101,7 +115,8 @@ def test_the_site_check_names_private_index_entries(tmp_path: Path) -> None:
         "<li>fit() (gbdt_plrank._backends._xgboost.XGBoostBackend method)</li>"
     )
     assert check_site.private_index_entries(tmp_path) == [
-        "gbdt_plrank._backends._xgboost", "gbdt_plrank._plrank",
+        "gbdt_plrank._backends._xgboost",
+        "gbdt_plrank._plrank",
     ]
 
 

@@ -129,7 +129,9 @@ def _draw_many(sampler: str, scores: np.ndarray, K: int, n: int) -> list[tuple[i
     out = []
     for _ in range(n):
         if sampler == "tree":
-            _kernels._draw_tree(tree, base, P, naive.independent_uniforms(state, 1, K)[0], ranking, S)
+            _kernels._draw_tree(
+                tree, base, P, naive.independent_uniforms(state, 1, K)[0], ranking, S
+            )
         else:
             u = naive.independent_uniforms(state, 1, len(scores))[0]
             _kernels._draw_race(e, u, keys, ranking)
@@ -372,7 +374,6 @@ def test_raw_hessian_trace_is_zero_at_equal_margins():
     assert abs(z) < 5 and per_query.std() > 0.01
 
 
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_exact_hessian_is_the_gradient_times_one_minus_twice_p_at_k_one(seed):
     """docs/research/hessian.md "Choosing the Hessian": at K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly.
@@ -483,9 +484,12 @@ def test_query_chunks_cover_every_query_once_without_splitting_one():
 
 @pytest.mark.parametrize(
     "options",
-    [{"hessian": "raw"}, {"hessian": "clip", "sampler": "race"},
-     {"fairness": "expected-exposure", "fairness_weight": 0.5, "hessian": "clip"},
-     {"fairness": "group-disparity", "fairness_weight": 2.0}],
+    [
+        {"hessian": "raw"},
+        {"hessian": "clip", "sampler": "race"},
+        {"fairness": "expected-exposure", "fairness_weight": 0.5, "hessian": "clip"},
+        {"fairness": "group-disparity", "fairness_weight": 2.0},
+    ],
 )
 def test_a_round_cut_into_kernel_calls_is_bit_identical(monkeypatch, options):
     """The queries of a round are estimated in ranges (so that Ctrl-C is seen between the
@@ -552,8 +556,15 @@ def test_lattice_noise_lowers_the_variance_of_the_estimate(sampler):
     ptr = np.arange(0, D * copies + 1, D)
     est = {
         noise: plrank_grad_hess(
-            np.tile(scores, copies), np.tile(labels, copies), ptr, K=K, N=N, hessian="raw",
-            sampler=sampler, noise=noise, seed=2,
+            np.tile(scores, copies),
+            np.tile(labels, copies),
+            ptr,
+            K=K,
+            N=N,
+            hessian="raw",
+            sampler=sampler,
+            noise=noise,
+            seed=2,
         )
         for noise in ("independent", "lattice")
     }
@@ -584,8 +595,14 @@ def test_kept_queries_are_number_zero_of_each_querys_stream():
 
 @pytest.mark.parametrize(
     ("hessian", "options"),
-    [("abs", {}), ("raw", {}), ("constant", {}), ("clip", {}), ("abs", {"noise": "lattice"}),
-     ("abs", {"fairness": "expected-exposure", "N": 20})],
+    [
+        ("abs", {}),
+        ("raw", {}),
+        ("constant", {}),
+        ("clip", {}),
+        ("abs", {"noise": "lattice"}),
+        ("abs", {"fairness": "expected-exposure", "N": 20}),
+    ],
 )
 def test_query_subsample_estimates_the_kept_queries_as_without_it(hessian, options):
     """A kept query's rows are the estimate without subsampling, bit for bit (with "clip" the

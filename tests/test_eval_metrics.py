@@ -32,30 +32,58 @@ def splits(data):
 
 
 def _objective(fairness: str | None = None, **options):
-    return plrank_objective(K=5, N=10, seed=1, n_jobs=1, fairness=fairness, fairness_weight=0.5,
-                            **options)
+    return plrank_objective(
+        K=5, N=10, seed=1, n_jobs=1, fairness=fairness, fairness_weight=0.5, **options
+    )
 
 
 def _xgboost(train: Split, vali: Split, objective, *, stop: int | None, metric=None):
     dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
-    params = {"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
-              "disable_default_eval_metric": 1}
+    params = {
+        "eta": 0.3,
+        "max_depth": 3,
+        "nthread": 1,
+        "base_score": 0.0,
+        "disable_default_eval_metric": 1,
+    }
     metric = objective.expected_metric if metric is None else metric
-    return xgboost.train(params, dtrain, ROUNDS, obj=objective, evals=[(dvali, "valid")],
-                         custom_metric=metric, maximize=True, early_stopping_rounds=stop,
-                         verbose_eval=False)
+    return xgboost.train(
+        params,
+        dtrain,
+        ROUNDS,
+        obj=objective,
+        evals=[(dvali, "valid")],
+        custom_metric=metric,
+        maximize=True,
+        early_stopping_rounds=stop,
+        verbose_eval=False,
+    )
 
 
 def _lightgbm(train: Split, vali: Split, objective, *, stop: int | None):
     dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
     dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
-    params = {"objective": objective, "metric": "None", "learning_rate": 0.3, "num_leaves": 8,
-              "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5}
+    params = {
+        "objective": objective,
+        "metric": "None",
+        "learning_rate": 0.3,
+        "num_leaves": 8,
+        "num_threads": 1,
+        "verbose": -1,
+        "min_data_in_leaf": 5,
+    }
     callbacks = [] if stop is None else [lightgbm.early_stopping(stop, verbose=False)]
     # keep_training_booster: every round run stays in the booster (else it is cut at the best)
-    return lightgbm.train(params, dtrain, ROUNDS, valid_sets=[dvali], feval=objective.expected_metric,
-                          callbacks=callbacks, keep_training_booster=True)
+    return lightgbm.train(
+        params,
+        dtrain,
+        ROUNDS,
+        valid_sets=[dvali],
+        feval=objective.expected_metric,
+        callbacks=callbacks,
+        keep_training_booster=True,
+    )
 
 
 def _margins(booster, X, rounds: int) -> np.ndarray:
@@ -109,8 +137,9 @@ def test_precision_is_trained_reported_and_stopped_on(splits):
     assert objective.ranking_metric.name == "precision@5"
     assert objective.expected_metric.name == "expected_precision@5"
     bst = _xgboost(train, vali, objective, stop=None, metric=objective.ranking_metric)
-    history = bst.eval_set([(xgboost.DMatrix(vali.X, vali.y, qid=vali.qid), "v")],
-                           feval=objective.ranking_metric)
+    history = bst.eval_set(
+        [(xgboost.DMatrix(vali.X, vali.y, qid=vali.qid), "v")], feval=objective.ranking_metric
+    )
     scores = bst.inplace_predict(vali.X, predict_type="margin")
     expected = metrics.precision_at_k(vali.y, scores, vali.qid, k=5)
     assert history.endswith(f"v-precision@5:{expected:f}")
@@ -124,7 +153,10 @@ def test_linear_gain_reaches_the_evaluation(splits):
     bst = _xgboost(Split(train.X, train.y * 20, train.qid), big, objective, stop=PATIENCE)
     scores = bst[: bst.best_iteration + 1].inplace_predict(big.X, predict_type="margin")
     value = objective.ranking_metric(scores, xgboost.DMatrix(big.X, big.y, qid=big.qid))
-    assert value == ("ndcg@5", pytest.approx(metrics.ndcg(big.y, scores, big.qid, k=5, gain="linear")))
+    assert value == (
+        "ndcg@5",
+        pytest.approx(metrics.ndcg(big.y, scores, big.qid, k=5, gain="linear")),
+    )
 
 
 def test_rows_in_any_order_give_the_same_value(splits):
@@ -135,10 +167,15 @@ def test_rows_in_any_order_give_the_same_value(splits):
     values = []
     for rows, ids in ((slice(None), vali.qid), (reversed_queries, -vali.qid[reversed_queries])):
         d = xgboost.DMatrix(vali.X[rows], vali.y[rows], qid=ids - ids.min())
-        per_query = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None,
-                                Split(None, vali.y[rows], ids), seed=1, n_jobs=1)
-        values.append((_objective().expected_metric(margins[rows], d)[1],
-                       per_query.per_query(margins[rows]).mean()))
+        per_query = PolicyEvaluator(
+            RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y[rows], ids), seed=1, n_jobs=1
+        )
+        values.append(
+            (
+                _objective().expected_metric(margins[rows], d)[1],
+                per_query.per_query(margins[rows]).mean(),
+            )
+        )
     assert values[0][0] == pytest.approx(values[0][1])
     # other streams for other query positions: equal in expectation, close with 100 rankings
     assert values[1][0] == pytest.approx(values[1][1])
@@ -151,18 +188,33 @@ def test_weighted_eval_sets_take_the_weighted_mean(splits):
     w = np.arange(1.0, vali.n_queries + 1)
     d = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid, weight=w)
     per_query = metrics.ndcg(vali.y, margins, vali.qid, k=5, per_query=True)
-    assert _objective().ranking_metric(margins, d)[1] == pytest.approx(np.average(per_query, weights=w))
+    assert _objective().ranking_metric(margins, d)[1] == pytest.approx(
+        np.average(per_query, weights=w)
+    )
 
 
 def test_lgbm_ranker_takes_the_expected_metric(splits):
     train, vali = splits
     objective = _objective()
-    ranker = lightgbm.LGBMRanker(objective=objective.lgbm_ranker, metric="None",
-                                 n_estimators=ROUNDS, learning_rate=0.3, num_leaves=8,
-                                 min_child_samples=5, verbose=-1, n_jobs=1)
-    ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(vali.X, vali.y)],
-               eval_group=[vali.group_sizes], eval_metric=objective.lgbm_ranker_metric,
-               callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False)])
+    ranker = lightgbm.LGBMRanker(
+        objective=objective.lgbm_ranker,
+        metric="None",
+        n_estimators=ROUNDS,
+        learning_rate=0.3,
+        num_leaves=8,
+        min_child_samples=5,
+        verbose=-1,
+        n_jobs=1,
+    )
+    ranker.fit(
+        train.X,
+        train.y,
+        group=train.group_sizes,
+        eval_set=[(vali.X, vali.y)],
+        eval_group=[vali.group_sizes],
+        eval_metric=objective.lgbm_ranker_metric,
+        callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False)],
+    )
     assert list(ranker.evals_result_["valid_0"]) == ["expected_ndcg@5"]
     curve = ranker.evals_result_["valid_0"]["expected_ndcg@5"]
     assert ranker.best_iteration_ == int(np.argmax(curve)) + 1 == len(curve) - PATIENCE
@@ -173,21 +225,47 @@ def test_lgbm_ranker_metric_with_group_fairness_scores_the_training_set_only(spl
     training set (whose item groups the objective has) is scored, another one is refused."""
     train, vali = splits
     groups = (train.X[:, 0] < np.median(train.X[:, 0])).astype(np.int64)
-    objective = plrank_objective(K=5, N=20, seed=3, fairness="group-disparity",
-                                 item_groups=groups)
-    ranker = lightgbm.LGBMRanker(objective=objective.lgbm_ranker, metric="None", n_estimators=3,
-                                 num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1)
-    ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(train.X, train.y)],
-               eval_group=[train.group_sizes], eval_metric=objective.lgbm_ranker_metric)
+    objective = plrank_objective(K=5, N=20, seed=3, fairness="group-disparity", item_groups=groups)
+    ranker = lightgbm.LGBMRanker(
+        objective=objective.lgbm_ranker,
+        metric="None",
+        n_estimators=3,
+        num_leaves=8,
+        min_child_samples=5,
+        verbose=-1,
+        n_jobs=1,
+    )
+    ranker.fit(
+        train.X,
+        train.y,
+        group=train.group_sizes,
+        eval_set=[(train.X, train.y)],
+        eval_group=[train.group_sizes],
+        eval_metric=objective.lgbm_ranker_metric,
+    )
     curve = ranker.evals_result_["training"]["expected_ndcg@5-1*group_disparity"]
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec("group-disparity", 1.0),
-                        Split(train.X, train.y, train.qid, groups), seed=3, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        FairnessSpec("group-disparity", 1.0),
+        Split(train.X, train.y, train.qid, groups),
+        seed=3,
+        n_jobs=1,
+    )
     margins = ranker.predict(train.X, raw_score=True)
     assert curve[-1] == pytest.approx(float(value.per_query(margins).mean()))
-    with pytest.raises(ValueError, match=r"LGBMRanker passes its eval metric only labels, scores"
-                                         r".*PLRankRanker\(backend='lightgbm'\)"):
-        ranker.fit(train.X, train.y, group=train.group_sizes, eval_set=[(vali.X, vali.y)],
-                   eval_group=[vali.group_sizes], eval_metric=objective.lgbm_ranker_metric)
+    with pytest.raises(
+        ValueError,
+        match=r"LGBMRanker passes its eval metric only labels, scores"
+        r".*PLRankRanker\(backend='lightgbm'\)",
+    ):
+        ranker.fit(
+            train.X,
+            train.y,
+            group=train.group_sizes,
+            eval_set=[(vali.X, vali.y)],
+            eval_group=[vali.group_sizes],
+            eval_metric=objective.lgbm_ranker_metric,
+        )
 
 
 def test_eval_sets_without_groups_or_with_bad_weights_are_refused(splits):
@@ -212,8 +290,14 @@ def test_standardized_metric_is_the_value_of_the_standardised_policy_and_scale_b
     margins = np.random.default_rng(3).standard_normal(vali.y.shape[0])
     name, got = _objective().standardized_metric(margins, dvali)
     assert name == "standardized_expected_ndcg@5"
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
-                        n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        None,
+        Split(None, vali.y, vali.qid),
+        n_samples=STANDARDIZED_SAMPLES,
+        seed=1,
+        n_jobs=1,
+    )
     standardised = margins * (STANDARD_SPREAD / margins.std())
     assert got == pytest.approx(float(value.per_query(standardised).mean()), rel=1e-12)
     # Sharpening the policy (scaling the margins by a power of two) changes the policy's
@@ -237,12 +321,14 @@ def test_a_constant_added_per_query_moves_only_the_standardized_metric(splits):
     _, vali = splits
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
     margins = np.random.default_rng(7).standard_normal(vali.y.shape[0])
-    shifted = margins + np.repeat(np.random.default_rng(8).normal(scale=5.0, size=vali.n_queries),
-                                  vali.group_sizes)
+    shifted = margins + np.repeat(
+        np.random.default_rng(8).normal(scale=5.0, size=vali.n_queries), vali.group_sizes
+    )
     obj = _objective()
     for m in ("ranking_metric", "expected_metric"):
         assert getattr(obj, m)(shifted, dvali)[1] == pytest.approx(
-            getattr(obj, m)(margins, dvali)[1], rel=1e-12), m
+            getattr(obj, m)(margins, dvali)[1], rel=1e-12
+        ), m
     moved = obj.standardized_metric(shifted, dvali)[1]
     assert moved != pytest.approx(obj.standardized_metric(margins, dvali)[1], rel=1e-3)
     rescaled = shifted * (margins.std() / shifted.std())
@@ -256,8 +342,14 @@ def test_boosters_own_early_stopping_stops_on_the_standardized_metric(splits):
     obj = _objective()
     stopped = _xgboost(train, vali, obj, stop=PATIENCE, metric=obj.standardized_metric)
     full = _xgboost(train, vali, _objective(), stop=None)
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), None, Split(None, vali.y, vali.qid),
-                        n_samples=STANDARDIZED_SAMPLES, seed=1, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        None,
+        Split(None, vali.y, vali.qid),
+        n_samples=STANDARDIZED_SAMPLES,
+        seed=1,
+        n_jobs=1,
+    )
     values = []
     for r in range(1, stopped.num_boosted_rounds() + 1):
         m = _margins(full, vali.X, r).astype(np.float32).astype(np.float64)
@@ -272,10 +364,23 @@ def test_ranker_stops_on_the_standardized_metric_when_asked(splits, backend):
     from gbdt_plrank import PLRankRanker
 
     train, vali = splits
-    ranker = PLRankRanker(backend=backend, K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3,
-                          n_jobs=1, random_state=0, stopping_metric="standardized")
-    ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
-               early_stopping_rounds=PATIENCE)
+    ranker = PLRankRanker(
+        backend=backend,
+        K=5,
+        N=10,
+        n_estimators=ROUNDS,
+        learning_rate=0.3,
+        n_jobs=1,
+        random_state=0,
+        stopping_metric="standardized",
+    )
+    ranker.fit(
+        train.X,
+        train.y,
+        group=train.qid,
+        eval_set=[(vali.X, vali.y, vali.qid)],
+        early_stopping_rounds=PATIENCE,
+    )
     curves = ranker.evals_result_["valid_0"]
     assert list(curves) == ["ndcg@5", "standardized_expected_ndcg@5"]
     watched = np.asarray(curves["standardized_expected_ndcg@5"])
@@ -295,11 +400,23 @@ def test_ranker_stops_by_default_on_the_standardized_metric_and_with_fairness_on
     from gbdt_plrank import PLRankRanker
 
     train, vali = splits
-    ranker = PLRankRanker(K=5, N=10, n_estimators=ROUNDS, learning_rate=0.3, n_jobs=1,
-                          random_state=0, fairness=fairness,
-                          **({"fairness_weight": 0.5} if fairness else {}))
-    ranker.fit(train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
-               early_stopping_rounds=PATIENCE)
+    ranker = PLRankRanker(
+        K=5,
+        N=10,
+        n_estimators=ROUNDS,
+        learning_rate=0.3,
+        n_jobs=1,
+        random_state=0,
+        fairness=fairness,
+        **({"fairness_weight": 0.5} if fairness else {}),
+    )
+    ranker.fit(
+        train.X,
+        train.y,
+        group=train.qid,
+        eval_set=[(vali.X, vali.y, vali.qid)],
+        early_stopping_rounds=PATIENCE,
+    )
     curves = ranker.evals_result_["valid_0"]
     assert list(curves) == ["ndcg@5", watched]
     first = min_rounds_for(0.3) - 1  # min_rounds="auto": no round kept before the 7th
@@ -331,8 +448,10 @@ def test_an_eval_set_changed_in_place_is_read_again(splits, library):
     data.set_weight(w if library == "xgboost" else np.repeat(w, vali.group_sizes))
     fresh = _objective()
     for m in METRICS:
-        assert getattr(obj, m)(margins, data)[1] == getattr(fresh, m)(
-            margins, _eval_set(library, vali, weight=w))[1]
+        assert (
+            getattr(obj, m)(margins, data)[1]
+            == getattr(fresh, m)(margins, _eval_set(library, vali, weight=w))[1]
+        )
     merged = np.append(vali.group_sizes[:-2], vali.group_sizes[-2:].sum())  # last two as one
     data.set_group(merged)
     other = Split(vali.X, vali.y, np.repeat(np.arange(merged.shape[0]), merged))
@@ -340,8 +459,10 @@ def test_an_eval_set_changed_in_place_is_read_again(splits, library):
     data.set_weight(w if library == "xgboost" else np.repeat(w, merged))
     fresh = _objective()
     for m in METRICS:
-        assert getattr(obj, m)(margins, data)[1] == getattr(fresh, m)(
-            margins, _eval_set(library, other, weight=w))[1]
+        assert (
+            getattr(obj, m)(margins, data)[1]
+            == getattr(fresh, m)(margins, _eval_set(library, other, weight=w))[1]
+        )
 
 
 def test_changed_item_groups_of_an_eval_set_are_read_again(splits):
@@ -379,6 +500,7 @@ def test_reset_forgets_the_eval_sets_read(splits):
 def _zero_labels_at(data, round_: int):
     """A callback that sets the labels of ``data`` to zeros before round ``round_`` (0-based)."""
     if isinstance(data, xgboost.DMatrix):
+
         class ZeroLabels(xgboost.callback.TrainingCallback):
             def before_iteration(self, model, epoch, evals_log):
                 if epoch == round_:
@@ -405,23 +527,50 @@ def test_early_stopping_watches_the_labels_the_eval_set_has_now(splits, library)
         dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
         dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
         history: dict = {}
-        bst = xgboost.train({"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
-                             "disable_default_eval_metric": 1}, dtrain, ROUNDS, obj=obj,
-                            evals=[(dvali, "valid")], custom_metric=obj.ranking_metric,
-                            maximize=True, early_stopping_rounds=PATIENCE, verbose_eval=False,
-                            evals_result=history, callbacks=[_zero_labels_at(dvali, changed)])
+        bst = xgboost.train(
+            {
+                "eta": 0.3,
+                "max_depth": 3,
+                "nthread": 1,
+                "base_score": 0.0,
+                "disable_default_eval_metric": 1,
+            },
+            dtrain,
+            ROUNDS,
+            obj=obj,
+            evals=[(dvali, "valid")],
+            custom_metric=obj.ranking_metric,
+            maximize=True,
+            early_stopping_rounds=PATIENCE,
+            verbose_eval=False,
+            evals_result=history,
+            callbacks=[_zero_labels_at(dvali, changed)],
+        )
         curve, best = history["valid"]["ndcg@5"], bst.best_iteration
     else:
         dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
         dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
         history = {}
-        bst = lightgbm.train({"objective": obj, "metric": "None", "learning_rate": 0.3,
-                              "num_leaves": 8, "num_threads": 1, "verbose": -1,
-                              "min_data_in_leaf": 5}, dtrain, ROUNDS, valid_sets=[dvali],
-                             feval=obj.ranking_metric,
-                             callbacks=[lightgbm.early_stopping(PATIENCE, verbose=False),
-                                        lightgbm.record_evaluation(history),
-                                        _zero_labels_at(dvali, changed)])
+        bst = lightgbm.train(
+            {
+                "objective": obj,
+                "metric": "None",
+                "learning_rate": 0.3,
+                "num_leaves": 8,
+                "num_threads": 1,
+                "verbose": -1,
+                "min_data_in_leaf": 5,
+            },
+            dtrain,
+            ROUNDS,
+            valid_sets=[dvali],
+            feval=obj.ranking_metric,
+            callbacks=[
+                lightgbm.early_stopping(PATIENCE, verbose=False),
+                lightgbm.record_evaluation(history),
+                _zero_labels_at(dvali, changed),
+            ],
+        )
         curve, best = history["valid_0"]["ndcg@5"], bst.best_iteration - 1  # 1-based
     assert max(curve[:changed]) < 1.0
     assert curve[changed:] == [1.0] * (PATIENCE + 1)

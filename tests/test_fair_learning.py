@@ -29,7 +29,9 @@ def mq2008():
 def _policy(ranker, split):
     exposure = ranker.expected_exposure(split.X, group=split.qid, n_samples=SAMPLES, random_state=1)
     ee_l = metrics.expected_exposure_loss(split.y, exposure, split.qid, k=K, per_query=True)
-    ndcg = ranker.expected_metric(split.X, split.y, group=split.qid, n_samples=SAMPLES, random_state=1)
+    ndcg = ranker.expected_metric(
+        split.X, split.y, group=split.qid, n_samples=SAMPLES, random_state=1
+    )
     return ee_l, ndcg.mean
 
 
@@ -37,8 +39,15 @@ def _policy(ranker, split):
 def test_fairness_objective_lowers_exposure_loss(mq2008, backend):
     train, vali = mq2008
     common = {
-        "backend": backend, "K": K, "N": 20, "n_estimators": 40, "learning_rate": 0.1,
-        "max_depth": 4, "num_leaves": 15, "random_state": 0, "n_jobs": 1,
+        "backend": backend,
+        "K": K,
+        "N": 20,
+        "n_estimators": 40,
+        "learning_rate": 0.1,
+        "max_depth": 4,
+        "num_leaves": 15,
+        "random_state": 0,
+        "n_jobs": 1,
     }
     relevance = PLRankRanker(**common).fit(train.X, train.y, group=train.qid)
     fair = PLRankRanker(**common, fairness="expected-exposure", fairness_weight=3.0)
@@ -49,8 +58,10 @@ def test_fairness_objective_lowers_exposure_loss(mq2008, backend):
     se = diff.std(ddof=1) / np.sqrt(diff.size)
     assert diff.mean() < -0.025 and diff.mean() < -3 * se, (diff.mean(), se)
     uniform = np.zeros(vali.y.shape[0])
-    random_ndcg = np.mean([
-        metrics.ndcg(vali.y, np.random.default_rng(s).random(uniform.size), vali.qid, k=K)
-        for s in range(20)
-    ])
+    random_ndcg = np.mean(
+        [
+            metrics.ndcg(vali.y, np.random.default_rng(s).random(uniform.size), vali.qid, k=K)
+            for s in range(20)
+        ]
+    )
     assert ndcg_fair > random_ndcg + 0.05, (ndcg_fair, random_ndcg)

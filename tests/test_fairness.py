@@ -53,8 +53,17 @@ class Case:
         )
         g, h, s = np.empty(D), np.empty(D), np.empty(D)
         _fair_kernels.fair_estimate_from_rankings(
-            self.scores, self.rho, spec.kind, terms.aux, terms.member, w, self.theta, rankings,
-            g, h, s,
+            self.scores,
+            self.rho,
+            spec.kind,
+            terms.aux,
+            terms.member,
+            w,
+            self.theta,
+            rankings,
+            g,
+            h,
+            s,
         )
         return g, h, s
 
@@ -115,8 +124,15 @@ def _expectation(case: Case, w: float, K: int, N: int):
 @pytest.mark.parametrize("kind", FAIRNESS)
 @pytest.mark.parametrize(
     ("D", "K", "N", "metric"),
-    [(2, 1, 2, "ndcg"), (3, 2, 2, "dcg"), (4, 4, 2, "ndcg"), (5, 3, 2, "ndcg"), (6, 2, 2, "ndcg"),
-     (6, 3, 2, "dcg"), (4, 2, 3, "ndcg")],
+    [
+        (2, 1, 2, "ndcg"),
+        (3, 2, 2, "dcg"),
+        (4, 4, 2, "ndcg"),
+        (5, 3, 2, "ndcg"),
+        (6, 2, 2, "ndcg"),
+        (6, 3, 2, "dcg"),
+        (4, 2, 3, "ndcg"),
+    ],
 )
 def test_crossfit_is_unbiased(D, K, N, metric, kind):
     case = _query(D, K, seed=10 * D + K + N, metric=metric, kind=kind)
@@ -128,8 +144,11 @@ def test_crossfit_is_unbiased(D, K, N, metric, kind):
     np.testing.assert_allclose(slope, s_exact, rtol=0, atol=1e-8)
     # the exact gradient is that of the combined objective J (finite differences of exact J)
     step = 1e-5
-    J = [case.objective(case.scores + step * sign * _unit(D, d), w)
-         for d in range(D) for sign in (1, -1)]
+    J = [
+        case.objective(case.scores + step * sign * _unit(D, d), w)
+        for d in range(D)
+        for sign in (1, -1)
+    ]
     fd = -(np.array(J[0::2]) - np.array(J[1::2])) / (2 * step)
     np.testing.assert_allclose(g_exact, fd, rtol=0, atol=1e-8)
 
@@ -142,14 +161,18 @@ def test_loss_slope_is_the_derivative_of_the_loss(kind):
     rng = np.random.default_rng(1)
     E = rng.uniform(0.0, 1.0, size=D)
     step = 1e-6
-    fd = np.array([
-        (case.loss.value(E + step * _unit(D, d)) - case.loss.value(E - step * _unit(D, d)))
-        / (2 * step) for d in range(D)
-    ])
+    fd = np.array(
+        [
+            (case.loss.value(E + step * _unit(D, d)) - case.loss.value(E - step * _unit(D, d)))
+            / (2 * step)
+            for d in range(D)
+        ]
+    )
     np.testing.assert_allclose(case.loss.slope(E), fd, rtol=1e-7, atol=1e-9)
     spec = FairnessSpec(kind, 1.0)
-    terms = spec.terms(case.labels, np.array([0, D]), case.theta, gain="exp",
-                       item_groups=case.item_groups)
+    terms = spec.terms(
+        case.labels, np.array([0, D]), case.theta, gain="exp", item_groups=case.item_groups
+    )
     out = np.empty(D)
     _fair_kernels.loss_slope(spec.kind, E, terms.aux, terms.member, out)
     np.testing.assert_allclose(out, case.loss.slope(E), rtol=1e-12, atol=1e-14)
@@ -190,7 +213,12 @@ def test_kernel_matches_naive_reference(D, K, N, seed, kind):
     np.testing.assert_allclose(s, s_ref, rtol=0, atol=1e-10)
     # the public function adds the Gauss-Newton part w c_d slope^2 before the mode
     grad, hess = plrank_grad_hess_from_rankings(
-        case.scores, case.labels, rankings, K=K, fairness=kind, fairness_weight=w,
+        case.scores,
+        case.labels,
+        rankings,
+        K=K,
+        fairness=kind,
+        fairness_weight=w,
         item_groups=case.item_groups,
     )
     np.testing.assert_allclose(grad, g_ref, rtol=0, atol=1e-10)
@@ -222,18 +250,26 @@ def test_gauss_newton_part(D, kind):
     case = _query(D, K, seed=40 + D, kind=kind)
     scores = case.scores
     _, h_part, slope = _exact(case, w)
-    jac = np.array([  # jac[i, d] = dE(i)/dm(d)
-        naive.exact_derivatives(scores, _unit(D, i), case.theta)[1] for i in range(D)
-    ])
+    jac = np.array(
+        [  # jac[i, d] = dE(i)/dm(d)
+            naive.exact_derivatives(scores, _unit(D, i), case.theta)[1] for i in range(D)
+        ]
+    )
     A = _loss_hessian(case)
     gn = np.einsum("id,ij,jd->d", jac, A, jac)
     step = 1e-4
     J0 = case.objective(scores, w)
-    second = np.array([
-        (case.objective(scores + step * _unit(D, d), w) - 2 * J0
-         + case.objective(scores - step * _unit(D, d), w)) / step**2
-        for d in range(D)
-    ])
+    second = np.array(
+        [
+            (
+                case.objective(scores + step * _unit(D, d), w)
+                - 2 * J0
+                + case.objective(scores - step * _unit(D, d), w)
+            )
+            / step**2
+            for d in range(D)
+        ]
+    )
     np.testing.assert_allclose(-second, h_part + w * gn, rtol=0, atol=1e-6)
     np.testing.assert_allclose(np.diag(jac), slope, rtol=0, atol=1e-12)
     part = _curvature(case) * slope**2
@@ -257,9 +293,9 @@ def test_target_matches_reference():
         theta = dcg_weights(K)
         out = np.empty(ptr[-1])
         _fair_kernels.equal_exposure_target(labels, ptr, theta, out)
-        ref = np.concatenate([
-            naive.equal_exposure_target(labels[a:b], theta) for a, b in itertools.pairwise(ptr)
-        ])
+        ref = np.concatenate(
+            [naive.equal_exposure_target(labels[a:b], theta) for a, b in itertools.pairwise(ptr)]
+        )
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-15)
 
 
@@ -273,11 +309,24 @@ def test_monte_carlo_mean_agrees_with_exact(kind, noise):
     exact, _, _ = _exact(case, w)
     ptr = np.array([0, D])
     for sampler in ("tree", "race"):
-        draws = np.array([
-            plrank_grad_hess(case.scores, case.labels, ptr, K=K, N=10, seed=s, sampler=sampler,
-                             noise=noise, fairness=kind, fairness_weight=w, item_groups=case.item_groups)[0]
-            for s in range(400)
-        ])
+        draws = np.array(
+            [
+                plrank_grad_hess(
+                    case.scores,
+                    case.labels,
+                    ptr,
+                    K=K,
+                    N=10,
+                    seed=s,
+                    sampler=sampler,
+                    noise=noise,
+                    fairness=kind,
+                    fairness_weight=w,
+                    item_groups=case.item_groups,
+                )[0]
+                for s in range(400)
+            ]
+        )
         z = (draws.mean(axis=0) - exact) / (draws.std(axis=0, ddof=1) / np.sqrt(len(draws)))
         assert np.abs(z).max() < 5, (sampler, z)
 
@@ -290,10 +339,10 @@ def test_queries_without_relevant_documents_are_skipped_unless_uniform():
     labels = np.array([0.0, 0.0, 0.0, 1.0, 0.0])
     ptr = np.array([0, 3, 5])
     g_rel, _ = plrank_grad_hess(scores, labels, ptr, K=2, N=50)
-    g_skip, h_skip = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR,
-                                      hessian="raw")
-    g_uni, h_uni = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR,
-                                    hessian="raw", empty_queries="uniform")
+    g_skip, h_skip = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=FAIR, hessian="raw")
+    g_uni, h_uni = plrank_grad_hess(
+        scores, labels, ptr, K=2, N=50, fairness=FAIR, hessian="raw", empty_queries="uniform"
+    )
     assert np.all(g_rel[:3] == 0.0)
     assert np.all(g_skip[:3] == 0.0) and np.all(h_skip[:3] == 0.0)
     assert np.abs(g_uni[:3]).sum() > 0
@@ -306,8 +355,7 @@ def test_queries_without_relevant_documents_are_skipped_unless_uniform():
     kw = {"K": 2, "fairness": FAIR}
     g, h = plrank_grad_hess_from_rankings(scores[:3], labels[:3], rk, **kw)
     assert np.all(g == 0.0) and np.all(h == 0.0)
-    g, _ = plrank_grad_hess_from_rankings(scores[:3], labels[:3], rk, empty_queries="uniform",
-                                          **kw)
+    g, _ = plrank_grad_hess_from_rankings(scores[:3], labels[:3], rk, empty_queries="uniform", **kw)
     assert np.abs(g).sum() > 0
     # a query of one document contributes nothing either way
     g_one, h_one = plrank_grad_hess(np.array([1.0]), np.array([1.0]), [0, 1], fairness=FAIR)
@@ -315,8 +363,9 @@ def test_queries_without_relevant_documents_are_skipped_unless_uniform():
     # the disparities are 0 for a query without merit at every exposure: it gets exactly 0
     groups = np.array([0, 1, 0, 0, 1])
     for kind, ids in (("disparity", None), ("group-disparity", groups)):
-        g, h = plrank_grad_hess(scores, labels, ptr, K=2, N=50, fairness=kind, item_groups=ids,
-                                hessian="raw")
+        g, h = plrank_grad_hess(
+            scores, labels, ptr, K=2, N=50, fairness=kind, item_groups=ids, hessian="raw"
+        )
         assert np.all(g[:3] == 0.0) and np.all(h[:3] == 0.0)
         assert np.abs(g[3:]).sum() > 0
 
@@ -356,13 +405,24 @@ def test_deterministic_and_thread_independent():
     ("options", "message"),
     [
         ({"fairness_weight": -0.5}, "fairness_weight must be a finite number >= 0, but -0.5"),
-        ({"fairness_weight": float("nan")}, "fairness_weight must be a finite number >= 0, but nan"),
-        ({"fairness_weight": float("inf")}, "fairness_weight must be a finite number >= 0, but inf"),
+        (
+            {"fairness_weight": float("nan")},
+            "fairness_weight must be a finite number >= 0, but nan",
+        ),
+        (
+            {"fairness_weight": float("inf")},
+            "fairness_weight must be a finite number >= 0, but inf",
+        ),
         ({"fairness_weight": "1"}, "fairness_weight must be a finite number >= 0, but '1'"),
-        ({"fairness": "equal"}, "fairness must be None or one of 'expected-exposure', 'disparity', "
-         "'group-disparity', but 'equal'"),
-        ({"fairness": FAIR, "metric": "precision"}, "metric must be one of 'ndcg', 'dcg', but "
-         "'precision' is given"),
+        (
+            {"fairness": "equal"},
+            "fairness must be None or one of 'expected-exposure', 'disparity', "
+            "'group-disparity', but 'equal'",
+        ),
+        (
+            {"fairness": FAIR, "metric": "precision"},
+            "metric must be one of 'ndcg', 'dcg', but 'precision' is given",
+        ),
         ({"fairness": FAIR, "N": 1}, "N must be >= 2 with fairness='expected-exposure'"),
     ],
 )
@@ -414,13 +474,29 @@ def test_without_fairness_results_are_bit_identical_to_before():
                 for sampler in ("auto", "tree", "race"):
                     for K in (3, 10, 50):
                         g, h = plrank_grad_hess(
-                            scores, labels, ptr, K=K, N=17, metric=metric, hessian=hessian,
-                            sampler=sampler, seed=5, n_jobs=2,
+                            scores,
+                            labels,
+                            ptr,
+                            K=K,
+                            N=17,
+                            metric=metric,
+                            hessian=hessian,
+                            sampler=sampler,
+                            seed=5,
+                            n_jobs=2,
                         )
                         if hessian == "clip":  # pinned before the curvature floor
                             _, raw = plrank_grad_hess(
-                                scores, labels, ptr, K=K, N=17, metric=metric, hessian="raw",
-                                sampler=sampler, seed=5, n_jobs=2,
+                                scores,
+                                labels,
+                                ptr,
+                                K=K,
+                                N=17,
+                                metric=metric,
+                                hessian="raw",
+                                sampler=sampler,
+                                seed=5,
+                                n_jobs=2,
                             )
                             floored = finish_hessian(raw.copy(), "clip", grad=g, group_ptr=ptr)
                             np.testing.assert_array_equal(h, floored)
@@ -473,8 +549,9 @@ def test_policy_value_leaves_out_the_fairness_loss_of_queries_without_relevant_d
     values = {}
     for empty in ("skip", "uniform"):
         spec = FairnessSpec(FAIR, 1.0, empty)
-        values[empty] = PolicyEvaluator(metric, spec, queries, n_samples=20000, seed=0,
-                                    n_jobs=1).per_query(margins)
+        values[empty] = PolicyEvaluator(
+            metric, spec, queries, n_samples=20000, seed=0, n_jobs=1
+        ).per_query(margins)
     assert values["skip"][0] == 1.0
     assert values["uniform"][0] == pytest.approx(1.0 - uniform_loss, abs=0.01)
     assert values["skip"][1] == values["uniform"][1]

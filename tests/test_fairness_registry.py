@@ -51,9 +51,14 @@ def _loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> np.nda
 
 
 TOY = FairnessTerm(
-    name="equal-exposure", column="eq_l", title="EQ-L", axis="EQ-L (lower is fairer)",
-    kernel=fair_kernels.EXPECTED_EXPOSURE, aux=_equal_share,
-    curvature=FAIRNESS_TERMS["expected-exposure"].curvature, loss=_loss,
+    name="equal-exposure",
+    column="eq_l",
+    title="EQ-L",
+    axis="EQ-L (lower is fairer)",
+    kernel=fair_kernels.EXPECTED_EXPOSURE,
+    aux=_equal_share,
+    curvature=FAIRNESS_TERMS["expected-exposure"].curvature,
+    loss=_loss,
     summary="the squared distance of the exposures to an equal share for every document",
     reads=frozenset({"cutoff"}),
 )

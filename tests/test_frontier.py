@@ -71,8 +71,9 @@ def test_policy_evaluation_is_unbiased():
     split = _split()
     margins = np.random.default_rng(1).normal(size=split.y.shape[0])
     exact = _exact(split, margins)
-    runs = [evaluate_policy(margins, split, k=K, n_samples=20, seed=2 * s, n_jobs=1)
-            for s in range(300)]
+    runs = [
+        evaluate_policy(margins, split, k=K, n_samples=20, seed=2 * s, n_jobs=1) for s in range(300)
+    ]
     for name in ("ndcg", "ee_l", "disparity"):
         values = np.array([r.values[name] for r in runs])
         se = values.std(axis=0, ddof=1) / math.sqrt(len(runs))
@@ -81,11 +82,15 @@ def test_policy_evaluation_is_unbiased():
     # the plain plug-in EE-L of 4 rankings is biased upwards; the estimate above is not
     plain, fixed = [], []
     for s in range(300):
-        h = PolicyEvaluator(RankingMetric("ndcg", K, "exp"), None, split, n_samples=4, seed=2 * s,
-                        n_jobs=1).halves(margins)
+        h = PolicyEvaluator(
+            RankingMetric("ndcg", K, "exp"), None, split, n_samples=4, seed=2 * s, n_jobs=1
+        ).halves(margins)
         plain.append(metrics.expected_exposure_loss(split.y, h.exposure, split.qid, k=K))
-        fixed.append(evaluate_policy(margins, split, k=K, n_samples=4, seed=2 * s,
-                                     n_jobs=1).values["ee_l"].mean())
+        fixed.append(
+            evaluate_policy(margins, split, k=K, n_samples=4, seed=2 * s, n_jobs=1)
+            .values["ee_l"]
+            .mean()
+        )
     exact_mean = exact["ee_l"].mean()
     assert np.mean(plain) - exact_mean > 5 * np.std(plain, ddof=1) / math.sqrt(300)
     assert abs(np.mean(fixed) - exact_mean) < 5 * np.std(fixed, ddof=1) / math.sqrt(300)
@@ -99,8 +104,9 @@ def test_polarisation_identity_is_exact():
     eps = equal_exposure_target(split.y, split.group_ptr, 1.0 / np.log2(np.arange(2, K + 2)))
     q = np.unique(split.qid, return_inverse=True)[1]
     bilinear = np.bincount(q, (a - eps) * (b - eps))
-    got = h.unbiased(lambda x: metrics.expected_exposure_loss(split.y, x, split.qid, k=K,
-                                                              per_query=True))
+    got = h.unbiased(
+        lambda x: metrics.expected_exposure_loss(split.y, x, split.qid, k=K, per_query=True)
+    )
     np.testing.assert_allclose(got, bilinear, rtol=0, atol=1e-12)
 
 
@@ -117,8 +123,9 @@ def test_deterministic_ranking_and_oracle():
     n = split.y.shape[0]
     scores = np.random.default_rng(8).permutation(n).astype(float)  # distinct, 1 apart
     det = evaluate_ranking(scores, split, k=K)
-    np.testing.assert_allclose(det.ndcg, metrics.ndcg(split.y, scores, split.qid, k=K,
-                                                     per_query=True))
+    np.testing.assert_allclose(
+        det.ndcg, metrics.ndcg(split.y, scores, split.qid, k=K, per_query=True)
+    )
     sharp = 40.0 * scores  # within 300 of each other, e^-40 apart: PL draws the ranking
     huge = evaluate_policy(sharp, split, k=K, n_samples=4, seed=0, n_jobs=1)
     for name in ("ndcg", "ee_l", "disparity"):  # a sharp policy is the ranking
@@ -140,8 +147,10 @@ def test_validation_scale():
 def _point(split, curve, weight, temperature, ndcg, unfair, offset=0.0, name="d"):
     queries = [(f"{name}/Fold1", q) for q in range(4)]
     noise = np.array([-0.01, 0.01, -0.02, 0.02])  # the same in every point: paired s.e. 0
-    values = {"ndcg": dict(zip(queries, ndcg + noise)),
-              "group_disparity": dict(zip(queries, unfair + 0 * noise))}
+    values = {
+        "ndcg": dict(zip(queries, ndcg + noise)),
+        "group_disparity": dict(zip(queries, unfair + 0 * noise)),
+    }
     return Point(name, split, curve, weight, temperature, offset, 1, values, 0.0)
 
 
@@ -151,12 +160,13 @@ def _both(curve, weight, temperature, ndcg, unfair, offset=0.0):
 
 def test_compare_points_verdicts():
     points = [
-        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55), *_both("plrank-fair", 1.0, 0.0, 0.50, 0.45),
+        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55),
+        *_both("plrank-fair", 1.0, 0.0, 0.50, 0.45),
         *_both("plrank-fair", 0.0, 0.0, 0.90, 0.10),  # weight 0 is a relevance model: left out
-        *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),   # fair w=0.1 is fairer and better
-        *_both("lambdamart", 0.0, 0.5, 0.70, 0.80),   # fair w=0.1 is fairer but worse
-        *_both("lambdamart", 0.0, 4.0, 0.40, 0.40),   # no fair policy is as fair
-        *_both("lambdamart", 0.0, 2.0, 0.53, 0.50),   # a half-half mixture is as fair and better
+        *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),  # fair w=0.1 is fairer and better
+        *_both("lambdamart", 0.0, 0.5, 0.70, 0.80),  # fair w=0.1 is fairer but worse
+        *_both("lambdamart", 0.0, 4.0, 0.40, 0.40),  # no fair policy is as fair
+        *_both("lambdamart", 0.0, 2.0, 0.53, 0.50),  # a half-half mixture is as fair and better
         *_both("lambdamart", 0.0, 2.0, 0.45, 0.60, offset=1.0),  # dominated: off the envelope
     ]
     comparisons = compare_points(points, measure="group_disparity")
@@ -198,7 +208,8 @@ def test_compare_points_verdicts():
 
 def test_compare_points_chooses_on_validation():
     points = [
-        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55), *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),
+        *_both("plrank-fair", 0.1, 0.0, 0.60, 0.55),
+        *_both("lambdamart", 0.0, 1.0, 0.55, 0.56),
         # best on validation, worst on test: chosen all the same, and the test figures say so
         _point("vali", "plrank-fair", 3.0, 0.0, 0.65, 0.50),
         _point("test", "plrank-fair", 3.0, 0.0, 0.40, 0.50),
@@ -220,31 +231,56 @@ BASE = 'datasets = ["mq2008"]\n'
     ("text", "message"),
     [
         (BASE + "colour = 1", "unknown key 'colour'"),
-        (BASE + "fairness_weights = [1, -1]", "fairness_weights must be a non-empty list of "
-         "distinct finite numbers >= 0, but -1 is given"),
+        (
+            BASE + "fairness_weights = [1, -1]",
+            "fairness_weights must be a non-empty list of "
+            "distinct finite numbers >= 0, but -1 is given",
+        ),
         (BASE + "fairness_weights = [1, 1]", "is repeated"),
-        (BASE + "temperatures = [0, 1]", "temperatures must be a non-empty list of distinct "
-         "finite numbers > 0"),
+        (
+            BASE + "temperatures = [0, 1]",
+            "temperatures must be a non-empty list of distinct finite numbers > 0",
+        ),
         (BASE + "n_samples = 101", "n_samples must be an even integer >= 2, but 101"),
-        (BASE + 'plrank_method = "plrank-xgb-raw"', "plrank_method must be one of 'plrank-xgb', "
-         "'plrank-lgb'"),
+        (
+            BASE + 'plrank_method = "plrank-xgb-raw"',
+            "plrank_method must be one of 'plrank-xgb', 'plrank-lgb'",
+        ),
         (BASE + '[plrank]\nfairness = "expected-exposure"', "fairness is set by the command"),
-        (BASE + '[plrank]\nmetric = "precision"', "metric must be one of 'ndcg', 'dcg', but "
-         "'precision' is given"),
+        (
+            BASE + '[plrank]\nmetric = "precision"',
+            "metric must be one of 'ndcg', 'dcg', but 'precision' is given",
+        ),
         (BASE + "[params.pairwise-xgb]\neta = 0.1", "'pairwise-xgb' is not one of them"),
         (BASE + "[trees]\nrounds = 0", "trees.rounds must be an integer >= 1"),
-        (BASE + 'fairness = "fair"', "fairness must be one of 'expected-exposure', "
-         "'disparity', 'group-disparity', but 'fair' is given"),
-        (BASE + 'fairness = "group-disparity"', "fairness = 'group-disparity' needs item groups: "
-         "give protected = {feature = F, quantile = q}"),
-        (BASE + "group_offsets = [-1, 1]", "group_offsets shift the protected group and need a "
-         "protected table, but group_offsets = [-1.0, 1.0] is given without one"),
-        (BASE + "protected = {feature = 41, quantile = 1.5}", "protected.quantile must be a "
-         "number in (0, 1), but 1.5 is given"),
-        (BASE + "protected = {feature = 41, quantile = 0}", "protected.quantile must be a "
-         "number in (0, 1), but 0 is given"),
-        (BASE + "protected = {feature = 0}", "protected.feature must be a feature number >= 1 "
-         "(as in the data files), but 0 is given"),
+        (
+            BASE + 'fairness = "fair"',
+            "fairness must be one of 'expected-exposure', "
+            "'disparity', 'group-disparity', but 'fair' is given",
+        ),
+        (
+            BASE + 'fairness = "group-disparity"',
+            "fairness = 'group-disparity' needs item groups: "
+            "give protected = {feature = F, quantile = q}",
+        ),
+        (
+            BASE + "group_offsets = [-1, 1]",
+            "group_offsets shift the protected group and need a "
+            "protected table, but group_offsets = [-1.0, 1.0] is given without one",
+        ),
+        (
+            BASE + "protected = {feature = 41, quantile = 1.5}",
+            "protected.quantile must be a number in (0, 1), but 1.5 is given",
+        ),
+        (
+            BASE + "protected = {feature = 41, quantile = 0}",
+            "protected.quantile must be a number in (0, 1), but 0 is given",
+        ),
+        (
+            BASE + "protected = {feature = 0}",
+            "protected.feature must be a feature number >= 1 "
+            "(as in the data files), but 0 is given",
+        ),
         (BASE + "protected = {feature = 4, share = 0.5}", "unknown key 'protected.share'"),
     ],
 )
@@ -337,8 +373,11 @@ def test_shipped_group_and_disparity_configs_load(name, fairness, datasets, feat
 def _grouped_dataset(train_x, vali_x, test_x) -> LTRDataset:
     def split(x):
         x = np.asarray(x, dtype=float)
-        return Split(np.column_stack([np.ones_like(x), x]), np.ones_like(x),
-                     np.repeat(np.arange(len(x) // 2), 2))
+        return Split(
+            np.column_stack([np.ones_like(x), x]),
+            np.ones_like(x),
+            np.repeat(np.arange(len(x) // 2), 2),
+        )
 
     return LTRDataset("d", split(train_x), split(vali_x), split(test_x))
 
@@ -359,15 +398,27 @@ def test_protected_group_threshold_comes_from_the_training_split():
 @pytest.mark.parametrize(
     ("data", "protected", "message"),
     [
-        (_grouped_dataset(np.arange(4), [0, 3], [0, 3]), ProtectedGroup(feature=3, quantile=0.5),
-         "protected.feature must be a feature of d (1 to 2), but 3 is given"),
-        (_grouped_dataset(np.arange(4), [0, 3], [2, 3]), ProtectedGroup(feature=2, quantile=0.5),
-         "with the threshold 1.5 (below it: group 1) the test split of d holds only group 0"),
-        (_grouped_dataset(np.arange(4), [0, 3], [0, 3]), ProtectedGroup(feature=1, quantile=0.5),
-         "the train split of d holds only group 0; choose another feature or quantile"),
-        (_grouped_dataset([0, 1, 0, 1], [0, 0.5], [0, 1]), ProtectedGroup(feature=2),
-         "protected = {feature = 2} reads feature 2 as item group ids (integers >= 0), but the "
-         "vali split of d holds 0.5"),
+        (
+            _grouped_dataset(np.arange(4), [0, 3], [0, 3]),
+            ProtectedGroup(feature=3, quantile=0.5),
+            "protected.feature must be a feature of d (1 to 2), but 3 is given",
+        ),
+        (
+            _grouped_dataset(np.arange(4), [0, 3], [2, 3]),
+            ProtectedGroup(feature=2, quantile=0.5),
+            "with the threshold 1.5 (below it: group 1) the test split of d holds only group 0",
+        ),
+        (
+            _grouped_dataset(np.arange(4), [0, 3], [0, 3]),
+            ProtectedGroup(feature=1, quantile=0.5),
+            "the train split of d holds only group 0; choose another feature or quantile",
+        ),
+        (
+            _grouped_dataset([0, 1, 0, 1], [0, 0.5], [0, 1]),
+            ProtectedGroup(feature=2),
+            "protected = {feature = 2} reads feature 2 as item group ids (integers >= 0), but the "
+            "vali split of d holds 0.5",
+        ),
     ],
 )
 def test_protected_group_errors(data, protected, message):
@@ -378,16 +429,24 @@ def test_protected_group_errors(data, protected, message):
 
 def test_group_offset_policy_shifts_the_protected_documents(tmp_path: Path):
     path = tmp_path / "f.toml"
-    path.write_text(BASE + 'fairness = "group-disparity"\nprotected = {feature = 2}\n'
-                    "group_offsets = [-1, 0, 1]\nn_samples = 20\n")
+    path.write_text(
+        BASE + 'fairness = "group-disparity"\nprotected = {feature = 2}\n'
+        "group_offsets = [-1, 0, 1]\nn_samples = 20\n"
+    )
     config = load_frontier_config(path)
     split = replace(_split(), item_groups=np.tile([0, 1], 6))
     margins = np.random.default_rng(3).normal(size=12)
     key = EvalKey("d", "lambdamart", 0.0, 0.5, 1.5, "test", 0)
     got = _evaluate(key, margins, 2.0, split, config)
     # pi((m + b sigma a) / (T sigma)) with b = 1.5, sigma = 2, T = 0.5
-    want = evaluate_policy((margins + 3.0 * np.tile([0, 1], 6)) / 1.0, split, k=10, n_samples=20,
-                           seed=EVAL_SEED, n_jobs=1)
+    want = evaluate_policy(
+        (margins + 3.0 * np.tile([0, 1], 6)) / 1.0,
+        split,
+        k=10,
+        n_samples=20,
+        seed=EVAL_SEED,
+        n_jobs=1,
+    )
     for name in ("ndcg", "ee_l", "disparity", "group_disparity"):
         np.testing.assert_array_equal(got.values[name], want.values[name])
 
@@ -405,11 +464,17 @@ def naive_exposure(split: Split, margins: np.ndarray) -> np.ndarray:
 def test_group_disparity_of_a_policy_is_unbiased():
     split = replace(_split(), item_groups=np.tile([0, 1, 1], 4))
     margins = np.random.default_rng(1).normal(size=split.y.shape[0])
-    exact = metrics.group_disparity(split.y, naive_exposure(split, margins), split.qid,
-                                    split.item_groups, per_query=True)
-    runs = np.array([evaluate_policy(margins, split, k=K, n_samples=8, seed=2 * s, n_jobs=1,
-                                     monte_carlo=False).values["group_disparity"]
-                     for s in range(300)])
+    exact = metrics.group_disparity(
+        split.y, naive_exposure(split, margins), split.qid, split.item_groups, per_query=True
+    )
+    runs = np.array(
+        [
+            evaluate_policy(
+                margins, split, k=K, n_samples=8, seed=2 * s, n_jobs=1, monte_carlo=False
+            ).values["group_disparity"]
+            for s in range(300)
+        ]
+    )
     z = (runs.mean(axis=0) - exact) / (runs.std(axis=0, ddof=1) / math.sqrt(300) + 1e-15)
     assert np.abs(z).max() < 5, z
 
@@ -428,8 +493,14 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
     seen = []
 
     def recording_train(name, dataset, **kwargs):
-        seen.append((name, kwargs["params"], dataset.train.item_groups is not None,
-                     dataset.vali.item_groups is not None))
+        seen.append(
+            (
+                name,
+                kwargs["params"],
+                dataset.train.item_groups is not None,
+                dataset.vali.item_groups is not None,
+            )
+        )
         return train(name, dataset, **kwargs)
 
     monkeypatch.setattr(frontier, "train", recording_train)
@@ -452,8 +523,10 @@ def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Pat
     """With drop_empty_queries every split the frontier trains and stops on holds only queries
     with a relevant document, as the test split it is judged on; the stored settings say so."""
     data = write_tiny_letor(tmp_path / "tiny")
-    base = (f"datasets = [{str(data)!r}]\nk = 3\nfairness_weights = [0, 1]\ntemperatures = [1]\n"
-            "n_samples = 4\n[trees]\nrounds = 2\nn_jobs = 1\n[plrank]\nN = 4\n")
+    base = (
+        f"datasets = [{str(data)!r}]\nk = 3\nfairness_weights = [0, 1]\ntemperatures = [1]\n"
+        "n_samples = 4\n[trees]\nrounds = 2\nn_jobs = 1\n[plrank]\nN = 4\n"
+    )
     seen = []
 
     def recording_train(name, dataset, **kwargs):
@@ -466,8 +539,10 @@ def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Pat
     for drop in (False, True):
         seen.clear()
         config = tmp_path / f"drop_{drop}.toml"
-        config.write_text(f"out = {str(tmp_path / str(drop))!r}\n"
-                          f"drop_empty_queries = {str(drop).lower()}\n" + base)
+        config.write_text(
+            f"out = {str(tmp_path / str(drop))!r}\n"
+            f"drop_empty_queries = {str(drop).lower()}\n" + base
+        )
         assert main(["fairness", str(config)]) == 0
         settings = json.loads((tmp_path / str(drop) / "settings.json").read_text())
         assert settings.get("drop_empty_queries", False) is drop

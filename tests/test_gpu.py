@@ -42,7 +42,11 @@ SIMULATED = [
 
 def _run_checks(env: dict[str, str]) -> dict[str, str]:
     done = subprocess.run(
-        [sys.executable, str(CHECKS)], env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, str(CHECKS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
         cwd=CHECKS.parents[1],
     )
     assert done.returncode == 0, done.stderr
@@ -73,8 +77,14 @@ def test_simulated_kernels_equal_the_cpu_kernels(simulated):
     ("options", "message"),
     [
         ({"device": "gpu"}, "device must be one of 'cpu', 'cuda', but 'gpu' is given"),
-        ({"device": "cuda", "sampler": "tree"}, "sampler='tree' is not available with device='cuda'"),
-        ({"device": "cuda", "fairness": "disparity"}, "fairness='disparity' is not available with device='cuda'"),
+        (
+            {"device": "cuda", "sampler": "tree"},
+            "sampler='tree' is not available with device='cuda'",
+        ),
+        (
+            {"device": "cuda", "fairness": "disparity"},
+            "fairness='disparity' is not available with device='cuda'",
+        ),
     ],
 )
 def test_device_options_are_checked(options, message):
@@ -147,8 +157,24 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
     f64, i64 = t.float64[::1], t.int64[::1]
     kernels = {
         _cuda_kernels.estimate_kernel(10, 128): (
-            f64, f64, i64, i64, t.boolean[::1], f64, t.int64, t.int64, t.int64, t.int64, f64,
-            f64, t.float64[:, ::1], t.int32[::1], i64, f64, f64, f64,
+            f64,
+            f64,
+            i64,
+            i64,
+            t.boolean[::1],
+            f64,
+            t.int64,
+            t.int64,
+            t.int64,
+            t.int64,
+            f64,
+            f64,
+            t.float64[:, ::1],
+            t.int32[::1],
+            i64,
+            f64,
+            f64,
+            f64,
         ),
         _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
         _cuda_kernels.floor_queries: (f64, f64, i64, t.float64),

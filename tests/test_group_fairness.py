@@ -61,8 +61,10 @@ def test_relevance_proportional_disparity_is_the_disparity_loss():
     y, e, qid, _ = _queries(2)
     got = metrics.relevance_proportional_disparity(y, e, qid, per_query=True)
     expect = [
-        naive.disparity_loss(2.0 ** y[qid == q] - 1.0).value(e[qid == q]) if (qid == q).sum() > 1
-        else 0.0 for q in np.unique(qid)
+        naive.disparity_loss(2.0 ** y[qid == q] - 1.0).value(e[qid == q])
+        if (qid == q).sum() > 1
+        else 0.0
+        for q in np.unique(qid)
     ]
     np.testing.assert_allclose(got, expect, rtol=1e-12, atol=1e-15)
 
@@ -92,8 +94,11 @@ def _escaped(message: str) -> str:
 
 def test_item_groups_and_group_fairness_go_together():
     y = np.array([0.0, 1.0, 2.0])
-    with pytest.raises(ValueError, match="item_groups are used only by fairness in "
-                       r"\('group-disparity',\), but fairness='disparity' is given"):
+    with pytest.raises(
+        ValueError,
+        match="item_groups are used only by fairness in "
+        r"\('group-disparity',\), but fairness='disparity' is given",
+    ):
         plrank_grad_hess(np.zeros(3), y, [0, 3], fairness="disparity", item_groups=[0, 1, 1])
     with pytest.raises(ValueError, match="fairness=None is given"):
         plrank_objective(item_groups=[0, 1, 1])
@@ -123,11 +128,14 @@ def _exact_values(split: Split, margins, groups, K: int, spec: FairnessSpec) -> 
         lo, hi = split.group_ptr[q], split.group_ptr[q + 1]
         m, y = margins[lo:hi], split.y[lo:hi]
         E = naive.exact_exposure(m, theta[: min(K, hi - lo)])
-        g = 2.0 ** y - 1.0
+        g = 2.0**y - 1.0
         ideal = float(np.sort(g)[::-1][:K] @ theta[: min(K, hi - lo)])
         value = float(E @ g) / ideal if ideal > 0 else 1.0
-        loss = (naive.disparity_loss(g) if spec.name == "disparity"
-                else naive.group_disparity_loss(g, groups[lo:hi]))
+        loss = (
+            naive.disparity_loss(g)
+            if spec.name == "disparity"
+            else naive.group_disparity_loss(g, groups[lo:hi])
+        )
         out.append(value - spec.weight * loss.value(E))
     return np.array(out)
 
@@ -145,11 +153,19 @@ def test_policy_value_subtracts_the_loss_without_bias(kind):
     spec = FairnessSpec(kind, 2.0)
     exact = _exact_values(split, margins, groups, K, spec)
     ids = groups if kind == GROUP else None
-    runs = np.array([
-        PolicyEvaluator(RankingMetric("ndcg", K, "exp"), spec, replace(split, item_groups=ids),
-                    n_samples=4, seed=s, n_jobs=1).per_query(margins)
-        for s in range(300)
-    ])
+    runs = np.array(
+        [
+            PolicyEvaluator(
+                RankingMetric("ndcg", K, "exp"),
+                spec,
+                replace(split, item_groups=ids),
+                n_samples=4,
+                seed=s,
+                n_jobs=1,
+            ).per_query(margins)
+            for s in range(300)
+        ]
+    )
     z = (runs.mean(axis=0) - exact) / (runs.std(axis=0, ddof=1) / math.sqrt(len(runs)))
     assert np.abs(z).max() < 5, z
 
@@ -160,13 +176,18 @@ def grouped(data):
     X, y, qid, _ = data
     groups = (X[:, 2] > 0).astype(np.int64)
     train, vali = qid < 40, qid >= 40
-    return (Split(X[train], y[train], qid[train]), groups[train],
-            Split(X[vali], y[vali], qid[vali]), groups[vali])
+    return (
+        Split(X[train], y[train], qid[train]),
+        groups[train],
+        Split(X[vali], y[vali], qid[vali]),
+        groups[vali],
+    )
 
 
 def _group_objective(g_train):
-    return plrank_objective(K=5, N=10, seed=1, n_jobs=1, fairness=GROUP, fairness_weight=0.5,
-                            item_groups=g_train)
+    return plrank_objective(
+        K=5, N=10, seed=1, n_jobs=1, fairness=GROUP, fairness_weight=0.5, item_groups=g_train
+    )
 
 
 def _recorded(obj, calls):
@@ -189,31 +210,73 @@ def test_group_fair_objective_trains_and_stops_inside_the_boosters(grouped, libr
         dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
         dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
         obj.set_item_groups(dvali, g_vali)
-        params = {"eta": 0.3, "max_depth": 3, "nthread": 1, "base_score": 0.0,
-                  "disable_default_eval_metric": 1}
-        booster = xgboost.train(params, dtrain, rounds, obj=_recorded(obj, calls),
-                                evals=[(dvali, "valid")], custom_metric=obj.expected_metric,
-                                maximize=True, early_stopping_rounds=patience, verbose_eval=False)
+        params = {
+            "eta": 0.3,
+            "max_depth": 3,
+            "nthread": 1,
+            "base_score": 0.0,
+            "disable_default_eval_metric": 1,
+        }
+        booster = xgboost.train(
+            params,
+            dtrain,
+            rounds,
+            obj=_recorded(obj, calls),
+            evals=[(dvali, "valid")],
+            custom_metric=obj.expected_metric,
+            maximize=True,
+            early_stopping_rounds=patience,
+            verbose_eval=False,
+        )
         best = float(booster.attr("best_score"))
-        margins = booster[: booster.best_iteration + 1].inplace_predict(
-            vali.X, predict_type="margin").astype(np.float64)
+        margins = (
+            booster[: booster.best_iteration + 1]
+            .inplace_predict(vali.X, predict_type="margin")
+            .astype(np.float64)
+        )
     else:
         dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
         dvali = lightgbm.Dataset(vali.X, vali.y, group=vali.group_sizes, reference=dtrain)
         obj.set_item_groups(dvali, g_vali)
-        params = {"objective": _recorded(obj, calls), "metric": "None", "learning_rate": 0.3,
-                  "num_leaves": 8, "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5}
-        booster = lightgbm.train(params, dtrain, rounds, valid_sets=[dvali],
-                                 feval=obj.expected_metric,
-                                 callbacks=[lightgbm.early_stopping(patience, verbose=False)])
+        params = {
+            "objective": _recorded(obj, calls),
+            "metric": "None",
+            "learning_rate": 0.3,
+            "num_leaves": 8,
+            "num_threads": 1,
+            "verbose": -1,
+            "min_data_in_leaf": 5,
+        }
+        booster = lightgbm.train(
+            params,
+            dtrain,
+            rounds,
+            valid_sets=[dvali],
+            feval=obj.expected_metric,
+            callbacks=[lightgbm.early_stopping(patience, verbose=False)],
+        )
         best = booster.best_score["valid_0"]["expected_ndcg@5-0.5*group_disparity"]
         margins = booster.predict(vali.X, num_iteration=booster.best_iteration, raw_score=True)
     preds, grad = calls[0]
-    expected, _ = plrank_grad_hess(preds, train.y, train.group_ptr, K=5, N=10, seed=1,
-                                   fairness=GROUP, fairness_weight=0.5, item_groups=g_train)
+    expected, _ = plrank_grad_hess(
+        preds,
+        train.y,
+        train.group_ptr,
+        K=5,
+        N=10,
+        seed=1,
+        fairness=GROUP,
+        fairness_weight=0.5,
+        item_groups=g_train,
+    )
     np.testing.assert_array_equal(grad, expected)
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
-                        replace(vali, item_groups=g_vali), seed=1, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        FairnessSpec(GROUP, 0.5),
+        replace(vali, item_groups=g_vali),
+        seed=1,
+        n_jobs=1,
+    )
     assert best == pytest.approx(float(value.per_query(margins).mean()), abs=1e-6)
 
 
@@ -227,25 +290,41 @@ def test_the_training_set_is_scored_with_the_objectives_item_groups(grouped, lib
         dtrain = xgboost.DMatrix(train.X, train.y, qid=train.qid)
         history = {}
         booster = xgboost.train(
-            {"base_score": 0.0, "nthread": 1, "disable_default_eval_metric": 1}, dtrain, 2,
-            obj=obj, evals=[(dtrain, "train")], custom_metric=obj.expected_metric,
-            evals_result=history, verbose_eval=False)
+            {"base_score": 0.0, "nthread": 1, "disable_default_eval_metric": 1},
+            dtrain,
+            2,
+            obj=obj,
+            evals=[(dtrain, "train")],
+            custom_metric=obj.expected_metric,
+            evals_result=history,
+            verbose_eval=False,
+        )
         curve = history["train"]["expected_ndcg@5-0.5*group_disparity"]
         margins = booster.predict(dtrain, output_margin=True)
     else:
         dtrain = lightgbm.Dataset(train.X, train.y, group=train.group_sizes)
         history = {}
         booster = lightgbm.train(
-            {"objective": obj, "metric": "None", "num_threads": 1, "verbose": -1}, dtrain, 2,
-            valid_sets=[dtrain], feval=obj.expected_metric,
-            callbacks=[lightgbm.record_evaluation(history)])
+            {"objective": obj, "metric": "None", "num_threads": 1, "verbose": -1},
+            dtrain,
+            2,
+            valid_sets=[dtrain],
+            feval=obj.expected_metric,
+            callbacks=[lightgbm.record_evaluation(history)],
+        )
         curve = history["training"]["expected_ndcg@5-0.5*group_disparity"]
         margins = booster.predict(train.X, raw_score=True)
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
-                        replace(train, item_groups=g_train), seed=1, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        FairnessSpec(GROUP, 0.5),
+        replace(train, item_groups=g_train),
+        seed=1,
+        n_jobs=1,
+    )
     assert len(curve) == 2
-    assert curve[-1] == pytest.approx(float(value.per_query(margins.astype(np.float64)).mean()),
-                                      abs=1e-6)
+    assert curve[-1] == pytest.approx(
+        float(value.per_query(margins.astype(np.float64)).mean()), abs=1e-6
+    )
 
 
 def test_eval_sets_need_their_item_groups(grouped):
@@ -254,26 +333,46 @@ def test_eval_sets_need_their_item_groups(grouped):
     dvali = xgboost.DMatrix(vali.X, vali.y, qid=vali.qid)
     params = {"base_score": 0.0, "disable_default_eval_metric": 1, "nthread": 1}
     obj = _group_objective(g_train)
-    with pytest.raises(ValueError, match=r"needs the item groups of every eval set to evaluate "
-                       r"it: call obj.set_item_groups\(data, item_groups\) for this DMatrix"):
-        xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
-                      custom_metric=obj.expected_metric)
+    with pytest.raises(
+        ValueError,
+        match=r"needs the item groups of every eval set to evaluate "
+        r"it: call obj.set_item_groups\(data, item_groups\) for this DMatrix",
+    ):
+        xgboost.train(
+            params, dtrain, 1, obj=obj, evals=[(dvali, "valid")], custom_metric=obj.expected_metric
+        )
     obj = _group_objective(g_train)  # the training set is its own eval set without a call
     res: dict = {}
-    xgboost.train(params, dtrain, 2, obj=obj, evals=[(dtrain, "train")],
-                  custom_metric=obj.expected_metric, evals_result=res, verbose_eval=False)
+    xgboost.train(
+        params,
+        dtrain,
+        2,
+        obj=obj,
+        evals=[(dtrain, "train")],
+        custom_metric=obj.expected_metric,
+        evals_result=res,
+        verbose_eval=False,
+    )
     assert len(res["train"]["expected_ndcg@5-0.5*group_disparity"]) == 2
     obj = _group_objective(g_train)
     obj.set_item_groups(dvali, g_vali[:-1])
-    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
-                       rf"DMatrix they are given for \({g_vali.size}\), but hold {g_vali.size - 1}"):
-        xgboost.train(params, dtrain, 1, obj=obj, evals=[(dvali, "valid")],
-                      custom_metric=obj.expected_metric)
-    with pytest.raises(ValueError, match=r"item_groups must hold one group id per row of the "
-                       rf"DMatrix they are given for \({g_train.size}\), but hold {g_vali.size}"):
+    with pytest.raises(
+        ValueError,
+        match=r"item_groups must hold one group id per row of the "
+        rf"DMatrix they are given for \({g_vali.size}\), but hold {g_vali.size - 1}",
+    ):
+        xgboost.train(
+            params, dtrain, 1, obj=obj, evals=[(dvali, "valid")], custom_metric=obj.expected_metric
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"item_groups must hold one group id per row of the "
+        rf"DMatrix they are given for \({g_train.size}\), but hold {g_vali.size}",
+    ):
         xgboost.train(params, dtrain, 1, obj=_group_objective(g_vali))
-    with pytest.raises(ValueError, match="fairness='group-disparity' needs the item groups of "
-                       "the training rows"):
+    with pytest.raises(
+        ValueError, match="fairness='group-disparity' needs the item groups of the training rows"
+    ):
         xgboost.train(params, dtrain, 1, obj=plrank_objective(fairness=GROUP))
     with pytest.raises(ValueError, match="item_groups are used only by fairness"):
         plrank_objective(fairness="disparity").set_item_groups(dvali, g_vali)
@@ -288,8 +387,9 @@ def test_group_fairness_moves_exposure_toward_merit():
     ptr = np.array([0, 6])
     kw = {"K": 3, "N": 2000, "seed": 0, "hessian": "raw"}
     relevance, _ = plrank_grad_hess(scores, y, ptr, **kw)
-    fair, _ = plrank_grad_hess(scores, y, ptr, fairness=GROUP, fairness_weight=5.0,
-                               item_groups=groups, **kw)
+    fair, _ = plrank_grad_hess(
+        scores, y, ptr, fairness=GROUP, fairness_weight=5.0, item_groups=groups, **kw
+    )
     shift = fair - relevance  # loss gradients: negative raises a margin
     assert shift[[3, 4]].max() < 0 < shift[[0, 1]].min()
 
@@ -297,9 +397,17 @@ def test_group_fairness_moves_exposure_toward_merit():
 def _ranker(**options):
     from gbdt_plrank import PLRankRanker
 
-    common = {"K": 5, "N": 10, "n_estimators": 8, "learning_rate": 0.3, "max_depth": 3,
-              "num_leaves": 8, "random_state": 0, "n_jobs": 1,
-              "params": {"min_data_in_leaf": 5}}
+    common = {
+        "K": 5,
+        "N": 10,
+        "n_estimators": 8,
+        "learning_rate": 0.3,
+        "max_depth": 3,
+        "num_leaves": 8,
+        "random_state": 0,
+        "n_jobs": 1,
+        "params": {"min_data_in_leaf": 5},
+    }
     return PLRankRanker(**{**common, **options})
 
 
@@ -313,21 +421,35 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
     if backend == "xgboost":
         options["params"] = {}
     fitted = _ranker(**options).fit(
-        train.X, train.y, group=train.qid, item_groups=g_train,
-        eval_set=[(vali.X, vali.y, vali.qid, g_vali)], early_stopping_rounds=3,
+        train.X,
+        train.y,
+        group=train.qid,
+        item_groups=g_train,
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)],
+        early_stopping_rounds=3,
     )
     queries = np.random.default_rng(5).permutation(np.unique(train.qid))
     order = np.concatenate([np.flatnonzero(train.qid == q) for q in queries])  # whole queries
     shuffled = _ranker(**options).fit(
-        train.X[order], train.y[order], group=train.qid[order], item_groups=g_train[order],
-        eval_set=[(vali.X, vali.y, vali.qid, g_vali)], early_stopping_rounds=3,
+        train.X[order],
+        train.y[order],
+        group=train.qid[order],
+        item_groups=g_train[order],
+        eval_set=[(vali.X, vali.y, vali.qid, g_vali)],
+        early_stopping_rounds=3,
     )
     np.testing.assert_array_equal(fitted.predict(vali.X), shuffled.predict(vali.X))
     history = fitted.evals_result_["valid_0"]["expected_ndcg@5-0.5*group_disparity"]
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "exp"), FairnessSpec(GROUP, 0.5),
-                        replace(vali, item_groups=g_vali), seed=seeds_from(0, 2)[0], n_jobs=1)
-    assert max(history) == pytest.approx(float(value.per_query(fitted.predict(vali.X)).mean()),
-                                         abs=1e-6)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "exp"),
+        FairnessSpec(GROUP, 0.5),
+        replace(vali, item_groups=g_vali),
+        seed=seeds_from(0, 2)[0],
+        n_jobs=1,
+    )
+    assert max(history) == pytest.approx(
+        float(value.per_query(fitted.predict(vali.X)).mean()), abs=1e-6
+    )
 
 
 @pytest.mark.parametrize("backend", ["xgboost", "lightgbm"])
@@ -338,11 +460,17 @@ def test_the_rankers_item_groups_are_checked_once(grouped, monkeypatch, backend)
 
     checked = []
     check = _fairness.check_item_groups
-    monkeypatch.setattr(_fairness, "check_item_groups",
-                        lambda ids, *a, **k: checked.append(len(ids)) or check(ids, *a, **k))
+    monkeypatch.setattr(
+        _fairness,
+        "check_item_groups",
+        lambda ids, *a, **k: checked.append(len(ids)) or check(ids, *a, **k),
+    )
     train, g_train, vali, g_vali = grouped
     _ranker(backend=backend, fairness=GROUP, n_estimators=2).fit(
-        train.X, train.y, group=train.qid, item_groups=g_train,
+        train.X,
+        train.y,
+        group=train.qid,
+        item_groups=g_train,
         eval_set=[(vali.X, vali.y, vali.qid, g_vali)],
     )
     assert checked == [g_train.size, g_vali.size]
@@ -354,18 +482,42 @@ def test_ranker_names_missing_and_unwanted_item_groups(grouped):
     with pytest.raises(ValueError, match="fairness='group-disparity' needs item_groups"):
         fair.fit(train.X, train.y, group=train.qid)
     with pytest.raises(ValueError, match=r"needs eval_set\[0\] item_groups"):
-        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
-                 eval_set=[(vali.X, vali.y, vali.qid)])
-    with pytest.raises(ValueError, match=r"eval_set\[0\] item_groups must hold one group id per "
-                       rf"document \({g_vali.size}\), but holds 3"):
-        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
-                 eval_set=[(vali.X, vali.y, vali.qid, g_vali[:3])])
-    with pytest.raises(ValueError, match="item_groups are used only by fairness in "
-                       r"\('group-disparity',\), but fairness='expected-exposure' is given"):
+        fair.fit(
+            train.X,
+            train.y,
+            group=train.qid,
+            item_groups=g_train,
+            eval_set=[(vali.X, vali.y, vali.qid)],
+        )
+    with pytest.raises(
+        ValueError,
+        match=r"eval_set\[0\] item_groups must hold one group id per "
+        rf"document \({g_vali.size}\), but holds 3",
+    ):
+        fair.fit(
+            train.X,
+            train.y,
+            group=train.qid,
+            item_groups=g_train,
+            eval_set=[(vali.X, vali.y, vali.qid, g_vali[:3])],
+        )
+    with pytest.raises(
+        ValueError,
+        match="item_groups are used only by fairness in "
+        r"\('group-disparity',\), but fairness='expected-exposure' is given",
+    ):
         _ranker(fairness="expected-exposure", params={}).fit(
             train.X, train.y, group=train.qid, item_groups=g_train
         )
-    with pytest.raises(ValueError, match=r"eval_set\[0\] must be a tuple \(X, y, group\) or "
-                       r"\(X, y, group, item_groups\), but a tuple of length 5"):
-        fair.fit(train.X, train.y, group=train.qid, item_groups=g_train,
-                 eval_set=[(vali.X, vali.y, vali.qid, g_vali, None)])
+    with pytest.raises(
+        ValueError,
+        match=r"eval_set\[0\] must be a tuple \(X, y, group\) or "
+        r"\(X, y, group, item_groups\), but a tuple of length 5",
+    ):
+        fair.fit(
+            train.X,
+            train.y,
+            group=train.qid,
+            item_groups=g_train,
+            eval_set=[(vali.X, vali.y, vali.qid, g_vali, None)],
+        )

@@ -138,7 +138,10 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "colour = 1", "unknown key 'colour'"),
         (BASE + "[trees]\ndepth = 3", "unknown key 'trees.depth'"),
         (BASE + "[plrank]\nK = 3", "unknown key 'plrank.K'"),
-        ('datasets = ["mq2008"]\nmethods = ["lambdamart"]', "but ['lambdamart'] is given ('lambdamart' is not a method)"),
+        (
+            'datasets = ["mq2008"]\nmethods = ["lambdamart"]',
+            "but ['lambdamart'] is given ('lambdamart' is not a method)",
+        ),
         ('datasets = ["mq2008"]\nmethods = ["pairwise-xgb", "pairwise-xgb"]', "is repeated"),
         ('datasets = ["mq2008"]\nmethods = []', "methods must be a non-empty list"),
         (BASE + "seeds = 0", "seeds must be an integer >= 1, but 0"),
@@ -153,34 +156,70 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + '[params.plrank-xgb]\nobjective = "x"', "plrank-xgb must not set 'objective'"),
         (BASE + "[params.lambdarank-lgb]\nnum_iterations = 9", "must not set 'num_iterations'"),
         (BASE + "[params.plrank-xgb]\neta = [1, 2]", "plrank-xgb.eta must be a string, number or"),
-        (BASE + "[params.plrank-xgb.plrank]\nN = 0", 'params.plrank-xgb.plrank.N must be "auto" or an integer >= 1, but 0'),
+        (
+            BASE + "[params.plrank-xgb.plrank]\nN = 0",
+            'params.plrank-xgb.plrank.N must be "auto" or an integer >= 1, but 0',
+        ),
         (BASE + "[params.plrank-xgb.plrank]\nK = 3", "unknown key 'params.plrank-xgb.plrank.K'"),
         (BASE + "[params.lambdamart-xgb.plrank]\nN = 3", "'lambdamart-xgb' is not a PL-Rank"),
-        (BASE + '[params.plrank-xgb.plrank]\nhessian = "cubic"', "'abs', 'raw', 'clip', 'constant'"),
+        (
+            BASE + '[params.plrank-xgb.plrank]\nhessian = "cubic"',
+            "'abs', 'raw', 'clip', 'constant'",
+        ),
         (BASE + "[pirank]\ntau = 0", "pirank.tau must be a finite number > 0, but 0 is given"),
-        (BASE + "[pirank]\ntau = -1.5", "pirank.tau must be a finite number > 0, but -1.5 is given"),
+        (
+            BASE + "[pirank]\ntau = -1.5",
+            "pirank.tau must be a finite number > 0, but -1.5 is given",
+        ),
         (BASE + "[pirank]\ntau = nan", "pirank.tau must be a finite number > 0, but nan is given"),
         (BASE + "[pirank]\ntau = inf", "pirank.tau must be a finite number > 0, but inf is given"),
         (BASE + '[pirank]\ntau = "1"', "pirank.tau must be a finite number > 0, but '1' is given"),
         (BASE + '[pirank]\nhessian = "cubic"', "pirank.hessian must be one of 'bound', 'abs'"),
         (BASE + "[pirank]\nK = 3", "unknown key 'pirank.K'"),
-        (BASE + "[params.pirank-xgb.pirank]\ntau = 0.0", "params.pirank-xgb.pirank.tau must be a finite"),
+        (
+            BASE + "[params.pirank-xgb.pirank]\ntau = 0.0",
+            "params.pirank-xgb.pirank.tau must be a finite",
+        ),
         (BASE + "[params.pirank-xgb.pirank]\nN = 3", "unknown key 'params.pirank-xgb.pirank.N'"),
         (BASE + "[params.pirank-xgb.plrank]\nN = 3", "'pirank-xgb' is not a PL-Rank method"),
         (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
-        (BASE + '[plrank]\nfairness = "equal"', "plrank.fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', but 'equal'"),
-        (BASE + "[plrank]\nfairness_weight = -0.5", "plrank.fairness_weight must be a finite number >= 0, but -0.5"),
-        (BASE + "[plrank]\nfairness_weight = inf", "plrank.fairness_weight must be a finite number >= 0, but inf"),
-        (BASE + "[params.plrank-xgb.plrank]\nfairness_weight = nan", "fairness_weight must be a finite number >= 0, but nan"),
-        (BASE + '[plrank]\nmetric = "precision"\n[params.plrank-xgb.plrank]\nfairness = "expected-exposure"',
-         "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
-         "fairness='expected-exposure' measures exposure with the DCG rank weights"),
+        (
+            BASE + '[plrank]\nfairness = "equal"',
+            "plrank.fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', but 'equal'",
+        ),
+        (
+            BASE + "[plrank]\nfairness_weight = -0.5",
+            "plrank.fairness_weight must be a finite number >= 0, but -0.5",
+        ),
+        (
+            BASE + "[plrank]\nfairness_weight = inf",
+            "plrank.fairness_weight must be a finite number >= 0, but inf",
+        ),
+        (
+            BASE + "[params.plrank-xgb.plrank]\nfairness_weight = nan",
+            "fairness_weight must be a finite number >= 0, but nan",
+        ),
+        (
+            BASE
+            + '[plrank]\nmetric = "precision"\n[params.plrank-xgb.plrank]\nfairness = "expected-exposure"',
+            "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
+            "fairness='expected-exposure' measures exposure with the DCG rank weights",
+        ),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
-        (BASE + '[plrank]\nfairness = "group-disparity"', "fairness='group-disparity' needs item "
-         "groups, which comparisons do not take; draw its frontier with gbdt-plrank fairness"),
-        (BASE + '[plrank]\nstopping_metric = "ndcg"', "plrank.stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg'"),
-        (BASE + '[plrank]\ntrain_K = 0', "plrank.train_K must be \"auto\" or an integer >= 1, but 0"),
-        (BASE + '[plrank]\ntrain_K = "k"', "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'"),
+        (
+            BASE + '[plrank]\nfairness = "group-disparity"',
+            "fairness='group-disparity' needs item "
+            "groups, which comparisons do not take; draw its frontier with gbdt-plrank fairness",
+        ),
+        (
+            BASE + '[plrank]\nstopping_metric = "ndcg"',
+            "plrank.stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg'",
+        ),
+        (BASE + "[plrank]\ntrain_K = 0", 'plrank.train_K must be "auto" or an integer >= 1, but 0'),
+        (
+            BASE + '[plrank]\ntrain_K = "k"',
+            "plrank.train_K must be \"auto\" or an integer >= 1, but 'k'",
+        ),
         ('datasets = ["mq2008"\n', "is not valid TOML"),
     ],
 )
@@ -228,7 +267,10 @@ def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> No
     options = write_config(tmp_path, '[plrank-xgb.plrank]\nN = 7\nhessian = "clip"\n', "o.toml")
     config = load_config(path, params_file=options)
     assert dict(config.params["plrank-xgb"]["plrank"]) == {"N": 7, "hessian": "clip"}
-    assert config.training_settings()["params"]["plrank-xgb"]["plrank"] == {"N": 7, "hessian": "clip"}
+    assert config.training_settings()["params"]["plrank-xgb"]["plrank"] == {
+        "N": 7,
+        "hessian": "clip",
+    }
     bad = write_config(tmp_path, '[yetirank-cb]\nloss_function = "RMSE"\n', "bad.toml")
     with pytest.raises(ConfigError, match=r"bad.toml: yetirank-cb must not set 'loss_function'"):
         read_params(bad)
@@ -346,7 +388,12 @@ def test_same_seed_same_model_other_seed_other_model(tiny: Path) -> None:
 def test_native_params_reach_the_booster(tiny: Path) -> None:
     data = load_dataset(str(tiny))
     stumps = train(
-        "lambdamart-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings(),
+        "lambdamart-xgb",
+        data,
+        k=3,
+        seed=0,
+        trees=FAST,
+        plrank=PLRankSettings(),
         params={"max_depth": 1},
     )
     deep = train("lambdamart-xgb", data, k=3, seed=0, trees=FAST, plrank=PLRankSettings())
@@ -386,18 +433,22 @@ def test_a_plrank_table_in_params_sets_the_objective_options(tiny: Path, monkeyp
     assert params["plrank"] == {"N": 7, "metric": "dcg", "hessian": "clip"}  # not consumed
 
 
-def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Path, monkeypatch) -> None:
+def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(
+    tiny: Path, monkeypatch
+) -> None:
     made = spy_on_plans(monkeypatch)
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1,
-                         patience_rate=0)  # a fixed patience: the curve's end tells the best
+    trees = TreeSettings(
+        rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1, patience_rate=0
+    )  # a fixed patience: the curve's end tells the best
     policy = PLRankSettings(N=20, stopping_metric="policy")
     fit = train("plrank-xgb", data, k=3, seed=2, trees=trees, plrank=policy)
     assert fit.watched == "expected_ndcg@3" and list(fit.history) == ["ndcg@3", "expected_ndcg@3"]
     curve = np.round(fit.history["expected_ndcg@3"], 6)  # XGBoost records 6 decimals
     assert fit.best_round == int(np.argmax(curve)) + 1 == curve.shape[0] - 3
-    fit = train("plrank-xgb", data, k=3, seed=2, trees=trees,
-                plrank=PLRankSettings(N=20, train_K=5))
+    fit = train(
+        "plrank-xgb", data, k=3, seed=2, trees=trees, plrank=PLRankSettings(N=20, train_K=5)
+    )
     assert fit.watched == "standardized_expected_ndcg@3"  # the default: the README's path
     assert [m["options"].training_K for m in made] == [6, 5]
     assert [m["stopping_metric"] for m in made] == ["policy", "standardized"]
@@ -405,8 +456,9 @@ def test_plrank_methods_train_at_train_K_and_stop_on_their_policy_at_k(tiny: Pat
 
 def test_plrank_methods_stop_on_their_fair_policy_by_default(tiny: Path) -> None:
     data = load_dataset(str(tiny))
-    trees = TreeSettings(rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1,
-                         min_rounds=0)
+    trees = TreeSettings(
+        rounds=30, early_stopping_rounds=3, learning_rate=0.3, n_jobs=1, min_rounds=0
+    )
     policy, ranking = PLRankSettings(N=20), PLRankSettings(N=20, stopping_metric="ranking")
     assert policy.stopping_metric == "auto"  # the default: the policy's value with fairness
     assert policy.stopping == "standardized"
@@ -421,13 +473,16 @@ def test_plrank_methods_stop_on_their_fair_policy_by_default(tiny: Path) -> None
     assert by_ranking.watched == "ndcg@3" and list(by_ranking.history) == ["ndcg@3"]
     assert by_ranking.best_round != by_policy.best_round
     # the other methods keep the library's validation NDCG@k: the same model either way
-    base = [train("lambdamart-xgb", data, k=3, seed=2, trees=trees, plrank=s)
-            for s in (policy, ranking)]
+    base = [
+        train("lambdamart-xgb", data, k=3, seed=2, trees=trees, plrank=s) for s in (policy, ranking)
+    ]
     assert base[0].best_round == base[1].best_round
     np.testing.assert_array_equal(base[0].test_scores, base[1].test_scores)
 
 
-def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path, monkeypatch) -> None:
+def test_pirank_methods_take_the_pirank_settings_and_their_own_table(
+    tiny: Path, monkeypatch
+) -> None:
     from gbdt_plrank.harness import training
 
     made: list[dict] = []
@@ -439,7 +494,15 @@ def test_pirank_methods_take_the_pirank_settings_and_their_own_table(tiny: Path,
     monkeypatch.setattr(training, "pirank_objective", build)
     data = load_dataset(str(tiny))
     settings = PiRankSettings(tau=2.0, hessian="abs")
-    train("pirank-xgb", data, k=3, seed=5, trees=FAST, pirank=settings, params={"pirank": {"tau": 0.5}})
+    train(
+        "pirank-xgb",
+        data,
+        k=3,
+        seed=5,
+        trees=FAST,
+        pirank=settings,
+        params={"pirank": {"tau": 0.5}},
+    )
     train("pirank-lgb", data, k=4, seed=5, trees=FAST, pirank=settings)
     train("pirank-xgb", data, k=3, seed=0, trees=FAST)
     assert made[0] == {"K": 3, "n_jobs": 1, "tau": 0.5, "hessian": "abs"}  # deterministic: no seed
@@ -482,7 +545,9 @@ def test_callbacks_are_called_after_every_round(tiny: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["plrank-xgb", "lambdamart-xgb", "plrank-nn"])
-def test_test_curve_scores_the_test_split_without_changing_the_training(tiny: Path, name: str) -> None:
+def test_test_curve_scores_the_test_split_without_changing_the_training(
+    tiny: Path, name: str
+) -> None:
     data = load_dataset(str(tiny))
     trees = TreeSettings(rounds=6, early_stopping_rounds=2, learning_rate=0.3, n_jobs=1)
     plain = train(name, data, k=3, seed=0, trees=trees, plrank=PLRankSettings(N=20))
@@ -512,8 +577,14 @@ def test_watch_stops_on_the_given_metric_as_a_hand_built_plan_does(tiny: Path, n
     fit = train(name, data, k=3, seed=0, trees=trees, watch=watch)
     method = METHODS[name]
     backend = BACKENDS[method.library]
-    plan = Plan(method.objective, 3, n_estimators=8, early_stopping_rounds=2,
-                metrics=(RankingMetricEval(watch),), min_rounds=min_rounds_for(0.3))
+    plan = Plan(
+        method.objective,
+        3,
+        n_estimators=8,
+        early_stopping_rounds=2,
+        metrics=(RankingMetricEval(watch),),
+        min_rounds=min_rounds_for(0.3),
+    )
     hand = backend.train(trees.booster_settings(seed=0, params={}), data.train, [data.vali], plan)
     assert fit.watched == watch.name and set(fit.history) == {watch.name}
     np.testing.assert_array_equal(fit.curve, hand.history["valid_0"][watch.name])
@@ -528,10 +599,21 @@ def test_watch_stops_on_the_given_metric_as_a_hand_built_plan_does(tiny: Path, n
 #: Each library's default tree settings, written out (LightGBM's "no depth limit" as a depth its
 #: 31 leaves cannot reach on the tiny set).
 _WRITTEN_DEFAULTS = {
-    "lambdamart-xgb": {"learning_rate": 0.3, "max_depth": 6, "min_child_weight": 1.0,
-                       "reg_lambda": 1.0, "subsample": 1.0},
-    "lambdarank-lgb": {"learning_rate": 0.1, "max_depth": 100, "num_leaves": 31,
-                       "min_child_weight": 1e-3, "reg_lambda": 0.0, "subsample": 1.0},
+    "lambdamart-xgb": {
+        "learning_rate": 0.3,
+        "max_depth": 6,
+        "min_child_weight": 1.0,
+        "reg_lambda": 1.0,
+        "subsample": 1.0,
+    },
+    "lambdarank-lgb": {
+        "learning_rate": 0.1,
+        "max_depth": 100,
+        "num_leaves": 31,
+        "min_child_weight": 1e-3,
+        "reg_lambda": 0.0,
+        "subsample": 1.0,
+    },
 }
 
 
@@ -543,8 +625,14 @@ def test_native_params_reach_the_boosters_under_their_own_names(tiny: Path) -> N
 
     trees = TreeSettings(learning_rate=0.3, max_depth=2, min_child_weight=None, n_jobs=1)
     xgb_params = trees.native_params("xgboost", seed=4)
-    assert xgb_params == {"eta": 0.3, "max_depth": 2, "lambda": 1.0, "subsample": 1.0,
-                          "nthread": 1, "seed": 4}
+    assert xgb_params == {
+        "eta": 0.3,
+        "max_depth": 2,
+        "lambda": 1.0,
+        "subsample": 1.0,
+        "nthread": 1,
+        "seed": 4,
+    }
     train_split = load_dataset(str(tiny)).train
     dtrain = xgb.DMatrix(train_split.X, train_split.y, qid=train_split.qid)
     config = json.loads(xgb.train(xgb_params, dtrain, 1).save_config())["learner"]
@@ -552,10 +640,19 @@ def test_native_params_reach_the_boosters_under_their_own_names(tiny: Path) -> N
     assert float(updater["eta"]) == pytest.approx(0.3)  # stored in single precision
     assert (int(updater["max_depth"]), config["generic_param"]["seed"]) == (2, "4")
     lgb_params = trees.native_params("lightgbm")
-    assert lgb_params == {"learning_rate": 0.3, "max_depth": 2, "lambda_l2": 1.0,
-                          "bagging_fraction": 1.0, "num_threads": 1, "seed": 0}
-    booster = lgb.train({**lgb_params, "objective": "lambdarank", "verbosity": -1},
-                        lgb.Dataset(train_split.X, train_split.y, group=train_split.group_sizes), 1)
+    assert lgb_params == {
+        "learning_rate": 0.3,
+        "max_depth": 2,
+        "lambda_l2": 1.0,
+        "bagging_fraction": 1.0,
+        "num_threads": 1,
+        "seed": 0,
+    }
+    booster = lgb.train(
+        {**lgb_params, "objective": "lambdarank", "verbosity": -1},
+        lgb.Dataset(train_split.X, train_split.y, group=train_split.group_sizes),
+        1,
+    )
     assert booster.params["max_depth"] == 2 and booster.params["learning_rate"] == 0.3
     with pytest.raises(ValueError, match=r"library must be one of .*'sklearn' is given"):
         trees.native_params("sklearn")
@@ -595,8 +692,14 @@ def test_train_uses_the_backend_it_is_given(tiny: Path) -> None:
 
 def test_watch_is_refused_for_the_package_objectives(tiny: Path) -> None:
     with pytest.raises(ValueError, match="'plrank-xgb' trains with the PL-Rank objective"):
-        train("plrank-xgb", load_dataset(str(tiny)), k=3, seed=0, trees=FAST,
-              watch=RankingMetric("dcg", 3, "linear"))
+        train(
+            "plrank-xgb",
+            load_dataset(str(tiny)),
+            k=3,
+            seed=0,
+            trees=FAST,
+            watch=RankingMetric("dcg", 3, "linear"),
+        )
 
 
 def test_unknown_method_name_lists_the_allowed(tiny: Path) -> None:
@@ -636,8 +739,10 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     assert "## tiny, NDCG@3" in text and "## tiny, NDCG@5" in text
     assert "| plrank-xgb |" in text and "| lambdarank-lgb |" in text
     assert "Command: `gbdt-plrank x`" in text and "left out" in text
-    assert ("; the PL-Rank methods on the validation expected NDCG@k of the policy of their "
-            "standardised margins," in text)
+    assert (
+        "; the PL-Rank methods on the validation expected NDCG@k of the policy of their "
+        "standardised margins," in text
+    )
     assert "The PL-Rank methods train at the cut-off 2k (k with fairness)." in text
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ranking = config.model_copy(update={"plrank": PLRankSettings(stopping_metric="ranking")})
@@ -647,14 +752,18 @@ def test_comparison_writes_results_and_report(tmp_path: Path, tiny: Path) -> Non
     text = markdown_report(at, store.rows(), store.queries(), plan(config).keys)
     assert "The PL-Rank methods train at the cut-off 20." in text
     assert "counted as none" not in text
-    least = config.model_copy(update={"trees": config.trees.model_copy(update={"min_delta": 0.001})})
+    least = config.model_copy(
+        update={"trees": config.trees.model_copy(update={"min_delta": 0.001})}
+    )
     text = markdown_report(least, store.rows(), store.queries(), plan(config).keys)
     assert ", a gain of at most 0.001 counted as none, at most" in text
 
 
 def test_report_without_matplotlib_says_so(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    path = write_config(tmp_path, f'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\nout = "{tmp_path}"')
+    path = write_config(
+        tmp_path, f'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\nout = "{tmp_path}"'
+    )
     config = load_config(path)
     text = write_report(config, ResultStore(config.out, settings={}), [])
     assert "curves.png is not drawn" in text and "gbdt_plrank[plot]" in text
@@ -763,7 +872,11 @@ def test_paired_statistics_by_hand() -> None:
     assert r.p_t == pytest.approx(0.030466, abs=1e-6)
     assert r.p_randomization == pytest.approx(2 / 16)  # exact: every sign pattern
     assert r.verdict == "level"  # the randomization test decides, not the t-test
-    assert r.interval == f"+2.5000 [{2.5 - half:+.4f}, {2.5 + half:+.4f}]" == "+2.5000 [+0.4457, +4.5543]"
+    assert (
+        r.interval
+        == f"+2.5000 [{2.5 - half:+.4f}, {2.5 + half:+.4f}]"
+        == "+2.5000 [+0.4457, +4.5543]"
+    )
 
 
 def test_paired_verdicts_and_shared_queries() -> None:
@@ -796,9 +909,13 @@ def test_report_pools_folds_and_averages_seeds_per_query_first(tmp_path: Path) -
     queries = {}
     for fold, ids in ((1, (10, 11)), (2, (20, 21))):
         for seed in (0, 1):
-            queries[RunKey(f"mq2008/Fold{fold}", "lambdamart-xgb", seed, 5)] = dict.fromkeys(ids, 0.5)
+            queries[RunKey(f"mq2008/Fold{fold}", "lambdamart-xgb", seed, 5)] = dict.fromkeys(
+                ids, 0.5
+            )
             # plrank: +0.1 and +0.3 on the two seeds, so +0.2 per query once averaged
-            queries[RunKey(f"mq2008/Fold{fold}", "plrank-xgb", seed, 5)] = dict.fromkeys(ids, 0.6 + 0.2 * seed)
+            queries[RunKey(f"mq2008/Fold{fold}", "plrank-xgb", seed, 5)] = dict.fromkeys(
+                ids, 0.6 + 0.2 * seed
+            )
     row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
     rows = {key: {**row, **key._asdict()} for key in queries}
     text = markdown_report(config, rows, queries, list(queries))
@@ -809,10 +926,14 @@ def test_report_pools_folds_and_averages_seeds_per_query_first(tmp_path: Path) -
 def test_report_pairs_a_method_with_its_baseline_and_its_references(tmp_path: Path) -> None:
     methods = ["pirank-xgb", "plrank-xgb", "lambdamart-xgb"]
     path = write_config(
-        tmp_path, f'datasets = ["mq2008"]\nmethods = {methods}\nseeds = 1\nout = {str(tmp_path)!r}\n'
+        tmp_path,
+        f'datasets = ["mq2008"]\nmethods = {methods}\nseeds = 1\nout = {str(tmp_path)!r}\n',
     )
     level = {"lambdamart-xgb": 0.5, "plrank-xgb": 0.4, "pirank-xgb": 0.45}
-    queries = {RunKey("mq2008/Fold1", m, 0, 5): {q: v + 0.01 * (q % 3) for q in range(9)} for m, v in level.items()}
+    queries = {
+        RunKey("mq2008/Fold1", m, 0, 5): {q: v + 0.01 * (q % 3) for q in range(9)}
+        for m, v in level.items()
+    }
     row = {c: (0 if t is int else 0.5 if t is float else "x") for c, t in COLUMNS.items()}
     rows = {key: {**row, **key._asdict()} for key in queries}
     text = markdown_report(load_config(path), rows, queries, list(queries))
@@ -861,8 +982,10 @@ def test_a_store_holds_in_memory_what_a_resumed_run_reads(tmp_path: Path) -> Non
     with store.path("parts").open("a") as fh:
         fh.write('{"name": "z", "weight"')  # cut short by an interruption
     key = _Key("x", 1.0, 0)
-    expected = {"done": {key: {"name": "x", "weight": 1.0, "seed": 0, "v": 2}},
-                "parts": {key: {"name": "x", "weight": 1, "seed": 0, "v": [1, 2]}}}
+    expected = {
+        "done": {key: {"name": "x", "weight": 1.0, "seed": 0, "v": 2}},
+        "parts": {key: {"name": "x", "weight": 1, "seed": 0, "v": [1, 2]}},
+    }
     assert {name: dict(store.records(name)) for name in tables} == expected
     reopened = ResultStore(tmp_path, settings={"a": 1}, tables=tables)
     assert {name: dict(reopened.records(name)) for name in tables} == expected
@@ -885,8 +1008,10 @@ def test_a_key_field_a_record_lacks_reads_as_its_default(tmp_path: Path) -> None
     clicks experiment's off-policy lines from before they named their test log are log 0."""
     (tmp_path / "t.jsonl").write_text('{"name": "a", "v": 1}\n{"name": "a", "part": 2, "v": 3}\n')
     store = ResultStore(tmp_path, settings={}, tables={"t": Table("t.jsonl", _LaterKey)})
-    assert dict(store.records("t")) == {_LaterKey("a", 0): {"name": "a", "v": 1},
-                                        _LaterKey("a", 2): {"name": "a", "part": 2, "v": 3}}
+    assert dict(store.records("t")) == {
+        _LaterKey("a", 0): {"name": "a", "v": 1},
+        _LaterKey("a", 2): {"name": "a", "part": 2, "v": 3},
+    }
     with pytest.raises(KeyError):  # a field without a default is still required
         Table("t.jsonl", _Key).key_of({"name": "a", "weight": 1.0})
 
@@ -945,7 +1070,8 @@ def test_every_training_stores_its_per_query_test_ndcg(tmp_path: Path, tiny: Pat
 # ------------------------------------------------------------------------------------------
 def _frontier_config(tmp_path: Path, tiny: Path):
     path = write_config(
-        tmp_path, f"datasets = [{str(tiny)!r}]\nk = 3\nout = {str(tmp_path / 'out')!r}\n",
+        tmp_path,
+        f"datasets = [{str(tiny)!r}]\nk = 3\nout = {str(tmp_path / 'out')!r}\n",
         name="fair.toml",
     )
     return load_frontier_config(path)
@@ -958,16 +1084,19 @@ def _clicks_config(tmp_path: Path, tiny: Path):
     )
 
 
-def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
-                                                               tiny: Path) -> None:
+def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path, tiny: Path) -> None:
     """The logger's Monte-Carlo propensities from one ranking per query miss rows that its log
     shows clicked (as 1000 rankings of a sharp logger did on MQ2008 Fold2): the rewards on the
     logger's propensities, doubly robust included, and the off-policy table pool the sampled
     rankings with the log's displays and are finite rather than refused."""
     config = load_clicks_config(
         CONFIGS / "clicks-tiny.toml",
-        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [20],
-                   "propensity_samples": 1},
+        overrides={
+            "datasets": [str(tiny)],
+            "out": str(tmp_path / "out"),
+            "sessions": [20],
+            "propensity_samples": 1,
+        },
     )
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
@@ -975,7 +1104,9 @@ def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
     theta = clicks_run._theta(config, logs["train"], data.train, stochastic=True)
     sampled = fold.propensities(data.train, theta, n_samples=1)
     assert sampled["propensity_samples"] == 1
-    clicks = np.bincount(logs["train"].row, weights=logs["train"].click, minlength=data.train.y.size)
+    clicks = np.bincount(
+        logs["train"].row, weights=logs["train"].click, minlength=data.train.y.size
+    )
     assert ((clicks > 0) & (sampled["propensities"] == 0)).any()  # what crashed
     for estimator in ("policy-aware", "doubly-robust"):
         rewards = fold.rewards(logs, estimator=estimator, policy=True, stochastic=True)
@@ -987,15 +1118,20 @@ def test_clicks_policy_propensities_count_every_logged_display(tmp_path: Path,
 
 @pytest.mark.parametrize("shrinkage", [0.0, 2.0])
 def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
-        tmp_path: Path, tiny: Path, shrinkage: float) -> None:
+    tmp_path: Path, tiny: Path, shrinkage: float
+) -> None:
     """``shrinkage`` reaches the doubly robust rewards: shrunk, on the display frequencies
     (``propensities = "logged"``); unshrunk, on the logger's propensities (the display
     frequencies would make them the policy-aware rewards on every shown row). Either way the
     learner stops on the policy-aware validation rewards."""
     config = load_clicks_config(
         CONFIGS / "clicks-tiny.toml",
-        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [10],
-                   "shrinkage": shrinkage},
+        overrides={
+            "datasets": [str(tiny)],
+            "out": str(tmp_path / "out"),
+            "sessions": [10],
+            "shrinkage": shrinkage,
+        },
     )
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
@@ -1004,9 +1140,16 @@ def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
     rho = fold.propensities(data.train, theta, n_samples=config.propensity_samples)
     r = fold.learner_rewards("plrank-doubly-robust", logs, stochastic=True)
     expected = click_rewards(
-        logs["train"], data.train.y.size, position_bias=theta, estimator="doubly-robust",
-        qid=data.train.qid, X=data.train.X, seed=0, shrinkage=shrinkage,
-        **({} if shrinkage else rho))
+        logs["train"],
+        data.train.y.size,
+        position_bias=theta,
+        estimator="doubly-robust",
+        qid=data.train.qid,
+        X=data.train.X,
+        seed=0,
+        shrinkage=shrinkage,
+        **({} if shrinkage else rho),
+    )
     np.testing.assert_array_equal(r["train"], expected)
     pa = fold.learner_rewards("plrank-policy-aware", logs, stochastic=True)
     np.testing.assert_array_equal(r["vali"], pa["vali"])
@@ -1016,16 +1159,28 @@ def test_clicks_doubly_robust_learner_trains_on_the_configured_shrinkage(
 def _deterministic_config(tmp_path: Path, tiny: Path, **overrides):
     return load_clicks_config(
         CONFIGS / "clicks-tiny.toml",
-        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "logger": "lambdamart",
-                   "exploration_rounds": 0, "ope_sessions": 0, "position_bias": "estimate",
-                   "learners": ["plrank-policy-aware", "plrank-regression", "plrank-naive",
-                                "lambdarank-position-lgb"], **overrides},
+        overrides={
+            "datasets": [str(tiny)],
+            "out": str(tmp_path / "out"),
+            "logger": "lambdamart",
+            "exploration_rounds": 0,
+            "ope_sessions": 0,
+            "position_bias": "estimate",
+            "learners": [
+                "plrank-policy-aware",
+                "plrank-regression",
+                "plrank-naive",
+                "lambdarank-position-lgb",
+            ],
+            **overrides,
+        },
     )
 
 
 @pytest.mark.parametrize("display", ["top-k", "full"])
-def test_clicks_from_a_deterministic_lambdamart_logger(tmp_path: Path, tiny: Path,
-                                                       display: str) -> None:
+def test_clicks_from_a_deterministic_lambdamart_logger(
+    tmp_path: Path, tiny: Path, display: str
+) -> None:
     """logger = "lambdamart": an XGBRanker shows its ranking by score in every session (its top
     top_k, or every document), every learner reads that log, the position bias is estimated
     through the features (a log that identifies it no other way), and every record carries the
@@ -1038,8 +1193,9 @@ def test_clicks_from_a_deterministic_lambdamart_logger(tmp_path: Path, tiny: Pat
     assert isinstance(fold.logger, xgboost.XGBRanker) and not fold.stochastic
     logs = fold.logs(False, 4)
     log, split = logs["train"], data.train
-    order = clicks_run.top_k_rankings(fold.logger.predict(split.X), split,
-                                      k=config.top_k if display == "top-k" else None, n=1)
+    order = clicks_run.top_k_rankings(
+        fold.logger.predict(split.X), split, k=config.top_k if display == "top-k" else None, n=1
+    )
     shown = np.concatenate([o[0] for o in order])
     assert set(log.row.tolist()) == set(shown.tolist())
     for r in np.unique(log.row):  # every session shows a row at the same rank
@@ -1047,8 +1203,7 @@ def test_clicks_from_a_deterministic_lambdamart_logger(tmp_path: Path, tiny: Pat
     if display == "full":
         assert set(log.row.tolist()) == set(range(split.y.size))
     theta = fold.theta(log, stochastic=False)
-    np.testing.assert_array_equal(
-        theta, estimate_position_bias(log, X=split.X, qid=split.qid))
+    np.testing.assert_array_equal(theta, estimate_position_bias(log, X=split.X, qid=split.qid))
     assert fold.theta(log, stochastic=False) is theta  # estimated once per log
     record, ope = fold.run(clicks_run.ResultKey("tiny", "plrank-regression", 4, 0))
     assert ope == [] and set(record["vali_ndcg"]) == {"5", "10"}
@@ -1057,26 +1212,39 @@ def test_clicks_from_a_deterministic_lambdamart_logger(tmp_path: Path, tiny: Pat
     assert len(record["vali_ndcg"]["5"]) == len(record["vali_qid"])
 
 
-@pytest.mark.parametrize(("key", "value", "rule"), [
-    ("learners", ["plrank-deterministic"], "learners must not hold 'plrank-deterministic'"),
-    ("exploration_rounds", 1, "exploration_rounds must be 0"),
-    ("ope_sessions", 10, "ope_sessions must be 0 (a deterministic logger never shows the rows "
-                         "below its display"),
-])
-def test_a_deterministic_logger_refuses_what_needs_a_stochastic_one(tmp_path: Path, tiny: Path,
-                                                                     key, value, rule) -> None:
+@pytest.mark.parametrize(
+    ("key", "value", "rule"),
+    [
+        ("learners", ["plrank-deterministic"], "learners must not hold 'plrank-deterministic'"),
+        ("exploration_rounds", 1, "exploration_rounds must be 0"),
+        (
+            "ope_sessions",
+            10,
+            "ope_sessions must be 0 (a deterministic logger never shows the rows below its display",
+        ),
+    ],
+)
+def test_a_deterministic_logger_refuses_what_needs_a_stochastic_one(
+    tmp_path: Path, tiny: Path, key, value, rule
+) -> None:
     with pytest.raises(ConfigError, match=re.escape(rule)):
         _deterministic_config(tmp_path, tiny, **{key: value})
 
 
 def test_clicks_placement_propensities_are_the_loggers_placement_exposure(
-        tmp_path: Path, tiny: Path) -> None:
+    tmp_path: Path, tiny: Path
+) -> None:
     """propensities = "placement": the policy-aware rewards divide by the logger's placement
     probabilities, taken as they are (no pooling), and the off-policy table reads them."""
     config = load_clicks_config(
         CONFIGS / "clicks-tiny.toml",
-        overrides={"datasets": [str(tiny)], "out": str(tmp_path / "out"), "sessions": [10],
-                   "propensities": "placement", "propensity_samples": 50},
+        overrides={
+            "datasets": [str(tiny)],
+            "out": str(tmp_path / "out"),
+            "sessions": [10],
+            "propensities": "placement",
+            "propensity_samples": 50,
+        },
     )
     assert config.settings()["propensities"] == "placement"
     data = load(str(tiny), 1, drop_empty_test_queries=True)
@@ -1085,12 +1253,24 @@ def test_clicks_placement_propensities_are_the_loggers_placement_exposure(
     theta = fold.theta(logs["train"], stochastic=True)
     rho = fold.propensities(data.train, theta, n_samples=50)
     assert set(rho) == {"propensities"} and (rho["propensities"] > 0).all()
-    np.testing.assert_array_equal(rho["propensities"], fold.logger.expected_exposure(
-        data.train.X, data.train.qid, n_samples=50, weights=theta,
-        random_state=clicks_run._PROPENSITY_SEED, method="placement"))
+    np.testing.assert_array_equal(
+        rho["propensities"],
+        fold.logger.expected_exposure(
+            data.train.X,
+            data.train.qid,
+            n_samples=50,
+            weights=theta,
+            random_state=clicks_run._PROPENSITY_SEED,
+            method="placement",
+        ),
+    )
     r = fold.learner_rewards("plrank-policy-aware", logs, stochastic=True)
-    np.testing.assert_array_equal(r["train"], click_rewards(
-        logs["train"], data.train.y.size, position_bias=theta, qid=data.train.qid, **rho))
+    np.testing.assert_array_equal(
+        r["train"],
+        click_rewards(
+            logs["train"], data.train.y.size, position_bias=theta, qid=data.train.qid, **rho
+        ),
+    )
     _, ope = fold.run(clicks_run.ResultKey("tiny", "logger", 0, 0))
     assert all(np.isfinite(line["value"]) and line["stderr"] > 0 for line in ope)
 
@@ -1112,8 +1292,9 @@ def test_clicks_shrinkage_is_a_setting_and_named_when_bad(tmp_path: Path, tiny: 
     ],
     ids=["compare", "fairness", "clicks"],
 )
-def test_a_second_run_on_a_folder_in_use_is_refused(tmp_path: Path, tiny: Path, run,
-                                                    configure) -> None:
+def test_a_second_run_on_a_folder_in_use_is_refused(
+    tmp_path: Path, tiny: Path, run, configure
+) -> None:
     config = configure(tmp_path, tiny)
     with locked_folder(config.out) as folder:
         with pytest.raises(FolderInUseError) as info:
@@ -1135,11 +1316,16 @@ def test_the_lock_is_released_however_the_run_ends(tmp_path: Path) -> None:
 
 def test_a_run_in_another_process_holds_the_folder_until_it_dies(tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; from gbdt_plrank.harness.store import locked_folder\n"
-         f"with locked_folder({str(tmp_path)!r}):\n    print('held', flush=True)\n"
-         "    sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from gbdt_plrank.harness.store import locked_folder\n"
+            f"with locked_folder({str(tmp_path)!r}):\n    print('held', flush=True)\n"
+            "    sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     try:
@@ -1160,18 +1346,31 @@ def test_a_run_in_another_process_holds_the_folder_until_it_dies(tmp_path: Path)
 @pytest.mark.parametrize(
     ("method", "params", "message"),
     [
-        ("lambdamart-xgb", {"max_depth": 3, "eta": "fast"},
-         "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing"),
-        ("plrank-xgb", {"max_depth": "deep"},
-         "plrank-xgb's native parameter max_depth = 'deep' is refused by xgboost: Invalid"),
-        ("lambdarank-lgb", {"num_leaves": -3},
-         "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed"),
-        ("plrank-lgb", {"min_data_in_leaf": 2, "learning_rate": "fast"},
-         "plrank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm"),
+        (
+            "lambdamart-xgb",
+            {"max_depth": 3, "eta": "fast"},
+            "lambdamart-xgb's native parameter eta = 'fast' is refused by xgboost: Some trailing",
+        ),
+        (
+            "plrank-xgb",
+            {"max_depth": "deep"},
+            "plrank-xgb's native parameter max_depth = 'deep' is refused by xgboost: Invalid",
+        ),
+        (
+            "lambdarank-lgb",
+            {"num_leaves": -3},
+            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed",
+        ),
+        (
+            "plrank-lgb",
+            {"min_data_in_leaf": 2, "learning_rate": "fast"},
+            "plrank-lgb's native parameter learning_rate = 'fast' is refused by lightgbm",
+        ),
     ],
 )
-def test_a_refused_native_parameter_is_named(tiny: Path, method: str, params: dict,
-                                             message: str) -> None:
+def test_a_refused_native_parameter_is_named(
+    tiny: Path, method: str, params: dict, message: str
+) -> None:
     pytest.importorskip(METHODS[method].library)
     data = load(str(tiny), 1, drop_empty_test_queries=False)
     trees = TreeSettings(rounds=2, n_jobs=1)
@@ -1206,9 +1405,15 @@ def test_the_plrank_tables_hessian_reaches_the_plrank_methods_and_ablations_keep
     from gbdt_plrank.harness.settings import method_options, objective_settings
 
     settings = objective_settings(PLRankSettings(hessian="denoised"))
-    chosen = {name: method_options(METHODS[name], settings, None, k=5).hessian
-              for name in ("plrank-xgb", "plrank-lgb", "plrank-xgb-raw", "plrank-xgb-nohess")}
-    assert chosen == {"plrank-xgb": "denoised", "plrank-lgb": "denoised",
-                      "plrank-xgb-raw": "raw", "plrank-xgb-nohess": "constant"}
+    chosen = {
+        name: method_options(METHODS[name], settings, None, k=5).hessian
+        for name in ("plrank-xgb", "plrank-lgb", "plrank-xgb-raw", "plrank-xgb-nohess")
+    }
+    assert chosen == {
+        "plrank-xgb": "denoised",
+        "plrank-lgb": "denoised",
+        "plrank-xgb-raw": "raw",
+        "plrank-xgb-nohess": "constant",
+    }
     default = method_options(METHODS["plrank-xgb"], objective_settings(), None, k=5)
     assert (default.hessian, default.training_hessian) == ("auto", "denoised")

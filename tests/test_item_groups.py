@@ -41,8 +41,10 @@ def _data(seed: int, n_queries: int = 12, size: int = 6):
 def test_the_data_objects_carry_their_splits_item_groups(backend) -> None:
     X, y, qid, groups = _data(0)
     library = BACKENDS[backend]
-    data = library._dataset(Split(X, y, qid, groups)) if backend == "lightgbm" else (
-        library._dmatrix(Split(X, y, qid, groups))
+    data = (
+        library._dataset(Split(X, y, qid, groups))
+        if backend == "lightgbm"
+        else (library._dmatrix(Split(X, y, qid, groups)))
     )
     if backend == "lightgbm":
         data.construct()
@@ -52,8 +54,10 @@ def test_the_data_objects_carry_their_splits_item_groups(backend) -> None:
         np.testing.assert_array_equal(group_indices(groups), carried)
     else:
         assert carried is groups
-    bare = library._dataset(Split(X, y, qid)) if backend == "lightgbm" else (
-        library._dmatrix(Split(X, y, qid))
+    bare = (
+        library._dataset(Split(X, y, qid))
+        if backend == "lightgbm"
+        else (library._dmatrix(Split(X, y, qid)))
     )
     if backend == "lightgbm":
         bare.construct()
@@ -89,12 +93,24 @@ def test_the_rankers_item_groups_reach_the_objective_with_the_data(handed, backe
         read.append(ids)
         return ids
 
-    fit = {"backend": backend, "fairness": GROUP, "N": 4, "n_estimators": 3, "n_jobs": 1,
-           "random_state": 0, "min_child_weight": 0.01, "stopping_metric": "policy"}
+    fit = {
+        "backend": backend,
+        "fairness": GROUP,
+        "N": 4,
+        "n_estimators": 3,
+        "n_jobs": 1,
+        "random_state": 0,
+        "min_child_weight": 0.01,
+        "stopping_metric": "policy",
+    }
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(PLRankObjective, "_training_item_groups", spy)
         ranker = PLRankRanker(**fit).fit(
-            X, y, group=qid, item_groups=groups, eval_set=[(Xv, yv, qv, gv)],
+            X,
+            y,
+            group=qid,
+            item_groups=groups,
+            eval_set=[(Xv, yv, qv, gv)],
             early_stopping_rounds=3,
         )
     assert handed == []  # nothing on the side
@@ -125,8 +141,7 @@ def test_item_groups_given_by_hand_come_before_those_the_data_carries() -> None:
     obj = plrank_objective(K=3, N=4, seed=1, fairness=GROUP)
     g_data, _ = obj(preds, carried)
     ptr = np.r_[0, np.cumsum(np.bincount(qid))]
-    want, _ = plrank_grad_hess(preds, y, ptr, K=3, N=4, seed=1, fairness=GROUP,
-                               item_groups=groups)
+    want, _ = plrank_grad_hess(preds, y, ptr, K=3, N=4, seed=1, fairness=GROUP, item_groups=groups)
     np.testing.assert_allclose(g_data, want, rtol=1e-12, atol=1e-15)
     swapped = plrank_objective(K=3, N=4, seed=1, fairness=GROUP)
     swapped.set_item_groups(carried, 13 - groups)  # the same groups, ids in the other order
@@ -142,16 +157,21 @@ def test_plrank_objective_item_groups_serve_a_training_set_without_its_own() -> 
     dtrain = xgboost.DMatrix(X, y, qid=qid)
     obj(np.zeros(y.size), dtrain)
     assert obj.item_groups_of(dtrain, y.size) is obj.item_groups  # scored as an eval set too
-    with pytest.raises(ValueError, match="item_groups must hold one group id per row of the "
-                                         "DMatrix they are given for"):
+    with pytest.raises(
+        ValueError,
+        match="item_groups must hold one group id per row of the DMatrix they are given for",
+    ):
         obj(np.zeros(6), xgboost.DMatrix(X[:6], y[:6], qid=qid[:6]))
 
 
 def test_set_item_groups_checks_the_ids() -> None:
     obj = plrank_objective(K=3, N=4, fairness=GROUP)
     key = Data()
-    with pytest.raises(ValueError, match=r"item_groups must hold two or more distinct groups, "
-                                         r"but holds \[0\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"item_groups must hold two or more distinct groups, "
+        r"but holds \[0\]",
+    ):
         obj.set_item_groups(key, [0, 0, 0])
     obj.set_item_groups(key, [1, 0, 1.0])
     assert obj.item_groups_of(key, 3).tolist() == [1, 0, 1]

@@ -42,7 +42,9 @@ def test_every_fairness_term_has_a_distinct_slope_of_the_kernel():
     codes = {name: term.kernel for name, term in FAIRNESS_TERMS.items()}
     _check_table(tuple(FAIRNESS_TERMS), codes)
     assert set(codes.values()) == {
-        fair_kernels.EXPECTED_EXPOSURE, fair_kernels.DISPARITY, fair_kernels.GROUP_DISPARITY
+        fair_kernels.EXPECTED_EXPOSURE,
+        fair_kernels.DISPARITY,
+        fair_kernels.GROUP_DISPARITY,
     }
     for name, code in codes.items():
         assert FairnessSpec(name, 1.0).kind == code

@@ -113,7 +113,8 @@ def test_every_experiment_has_config_run_and_report() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", sorted(p for p in HARNESS.glob("*.py") if p.name != "__init__.py"),
+    "path",
+    sorted(p for p in HARNESS.glob("*.py") if p.name != "__init__.py"),
     ids=lambda p: p.name,
 )
 def test_shared_harness_modules_import_no_experiment(path: Path) -> None:
@@ -148,28 +149,28 @@ OLD_NAMES = ("gbdt_plrank._boosters",)
 #: every other private module is the package's own. Tests may import any module.
 STABLE_INTERNALS = {
     "gbdt_plrank._backends": "training with one library's backend directly (BACKENDS, "
-                             "BoosterSettings), a parameter checked by its schema "
-                             "(check_parameter) and the stopping rule replayed on a recorded "
-                             "curve (EarlyStopper)",
+    "BoosterSettings), a parameter checked by its schema "
+    "(check_parameter) and the stopping rule replayed on a recorded "
+    "curve (EarlyStopper)",
     "gbdt_plrank._training.run": "a PL-Rank training planned as the rankers plan it (plrank_plan)",
     "gbdt_plrank._training.evaluation": "the policy's value as an evaluation metric "
-                                        "(PolicyEvaluator, its sample counts, the standardized "
-                                        "metric's spread)",
+    "(PolicyEvaluator, its sample counts, the standardized "
+    "metric's spread)",
     "gbdt_plrank._training.options": "the values an option takes (NOISES, HESSIAN_MODES)",
     "gbdt_plrank._training.fairness": "a fairness term with its weight (FairnessSpec)",
     "gbdt_plrank._training.pirank": "PiRank's Hessian modes (PIRANK_HESSIANS)",
     "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "
-                                 "to_host)",
+    "to_host)",
     "gbdt_plrank._ranking_metric": "the metric and its gains (RankingMetric, dcg_weights)",
     "gbdt_plrank._groups": "statistics of rows grouped by query (within_query_spread)",
     "gbdt_plrank._kernels.plrank": "the estimator's kernels, measured on their own, and their "
-                                   "random stream (stream_state, _uniform, shifted_exp), so that "
-                                   "a research kernel draws the estimator's numbers",
+    "random stream (stream_state, _uniform, shifted_exp), so that "
+    "a research kernel draws the estimator's numbers",
     "gbdt_plrank._util.compat": "optional dependencies (is_installed, MissingDependencyError)",
     "gbdt_plrank._util.schema": "a value read as TOML reads it (toml_value)",
     "gbdt_plrank.cli._argtypes": "the command line's list arguments (int_list, text_list)",
     "gbdt_plrank.clicks._click_model": "the position-based click model's likelihood "
-                                       "(display_counts, likelihood_objective)",
+    "(display_counts, likelihood_objective)",
 }
 
 
@@ -198,8 +199,9 @@ def _imports(source: str, where: Sequence[str]) -> set[str]:
             if module.split(".")[0] != "gbdt_plrank":
                 continue
             for alias in node.names:
-                found.add(f"{module}.{alias.name}" if _is_module(f"{module}.{alias.name}")
-                          else module)
+                found.add(
+                    f"{module}.{alias.name}" if _is_module(f"{module}.{alias.name}") else module
+                )
     return found
 
 
@@ -213,7 +215,8 @@ def _private(module: str) -> bool:
 
 
 SOURCES = sorted(
-    p for folder in ("gbdt_plrank", "tests", "benchmarks", "research")
+    p
+    for folder in ("gbdt_plrank", "tests", "benchmarks", "research")
     for p in (ROOT / folder).rglob("*.py")
 )
 SCRIPTS = [p for p in SOURCES if p.relative_to(ROOT).parts[0] in ("benchmarks", "research")]
@@ -230,20 +233,26 @@ def test_the_import_scan_resolves_relative_and_absolute_imports() -> None:
         "from gbdt_plrank import PLRankOptions\n"
     )
     assert _imports(script, ("research", "probe")) == {
-        "gbdt_plrank._training.plrank", "gbdt_plrank._kernels.plrank",
-        "gbdt_plrank._training.options", "gbdt_plrank",
+        "gbdt_plrank._training.plrank",
+        "gbdt_plrank._kernels.plrank",
+        "gbdt_plrank._training.options",
+        "gbdt_plrank",
     }
     assert _imports("from .._backends import Plan\n", ("gbdt_plrank", "nn", "x")) == {
         "gbdt_plrank._backends"
     }
     assert {m for m in _package_imports(ROOT / "benchmarks" / "bench_round.py") if _private(m)} == {
-        "gbdt_plrank._backends", "gbdt_plrank._training.run", "gbdt_plrank._training.evaluation",
+        "gbdt_plrank._backends",
+        "gbdt_plrank._training.run",
+        "gbdt_plrank._training.evaluation",
     }
 
 
 def test_nothing_imports_the_old_module_names() -> None:
     old = {
-        str(path.relative_to(ROOT)): sorted(m for m in _package_imports(path) if m.startswith(OLD_NAMES))
+        str(path.relative_to(ROOT)): sorted(
+            m for m in _package_imports(path) if m.startswith(OLD_NAMES)
+        )
         for path in SOURCES
     }
     assert not {k: v for k, v in old.items() if v}, "the modules are gbdt_plrank._backends"
@@ -270,8 +279,12 @@ def test_every_stable_internal_is_used_exists_and_is_documented() -> None:
     assert all(_is_module(m) and _private(m) for m in STABLE_INTERNALS)
     page = (ROOT / "docs" / "api" / "internals.rst").read_text()
     section = re.search(
-        r"What the benchmarks and research may import\n-+\n(.*?)(?=\n[^\n]+\n-{3,}\n|\Z)", page, re.S
+        r"What the benchmarks and research may import\n-+\n(.*?)(?=\n[^\n]+\n-{3,}\n|\Z)",
+        page,
+        re.S,
     )
-    assert section, "docs/api/internals.rst has a section 'What the benchmarks and research may import'"
+    assert section, (
+        "docs/api/internals.rst has a section 'What the benchmarks and research may import'"
+    )
     listed = re.findall(r"^- ``(gbdt_plrank\.[\w.]+)``", section.group(1), re.M)
     assert sorted(listed) == sorted(STABLE_INTERNALS), "the page lists the stable internals"

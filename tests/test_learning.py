@@ -74,8 +74,10 @@ def test_default_objective_learns_as_well_as_lambdamart(
 ):
     results = {name: _mean(name, mq2008) for name in (plrank, baseline, *ablations)}
     with capsys.disabled():
-        print(f"\nMQ2008 Fold1, NDCG@{K}, mean of {len(SEEDS)} seeds "
-              "(validation at the kept round / at its peak / test):")
+        print(
+            f"\nMQ2008 Fold1, NDCG@{K}, mean of {len(SEEDS)} seeds "
+            "(validation at the kept round / at its peak / test):"
+        )
         for name, (kept, peak, test) in results.items():
             print(f"  {name:20s} {kept:.4f} / {peak:.4f} / {test:.4f}")
     assert results[plrank][1] >= results[baseline][1] - 0.01

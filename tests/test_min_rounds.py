@@ -40,8 +40,13 @@ GAINS = {
 
 
 def reference_rule(
-    curve: np.ndarray, patience: int, min_rounds: int, min_delta: float = 0.0,
-    library: str = "lightgbm", maximize: bool = True, rate: float = 0.0,
+    curve: np.ndarray,
+    patience: int,
+    min_rounds: int,
+    min_delta: float = 0.0,
+    library: str = "lightgbm",
+    maximize: bool = True,
+    rate: float = 0.0,
 ) -> tuple[int, int]:
     """(0-based kept round, rounds run) by the definition: the first maximum (minimum) of the
     rounds from ``min_rounds`` on (1-based), training stopped ``patience`` rounds after the best
@@ -74,8 +79,9 @@ def test_the_rule_matches_its_definition(seed: int, library: str) -> None:
     min_delta = float(rng.choice([0.0, 0.01, 0.05, 0.1, 0.3]))
     rate = float(rng.choice([0.0, 0.0, 0.25, 0.5, 1.0, 2.0]))
     for maximize in (True, False):
-        stopper = EarlyStopper(patience, min_rounds, min_delta, maximize=maximize,
-                               library=library, patience_rate=rate)
+        stopper = EarlyStopper(
+            patience, min_rounds, min_delta, maximize=maximize, library=library, patience_rate=rate
+        )
         ran = n
         for t, value in enumerate(curve):
             if stopper.update(t, value):
@@ -94,8 +100,11 @@ def test_min_delta_is_refused_unless_a_finite_number_at_least_0() -> None:
             PLRankRanker(min_delta=bad)._training(None, None)
     with pytest.raises(ValueError, match=r"min_delta must be a finite number >= 0, but -1"):
         xgboost_early_stopping(5, min_delta=-1)
-    with pytest.raises(ValueError, match=r"trees.min_delta must be a finite number >= 0, but "
-                                         r"-0.5 is given"):
+    with pytest.raises(
+        ValueError,
+        match=r"trees.min_delta must be a finite number >= 0, but "
+        r"-0.5 is given",
+    ):
         validate(TreeSettings, {"min_delta": -0.5}, source="x.toml", prefix="trees")
     assert "min_delta" not in TreeSettings().model_dump(exclude_defaults=True)
 
@@ -106,15 +115,19 @@ def test_patience_rate_is_refused_unless_a_finite_number_at_least_0() -> None:
             xgboost_early_stopping(5, patience_rate=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match=r"patience_rate must be a finite number >= 0, but "):
             PLRankRanker(patience_rate=bad)._training(None, None)
-    with pytest.raises(ValueError, match=r"trees.patience_rate must be a finite number >= 0, "
-                                         r"but -1 is given"):
+    with pytest.raises(
+        ValueError,
+        match=r"trees.patience_rate must be a finite number >= 0, "
+        r"but -1 is given",
+    ):
         validate(TreeSettings, {"patience_rate": -1}, source="x.toml", prefix="trees")
 
 
 def test_a_patience_rate_waits_out_a_plateau_that_a_fixed_patience_stops_on() -> None:
     # a curve that rises, sits on a plateau for 28 rounds and rises again (the deep-query shape)
-    curve = np.concatenate([np.linspace(0.3, 0.39, 60), np.full(28, 0.39),
-                            np.linspace(0.391, 0.42, 60)])
+    curve = np.concatenate(
+        [np.linspace(0.3, 0.39, 60), np.full(28, 0.39), np.linspace(0.391, 0.42, 60)]
+    )
     fixed = EarlyStopper(25, 40, 0.0)
     grown = EarlyStopper(25, 40, 0.0, patience_rate=0.5)
     ran = {}
@@ -142,8 +155,9 @@ def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
     # two names set: the one the library trains with (the harness writes eta, params may add
     # the alias learning_rate, which XGBoost uses whatever the order)
     assert min_rounds_of("auto", params={"eta": 0.05, "learning_rate": 0.5}, library="xgboost") == 4
-    assert min_rounds_of("auto", params={"shrinkage_rate": 0.05, "eta": 0.5},
-                         library="lightgbm") == 4
+    assert (
+        min_rounds_of("auto", params={"shrinkage_rate": 0.05, "eta": 0.5}, library="lightgbm") == 4
+    )
     for not_a_rate in ("fast", -0.1, float("nan")):  # the library refuses it when it trains
         assert min_rounds_of("auto", params={"eta": not_a_rate}, library="xgboost") == 0
     for bad in (-1, 2.5, "many", True, None):  # refused where it is given
@@ -152,8 +166,10 @@ def test_min_rounds_for_is_two_over_the_learning_rate() -> None:
     for bad in (0, -0.1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
             min_rounds_for(bad)
-    with pytest.raises(ValueError, match="min_rounds must be an integer >= 0 in a stopping "
-                                         "callback, but 'auto' is given"):
+    with pytest.raises(
+        ValueError,
+        match="min_rounds must be an integer >= 0 in a stopping callback, but 'auto' is given",
+    ):
         xgboost_early_stopping(5, min_rounds="auto")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="min_rounds must be 'auto' or an integer >= 0, but -1"):
         xgboost_early_stopping(5, min_rounds=-1)
@@ -176,17 +192,34 @@ def xgb_sets() -> tuple[object, object]:
 
 
 PLANS = {"plrank": PLRankSettings()}
-XGB_PARAMS = {"objective": "rank:ndcg", "eval_metric": "ndcg@5", "eta": 0.3, "nthread": 1,
-              "seed": 0}
+XGB_PARAMS = {
+    "objective": "rank:ndcg",
+    "eval_metric": "ndcg@5",
+    "eta": 0.3,
+    "nthread": 1,
+    "seed": 0,
+}
 
 
 def test_xgboost_callback_without_a_minimum_is_xgboosts_own_early_stopping(xgb_sets) -> None:
     train, vali = xgb_sets
     for patience in (1, 3, 8):
-        own = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                            early_stopping_rounds=patience)
-        ours = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                             callbacks=[xgboost_early_stopping(patience)])
+        own = xgboost.train(
+            XGB_PARAMS,
+            train,
+            200,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            early_stopping_rounds=patience,
+        )
+        ours = xgboost.train(
+            XGB_PARAMS,
+            train,
+            200,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            callbacks=[xgboost_early_stopping(patience)],
+        )
         assert ours.best_iteration == own.best_iteration
         assert ours.num_boosted_rounds() == own.num_boosted_rounds()
 
@@ -197,27 +230,54 @@ def test_min_delta_is_the_libraries_own(xgb_sets, min_delta: float) -> None:
     LightGBM's ``early_stopping(min_delta=)`` do, and keeps the rounds they keep; it stops
     sooner than without."""
     train, vali = xgb_sets
-    own = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
-                        callbacks=[xgboost.callback.EarlyStopping(rounds=10, min_delta=min_delta,
-                                                                  maximize=True)])
-    ours = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
-                         callbacks=[xgboost_early_stopping(10, min_delta=min_delta)])
-    plain = xgboost.train(XGB_PARAMS, train, 300, evals=[(vali, "v")], verbose_eval=False,
-                          callbacks=[xgboost_early_stopping(10)])
+    own = xgboost.train(
+        XGB_PARAMS,
+        train,
+        300,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        callbacks=[xgboost.callback.EarlyStopping(rounds=10, min_delta=min_delta, maximize=True)],
+    )
+    ours = xgboost.train(
+        XGB_PARAMS,
+        train,
+        300,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        callbacks=[xgboost_early_stopping(10, min_delta=min_delta)],
+    )
+    plain = xgboost.train(
+        XGB_PARAMS,
+        train,
+        300,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        callbacks=[xgboost_early_stopping(10)],
+    )
     assert ours.best_iteration == own.best_iteration
     assert ours.num_boosted_rounds() == own.num_boosted_rounds() < plain.num_boosted_rounds()
     X, y, qid = _queries(0)
     Xv, yv, qv = _queries(1)
-    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [5], "learning_rate": 0.3,
-              "num_threads": 1, "seed": 0, "verbose": -1, "deterministic": True,
-              "force_row_wise": True}
+    params = {
+        "objective": "lambdarank",
+        "metric": "ndcg",
+        "eval_at": [5],
+        "learning_rate": 0.3,
+        "num_threads": 1,
+        "seed": 0,
+        "verbose": -1,
+        "deterministic": True,
+        "force_row_wise": True,
+    }
     sets = lightgbm.Dataset(X, y, group=np.bincount(qid))
     valid = lightgbm.Dataset(Xv, yv, group=np.bincount(qv), reference=sets)
     boosters = [
         lightgbm.train(params, sets, 300, valid_sets=[valid], callbacks=[callback])
-        for callback in (lightgbm.early_stopping(10, min_delta=min_delta, verbose=False),
-                         lightgbm_early_stopping(10, min_delta=min_delta),
-                         lightgbm_early_stopping(10))
+        for callback in (
+            lightgbm.early_stopping(10, min_delta=min_delta, verbose=False),
+            lightgbm_early_stopping(10, min_delta=min_delta),
+            lightgbm_early_stopping(10),
+        )
     ]
     assert boosters[1].best_iteration == boosters[0].best_iteration
     assert boosters[1].current_iteration() == boosters[0].current_iteration()
@@ -228,14 +288,22 @@ def test_xgboost_callback_keeps_no_round_before_the_minimum(xgb_sets) -> None:
     train, vali = xgb_sets
     history: dict = {}
     callback = xgboost_early_stopping(3, min_rounds=15)
-    booster = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                            evals_result=history, callbacks=[callback])
+    booster = xgboost.train(
+        XGB_PARAMS,
+        train,
+        200,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        evals_result=history,
+        callbacks=[callback],
+    )
     curve = np.array(history["v"]["ndcg@5"])
     kept, ran = reference_rule(curve, 3, 15)
     assert booster.best_iteration == kept >= 14 and curve.size == ran
     assert reference_rule(curve, 3, 0)[0] < 14  # the minimum mattered: without, an earlier round
-    again = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                          callbacks=[callback])  # a callback used twice starts afresh
+    again = xgboost.train(
+        XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False, callbacks=[callback]
+    )  # a callback used twice starts afresh
     assert again.best_iteration == kept
 
 
@@ -243,12 +311,18 @@ def test_a_training_that_ends_before_the_minimum_keeps_its_last_round_and_score(
     """XGBoost: best_iteration and best_score are the last round's, as LightGBM's callback
     reports the kept round's scores (never -inf or +inf)."""
     train, vali = xgb_sets
-    for maximize, params in ((True, XGB_PARAMS),
-                             (False, {**XGB_PARAMS, "objective": "reg:squarederror",
-                                      "eval_metric": "rmse"})):
+    for maximize, params in (
+        (True, XGB_PARAMS),
+        (False, {**XGB_PARAMS, "objective": "reg:squarederror", "eval_metric": "rmse"}),
+    ):
         history: dict = {}
         booster = xgboost.train(
-            params, train, 10, evals=[(vali, "v")], verbose_eval=False, evals_result=history,
+            params,
+            train,
+            10,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            evals_result=history,
             callbacks=[xgboost_early_stopping(5, min_rounds=50, maximize=maximize)],
         )
         last = next(iter(history["v"].values()))[-1]
@@ -256,9 +330,13 @@ def test_a_training_that_ends_before_the_minimum_keeps_its_last_round_and_score(
         assert float(booster.attr("best_score")) == pytest.approx(last, rel=1e-12)
     lgb_train, _, lgb_vali = _lgb_sets()
     record: dict = {}
-    short = lightgbm.train(LGB_PARAMS, lgb_train, 10, valid_sets=[lgb_vali],
-                           callbacks=[lightgbm.record_evaluation(record),
-                                      lightgbm_early_stopping(3, min_rounds=15)])
+    short = lightgbm.train(
+        LGB_PARAMS,
+        lgb_train,
+        10,
+        valid_sets=[lgb_vali],
+        callbacks=[lightgbm.record_evaluation(record), lightgbm_early_stopping(3, min_rounds=15)],
+    )
     assert short.best_iteration == 10
     assert short.best_score["valid_0"]["ndcg@5"] == record["valid_0"]["ndcg@5"][-1]
 
@@ -280,8 +358,10 @@ def _scripted(curve: np.ndarray, maximize: bool | None = None):
 #: A metric going 0.12 -> 0.13, a gain of exactly min_delta = 0.01 that floating point makes a
 #: gain for XGBoost (0.13 - 0.01 > 0.12) and none for LightGBM (0.13 > 0.12 + 0.01 is false).
 TIE = np.array([0.12, 0.13, 0.125, 0.12, 0.12, 0.12, 0.12, 0.12])
-CURVES = [TIE, *(np.round(np.random.default_rng(s).normal(size=40).cumsum() * 0.01, 2)
-                 for s in range(6))]
+CURVES = [
+    TIE,
+    *(np.round(np.random.default_rng(s).normal(size=40).cumsum() * 0.01, 2) for s in range(6)),
+]
 
 
 @pytest.mark.parametrize("curve", CURVES, ids=["tie", *map(str, range(6))])
@@ -297,31 +377,58 @@ def test_the_callbacks_stop_where_the_libraries_own_stop(xgb_sets, curve, maximi
     lgb_train, lgb_vali, _ = _lgb_sets()
     for min_delta in (0.0, 0.01, 0.02):
         own, ours = (
-            xgboost.train(params, train, curve.size, evals=[(vali, "v")], verbose_eval=False,
-                          custom_metric=_scripted(curve), callbacks=[callback])
-            for callback in (xgboost.callback.EarlyStopping(rounds=3, min_delta=min_delta,
-                                                            maximize=maximize),
-                             xgboost_early_stopping(3, min_delta=min_delta, maximize=maximize))
+            xgboost.train(
+                params,
+                train,
+                curve.size,
+                evals=[(vali, "v")],
+                verbose_eval=False,
+                custom_metric=_scripted(curve),
+                callbacks=[callback],
+            )
+            for callback in (
+                xgboost.callback.EarlyStopping(rounds=3, min_delta=min_delta, maximize=maximize),
+                xgboost_early_stopping(3, min_delta=min_delta, maximize=maximize),
+            )
         )
         assert ours.best_iteration == own.best_iteration
         assert ours.attr("best_score") == own.attr("best_score")
         assert ours.num_boosted_rounds() == own.num_boosted_rounds()
         own, ours = (
-            lightgbm.train(lgb_params, lgb_train, curve.size, valid_sets=[lgb_vali],
-                           feval=_scripted(curve, maximize), callbacks=[callback])
-            for callback in (lightgbm.early_stopping(3, min_delta=min_delta, verbose=False),
-                             lightgbm_early_stopping(3, min_delta=min_delta))
+            lightgbm.train(
+                lgb_params,
+                lgb_train,
+                curve.size,
+                valid_sets=[lgb_vali],
+                feval=_scripted(curve, maximize),
+                callbacks=[callback],
+            )
+            for callback in (
+                lightgbm.early_stopping(3, min_delta=min_delta, verbose=False),
+                lightgbm_early_stopping(3, min_delta=min_delta),
+            )
         )
         assert ours.best_iteration == own.best_iteration
         assert ours.best_score == own.best_score
         assert ours.current_iteration() == own.current_iteration()
     if curve is TIE and maximize:
-        xgb_kept = xgboost.train(params, train, curve.size, evals=[(vali, "v")],
-                                 verbose_eval=False, custom_metric=_scripted(curve),
-                                 callbacks=[xgboost_early_stopping(3, min_delta=0.01)])
-        lgb_kept = lightgbm.train(lgb_params, lgb_train, curve.size, valid_sets=[lgb_vali],
-                                  feval=_scripted(curve, True),
-                                  callbacks=[lightgbm_early_stopping(3, min_delta=0.01)])
+        xgb_kept = xgboost.train(
+            params,
+            train,
+            curve.size,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            custom_metric=_scripted(curve),
+            callbacks=[xgboost_early_stopping(3, min_delta=0.01)],
+        )
+        lgb_kept = lightgbm.train(
+            lgb_params,
+            lgb_train,
+            curve.size,
+            valid_sets=[lgb_vali],
+            feval=_scripted(curve, True),
+            callbacks=[lightgbm_early_stopping(3, min_delta=0.01)],
+        )
         assert (xgb_kept.best_iteration, lgb_kept.best_iteration - 1) == (1, 0)
 
 
@@ -341,21 +448,41 @@ def test_the_callbacks_inside_cv_stop_where_the_libraries_own_stop(curve) -> Non
     dtrain = xgboost.DMatrix(X, label=y, qid=qid)
     params = {**XGB_PARAMS, "disable_default_eval_metric": 1}
     runs = []
-    for callback in (xgboost.callback.EarlyStopping(rounds=3, min_delta=0.01, maximize=True),
-                     xgboost_early_stopping(3, min_delta=0.01)):
+    for callback in (
+        xgboost.callback.EarlyStopping(rounds=3, min_delta=0.01, maximize=True),
+        xgboost_early_stopping(3, min_delta=0.01),
+    ):
         keep = _KeepModel()
-        result = xgboost.cv(params, dtrain, curve.size, nfold=3, seed=0, as_pandas=False,
-                            custom_metric=_scripted(curve), callbacks=[callback, keep])
+        result = xgboost.cv(
+            params,
+            dtrain,
+            curve.size,
+            nfold=3,
+            seed=0,
+            as_pandas=False,
+            custom_metric=_scripted(curve),
+            callbacks=[callback, keep],
+        )
         runs.append((result, keep.model.best_iteration, keep.model.best_score))
     assert runs[1] == runs[0]
     lgb_params = {**LGB_PARAMS, "metric": "None"}
     full = lightgbm.Dataset(X, y, group=np.bincount(qid), free_raw_data=False)
     folds = list(GroupKFold(3).split(X, y, qid))
     own, ours = (
-        lightgbm.cv(lgb_params, full, curve.size, folds=folds, feval=_scripted(curve, True),
-                    eval_train_metric=True, return_cvbooster=True, callbacks=[callback])
-        for callback in (lightgbm.early_stopping(3, min_delta=0.01, verbose=False),
-                         lightgbm_early_stopping(3, min_delta=0.01))
+        lightgbm.cv(
+            lgb_params,
+            full,
+            curve.size,
+            folds=folds,
+            feval=_scripted(curve, True),
+            eval_train_metric=True,
+            return_cvbooster=True,
+            callbacks=[callback],
+        )
+        for callback in (
+            lightgbm.early_stopping(3, min_delta=0.01, verbose=False),
+            lightgbm_early_stopping(3, min_delta=0.01),
+        )
     )
     assert ours.pop("cvbooster").best_iteration == own.pop("cvbooster").best_iteration
     assert ours == own
@@ -367,17 +494,33 @@ def test_a_continued_training_counts_its_rounds_on_from_the_booster(xgb_sets) ->
     train, vali = xgb_sets
     first = xgboost.train(XGB_PARAMS, train, 4)
     own, ours = (
-        xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                      xgb_model=first, callbacks=[callback])
-        for callback in (xgboost.callback.EarlyStopping(rounds=3, maximize=True),
-                         xgboost_early_stopping(3))
+        xgboost.train(
+            XGB_PARAMS,
+            train,
+            200,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            xgb_model=first,
+            callbacks=[callback],
+        )
+        for callback in (
+            xgboost.callback.EarlyStopping(rounds=3, maximize=True),
+            xgboost_early_stopping(3),
+        )
     )
     assert ours.best_iteration == own.best_iteration >= 4
     assert ours.num_boosted_rounds() == own.num_boosted_rounds()
     history: dict = {}
-    later = xgboost.train(XGB_PARAMS, train, 100, evals=[(vali, "v")], verbose_eval=False,
-                          evals_result=history, xgb_model=first,
-                          callbacks=[xgboost_early_stopping(3, min_rounds=9)])
+    later = xgboost.train(
+        XGB_PARAMS,
+        train,
+        100,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        evals_result=history,
+        xgb_model=first,
+        callbacks=[xgboost_early_stopping(3, min_rounds=9)],
+    )
     curve = np.array(history["v"]["ndcg@5"])  # rounds 4, 5, ...: the 9th round is curve[4]
     kept, ran = reference_rule(curve, 3, 9 - 4)
     assert (later.best_iteration, later.num_boosted_rounds()) == (4 + kept, 4 + ran)
@@ -392,13 +535,31 @@ def test_xgboost_callback_minimises_a_loss_when_told_and_refuses_to_maximise_it(
     train, vali = xgb_sets
     params = {**XGB_PARAMS, "objective": "reg:squarederror", "eval_metric": "rmse"}
     with pytest.raises(ValueError, match=r"'rmse' is a loss .* pass maximize=False"):
-        xgboost.train(params, train, 3, evals=[(vali, "v")], verbose_eval=False,
-                      callbacks=[xgboost_early_stopping(2)])
+        xgboost.train(
+            params,
+            train,
+            3,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            callbacks=[xgboost_early_stopping(2)],
+        )
     for patience in (1, 4):
-        own = xgboost.train(params, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                            early_stopping_rounds=patience)
-        ours = xgboost.train(params, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                             callbacks=[xgboost_early_stopping(patience, maximize=False)])
+        own = xgboost.train(
+            params,
+            train,
+            200,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            early_stopping_rounds=patience,
+        )
+        ours = xgboost.train(
+            params,
+            train,
+            200,
+            evals=[(vali, "v")],
+            verbose_eval=False,
+            callbacks=[xgboost_early_stopping(patience, maximize=False)],
+        )
         assert ours.best_iteration == own.best_iteration
         assert ours.num_boosted_rounds() == own.num_boosted_rounds()
         assert float(ours.attr("best_score")) == pytest.approx(float(own.attr("best_score")))
@@ -412,17 +573,31 @@ def _lgb_sets() -> tuple[object, ...]:
     return tuple(out)
 
 
-LGB_PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [5], "learning_rate": 0.3,
-              "num_threads": 1, "verbose": -1, "min_data_in_leaf": 5, "seed": 0}
+LGB_PARAMS = {
+    "objective": "lambdarank",
+    "metric": "ndcg",
+    "eval_at": [5],
+    "learning_rate": 0.3,
+    "num_threads": 1,
+    "verbose": -1,
+    "min_data_in_leaf": 5,
+    "seed": 0,
+}
 
 
 def test_lightgbm_callback_without_a_minimum_is_lightgbms_own_early_stopping() -> None:
     train, vali, _ = _lgb_sets()
     for patience in (1, 3, 8):
-        own = lightgbm.train(LGB_PARAMS, train, 200, valid_sets=[vali],
-                             callbacks=[lightgbm.early_stopping(patience, verbose=False)])
-        ours = lightgbm.train(LGB_PARAMS, train, 200, valid_sets=[vali],
-                              callbacks=[lightgbm_early_stopping(patience)])
+        own = lightgbm.train(
+            LGB_PARAMS,
+            train,
+            200,
+            valid_sets=[vali],
+            callbacks=[lightgbm.early_stopping(patience, verbose=False)],
+        )
+        ours = lightgbm.train(
+            LGB_PARAMS, train, 200, valid_sets=[vali], callbacks=[lightgbm_early_stopping(patience)]
+        )
         assert ours.best_iteration == own.best_iteration
         assert ours.current_iteration() == own.current_iteration()
         assert ours.best_score == own.best_score
@@ -432,15 +607,24 @@ def test_lightgbm_callback_keeps_no_round_before_the_minimum_on_the_last_eval_se
     train, first, last = _lgb_sets()
     history: dict = {}
     booster = lightgbm.train(
-        LGB_PARAMS, train, 200, valid_sets=[first, last], valid_names=["a", "b"],
+        LGB_PARAMS,
+        train,
+        200,
+        valid_sets=[first, last],
+        valid_names=["a", "b"],
         callbacks=[lightgbm.record_evaluation(history), lightgbm_early_stopping(3, min_rounds=15)],
     )
     curve = np.array(history["b"]["ndcg@5"])
     kept, ran = reference_rule(curve, 3, 15)
     assert booster.best_iteration == kept + 1 and curve.size == ran  # LightGBM counts from 1
     assert booster.best_score["b"]["ndcg@5"] == curve[kept]
-    short = lightgbm.train(LGB_PARAMS, train, 10, valid_sets=[last],
-                           callbacks=[lightgbm_early_stopping(3, min_rounds=15)])
+    short = lightgbm.train(
+        LGB_PARAMS,
+        train,
+        10,
+        valid_sets=[last],
+        callbacks=[lightgbm_early_stopping(3, min_rounds=15)],
+    )
     assert short.best_iteration == 10  # ended before the minimum: every round is kept
 
 
@@ -448,17 +632,28 @@ def test_lightgbm_callback_keeps_no_round_before_the_minimum_on_the_last_eval_se
 def test_the_callbacks_grow_the_patience_inside_the_boosters(xgb_sets, rate: float) -> None:
     train, vali = xgb_sets
     history: dict = {}
-    booster = xgboost.train(XGB_PARAMS, train, 200, evals=[(vali, "v")], verbose_eval=False,
-                            evals_result=history,
-                            callbacks=[xgboost_early_stopping(2, patience_rate=rate)])
+    booster = xgboost.train(
+        XGB_PARAMS,
+        train,
+        200,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        evals_result=history,
+        callbacks=[xgboost_early_stopping(2, patience_rate=rate)],
+    )
     curve = np.array(history["v"]["ndcg@5"])
     assert (booster.best_iteration, curve.size) == reference_rule(curve, 2, 0, rate=rate)
     ltrain, _, lvalid = _lgb_sets()
     history = {}
     booster = lightgbm.train(
-        LGB_PARAMS, ltrain, 200, valid_sets=[lvalid],
-        callbacks=[lightgbm.record_evaluation(history),
-                   lightgbm_early_stopping(2, patience_rate=rate)],
+        LGB_PARAMS,
+        ltrain,
+        200,
+        valid_sets=[lvalid],
+        callbacks=[
+            lightgbm.record_evaluation(history),
+            lightgbm_early_stopping(2, patience_rate=rate),
+        ],
     )
     lcurve = np.array(next(iter(history["valid_0"].values())))
     kept, ran = reference_rule(lcurve, 2, 0, rate=rate)
@@ -473,9 +668,16 @@ def test_catboost_callback_without_a_minimum_is_catboosts_own_detector() -> None
     X, y, qid = _queries(0)
     Xv, yv, qv = _queries(1)
     metric = "NDCG:top=5;type=Exp"
-    params = {"loss_function": "YetiRank", "eval_metric": metric, "iterations": 200,
-              "learning_rate": 0.3, "verbose": False, "allow_writing_files": False,
-              "random_seed": 0, "thread_count": 1}
+    params = {
+        "loss_function": "YetiRank",
+        "eval_metric": metric,
+        "iterations": 200,
+        "learning_rate": 0.3,
+        "verbose": False,
+        "allow_writing_files": False,
+        "random_seed": 0,
+        "thread_count": 1,
+    }
     train, vali = catboost.Pool(X, y, group_id=qid), catboost.Pool(Xv, yv, group_id=qv)
     own = catboost.CatBoost({**params, "od_type": "Iter", "od_wait": 5, "use_best_model": True})
     own.fit(train, eval_set=vali)
@@ -491,8 +693,16 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
     X, y, qid = _queries(0)
     Xv, yv, qv = _queries(1)
     for backend in ("xgboost", "lightgbm"):
-        ranker = PLRankRanker(backend=backend, K=5, N=8, n_estimators=60, learning_rate=0.25,
-                              min_child_weight=0.01, n_jobs=1, random_state=0)
+        ranker = PLRankRanker(
+            backend=backend,
+            K=5,
+            N=8,
+            n_estimators=60,
+            learning_rate=0.25,
+            min_child_weight=0.01,
+            n_jobs=1,
+            random_state=0,
+        )
         assert ranker.get_params()["min_rounds"] == "auto"
         ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
         assert ranker.best_iteration_ >= min_rounds_for(0.25) - 1 == 7
@@ -501,36 +711,62 @@ def test_the_ranker_and_the_harness_resolve_auto_from_the_learning_rate() -> Non
         kept, ran = reference_rule(np.array(watched), 2, 8, rate=gbdt_plrank.PATIENCE_RATE)
         assert len(curve) == ran and ranker.best_iteration_ == kept
     with pytest.raises(ValueError, match="min_rounds must be 'auto' or an integer >= 0, but -2"):
-        PLRankRanker(min_rounds=-2).fit(X, y, group=qid, eval_set=[(Xv, yv, qv)],
-                                        early_stopping_rounds=2)
+        PLRankRanker(min_rounds=-2).fit(
+            X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2
+        )
     trees = TreeSettings(rounds=50, learning_rate=0.05)
     assert (trees.min_rounds, trees.early_stopping_rounds, trees.min_delta) == ("auto", 25, 0.0)
     assert trees.patience_rate == gbdt_plrank.PATIENCE_RATE == PLRankRanker().patience_rate
     for name in ("plrank-xgb", "lambdamart-xgb", "lambdarank-lgb", "yetirank-cb", "plrank-nn"):
         for min_delta in (0.0, 0.002):
             plan = harness_training._plan(
-                METHODS[name], k=5, seed=0, trees=trees.model_copy(update={"min_delta": min_delta}),
-                settings=PLANS, params={}, callbacks=(),
+                METHODS[name],
+                k=5,
+                seed=0,
+                trees=trees.model_copy(update={"min_delta": min_delta}),
+                settings=PLANS,
+                params={},
+                callbacks=(),
             )
             assert plan.min_rounds == "auto", name  # resolved by the backend from its parameters
             assert plan.min_delta == min_delta, name
             assert plan.patience_rate == gbdt_plrank.PATIENCE_RATE, name
     # a gain no round reaches: the first candidate is kept, training stops a patience later
-    ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.25, min_child_weight=0.01,
-                          n_jobs=1, random_state=0, min_delta=1.0)
+    ranker = PLRankRanker(
+        K=5,
+        N=8,
+        n_estimators=60,
+        learning_rate=0.25,
+        min_child_weight=0.01,
+        n_jobs=1,
+        random_state=0,
+        min_delta=1.0,
+    )
     ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
     watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
     assert (ranker.best_iteration_, watched.size) == (7, 12)  # max(2, ceil(0.5 * 8)) = 4 after
     # a rate set among the native parameters (a tuner's trial, [params.<method>]) is the one used
-    ranker = PLRankRanker(K=5, N=8, n_estimators=60, learning_rate=0.05, params={"eta": 0.25},
-                          min_child_weight=0.01, n_jobs=1, random_state=0)
+    ranker = PLRankRanker(
+        K=5,
+        N=8,
+        n_estimators=60,
+        learning_rate=0.05,
+        params={"eta": 0.25},
+        min_child_weight=0.01,
+        n_jobs=1,
+        random_state=0,
+    )
     ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=2)
     watched = np.array(list(ranker.evals_result_["valid_0"].values())[-1])
     assert (ranker.best_iteration_, watched.size) == reference_rule(
         watched, 2, 8, rate=gbdt_plrank.PATIENCE_RATE
     )
-    public = {"min_rounds_for", "xgboost_early_stopping", "lightgbm_early_stopping",
-              "PATIENCE_RATE"}
+    public = {
+        "min_rounds_for",
+        "xgboost_early_stopping",
+        "lightgbm_early_stopping",
+        "PATIENCE_RATE",
+    }
     assert public <= set(gbdt_plrank.__all__)
 
 
@@ -538,15 +774,23 @@ def test_auto_reads_the_learning_rate_each_library_trains_with() -> None:
     """Where several of a library's names for the learning rate are set, ``min_rounds_of`` reads
     the one the library itself uses (checked inside the library, not assumed)."""
     X, y, _ = _queries(0)
-    for first, second in (({"eta": 0.05}, {"learning_rate": 0.5}),
-                          ({"learning_rate": 0.5}, {"eta": 0.05})):
+    for first, second in (
+        ({"eta": 0.05}, {"learning_rate": 0.5}),
+        ({"learning_rate": 0.5}, {"eta": 0.05}),
+    ):
         params = {**first, **second}
         booster = xgboost.train({**params, "nthread": 1}, xgboost.DMatrix(X, label=y), 1)
-        used = float(json.loads(booster.save_config())["learner"]["gradient_booster"][
-            "tree_train_param"]["eta"])
+        used = float(
+            json.loads(booster.save_config())["learner"]["gradient_booster"]["tree_train_param"][
+                "eta"
+            ]
+        )
         assert min_rounds_of("auto", params=params, library="xgboost") == min_rounds_for(used)
     for params in ({"eta": 0.5, "shrinkage_rate": 0.05}, {"learning_rate": 0.05, "eta": 0.5}):
-        booster = lightgbm.train({**params, "objective": "regression", "verbose": -1,
-                                  "num_threads": 1}, lightgbm.Dataset(X, y), 1)
+        booster = lightgbm.train(
+            {**params, "objective": "regression", "verbose": -1, "num_threads": 1},
+            lightgbm.Dataset(X, y),
+            1,
+        )
         used = float(booster.model_to_string().split("[learning_rate: ")[1].split("]")[0])
         assert min_rounds_of("auto", params=params, library="lightgbm") == min_rounds_for(used)

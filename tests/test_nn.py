@@ -118,8 +118,9 @@ def test_same_seed_same_model_other_seed_other_model(train_valid) -> None:
 
 def test_the_network_learns_a_tiny_task(train_valid) -> None:
     (X, y, qid), (Xv, yv, qv) = train_valid
-    ranker = PLRankMLPRanker(K=3, N=20, batch_size=8, max_epochs=15, n_jobs=1, progress=False,
-                             random_state=0)
+    ranker = PLRankMLPRanker(
+        K=3, N=20, batch_size=8, max_epochs=15, n_jobs=1, progress=False, random_state=0
+    )
     ranker.fit(X, y, qid, eval_set=[(Xv, yv, qv)])
     expected = ranker.evals_result_["valid_0"]["expected_ndcg@3"]
     assert len(expected) == 15
@@ -130,8 +131,9 @@ def test_the_network_learns_a_tiny_task(train_valid) -> None:
 def test_early_stopping_keeps_the_best_epoch(train_valid) -> None:
     (X, y, qid), (Xv, yv, qv) = train_valid
     patience = 2
-    ranker = PLRankMLPRanker(K=3, N=10, batch_size=8, max_epochs=40, lr=0.3, n_jobs=1,
-                             progress=False, random_state=2)
+    ranker = PLRankMLPRanker(
+        K=3, N=10, batch_size=8, max_epochs=40, lr=0.3, n_jobs=1, progress=False, random_state=2
+    )
     ranker.fit(X, y, qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=patience)
     history = ranker.evals_result_["valid_0"]
     watched = np.asarray(history["expected_ndcg@3"])
@@ -162,8 +164,14 @@ def test_pickled_ranker_predicts_the_same(train_valid) -> None:
 OLD_PICKLE = Path(__file__).parent / "data" / "plrank_mlp_ranker.pkl"
 #: What the pickled ranker predicted for the first query when it was pickled (version 0.1.0's
 #: layout: its network's class was gbdt_plrank._boosters._torch.Network).
-OLD_MARGINS = [-0.29845380783081055, -0.31207114458084106, -0.4201580882072449,
-               -0.24970240890979767, -0.26445186138153076, -0.2967548966407776]
+OLD_MARGINS = [
+    -0.29845380783081055,
+    -0.31207114458084106,
+    -0.4201580882072449,
+    -0.24970240890979767,
+    -0.26445186138153076,
+    -0.2967548966407776,
+]
 
 
 def test_a_ranker_pickled_under_the_old_backend_names_still_loads() -> None:
@@ -264,8 +272,11 @@ def test_bad_data_is_refused(train_valid) -> None:
         ranker.fit(X, y, qid, early_stopping_rounds=3)
     bad = X.copy()
     bad[3, 1] = np.nan
-    with pytest.raises(ValueError, match=r"X must hold finite numbers, not NaN or inf \(impute "
-                                         r"missing values first\), but X\[3, 1\] is NaN"):
+    with pytest.raises(
+        ValueError,
+        match=r"X must hold finite numbers, not NaN or inf \(impute "
+        r"missing values first\), but X\[3, 1\] is NaN",
+    ):
         ranker.fit(bad, y, qid)
     with pytest.raises(ValueError, match="labels"):
         ranker.fit(X, -y, qid)
@@ -277,8 +288,14 @@ def test_backend_refuses_what_a_network_cannot_train(train_valid) -> None:
     backend = BACKENDS["torch"]
     with pytest.raises(TypeError, match=r"plan\.objective must be a PL-Rank objective"):
         backend.train(BoosterSettings(), data, [], Plan("rank:ndcg", 3))
-    plan = plrank_plan(PLRankOptions.checked(K=3), stopping_metric="policy", seed=0, n_jobs=1,
-                       n_estimators=1, early_stopping_rounds=None)
+    plan = plrank_plan(
+        PLRankOptions.checked(K=3),
+        stopping_metric="policy",
+        seed=0,
+        n_jobs=1,
+        n_estimators=1,
+        early_stopping_rounds=None,
+    )
     unknown = r"unknown key 'hidden' in the network options; allowed .*: n_layers, units"
     with pytest.raises(ValueError, match=unknown):
         backend.train(BoosterSettings(params={"hidden": 3}), data, [], plan)
@@ -290,8 +307,14 @@ def test_trees_settings_do_not_reach_the_network(train_valid) -> None:
     """The trees' learning rate has no network counterpart: it must not become the step size."""
     (X, y, qid), _ = train_valid
     data = Split(X, y, qid)
-    plan = plrank_plan(PLRankOptions.checked(K=3, N=5), stopping_metric="policy", seed=0,
-                       n_jobs=1, n_estimators=2, early_stopping_rounds=None)
+    plan = plrank_plan(
+        PLRankOptions.checked(K=3, N=5),
+        stopping_metric="policy",
+        seed=0,
+        n_jobs=1,
+        n_estimators=2,
+        early_stopping_rounds=None,
+    )
     backend = BACKENDS["torch"]
     plain = backend.train(BoosterSettings(seed=0, params={"progress": False}), data, [], plan)
     trees = BoosterSettings(
@@ -331,10 +354,15 @@ class OneQueryPLRankMLPRanker(PLRankMLPRanker):
     """PLRankMLPRanker whose ``fit`` and ``score`` read a missing group as one query: the ranker
     the common checks can fit (:mod:`sklearn_checks`)."""
 
-    def fit(self, X, y, group=None, *, item_groups=None, eval_set=None,
-            early_stopping_rounds=None):
-        return super().fit(X, y, one_query(X, group), item_groups=item_groups, eval_set=eval_set,
-                           early_stopping_rounds=early_stopping_rounds)
+    def fit(self, X, y, group=None, *, item_groups=None, eval_set=None, early_stopping_rounds=None):
+        return super().fit(
+            X,
+            y,
+            one_query(X, group),
+            item_groups=item_groups,
+            eval_set=eval_set,
+            early_stopping_rounds=early_stopping_rounds,
+        )
 
     def score(self, X, y, group=None):
         return super().score(X, y, one_query(X, group))
@@ -347,8 +375,14 @@ def _checks_that_cannot_apply(estimator: PLRankMLPRanker) -> dict[str, str]:
     return dict.fromkeys((*CHECKS_THAT_FIT, "check_estimators_nan_inf"), NO_GROUPS)
 
 
-_FAST_CHECKS = {"N": 4, "batch_size": 4, "max_epochs": 2, "n_jobs": 1, "progress": False,
-                "random_state": 0}
+_FAST_CHECKS = {
+    "N": 4,
+    "batch_size": 4,
+    "max_epochs": 2,
+    "n_jobs": 1,
+    "progress": False,
+    "random_state": 0,
+}
 
 
 @parametrize_with_checks(
@@ -365,8 +399,13 @@ def test_group_fairness_takes_item_groups_in_fit_and_eval_sets(train_valid) -> N
     model) and reports the eval set's value with its own item groups."""
     (X, y, qid), (Xv, yv, qv) = train_valid
     groups = (X[:, 2] > 0).astype(int)
-    options = {**FAST, "K": 3, "fairness": "group-disparity", "fairness_weight": 5.0,
-               "random_state": 0}
+    options = {
+        **FAST,
+        "K": 3,
+        "fairness": "group-disparity",
+        "fairness_weight": 5.0,
+        "random_state": 0,
+    }
     ranker = PLRankMLPRanker(**options)
     ranker.fit(X, y, qid, item_groups=groups, eval_set=[(Xv, yv, qv, (Xv[:, 2] > 0).astype(int))])
     assert list(ranker.evals_result_["valid_0"]) == ["ndcg@3", "expected_ndcg@3-5*group_disparity"]
@@ -385,10 +424,13 @@ def test_verbose_prints_the_eval_sets_every_n_epochs(train_valid, capsys) -> Non
     )
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[0] for line in lines] == ["[0]", "[2]", "[4]"]
-    assert re.fullmatch(r"\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-expected_ndcg@5:0\.\d{5}",
-                        lines[0]), lines
+    assert re.fullmatch(
+        r"\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-expected_ndcg@5:0\.\d{5}", lines[0]
+    ), lines
     PLRankMLPRanker(**{**FAST, "max_epochs": 3}, random_state=0, verbose=True).fit(X, y, qid)
     printed = capsys.readouterr()
     assert printed.out == "" and "3/3" in printed.err
-    PLRankMLPRanker(**{**FAST, "max_epochs": 3}, random_state=0).fit(X, y, qid, eval_set=[(Xv, yv, qv)])
+    PLRankMLPRanker(**{**FAST, "max_epochs": 3}, random_state=0).fit(
+        X, y, qid, eval_set=[(Xv, yv, qv)]
+    )
     assert capsys.readouterr().out == ""

@@ -21,11 +21,17 @@ def test_there_are_notebooks() -> None:
 def test_notebook_runs(path: Path, tmp_path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
     )
     client.execute()
     errors = [
-        output for cell in notebook.cells if cell.cell_type == "code"
-        for output in cell.get("outputs", []) if output.get("output_type") == "error"
+        output
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
     ]
     assert not errors

@@ -64,9 +64,16 @@ def _estimate_round(preds, y, ptr, *, seed, round_):
     """Round ``round_`` of ``plrank_objective(K=5, N=20)``: the estimate at its train_K, 10."""
     metric = RankingMetric("ndcg", 10, "exp")
     return estimate(
-        np.asarray(preds, dtype=np.float64), metric.rewards(y, ptr), ptr, metric,
-        hessian=PLRankOptions.checked(K=5, N=20).training_hessian, N=20, seed=seed,
-        round_=round_, sampler="auto", noise="independent",
+        np.asarray(preds, dtype=np.float64),
+        metric.rewards(y, ptr),
+        ptr,
+        metric,
+        hessian=PLRankOptions.checked(K=5, N=20).training_hessian,
+        N=20,
+        seed=seed,
+        round_=round_,
+        sampler="auto",
+        noise="independent",
         n_jobs=None,
     )
 
@@ -84,8 +91,9 @@ def test_round_zero_equals_the_public_function_at_the_training_cutoff(data):
     at_k = plrank_objective(K=5, N=20, seed=3, train_K=5)  # an integer is used as given
     assert (at_k.K, at_k.train_K) == (5, 5)
     grad, _ = at_k(np.zeros(len(y), dtype=np.float32), xgb.DMatrix(X, y, qid=qid))
-    np.testing.assert_array_equal(grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=5, N=20,
-                                                         seed=3)[0])
+    np.testing.assert_array_equal(
+        grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=5, N=20, seed=3)[0]
+    )
     fair = plrank_objective(K=5, fairness="expected-exposure")
     assert fair.train_K == 5  # fairness is defined at K
 
@@ -100,20 +108,33 @@ def test_lattice_noise_reaches_both_boosters_and_is_reproducible(data):
     expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3, noise="lattice")
     np.testing.assert_array_equal(grad, expected[0])
     np.testing.assert_array_equal(hess, expected[1])
-    assert not np.array_equal(grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20,
-                                                     seed=3)[0])
+    assert not np.array_equal(
+        grad, plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3)[0]
+    )
     dtrain = xgb.DMatrix(X, y, qid=qid)
     models = [
-        xgb.train({**XGB_PARAMS, "nthread": n}, dtrain, 5,
-                  obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise=noise)).predict(dtrain)
+        xgb.train(
+            {**XGB_PARAMS, "nthread": n},
+            dtrain,
+            5,
+            obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise=noise),
+        ).predict(dtrain)
         for n, noise in ((1, "lattice"), (2, "lattice"), (2, "independent"))
     ]
     np.testing.assert_array_equal(models[0], models[1])
     assert not np.array_equal(models[0], models[2])
     ltrain = lgb.Dataset(X, y, group=sizes)
     lgb_models = [
-        lgb.train({"objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise="lattice"),
-                   "num_threads": n, "verbose": -1, "min_data_in_leaf": 5}, ltrain, 5).predict(X)
+        lgb.train(
+            {
+                "objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n, noise="lattice"),
+                "num_threads": n,
+                "verbose": -1,
+                "min_data_in_leaf": 5,
+            },
+            ltrain,
+            5,
+        ).predict(X)
         for n in (1, 2)
     ]
     np.testing.assert_array_equal(lgb_models[0], lgb_models[1])
@@ -129,25 +150,34 @@ def test_query_subsample_reaches_both_boosters_and_is_reproducible(data):
     dtrain = xgb.DMatrix(X, y, qid=qid)
     zero = np.zeros(len(y), dtype=np.float32)
     rounds = [obj(zero, dtrain) for _ in range(2)]
-    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3,
-                                query_subsample=0.5)
+    expected = plrank_grad_hess(np.zeros(len(y)), y, ptr, K=10, N=20, seed=3, query_subsample=0.5)
     np.testing.assert_array_equal(rounds[0][0], expected[0])
     np.testing.assert_array_equal(rounds[0][1], expected[1])
     left_out = [np.repeat(np.add.reduceat(h, ptr[:-1]) == 0, sizes) for _, h in rounds]
     assert left_out[0].any() and not np.array_equal(left_out[0], left_out[1])
     models = [
-        xgb.train({**XGB_PARAMS, "nthread": n}, dtrain, 5,
-                  obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, query_subsample=q)
-                  ).predict(dtrain)
+        xgb.train(
+            {**XGB_PARAMS, "nthread": n},
+            dtrain,
+            5,
+            obj=plrank_objective(K=5, N=20, seed=7, n_jobs=n, query_subsample=q),
+        ).predict(dtrain)
         for n, q in ((1, 0.5), (2, 0.5), (2, 1.0))
     ]
     np.testing.assert_array_equal(models[0], models[1])
     assert not np.array_equal(models[0], models[2])
     ltrain = lgb.Dataset(X, y, group=sizes)
     lgb_models = [
-        lgb.train({"objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n,
-                                                 query_subsample=0.5),
-                   "num_threads": n, "verbose": -1, "min_data_in_leaf": 5}, ltrain, 5).predict(X)
+        lgb.train(
+            {
+                "objective": plrank_objective(K=5, N=20, seed=7, n_jobs=n, query_subsample=0.5),
+                "num_threads": n,
+                "verbose": -1,
+                "min_data_in_leaf": 5,
+            },
+            ltrain,
+            5,
+        ).predict(X)
         for n in (1, 2)
     ]
     np.testing.assert_array_equal(lgb_models[0], lgb_models[1])
@@ -288,8 +318,13 @@ def test_compiled_kernels_are_cached_on_disk(module):
 
 @pytest.mark.parametrize(
     ("K", "train_K", "fairness", "cutoff"),
-    [(5, "auto", None, 10), (1, "auto", None, 2), (5, "auto", "expected-exposure", 5),
-     (5, 3, None, 3), (5, np.int64(20), "expected-exposure", 20)],
+    [
+        (5, "auto", None, 10),
+        (1, "auto", None, 2),
+        (5, "auto", "expected-exposure", 5),
+        (5, 3, None, 3),
+        (5, np.int64(20), "expected-exposure", 20),
+    ],
 )
 def test_training_cutoff(K, train_K, fairness, cutoff):
     assert training_cutoff(K, train_K, fairness=fairness) == cutoff
@@ -297,10 +332,12 @@ def test_training_cutoff(K, train_K, fairness, cutoff):
 
 @pytest.mark.parametrize(
     ("K", "train_K", "message"),
-    [(0, "auto", "K must be an integer >= 1, but 0 is given."),
-     (5, 0, 'train_K must be "auto" or an integer >= 1, but 0 is given.'),
-     (5, "twice", "train_K must be \"auto\" or an integer >= 1, but 'twice' is given."),
-     (5, 7.0, 'train_K must be "auto" or an integer >= 1, but 7.0 is given.')],
+    [
+        (0, "auto", "K must be an integer >= 1, but 0 is given."),
+        (5, 0, 'train_K must be "auto" or an integer >= 1, but 0 is given.'),
+        (5, "twice", "train_K must be \"auto\" or an integer >= 1, but 'twice' is given."),
+        (5, 7.0, 'train_K must be "auto" or an integer >= 1, but 7.0 is given.'),
+    ],
 )
 def test_training_cutoff_names_bad_values(K, train_K, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -356,12 +393,18 @@ def test_per_document_weights_are_refused(data):
     rows = np.ones(len(y))
     rows[1] = 0.5  # rows 0 and 1 belong to the first query
     d = lgb.Dataset(X, y, group=sizes, weight=rows).construct()
-    with pytest.raises(ValueError, match=r"weights must be one per query.*row 1 of query 0 has "
-                                         r"weight 0\.5 where the query's first row has 1\.0"):
+    with pytest.raises(
+        ValueError,
+        match=r"weights must be one per query.*row 1 of query 0 has "
+        r"weight 0\.5 where the query's first row has 1\.0",
+    ):
         plrank_objective()(np.zeros(len(y)), d)
-    with pytest.raises(ValueError, match=r"weights must be finite and >= 0, but weight \d+ is -1\.0"):
-        plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.repeat([1, 1, -1.0] + [1] * 57, sizes),
-                                       sizes)
+    with pytest.raises(
+        ValueError, match=r"weights must be finite and >= 0, but weight \d+ is -1\.0"
+    ):
+        plrank_objective().lgbm_ranker(
+            y, np.zeros(len(y)), np.repeat([1, 1, -1.0] + [1] * 57, sizes), sizes
+        )
     with pytest.raises(ValueError, match=r"one per query \(60\) or one per row \(\d+\), but 3 are"):
         plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.ones(3), sizes)
 
@@ -392,8 +435,12 @@ def test_labels_set_between_rounds_reach_the_next_round(data, library):
                 dtrain.set_label(flipped)
 
         flip.before_iteration = True
-        lgb.train({"objective": objective, "verbosity": -1, "min_data_in_leaf": 5}, dtrain, 4,
-                  callbacks=[flip])
+        lgb.train(
+            {"objective": objective, "verbosity": -1, "min_data_in_leaf": 5},
+            dtrain,
+            4,
+            callbacks=[flip],
+        )
     ptr = boundaries(sizes)
     for r, labels, round_ in ((1, y, 1), (2, flipped, 0), (3, flipped, 1)):
         preds, grad, hess = calls[r]
@@ -409,9 +456,11 @@ def _straight_and_continued(library, X, y, qid, sizes, *, objective_for_second):
     the first training's objective and booster. Every training gets a data object of its own.
     """
     if library == "xgboost":
+
         def fit(obj, rounds, booster=None):
-            return xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), rounds, obj=obj,
-                             xgb_model=booster)
+            return xgb.train(
+                XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), rounds, obj=obj, xgb_model=booster
+            )
 
         def margins(booster):
             return booster.predict(xgb.DMatrix(X), output_margin=True).astype(np.float64)
@@ -419,11 +468,17 @@ def _straight_and_continued(library, X, y, qid, sizes, *, objective_for_second):
         params = {"verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1}
 
         def fit(obj, rounds, booster=None):
-            return lgb.train({**params, "objective": obj}, lgb.Dataset(X, y, group=sizes),
-                             rounds, init_model=booster, keep_training_booster=True)
+            return lgb.train(
+                {**params, "objective": obj},
+                lgb.Dataset(X, y, group=sizes),
+                rounds,
+                init_model=booster,
+                keep_training_booster=True,
+            )
 
         def margins(booster):
             return booster.predict(X, raw_score=True)
+
     straight = margins(fit(plrank_objective(K=5, N=20, seed=3), 6))
     obj = plrank_objective(K=5, N=20, seed=3)
     first = fit(obj, 3)
@@ -435,6 +490,7 @@ def _straight_and_continued(library, X, y, qid, sizes, *, objective_for_second):
 def test_continuing_a_booster_equals_training_straight_through(data, library, how):
     """3 rounds, then 3 more continuing the booster (the same objective, a pickled copy or a new
     one, told where to continue by continue_from) give the margins of 6 rounds straight."""
+
     def second(obj, booster):
         if how == "pickled":
             obj = pickle.loads(pickle.dumps(obj))
@@ -448,8 +504,10 @@ def test_continuing_a_booster_equals_training_straight_through(data, library, ho
     np.testing.assert_allclose(continued, straight, rtol=1e-6, atol=1e-6)
 
 
-CONTINUE_WARNING = (r"do not start at one base score .* as a training that continues a booster "
-                    r"does.* Call obj\.continue_from\(booster\)")
+CONTINUE_WARNING = (
+    r"do not start at one base score .* as a training that continues a booster "
+    r"does.* Call obj\.continue_from\(booster\)"
+)
 
 
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
@@ -458,6 +516,7 @@ def test_a_continued_training_without_continue_from_is_noticed(data, library):
     Dataset and the continuation is straight training, silently; XGBoost's booster does not,
     and the first call's margins (not at the base score) make the objective warn, naming
     continue_from: the streams restart at round 0, another model."""
+
     def unaided(obj, _):
         return pickle.loads(pickle.dumps(obj))
 
@@ -484,16 +543,34 @@ def test_own_starting_margins_are_no_continued_training(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         obj = plrank_objective(K=5, N=20, seed=3)
-        xgb.train({**XGB_PARAMS, "base_score": 0.5}, xgb.DMatrix(X, y, qid=qid, base_margin=own),
-                  2, obj=obj)
+        xgb.train(
+            {**XGB_PARAMS, "base_score": 0.5},
+            xgb.DMatrix(X, y, qid=qid, base_margin=own),
+            2,
+            obj=obj,
+        )
         assert obj.round == 2
-        lgb.train({"objective": plrank_objective(K=5, N=20, seed=3), "verbosity": -1,
-                   "min_data_in_leaf": 5}, lgb.Dataset(X, y, group=sizes, init_score=own), 2)
-    ranker = lgb.LGBMRanker(objective=plrank_objective(K=5, N=20, seed=3).lgbm_ranker,
-                            n_estimators=2, min_child_samples=5, verbose=-1)
+        lgb.train(
+            {
+                "objective": plrank_objective(K=5, N=20, seed=3),
+                "verbosity": -1,
+                "min_data_in_leaf": 5,
+            },
+            lgb.Dataset(X, y, group=sizes, init_score=own),
+            2,
+        )
+    ranker = lgb.LGBMRanker(
+        objective=plrank_objective(K=5, N=20, seed=3).lgbm_ranker,
+        n_estimators=2,
+        min_child_samples=5,
+        verbose=-1,
+    )
     first = ranker.fit(X, y, group=sizes).booster_
-    with pytest.warns(UserWarning, match=r"first call on LightGBM's labels .*\(or an init_score of "
-                                         r"your own, which LGBMRanker does not pass on"):
+    with pytest.warns(
+        UserWarning,
+        match=r"first call on LightGBM's labels .*\(or an init_score of "
+        r"your own, which LGBMRanker does not pass on",
+    ):
         ranker.fit(X, y, group=sizes, init_model=first)
 
 
@@ -502,25 +579,39 @@ def test_continue_from_holds_for_one_training_and_names_what_it_takes(data):
     later training on another set starts at 0 again; reset() clears it."""
     X, y, qid, sizes = data
     obj = plrank_objective(K=5, N=20, seed=3)
-    first = lgb.train({"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
-                      lgb.Dataset(X, y, group=sizes), 3, keep_training_booster=True)
+    first = lgb.train(
+        {"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
+        lgb.Dataset(X, y, group=sizes),
+        3,
+        keep_training_booster=True,
+    )
     obj.continue_from(first)
-    lgb.train({"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
-              lgb.Dataset(X, y, group=sizes), 2, init_model=first)
+    lgb.train(
+        {"objective": obj, "verbosity": -1, "min_data_in_leaf": 5},
+        lgb.Dataset(X, y, group=sizes),
+        2,
+        init_model=first,
+    )
     calls: list = []
     xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 1, obj=recorder(obj, calls))
     assert obj.round == 1
     preds, grad, _ = calls[0]
-    np.testing.assert_array_equal(grad, _estimate_round(preds, y, boundaries(sizes), seed=3,
-                                                        round_=0)[0])
+    np.testing.assert_array_equal(
+        grad, _estimate_round(preds, y, boundaries(sizes), seed=3, round_=0)[0]
+    )
     obj.continue_from(xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 4, obj=obj))
     assert obj.round == 4
     obj.reset()
     xgb.train(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), 1, obj=obj)
     assert obj.round == 1
-    with pytest.raises(TypeError, match=r"continue_from takes the xgboost\.Booster or "
-                                        r"lightgbm\.Booster .* but a builtins\.int is given"):
+    with pytest.raises(
+        TypeError,
+        match=r"continue_from takes the xgboost\.Booster or "
+        r"lightgbm\.Booster .* but a builtins\.int is given",
+    ):
         obj.continue_from(3)
+
+
 @RANDOM_MARGINS
 def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
     """Every function that takes a cut-off sizes its arrays by min(K, longest query): K=10**9
@@ -545,8 +636,10 @@ def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
             *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1),
             *plrank_grad_hess(m, y, ptr, K=K, N=10, seed=1, fairness="disparity"),
             *plrank_grad_hess_from_rankings(m[first], y[first], rankings, K=K),
-            *obj(m.astype(np.float32), dmatrix), *fair(m.astype(np.float32), dmatrix),
-            obj.expected_metric(m, dmatrix)[1], obj.standardized_metric(m, dmatrix)[1],
+            *obj(m.astype(np.float32), dmatrix),
+            *fair(m.astype(np.float32), dmatrix),
+            obj.expected_metric(m, dmatrix)[1],
+            obj.standardized_metric(m, dmatrix)[1],
             *pirank_objective(K=K)(m.astype(np.float32), dmatrix),
             metrics.expected_exposure_loss(y, np.abs(m) / 4, qid, k=K),
         ]
@@ -599,31 +692,58 @@ def test_each_fold_of_cv_gets_the_model_it_gets_alone(data, library, stopping):
     obj = objective()
     if library == "xgboost":
         keep = _KeepFolds()
-        extra = ({"custom_metric": obj.standardized_metric, "maximize": True,
-                  "callbacks": [keep, xgboost_early_stopping(2)]} if stopping
-                 else {"callbacks": [keep]})
+        extra = (
+            {
+                "custom_metric": obj.standardized_metric,
+                "maximize": True,
+                "callbacks": [keep, xgboost_early_stopping(2)],
+            }
+            if stopping
+            else {"callbacks": [keep]}
+        )
         xgb.cv(XGB_PARAMS, xgb.DMatrix(X, y, qid=qid), most, nfold=3, obj=obj, seed=0, **extra)
         pairs = []
         for fold in keep.folds:
             rounds = fold.bst.num_boosted_rounds()
             alone = xgb.train(XGB_PARAMS, fold.dtrain, rounds, obj=objective())
-            pairs.append((fold.bst.predict(fold.dtest, output_margin=True),
-                          alone.predict(fold.dtest, output_margin=True), rounds))
+            pairs.append(
+                (
+                    fold.bst.predict(fold.dtest, output_margin=True),
+                    alone.predict(fold.dtest, output_margin=True),
+                    rounds,
+                )
+            )
     else:
-        params = {"objective": obj, "verbosity": -1, "min_data_in_leaf": 5, "num_threads": 1,
-                  "deterministic": True, "force_row_wise": True, "metric": "None"}
+        params = {
+            "objective": obj,
+            "verbosity": -1,
+            "min_data_in_leaf": 5,
+            "num_threads": 1,
+            "deterministic": True,
+            "force_row_wise": True,
+            "metric": "None",
+        }
         full = lgb.Dataset(X, y, group=sizes, free_raw_data=False)
         folds = list(GroupKFold(3).split(X, y, qid))
-        extra = ({"feval": obj.standardized_metric, "callbacks": [lightgbm_early_stopping(2)]}
-                 if stopping else {})
+        extra = (
+            {"feval": obj.standardized_metric, "callbacks": [lightgbm_early_stopping(2)]}
+            if stopping
+            else {}
+        )
         out = lgb.cv(params, full, most, folds=folds, return_cvbooster=True, **extra)
         pairs = []
         for booster, (train, test) in zip(out["cvbooster"].boosters, folds):
             rounds = booster.current_iteration()
-            alone = lgb.train({**params, "objective": objective()}, full.subset(sorted(train)),
-                              rounds)
-            pairs.append((booster.predict(X[test], raw_score=True, num_iteration=rounds),
-                          alone.predict(X[test], raw_score=True), rounds))
+            alone = lgb.train(
+                {**params, "objective": objective()}, full.subset(sorted(train)), rounds
+            )
+            pairs.append(
+                (
+                    booster.predict(X[test], raw_score=True, num_iteration=rounds),
+                    alone.predict(X[test], raw_score=True),
+                    rounds,
+                )
+            )
     assert len(pairs) == 3 and all(rounds >= 2 for _, _, rounds in pairs)
     if stopping:
         assert all(rounds < most for _, _, rounds in pairs), "early stopping did not stop"

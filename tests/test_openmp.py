@@ -11,16 +11,23 @@ import pytest
 
 def _import(code: str, **env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    return subprocess.run([sys.executable, "-W", "always", "-c", code], env={**clean, **env},
-                          capture_output=True, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-W", "always", "-c", code],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
 
 
 @pytest.mark.parametrize("booster", ["xgboost", "lightgbm"])
 def test_a_booster_imported_first_without_the_policy_is_warned_about(booster):
     out = _import(f"import {booster}, gbdt_plrank, os; print(os.environ['OMP_WAIT_POLICY'])")
     assert out.stdout.strip() == "PASSIVE"
-    assert (f"RuntimeWarning: {booster} was imported before gbdt_plrank without OMP_WAIT_POLICY "
-            f"set" in out.stderr)
+    assert (
+        f"RuntimeWarning: {booster} was imported before gbdt_plrank without OMP_WAIT_POLICY "
+        f"set" in out.stderr
+    )
     assert out.stderr.startswith("<string>:1:")  # points at the user's import
 
 

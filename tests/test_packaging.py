@@ -29,8 +29,9 @@ SOURCES = ("pyproject.toml", "README.md", "LICENSE", "configs", "gbdt_plrank")
 def test_the_package_list_names_every_package() -> None:
     """pyproject.toml lists the packages (so that configs/ can ship as gbdt_plrank/configs): a
     new folder of the package must be added there, or the wheel would lack it."""
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "packages"])
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     package = ROOT / "gbdt_plrank"
     folders = {
         ".".join(("gbdt_plrank", *path.relative_to(package).parts))
@@ -66,9 +67,22 @@ def _build_wheel(tmp_path: Path) -> Path:
             shutil.copy2(ROOT / name, source / name)
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--wheel-dir", str(dist), str(source)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--wheel-dir",
+            str(dist),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     (wheel,) = dist.glob("gbdt_plrank-*.whl")
     return wheel
@@ -83,14 +97,28 @@ def _fresh_environment(tmp_path: Path, wheel: Path) -> Path:
     python = venv / "bin" / "python"
     purelib = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     here = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
     Path(purelib, "current-environment.pth").write_text("\n".join(sorted(here)) + "\n")
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-         "--no-index", str(wheel)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return venv
 
@@ -112,7 +140,9 @@ def _reuse_compiled_kernels(venv: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_wheel_runs_the_readme_the_demo_and_a_verbose_fit_from_another_folder(tmp_path: Path) -> None:
+def test_the_wheel_runs_the_readme_the_demo_and_a_verbose_fit_from_another_folder(
+    tmp_path: Path,
+) -> None:
     wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert "gbdt_plrank-0.1.0.dist-info/licenses/LICENSE" in names
@@ -128,8 +158,9 @@ def test_the_wheel_runs_the_readme_the_demo_and_a_verbose_fit_from_another_folde
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout
 
-    where = run(str(venv / "bin" / "python"), "-c",
-                "import gbdt_plrank; print(gbdt_plrank.__file__)")
+    where = run(
+        str(venv / "bin" / "python"), "-c", "import gbdt_plrank; print(gbdt_plrank.__file__)"
+    )
     assert where.startswith(str(venv)), where  # the wheel's copy, not the repository's
     example = python_blocks(README)[0]  # the first example, its rounds cut to 2
     printed = run(str(venv / "bin" / "python"), "-c", example)
@@ -142,7 +173,18 @@ def test_the_wheel_runs_the_readme_the_demo_and_a_verbose_fit_from_another_folde
     )
     printed = run(str(venv / "bin" / "python"), "-c", verbose_fit)
     assert [line.split("\t")[0] for line in printed.splitlines()] == ["[0]", "[1]", "[2]"], printed
-    printed = run(str(venv / "bin" / "gbdt-plrank"), "compare", "demo", "--rounds", "2",
-                  "--seeds", "1", "--k", "5", "--methods", "plrank-xgb,lambdamart-xgb")
+    printed = run(
+        str(venv / "bin" / "gbdt-plrank"),
+        "compare",
+        "demo",
+        "--rounds",
+        "2",
+        "--seeds",
+        "1",
+        "--k",
+        "5",
+        "--methods",
+        "plrank-xgb,lambdamart-xgb",
+    )
     assert "the bundled configuration 'demo'" in printed and "| plrank-xgb |" in printed
     assert (elsewhere / "runs" / "demo" / "results.md").is_file()

@@ -24,8 +24,20 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def flags(tiny: Path, out: Path) -> list[str]:
     return [
-        "--data", str(tiny), "--methods", "plrank-xgb,plrank-lgb,lambdarank-lgb", "--seeds", "2",
-        "--k", "3", "--rounds", "4", "--n-jobs", "1", "--out", str(out),
+        "--data",
+        str(tiny),
+        "--methods",
+        "plrank-xgb,plrank-lgb,lambdarank-lgb",
+        "--seeds",
+        "2",
+        "--k",
+        "3",
+        "--rounds",
+        "4",
+        "--n-jobs",
+        "1",
+        "--out",
+        str(out),
     ]
 
 
@@ -33,7 +45,9 @@ def results(out: Path) -> dict[tuple[str, ...], dict[str, str]]:
     with (out / "results.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     return {
-        (r["dataset"], r["method"], r["seed"], r["k"]): {c: v for c, v in r.items() if c not in TIMING}
+        (r["dataset"], r["method"], r["seed"], r["k"]): {
+            c: v for c, v in r.items() if c not in TIMING
+        }
         for r in rows
     }
 
@@ -67,15 +81,21 @@ class _Client:
         return {"tcp://127.0.0.1:1": function(*args), "tcp://127.0.0.1:2": self.second}
 
 
-@pytest.mark.parametrize(("second", "says"), [
-    (importlib.metadata.PackageNotFoundError("gbdt_plrank"), "has no gbdt_plrank installed"),
-    ("0.0.9", "has gbdt_plrank 0.0.9"),
-    (OSError("lost"), r"cannot report its gbdt_plrank version \(OSError: lost\)"),
-])
+@pytest.mark.parametrize(
+    ("second", "says"),
+    [
+        (importlib.metadata.PackageNotFoundError("gbdt_plrank"), "has no gbdt_plrank installed"),
+        ("0.0.9", "has gbdt_plrank 0.0.9"),
+        (OSError("lost"), r"cannot report its gbdt_plrank version \(OSError: lost\)"),
+    ],
+)
 def test_a_worker_without_the_package_or_with_another_version_is_named(second, says) -> None:
     local = importlib.metadata.version("gbdt_plrank")
-    with pytest.raises(RuntimeError, match=rf"Dask worker tcp://127.0.0.1:2 {says}, but this "
-                                           rf"client runs gbdt_plrank {local}: install"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"Dask worker tcp://127.0.0.1:2 {says}, but this "
+        rf"client runs gbdt_plrank {local}: install",
+    ):
         check_workers(_Client(second), ("gbdt_plrank",))
     check_workers(_Client(local), ("gbdt_plrank",))
 

@@ -48,16 +48,31 @@ SCHEMA_MODULE = PACKAGE / "_backends" / "_parameters.py"
 #: Every schema that takes tree or stopping parameters, and the parameter each field is (by
 #: default its own name).
 SURFACES: dict[type[Schema], dict[str, str]] = {
-    TreeRules: {}, Rounds: {}, RankerParameters: {}, TreeSettings: {"rounds": "n_estimators"},
-    PLRankSettings: {}, Epochs: {"max_epochs": "n_estimators"},
+    TreeRules: {},
+    Rounds: {},
+    RankerParameters: {},
+    TreeSettings: {"rounds": "n_estimators"},
+    PLRankSettings: {},
+    Epochs: {"max_epochs": "n_estimators"},
 }
 
 #: One value that breaks each parameter's rule.
 BAD = {
-    "learning_rate": 0.0, "max_depth": 0, "num_leaves": 1, "min_child_weight": -1.0,
-    "reg_alpha": float("nan"), "reg_lambda": -0.5, "min_split_gain": float("inf"),
-    "subsample": 1.5, "colsample_bytree": 0.0, "backend": "catboost", "n_estimators": 0,
-    "early_stopping_rounds": 0, "stopping_metric": "ndcg", "min_rounds": -1, "min_delta": -0.01,
+    "learning_rate": 0.0,
+    "max_depth": 0,
+    "num_leaves": 1,
+    "min_child_weight": -1.0,
+    "reg_alpha": float("nan"),
+    "reg_lambda": -0.5,
+    "min_split_gain": float("inf"),
+    "subsample": 1.5,
+    "colsample_bytree": 0.0,
+    "backend": "catboost",
+    "n_estimators": 0,
+    "early_stopping_rounds": 0,
+    "stopping_metric": "ndcg",
+    "min_rounds": -1,
+    "min_delta": -0.01,
     "patience_rate": -0.5,
 }
 
@@ -81,11 +96,16 @@ def test_every_parameter_has_one_rule_and_one_bad_value_here():
     assert TREE_SETTINGS == tuple(TreeRules.model_fields) and len(TREE_SETTINGS) == 9
 
 
-@pytest.mark.parametrize(("schema", "name", "parameter"), _fields(),
-                         ids=lambda v: v.__name__ if isinstance(v, type) else str(v))
+@pytest.mark.parametrize(
+    ("schema", "name", "parameter"),
+    _fields(),
+    ids=lambda v: v.__name__ if isinstance(v, type) else str(v),
+)
 def test_each_surface_takes_the_rule_of_its_parameter(schema, name, parameter):
     """The field's type, constraints and rule in words are the parameter's declaration."""
-    assert _rule(schema.model_fields[name]) == _rule(FieldInfo.from_annotation(PARAMETERS[parameter]))
+    assert _rule(schema.model_fields[name]) == _rule(
+        FieldInfo.from_annotation(PARAMETERS[parameter])
+    )
 
 
 @pytest.mark.parametrize("parameter", sorted(PARAMETERS))
@@ -117,27 +137,42 @@ def _hand_written(path: Path) -> list[str]:
     or checks one by hand (a ``check_*`` call naming it as a string first argument)."""
     tree = ast.parse(path.read_text())
     schemas = {
-        node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
-        and any(getattr(b, "id", getattr(b, "attr", "")) in {"Schema", "PLRankFields", "TreeRules",
-                                                          "Rounds"} for b in node.bases)
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        and any(
+            getattr(b, "id", getattr(b, "attr", ""))
+            in {"Schema", "PLRankFields", "TreeRules", "Rounds"}
+            for b in node.bases
+        )
     }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             positional = [*a.posonlyargs, *a.args]
-            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+            pairs = list(zip(positional[len(positional) - len(a.defaults) :], a.defaults))
             pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-            found += [f"{node.name}({arg.arg}=...) line {node.lineno}" for arg, d in pairs
-                      if arg.arg in PARAMETERS and _literal(d)]
+            found += [
+                f"{node.name}({arg.arg}=...) line {node.lineno}"
+                for arg, d in pairs
+                if arg.arg in PARAMETERS and _literal(d)
+            ]
         elif isinstance(node, ast.ClassDef) and node.name not in schemas:
-            found += [f"{node.name}.{item.target.id} line {item.lineno}" for item in node.body
-                      if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-                      and item.target.id in PARAMETERS and _literal(item.value)]
+            found += [
+                f"{node.name}.{item.target.id} line {item.lineno}"
+                for item in node.body
+                if isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and item.target.id in PARAMETERS
+                and _literal(item.value)
+            ]
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
             callee = getattr(node.func, "id", getattr(node.func, "attr", ""))
-            if node.args[0].value in PARAMETERS and callee.startswith("check_") and (
-                callee != "check_parameter"
+            if (
+                node.args[0].value in PARAMETERS
+                and callee.startswith("check_")
+                and (callee != "check_parameter")
             ):
                 found.append(f"{callee}({node.args[0].value!r}, ...) line {node.lineno}")
     return found
@@ -152,10 +187,13 @@ def test_no_default_or_check_of_a_parameter_is_written_outside_its_schema(tmp_pa
     assert {path: where for path, where in written.items() if where} == {}
     # the scan finds what it looks for
     probe = tmp_path / "probe.py"
-    probe.write_text((SCHEMA_MODULE.parent / "_stopping.py").read_text() + (
-        "\n\ndef f(min_delta=0.0):\n    check_positive_int('n_estimators', 3)\n"
-        "\n\n@dataclass\nclass P:\n    min_rounds: int = 0\n"
-    ))
+    probe.write_text(
+        (SCHEMA_MODULE.parent / "_stopping.py").read_text()
+        + (
+            "\n\ndef f(min_delta=0.0):\n    check_positive_int('n_estimators', 3)\n"
+            "\n\n@dataclass\nclass P:\n    min_rounds: int = 0\n"
+        )
+    )
     assert len(_hand_written(probe)) == 3
     for gone in ("check_min_delta", "check_min_rounds", "check_min_rounds_choice"):
         assert not hasattr(_stopping, gone)
@@ -170,7 +208,8 @@ def test_every_schema_with_a_parameter_is_a_surface_checked_here():
     import gbdt_plrank.tuning  # noqa: F401
 
     with_parameters = {
-        schema for schema in _subclasses(Schema)
+        schema
+        for schema in _subclasses(Schema)
         if any(SURFACES.get(schema, {}).get(f, f) in PARAMETERS for f in schema.model_fields)
         and schema.__module__.startswith("gbdt_plrank")
         and schema.__module__ != _parameters.__name__  # the declarations themselves
@@ -181,7 +220,8 @@ def test_every_schema_with_a_parameter_is_a_surface_checked_here():
 
 def _defaults(function) -> dict[str, object]:
     return {
-        name: p.default for name, p in inspect.signature(function).parameters.items()
+        name: p.default
+        for name, p in inspect.signature(function).parameters.items()
         if name in PARAMETERS and p.default is not p.empty
     }
 
@@ -192,11 +232,16 @@ def test_each_surface_takes_its_defaults_from_its_schema():
     assert set(ranker) == set(RankerParameters.model_fields) - {"early_stopping_rounds"}
     assert (RANKER.n_estimators, RANKER.learning_rate, RANKER.min_rounds) == (100, 0.1, "auto")
     for callback in (xgboost_early_stopping, lightgbm_early_stopping):
-        assert _defaults(callback) == {"min_rounds": ROUNDS.min_rounds, "min_delta": 0.0,
-                                       "patience_rate": 0.0}
-    assert _defaults(plrank_plan) == {"min_rounds": ROUNDS.min_rounds,
-                                      "min_delta": ROUNDS.min_delta,
-                                      "patience_rate": ROUNDS.patience_rate}
+        assert _defaults(callback) == {
+            "min_rounds": ROUNDS.min_rounds,
+            "min_delta": 0.0,
+            "patience_rate": 0.0,
+        }
+    assert _defaults(plrank_plan) == {
+        "min_rounds": ROUNDS.min_rounds,
+        "min_delta": ROUNDS.min_delta,
+        "patience_rate": ROUNDS.patience_rate,
+    }
     plan = {f.name: f.default for f in fields(Plan) if f.name in PARAMETERS}
     assert plan == ROUNDS.model_dump()
     network = inspect.signature(PLRankMLPRanker.__init__).parameters["max_epochs"]
@@ -237,9 +282,20 @@ def test_min_delta_is_checked_once_on_its_way_to_the_stopper(monkeypatch):
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 3)), rng.integers(0, 3, 60).astype(float)
     qid = np.repeat(np.arange(10), 6)
-    PLRankRanker(n_estimators=3, N=4, min_child_weight=0.01, n_jobs=1, random_state=0,
-                 min_delta=0.0125, min_rounds=2).fit(
-        X, y, qid, eval_set=[(X, y, qid)], early_stopping_rounds=2,
+    PLRankRanker(
+        n_estimators=3,
+        N=4,
+        min_child_weight=0.01,
+        n_jobs=1,
+        random_state=0,
+        min_delta=0.0125,
+        min_rounds=2,
+    ).fit(
+        X,
+        y,
+        qid,
+        eval_set=[(X, y, qid)],
+        early_stopping_rounds=2,
     )
     with_min_delta = [name for name, keys in validated if "min_delta" in keys]
     assert with_min_delta == ["RankerParameters"]

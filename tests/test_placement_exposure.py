@@ -19,10 +19,10 @@ from gbdt_plrank.datasets import load_dataset
 
 QUERIES = [  # (margins, rank weights)
     ([0.3, -1.0, 2.0, 0.0, -3.0], [1.0, 0.5, 0.25]),
-    ([4.0, 0.0, -4.0, -8.0], [1.0, 1 / 4, 1 / 9, 1 / 16]),   # sharp, every rank shown
-    ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 0.63]),           # ties
-    ([1.0, -2.0, 0.5], [0.0, 1.0]),                          # a banner at rank 1
-    ([2.0, 1.0], [1.0, 0.5, 0.25]),                          # fewer rows than ranks
+    ([4.0, 0.0, -4.0, -8.0], [1.0, 1 / 4, 1 / 9, 1 / 16]),  # sharp, every rank shown
+    ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0], [1.0, 0.63]),  # ties
+    ([1.0, -2.0, 0.5], [0.0, 1.0]),  # a banner at rank 1
+    ([2.0, 1.0], [1.0, 0.5, 0.25]),  # fewer rows than ranks
 ]
 
 
@@ -54,7 +54,7 @@ def test_the_kernel_is_the_reference_over_the_sampled_rankings():
     sizes = [1, 2, 5, 9, 30]
     ptr = np.concatenate(([0], np.cumsum(sizes)))
     margins = rng.normal(scale=2.0, size=ptr[-1])
-    margins[ptr[3]:ptr[4]] *= 400.0  # a wide query
+    margins[ptr[3] : ptr[4]] *= 400.0  # a wide query
     theta = np.array([1.0, 0.5, 1 / 3, 0.25])
     S = 7
     from gbdt_plrank._kernels import plrank as kernels
@@ -62,10 +62,11 @@ def test_the_kernel_is_the_reference_over_the_sampled_rankings():
     rankings = np.full(((ptr.size - 1) * S, theta.size), -1, dtype=np.int64)
     kernels.sample_groups(margins, ptr, theta.size, S, 3, 0, rankings)
     for placement, reference in ((True, naive.placement_exposure), (False, naive.counted_exposure)):
-        got = sampled_exposure(margins, ptr, theta, n_samples=S, seed=3, round_=0, n_jobs=1,
-                               placement=placement)
+        got = sampled_exposure(
+            margins, ptr, theta, n_samples=S, seed=3, round_=0, n_jobs=1, placement=placement
+        )
         for g, (a, b) in enumerate(pairwise(ptr)):
-            draws = rankings[g * S:(g + 1) * S, : min(theta.size, b - a)]
+            draws = rankings[g * S : (g + 1) * S, : min(theta.size, b - a)]
             want = np.mean([reference(margins[a:b], theta, r) for r in draws], axis=0)
             np.testing.assert_allclose(got[a:b], want, rtol=1e-12, atol=1e-300)
             assert got[a:b].sum() == pytest.approx(theta[: b - a].sum(), rel=1e-12)
@@ -76,10 +77,19 @@ def test_placement_is_positive_where_counting_is_zero_and_far_less_variable_for_
     few rankings, placement never does, and its exact variance relative to the exposure is
     orders of magnitude below counting's for them."""
     scores, theta = np.array([6.0, 4.0, 3.0, 0.0, -6.0]), [1.0, 0.5]
-    count = sampled_exposure(scores, np.array([0, 5]), np.array(theta), n_samples=20, seed=0,
-                             round_=0, n_jobs=1)
-    place = sampled_exposure(scores, np.array([0, 5]), np.array(theta), n_samples=20, seed=0,
-                             round_=0, n_jobs=1, placement=True)
+    count = sampled_exposure(
+        scores, np.array([0, 5]), np.array(theta), n_samples=20, seed=0, round_=0, n_jobs=1
+    )
+    place = sampled_exposure(
+        scores,
+        np.array([0, 5]),
+        np.array(theta),
+        n_samples=20,
+        seed=0,
+        round_=0,
+        n_jobs=1,
+        placement=True,
+    )
     assert count[4] == 0.0 and (place > 0).all()
     exact = naive.exact_exposure(scores, theta)
     _, var_count = _moments(scores, theta, naive.counted_exposure)
@@ -108,16 +118,18 @@ def test_a_rankers_placement_exposure_uses_its_sampled_rankings(backend):
     ranker = PLRankRanker(backend=backend, n_estimators=5, N=5, n_jobs=1, random_state=0)
     ranker.fit(X, y, group=qid)
     theta = np.array([1.0, 0.5, 0.25])
-    got = ranker.expected_exposure(X, qid, n_samples=9, weights=theta, random_state=4,
-                                   method="placement")
+    got = ranker.expected_exposure(
+        X, qid, n_samples=9, weights=theta, random_state=4, method="placement"
+    )
     margins = ranker.predict(X)
-    for q, ranks in zip(np.unique(qid), ranker.sample_rankings(X, qid, n_samples=9, K=3,
-                                                               random_state=4)):
+    for q, ranks in zip(
+        np.unique(qid), ranker.sample_rankings(X, qid, n_samples=9, K=3, random_state=4)
+    ):
         rows_q = np.flatnonzero(qid == q)
         local = [np.searchsorted(rows_q, r) for r in ranks]
-        want = np.mean([naive.placement_exposure(margins[rows_q], theta, r) for r in local],
-                       axis=0)
+        want = np.mean([naive.placement_exposure(margins[rows_q], theta, r) for r in local], axis=0)
         np.testing.assert_allclose(got[rows_q], want, rtol=1e-10)
-    with pytest.raises(ValueError, match="method must be one of 'count', 'placement', but "
-                                         "'rao' is given"):
+    with pytest.raises(
+        ValueError, match="method must be one of 'count', 'placement', but 'rao' is given"
+    ):
         ranker.expected_exposure(X, qid, n_samples=2, method="rao")

@@ -54,7 +54,10 @@ def fitted(request, mq):
         backend=request.param, n_estimators=40, learning_rate=0.2, stopping_metric="ranking", **FAST
     )
     return ranker.fit(
-        train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
+        train.X,
+        train.y,
+        group=train.qid,
+        eval_set=[(vali.X, vali.y, vali.qid)],
         early_stopping_rounds=5,
     )
 
@@ -84,7 +87,9 @@ def test_fit_predict_score(fitted, mq):
     assert 0.5 < score <= 1.0
     # score and the booster's own early-stopping metric follow the same conventions
     history = fitted.evals_result_["valid_0"]["ndcg@5"]
-    assert fitted.score(vali.X, vali.y, vali.qid) == pytest.approx(history[fitted.best_iteration_], abs=1e-6)
+    assert fitted.score(vali.X, vali.y, vali.qid) == pytest.approx(
+        history[fitted.best_iteration_], abs=1e-6
+    )
 
 
 def test_early_stopping_keeps_the_best_round(fitted):
@@ -95,7 +100,8 @@ def test_early_stopping_keeps_the_best_round(fitted):
     wait = rounds_after_best(best, 5)
     assert len(history) == best + 1 + wait or len(history) == 40  # stopped then, or ran out
     rounds = (
-        fitted.booster_.num_boosted_rounds() if fitted.backend == "xgboost"
+        fitted.booster_.num_boosted_rounds()
+        if fitted.backend == "xgboost"
         else fitted.booster_.current_iteration()
     )
     assert rounds == best + 1
@@ -110,9 +116,16 @@ def _policy_stopping_round(mq, backend, fairness):
     from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq
-    options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.1, "N": 10,
-               "n_jobs": 1, "random_state": 0, "fairness": fairness,
-               **({"fairness_weight": 0.5} if fairness else {})}
+    options = {
+        "backend": backend,
+        "n_estimators": 60,
+        "learning_rate": 0.1,
+        "N": 10,
+        "n_jobs": 1,
+        "random_state": 0,
+        "fairness": fairness,
+        **({"fairness_weight": 0.5} if fairness else {}),
+    }
     fit = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 4}
     ranker = PLRankRanker(**options, stopping_metric="policy").fit(
         train.X, train.y, train.qid, **fit
@@ -175,15 +188,18 @@ def test_train_K_is_the_objectives_cutoff_and_K_the_judged_one(mq, backend):
 @pytest.mark.parametrize("train_K", [0, -1, 2.0, "2K", True, None])
 def test_bad_train_K_is_named(mq, train_K):
     train, _, _ = mq
-    with pytest.raises(ValueError, match=re.escape(
-        f'train_K must be "auto" or an integer >= 1, but {train_K!r} is given.'
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f'train_K must be "auto" or an integer >= 1, but {train_K!r} is given.'),
+    ):
         PLRankRanker(train_K=train_K, n_estimators=2, **FAST).fit(train.X, train.y, train.qid)
 
 
 def test_no_eval_set_means_no_history(mq):
     train, _, _ = mq
-    ranker = PLRankRanker(backend="lightgbm", n_estimators=3, **FAST).fit(train.X, train.y, train.qid)
+    ranker = PLRankRanker(backend="lightgbm", n_estimators=3, **FAST).fit(
+        train.X, train.y, train.qid
+    )
     assert ranker.evals_result_ == {} and ranker.best_iteration_ is None
     assert ranker.booster_.current_iteration() == 3
 
@@ -194,8 +210,9 @@ def test_the_options_are_checked_once_per_fit(mq, monkeypatch):
 
     built = []
     checked = PLRankOptions.checked.__func__
-    monkeypatch.setattr(PLRankOptions, "checked",
-                        classmethod(lambda cls, **o: built.append(o) or checked(cls, **o)))
+    monkeypatch.setattr(
+        PLRankOptions, "checked", classmethod(lambda cls, **o: built.append(o) or checked(cls, **o))
+    )
     train, vali, _ = mq
     PLRankRanker(n_estimators=2, **FAST).fit(
         train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)] * 2
@@ -223,8 +240,11 @@ def test_infinite_X_is_named(mq):
     X = train.X.toarray()
     X[4, 2] = -np.inf
     for data in (X, sp.csr_matrix(X)):
-        with pytest.raises(ValueError, match=r"X must hold finite numbers, or NaN for a missing "
-                                             r"value, but X\[4, 2\] is -inf"):
+        with pytest.raises(
+            ValueError,
+            match=r"X must hold finite numbers, or NaN for a missing "
+            r"value, but X\[4, 2\] is -inf",
+        ):
             PLRankRanker(n_estimators=2, **FAST).fit(data, train.y, train.qid)
     with pytest.raises(ValueError, match=r"but X\[4, 2\] is -inf"):
         PLRankRanker(n_estimators=2, **FAST).fit(
@@ -243,10 +263,12 @@ def test_feature_names_reach_the_booster_and_its_saved_model(backend, mq, tmp_pa
     train, vali, test = mq
     frame = _frame(train.X)
     options = {"backend": backend, "n_estimators": 5, "learning_rate": 0.3, **FAST}
-    named = PLRankRanker(**options).fit(frame, train.y, train.qid,
-                                        eval_set=[(_frame(vali.X), vali.y, vali.qid)])
-    plain = PLRankRanker(**options).fit(train.X.toarray(), train.y, train.qid,
-                                        eval_set=[(vali.X.toarray(), vali.y, vali.qid)])
+    named = PLRankRanker(**options).fit(
+        frame, train.y, train.qid, eval_set=[(_frame(vali.X), vali.y, vali.qid)]
+    )
+    plain = PLRankRanker(**options).fit(
+        train.X.toarray(), train.y, train.qid, eval_set=[(vali.X.toarray(), vali.y, vali.qid)]
+    )
     columns = list(frame.columns)
     np.testing.assert_array_equal(named.feature_names_in_, columns)
     assert not hasattr(plain, "feature_names_in_")
@@ -273,10 +295,14 @@ def test_a_categorical_or_string_column_is_named(mq):
     train, _, _ = mq
     frame = _frame(train.X)
     frame["colour"] = pd.Categorical(np.where(train.y > 0, "red", "blue"))
-    with pytest.raises(ValueError, match="column 'colour' has dtype category: encode it as numbers"):
+    with pytest.raises(
+        ValueError, match="column 'colour' has dtype category: encode it as numbers"
+    ):
         PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
     frame["colour"] = frame["colour"].astype(str)
-    with pytest.raises(ValueError, match=r"X must have numeric columns .* column 'colour' has dtype"):
+    with pytest.raises(
+        ValueError, match=r"X must have numeric columns .* column 'colour' has dtype"
+    ):
         PLRankRanker(n_estimators=2, **FAST).fit(frame, train.y, train.qid)
 
 
@@ -307,11 +333,16 @@ def test_a_query_id_column_is_read_by_name_and_never_a_feature(mq):
     assert by_name.score(framed, test.y, test.qid) == by_name.score(framed, test.y, "qid")
     policy = {"n_samples": 5, "random_state": 0}
     assert by_name.expected_metric(framed, test.y, "qid", **policy) == plain.expected_metric(
-        _frame(test.X), test.y, test.qid, **policy)
-    np.testing.assert_array_equal(by_name.expected_exposure(framed, "qid", **policy),
-                                  plain.expected_exposure(_frame(test.X), test.qid, **policy))
-    for got, want in zip(by_name.sample_rankings(framed, "qid", **policy),
-                         plain.sample_rankings(_frame(test.X), test.qid, **policy)):
+        _frame(test.X), test.y, test.qid, **policy
+    )
+    np.testing.assert_array_equal(
+        by_name.expected_exposure(framed, "qid", **policy),
+        plain.expected_exposure(_frame(test.X), test.qid, **policy),
+    )
+    for got, want in zip(
+        by_name.sample_rankings(framed, "qid", **policy),
+        plain.sample_rankings(_frame(test.X), test.qid, **policy),
+    ):
         np.testing.assert_array_equal(got, want)
     # a model fitted without the column refuses it as an unseen feature (scikit-learn's check)
     with pytest.raises(ValueError, match=r"Feature names unseen at fit time:\n- qid"):
@@ -333,22 +364,37 @@ def test_query_ids_left_in_X_or_a_bad_column_name_are_refused_saying_how(mq):
     renamed = frame.rename(columns={"qid": "session"})
     with pytest.raises(ValueError, match=left_in.replace("qid", "session")):
         ranker.fit(renamed, train.y, renamed["session"])
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "group='query' must name a column of X, but X has no column 'query' (its columns: "
-            "'feature 0', 'feature 1',")):
+            "'feature 0', 'feature 1',"
+        ),
+    ):
         ranker.fit(frame, train.y, "query")
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             "group='qid' names a column, which needs X to be a DataFrame, but X is a "
-            "scipy.sparse._csr.csr_matrix: pass the query ids themselves, group=qid.")):
+            "scipy.sparse._csr.csr_matrix: pass the query ids themselves, group=qid."
+        ),
+    ):
         ranker.fit(train.X, train.y, "qid")
-    with pytest.raises(ValueError, match=re.escape(
-            "fit needs the query groups, but group is None, which would make all rows one query")
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "fit needs the query groups, but group is None, which would make all rows one query"
+        ),
     ) as missing:
         ranker.fit(frame, train.y)
     assert "X has a column 'qid': group='qid' reads the query ids from it." in str(missing.value)
-    with pytest.raises(ValueError, match=re.escape(
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
             f"group must be a sequence, per-row query ids (length {train.y.size}) or group sizes, "
-            f"but the single value 7 is given.")):
+            f"but the single value 7 is given."
+        ),
+    ):
         ranker.fit(train.X, train.y, 7)
     with pytest.raises(ValueError, match=r"group must be a sequence, .* the single value 'qid'"):
         ndcg(train.y, train.y, "qid")
@@ -369,13 +415,17 @@ def test_fit_score_and_expected_metric_need_the_query_groups(fitted, mq):
         ("score", lambda: fitted.score(test.X, test.y)),
         ("expected_metric", lambda: fitted.expected_metric(test.X, test.y, n_samples=2)),
     ]:
-        with pytest.raises(ValueError, match=f"{method} needs the query groups, but group is None"
-                           ) as err:
+        with pytest.raises(
+            ValueError, match=f"{method} needs the query groups, but group is None"
+        ) as err:
             call()
         assert routing in str(err.value) and "group=np.zeros(n_rows)" in str(err.value)
     for eval_set in ([(vali.X, vali.y)], [(vali.X, vali.y, None)]):
-        with pytest.raises(ValueError, match=r"eval_set\[0\] (must be a tuple \(X, y, group\)|"
-                                             r"needs the query groups of its rows)"):
+        with pytest.raises(
+            ValueError,
+            match=r"eval_set\[0\] (must be a tuple \(X, y, group\)|"
+            r"needs the query groups of its rows)",
+        ):
             ranker.fit(train.X, train.y, train.qid, eval_set=eval_set)
     # all rows as one query, when asked for
     n = test.y.size
@@ -467,7 +517,9 @@ def test_a_cutoff_beyond_the_longest_query_costs_what_the_longest_query_costs(
         )
         history = [values for _, values in sorted(ranker.evals_result_["valid_0"].items())]
         return (
-            ranker.predict(X), history, ranker.score(X, y, qid),
+            ranker.predict(X),
+            history,
+            ranker.score(X, y, qid),
             ranker.expected_metric(X, y, qid, **policy),
             ranker.expected_exposure(X, qid, **policy),
             ranker.sample_rankings(X, qid, **policy)[0],
@@ -576,7 +628,7 @@ def _exact_policy(margins, labels, K):
     e = np.exp(margins - margins.max())
     D = len(e)
     k = min(K, D)
-    gains = 2.0 ** labels - 1
+    gains = 2.0**labels - 1
     ideal = (np.sort(gains)[::-1][:k] * _theta(k)).sum()
     mean = second = 0.0
     exposure = np.zeros(D)
@@ -595,7 +647,9 @@ def _exact_policy(margins, labels, K):
 def test_expected_metric_and_exposure_match_exact_enumeration(fitted, mq):
     _, _, test = mq
     first, last = test.qid[0], test.qid[-1]
-    rows = np.concatenate([np.flatnonzero(test.qid == first)[:5], np.flatnonzero(test.qid == last)[:4]])
+    rows = np.concatenate(
+        [np.flatnonzero(test.qid == first)[:5], np.flatnonzero(test.qid == last)[:4]]
+    )
     X, y, qid = test.X[rows], test.y[rows].copy(), test.qid[rows]
     y[[0, 5]] = [2, 1]  # each query has a relevant document
     margins = fitted.predict(X)
@@ -651,11 +705,25 @@ class OneQueryPLRankRanker(PLRankRanker):
     """PLRankRanker whose ``fit`` and ``score`` read a missing group as one query: the ranker the
     common checks can fit (:mod:`sklearn_checks`)."""
 
-    def fit(self, X, y, group=None, *, item_groups=None, sample_weight=None, eval_set=None,
-            early_stopping_rounds=None):
+    def fit(
+        self,
+        X,
+        y,
+        group=None,
+        *,
+        item_groups=None,
+        sample_weight=None,
+        eval_set=None,
+        early_stopping_rounds=None,
+    ):
         return super().fit(
-            X, y, one_query(X, group), item_groups=item_groups, sample_weight=sample_weight,
-            eval_set=eval_set, early_stopping_rounds=early_stopping_rounds,
+            X,
+            y,
+            one_query(X, group),
+            item_groups=item_groups,
+            sample_weight=sample_weight,
+            eval_set=eval_set,
+            early_stopping_rounds=early_stopping_rounds,
         )
 
     def score(self, X, y, group=None):
@@ -691,7 +759,8 @@ def _checks_that_cannot_apply(estimator: PLRankRanker) -> dict[str, str]:
 
 
 _LIGHTGBM_FOR_THE_CHECKS = {
-    "backend": "lightgbm", "params": {"min_data_in_leaf": 2, "min_data_in_bin": 1},  # 10-30 rows
+    "backend": "lightgbm",
+    "params": {"min_data_in_leaf": 2, "min_data_in_bin": 1},  # 10-30 rows
 }
 
 
@@ -699,8 +768,9 @@ _LIGHTGBM_FOR_THE_CHECKS = {
     [
         PLRankRanker(backend="xgboost", n_estimators=3, N=4, n_jobs=1, random_state=0),
         OneQueryPLRankRanker(backend="xgboost", n_estimators=3, N=4, n_jobs=1, random_state=0),
-        OneQueryPLRankRanker(n_estimators=3, N=4, n_jobs=1, random_state=0,
-                             **_LIGHTGBM_FOR_THE_CHECKS),
+        OneQueryPLRankRanker(
+            n_estimators=3, N=4, n_jobs=1, random_state=0, **_LIGHTGBM_FOR_THE_CHECKS
+        ),
     ],
     expected_failed_checks=_checks_that_cannot_apply,
     xfail_strict=True,
@@ -741,55 +811,147 @@ def test_model_selection_with_group_kfold(backend, mq):
     [
         ({}, {"y": lambda t: t.y[:-1]}, ValueError, "inconsistent numbers of samples"),
         ({}, {"group": lambda t: np.array([3, 4])}, ValueError, "group must be per-row query ids"),
-        ({}, {"y": lambda t: np.where(np.arange(t.y.size) == 3, np.nan, t.y)}, ValueError, "y contains NaN"),
-        ({}, {"y": lambda t: np.where(np.arange(t.y.size) == 3, -1.0, t.y)}, ValueError,
-         r"labels must be >= 0, but labels\[3\] is -1.0"),
-        ({}, {"y": lambda t: t.y * 20}, ValueError, "labels must be <= 31 with the exponential gain"),
-        ({"backend": "catboost"}, {}, ValueError,
-         "backend must be one of 'xgboost', 'lightgbm', but 'catboost' is given"),
+        (
+            {},
+            {"y": lambda t: np.where(np.arange(t.y.size) == 3, np.nan, t.y)},
+            ValueError,
+            "y contains NaN",
+        ),
+        (
+            {},
+            {"y": lambda t: np.where(np.arange(t.y.size) == 3, -1.0, t.y)},
+            ValueError,
+            r"labels must be >= 0, but labels\[3\] is -1.0",
+        ),
+        (
+            {},
+            {"y": lambda t: t.y * 20},
+            ValueError,
+            "labels must be <= 31 with the exponential gain",
+        ),
+        (
+            {"backend": "catboost"},
+            {},
+            ValueError,
+            "backend must be one of 'xgboost', 'lightgbm', but 'catboost' is given",
+        ),
         ({"K": 0}, {}, ValueError, "K must be an integer >= 1, but 0 is given"),
         ({"metric": "map"}, {}, ValueError, "metric must be one of 'ndcg', 'dcg', 'precision'"),
         ({"n_estimators": 0}, {}, ValueError, "n_estimators must be an integer >= 1"),
         ({"n_jobs": 0}, {}, ValueError, "n_jobs must be None, a positive or a negative integer"),
         ({"random_state": "seed"}, {}, ValueError, "'seed' cannot be used to seed"),
         ({"params": {"objective": "rank:ndcg"}}, {}, ValueError, "params must not set 'objective'"),
-        ({"backend": "lightgbm", "params": {"num_iterations": 9}}, {}, ValueError,
-         "params must not set 'num_iterations'"),
+        (
+            {"backend": "lightgbm", "params": {"num_iterations": 9}},
+            {},
+            ValueError,
+            "params must not set 'num_iterations'",
+        ),
         ({"params": [("eta", 1)]}, {}, ValueError, "params must be None or a dict"),
-        ({}, {"early_stopping_rounds": 5}, ValueError, "early_stopping_rounds=5 needs a validation set"),
-        ({"stopping_metric": "ndcg"}, {}, ValueError,
-         "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given"),
-        ({"sampler": "gumbel"}, {}, ValueError,
-         "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given"),
-        ({"noise": "sobol"}, {}, ValueError,
-         "noise must be one of 'lattice', 'independent', but 'sobol' is given"),
-        ({"query_subsample": 0.0}, {}, ValueError,
-         r"query_subsample must be a number in \(0, 1\], but 0.0 is given"),
-        ({"query_subsample": 1.5}, {}, ValueError,
-         r"query_subsample must be a number in \(0, 1\], but 1.5 is given"),
-        ({}, {"eval_set": [(1, 2, 3, 4, 5)]}, ValueError, r"eval_set\[0\] must be a tuple \(X, y, group\)"),
-        ({"backend": "lightgbm"}, {"X": lambda t: np.ones(t.X.shape)}, ValueError,
-         "LightGBM finds no feature to split on"),
-        ({"fairness": "expected-exposure", "fairness_weight": -1.0}, {}, ValueError,
-         "fairness_weight must be a finite number >= 0, but -1.0 is given"),
-        ({"fairness": "expected-exposure", "fairness_weight": float("inf")}, {}, ValueError,
-         "fairness_weight must be a finite number >= 0, but inf is given"),
-        ({"fairness": "exposure"}, {}, ValueError,
-         "fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', "
-         "but 'exposure' is given"),
-        ({"fairness": "expected-exposure", "metric": "precision"}, {}, ValueError,
-         "so metric must be one of 'ndcg', 'dcg', but 'precision' is given"),
-        ({"backend": "lightgbm", "learning_rate": float("nan")}, {}, ValueError,
-         "learning_rate must be a finite number > 0, but nan is given"),
-        ({"learning_rate": float("nan")}, {}, ValueError,
-         "learning_rate must be a finite number > 0, but nan is given"),
-        ({"backend": "lightgbm", "num_leaves": 1}, {}, ValueError,
-         "num_leaves must be an integer >= 2, but 1 is given"),
+        (
+            {},
+            {"early_stopping_rounds": 5},
+            ValueError,
+            "early_stopping_rounds=5 needs a validation set",
+        ),
+        (
+            {"stopping_metric": "ndcg"},
+            {},
+            ValueError,
+            "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given",
+        ),
+        (
+            {"sampler": "gumbel"},
+            {},
+            ValueError,
+            "sampler must be one of 'auto', 'tree', 'race', but 'gumbel' is given",
+        ),
+        (
+            {"noise": "sobol"},
+            {},
+            ValueError,
+            "noise must be one of 'lattice', 'independent', but 'sobol' is given",
+        ),
+        (
+            {"query_subsample": 0.0},
+            {},
+            ValueError,
+            r"query_subsample must be a number in \(0, 1\], but 0.0 is given",
+        ),
+        (
+            {"query_subsample": 1.5},
+            {},
+            ValueError,
+            r"query_subsample must be a number in \(0, 1\], but 1.5 is given",
+        ),
+        (
+            {},
+            {"eval_set": [(1, 2, 3, 4, 5)]},
+            ValueError,
+            r"eval_set\[0\] must be a tuple \(X, y, group\)",
+        ),
+        (
+            {"backend": "lightgbm"},
+            {"X": lambda t: np.ones(t.X.shape)},
+            ValueError,
+            "LightGBM finds no feature to split on",
+        ),
+        (
+            {"fairness": "expected-exposure", "fairness_weight": -1.0},
+            {},
+            ValueError,
+            "fairness_weight must be a finite number >= 0, but -1.0 is given",
+        ),
+        (
+            {"fairness": "expected-exposure", "fairness_weight": float("inf")},
+            {},
+            ValueError,
+            "fairness_weight must be a finite number >= 0, but inf is given",
+        ),
+        (
+            {"fairness": "exposure"},
+            {},
+            ValueError,
+            "fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', "
+            "but 'exposure' is given",
+        ),
+        (
+            {"fairness": "expected-exposure", "metric": "precision"},
+            {},
+            ValueError,
+            "so metric must be one of 'ndcg', 'dcg', but 'precision' is given",
+        ),
+        (
+            {"backend": "lightgbm", "learning_rate": float("nan")},
+            {},
+            ValueError,
+            "learning_rate must be a finite number > 0, but nan is given",
+        ),
+        (
+            {"learning_rate": float("nan")},
+            {},
+            ValueError,
+            "learning_rate must be a finite number > 0, but nan is given",
+        ),
+        (
+            {"backend": "lightgbm", "num_leaves": 1},
+            {},
+            ValueError,
+            "num_leaves must be an integer >= 2, but 1 is given",
+        ),
         ({"subsample": 1.5}, {}, ValueError, r"subsample must be a number in \(0, 1\], but 1.5"),
-        ({"backend": "lightgbm", "reg_lambda": -1.0}, {}, ValueError,
-         "reg_lambda must be a finite number >= 0, but -1.0 is given"),
-        ({"fairness": "disparity", "empty_queries": "uniform"}, {}, ValueError,
-         r"empty_queries='uniform' .* needs fairness='expected-exposure'"),
+        (
+            {"backend": "lightgbm", "reg_lambda": -1.0},
+            {},
+            ValueError,
+            "reg_lambda must be a finite number >= 0, but -1.0 is given",
+        ),
+        (
+            {"fairness": "disparity", "empty_queries": "uniform"},
+            {},
+            ValueError,
+            r"empty_queries='uniform' .* needs fairness='expected-exposure'",
+        ),
     ],
 )
 def test_bad_fit_input(mq, options, change, error, match):
@@ -823,7 +985,9 @@ def test_unknown_parameter(mq):
         PLRankRanker().set_params(max_bin=63)
     train, _, _ = mq  # a native key XGBoost does not know reaches the user as its warning
     with pytest.warns(UserWarning, match='Parameters: { "max_dpeth" } are not used'):
-        PLRankRanker(n_estimators=1, params={"max_dpeth": 3}, **FAST).fit(train.X, train.y, train.qid)
+        PLRankRanker(n_estimators=1, params={"max_dpeth": 3}, **FAST).fit(
+            train.X, train.y, train.qid
+        )
 
 
 def test_methods_need_fit(mq):
@@ -850,7 +1014,9 @@ def test_bad_input_after_fit(fitted, mq):
         fitted.sample_rankings(test.X, test.qid, n_samples=0)
     with pytest.raises(ValueError, match="K must be an integer >= 1, but -1 is given"):
         fitted.sample_rankings(test.X, test.qid, n_samples=3, K=-1)
-    with pytest.raises(ValueError, match="n_samples must be an integer >= 2 to estimate a standard error"):
+    with pytest.raises(
+        ValueError, match="n_samples must be an integer >= 2 to estimate a standard error"
+    ):
         fitted.expected_metric(test.X, test.y, test.qid, n_samples=1)
     with pytest.raises(ValueError, match="lengths must agree, but X has"):
         fitted.expected_metric(test.X, test.y[:-1], test.qid, n_samples=3)
@@ -873,15 +1039,26 @@ def test_linear_gain_reaches_the_evaluation_and_the_policy_stopping(backend, mq)
     train, vali, _ = mq
     y_train, y_vali = train.y * 20, vali.y * 20
     ranker = PLRankRanker(backend=backend, gain="linear", n_estimators=6, **FAST)
-    ranker.fit(train.X, y_train, train.qid, eval_set=[(vali.X, y_vali, vali.qid)],
-               early_stopping_rounds=2)
+    ranker.fit(
+        train.X, y_train, train.qid, eval_set=[(vali.X, y_vali, vali.qid)], early_stopping_rounds=2
+    )
     history = ranker.evals_result_["valid_0"]
     margins = ranker.predict(vali.X)
     best = ranker.best_iteration_
-    assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(history["ndcg@5"][best], abs=1e-6)
-    assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(y_vali, margins, vali.qid, k=5, gain="linear")
-    value = PolicyEvaluator(RankingMetric("ndcg", 5, "linear"), None, Split(None, y_vali, vali.qid),
-                        n_samples=STANDARDIZED_SAMPLES, seed=seeds_from(0, 2)[0], n_jobs=1)
+    assert ranker.score(vali.X, y_vali, vali.qid) == pytest.approx(
+        history["ndcg@5"][best], abs=1e-6
+    )
+    assert ranker.score(vali.X, y_vali, vali.qid) == ndcg(
+        y_vali, margins, vali.qid, k=5, gain="linear"
+    )
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 5, "linear"),
+        None,
+        Split(None, y_vali, vali.qid),
+        n_samples=STANDARDIZED_SAMPLES,
+        seed=seeds_from(0, 2)[0],
+        n_jobs=1,
+    )
     standardized = value.per_query(margins * (STANDARD_SPREAD / margins.std())).mean()
     assert history["standardized_expected_ndcg@5"][best] == pytest.approx(standardized, abs=1e-5)
 
@@ -893,8 +1070,9 @@ def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq
 
     train, vali, test = mq
     ranker = PLRankRanker(backend=backend, metric="precision", n_estimators=6, **FAST)
-    ranker.fit(train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)],
-               early_stopping_rounds=2)
+    ranker.fit(
+        train.X, train.y, train.qid, eval_set=[(vali.X, vali.y, vali.qid)], early_stopping_rounds=2
+    )
     history = ranker.evals_result_["valid_0"]
     assert list(history) == ["precision@5", "standardized_expected_precision@5"]
     margins = ranker.predict(vali.X)
@@ -925,28 +1103,47 @@ def test_a_model_without_a_split_from_a_tiny_query_subsample_names_it(backend, m
     """query_subsample so small that no round keeps a query: every gradient is 0, and the
     warning names query_subsample (not min_child_weight, already small here)."""
     train, _, _ = mq
-    with pytest.warns(UserWarning, match=r"model has no split.* query_subsample=0\.001 kept no "
-                                         r"query in any of the \d+ rounds \(each of the 40 "
-                                         r"training queries .* raise query_subsample") as caught:
-        PLRankRanker(backend=backend, n_estimators=3, query_subsample=0.001,
-                     min_child_weight=0.001, **FAST).fit(train.X, train.y, train.qid)
+    with pytest.warns(
+        UserWarning,
+        match=r"model has no split.* query_subsample=0\.001 kept no "
+        r"query in any of the \d+ rounds \(each of the 40 "
+        r"training queries .* raise query_subsample",
+    ) as caught:
+        PLRankRanker(
+            backend=backend, n_estimators=3, query_subsample=0.001, min_child_weight=0.001, **FAST
+        ).fit(train.X, train.y, train.qid)
     assert "min_child_weight" not in str(caught[0].message)
     assert caught[0].filename == __file__  # points at the fit call
 
 
 IDLE = [
-    ({"min_rounds": 5}, "min_rounds=5 has no effect in this fit: it applies to early stopping, "
-                        "and fit got no early_stopping_rounds."),
+    (
+        {"min_rounds": 5},
+        "min_rounds=5 has no effect in this fit: it applies to early stopping, "
+        "and fit got no early_stopping_rounds.",
+    ),
     ({"min_rounds": 0}, "min_rounds=0 has no effect"),
-    ({"min_delta": 0.01}, "min_delta=0.01 has no effect in this fit: it applies to early "
-                          "stopping, and fit got no early_stopping_rounds."),
-    ({"patience_rate": 1.0}, "patience_rate=1.0 has no effect in this fit: it applies to "
-                             "early stopping, and fit got no early_stopping_rounds."),
-    ({"stopping_metric": "policy"}, "stopping_metric='policy' has no effect in this fit: it "
-                                    "names what the eval sets are scored by, and fit got no "
-                                    "eval_set."),
-    ({"fairness_weight": 2.0}, "fairness_weight=2.0 has no effect in this fit: it weighs the "
-                               "fairness loss, and fairness is None."),
+    (
+        {"min_delta": 0.01},
+        "min_delta=0.01 has no effect in this fit: it applies to early "
+        "stopping, and fit got no early_stopping_rounds.",
+    ),
+    (
+        {"patience_rate": 1.0},
+        "patience_rate=1.0 has no effect in this fit: it applies to "
+        "early stopping, and fit got no early_stopping_rounds.",
+    ),
+    (
+        {"stopping_metric": "policy"},
+        "stopping_metric='policy' has no effect in this fit: it "
+        "names what the eval sets are scored by, and fit got no "
+        "eval_set.",
+    ),
+    (
+        {"fairness_weight": 2.0},
+        "fairness_weight=2.0 has no effect in this fit: it weighs the "
+        "fairness loss, and fairness is None.",
+    ),
 ]
 
 
@@ -958,16 +1155,19 @@ def test_a_parameter_without_effect_in_the_fit_warns(mq, given, message) -> None
     fit = {"group": train.qid}
     with pytest.warns(UserWarning, match=re.escape(message)) as caught:
         PLRankRanker(n_estimators=2, min_child_weight=0.01, **given, **FAST).fit(
-            train.X, train.y, **fit)
+            train.X, train.y, **fit
+        )
     assert len(caught) == 1 and caught[0].filename == __file__
     used = {"eval_set": [(vali.X, vali.y, vali.qid)], "early_stopping_rounds": 2}
     extra = {"fairness": "expected-exposure"} if "fairness_weight" in given else {}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         PLRankRanker(n_estimators=2, min_child_weight=0.01, **given, **extra, **FAST).fit(
-            train.X, train.y, **fit, **used)
-        PLRankRanker(n_estimators=2, min_child_weight=0.01, min_delta=0, min_rounds="auto",
-                     **FAST).fit(train.X, train.y, **fit)
+            train.X, train.y, **fit, **used
+        )
+        PLRankRanker(
+            n_estimators=2, min_child_weight=0.01, min_delta=0, min_rounds="auto", **FAST
+        ).fit(train.X, train.y, **fit)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -977,29 +1177,42 @@ def test_sample_weight_weighs_queries(backend, mq):
     row equals one per query; other weights give another model."""
     train, _, test = mq
     X, y, qid = train.X.toarray(), train.y, train.qid
-    options = {"backend": backend, "n_estimators": 3, "min_child_weight": 0.0, "reg_lambda": 0.0,
-               "learning_rate": 0.3, **FAST}
+    options = {
+        "backend": backend,
+        "n_estimators": 3,
+        "min_child_weight": 0.0,
+        "reg_lambda": 0.0,
+        "learning_rate": 0.3,
+        **FAST,
+    }
     if backend == "lightgbm":
         options["params"] = {"min_data_in_leaf": 1, "min_data_in_bin": 1}
     weights = np.where(qid == qid[0], 1.0, 0.0)  # the first query alone
     first = PLRankRanker(**options).fit(X, y, qid, sample_weight=weights)
     rows = qid == qid[0]
     alone = PLRankRanker(**options).fit(X[rows], y[rows], qid[rows])
-    np.testing.assert_allclose(first.predict(X[rows]) - first.predict(X[rows])[0],
-                               alone.predict(X[rows]) - alone.predict(X[rows])[0], atol=1e-6)
+    np.testing.assert_allclose(
+        first.predict(X[rows]) - first.predict(X[rows])[0],
+        alone.predict(X[rows]) - alone.predict(X[rows])[0],
+        atol=1e-6,
+    )
     with pytest.raises(ValueError, match="sample_weight must be > 0 for at least one query"):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.zeros(y.size))
     n_queries = np.unique(qid).size
     w = np.random.default_rng(0).integers(1, 4, n_queries).astype(float)
     per_query = PLRankRanker(**options).fit(X, y, qid, sample_weight=w)
-    per_row = PLRankRanker(**options).fit(X, y, qid, sample_weight=w[np.searchsorted(np.unique(qid), qid)])
+    per_row = PLRankRanker(**options).fit(
+        X, y, qid, sample_weight=w[np.searchsorted(np.unique(qid), qid)]
+    )
     plain = PLRankRanker(**options).fit(X, y, qid)
     np.testing.assert_array_equal(per_query.predict(test.X), per_row.predict(test.X))
     assert not np.array_equal(per_query.predict(test.X), plain.predict(test.X))
     with pytest.raises(ValueError, match="weights must be one per query"):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.ones(3))
     with pytest.raises(ValueError, match=r"weights must be finite and >= 0, but weight 1 is -1.0"):
-        PLRankRanker(**options).fit(X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)])
+        PLRankRanker(**options).fit(
+            X, y, qid, sample_weight=np.r_[1.0, -1.0, np.ones(n_queries - 2)]
+        )
     with pytest.raises(ValueError, match=r"weigh whole queries .* row 1 of query 0 has weight 1.0"):
         PLRankRanker(**options).fit(X, y, qid, sample_weight=np.arange(y.size, dtype=float))
 
@@ -1010,8 +1223,12 @@ def test_sample_weight_weighs_queries(backend, mq):
 #: The first logged line of each booster with verbose=2: XGBoost counts rounds from 0, LightGBM
 #: from 1 (and logs the watched metric first).
 FIRST_LOG_LINE = {
-    "xgboost": re.compile(r"^\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-standardized_expected_ndcg@5:0\.\d{5}$"),
-    "lightgbm": re.compile(r"^\[2\]\tvalid_0's standardized_expected_ndcg@5: 0\.\d+\tvalid_0's ndcg@5: 0\.\d+$"),
+    "xgboost": re.compile(
+        r"^\[0\]\tvalid_0-ndcg@5:0\.\d{5}\tvalid_0-standardized_expected_ndcg@5:0\.\d{5}$"
+    ),
+    "lightgbm": re.compile(
+        r"^\[2\]\tvalid_0's standardized_expected_ndcg@5: 0\.\d+\tvalid_0's ndcg@5: 0\.\d+$"
+    ),
 }
 
 
@@ -1044,10 +1261,13 @@ def test_verbose_without_eval_set_shows_a_progress_bar(mq, backend, capsys) -> N
 @pytest.mark.parametrize("verbose", [1.5, "yes", None])
 def test_a_bad_verbose_names_the_value_and_the_rule(mq, verbose) -> None:
     train, _, _ = mq
-    with pytest.raises(ValueError, match=re.escape(
-        f"verbose must be True, False or an integer (report every N >= 1 rounds; 0 or a "
-        f"negative integer such as LightGBM's -1 is quiet), but {verbose!r} is given."
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"verbose must be True, False or an integer (report every N >= 1 rounds; 0 or a "
+            f"negative integer such as LightGBM's -1 is quiet), but {verbose!r} is given."
+        ),
+    ):
         PLRankRanker(verbose=verbose, **FAST).fit(train.X, train.y, group=train.qid)
 
 
@@ -1104,8 +1324,14 @@ def test_a_ranker_pickled_before_the_estimator_base_moved_still_loads() -> None:
     assert ranker_module.PolicyRanker is estimator.PolicyRanker  # the old import path stays
     rng = np.random.default_rng(0)
     X = rng.normal(size=(24, 3))
-    then = [0.02391284517943859, 0.02391284517943859, -0.02786414697766304,
-            -0.02786414697766304, -0.02786414697766304, -0.02786414697766304]
+    then = [
+        0.02391284517943859,
+        0.02391284517943859,
+        -0.02786414697766304,
+        -0.02786414697766304,
+        -0.02786414697766304,
+        -0.02786414697766304,
+    ]
     np.testing.assert_array_equal(loaded.predict(X[:6]), then)
     y = rng.integers(0, 3, size=24).astype(float)
     qid = np.repeat(np.arange(4), 6)

@@ -58,7 +58,12 @@ def test_quality_lever_temperature_is_the_sharper_policys_objective() -> None:
     lever = levers.Lever(levers.Candidate(hessian="abs-wrapped", temperature=2.0), K=3, seed=4)
     grad, hess = lever(preds, data)
     g, h = plrank_grad_hess(
-        2.0 * preds.astype(np.float64), labels, np.array([0, 6, 12]), K=3, N=100, seed=4,
+        2.0 * preds.astype(np.float64),
+        labels,
+        np.array([0, 6, 12]),
+        K=3,
+        N=100,
+        seed=4,
         hessian="abs",
     )
     np.testing.assert_allclose(grad, 2.0 * g, rtol=1e-12)
@@ -75,7 +80,9 @@ def test_cross_fitted_ndcg_reads_each_query_at_the_other_halfs_best_round() -> N
     rising = np.linspace(0.1, 0.9, 12).reshape(3, 4)
     np.testing.assert_array_equal(levers.cross_fitted(rising, seed=0), rising[2])
     # With ``select``, the round is chosen on those curves and the NDCG read from ``curves``.
-    np.testing.assert_array_equal(levers.cross_fitted(curves, seed=3, select=curves[::-1]), [0.9, 0.8])
+    np.testing.assert_array_equal(
+        levers.cross_fitted(curves, seed=3, select=curves[::-1]), [0.9, 0.8]
+    )
 
 
 def test_quality_lever_policy_stopping_curve() -> None:
@@ -90,11 +97,19 @@ def test_quality_lever_policy_stopping_curve() -> None:
     assert not rec.add(np.array([1.0, -1.0, 0.5, 0.0, 0.3, 0.1]))  # round 0: sharp, well ranked
     # The next rounds make the policy flatter (same ranking): its expected NDCG falls, the
     # ranking's NDCG stays, and training stops once PATIENCE rounds have not beaten round 0.
-    stops = [rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(levers.PATIENCE)]
+    stops = [
+        rec.add(np.array([-0.01, 0.01, -0.005, 0.0, 0.0, 0.0])) for _ in range(levers.PATIENCE)
+    ]
     assert stops == [False] * (levers.PATIENCE - 1) + [True] and rec.best() == 0
     assert np.isnan(rec.ranking[0][1]) and rec.ranking[-1][0] == rec.ranking[0][0] == 1.0
-    value = PolicyEvaluator(RankingMetric("ndcg", 2, "exp"), None, vali, n_samples=levers.POLICY_SAMPLES,
-                        seed=levers.POLICY_SEED, n_jobs=1)
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", 2, "exp"),
+        None,
+        vali,
+        n_samples=levers.POLICY_SAMPLES,
+        seed=levers.POLICY_SEED,
+        n_jobs=1,
+    )
     expected = value.per_query(rec.margin)
     np.testing.assert_array_equal(rec.expected[-1], expected)
     assert expected[0] < rec.expected[0][0]
@@ -110,8 +125,13 @@ def test_fairness_dominance_envelope_interpolates_down_to_the_curves_floor() -> 
         return np.array([ndcg, ndcg + 0.2]), np.array([ee_l, ee_l])
 
     # EE-L falls from T=0.5 to its floor at T=2 and rises after: T=4 is never on the envelope
-    curve = {0.0: point(0.9, 2.0), 0.5: point(0.7, 1.0), 1.0: point(0.6, 0.6),
-             2.0: point(0.5, 0.5), 4.0: point(0.45, 0.55)}
+    curve = {
+        0.0: point(0.9, 2.0),
+        0.5: point(0.7, 1.0),
+        1.0: point(0.6, 0.6),
+        2.0: point(0.5, 0.5),
+        4.0: point(0.45, 0.55),
+    }
     np.testing.assert_allclose(envelope(curve, 0.8), 0.5 * curve[0.5][0] + 0.5 * curve[1.0][0])
     np.testing.assert_allclose(envelope(curve, 0.52), 0.2 * curve[1.0][0] + 0.8 * curve[2.0][0])
     np.testing.assert_allclose(envelope(curve, 1.5), curve[0.5][0])  # fairer than needed: sharpest
@@ -140,12 +160,16 @@ def test_fairness_dominance_retrains_a_cached_model_trained_with_other_options(
 
     monkeypatch.setattr(fd, "_fit_plrank", fake_fit)
     monkeypatch.setattr(fd, "train", lambda *a, **k: pytest.fail("no LambdaMART job here"))
-    jobs = {"weights": [3.0], "probe_weights": [], "probes": [], "seed": 0,
-            "cache": tmp_path}
+    jobs = {"weights": [3.0], "probe_weights": [], "probes": [], "seed": 0, "cache": tmp_path}
     # Only the user's job: the LambdaMART one is cached as if it had been trained with these.
     config = fd.configuration(0.0, None, stop=True, seed=0)
-    np.savez(tmp_path / "mq2008_Fold1_lambdamart_w0_s0.npz", info="{}", config=config,
-             vali=np.zeros(1), test=np.zeros(1))
+    np.savez(
+        tmp_path / "mq2008_Fold1_lambdamart_w0_s0.npz",
+        info="{}",
+        config=config,
+        vali=np.zeros(1),
+        test=np.zeros(1),
+    )
     fd.train_models(data, **jobs)
     fd.train_models(data, **jobs)
     assert fits == [3.0]  # trained once, then read from the cache
@@ -164,7 +188,11 @@ def test_deltr_anchor_is_skipped_cleanly_without_fairsearchdeltr(tmp_path: Path)
     out = tmp_path / "deltr.md"
     proc = subprocess.run(
         [sys.executable, str(REPO / "research" / "fairness_dominance_deltr.py"), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "fairsearchdeltr is not installed: skipped" in proc.stdout
@@ -183,7 +211,9 @@ def test_reciprocal_ranks_keep_absent_entries_absent(tmp_path: Path) -> None:
     tiny = write_tiny_letor(tmp_path / "tiny")
     neural_reciprocal_ranks.main([str(tmp_path / "rr"), "--data", str(tiny)])
     before, after = load_dataset(str(tiny)), load_dataset(str(tmp_path / "rr"), fold=3)
-    for a, b in zip((before.train, before.vali, before.test), (after.train, after.vali, after.test)):
+    for a, b in zip(
+        (before.train, before.vali, before.test), (after.train, after.vali, after.test)
+    ):
         np.testing.assert_array_equal(a.qid, b.qid)
         np.testing.assert_array_equal(a.y, b.y)
         x = a.X.tocsr(copy=True)
@@ -199,13 +229,29 @@ def test_network_research_scripts_write_their_tables(tmp_path: Path) -> None:
 
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     setups = tmp_path / "setups.md"
-    neural_setups.main(["--data", tiny, "--folds", "1", "--setups", "defaults", "adam lr 0.003",
-                    "--epochs", "2", "--patience", "1", "--out", str(setups)])
+    neural_setups.main(
+        [
+            "--data",
+            tiny,
+            "--folds",
+            "1",
+            "--setups",
+            "defaults",
+            "adam lr 0.003",
+            "--epochs",
+            "2",
+            "--patience",
+            "1",
+            "--out",
+            str(setups),
+        ]
+    )
     text = setups.read_text()
     assert "| defaults |" in text and "| adam lr 0.003 |" in text
     curves = tmp_path / "curves.md"
-    neural_curves.main(["--data", tiny, "--folds", "1", "--epochs", "3", "--rounds", "2",
-                    "--out", str(curves)])
+    neural_curves.main(
+        ["--data", tiny, "--folds", "1", "--epochs", "3", "--rounds", "2", "--out", str(curves)]
+    )
     text = curves.read_text()
     for method in (neural_curves.NETWORK, *neural_curves.TREES):
         assert f"| {method} | 1 |" in text
@@ -220,11 +266,29 @@ def test_fairness_samples_compares_n_50_with_the_default(tmp_path: Path) -> None
     from research import fairness_samples
 
     out = tmp_path / "samples.md"
-    fairness_samples.main(["--data", str(write_tiny_letor(tmp_path / "tiny")), "--fold", "1",
-                           "--rounds", "2", "--samples", "20", "--out", str(out)])
+    fairness_samples.main(
+        [
+            "--data",
+            str(write_tiny_letor(tmp_path / "tiny")),
+            "--fold",
+            "1",
+            "--rounds",
+            "2",
+            "--samples",
+            "20",
+            "--out",
+            str(out),
+        ]
+    )
     rows = [line for line in out.read_text().splitlines() if line.startswith("| N =")]
-    assert [row.split(" | ")[1:3] for row in rows] == [["50", "as trained"], ["50", "0.05"],
-        ["50", "0.1"], ["100", "as trained"], ["100", "0.05"], ["100", "0.1"]]
+    assert [row.split(" | ")[1:3] for row in rows] == [
+        ["50", "as trained"],
+        ["50", "0.05"],
+        ["50", "0.1"],
+        ["100", "as trained"],
+        ["100", "0.05"],
+        ["100", "0.1"],
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,16 +302,22 @@ def test_click_reward_order_by_hand() -> None:
     rewards = np.array([0.3, 0.5, 0.1, 0.5, 0.2, 0.2])
     ptr = np.array([0, 4, 6])
     binary = reward_order(rewards, y, ptr, by_grade=False)
-    assert list(binary) == ["mean reward, relevant", "mean reward, non-relevant",
-                            "wrongly ordered pairs"]
+    assert list(binary) == [
+        "mean reward, relevant",
+        "mean reward, non-relevant",
+        "wrongly ordered pairs",
+    ]
     np.testing.assert_allclose(binary["mean reward, relevant"], (1.2, 4))
     np.testing.assert_allclose(binary["mean reward, non-relevant"], (0.6, 2))
     # relevant against non-relevant, query 1 only: 0.3 <= 0.5 and 0.5 <= 0.5 are wrong
     assert binary["wrongly ordered pairs"] == (2, 4)
     graded = reward_order(rewards, y, ptr, by_grade=True)
     assert list(graded) == [
-        "mean reward, grade 0", "mean reward, grade 1", "mean reward, grade 2",
-        "wrongly ordered, grade 2 vs grade 1", "wrongly ordered, grade 2 vs grade 0",
+        "mean reward, grade 0",
+        "mean reward, grade 1",
+        "mean reward, grade 2",
+        "wrongly ordered, grade 2 vs grade 1",
+        "wrongly ordered, grade 2 vs grade 0",
         "wrongly ordered, grade 1 vs grade 0",
     ]
     np.testing.assert_allclose(graded["mean reward, grade 2"], (0.5, 2))
@@ -262,16 +332,22 @@ def test_click_reward_order_runs_on_the_experiment_logs(tmp_path, monkeypatch) -
     from research import clicks_reward_order
 
     out = tmp_path / "order.md"
-    monkeypatch.setattr(sys, "argv", ["clicks_reward_order.py", "configs/clicks-tiny.toml",
-                                      "--out", str(out)])
+    monkeypatch.setattr(
+        sys, "argv", ["clicks_reward_order.py", "configs/clicks-tiny.toml", "--out", str(out)]
+    )
     clicks_reward_order.main()
-    rows = [line.split(" | ")[:3] for line in out.read_text().splitlines()
-            if line.startswith("| clicks-tiny.toml")]
-    assert rows == [["| clicks-tiny.toml", str(s), e] for s in (3, 10)
-                    for e in ("naive", "policy-aware")]
+    rows = [
+        line.split(" | ")[:3]
+        for line in out.read_text().splitlines()
+        if line.startswith("| clicks-tiny.toml")
+    ]
+    assert rows == [
+        ["| clicks-tiny.toml", str(s), e] for s in (3, 10) for e in ("naive", "policy-aware")
+    ]
 
 
 # Where the rounds go (docs/guide/performance.md)
+
 
 def test_rounds_script_writes_a_row_per_round_read_and_the_peaks(tmp_path: Path) -> None:
     from tiny_ltr import write_tiny_letor
@@ -282,8 +358,13 @@ def test_rounds_script_writes_a_row_per_round_read_and_the_peaks(tmp_path: Path)
     out = tmp_path / "rounds.md"
     rounds.main(["--data", str(folder), "--rounds", "12", "--out", str(out)])
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ")]
-    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 1", "| 5", "| 10", "| 12",
-                                                         "| peak at round"]
+    assert [row.split(" | ")[0] for row in rows[1:]] == [
+        "| 1",
+        "| 5",
+        "| 10",
+        "| 12",
+        "| peak at round",
+    ]
     values = np.array([[float(x) for x in row.strip("| ").split(" | ")[1:]] for row in rows[1:5]])
     assert np.all((values[:, :3] >= 0.0) & (values[:, :3] <= 1.0))
     assert np.all(np.diff(values[:, 3]) > 0.0)  # the margins spread as the trees add up
@@ -341,17 +422,28 @@ def test_plateau_stops_replays_both_rules_and_flags_a_stop_while_rising(tmp_path
     from research.plateau_stops import _deep, report, study
 
     # rises to round 60, sits on a plateau for 28 rounds, then rises again; and a noisy flat one
-    rising = np.concatenate([np.linspace(0.3, 0.39, 60), np.full(28, 0.39),
-                             np.linspace(0.391, 0.45, 100)])
+    rising = np.concatenate(
+        [np.linspace(0.3, 0.39, 60), np.full(28, 0.39), np.linspace(0.391, 0.45, 100)]
+    )
     flat = 0.4 + np.random.default_rng(0).normal(0, 1e-3, 188)
     lines = []
     for name, curve in (("web", rising), ("letor", flat)):
         stopper = EarlyStopper(25, 40, 0.0, patience_rate=0.5)
         ran = next((t + 1 for t, v in enumerate(curve) if stopper.update(t, v)), curve.size)
-        lines.append(json.dumps({
-            "row": "plrank-xgb", "data": name, "fold": 1, "seed": 0, "curve": curve[:ran].tolist(),
-            "best_round": stopper.kept_round + 1, "rounds_run": ran, "patience_rate": 0.5,
-        }))
+        lines.append(
+            json.dumps(
+                {
+                    "row": "plrank-xgb",
+                    "data": name,
+                    "fold": 1,
+                    "seed": 0,
+                    "curve": curve[:ran].tolist(),
+                    "best_round": stopper.kept_round + 1,
+                    "rounds_run": ran,
+                    "patience_rate": 0.5,
+                }
+            )
+        )
     path = tmp_path / "records.jsonl"
     path.write_text("\n".join(lines) + "\n")
     trainings, rate = _deep(path)
@@ -359,8 +451,9 @@ def test_plateau_stops_replays_both_rules_and_flags_a_stop_while_rising(tmp_path
     assert [r["rising"] for r in rows] == [True, False]
     assert rows[0]["fixed"][1] < 90 < rows[0]["grown"][1]  # fixed stopped on the plateau
     assert "| plrank-xgb | 2 | " in report(rows, patience=25, min_rounds=40, rate=rate)
-    with pytest.raises(ValueError, match="was not trained with patience 25, min_rounds 40 and "
-                                         "patience_rate 0"):
+    with pytest.raises(
+        ValueError, match="was not trained with patience 25, min_rounds 40 and patience_rate 0"
+    ):
         study(trainings, patience=25, min_rounds=40, rate=0.0)
 
 
@@ -378,7 +471,7 @@ def test_reward_errors_by_grade_and_within_query_by_hand() -> None:
     assert out["grade 1"] == (0.0, 1)
     assert out["grade 0"][0] == pytest.approx(0.01 + 0.16 + 0.16) and out["grade 0"][1] == 3
     # query 3's errors (0, -0.1) less their mean; query 8's (0.4, 0.4) are a common shift: 0
-    assert out["within query"][0] == pytest.approx(2 * 0.05 ** 2)
+    assert out["within query"][0] == pytest.approx(2 * 0.05**2)
 
 
 def test_the_oracle_variant_is_the_unshrunk_rewards_on_the_true_click_probability() -> None:
@@ -391,10 +484,12 @@ def test_the_oracle_variant_is_the_unshrunk_rewards_on_the_true_click_probabilit
 
     log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 1, 2], rank=[1, 2, 1, 2], click=[1, 0, 0, 1])
     X, y, qid = np.zeros((3, 2)), np.array([1.0, 0.0, 2.0]), np.zeros(3)
-    rewards = dr_ranker.variant_rewards("oracle", {id(X): y},
-                                        SimpleNamespace(noise=0.2, graded=False))
-    options = dict(position_bias=[1.0, 0.5], estimator="doubly-robust", qid=qid,
-                   propensities=[0.9, 0.8, 0.3])
+    rewards = dr_ranker.variant_rewards(
+        "oracle", {id(X): y}, SimpleNamespace(noise=0.2, graded=False)
+    )
+    options = dict(
+        position_bias=[1.0, 0.5], estimator="doubly-robust", qid=qid, propensities=[0.9, 0.8, 0.3]
+    )
     expected = click_rewards(log, 3, **options, regression=[1.0, 0.2, 1.0])
     np.testing.assert_array_equal(rewards(log, 3, **options, X=X, shrinkage=0.0), expected)
     assert not np.array_equal(expected, click_rewards(log, 3, **options, regression=[0.5] * 3))
@@ -411,6 +506,7 @@ def test_the_cross_fitted_candidates_never_fit_on_a_rows_own_query() -> None:
             for row in test:
                 seen_by[int(row)] = set(qid[train].tolist())
             return np.zeros(test.size)
+
         return predict
 
     dr_regressions.cross_fit(fit, qid, seed=0)
@@ -428,7 +524,9 @@ def test_the_route_variants_normalise_and_clip_as_they_say() -> None:
 
     np.testing.assert_allclose(
         routes.ideal_dcg(np.array([1.0, 3.0, 2.0, 0.0, 0.5]), np.array([0, 0, 0, 1, 1]), 2),
-        [3 + 2 / np.log2(3)] * 3 + [0.5] * 2, rtol=1e-15)
+        [3 + 2 / np.log2(3)] * 3 + [0.5] * 2,
+        rtol=1e-15,
+    )
     log = ClickLog(session=[0, 0, 1, 1], row=[0, 1, 0, 1], rank=[1, 2, 1, 2], click=[1, 1, 0, 1])
     qid, theta = np.zeros(3), np.array([1.0, 0.04])
     plain = click_rewards(log, 3, position_bias=theta, qid=qid)
@@ -466,15 +564,17 @@ def test_the_joint_fit_of_the_position_bias_recovers_a_known_one() -> None:
     x = rng.normal(size=(n_q * n_d, 1))
     gamma = 1 / (1 + np.exp(-2 * x[:, 0]))
     score = x[:, 0] + rng.normal(size=x.shape[0])
-    order = np.concatenate([q * n_d + np.argsort(-score[q * n_d:(q + 1) * n_d])
-                            for q in range(n_q)])
+    order = np.concatenate(
+        [q * n_d + np.argsort(-score[q * n_d : (q + 1) * n_d]) for q in range(n_q)]
+    )
     row = np.tile(order.reshape(n_q, n_d), (1, n_s)).ravel()
     rank = np.tile(np.arange(1, n_d + 1), n_q * n_s)
     session = np.repeat(np.arange(n_q * n_s), n_d)
     truth = pbm_position_bias(n_d, eta=1.0)
     click = (rng.random(row.size) < truth[rank - 1] * gamma[row]).astype(int)
-    theta = joint_fit(ClickLog(session=session, row=row, rank=rank, click=click), x,
-                      max_depth=1, n_rounds=300)
+    theta = joint_fit(
+        ClickLog(session=session, row=row, rank=rank, click=click), x, max_depth=1, n_rounds=300
+    )
     np.testing.assert_allclose(theta / truth, 1.0, atol=0.12)
 
 
@@ -493,13 +593,17 @@ def test_a_temperatures_cost_is_the_ranking_by_score_minus_the_expected_ndcg() -
     split = SimpleNamespace(X=data.test.X[:rows], y=data.test.y[:rows], qid=data.test.qid[:rows])
     model = PLRankRanker(n_estimators=5, N=5, hessian="abs", n_jobs=1, random_state=0)
     model.fit(split.X, split.y, group=split.qid)
-    gains = 2.0 ** split.y - 1
+    gains = 2.0**split.y - 1
     top = by_score(model, split, gains, 5)
     sharp = expected_ndcg(model, split, gains, k=5, temperature=1e-6, n_samples=3)
     flat = expected_ndcg(model, split, gains, k=5, temperature=1.0, n_samples=50)
     scores = model.predict(split.X)
-    untied = np.array([np.unique(scores[split.qid == q]).size == (split.qid == q).sum()
-                       for q in np.unique(split.qid)])
+    untied = np.array(
+        [
+            np.unique(scores[split.qid == q]).size == (split.qid == q).sum()
+            for q in np.unique(split.qid)
+        ]
+    )
     assert untied.sum() >= 4
     np.testing.assert_allclose(sharp[untied], top[untied], atol=1e-9)
     assert np.nanmean(top - flat) > 0
@@ -538,53 +642,140 @@ def test_noise_variance_writes_every_noise_and_n(tmp_path: Path, monkeypatch) ->
     from tiny_ltr import write_tiny_letor
 
     out = tmp_path / "noise.md"
-    _run(monkeypatch, "noise_variance", "--data", str(write_tiny_letor(tmp_path / "tiny")),
-         "--N", "10,50", "--seeds", "2", "--rounds", "2", "--repeats", "1", "--out", str(out))
-    rows = [line.split(" | ")[:2] for line in out.read_text().splitlines()
-            if line.startswith(("| independent", "| lattice"))]
-    assert rows == [["| independent", "10"], ["| lattice", "10"], ["| independent", "50"],
-                    ["| lattice", "50"]]
+    _run(
+        monkeypatch,
+        "noise_variance",
+        "--data",
+        str(write_tiny_letor(tmp_path / "tiny")),
+        "--N",
+        "10,50",
+        "--seeds",
+        "2",
+        "--rounds",
+        "2",
+        "--repeats",
+        "1",
+        "--out",
+        str(out),
+    )
+    rows = [
+        line.split(" | ")[:2]
+        for line in out.read_text().splitlines()
+        if line.startswith(("| independent", "| lattice"))
+    ]
+    assert rows == [
+        ["| independent", "10"],
+        ["| lattice", "10"],
+        ["| independent", "50"],
+        ["| lattice", "50"],
+    ]
 
 
-def test_placement_variance_writes_the_exact_and_the_logger_tables(tmp_path: Path,
-                                                                  monkeypatch) -> None:
+def test_placement_variance_writes_the_exact_and_the_logger_tables(
+    tmp_path: Path, monkeypatch
+) -> None:
     out = tmp_path / "placement.md"
-    _run(monkeypatch, "placement_variance", "configs/clicks-tiny.toml", "--samples", "20",
-         "--repeats", "2", "--queries", "5", "--out", str(out))
+    _run(
+        monkeypatch,
+        "placement_variance",
+        "configs/clicks-tiny.toml",
+        "--samples",
+        "20",
+        "--repeats",
+        "2",
+        "--queries",
+        "5",
+        "--out",
+        str(out),
+    )
     text = out.read_text()
     assert "### Exact, 5 random queries" in text and text.count("\n| ") > 4
 
 
-def test_stopping_rules_read_the_curves_stopping_curves_records(tmp_path: Path,
-                                                                monkeypatch) -> None:
+def test_stopping_rules_read_the_curves_stopping_curves_records(
+    tmp_path: Path, monkeypatch
+) -> None:
     from tiny_ltr import write_tiny_letor
 
     from research.stopping_rules import RULES
 
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     curves, out = tmp_path / "curves", tmp_path / "rules.md"
-    _run(monkeypatch, "stopping_curves", "--data", tiny, "--folds", "1", "--libs", "xgb",
-         "--seeds", "0", "--rounds", "3", "--out", str(curves))
-    _run(monkeypatch, "stopping_rules", "--data", tiny, "--folds", "1", "--libs", "xgb",
-         "--seeds", "0", "--curves", str(curves), "--out", str(out))
+    _run(
+        monkeypatch,
+        "stopping_curves",
+        "--data",
+        tiny,
+        "--folds",
+        "1",
+        "--libs",
+        "xgb",
+        "--seeds",
+        "0",
+        "--rounds",
+        "3",
+        "--out",
+        str(curves),
+    )
+    _run(
+        monkeypatch,
+        "stopping_rules",
+        "--data",
+        tiny,
+        "--folds",
+        "1",
+        "--libs",
+        "xgb",
+        "--seeds",
+        "0",
+        "--curves",
+        str(curves),
+        "--out",
+        str(out),
+    )
     text = out.read_text()
     assert all(f"| {rule.name} |" in text for rule in RULES)
 
 
-def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path,
-                                                              monkeypatch) -> None:
+def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path, monkeypatch) -> None:
     from research import deep_rates
 
     out = tmp_path / "rates.md"
-    _run(monkeypatch, "deep_rates", "--queries", "30,10,10", "--rounds", "4", "--every", "2",
-         "--start", "2", "--more", "2", "--variants", '{"hessian_scale": 0.5}', "--out", str(out))
-    rows = [line.split(" | ")[:2] for line in out.read_text().splitlines()
-            if line.startswith(("| rank:ndcg", "| plrank", "| default", '| {"'))]
-    assert rows[:4] == [["| rank:ndcg", "2"], ["| rank:ndcg", "4"], ["| plrank", "2"],
-                        ["| plrank", "4"]]
-    assert [name for name, _ in rows[4:]] == ["| rank:ndcg", "| default",
-                                              "| default, another stream",
-                                              '| {"hessian_scale": 0.5}']
+    _run(
+        monkeypatch,
+        "deep_rates",
+        "--queries",
+        "30,10,10",
+        "--rounds",
+        "4",
+        "--every",
+        "2",
+        "--start",
+        "2",
+        "--more",
+        "2",
+        "--variants",
+        '{"hessian_scale": 0.5}',
+        "--out",
+        str(out),
+    )
+    rows = [
+        line.split(" | ")[:2]
+        for line in out.read_text().splitlines()
+        if line.startswith(("| rank:ndcg", "| plrank", "| default", '| {"'))
+    ]
+    assert rows[:4] == [
+        ["| rank:ndcg", "2"],
+        ["| rank:ndcg", "4"],
+        ["| plrank", "2"],
+        ["| plrank", "4"],
+    ]
+    assert [name for name, _ in rows[4:]] == [
+        "| rank:ndcg",
+        "| default",
+        "| default, another stream",
+        '| {"hessian_scale": 0.5}',
+    ]
     assert all(gain[0] in "+-" for _, gain in rows[4:])
     ds = deep_rates.dataset("web-nonlinear", 1, [5, 2, 2])
     d = deep_rates.xgb.DMatrix(ds.train.X, ds.train.y, qid=ds.train.qid)
@@ -595,20 +786,37 @@ def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path,
     np.testing.assert_allclose(h2, 0.5 * h, rtol=1e-15)
 
 
-def test_pirank_defaults_tabulates_every_candidate_and_resumes(tmp_path: Path,
-                                                              monkeypatch) -> None:
+def test_pirank_defaults_tabulates_every_candidate_and_resumes(tmp_path: Path, monkeypatch) -> None:
     from tiny_ltr import write_tiny_letor
 
     from gbdt_plrank._training.pirank import PIRANK_HESSIANS
 
     tiny, out = str(write_tiny_letor(tmp_path / "tiny")), tmp_path / "pirank.md"
-    args = ("--data", tiny, "--folds", "1", "--k", "5", "--libraries", "xgboost", "--modes",
-            PIRANK_HESSIANS[0], "--taus", "0.1,1", "--out", str(out))
+    args = (
+        "--data",
+        tiny,
+        "--folds",
+        "1",
+        "--k",
+        "5",
+        "--libraries",
+        "xgboost",
+        "--modes",
+        PIRANK_HESSIANS[0],
+        "--taus",
+        "0.1,1",
+        "--out",
+        str(out),
+    )
     _run(monkeypatch, "pirank_defaults", *args)
     records = out.with_suffix(".jsonl").read_text().splitlines()
     text = out.read_text()
     assert len(records) == 3  # LambdaMART and the two candidates
-    for name in ("lambdamart-xgb", f"{PIRANK_HESSIANS[0]}, tau 0.1", f"{PIRANK_HESSIANS[0]}, tau 1"):
+    for name in (
+        "lambdamart-xgb",
+        f"{PIRANK_HESSIANS[0]}, tau 0.1",
+        f"{PIRANK_HESSIANS[0]}, tau 1",
+    ):
         assert f"| {name} | " in text
     _run(monkeypatch, "pirank_defaults", *args)  # every training is in the log: none again
     assert out.with_suffix(".jsonl").read_text().splitlines() == records
@@ -622,25 +830,41 @@ def test_hessian_probe_writes_the_ratio_and_scale_tables(tmp_path: Path, monkeyp
 
     seen: list[str] = []
     objective = hessian_probe.plrank_objective
-    monkeypatch.setattr(hessian_probe, "plrank_objective",
-                        lambda **kw: seen.append(kw.get("hessian", "default")) or objective(**kw))
+    monkeypatch.setattr(
+        hessian_probe,
+        "plrank_objective",
+        lambda **kw: seen.append(kw.get("hessian", "default")) or objective(**kw),
+    )
     out, tiny = tmp_path / "probe.md", str(write_tiny_letor(tmp_path / "tiny"))
     _run(monkeypatch, "hessian_probe", "--data", tiny, "--samples", "50", "--out", str(out))
     text = out.read_text()
     assert "N=50," in text
-    assert [line.split(" | ")[1] for line in text.splitlines()
-            if line.startswith(f"| {tiny} | ") and "PL-Rank" in line] == ["PL-Rank abs",
-                                                                            "PL-Rank constant 1"]
+    assert [
+        line.split(" | ")[1]
+        for line in text.splitlines()
+        if line.startswith(f"| {tiny} | ") and "PL-Rank" in line
+    ] == ["PL-Rank abs", "PL-Rank constant 1"]
     assert seen == ["abs", "constant"]
 
 
-def test_fairness_hessian_pairs_every_mode_with_abs_and_resumes(tmp_path: Path,
-                                                                monkeypatch) -> None:
+def test_fairness_hessian_pairs_every_mode_with_abs_and_resumes(
+    tmp_path: Path, monkeypatch
+) -> None:
     from tiny_ltr import write_tiny_letor
 
     out = tmp_path / "fair.md"
-    args = ("--data", str(write_tiny_letor(tmp_path / "tiny")), "--folds", "1", "--weights", "1",
-            "--modes", "abs,constant", "--out", str(out))
+    args = (
+        "--data",
+        str(write_tiny_letor(tmp_path / "tiny")),
+        "--folds",
+        "1",
+        "--weights",
+        "1",
+        "--modes",
+        "abs,constant",
+        "--out",
+        str(out),
+    )
     _run(monkeypatch, "fairness_hessian", *args)
     records = out.with_suffix(".jsonl").read_text().splitlines()
     rows = [line.split(" | ") for line in out.read_text().splitlines() if line.startswith("| 1 |")]

@@ -41,8 +41,18 @@ def test_negative_only_query_is_not_skipped():
     grad = np.zeros(3)
     hess = np.zeros(3)
     _kernels.estimate_groups(
-        scores, rho, ptr, np.zeros(1, dtype=np.int64), dcg_weights(2), 200, 7, 0,
-        _kernels.SAMPLER_AUTO, _kernels.NOISE_INDEPENDENT, grad, hess,
+        scores,
+        rho,
+        ptr,
+        np.zeros(1, dtype=np.int64),
+        dcg_weights(2),
+        200,
+        7,
+        0,
+        _kernels.SAMPLER_AUTO,
+        _kernels.NOISE_INDEPENDENT,
+        grad,
+        hess,
     )
     assert np.abs(grad).sum() > 0
 
@@ -67,19 +77,37 @@ def test_signed_ndcg_divides_by_the_ideal_dcg_of_the_positive_part():
     theta = dcg_weights(2)
     rho = RankingMetric("ndcg", 2, "linear").rewards(y, ptr)
     ideal = [2.0 * theta[0] + 0.5 * theta[1], 0.0, 3.0 * theta[0] + 1.0 * theta[1]]
-    np.testing.assert_allclose(rho, [2.0 / ideal[0], -1.0 / ideal[0], 0.5 / ideal[0], 0.0, 0.0,
-                                     1.0 / ideal[2], 0.0, 3.0 / ideal[2]], rtol=1e-15)
+    np.testing.assert_allclose(
+        rho,
+        [
+            2.0 / ideal[0],
+            -1.0 / ideal[0],
+            0.5 / ideal[0],
+            0.0,
+            0.0,
+            1.0 / ideal[2],
+            0.0,
+            3.0 / ideal[2],
+        ],
+        rtol=1e-15,
+    )
     # non-negative labels: the plain NDCG normaliser, bit for bit
     plain = np.abs(y)
-    np.testing.assert_array_equal(RankingMetric("ndcg", 2, "linear").rewards(plain, ptr),
-                                  plain / np.repeat([np.sort(plain[a:b])[::-1][:2] @ theta
-                                                     for a, b in pairwise(ptr)],
-                                                    np.diff(ptr)))
+    np.testing.assert_array_equal(
+        RankingMetric("ndcg", 2, "linear").rewards(plain, ptr),
+        plain
+        / np.repeat(
+            [np.sort(plain[a:b])[::-1][:2] @ theta for a, b in pairwise(ptr)], np.diff(ptr)
+        ),
+    )
     qid = np.repeat([0, 1, 2], np.diff(ptr))
     scores = np.array([0.0, 1.0, 2.0, 0.0, 1.0, 2.0, 1.0, 0.0])
     got = ndcg(y, scores, qid, k=2, gain="linear", per_query=True, empty=np.nan)
-    want = [(0.5 * theta[0] - 1.0 * theta[1]) / ideal[0], np.nan,
-            (1.0 * theta[0] + 0.0 * theta[1]) / ideal[2]]
+    want = [
+        (0.5 * theta[0] - 1.0 * theta[1]) / ideal[0],
+        np.nan,
+        (1.0 * theta[0] + 0.0 * theta[1]) / ideal[2],
+    ]
     np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
@@ -93,8 +121,9 @@ def test_the_ranker_learns_from_signed_rewards_with_the_linear_gain(backend, met
     X, y, qid = _signed_data()
     Xv, yv, qv = _signed_data(seed=1)
     assert (y < 0).any() and (y > 0).any()
-    ranker = PLRankRanker(backend=backend, metric=metric, gain="linear", n_estimators=20, N=10,
-                          random_state=0)
+    ranker = PLRankRanker(
+        backend=backend, metric=metric, gain="linear", n_estimators=20, N=10, random_state=0
+    )
     ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=5)
     # it orders by the rewards: better than the reverse ordering of the same model
     scores = ranker.predict(Xv)
@@ -103,18 +132,23 @@ def test_the_ranker_learns_from_signed_rewards_with_the_linear_gain(backend, met
     assert np.isfinite(ranker.expected_metric(Xv, yv, qv, n_samples=4).mean)
 
 
-@pytest.mark.parametrize(("options", "where"), [
-    (dict(metric="ndcg", gain="exp"), "labels"),
-    (dict(metric="dcg", gain="exp"), "labels"),
-    (dict(metric="precision", gain="linear"), "labels"),
-])
+@pytest.mark.parametrize(
+    ("options", "where"),
+    [
+        (dict(metric="ndcg", gain="exp"), "labels"),
+        (dict(metric="dcg", gain="exp"), "labels"),
+        (dict(metric="precision", gain="linear"), "labels"),
+    ],
+)
 def test_signed_rewards_are_refused_where_the_metric_has_no_meaning_for_them(options, where):
     from gbdt_plrank import PLRankRanker
 
     X, y, qid = _signed_data()
     i = int(np.argmin(y))
-    message = (f"{where} must be >= 0, but {where}[{i}] is {float(y[i])!r} (negative rewards "
-               f"are accepted with metric='dcg' or 'ndcg' and gain='linear', without fairness).")
+    message = (
+        f"{where} must be >= 0, but {where}[{i}] is {float(y[i])!r} (negative rewards "
+        f"are accepted with metric='dcg' or 'ndcg' and gain='linear', without fairness)."
+    )
     with pytest.raises(ValueError, match=re.escape(message)):
         PLRankRanker(**options, n_estimators=2, N=4).fit(X, y, group=qid)
 

@@ -74,8 +74,9 @@ def watched(plan: Plan) -> str:
     return "ranking"
 
 
-def ranker_plan(entry: str, backend: str, fairness: str | None, choice: str, *,
-                rounds: int | None = 5) -> Plan:
+def ranker_plan(
+    entry: str, backend: str, fairness: str | None, choice: str, *, rounds: int | None = 5
+) -> Plan:
     """The plan of a fit of the ranker of ``entry`` (the Dask ranker for ``"dask"``)."""
     if entry == "dask":
         from gbdt_plrank.dask import DaskPLRankRanker as Ranker
@@ -91,8 +92,15 @@ def harness_plan(backend: str, fairness: str | None, choice: str) -> Plan:
     from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 
     settings = {"plrank": PLRankSettings(fairness=fairness, stopping_metric=choice)}
-    return training._plan(METHODS[HARNESS_METHODS[backend]], k=5, seed=0, trees=TreeSettings(),
-                          settings=settings, params={}, callbacks=())
+    return training._plan(
+        METHODS[HARNESS_METHODS[backend]],
+        k=5,
+        seed=0,
+        trees=TreeSettings(),
+        settings=settings,
+        params={},
+        callbacks=(),
+    )
 
 
 def network_plan(fairness: str | None, monkeypatch: pytest.MonkeyPatch) -> Plan:
@@ -145,13 +153,18 @@ def test_the_harness_settings_name_the_resolved_metric(fairness) -> None:
         assert PLRankSettings(fairness=fairness, stopping_metric=choice).stopping == expected
 
 
-@pytest.mark.parametrize(("backend", "fairness"), list(itertools.product(("xgboost", "lightgbm"), FAIRNESS)))
+@pytest.mark.parametrize(
+    ("backend", "fairness"), list(itertools.product(("xgboost", "lightgbm"), FAIRNESS))
+)
 def test_dask_watches_the_library_ndcg_and_refuses_the_policy(backend, fairness) -> None:
     pytest.importorskip("distributed")
     assert watched(ranker_plan("dask", backend, fairness, "ranking")) == "native"
     for choice in ("policy", "standardized"):
-        with pytest.raises(ValueError, match=rf"stopping_metric='{choice}' is not supported on "
-                                             r"Dask: the policy's value of the eval set"):
+        with pytest.raises(
+            ValueError,
+            match=rf"stopping_metric='{choice}' is not supported on "
+            r"Dask: the policy's value of the eval set",
+        ):
             ranker_plan("dask", backend, fairness, choice)
         # without early stopping nothing is watched, and the library's NDCG@K is recorded
         assert watched(ranker_plan("dask", backend, fairness, choice, rounds=None)) == "native"
@@ -161,9 +174,14 @@ def test_the_rule_is_resolved_in_one_place() -> None:
     assert stopping_rule("auto", fairness=None) == StoppingRule("standardized")
     assert stopping_rule("auto", fairness="disparity") == StoppingRule("policy")
     assert stopping_rule("auto", fairness=None, trainer="network") == StoppingRule("policy")
-    assert stopping_rule("auto", fairness=None, trainer="dask") == StoppingRule("ranking", native=True)
-    with pytest.raises(ValueError, match="stopping_metric must be one of 'auto', 'policy', "
-                                         "'ranking', 'standardized', but 'ndcg' is given"):
+    assert stopping_rule("auto", fairness=None, trainer="dask") == StoppingRule(
+        "ranking", native=True
+    )
+    with pytest.raises(
+        ValueError,
+        match="stopping_metric must be one of 'auto', 'policy', "
+        "'ranking', 'standardized', but 'ndcg' is given",
+    ):
         check_parameter("stopping_metric", "ndcg")  # its rule, where it is given
     with pytest.raises(ValueError, match="trainer must be one of"):
         stopping_rule("auto", fairness=None, trainer="spark")

@@ -55,8 +55,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
 def quick(tiny: str, out: Path, method: str = "lambdarank-lgb", **options) -> optuna.Study:
     """A few trials on the tiny data, without pruning unless asked, quietly."""
     given = {
-        "k": 3, "trials": 3, "out": out, "trees": FAST, "plrank": PL,
-        "pruner": optuna.pruners.NopPruner(), "echo": lambda _: None, **options,
+        "k": 3,
+        "trials": 3,
+        "out": out,
+        "trees": FAST,
+        "plrank": PL,
+        "pruner": optuna.pruners.NopPruner(),
+        "echo": lambda _: None,
+        **options,
     }
     return tune(tiny, method, **given)
 
@@ -86,7 +92,9 @@ def test_default_spaces_cover_every_method() -> None:
         choices=("denoised", "abs", "clip")
     )
     assert spaces["pirank-lgb"].entries["pirank.tau"] == Range(low=0.1, high=100.0, log=True)
-    assert spaces["pirank-xgb"].entries["pirank.hessian"] == Choice(choices=("clip", "abs", "constant"))
+    assert spaces["pirank-xgb"].entries["pirank.hessian"] == Choice(
+        choices=("clip", "abs", "constant")
+    )
     assert "plrank.hessian" not in spaces["plrank-xgb-raw"].entries  # its identity
     # The paper's XGBoost space, widened: every range holds the paper's.
     paper = {"eta": (1e-3, 1e-2), "max_depth": (3, 8), "min_child_weight": (2, 10)}
@@ -128,7 +136,10 @@ def test_a_users_file_changes_the_pirank_options(tmp_path: Path) -> None:
     path = write(tmp_path, "[pirank]\ntau = 0.5\n[pirank-lgb]\npirank.hessian = 'abs'\n")
     spaces, defaults = load_spaces(path), load_spaces()
     assert spaces["pirank-xgb"].entries["pirank.tau"] == 0.5
-    assert spaces["pirank-xgb"].entries["pirank.hessian"] == defaults["pirank-xgb"].entries["pirank.hessian"]
+    assert (
+        spaces["pirank-xgb"].entries["pirank.hessian"]
+        == defaults["pirank-xgb"].entries["pirank.hessian"]
+    )
     assert spaces["pirank-lgb"].entries["pirank.hessian"] == "abs"
     assert spaces["plrank-lgb"] == defaults["plrank-lgb"]
 
@@ -137,14 +148,23 @@ def test_a_space_suggests_what_train_takes() -> None:
     space = SearchSpace(
         "plrank-lgb",
         {
-            "learning_rate": Range(low=0.01, high=0.1, log=True), "num_leaves": Range(low=2, high=8),
-            "bagging_fraction": Range(low=0.5, high=1.0, step=0.25), "bagging_freq": 1,
-            "plrank.N": Choice(choices=(10, 20)), "plrank.hessian": "clip",
+            "learning_rate": Range(low=0.01, high=0.1, log=True),
+            "num_leaves": Range(low=2, high=8),
+            "bagging_fraction": Range(low=0.5, high=1.0, step=0.25),
+            "bagging_freq": 1,
+            "plrank.N": Choice(choices=(10, 20)),
+            "plrank.hessian": "clip",
         },
     )
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     params = space.suggest(study.ask())
-    assert set(params) == {"learning_rate", "num_leaves", "bagging_fraction", "bagging_freq", "plrank"}
+    assert set(params) == {
+        "learning_rate",
+        "num_leaves",
+        "bagging_fraction",
+        "bagging_freq",
+        "plrank",
+    }
     assert 0.01 <= params["learning_rate"] <= 0.1 and isinstance(params["num_leaves"], int)
     assert params["bagging_fraction"] in (0.5, 0.75, 1.0) and params["bagging_freq"] == 1
     assert params["plrank"]["N"] in (10, 20) and params["plrank"]["hessian"] == "clip"
@@ -172,15 +192,27 @@ def test_a_space_suggests_what_train_takes() -> None:
         ("[xgboost]\neta = { low = 0, high = 1, log = true }", "low > 0 on a log scale"),
         ("[xgboost]\neta = { low = 0.1, high = 1, log = true, step = 0.1 }", "both log and step"),
         ("[xgboost]\neta = { low = 0.1, high = 1, step = -1 }", "step must be a number > 0"),
-        ("[xgboost]\neta = { lo = 0.1, high = 1 }", "unknown key 'xgboost.eta.lo' in the space file; allowed at [xgboost.eta]: low, high"),
+        (
+            "[xgboost]\neta = { lo = 0.1, high = 1 }",
+            "unknown key 'xgboost.eta.lo' in the space file; allowed at [xgboost.eta]: low, high",
+        ),
         ("[xgboost]\neta = { choices = [] }", "choices must be a non-empty list"),
         ("[xgboost]\neta = { choices = [1, 1] }", "but [1, 1] is given (1 is repeated)"),
-        ("[xgboost]\neta = { choices = [1], low = 0 }", "unknown key 'xgboost.eta.low' in the space file; allowed at [xgboost.eta]: choices"),
+        (
+            "[xgboost]\neta = { choices = [1], low = 0 }",
+            "unknown key 'xgboost.eta.low' in the space file; allowed at [xgboost.eta]: choices",
+        ),
         ("[xgboost]\neta = [0.1]", "xgboost.eta must be a value, a range"),
-        ("[plrank]\nN = { low = 0, high = 10 }", 'plrank.N must be "auto" or an integer >= 1, but 0'),
+        (
+            "[plrank]\nN = { low = 0, high = 10 }",
+            'plrank.N must be "auto" or an integer >= 1, but 0',
+        ),
         ("[plrank-xgb]\nplrank.hessian = { choices = ['abs', 'cubic'] }", "but 'cubic' is given"),
         ("[plrank]\nmetric = 'ndgc'", "plrank.metric must be one of 'ndcg', 'dcg'"),
-        ("[pirank]\ntau = { low = 0.0, high = 1.0 }", "pirank.tau must be a finite number > 0, but 0.0"),
+        (
+            "[pirank]\ntau = { low = 0.0, high = 1.0 }",
+            "pirank.tau must be a finite number > 0, but 0.0",
+        ),
         ("[pirank]\ntau = -1.0", "pirank.tau must be a finite number > 0, but -1.0 is given"),
         ("[pirank]\ntau = inf", "pirank.tau must be a finite number > 0, but inf is given"),
         ("[pirank]\nN = 3", "unknown key 'pirank.N'"),
@@ -262,7 +294,11 @@ def test_toml_tables_read_back_as_written() -> None:
     tomllib = pytest.importorskip("tomllib")
     tables = {
         "plrank-xgb": {
-            "eta": 1e-05, "max_depth": 6, "flag": True, "name": 'a "b"\n', "odd key": 1.5e300,
+            "eta": 1e-05,
+            "max_depth": 6,
+            "flag": True,
+            "name": 'a "b"\n',
+            "odd key": 1.5e300,
             "plrank": {"N": 7, "metric": "dcg"},
         },
         "lambdarank-lgb": {"lambda_l1": 0.1},
@@ -358,7 +394,9 @@ def test_an_interrupted_study_resumes_and_keeps_its_trials(tmp_path: Path, tiny:
 
     with pytest.raises(KeyboardInterrupt):
         quick(tiny, tmp_path, trials=4, callbacks=[stop_after_two])
-    study = optuna.load_study(study_name="lambdarank-lgb", storage=f"sqlite:///{tmp_path}/optuna.db")
+    study = optuna.load_study(
+        study_name="lambdarank-lgb", storage=f"sqlite:///{tmp_path}/optuna.db"
+    )
     before = [(t.number, t.params, t.value) for t in study.trials]
     assert states(study) == ["COMPLETE", "COMPLETE"]
     study.ask()  # a trial left RUNNING, as by a process killed mid-trial
@@ -415,7 +453,9 @@ def test_pruning_stops_trainings_early(tmp_path: Path, tiny: str, method: str) -
     if METHODS[method].library == "catboost":
         pytest.importorskip("catboost")
     # Every intermediate NDCG is below 2: each trial is pruned at its first report.
-    study = quick(tiny, tmp_path, method, trials=2, pruner=optuna.pruners.ThresholdPruner(lower=2.0))
+    study = quick(
+        tiny, tmp_path, method, trials=2, pruner=optuna.pruners.ThresholdPruner(lower=2.0)
+    )
     assert states(study) == ["PRUNED", "PRUNED"]
     assert all(list(t.intermediate_values) == [0] for t in study.trials)
 
@@ -437,11 +477,28 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def test_command_tunes_several_methods_with_equal_budgets(tmp_path: Path, tiny: str, capsys) -> None:
+def test_command_tunes_several_methods_with_equal_budgets(
+    tmp_path: Path, tiny: str, capsys
+) -> None:
     out = tmp_path / "out"
     argv = [
-        "--data", tiny, "--methods", "lambdarank-lgb,xendcg-lgb", "--trials", "2", "--k", "3",
-        "--rounds", "5", "--n-jobs", "1", "--out", str(out), "--seed", "3", "--no-pruning",
+        "--data",
+        tiny,
+        "--methods",
+        "lambdarank-lgb,xendcg-lgb",
+        "--trials",
+        "2",
+        "--k",
+        "3",
+        "--rounds",
+        "5",
+        "--n-jobs",
+        "1",
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+        "--no-pruning",
     ]
     assert command.run(parse(argv)) == 0
     printed = capsys.readouterr().out
@@ -493,12 +550,16 @@ def test_command_checks_its_input_before_tuning(tmp_path: Path, tiny: str) -> No
     assert not (tmp_path / "optuna.db").exists()
 
 
-def test_command_interrupted_says_how_to_resume(tmp_path: Path, tiny: str, monkeypatch, capsys) -> None:
+def test_command_interrupted_says_how_to_resume(
+    tmp_path: Path, tiny: str, monkeypatch, capsys
+) -> None:
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(objective, "train", interrupted)
-    args = parse(["--data", tiny, "--method", "lambdarank-lgb", "--trials", "2", "--out", str(tmp_path)])
+    args = parse(
+        ["--data", tiny, "--method", "lambdarank-lgb", "--trials", "2", "--out", str(tmp_path)]
+    )
     assert command.run(args) == 130
     assert "run the same command again to resume" in capsys.readouterr().err
 
@@ -506,7 +567,9 @@ def test_command_interrupted_says_how_to_resume(tmp_path: Path, tiny: str, monke
 def test_budget_text() -> None:
     assert str(Budget(3, None)) == "3 trial(s)"
     assert str(Budget(None, 12.4)) == "12 s of trials"
-    assert Budget(0, 5.0).exhausted and Budget(None, 0.0).exhausted and not Budget(1, None).exhausted
+    assert (
+        Budget(0, 5.0).exhausted and Budget(None, 0.0).exhausted and not Budget(1, None).exhausted
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -517,8 +580,9 @@ def block_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, name, None)
 
 
-def test_tuning_without_matplotlib_returns_the_study(tmp_path: Path, tiny: str,
-                                                      monkeypatch) -> None:
+def test_tuning_without_matplotlib_returns_the_study(
+    tmp_path: Path, tiny: str, monkeypatch
+) -> None:
     block_matplotlib(monkeypatch)
     printed: list[str] = []
     study = quick(tiny, tmp_path, trials=2, echo=printed.append)
@@ -530,13 +594,27 @@ def test_tuning_without_matplotlib_returns_the_study(tmp_path: Path, tiny: str,
     assert printed[-1] == f"wrote {tmp_path / 'best_params.toml'}"
 
 
-def test_command_without_matplotlib_tunes_every_method(tmp_path: Path, tiny: str, monkeypatch,
-                                                       capsys) -> None:
+def test_command_without_matplotlib_tunes_every_method(
+    tmp_path: Path, tiny: str, monkeypatch, capsys
+) -> None:
     block_matplotlib(monkeypatch)
     out = tmp_path / "out"
     argv = [
-        "--data", tiny, "--methods", "lambdarank-lgb,xendcg-lgb", "--trials", "1", "--k", "3",
-        "--rounds", "3", "--n-jobs", "1", "--out", str(out), "--no-pruning",
+        "--data",
+        tiny,
+        "--methods",
+        "lambdarank-lgb,xendcg-lgb",
+        "--trials",
+        "1",
+        "--k",
+        "3",
+        "--rounds",
+        "3",
+        "--n-jobs",
+        "1",
+        "--out",
+        str(out),
+        "--no-pruning",
     ]
     assert command.run(parse(argv)) == 0
     assert capsys.readouterr().out.count("are not drawn") == 2

@@ -57,9 +57,17 @@ def _exact_expectation(scores, labels, K, metric="ndcg"):
 
 
 @pytest.mark.parametrize("gap", GAPS)
-@pytest.mark.parametrize(("D", "K", "shape"), [(3, 2, "chain"), (4, 4, "clusters"),
-                                               (5, 3, "clusters"), (6, 2, "chain"),
-                                               (6, 6, "clusters"), (6, 4, "chain")])
+@pytest.mark.parametrize(
+    ("D", "K", "shape"),
+    [
+        (3, 2, "chain"),
+        (4, 4, "clusters"),
+        (5, 3, "clusters"),
+        (6, 2, "chain"),
+        (6, 6, "clusters"),
+        (6, 4, "chain"),
+    ],
+)
 def test_exact_expectation_equals_exact_derivatives_at_any_spread(gap, D, K, shape):
     """Unbiased at spreads of 60 to 5000: every ranking's estimate is finite and their
     probability-weighted sum is the exact gradient and Hessian (the floor at 300 below the top
@@ -108,8 +116,11 @@ def test_wide_fairness_terms_equal_the_plain_formulas(kind):
     labels = np.array([2.0, 0.0, 1.0, 2.0, 0.0, 1.0])
     rho, theta = naive.rewards(labels, K=K)
     gain = 2.0**labels - 1.0
-    loss = (naive.ee_loss(naive.equal_exposure_target(labels, theta)) if kind != "disparity"
-            else naive.disparity_loss(gain))
+    loss = (
+        naive.ee_loss(naive.equal_exposure_target(labels, theta))
+        if kind != "disparity"
+        else naive.disparity_loss(gain)
+    )
     rng = np.random.default_rng(5)
     rankings = np.array([rng.permutation(D)[:K] for _ in range(6)], dtype=np.int64)
     g_ref, h_ref, s_ref = naive.fair_estimate(scores, rho, loss, w, theta, rankings)
@@ -123,9 +134,16 @@ def test_wide_fairness_terms_equal_the_plain_formulas(kind):
     np.testing.assert_allclose(h, h_ref, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(s, s_ref, rtol=1e-9, atol=1e-12)
     # sampled: finite, and the sorted query's documents far below get nothing
-    fg, fh = plrank_grad_hess(np.tile(scores * 3, 50), np.tile(labels, 50),
-                              np.arange(0, 6 * 50 + 1, 6), K=K, N=8, fairness=kind,
-                              fairness_weight=w, hessian="raw")
+    fg, fh = plrank_grad_hess(
+        np.tile(scores * 3, 50),
+        np.tile(labels, 50),
+        np.arange(0, 6 * 50 + 1, 6),
+        K=K,
+        N=8,
+        fairness=kind,
+        fairness_weight=w,
+        hessian="raw",
+    )
     assert np.all(np.isfinite(fg)) and np.all(np.isfinite(fh))
 
 
@@ -137,8 +155,15 @@ def test_monte_carlo_estimate_agrees_with_exact(gap):
     labels = _labels(D, seed=4)
     rho, theta = naive.rewards(labels, K=K)
     _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta[:K])
-    g, h = plrank_grad_hess(np.tile(scores, copies), np.tile(labels, copies),
-                            np.arange(0, D * copies + 1, D), K=K, N=4, hessian="raw", seed=3)
+    g, h = plrank_grad_hess(
+        np.tile(scores, copies),
+        np.tile(labels, copies),
+        np.arange(0, D * copies + 1, D),
+        K=K,
+        N=4,
+        hessian="raw",
+        seed=3,
+    )
     for est, exact in ((g, -g_exact), (h, -h_exact)):
         per_copy = est.reshape(copies, D)
         se = per_copy.std(axis=0, ddof=1) / np.sqrt(copies)
@@ -177,8 +202,15 @@ def test_sampled_exposure_matches_enumeration(gap):
     """The policy's exposure at every spread, two queries in one call."""
     theta = dcg_weights(3)
     a, b = _clusters(5, gap, seed=7), _chain(4, gap)
-    E = sampled_exposure(np.concatenate([a, b]), np.array([0, 5, 9]), theta, n_samples=20000,
-                         seed=1, round_=0, n_jobs=1)
+    E = sampled_exposure(
+        np.concatenate([a, b]),
+        np.array([0, 5, 9]),
+        theta,
+        n_samples=20000,
+        seed=1,
+        round_=0,
+        n_jobs=1,
+    )
     exact = np.concatenate([naive.exact_exposure(a, theta), naive.exact_exposure(b, theta)])
     np.testing.assert_allclose(E, exact, rtol=0, atol=0.015)
 
@@ -204,14 +236,19 @@ def test_sharp_policy_is_the_ranking():
     order = np.argsort(-margins)
     expected = np.zeros(8)
     expected[order[:5]] = dcg_weights(5)
-    E = policy.expected_exposure(None, np.zeros(8), n_samples=200, random_state=0,
-                                 temperature=1.5 / 60)
+    E = policy.expected_exposure(
+        None, np.zeros(8), n_samples=200, random_state=0, temperature=1.5 / 60
+    )
     np.testing.assert_allclose(E, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(expected[order], [1, 0.631, 0.5, 0.431, 0.387, 0, 0, 0], atol=1e-3)
     labels = np.array([0.0, 1.0, 0.0, 2.0, 3.0, 1.0, 2.0, 0.0])
     ranked = policy.score(None, labels, np.zeros(8))
-    means = [policy.expected_metric(None, labels, np.zeros(8), n_samples=400, random_state=1,
-                                    temperature=t).mean for t in (1.0, 0.1, 0.01, 1e-3, 1e-6)]
+    means = [
+        policy.expected_metric(
+            None, labels, np.zeros(8), n_samples=400, random_state=1, temperature=t
+        ).mean
+        for t in (1.0, 0.1, 0.01, 1e-3, 1e-6)
+    ]
     assert np.all(np.diff(means) >= -1e-3), means
     assert means[-1] == pytest.approx(ranked, abs=1e-12)
     assert means[-2] == pytest.approx(ranked, abs=1e-12)
@@ -269,12 +306,14 @@ def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel(placement
     keys = np.arange(len(sizes), dtype=np.int64)
     whole = np.empty(ptr[-1])
     _policy_kernels.sampled_exposure_groups(margins, ptr, keys, theta, 30, 4, 1, placement, whole)
-    got = sampled_exposure(margins, ptr, theta, n_samples=30, seed=4, round_=1, n_jobs=2,
-                           placement=placement)
+    got = sampled_exposure(
+        margins, ptr, theta, n_samples=30, seed=4, round_=1, n_jobs=2, placement=placement
+    )
     np.testing.assert_array_equal(got, whole)
     out, wide = np.full(ptr[-1], np.nan), np.ones(len(sizes), dtype=np.bool_)
-    _policy_kernels.sampled_exposure_narrow_groups(margins, ptr, keys, theta, 30, 4, 1, placement,
-                                                   out, wide)
+    _policy_kernels.sampled_exposure_narrow_groups(
+        margins, ptr, keys, theta, 30, 4, 1, placement, out, wide
+    )
     assert wide.tolist() == [False, False, True, False, False, True, False]
     narrow = ~np.repeat(wide, sizes)
     np.testing.assert_array_equal(out[narrow], whole[narrow])

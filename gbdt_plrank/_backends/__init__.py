@@ -122,7 +122,9 @@ def backend_of_data(data: object) -> Backend:
         :class:`Split` (the ``torch`` backend's data).
     """
     return _backend_holding(
-        "data", data, "the objectives and metrics are called by xgboost.train with an "
+        "data",
+        data,
+        "the objectives and metrics are called by xgboost.train with an "
         "xgboost.DMatrix or by lightgbm.train with a lightgbm.Dataset (or by the torch backend "
         "with a Split)",
     )

@@ -208,10 +208,14 @@ class Trained:
     seconds: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "history", {
-            name: {metric: [float(v) for v in values] for metric, values in per.items()}
-            for name, per in self.history.items()
-        })
+        object.__setattr__(
+            self,
+            "history",
+            {
+                name: {metric: [float(v) for v in values] for metric, values in per.items()}
+                for name, per in self.history.items()
+            },
+        )
 
     @property
     def rounds(self) -> int:
@@ -395,8 +399,12 @@ def checked_queries(
         )
     labels = check_labels(fields.labels, gain=gain, signed=signed)
     ptr = check_group_ptr(fields.group_ptr, labels.shape[0])
-    ids = None if fields.item_groups is None else check_item_groups(
-        fields.item_groups, labels.shape[0], name=f"the item groups of {where}", part=True
+    ids = (
+        None
+        if fields.item_groups is None
+        else check_item_groups(
+            fields.item_groups, labels.shape[0], name=f"the item groups of {where}", part=True
+        )
     )
     return labels, ptr, query_weights(fields._replace(group_ptr=ptr)), ids
 
@@ -557,4 +565,3 @@ def normalised(gains: np.ndarray) -> np.ndarray:
     """Feature importances divided by their sum (all zeros stay zeros)."""
     total = float(gains.sum())
     return gains / total if total > 0 else gains
-

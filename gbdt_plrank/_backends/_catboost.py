@@ -41,11 +41,23 @@ class CatBoostBackend(LibraryBackend):
     """``catboost.CatBoost`` behind the :class:`~gbdt_plrank._backends.Backend` interface."""
 
     name, data_type, booster_type = "catboost", "Pool", "CatBoost"
-    reserved = frozenset({
-        "loss_function", "objective", "eval_metric", "iterations", "num_boost_round",
-        "n_estimators", "num_trees", "random_seed", "random_state", "od_type", "od_wait",
-        "early_stopping_rounds", "use_best_model",
-    })
+    reserved = frozenset(
+        {
+            "loss_function",
+            "objective",
+            "eval_metric",
+            "iterations",
+            "num_boost_round",
+            "n_estimators",
+            "num_trees",
+            "random_seed",
+            "random_state",
+            "od_type",
+            "od_wait",
+            "early_stopping_rounds",
+            "use_best_model",
+        }
+    )
 
     def query_fields(self, data: Any) -> NoReturn:
         raise TypeError(_NO_CALLABLES)
@@ -72,7 +84,9 @@ class CatBoostBackend(LibraryBackend):
         catboost = self.module()
         metric = self.eval_metric(plan.K, plan.gain)
         fixed: dict[str, Any] = {
-            "loss_function": plan.objective, "eval_metric": metric, "iterations": plan.n_estimators,
+            "loss_function": plan.objective,
+            "eval_metric": metric,
+            "iterations": plan.n_estimators,
         }
         if plan.early_stopping_rounds is not None:
             fixed.update(use_best_model=False)  # the package's rule keeps the best round
@@ -88,10 +102,13 @@ class CatBoostBackend(LibraryBackend):
         stopping = [] if stopper is None else [catboost_stopping_callback(stopper, metric=metric)]
         model = catboost.CatBoost(params)
         eval_sets = [self._pool(e) for e in evals]
-        _, seconds = timed(lambda: model.fit(
-            self._pool(data), eval_set=eval_sets or None,
-            callbacks=[*stopping, *plan.callbacks] or None,  # CatBoost stops at a False
-        ))
+        _, seconds = timed(
+            lambda: model.fit(
+                self._pool(data),
+                eval_set=eval_sets or None,
+                callbacks=[*stopping, *plan.callbacks] or None,  # CatBoost stops at a False
+            )
+        )
         results = model.get_evals_result()
         history = {
             eval_name(i): {metric_name(plan.K): results[name][metric]}

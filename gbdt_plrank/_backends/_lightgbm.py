@@ -56,20 +56,48 @@ class LightGBMBackend(LibraryBackend):
     """``lightgbm.train`` behind the :class:`~gbdt_plrank._backends.Backend` interface."""
 
     name, data_type, booster_type = "lightgbm", "Dataset", "Booster"
-    reserved = frozenset({
-        "objective", "objective_type", "app", "application", "loss", "metric", "metrics",
-        "metric_types", "eval_at", "ndcg_eval_at", "ndcg_at", "seed", "random_seed",
-        "random_state", "num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees",
-        "num_round", "num_rounds", "nrounds", "num_boost_round", "n_estimators", "max_iter",
-        "early_stopping_round", "early_stopping_rounds", "early_stopping", "n_iter_no_change",
-    })
+    reserved = frozenset(
+        {
+            "objective",
+            "objective_type",
+            "app",
+            "application",
+            "loss",
+            "metric",
+            "metrics",
+            "metric_types",
+            "eval_at",
+            "ndcg_eval_at",
+            "ndcg_at",
+            "seed",
+            "random_seed",
+            "random_state",
+            "num_iterations",
+            "num_iteration",
+            "n_iter",
+            "num_tree",
+            "num_trees",
+            "num_round",
+            "num_rounds",
+            "nrounds",
+            "num_boost_round",
+            "n_estimators",
+            "max_iter",
+            "early_stopping_round",
+            "early_stopping_rounds",
+            "early_stopping",
+            "n_iter_no_change",
+        }
+    )
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group`` boundaries (None without groups), labels, weights (one per row) and the
         item groups of a Dataset the backend built (``carrying_dataset``)."""
         carried = isinstance(data, carrying_dataset(self.module()))
         return QueryFields(
-            data.get_field("group"), data.get_label(), data.get_weight(),
+            data.get_field("group"),
+            data.get_label(),
+            data.get_weight(),
             data.item_groups if carried else None,
         )
 
@@ -127,13 +155,18 @@ class LightGBMBackend(LibraryBackend):
             hooks.append(lightgbm.log_evaluation(period))
         if bar is not None:
             hooks.append(lambda env: bar.update(1))
-        booster, seconds = timed(lambda: lightgbm.train(
-            params, train_set, plan.n_estimators,
-            valid_sets=valid_sets,
-            valid_names=[eval_name(i) for i in range(len(evals))],
-            feval=list(reversed(plan.metrics)) or None,  # the watched metric first
-            callbacks=[*hooks, *plan.callbacks],
-        ), bar)
+        booster, seconds = timed(
+            lambda: lightgbm.train(
+                params,
+                train_set,
+                plan.n_estimators,
+                valid_sets=valid_sets,
+                valid_names=[eval_name(i) for i in range(len(evals))],
+                feval=list(reversed(plan.metrics)) or None,  # the watched metric first
+                callbacks=[*hooks, *plan.callbacks],
+            ),
+            bar,
+        )
         return self.trained(booster, plan, history, seconds)
 
     @classmethod
@@ -148,8 +181,10 @@ class LightGBMBackend(LibraryBackend):
         rounds = booster.current_iteration() if best is None else best + 1
         model = booster.model_to_string(num_iteration=rounds)
         order = {m.name: i for i, m in enumerate(plan.metrics)}  # fed in reverse: the plan's order
-        ordered = {name: dict(sorted(per.items(), key=lambda item: order.get(item[0], -1)))
-                   for name, per in history.items()}
+        ordered = {
+            name: dict(sorted(per.items(), key=lambda item: order.get(item[0], -1)))
+            for name, per in history.items()
+        }
         return Trained(cls.module().Booster(model_str=model), best, ordered, seconds)
 
     @classmethod
@@ -157,8 +192,14 @@ class LightGBMBackend(LibraryBackend):
         names = "auto" if data.feature_names is None else list(data.feature_names)
         weight = None if data.weights is None else np.repeat(data.weights, data.group_sizes)
         return carrying_dataset(cls.module())(
-            data.X, data.y, weight=weight, group=data.group_sizes, reference=reference,
-            params=params, feature_name=names, item_groups=data.item_groups,
+            data.X,
+            data.y,
+            weight=weight,
+            group=data.group_sizes,
+            reference=reference,
+            params=params,
+            feature_name=names,
+            item_groups=data.item_groups,
         )
 
     def _training_set(self, data: Split, params: Mapping[str, Any]) -> Any:

@@ -46,8 +46,9 @@ RANKER_BACKENDS = ("xgboost", "lightgbm")
 #: expected metric@K of the policy of the standardised margins (``standardized_metric``).
 STOPPING_METRICS = ("policy", "ranking", "standardized")
 
-_FINITE_NON_NEGATIVE = Field(default=None, ge=0, allow_inf_nan=False,
-                             description="a finite number >= 0")
+_FINITE_NON_NEGATIVE = Field(
+    default=None, ge=0, allow_inf_nan=False, description="a finite number >= 0"
+)
 _FRACTION = Field(default=None, gt=0, le=1, description="a number in (0, 1]")
 
 # The shared tree settings: None leaves the library's own default.
@@ -80,8 +81,9 @@ MinRounds = Annotated[
     Annotated[int, Field(ge=0)] | Literal["auto"],
     Field(default=0, description="'auto' or an integer >= 0"),
 ]
-_FINITE_NON_NEGATIVE_FROM_ZERO = Field(default=0.0, ge=0, allow_inf_nan=False,
-                                       description="a finite number >= 0")
+_FINITE_NON_NEGATIVE_FROM_ZERO = Field(
+    default=0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0"
+)
 MinDelta = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
 PatienceRate = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
 
@@ -170,7 +172,9 @@ RANKER = RankerParameters()
 @cache
 def _schema_of(name: str) -> type[Schema]:
     """The schema of the parameter ``name`` alone."""
-    return type(name, (Schema,), {"__annotations__": {name: PARAMETERS[name]}, "__module__": __name__})
+    return type(
+        name, (Schema,), {"__annotations__": {name: PARAMETERS[name]}, "__module__": __name__}
+    )
 
 
 def check_parameter(name: str, value: Any) -> Any:

@@ -51,15 +51,25 @@ _STEPS = 2.0
 
 
 def _callback_stopper(
-    rounds: object, min_rounds: object, min_delta: object, patience_rate: object, *,
-    library: str, maximize: bool = True,
+    rounds: object,
+    min_rounds: object,
+    min_delta: object,
+    patience_rate: object,
+    *,
+    library: str,
+    maximize: bool = True,
 ) -> EarlyStopper:
     """The stopper of a public stopping callback, its arguments checked by their rules
     (:class:`~gbdt_plrank._backends._parameters.Rounds`); its ``min_rounds`` is a number of
     rounds, which ``"auto"`` names only with a learning rate."""
     stopping = validate(
-        Rounds, {"early_stopping_rounds": rounds, "min_rounds": min_rounds,
-                 "min_delta": min_delta, "patience_rate": patience_rate},
+        Rounds,
+        {
+            "early_stopping_rounds": rounds,
+            "min_rounds": min_rounds,
+            "min_delta": min_delta,
+            "patience_rate": patience_rate,
+        },
         source="the early stopping callback",
     )
     if stopping.min_rounds == "auto":
@@ -68,8 +78,12 @@ def _callback_stopper(
             "does not know the learning rate; pass min_rounds=min_rounds_for(learning_rate)."
         )
     return EarlyStopper(
-        stopping.early_stopping_rounds, stopping.min_rounds, stopping.min_delta,
-        maximize=maximize, library=library, patience_rate=stopping.patience_rate,
+        stopping.early_stopping_rounds,
+        stopping.min_rounds,
+        stopping.min_delta,
+        maximize=maximize,
+        library=library,
+        patience_rate=stopping.patience_rate,
     )
 
 
@@ -84,8 +98,11 @@ def plan_stopper(
     if plan.early_stopping_rounds is None:
         return None
     return EarlyStopper(
-        plan.early_stopping_rounds, min_rounds_of(plan.min_rounds, params=params, library=library),
-        plan.min_delta, maximize=maximize, library=library if library in IMPROVES else "lightgbm",
+        plan.early_stopping_rounds,
+        min_rounds_of(plan.min_rounds, params=params, library=library),
+        plan.min_delta,
+        maximize=maximize,
+        library=library if library in IMPROVES else "lightgbm",
         patience_rate=plan.patience_rate,
     )
 
@@ -152,8 +169,9 @@ def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) ->
     if choice != "auto":
         return int(choice)
     names = _LEARNING_RATE_NAMES.get(library, ())
-    rate = next((params[n] for n in names if params.get(n) is not None),
-                LIBRARY_LEARNING_RATES.get(library))
+    rate = next(
+        (params[n] for n in names if params.get(n) is not None), LIBRARY_LEARNING_RATES.get(library)
+    )
     try:
         value = float(rate)  # type: ignore[arg-type]  # XGBoost also takes "0.1"
     except (TypeError, ValueError):  # none, or not a rate: the library refuses it when it trains
@@ -271,15 +289,31 @@ class EarlyStopper:
 
 #: XGBoost's own evaluation metrics that are minimised (losses and errors), by name prefix.
 _XGBOOST_LOSSES = (
-    "rmse", "rmsle", "mae", "mape", "mphe", "logloss", "error", "merror", "mlogloss",
-    "poisson-nloglik", "gamma-nloglik", "cox-nloglik", "gamma-deviance", "tweedie-nloglik",
+    "rmse",
+    "rmsle",
+    "mae",
+    "mape",
+    "mphe",
+    "logloss",
+    "error",
+    "merror",
+    "mlogloss",
+    "poisson-nloglik",
+    "gamma-nloglik",
+    "cox-nloglik",
+    "gamma-deviance",
+    "tweedie-nloglik",
     "aft-nloglik",
 )
 
 
 def xgboost_early_stopping(
-    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta,
-    patience_rate: float = ROUNDS.patience_rate, maximize: bool = True,
+    rounds: int,
+    *,
+    min_rounds: int = ROUNDS.min_rounds,
+    min_delta: float = ROUNDS.min_delta,
+    patience_rate: float = ROUNDS.patience_rate,
+    maximize: bool = True,
 ) -> Any:
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
@@ -332,9 +366,11 @@ def xgboost_early_stopping(
     ...     25, min_rounds=gbdt_plrank.min_rounds_for(0.05),
     ...     patience_rate=gbdt_plrank.PATIENCE_RATE)
     """
-    return xgboost_stopping_callback(_callback_stopper(
-        rounds, min_rounds, min_delta, patience_rate, library="xgboost", maximize=maximize
-    ))
+    return xgboost_stopping_callback(
+        _callback_stopper(
+            rounds, min_rounds, min_delta, patience_rate, library="xgboost", maximize=maximize
+        )
+    )
 
 
 def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
@@ -365,15 +401,19 @@ def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
             kept = stopper.kept_round
             stop = stopper.update(self.start + epoch, value)
             if stopper.kept_round != kept:  # as XGBoost's, recorded as it changes (cv reads it)
-                model.set_attr(best_iteration=str(stopper.kept_round),
-                               best_score=str(stopper.kept_value))
+                model.set_attr(
+                    best_iteration=str(stopper.kept_round), best_score=str(stopper.kept_value)
+                )
             return stop
 
     return EarlyStopping()
 
 
 def lightgbm_early_stopping(
-    rounds: int, *, min_rounds: int = ROUNDS.min_rounds, min_delta: float = ROUNDS.min_delta,
+    rounds: int,
+    *,
+    min_rounds: int = ROUNDS.min_rounds,
+    min_delta: float = ROUNDS.min_delta,
     patience_rate: float = ROUNDS.patience_rate,
 ) -> Any:
     """A LightGBM callback: ``EarlyStopper`` on the first metric of the last eval set.
@@ -427,8 +467,9 @@ def lightgbm_stopping_callback(stopper: EarlyStopper) -> Any:
     def early_stopping(env: Any) -> None:
         if env.iteration == env.begin_iteration:
             stopper.reset()
-        results = [r for r in env.evaluation_result_list or ()
-                   if not training_data(r[0], env.model)]
+        results = [
+            r for r in env.evaluation_result_list or () if not training_data(r[0], env.model)
+        ]
         if not results:
             raise ValueError(
                 "early stopping needs an eval set besides the training data: pass valid_sets= "

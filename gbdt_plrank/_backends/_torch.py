@@ -288,7 +288,10 @@ class TorchBackend:
 
     @staticmethod
     def _evaluate(
-        network: Network, evals: Sequence[Split], inputs: Sequence[Any], plan: Plan,
+        network: Network,
+        evals: Sequence[Split],
+        inputs: Sequence[Any],
+        plan: Plan,
         history: History,
     ) -> float:
         """Score every eval set with every metric; the last value (what early stopping watches)."""
@@ -316,7 +319,9 @@ class TorchBackend:
 def _log_line(epoch: int, history: History) -> str:
     r"""The values of ``epoch`` in XGBoost's log format: ``[3]\tvalid_0-ndcg@5:0.71234\t...``."""
     values = (
-        f"{name}-{metric}:{per[metric][epoch]:.5f}" for name, per in history.items() for metric in per
+        f"{name}-{metric}:{per[metric][epoch]:.5f}"
+        for name, per in history.items()
+        for metric in per
     )
     return "\t".join([f"[{epoch}]", *values])
 

@@ -64,10 +64,20 @@ class XGBoostBackend(LibraryBackend):
     #: only by the ``survival:aft`` objective and metrics, so a callable objective trains as
     #: without it; it reaches every Dask worker with the rows (:mod:`gbdt_plrank.dask`).
     item_groups_field = "label_upper_bound"
-    reserved = frozenset({
-        "objective", "obj", "eval_metric", "disable_default_eval_metric", "base_score", "seed",
-        "random_state", "num_boost_round", "n_estimators", "early_stopping_rounds",
-    })
+    reserved = frozenset(
+        {
+            "objective",
+            "obj",
+            "eval_metric",
+            "disable_default_eval_metric",
+            "base_score",
+            "seed",
+            "random_state",
+            "num_boost_round",
+            "n_estimators",
+            "early_stopping_rounds",
+        }
+    )
 
     def query_fields(self, data: Any) -> QueryFields:
         """``group_ptr`` (None without ``qid``), labels, weights (one per query group) and item
@@ -75,8 +85,12 @@ class XGBoostBackend(LibraryBackend):
         ptr = data.get_uint_info("group_ptr")
         weight = data.get_weight()
         groups = data.get_float_info(self.item_groups_field)
-        return QueryFields(ptr if ptr.size else None, data.get_label(),
-                           weight if weight.size else None, groups if groups.size else None)
+        return QueryFields(
+            ptr if ptr.size else None,
+            data.get_label(),
+            weight if weight.size else None,
+            groups if groups.size else None,
+        )
 
     def boosted_rounds(self, booster: Any) -> int:
         return int(booster.num_boosted_rounds())
@@ -116,14 +130,27 @@ class XGBoostBackend(LibraryBackend):
         history: dict[str, Any] = {}
         train_set = self._dmatrix(data)
         eval_sets = [(self._dmatrix(e), eval_name(i)) for i, e in enumerate(evals)]
-        own = {"custom_metric": _custom_metric(plan.metrics), "maximize": True} if plan.metrics else {}
+        own = (
+            {"custom_metric": _custom_metric(plan.metrics), "maximize": True}
+            if plan.metrics
+            else {}
+        )
         period, bar = progress(plan, len(eval_sets))
         hooks = [] if bar is None else [_advance(xgboost, bar)]
-        booster, seconds = timed(lambda: xgboost.train(
-            params, train_set, plan.n_estimators, evals=eval_sets, obj=obj,
-            evals_result=history, verbose_eval=period or False,
-            callbacks=[*plan.callbacks, *self.early_stopping(plan, params), *hooks], **own,
-        ), bar)
+        booster, seconds = timed(
+            lambda: xgboost.train(
+                params,
+                train_set,
+                plan.n_estimators,
+                evals=eval_sets,
+                obj=obj,
+                evals_result=history,
+                verbose_eval=period or False,
+                callbacks=[*plan.callbacks, *self.early_stopping(plan, params), *hooks],
+                **own,
+            ),
+            bar,
+        )
         return self.trained(booster, plan, history, seconds)
 
     def early_stopping(self, plan: Plan, params: Mapping[str, Any]) -> list[Any]:
@@ -148,12 +175,19 @@ class XGBoostBackend(LibraryBackend):
     def _dmatrix(cls, data: Split) -> Any:
         """The DMatrix of ``data``: its rows, labels, query ids, weights and item groups."""
         names = None if data.feature_names is None else list(data.feature_names)
-        groups = {} if data.item_groups is None else {
-            cls.item_groups_field: group_indices(data.item_groups).astype(np.float32)
-        }
+        groups = (
+            {}
+            if data.item_groups is None
+            else {cls.item_groups_field: group_indices(data.item_groups).astype(np.float32)}
+        )
         return cls.module().DMatrix(
-            data.X, label=data.y, qid=data.qid, weight=data.weights, missing=np.nan,
-            feature_names=names, **groups,
+            data.X,
+            label=data.y,
+            qid=data.qid,
+            weight=data.weights,
+            missing=np.nan,
+            feature_names=names,
+            **groups,
         )
 
     def margins(self, booster: Any, X: Any, *, n_threads: int | None) -> np.ndarray:

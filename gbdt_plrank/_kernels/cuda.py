@@ -41,8 +41,13 @@ from . import plrank as _cpu
 from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
 
 __all__ = [
-    "HESSIAN_CODES", "estimate_kernel", "finish_rows", "floor_queries", "pool_queries",
-    "scale_queries", "widen",
+    "HESSIAN_CODES",
+    "estimate_kernel",
+    "finish_rows",
+    "floor_queries",
+    "pool_queries",
+    "scale_queries",
+    "widen",
 ]
 
 HESSIAN_RAW = 0
@@ -54,7 +59,10 @@ HESSIAN_DENOISED = 4
 #: ``hessian`` mode (:data:`gbdt_plrank._training.options.HESSIAN_MODES`) -> its code in
 #: :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
 HESSIAN_CODES = {
-    "raw": HESSIAN_RAW, "abs": HESSIAN_ABS, "clip": HESSIAN_CLIP, "constant": HESSIAN_CONSTANT,
+    "raw": HESSIAN_RAW,
+    "abs": HESSIAN_ABS,
+    "clip": HESSIAN_CLIP,
+    "constant": HESSIAN_CONSTANT,
     "denoised": HESSIAN_DENOISED,
 }
 
@@ -153,8 +161,24 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
     @cuda.jit(**_ESTIMATE_OPTIONS)
     def kernel(
-        scores, rho, group_ptr, keys, active, theta, n_samples, seed, round_, noise, hess_max,
-        e, own, count, gen, shift, grad, hess,
+        scores,
+        rho,
+        group_ptr,
+        keys,
+        active,
+        theta,
+        n_samples,
+        seed,
+        round_,
+        noise,
+        hess_max,
+        e,
+        own,
+        count,
+        gen,
+        shift,
+        grad,
+        hess,
     ):
         buf = cuda.shared.array(threads, dtype=np.float64)
         g = cuda.blockIdx.x
@@ -281,7 +305,9 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
                     rest += e[lo + rank[k]]
                     S[k] = rest
                 for i in range(K):
-                    RI, DR, DN, RS, DS = _enter_rank(PR[i], theta[i], 1.0 / S[i], RI, DR, DN, RS, DS)
+                    RI, DR, DN, RS, DS = _enter_rank(
+                        PR[i], theta[i], 1.0 / S[i], RI, DR, DN, RS, DS
+                    )
                     row = lo + rank[i]
                     g_in, h_in = _placed_terms(e[row], rho[row], PR[i + 1], RI, DR, DN, RS, DS)
                     cuda.atomic.add(grad, row, g_in)
@@ -299,7 +325,9 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
                 cuda.atomic.add(own, (row, 2), c_rs)
                 cuda.atomic.add(own, (row, 3), c_ds)
                 cuda.atomic.add(count, row, 1)
-        acc0 = _block_reduce(buf, acc0, False)  # also orders the atomics above before the reads below
+        acc0 = _block_reduce(
+            buf, acc0, False
+        )  # also orders the atomics above before the reads below
         acc1 = _block_reduce(buf, acc1, False)
         acc2 = _block_reduce(buf, acc2, False)
         acc3 = _block_reduce(buf, acc3, False)
@@ -312,7 +340,11 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
                 g_out = h_out = 0.0
             else:
                 g_out, h_out = _unplaced_terms(
-                    e[d], rho[d], acc0 - own[d, 0], acc1 - own[d, 1], acc2 - own[d, 2],
+                    e[d],
+                    rho[d],
+                    acc0 - own[d, 0],
+                    acc1 - own[d, 1],
+                    acc2 - own[d, 2],
                     acc3 - own[d, 3],
                 )
             grad[d] = (grad[d] + g_out) * scale
@@ -372,8 +404,9 @@ def pool_queries(grad_a, hess_a, grad_b, hess_b, group_ptr, n_a, n_b, grad, hess
     q = cuda.grid(1)
     if q >= group_ptr.shape[0] - 1:
         return
-    _pool_query(grad_a, hess_a, grad_b, hess_b, group_ptr[q], group_ptr[q + 1], n_a, n_b, grad,
-                hess)
+    _pool_query(
+        grad_a, hess_a, grad_b, hess_b, group_ptr[q], group_ptr[q + 1], n_a, n_b, grad, hess
+    )
 
 
 @cuda.jit

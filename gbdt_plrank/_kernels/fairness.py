@@ -184,7 +184,19 @@ def _wide_norms(scores, rankings):
 
 @njit(cache=True, error_model="numpy")
 def _fair_query(
-    scores, rho, kind, aux, member, weight, theta, n_samples, state, sampler, noise, grad, hess,
+    scores,
+    rho,
+    kind,
+    aux,
+    member,
+    weight,
+    theta,
+    n_samples,
+    state,
+    sampler,
+    noise,
+    grad,
+    hess,
     slope,
 ):
     """Sample ``n_samples`` (>= 2) rankings of one query, then :func:`_fair_terms`.
@@ -201,7 +213,19 @@ def _fair_query(
         wide_rankings(m_c, cand, noise_plan(noise, state, n_samples, True, D), state, rankings)
         m_c, e, L = _wide_norms(scores, rankings)
         _fair_terms(
-            rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,
+            rankings,
+            L,
+            e,
+            m_c,
+            True,
+            rho,
+            kind,
+            aux,
+            member,
+            weight,
+            theta[:K],
+            grad,
+            hess,
             slope,
         )
         return
@@ -211,7 +235,19 @@ def _fair_query(
     fill_uniforms(noise_plan(noise, state, n_samples, True, U.shape[1]), state, 0, U)
     _draw(use_tree, trees, base, P, e, U, keys, placed, rankings, S_all)
     _fair_terms(
-        rankings, S_all, e, e, False, rho, kind, aux, member, weight, theta[:K], grad, hess,
+        rankings,
+        S_all,
+        e,
+        e,
+        False,
+        rho,
+        kind,
+        aux,
+        member,
+        weight,
+        theta[:K],
+        grad,
+        hess,
         slope,
     )
 
@@ -225,7 +261,19 @@ def fair_estimate_from_rankings(
     if is_wide(scores):
         m_c, e, L = _wide_norms(scores, rankings)
         _fair_terms(
-            rankings, L, e, m_c, True, rho, kind, aux, member, weight, theta[:K], grad, hess,
+            rankings,
+            L,
+            e,
+            m_c,
+            True,
+            rho,
+            kind,
+            aux,
+            member,
+            weight,
+            theta[:K],
+            grad,
+            hess,
             slope,
         )
         return
@@ -234,15 +282,43 @@ def fair_estimate_from_rankings(
     for s in range(N):
         _normalizers_of(rankings[s], tree, base, P, S_all[s])
     _fair_terms(
-        rankings, S_all, e, e, False, rho, kind, aux, member, weight, theta[:K], grad, hess,
+        rankings,
+        S_all,
+        e,
+        e,
+        False,
+        rho,
+        kind,
+        aux,
+        member,
+        weight,
+        theta[:K],
+        grad,
+        hess,
         slope,
     )
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def fair_estimate_groups(
-    scores, rho, kind, aux, member, weight, uniform_empty, group_ptr, keys, theta, n_samples,
-    seed, round_, sampler, noise, grad, hess, slope,
+    scores,
+    rho,
+    kind,
+    aux,
+    member,
+    weight,
+    uniform_empty,
+    group_ptr,
+    keys,
+    theta,
+    n_samples,
+    seed,
+    round_,
+    sampler,
+    noise,
+    grad,
+    hess,
+    slope,
 ):
     """:func:`estimate_groups` for the fairness objective (``n_samples >= 2``).
 
@@ -262,8 +338,19 @@ def fair_estimate_groups(
             slope[lo:hi] = 0.0
             continue
         _fair_query(
-            scores[lo:hi], rho[lo:hi], kind, aux[lo:hi], member[lo:hi], weight, theta,
-            n_samples, _stream(seed, round_, keys[g]), sampler, noise, grad[lo:hi], hess[lo:hi],
+            scores[lo:hi],
+            rho[lo:hi],
+            kind,
+            aux[lo:hi],
+            member[lo:hi],
+            weight,
+            theta,
+            n_samples,
+            _stream(seed, round_, keys[g]),
+            sampler,
+            noise,
+            grad[lo:hi],
+            hess[lo:hi],
             slope[lo:hi],
         )
 

@@ -649,7 +649,11 @@ def _finish_query(e, rho, acc, own, n_samples, grad, hess):
     scale = -1.0 / n_samples
     for d in range(e.shape[0]):
         g_out, h_out = _unplaced_terms(
-            e[d], rho[d], acc[0] - own[d, 0], acc[1] - own[d, 1], acc[2] - own[d, 2],
+            e[d],
+            rho[d],
+            acc[0] - own[d, 0],
+            acc[1] - own[d, 1],
+            acc[2] - own[d, 2],
             acc[3] - own[d, 3],
         )
         grad[d] = (grad[d] + g_out) * scale
@@ -891,7 +895,7 @@ def _sampler(scores, K, n_samples, sampler):
     if use_tree:
         _tree_build(base, e, P)
         for b in range(trees.shape[0]):  # element by element: the row assignment
-            for i in range(size):          # compiles three times as long
+            for i in range(size):  # compiles three times as long
                 trees[b, i] = base[i]
     keys = np.empty(0 if use_tree else D)
     placed = np.zeros(0 if use_tree else D, dtype=np.bool_)
@@ -913,7 +917,11 @@ def _draw(use_tree, trees, base, P, e, U, keys, placed, rankings, S):
         while n - first >= 4 and trees.shape[0] == _LANES:
             lanes = 8 if n - first >= 8 else 4
             _draw_tree_lanes(
-                trees, base, P, U[first : first + lanes], rankings[first : first + lanes],
+                trees,
+                base,
+                P,
+                U[first : first + lanes],
+                rankings[first : first + lanes],
                 S[first : first + lanes],
             )
             first += lanes
@@ -1007,8 +1015,15 @@ def estimate_groups(
             hess[lo:hi] = 0.0
             continue
         _estimate_query(
-            scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]), sampler,
-            noise, grad[lo:hi], hess[lo:hi],
+            scores[lo:hi],
+            rho[lo:hi],
+            theta,
+            n_samples,
+            _stream(seed, round_, keys[g]),
+            sampler,
+            noise,
+            grad[lo:hi],
+            hess[lo:hi],
         )
 
 
@@ -1034,8 +1049,15 @@ def estimate_narrow_groups(
             wide[g] = True
         else:
             _estimate_narrow_query(
-                scores[lo:hi], rho[lo:hi], theta, n_samples, _stream(seed, round_, keys[g]),
-                sampler, noise, grad[lo:hi], hess[lo:hi],
+                scores[lo:hi],
+                rho[lo:hi],
+                theta,
+                n_samples,
+                _stream(seed, round_, keys[g]),
+                sampler,
+                noise,
+                grad[lo:hi],
+                hess[lo:hi],
             )
 
 

@@ -184,7 +184,9 @@ class BoosterObjective:
             self._current = kept
             return
         y, ptr, weights, ids = checked_queries(
-            fields, gain=self.metric.gain, where=f"the training {type(data).__name__}",
+            fields,
+            gain=self.metric.gain,
+            where=f"the training {type(data).__name__}",
             signed=self.signed_labels(),
         )
         self._current = TrainingSet(
@@ -194,7 +196,11 @@ class BoosterObjective:
         self._current.state = self._new_training_set(data)
 
     def estimate(
-        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        self,
+        scores: np.ndarray,
+        queries: np.ndarray | None = None,
+        *,
+        round_: int,
         keys: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and Hessian of the loss on the prepared training set (:meth:`prepare`).
@@ -239,4 +245,3 @@ class BoosterObjective:
         ``keys``: the queries' stream keys, for objectives that sample (None: query indices).
         """
         raise NotImplementedError
-

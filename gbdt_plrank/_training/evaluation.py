@@ -115,8 +115,14 @@ class PolicyEvaluator:
     """
 
     def __init__(
-        self, metric: RankingMetric, fairness: FairnessSpec | None, queries: Split, *,
-        n_samples: int = EVAL_SAMPLES, seed: int, n_jobs: int | None,
+        self,
+        metric: RankingMetric,
+        fairness: FairnessSpec | None,
+        queries: Split,
+        *,
+        n_samples: int = EVAL_SAMPLES,
+        seed: int,
+        n_jobs: int | None,
     ) -> None:
         self.metric = metric
         self.fairness = fairness
@@ -156,8 +162,12 @@ class PolicyEvaluator:
     def fairness_loss(self, exposure: np.ndarray) -> np.ndarray:
         """Per query: the fairness loss of ``exposure`` (biased for an estimate: see Halves)."""
         return self.fairness.loss(
-            self.queries.y, exposure, self.queries.group_ptr, K=self.metric.K,
-            gain=self.metric.gain, item_groups=self.queries.item_groups,
+            self.queries.y,
+            exposure,
+            self.queries.group_ptr,
+            K=self.metric.K,
+            gain=self.metric.gain,
+            item_groups=self.queries.item_groups,
         )
 
     def per_query(self, margins: np.ndarray) -> np.ndarray:
@@ -170,7 +180,10 @@ class PolicyEvaluator:
 
 
 def ranking_values(
-    metric: RankingMetric, queries: Split, scores: np.ndarray, *,
+    metric: RankingMetric,
+    queries: Split,
+    scores: np.ndarray,
+    *,
     empty: float = EMPTY_QUERY_VALUE,
 ) -> np.ndarray:
     """Per query: the metric@K of the ranking by descending score (:mod:`gbdt_plrank.metrics`);
@@ -180,9 +193,9 @@ def ranking_values(
         return precision_at_k(queries.y, scores, queries.qid, k=metric.K, per_query=True)
     if metric.metric == "dcg":
         return dcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, per_query=True)
-    return ndcg(queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, empty=empty,
-                per_query=True)
-
+    return ndcg(
+        queries.y, scores, queries.qid, k=metric.K, gain=metric.gain, empty=empty, per_query=True
+    )
 
 
 @dataclass(frozen=True)
@@ -306,8 +319,13 @@ class ExpectedMetric(_BoosterMetric):
     """
 
     def __init__(
-        self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
-        n_jobs: int | None, item_groups: Callable[[Any, int], np.ndarray | None],
+        self,
+        metric: RankingMetric,
+        fairness: FairnessSpec | None,
+        *,
+        seed: int,
+        n_jobs: int | None,
+        item_groups: Callable[[Any, int], np.ndarray | None],
     ) -> None:
         super().__init__()
         self.metric = metric
@@ -352,10 +370,17 @@ class ExpectedMetric(_BoosterMetric):
     def _value(self, eval_set: EvalSet, scores: np.ndarray) -> np.ndarray:
         policy = self._policies.get(eval_set)
         if policy is None:
-            policy = self._policies.put(eval_set, PolicyEvaluator(
-                self.metric, self.fairness, eval_set.queries, n_samples=self.n_samples,
-                seed=self.seed, n_jobs=self.n_jobs,
-            ))
+            policy = self._policies.put(
+                eval_set,
+                PolicyEvaluator(
+                    self.metric,
+                    self.fairness,
+                    eval_set.queries,
+                    n_samples=self.n_samples,
+                    seed=self.seed,
+                    n_jobs=self.n_jobs,
+                ),
+            )
         return policy.per_query(scores)
 
 
@@ -385,8 +410,13 @@ class StandardizedMetric(ExpectedMetric):
     n_samples = STANDARDIZED_SAMPLES
 
     def __init__(
-        self, metric: RankingMetric, fairness: FairnessSpec | None, *, seed: int,
-        n_jobs: int | None, item_groups: Callable[[Any, int], np.ndarray | None],
+        self,
+        metric: RankingMetric,
+        fairness: FairnessSpec | None,
+        *,
+        seed: int,
+        n_jobs: int | None,
+        item_groups: Callable[[Any, int], np.ndarray | None],
     ) -> None:
         super().__init__(metric, fairness, seed=seed, n_jobs=n_jobs, item_groups=item_groups)
         self.name = f"standardized_{self.name}"
@@ -403,7 +433,10 @@ _BLOCK_ROWS = 1 << 20
 
 
 def per_sample_metric(
-    sample: PolicySample, labels: np.ndarray, metric: RankingMetric, *,
+    sample: PolicySample,
+    labels: np.ndarray,
+    metric: RankingMetric,
+    *,
     empty: float = EMPTY_QUERY_VALUE,
 ) -> np.ndarray:
     r"""Mean metric@K over the queries of each sample :math:`s = 1..S`.

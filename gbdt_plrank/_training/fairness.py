@@ -121,7 +121,12 @@ class FairnessSpec:
         return self.term.uniform_target and self.empty_queries == "uniform"
 
     def terms(
-        self, labels: np.ndarray, group_ptr: np.ndarray, theta: np.ndarray, *, gain: str,
+        self,
+        labels: np.ndarray,
+        group_ptr: np.ndarray,
+        theta: np.ndarray,
+        *,
+        gain: str,
         item_groups: np.ndarray | None,
     ) -> FairTerms:
         """The kernels' per-row terms of validated labels (and item groups, for group fairness)
@@ -135,8 +140,14 @@ class FairnessSpec:
         return self.weight * terms.curvature * slope * slope
 
     def loss(
-        self, labels: np.ndarray, exposure: np.ndarray, group_ptr: np.ndarray, *, K: int,
-        gain: str, item_groups: np.ndarray | None,
+        self,
+        labels: np.ndarray,
+        exposure: np.ndarray,
+        group_ptr: np.ndarray,
+        *,
+        K: int,
+        gain: str,
+        item_groups: np.ndarray | None,
     ) -> np.ndarray:
         """Per query: the loss of ``exposure`` at the cut-off ``K`` (validated rows grouped by
         query, boundaries ``group_ptr``; ``FairnessTerm.loss``).
@@ -152,7 +163,10 @@ class FairnessSpec:
 
 
 def item_groups_needed(
-    fairness: FairnessSpec | None, given: bool, *, name: str = "item_groups",
+    fairness: FairnessSpec | None,
+    given: bool,
+    *,
+    name: str = "item_groups",
     required: bool = True,
 ) -> bool:
     """Whether the loss needs item groups; an error when they are given without a group loss,
@@ -179,8 +193,12 @@ def item_groups_needed(
 
 
 def checked_item_groups(
-    fairness: FairnessSpec | None, item_groups: object, n: int | None, *,
-    name: str = "item_groups", required: bool = True,
+    fairness: FairnessSpec | None,
+    item_groups: object,
+    n: int | None,
+    *,
+    name: str = "item_groups",
+    required: bool = True,
 ) -> np.ndarray | None:
     """``item_groups`` checked for ``n`` rows (None: any) when the loss needs them; else an error.
 

@@ -116,8 +116,16 @@ class CudaEstimate:
     """
 
     def __init__(
-        self, rho: np.ndarray, group_ptr: np.ndarray, weights: np.ndarray | None,
-        theta: np.ndarray, *, N: int, hessian: str, noise: str, query_subsample: float = 1.0,
+        self,
+        rho: np.ndarray,
+        group_ptr: np.ndarray,
+        weights: np.ndarray | None,
+        theta: np.ndarray,
+        *,
+        N: int,
+        hessian: str,
+        noise: str,
+        query_subsample: float = 1.0,
     ) -> None:
         from .._kernels import cuda as _cuda_kernels
 
@@ -136,8 +144,10 @@ class CudaEstimate:
         self.query_subsample = query_subsample
         self._theta = cuda.to_device(np.ascontiguousarray(theta, dtype=np.float64))
         self._index = cuda.to_device(np.arange(self.G, dtype=np.int64))
-        self._weights = None if weights is None else cuda.to_device(
-            np.ascontiguousarray(weights, dtype=np.float64)
+        self._weights = (
+            None
+            if weights is None
+            else cuda.to_device(np.ascontiguousarray(weights, dtype=np.float64))
         )
         self._e = cuda.device_array(n, dtype=np.float64)
         self._own = cuda.device_array((n, 4), dtype=np.float64)
@@ -177,14 +187,17 @@ class CudaEstimate:
                     finite_vector("preds", scores)  # raises, naming the first such margin
         else:
             m = cuda.to_device(finite_vector("preds", scores))
-        keys_d = self._index if keys is None else cuda.to_device(
-            np.ascontiguousarray(keys, dtype=np.int64)
+        keys_d = (
+            self._index
+            if keys is None
+            else cuda.to_device(np.ascontiguousarray(keys, dtype=np.int64))
         )
         self._hess_max.copy_to_device(np.zeros(1))
         active, weights = self._active, self._weights
         if self.query_subsample < 1.0:
             kept = kept_queries(
-                seed, round_,
+                seed,
+                round_,
                 np.arange(self.G, dtype=np.int64) if keys is None else np.asarray(keys, np.int64),
                 self.query_subsample,
             )
@@ -192,14 +205,30 @@ class CudaEstimate:
             weights = cuda.to_device(
                 kept * (1.0 if self._query_weights is None else self._query_weights)
             )
+
         def launch(n_samples: int, stream_round: int) -> tuple[Any, Any]:
             grad = cuda.device_array(self.n, dtype=np.float64)
             hess = cuda.device_array(self.n, dtype=np.float64)
             if self.G:
                 self._kernel[self.G, self._threads](
-                    m, self._rho, self._ptr, keys_d, active, self._theta, n_samples, seed,
-                    stream_round, self.noise, self._hess_max, self._e, self._own, self._count,
-                    self._gen, self._shift, grad, hess,
+                    m,
+                    self._rho,
+                    self._ptr,
+                    keys_d,
+                    active,
+                    self._theta,
+                    n_samples,
+                    seed,
+                    stream_round,
+                    self.noise,
+                    self._hess_max,
+                    self._e,
+                    self._own,
+                    self._count,
+                    self._gen,
+                    self._shift,
+                    grad,
+                    hess,
                 )
             return grad, hess
 

@@ -73,8 +73,13 @@ class PLRankObjective(BoosterObjective):
     title = "PL-Rank"
 
     def __init__(
-        self, options: PLRankOptions, *, seed: int, n_jobs: int | None,
-        item_groups: np.ndarray | None = None, device: str = "cpu",
+        self,
+        options: PLRankOptions,
+        *,
+        seed: int,
+        n_jobs: int | None,
+        item_groups: np.ndarray | None = None,
+        device: str = "cpu",
     ) -> None:
         super().__init__()
         self.device = check_device(device, sampler=options.sampler, fairness=options.fairness)
@@ -89,11 +94,17 @@ class PLRankObjective(BoosterObjective):
         self._resume = _Resume()
         self.item_groups = checked_item_groups(self.fairness, item_groups, None, required=False)
         self._expected = ExpectedMetric(
-            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
+            options.judged,
+            self.fairness,
+            seed=self.seed,
+            n_jobs=n_jobs,
             item_groups=self.item_groups_of,
         )
         self._standardized = StandardizedMetric(
-            options.judged, self.fairness, seed=self.seed, n_jobs=n_jobs,
+            options.judged,
+            self.fairness,
+            seed=self.seed,
+            n_jobs=n_jobs,
             item_groups=self.item_groups_of,
         )
         self._ranking = RankingMetricEval(options.judged)
@@ -207,8 +218,12 @@ class PLRankObjective(BoosterObjective):
         state = _SetState()
         if self.device == "cuda":
             state.gpu = CudaEstimate(
-                self._rho, self._ptr, self._weights, self.metric.theta(self._ptr),
-                N=self.options.training_N, hessian=self.options.training_hessian,
+                self._rho,
+                self._ptr,
+                self._weights,
+                self.metric.theta(self._ptr),
+                N=self.options.training_N,
+                hessian=self.options.training_hessian,
                 noise=self.options.noise,
                 query_subsample=self.options.query_subsample,
             )
@@ -216,7 +231,10 @@ class PLRankObjective(BoosterObjective):
             return state
         grouped = self.fairness.term.needs_item_groups
         state.terms = self.fairness.terms(
-            self._labels, self._ptr, self.metric.theta(self._ptr), gain=self.metric.gain,
+            self._labels,
+            self._ptr,
+            self.metric.theta(self._ptr),
+            gain=self.metric.gain,
             item_groups=self._training_item_groups(key) if grouped else None,
         )
         return state
@@ -249,8 +267,10 @@ class PLRankObjective(BoosterObjective):
         if start.size == 0 or np.ptp(start) <= 1e-6 * max(1.0, float(np.max(np.abs(scores)))):
             return
         where = f"this {type(key).__name__}" if backend is not None else "LightGBM's labels"
-        own = "" if backend is not None else (
-            " (or an init_score of your own, which LGBMRanker does not pass on)"
+        own = (
+            ""
+            if backend is not None
+            else (" (or an init_score of your own, which LGBMRanker does not pass on)")
         )
         warnings.warn(
             f"the PL-Rank objective's first call on {where} brings margins that do not start "
@@ -259,7 +279,8 @@ class PLRankObjective(BoosterObjective):
             f"Its round count does not reach the objective, which draws the random streams of "
             f"round 0 again: the model differs from training straight through. Call "
             f"obj.continue_from(booster) before a training that continues a booster.",
-            UserWarning, stacklevel=4,
+            UserWarning,
+            stacklevel=4,
         )
 
     def signed_labels(self) -> bool:
@@ -292,7 +313,11 @@ class PLRankObjective(BoosterObjective):
         return grad, hess
 
     def estimate(
-        self, scores: np.ndarray, queries: np.ndarray | None = None, *, round_: int,
+        self,
+        scores: np.ndarray,
+        queries: np.ndarray | None = None,
+        *,
+        round_: int,
         keys: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The PL-Rank estimate (:func:`gbdt_plrank._training.plrank.estimate`) on the prepared training set.
@@ -309,10 +334,21 @@ class PLRankObjective(BoosterObjective):
             keys = queries.astype(np.int64) if keys is None else keys
         o = self.options
         return _plrank.estimate(
-            scores, rho, ptr, self.metric, hessian=o.training_hessian, N=o.training_N,
+            scores,
+            rho,
+            ptr,
+            self.metric,
+            hessian=o.training_hessian,
+            N=o.training_N,
             seed=self.seed,
-            round_=round_, sampler=o.sampler, noise=o.noise, n_jobs=self.n_jobs, keys=keys,
-            fairness=self.fairness, terms=terms, query_subsample=o.query_subsample,
+            round_=round_,
+            sampler=o.sampler,
+            noise=o.noise,
+            n_jobs=self.n_jobs,
+            keys=keys,
+            fairness=self.fairness,
+            terms=terms,
+            query_subsample=o.query_subsample,
         )
 
     def _weighted(self, grad: Any, hess: Any) -> tuple[Any, Any]:
@@ -417,8 +453,11 @@ class PLRankObjective(BoosterObjective):
         """
         if group is None:
             raise ValueError("LGBMRanker passed no groups: give eval_group with eval_set.")
-        if (self.fairness is not None and self.fairness.term.needs_item_groups
-                and self._item_groups.get(y_true) is None):
+        if (
+            self.fairness is not None
+            and self.fairness.term.needs_item_groups
+            and self._item_groups.get(y_true) is None
+        ):
             raise ValueError(
                 f"fairness={self.fairness.name!r} needs the item groups of each eval set other "
                 f"than the training set, but "
@@ -548,9 +587,18 @@ def plrank_objective(
         With ``device="cuda"`` when no CUDA GPU is visible.
     """
     options = PLRankOptions.checked(
-        K=K, train_K=train_K, N=N, metric=metric, gain=gain, hessian=hessian, sampler=sampler,
-        noise=noise, query_subsample=query_subsample, fairness=fairness,
-        fairness_weight=fairness_weight, empty_queries=empty_queries,
+        K=K,
+        train_K=train_K,
+        N=N,
+        metric=metric,
+        gain=gain,
+        hessian=hessian,
+        sampler=sampler,
+        noise=noise,
+        query_subsample=query_subsample,
+        fairness=fairness,
+        fairness_weight=fairness_weight,
+        empty_queries=empty_queries,
     )
     return PLRankObjective(
         options, seed=seed, n_jobs=n_jobs, item_groups=item_groups, device=device

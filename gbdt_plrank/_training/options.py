@@ -115,9 +115,7 @@ def training_cutoff(K: int, train_K: int | str = "auto", *, fairness: str | None
 class PLRankFields(Schema):
     """The options of :class:`PLRankOptions` but its cut-off ``K`` (a comparison sets ``k``)."""
 
-    train_K: Literal["auto"] | PositiveInt = Field(
-        "auto", description='"auto" or an integer >= 1'
-    )
+    train_K: Literal["auto"] | PositiveInt = Field("auto", description='"auto" or an integer >= 1')
     N: Literal["auto"] | PositiveInt = Field("auto", description='"auto" or an integer >= 1')
     metric: Literal[METRICS] = Field("ndcg", description=one_of(METRICS))  # type: ignore[valid-type]
     gain: Literal[GAINS] = Field("exp", description=one_of(GAINS))  # type: ignore[valid-type]
@@ -155,8 +153,13 @@ class PLRankFields(Schema):
         if self.hessian == "denoised" and self.N != "auto" and self.N < least:
             raise ValueError(
                 f"N must be >= {least} with hessian='denoised' (it estimates from two halves of "
-                "the N rankings" + ("" if self.fairness is None else ", and each half's fairness "
-                "terms from two halves of its own") + f"), but {self.N!r} is given"
+                "the N rankings"
+                + (
+                    ""
+                    if self.fairness is None
+                    else ", and each half's fairness terms from two halves of its own"
+                )
+                + f"), but {self.N!r} is given"
             )
         if self.fairness is None:
             return self
@@ -247,8 +250,12 @@ class PLRankOptions(PLRankFields):
         :attr:`training_hessian`; the harness records this for every PL-Rank training of a
         results folder (``options.json``).
         """
-        return {**self.model_dump(), "train_K": self.training_K, "N": self.training_N,
-                "hessian": self.training_hessian}
+        return {
+            **self.model_dump(),
+            "train_K": self.training_K,
+            "N": self.training_N,
+            "hessian": self.training_hessian,
+        }
 
     @property
     def signed_labels(self) -> bool:
@@ -291,20 +298,28 @@ DEFAULTS = PLRankOptions()
 #: The shared documentation of each option: its type (numpydoc) and its description. The
 #: header ``name : type, default value`` is written from the type and :data:`DEFAULTS`.
 OPTION_DOCS: dict[str, tuple[str, str]] = {
-    "K": ("int", """
+    "K": (
+        "int",
+        """
         The cut-off of the metric the model is judged by: the metric@K of its eval sets and of a
         ranker's ``score``, its policy's expected metric@K (early stopping), and the length of
         a ranker's policy's rankings (``sample_rankings``, ``expected_exposure``,
         ``expected_metric``). The rounds train at ``train_K``.
-    """),
-    "train_K": ('"auto" or int', """
+    """,
+    ),
+    "train_K": (
+        '"auto" or int',
+        """
         The cut-off of the expected metric the rounds maximise, the length of the rankings
         sampled for training (:func:`gbdt_plrank.training_cutoff`): ``"auto"`` is 2K (K with
         ``fairness``), so that the documents just below the cut-off get gradient too, as the
         libraries' LambdaMART objectives do; an integer is used as given (``train_K=K`` trains
         at the judged cut-off).
-    """),
-    "N": ('"auto" or int', f"""
+    """,
+    ),
+    "N": (
+        '"auto" or int',
+        f"""
         Rankings sampled per query and round (per query and step for a network); the
         estimates' noise falls as :math:`1/\\sqrt{{N}}` and a round's sampling takes time linear
         in ``N``. ``"auto"`` is {AUTO_N} for boosted trees without ``fairness`` (on the LETOR
@@ -317,17 +332,26 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         (MQ2008's training split: about 2 s per round at N = 10,000 on one thread). Ctrl-C
         takes effect between calls of the compiled code, each about a third of a second, or
         one query's N rankings if that takes longer (Kang et al. 2024 train with N = 200).
-    """),
-    "metric": ('{"ndcg", "dcg", "precision"}', """
+    """,
+    ),
+    "metric": (
+        '{"ndcg", "dcg", "precision"}',
+        """
         The metric whose expectation is maximised, and by which the model is judged: NDCG@K
         (DCG@K divided by the query's ideal DCG@K), DCG@K, or precision@K (documents with label
         > 0), as :mod:`gbdt_plrank.metrics` computes them.
-    """),
-    "gain": ('{"exp", "linear"}', r"""
+    """,
+    ),
+    "gain": (
+        '{"exp", "linear"}',
+        r"""
         Gain :math:`2^\ell - 1` or :math:`\ell` of a label :math:`\ell` (not used by
         precision), in training and in the metrics the model is judged by.
-    """),
-    "hessian": ('{"auto", "abs", "raw", "clip", "constant", "denoised"}', r"""
+    """,
+    ),
+    "hessian": (
+        '{"auto", "abs", "raw", "clip", "constant", "denoised"}',
+        r"""
         What the booster receives as Hessian. ``"auto"`` is ``"denoised"`` without
         ``fairness`` and ``"abs"`` with a fairness term (whose frontiers were measured with
         it), or with a single ranking per query. The modes: the unbiased estimate of Kang, de
@@ -356,13 +380,19 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         documents at equal margins; for ``"denoised"`` after the division) has its rows
         raised to :math:`0.05\,|g|`, so that pairwise data trains; other queries are left as
         they are.
-    """),
-    "sampler": ('{"auto", "tree", "race"}', """
+    """,
+    ),
+    "sampler": (
+        '{"auto", "tree", "race"}',
+        """
         How the rankings are drawn: sequential sum-tree draws, an exponential race
         (PL-Rank-3's Gumbel sampling), or the cheaper of the two for each query. Identical
         rankings give identical estimates.
-    """),
-    "noise": ('{"lattice", "independent"}', r"""
+    """,
+    ),
+    "noise": (
+        '{"lattice", "independent"}',
+        r"""
         The uniforms the ``N`` rankings of a query are drawn with. ``"independent"``: each
         ranking from its own independent uniforms. ``"lattice"``: from a randomly shifted
         rank-1 lattice (Cranley and Patterson 1976; L'Ecuyer and Lemieux 2000): uniform
@@ -374,8 +404,11 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         :math:`1/N`), which lowers the estimate's variance at the same cost. With
         ``fairness``, each half of the rankings is a lattice of its own (the halves stay
         independent).
-    """),
-    "query_subsample": ("float", r"""
+    """,
+    ),
+    "query_subsample": (
+        "float",
+        r"""
         The share of the queries whose gradient and Hessian a boosting round estimates, in
         :math:`(0, 1]`: each round keeps each query with this probability, independently (a
         draw from the query's own random stream, so the same queries whatever the threads or
@@ -386,25 +419,35 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         ``hessian="clip"``, the floor is relative to the largest :math:`|h|` of the kept
         queries). 1.0: every query, every round. Boosted trees only: a network steps on
         batches of queries already.
-    """),
-    "fairness": ("{" + ", ".join(["None", *(f'"{name}"' for name in fairness_names())]) + "}", r"""
+    """,
+    ),
+    "fairness": (
+        "{" + ", ".join(["None", *(f'"{name}"' for name in fairness_names())]) + "}",
+        r"""
         None: the expected metric alone. Otherwise the objective maximised is, per query,
         :math:`\mathbb{E}[\mathrm{metric@K}] - w\,F_q` with :math:`w` = ``fairness_weight``
         and :math:`F` a loss of the exposures at K with the metric's DCG rank weights (the
         fairness guide has the formulas):
-    """ + "; ".join(f'``"{name}"`` {term.summary}' for name, term in FAIRNESS_TERMS.items())
-    + r""".
+    """
+        + "; ".join(f'``"{name}"`` {term.summary}' for name, term in FAIRNESS_TERMS.items())
+        + r""".
         The gradient is PL-Rank's with the signed reward :math:`\rho_d - w\,\partial F/\partial
         E(d)`, exposure and terms estimated from two independent halves of the ``N`` rankings
         (unbiased); the Hessian estimate gains a non-negative Gauss-Newton part
         :math:`w c_d (\partial E(d)/\partial m(d))^2` before ``hessian`` applies. Needs
         ``N >= 2`` and ``metric`` "ndcg" or "dcg". Measure the result with
         :func:`gbdt_plrank.metrics.fairness_loss` (``loss=fairness``).
-    """),
-    "fairness_weight": ("float", r"""
+    """,
+    ),
+    "fairness_weight": (
+        "float",
+        r"""
         The weight :math:`w \ge 0` of the fairness loss, finite; used only with ``fairness``.
-    """),
-    "empty_queries": ('{"skip", "uniform"}', """
+    """,
+    ),
+    "empty_queries": (
+        '{"skip", "uniform"}',
+        """
         With ``fairness``, what the fairness term does with the queries that have no relevant
         document. ``"skip"``: nothing, they get exactly 0 (as without fairness) and count 0 in
         the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
@@ -413,7 +456,8 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         flattens the policy of the queries with relevant documents too
         (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The other losses are 0 on such
         queries either way.
-    """),
+    """,
+    ),
 }
 
 T = TypeVar("T")

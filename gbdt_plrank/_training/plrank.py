@@ -105,7 +105,10 @@ def degenerate_rows(grad: np.ndarray, hess: np.ndarray, group_ptr: np.ndarray) -
 
 
 def finish_hessian(
-    hess: np.ndarray, mode: str, *, grad: np.ndarray | None = None,
+    hess: np.ndarray,
+    mode: str,
+    *,
+    grad: np.ndarray | None = None,
     group_ptr: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""Turn the unbiased estimate of ``-d^2R/dm^2`` into what the booster receives.
@@ -216,17 +219,39 @@ def estimate(
         rows, ptr = query_rows(group_ptr, kept)
         grad, hess = np.zeros_like(scores), np.zeros_like(scores)
         grad[rows], hess[rows] = estimate(
-            scores[rows], rho[rows], ptr, metric, hessian=hessian, N=N, seed=seed,
-            round_=round_, sampler=sampler, noise=noise, n_jobs=n_jobs, keys=keys[kept],
-            fairness=fairness, terms=None if terms is None else terms.rows(rows),
+            scores[rows],
+            rho[rows],
+            ptr,
+            metric,
+            hessian=hessian,
+            N=N,
+            seed=seed,
+            round_=round_,
+            sampler=sampler,
+            noise=noise,
+            n_jobs=n_jobs,
+            keys=keys[kept],
+            fairness=fairness,
+            terms=None if terms is None else terms.rows(rows),
         )
         return grad, hess
     if hessian == "denoised":
         n_a = N // 2
         half_a, half_b = (
             estimate(
-                scores, rho, group_ptr, metric, hessian="raw", N=n, seed=seed, round_=r,
-                sampler=sampler, noise=noise, n_jobs=n_jobs, keys=keys, fairness=fairness,
+                scores,
+                rho,
+                group_ptr,
+                metric,
+                hessian="raw",
+                N=n,
+                seed=seed,
+                round_=r,
+                sampler=sampler,
+                noise=noise,
+                n_jobs=n_jobs,
+                keys=keys,
+                fairness=fairness,
                 terms=terms,
             )
             for n, r in ((n_a, round_), (N - n_a, HALF_B_ROUND + round_))
@@ -243,15 +268,39 @@ def estimate(
             ptr = group_ptr[a : b + 1] - group_ptr[a]
             if fairness is None:
                 _estimate_groups(
-                    scores[r], rho[r], ptr, keys[a:b], theta, N, seed, round_,
-                    _kernels.SAMPLER_CODES[sampler], _kernels.NOISE_CODES[noise], grad[r], hess[r],
+                    scores[r],
+                    rho[r],
+                    ptr,
+                    keys[a:b],
+                    theta,
+                    N,
+                    seed,
+                    round_,
+                    _kernels.SAMPLER_CODES[sampler],
+                    _kernels.NOISE_CODES[noise],
+                    grad[r],
+                    hess[r],
                 )
             else:
                 _fair_kernels.fair_estimate_groups(
-                    scores[r], rho[r], fairness.kind, terms.aux[r], terms.member[r],
-                    fairness.weight, fairness.trains_empty_queries, ptr, keys[a:b], theta, N,
-                    seed, round_, _kernels.SAMPLER_CODES[sampler], _kernels.NOISE_CODES[noise],
-                    grad[r], hess[r], slope[r],
+                    scores[r],
+                    rho[r],
+                    fairness.kind,
+                    terms.aux[r],
+                    terms.member[r],
+                    fairness.weight,
+                    fairness.trains_empty_queries,
+                    ptr,
+                    keys[a:b],
+                    theta,
+                    N,
+                    seed,
+                    round_,
+                    _kernels.SAMPLER_CODES[sampler],
+                    _kernels.NOISE_CODES[noise],
+                    grad[r],
+                    hess[r],
+                    slope[r],
                 )
     if fairness is not None:
         hess += fairness.gauss_newton(slope, terms)
@@ -259,8 +308,13 @@ def estimate(
 
 
 def pool_halves(
-    half_a: tuple[np.ndarray, np.ndarray], half_b: tuple[np.ndarray, np.ndarray], n_a: int,
-    n_b: int, group_ptr: np.ndarray, *, n_jobs: int | None = None,
+    half_a: tuple[np.ndarray, np.ndarray],
+    half_b: tuple[np.ndarray, np.ndarray],
+    n_a: int,
+    n_b: int,
+    group_ptr: np.ndarray,
+    *,
+    n_jobs: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The ``hessian="denoised"`` estimate from the raw ``(grad, hess)`` of two independent
     halves of ``n_a`` and ``n_b`` rankings per query.
@@ -309,9 +363,18 @@ def kept_query_counts(*, seed: int, rounds: int, n_queries: int, fraction: float
 
 
 def _estimate_groups(
-    scores: np.ndarray, rho: np.ndarray, group_ptr: np.ndarray, keys: np.ndarray,
-    theta: np.ndarray, N: int, seed: int, round_: int, sampler: int, noise: int,
-    grad: np.ndarray, hess: np.ndarray,
+    scores: np.ndarray,
+    rho: np.ndarray,
+    group_ptr: np.ndarray,
+    keys: np.ndarray,
+    theta: np.ndarray,
+    N: int,
+    seed: int,
+    round_: int,
+    sampler: int,
+    noise: int,
+    grad: np.ndarray,
+    hess: np.ndarray,
 ) -> None:
     """The kernel ``estimate_groups`` into ``grad`` and ``hess``, its wide path compiled only
     when a query needs it.
@@ -329,8 +392,18 @@ def _estimate_groups(
 
     def whole(rows, ptr, queries, g, h):
         _kernels.estimate_groups(
-            scores[rows], rho[rows], ptr, keys[queries], theta, N, seed, round_, sampler, noise,
-            g, h,
+            scores[rows],
+            rho[rows],
+            ptr,
+            keys[queries],
+            theta,
+            N,
+            seed,
+            round_,
+            sampler,
+            noise,
+            g,
+            h,
         )
 
     recompute_queries(group_ptr, wide, whole, grad, hess)
@@ -428,8 +501,16 @@ def plrank_grad_hess(
     Stochastic Learning to Rank with Gradient Boosted Trees. SIGIR 2024.
     """
     options = _options(
-        K, N, metric=metric, gain=gain, hessian=hessian, sampler=sampler, noise=noise,
-        query_subsample=query_subsample, fairness=fairness, fairness_weight=fairness_weight,
+        K,
+        N,
+        metric=metric,
+        gain=gain,
+        hessian=hessian,
+        sampler=sampler,
+        noise=noise,
+        query_subsample=query_subsample,
+        fairness=fairness,
+        fairness_weight=fairness_weight,
         empty_queries=empty_queries,
     )
     seed = check_seed("seed", seed)
@@ -440,14 +521,26 @@ def plrank_grad_hess(
     metric_K = options.judged
     fair = options.fairness_spec
     ids = checked_item_groups(fair, item_groups, m.shape[0])
-    terms = None if fair is None else fair.terms(
-        y, ptr, metric_K.theta(ptr), gain=options.gain, item_groups=ids
+    terms = (
+        None
+        if fair is None
+        else fair.terms(y, ptr, metric_K.theta(ptr), gain=options.gain, item_groups=ids)
     )
     return estimate(
-        m, metric_K.rewards(y, ptr), ptr, metric_K, hessian=options.training_hessian,
+        m,
+        metric_K.rewards(y, ptr),
+        ptr,
+        metric_K,
+        hessian=options.training_hessian,
         N=options.training_N,
-        seed=seed, round_=0, sampler=options.sampler, noise=options.noise, n_jobs=n_jobs,
-        fairness=fair, terms=terms, query_subsample=options.query_subsample,
+        seed=seed,
+        round_=0,
+        sampler=options.sampler,
+        noise=options.noise,
+        n_jobs=n_jobs,
+        fairness=fair,
+        terms=terms,
+        query_subsample=options.query_subsample,
     )
 
 
@@ -489,9 +582,14 @@ def plrank_grad_hess_from_rankings(
     """
     rk = np.asarray(rankings)
     options = _options(  # N: the rows of ``rankings`` (its shape is checked below)
-        K, rk.shape[0] if rk.ndim == 2 and rk.shape[0] >= 1 else "auto", metric=metric,
-        gain=gain, hessian=hessian,
-        fairness=fairness, fairness_weight=fairness_weight, empty_queries=empty_queries,
+        K,
+        rk.shape[0] if rk.ndim == 2 and rk.shape[0] >= 1 else "auto",
+        metric=metric,
+        gain=gain,
+        hessian=hessian,
+        fairness=fairness,
+        fairness_weight=fairness_weight,
+        empty_queries=empty_queries,
     )
     metric_K = options.judged
     fair = options.fairness_spec
@@ -502,8 +600,14 @@ def plrank_grad_hess_from_rankings(
     ids = checked_item_groups(fair, item_groups, D)
     width = min(metric_K.K, D)
     mode = options.training_hessian
-    splits = [name for name, halves in (("hessian='denoised'", mode == "denoised"),
-                                         ("fairness", fair is not None)) if halves]
+    splits = [
+        name
+        for name, halves in (
+            ("hessian='denoised'", mode == "denoised"),
+            ("fairness", fair is not None),
+        )
+        if halves
+    ]
     least = 2 ** len(splits)
     if rk.ndim != 2 or rk.shape[1] != width or rk.shape[0] < least:
         raise ValueError(
@@ -533,8 +637,17 @@ def plrank_grad_hess_from_rankings(
         if D >= 2 and fair is not None and (fair.trains_empty_queries or rho.max() > 0):
             slope = np.empty(D)
             _fair_kernels.fair_estimate_from_rankings(
-                m, rho, fair.kind, terms.aux, terms.member, fair.weight, theta, rankings, grad,
-                hess, slope,
+                m,
+                rho,
+                fair.kind,
+                terms.aux,
+                terms.member,
+                fair.weight,
+                theta,
+                rankings,
+                grad,
+                hess,
+                slope,
             )
             hess += fair.gauss_newton(slope, terms)
         elif D >= 2 and rho.max() > 0:

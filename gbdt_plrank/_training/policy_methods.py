@@ -121,14 +121,25 @@ class PolicyMethods:
         return margins, resolve_groups(group, margins.shape[0])
 
     def _sample(
-        self, X: Any, group: Any, *, n_samples: object, K: object, random_state: Any,
-        temperature: object, needed_by: str | None = None,
+        self,
+        X: Any,
+        group: Any,
+        *,
+        n_samples: object,
+        K: object,
+        random_state: Any,
+        temperature: object,
+        needed_by: str | None = None,
     ) -> PolicySample:
         margins, groups = self._margins(X, group, needed_by=needed_by, temperature=temperature)
         (seed,) = seeds_from(random_state, 1)
         return sample_policy(
-            margins, groups, K=check_positive_int("K", K),
-            n_samples=check_positive_int("n_samples", n_samples), seed=seed, n_jobs=self.n_jobs,
+            margins,
+            groups,
+            K=check_positive_int("K", K),
+            n_samples=check_positive_int("n_samples", n_samples),
+            seed=seed,
+            n_jobs=self.n_jobs,
         )
 
     def score(
@@ -206,15 +217,26 @@ class PolicyMethods:
             are row indices into ``X``, top rank first.
         """
         sample = self._sample(
-            X, group, n_samples=n_samples, K=self.K if K is None else K,
-            random_state=random_state, temperature=temperature,
+            X,
+            group,
+            n_samples=n_samples,
+            K=self.K if K is None else K,
+            random_state=random_state,
+            temperature=temperature,
         )
         return sample.per_query()
 
     @_policy_docs
     def expected_exposure(
-        self, X: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0, weights: Any = None, method: str = "count",
+        self,
+        X: Any,
+        group: Any = None,
+        *,
+        n_samples: int,
+        random_state: Any = None,
+        temperature: float = 1.0,
+        weights: Any = None,
+        method: str = "count",
     ) -> np.ndarray:
         r"""Monte-Carlo expected exposure of every row under the learned policy.
 
@@ -273,16 +295,28 @@ class PolicyMethods:
         (seed,) = seeds_from(random_state, 1)
         sizes = groups.sizes
         grouped = sampled_exposure(  # the queries' streams of sample_policy: empty ones left out
-            groups.to_sorted(margins), boundaries(sizes[sizes > 0]), theta,
-            n_samples=check_positive_int("n_samples", n_samples), seed=seed, round_=0,
-            n_jobs=self.n_jobs, placement=method == "placement",
+            groups.to_sorted(margins),
+            boundaries(sizes[sizes > 0]),
+            theta,
+            n_samples=check_positive_int("n_samples", n_samples),
+            seed=seed,
+            round_=0,
+            n_jobs=self.n_jobs,
+            placement=method == "placement",
         )
         return groups.to_input(grouped)
 
     @_policy_docs
     def expected_metric(
-        self, X: Any, y: Any, group: Any = None, *, n_samples: int, random_state: Any = None,
-        temperature: float = 1.0, empty: float = EMPTY_QUERY_VALUE,
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        n_samples: int,
+        random_state: Any = None,
+        temperature: float = 1.0,
+        empty: float = EMPTY_QUERY_VALUE,
     ) -> MetricEstimate:
         r"""Monte-Carlo expected metric@K (NDCG@K by default) of the learned policy, with its error.
 
@@ -329,8 +363,15 @@ class PolicyMethods:
             )
         empty = check_empty(empty)
         labels = check_labels(y, gain=self.gain, signed=self._signed_labels())
-        sample = self._sample(X, group, n_samples=n_samples, K=self.K, random_state=random_state,
-                              temperature=temperature, needed_by="expected_metric")
+        sample = self._sample(
+            X,
+            group,
+            n_samples=n_samples,
+            K=self.K,
+            random_state=random_state,
+            temperature=temperature,
+            needed_by="expected_metric",
+        )
         check_same_length(X=sample.groups.order, y=labels)
         values = per_sample_metric(sample, labels, self._judged_metric(), empty=empty)
         stderr = values.std(ddof=1) / np.sqrt(values.shape[0])

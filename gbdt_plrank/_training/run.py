@@ -21,7 +21,14 @@ from .evaluation import RankingMetricEval
 from .objective import PLRankObjective
 from .options import PLRankOptions
 
-__all__ = ["STOPPING_METRICS", "TRAINERS", "StoppingRule", "Trainer", "plrank_plan", "stopping_rule"]
+__all__ = [
+    "STOPPING_METRICS",
+    "TRAINERS",
+    "StoppingRule",
+    "Trainer",
+    "plrank_plan",
+    "stopping_rule",
+]
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,9 @@ TRAINERS: dict[str, Trainer] = {
     "booster": Trainer(STOPPING_METRICS),
     "network": Trainer(("policy",), auto="policy"),
     "dask": Trainer(
-        ("ranking",), auto="ranking", native=True,
+        ("ranking",),
+        auto="ranking",
+        native=True,
         refusal="on Dask: the policy's value of the eval set would have to be gathered from the "
         "workers every round. Use stopping_metric='ranking', or train in one process with "
         "PLRankRanker.",
@@ -83,7 +92,9 @@ class StoppingRule:
     metric: str
     native: bool = False
 
-    def eval_metrics(self, objective: PLRankObjective, ranked: EvalMetric) -> tuple[EvalMetric, ...]:
+    def eval_metrics(
+        self, objective: PLRankObjective, ranked: EvalMetric
+    ) -> tuple[EvalMetric, ...]:
         """The metrics recorded on the eval sets, the watched one last.
 
         ``ranked`` (the metric@K of the ranking), then with ``"policy"`` or ``"standardized"``
@@ -92,12 +103,17 @@ class StoppingRule:
         """
         if self.native:
             return ()
-        watched = {"policy": objective.expected_metric, "standardized": objective.standardized_metric}
+        watched = {
+            "policy": objective.expected_metric,
+            "standardized": objective.standardized_metric,
+        }
         return (ranked, watched[self.metric]) if self.metric in watched else (ranked,)
 
 
 def stopping_rule(
-    stopping_metric: str = RANKER.stopping_metric, *, fairness: str | None,
+    stopping_metric: str = RANKER.stopping_metric,
+    *,
+    fairness: str | None,
     trainer: str = "booster",
     early_stopping: bool = True,
 ) -> StoppingRule:
@@ -205,14 +221,24 @@ def plrank_plan(
         For a stopping metric :func:`stopping_rule` refuses.
     """
     rule = stopping_rule(
-        stopping_metric, fairness=options.fairness, trainer=trainer,
+        stopping_metric,
+        fairness=options.fairness,
+        trainer=trainer,
         early_stopping=early_stopping_rounds is not None,
     )
     objective = objective_type(options, seed=seed, n_jobs=n_jobs, device=device)
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)
     metrics = rule.eval_metrics(objective, ranked)
     return Plan(
-        objective, options.K, options.gain, n_estimators, early_stopping_rounds, callbacks,
-        metrics, verbose=verbose, min_rounds=min_rounds, min_delta=min_delta,
+        objective,
+        options.K,
+        options.gain,
+        n_estimators,
+        early_stopping_rounds,
+        callbacks,
+        metrics,
+        verbose=verbose,
+        min_rounds=min_rounds,
+        min_delta=min_delta,
         patience_rate=patience_rate,
     )

@@ -75,7 +75,10 @@ class Schema(BaseModel):
     """Base of the configuration models: frozen, strict, unknown keys refused."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        populate_by_name=True,
         arbitrary_types_allowed=True,
     )
 
@@ -154,9 +157,7 @@ def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> st
     if error["type"] == "extra_forbidden":
         parent = key.rpartition(".")[0]
         section = f"[{parent}]" if parent else "the top level"
-        return (
-            f"unknown key {key!r} in {source}; allowed at {section}: {', '.join(_keys(model))}."
-        )
+        return f"unknown key {key!r} in {source}; allowed at {section}: {', '.join(_keys(model))}."
     if error["type"] == "missing":
         parent, _, leaf = key.rpartition(".")
         return f"{parent} must set {leaf!r}." if parent else f"{source} must set {key!r}."

@@ -61,8 +61,11 @@ def check_feature_values(X: object, *, allow_nan: bool) -> None:
         where = tuple(int(i) for i in np.unravel_index(k, data.shape))
     value = float(data.ravel()[k])
     shown = "NaN" if math.isnan(value) else repr(value)
-    rule = ("finite numbers, or NaN for a missing value" if allow_nan
-            else "finite numbers, not NaN or inf (impute missing values first)")
+    rule = (
+        "finite numbers, or NaN for a missing value"
+        if allow_nan
+        else "finite numbers, not NaN or inf (impute missing values first)"
+    )
     raise ValueError(f"X must hold {rule}, but X[{where[0]}, {where[1]}] is {shown}.")
 
 
@@ -181,8 +184,10 @@ def as_int_vector(name: str, values: object) -> np.ndarray:
     wide = _outside_int64(arr)
     if wide.size:
         i = int(wide[0])
-        raise ValueError(f"{name} must hold integers in [-2**63, 2**63) (int64), but "
-                         f"{name}[{i}] is {arr[i].item()!r}.")
+        raise ValueError(
+            f"{name} must hold integers in [-2**63, 2**63) (int64), but "
+            f"{name}[{i}] is {arr[i].item()!r}."
+        )
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
@@ -211,8 +216,12 @@ def check_labels(
     arr = as_finite_vector(name, labels)
     if not signed and arr.size and arr.min() < 0:
         i = int(np.argmin(arr))
-        hint = ("" if signed is None else " (negative rewards are accepted with metric='dcg' "
-                "or 'ndcg' and gain='linear', without fairness)")
+        hint = (
+            ""
+            if signed is None
+            else " (negative rewards are accepted with metric='dcg' "
+            "or 'ndcg' and gain='linear', without fairness)"
+        )
         raise ValueError(f"{name} must be >= 0, but {name}[{i}] is {float(arr[i])!r}{hint}.")
     if gain == "exp" and arr.size and arr.max() > MAX_EXP_LABEL:
         i = int(np.argmax(arr))

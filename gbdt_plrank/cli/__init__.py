@@ -104,7 +104,9 @@ def _read_config(args: argparse.Namespace, command: str, overrides: dict[str, ob
 def _configure_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", metavar="CONFIG", help=_config_help("compare", "comparison"))
     parser.add_argument(
-        "--data", metavar="DIR", type=lambda text: [text],
+        "--data",
+        metavar="DIR",
+        type=lambda text: [text],
         help="a bundled dataset (mq2008, mq2007-agg) or a folder with train.txt, vali.txt and "
         "test.txt or with Fold1..Fold5 subfolders; replaces the config's datasets",
     )
@@ -112,7 +114,9 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
         "--folds", metavar="F,F", type=int_list, help="folds to run, e.g. 1,2,3,4,5"
     )
     parser.add_argument(
-        "--methods", metavar="A,B", type=text_list,
+        "--methods",
+        metavar="A,B",
+        type=text_list,
         help=f"methods to run, from: {', '.join(METHODS)}",
     )
     parser.add_argument("--seeds", metavar="N", type=int, help="run seeds 0..N-1")
@@ -122,17 +126,21 @@ def _configure_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", metavar="N", type=int, help="maximum boosting rounds")
     parser.add_argument("--out", metavar="DIR", help="output folder (default: runs/<config name>)")
     parser.add_argument(
-        "--params", metavar="FILE",
+        "--params",
+        metavar="FILE",
         help="TOML file of [method-name] tables of native parameters, applied over the config's",
     )
     parser.add_argument("--n-jobs", metavar="N", type=int, help="threads per training")
     cluster = parser.add_mutually_exclusive_group()
     cluster.add_argument(
-        "--workers", metavar="N", type=positive_int,
+        "--workers",
+        metavar="N",
+        type=positive_int,
         help="run the trainings in parallel on a local Dask cluster of N single-threaded workers",
     )
     cluster.add_argument(
-        "--scheduler", metavar="ADDRESS",
+        "--scheduler",
+        metavar="ADDRESS",
         help="run the trainings in parallel on the Dask cluster at ADDRESS (tcp://host:8786)",
     )
 
@@ -197,7 +205,9 @@ def _config_and_data_flags(parser: argparse.ArgumentParser, *, command: str, wha
     """An experiment command's CONFIG argument and its --data, --folds and --seeds flags."""
     parser.add_argument("config", metavar="CONFIG", help=_config_help(command, what))
     parser.add_argument(
-        "--data", metavar="DIR", type=lambda text: [text],
+        "--data",
+        metavar="DIR",
+        type=lambda text: [text],
         help="a bundled dataset or a data folder; replaces the config's datasets",
     )
     parser.add_argument("--folds", metavar="F,F", type=int_list, help="folds, e.g. 1,2,3,4,5")
@@ -243,8 +253,12 @@ def _run_experiment(
 
 def _run_fairness(args: argparse.Namespace) -> int:
     return _run_experiment(
-        args, _FAIRNESS_OVERRIDES, load=load_frontier_config, run=run_frontier,
-        report=write_frontier_report, kept="the finished trainings and evaluations",
+        args,
+        _FAIRNESS_OVERRIDES,
+        load=load_frontier_config,
+        run=run_frontier,
+        report=write_frontier_report,
+        kept="the finished trainings and evaluations",
         files=lambda store: [
             store.folder / name for name in ("frontier.csv", "frontier.md", "frontier.png")
         ],
@@ -273,17 +287,25 @@ def _configure_clicks(parser: argparse.ArgumentParser) -> None:
 
 def _run_clicks(args: argparse.Namespace) -> int:
     return _run_experiment(
-        args, _CLICKS_OVERRIDES, load=load_clicks_config, run=run_clicks,
-        report=write_clicks_report, kept="the finished results",
+        args,
+        _CLICKS_OVERRIDES,
+        load=load_clicks_config,
+        run=run_clicks,
+        report=write_clicks_report,
+        kept="the finished results",
         files=lambda store: [
-            store.results_path, store.folder / "clicks.md", store.folder / "clicks.png"
+            store.results_path,
+            store.folder / "clicks.md",
+            store.folder / "clicks.png",
         ],
     )
 
 
 def _configure_configs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "name", metavar="NAME", nargs="?",
+        "name",
+        metavar="NAME",
+        nargs="?",
         help="print this configuration (to copy and change: "
         f"`{PROG} configs demo > mine.toml`); without NAME, list them",
     )
@@ -294,8 +316,11 @@ def _run_configs(args: argparse.Namespace) -> int:
         every = bundled_configs()
         if not is_bundled_name(args.name):
             named = Path(args.name).stem
-            hint = (f": `{PROG} configs {named}`" if named in every
-                    else f"; they are: {', '.join(every)}")
+            hint = (
+                f": `{PROG} configs {named}`"
+                if named in every
+                else f"; they are: {', '.join(every)}"
+            )
             raise ConfigError(
                 f"{args.name!r} is a path, but configs prints a bundled configuration, named "
                 f"without a folder or .toml{hint}"
@@ -311,10 +336,15 @@ def _run_configs(args: argparse.Namespace) -> int:
         print(f"{readers.get(command, f'{PROG} {command} NAME')}:")
         for name, config in bundled_configs(command).items():
             print(f"  {name}")
-            print(textwrap.fill(config.summary, width=96, initial_indent=" " * 6,
-                                subsequent_indent=" " * 6))
-    print(f"\n`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in the "
-          "current folder unless --out is given.")
+            print(
+                textwrap.fill(
+                    config.summary, width=96, initial_indent=" " * 6, subsequent_indent=" " * 6
+                )
+            )
+    print(
+        f"\n`{PROG} configs NAME` prints one; a bundled configuration writes to runs/NAME in the "
+        "current folder unless --out is given."
+    )
     return 0
 
 
@@ -325,12 +355,17 @@ def _configure_compile(parser: argparse.ArgumentParser) -> None:
 def _run_compile(args: argparse.Namespace) -> int:
     from .._compile import compile_kernels
 
-    print("compiling every kernel into Numba's cache, once per environment (minutes: more "
-          "kernels than a first training needs)...", flush=True)
+    print(
+        "compiling every kernel into Numba's cache, once per environment (minutes: more "
+        "kernels than a first training needs)...",
+        flush=True,
+    )
     compiled = compile_kernels()
     if compiled:
-        print(f"compiled {len(compiled)} kernels in {compiled.seconds:.1f} s; later processes "
-              f"load them from Numba's cache")
+        print(
+            f"compiled {len(compiled)} kernels in {compiled.seconds:.1f} s; later processes "
+            f"load them from Numba's cache"
+        )
     else:
         print(f"every kernel was in Numba's cache already (checked in {compiled.seconds:.1f} s)")
     return 0

@@ -33,9 +33,7 @@ HELP = "tune methods on the validation split with Optuna, with the same budget f
 
 def _method(text: str) -> str:
     if text not in METHODS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a method; allowed: {', '.join(METHODS)}"
-        )
+        raise argparse.ArgumentTypeError(f"{text!r} is not a method; allowed: {', '.join(METHODS)}")
     return text
 
 
@@ -46,21 +44,27 @@ def _methods(text: str) -> list[str]:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``tune`` to ``parser``."""
     parser.add_argument(
-        "--data", metavar="DIR", required=True,
+        "--data",
+        metavar="DIR",
+        required=True,
         help="a bundled dataset (mq2008, mq2007-agg) or a folder with train.txt, vali.txt and "
         "test.txt or with Fold1..Fold5 subfolders",
     )
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--method", metavar="NAME", type=_method, help="the method to tune")
     which.add_argument(
-        "--methods", metavar="A,B", type=_methods,
+        "--methods",
+        metavar="A,B",
+        type=_methods,
         help=f"methods to tune in turn, each with the budget; from: {', '.join(METHODS)}",
     )
     parser.add_argument(
         "--trials", metavar="N", type=int, help="finished trials per method (pruned included)"
     )
     parser.add_argument(
-        "--timeout", metavar="SECONDS", type=float,
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
         help="seconds of trials per method; no trial starts after them",
     )
     parser.add_argument("--k", metavar="K", type=int, default=5, help="NDCG@K (default 5)")
@@ -71,20 +75,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--storage", metavar="URL", help="Optuna storage URL (default sqlite:///DIR/optuna.db)"
     )
     parser.add_argument(
-        "--space", metavar="FILE",
+        "--space",
+        metavar="FILE",
         help="TOML file changing the default search spaces, or a bundled one's name: "
         + ", ".join(bundled_configs("space")),
     )
     parser.add_argument(
-        "--config", metavar="CONFIG",
+        "--config",
+        metavar="CONFIG",
         help="take [trees], [plrank], [pirank] and [params] from this comparison configuration "
         "(a file or a bundled configuration's name, e.g. headline)",
     )
     parser.add_argument("--seed", metavar="N", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--fold", metavar="F", type=int, default=1, help="LETOR fold (default 1)")
-    parser.add_argument(
-        "--rounds", metavar="N", type=positive_int, help="maximum boosting rounds"
-    )
+    parser.add_argument("--rounds", metavar="N", type=positive_int, help="maximum boosting rounds")
     parser.add_argument("--n-jobs", metavar="N", type=positive_int, help="threads per training")
     parser.add_argument("--no-pruning", action="store_true", help="let every trial finish")
 
@@ -93,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     """Tune every method asked for; return the exit status."""
     config = (
         load_config(resolve_config(args.config, command="compare")[0])
-        if args.config is not None else None
+        if args.config is not None
+        else None
     )
     given = {"rounds": args.rounds, "n_jobs": args.n_jobs}
     trees = (config.trees if config is not None else TreeSettings()).model_copy(
@@ -109,9 +114,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         for method in methods:
             tune(
-                args.data, method, k=args.k, trials=args.trials, timeout=args.timeout,
-                out=args.out, storage=args.storage, space=spaces[method], seed=args.seed,
-                fold=args.fold, trees=trees, pruner=pruner,
+                args.data,
+                method,
+                k=args.k,
+                trials=args.trials,
+                timeout=args.timeout,
+                out=args.out,
+                storage=args.storage,
+                space=spaces[method],
+                seed=args.seed,
+                fold=args.fold,
+                trees=trees,
+                pruner=pruner,
                 plrank=config.plrank if config is not None else None,
                 pirank=config.pirank if config is not None else None,
                 params=config.params.get(method) if config is not None else None,

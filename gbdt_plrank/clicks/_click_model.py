@@ -68,8 +68,15 @@ def likelihood_objective(n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> Any
 
 
 def fit_relevance(
-    xgb: Any, X: Any, counts: DisplayCounts, theta: np.ndarray, *, n_rounds: int,
-    max_depth: int, learning_rate: float, n_jobs: int,
+    xgb: Any,
+    X: Any,
+    counts: DisplayCounts,
+    theta: np.ndarray,
+    *,
+    n_rounds: int,
+    max_depth: int,
+    learning_rate: float,
+    n_jobs: int,
 ) -> RelevanceModel:
     r""":math:`f` fitted on the rows ``X`` with their displays and clicks ``counts`` (rows
     aligned), :math:`\theta` given, starting from the log-odds of the pooled click rate per
@@ -79,9 +86,16 @@ def fit_relevance(
     base = math.log(pooled / (1 - pooled))
     dtrain = xgb.DMatrix(X, base_margin=np.full(n.shape[0], base))
     booster = xgb.train(
-        {"max_depth": max_depth, "eta": learning_rate, "nthread": n_jobs,
-         "min_child_weight": 1e-3, "lambda": 1.0},
-        dtrain, num_boost_round=n_rounds, obj=likelihood_objective(n, c, theta),
+        {
+            "max_depth": max_depth,
+            "eta": learning_rate,
+            "nthread": n_jobs,
+            "min_child_weight": 1e-3,
+            "lambda": 1.0,
+        },
+        dtrain,
+        num_boost_round=n_rounds,
+        obj=likelihood_objective(n, c, theta),
     )
     return RelevanceModel(booster, base)
 

@@ -78,8 +78,10 @@ class ClickLog:
 
     def __init__(self, *, session: Any, row: Any, rank: Any, click: Any) -> None:
         # copies: the log's arrays are made read-only, the caller's stay as they are
-        arrays = {name: as_int_vector(name, value).copy() for name, value in
-                  zip(_COLUMNS, (session, row, rank, click))}
+        arrays = {
+            name: as_int_vector(name, value).copy()
+            for name, value in zip(_COLUMNS, (session, row, rank, click))
+        }
         check_same_length(**arrays)
         check_at_least("row", arrays["row"], 0)
         check_at_least("rank", arrays["rank"], 1, rule=" (ranks are 1-based)")
@@ -87,13 +89,17 @@ class ClickLog:
         if bad.size:
             i = int(bad[0])
             raise ValueError(f"click must be 0 or 1, but click[{i}] is {arrays['click'][i]}.")
-        for name, rule in (("rank", "a session shows one document per rank"),
-                           ("row", "a session shows a document once")):
+        for name, rule in (
+            ("rank", "a session shows one document per rank"),
+            ("row", "a session shows a document once"),
+        ):
             repeat = _first_repeat(arrays["session"], arrays[name])
             if repeat is not None:
                 sid, value, count = repeat
-                raise ValueError(f"{name} must be distinct within a session ({rule}), but "
-                                 f"session {sid} shows {name} {value} {count} times.")
+                raise ValueError(
+                    f"{name} must be distinct within a session ({rule}), but "
+                    f"session {sid} shows {name} {value} {count} times."
+                )
         for name, arr in arrays.items():
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -109,8 +115,9 @@ class ClickLog:
         """
         missing = [c for c in _COLUMNS if c not in df.columns]
         if missing:
-            raise ValueError(f"the frame must have the columns {', '.join(_COLUMNS)}, but "
-                             f"{missing} are missing.")
+            raise ValueError(
+                f"the frame must have the columns {', '.join(_COLUMNS)}, but {missing} are missing."
+            )
         return cls(**{c: np.asarray(df[c]) for c in _COLUMNS})
 
     def __len__(self) -> int:
@@ -130,8 +137,9 @@ class ClickLog:
             return
         if self.row.max() >= qid.shape[0]:
             i = int(np.argmax(self.row))
-            raise ValueError(f"row must be < n_rows = {qid.shape[0]}, but row[{i}] is "
-                             f"{self.row[i]}.")
+            raise ValueError(
+                f"row must be < n_rows = {qid.shape[0]}, but row[{i}] is {self.row[i]}."
+            )
         order = np.argsort(self.session, kind="stable")
         s, q = self.session[order], qid[self.row[order]]
         starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
@@ -139,8 +147,10 @@ class ClickLog:
         bad = np.flatnonzero(q != first)
         if bad.size:
             j = int(bad[0])
-            raise ValueError(f"the rows of a session must belong to one query, but session "
-                             f"{s[j]} shows rows of queries {first[j].item()!r} and {q[j].item()!r}.")
+            raise ValueError(
+                f"the rows of a session must belong to one query, but session "
+                f"{s[j]} shows rows of queries {first[j].item()!r} and {q[j].item()!r}."
+            )
 
 
 def check_rows(log: ClickLog, n_rows: int) -> None:
@@ -154,8 +164,9 @@ def check_qid(qid: Any, n_rows: int) -> np.ndarray:
     """``qid`` as an array of one query id per row."""
     qid = np.asarray(qid)
     if qid.shape != (n_rows,):
-        raise ValueError(f"qid must have shape ({n_rows},) (one query id per row), but has "
-                         f"shape {qid.shape}.")
+        raise ValueError(
+            f"qid must have shape ({n_rows},) (one query id per row), but has shape {qid.shape}."
+        )
     return qid
 
 

@@ -58,10 +58,19 @@ class PolicyValue:
 
 
 def estimate_policy_value(
-    log: ClickLog, policy: Any, *, X: Any = None, qid: Any, position_bias: Any,
-    propensities: Any = None, propensity_samples: int | None = None, logging_policy: Any = None,
-    estimator: str = "policy-aware", regression: Any = None,
-    n_samples: int = DEFAULT_POLICY_SAMPLES, seed: int = 0,
+    log: ClickLog,
+    policy: Any,
+    *,
+    X: Any = None,
+    qid: Any,
+    position_bias: Any,
+    propensities: Any = None,
+    propensity_samples: int | None = None,
+    logging_policy: Any = None,
+    estimator: str = "policy-aware",
+    regression: Any = None,
+    n_samples: int = DEFAULT_POLICY_SAMPLES,
+    seed: int = 0,
 ) -> PolicyValue:
     r"""A new policy's expected clicks per session, estimated from another (logging) policy's log.
 
@@ -156,26 +165,41 @@ def estimate_policy_value(
     check_rows(log, n_rows)
     log.check_queries(qid)
     if len(log) == 0:
-        raise ValueError("the log must have sessions to estimate a policy's value from, but it "
-                         "is empty.")
-    terms = reward_terms(log, n_rows, spec, position_bias=position_bias,
-                         propensities=propensities, propensity_samples=propensity_samples,
-                         logging_policy=logging_policy, qid=qid, X=X, seed=seed)
-    w = _new_observation(policy, X=X, qid=qid, theta=terms.theta, n_samples=n_samples,
-                         seed=seed)
+        raise ValueError(
+            "the log must have sessions to estimate a policy's value from, but it is empty."
+        )
+    terms = reward_terms(
+        log,
+        n_rows,
+        spec,
+        position_bias=position_bias,
+        propensities=propensities,
+        propensity_samples=propensity_samples,
+        logging_policy=logging_policy,
+        qid=qid,
+        X=X,
+        seed=seed,
+    )
+    w = _new_observation(policy, X=X, qid=qid, theta=terms.theta, n_samples=n_samples, seed=seed)
     rho = terms.rho
     blind = np.flatnonzero((w > 0) & (rho <= 0) & (terms.sessions > 0))
     if blind.size:
         d = int(blind[0])
-        hint = ("" if propensity_samples is None or logging_policy is not None else
-                ", and more propensity_samples find the rows it shows rarely")
-        raise ValueError(f"the new policy observes row {d} (expected observation "
-                         f"{float(w[d])!r}) that the logging policy never shows (its propensity "
-                         f"from {terms.source} is {float(rho[d])!r}): nothing in the log "
-                         f"estimates its clicks; the logging policy must show every row the new "
-                         f"one can (a stochastic logger){hint}.")
-    gamma = regression_estimate(log, n_rows, spec, regression, X=X, qid=qid, theta=terms.theta,
-                                seed=seed)
+        hint = (
+            ""
+            if propensity_samples is None or logging_policy is not None
+            else ", and more propensity_samples find the rows it shows rarely"
+        )
+        raise ValueError(
+            f"the new policy observes row {d} (expected observation "
+            f"{float(w[d])!r}) that the logging policy never shows (its propensity "
+            f"from {terms.source} is {float(rho[d])!r}): nothing in the log "
+            f"estimates its clicks; the logging policy must show every row the new "
+            f"one can (a stochastic logger){hint}."
+        )
+    gamma = regression_estimate(
+        log, n_rows, spec, regression, X=X, qid=qid, theta=terms.theta, seed=seed
+    )
     return _session_mean(log, qid, spec, w=w, gamma=gamma, theta=terms.theta, rho=rho)
 
 
@@ -184,29 +208,42 @@ def _new_observation(
 ) -> np.ndarray:
     """The new policy's expected observation of every row per session (checked when given)."""
     if hasattr(policy, "predict"):
-        return observation("policy", policy, X=X, qid=qid, theta=theta, n_samples=n_samples,
-                           seed=seed)
+        return observation(
+            "policy", policy, X=X, qid=qid, theta=theta, n_samples=n_samples, seed=seed
+        )
     if isinstance(policy, (str, bytes)) or not hasattr(policy, "__len__"):
-        raise ValueError(f"policy must be a fitted ranker (a Plackett-Luce policy with "
-                         f"expected_exposure, such as PLRankRanker, or a model with predict, "
-                         f"ranked by its scores) or one expected observation per row, but a "
-                         f"{type(policy).__name__} is given.")
+        raise ValueError(
+            f"policy must be a fitted ranker (a Plackett-Luce policy with "
+            f"expected_exposure, such as PLRankRanker, or a model with predict, "
+            f"ranked by its scores) or one expected observation per row, but a "
+            f"{type(policy).__name__} is given."
+        )
     n_rows = qid.shape[0]
     w = as_finite_vector("policy", policy)
     if w.shape != (n_rows,):
-        raise ValueError(f"policy must be a ranker or one expected observation per row, "
-                         f"shape ({n_rows},), but has shape {w.shape}.")
+        raise ValueError(
+            f"policy must be a ranker or one expected observation per row, "
+            f"shape ({n_rows},), but has shape {w.shape}."
+        )
     bad = np.flatnonzero((w < 0) | (w > 1))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"policy must hold expected observations in [0, 1] (the probability "
-                         f"that a session sees the row), but policy[{i}] is {float(w[i])!r}.")
+        raise ValueError(
+            f"policy must hold expected observations in [0, 1] (the probability "
+            f"that a session sees the row), but policy[{i}] is {float(w[i])!r}."
+        )
     return w
 
 
 def _session_mean(
-    log: ClickLog, qid: np.ndarray, spec: RewardEstimator, *, w: np.ndarray, gamma: np.ndarray,
-    theta: np.ndarray, rho: np.ndarray,
+    log: ClickLog,
+    qid: np.ndarray,
+    spec: RewardEstimator,
+    *,
+    w: np.ndarray,
+    gamma: np.ndarray,
+    theta: np.ndarray,
+    rho: np.ndarray,
 ) -> PolicyValue:
     """The mean of the sessions' values and its standard error (the queries held fixed)."""
     _, q = np.unique(qid, return_inverse=True)
@@ -217,15 +254,24 @@ def _session_mean(
     base = np.bincount(q, weights=w * gamma, minlength=q.max() + 1)
     d = log.row
     with np.errstate(divide="ignore", invalid="ignore"):
-        term = np.where(w[d] > 0, w[d] * (log.click - theta[log.rank - 1] * gamma[d])
-                        / np.where(rho[d] > 0, rho[d], 1.0), 0.0)
+        term = np.where(
+            w[d] > 0,
+            w[d] * (log.click - theta[log.rank - 1] * gamma[d]) / np.where(rho[d] > 0, rho[d], 1.0),
+            0.0,
+        )
     v = base[s_query] + np.bincount(s, weights=term, minlength=s_ids.size)
     if not np.all(np.isfinite(v)):
-        raise ValueError("propensities must be large enough for finite session values, but a "
-                         "session's value overflows float64.")
+        raise ValueError(
+            "propensities must be large enough for finite session values, but a "
+            "session's value overflows float64."
+        )
     n_q = np.bincount(s_query, minlength=q.max() + 1).astype(np.float64)
-    mean_q = np.divide(np.bincount(s_query, weights=v, minlength=n_q.size), n_q,
-                       out=np.zeros(n_q.size), where=n_q > 0)
+    mean_q = np.divide(
+        np.bincount(s_query, weights=v, minlength=n_q.size),
+        n_q,
+        out=np.zeros(n_q.size),
+        where=n_q > 0,
+    )
     sq = np.bincount(s_query, weights=(v - mean_q[s_query]) ** 2, minlength=n_q.size)
     several = n_q > 1
     var_q = np.divide(sq, n_q - 1, out=np.zeros(n_q.size), where=several)
@@ -234,5 +280,6 @@ def _session_mean(
     else:
         var_q[:] = float(np.var(v, ddof=1)) if v.size > 1 else 0.0
     S = float(v.size)
-    return PolicyValue(float(v.mean()), float(math.sqrt((n_q * var_q).sum()) / S), spec.name,
-                       int(S))
+    return PolicyValue(
+        float(v.mean()), float(math.sqrt((n_q * var_q).sum()) / S), spec.name, int(S)
+    )

@@ -48,8 +48,10 @@ def check_position_bias(name: str, theta: Any, log: ClickLog) -> np.ndarray:
         i = int(bad[0])
         raise ValueError(f"{name} must be in (0, 1], but {name}[{i}] is {float(theta[i])!r}.")
     if log.rank.size and log.rank.max() > theta.size:
-        raise ValueError(f"{name} must cover every logged rank, but rank {log.rank.max()} is "
-                         f"logged and {theta.size} ranks are given.")
+        raise ValueError(
+            f"{name} must cover every logged rank, but rank {log.rank.max()} is "
+            f"logged and {theta.size} ranks are given."
+        )
     return theta
 
 
@@ -58,8 +60,7 @@ def resolve_position_bias(position_bias: Any, log: ClickLog) -> np.ndarray:
     :func:`estimate_position_bias` without features) and checked by the same rule."""
     if isinstance(position_bias, str):
         check_choice("position_bias", position_bias, ("estimate",))
-        return check_position_bias("estimate_position_bias(log)", estimate_position_bias(log),
-                                   log)
+        return check_position_bias("estimate_position_bias(log)", estimate_position_bias(log), log)
     return check_position_bias("position_bias", position_bias, log)
 
 
@@ -73,17 +74,22 @@ def _check_estimable(log: ClickLog) -> int:
     """The number of ranks ``K`` of ``log``, after refusing a log that nothing can be estimated
     from: empty, without a click, or missing a rank below its largest."""
     if len(log) == 0:
-        raise ValueError("the log must have entries to estimate the position bias from, but it "
-                         "is empty.")
+        raise ValueError(
+            "the log must have entries to estimate the position bias from, but it is empty."
+        )
     if not log.click.any():
-        raise ValueError(f"the log must have clicks to estimate the position bias from, but "
-                         f"none of its {len(log)} entries is clicked.")
+        raise ValueError(
+            f"the log must have clicks to estimate the position bias from, but "
+            f"none of its {len(log)} entries is clicked."
+        )
     K = int(log.rank.max())
     missing = np.flatnonzero(np.bincount(log.rank - 1, minlength=K) == 0)
     if missing.size:
-        raise ValueError(f"every rank up to the largest logged one ({K}) must be logged to "
-                         f"estimate its observation probability, but rank {_ranks(missing)} "
-                         f"is not: give position_bias for such a log.")
+        raise ValueError(
+            f"every rank up to the largest logged one ({K}) must be logged to "
+            f"estimate its observation probability, but rank {_ranks(missing)} "
+            f"is not: give position_bias for such a log."
+        )
     return K
 
 
@@ -98,20 +104,23 @@ def _check_identified(log: ClickLog, K: int) -> None:
     n = rows.size + K
     graph = coo_matrix((np.ones(len(log)), (d, rows.size + log.rank - 1)), shape=(n, n))
     _, component = connected_components(graph, directed=False)
-    parts = [np.flatnonzero(component[rows.size:] == c)
-             for c in np.unique(component[rows.size:])]
+    parts = [np.flatnonzero(component[rows.size :] == c) for c in np.unique(component[rows.size :])]
     if len(parts) == 1:
         return
-    cause = ("no row is shown at two ranks (a deterministic logger: every session of a query "
-             "shows one order)" if np.all(np.diff(np.unique(np.c_[d, log.rank - 1], axis=0)[:, 0]) > 0)
-             else f"its ranks fall into {len(parts)} groups that no row links (ranks "
-                  f"{_ranks(parts[0])} and ranks {_ranks(parts[1])} share no row)")
+    cause = (
+        "no row is shown at two ranks (a deterministic logger: every session of a query "
+        "shows one order)"
+        if np.all(np.diff(np.unique(np.c_[d, log.rank - 1], axis=0)[:, 0]) > 0)
+        else f"its ranks fall into {len(parts)} groups that no row links (ranks "
+        f"{_ranks(parts[0])} and ranks {_ranks(parts[1])} share no row)"
+    )
     raise ValueError(
         f"the log does not identify the position bias without features: {cause}, so the "
         f"clicks at a rank cannot be told from the relevance of the rows shown there. What "
         f"identifies it: the rows' features (estimate_position_bias(log, X=X, qid=qid)), a "
         f"stochastic logger (a Plackett-Luce policy shows a row at several ranks), or "
-        f"randomised swaps of the displayed ranks.")
+        f"randomised swaps of the displayed ranks."
+    )
 
 
 def _by_row(log: ClickLog, K: int, *, n_iter: int, tol: float) -> np.ndarray:
@@ -138,8 +147,15 @@ def _by_row(log: ClickLog, K: int, *, n_iter: int, tol: float) -> np.ndarray:
 
 
 def _by_features(
-    log: ClickLog, K: int, X: Any, *, n_rounds: int, step_rounds: int, max_depth: int,
-    learning_rate: float, n_jobs: int,
+    log: ClickLog,
+    K: int,
+    X: Any,
+    *,
+    n_rounds: int,
+    step_rounds: int,
+    max_depth: int,
+    learning_rate: float,
+    n_jobs: int,
 ) -> np.ndarray:
     """Regression EM: relevance a boosted model of the features, theta per rank, in turns."""
     xgb = require("xgboost", purpose="the position bias estimated with features")
@@ -159,12 +175,19 @@ def _by_features(
         seen = c + (n - c) * theta * (1 - g) / den
         relevant = c + (n - c) * (1 - theta) * g / den
         theta = np.clip(seen.sum(axis=0) / n.sum(axis=0), _LOW, _HIGH)
-        data = xgb.DMatrix(Xr, label=relevant.sum(axis=1) / weight, weight=weight,
-                           base_margin=base)
+        data = xgb.DMatrix(Xr, label=relevant.sum(axis=1) / weight, weight=weight, base_margin=base)
         booster = xgb.train(
-            {"objective": "binary:logistic", "max_depth": max_depth, "eta": learning_rate,
-             "nthread": n_jobs, "min_child_weight": 1e-3, "lambda": 1.0},
-            data, num_boost_round=min(step_rounds, n_rounds - done), xgb_model=booster,
+            {
+                "objective": "binary:logistic",
+                "max_depth": max_depth,
+                "eta": learning_rate,
+                "nthread": n_jobs,
+                "min_child_weight": 1e-3,
+                "lambda": 1.0,
+            },
+            data,
+            num_boost_round=min(step_rounds, n_rounds - done),
+            xgb_model=booster,
         )
         margin = booster.predict(data, output_margin=True).astype(np.float64)
         gamma = 1.0 / (1.0 + np.exp(-margin))
@@ -172,8 +195,16 @@ def _by_features(
 
 
 def estimate_position_bias(
-    log: ClickLog, *, X: Any = None, qid: Any = None, n_iter: int = 200, tol: float = 1e-8,
-    n_rounds: int = 1000, step_rounds: int = 10, max_depth: int = 1, learning_rate: float = 0.1,
+    log: ClickLog,
+    *,
+    X: Any = None,
+    qid: Any = None,
+    n_iter: int = 200,
+    tol: float = 1e-8,
+    n_rounds: int = 1000,
+    step_rounds: int = 10,
+    max_depth: int = 1,
+    learning_rate: float = 0.1,
     n_jobs: int = 1,
 ) -> np.ndarray:
     r"""The position-based model's observation probabilities, estimated from a click log.
@@ -285,8 +316,10 @@ def estimate_position_bias(
     tol = check_positive_number("tol", tol)
     if (X is None) != (qid is None):
         given, missing = ("X", "qid") if qid is None else ("qid", "X")
-        raise ValueError(f"{given} and {missing} go together (the features of the rows and their "
-                         f"queries), but {missing} is None.")
+        raise ValueError(
+            f"{given} and {missing} go together (the features of the rows and their "
+            f"queries), but {missing} is None."
+        )
     K = _check_estimable(log)
     if X is None:
         _check_identified(log, K)
@@ -296,7 +329,10 @@ def estimate_position_bias(
         check_rows(log, n_rows)
         log.check_queries(check_qid(qid, n_rows))
         theta = _by_features(
-            log, K, X, n_rounds=check_positive_int("n_rounds", n_rounds),
+            log,
+            K,
+            X,
+            n_rounds=check_positive_int("n_rounds", n_rounds),
             step_rounds=check_positive_int("step_rounds", step_rounds),
             max_depth=check_positive_int("max_depth", max_depth),
             learning_rate=check_positive_number("learning_rate", learning_rate),

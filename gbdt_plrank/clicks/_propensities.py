@@ -31,7 +31,11 @@ DEFAULT_POLICY_SAMPLES = 1000
 
 
 def checked_propensities(
-    propensities: Any, propensity_samples: Any, *, clicks: np.ndarray, seen: np.ndarray,
+    propensities: Any,
+    propensity_samples: Any,
+    *,
+    clicks: np.ndarray,
+    seen: np.ndarray,
     sessions: np.ndarray,
 ) -> np.ndarray:
     r"""Given propensities :math:`\rho_d` as the estimators divide by them.
@@ -53,8 +57,9 @@ def checked_propensities(
     n_rows = clicks.size
     rho = as_finite_vector("propensities", propensities)
     if rho.shape != (n_rows,):
-        raise ValueError(f"propensities must have shape ({n_rows},) (one per row), but has "
-                         f"shape {rho.shape}.")
+        raise ValueError(
+            f"propensities must have shape ({n_rows},) (one per row), but has shape {rho.shape}."
+        )
     check_at_least("propensities", rho, 0)
     if propensity_samples is not None:
         M = check_positive_int("propensity_samples", propensity_samples)
@@ -62,20 +67,24 @@ def checked_propensities(
     unseen = np.flatnonzero((clicks > 0) & (rho <= 0))
     if unseen.size:
         d = int(unseen[0])
-        raise ValueError(f"propensities must be > 0 for every clicked row, but row {d} has "
-                         f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r} "
-                         f"(a Monte-Carlo estimate such as expected_exposure's: give its "
-                         f"n_samples as propensity_samples to pool it with the log's displays, "
-                         f"or the logging policy itself as logging_policy).")
+        raise ValueError(
+            f"propensities must be > 0 for every clicked row, but row {d} has "
+            f"{int(clicks[d])} click(s) and propensities[{d}] is {float(rho[d])!r} "
+            f"(a Monte-Carlo estimate such as expected_exposure's: give its "
+            f"n_samples as propensity_samples to pool it with the log's displays, "
+            f"or the logging policy itself as logging_policy)."
+        )
     return rho
 
 
 def no_samples_without_propensities(propensity_samples: Any) -> None:
     """``propensity_samples`` counts the rankings behind given propensities: refused alone."""
     if propensity_samples is not None:
-        raise ValueError(f"propensity_samples counts the logging policy's rankings behind "
-                         f"propensities, but propensities is None (propensity_samples="
-                         f"{propensity_samples!r}).")
+        raise ValueError(
+            f"propensity_samples counts the logging policy's rankings behind "
+            f"propensities, but propensities is None (propensity_samples="
+            f"{propensity_samples!r})."
+        )
 
 
 def _ranking_observation(scores: np.ndarray, qid: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -91,8 +100,14 @@ def _ranking_observation(scores: np.ndarray, qid: np.ndarray, theta: np.ndarray)
 
 
 def observation(
-    name: str, policy: Any, *, X: Any, qid: np.ndarray, theta: np.ndarray,
-    n_samples: int, seed: int,
+    name: str,
+    policy: Any,
+    *,
+    X: Any,
+    qid: np.ndarray,
+    theta: np.ndarray,
+    n_samples: int,
+    seed: int,
 ) -> np.ndarray:
     r"""Every row's expected observation per session under ``policy`` (given as ``name``).
 
@@ -108,15 +123,19 @@ def observation(
         Without ``X``, or naming what ``policy`` is when it is neither.
     """
     if not hasattr(policy, "predict"):
-        raise ValueError(f"{name} must be a fitted ranker (a Plackett-Luce policy with "
-                         f"expected_exposure, such as PLRankRanker, or a model with predict, "
-                         f"ranked by its scores), but a {type(policy).__name__} is given.")
+        raise ValueError(
+            f"{name} must be a fitted ranker (a Plackett-Luce policy with "
+            f"expected_exposure, such as PLRankRanker, or a model with predict, "
+            f"ranked by its scores), but a {type(policy).__name__} is given."
+        )
     if X is None:
-        raise ValueError(f"X must be given with a ranker as {name} (its expected observation), "
-                         f"but it is None.")
+        raise ValueError(
+            f"X must be given with a ranker as {name} (its expected observation), but it is None."
+        )
     if hasattr(policy, "expected_exposure"):
-        return policy.expected_exposure(X, qid, n_samples=n_samples, weights=theta,
-                                        random_state=seed, method="placement")
+        return policy.expected_exposure(
+            X, qid, n_samples=n_samples, weights=theta, random_state=seed, method="placement"
+        )
     scores = as_finite_vector(f"{name}.predict(X)", policy.predict(X))
     check_qid(qid, scores.shape[0])
     return _ranking_observation(scores, qid, theta)

@@ -25,8 +25,16 @@ __all__ = ["click_regression"]
 
 
 def click_regression(
-    log: ClickLog, X: Any, qid: Any, *, position_bias: Any, n_folds: int = 2,
-    n_rounds: int = 100, max_depth: int = 3, learning_rate: float = 0.1, seed: int = 0,
+    log: ClickLog,
+    X: Any,
+    qid: Any,
+    *,
+    position_bias: Any,
+    n_folds: int = 2,
+    n_rounds: int = 100,
+    max_depth: int = 3,
+    learning_rate: float = 0.1,
+    seed: int = 0,
     n_jobs: int = 1,
 ) -> np.ndarray:
     r"""Every row's click probability when seen, regressed on its features, cross-fitted by query.
@@ -101,8 +109,14 @@ def click_regression(
         if not train.size or not test.size:
             continue
         model = fit_relevance(
-            xgb, X[train], DisplayCounts(counts.shows[train], counts.hits[train]), theta,
-            n_rounds=n_rounds, max_depth=max_depth, learning_rate=learning_rate, n_jobs=n_jobs,
+            xgb,
+            X[train],
+            DisplayCounts(counts.shows[train], counts.hits[train]),
+            theta,
+            n_rounds=n_rounds,
+            max_depth=max_depth,
+            learning_rate=learning_rate,
+            n_jobs=n_jobs,
         )
         gamma[test] = relevance(xgb, model, X[test])
     return gamma

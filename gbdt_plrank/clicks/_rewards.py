@@ -107,34 +107,52 @@ class RewardEstimator:
 
 
 #: The reward estimators, by name, in the order of their documentation.
-REWARD_ESTIMATORS: dict[str, RewardEstimator] = {e.name: e for e in (
-    RewardEstimator(
-        "policy-aware", "policy-aware",
-        "A row's clicks over its expected observation (inverse propensity scoring; Joachims et "
-        "al. 2017, Oosterhuis and de Rijke 2020): unbiased for every row the logger can show.",
-        position_bias=True, regression=False, correction=True),
-    RewardEstimator(
-        "doubly-robust", "doubly robust",
-        "The regression corrected by the policy-aware estimate of its error (Oosterhuis "
-        "2023): unbiased where the propensities or the regression are right; signed.",
-        position_bias=True, regression=True, correction=True),
-    RewardEstimator(
-        "naive", "naive",
-        "The click-through rate, clicks over displays: lower for the rows the logger shows "
-        "lower, whatever their relevance.",
-        position_bias=False, regression=False, correction=True),
-    RewardEstimator(
-        "regression", "regression",
-        "The regression's click probability when seen (the position-based model fitted on the "
-        "features, cross-fitted by query): a row the logger never shows gets one too.",
-        position_bias=True, regression=True, correction=False),
-)}
+REWARD_ESTIMATORS: dict[str, RewardEstimator] = {
+    e.name: e
+    for e in (
+        RewardEstimator(
+            "policy-aware",
+            "policy-aware",
+            "A row's clicks over its expected observation (inverse propensity scoring; Joachims et "
+            "al. 2017, Oosterhuis and de Rijke 2020): unbiased for every row the logger can show.",
+            position_bias=True,
+            regression=False,
+            correction=True,
+        ),
+        RewardEstimator(
+            "doubly-robust",
+            "doubly robust",
+            "The regression corrected by the policy-aware estimate of its error (Oosterhuis "
+            "2023): unbiased where the propensities or the regression are right; signed.",
+            position_bias=True,
+            regression=True,
+            correction=True,
+        ),
+        RewardEstimator(
+            "naive",
+            "naive",
+            "The click-through rate, clicks over displays: lower for the rows the logger shows "
+            "lower, whatever their relevance.",
+            position_bias=False,
+            regression=False,
+            correction=True,
+        ),
+        RewardEstimator(
+            "regression",
+            "regression",
+            "The regression's click probability when seen (the position-based model fitted on the "
+            "features, cross-fitted by query): a row the logger never shows gets one too.",
+            position_bias=True,
+            regression=True,
+            correction=False,
+        ),
+    )
+}
 
 
 def reward_estimator(name: Any, *, values_policies: bool = False) -> RewardEstimator:
     """The registry's entry ``name`` (one that values policies, with ``values_policies``)."""
-    names = [e.name for e in REWARD_ESTIMATORS.values()
-             if e.values_policies or not values_policies]
+    names = [e.name for e in REWARD_ESTIMATORS.values() if e.values_policies or not values_policies]
     return REWARD_ESTIMATORS[check_choice("estimator", name, names)]
 
 
@@ -168,8 +186,17 @@ class RewardTerms:
 
 
 def reward_terms(
-    log: ClickLog, n_rows: int, spec: RewardEstimator, *, position_bias: Any, propensities: Any,
-    propensity_samples: Any, logging_policy: Any, qid: np.ndarray | None, X: Any, seed: int,
+    log: ClickLog,
+    n_rows: int,
+    spec: RewardEstimator,
+    *,
+    position_bias: Any,
+    propensities: Any,
+    propensity_samples: Any,
+    logging_policy: Any,
+    qid: np.ndarray | None,
+    X: Any,
+    seed: int,
 ) -> RewardTerms:
     """The position bias and the per-row counts and propensities of ``spec`` (arguments
     checked as :func:`~gbdt_plrank.clicks.click_rewards` says)."""
@@ -179,43 +206,66 @@ def reward_terms(
     else:
         theta = resolve_position_bias(position_bias, log)
     seen = row_observation(log, n_rows, theta)
-    given = [n for n, v in (("propensities", propensities), ("logging_policy", logging_policy))
-             if v is not None]
+    given = [
+        n
+        for n, v in (("propensities", propensities), ("logging_policy", logging_policy))
+        if v is not None
+    ]
     if given and not spec.propensities:
-        raise ValueError(f"{given[0]} weigh the rows' observation under the logging policy, "
-                         f"which the {spec.title} estimator does not use, but they are given.")
+        raise ValueError(
+            f"{given[0]} weigh the rows' observation under the logging policy, "
+            f"which the {spec.title} estimator does not use, but they are given."
+        )
     if len(given) == 2:
-        raise ValueError("propensities and logging_policy are two sources of the same "
-                         "propensities: give one, but both are given.")
+        raise ValueError(
+            "propensities and logging_policy are two sources of the same "
+            "propensities: give one, but both are given."
+        )
     if not given:
         no_samples_without_propensities(propensity_samples)
         sessions = None if qid is None else sessions_per_row(log, qid)
-        rho = None if sessions is None else np.divide(seen, sessions, out=np.zeros(n_rows),
-                                                      where=sessions > 0)
-        return RewardTerms(theta, clicks, seen, seen, rho, sessions,
-                           "the logged display frequencies")
+        rho = (
+            None
+            if sessions is None
+            else np.divide(seen, sessions, out=np.zeros(n_rows), where=sessions > 0)
+        )
+        return RewardTerms(
+            theta, clicks, seen, seen, rho, sessions, "the logged display frequencies"
+        )
     if qid is None:
-        raise ValueError(f"qid must be given with {given[0]} (the sessions are counted per "
-                         f"query), but it is None.")
+        raise ValueError(
+            f"qid must be given with {given[0]} (the sessions are counted per "
+            f"query), but it is None."
+        )
     sessions = sessions_per_row(log, qid)
     if logging_policy is not None:
-        n = DEFAULT_POLICY_SAMPLES if propensity_samples is None else check_positive_int(
-            "propensity_samples", propensity_samples)
-        rho = observation("logging_policy", logging_policy, X=X, qid=qid, theta=theta,
-                          n_samples=n, seed=seed)
+        n = (
+            DEFAULT_POLICY_SAMPLES
+            if propensity_samples is None
+            else check_positive_int("propensity_samples", propensity_samples)
+        )
+        rho = observation(
+            "logging_policy", logging_policy, X=X, qid=qid, theta=theta, n_samples=n, seed=seed
+        )
         blind = np.flatnonzero((clicks > 0) & (rho <= 0))
         if blind.size:
             d = int(blind[0])
-            raise ValueError(f"logging_policy must show every clicked row, but row {d} has "
-                             f"{int(clicks[d])} click(s) and the policy's expected observation "
-                             f"of it is {float(rho[d])!r}: the log is not this policy's.")
+            raise ValueError(
+                f"logging_policy must show every clicked row, but row {d} has "
+                f"{int(clicks[d])} click(s) and the policy's expected observation "
+                f"of it is {float(rho[d])!r}: the log is not this policy's."
+            )
         source = "the logging policy's placement probabilities"
     else:
-        rho = checked_propensities(propensities, propensity_samples, clicks=clicks, seen=seen,
-                                   sessions=sessions)
-        source = ("propensities" if propensity_samples is None else
-                  f"propensities pooled with the log's displays ({propensity_samples} sampled "
-                  f"rankings per query and the log's sessions)")
+        rho = checked_propensities(
+            propensities, propensity_samples, clicks=clicks, seen=seen, sessions=sessions
+        )
+        source = (
+            "propensities"
+            if propensity_samples is None
+            else f"propensities pooled with the log's displays ({propensity_samples} sampled "
+            f"rankings per query and the log's sessions)"
+        )
     return RewardTerms(theta, clicks, seen, sessions * rho, rho, sessions, source)
 
 
@@ -224,36 +274,51 @@ def check_shrinkage(shrinkage: Any, spec: RewardEstimator) -> float:
     if not is_number(shrinkage) or not math.isfinite(shrinkage) or shrinkage < 0:
         raise ValueError(f"shrinkage must be a finite number >= 0, but {shrinkage!r} is given.")
     if shrinkage and not spec.signed:
-        raise ValueError(f"shrinkage pulls the doubly robust rewards towards their regression "
-                         f"and must be 0 with estimator {spec.name!r}, but {shrinkage!r} is "
-                         f"given.")
+        raise ValueError(
+            f"shrinkage pulls the doubly robust rewards towards their regression "
+            f"and must be 0 with estimator {spec.name!r}, but {shrinkage!r} is "
+            f"given."
+        )
     return float(shrinkage)
 
 
 def regression_estimate(
-    log: ClickLog, n_rows: int, spec: RewardEstimator, regression: Any, *, X: Any,
-    qid: np.ndarray | None, theta: np.ndarray, seed: int,
+    log: ClickLog,
+    n_rows: int,
+    spec: RewardEstimator,
+    regression: Any,
+    *,
+    X: Any,
+    qid: np.ndarray | None,
+    theta: np.ndarray,
+    seed: int,
 ) -> np.ndarray:
     """The estimator's :math:`\\hat\\gamma`: given, or :func:`click_regression`; zeros for an
     estimator without one (``regression`` is then refused)."""
     if not spec.regression:
         if regression is not None:
             users = ", ".join(repr(e.name) for e in REWARD_ESTIMATORS.values() if e.regression)
-            raise ValueError(f"regression is read by the estimators that start from one "
-                             f"({users}) and must be None with estimator {spec.name!r}, but "
-                             f"it is given.")
+            raise ValueError(
+                f"regression is read by the estimators that start from one "
+                f"({users}) and must be None with estimator {spec.name!r}, but "
+                f"it is given."
+            )
         return np.zeros(n_rows)
     if regression is not None:
         gamma = as_finite_vector("regression", regression)
         if gamma.shape != (n_rows,):
-            raise ValueError(f"regression must have shape ({n_rows},) (one per row), but has "
-                             f"shape {gamma.shape}.")
+            raise ValueError(
+                f"regression must have shape ({n_rows},) (one per row), but has "
+                f"shape {gamma.shape}."
+            )
         return gamma
     if X is None or qid is None:
         missing = " and ".join(n for n, v in (("X", X), ("qid", qid)) if v is None)
-        raise ValueError(f"the {spec.title} estimator fits its regression on the rows' features "
-                         f"and queries: {missing} must be given (or regression=), but "
-                         f"{'they are' if ' and ' in missing else 'it is'} None.")
+        raise ValueError(
+            f"the {spec.title} estimator fits its regression on the rows' features "
+            f"and queries: {missing} must be given (or regression=), but "
+            f"{'they are' if ' and ' in missing else 'it is'} None."
+        )
     return click_regression(log, X, qid, position_bias=theta, seed=seed)
 
 
@@ -264,9 +329,18 @@ def _clicks_over(clicks: np.ndarray, expected: np.ndarray) -> np.ndarray:
 
 
 def click_rewards(
-    log: ClickLog, n_rows: int, *, position_bias: Any, estimator: str = "policy-aware",
-    propensities: Any = None, propensity_samples: int | None = None, logging_policy: Any = None,
-    qid: Any = None, X: Any = None, regression: Any = None, shrinkage: float = 0.0,
+    log: ClickLog,
+    n_rows: int,
+    *,
+    position_bias: Any,
+    estimator: str = "policy-aware",
+    propensities: Any = None,
+    propensity_samples: int | None = None,
+    logging_policy: Any = None,
+    qid: Any = None,
+    X: Any = None,
+    regression: Any = None,
+    shrinkage: float = 0.0,
     seed: int = 0,
 ) -> np.ndarray:
     r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
@@ -463,25 +537,43 @@ def click_rewards(
     if qid is not None:
         qid = check_qid(qid, n_rows)
         log.check_queries(qid)
-    terms = reward_terms(log, n_rows, spec, position_bias=position_bias,
-                         propensities=propensities, propensity_samples=propensity_samples,
-                         logging_policy=logging_policy, qid=qid, X=X, seed=seed)
-    gamma = regression_estimate(log, n_rows, spec, regression, X=X, qid=qid, theta=terms.theta,
-                                seed=seed)
+    terms = reward_terms(
+        log,
+        n_rows,
+        spec,
+        position_bias=position_bias,
+        propensities=propensities,
+        propensity_samples=propensity_samples,
+        logging_policy=logging_policy,
+        qid=qid,
+        X=X,
+        seed=seed,
+    )
+    gamma = regression_estimate(
+        log, n_rows, spec, regression, X=X, qid=qid, theta=terms.theta, seed=seed
+    )
     rewards = spec.rewards(terms, gamma, shrinkage)
     infinite = np.flatnonzero(~np.isfinite(rewards))
     if infinite.size:
         d = int(infinite[0])
         if terms.expected is terms.seen:
-            raise ValueError(f"position_bias must be large enough for a finite reward, clicks / "
-                             f"(the position bias summed over the row's displays), but row {d} "
-                             f"has {int(terms.clicks[d])} click(s) and a sum of "
-                             f"{float(terms.seen[d])!r}.")
-        name, used = (("logging_policy", "its propensity of it") if logging_policy is not None
-                      else ("propensities", f"propensities[{d}]") if propensity_samples is None
-                      else ("propensities", f"the pooled propensities[{d}]"))
-        raise ValueError(f"{name} must be large enough for a finite reward, clicks / (sessions "
-                         f"x propensity), but row {d} has {int(terms.clicks[d])} click(s) in "
-                         f"{int(terms.sessions[d])} session(s) and {used} is "
-                         f"{float(terms.rho[d])!r}.")
+            raise ValueError(
+                f"position_bias must be large enough for a finite reward, clicks / "
+                f"(the position bias summed over the row's displays), but row {d} "
+                f"has {int(terms.clicks[d])} click(s) and a sum of "
+                f"{float(terms.seen[d])!r}."
+            )
+        name, used = (
+            ("logging_policy", "its propensity of it")
+            if logging_policy is not None
+            else ("propensities", f"propensities[{d}]")
+            if propensity_samples is None
+            else ("propensities", f"the pooled propensities[{d}]")
+        )
+        raise ValueError(
+            f"{name} must be large enough for a finite reward, clicks / (sessions "
+            f"x propensity), but row {d} has {int(terms.clicks[d])} click(s) in "
+            f"{int(terms.sessions[d])} session(s) and {used} is "
+            f"{float(terms.rho[d])!r}."
+        )
     return rewards

@@ -57,13 +57,17 @@ def _checked_rankings(rankings: Sequence[Any], n_rows: int) -> list[np.ndarray]:
         if block.ndim == 1:
             block = block[None, :]
         if block.ndim != 2:
-            raise ValueError(f"rankings[{i}] must be one ranking or a 2-d array of rankings "
-                             f"(one per session), but has shape {block.shape}.")
+            raise ValueError(
+                f"rankings[{i}] must be one ranking or a 2-d array of rankings "
+                f"(one per session), but has shape {block.shape}."
+            )
         block = as_int_vector(f"rankings[{i}]", block.ravel()).reshape(block.shape)
         if block.size and (block.min() < 0 or block.max() >= n_rows):
             bad = block.min() if block.min() < 0 else block.max()
-            raise ValueError(f"rankings[{i}] must hold row indices in [0, {n_rows}) (rows of "
-                             f"y), but holds {bad}.")
+            raise ValueError(
+                f"rankings[{i}] must hold row indices in [0, {n_rows}) (rows of "
+                f"y), but holds {bad}."
+            )
         blocks.append(block)
     return blocks
 
@@ -72,8 +76,9 @@ def _grade_share(label: np.ndarray, top: float) -> np.ndarray:
     r""":math:`(2^{l}-1)/(2^{t}-1)` for labels :math:`0 \le l \le t`, :math:`t \ge 1`, without
     overflow: :math:`2^{l-t}\,(1-2^{-l})/(1-2^{-t})`, each factor in [0, 1] (exact 0 at
     :math:`l = 0`, 1 at :math:`l = t`), so a label of 1024 or more gives no inf / inf."""
-    return (np.exp2(label - top) * -np.expm1(-label * math.log(2.0))
-            / -math.expm1(-top * math.log(2.0)))
+    return (
+        np.exp2(label - top) * -np.expm1(-label * math.log(2.0)) / -math.expm1(-top * math.log(2.0))
+    )
 
 
 def seen_click_probability(y: Any, *, noise: float = 0.1, graded: bool = False) -> np.ndarray:
@@ -105,8 +110,14 @@ def seen_click_probability(y: Any, *, noise: float = 0.1, graded: bool = False) 
 
 
 def simulate_clicks(
-    rankings: Sequence[Any], y: Any, *, eta: float = 1.0, noise: float = 0.1,
-    top_k: int | None = None, graded: bool = False, trust: tuple[float, float] | None = None,
+    rankings: Sequence[Any],
+    y: Any,
+    *,
+    eta: float = 1.0,
+    noise: float = 0.1,
+    top_k: int | None = None,
+    graded: bool = False,
+    trust: tuple[float, float] | None = None,
     seed: int,
 ) -> ClickLog:
     r"""Simulate position-biased clicks on displayed rankings (the semi-synthetic protocol).
@@ -161,19 +172,25 @@ def simulate_clicks(
         top_k = check_positive_int("top_k", top_k)
     if trust is not None:
         if len(trust) != 2 or not all(is_number(e) and 0 <= e <= 1 for e in trust):
-            raise ValueError(f"trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
-                             f"but {trust!r} is given.")
+            raise ValueError(
+                f"trust must be a pair (eps_plus, eps_minus) of numbers in [0, 1], "
+                f"but {trust!r} is given."
+            )
     seed = check_seed("seed", seed)
     y = check_labels(y, name="y")
     blocks = _checked_rankings(rankings, y.size)
     if top_k is not None:
         blocks = [b[:, :top_k] for b in blocks]
     starts = np.cumsum([0] + [b.shape[0] for b in blocks])
-    session = np.concatenate([np.zeros(0, np.int64)] + [
-        np.repeat(np.arange(a, a + b.shape[0]), b.shape[1]) for a, b in zip(starts, blocks)])
+    session = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [np.repeat(np.arange(a, a + b.shape[0]), b.shape[1]) for a, b in zip(starts, blocks)]
+    )
     row = np.concatenate([np.zeros(0, np.int64)] + [b.ravel() for b in blocks])
-    rank = np.concatenate([np.zeros(0, np.int64)] + [
-        np.tile(np.arange(1, b.shape[1] + 1), b.shape[0]) for b in blocks])
+    rank = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [np.tile(np.arange(1, b.shape[1] + 1), b.shape[0]) for b in blocks]
+    )
     rng = np.random.default_rng(seed)
     seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]

@@ -31,15 +31,15 @@ def _array(name: str, value: Any, ndim: int, where: str) -> da.Array:
             f"gbdt_plrank.PLRankRanker, or wrap it with dask.array.from_array."
         )
     if value.ndim != ndim:
-        raise ValueError(f"{name} of the {where} must be {ndim}-dimensional, but has shape {value.shape}.")
+        raise ValueError(
+            f"{name} of the {where} must be {ndim}-dimensional, but has shape {value.shape}."
+        )
     if any(np.isnan(c) for c in value.chunks[0]):
         value = value.compute_chunk_sizes()
     return value
 
 
-def as_dask_arrays(
-    X: Any, y: Any, qid: Any, *columns: Any, where: str
-) -> tuple[da.Array, ...]:
+def as_dask_arrays(X: Any, y: Any, qid: Any, *columns: Any, where: str) -> tuple[da.Array, ...]:
     """``X`` (2-d), ``y``, ``qid`` and further per-row ``columns`` as dask arrays whose row chunks agree."""
     if qid is None:
         raise ValueError(

@@ -54,8 +54,13 @@ class DaskQueries:
     item_groups: da.Array | None = None
 
 
-def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
-             evals: Sequence[DaskQueries], plan: Plan) -> Trained:
+def _xgboost(
+    client: Any,
+    settings: BoosterSettings,
+    data: DaskQueries,
+    evals: Sequence[DaskQueries],
+    plan: Plan,
+) -> Trained:
     dxgb = require("xgboost.dask", purpose="DaskPLRankRanker(backend='xgboost')")
     backend = XGBoostBackend()
     params, obj = backend.params(settings, plan)
@@ -69,22 +74,32 @@ def _xgboost(client: Any, settings: BoosterSettings, data: DaskQueries,
     if data.item_groups is not None:
         rows[backend.item_groups_field] = data.item_groups
     out = dxgb.train(
-        client, params, dmatrix(data, **rows), plan.n_estimators,
-        evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)], obj=obj,
+        client,
+        params,
+        dmatrix(data, **rows),
+        plan.n_estimators,
+        evals=[(dmatrix(e), eval_name(i)) for i, e in enumerate(evals)],
+        obj=obj,
         verbose_eval=plan.verbose or False,
         callbacks=backend.early_stopping(plan, params) or None,
     )
     return backend.trained(out["booster"], plan, out["history"], time.perf_counter() - start)
 
 
-def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
-              evals: Sequence[DaskQueries], plan: Plan) -> Trained:
+def _lightgbm(
+    client: Any,
+    settings: BoosterSettings,
+    data: DaskQueries,
+    evals: Sequence[DaskQueries],
+    plan: Plan,
+) -> Trained:
     lightgbm = require("lightgbm", purpose="DaskPLRankRanker(backend='lightgbm')")
     backend = LightGBMBackend()
     top = int(max(d.y.max() for d in (data, *evals)).compute())
     # LightGBM's Dask API hands the sample weights (the keys) to the four-argument form only.
-    params = backend.params(settings, replace(plan, objective=plan.objective.lgbm_ranker),
-                            top_label=top)
+    params = backend.params(
+        settings, replace(plan, objective=plan.objective.lgbm_ranker), top_label=top
+    )
     # lightgbm.dask gives each worker's booster that worker's threads, whatever num_threads says.
     params.pop("num_threads", None)
     start = time.perf_counter()
@@ -94,7 +109,10 @@ def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
         # warns on every fit that it ignores it: nothing the caller asked for.
         warnings.filterwarnings("ignore", "Parameter n_jobs will be ignored", UserWarning)
         model.fit(
-            data.X, data.y, sample_weight=data.keys, group=data.sizes,
+            data.X,
+            data.y,
+            sample_weight=data.keys,
+            group=data.sizes,
             eval_set=[(e.X, e.y) for e in evals] or None,
             eval_group=[e.sizes for e in evals] or None,
             eval_names=[eval_name(i) for i in range(len(evals))] or None,
@@ -106,8 +124,14 @@ def _lightgbm(client: Any, settings: BoosterSettings, data: DaskQueries,
 _TRAIN = {"xgboost": _xgboost, "lightgbm": _lightgbm}
 
 
-def train(backend: str, client: Any, settings: BoosterSettings, data: DaskQueries,
-          evals: Sequence[DaskQueries], plan: Plan) -> Trained:
+def train(
+    backend: str,
+    client: Any,
+    settings: BoosterSettings,
+    data: DaskQueries,
+    evals: Sequence[DaskQueries],
+    plan: Plan,
+) -> Trained:
     """Train ``backend`` on the cluster of ``client`` with the keyed objective of ``plan``.
 
     ``plan.objective`` is a :class:`~gbdt_plrank.dask.KeyedPLRankObjective`.

@@ -69,7 +69,9 @@ def _queries(
     chunks = (tuple(len(ids) for ids in layout.ids),)
     low, high = da.compute(y.min(), y.max())
     if not np.isfinite(low) or low < 0:
-        raise ValueError(f"labels of the {where} must be finite and >= 0, but the smallest is {low}.")
+        raise ValueError(
+            f"labels of the {where} must be finite and >= 0, but the smallest is {low}."
+        )
     if not np.isfinite(high):
         raise ValueError(f"labels of the {where} must be finite, but the largest is {high}.")
     if gain == "exp" and high > MAX_EXP_LABEL:
@@ -79,7 +81,10 @@ def _queries(
         )
     groups = _dense_groups(columns[0], where) if columns else None
     return DaskQueries(
-        X, y.astype(np.float64), query_keys(qid, layout), da.from_array(sizes, chunks=chunks),
+        X,
+        y.astype(np.float64),
+        query_keys(qid, layout),
+        da.from_array(sizes, chunks=chunks),
         groups,
     )
 
@@ -120,8 +125,14 @@ class DaskPLRankRanker(PLRankRanker):
     _trainer = "dask"
 
     def fit(
-        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        early_stopping_rounds: int | None = None,
     ) -> DaskPLRankRanker:
         """Train on the cluster.
 
@@ -214,7 +225,13 @@ class DaskPLRankRanker(PLRankRanker):
         """A fitted :class:`~gbdt_plrank.PLRankRanker` holding the same booster."""
         self._fitted_model()
         local = PLRankRanker(**self.get_params())
-        for name in ("n_features_in_", "booster_", "best_iteration_", "evals_result_",
-                     "feature_importances_", "group_column_"):
+        for name in (
+            "n_features_in_",
+            "booster_",
+            "best_iteration_",
+            "evals_result_",
+            "feature_importances_",
+            "group_column_",
+        ):
             setattr(local, name, getattr(self, name))
         return local

@@ -119,8 +119,11 @@ def is_bundled_name(text: str) -> bool:
     and no ``.toml`` (``demo``); anything else is a path (``demo.toml``, ``configs/demo.toml``,
     ``./demo``)."""
     separators = {"/", os.sep, *([os.altsep] if os.altsep else [])}
-    return (not any(sep in text for sep in separators) and text not in ("", ".", "..")
-            and Path(text).suffix.lower() != ".toml")
+    return (
+        not any(sep in text for sep in separators)
+        and text not in ("", ".", "..")
+        and Path(text).suffix.lower() != ".toml"
+    )
 
 
 def resolve_config(text: str, *, command: str) -> tuple[Path, str | None]:
@@ -158,8 +161,8 @@ def resolve_config(text: str, *, command: str) -> tuple[Path, str | None]:
         hint = (
             f"; the bundled configuration {path.stem!r} is named without a folder or .toml: "
             f"`gbdt-plrank {_reader(found.command)} {path.stem}`"
-            if found is not None and path.suffix.lower() in (".toml", "") else
-            f"; {_choices(command)}"
+            if found is not None and path.suffix.lower() in (".toml", "")
+            else f"; {_choices(command)}"
         )
         raise ConfigError(f"no such configuration file: {text}{hint}")
     if text in every:
@@ -170,8 +173,7 @@ def resolve_config(text: str, *, command: str) -> tuple[Path, str | None]:
                 f"not of {command}; {_choices(command)}"
             )
         return found.path, text
-    own = (f" (a file named {text!r} is here: give its path, ./{text})" if path.is_file()
-           else "")
+    own = f" (a file named {text!r} is here: give its path, ./{text})" if path.is_file() else ""
     raise ConfigError(
         f"{text!r} is not the name of a bundled configuration{own}; {_choices(command)}"
     )

@@ -19,7 +19,12 @@ from .._util.schema import ConfigError
 from ..datasets import NAMED, SINGLE_SPLIT, LTRDataset, _concat, _folder_files, load_dataset
 
 __all__ = [
-    "check_data", "cross_validation_fold", "dataset_label", "family", "load", "without_empty_queries",
+    "check_data",
+    "cross_validation_fold",
+    "dataset_label",
+    "family",
+    "load",
+    "without_empty_queries",
 ]
 
 
@@ -146,6 +151,4 @@ def cross_validation_fold(
 
     test, vali = fold - 1, fold % folds
     train = [p for p in range(folds) if p not in (test, vali)]
-    return LTRDataset(
-        f"{dataset.name}/cv{repeat}-fold{fold}", of(train), of([vali]), of([test])
-    )
+    return LTRDataset(f"{dataset.name}/cv{repeat}-fold{fold}", of(train), of([vali]), of([test]))

@@ -27,7 +27,13 @@ from pydantic import Field
 from .._util.schema import ConfigError, Schema
 from ..datasets import LTRDataset, Split
 
-__all__ = ["PROTECTED", "ProtectedGroup", "protected_rows", "with_item_groups", "without_item_groups"]
+__all__ = [
+    "PROTECTED",
+    "ProtectedGroup",
+    "protected_rows",
+    "with_item_groups",
+    "without_item_groups",
+]
 
 #: The item group of the protected documents (those below the threshold).
 PROTECTED = 1

@@ -64,7 +64,10 @@ METHODS: dict[str, Method] = {
         Method("plrank-lgb", "lightgbm", PLRANK, baseline="lambdarank-lgb"),
         Method("plrank-lgb-nohess", "lightgbm", PLRANK, "constant", baseline="plrank-lgb"),
         Method(
-            "plrank-nn", "torch", PLRANK, baseline="plrank-xgb",
+            "plrank-nn",
+            "torch",
+            PLRANK,
+            baseline="plrank-xgb",
             references=("plrank-xgb-nohess", "lambdamart-xgb"),
         ),
         Method(

@@ -82,10 +82,18 @@ def _losses(
     (:meth:`~gbdt_plrank._training.evaluation.Halves.unbiased`).
     """
     return {
-        term.column: None if term.needs_item_groups and split.item_groups is None else of(partial(
-            FairnessSpec(name, 1.0).loss, split.y, group_ptr=split.group_ptr, K=k, gain="exp",
-            item_groups=split.item_groups,
-        ))
+        term.column: None
+        if term.needs_item_groups and split.item_groups is None
+        else of(
+            partial(
+                FairnessSpec(name, 1.0).loss,
+                split.y,
+                group_ptr=split.group_ptr,
+                K=k,
+                gain="exp",
+                item_groups=split.item_groups,
+            )
+        )
         for name, term in FAIRNESS_TERMS.items()
     }
 
@@ -96,7 +104,13 @@ def _value(split: Split, k: int, **options: object) -> PolicyEvaluator:
 
 
 def evaluate_policy(
-    margins: np.ndarray, split: Split, *, k: int, n_samples: int, seed: int, n_jobs: int | None,
+    margins: np.ndarray,
+    split: Split,
+    *,
+    k: int,
+    n_samples: int,
+    seed: int,
+    n_jobs: int | None,
     monte_carlo: bool = True,
 ) -> PolicyValues:
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
@@ -113,11 +127,24 @@ def evaluate_policy(
     ndcg_q = value.expected_metric(h.exposure)
     mc_mean, mc_var = float(ndcg_q.mean()), math.nan
     if monte_carlo:
-        per_sample = np.concatenate([
-            per_sample_metric(sample_policy(margins, groups, K=k, n_samples=n_samples // 2,
-                                            seed=seed, n_jobs=n_jobs, round_=r), split.y, ndcg_k)
-            for r in EVAL_ROUNDS
-        ])
+        per_sample = np.concatenate(
+            [
+                per_sample_metric(
+                    sample_policy(
+                        margins,
+                        groups,
+                        K=k,
+                        n_samples=n_samples // 2,
+                        seed=seed,
+                        n_jobs=n_jobs,
+                        round_=r,
+                    ),
+                    split.y,
+                    ndcg_k,
+                )
+                for r in EVAL_ROUNDS
+            ]
+        )
         mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
     values = {"ndcg": ndcg_q, **_losses(split, k, h.unbiased)}
     return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples)

@@ -167,8 +167,10 @@ class TreeSettings(Schema):
     def booster_settings(self, *, seed: int, params: Mapping[str, Any]) -> BoosterSettings:
         """The backend layer's settings for one training with ``seed`` and native ``params``."""
         return BoosterSettings(
-            trees={name: getattr(self, name) for name in self._trees()}, n_threads=self.n_jobs,
-            seed=seed, params=dict(params),
+            trees={name: getattr(self, name) for name in self._trees()},
+            n_threads=self.n_jobs,
+            seed=seed,
+            params=dict(params),
         )
 
     def native_params(self, library: str, *, seed: int = 0) -> dict[str, Any]:
@@ -263,8 +265,11 @@ class ExperimentConfig(Schema):
         when they are not 0, so that the settings of a folder written before they existed (the
         rule with 0) stay the same.
         """
-        unchanged = {name for name in ("min_rounds", "min_delta", "patience_rate")
-                     if getattr(self.trees, name) == 0}
+        unchanged = {
+            name
+            for name in ("min_rounds", "min_delta", "patience_rate")
+            if getattr(self.trees, name) == 0
+        }
         return {
             "trees": self.trees.model_dump(by_alias=True, exclude={"n_jobs", *unchanged}),
             "plrank": self.plrank.model_dump(),
@@ -357,7 +362,9 @@ def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
             )
         where = f"{key}.{name}" if key else name
         if not isinstance(table, dict):
-            raise ConfigError(f"{where} must be a table of native parameters, but {table!r} is given.")
+            raise ConfigError(
+                f"{where} must be a table of native parameters, but {table!r} is given."
+            )
         method = METHODS[name]
         checked = {}
         for param, v in table.items():
@@ -375,7 +382,9 @@ def _params(value: Any, *, key: str) -> dict[str, dict[str, Any]]:
                     f"and trees.early_stopping_rounds in the configuration)."
                 )
             elif not _scalar(v):
-                raise ConfigError(f"{where}.{param} must be a string, number or boolean, but {v!r} is given.")
+                raise ConfigError(
+                    f"{where}.{param} must be a string, number or boolean, but {v!r} is given."
+                )
             else:
                 checked[param] = v
         out[name] = checked

@@ -100,7 +100,9 @@ def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float], *, seed: in
     """
     shared = [q for q in a if q in b]
     if len(shared) < 2:
-        raise ValueError(f"a paired test needs at least 2 shared queries, but {len(shared)} are shared.")
+        raise ValueError(
+            f"a paired test needs at least 2 shared queries, but {len(shared)} are shared."
+        )
     d = np.array([a[q] - b[q] for q in shared], dtype=np.float64)
     n = d.shape[0]
     mean = float(d.mean())
@@ -112,8 +114,12 @@ def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float], *, seed: in
         p_t = float(stats.ttest_1samp(d, 0.0).pvalue)
     p_r = float(
         stats.permutation_test(
-            (d,), np.mean, permutation_type="samples", n_resamples=RESAMPLES,
-            alternative="two-sided", rng=np.random.default_rng(seed),
+            (d,),
+            np.mean,
+            permutation_type="samples",
+            n_resamples=RESAMPLES,
+            alternative="two-sided",
+            rng=np.random.default_rng(seed),
         ).pvalue
     )
     return Paired(n, mean, mean - half, mean + half, p_t, p_r, _verdict(mean, p_r))

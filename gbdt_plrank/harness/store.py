@@ -267,10 +267,12 @@ class Table:
         """The key of ``record``, its fields read with the key's types; a field the record lacks
         is the key's default for it (a field added to the key after the record was written)."""
         defaults = self.key._field_defaults  # type: ignore[attr-defined]
-        return self.key(*(
-            kind(record[name]) if name in record or name not in defaults else defaults[name]
-            for name, kind in self._types
-        ))
+        return self.key(
+            *(
+                kind(record[name]) if name in record or name not in defaults else defaults[name]
+                for name, kind in self._types
+            )
+        )
 
     def line(self, record: Mapping[str, Any]) -> str:
         """``record`` as one line of the file.
@@ -481,6 +483,8 @@ COMPARISON: dict[str, Table] = {
     "curves": Table("curves.jsonl", RunKey, after="results"),
     "queries": Table("queries.jsonl", RunKey, after="results"),
 }
+
+
 def write_options(folder: Path, options: Mapping[str, PLRankOptions]) -> None:
     """Record in ``folder/options.json`` the resolved options of each PL-Rank training, by name.
 

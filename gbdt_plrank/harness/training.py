@@ -111,21 +111,24 @@ def _plan(
     """The method's plan: a library objective by name (watching ``watch`` if given), or one of
     the package's objectives."""
     rounds = {
-        "n_estimators": trees.rounds, "early_stopping_rounds": trees.early_stopping_rounds,
-        "min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
+        "n_estimators": trees.rounds,
+        "early_stopping_rounds": trees.early_stopping_rounds,
+        "min_rounds": trees.min_rounds,
+        "min_delta": trees.min_delta,
         "patience_rate": trees.patience_rate,
     }
     if method.objective not in OWN_OBJECTIVES:
         metrics = () if watch is None else (RankingMetricEval(watch),)
-        return Plan(
-            method.objective.format(k=k), k, callbacks=callbacks, metrics=metrics, **rounds
-        )
+        return Plan(method.objective.format(k=k), k, callbacks=callbacks, metrics=metrics, **rounds)
     chosen = method_settings(method, settings, params)
     if method.objective == PLRANK:
         assert isinstance(chosen, PLRankSettings)
         return plrank_plan(
-            method_options(method, settings, params, k=k), stopping_metric=chosen.stopping,
-            seed=seed, n_jobs=trees.n_jobs, callbacks=callbacks,
+            method_options(method, settings, params, k=k),
+            stopping_metric=chosen.stopping,
+            seed=seed,
+            n_jobs=trees.n_jobs,
+            callbacks=callbacks,
             ranking=RankingMetric("ndcg", k, "exp"),
             **rounds,
         )
@@ -148,8 +151,11 @@ def _library_error(err: BaseException, library: str) -> bool:
 def _probe_objective(library: str) -> str | None:
     """The first library objective of the methods of ``library`` (None for the network)."""
     return next(
-        (m.objective for m in METHODS.values()
-         if m.library == library and m.objective not in OWN_OBJECTIVES),
+        (
+            m.objective
+            for m in METHODS.values()
+            if m.library == library and m.objective not in OWN_OBJECTIVES
+        ),
         None,
     )
 
@@ -278,8 +284,14 @@ def train(
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
     plan = _plan(
-        method, k=k, seed=seed, trees=trees, settings=objective_settings(plrank, pirank),
-        params=native, callbacks=callbacks, watch=watch,
+        method,
+        k=k,
+        seed=seed,
+        trees=trees,
+        settings=objective_settings(plrank, pirank),
+        params=native,
+        callbacks=callbacks,
+        watch=watch,
     )
     native.pop(method.objective, None)
     backend = BACKENDS[method.library] if backend is None else backend
@@ -305,7 +317,12 @@ def train(
     history = curves[-1]
     watched = plan.metrics[-1].name if plan.metrics else metric_name(k)
     return Fit(
-        history[metric_name(k) if watch is None else watched], history, watched, trained.rounds,
-        scores, trained.seconds, vali,
+        history[metric_name(k) if watch is None else watched],
+        history,
+        watched,
+        trained.rounds,
+        scores,
+        trained.seconds,
+        vali,
         curves[0] if test_curve else None,
     )

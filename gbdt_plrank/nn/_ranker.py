@@ -160,7 +160,9 @@ class PLRankMLPRanker(PolicyRanker):
         network = self.network_  # AttributeError, without a warning, before fit
         warnings.warn(
             "Attribute `booster_` was deprecated in version 0.2.0 and will be removed in 0.4.0. "
-            "Use `network_` instead.", FutureWarning, stacklevel=2,
+            "Use `network_` instead.",
+            FutureWarning,
+            stacklevel=2,
         )
         return network
 
@@ -177,8 +179,14 @@ class PLRankMLPRanker(PolicyRanker):
         return super()._options().for_network()
 
     def fit(
-        self, X: Any, y: Any, group: Any = None, *, item_groups: Any = None,
-        eval_set: Sequence[tuple[Any, ...]] | None = None, early_stopping_rounds: int | None = None,
+        self,
+        X: Any,
+        y: Any,
+        group: Any = None,
+        *,
+        item_groups: Any = None,
+        eval_set: Sequence[tuple[Any, ...]] | None = None,
+        early_stopping_rounds: int | None = None,
     ) -> PLRankMLPRanker:
         """Train the network with the PL-Rank gradient.
 
@@ -222,21 +230,34 @@ class PLRankMLPRanker(PolicyRanker):
         """
         options = self._options()
         epochs = validate(
-            Epochs, {"max_epochs": self.max_epochs, "early_stopping_rounds": early_stopping_rounds},
+            Epochs,
+            {"max_epochs": self.max_epochs, "early_stopping_rounds": early_stopping_rounds},
             source="the network's epochs",
         )
         plan, network_seed = self._plan(
             options, epochs.rounds(), eval_set=eval_set, trainer="network"
         )
         network = {
-            "n_layers": self.n_layers, "units": self.units, "activation": self.activation,
-            "optimizer": self.optimizer, "lr": self.lr, "batch_size": self.batch_size,
-            "scale": self.scale, "progress": self.progress,
+            "n_layers": self.n_layers,
+            "units": self.units,
+            "activation": self.activation,
+            "optimizer": self.optimizer,
+            "lr": self.lr,
+            "batch_size": self.batch_size,
+            "scale": self.scale,
+            "progress": self.progress,
         }
         settings = BoosterSettings(
             n_threads=booster_threads(self.n_jobs), seed=network_seed, params=network
         )
         return self._train(
-            BACKENDS["torch"], settings, plan, options, X, y, group, eval_set,
+            BACKENDS["torch"],
+            settings,
+            plan,
+            options,
+            X,
+            y,
+            group,
+            eval_set,
             item_groups=item_groups,
         )

@@ -138,8 +138,15 @@ def make_objective(
         trial.set_user_attr("params", chosen)
         pruning = pruning_callback(library, trial, k=k)
         fit = train(
-            space.method, data, k=k, seed=seed, trees=trees, plrank=plrank, pirank=pirank,
-            params={**params, **chosen}, callbacks=[pruning.callback],
+            space.method,
+            data,
+            k=k,
+            seed=seed,
+            trees=trees,
+            plrank=plrank,
+            pirank=pirank,
+            params={**params, **chosen},
+            callbacks=[pruning.callback],
         )
         pruning.finish()
         trial.set_user_attr("best_round", int(fit.best_round))

@@ -106,7 +106,8 @@ def plot_history(studies: Sequence[optuna.Study], path: str | Path, *, k: int) -
     for ax, study in zip(axes, studies):
         done = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
         pruned = [
-            t for t in study.get_trials(deepcopy=False)
+            t
+            for t in study.get_trials(deepcopy=False)
             if t.state.name == "PRUNED" and t.intermediate_values
         ]
         numbers = [t.number for t in done]
@@ -117,7 +118,8 @@ def plot_history(studies: Sequence[optuna.Study], path: str | Path, *, k: int) -
         ax.plot([t.number for t in pruned], last, "x", color="C3", label="pruned (last value)")
         ax.step(numbers, best, where="post", color="C1", label="best so far")
         ax.set(
-            title=f"{study.study_name}: optimisation history", xlabel="trial",
+            title=f"{study.study_name}: optimisation history",
+            xlabel="trial",
             ylabel=f"validation NDCG@{k}",
         )
         ax.locator_params(axis="x", integer=True)

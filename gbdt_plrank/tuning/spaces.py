@@ -121,7 +121,9 @@ class Choice(Schema):
         tuple[str | int | float | bool, ...],
         BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v),
         AfterValidator(_distinct),
-        Field(min_length=1, description="a non-empty list of distinct strings, numbers or booleans"),
+        Field(
+            min_length=1, description="a non-empty list of distinct strings, numbers or booleans"
+        ),
     ]
 
     def suggest(self, trial: optuna.Trial, name: str) -> Scalar:
@@ -211,8 +213,7 @@ def _options(objective: str, key: str, table: Any) -> dict[str, Entry]:
     """Options ``<objective>.<option>`` of one of the package's objectives from the table at ``key``."""
     if not isinstance(table, dict):
         raise ConfigError(
-            f"{key} must be a table of {OWN_OBJECTIVES[objective]} options, "
-            f"but {table!r} is given."
+            f"{key} must be a table of {OWN_OBJECTIVES[objective]} options, but {table!r} is given."
         )
     entries = {option: _entry(f"{key}.{option}", v) for option, v in table.items()}
     for option, entry in entries.items():
@@ -232,8 +233,7 @@ def _table(name: str, body: Any) -> dict[str, Entry]:
         if key in OWN_OBJECTIVES and name in METHODS:
             if METHODS[name].objective != key:
                 raise ConfigError(
-                    f"{name}.{key} must not be set: {name!r} is not a "
-                    f"{OWN_OBJECTIVES[key]} method."
+                    f"{name}.{key} must not be set: {name!r} is not a {OWN_OBJECTIVES[key]} method."
                 )
             entries.update(_options(key, f"{name}.{key}", value))
         else:
@@ -326,6 +326,4 @@ def load_spaces(path: str | Path | None = None) -> dict[str, SearchSpace]:
             raise ConfigError(f"no such search space file: {path}")
         user = _read(path.read_text(encoding="utf-8"), source=str(path))
         tables = _override(tables, user, source=str(path))
-    return {
-        name: SearchSpace(name, MappingProxyType(_resolve(tables, name))) for name in METHODS
-    }
+    return {name: SearchSpace(name, MappingProxyType(_resolve(tables, name))) for name in METHODS}

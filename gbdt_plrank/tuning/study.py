@@ -58,9 +58,7 @@ class Budget:
     seconds: float | None
 
     @classmethod
-    def left(
-        cls, study: optuna.Study, *, trials: int | None, timeout: float | None
-    ) -> Budget:
+    def left(cls, study: optuna.Study, *, trials: int | None, timeout: float | None) -> Budget:
         """The budget ``trials`` / ``timeout`` minus what the study's finished trials used."""
         done = study.get_trials(deepcopy=False, states=_finished())
         spent = sum(
@@ -186,8 +184,12 @@ def open_study(
     before = {s.study_name: s.n_trials for s in studies_in(storage)}.get(name, 0)
     sampler_seed = int(np.random.SeedSequence([seed, before]).generate_state(1)[0])
     study = optuna.create_study(
-        storage=storage, study_name=name, direction="maximize", load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=sampler_seed), pruner=pruner,
+        storage=storage,
+        study_name=name,
+        direction="maximize",
+        load_if_exists=True,
+        sampler=optuna.samplers.TPESampler(seed=sampler_seed),
+        pruner=pruner,
     )
     if SETTINGS not in study.user_attrs:
         study.set_user_attr(SETTINGS, settings)
@@ -198,5 +200,7 @@ def tuned_studies(storage: optuna.storages.BaseStorage) -> list[optuna.Study]:
     """The studies of ``storage`` with at least one COMPLETE trial, in order of creation."""
     optuna = require("optuna", purpose=PURPOSE)
     complete = optuna.trial.TrialState.COMPLETE
-    studies = [optuna.load_study(study_name=s.study_name, storage=storage) for s in studies_in(storage)]
+    studies = [
+        optuna.load_study(study_name=s.study_name, storage=storage) for s in studies_in(storage)
+    ]
     return [s for s in studies if s.get_trials(deepcopy=False, states=(complete,))]

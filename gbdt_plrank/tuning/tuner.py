@@ -42,8 +42,10 @@ def _check_budget(trials: int | None, timeout: float | None) -> None:
     if trials is not None:
         _check_int("trials", trials, 1)
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout) or timeout <= 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
     ):
         raise ConfigError(f"timeout must be a number of seconds > 0, but {timeout!r} is given.")
 
@@ -144,7 +146,9 @@ def _optimize(
                 bar.set_postfix_str(f"best NDCG@{k} {study.best_value:.4f}")
 
         study.optimize(
-            objective, n_trials=budget.trials, timeout=budget.seconds,
+            objective,
+            n_trials=budget.trials,
+            timeout=budget.seconds,
             callbacks=[progress, *callbacks],
         )
 
@@ -237,7 +241,14 @@ def tune(
         When Optuna, optuna-integration or the method's library is not installed.
     """
     space = _checked(
-        data, method, trials=trials, timeout=timeout, k=k, seed=seed, fold=fold, space=space,
+        data,
+        method,
+        trials=trials,
+        timeout=timeout,
+        k=k,
+        seed=seed,
+        fold=fold,
+        space=space,
         storage=storage,
     )
     optuna = require("optuna", purpose=PURPOSE)
@@ -249,8 +260,13 @@ def tune(
     params = {key: dict(v) if isinstance(v, Mapping) else v for key, v in (params or {}).items()}
     label = dataset_label(data, fold)
     settings = {
-        "data": label, "k": k, "seed": seed, "trees": trees.model_dump(),
-        "plrank": plrank.model_dump(), "pirank": pirank.model_dump(), "params": params,
+        "data": label,
+        "k": k,
+        "seed": seed,
+        "trees": trees.model_dump(),
+        "plrank": plrank.model_dump(),
+        "pirank": pirank.model_dump(),
+        "params": params,
         "space": space.as_dict(),
     }
     settings["trees"].pop("n_jobs")  # speed only
@@ -259,7 +275,11 @@ def tune(
     with _quiet(optuna):
         rdb = optuna.storages.get_storage(_storage_url(storage, out))
         study, cut_off = open_study(
-            rdb, method, settings=settings, seed=seed, where=where,
+            rdb,
+            method,
+            settings=settings,
+            seed=seed,
+            where=where,
             pruner=optuna.pruners.MedianPruner(**DEFAULT_PRUNER) if pruner is None else pruner,
         )
         if cut_off:
@@ -268,8 +288,14 @@ def tune(
         echo(f"{method}: {budget} left on {label}, NDCG@{k}; study in {where}")
         if not budget.exhausted:
             objective = make_objective(
-                space, load(data, fold, drop_empty_test_queries=False), k=k, seed=seed,
-                trees=trees, plrank=plrank, pirank=pirank, params=params,
+                space,
+                load(data, fold, drop_empty_test_queries=False),
+                k=k,
+                seed=seed,
+                trees=trees,
+                plrank=plrank,
+                pirank=pirank,
+                params=params,
             )
             _optimize(study, objective, budget, k=k, callbacks=callbacks)
         header = (

@@ -83,11 +83,11 @@ ESTIMATOR_LEARNERS = {f"plrank-{name}": name for name in REWARD_ESTIMATORS}
 #: The learners of the experiment, in the report's order.
 LEARNERS = (
     *ESTIMATOR_LEARNERS,
-    "plrank-deterministic",   # PL-Rank on policy-aware rewards of a deterministic top-k logger
+    "plrank-deterministic",  # PL-Rank on policy-aware rewards of a deterministic top-k logger
     "lambdamart-unbiased-xgb",  # XGBoost rank:ndcg, lambdarank_unbiased=True, the same log
     "lambdarank-position-lgb",  # LightGBM lambdarank with Dataset(position=), the same log
-    "plrank-full-labels",     # PL-Rank on the true labels of every training query (ceiling)
-    "logger",                 # the logging policy's ranking by score
+    "plrank-full-labels",  # PL-Rank on the true labels of every training query (ceiling)
+    "logger",  # the logging policy's ranking by score
 )
 
 #: The logging policies: a PL-Rank model deployed as its Plackett-Luce policy (and, for
@@ -191,8 +191,11 @@ class ClicksConfig(ExperimentConfig):
                 f"params must name the anchors' methods ({', '.join(ANCHORS.values())}), but "
                 f"{unused[0]!r} is not one of them"
             )
-        signed = [learner for learner, name in ESTIMATOR_LEARNERS.items()
-                  if REWARD_ESTIMATORS[name].signed and learner in self.learners]
+        signed = [
+            learner
+            for learner, name in ESTIMATOR_LEARNERS.items()
+            if REWARD_ESTIMATORS[name].signed and learner in self.learners
+        ]
         if signed and self.plrank.metric not in ("dcg", "ndcg"):
             raise ValueError(
                 f"{signed[0]!r} trains on rewards of either sign, which need metric "
@@ -205,13 +208,22 @@ class ClicksConfig(ExperimentConfig):
             )
         if self.logger == "lambdamart":
             for key, value, rule in (
-                ("learners", "plrank-deterministic" in self.learners,
-                 "must not hold 'plrank-deterministic' (every learner reads the deterministic log)"),
-                ("exploration_rounds", self.exploration_rounds > 0,
-                 "must be 0 (the loop deploys PL-Rank policies, starting from the logger's)"),
-                ("ope_sessions", self.ope_sessions > 0,
-                 "must be 0 (a deterministic logger never shows the rows below its display, so "
-                 "its log cannot value a policy that does)"),
+                (
+                    "learners",
+                    "plrank-deterministic" in self.learners,
+                    "must not hold 'plrank-deterministic' (every learner reads the deterministic log)",
+                ),
+                (
+                    "exploration_rounds",
+                    self.exploration_rounds > 0,
+                    "must be 0 (the loop deploys PL-Rank policies, starting from the logger's)",
+                ),
+                (
+                    "ope_sessions",
+                    self.ope_sessions > 0,
+                    "must be 0 (a deterministic logger never shows the rows below its display, so "
+                    "its log cannot value a policy that does)",
+                ),
             ):
                 if value:
                     raise ValueError(f"{key} {rule} with logger 'lambdamart'")
@@ -230,13 +242,26 @@ class ClicksConfig(ExperimentConfig):
         if labels:
             options.update(gain="exp", metric="ndcg")
         trees = self.trees
-        stopping = ({"min_rounds": trees.min_rounds, "min_delta": trees.min_delta,
-                     "patience_rate": trees.patience_rate} if stopped else {})
+        stopping = (
+            {
+                "min_rounds": trees.min_rounds,
+                "min_delta": trees.min_delta,
+                "patience_rate": trees.patience_rate,
+            }
+            if stopped
+            else {}
+        )
         return {
-            **options, "K": self.top_k, "n_estimators": trees.rounds,
-            "learning_rate": trees.learning_rate, "max_depth": trees.max_depth,
-            "num_leaves": trees.num_leaves, "min_child_weight": trees.min_child_weight,
-            "reg_lambda": trees.reg_lambda, "subsample": trees.subsample, "n_jobs": trees.n_jobs,
+            **options,
+            "K": self.top_k,
+            "n_estimators": trees.rounds,
+            "learning_rate": trees.learning_rate,
+            "max_depth": trees.max_depth,
+            "num_leaves": trees.num_leaves,
+            "min_child_weight": trees.min_child_weight,
+            "reg_lambda": trees.reg_lambda,
+            "subsample": trees.subsample,
+            "n_jobs": trees.n_jobs,
             **stopping,
         }
 
@@ -244,10 +269,13 @@ class ClicksConfig(ExperimentConfig):
         """The options of the PL-Rank trainings: ``"on rewards"`` (the learners on clicks, the
         exploration rounds) and ``"on labels"`` (the logger and the full-label model)."""
         return {
-            name: PLRankOptions.checked(**{
-                k: v for k, v in self.learner_options(labels=labels).items()
-                if k in PLRankOptions.model_fields
-            })
+            name: PLRankOptions.checked(
+                **{
+                    k: v
+                    for k, v in self.learner_options(labels=labels).items()
+                    if k in PLRankOptions.model_fields
+                }
+            )
             for name, labels in (("on rewards", False), ("on labels", True))
         }
 
@@ -274,10 +302,21 @@ class ClicksConfig(ExperimentConfig):
                 clicks[key] = getattr(self, key)
         return {
             **self.shared_settings(),
-            **self.model_dump(include={
-                "top_k", "logging_queries", "logging_rounds", "eta", "noise", "position_bias",
-                "propensities", "propensity_samples", "shrinkage", "exploration_sessions", "k",
-            }),
+            **self.model_dump(
+                include={
+                    "top_k",
+                    "logging_queries",
+                    "logging_rounds",
+                    "eta",
+                    "noise",
+                    "position_bias",
+                    "propensities",
+                    "propensity_samples",
+                    "shrinkage",
+                    "exploration_sessions",
+                    "k",
+                }
+            ),
             **clicks,
             # the logs hold max(sessions) sessions per query, of which each point takes a prefix
             "max_sessions": max(self.sessions),
@@ -299,5 +338,7 @@ def load_clicks_config(
     try:
         config.plrank.options(config.top_k)
     except ValueError as err:
-        raise ConfigError(f"the [plrank] options break a rule at top_k = {config.top_k}: {err}") from None
+        raise ConfigError(
+            f"the [plrank] options break a rule at top_k = {config.top_k}: {err}"
+        ) from None
     return config

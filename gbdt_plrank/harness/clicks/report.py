@@ -27,11 +27,22 @@ __all__ = ["per_query", "write_clicks_report"]
 
 #: PL-Rank on each reward estimator -> the learners it is compared with, in the report's order.
 _AGAINST = {
-    "plrank-policy-aware": ("plrank-doubly-robust", "plrank-naive", "plrank-regression",
-                            "plrank-deterministic", *ANCHORS, "plrank-full-labels"),
+    "plrank-policy-aware": (
+        "plrank-doubly-robust",
+        "plrank-naive",
+        "plrank-regression",
+        "plrank-deterministic",
+        *ANCHORS,
+        "plrank-full-labels",
+    ),
     "plrank-doubly-robust": ("plrank-policy-aware", "plrank-naive", "plrank-full-labels"),
-    "plrank-regression": ("plrank-policy-aware", "plrank-doubly-robust", "plrank-naive",
-                          *ANCHORS, "plrank-full-labels"),
+    "plrank-regression": (
+        "plrank-policy-aware",
+        "plrank-doubly-robust",
+        "plrank-naive",
+        *ANCHORS,
+        "plrank-full-labels",
+    ),
 }
 
 Values = dict[tuple[str, int], float]
@@ -41,14 +52,16 @@ def per_query(records: Sequence[Mapping[str, Any]], k: int) -> Values:
     """(dataset label, query id) -> test NDCG@k, averaged over the records (the seeds)."""
     return seed_means(
         ((record["dataset"], int(q)), v)
-        for record in records for q, v in zip(record["qid"], record["ndcg"][str(k)])
+        for record in records
+        for q, v in zip(record["qid"], record["ndcg"][str(k)])
     )
 
 
 def _groups(config: ClicksConfig, store: ResultStore) -> dict[str, dict[tuple[str, int], Values]]:
     """Family -> (learner, sessions) -> per-query values at each k, from the planned results."""
     chosen: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = defaultdict(
-        lambda: defaultdict(list))
+        lambda: defaultdict(list)
+    )
     results = store.records("results")
     for data in config.datasets:
         for fold in config.folds:
@@ -97,44 +110,62 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
             rows = []
             for other in (o for o in against if o in config.learners and o != base):
                 cells = [
-                    _paired_cell(values.get((base, s), {}),
-                                 values.get((other, 0 if other in ONCE else s), {}))
+                    _paired_cell(
+                        values.get((base, s), {}),
+                        values.get((other, 0 if other in ONCE else s), {}),
+                    )
                     for s in sessions
                 ]
                 if any(cells):
                     rows.append(f"| {other} | " + " | ".join(cells) + " |")
             if rows:
-                lines += ["", f"PL-Rank on {title} rewards minus each learner, NDCG@{k}, paired "
-                          "per query (mean [95% interval] verdict):", "",
-                          "| against | " + " | ".join(f"{s} sessions/query" for s in sessions)
-                          + " |", "|---|" + "---:|" * len(sessions), *rows]
+                lines += [
+                    "",
+                    f"PL-Rank on {title} rewards minus each learner, NDCG@{k}, paired "
+                    "per query (mean [95% interval] verdict):",
+                    "",
+                    "| against | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
+                    "|---|" + "---:|" * len(sessions),
+                    *rows,
+                ]
         lines.append("")
     return "\n".join(lines)
 
 
-def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+def _theta_table(
+    config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]
+) -> str:
     """The position bias estimated from each fold's training log: its mean over the folds
     and, from a deterministic logger's log (estimated through the features), that mean's error
     (mean / simulated - 1) and the largest |estimate / simulated - 1| of a fold, per rank."""
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
-    runs = {s: [r["theta_estimate"] for r in results["plrank-policy-aware", s]]
-            for s in sessions}
+    runs = {s: [r["theta_estimate"] for r in results["plrank-policy-aware", s]] for s in sessions}
     ranks = min(max(len(t) for s in sessions for t in runs[s]), 32)
     simulated = pbm_position_bias(ranks, eta=config.eta)
     stochastic = config.logger == "plrank"
-    source = ("the stochastic log (EM by document)" if stochastic
-              else "the deterministic log, through the documents' features")
+    source = (
+        "the stochastic log (EM by document)"
+        if stochastic
+        else "the deterministic log, through the documents' features"
+    )
     errors = not stochastic
-    header = "| rank | simulated | " + " | ".join(
-        f"{s} sessions/query" + (" | error of the mean | largest abs(error) of a fold"
-                                 if errors else "")
-        for s in sessions) + " |"
+    header = (
+        "| rank | simulated | "
+        + " | ".join(
+            f"{s} sessions/query"
+            + (" | error of the mean | largest abs(error) of a fold" if errors else "")
+            for s in sessions
+        )
+        + " |"
+    )
     lines = [
         f"### {name}: position bias estimated from {source}, mean over folds"
         + ("; error = estimate / simulated - 1" if errors else ""),
-        "", header, "|---:|---:|" + "---:|" * (len(sessions) * (3 if errors else 1)),
+        "",
+        header,
+        "|---:|---:|" + "---:|" * (len(sessions) * (3 if errors else 1)),
     ]
     for i in range(ranks):
         cells = []
@@ -145,31 +176,48 @@ def _theta_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, in
                 continue
             cells.append(f"{values.mean():.3f}")
             if errors:
-                cells += [f"{values.mean() / simulated[i] - 1:+.3f}",
-                          f"{np.abs(values / simulated[i] - 1).max():.3f}"]
+                cells += [
+                    f"{values.mean() / simulated[i] - 1:+.3f}",
+                    f"{np.abs(values / simulated[i] - 1).max():.3f}",
+                ]
         lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]) -> str:
+def _bias_table(
+    config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]
+) -> str:
     """Mean reward minus the simulated click probability when seen, by grade, over every
     training row and over the rows the log shows, pooled over the folds (rows weighted)."""
-    learners = [a for a, name in ESTIMATOR_LEARNERS.items()
-                if name != "naive" and a in config.learners]
-    cols = [(a, s) for a in learners for s in sorted(config.sessions)
-            if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))]
+    learners = [
+        a for a, name in ESTIMATOR_LEARNERS.items() if name != "naive" and a in config.learners
+    ]
+    cols = [
+        (a, s)
+        for a in learners
+        for s in sorted(config.sessions)
+        if any("all" in r.get("by_grade", {}) for r in results.get((a, s), []))
+    ]
     if not cols:
         return ""
     lines = []
-    everyone = ("every training document (the logger shows each with positive probability)"
-                if config.logger == "plrank" else
-                "every training document (the deterministic logger never shows those below its "
-                "display)")
-    for rows, title in (("all", everyone),
-                        ("shown", "the training documents the log shows (a selection: neither "
-                                  "estimator is unbiased given it)")):
-        tables = [r["by_grade"][rows] for c in cols for r in results[c]
-                  if rows in r.get("by_grade", {})]
+    everyone = (
+        "every training document (the logger shows each with positive probability)"
+        if config.logger == "plrank"
+        else "every training document (the deterministic logger never shows those below its "
+        "display)"
+    )
+    for rows, title in (
+        ("all", everyone),
+        (
+            "shown",
+            "the training documents the log shows (a selection: neither "
+            "estimator is unbiased given it)",
+        ),
+    ):
+        tables = [
+            r["by_grade"][rows] for c in cols for r in results[c] if rows in r.get("by_grade", {})
+        ]
         grades = sorted({g for t in tables for g in t}, key=float)
         lines += [
             f"### {name}: reward bias by grade over {title}: mean reward minus the simulated "
@@ -181,8 +229,11 @@ def _bias_table(config: ClicksConfig, name: str, results: Mapping[tuple[str, int
         for g in grades:
             cells = []
             for c in cols:
-                parts = [r["by_grade"][rows][g] for r in results[c]
-                         if g in r.get("by_grade", {}).get(rows, {})]
+                parts = [
+                    r["by_grade"][rows][g]
+                    for r in results[c]
+                    if g in r.get("by_grade", {}).get(rows, {})
+                ]
                 n = sum(p[2] for p in parts)
                 cells.append(f"{sum((p[0] - p[1]) * p[2] for p in parts) / n:+.4f}" if n else "")
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
@@ -212,7 +263,7 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
         "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     covered = defaultdict(list)
-    for (learner, s, estimator) in sorted(rows, key=lambda k: (order[k[0]], k[1], k[2])):
+    for learner, s, estimator in sorted(rows, key=lambda k: (order[k[0]], k[1], k[2])):
         rs = rows[learner, s, estimator]
         z = [abs(_standardised_error(r)) for r in rs]
         hit = [zi <= 1.959964 for zi in z]
@@ -220,14 +271,21 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
         lines.append(
             f"| {learner} | {s} | {estimator} | {np.mean([r['truth'] for r in rs]):.4f} | "
             f"{np.mean([r['value'] for r in rs]):.4f} | {np.mean([r['stderr'] for r in rs]):.4f} | "
-            f"{np.mean(z):.2f} | {sum(hit)}/{len(hit)} |")
+            f"{np.mean(z):.2f} | {sum(hit)}/{len(hit)} |"
+        )
     lines.append("")
-    independent = len({(r["dataset"], r["seed"], r.get("log", 0)) for rs in rows.values()
-                       for r in rs})
-    lines += [f"Coverage of the 95% intervals over models, folds and logs, {e}: "
-              f"{sum(h)}/{len(h)} ({np.mean(h):.0%})." for e, h in covered.items()]
-    lines.append(f"The models of a fold are valued on the same logs, so their errors move "
-                 f"together: these are {independent} independent logs.")
+    independent = len(
+        {(r["dataset"], r["seed"], r.get("log", 0)) for rs in rows.values() for r in rs}
+    )
+    lines += [
+        f"Coverage of the 95% intervals over models, folds and logs, {e}: "
+        f"{sum(h)}/{len(h)} ({np.mean(h):.0%})."
+        for e, h in covered.items()
+    ]
+    lines.append(
+        f"The models of a fold are valued on the same logs, so their errors move "
+        f"together: these are {independent} independent logs."
+    )
     lines += ["", *ope_summary([r for rs in rows.values() for r in rs])]
     return "\n".join(lines) + "\n"
 
@@ -271,7 +329,8 @@ def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{estimator}: mean stderr {np.mean([r['stderr'] for r in rs]):.4f}, mean "
             f"abs(error)/stderr {np.mean([abs(_standardised_error(r)) for r in rs]):.2f}; "
             f"standard deviation over the {len(logs)} logs of a log's mean (error/stderr) {spread}; "
-            f"a log's models out of the simulated order in {discordant} of {pairs} pairs.")
+            f"a log's models out of the simulated order in {discordant} of {pairs} pairs."
+        )
     return lines
 
 
@@ -304,8 +363,7 @@ def plot_clicks(
     k = config.k[0]
     names = list(groups)
     cols = 2 if config.exploration_rounds else 1
-    fig = figure_module.Figure(figsize=(6.0 * cols, 4.0 * max(len(names), 1)),
-                               layout="constrained")
+    fig = figure_module.Figure(figsize=(6.0 * cols, 4.0 * max(len(names), 1)), layout="constrained")
     axes = fig.subplots(max(len(names), 1), cols, squeeze=False)
     sessions = sorted(config.sessions)
     for row, name in enumerate(names):
@@ -316,15 +374,20 @@ def plot_clicks(
             if learner in ONCE:
                 values = per_query(results.get((learner, 0), []), k)
                 if values:
-                    ax.axhline(np.mean(list(values.values())), linestyle="--", label=learner,
-                               **style)
+                    ax.axhline(
+                        np.mean(list(values.values())), linestyle="--", label=learner, **style
+                    )
                 continue
             xs = [s for s in sessions if results.get((learner, s))]
             ys = [np.mean(list(per_query(results[learner, s], k).values())) for s in xs]
             if xs:
                 ax.plot(xs, ys, marker="o", label=learner, **style)
-        ax.set(xscale="log", xlabel="sessions per training query", ylabel=f"test NDCG@{k}",
-               title=f"{name}: learning from clicks")
+        ax.set(
+            xscale="log",
+            xlabel="sessions per training query",
+            ylabel=f"test NDCG@{k}",
+            title=f"{name}: learning from clicks",
+        )
         ax.set_xticks(sessions, [str(s) for s in sessions])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
@@ -334,13 +397,28 @@ def plot_clicks(
             rounds = range(config.exploration_rounds + 1)
             start = per_query(results.get(("logger", 0), []), k)  # round 0: the logger
             for i, arm in enumerate(EXPLORATION):
-                ys = [np.mean(list((per_query(results.get(
-                    (arm, r * config.exploration_sessions), []), k) if r else start).values())
-                    or [np.nan]) for r in rounds]
+                ys = [
+                    np.mean(
+                        list(
+                            (
+                                per_query(
+                                    results.get((arm, r * config.exploration_sessions), []), k
+                                )
+                                if r
+                                else start
+                            ).values()
+                        )
+                        or [np.nan]
+                    )
+                    for r in rounds
+                ]
                 ax.plot(list(rounds), ys, marker="o", label=arm, color=f"C{i}")
-            ax.set(xlabel="round (0: the logger)", ylabel=f"test NDCG@{k}",
-                   title=f"{name}: exploration",
-                   xticks=list(rounds))
+            ax.set(
+                xlabel="round (0: the logger)",
+                ylabel=f"test NDCG@{k}",
+                title=f"{name}: exploration",
+                xticks=list(rounds),
+            )
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
     fig.savefig(path, dpi=110)
@@ -349,15 +427,19 @@ def plot_clicks(
 def _click_probability(config: ClicksConfig) -> str:
     """The click model's probability of a click on a seen document, in words."""
     if config.graded:
-        text = (f"a seen document of grade g clicked with probability {config.noise:g} + "
-                f"{1 - config.noise:g} (2^g - 1) / (2^g_max - 1), g_max the highest grade")
+        text = (
+            f"a seen document of grade g clicked with probability {config.noise:g} + "
+            f"{1 - config.noise:g} (2^g - 1) / (2^g_max - 1), g_max the highest grade"
+        )
     else:
         text = f"a seen document clicked with probability 1 if relevant and {config.noise:g} if not"
     if config.trust is not None:
         eps_plus, eps_minus = config.trust
-        text += (f"; trust bias: below rank 1 a relevant document's click probability is "
-                 f"multiplied by {eps_plus:g} and a non-relevant one is clicked with probability "
-                 f"{eps_minus:g}")
+        text += (
+            f"; trust bias: below rank 1 a relevant document's click probability is "
+            f"multiplied by {eps_plus:g} and a non-relevant one is clicked with probability "
+            f"{eps_minus:g}"
+        )
     return text
 
 
@@ -368,8 +450,11 @@ def _logger_text(config: ClicksConfig) -> str:
 
 def _display_text(config: ClicksConfig) -> str:
     """How it is deployed, in words."""
-    shown = (f"a top-{config.top_k} display" if config.display == "top-k"
-             else "every document of a query displayed")
+    shown = (
+        f"a top-{config.top_k} display"
+        if config.display == "top-k"
+        else "every document of a query displayed"
+    )
     if config.logger == "plrank":
         return f"deployed with {shown}"
     return f"deployed as its ranking by score with {shown}, the same in every session"
@@ -402,9 +487,13 @@ def write_clicks_report(
         if reason:
             parts += [f"{learner} did not run: {reason}.", ""]
     for name, results in groups.items():
-        parts += [_tables(config, name, results), _theta_table(config, name, results),
-                  _bias_table(config, name, results), _ope_table(config, store, name),
-                  _exploration_table(config, name, results)]
+        parts += [
+            _tables(config, name, results),
+            _theta_table(config, name, results),
+            _bias_table(config, name, results),
+            _ope_table(config, store, name),
+            _exploration_table(config, name, results),
+        ]
     text = "\n".join(p for p in parts if p is not None)
     out = Path(config.out)
     if is_installed("matplotlib"):
@@ -413,4 +502,3 @@ def write_clicks_report(
         text += f"\nclicks.png is not drawn: {missing_message('matplotlib', purpose='it')}\n"
     (out / "clicks.md").write_text(text, encoding="utf-8")
     return text
-

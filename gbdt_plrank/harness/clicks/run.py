@@ -143,7 +143,6 @@ _OPE_SEED = 4_000_003
 _OPE_LOG_STRIDE = 1_000_003
 
 
-
 class ResultKey(NamedTuple):
     """One result: dataset label, learner, sessions per query (0: no clicks), seed."""
 
@@ -221,9 +220,7 @@ def planned(config: ClicksConfig, label: str, seed: int) -> list[ResultKey]:
 # --------------------------------------------------------------------------------------------
 # Logs
 # --------------------------------------------------------------------------------------------
-def top_k_rankings(
-    scores: np.ndarray, split: Split, *, k: int | None, n: int
-) -> list[np.ndarray]:
+def top_k_rankings(scores: np.ndarray, split: Split, *, k: int | None, n: int) -> list[np.ndarray]:
     """The deterministic top-``k`` (None: every row) by descending score (ties in row order)
     of every query, repeated for ``n`` sessions, as
     :meth:`~gbdt_plrank.PLRankRanker.sample_rankings` returns rankings."""
@@ -245,7 +242,13 @@ class _OpeLog(NamedTuple):
 
 
 def _deploy(
-    model: Any, split: Split, *, stochastic: bool, config: ClicksConfig, n: int, seed: int,
+    model: Any,
+    split: Split,
+    *,
+    stochastic: bool,
+    config: ClicksConfig,
+    n: int,
+    seed: int,
 ) -> ClickLog:
     """Clicks on ``n`` sessions per query of ``model`` deployed on ``split``: its Plackett-Luce
     policy's rankings (``stochastic``) or its ranking by score, top ``top_k`` or every
@@ -253,22 +256,32 @@ def _deploy(
     shown = config.top_k if config.display == "top-k" else None
     if stochastic:
         rankings = model.sample_rankings(
-            split.X, split.qid, n_samples=n, random_state=_RANKINGS_SEED + seed,
+            split.X,
+            split.qid,
+            n_samples=n,
+            random_state=_RANKINGS_SEED + seed,
             K=config.top_k if shown else int(np.diff(split.group_ptr).max()),
         )
     else:
         rankings = top_k_rankings(model.predict(split.X), split, k=shown, n=n)
     return simulate_clicks(
-        rankings, split.y, eta=config.eta, noise=config.noise, top_k=shown,
-        graded=config.graded, trust=config.trust, seed=_CLICKS_SEED + seed,
+        rankings,
+        split.y,
+        eta=config.eta,
+        noise=config.noise,
+        top_k=shown,
+        graded=config.graded,
+        trust=config.trust,
+        seed=_CLICKS_SEED + seed,
     )
 
 
 def first_sessions(log: ClickLog, s: int, n: int) -> ClickLog:
     """The first ``s`` sessions of every query of a log of ``n`` sessions per query."""
     keep = log.session % n < s
-    return ClickLog(session=log.session[keep], row=log.row[keep], rank=log.rank[keep],
-                    click=log.click[keep])
+    return ClickLog(
+        session=log.session[keep], row=log.row[keep], rank=log.rank[keep], click=log.click[keep]
+    )
 
 
 def _concat(logs: Sequence[ClickLog]) -> ClickLog:
@@ -306,8 +319,7 @@ def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
     keep = np.isin(log.session, clicked)
     order = np.lexsort((log.rank[keep], log.session[keep]))
     rows = log.row[keep][order]
-    part = Split(split.X[rows], log.click[keep][order].astype(np.float64),
-                 log.session[keep][order])
+    part = Split(split.X[rows], log.click[keep][order].astype(np.float64), log.session[keep][order])
     return part, log.rank[keep][order] - 1
 
 
@@ -324,8 +336,14 @@ class _DisplayOrderLightGBM(LightGBMBackend):
 
         ptr = data.group_ptr
         position = np.arange(data.y.shape[0]) - np.repeat(ptr[:-1], np.diff(ptr))
-        return lightgbm.Dataset(data.X, data.y, group=data.group_sizes, reference=reference,
-                                params=params, position=position)
+        return lightgbm.Dataset(
+            data.X,
+            data.y,
+            group=data.group_sizes,
+            reference=reference,
+            params=params,
+            position=position,
+        )
 
 
 @dataclass(frozen=True)
@@ -337,7 +355,12 @@ class _Fit:
 
 
 def _fit_plrank(
-    config: ClicksConfig, seed: int, data: LTRDataset, y: np.ndarray, y_vali: np.ndarray, *,
+    config: ClicksConfig,
+    seed: int,
+    data: LTRDataset,
+    y: np.ndarray,
+    y_vali: np.ndarray,
+    *,
     labels: bool = False,
 ) -> tuple[PLRankRanker, _Fit]:
     """PL-Rank on ``y`` (rewards, or the true labels with ``labels``), early-stopped on
@@ -345,18 +368,27 @@ def _fit_plrank(
     options = config.learner_options(labels=labels)
     ranker = PLRankRanker(**options, random_state=seed)
     start = time.perf_counter()
-    ranker.fit(data.train.X, y, group=data.train.qid,
-               eval_set=[(data.vali.X, y_vali, data.vali.qid)],
-               early_stopping_rounds=config.trees.early_stopping_rounds)
+    ranker.fit(
+        data.train.X,
+        y,
+        group=data.train.qid,
+        eval_set=[(data.vali.X, y_vali, data.vali.qid)],
+        early_stopping_rounds=config.trees.early_stopping_rounds,
+    )
     seconds = time.perf_counter() - start
     best = ranker.best_iteration_
     best_round = options["n_estimators"] if best is None else best + 1
-    return ranker, _Fit(ranker.predict(data.test.X), int(best_round), seconds,
-                        ranker.predict(data.vali.X))
+    return ranker, _Fit(
+        ranker.predict(data.test.X), int(best_round), seconds, ranker.predict(data.vali.X)
+    )
 
 
 def _fit_anchor(
-    learner: str, config: ClicksConfig, seed: int, data: LTRDataset, train_log: ClickLog,
+    learner: str,
+    config: ClicksConfig,
+    seed: int,
+    data: LTRDataset,
+    train_log: ClickLog,
     vali_rewards: np.ndarray,
 ) -> _Fit:
     """A library's unbiased objective on the sessions of ``train_log``, trained as the
@@ -373,28 +405,40 @@ def _fit_anchor(
     else:
         backend = _DisplayOrderLightGBM()
     fit = train(
-        method, replace(data, train=train_split, vali=vali), k=config.top_k, seed=seed,
-        trees=config.trees, params=params, backend=backend,
+        method,
+        replace(data, train=train_split, vali=vali),
+        k=config.top_k,
+        seed=seed,
+        trees=config.trees,
+        params=params,
+        backend=backend,
         watch=RankingMetric(config.plrank.metric, config.top_k, "linear"),
     )
     return _Fit(fit.test_scores, int(fit.best_round), float(fit.train_seconds), fit.vali_scores)
 
 
 def _test_values(
-    config: ClicksConfig, test: Split, scores: np.ndarray, *, vali: Split | None = None,
+    config: ClicksConfig,
+    test: Split,
+    scores: np.ndarray,
+    *,
+    vali: Split | None = None,
     vali_scores: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The test queries' ids and NDCG@k on the true labels; with ``vali``, the validation
     queries' too (``vali_qid``, ``vali_ndcg``: what a choice between learners reads)."""
     out = {
         "qid": [int(q) for q in np.unique(test.qid)],
-        "ndcg": {str(k): ndcg(test.y, scores, test.qid, k=k, per_query=True).tolist()
-                 for k in config.k},
+        "ndcg": {
+            str(k): ndcg(test.y, scores, test.qid, k=k, per_query=True).tolist() for k in config.k
+        },
     }
     if vali is not None:
         out["vali_qid"] = [int(q) for q in np.unique(vali.qid)]
-        out["vali_ndcg"] = {str(k): ndcg(vali.y, vali_scores, vali.qid, k=k,
-                                         per_query=True).tolist() for k in config.k}
+        out["vali_ndcg"] = {
+            str(k): ndcg(vali.y, vali_scores, vali.qid, k=k, per_query=True).tolist()
+            for k in config.k
+        }
     return out
 
 
@@ -406,18 +450,24 @@ def _logger(config: ClicksConfig, train: Split, seed: int) -> Any:
     X, y, qid = train.X[:n], train.y[:n], train.qid[:n]
     if config.logger == "plrank":
         return PLRankRanker(
-            **{**config.learner_options(labels=True, stopped=False),
-               "n_estimators": config.logging_rounds},
+            **{
+                **config.learner_options(labels=True, stopped=False),
+                "n_estimators": config.logging_rounds,
+            },
             random_state=seed,
         ).fit(X, y, group=qid)
     from xgboost import XGBRanker
 
     trees = config.trees
     return XGBRanker(
-        objective="rank:ndcg", n_estimators=config.logging_rounds,
-        learning_rate=trees.learning_rate, max_depth=trees.max_depth,
-        min_child_weight=trees.min_child_weight, reg_lambda=trees.reg_lambda,
-        n_jobs=trees.n_jobs, random_state=seed,
+        objective="rank:ndcg",
+        n_estimators=config.logging_rounds,
+        learning_rate=trees.learning_rate,
+        max_depth=trees.max_depth,
+        min_child_weight=trees.min_child_weight,
+        reg_lambda=trees.reg_lambda,
+        n_jobs=trees.n_jobs,
+        random_state=seed,
     ).fit(X, y, qid=qid)
 
 
@@ -442,20 +492,29 @@ class _Fold:
         once)."""
         if stochastic not in self._logs:
             self._logs[stochastic] = {
-                name: _deploy(self.logger, getattr(self.data, name), stochastic=stochastic,
-                              config=self.config, n=self.n, seed=self.seed + _SPLIT_SEED[name])
+                name: _deploy(
+                    self.logger,
+                    getattr(self.data, name),
+                    stochastic=stochastic,
+                    config=self.config,
+                    n=self.n,
+                    seed=self.seed + _SPLIT_SEED[name],
+                )
                 for name in ("train", "vali")
             }
         if (stochastic, s) not in self._first:
-            self._first[stochastic, s] = {name: first_sessions(log, s, self.n)
-                                          for name, log in self._logs[stochastic].items()}
+            self._first[stochastic, s] = {
+                name: first_sessions(log, s, self.n) for name, log in self._logs[stochastic].items()
+            }
         return self._first[stochastic, s]
 
     def estimated_theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
         """:func:`estimated_theta` of a training log of :meth:`logs`, estimated once."""
         if id(log) not in self._estimates:
-            self._estimates[id(log)] = (log, estimated_theta(log, self.data.train,
-                                                             stochastic=stochastic))
+            self._estimates[id(log)] = (
+                log,
+                estimated_theta(log, self.data.train, stochastic=stochastic),
+            )
         return self._estimates[id(log)][1]
 
     def theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
@@ -474,13 +533,22 @@ class _Fold:
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
-            rho = (self.propensities(split, theta, n_samples=self.config.propensity_samples)
-                   if policy else {})
+            rho = (
+                self.propensities(split, theta, n_samples=self.config.propensity_samples)
+                if policy
+                else {}
+            )
             out[name] = click_rewards(
-                log, split.y.size, position_bias=theta, estimator=estimator, qid=split.qid,
-                X=split.X, seed=self.seed,
+                log,
+                split.y.size,
+                position_bias=theta,
+                estimator=estimator,
+                qid=split.qid,
+                X=split.X,
+                seed=self.seed,
                 shrinkage=self.config.shrinkage if REWARD_ESTIMATORS[estimator].signed else 0.0,
-                **rho)
+                **rho,
+            )
         return out
 
     def propensities(self, split: Split, theta: np.ndarray, *, n_samples: int) -> dict[str, Any]:
@@ -494,7 +562,10 @@ class _Fold:
         every row and taken as they are."""
         placement = self.config.propensities == "placement"
         rho = self.logger.expected_exposure(
-            split.X, split.qid, n_samples=n_samples, weights=theta,
+            split.X,
+            split.qid,
+            n_samples=n_samples,
+            weights=theta,
             random_state=_PROPENSITY_SEED + self.seed,
             method="placement" if placement else "count",
         )
@@ -509,13 +580,18 @@ class _Fold:
         n = 10 * config.propensity_samples
         gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
         _, q = np.unique(test.qid, return_inverse=True)
+
         def exposure(theta: np.ndarray) -> np.ndarray:
-            return model.expected_exposure(test.X, test.qid, n_samples=n, weights=theta,
-                                           random_state=_OPE_SEED + self.seed)
+            return model.expected_exposure(
+                test.X, test.qid, n_samples=n, weights=theta, random_state=_OPE_SEED + self.seed
+            )
 
         # the model's observation under the simulated position bias, once for every log
-        simulated = None if config.position_bias == "known" else exposure(
-            pbm_position_bias(config.top_k, eta=config.eta))
+        simulated = (
+            None
+            if config.position_bias == "known"
+            else exposure(pbm_position_bias(config.top_k, eta=config.eta))
+        )
         out = []
         exposures: dict[bytes, np.ndarray] = {}  # per position bias (one, where it is known)
         for i, logged in enumerate(self._ope_logs()):
@@ -528,12 +604,25 @@ class _Fold:
             truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
             for estimator in ("policy-aware", "doubly-robust"):
                 est = estimate_policy_value(
-                    logged.log, w, X=test.X, qid=test.qid, position_bias=logged.theta,
-                    **logged.rho, estimator=estimator,
+                    logged.log,
+                    w,
+                    X=test.X,
+                    qid=test.qid,
+                    position_bias=logged.theta,
+                    **logged.rho,
+                    estimator=estimator,
                     regression=logged.regression if estimator == "doubly-robust" else None,
                 )
-                out.append({**key._asdict(), "estimator": estimator, "log": i,
-                            "value": est.value, "stderr": est.stderr, "truth": truth})
+                out.append(
+                    {
+                        **key._asdict(),
+                        "estimator": estimator,
+                        "log": i,
+                        "value": est.value,
+                        "stderr": est.stderr,
+                        "truth": truth,
+                    }
+                )
         return out
 
     def _ope_logs(self) -> list[_OpeLog]:
@@ -544,17 +633,26 @@ class _Fold:
             config, test = self.config, self.data.test
             self._ope = []
             for i in range(config.ope_logs):
-                log = _deploy(self.logger, test, stochastic=True, config=config,
-                              n=config.ope_sessions,
-                              seed=self.seed + _SPLIT_SEED["test"] + _OPE_LOG_STRIDE * i)
+                log = _deploy(
+                    self.logger,
+                    test,
+                    stochastic=True,
+                    config=config,
+                    n=config.ope_sessions,
+                    seed=self.seed + _SPLIT_SEED["test"] + _OPE_LOG_STRIDE * i,
+                )
                 theta = _theta(config, log, test, stochastic=True)
                 reused = self._ope and np.array_equal(theta, self._ope[0].theta)
                 # ten times the rankings of the training propensities: closer to the logger's
                 # exact propensities, which is what makes the doubly robust estimate the better
-                rho = self._ope[0].rho if reused else self.propensities(
-                    test, theta, n_samples=10 * config.propensity_samples)
-                regression = click_regression(log, test.X, test.qid, position_bias=theta,
-                                              seed=_OPE_SEED + self.seed)
+                rho = (
+                    self._ope[0].rho
+                    if reused
+                    else self.propensities(test, theta, n_samples=10 * config.propensity_samples)
+                )
+                regression = click_regression(
+                    log, test.X, test.qid, position_bias=theta, seed=_OPE_SEED + self.seed
+                )
                 self._ope.append(_OpeLog(log, theta, rho, regression))
         return self._ope
 
@@ -564,19 +662,32 @@ class _Fold:
         config, data, learner = self.config, self.data, key.learner
         if learner == "logger":
             scores = self.logger.predict(data.test.X)
-            return ({**_test_values(config, data.test, scores, vali=data.vali,
-                                    vali_scores=self.logger.predict(data.vali.X)),
-                     "best_round": config.logging_rounds, "seconds": 0.0},
-                    self.ope(key, self.logger))
+            return (
+                {
+                    **_test_values(
+                        config,
+                        data.test,
+                        scores,
+                        vali=data.vali,
+                        vali_scores=self.logger.predict(data.vali.X),
+                    ),
+                    "best_round": config.logging_rounds,
+                    "seconds": 0.0,
+                },
+                self.ope(key, self.logger),
+            )
         extra: dict[str, Any] = {}
         model = None
         if learner == "plrank-full-labels":
-            model, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y,
-                                     labels=True)
+            model, fit = _fit_plrank(config, key.seed, data, data.train.y, data.vali.y, labels=True)
         elif learner in ANCHORS:
             logs = self.logs(self.stochastic, key.sessions)
-            vali = self.rewards(logs, estimator="policy-aware", stochastic=self.stochastic,
-                                policy=self.policy_propensities)["vali"]
+            vali = self.rewards(
+                logs,
+                estimator="policy-aware",
+                stochastic=self.stochastic,
+                policy=self.policy_propensities,
+            )["vali"]
             fit = _fit_anchor(learner, config, key.seed, data, logs["train"], vali)
         else:
             stochastic = self.stochastic and learner != "plrank-deterministic"
@@ -584,14 +695,20 @@ class _Fold:
             r = self.learner_rewards(learner, logs, stochastic=stochastic)
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
-                extra["theta_estimate"] = self.estimated_theta(logs["train"],
-                                                               stochastic=stochastic).tolist()
+                extra["theta_estimate"] = self.estimated_theta(
+                    logs["train"], stochastic=stochastic
+                ).tolist()
                 extra["clicks"] = int(logs["train"].click.sum())
             if learner in ESTIMATOR_LEARNERS and learner != "plrank-naive":
                 extra["by_grade"] = self.by_grade(logs["train"], r["train"])
-        record = {**_test_values(config, data.test, fit.scores, vali=data.vali,
-                                 vali_scores=fit.vali_scores),
-                  "best_round": fit.best_round, "seconds": fit.seconds, **extra}
+        record = {
+            **_test_values(
+                config, data.test, fit.scores, vali=data.vali, vali_scores=fit.vali_scores
+            ),
+            "best_round": fit.best_round,
+            "seconds": fit.seconds,
+            **extra,
+        }
         return record, [] if model is None else self.ope(key, model)
 
     @property
@@ -613,12 +730,21 @@ class _Fold:
         config = self.config
         spec = REWARD_ESTIMATORS[ESTIMATOR_LEARNERS.get(learner, "policy-aware")]
         unshrunk = spec.signed and config.shrinkage == 0
-        r = self.rewards(logs, estimator=spec.name, stochastic=stochastic,
-                         policy=stochastic and spec.propensities and (
-                             config.propensities != "logged" or unshrunk))
+        r = self.rewards(
+            logs,
+            estimator=spec.name,
+            stochastic=stochastic,
+            policy=stochastic
+            and spec.propensities
+            and (config.propensities != "logged" or unshrunk),
+        )
         if spec.regression:  # stops on the policy-aware learner's signal
-            r["vali"] = self.rewards(logs, estimator="policy-aware", stochastic=stochastic,
-                                     policy=stochastic and config.propensities != "logged")["vali"]
+            r["vali"] = self.rewards(
+                logs,
+                estimator="policy-aware",
+                stochastic=stochastic,
+                policy=stochastic and config.propensities != "logged",
+            )["vali"]
         return r
 
     def by_grade(self, log: ClickLog, rewards: np.ndarray) -> dict[str, dict[str, list[float]]]:
@@ -636,10 +762,14 @@ class _Fold:
         shown[log.row] = True
         out = {}
         for name, rows in (("all", np.ones(y.size, bool)), ("shown", shown)):
-            out[name] = {f"{g:g}": [float(rewards[rows & (y == g)].mean()),
-                                    float(gamma[rows & (y == g)].mean()),
-                                    int((rows & (y == g)).sum())]
-                         for g in np.unique(y[rows])}
+            out[name] = {
+                f"{g:g}": [
+                    float(rewards[rows & (y == g)].mean()),
+                    float(gamma[rows & (y == g)].mean()),
+                    int((rows & (y == g)).sum()),
+                ]
+                for g in np.unique(y[rows])
+            }
         return out
 
     def explore(self, arm: str, store: ResultStore, label: str) -> None:
@@ -650,18 +780,31 @@ class _Fold:
         logs: dict[str, list[ClickLog]] = {"train": [], "vali": []}
         for r in range(1, config.exploration_rounds + 1):
             for name in logs:
-                logs[name].append(_deploy(
-                    model, getattr(data, name), stochastic=stochastic, config=config,
-                    n=config.exploration_sessions, seed=self.seed + _SPLIT_SEED[name] + 1000 * r,
-                ))
+                logs[name].append(
+                    _deploy(
+                        model,
+                        getattr(data, name),
+                        stochastic=stochastic,
+                        config=config,
+                        n=config.exploration_sessions,
+                        seed=self.seed + _SPLIT_SEED[name] + 1000 * r,
+                    )
+                )
             joined = {name: _concat(parts) for name, parts in logs.items()}
-            rewards = self.rewards(joined, estimator="policy-aware", policy=False,
-                                   stochastic=stochastic)
+            rewards = self.rewards(
+                joined, estimator="policy-aware", policy=False, stochastic=stochastic
+            )
             model, fit = _fit_plrank(config, self.seed, data, rewards["train"], rewards["vali"])
             key = ResultKey(label, arm, r * config.exploration_sessions, self.seed)
             if key not in store.records("results"):
-                add_result(store, key, **_test_values(config, data.test, fit.scores),
-                           best_round=fit.best_round, seconds=fit.seconds, round=r)
+                add_result(
+                    store,
+                    key,
+                    **_test_values(config, data.test, fit.scores),
+                    best_round=fit.best_round,
+                    seconds=fit.seconds,
+                    round=r,
+                )
 
 
 def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], None]) -> None:
@@ -672,7 +815,9 @@ def _fill(store: ResultStore, config: ClicksConfig, *, echo: Callable[[str], Non
             echo(f"{learner} is left out: {reason}")
     units = [
         (data, fold, seed, planned(config, dataset_label(data, fold), seed))
-        for data in config.datasets for fold in config.folds for seed in range(config.seeds)
+        for data in config.datasets
+        for fold in config.folds
+        for seed in range(config.seeds)
     ]
     total = sum(len(keys) for *_, keys in units)
     done = store.records("results")

@@ -88,7 +88,9 @@ class CompareConfig(ExperimentConfig):
         settings = objective_settings(self.plrank, self.pirank)
         return {
             f"{name} k={k}": method_options(METHODS[name], settings, self.params.get(name), k=k)
-            for name in self.methods if METHODS[name].objective == PLRANK for k in self.k
+            for name in self.methods
+            if METHODS[name].objective == PLRANK
+            for k in self.k
         }
 
     def training_settings(self) -> dict[str, Any]:

@@ -37,11 +37,14 @@ def _mean_std(values: Sequence[float], digits: int = 4) -> str:
     return f"{np.mean(values):.{digits}f}{spread}"
 
 
-def _per_query(queries: Queries, keys: Sequence[RunKey], method: str) -> dict[tuple[str, int], float]:
+def _per_query(
+    queries: Queries, keys: Sequence[RunKey], method: str
+) -> dict[tuple[str, int], float]:
     """(dataset fold, query id) -> the method's test NDCG@k there, averaged over its seeds."""
     return seed_means(
         ((key.dataset, qid), value)
-        for key in keys if key.method == method and key in queries
+        for key in keys
+        if key.method == method and key in queries
         for qid, value in queries[key].items()
     )
 
@@ -119,15 +122,15 @@ def markdown_report(
     }.get(config.plrank.stopping, "")
     train_K = config.plrank.train_K
     trained_at = (
-        " The PL-Rank methods train at the cut-off 2k (k with fairness)." if train_K == "auto"
+        " The PL-Rank methods train at the cut-off 2k (k with fairness)."
+        if train_K == "auto"
         else f" The PL-Rank methods train at the cut-off {train_K}."
     )
     first = {0: "", "auto": ", no round kept before ceil(2 / learning rate)"}.get(
         config.trees.min_rounds, f", no round kept before round {config.trees.min_rounds}"
     )
     if config.trees.patience_rate > 0:
-        first += (f", the patience growing to {config.trees.patience_rate:g} times the best "
-                  f"round")
+        first += f", the patience growing to {config.trees.patience_rate:g} times the best round"
     if config.trees.min_delta > 0:
         first += f", a gain of at most {config.trees.min_delta:g} counted as none"
     lines += [
@@ -197,7 +200,8 @@ def plot_curves(
             ax = axes[row, col]
             for i, method in enumerate(methods):
                 runs = [
-                    c for key, c in curves.items()
+                    c
+                    for key, c in curves.items()
                     if key.method == method and key.k == k and family(key.dataset) == name
                 ]
                 if runs:
@@ -229,7 +233,9 @@ def write_report(
         wanted = set(keys)
         plot_curves(
             {key: c for key, c in store.curves().items() if key in wanted},
-            out / "curves.png", methods=config.methods, ks=config.k,
+            out / "curves.png",
+            methods=config.methods,
+            ks=config.k,
         )
     else:
         text += f"\ncurves.png is not drawn: {missing_message('matplotlib', purpose='it')}\n"

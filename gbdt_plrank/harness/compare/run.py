@@ -113,8 +113,14 @@ def run_task(task: Task) -> Done:
     dataset = _dataset(task.data, task.fold, config.drop_empty_test_queries)
     test = dataset.test
     fit = train(
-        key.method, dataset, k=key.k, seed=key.seed, trees=config.trees,
-        plrank=config.plrank, pirank=config.pirank, params=config.params.get(key.method),
+        key.method,
+        dataset,
+        k=key.k,
+        seed=key.seed,
+        trees=config.trees,
+        plrank=config.plrank,
+        pirank=config.pirank,
+        params=config.params.get(key.method),
     )
     rounds_run = int(fit.curve.shape[0])
     per_query = ndcg(test.y, fit.test_scores, test.qid, k=key.k, per_query=True)
@@ -173,9 +179,7 @@ def run_comparison(
         write_options(store.folder, config.trained_options())
         done = set(store.rows())
         sources = {label: (data, fold) for data, fold, label in work.sources}
-        tasks = [
-            Task(key, *sources[key.dataset], config) for key in work.keys if key not in done
-        ]
+        tasks = [Task(key, *sources[key.dataset], config) for key in work.keys if key not in done]
         echo(f"{len(tasks)} of {len(work.keys)} trainings to run; results in {store.folder}")
         with tqdm(total=len(tasks), unit="training", disable=None) as bar:
             for finished in (executor or _sequential)(tasks):

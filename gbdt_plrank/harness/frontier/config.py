@@ -53,7 +53,8 @@ BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
 
 #: The PL-Rank booster methods at the ``[plrank]`` table's Hessian mode (no ablation).
 _PLRANK_METHODS = tuple(
-    n for n, m in METHODS.items()
+    n
+    for n, m in METHODS.items()
     if m.objective == PLRANK and m.hessian is None and m.library in ("xgboost", "lightgbm")
 )
 
@@ -140,7 +141,9 @@ class FrontierConfig(ExperimentConfig):
         """The PL-Rank method's native parameters with the fairness options of ``weight``."""
         native = dict(self.params.get(self.plrank_method, {}))
         native[PLRANK] = {
-            **native.get(PLRANK, {}), "fairness": self.fairness, "fairness_weight": weight,
+            **native.get(PLRANK, {}),
+            "fairness": self.fairness,
+            "fairness_weight": weight,
         }
         return native
 
@@ -194,7 +197,10 @@ def load_frontier_config(
     for weight in (0.0, *config.fairness_weights):
         options = {config.plrank_method: config.fair_options(weight)} if weight else config.params
         check_objectives(
-            config.methods, objective_settings(config.plrank), options, k=config.k,
+            config.methods,
+            objective_settings(config.plrank),
+            options,
+            k=config.k,
             item_groups=config.protected is not None,
         )
     return config

@@ -59,7 +59,13 @@ from .run import (
 )
 
 __all__ = [
-    "Comparison", "Match", "Point", "compare_points", "csv_columns", "measures", "pool",
+    "Comparison",
+    "Match",
+    "Point",
+    "compare_points",
+    "csv_columns",
+    "measures",
+    "pool",
     "write_frontier_report",
 ]
 
@@ -78,7 +84,6 @@ LABELS = {
 }
 
 
-
 def measures() -> tuple[str, ...]:
     """The per-query values of an evaluation: ``"ndcg"`` and the column of every registered
     fairness term (:data:`~gbdt_plrank._fairness_terms.FAIRNESS_TERMS`)."""
@@ -93,9 +98,21 @@ def _term(measure: str) -> FairnessTerm:
 def csv_columns() -> tuple[str, ...]:
     """The columns of ``frontier.csv``: the point, then each measure's mean and standard error
     (and the Monte-Carlo standard error of the expected NDCG)."""
-    point = ("dataset", "split", "curve", "fairness_weight", "temperature", "group_offset",
-             "queries", "seeds", "ndcg", "ndcg_se", "ndcg_mc_se")
+    point = (
+        "dataset",
+        "split",
+        "curve",
+        "fairness_weight",
+        "temperature",
+        "group_offset",
+        "queries",
+        "seeds",
+        "ndcg",
+        "ndcg_se",
+        "ndcg_mc_se",
+    )
     return point + tuple(c for m in measures()[1:] for c in (m, f"{m}_se"))
+
 
 Values = dict[tuple[str, int], float]
 
@@ -132,9 +149,14 @@ class Point:
     def row(self) -> dict[str, object]:
         """The point's ``frontier.csv`` row."""
         out: dict[str, object] = {
-            "dataset": self.dataset, "split": self.split, "curve": self.curve,
-            "fairness_weight": self.weight, "temperature": self.temperature,
-            "group_offset": self.offset, "queries": len(self.ndcg), "seeds": self.seeds,
+            "dataset": self.dataset,
+            "split": self.split,
+            "curve": self.curve,
+            "fairness_weight": self.weight,
+            "temperature": self.temperature,
+            "group_offset": self.offset,
+            "queries": len(self.ndcg),
+            "seeds": self.seeds,
             "ndcg_mc_se": self.mc_se,
         }
         for metric in measures():
@@ -175,8 +197,14 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
     groups: dict[tuple[str, str, str, float, float, float], list[dict]] = {}
     for key, record in store.records("evaluations").items():
         if key in wanted:
-            where = (family(key.dataset), key.split, key.curve, key.weight, key.temperature,
-                     key.offset)
+            where = (
+                family(key.dataset),
+                key.split,
+                key.curve,
+                key.weight,
+                key.temperature,
+                key.offset,
+            )
             groups.setdefault(where, []).append(record)
     points = []
     for (name, split, curve, weight, temperature, offset), records in sorted(groups.items()):
@@ -190,10 +218,19 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
                     table.setdefault((r["dataset"], q), []).append(v)
         queries_per_fold = {r["dataset"]: len(r["qid"]) for r in records}
         means = {m: {q: float(np.mean(v)) for q, v in t.items()} for m, t in sums.items()}
-        points.append(Point(
-            name, split, curve, weight, temperature, offset, len({r["seed"] for r in records}),
-            means, _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
-        ))
+        points.append(
+            Point(
+                name,
+                split,
+                curve,
+                weight,
+                temperature,
+                offset,
+                len({r["seed"] for r in records}),
+                means,
+                _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
+            )
+        )
     return points
 
 
@@ -268,14 +305,14 @@ class Comparison:
 #: What a verdict says about the chosen fair policy on test.
 VERDICTS = {
     "above": "better by more than one standard error in the compared measure, and not worse by "
-             "more than one in the other",
+    "more than one in the other",
     "more relevant, less fair": "higher expected NDCG by more than one standard error, but "
-                                "more unfair by more than one: the validation level did not hold",
+    "more unfair by more than one: the validation level did not hold",
     "fairer, less relevant": "fairer by more than one standard error, but less relevant by more "
-                             "than one: the validation level did not hold",
+    "than one: the validation level did not hold",
     "not above": "not better by more than one standard error",
     "not reached": "no policy of the other side qualifies on validation (for a fair policy at "
-                   "no more unfairness: no post-hoc policy is as fair)",
+    "no more unfairness: no post-hoc policy is as fair)",
 }
 
 
@@ -295,13 +332,15 @@ def _best(value: Sequence[float], cost: Sequence[float], level: float) -> dict[i
         for j in range(len(value)):
             if cost[i] <= level < cost[j]:
                 share = (cost[j] - level) / (cost[j] - cost[i])
-                options.append((share * value[i] + (1 - share) * value[j],
-                                {i: share, j: 1 - share}))
+                options.append(
+                    (share * value[i] + (1 - share) * value[j], {i: share, j: 1 - share})
+                )
     return max(options, key=lambda o: o[0])[1] if options else None
 
 
 def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
     """The name of a policy or mixture; a post-hoc policy's name starts with its curve."""
+
     def name(p: Point) -> str:
         return policy_name(p) if p.curve == FAIR else f"{p.curve} {policy_name(p)}"
 
@@ -311,8 +350,13 @@ def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
 
 
 def _match(
-    base: Point, others: Sequence[Point], shares: dict[int, float], measure: str,
-    queries: Sequence, *, fair_base: bool,
+    base: Point,
+    others: Sequence[Point],
+    shares: dict[int, float],
+    measure: str,
+    queries: Sequence,
+    *,
+    fair_base: bool,
 ) -> Match:
     """The test comparison of the mixture ``shares`` of ``others`` with ``base``, paired by query.
 
@@ -320,8 +364,9 @@ def _match(
     is the fair policy (``fair_base``).
     """
     mixed = {
-        metric: {q: sum(s * others[i].values[metric][q] for i, s in shares.items())
-                 for q in queries}
+        metric: {
+            q: sum(s * others[i].values[metric][q] for i, s in shares.items()) for q in queries
+        }
         for metric in ("ndcg", measure)
     }
     sign = -1.0 if fair_base else 1.0
@@ -329,9 +374,13 @@ def _match(
     se = {m: float(v.std(ddof=1) / math.sqrt(v.size)) for m, v in d.items()}
     fair, post = (base.ndcg, mixed["ndcg"]) if fair_base else (mixed["ndcg"], base.ndcg)
     return Match(
-        _mixture_name(others, shares), _mean(mixed["ndcg"], queries),
-        _mean(mixed[measure], queries), float(d["ndcg"].mean()), se["ndcg"],
-        float(d[measure].mean()), se[measure],
+        _mixture_name(others, shares),
+        _mean(mixed["ndcg"], queries),
+        _mean(mixed[measure], queries),
+        float(d["ndcg"].mean()),
+        se["ndcg"],
+        float(d[measure].mean()),
+        se[measure],
         paired({q: fair[q] for q in queries}, {q: post[q] for q in queries}).p_randomization,
     )
 
@@ -354,7 +403,10 @@ def _aligned(vali: Sequence[Point], test: Sequence[Point]) -> tuple[list[Point],
 
 
 def _against(
-    base: tuple[Point, Point], others: tuple[Sequence[Point], Sequence[Point]], measure: str, *,
+    base: tuple[Point, Point],
+    others: tuple[Sequence[Point], Sequence[Point]],
+    measure: str,
+    *,
     fair_base: bool,
 ) -> tuple[Match | None, Match | None, list]:
     """Choose among ``others`` on validation for ``base`` (validation, test); compare on test.
@@ -392,27 +444,47 @@ def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
         split = {
-            s: ([p for p in points if p.dataset == name and p.split == s
-                 and p.curve == FAIR and p.weight > 0],
-                [p for p in points if p.dataset == name and p.split == s
-                 and p.curve in TEMPERATURE_CURVES])
+            s: (
+                [
+                    p
+                    for p in points
+                    if p.dataset == name and p.split == s and p.curve == FAIR and p.weight > 0
+                ],
+                [
+                    p
+                    for p in points
+                    if p.dataset == name and p.split == s and p.curve in TEMPERATURE_CURVES
+                ],
+            )
             for s in ("vali", "test")
         }
         fair_v, fair_t = _aligned(split["vali"][0], split["test"][0])
         post_v, post_t = _aligned(split["vali"][1], split["test"][1])
         envelope = _envelope(post_v, measure)
-        for side, bases, others in (("post hoc", (post_v, post_t), (fair_v, fair_t)),
-                                    ("fair", (fair_v, fair_t), (post_v, post_t))):
+        for side, bases, others in (
+            ("post hoc", (post_v, post_t), (fair_v, fair_t)),
+            ("fair", (fair_v, fair_t), (post_v, post_t)),
+        ):
             for base_v, base_t in zip(*bases):
                 at_level, at_ndcg, tq = _against(
                     (base_v, base_t), others, measure, fair_base=side == "fair"
                 )
                 key = (base_t.curve, base_t.temperature, base_t.offset)
-                out.append(Comparison(
-                    name, side, base_t.curve, base_t.weight, base_t.temperature, base_t.offset,
-                    side == "fair" or key in envelope, _mean(base_t.ndcg, tq),
-                    _mean(base_t.values[measure], tq), at_level, at_ndcg,
-                ))
+                out.append(
+                    Comparison(
+                        name,
+                        side,
+                        base_t.curve,
+                        base_t.weight,
+                        base_t.temperature,
+                        base_t.offset,
+                        side == "fair" or key in envelope,
+                        _mean(base_t.ndcg, tq),
+                        _mean(base_t.values[measure], tq),
+                        at_level,
+                        at_ndcg,
+                    )
+                )
     return out
 
 
@@ -438,21 +510,30 @@ def _summary(subsets: Sequence[tuple[str, Sequence[Comparison]]], measure: str) 
     lines = []
     for label, subset in subsets:
         for what, verdict, attr, diff in (
-            (f"higher expected NDCG at no more {measure}", "verdict", "at_level",
-             "ndcg_difference"),
-            (f"lower {measure} at no less expected NDCG", "fairer_verdict", "at_ndcg",
-             "unfairness_difference"),
+            (
+                f"higher expected NDCG at no more {measure}",
+                "verdict",
+                "at_level",
+                "ndcg_difference",
+            ),
+            (
+                f"lower {measure} at no less expected NDCG",
+                "fairer_verdict",
+                "at_ndcg",
+                "unfairness_difference",
+            ),
         ):
             counts = {v: sum(getattr(c, verdict) == v for c in subset) for v in VERDICTS}
             above = [getattr(c, attr) for c in subset if getattr(c, verdict) == "above"]
-            line = (f"- {label}, {what}: "
-                    + ", ".join(f"{v} {n}" for v, n in counts.items() if n))
+            line = f"- {label}, {what}: " + ", ".join(f"{v} {n}" for v, n in counts.items() if n)
             if above:
                 best = max(above, key=lambda m: abs(getattr(m, diff)))
                 se = best.ndcg_se if attr == "at_level" else best.unfairness_se
                 spread = sorted(getattr(m, diff) for m in above)
-                line += (f"; where above, by {spread[0]:+.4f} to {spread[-1]:+.4f} (largest "
-                         f"{getattr(best, diff):+.4f}, s.e. {se:.4f})")
+                line += (
+                    f"; where above, by {spread[0]:+.4f} to {spread[-1]:+.4f} (largest "
+                    f"{getattr(best, diff):+.4f}, s.e. {se:.4f})"
+                )
             lines.append(line + ".")
     return lines
 
@@ -460,13 +541,21 @@ def _summary(subsets: Sequence[tuple[str, Sequence[Comparison]]], measure: str) 
 def _match_cells(m: Match | None, verdict: str, *, digits: int) -> list[object]:
     if m is None:
         return ["", "", "", "", "", verdict]
-    return [m.name, f"{m.ndcg:.4f}", f"{m.unfairness:.{digits}f}",
-            f"{m.ndcg_difference:+.4f} ({m.ndcg_se:.4f})",
-            f"{m.unfairness_difference:+.{digits}f} ({m.unfairness_se:.{digits}f})", verdict]
+    return [
+        m.name,
+        f"{m.ndcg:.4f}",
+        f"{m.unfairness:.{digits}f}",
+        f"{m.ndcg_difference:+.4f} ({m.ndcg_se:.4f})",
+        f"{m.unfairness_difference:+.{digits}f} ({m.unfairness_se:.{digits}f})",
+        verdict,
+    ]
 
 
 def markdown(
-    points: Sequence[Point], comparisons: Sequence[Comparison], command: str | None, *,
+    points: Sequence[Point],
+    comparisons: Sequence[Comparison],
+    command: str | None,
+    *,
     measure: str,
 ) -> str:
     """``frontier.md``: per dataset the goal check's summary and table, then every test point."""
@@ -476,56 +565,106 @@ def markdown(
     digits = _term(measure).digits
     for name in dict.fromkeys(p.dataset for p in points):
         mine = [c for c in comparisons if c.dataset == name]
-        queries = max((len(p.ndcg) for p in points if p.dataset == name and p.split == "test"),
-                      default=0)
-        lines += [f"## {name}", "", f"{queries} test queries; the fairness measure is {measure} "
-                  "(lower is fairer). Policies are chosen on validation and compared on test, "
-                  "paired by query (differences: fair minus post hoc, standard errors over "
-                  "queries).", ""]
+        queries = max(
+            (len(p.ndcg) for p in points if p.dataset == name and p.split == "test"), default=0
+        )
+        lines += [
+            f"## {name}",
+            "",
+            f"{queries} test queries; the fairness measure is {measure} "
+            "(lower is fairer). Policies are chosen on validation and compared on test, "
+            "paired by query (differences: fair minus post hoc, standard errors over "
+            "queries).",
+            "",
+        ]
         post = [c for c in mine if c.side == "post hoc"]
         fair = [c for c in mine if c.side == "fair"]
-        lines += _summary([
-            (f"Fair policies for the {sum(c.envelope for c in post)} points of the post-hoc "
-             "envelope", [c for c in post if c.envelope]),
-            (f"Fair policies for all {len(post)} post-hoc points", post),
-            (f"The {len(fair)} fair policies against the post-hoc points", fair),
-        ], measure)
-        lines += ["", "Verdicts (on test, for the policy chosen on validation): "
-                  + "; ".join(f"*{v}*: {text}" for v, text in VERDICTS.items()) + "."]
-        half = ["policy", "NDCG", measure, "NDCG diff (s.e.)", f"{measure} diff (s.e.)",
-                "verdict"]
+        lines += _summary(
+            [
+                (
+                    f"Fair policies for the {sum(c.envelope for c in post)} points of the post-hoc "
+                    "envelope",
+                    [c for c in post if c.envelope],
+                ),
+                (f"Fair policies for all {len(post)} post-hoc points", post),
+                (f"The {len(fair)} fair policies against the post-hoc points", fair),
+            ],
+            measure,
+        )
+        lines += [
+            "",
+            "Verdicts (on test, for the policy chosen on validation): "
+            + "; ".join(f"*{v}*: {text}" for v, text in VERDICTS.items())
+            + ".",
+        ]
+        half = ["policy", "NDCG", measure, "NDCG diff (s.e.)", f"{measure} diff (s.e.)", "verdict"]
         for title, rows_of, first in (
-            ("The post-hoc envelope against the fair policies chosen for it",
-             [c for c in post if c.envelope], ["post hoc", "T", "b"]),
-            ("Each fair policy against the post-hoc policies chosen for it", fair,
-             ["fair", "w", "T"]),
+            (
+                "The post-hoc envelope against the fair policies chosen for it",
+                [c for c in post if c.envelope],
+                ["post hoc", "T", "b"],
+            ),
+            (
+                "Each fair policy against the post-hoc policies chosen for it",
+                fair,
+                ["fair", "w", "T"],
+            ),
         ):
             other = "fair" if first[0] == "post hoc" else "post hoc"
             rows = [
-                [LABELS[c.curve], *((f"{c.temperature:g}", f"{c.offset:g}") if c.side ==
-                                    "post hoc" else (f"{c.weight:g}", f"{c.temperature:g}")),
-                 f"{c.ndcg:.4f}", f"{c.unfairness:.{digits}f}",
-                 *_match_cells(c.at_level, c.verdict, digits=digits),
-                 *_match_cells(c.at_ndcg, c.fairer_verdict, digits=digits)]
+                [
+                    LABELS[c.curve],
+                    *(
+                        (f"{c.temperature:g}", f"{c.offset:g}")
+                        if c.side == "post hoc"
+                        else (f"{c.weight:g}", f"{c.temperature:g}")
+                    ),
+                    f"{c.ndcg:.4f}",
+                    f"{c.unfairness:.{digits}f}",
+                    *_match_cells(c.at_level, c.verdict, digits=digits),
+                    *_match_cells(c.at_ndcg, c.fairer_verdict, digits=digits),
+                ]
                 for c in rows_of
             ]
-            lines += ["", f"### {title}", "", f"Columns after the first five: the {other} "
-                      f"policy at no more {measure}, then the one at no less NDCG; differences "
-                      "fair minus post hoc.", ""]
+            lines += [
+                "",
+                f"### {title}",
+                "",
+                f"Columns after the first five: the {other} "
+                f"policy at no more {measure}, then the one at no less NDCG; differences "
+                "fair minus post hoc.",
+                "",
+            ]
             lines += _table(
-                [*first, "NDCG", measure, *[f"{h} (no more {measure})" for h in half],
-                 *[f"{h} (no less NDCG)" for h in half]], rows,
+                [
+                    *first,
+                    "NDCG",
+                    measure,
+                    *[f"{h} (no more {measure})" for h in half],
+                    *[f"{h} (no less NDCG)" for h in half],
+                ],
+                rows,
             )
-        lines += ["", "### Every test point", "", "Mean over the pooled test queries (standard "
-                  "error over queries; for NDCG also the Monte-Carlo standard error).", ""]
+        lines += [
+            "",
+            "### Every test point",
+            "",
+            "Mean over the pooled test queries (standard "
+            "error over queries; for NDCG also the Monte-Carlo standard error).",
+            "",
+        ]
         rows = []
         for p in (p for p in points if p.dataset == name and p.split == "test"):
             r = p.row()
-            rows.append([
-                LABELS[_series(p)], policy_name(p) if p.curve not in (DETERMINISTIC, ORACLE)
-                else "", f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
-                *(f"{r[m]:.5f} ({r[m + '_se']:.5f})" for m in measures()[1:]), r["queries"],
-            ])
+            rows.append(
+                [
+                    LABELS[_series(p)],
+                    policy_name(p) if p.curve not in (DETERMINISTIC, ORACLE) else "",
+                    f"{r['ndcg']:.4f} ({r['ndcg_se']:.4f}; MC {r['ndcg_mc_se']:.4f})",
+                    *(f"{r[m]:.5f} ({r[m + '_se']:.5f})" for m in measures()[1:]),
+                    r["queries"],
+                ]
+            )
         titles = [t.title for t in FAIRNESS_TERMS.values()]
         lines += _table(["policy", "setting", "expected NDCG", *titles, "queries"], rows)
         lines.append("")
@@ -549,8 +688,11 @@ def _oracle_inside(ax: object, points: Sequence[Point], metric: str) -> None:
     ax.set_ylim(min(ys) - pad_y, max(ys) + pad_y)  # type: ignore[attr-defined]
     o = oracle[0]
     ax.text(  # type: ignore[attr-defined]
-        0.02, 0.02, f"oracle (off the plot): {o[metric]:.3f}, NDCG {o['ndcg']:.3f}",
-        transform=ax.transAxes, fontsize="small",  # type: ignore[attr-defined]
+        0.02,
+        0.02,
+        f"oracle (off the plot): {o[metric]:.3f}, NDCG {o['ndcg']:.3f}",
+        transform=ax.transAxes,
+        fontsize="small",  # type: ignore[attr-defined]
     )
 
 
@@ -579,27 +721,50 @@ def plot_frontier(points: Sequence[Point], path: Path, *, measure: str) -> None:
     for ax, name in zip(axes, names):
         mine = [p for p in points if p.dataset == name and p.split == "test"]
         for series, style in _STYLES.items():
-            pts = sorted((p for p in mine if _series(p) == series),
-                         key=lambda p: (p.weight, p.offset, p.temperature))
+            pts = sorted(
+                (p for p in mine if _series(p) == series),
+                key=lambda p: (p.weight, p.offset, p.temperature),
+            )
             lines = sorted({p.weight for p in pts}) if series == TEMPERED else [None]
             for i, weight in enumerate(lines):  # one line per weight under temperatures
-                rows = [p.row() for p in pts
-                        if (weight is None or p.weight == weight) and not p.offset]
-                ax.plot([r[measure] for r in rows], [r["ndcg"] for r in rows],
-                        label=LABELS[series] if i == 0 else None, **style)
+                rows = [
+                    p.row() for p in pts if (weight is None or p.weight == weight) and not p.offset
+                ]
+                ax.plot(
+                    [r[measure] for r in rows],
+                    [r["ndcg"] for r in rows],
+                    label=LABELS[series] if i == 0 else None,
+                    **style,
+                )
             shifted = [p.row() for p in pts if p.offset]
             if shifted:
-                ax.plot([r[measure] for r in shifted], [r["ndcg"] for r in shifted],
-                        linestyle="none", marker=style["marker"], color=style["color"],
-                        markersize=3, alpha=0.4)
+                ax.plot(
+                    [r[measure] for r in shifted],
+                    [r["ndcg"] for r in shifted],
+                    linestyle="none",
+                    marker=style["marker"],
+                    color=style["color"],
+                    markersize=3,
+                    alpha=0.4,
+                )
             if series == FAIR:
                 for p in pts:
                     r = p.row()
-                    ax.annotate(f"w={p.weight:g}", (r[measure], r["ndcg"]), fontsize=7,
-                                textcoords="offset points", xytext=(4, 4))
+                    ax.annotate(
+                        f"w={p.weight:g}",
+                        (r[measure], r["ndcg"]),
+                        fontsize=7,
+                        textcoords="offset points",
+                        xytext=(4, 4),
+                    )
         _oracle_inside(ax, mine, measure)
-        ax.set(title=f"{name} (small markers: group offsets, the least fair off the plot)"
-               if any(p.offset for p in mine) else name, xlabel=_term(measure).axis, ylabel="expected NDCG@10 (test)")
+        ax.set(
+            title=f"{name} (small markers: group offsets, the least fair off the plot)"
+            if any(p.offset for p in mine)
+            else name,
+            xlabel=_term(measure).axis,
+            ylabel="expected NDCG@10 (test)",
+        )
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize="small")

@@ -134,14 +134,17 @@ def stored_margins(store: ResultStore, key: TrainingKey, split: str) -> np.ndarr
 
 def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> None:
     """Store one evaluation's per-query values."""
-    store.append("evaluations", {
-        **key._asdict(),
-        "qid": [int(q) for q in values.qid],
-        **{name: None if v is None else v.tolist() for name, v in values.values.items()},
-        "mc_mean": values.mc_mean,
-        "mc_var": values.mc_var,
-        "n_samples": values.n_samples,
-    })
+    store.append(
+        "evaluations",
+        {
+            **key._asdict(),
+            "qid": [int(q) for q in values.qid],
+            **{name: None if v is None else v.tolist() for name, v in values.values.items()},
+            "mc_mean": values.mc_mean,
+            "mc_var": values.mc_var,
+            "n_samples": values.n_samples,
+        },
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,7 +173,9 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
         key = TrainingKey(label, curve, 0.0, seed)
         evals = tuple(
             EvalKey(label, curve, 0.0, t, b, split, seed)
-            for t in temps for b in config.group_offsets for split in SPLITS
+            for t in temps
+            for b in config.group_offsets
+            for split in SPLITS
         )
         if curve == "lambdamart":
             evals += tuple(EvalKey(label, DETERMINISTIC, 0.0, 0.0, 0.0, s, seed) for s in SPLITS)
@@ -183,7 +188,11 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
             EvalKey(label, FAIR, w, t, 0.0, split, seed) for t in (0.0, *temps) for split in SPLITS
         )
         yield _Training(
-            key, config.plrank_method, config.fair_options(w), evals, policy=True,
+            key,
+            config.plrank_method,
+            config.fair_options(w),
+            evals,
+            policy=True,
             item_groups=groups,
         )
 
@@ -191,13 +200,19 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
 def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, Any]:
     """Train one job; its margins and what the store records about it."""
     fit = train(
-        job.method, data if job.item_groups else without_item_groups(data), k=config.k,
-        seed=job.key.seed, trees=config.trees, plrank=config.plrank, params=job.params,
+        job.method,
+        data if job.item_groups else without_item_groups(data),
+        k=config.k,
+        seed=job.key.seed,
+        trees=config.trees,
+        plrank=config.plrank,
+        params=job.params,
     )
     info = {
         "margins": {"vali": fit.vali_scores, "test": fit.test_scores},
         "best_round": int(fit.best_round),
-        "rounds_run": int(fit.curve.shape[0]), "train_seconds": fit.train_seconds,
+        "rounds_run": int(fit.curve.shape[0]),
+        "train_seconds": fit.train_seconds,
         "scale": validation_scale(fit.vali_scores, data.vali),
     }
     if job.policy:  # the value its early stopping watched, at the round kept
@@ -215,8 +230,13 @@ def _evaluate(
     # temperature 0: a fair policy as trained
     policy = margins / (key.temperature * scale) if key.temperature else margins
     return evaluate_policy(
-        policy, split, k=config.k, n_samples=config.n_samples, seed=EVAL_SEED + key.seed,
-        n_jobs=config.trees.n_jobs, monte_carlo=key.split == "test",
+        policy,
+        split,
+        k=config.k,
+        n_samples=config.n_samples,
+        seed=EVAL_SEED + key.seed,
+        n_jobs=config.trees.n_jobs,
+        monte_carlo=key.split == "test",
     )
 
 
@@ -255,8 +275,12 @@ def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], N
     def dataset(data: str, fold: int) -> LTRDataset:
         if (data, fold) not in loaded:
             loaded.clear()
-            dataset = load(data, fold, drop_empty_test_queries=config.drop_empty_test_queries,
-                           drop_empty_queries=config.drop_empty_queries)
+            dataset = load(
+                data,
+                fold,
+                drop_empty_test_queries=config.drop_empty_test_queries,
+                drop_empty_queries=config.drop_empty_queries,
+            )
             if config.protected is not None:
                 dataset = with_item_groups(dataset, config.protected)
             loaded[data, fold] = dataset
