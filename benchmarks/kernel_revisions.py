@@ -86,16 +86,37 @@ def load_kernels(revision: str, folder: Path) -> ModuleType:
     return importlib.import_module(f"{name}.{ESTIMATOR}")
 
 
+#: The modules of a revision that may define the codes ``estimate_groups`` takes: the
+#: estimator's own, or since the estimator's kernels were split, the samplers' and the streams'.
+CODE_MODULES = (ESTIMATOR, "samplers", "streams")
+
+
+def kernel_code(module: ModuleType, name: str) -> int | None:
+    """The code ``name`` (``SAMPLER_TREE``, ``NOISE_INDEPENDENT``, ...) of the revision whose
+    estimator's module is ``module`` (:func:`load_kernels`), or None where it has none."""
+    for sibling in CODE_MODULES:
+        try:
+            found = importlib.import_module(f"{module.__package__}.{sibling}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(found, name):
+            return getattr(found, name)
+    return None
+
+
 def estimate(
     module: ModuleType, inputs: tuple[np.ndarray, ...], N: int, sampler: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """``module.estimate_groups`` on ``inputs`` = (scores, rho, group_ptr, keys, theta), round 1
     of seed 0: (grad, hess)."""
     scores = inputs[0]
-    codes = {"auto": module.SAMPLER_AUTO, "tree": module.SAMPLER_TREE, "race": module.SAMPLER_RACE}
+    codes = {
+        name: kernel_code(module, f"SAMPLER_{name.upper()}") for name in ("auto", "tree", "race")
+    }
     grad, hess = np.empty_like(scores), np.empty_like(scores)
     # revisions with the noise option take its code (independent: the draws of those before)
-    noise = (module.NOISE_INDEPENDENT,) if hasattr(module, "NOISE_INDEPENDENT") else ()
+    independent = kernel_code(module, "NOISE_INDEPENDENT")
+    noise = () if independent is None else (independent,)
     module.estimate_groups(*inputs, N, 0, 1, codes[sampler], *noise, grad, hess)
     return grad, hess
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import plrank, samplers, streams
 
 LENGTHS = (8, 16, 40, 120, 1000)
 DOCS = 60_000  # documents per configuration: queries of length D fill this many
@@ -25,12 +25,12 @@ DOCS = 60_000  # documents per configuration: queries of length D fill this many
 def _cpu_seconds(scores, rho, ptr, theta, sampler: int, n_samples: int) -> float:
     grad, hess = np.empty_like(scores), np.empty_like(scores)
     keys = np.arange(ptr.shape[0] - 1, dtype=np.int64)
-    args = (sampler, _kernels.NOISE_INDEPENDENT, grad, hess)
-    _kernels.estimate_groups(scores, rho, ptr, keys, theta, 2, 0, 0, *args)
+    args = (sampler, streams.NOISE_INDEPENDENT, grad, hess)
+    plrank.estimate_groups(scores, rho, ptr, keys, theta, 2, 0, 0, *args)
     best = np.inf
     for _ in range(3):
         start = time.process_time()
-        _kernels.estimate_groups(scores, rho, ptr, keys, theta, n_samples, 0, 0, *args)
+        plrank.estimate_groups(scores, rho, ptr, keys, theta, n_samples, 0, 0, *args)
         best = min(best, time.process_time() - start)
     return best
 
@@ -47,8 +47,8 @@ def crossover(*, n_samples: int = 20) -> list[tuple[int, int, float]]:
         rho = rng.random(ptr[-1])
         for K in sorted({1, 5, 10, 25, D // 2, D} & set(range(1, D + 1))):
             theta = 1.0 / np.log2(np.arange(2, K + 2))
-            race = _cpu_seconds(scores, rho, ptr, theta, _kernels.SAMPLER_RACE, n_samples)
-            tree = _cpu_seconds(scores, rho, ptr, theta, _kernels.SAMPLER_TREE, n_samples)
+            race = _cpu_seconds(scores, rho, ptr, theta, samplers.SAMPLER_RACE, n_samples)
+            tree = _cpu_seconds(scores, rho, ptr, theta, samplers.SAMPLER_TREE, n_samples)
             out.append((D, K, race / tree))
             print(f"D={D:5d} K={K:5d} race/tree={race / tree:.2f}", flush=True)
     return out

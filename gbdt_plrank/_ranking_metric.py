@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._kernels import plrank as _kernels
+from ._kernels import metrics as _metric_kernels
 
 __all__ = ["GAINS", "METRICS", "RankingMetric", "dcg_weights", "gains", "ranks_used"]
 
@@ -109,5 +109,5 @@ class RankingMetric:
         if self.metric == "dcg":
             return rho
         out = np.empty_like(rho)
-        _kernels.ideal_normalise(rho, group_ptr, self.theta(group_ptr), out)
+        _metric_kernels.ideal_normalise(rho, group_ptr, self.theta(group_ptr), out)
         return out

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from gbdt_plrank._kernels.plrank import _uniform, shifted_exp, stream_state
+from gbdt_plrank._kernels.samplers import shifted_exp
+from gbdt_plrank._kernels.streams import _uniform, stream_state
 
 __all__ = ["gn_groups"]
 

@@ -28,7 +28,7 @@ from numba import cuda  # noqa: E402
 
 from gbdt_plrank import plrank_objective  # noqa: E402
 from gbdt_plrank._kernels import cuda as _cuda_kernels  # noqa: E402
-from gbdt_plrank._kernels import plrank as _kernels  # noqa: E402
+from gbdt_plrank._kernels import streams  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
 from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
 from gbdt_plrank._training.options import NOISES  # noqa: E402
@@ -59,7 +59,7 @@ def check_stream_is_the_cpu_stream():
         out = cuda.device_array(groups.shape[0], dtype=np.float64)
         _uniforms[1, 8](seed, round_, cuda.to_device(groups), cuda.to_device(js), out)
         cpu = [
-            _kernels._uniform_at(np.uint64(_kernels.stream_state(seed, round_, g)), j)
+            streams._uniform_at(np.uint64(streams.stream_state(seed, round_, g)), j)
             for g, j in zip(groups, js)
         ]
         assert np.array_equal(out.copy_to_host(), np.array(cpu)), (out.copy_to_host(), cpu)
@@ -204,7 +204,7 @@ def check_denoised_equals_cpu():
         )
         assert np.all(hess[ptr[5] : ptr[6]] == 0.0) and np.all(grad[ptr[5] : ptr[6]] == 0.0)
         assert np.all(hess[ptr[0] : ptr[1]] > 0.0) and np.abs(grad).max() > 0.01
-    kept = _kernels.kept_queries(5, 3, keys, 0.5)
+    kept = streams.kept_queries(5, 3, keys, 0.5)
     assert 0 < kept[[0, 2, 4]].sum() < 3
     grad, hess = _compare(
         scores,
@@ -234,7 +234,7 @@ def check_keys_rounds_and_metrics():
         )
     ptr, labels, scores = _queries(rng, [5, 8, 3, 6, 9, 4, 7, 2])
     keys = np.arange(8, dtype=np.int64) * 5 + 1
-    kept = _kernels.kept_queries(4, 1, keys, 0.5)
+    kept = streams.kept_queries(4, 1, keys, 0.5)
     left_out = ~np.repeat(kept, np.diff(ptr))
     assert 0 < kept.sum() < 8
     for hessian in ("abs", "constant"):

@@ -242,6 +242,22 @@ def test_kernel_revisions_reads_the_kernels_folder_and_the_single_file_of_older_
     assert module.NEW == 1
 
 
+def test_kernel_revisions_finds_the_codes_before_and_after_the_estimator_was_split(
+    tmp_path: Path,
+) -> None:
+    from benchmarks import kernel_revisions
+
+    worktree = kernel_revisions.load_kernels("WORKTREE", tmp_path)
+    assert not hasattr(worktree, "SAMPLER_RACE")  # the samplers' module owns it
+    assert kernel_revisions.kernel_code(worktree, "SAMPLER_RACE") == 1
+    assert kernel_revisions.kernel_code(worktree, "NOISE_INDEPENDENT") == 0
+    one_file = tmp_path / "plrank.py"
+    one_file.write_text("SAMPLER_RACE = 7\n")
+    old = kernel_revisions.load_kernels(str(one_file), tmp_path)
+    assert kernel_revisions.kernel_code(old, "SAMPLER_RACE") == 7
+    assert kernel_revisions.kernel_code(old, "NOISE_INDEPENDENT") is None
+
+
 # --------------------------------------------------------------------------------------------
 # Time to a kept model
 # --------------------------------------------------------------------------------------------

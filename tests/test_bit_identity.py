@@ -19,7 +19,7 @@ import json
 import numpy as np
 
 from gbdt_plrank import plrank_grad_hess
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import plrank, samplers
 
 GOLDEN = "5fad74a0df546cbb4c9c2f07c7dce57ec7f5d57855e9603ea24649521a181062"
 
@@ -56,7 +56,7 @@ def _outputs() -> dict[str, str]:
     )
     out["fairness"] = _digest(*fair)
     rankings = np.full(((ptr.shape[0] - 1) * 6, 20), -7, dtype=np.int64)
-    _kernels.sample_groups(scores, ptr, 20, 6, 4, 0, rankings)
+    plrank.sample_groups(scores, ptr, 20, 6, 4, 0, rankings)
     out["sample_groups"] = _digest(rankings)
     return out
 
@@ -84,19 +84,19 @@ def test_unchecked_descent_with_its_fallback_finds_the_checked_leaf():
         e[rng.random(D) < 0.4] = 0.0
         if not e.any():
             e[0] = 1.0
-        P = _kernels._tree_size(D)
+        P = samplers._tree_size(D)
         tree = np.empty(2 * P)
-        _kernels._tree_build(tree, e, P)
+        samplers._tree_build(tree, e, P)
         edges = np.cumsum(e)
         targets = np.concatenate((edges, np.nextafter(edges, 0.0), rng.random(8) * tree[1]))
         for x in targets[targets < tree[1]]:
             leaf, y = 1, x
             while leaf < P:
-                leaf, y = _kernels._descend(tree, leaf, y)
+                leaf, y = samplers._descend(tree, leaf, y)
             fallbacks += tree[leaf] == 0.0
             ranking = np.empty(1, dtype=np.int64)
-            _kernels._take(tree.copy(), P, leaf, x, ranking, 0)
-            assert ranking[0] == _kernels._tree_find(tree, P, x)
+            samplers._take(tree.copy(), P, leaf, x, ranking, 0)
+            assert ranking[0] == samplers._tree_find(tree, P, x)
     assert fallbacks > 0
 
 

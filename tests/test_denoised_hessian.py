@@ -17,7 +17,7 @@ from gbdt_plrank import (
     plrank_grad_hess_from_rankings,
     plrank_objective,
 )
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import plrank, streams
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.options import PLRankOptions
 from gbdt_plrank._training.plrank import (
@@ -63,7 +63,7 @@ def test_pool_groups_against_numpy(n_a, n_b):
     h_a[ptr[3] : ptr[4]] = noise * n_b
     h_b[ptr[3] : ptr[4]] = -noise * n_a + 1e-3 * rng.normal(size=sizes[3])
     grad, hess = np.empty(n), np.empty(n)
-    _kernels.pool_groups(g_a, h_a, g_b, h_b, ptr, n_a, n_b, grad, hess)
+    plrank.pool_groups(g_a, h_a, g_b, h_b, ptr, n_a, n_b, grad, hess)
     ref_g, ref_h, kappas = _pooled_reference((g_a, h_a), (g_b, h_b), n_a, n_b, ptr)
     np.testing.assert_allclose(grad, ref_g, rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(hess, ref_h, rtol=1e-12, atol=1e-15)
@@ -187,7 +187,7 @@ def test_halves_are_deterministic_and_do_not_depend_on_the_partition():
     for w, a, x, y in zip(whole, again, first, second, strict=True):
         np.testing.assert_array_equal(w, a)
         np.testing.assert_array_equal(w, np.concatenate([x, y]))
-    kept = _kernels.kept_queries(OPTIONS["seed"], 3, keys, 0.5)
+    kept = streams.kept_queries(OPTIONS["seed"], 3, keys, 0.5)
     assert 0 < kept.sum() < 7
     sub = estimate(scores, rho, ptr, metric, keys=keys, query_subsample=0.5, **run)
     rows = np.repeat(kept, np.diff(ptr))

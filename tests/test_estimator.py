@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import samplers, streams
 from gbdt_plrank._training.plrank import CURVATURE_FLOOR
 
 CASES = [
@@ -117,24 +117,24 @@ def test_monte_carlo_mean_agrees_with_exact(sampler, noise):
 
 def _draw_many(sampler: str, scores: np.ndarray, K: int, n: int) -> list[tuple[int, ...]]:
     e = np.empty(len(scores))
-    _kernels.shifted_exp(scores, e)
-    state = np.array([_kernels.stream_state(5, 0, 0)], dtype=np.uint64)
+    samplers.shifted_exp(scores, e)
+    state = np.array([streams.stream_state(5, 0, 0)], dtype=np.uint64)
     ranking = np.empty(K, dtype=np.int64)
     S = np.empty(K)
-    P = _kernels._tree_size(len(scores))
+    P = samplers._tree_size(len(scores))
     tree = np.empty(2 * P)
-    _kernels._tree_build(tree, e, P)
+    samplers._tree_build(tree, e, P)
     base = tree.copy()
     keys = np.empty(len(scores))
     out = []
     for _ in range(n):
         if sampler == "tree":
-            _kernels._draw_tree(
+            samplers._draw_tree(
                 tree, base, P, naive.independent_uniforms(state, 1, K)[0], ranking, S
             )
         else:
             u = naive.independent_uniforms(state, 1, len(scores))[0]
-            _kernels._draw_race(e, u, keys, ranking)
+            samplers._draw_race(e, u, keys, ranking)
         out.append(tuple(ranking))
     return out
 
@@ -185,13 +185,13 @@ def test_race_sampled_estimate_equals_the_estimate_of_its_rankings(D, K):
         scores, labels, [0, D], K=K, N=n, seed=seed, sampler="race", hessian="raw"
     )
     e = np.empty(D)
-    _kernels.shifted_exp(scores, e)
-    state = np.array([_kernels.stream_state(seed, 0, 0)], dtype=np.uint64)
+    samplers.shifted_exp(scores, e)
+    state = np.array([streams.stream_state(seed, 0, 0)], dtype=np.uint64)
     keys = np.empty(D)
     rankings = np.empty((n, K), dtype=np.int64)
     U = naive.independent_uniforms(state, n, D)
     for s in range(n):
-        _kernels._draw_race(e, U[s], keys, rankings[s])
+        samplers._draw_race(e, U[s], keys, rankings[s])
     g_ref, h_ref = plrank_grad_hess_from_rankings(scores, labels, rankings, K=K)
     np.testing.assert_allclose(g, g_ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(h, h_ref, rtol=1e-10, atol=1e-12)
@@ -203,10 +203,10 @@ def test_both_normalisers_agree_and_survive_dominant_documents():
 
     scores = np.log(np.array([1.0, 1e-100, 3e-100, 0.5, 2e-100, 1e-100]))
     ranking = np.array([0, 3, 2])
-    e, tree, base, P = _kernels._query_tree(scores)
+    e, tree, base, P = samplers._query_tree(scores)
     tree_S, direct_S = np.empty(3), np.empty(3)
-    _kernels._normalizers_of(ranking, tree, base, P, tree_S)
-    _kernels._normalizers_direct(ranking, e, np.zeros(6, dtype=np.bool_), direct_S)
+    samplers._normalizers_of(ranking, tree, base, P, tree_S)
+    samplers._normalizers_direct(ranking, e, np.zeros(6, dtype=np.bool_), direct_S)
     exact = [math.fsum(e[[d for d in range(6) if d not in ranking[:k]]]) for k in range(3)]
     assert exact[2] < 1e-99
     np.testing.assert_allclose(tree_S, exact, rtol=1e-14)
@@ -516,27 +516,27 @@ def test_sample_uniforms_are_the_reference_stream_and_lattice(n, dims):
     """Independent noise: the stream's numbers in order (the state moves past them); lattice
     noise: the shifted lattice of the reference, one point per stratum of width 1/n in every
     number, and two halves that are lattices of their own."""
-    start = _kernels.stream_state(3, 1, n + dims)
+    start = streams.stream_state(3, 1, n + dims)
     state = np.array([start], dtype=np.uint64)
     U = np.empty((n, dims))
-    plan = _kernels.noise_plan(_kernels.NOISE_INDEPENDENT, state, n, False, dims)
+    plan = streams.noise_plan(streams.NOISE_INDEPENDENT, state, n, False, dims)
     for first in range(0, n, 8):  # blocks of at most 8 rows, as the estimator fills them
-        _kernels.fill_uniforms(plan, state, first, U[first : first + 8])
+        streams.fill_uniforms(plan, state, first, U[first : first + 8])
     ref_state = np.array([start], dtype=np.uint64)
     np.testing.assert_array_equal(U, naive.independent_uniforms(ref_state, n, dims))
     assert state[0] == ref_state[0]
 
     state = np.array([start], dtype=np.uint64)
-    plan = _kernels.noise_plan(_kernels.NOISE_LATTICE, state, n, False, dims)
-    _kernels.fill_uniforms(plan, state, 0, U)
+    plan = streams.noise_plan(streams.NOISE_LATTICE, state, n, False, dims)
+    streams.fill_uniforms(plan, state, 0, U)
     np.testing.assert_allclose(U, naive.lattice_uniforms(start, n, dims), rtol=0, atol=1e-15)
     assert np.all((U >= 0) & (U < 1))
     assert all(sorted(np.floor(U[:, j] * n).astype(int)) == list(range(n)) for j in range(dims))
 
     if n >= 2:
         state = np.array([start], dtype=np.uint64)
-        plan = _kernels.noise_plan(_kernels.NOISE_LATTICE, state, n, True, dims)
-        _kernels.fill_uniforms(plan, state, 0, U)
+        plan = streams.noise_plan(streams.NOISE_LATTICE, state, n, True, dims)
+        streams.fill_uniforms(plan, state, 0, U)
         half = n // 2
         second = int((int(start) + 2 * dims * 0x9E3779B97F4A7C15) % 2**64)
         np.testing.assert_allclose(U[:half], naive.lattice_uniforms(start, half, dims), atol=1e-15)
@@ -583,14 +583,14 @@ def test_kept_queries_are_number_zero_of_each_querys_stream():
     draws, is below the share: close to the share of 4000 queries, other queries in another
     round, the same queries in any order, every query at 1.0."""
     keys = np.arange(4000, dtype=np.int64) * 7 + 3
-    kept = _kernels.kept_queries(5, 2, keys, 0.3)
-    expected = [naive.uniform_at(_kernels.stream_state(5, 2, k), 0) < 0.3 for k in keys[:300]]
+    kept = streams.kept_queries(5, 2, keys, 0.3)
+    expected = [naive.uniform_at(streams.stream_state(5, 2, k), 0) < 0.3 for k in keys[:300]]
     assert kept[:300].tolist() == expected
     assert abs(kept.mean() - 0.3) < 4 * np.sqrt(0.3 * 0.7 / keys.size)
-    assert not np.array_equal(kept, _kernels.kept_queries(5, 3, keys, 0.3))
+    assert not np.array_equal(kept, streams.kept_queries(5, 3, keys, 0.3))
     order = np.random.default_rng(0).permutation(keys.size)
-    np.testing.assert_array_equal(_kernels.kept_queries(5, 2, keys[order], 0.3), kept[order])
-    assert _kernels.kept_queries(5, 2, keys, 1.0).all()
+    np.testing.assert_array_equal(streams.kept_queries(5, 2, keys[order], 0.3), kept[order])
+    assert streams.kept_queries(5, 2, keys, 1.0).all()
 
 
 @pytest.mark.parametrize(
@@ -615,7 +615,7 @@ def test_query_subsample_estimates_the_kept_queries_as_without_it(hessian, optio
     run = {"K": 5, "seed": 6, "hessian": hessian, **options}
     whole = plrank_grad_hess(scores, labels, ptr, **run)
     half = plrank_grad_hess(scores, labels, ptr, query_subsample=0.5, n_jobs=2, **run)
-    kept = np.repeat(_kernels.kept_queries(6, 0, np.arange(sizes.size), 0.5), sizes)
+    kept = np.repeat(streams.kept_queries(6, 0, np.arange(sizes.size), 0.5), sizes)
     assert 0.4 < kept.mean() < 0.6
     np.testing.assert_array_equal(half[0][kept], whole[0][kept])
     if hessian != "clip":

@@ -12,7 +12,7 @@ import pytest
 
 from gbdt_plrank._fairness_terms import FAIRNESS_TERMS
 from gbdt_plrank._kernels import fairness as fair_kernels
-from gbdt_plrank._kernels import plrank as kernels
+from gbdt_plrank._kernels import plrank_terms, samplers, streams, wide_margins
 from gbdt_plrank._training.fairness import FairnessSpec
 from gbdt_plrank._training.options import HESSIAN_MODES, NOISES, SAMPLERS
 
@@ -28,13 +28,13 @@ def _check_table(options: tuple[str, ...], codes: dict[str, int]) -> None:
 
 
 def test_every_sampler_has_a_distinct_code():
-    _check_table(SAMPLERS, kernels.SAMPLER_CODES)
-    assert kernels.SAMPLER_CODES["race"] == kernels.SAMPLER_RACE
+    _check_table(SAMPLERS, samplers.SAMPLER_CODES)
+    assert samplers.SAMPLER_CODES["race"] == samplers.SAMPLER_RACE
 
 
 def test_every_noise_has_a_distinct_code():
-    _check_table(NOISES, kernels.NOISE_CODES)
-    assert kernels.NOISE_CODES["lattice"] == kernels.NOISE_LATTICE
+    _check_table(NOISES, streams.NOISE_CODES)
+    assert streams.NOISE_CODES["lattice"] == streams.NOISE_LATTICE
 
 
 def test_every_fairness_term_has_a_distinct_slope_of_the_kernel():
@@ -64,17 +64,17 @@ def test_the_device_compiles_the_cpu_stream():
     from gbdt_plrank._kernels import cuda as cuda_kernels
 
     pairs = {
-        "stream_state": kernels.stream_state,
-        "uniform_at": kernels._uniform_at,
-        "lattice_shift": kernels.lattice_shift,
-        "lattice_generator": kernels.lattice_generator,
-        "lattice_point": kernels.lattice_point,
-        "_log_add": kernels._log_add,
-        "_sigmoid": kernels._sigmoid,
-        "_enter_rank": kernels._enter_rank,
-        "_rescale": kernels._rescale,
-        "_placed_terms": kernels._placed_terms,
-        "_unplaced_terms": kernels._unplaced_terms,
+        "stream_state": streams.stream_state,
+        "uniform_at": streams._uniform_at,
+        "lattice_shift": streams.lattice_shift,
+        "lattice_generator": streams.lattice_generator,
+        "lattice_point": streams.lattice_point,
+        "_log_add": wide_margins._log_add,
+        "_sigmoid": wide_margins._sigmoid,
+        "_enter_rank": plrank_terms._enter_rank,
+        "_rescale": plrank_terms._rescale,
+        "_placed_terms": plrank_terms._placed_terms,
+        "_unplaced_terms": plrank_terms._unplaced_terms,
     }
     for name, cpu in pairs.items():
         assert getattr(cuda_kernels, name).py_func is cpu.py_func, name

@@ -163,9 +163,13 @@ STABLE_INTERNALS = {
     "to_host)",
     "gbdt_plrank._ranking_metric": "the metric and its gains (RankingMetric, dcg_weights)",
     "gbdt_plrank._groups": "statistics of rows grouped by query (within_query_spread)",
-    "gbdt_plrank._kernels.plrank": "the estimator's kernels, measured on their own, and their "
-    "random stream (stream_state, _uniform, shifted_exp), so that "
-    "a research kernel draws the estimator's numbers",
+    "gbdt_plrank._kernels.plrank": "the estimator's kernels, measured on their own "
+    "(estimate_groups)",
+    "gbdt_plrank._kernels.samplers": "the samplers' codes and the PL weights (SAMPLER_TREE, "
+    "SAMPLER_RACE, shifted_exp), so that a research kernel weighs as the estimator does",
+    "gbdt_plrank._kernels.streams": "the noises' codes and the random stream "
+    "(NOISE_INDEPENDENT, stream_state, _uniform), so that a research kernel draws the "
+    "estimator's numbers",
     "gbdt_plrank._util.compat": "optional dependencies (is_installed, MissingDependencyError)",
     "gbdt_plrank._util.schema": "a value read as TOML reads it (toml_value)",
     "gbdt_plrank.cli._argtypes": "the command line's list arguments (int_list, text_list)",

@@ -547,7 +547,7 @@ def test_an_empty_query_is_refused_by_every_metric_and_the_ranker():
 def test_shared_docstring_entries_are_filled_in_once_written():
     from gbdt_plrank._util.docs import fill_entries
 
-    group = metrics._ENTRIES["group"].splitlines()[1].strip()
+    group = metrics._ranking._ENTRIES["group"].splitlines()[1].strip()
     for name in metrics.__all__:
         doc = getattr(metrics, name).__doc__ or ""
         if callable(getattr(metrics, name)):

@@ -57,10 +57,10 @@ def test_the_kernel_is_the_reference_over_the_sampled_rankings():
     margins[ptr[3] : ptr[4]] *= 400.0  # a wide query
     theta = np.array([1.0, 0.5, 1 / 3, 0.25])
     S = 7
-    from gbdt_plrank._kernels import plrank as kernels
+    from gbdt_plrank._kernels import plrank
 
     rankings = np.full(((ptr.size - 1) * S, theta.size), -1, dtype=np.int64)
-    kernels.sample_groups(margins, ptr, theta.size, S, 3, 0, rankings)
+    plrank.sample_groups(margins, ptr, theta.size, S, 3, 0, rankings)
     for placement, reference in ((True, naive.placement_exposure), (False, naive.counted_exposure)):
         got = sampled_exposure(
             margins, ptr, theta, n_samples=S, seed=3, round_=0, n_jobs=1, placement=placement

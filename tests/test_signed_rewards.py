@@ -9,7 +9,7 @@ import naive
 import numpy as np
 import pytest
 
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import plrank, samplers, streams
 from gbdt_plrank._ranking_metric import dcg_weights
 
 
@@ -26,7 +26,7 @@ def test_signed_rewards_exact_expectation(D, K):
     g1 = np.empty(D)
     h1 = np.empty(D)
     for y, p in naive.partial_rankings(scores, K):
-        _kernels.estimate_from_rankings(scores, rho, theta, np.array([y], dtype=np.int64), g1, h1)
+        plrank.estimate_from_rankings(scores, rho, theta, np.array([y], dtype=np.int64), g1, h1)
         grad += p * g1
         hess += p * h1
     _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta)
@@ -40,7 +40,7 @@ def test_negative_only_query_is_not_skipped():
     ptr = np.array([0, 3], dtype=np.int64)
     grad = np.zeros(3)
     hess = np.zeros(3)
-    _kernels.estimate_groups(
+    plrank.estimate_groups(
         scores,
         rho,
         ptr,
@@ -49,8 +49,8 @@ def test_negative_only_query_is_not_skipped():
         200,
         7,
         0,
-        _kernels.SAMPLER_AUTO,
-        _kernels.NOISE_INDEPENDENT,
+        samplers.SAMPLER_AUTO,
+        streams.NOISE_INDEPENDENT,
         grad,
         hess,
     )

@@ -15,7 +15,7 @@ from scipy import stats
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._kernels import fairness as _fair_kernels
-from gbdt_plrank._kernels import plrank as _kernels
+from gbdt_plrank._kernels import plrank, samplers, streams, wide_margins
 from gbdt_plrank._kernels import policy as _policy_kernels
 from gbdt_plrank._ranking_metric import dcg_weights
 from gbdt_plrank._training.fairness import FairnessSpec
@@ -94,7 +94,7 @@ def test_wide_path_equals_the_plain_formulas_ranking_by_ranking(spread):
     rng = np.random.default_rng(int(spread))
     D, K = 6, 4
     scores = np.array([0.0, -1.0, -spread / 2, -spread / 2 - 0.5, -spread + 0.7, -spread])
-    assert _kernels.is_wide(scores)
+    assert wide_margins.is_wide(scores)
     labels = _labels(D, seed=3)
     rho, theta = naive.rewards(labels, K=K)
     rankings = np.array(
@@ -176,10 +176,10 @@ def test_log_space_race_follows_plackett_luce(gap):
     of probability below 1e-12 never drawn."""
     D, K, n = 6, 4, 20000
     scores = _clusters(D, gap, seed=2)
-    m_c, _ = _kernels.wide_frame(scores, K)
-    cand, _ = _kernels.wide_candidates(m_c)
+    m_c, _ = wide_margins.wide_frame(scores, K)
+    cand, _ = wide_margins.wide_candidates(m_c)
     assert cand.shape[0] < D  # documents that cannot be placed draw no key
-    state = np.array([_kernels.stream_state(5, 0, 0)], dtype=np.uint64)
+    state = np.array([streams.stream_state(5, 0, 0)], dtype=np.uint64)
     keys = np.empty(D)
     ranking = np.empty(K, dtype=np.int64)
     counts: dict[tuple[int, ...], int] = {}
@@ -187,8 +187,8 @@ def test_log_space_race_follows_plackett_luce(gap):
     whole = np.empty(K, dtype=np.int64)
     for _ in range(n):
         u = naive.independent_uniforms(state, 1, D)[0]
-        _kernels._draw_race_wide(m_c, cand, u, keys, ranking)
-        _kernels._draw_race_wide(m_c, every, u, keys, whole)  # every document keyed
+        wide_margins._draw_race_wide(m_c, cand, u, keys, ranking)
+        wide_margins._draw_race_wide(m_c, every, u, keys, whole)  # every document keyed
         assert np.array_equal(ranking, whole)
         counts[tuple(ranking)] = counts.get(tuple(ranking), 0) + 1
     exact = {y: p for y, p in naive.partial_rankings(scores, K) if p > 1e-12}
@@ -254,7 +254,7 @@ def test_sharp_policy_is_the_ranking():
     assert means[-2] == pytest.approx(ranked, abs=1e-12)
 
 
-@pytest.mark.parametrize("noise", [_kernels.NOISE_INDEPENDENT, _kernels.NOISE_LATTICE])
+@pytest.mark.parametrize("noise", [streams.NOISE_INDEPENDENT, streams.NOISE_LATTICE])
 def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_call(noise):
     """The estimator runs the kernel without the wide path, then the wide queries alone through
     ``estimate_groups``: the same numbers, bit for bit, as one ``estimate_groups`` call."""
@@ -267,22 +267,22 @@ def test_wide_queries_gathered_after_the_narrow_kernel_are_one_estimate_groups_c
     for q in spread:
         scores[ptr[q] : ptr[q + 1]] *= 900.0
     labels[ptr[6] : ptr[7]] = 0.0
-    wide = np.array([_kernels.is_wide(scores[ptr[q] : ptr[q + 1]]) for q in range(len(sizes))])
+    wide = np.array([wide_margins.is_wide(scores[ptr[q] : ptr[q + 1]]) for q in range(len(sizes))])
     assert wide.tolist() == [False, True, False, True, True, False, True, False]
 
     rho = labels / 3.0
     theta = dcg_weights(10)
     keys = np.arange(len(sizes), dtype=np.int64) + 100
-    args = (scores, rho, ptr, keys, theta, 20, 7, 2, _kernels.SAMPLER_AUTO, noise)
+    args = (scores, rho, ptr, keys, theta, 20, 7, 2, samplers.SAMPLER_AUTO, noise)
     grad, hess = np.full(ptr[-1], np.nan), np.full(ptr[-1], np.nan)
     flagged = np.ones(len(sizes), dtype=np.bool_)
-    _kernels.estimate_narrow_groups(*args, grad, hess, flagged)
+    plrank.estimate_narrow_groups(*args, grad, hess, flagged)
     # Flagged: the wide queries that have a reward; their rows are left for estimate_groups.
     assert flagged.tolist() == [False, True, False, True, True, False, False, False]
     assert np.isnan(grad[ptr[1] : ptr[2]]).all() and not np.isnan(grad[: ptr[1]]).any()
 
     whole = np.empty(ptr[-1]), np.empty(ptr[-1])
-    _kernels.estimate_groups(*args, *whole)
+    plrank.estimate_groups(*args, *whole)
     both = np.empty(ptr[-1]), np.empty(ptr[-1])
     _estimate_groups(*args, *both)
     np.testing.assert_array_equal(both[0], whole[0])

@@ -10,7 +10,7 @@ sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r
 SplitMix64 counter keyed by ``(seed, r, keys[g])`` and sample ``s`` of a query of ``D`` documents
 gives document ``d`` the key :math:`-\\log(1 - u) / e(d)` with the uniform the CPU kernels
 draw: :math:`u_{sD + d + 1}` of the stream with independent noise, number ``d`` of point ``s`` of
-the query's lattice with lattice noise (``gbdt_plrank._kernels.plrank.noise_plan``). The same
+the query's lattice with lattice noise (``gbdt_plrank._kernels.streams.noise_plan``). The same
 seed therefore samples the same rankings on both, and the estimates agree
 to rounding (the sums are added in another order: here in the order the threads finish, so the
 last bits may differ from one call to the next).
@@ -20,11 +20,12 @@ maximum margin first), then draw the samples ``s = t, t + T, ...`` (thread ``t``
 a ranking of the K smallest keys kept sorted in per-thread arrays while the PL weights of the
 documents left out are summed (the normaliser below the ranking, positive terms only, as on the
 CPU); each placed document's terms and sums are added with atomics, the unplaced sums of a sample
-(``gbdt_plrank._kernels.plrank._add_sample``) are summed per thread and then over the block; finally
-every document's unplaced terms are applied (``gbdt_plrank._kernels.plrank._finish_query``). A document
-that every sample placed gets no unplaced term, exactly, as on the CPU (where the two sums it
-would take the difference of are equal): here a count of its placements says so, since sums
-added in another order need not cancel exactly.
+(``gbdt_plrank._kernels.plrank_terms._add_sample``) are summed per thread and then over the
+block; finally every document's unplaced terms are applied
+(``gbdt_plrank._kernels.plrank_terms._finish_query``). A document that every sample placed
+gets no unplaced term, exactly, as on the CPU (where the two sums it would take the difference
+of are equal): here a count of its placements says so, since sums added in another order need
+not cancel exactly.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ import numba
 import numpy as np
 from numba import cuda
 
-from . import plrank as _cpu
-from .plrank import _E_MIN, LOG_FLOOR, NOISE_LATTICE
+from . import plrank, plrank_terms, streams, wide_margins
+from .samplers import LOG_FLOOR
+from .streams import NOISE_LATTICE
+from .wide_margins import _E_MIN
 
 __all__ = [
     "HESSIAN_CODES",
@@ -76,20 +79,21 @@ def _device(cpu_kernel: Any, *, inline: bool = True) -> Any:
     return cuda.jit(device=True, inline=inline)(cpu_kernel.py_func)
 
 
-# SplitMix64 and the estimator's scalar steps, those of gbdt_plrank._kernels.plrank: the device
-# draws the CPU kernels' doubles, bit for bit, and adds the same terms.
-stream_state = _device(_cpu.stream_state, inline=False)
-uniform_at = _device(_cpu._uniform_at)
-lattice_shift = _device(_cpu.lattice_shift)
-lattice_generator = _device(_cpu.lattice_generator)
-lattice_point = _device(_cpu.lattice_point)
-_log_add = _device(_cpu._log_add)
-_sigmoid = _device(_cpu._sigmoid)
-_enter_rank = _device(_cpu._enter_rank)
-_rescale = _device(_cpu._rescale)
-_placed_terms = _device(_cpu._placed_terms)
-_unplaced_terms = _device(_cpu._unplaced_terms)
-_pool_query = _device(_cpu.pool_query)
+# SplitMix64 and the estimator's scalar steps, those of the CPU kernels (streams, plrank_terms,
+# wide_margins, plrank): the device draws the CPU kernels' doubles, bit for bit, and adds the same
+# terms.
+stream_state = _device(streams.stream_state, inline=False)
+uniform_at = _device(streams._uniform_at)
+lattice_shift = _device(streams.lattice_shift)
+lattice_generator = _device(streams.lattice_generator)
+lattice_point = _device(streams.lattice_point)
+_log_add = _device(wide_margins._log_add)
+_sigmoid = _device(wide_margins._sigmoid)
+_enter_rank = _device(plrank_terms._enter_rank)
+_rescale = _device(plrank_terms._rescale)
+_placed_terms = _device(plrank_terms._placed_terms)
+_unplaced_terms = _device(plrank_terms._unplaced_terms)
+_pool_query = _device(plrank.pool_query)
 
 
 @cuda.jit(device=True)

@@ -9,22 +9,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .plrank import (
-    _add_sample,
+from .plrank import has_reward
+from .plrank_terms import _add_sample, _finish_query, _workspace
+from .samplers import _draw, _normalizers_of, _query_tree, _sampler
+from .streams import _stream, fill_uniforms, noise_plan
+from .wide_margins import (
     _add_sample_wide,
-    _draw,
-    _finish_query,
     _log_normalizers,
-    _normalizers_of,
-    _query_tree,
-    _sampler,
     _sigmoid,
-    _stream,
-    _workspace,
-    fill_uniforms,
-    has_reward,
     is_wide,
-    noise_plan,
     wide_candidates,
     wide_frame,
     wide_rankings,
@@ -87,8 +80,8 @@ def loss_slope(kind, E, aux, member, out):
 def _placed_slopes(ranking, norm, m_c, e, theta, wide, slope):
     """Add one ranking's placed terms of dE(d)/dm(d) to ``slope``: e(d) sum_{k<=r} (theta_k -
     theta_r)/S_k for d at rank r, from the normalisers ``norm`` (S, or for a wide query the
-    log-normalisers of :func:`~gbdt_plrank._kernels.plrank._log_normalizers`, as ratios in
-    the units of S_r as :func:`~gbdt_plrank._kernels.plrank._add_sample_wide` keeps them)."""
+    log-normalisers of :func:`~gbdt_plrank._kernels.wide_margins._log_normalizers`, as ratios in
+    the units of S_r as :func:`~gbdt_plrank._kernels.wide_margins._add_sample_wide` keeps them)."""
     DR = DN = 0.0
     for i in range(ranking.shape[0]):
         d = ranking[i]
@@ -114,7 +107,7 @@ def _fair_terms(
     """The cross-fitted estimate of one query from stored rankings and their normalisers.
 
     ``norms`` (N, K) holds each ranking's normalisers S, or for a wide query (``wide``, margins
-    ``m_c`` in the frame of :func:`~gbdt_plrank._kernels.plrank.wide_frame`) its
+    ``m_c`` in the frame of :func:`~gbdt_plrank._kernels.wide_margins.wide_frame`) its
     log-normalisers (N, K + 1). Rows ``[0, N // 2)`` of ``rankings`` (N, K) form the first
     half, the rest the second. Each half's Monte-Carlo exposure hat E_h(d) (mean of ``theta``
     at d's rank) sets the signed rewards used with the *other* half's terms,

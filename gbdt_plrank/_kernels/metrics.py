@@ -78,3 +78,18 @@ def query_values(gains, scores, ptr, theta, first_only, want_ideal, value, ideal
         for i in range(a, b):
             s += gains[i]
         total[q] = s
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def ideal_normalise(rho, group_ptr, theta, out):
+    """``out = rho / IDCG@K`` per group, the ideal DCG of rho's positive part (groups with IDCG
+    0 keep 0): the NDCG normalisation, of signed rewards too (for rho >= 0, rho's own)."""
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        ordered = np.sort(rho[lo:hi])[::-1]
+        ideal = 0.0
+        for k in range(min(theta.shape[0], hi - lo)):
+            ideal += theta[k] * max(ordered[k], 0.0)
+        for d in range(lo, hi):
+            out[d] = rho[d] / ideal if ideal > 0.0 else 0.0

@@ -8,7 +8,7 @@ Both are unbiased for :math:`\\mathbb{E}[\\theta_{\\mathrm{rank}(d)}]`; placemen
 every document that can be placed while the rank weights are positive (a Rao-Blackwellisation of
 counting, rank by rank).
 
-LOW LEVEL, as :mod:`gbdt_plrank._kernels.plrank`, whose sampler it draws with: nothing here
+LOW LEVEL, as :mod:`gbdt_plrank._kernels.plrank`, whose rankings it draws: nothing here
 validates its input (:func:`gbdt_plrank._training.policy.sampled_exposure` does).
 """
 
@@ -19,7 +19,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .plrank import _stream, is_wide, narrow_query_rankings, query_rankings
+from .plrank import narrow_query_rankings, query_rankings
+from .streams import _stream
+from .wide_margins import is_wide
 
 __all__ = ["sampled_exposure_groups", "sampled_exposure_narrow_groups"]
 

@@ -38,7 +38,7 @@ from .._groups import Split, row_queries
 from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
 from .._util.validation import as_finite_vector, check_same_length
-from ..metrics import EMPTY_QUERY_VALUE, dcg, mean_over_queries, ndcg, precision_at_k
+from ..metrics._ranking import EMPTY_QUERY_VALUE, dcg, mean_over_queries, ndcg, precision_at_k
 from .fairness import FairnessSpec
 from .policy import PolicySample, sampled_exposure
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._kernels.plrank import NOISE_CODES, kept_queries
+from .._kernels.streams import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice, finite_vector
 from .plrank import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND
@@ -111,7 +111,7 @@ class CudaEstimate:
         The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
     query_subsample : float, default 1.0
         The share of the queries a round estimates (:class:`~gbdt_plrank.PLRankOptions`): the
-        CPU's ``gbdt_plrank._kernels.plrank.kept_queries`` picks them, the others' blocks
+        CPU's ``gbdt_plrank._kernels.streams.kept_queries`` picks them, the others' blocks
         return at once and their rows are scaled to 0 with the query weights (a weight of 0).
     """
 

@@ -24,6 +24,8 @@ import numpy as np
 from .._groups import query_rows, recompute_queries
 from .._kernels import fairness as _fair_kernels
 from .._kernels import plrank as _kernels
+from .._kernels.samplers import SAMPLER_CODES
+from .._kernels.streams import NOISE_CODES, kept_queries
 from .._ranking_metric import RankingMetric
 from .._util.threads import numba_threads, thread_count
 from .._util.validation import (
@@ -200,7 +202,7 @@ def estimate(
     rows and its stream, so the ranges change no bit of the result.
 
     With ``query_subsample`` below 1, only the queries that
-    ``gbdt_plrank._kernels.plrank.kept_queries`` keeps in this round are estimated, as
+    ``gbdt_plrank._kernels.streams.kept_queries`` keeps in this round are estimated, as
     they are without it (the Hessian finished over them), and every row of the others gets
     gradient and Hessian 0, whatever ``hessian`` is.
 
@@ -215,7 +217,7 @@ def estimate(
     if keys is None:
         keys = np.arange(group_ptr.shape[0] - 1, dtype=np.int64)
     if query_subsample < 1.0:
-        kept = np.flatnonzero(_kernels.kept_queries(seed, round_, keys, query_subsample))
+        kept = np.flatnonzero(kept_queries(seed, round_, keys, query_subsample))
         rows, ptr = query_rows(group_ptr, kept)
         grad, hess = np.zeros_like(scores), np.zeros_like(scores)
         grad[rows], hess[rows] = estimate(
@@ -276,8 +278,8 @@ def estimate(
                     N,
                     seed,
                     round_,
-                    _kernels.SAMPLER_CODES[sampler],
-                    _kernels.NOISE_CODES[noise],
+                    SAMPLER_CODES[sampler],
+                    NOISE_CODES[noise],
                     grad[r],
                     hess[r],
                 )
@@ -296,8 +298,8 @@ def estimate(
                     N,
                     seed,
                     round_,
-                    _kernels.SAMPLER_CODES[sampler],
-                    _kernels.NOISE_CODES[noise],
+                    SAMPLER_CODES[sampler],
+                    NOISE_CODES[noise],
                     grad[r],
                     hess[r],
                     slope[r],
@@ -357,7 +359,7 @@ def kept_query_counts(*, seed: int, rounds: int, n_queries: int, fraction: float
     redrawn from the same streams): an int64 array of one count per round."""
     keys = np.arange(n_queries, dtype=np.int64)
     return np.array(
-        [int(_kernels.kept_queries(seed, r, keys, fraction).sum()) for r in range(rounds)],
+        [int(kept_queries(seed, r, keys, fraction).sum()) for r in range(rounds)],
         dtype=np.int64,
     )
 

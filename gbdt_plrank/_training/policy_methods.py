@@ -30,7 +30,7 @@ from .._util.validation import (
     check_positive_number,
     check_same_length,
 )
-from ..metrics import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
+from ..metrics._ranking import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
 from .evaluation import per_sample_metric, ranking_values
 from .policy import PolicySample, sample_policy, sampled_exposure
 
