@@ -882,7 +882,7 @@ def _epoch_seconds(cfg: Config, data: synthetic.RankingData, batch_size: int) ->
     """Seconds per epoch of the network backend: the times between consecutive epochs' ends."""
     from gbdt_plrank import PLRankOptions
     from gbdt_plrank._backends import BACKENDS, BoosterSettings
-    from gbdt_plrank._training.run import plrank_plan
+    from gbdt_plrank._training.plrank_plan import plrank_plan
     from gbdt_plrank.datasets import Split
 
     ends: list[float] = []

@@ -24,8 +24,8 @@ from ._backends._parameters import PATIENCE_RATE
 from ._backends._stopping import lightgbm_early_stopping, min_rounds_for, xgboost_early_stopping
 from ._training.objective import PLRankObjective, plrank_objective
 from ._training.options import PLRankOptions, training_cutoff
-from ._training.pirank import PiRankObjective, pirank_loss_grad_hess, pirank_objective
-from ._training.plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
+from ._training.pirank_objective import PiRankObjective, pirank_loss_grad_hess, pirank_objective
+from ._training.plrank_grad_hess import plrank_grad_hess, plrank_grad_hess_from_rankings
 from .datasets import load_dataset
 from .metrics import dataset_ndcg, ndcg
 

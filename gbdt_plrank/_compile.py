@@ -147,9 +147,9 @@ def _call_every_kernel() -> None:
     from . import metrics
     from ._fairness_terms import FAIRNESS_TERMS
     from ._training.options import PLRankOptions
-    from ._training.pirank import pirank_loss_grad_hess
-    from ._training.plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
-    from ._training.policy import sampled_exposure
+    from ._training.pirank_objective import pirank_loss_grad_hess
+    from ._training.plrank_grad_hess import plrank_grad_hess, plrank_grad_hess_from_rankings
+    from ._training.policy_sample import sampled_exposure
     from .ranker import PLRankRanker
 
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ attributes and predicts; its base ``PolicyMethods`` (``gbdt_plrank._training.pol
 adds what a Plackett-Luce policy offers. :class:`~gbdt_plrank.PLRankRanker`,
 :class:`~gbdt_plrank.nn.PLRankMLPRanker` and :class:`~gbdt_plrank.dask.DaskPLRankRanker` derive
 from it; :func:`check_early_stopping` and ``PolicyRanker._plan`` (the seeds and the training
-plan of a fit, from :func:`gbdt_plrank._training.run.plrank_plan`) are what every ranker's
+plan of a fit, from :func:`gbdt_plrank._training.plrank_plan.plrank_plan`) are what every ranker's
 ``fit`` shares.
 """
 
@@ -39,11 +39,11 @@ from ._backends import (
     query_weights,
 )
 from ._groups import drop_group_column, ranker_group, require_group, resolve_groups
-from ._training.fairness import checked_item_groups
+from ._training.fairness_spec import checked_item_groups
 from ._training.objective import PLRankObjective
 from ._training.options import PLRankOptions
+from ._training.plrank_plan import plrank_plan
 from ._training.policy_methods import PolicyMethods
-from ._training.run import plrank_plan
 from ._util.seeds import seeds_from
 from ._util.threads import booster_threads
 from ._util.validation import (
@@ -339,7 +339,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         :class:`~gbdt_plrank._backends.RankerParameters`). Checks early stopping against
         ``eval_set`` (and warns about parameters the fit does not use, once every value is
         checked), draws the objective's and the model's seeds from ``random_state`` and builds
-        the plan with the package's one run builder (:func:`gbdt_plrank._training.run.plrank_plan`).
+        the plan with the package's one run builder
+        (:func:`gbdt_plrank._training.plrank_plan.plrank_plan`).
         """
         early_stopping_rounds = rounds.early_stopping_rounds
         check_early_stopping(early_stopping_rounds, eval_set)

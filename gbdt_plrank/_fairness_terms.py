@@ -3,7 +3,7 @@ r"""The fairness terms: one registry of the losses of a policy's exposures.
 A fairness term is a loss :math:`F(E)` of the expected exposures :math:`E(d)` of a query's
 documents under a policy, with the DCG rank weights :math:`\theta_k = 1/\log_2(k+1)` up to the
 cut-off K. The PL-Rank objective subtracts ``fairness_weight`` times it from the expected metric
-(:mod:`gbdt_plrank._training.fairness`), the metrics measure it
+(:mod:`gbdt_plrank._training.fairness_spec`), the metrics measure it
 (:func:`gbdt_plrank.metrics.fairness_loss`) and the fairness frontier reports it. Each term is
 one :class:`FairnessTerm` of :data:`FAIRNESS_TERMS`, which every one of them reads: its name
 (the ``fairness`` option's value), the code of its slope :math:`\partial F/\partial E` in the

@@ -46,7 +46,7 @@ from ._backends import (
 from ._estimator import PolicyRanker, caller_level
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
-from ._training.plrank import kept_query_counts
+from ._training.plrank_grad_hess import kept_query_counts
 from ._training.policy_methods import MetricEstimate
 from ._util.threads import booster_threads
 
@@ -397,7 +397,7 @@ class PLRankRanker(PolicyRanker):
     #: Builds the objective from ``(options, seed=, n_jobs=)``.
     _objective_type = PLRankObjective
     #: The way of training, whose stopping rule ``stopping_metric`` names
-    #: (:data:`~gbdt_plrank._training.run.TRAINERS`).
+    #: (:data:`~gbdt_plrank._training.plrank_plan.TRAINERS`).
     _trainer = "booster"
 
     def _training(

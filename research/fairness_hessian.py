@@ -30,7 +30,7 @@ import xgboost as xgb
 
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import PolicyEvaluator
-from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.fairness_spec import FairnessSpec
 from gbdt_plrank.datasets import Split
 from gbdt_plrank.harness.data import load, without_empty_queries
 from gbdt_plrank.harness.policy_eval import evaluate_policy

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import harness
-from gbdt_plrank._training.pirank import PIRANK_HESSIANS
+from gbdt_plrank._training.pirank_objective import PIRANK_HESSIANS
 from gbdt_plrank.datasets import Split, load_dataset
 from gbdt_plrank.harness import METHODS, PiRankSettings, TreeSettings, train
 from gbdt_plrank.harness.stats import paired

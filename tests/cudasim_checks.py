@@ -32,7 +32,7 @@ from gbdt_plrank._kernels import streams  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
 from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
 from gbdt_plrank._training.options import NOISES  # noqa: E402
-from gbdt_plrank._training.plrank import (  # noqa: E402
+from gbdt_plrank._training.plrank_grad_hess import (  # noqa: E402
     CURVATURE_FLOOR,
     degenerate_rows,
     estimate,

@@ -33,7 +33,7 @@ from gbdt_plrank._training.options import (
     OPTION_DOCS,
     option_docs,
 )
-from gbdt_plrank._training.plrank import plrank_grad_hess_from_rankings
+from gbdt_plrank._training.plrank_grad_hess import plrank_grad_hess_from_rankings
 from gbdt_plrank.harness.clicks.config import load_clicks_config
 from gbdt_plrank.harness.compare.config import CompareConfig, load_config
 from gbdt_plrank.harness.frontier.config import load_frontier_config

@@ -20,7 +20,7 @@ from gbdt_plrank import (
 from gbdt_plrank._kernels import plrank, streams
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.options import PLRankOptions
-from gbdt_plrank._training.plrank import (
+from gbdt_plrank._training.plrank_grad_hess import (
     CURVATURE_FLOOR,
     HALF_B_ROUND,
     degenerate_rows,

@@ -11,7 +11,7 @@ from scipy import stats
 
 from gbdt_plrank import plrank_grad_hess, plrank_grad_hess_from_rankings
 from gbdt_plrank._kernels import samplers, streams
-from gbdt_plrank._training.plrank import CURVATURE_FLOOR
+from gbdt_plrank._training.plrank_grad_hess import CURVATURE_FLOOR
 
 CASES = [
     (D, K, metric, gain)
@@ -469,7 +469,7 @@ def test_bad_rankings(rankings, message):
 
 
 def test_query_chunks_cover_every_query_once_without_splitting_one():
-    from gbdt_plrank._training.plrank import query_chunks
+    from gbdt_plrank._training.plrank_grad_hess import query_chunks
 
     ptr = np.array([0, 3, 3, 10, 11, 30, 31, 32, 40])
     for rows in (1, 2, 5, 8, 13, 40, 1000):
@@ -494,7 +494,7 @@ def test_query_chunks_cover_every_query_once_without_splitting_one():
 def test_a_round_cut_into_kernel_calls_is_bit_identical(monkeypatch, options):
     """The queries of a round are estimated in ranges (so that Ctrl-C is seen between the
     kernel calls): ranges of a few rows give exactly the estimate of one call."""
-    import gbdt_plrank._training.plrank as plrank
+    import gbdt_plrank._training.plrank_grad_hess as plrank
 
     rng = np.random.default_rng(9)
     sizes = rng.integers(1, 30, size=40)

@@ -16,7 +16,7 @@ from stopping import rounds_after_best
 from gbdt_plrank import metrics, min_rounds_for, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import PolicyEvaluator
-from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.fairness_spec import FairnessSpec
 from gbdt_plrank.datasets import Split
 
 ROUNDS, PATIENCE = 60, 3

@@ -25,8 +25,8 @@ from gbdt_plrank._groups import Split
 from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyEvaluator
-from gbdt_plrank._training.fairness import FairnessSpec
-from gbdt_plrank._training.plrank import finish_hessian
+from gbdt_plrank._training.fairness_spec import FairnessSpec
+from gbdt_plrank._training.plrank_grad_hess import finish_hessian
 
 FAIR = "expected-exposure"
 FAIRNESS = tuple(FAIRNESS_TERMS)

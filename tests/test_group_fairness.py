@@ -19,7 +19,7 @@ import xgboost
 from gbdt_plrank import metrics, plrank_grad_hess, plrank_objective
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyEvaluator
-from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.fairness_spec import FairnessSpec
 from gbdt_plrank._util.seeds import seeds_from
 from gbdt_plrank.datasets import Split
 
@@ -456,7 +456,7 @@ def test_ranker_takes_item_groups_for_training_and_eval_sets(grouped, backend):
 def test_the_rankers_item_groups_are_checked_once(grouped, monkeypatch, backend):
     """Each set's item groups are checked where the ranker reads the set; the objective keeps
     them as they are."""
-    from gbdt_plrank._training import fairness as _fairness
+    from gbdt_plrank._training import fairness_spec as _fairness
 
     checked = []
     check = _fairness.check_item_groups

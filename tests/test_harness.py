@@ -19,7 +19,7 @@ from gbdt_plrank import min_rounds_for, pirank_objective
 from gbdt_plrank._backends import BACKENDS, Plan
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
-from gbdt_plrank._training.run import plrank_plan
+from gbdt_plrank._training.plrank_plan import plrank_plan
 from gbdt_plrank.clicks import click_rewards, estimate_position_bias
 from gbdt_plrank.datasets import load_dataset
 from gbdt_plrank.harness import (

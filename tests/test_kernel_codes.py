@@ -13,7 +13,7 @@ import pytest
 from gbdt_plrank._fairness_terms import FAIRNESS_TERMS
 from gbdt_plrank._kernels import fairness as fair_kernels
 from gbdt_plrank._kernels import plrank_terms, samplers, streams, wide_margins
-from gbdt_plrank._training.fairness import FairnessSpec
+from gbdt_plrank._training.fairness_spec import FairnessSpec
 from gbdt_plrank._training.options import HESSIAN_MODES, NOISES, SAMPLERS
 
 needs_numba_cuda = pytest.mark.skipif(

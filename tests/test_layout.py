@@ -152,13 +152,14 @@ STABLE_INTERNALS = {
     "BoosterSettings), a parameter checked by its schema "
     "(check_parameter) and the stopping rule replayed on a recorded "
     "curve (EarlyStopper)",
-    "gbdt_plrank._training.run": "a PL-Rank training planned as the rankers plan it (plrank_plan)",
+    "gbdt_plrank._training.plrank_plan": "a PL-Rank training planned as the rankers plan it "
+    "(plrank_plan)",
     "gbdt_plrank._training.evaluation": "the policy's value as an evaluation metric "
     "(PolicyEvaluator, its sample counts, the standardized "
     "metric's spread)",
     "gbdt_plrank._training.options": "the values an option takes (NOISES, HESSIAN_MODES)",
-    "gbdt_plrank._training.fairness": "a fairness term with its weight (FairnessSpec)",
-    "gbdt_plrank._training.pirank": "PiRank's Hessian modes (PIRANK_HESSIANS)",
+    "gbdt_plrank._training.fairness_spec": "a fairness term with its weight (FairnessSpec)",
+    "gbdt_plrank._training.pirank_objective": "PiRank's Hessian modes (PIRANK_HESSIANS)",
     "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "
     "to_host)",
     "gbdt_plrank._ranking_metric": "the metric and its gains (RankingMetric, dcg_weights)",
@@ -231,13 +232,13 @@ def test_the_import_scan_resolves_relative_and_absolute_imports() -> None:
     assert "gbdt_plrank._backends._stopping" in _package_imports(PACKAGE / "__init__.py")
     assert "gbdt_plrank._backends._torch" in _package_imports(ROOT / "tests" / "test_nn.py")
     script = (
-        "import gbdt_plrank._training.plrank\n"
+        "import gbdt_plrank._training.plrank_grad_hess\n"
         "from gbdt_plrank._kernels import plrank as k\n"
         "def f():\n    from gbdt_plrank._training.options import NOISES, DEFAULTS\n"
         "from gbdt_plrank import PLRankOptions\n"
     )
     assert _imports(script, ("research", "probe")) == {
-        "gbdt_plrank._training.plrank",
+        "gbdt_plrank._training.plrank_grad_hess",
         "gbdt_plrank._kernels.plrank",
         "gbdt_plrank._training.options",
         "gbdt_plrank",
@@ -247,7 +248,7 @@ def test_the_import_scan_resolves_relative_and_absolute_imports() -> None:
     }
     assert {m for m in _package_imports(ROOT / "benchmarks" / "bench_round.py") if _private(m)} == {
         "gbdt_plrank._backends",
-        "gbdt_plrank._training.run",
+        "gbdt_plrank._training.plrank_plan",
         "gbdt_plrank._training.evaluation",
     }
 

@@ -20,9 +20,9 @@ from sklearn_checks import CHECKS_THAT_FIT, NO_GROUPS, one_query  # noqa: E402
 
 from gbdt_plrank import plrank_grad_hess  # noqa: E402
 from gbdt_plrank._backends import BACKENDS, BoosterSettings, Plan, Split, _torch  # noqa: E402
-from gbdt_plrank._training import plrank as _plrank  # noqa: E402
+from gbdt_plrank._training import plrank_grad_hess as _plrank  # noqa: E402
 from gbdt_plrank._training.options import PLRankOptions  # noqa: E402
-from gbdt_plrank._training.run import plrank_plan  # noqa: E402
+from gbdt_plrank._training.plrank_plan import plrank_plan  # noqa: E402
 from gbdt_plrank.nn import PLRankMLPRanker  # noqa: E402
 
 FAST = {"N": 10, "batch_size": 8, "max_epochs": 4, "n_jobs": 1, "progress": False}

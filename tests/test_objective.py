@@ -24,7 +24,7 @@ from gbdt_plrank import (
 from gbdt_plrank._groups import boundaries
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.options import PLRankOptions
-from gbdt_plrank._training.plrank import estimate
+from gbdt_plrank._training.plrank_grad_hess import estimate
 
 
 def recorder(obj, calls):
@@ -619,7 +619,7 @@ def test_a_huge_cutoff_is_the_longest_query(data, little_memory):
     to min(K, D)). The estimator, from sampled and from given rankings, with and without
     fairness; the objective's round and eval metrics; PiRank; the metrics."""
     from gbdt_plrank import metrics, pirank_objective
-    from gbdt_plrank._training.plrank import plrank_grad_hess_from_rankings
+    from gbdt_plrank._training.plrank_grad_hess import plrank_grad_hess_from_rankings
 
     X, y, qid, sizes = data
     ptr = boundaries(sizes)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import PLRankRanker, ndcg, plrank_grad_hess
-from gbdt_plrank._training.plrank import CURVATURE_FLOOR, degenerate_rows, finish_hessian
+from gbdt_plrank._training.plrank_grad_hess import CURVATURE_FLOOR, degenerate_rows, finish_hessian
 
 
 def _pairs(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

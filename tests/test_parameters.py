@@ -36,7 +36,7 @@ from gbdt_plrank._backends import (
     check_parameter,
 )
 from gbdt_plrank._backends._parameters import PARAMETERS, TreeRules
-from gbdt_plrank._training.run import plrank_plan
+from gbdt_plrank._training.plrank_plan import plrank_plan
 from gbdt_plrank._util.schema import Schema, validate
 from gbdt_plrank.harness.settings import PLRankSettings, TreeSettings
 from gbdt_plrank.nn import PLRankMLPRanker

@@ -13,7 +13,7 @@ from naive import neuralsort_loss
 from test_objective import XGB_PARAMS
 
 from gbdt_plrank import ndcg, pirank_objective
-from gbdt_plrank._training.pirank import pirank_loss_grad_hess
+from gbdt_plrank._training.pirank_objective import pirank_loss_grad_hess
 
 
 def queries(seed, sizes=(1, 2, 3, 5, 8)):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gbdt_plrank import PLRankRanker
-from gbdt_plrank._training.policy import sampled_exposure
+from gbdt_plrank._training.policy_sample import sampled_exposure
 from gbdt_plrank.datasets import load_dataset
 
 QUERIES = [  # (margins, rank weights)

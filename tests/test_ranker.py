@@ -112,7 +112,7 @@ def _policy_stopping_round(mq, backend, fairness):
     the eval set, and the round the ranking's NDCG@5 keeps."""
     from gbdt_plrank._ranking_metric import RankingMetric
     from gbdt_plrank._training.evaluation import PolicyEvaluator
-    from gbdt_plrank._training.fairness import FairnessSpec
+    from gbdt_plrank._training.fairness_spec import FairnessSpec
     from gbdt_plrank._util.seeds import seeds_from
 
     train, vali, _ = mq

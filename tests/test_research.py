@@ -789,7 +789,7 @@ def test_deep_rates_writes_both_tables_and_scales_the_hessian(tmp_path: Path, mo
 def test_pirank_defaults_tabulates_every_candidate_and_resumes(tmp_path: Path, monkeypatch) -> None:
     from tiny_ltr import write_tiny_letor
 
-    from gbdt_plrank._training.pirank import PIRANK_HESSIANS
+    from gbdt_plrank._training.pirank_objective import PIRANK_HESSIANS
 
     tiny, out = str(write_tiny_letor(tmp_path / "tiny")), tmp_path / "pirank.md"
     args = (

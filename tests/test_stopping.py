@@ -15,7 +15,7 @@ import pytest
 from gbdt_plrank import PLRankRanker
 from gbdt_plrank._backends import Plan, check_parameter
 from gbdt_plrank._training.evaluation import RankingMetricEval
-from gbdt_plrank._training.run import STOPPING_METRICS, StoppingRule, stopping_rule
+from gbdt_plrank._training.plrank_plan import STOPPING_METRICS, StoppingRule, stopping_rule
 
 FAIRNESS = (None, "expected-exposure", "disparity", "group-disparity")
 CHOICES = ("auto", *STOPPING_METRICS)

@@ -18,10 +18,10 @@ from gbdt_plrank._kernels import fairness as _fair_kernels
 from gbdt_plrank._kernels import plrank, samplers, streams, wide_margins
 from gbdt_plrank._kernels import policy as _policy_kernels
 from gbdt_plrank._ranking_metric import dcg_weights
-from gbdt_plrank._training.fairness import FairnessSpec
-from gbdt_plrank._training.plrank import _estimate_groups
-from gbdt_plrank._training.policy import sampled_exposure
+from gbdt_plrank._training.fairness_spec import FairnessSpec
+from gbdt_plrank._training.plrank_grad_hess import _estimate_groups
 from gbdt_plrank._training.policy_methods import PolicyMethods
+from gbdt_plrank._training.policy_sample import sampled_exposure
 
 GAPS = [60.0, 200.0, 400.0, 1000.0]
 

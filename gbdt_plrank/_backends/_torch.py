@@ -174,7 +174,8 @@ def _check_objective(objective: Any) -> None:
     if not all(callable(getattr(objective, name, None)) for name in ("prepare", "estimate")):
         raise TypeError(
             f"the torch backend trains a network with the PL-Rank gradient: plan.objective must "
-            f"be a PL-Rank objective (gbdt_plrank._training.run.plrank_plan), but {objective!r} is given."
+            f"be a PL-Rank objective (gbdt_plrank._training.plrank_plan.plrank_plan), but "
+            f"{objective!r} is given."
         )
 
 

@@ -60,7 +60,7 @@ HESSIAN_CONSTANT = 3
 HESSIAN_DENOISED = 4
 
 #: ``hessian`` mode (:data:`gbdt_plrank._training.options.HESSIAN_MODES`) -> its code in
-#: :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank.finish_hessian`).
+#: :func:`finish_rows` (see :func:`gbdt_plrank._training.plrank_grad_hess.finish_hessian`).
 HESSIAN_CODES = {
     "raw": HESSIAN_RAW,
     "abs": HESSIAN_ABS,
@@ -364,9 +364,9 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
 
 @cuda.jit
 def finish_rows(hess, mode, hess_max, floor):
-    """:func:`gbdt_plrank._training.plrank.finish_hessian` per row: ``mode`` a code of :data:`HESSIAN_CODES`;
-    ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``; ``"denoised"`` takes the
-    absolute value of what :func:`pool_queries` divided."""
+    """:func:`gbdt_plrank._training.plrank_grad_hess.finish_hessian` per row: ``mode`` a code of
+    :data:`HESSIAN_CODES`; ``"clip"`` raises a non-zero entry to ``floor * hess_max[0]``;
+    ``"denoised"`` takes the absolute value of what :func:`pool_queries` divided."""
     d = cuda.grid(1)
     if d >= hess.shape[0]:
         return
@@ -382,9 +382,9 @@ def finish_rows(hess, mode, hess_max, floor):
 
 @cuda.jit
 def floor_queries(grad, hess, group_ptr, curvature):
-    """The curvature floor of :func:`gbdt_plrank._training.plrank.finish_hessian`, one thread per
-    query: where ``sum |hess| < curvature * sum |grad|`` over the query's rows, each of its rows
-    is raised to ``curvature * |grad|``; other queries are left as they are."""
+    """The curvature floor of :func:`gbdt_plrank._training.plrank_grad_hess.finish_hessian`, one
+    thread per query: where ``sum |hess| < curvature * sum |grad|`` over the query's rows, each
+    of its rows is raised to ``curvature * |grad|``; other queries are left as they are."""
     q = cuda.grid(1)
     if q >= group_ptr.shape[0] - 1:
         return

@@ -1,6 +1,6 @@
 """Numba kernels of the PiRank loss: relaxed NDCG@K from the top rows of NeuralSort.
 
-LOW LEVEL: no validation (the Python API in ``gbdt_plrank._training.pirank`` checks every
+LOW LEVEL: no validation (the Python API in ``gbdt_plrank._training.pirank_objective`` checks every
 input). Queries run in parallel (``prange``); each writes only its own slice of ``grad`` and
 ``hess`` and its own entry of ``loss``.
 """

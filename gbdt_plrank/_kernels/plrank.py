@@ -1,8 +1,8 @@
 """Numba kernels: the PL-Rank-3 gradient / Hessian estimate of every query group, and its rankings.
 
 LOW LEVEL. Nothing here validates its input: every array is contiguous and of the dtype the
-public functions in :mod:`gbdt_plrank._training.plrank` converted it to. Shapes are written
-``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
+public functions in :mod:`gbdt_plrank._training.plrank_grad_hess` converted it to. Shapes are
+written ``(D,)`` for one query of ``D`` documents, ``(n,)`` for all documents of a dataset.
 
 The drivers of the estimator: each query group, in parallel, draws its rankings from its own
 random stream (:mod:`gbdt_plrank._kernels.streams`) with a sampler
@@ -237,8 +237,8 @@ def sample_groups(scores, group_ptr, K, n_samples, seed, round_, out):
 
 # --------------------------------------------------------------------------------------------
 # Two independent halves of a query's rankings: their pooled estimate and its noise factor
-# (the Hessian mode "denoised", gbdt_plrank._training.plrank.estimate). The CUDA kernels compile
-# pool_query for the device.
+# (the Hessian mode "denoised", gbdt_plrank._training.plrank_grad_hess.estimate). The CUDA
+# kernels compile pool_query for the device.
 # --------------------------------------------------------------------------------------------
 #: The largest factor by which :func:`pool_query` divides a query's Hessian.
 NOISE_FACTOR_MAX = 10.0

@@ -9,7 +9,7 @@ every document that can be placed while the rank weights are positive (a Rao-Bla
 counting, rank by rank).
 
 LOW LEVEL, as :mod:`gbdt_plrank._kernels.plrank`, whose rankings it draws: nothing here
-validates its input (:func:`gbdt_plrank._training.policy.sampled_exposure` does).
+validates its input (:func:`gbdt_plrank._training.policy_sample.sampled_exposure` does).
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ from .._ranking_metric import RankingMetric
 from .._util.cache import ReferenceCache
 from .._util.validation import as_finite_vector, check_same_length
 from ..metrics._ranking import EMPTY_QUERY_VALUE, dcg, mean_over_queries, ndcg, precision_at_k
-from .fairness import FairnessSpec
-from .policy import PolicySample, sampled_exposure
+from .fairness_spec import FairnessSpec
+from .policy_sample import PolicySample, sampled_exposure
 
 __all__ = [
     "EVAL_ROUNDS",

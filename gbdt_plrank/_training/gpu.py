@@ -21,7 +21,7 @@ import numpy as np
 from .._kernels.streams import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice, finite_vector
-from .plrank import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND
+from .plrank_grad_hess import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -103,10 +103,11 @@ class CudaEstimate:
     N : int
         Rankings sampled per query and round.
     hessian : {"abs", "raw", "clip", "constant", "denoised"}
-        What the booster receives as Hessian (:func:`~gbdt_plrank._training.plrank.finish_hessian`;
-        ``"denoised"``: two launches, one per half of the rankings, on the streams of
-        :func:`~gbdt_plrank._training.plrank.estimate`, pooled as
-        :func:`~gbdt_plrank._training.plrank.pool_halves` pools them).
+        What the booster receives as Hessian
+        (:func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`; ``"denoised"``: two
+        launches, one per half of the rankings, on the streams of
+        :func:`~gbdt_plrank._training.plrank_grad_hess.estimate`, pooled as
+        :func:`~gbdt_plrank._training.plrank_grad_hess.pool_halves` pools them).
     noise : {"lattice", "independent"}
         The uniforms the rankings are drawn with (:class:`~gbdt_plrank.PLRankOptions`).
     query_subsample : float, default 1.0

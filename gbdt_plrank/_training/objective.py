@@ -22,10 +22,10 @@ from .._backends import BACKENDS, QueryFields
 from .._groups import boundaries, query_rows
 from .._util.threads import thread_count
 from .._util.validation import check_seed, float_vector
-from . import plrank as _plrank
+from . import plrank_grad_hess as _plrank
 from .booster_objective import BoosterObjective
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
-from .fairness import FairTerms, checked_item_groups
+from .fairness_spec import FairTerms, checked_item_groups
 from .gpu import CudaEstimate, check_device, to_host
 from .options import DEFAULTS, PLRankOptions, option_docs
 
@@ -320,7 +320,8 @@ class PLRankObjective(BoosterObjective):
         round_: int,
         keys: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The PL-Rank estimate (:func:`gbdt_plrank._training.plrank.estimate`) on the prepared training set.
+        """The PL-Rank estimate (:func:`gbdt_plrank._training.plrank_grad_hess.estimate`) on the
+        prepared training set.
 
         As :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.estimate`: query ``q`` draws
         its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off, with

@@ -28,7 +28,7 @@ from .._fairness_terms import FAIRNESS_TERMS, fairness_names
 from .._ranking_metric import GAINS, METRICS, RankingMetric
 from .._util.docs import fill_entries
 from .._util.schema import Schema, one_of, registered, validate
-from .fairness import EMPTY_QUERIES, FAIR_METRICS, FairnessSpec
+from .fairness_spec import EMPTY_QUERIES, FAIR_METRICS, FairnessSpec
 
 __all__ = [
     "AUTO_N",
@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: What the booster receives as Hessian from one estimate
-#: (:func:`gbdt_plrank._training.plrank.finish_hessian`): the modes of any objective's Hessian.
+#: (:func:`gbdt_plrank._training.plrank_grad_hess.finish_hessian`): the modes of any objective's
+#: Hessian.
 FINISHED_HESSIANS = ("abs", "raw", "clip", "constant")
 
 #: What the booster receives as Hessian: :data:`FINISHED_HESSIANS` and ``"denoised"``, which
@@ -454,7 +455,7 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         target there, equal exposure for every document, which pulls their margins together;
         the trees are shared by all queries, so on data with many such queries (MQ2008) it
         flattens the policy of the queries with relevant documents too
-        (:class:`~gbdt_plrank._training.fairness.FairnessSpec`). The other losses are 0 on such
+        (:class:`~gbdt_plrank._training.fairness_spec.FairnessSpec`). The other losses are 0 on such
         queries either way.
     """,
     ),

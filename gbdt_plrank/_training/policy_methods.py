@@ -32,7 +32,7 @@ from .._util.validation import (
 )
 from ..metrics._ranking import EMPTY_QUERY_VALUE, check_empty, mean_over_queries
 from .evaluation import per_sample_metric, ranking_values
-from .policy import PolicySample, sample_policy, sampled_exposure
+from .policy_sample import PolicySample, sample_policy, sampled_exposure
 
 __all__ = ["EXPOSURE_METHODS", "MetricEstimate", "PolicyMethods"]
 

@@ -9,7 +9,7 @@ import dask.array as da
 import numpy as np
 
 from .._groups import drop_group_column, ranker_group
-from .._training.fairness import item_groups_needed
+from .._training.fairness_spec import item_groups_needed
 from .._util.compat import require
 from .._util.validation import MAX_EXP_LABEL, check_item_groups
 from ..ranker import PLRankRanker

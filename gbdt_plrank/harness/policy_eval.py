@@ -10,7 +10,7 @@ query ids):
 - the loss of every registered fairness term
   (:data:`~gbdt_plrank._fairness_terms.FAIRNESS_TERMS`: EE-L, the relevance-proportional
   disparity, and, when the split has item groups, the group disparity), each the
-  :meth:`~gbdt_plrank._training.fairness.FairnessSpec.loss` of its name. All are quadratic in
+  :meth:`~gbdt_plrank._training.fairness_spec.FairnessSpec.loss` of its name. All are quadratic in
   the exposure, so :math:`f(\hat E)` is biased upwards by the estimate's variance. They are
   estimated without bias from two independent halves :math:`\hat E_A, \hat E_B` of the samples,
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
@@ -31,8 +31,8 @@ from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
 from .._training.evaluation import EVAL_ROUNDS, PolicyEvaluator, per_sample_metric
-from .._training.fairness import FairnessSpec
-from .._training.policy import sample_policy
+from .._training.fairness_spec import FairnessSpec
+from .._training.policy_sample import sample_policy
 from ..datasets import Split
 from ..metrics import ndcg
 

@@ -38,8 +38,8 @@ from .._backends._parameters import (
     Subsample,
 )
 from .._training.options import PLRankFields, PLRankOptions
-from .._training.pirank import PIRANK_HESSIANS, pirank_objective
-from .._training.run import stopping_rule
+from .._training.pirank_objective import PIRANK_HESSIANS, pirank_objective
+from .._training.plrank_plan import stopping_rule
 from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
@@ -204,7 +204,7 @@ class PLRankSettings(PLRankFields):
     :attr:`~gbdt_plrank.PLRankObjective.expected_metric`), ``"ranking"`` NDCG@k of the ranking
     by score, as every other method; ``"auto"`` (default) is the README's path,
     ``"standardized"``, or ``"policy"`` with fairness
-    (:func:`~gbdt_plrank._training.run.stopping_rule`).
+    (:func:`~gbdt_plrank._training.plrank_plan.stopping_rule`).
     """
 
     stopping_metric: StoppingMetric

@@ -14,14 +14,14 @@ Every method trains on the train split, evaluates the validation split after eac
 early when what it watches has not improved for ``early_stopping_rounds`` rounds, keeping no
 round before ``min_rounds`` (one rule for every library), and scores the test split at its best
 round. The shared tree settings reach each library under its own names
-(:data:`~gbdt_plrank._backends.NATIVE_NAMES`); a method's native parameters
-(``[params.<method>]`` or ``--params``) are applied last. The library objectives' methods watch
-the library's NDCG@k. The PL-Rank methods are planned by the package's one run builder
-(:func:`~gbdt_plrank._training.run.plrank_plan`) from their settings (:func:`.config.method_settings`:
-``[plrank]``, the method's Hessian mode, its ``[params.<method>.plrank]`` table) and record
-NDCG@k with the package's metric, then their policy's expected NDCG@k, which they stop on by
-default. The PiRank methods build :func:`~gbdt_plrank.pirank_objective` from ``[pirank]`` the
-same way and watch the library's NDCG@k.
+(:data:`~gbdt_plrank._backends.NATIVE_NAMES`); a method's native parameters (``[params.<method>]``
+or ``--params``) are applied last. The library objectives' methods watch the library's NDCG@k. The
+PL-Rank methods are planned by the package's one run builder
+(:func:`~gbdt_plrank._training.plrank_plan.plrank_plan`) from their settings
+(:func:`.config.method_settings`: ``[plrank]``, the method's Hessian mode, its
+``[params.<method>.plrank]`` table) and record NDCG@k with the package's metric, then their policy's
+expected NDCG@k, which they stop on by default. The PiRank methods build
+:func:`~gbdt_plrank.pirank_objective` from ``[pirank]`` the same way and watch the library's NDCG@k.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import numpy as np
 from .._backends import BACKENDS, Backend, BoosterSettings, Plan, eval_name, metric_name
 from .._ranking_metric import RankingMetric
 from .._training.evaluation import RankingMetricEval
-from .._training.pirank import pirank_objective
-from .._training.run import plrank_plan
+from .._training.pirank_objective import pirank_objective
+from .._training.plrank_plan import plrank_plan
 from .._util.compat import require
 from .._util.schema import ConfigError
 from ..datasets import Split

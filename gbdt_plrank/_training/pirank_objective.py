@@ -62,7 +62,7 @@ from .._util.validation import (
 )
 from .booster_objective import BoosterObjective
 from .options import FINISHED_HESSIANS
-from .plrank import finish_hessian
+from .plrank_grad_hess import finish_hessian
 
 __all__ = ["PIRANK_HESSIANS", "PiRankObjective", "pirank_loss_grad_hess", "pirank_objective"]
 

@@ -35,7 +35,7 @@ from .._util.validation import (
     check_same_length,
     check_seed,
 )
-from .fairness import FairnessSpec, FairTerms, checked_item_groups
+from .fairness_spec import FairnessSpec, FairTerms, checked_item_groups
 from .options import DEFAULTS, PLRankOptions, option_docs
 
 __all__ = [
@@ -192,9 +192,9 @@ def estimate(
     the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
     ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
     otherwise). With ``fairness``, ``terms`` holds the rows' terms of the loss
-    (:meth:`~gbdt_plrank._training.fairness.FairnessSpec.terms`) and the cross-fitted fairness kernel runs instead; its
-    Gauss-Newton term is added to the Hessian estimate before ``hessian`` finishes it
-    (:func:`~gbdt_plrank._training.plrank.finish_hessian`).
+    (:meth:`~gbdt_plrank._training.fairness_spec.FairnessSpec.terms`) and the cross-fitted
+    fairness kernel runs instead; its Gauss-Newton term is added to the Hessian estimate before
+    ``hessian`` finishes it (:func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`).
 
     The queries are estimated in consecutive ranges of about :data:`CHUNK_WORK` rows times
     rankings per thread (:func:`query_chunks`; one range at ordinary sizes), one kernel call
@@ -481,8 +481,8 @@ def plrank_grad_hess(
         :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of documents at
         equal margins has curvature 0), has its rows raised to
         :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of
-        :func:`~gbdt_plrank._training.plrank.finish_hessian`); every other query's Hessian is
-        the estimate's.
+        :func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`); every other query's
+        Hessian is the estimate's.
 
     Raises
     ------
@@ -575,8 +575,8 @@ def plrank_grad_hess_from_rankings(
         As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
         ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half. With
         ``hessian="denoised"``, the first ``N // 2`` rows are half A and the others half B
-        (:func:`~gbdt_plrank._training.plrank.pool_halves`); with ``fairness`` too, each half is
-        split in two in turn.
+        (:func:`~gbdt_plrank._training.plrank_grad_hess.pool_halves`); with ``fairness`` too, each
+        half is split in two in turn.
 
     Returns
     -------
