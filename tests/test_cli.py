@@ -527,7 +527,7 @@ def test_an_unexpected_error_keeps_its_traceback(monkeypatch) -> None:
     def broken(config, **kwargs):
         raise TypeError("a bug")
 
-    monkeypatch.setattr(cli, "run_comparison", broken)
+    monkeypatch.setattr(cli._compare_command, "run_comparison", broken)
     with pytest.raises(TypeError, match="a bug"):
         main(["compare", str(DEMO)])
 
@@ -642,7 +642,7 @@ def test_an_interrupted_experiment_says_what_is_kept_and_exits_130(
         seen.update(out=config.out, datasets=config.datasets)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, runner, interrupted)
+    monkeypatch.setattr(getattr(cli, f"_{command}_command"), runner, interrupted)
     out = tmp_path / "out"
     assert main([command, config, "--data", str(tiny), "--out", str(out)]) == 130
     assert str(seen["out"]) == str(out) and [str(d) for d in seen["datasets"]] == [str(tiny)]

@@ -14,7 +14,7 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("optuna_integration")
 
 from gbdt_plrank._backends import BACKENDS  # noqa: E402
-from gbdt_plrank.cli import _tune as command  # noqa: E402
+from gbdt_plrank.cli import _tune_command as command  # noqa: E402
 from gbdt_plrank.harness import (  # noqa: E402
     METHODS,
     ConfigError,
