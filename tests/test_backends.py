@@ -32,7 +32,6 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm", "catboost"])
 def test_every_setting_reaches_the_library_under_the_name_in_the_table(library: str) -> None:
-    column = ["xgboost", "lightgbm", "catboost"].index(library)
     values = {
         "learning_rate": 0.3,
         "max_depth": 4,
@@ -50,7 +49,7 @@ def test_every_setting_reaches_the_library_under_the_name_in_the_table(library: 
     backend = BACKENDS[library]
     params = native_params(library, settings, reserved=backend.reserved, defaults={}, fixed={})
     for setting, value in {**values, "seed": 7}.items():
-        native = NATIVE_NAMES[setting][column]
+        native = getattr(NATIVE_NAMES[setting], library)
         if native is None:
             assert value not in [params.get(n) for n in ("max_leaves", "min_data_in_leaf")]
         else:

@@ -32,6 +32,7 @@ __all__ = [
     "EvalMetric",
     "History",
     "LibraryBackend",
+    "NativeNames",
     "Objective",
     "Plan",
     "QueryFields",
@@ -57,24 +58,35 @@ History = dict[str, dict[str, list[float]]]
 #: A callable objective ``f(preds, data) -> (grad, hess)`` or the library's own objective name.
 Objective = Callable[..., Any] | str
 
-#: Shared setting -> its name in XGBoost, LightGBM, CatBoost and the torch network backend (None:
-#: no counterpart, not passed; a network has no trees).
-NATIVE_NAMES: dict[str, tuple[str | None, str | None, str | None, str | None]] = {
-    #                    XGBoost             LightGBM                   CatBoost         torch
-    "learning_rate":    ("eta",              "learning_rate",           "learning_rate", None),
-    "max_depth":        ("max_depth",        "max_depth",               "depth",         None),
-    "num_leaves":       ("max_leaves",       "num_leaves",              None,            None),
-    "min_child_weight": ("min_child_weight", "min_sum_hessian_in_leaf", None,            None),
-    "reg_alpha":        ("alpha",            "lambda_l1",               None,            None),
-    "reg_lambda":       ("lambda",           "lambda_l2",               "l2_leaf_reg",   None),
-    "min_split_gain":   ("gamma",            "min_gain_to_split",       None,            None),
-    "subsample":        ("subsample",        "bagging_fraction",        "subsample",     None),
-    "colsample_bytree": ("colsample_bytree", "feature_fraction",        None,            None),
-    "n_threads":        ("nthread",          "num_threads",             "thread_count",  "n_threads"),
-    "seed":             ("seed",             "seed",                    "random_seed",   "seed"),
-}  # fmt: skip
 
-_COLUMN = {"xgboost": 0, "lightgbm": 1, "catboost": 2, "torch": 3}
+class NativeNames(NamedTuple):
+    """A shared setting's name in each backend's library, by the backend's name (None: no
+    counterpart, and the setting is not passed; a network has no trees)."""
+
+    xgboost: str | None = None
+    lightgbm: str | None = None
+    catboost: str | None = None
+    torch: str | None = None
+
+
+#: Shared setting -> its name in XGBoost, LightGBM, CatBoost and the torch network backend.
+NATIVE_NAMES: dict[str, NativeNames] = {
+    "learning_rate": NativeNames(xgboost="eta", lightgbm="learning_rate", catboost="learning_rate"),
+    "max_depth": NativeNames(xgboost="max_depth", lightgbm="max_depth", catboost="depth"),
+    "num_leaves": NativeNames(xgboost="max_leaves", lightgbm="num_leaves"),
+    "min_child_weight": NativeNames(xgboost="min_child_weight", lightgbm="min_sum_hessian_in_leaf"),
+    "reg_alpha": NativeNames(xgboost="alpha", lightgbm="lambda_l1"),
+    "reg_lambda": NativeNames(xgboost="lambda", lightgbm="lambda_l2", catboost="l2_leaf_reg"),
+    "min_split_gain": NativeNames(xgboost="gamma", lightgbm="min_gain_to_split"),
+    "subsample": NativeNames(
+        xgboost="subsample", lightgbm="bagging_fraction", catboost="subsample"
+    ),
+    "colsample_bytree": NativeNames(xgboost="colsample_bytree", lightgbm="feature_fraction"),
+    "n_threads": NativeNames(
+        xgboost="nthread", lightgbm="num_threads", catboost="thread_count", torch="n_threads"
+    ),
+    "seed": NativeNames(xgboost="seed", lightgbm="seed", catboost="random_seed", torch="seed"),
+}
 
 
 def eval_name(i: int) -> str:
@@ -550,10 +562,9 @@ def native_params(
             f"metric, the seed, the number of rounds and early stopping are set by gbdt_plrank "
             f"for {backend} itself."
         )
-    column = _COLUMN[backend]
     params = dict(defaults)
     for setting, value in settings.named().items():
-        native = NATIVE_NAMES[setting][column]
+        native = getattr(NATIVE_NAMES[setting], backend)
         if native is not None:
             params[native] = value
     params.update(settings.params)
