@@ -289,10 +289,10 @@ def test_the_registry_owns_the_estimators():
     """Every estimator of the registry is one name for the rewards, the experiment's learners
     and, where it values policies, the policy value; the regression estimator's rewards are
     the regression."""
-    from gbdt_plrank.harness.clicks.config import ESTIMATOR_LEARNERS, LEARNERS
+    from gbdt_plrank.harness.clicks.config import estimator_learners, learner_names
 
-    assert list(ESTIMATOR_LEARNERS.values()) == list(REWARD_ESTIMATORS)
-    assert all(f"plrank-{name}" in LEARNERS for name in REWARD_ESTIMATORS)
+    assert list(estimator_learners().values()) == list(REWARD_ESTIMATORS)
+    assert all(f"plrank-{name}" in learner_names() for name in REWARD_ESTIMATORS)
     values = [e.name for e in REWARD_ESTIMATORS.values() if e.values_policies]
     assert values == ["policy-aware", "doubly-robust"]
     log, X, qid, _ = _deterministic(30, 4, 5, eta=1.0, seed=8)

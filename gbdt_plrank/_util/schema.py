@@ -58,15 +58,21 @@ class RuleError(ValueError):
         self.rule = rule
 
 
-def registered(names: Callable[[], Sequence[str]], *, optional: bool = False) -> Any:
+def registered(
+    names: Callable[[], Sequence[str]],
+    *,
+    optional: bool = False,
+    rule: Callable[[Sequence[str]], str] = one_of,
+) -> Any:
     """A field type whose value is one of ``names()`` when it is validated (None too, if
-    ``optional``): a choice among the entries of a registry that may grow after import."""
+    ``optional``): a choice among the entries of a registry that may grow after import.
+    ``rule`` words the rule from the names allowed (default: "one of ..."), for the error."""
 
     def check(value: Any) -> Any:
         allowed = tuple(names())
         if (value is None and optional) or (isinstance(value, str) and value in allowed):
             return value
-        raise RuleError(("None or " if optional else "") + one_of(allowed))
+        raise RuleError(("None or " if optional else "") + rule(allowed))
 
     return Annotated[str | None if optional else str, BeforeValidator(check)]
 

@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from .._util.docs import shared_entries
 from .._util.validation import as_finite_vector, check_positive_int, check_seed, is_number
 from ._log import ClickLog, check_rows
 from ._propensities import DEFAULT_POLICY_SAMPLES, observation
 from ._rewards import (
     RewardEstimator,
+    estimator_entries,
     regression_estimate,
     reward_estimator,
     reward_terms,
@@ -37,7 +39,7 @@ class PolicyValue:
     stderr : float
         Its standard error (over the sessions, the log's queries fixed).
     estimator : str
-        ``"policy-aware"`` or ``"doubly-robust"``.
+        The reward estimator's name (:data:`REWARD_ESTIMATORS`: one that values policies).
     n_sessions : int
         The logged sessions it averages.
     """
@@ -133,9 +135,13 @@ def estimate_policy_value(
         As in :func:`click_rewards`: the logging policy itself in place of ``propensities``
         (a Plackett-Luce policy's placement probabilities are positive for every row it can
         show, so no row the new policy observes is refused for want of a propensity).
-    estimator : {"policy-aware", "doubly-robust"}
+    estimator : str, default "policy-aware"
+        A name of :data:`REWARD_ESTIMATORS` that values policies:
+
+        .. reward-estimators:: policy-values
     regression : array of shape (n_rows,) or None
-        ``"doubly-robust"``: :math:`\hat\gamma` in place of :func:`click_regression`.
+        An estimator that starts from a regression (``"doubly-robust"``): :math:`\hat\gamma`
+        in place of :func:`click_regression`.
     n_samples : int, default 1000
         Rankings per query of a Plackett-Luce policy's expected observation.
     seed : int, default 0
@@ -283,3 +289,10 @@ def _session_mean(
     return PolicyValue(
         float(v.mean()), float(math.sqrt((n_q * var_q).sum()) / S), spec.name, int(S)
     )
+
+
+# The estimators that value policies, listed where estimate_policy_value says
+# ``.. reward-estimators::``.
+shared_entries("reward-estimators", {"policy-values": estimator_entries(values_policies=True)})(
+    estimate_policy_value
+)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.docs import shared_entries
 from .._util.validation import (
     as_finite_vector,
     check_choice,
@@ -48,7 +49,14 @@ from ._propensities import (
 )
 from ._regression import click_regression
 
-__all__ = ["REWARD_ESTIMATORS", "RewardEstimator", "click_rewards", "reward_terms"]
+__all__ = [
+    "REWARD_ESTIMATORS",
+    "RewardEstimator",
+    "click_rewards",
+    "estimator_entries",
+    "reward_estimator",
+    "reward_terms",
+]
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,12 @@ class RewardEstimator:
     position_bias: bool
     regression: bool
     correction: bool
+
+    @property
+    def debiased(self) -> bool:
+        """Whether its rewards estimate each row's click probability when seen (it accounts for
+        the position bias), rather than the click-through rate."""
+        return self.position_bias
 
     @property
     def signed(self) -> bool:
@@ -148,6 +162,16 @@ REWARD_ESTIMATORS: dict[str, RewardEstimator] = {
         ),
     )
 }
+
+
+def estimator_entries(*, values_policies: bool = False) -> str:
+    """The registered estimators (those that value policies, with ``values_policies``) as the
+    docstrings list them, read when called: one line each, its name and summary."""
+    return "\n".join(
+        f'- ``"{e.name}"``: {e.summary}'
+        for e in REWARD_ESTIMATORS.values()
+        if e.values_policies or not values_policies
+    )
 
 
 def reward_estimator(name: Any, *, values_policies: bool = False) -> RewardEstimator:
@@ -357,9 +381,12 @@ def click_rewards(
         (:func:`estimate_position_bias` without features: a log that does not identify it so,
         such as a deterministic logger's, is refused; estimate it with features and pass the
         array), which obeys the same rule. Not used by ``estimator="naive"``.
-    estimator : {"policy-aware", "doubly-robust", "naive", "regression"}
-        A name of :data:`REWARD_ESTIMATORS`. ``"policy-aware"``: a row's clicks over its
-        expected observation,
+    estimator : str, default "policy-aware"
+        A name of :data:`REWARD_ESTIMATORS`:
+
+        .. reward-estimators:: every
+
+        ``"policy-aware"``: a row's clicks over its expected observation,
         :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
         displays, or :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` with the logging
         policy's propensities :math:`\rho_d` and :math:`S_q` the number of sessions of the
@@ -577,3 +604,7 @@ def click_rewards(
             f"{float(terms.rho[d])!r}."
         )
     return rewards
+
+
+# The registered estimators, listed where click_rewards says ``.. reward-estimators::``.
+shared_entries("reward-estimators", {"every": estimator_entries()})(click_rewards)

@@ -53,7 +53,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..._training.options import PLRankOptions
-from ..._util.schema import ConfigError, one_of, validate
+from ..._util.schema import ConfigError, one_of, registered, validate
 from ...clicks import REWARD_ESTIMATORS
 from ..settings import (
     CutOffs,
@@ -67,28 +67,39 @@ from ..settings import (
 __all__ = [
     "ANCHORS",
     "DISPLAYS",
-    "ESTIMATOR_LEARNERS",
-    "LEARNERS",
     "LOGGERS",
+    "OTHER_LEARNERS",
     "PROPENSITIES",
     "ClicksConfig",
+    "estimator_learners",
+    "learner_names",
     "load_clicks_config",
 ]
 
-#: The learners on a reward estimator of :data:`~gbdt_plrank.clicks.REWARD_ESTIMATORS` -> its
-#: name: PL-Rank on that estimator's rewards of the logger's log (the stochastic one of a
-#: Plackett-Luce logger, the deterministic one of a LambdaMART logger).
-ESTIMATOR_LEARNERS = {f"plrank-{name}": name for name in REWARD_ESTIMATORS}
 
-#: The learners of the experiment, in the report's order.
-LEARNERS = (
-    *ESTIMATOR_LEARNERS,
+def estimator_learners() -> dict[str, str]:
+    """The learners on a reward estimator of :data:`~gbdt_plrank.clicks.REWARD_ESTIMATORS` -> its
+    name: PL-Rank on that estimator's rewards of the logger's log (the stochastic one of a
+    Plackett-Luce logger, the deterministic one of a LambdaMART logger). Read from the registry
+    when called, so that an estimator registered after import has its learner."""
+    return {f"plrank-{name}": name for name in REWARD_ESTIMATORS}
+
+
+#: The learners of the experiment that are not on a reward estimator, in the report's order.
+OTHER_LEARNERS = (
     "plrank-deterministic",  # PL-Rank on policy-aware rewards of a deterministic top-k logger
     "lambdamart-unbiased-xgb",  # XGBoost rank:ndcg, lambdarank_unbiased=True, the same log
     "lambdarank-position-lgb",  # LightGBM lambdarank with Dataset(position=), the same log
     "plrank-full-labels",  # PL-Rank on the true labels of every training query (ceiling)
     "logger",  # the logging policy's ranking by score
 )
+
+
+def learner_names() -> tuple[str, ...]:
+    """The learners of the experiment, in the report's order: those on a reward estimator
+    (:func:`estimator_learners`), then :data:`OTHER_LEARNERS`."""
+    return (*estimator_learners(), *OTHER_LEARNERS)
+
 
 #: The logging policies: a PL-Rank model deployed as its Plackett-Luce policy (and, for
 #: ``plrank-deterministic``, as its top-k), or a LambdaMART (XGBoost ``rank:ndcg``) deployed as
@@ -157,8 +168,12 @@ class ClicksConfig(ExperimentConfig):
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
     shrinkage: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
     learners: items(  # type: ignore[valid-type]
-        Literal[LEARNERS], rule=f"a non-empty list of distinct learners from: {', '.join(LEARNERS)}"
-    ) = LEARNERS
+        registered(
+            learner_names,
+            rule=lambda names: f"a non-empty list of distinct learners from: {', '.join(names)}",
+        ),
+        rule="a non-empty list of distinct learners",
+    ) = Field(default_factory=learner_names)
     exploration_rounds: int = Field(0, ge=0, description="an integer >= 0")
     exploration_sessions: int = Field(100, ge=1, description="an integer >= 1")
     ope_sessions: int = Field(100, ge=0, description="an integer >= 0")
@@ -193,7 +208,7 @@ class ClicksConfig(ExperimentConfig):
             )
         signed = [
             learner
-            for learner, name in ESTIMATOR_LEARNERS.items()
+            for learner, name in estimator_learners().items()
             if REWARD_ESTIMATORS[name].signed and learner in self.learners
         ]
         if signed and self.plrank.metric not in ("dcg", "ndcg"):

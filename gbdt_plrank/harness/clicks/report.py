@@ -20,30 +20,29 @@ from ...clicks import REWARD_ESTIMATORS, pbm_position_bias
 from ..data import dataset_label, family
 from ..stats import paired, seed_means
 from ..store import ResultStore
-from .config import ANCHORS, ESTIMATOR_LEARNERS, ClicksConfig
+from .config import ANCHORS, ClicksConfig, estimator_learners
 from .run import EXPLORATION, ONCE, anchor_missing, planned
 
 __all__ = ["per_query", "write_clicks_report"]
 
-#: PL-Rank on each reward estimator -> the learners it is compared with, in the report's order.
-_AGAINST = {
-    "plrank-policy-aware": (
-        "plrank-doubly-robust",
-        "plrank-naive",
-        "plrank-regression",
-        "plrank-deterministic",
-        *ANCHORS,
-        "plrank-full-labels",
-    ),
-    "plrank-doubly-robust": ("plrank-policy-aware", "plrank-naive", "plrank-full-labels"),
-    "plrank-regression": (
-        "plrank-policy-aware",
-        "plrank-doubly-robust",
-        "plrank-naive",
-        *ANCHORS,
-        "plrank-full-labels",
-    ),
-}
+
+def _against() -> dict[str, tuple[str, ...]]:
+    """PL-Rank on each debiased reward estimator (the registry's
+    :attr:`~gbdt_plrank.clicks.RewardEstimator.debiased`) -> the learners it is compared with,
+    in the report's order: the learners on the other estimators, the deterministic logger's, the
+    anchors and the full-label model."""
+    learners = estimator_learners()
+    return {
+        base: (
+            *(other for other in learners if other != base),
+            "plrank-deterministic",
+            *ANCHORS,
+            "plrank-full-labels",
+        )
+        for base, name in learners.items()
+        if REWARD_ESTIMATORS[name].debiased
+    }
+
 
 Values = dict[tuple[str, int], float]
 
@@ -103,8 +102,8 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
                 cells = [_mean(values.get((learner, s), {})) for s in sessions]
             if any(cells):
                 lines.append(f"| {learner} | " + " | ".join(cells) + " |")
-        for base, against in _AGAINST.items():
-            title = REWARD_ESTIMATORS[ESTIMATOR_LEARNERS[base]].title
+        for base, against in _against().items():
+            title = REWARD_ESTIMATORS[estimator_learners()[base]].title
             if base not in config.learners:
                 continue
             rows = []
@@ -190,7 +189,9 @@ def _bias_table(
     """Mean reward minus the simulated click probability when seen, by grade, over every
     training row and over the rows the log shows, pooled over the folds (rows weighted)."""
     learners = [
-        a for a, name in ESTIMATOR_LEARNERS.items() if name != "naive" and a in config.learners
+        a
+        for a, name in estimator_learners().items()
+        if REWARD_ESTIMATORS[name].debiased and a in config.learners
     ]
     cols = [
         (a, s)

@@ -114,7 +114,7 @@ from ...ranker import PLRankRanker
 from ..data import check_data, dataset_label, load
 from ..store import ResultStore, Table, write_options
 from ..training import train
-from .config import ANCHORS, ESTIMATOR_LEARNERS, ClicksConfig
+from .config import ANCHORS, ClicksConfig, estimator_learners
 
 __all__ = [
     "EXPLORATION",
@@ -167,9 +167,9 @@ class OpeKey(NamedTuple):
 #: The experiment's tables (:class:`~gbdt_plrank.harness.store.ResultStore`, whose settings are
 #: :meth:`ClicksConfig.settings`): ``results.jsonl``, one line per result, its key, the test query
 #: ids, the test NDCG@k of each query for every k, the best round, the training seconds and, for
-#: ``plrank-policy-aware``, the position bias estimated from its log, and for it and
-#: ``plrank-doubly-robust`` the mean reward and simulated click probability by grade over every
-#: training row and over the rows its log shows; ``ope.jsonl``, one line per model, off-policy
+#: ``plrank-policy-aware``, the position bias estimated from its log, and for every learner on a
+#: debiased estimator (:attr:`~gbdt_plrank.clicks.RewardEstimator.debiased`) the mean reward and
+#: simulated click probability by grade over every training row and over the rows its log shows; ``ope.jsonl``, one line per model, off-policy
 #: estimator and test log, its estimate, standard error and simulated true value.
 TABLES = {"results": Table("results.jsonl", ResultKey), "ope": Table("ope.jsonl", OpeKey)}
 
@@ -602,7 +602,9 @@ class _Fold:
             sessions = np.bincount(q[logged.log.row[first]], minlength=q.max() + 1)
             w_true = w if simulated is None else simulated
             truth = float(np.bincount(q, weights=w_true * gamma) @ sessions / sessions.sum())
-            for estimator in ("policy-aware", "doubly-robust"):
+            for spec in REWARD_ESTIMATORS.values():
+                if not spec.values_policies:
+                    continue
                 est = estimate_policy_value(
                     logged.log,
                     w,
@@ -610,13 +612,13 @@ class _Fold:
                     qid=test.qid,
                     position_bias=logged.theta,
                     **logged.rho,
-                    estimator=estimator,
-                    regression=logged.regression if estimator == "doubly-robust" else None,
+                    estimator=spec.name,
+                    regression=logged.regression if spec.regression else None,
                 )
                 out.append(
                     {
                         **key._asdict(),
-                        "estimator": estimator,
+                        "estimator": spec.name,
                         "log": i,
                         "value": est.value,
                         "stderr": est.stderr,
@@ -699,7 +701,8 @@ class _Fold:
                     logs["train"], stochastic=stochastic
                 ).tolist()
                 extra["clicks"] = int(logs["train"].click.sum())
-            if learner in ESTIMATOR_LEARNERS and learner != "plrank-naive":
+            estimator = estimator_learners().get(learner)
+            if estimator is not None and REWARD_ESTIMATORS[estimator].debiased:
                 extra["by_grade"] = self.by_grade(logs["train"], r["train"])
         record = {
             **_test_values(
@@ -722,13 +725,13 @@ class _Fold:
         self, learner: str, logs: dict[str, ClickLog], *, stochastic: bool
     ) -> dict[str, Any]:
         """The training and validation rewards a PL-Rank learner on clicks trains and stops on
-        (:meth:`rewards`): its estimator's (:data:`ESTIMATOR_LEARNERS`; ``plrank-deterministic``
+        (:meth:`rewards`): its estimator's (:func:`.config.estimator_learners`; ``plrank-deterministic``
         the policy-aware one) on the propensities ``propensities`` says (the logger's for the
         unshrunk doubly robust rewards, none for a deterministic log, whose display frequencies
         are its logger's propensities); the learners on a regression stop on the policy-aware
         validation rewards."""
         config = self.config
-        spec = REWARD_ESTIMATORS[ESTIMATOR_LEARNERS.get(learner, "policy-aware")]
+        spec = REWARD_ESTIMATORS[estimator_learners().get(learner, "policy-aware")]
         unshrunk = spec.signed and config.shrinkage == 0
         r = self.rewards(
             logs,
