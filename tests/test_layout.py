@@ -293,3 +293,128 @@ def test_every_stable_internal_is_used_exists_and_is_documented() -> None:
     )
     listed = re.findall(r"^- ``(gbdt_plrank\.[\w.]+)``", section.group(1), re.M)
     assert sorted(listed) == sorted(STABLE_INTERNALS), "the page lists the stable internals"
+
+
+# --------------------------------------------------------------------------------------------
+# The floors: what may import what
+# --------------------------------------------------------------------------------------------
+#: The package's rooms by floor, from the top down. A room is a subpackage or a module directly
+#: under ``gbdt_plrank`` (``""``: the package's face, its ``__init__``). A module imports modules
+#: of its own room and of rooms on lower floors only: no import runs back up a floor, and the
+#: rooms of one floor do not import each other (docs/api/internals.rst, "The layout").
+FLOORS = (
+    ("__main__",),  # python -m gbdt_plrank
+    ("cli",),  # the command line
+    ("tuning",),  # the tuner, on the comparison harness
+    ("harness",),  # the experiments and the pieces they share
+    ("", "dask"),  # the package's face; the Dask ranker
+    ("_compile",),  # every kernel compiled ahead, through the public API
+    ("ranker", "nn"),  # the rankers
+    ("_estimator",),  # their scikit-learn base
+    ("_training",),  # the training path
+    ("metrics", "_backends"),  # the metrics; the backend layer
+    ("_fairness_terms", "datasets"),  # the registry of fairness terms; the datasets
+    (
+        "_ranking_metric",
+        "_synthetic",
+        "clicks",
+    ),  # the metric and its gains; web-shaped data; clicks
+    ("_kernels", "_groups", "_util"),  # the kernels; rows grouped by query; the utilities
+)
+FLOOR = {room: floor for floor, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def _room(module: str) -> str:
+    """The room of a module of the package: its name's part below ``gbdt_plrank``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def floor_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of ``graph`` (module -> the package's modules it imports) that break
+    :data:`FLOORS`, in words; a module whose room has no floor is one too."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        here = _room(module)
+        if here not in FLOOR:
+            found.append(f"{module}: its room {here!r} is on no floor of FLOORS")
+            continue
+        for other in sorted(imported):
+            there = _room(other)
+            if there == here or FLOOR.get(there, len(FLOORS)) > FLOOR[here]:
+                continue
+            where = "on the same floor" if FLOOR.get(there) == FLOOR[here] else "higher up"
+            found.append(f"{module} imports {other}, a room {where}")
+    return found
+
+
+def import_circle(graph: dict[str, set[str]]) -> list[str]:
+    """A circle of imports in ``graph`` (its modules in order, the first one again last), or an
+    empty list where there is none."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        state[module] = 1
+        path.append(module)
+        for other in sorted(graph.get(module, ())):
+            if state.get(other) == 1:
+                return [*path[path.index(other) :], other]
+            if other not in state and (circle := visit(other)):
+                return circle
+        state[module] = 2
+        path.pop()
+        return []
+
+    for module in sorted(graph):
+        if module not in state and (circle := visit(module)):
+            return circle
+    return []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Every module of the package -> the package's modules it imports (not itself)."""
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path)
+        graph[module] = _package_imports(path) - {module}
+    return graph
+
+
+def test_the_package_keeps_its_floors() -> None:
+    graph = package_graph()
+    assert not floor_breaches(graph), "\n".join(floor_breaches(graph))
+    assert {_room(module) for module in graph} == set(FLOOR), "a floor's room that is no more"
+
+
+def test_the_floor_check_finds_an_import_back_up_a_floor() -> None:
+    graph = package_graph()
+    # a kernel that reads the options: back up four floors
+    back = "from .._training.options import NOISES\n"
+    graph["gbdt_plrank._kernels.plrank"] |= _imports(back, ("gbdt_plrank", "_kernels", "plrank"))
+    # the metrics and the backend layer share a floor: neither may import the other
+    graph["gbdt_plrank.metrics._ranking"].add("gbdt_plrank._backends._base")
+    graph["gbdt_plrank.clicks._log"].add("gbdt_plrank.clicks._rewards")  # within a room: free
+    graph["gbdt_plrank.nowhere"] = set()
+    assert floor_breaches(graph) == [
+        "gbdt_plrank._kernels.plrank imports gbdt_plrank._training.options, a room higher up",
+        "gbdt_plrank.metrics._ranking imports gbdt_plrank._backends._base, a room on the same "
+        "floor",
+        "gbdt_plrank.nowhere: its room 'nowhere' is on no floor of FLOORS",
+    ]
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = package_graph()
+    assert import_circle(graph) == []
+    graph["gbdt_plrank._util.validation"].add("gbdt_plrank._util.docs")
+    graph["gbdt_plrank._util.docs"].add("gbdt_plrank._util.compat")
+    graph["gbdt_plrank._util.compat"].add("gbdt_plrank._util.validation")
+    circle = import_circle(graph)
+    assert circle[0] == circle[-1] and len(circle) == 4
+    assert set(circle) == {f"gbdt_plrank._util.{m}" for m in ("validation", "docs", "compat")}
