@@ -29,8 +29,14 @@ test: $(STAMP) ## run the test suite but the slow tests (subprocess benchmarks, 
 test-all: $(STAMP) ## run every test, the slow ones too (CI)
 	$(BIN)/python -m pytest -n 2 -q
 
-lint: $(STAMP) ## ruff on the package, tests, benchmarks, research scripts and the docs' configuration
-	$(BIN)/ruff check gbdt_plrank tests benchmarks research docs
+# What ruff checks and formats: the package, the tests, the benchmarks, the research scripts and
+# the docs' configuration.
+LINTED := gbdt_plrank tests benchmarks research docs
+
+lint: $(STAMP) ## ruff's rules and its formatter's check, then mypy on the package (pyproject.toml)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy gbdt_plrank
 
 # MathJax served from the site itself, so that the math renders with no network (npm fetches it once).
 MATHJAX_VERSION := 3.2.2

@@ -42,7 +42,7 @@ def _kernel_name(data: Any) -> str | None:
     """The ``module.function`` of the package kernel a ``numba:compile`` event compiles, or None."""
     function = getattr(data.get("dispatcher") if isinstance(data, dict) else None, "py_func", None)
     module = getattr(function, "__module__", None) or ""
-    return f"{module}.{function.__name__}" if module.startswith(KERNELS) else None
+    return f"{module}.{function.__name__}" if function and module.startswith(KERNELS) else None
 
 
 def _cache_folder(data: Any) -> str | None:
@@ -158,7 +158,13 @@ def _call_every_kernel() -> None:
     y = np.clip(np.round(X[:, 0] + rng.normal(size=qid.shape[0])), 0, 3)
     groups = np.tile(np.array([0, 1]), qid.shape[0] // 2)
     evals = [(X, y, qid)]
-    fit = {"min_child_weight": 0.0, "n_jobs": 1, "N": 4, "random_state": 0, "n_estimators": 2}
+    fit: dict[str, Any] = {
+        "min_child_weight": 0.0,
+        "n_jobs": 1,
+        "N": 4,
+        "random_state": 0,
+        "n_estimators": 2,
+    }
     for backend, stopping in (("xgboost", "standardized"), ("lightgbm", "policy")):
         params = {"min_data_in_leaf": 1, "min_data_in_bin": 1} if backend == "lightgbm" else {}
         ranker = PLRankRanker(backend=backend, stopping_metric=stopping, params=params, **fit)
@@ -183,15 +189,15 @@ def _call_every_kernel() -> None:
     for scores in (X[:, 0] * 1000.0, X[:, 0]):  # wide: beyond the narrow kernels' span
         plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, query_subsample=0.5)
         plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, hessian="denoised")
-        for fairness in (None, *FAIRNESS_TERMS):
-            ids = groups if fairness and FAIRNESS_TERMS[fairness].needs_item_groups else None
-            plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=fairness, item_groups=ids)
+        for loss in (None, *FAIRNESS_TERMS):
+            ids = groups if loss and FAIRNESS_TERMS[loss].needs_item_groups else None
+            plrank_grad_hess(scores, y, ptr, K=3, N=4, n_jobs=1, fairness=loss, item_groups=ids)
             plrank_grad_hess_from_rankings(
                 scores[:6],
                 y[:6],
                 rankings,
                 K=3,
-                fairness=fairness,
+                fairness=loss,
                 item_groups=None if ids is None else ids[:6],
             )
         sampled_exposure(scores, ptr, theta, n_samples=2, seed=0, round_=0, n_jobs=1)

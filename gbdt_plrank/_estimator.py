@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -61,7 +62,8 @@ def caller_level() -> int:
     """The ``stacklevel`` that makes a warning issued by this function's caller point at the
     first frame outside the package (the user's ``fit`` call, whatever the ranker)."""
     package = str(Path(__file__).resolve().parent)
-    frame, level = sys._getframe(2), 2
+    frame: FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
         frame, level = frame.f_back, level + 1
     return level

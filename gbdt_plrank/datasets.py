@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -133,7 +134,7 @@ def _by_query(split: Split) -> Split:
     return Split(split.X[order], split.y[order], split.qid[order])
 
 
-def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
+def load_svmlight_splits(paths: Sequence[Path | str]) -> list[Split]:
     """Load several SVMlight files with ``qid`` into splits with a common feature count.
 
     Each split's rows are sorted stably by query id.
@@ -149,20 +150,20 @@ def load_svmlight_splits(paths: list[Path | str]) -> list[Split]:
     """
     from sklearn.datasets import load_svmlight_files  # 2 s to import: only when reading files
 
-    paths = [Path(p) for p in paths]
-    for p in paths:
+    files = [Path(p) for p in paths]
+    for p in files:
         if not p.is_file():
             raise FileNotFoundError(f"no such data file: {p}")
     try:
-        loaded = load_svmlight_files([str(p) for p in paths], query_id=True, dtype=np.float32)
+        loaded = load_svmlight_files([str(p) for p in files], query_id=True, dtype=np.float32)
     except ValueError as err:
-        for p in paths:  # each file scanned once, until the bad line is found
+        for p in files:  # each file scanned once, until the bad line is found
             found = _first_bad_line(p)
             if found is not None:
                 raise _malformed(p, str(err), found) from None
-        raise _malformed(paths[0], str(err), None) from None
+        raise _malformed(files[0], str(err), None) from None
     out = []
-    for p, (X, y, qid) in zip(paths, zip(loaded[0::3], loaded[1::3], loaded[2::3])):
+    for p, (X, y, qid) in zip(files, zip(loaded[0::3], loaded[1::3], loaded[2::3])):
         qid = np.asarray(qid, dtype=np.int64)
         if qid.shape[0] != X.shape[0]:  # scikit-learn skips the qid of a line without one
             raise _malformed(p, "every document needs a qid", _first_bad_line(p))
@@ -262,8 +263,8 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
         return LTRDataset(str(data), train, vali, test)
     if str(data) in BUNDLED:
         name = str(data)
-        root = resources.files("gbdt_plrank") / "data" / name
-        parts = load_svmlight_splits([Path(str(root / f"S{i}.txt.gz")) for i in range(1, 6)])
+        bundle = resources.files("gbdt_plrank") / "data" / name
+        parts = load_svmlight_splits([Path(str(bundle / f"S{i}.txt.gz")) for i in range(1, 6)])
         pick = [parts[(fold - 1 + j) % 5] for j in range(5)]
         return LTRDataset(f"{name}/Fold{fold}", _concat(pick[:3]), pick[3], pick[4])
     folder = Path(data)

@@ -42,7 +42,7 @@ def carrying_dataset(lightgbm: Any) -> type:
     """``lightgbm.Dataset`` with its rows' item groups (``QueryFields.item_groups``), of the
     ``lightgbm`` module given: the class of the Datasets the backend builds."""
 
-    class CarryingDataset(lightgbm.Dataset):  # type: ignore[misc, name-defined]
+    class CarryingDataset(lightgbm.Dataset):
         """A ``lightgbm.Dataset`` that carries the item groups of its rows (None: none)."""
 
         def __init__(self, *args: Any, item_groups: np.ndarray | None = None, **kwargs: Any):

@@ -173,7 +173,7 @@ def min_rounds_of(choice: object, *, params: Mapping[str, Any], library: str) ->
         (params[n] for n in names if params.get(n) is not None), LIBRARY_LEARNING_RATES.get(library)
     )
     try:
-        value = float(rate)  # type: ignore[arg-type]  # XGBoost also takes "0.1"
+        value = float(rate)  # XGBoost also takes "0.1"
     except (TypeError, ValueError):  # none, or not a rate: the library refuses it when it trains
         return 0
     return min_rounds_for(value) if math.isfinite(value) and value > 0 else 0
@@ -378,7 +378,8 @@ def xgboost_stopping_callback(stopper: EarlyStopper) -> Any:
     xgboost = library("xgboost")
     maximize = stopper.maximize
 
-    class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[misc, name-defined]
+    # the base class of the library imported when called: no name to the checker
+    class EarlyStopping(xgboost.callback.TrainingCallback):  # type: ignore[name-defined]
         start = 0
 
         def before_training(self, model: Any) -> Any:

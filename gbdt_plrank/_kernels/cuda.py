@@ -141,7 +141,8 @@ def _kth_largest(scores, lo, hi, K, top_k):
 _MAX_REGISTERS = 96
 
 #: The compiler options of the estimate kernel (the simulator, which compiles nothing, takes none).
-_ESTIMATE_OPTIONS = {} if numba.config.ENABLE_CUDASIM else {"max_registers": _MAX_REGISTERS}
+_SIMULATED = numba.config.ENABLE_CUDASIM  # type: ignore[attr-defined]  # numba.config sets it at import
+_ESTIMATE_OPTIONS = {} if _SIMULATED else {"max_registers": _MAX_REGISTERS}
 
 
 @cache

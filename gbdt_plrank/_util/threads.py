@@ -44,7 +44,7 @@ passive_openmp()  # numba loads no OpenMP runtime at import, only at its first p
 
 def thread_count(n_jobs: int | None) -> int:
     """Threads for ``n_jobs``: None is Numba's default, negative values count back from it."""
-    limit = numba.config.NUMBA_NUM_THREADS
+    limit = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set by numba at import
     if n_jobs is None:
         return limit
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:

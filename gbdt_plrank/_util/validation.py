@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def check_feature_columns(X: object) -> None:
             )
 
 
-def check_feature_values(X: object, *, allow_nan: bool) -> None:
+def check_feature_values(X: Any, *, allow_nan: bool) -> None:
     """Every value of the dense or CSR feature matrix ``X`` must be finite (or NaN, if allowed).
 
     Raises
@@ -56,9 +57,9 @@ def check_feature_values(X: object, *, allow_nan: bool) -> None:
         return
     k = int(np.flatnonzero(bad.ravel())[0])
     if hasattr(X, "indptr"):
-        where = (int(np.searchsorted(X.indptr, k, side="right")) - 1, int(X.indices[k]))
+        where = [int(np.searchsorted(X.indptr, k, side="right")) - 1, int(X.indices[k])]
     else:
-        where = tuple(int(i) for i in np.unravel_index(k, data.shape))
+        where = [int(i) for i in np.unravel_index(k, data.shape)]
     value = float(data.ravel()[k])
     shown = "NaN" if math.isnan(value) else repr(value)
     rule = (
@@ -69,12 +70,12 @@ def check_feature_values(X: object, *, allow_nan: bool) -> None:
     raise ValueError(f"X must hold {rule}, but X[{where[0]}, {where[1]}] is {shown}.")
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int | np.integer]:
     """An integer (Python or NumPy), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     """An integer or a float (Python or NumPy), not a bool."""
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 

@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def _losses(
     }
 
 
-def _value(split: Split, k: int, **options: object) -> PolicyEvaluator:
+def _value(split: Split, k: int, **options: Any) -> PolicyEvaluator:
     """The evaluation of ``split`` at cut-off ``k``."""
     return PolicyEvaluator(RankingMetric("ndcg", k, "exp"), None, split, **options)
 

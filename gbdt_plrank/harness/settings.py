@@ -231,7 +231,7 @@ class PiRankSettings(Schema):
     tau: float = Field(
         _PIRANK_DEFAULTS["tau"], gt=0, allow_inf_nan=False, description="a finite number > 0"
     )
-    hessian: Literal[PIRANK_HESSIANS] = Field(  # type: ignore[valid-type]
+    hessian: Literal[PIRANK_HESSIANS] = Field(
         _PIRANK_DEFAULTS["hessian"], description=one_of(PIRANK_HESSIANS)
     )
 
@@ -334,7 +334,7 @@ def method_options(
     a network (:meth:`~gbdt_plrank.PLRankOptions.for_network`), as
     :class:`~gbdt_plrank.nn.PLRankMLPRanker` does.
     """
-    options = method_settings(method, settings, params).options(k)  # type: ignore[attr-defined]
+    options = method_settings(method, settings, params).options(k)
     return options.for_network() if method.library == "torch" else options
 
 

@@ -17,9 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats
+
+#: A query's key in per-query values (``(dataset fold, query id)``, say).
+Key = TypeVar("Key", bound=Hashable)
 
 __all__ = ["ALPHA", "RESAMPLES", "Paired", "paired", "seed_means"]
 
@@ -60,7 +64,7 @@ class Paired:
         return f"{self.mean:+.4f} [{self.low:+.4f}, {self.high:+.4f}]"
 
 
-def seed_means(values: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float]:
+def seed_means(values: Iterable[tuple[Key, float]]) -> dict[Key, float]:
     """Each query's mean over the runs (the seeds) that scored it: the per-query values paired.
 
     Parameters
@@ -73,13 +77,13 @@ def seed_means(values: Iterable[tuple[Hashable, float]]) -> dict[Hashable, float
     dict
         Key -> the mean of its values, in the order the keys first appear.
     """
-    runs: dict[Hashable, list[float]] = {}
+    runs: dict[Key, list[float]] = {}
     for key, value in values:
         runs.setdefault(key, []).append(value)
     return {key: float(np.mean(v)) for key, v in runs.items()}
 
 
-def paired(a: Mapping[Hashable, float], b: Mapping[Hashable, float], *, seed: int = 0) -> Paired:
+def paired(a: Mapping[Key, float], b: Mapping[Key, float], *, seed: int = 0) -> Paired:
     """Compare per-query values ``a`` and ``b`` on the queries they share.
 
     Parameters

@@ -260,13 +260,13 @@ class Table:
 
     def __post_init__(self) -> None:
         hints = get_type_hints(self.key)
-        fields = self.key._fields  # type: ignore[attr-defined]
+        fields = self.key._fields
         object.__setattr__(self, "_types", tuple((f, hints[f]) for f in fields))
 
     def key_of(self, record: Mapping[str, Any]) -> tuple:
         """The key of ``record``, its fields read with the key's types; a field the record lacks
         is the key's default for it (a field added to the key after the record was written)."""
-        defaults = self.key._field_defaults  # type: ignore[attr-defined]
+        defaults = self.key._field_defaults
         return self.key(
             *(
                 kind(record[name]) if name in record or name not in defaults else defaults[name]

@@ -110,7 +110,7 @@ def _plan(
 ) -> Plan:
     """The method's plan: a library objective by name (watching ``watch`` if given), or one of
     the package's objectives."""
-    rounds = {
+    rounds: dict[str, Any] = {
         "n_estimators": trees.rounds,
         "early_stopping_rounds": trees.early_stopping_rounds,
         "min_rounds": trees.min_rounds,

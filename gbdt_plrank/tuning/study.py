@@ -106,7 +106,7 @@ def studies_in(storage: optuna.storages.BaseStorage) -> list[Any]:
 
 
 def _check_settings(
-    storage: optuna.storages.BaseStorage, name: str, settings: dict[str, Any], *, where: str
+    storage: optuna.storages.BaseStorage, name: str, settings: Mapping[str, Any], *, where: str
 ) -> None:
     """Refuse a storage holding studies made under other settings.
 

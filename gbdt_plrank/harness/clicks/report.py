@@ -56,11 +56,13 @@ def per_query(records: Sequence[Mapping[str, Any]], k: int) -> Values:
     )
 
 
-def _groups(config: ClicksConfig, store: ResultStore) -> dict[str, dict[tuple[str, int], Values]]:
-    """Family -> (learner, sessions) -> per-query values at each k, from the planned results."""
-    chosen: dict[str, dict[tuple[str, int], list[dict[str, Any]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+#: Family -> (learner, sessions) -> the results' records.
+Records = dict[str, dict[tuple[str, int], list[dict[str, Any]]]]
+
+
+def _groups(config: ClicksConfig, store: ResultStore) -> Records:
+    """Family -> (learner, sessions) -> the records of the planned results."""
+    chosen: Records = defaultdict(lambda: defaultdict(list))
     results = store.records("results")
     for data in config.datasets:
         for fold in config.folds:
@@ -69,7 +71,7 @@ def _groups(config: ClicksConfig, store: ResultStore) -> dict[str, dict[tuple[st
                 for key in planned(config, label, seed):
                     if key in results:
                         chosen[family(label)][key.learner, key.sessions].append(results[key])
-    return chosen  # type: ignore[return-value]
+    return chosen
 
 
 def _mean(values: Values) -> str:
@@ -263,7 +265,7 @@ def _ope_table(config: ClicksConfig, store: ResultStore, name: str) -> str:
         "mean abs(error)/stderr | 95% coverage |",
         "|---|---:|---|---:|---:|---:|---:|---:|",
     ]
-    covered = defaultdict(list)
+    covered: dict[str, list[bool]] = defaultdict(list)
     for learner, s, estimator in sorted(rows, key=lambda k: (order[k[0]], k[1], k[2])):
         rs = rows[learner, s, estimator]
         z = [abs(_standardised_error(r)) for r in rs]

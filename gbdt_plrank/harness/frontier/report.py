@@ -691,8 +691,8 @@ def _oracle_inside(ax: object, points: Sequence[Point], metric: str) -> None:
         0.02,
         0.02,
         f"oracle (off the plot): {o[metric]:.3f}, NDCG {o['ndcg']:.3f}",
-        transform=ax.transAxes,
-        fontsize="small",  # type: ignore[attr-defined]
+        transform=ax.transAxes,  # type: ignore[attr-defined]
+        fontsize="small",
     )
 
 
