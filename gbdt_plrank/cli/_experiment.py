@@ -27,6 +27,7 @@ __all__ = [
     "wrote",
 ]
 
+#: The command's name, in its help and its messages.
 PROG = "gbdt-plrank"
 
 
