@@ -5,8 +5,8 @@ The estimator is PL-Rank-3's gradient (Oosterhuis 2022) and the Hessian estimate
 and Oosterhuis (2024), in a collapsed form (the documentation's "The estimator" notes): the terms
 of documents that a sampled ranking does not place depend on the ranking only through four sums,
 which are accumulated over the samples and applied to every document once, so a sample costs
-O(K) and not O(D). :func:`_add_sample` adds a ranking's terms from its normalisers,
-:func:`_finish_query` applies the unplaced terms; the wide path
+O(K) and not O(D). ``_add_sample`` adds a ranking's terms from its normalisers,
+``_finish_query`` applies the unplaced terms; the wide path
 (:mod:`gbdt_plrank._kernels.wide_margins`) and the CUDA kernels use the same scalar steps.
 """
 

@@ -3,9 +3,9 @@
 LOW LEVEL, as every module of :mod:`gbdt_plrank._kernels`: nothing here validates its input.
 Rankings are drawn either sequentially from a sum tree over the PL weights (O(K log D) per
 sample; eight samples at a time, their descents interleaved) or by an exponential race over all
-documents (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3); :func:`_draw` draws a block
-of samples with the sampler that :func:`_sampler` chose, from the uniforms of
-:mod:`gbdt_plrank._kernels.streams`. A query whose margins span more than :data:`LOG_FLOOR` is
+documents (O(D + K log K) per sample, the Gumbel trick of PL-Rank-3); ``_draw`` draws a block
+of samples with the sampler that ``_sampler`` chose, from the uniforms of
+:mod:`gbdt_plrank._kernels.streams`. A query whose margins span more than ``LOG_FLOOR`` is
 sampled in log space instead (:mod:`gbdt_plrank._kernels.wide_margins`).
 """
 

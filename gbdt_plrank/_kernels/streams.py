@@ -3,7 +3,7 @@
 LOW LEVEL, as every module of :mod:`gbdt_plrank._kernels`: nothing here validates its input.
 A query's stream is SplitMix64 keyed by (seed, round, query key), so that results never depend on
 thread scheduling; a sampler reads each sample's uniforms from a row filled by
-:func:`fill_uniforms`, independently or from a randomly shifted lattice (:func:`noise_plan`).
+``fill_uniforms``, independently or from a randomly shifted lattice (``noise_plan``).
 :mod:`gbdt_plrank._kernels.cuda` compiles these same functions for the device.
 """
 

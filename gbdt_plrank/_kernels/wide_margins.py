@@ -1,10 +1,9 @@
 """Numba kernels: the wide path, for queries whose margins span more than ``LOG_FLOOR``.
 
-LOW LEVEL, as every module of :mod:`gbdt_plrank._kernels`: nothing here validates its input.
-A query whose margins span more than :data:`~gbdt_plrank._kernels.samplers.LOG_FLOOR` (a sharp
-policy) has its rankings drawn by the exponential race in log space and the estimator's terms
-(:mod:`gbdt_plrank._kernels.plrank_terms`) computed from ratios of normalisers, exact at any
-spread.
+LOW LEVEL, as every module of :mod:`gbdt_plrank._kernels`: nothing here validates its input. A query
+whose margins span more than ``LOG_FLOOR`` (a sharp policy) has its rankings drawn by the
+exponential race in log space and the estimator's terms (:mod:`gbdt_plrank._kernels.plrank_terms`)
+computed from ratios of normalisers, exact at any spread.
 """
 
 from __future__ import annotations
