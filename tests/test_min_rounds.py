@@ -4,6 +4,7 @@ boosters, and how ``"auto"`` reaches the rankers and the harness."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -136,6 +137,51 @@ def test_a_patience_rate_waits_out_a_plateau_that_a_fixed_patience_stops_on() ->
     assert (fixed.kept_round, ran["fixed"]) == (59, 85)  # stopped on the plateau
     assert (grown.kept_round, ran["grown"]) == (147, 148)  # waited ceil(0.5 * 60) = 30 rounds
     assert grown.wait == 74
+
+
+@pytest.mark.parametrize("rate", [1e308, sys.float_info.max, 1e30])
+def test_a_patience_rate_near_the_float_range_never_stops_and_never_overflows(
+    xgb_sets, rate: float
+) -> None:
+    """A finite rate whose product with the round is infinite (or past any integer a training
+    reaches) is patience without end: the stopper, both callbacks and the ranker train every
+    round and keep the best, instead of dying mid-training on ceil(inf)."""
+    stopper = EarlyStopper(2, 0, 0.0, patience_rate=rate)
+    assert not any(stopper.update(t, v) for t, v in enumerate([0.5, 0.4, 0.3, 0.2, 0.1]))
+    assert stopper.wait == sys.maxsize and stopper.kept_round == 0
+    train, vali = xgb_sets
+    history: dict = {}
+    booster = xgboost.train(
+        XGB_PARAMS,
+        train,
+        30,
+        evals=[(vali, "v")],
+        verbose_eval=False,
+        evals_result=history,
+        callbacks=[xgboost_early_stopping(2, patience_rate=rate)],
+    )
+    curve = np.array(history["v"]["ndcg@5"])
+    assert curve.size == 30 and booster.best_iteration == int(np.argmax(curve))
+    ltrain, _, lvalid = _lgb_sets()
+    history = {}
+    lbooster = lightgbm.train(
+        LGB_PARAMS,
+        ltrain,
+        30,
+        valid_sets=[lvalid],
+        callbacks=[
+            lightgbm.record_evaluation(history),
+            lightgbm_early_stopping(2, patience_rate=rate),
+        ],
+    )
+    lcurve = np.array(next(iter(history["valid_0"].values())))
+    assert lcurve.size == 30 and lbooster.best_iteration == int(np.argmax(lcurve)) + 1
+    X, y, qid = _queries(0)
+    ranker = PLRankRanker(n_estimators=12, patience_rate=rate, min_rounds=0, n_jobs=1)
+    Xv, yv, qv = _queries(1)
+    ranker.fit(X, y, group=qid, eval_set=[(Xv, yv, qv)], early_stopping_rounds=1)
+    watched = next(iter(ranker.evals_result_["valid_0"].values()))
+    assert len(watched) == 12
 
 
 def test_min_rounds_for_is_two_over_the_learning_rate() -> None:

@@ -24,6 +24,7 @@ library's rule would keep when nothing beats it in the next ``patience`` rounds.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -271,9 +272,12 @@ class EarlyStopper:
     @property
     def wait(self) -> int:
         """The rounds training goes on after the best round before it stops:
-        ``max(patience, ceil(patience_rate * (best_round + 1)))``."""
-        grown = math.ceil(self.patience_rate * (self.best_round + 1) - 1e-9)
-        return max(self.patience, grown)
+        ``max(patience, ceil(patience_rate * (best_round + 1)))``, at most ``sys.maxsize``
+        (which no training reaches: a rate so large never stops a training)."""
+        grown = self.patience_rate * (self.best_round + 1) - 1e-9
+        if grown >= sys.maxsize:  # also inf: the product of a rate near the float range's end
+            return sys.maxsize
+        return max(self.patience, math.ceil(grown))
 
     @property
     def kept_round(self) -> int:
