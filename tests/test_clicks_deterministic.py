@@ -195,6 +195,12 @@ def test_a_fitted_model_with_predict_is_valued_as_its_ranking_by_score():
         ),
     ):
         estimate_policy_value(log, object(), X=X, qid=qid, position_bias=theta)
+    # neither is a mapping, a set or a ragged list (float() of them raised a bare TypeError)
+    for bad in ({"a": 0.5}, {0.1, 0.2}, [[0.1], [0.2, 0.3]], ["0.5"] * X.shape[0]):
+        with pytest.raises(
+            ValueError, match=f"or one expected observation per row, but a {type(bad).__name__} "
+        ):
+            estimate_policy_value(log, bad, X=X, qid=qid, position_bias=theta)
 
 
 def test_a_plackett_luce_loggers_rows_are_never_refused_with_the_logging_policy():

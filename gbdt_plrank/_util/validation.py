@@ -70,6 +70,26 @@ def check_feature_values(X: Any, *, allow_nan: bool) -> None:
     raise ValueError(f"X must hold {rule}, but X[{where[0]}, {where[1]}] is {shown}.")
 
 
+def as_feature_matrix(X: Any, *, allow_nan: bool) -> Any:
+    """``X`` as the rankers take it, converted once: a pandas DataFrame of numeric columns, a
+    list of rows, a NumPy array or a SciPy sparse matrix, as a CSR matrix (sparse input) or a
+    dense array, float32 or float64, its rows in the given order (``X[rows]`` selects rows).
+
+    Raises
+    ------
+    ValueError
+        For a column that is not numeric (:func:`check_feature_columns`), a shape or value
+        scikit-learn's ``check_array`` refuses (not two-dimensional, no row), or a value that
+        is not finite, NaN allowed where ``allow_nan`` (:func:`check_feature_values`).
+    """
+    from sklearn.utils import check_array  # 1 s to import: only where features are given
+
+    check_feature_columns(X)
+    out = check_array(X, ensure_all_finite=False, **X_RULES)
+    check_feature_values(out, allow_nan=allow_nan)
+    return out
+
+
 def is_int(value: object) -> TypeGuard[int | np.integer]:
     """An integer (Python or NumPy), not a bool."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

@@ -112,8 +112,10 @@ def estimate_policy_value(
         its scores (ties in row order), :math:`\theta` at each row's rank; or every row's
         expected observation per session :math:`w_\pi(d)`, finite and in [0, 1] (a
         probability per session).
-    X : array-like or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features: for a ranker, and for the doubly robust regression.
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features, as :class:`~gbdt_plrank.PLRankRanker` takes them (numeric, finite
+        or NaN for a missing value; a DataFrame's rows by position): for a ranker, and for the
+        doubly robust regression.
     qid : array of shape (n_rows,)
         The rows' query ids.
     position_bias : array of shape (K,) or "estimate"
@@ -217,7 +219,7 @@ def _new_observation(
         return observation(
             "policy", policy, X=X, qid=qid, theta=theta, n_samples=n_samples, seed=seed
         )
-    if isinstance(policy, (str, bytes)) or not hasattr(policy, "__len__"):
+    if not _numbers(policy):
         raise ValueError(
             f"policy must be a fitted ranker (a Plackett-Luce policy with "
             f"expected_exposure, such as PLRankRanker, or a model with predict, "
@@ -239,6 +241,16 @@ def _new_observation(
             f"that a session sees the row), but policy[{i}] is {float(w[i])!r}."
         )
     return w
+
+
+def _numbers(values: Any) -> bool:
+    """Whether ``values`` is a sequence or array of numbers (not a string, a mapping, a set)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        return False
+    try:
+        return np.asarray(values).dtype.kind in "biuf"
+    except ValueError:  # a ragged list
+        return False
 
 
 def _session_mean(

@@ -18,6 +18,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._util.compat import require
 from .._util.validation import (
+    as_feature_matrix,
     as_finite_vector,
     check_choice,
     check_positive_int,
@@ -269,8 +270,10 @@ def estimate_position_bias(
     ----------
     log : ClickLog
         The clicks.
-    X : array-like or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features (rows as ``log.row`` indexes them): the joint fit with features.
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features (rows as ``log.row`` indexes them, by position), as
+        :class:`~gbdt_plrank.PLRankRanker` takes them (numeric, finite or NaN for a missing
+        value): the joint fit with features.
     qid : array of shape (n_rows,) or None
         The rows' query ids, with ``X`` (checks that every session shows one query's rows).
     n_iter : int, default 200
@@ -325,6 +328,7 @@ def estimate_position_bias(
         _check_identified(log, K)
         theta = _by_row(log, K, n_iter=n_iter, tol=tol)
     else:
+        X = as_feature_matrix(X, allow_nan=True)
         n_rows = int(X.shape[0])
         check_rows(log, n_rows)
         log.check_queries(check_qid(qid, n_rows))

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._util.compat import require
 from .._util.validation import (
+    as_feature_matrix,
     check_positive_int,
     check_positive_number,
     check_seed,
@@ -52,8 +53,9 @@ def click_regression(
     ----------
     log : ClickLog
         The clicks.
-    X : array-like or sparse matrix of shape (n_rows, n_features)
-        The rows' features.
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
+        The rows' features (by position), as :class:`~gbdt_plrank.PLRankRanker` takes them
+        (numeric, finite or NaN for a missing value).
     qid : array of shape (n_rows,)
         The rows' query ids.
     position_bias : array of shape (K,) or "estimate"
@@ -92,6 +94,7 @@ def click_regression(
     max_depth = check_positive_int("max_depth", max_depth)
     learning_rate = check_positive_number("learning_rate", learning_rate)
     seed = check_seed("seed", seed)
+    X = as_feature_matrix(X, allow_nan=True)
     n_rows = int(X.shape[0])
     qid = check_qid(qid, n_rows)
     check_rows(log, n_rows)

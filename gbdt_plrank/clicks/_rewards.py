@@ -455,8 +455,9 @@ def click_rewards(
         Query id of every row: checks that each session shows the rows of one query; required
         with ``propensities`` or ``logging_policy`` (the sessions are counted per query) and by
         the regression.
-    X : array-like or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features, for the regression (:func:`click_regression`) and a
+    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
+        The rows' features (by position, as :class:`~gbdt_plrank.PLRankRanker` takes them),
+        for the regression (:func:`click_regression`) and a
         ``logging_policy``; not used otherwise, nor with ``regression``.
     regression : array of shape (n_rows,) or None
         ``"doubly-robust"`` and ``"regression"`` only: :math:`\hat\gamma`, finite, in place of
