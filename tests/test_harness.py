@@ -252,6 +252,65 @@ def test_overrides_replace_values_and_are_checked(tmp_path: Path) -> None:
         load_config(path, overrides={"trees.rounds": -1})
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.mark.parametrize(
+    ("command", "good", "bad", "overrides", "message"),
+    [
+        (
+            "compare",
+            'methods = ["plrank-xgb", "lambdamart-xgb"]',
+            'methods = ["plrank-xgb", "lambdamart-xbg"]',
+            {"methods": ["plrank-xgb"]},
+            r"methods must be a non-empty list of distinct methods from: .*'lambdamart-xbg' is not",
+        ),
+        (
+            "compare",
+            'methods = ["plrank-xgb"]\n[trees]\nrounds = 7',
+            'methods = ["plrank-xgb"]\n[trees]\nrounds = -1',
+            {"trees.rounds": 5},
+            r"trees\.rounds must be an integer >= 1, but -1 is given",
+        ),
+        ("clicks", "sessions = [3, 10]", "sessions = [3, 0]", {"sessions": [3]}, r"sessions"),
+        ("fairness", "folds = [1, 2]", "folds = [1, 7]", {"folds": [1]}, r"folds"),
+    ],
+)
+def test_a_bad_value_in_the_file_is_refused_even_where_an_override_replaces_it(
+    tmp_path: Path, command: str, good: str, bad: str, overrides: dict, message: str
+) -> None:
+    """The file is checked as written (a typo in its methods passed under --methods), the
+    overrides filling only what it lacks; the same file with a good value takes the override."""
+    from gbdt_plrank.harness.frontier.config import load_frontier_config
+
+    load, template = {
+        "compare": (load_config, 'datasets = ["mq2008"]\n{line}\n'),
+        "clicks": (
+            load_clicks_config,
+            (CONFIGS / "clicks-tiny.toml").read_text().replace("sessions = [3, 10]", "{line}"),
+        ),
+        "fairness": (
+            load_frontier_config,
+            (CONFIGS / "fairness.toml").read_text().replace("folds = [1, 2, 3, 4, 5]", "{line}"),
+        ),
+    }[command]
+    assert "{line}" in template
+    path = write_config(tmp_path, template.replace("{line}", bad))
+    with pytest.raises(ConfigError, match=message) as info:
+        load(path, overrides=overrides)
+    assert str(info.value).startswith(f"{path}, as written (before the overrides): ")
+    path = write_config(tmp_path, template.replace("{line}", good), name="good.toml")
+    config = load(path, overrides=overrides)
+    key = next(iter(overrides))
+    value = config.trees.rounds if key == "trees.rounds" else getattr(config, key)
+    assert list(np.atleast_1d(value)) == list(np.atleast_1d(overrides[key]))
+    # a file without the key, the override supplying it
+    if command == "compare" and key == "methods":
+        load(
+            write_config(tmp_path, 'datasets = ["mq2008"]\n', name="bare.toml"), overrides=overrides
+        )
+
+
 def test_params_file_is_checked_and_merged_over_the_config(tmp_path: Path) -> None:
     config_text = (
         'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'

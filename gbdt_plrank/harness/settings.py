@@ -14,6 +14,7 @@ rule, raises :class:`ConfigError` naming the key, the value and the rule (or the
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -420,22 +421,44 @@ def read_params(path: str | Path) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{path}: {err}") from None
 
 
-def read_config_table(path: Path, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+def read_config_table(
+    path: Path, overrides: Mapping[str, Any] | None, *, schema: type[Schema]
+) -> dict[str, Any]:
     """A configuration file's table with ``overrides`` applied and ``params`` checked.
 
     ``out`` defaults to ``runs/<file name without extension>``; ``overrides`` replace values by
-    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`.
+    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`. The
+    file is checked as written by ``schema`` first, the overrides filling only the keys it
+    lacks, so that a bad value in it is refused even where an override replaces it (a typo in
+    its ``methods`` under ``--methods``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, the key, the value and the rule.
     """
     raw = read_toml(path)
     raw.setdefault("out", str(Path("runs") / path.stem))
-    for dotted, value in (overrides or {}).items():
-        *sections, key = dotted.split(".")
-        table = raw
-        for section in sections:
-            table = table.setdefault(section, {})
-        table[key] = value
     raw["params"] = _params(raw.get("params", {}), key="params")
+    if overrides:
+        written = copy.deepcopy(raw)
+        for dotted, value in overrides.items():
+            _table_of(written, dotted).setdefault(dotted.rsplit(".", 1)[-1], value)
+        try:
+            validate(schema, written, source=str(path))
+        except ConfigError as err:
+            raise ConfigError(f"{path}, as written (before the overrides): {err}") from None
+    for dotted, value in (overrides or {}).items():
+        _table_of(raw, dotted)[dotted.rsplit(".", 1)[-1]] = value
     return raw
+
+
+def _table_of(raw: dict[str, Any], dotted: str) -> dict[str, Any]:
+    """The (sub)table of ``raw`` that holds the key path ``dotted``'s last key (made if none)."""
+    table = raw
+    for section in dotted.split(".")[:-1]:
+        table = table.setdefault(section, {})
+    return table
 
 
 def check_objectives(

@@ -349,7 +349,9 @@ def load_clicks_config(
         On a missing or invalid file, an unknown key or a value that breaks its rule.
     """
     path = Path(path)
-    config = validate(ClicksConfig, read_config_table(path, overrides), source=str(path))
+    config = validate(
+        ClicksConfig, read_config_table(path, overrides, schema=ClicksConfig), source=str(path)
+    )
     try:
         config.plrank.options(config.top_k)
     except ValueError as err:

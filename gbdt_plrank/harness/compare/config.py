@@ -131,7 +131,7 @@ def load_config(
         On a missing or invalid file, an unknown key or a value that breaks its rule.
     """
     path = Path(path)
-    raw = read_config_table(path, overrides)
+    raw = read_config_table(path, overrides, schema=CompareConfig)
     if params_file is not None:
         for name, table in read_params(params_file).items():
             raw["params"][name] = {**raw["params"].get(name, {}), **table}

@@ -187,7 +187,9 @@ def load_frontier_config(
         ``[params]`` for a method the frontier does not train.
     """
     path = Path(path)
-    config = validate(FrontierConfig, read_config_table(path, overrides), source=str(path))
+    config = validate(
+        FrontierConfig, read_config_table(path, overrides, schema=FrontierConfig), source=str(path)
+    )
     unused = sorted(set(config.params) - set(config.methods))
     if unused:
         raise ConfigError(
