@@ -409,6 +409,25 @@ def test_per_document_weights_are_refused(data):
         plrank_objective().lgbm_ranker(y, np.zeros(len(y)), np.ones(3), sizes)
 
 
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 1e39])
+def test_weights_lightgbm_made_of_infinite_ones_are_refused_inside_lightgbm(data, bad):
+    """LightGBM stores a weight of inf (or of 1e38 and more) as 1e38 when it builds the Dataset,
+    before the objective sees it: that value is refused, naming what LightGBM did (a NaN weight
+    it stores as 0, which no check can tell from a 0 afterwards: the docs say so)."""
+    X, y, _, sizes = data
+    w = np.ones(len(y))
+    w[: sizes[0]] = bad
+    train = lgb.Dataset(X, y, group=sizes, weight=w)
+    with pytest.raises(
+        ValueError,
+        match=r"weights must be finite and >= 0, but row 0's weight is -?1e\+38, what LightGBM "
+        r"stores for an infinite weight .* check the weights before lightgbm.Dataset",
+    ):
+        lgb.train(
+            {"objective": plrank_objective(K=5), "verbosity": -1, "min_data_in_leaf": 5}, train, 2
+        )
+
+
 @pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
 def test_labels_set_between_rounds_reach_the_next_round(data, library):
     """set_label on the training set inside a training: the rounds after it estimate with the

@@ -37,6 +37,35 @@ from ._stopping import lightgbm_stopping_callback, plan_stopper
 __all__ = ["LightGBMBackend", "carrying_dataset"]
 
 
+#: What LightGBM stores for a weight of inf, or of 1e38 and more (``Common::AvoidInf`` when it
+#: builds a Dataset; -1e38 for -inf); it stores NaN as 0.
+_AVOID_INF = float(np.float32(1e38))
+
+
+def _check_not_clamped(weights: Any) -> None:
+    """Refuse the weights LightGBM made of infinite ones (read back as +-1e38 in float32).
+
+    Raises
+    ------
+    ValueError
+        Naming the row and saying what LightGBM did (a NaN weight, which it stores as 0, cannot
+        be told from a 0 here: weights are checked before ``lightgbm.Dataset``, or by
+        :class:`~gbdt_plrank.PLRankRanker`).
+    """
+    if weights is None:
+        return
+    w = np.asarray(weights, dtype=np.float64)
+    clamped = np.flatnonzero(np.abs(w) >= _AVOID_INF)
+    if clamped.size:
+        i = int(clamped[0])
+        raise ValueError(
+            f"weights must be finite and >= 0, but row {i}'s weight is {float(w[i]):g}, what "
+            f"LightGBM stores for an infinite weight (or one of 1e38 and more) when it builds "
+            f"the Dataset; it stores NaN as 0, which drops the query unseen: check the weights "
+            f"before lightgbm.Dataset (np.isfinite(weight).all())."
+        )
+
+
 @cache
 def carrying_dataset(lightgbm: Any) -> type:
     """``lightgbm.Dataset`` with its rows' item groups (``QueryFields.item_groups``), of the
@@ -94,10 +123,12 @@ class LightGBMBackend(LibraryBackend):
         """``group`` boundaries (None without groups), labels, weights (one per row) and the
         item groups of a Dataset the backend built (``carrying_dataset``)."""
         carried = isinstance(data, carrying_dataset(self.module()))
+        weights = data.get_weight()
+        _check_not_clamped(weights)
         return QueryFields(
             data.get_field("group"),
             data.get_label(),
-            data.get_weight(),
+            weights,
             data.item_groups if carried else None,
         )
 
