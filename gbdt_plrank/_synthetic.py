@@ -32,14 +32,16 @@ real MSLR queries) is the check on real data.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._groups import Split
-from ._util.validation import check_seed
+from ._util.validation import check_choice, check_seed, is_int, is_number
 
 __all__ = ["MSLR_GRADE_SHARES", "WEB_VARIANTS", "WebShape", "make_web_splits"]
 
@@ -52,6 +54,14 @@ _WORLD_SEED = 20240714
 
 #: Documents drawn once to set the grade thresholds at the quantiles of the world's scores.
 _CALIBRATION_DOCS = 200_000
+
+#: The largest feature and label noise (standard deviations; the features and the standardised
+#: score have about 1): far above it the float32 features overflow.
+MAX_NOISE = 1e6
+
+#: The largest log-spread of the documents a query (at 10 nearly every query is ``min_docs``
+#: long already; far above it the log-normal's parameters overflow).
+MAX_DOCS_SIGMA = 10.0
 
 #: Nonlinear relevance: the pairs of informative columns whose products enter the score.
 _PAIRS = 15
@@ -68,13 +78,13 @@ class WebShape:
     relevance : {"linear", "nonlinear"}
         How the relevance score depends on the features.
     feature_noise : float
-        Standard deviation of the noise on the features the model sees (0: none).
+        Standard deviation of the noise on the features the model sees (0: none; at most 1e6).
     label_noise : float
-        Standard deviation of the noise added to the standardised relevance score.
+        Standard deviation of the noise added to the standardised relevance score (0 to 1e6).
     queries : tuple of int
         Queries in the train, validation and test splits.
     mean_docs, docs_sigma : float
-        Mean and log-spread of the log-normal number of documents a query.
+        Mean (> 0) and log-spread (0 to 10) of the log-normal number of documents a query.
     min_docs, max_docs : int
         Clipping of the number of documents a query.
     n_features, n_informative : int
@@ -96,40 +106,73 @@ class WebShape:
     grade_shares: tuple[float, ...] = MSLR_GRADE_SHARES
 
     def __post_init__(self) -> None:
-        if self.relevance not in ("linear", "nonlinear"):
-            raise ValueError(
-                f"relevance must be 'linear' or 'nonlinear', but {self.relevance!r} is given."
-            )
+        check_choice("relevance", self.relevance, ("linear", "nonlinear"))
         for name in ("feature_noise", "label_noise"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, but {value!r} is given.")
-        if len(self.queries) != 3 or min(self.queries) < 1:
+            _number(
+                name, getattr(self, name), low=0.0, high=MAX_NOISE, rule="a number from 0 to 1e6"
+            )
+        queries = _sequence("queries", self.queries, "three integers >= 1 (train, vali, test)")
+        if len(queries) != 3 or not all(is_int(q) and q >= 1 for q in queries):
             raise ValueError(
                 f"queries must be three integers >= 1 (train, vali, test), but {self.queries!r} "
                 "is given."
             )
+        for name in ("min_docs", "max_docs", "n_features", "n_informative"):
+            value = getattr(self, name)
+            if not is_int(value):
+                raise ValueError(f"{name} must be an integer, but {value!r} is given.")
         if not 1 <= self.min_docs <= self.max_docs:
             raise ValueError(
                 f"min_docs and max_docs must satisfy 1 <= min_docs <= max_docs, but "
                 f"{self.min_docs!r} and {self.max_docs!r} are given."
             )
-        if not (self.mean_docs > 0 and self.docs_sigma >= 0):
-            raise ValueError(
-                f"mean_docs must be > 0 and docs_sigma >= 0, but {self.mean_docs!r} and "
-                f"{self.docs_sigma!r} are given."
-            )
+        _number("mean_docs", self.mean_docs, low=0.0, rule="a finite number > 0", strict=True)
+        _number(
+            "docs_sigma",
+            self.docs_sigma,
+            low=0.0,
+            high=MAX_DOCS_SIGMA,
+            rule="a number from 0 to 10",
+        )
         if not 10 <= self.n_informative <= self.n_features:
             raise ValueError(
                 f"n_informative must be from 10 to n_features ({self.n_features}), but "
                 f"{self.n_informative!r} is given."
             )
-        shares = np.asarray(self.grade_shares, dtype=np.float64)
-        if shares.shape[0] < 2 or not np.all(shares > 0):
-            raise ValueError(
-                f"grade_shares must be two or more positive shares, but {self.grade_shares!r} "
-                "is given."
-            )
+        rule = "two or more finite positive shares"
+        shares = _sequence("grade_shares", self.grade_shares, rule)
+        if len(shares) < 2 or not all(is_number(v) and math.isfinite(v) and v > 0 for v in shares):
+            raise ValueError(f"grade_shares must be {rule}, but {self.grade_shares!r} is given.")
+        # lists become tuples (the shape is hashable: its world is drawn once per process),
+        # NumPy scalars Python numbers
+        object.__setattr__(self, "queries", tuple(int(q) for q in queries))
+        object.__setattr__(self, "grade_shares", tuple(float(v) for v in shares))
+        for name in ("min_docs", "max_docs", "n_features", "n_informative"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        for name in ("feature_noise", "label_noise", "mean_docs", "docs_sigma"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+
+def _number(
+    name: str, value: object, *, low: float, rule: str, strict: bool = False, high: float = math.inf
+) -> None:
+    """``value`` must be a finite number from ``low`` (above it where ``strict``) to ``high``."""
+    if (
+        not is_number(value)
+        or not math.isfinite(value)
+        or not low <= value <= high
+        or (strict and value == low)
+    ):
+        raise ValueError(f"{name} must be {rule}, but {value!r} is given.")
+
+
+def _sequence(name: str, value: object, rule: str) -> tuple:
+    """``value`` (a tuple, list or one-dimensional array) as a tuple; refused otherwise."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return tuple(value.tolist())
+    if not isinstance(value, (tuple, list)):
+        raise ValueError(f"{name} must be {rule}, but {value!r} is given.")
+    return tuple(value)
 
 
 #: The bundled variants of ``load_dataset``: name -> shape.
@@ -204,7 +247,19 @@ def _split(world: _World, n_queries: int, rng: np.random.Generator, first_qid: i
     X = z + shift
     if shape.feature_noise > 0:
         X += np.float32(shape.feature_noise) * rng.standard_normal(X.shape, dtype=np.float32)
-    return Split(X, y, qid)
+    return Split(_stored_csr(X), y, qid)
+
+
+def _stored_csr(X: np.ndarray) -> sp.csr_matrix:
+    """The dense matrix ``X`` as a CSR matrix that stores every entry, zeros included (as
+    values, as in the dense matrix: the boosters read a stored entry as a value and only an
+    absent one as missing)."""
+    n, m = X.shape
+    index = np.int32 if n * m < 2**31 else np.int64
+    return sp.csr_matrix(
+        (X.ravel(), np.tile(np.arange(m, dtype=index), n), np.arange(0, n * m + 1, m, dtype=index)),
+        shape=(n, m),
+    )
 
 
 def make_web_splits(shape: WebShape | None = None, *, seed: int = 0) -> tuple[Split, Split, Split]:
@@ -221,7 +276,8 @@ def make_web_splits(shape: WebShape | None = None, *, seed: int = 0) -> tuple[Sp
     Returns
     -------
     tuple of Split
-        Train, validation and test, with dense float32 features and query ids numbered on
+        Train, validation and test, with float32 features in SciPy CSR matrices (as the bundled
+        datasets'; every entry stored, the features being dense) and query ids numbered on
         across the three splits.
     """
     shape = WebShape() if shape is None else shape

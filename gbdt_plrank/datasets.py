@@ -212,7 +212,9 @@ def make_web_dataset(shape: WebShape | None = None, *, seed: int = 0) -> LTRData
     Returns
     -------
     LTRDataset
-        Dense float32 features; its name ``web-<relevance>/seed<seed>``.
+        Its splits' features a SciPy CSR matrix of float32 that stores every entry (the
+        features are dense), as :func:`load_dataset` gives every dataset; its name
+        ``web-<relevance>/seed<seed>``.
 
     Examples
     --------

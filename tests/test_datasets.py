@@ -236,8 +236,11 @@ def test_web_data_is_a_function_of_its_shape_and_seed(relevance: str) -> None:
 
     shape = WebShape(relevance=relevance, **SMALL)
     a, b, c = (make_web_dataset(shape, seed=s) for s in (1, 1, 2))
-    assert np.array_equal(a.train.X, b.train.X) and np.array_equal(a.test.y, b.test.y)
-    assert a.train.X.shape != c.train.X.shape or not np.array_equal(a.train.X, c.train.X)
+    assert np.array_equal(a.train.X.toarray(), b.train.X.toarray())
+    assert np.array_equal(a.test.y, b.test.y)
+    assert a.train.X.shape != c.train.X.shape or not np.array_equal(
+        a.train.X.toarray(), c.train.X.toarray()
+    )
 
 
 def test_web_relevance_is_learnable_from_the_features_and_noise_hides_it() -> None:
@@ -247,7 +250,7 @@ def test_web_relevance_is_learnable_from_the_features_and_noise_hides_it() -> No
 
     def explained(shape: WebShape) -> float:
         d = make_web_dataset(shape, seed=5)
-        X, y = d.train.X.astype(np.float64), d.train.y
+        X, y = d.train.X.toarray().astype(np.float64), d.train.y
         X = np.column_stack([X, np.ones(X.shape[0])])
         coef, *_ = np.linalg.lstsq(X, y, rcond=None)
         return 1 - np.var(y - X @ coef) / np.var(y)
@@ -262,13 +265,28 @@ def test_web_relevance_is_learnable_from_the_features_and_noise_hides_it() -> No
 @pytest.mark.parametrize(
     ("shape", "message"),
     [
-        ({"relevance": "cubic"}, "relevance must be 'linear' or 'nonlinear', but 'cubic'"),
-        ({"feature_noise": -1.0}, "feature_noise must be a finite number >= 0, but -1.0"),
-        ({"label_noise": float("nan")}, "label_noise must be a finite number >= 0, but nan"),
+        ({"relevance": "cubic"}, "relevance must be one of 'linear', 'nonlinear', but 'cubic'"),
+        ({"feature_noise": -1.0}, "feature_noise must be a number from 0 to 1e6, but -1.0"),
+        ({"feature_noise": "1"}, "feature_noise must be a number from 0 to 1e6, but '1'"),
+        ({"feature_noise": 1e308}, "feature_noise must be a number from 0 to 1e6, but 1e"),
+        ({"label_noise": float("nan")}, "label_noise must be a number from 0 to 1e6, but nan"),
+        ({"label_noise": True}, "label_noise must be a number from 0 to 1e6, but True"),
         ({"queries": (10, 0, 5)}, r"queries must be three integers >= 1 .* \(10, 0, 5\)"),
+        ({"queries": (1.5, 2, 2)}, r"queries must be three integers >= 1 .* \(1.5, 2, 2\)"),
+        ({"queries": 100}, r"queries must be three integers >= 1 .* 100 is given"),
         ({"min_docs": 50, "max_docs": 20}, "min_docs and max_docs must satisfy"),
+        ({"min_docs": 2.5}, "min_docs must be an integer, but 2.5"),
+        ({"max_docs": float("inf")}, "max_docs must be an integer, but inf"),
+        ({"mean_docs": float("inf")}, "mean_docs must be a finite number > 0, but inf"),
+        ({"mean_docs": 0}, "mean_docs must be a finite number > 0, but 0"),
+        ({"docs_sigma": float("inf")}, "docs_sigma must be a number from 0 to 10, but inf"),
+        ({"docs_sigma": 1e155}, "docs_sigma must be a number from 0 to 10, but 1e"),
         ({"n_informative": 5}, "n_informative must be from 10 to n_features"),
-        ({"grade_shares": (1.0,)}, r"grade_shares must be two or more positive shares"),
+        ({"n_informative": 12.5}, "n_informative must be an integer, but 12.5"),
+        ({"n_features": 136.5}, "n_features must be an integer, but 136.5"),
+        ({"grade_shares": (1.0,)}, r"grade_shares must be two or more finite positive shares"),
+        ({"grade_shares": (0.5, float("inf"))}, r"grade_shares must be .* \(0.5, inf\) is given"),
+        ({"grade_shares": "ab"}, r"grade_shares must be two or more finite positive shares"),
     ],
 )
 def test_bad_web_shapes_are_refused(shape: dict, message: str) -> None:
@@ -276,6 +294,47 @@ def test_bad_web_shapes_are_refused(shape: dict, message: str) -> None:
 
     with pytest.raises(ValueError, match=message):
         WebShape(**shape)
+
+
+def test_web_shapes_take_lists_and_numpy_values_as_their_tuples_and_numbers() -> None:
+    """A list or an array of queries or grade shares, NumPy integers and floats: the same shape
+    (and so the same world and the same data) as the tuples and Python numbers."""
+    from gbdt_plrank.datasets import WebShape, make_web_dataset
+
+    given = WebShape(
+        queries=[np.int64(20), 5, 5],
+        grade_shares=np.array([0.6, 0.3, 0.1]),
+        mean_docs=np.float32(30.0),
+        n_informative=np.int32(12),
+    )
+    plain = WebShape(
+        queries=(20, 5, 5), grade_shares=(0.6, 0.3, 0.1), mean_docs=30.0, n_informative=12
+    )
+    assert given == plain and hash(given) == hash(plain)
+    assert type(given.queries) is tuple and type(given.grade_shares[0]) is float
+    a, b = make_web_dataset(given, seed=1), make_web_dataset(plain, seed=1)
+    assert np.array_equal(a.train.X.toarray(), b.train.X.toarray())
+    assert np.array_equal(a.train.y, b.train.y)
+
+
+@pytest.mark.parametrize("name", ["mslr-sample", "web-linear"])
+def test_every_named_dataset_gives_csr_float32_features_and_the_readme_recipe_works(
+    name: str,
+) -> None:
+    """One type for every named dataset (the web-shaped ones were dense arrays, and the
+    README's pd.DataFrame(X.toarray()) raised AttributeError on them); the web data's CSR stores
+    every entry, a drawn 0 included, so the boosters read the same values as from the array."""
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from gbdt_plrank._synthetic import _stored_csr
+
+    X = load_dataset(name).train.X
+    assert sp.isspmatrix_csr(X) and X.dtype == np.float32
+    assert pd.DataFrame(X.toarray()).shape == X.shape
+    dense = np.array([[0.0, 1.5], [2.0, 0.0]], dtype=np.float32)
+    stored = _stored_csr(dense)
+    assert stored.nnz == 4 and np.array_equal(stored.toarray(), dense)
 
 
 def test_load_dataset_draws_the_web_variants_by_fold() -> None:
@@ -289,4 +348,5 @@ def test_load_dataset_draws_the_web_variants_by_fold() -> None:
     assert data.name == "web-nonlinear/Fold2"
     assert data.train.n_queries == 1500 and data.vali.n_queries == data.test.n_queries == 300
     train, _, test = make_web_splits(WEB_VARIANTS["web-nonlinear"], seed=2)
-    assert np.array_equal(train.X, data.train.X) and np.array_equal(test.y, data.test.y)
+    assert np.array_equal(train.X.toarray(), data.train.X.toarray())
+    assert np.array_equal(test.y, data.test.y)
