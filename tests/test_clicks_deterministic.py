@@ -61,6 +61,54 @@ def test_position_bias_is_identified_by_features_from_a_deterministic_log(eta):
     np.testing.assert_allclose(theta / truth, 1.0, atol=0.12)
 
 
+@pytest.mark.parametrize("eta", [1.0, 2.0])
+def test_features_that_cannot_identify_the_position_bias_are_refused(eta):
+    """The same deterministic logs with features that carry nothing of the relevance (zeros,
+    noise) gave about the per-rank click-through ratio (58% low at rank 5 with (1/k)^2), and
+    one query always shown in one order gave a rank seen three times as often as the one above
+    it: each is refused, saying what identifies the position bias."""
+    log, X, qid, _ = _deterministic(400, 6, 20, eta=eta, seed=1)
+    what = "What identifies it: features that predict the rows' relevance"
+    for features in (np.zeros_like(X), np.random.default_rng(0).normal(size=(X.shape[0], 3))):
+        with pytest.raises(
+            ValueError,
+            match=r"the features do not identify the position bias: on held-out queries a "
+            r"relevance model of them predicts the clicks no better than one without them, "
+            r"under the estimated position bias \(evidence z = -?\d+\.\d\d over 400 queries, 2 "
+            r"or more needed\).*" + what,
+        ):
+            estimate_position_bias(log, X=features, qid=qid)
+    one, X1, qid1, _ = _deterministic(1, 5, 200, eta=eta, seed=2)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "the features identify the position bias only across queries (rows alike in their "
+            "features shown at different ranks in different queries), and the log must show "
+            "rows of 20 or more queries for it, but it shows 1. " + what
+        ),
+    ):
+        estimate_position_bias(one, X=X1, qid=qid1)
+
+
+def test_the_evidence_of_constant_features_is_exactly_nothing_and_of_informative_ones_clear():
+    """The held-out gain of a relevance model over the same trees without the features: 0 for
+    every query where the features are constant (the trees cannot split), well above the rule
+    for the feature that sets the relevance."""
+    import xgboost
+
+    from gbdt_plrank.clicks._click_model import display_counts, feature_evidence
+    from gbdt_plrank.clicks._position_bias import MIN_FEATURE_EVIDENCE
+
+    log, X, qid, _ = _deterministic(200, 6, 20, eta=1.0, seed=4)
+    counts = display_counts(log, X.shape[0], 6)
+    theta = pbm_position_bias(6)
+    trees = {"n_rounds": 30, "max_depth": 1, "learning_rate": 0.1, "n_jobs": 1}
+    flat = feature_evidence(xgboost, np.full_like(X, 3.0), counts, qid, theta, **trees)
+    assert (flat.z, flat.gain, flat.queries) == (0.0, 0.0, 200)
+    informative = feature_evidence(xgboost, X, counts, qid, theta, **trees)
+    assert informative.z > 2 * MIN_FEATURE_EVIDENCE and informative.gain > 0
+
+
 def test_a_deterministic_log_is_refused_without_features_with_what_identifies_it():
     log, X, qid, _ = _deterministic(50, 5, 10, eta=1.0, seed=2)
     message = (

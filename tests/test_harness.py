@@ -1236,9 +1236,16 @@ def _deterministic_config(tmp_path: Path, tiny: Path, **overrides):
     )
 
 
+@pytest.fixture(scope="module")
+def tiny_deep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MQ2008 Fold1's first 200 training queries: a deterministic logger's log of them
+    identifies the position bias through the features (the 24 of ``tiny`` are too few)."""
+    return write_tiny_letor(tmp_path_factory.mktemp("data") / "tiny", queries=(200, 12, 12))
+
+
 @pytest.mark.parametrize("display", ["top-k", "full"])
 def test_clicks_from_a_deterministic_lambdamart_logger(
-    tmp_path: Path, tiny: Path, display: str
+    tmp_path: Path, tiny_deep: Path, display: str
 ) -> None:
     """logger = "lambdamart": an XGBRanker shows its ranking by score in every session (its top
     top_k, or every document), every learner reads that log, the position bias is estimated
@@ -1246,11 +1253,12 @@ def test_clicks_from_a_deterministic_lambdamart_logger(
     validation queries' NDCG the routes are chosen on."""
     import xgboost
 
-    config = _deterministic_config(tmp_path, tiny, display=display, sessions=[4])
+    tiny = tiny_deep
+    config = _deterministic_config(tmp_path, tiny, display=display, sessions=[20])
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     assert isinstance(fold.logger, xgboost.XGBRanker) and not fold.stochastic
-    logs = fold.logs(False, 4)
+    logs = fold.logs(False, 20)
     log, split = logs["train"], data.train
     order = clicks_run.top_k_rankings(
         fold.logger.predict(split.X), split, k=config.top_k if display == "top-k" else None, n=1
@@ -1264,10 +1272,10 @@ def test_clicks_from_a_deterministic_lambdamart_logger(
     theta = fold.theta(log, stochastic=False)
     np.testing.assert_array_equal(theta, estimate_position_bias(log, X=split.X, qid=split.qid))
     assert fold.theta(log, stochastic=False) is theta  # estimated once per log
-    record, ope = fold.run(clicks_run.ResultKey("tiny", "plrank-regression", 4, 0))
+    record, ope = fold.run(clicks_run.ResultKey("tiny", "plrank-regression", 20, 0))
     assert ope == [] and set(record["vali_ndcg"]) == {"5", "10"}
     assert record["vali_qid"] == [int(q) for q in np.unique(data.vali.qid)]
-    record, _ = fold.run(clicks_run.ResultKey("tiny", "lambdarank-position-lgb", 4, 0))
+    record, _ = fold.run(clicks_run.ResultKey("tiny", "lambdarank-position-lgb", 20, 0))
     assert len(record["vali_ndcg"]["5"]) == len(record["vali_qid"])
 
 

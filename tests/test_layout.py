@@ -176,6 +176,9 @@ STABLE_INTERNALS = {
     "gbdt_plrank.cli._argtypes": "the command line's list arguments (int_list, text_list)",
     "gbdt_plrank.clicks._click_model": "the position-based click model's likelihood "
     "(display_counts, likelihood_objective)",
+    "gbdt_plrank.clicks._position_bias": "the position bias through the features with the "
+    "evidence of its features, before the rule of estimate_position_bias refuses it "
+    "(features_estimate, MIN_FEATURE_QUERIES, MIN_FEATURE_EVIDENCE)",
 }
 
 

@@ -578,6 +578,30 @@ def test_the_joint_fit_of_the_position_bias_recovers_a_known_one() -> None:
     np.testing.assert_allclose(theta / truth, 1.0, atol=0.12)
 
 
+def test_the_identification_study_measures_the_rules_verdict_and_tabulates_it(
+    tmp_path: Path,
+) -> None:
+    """research/position_bias_identification.py: a simulated deterministic log of features that
+    carry the logger's relevance is taken with a small error, one of noise is refused near the
+    click-through ratio's error; the report reads the records (a rerun skips them)."""
+    from research import position_bias_identification as study
+
+    log, X, qid, theta = study.simulated_log(60, 1.0, 0)
+    assert np.unique(log.rank).tolist() == [1, 2, 3, 4, 5] and theta[1] == 0.5
+    for r in np.unique(log.row):  # a deterministic logger: one rank per row
+        assert np.unique(log.rank[log.row == r]).size == 1
+    good = study.measure(log, X, qid, 1.0)
+    noise = study.measure(log, np.random.default_rng(1).normal(size=X.shape), qid, 1.0)
+    assert good["taken"] and good["error"] < 0.3 < good["ctr_error"]
+    assert not noise["taken"] and noise["z"] < 2 and noise["error"] > 0.5
+    records = [
+        {"key": "sim/50/1.0/0", "queries_drawn": 50, "rho": 1.0, **good},
+        {"key": "sim/50/1.0/1", "queries_drawn": 50, "rho": 1.0, **noise},
+    ]
+    text = study.report(records, "cmd")
+    assert "| 50, 1 | 1 of 2 |" in text and "Command: `cmd`" in text
+
+
 def test_a_temperatures_cost_is_the_ranking_by_score_minus_the_expected_ndcg() -> None:
     """At a temperature near 0 the policy is its ranking by score (cost 0) where no scores tie
     (tied ones it shuffles); at 1 it costs NDCG; a query without a positive gain is left out

@@ -29,6 +29,7 @@ __all__ = [
     "ConfigError",
     "RuleError",
     "Schema",
+    "check_keys",
     "one_of",
     "parse_toml",
     "read_toml",
@@ -179,6 +180,24 @@ def _sentence(root: type[BaseModel], error: Any, source: str, prefix: str) -> st
     elif error["type"] == "value_error":  # a custom check: its own words follow the rule
         detail = f" ({str(error['ctx']['error']).rstrip('.')})"
     return f"{key} must be {rule}, but {value!r} is given{detail}."
+
+
+def check_keys(model: type[BaseModel], data: Any, keys: Sequence[str], *, source: str) -> None:
+    """A :class:`ConfigError` for the first value of ``data`` at one of the key paths ``keys``
+    (``"trees.rounds"``) that breaks its rule in ``model``; what the other values break, alone
+    or together, is left to :func:`validate`.
+
+    For the values that a command line's overrides replace: each is checked by its own rule,
+    while the keys checked together with others (a rule of the whole table) see the overrides.
+    """
+    try:
+        model.model_validate(data)
+    except ValidationError as err:
+        paths = [tuple(k.split(".")) for k in keys]
+        for error in err.errors():
+            loc = tuple(str(part) for part in error["loc"])
+            if any(loc[: len(p)] == p for p in paths):
+                raise ConfigError(_sentence(model, error, source, "")) from None
 
 
 def validate(model: type[M], data: Any, *, source: str, prefix: str = "") -> M:

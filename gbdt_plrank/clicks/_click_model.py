@@ -4,7 +4,8 @@ A row :math:`d` shown at rank :math:`k` is clicked with probability
 :math:`\theta_k\, \sigma(f(x_d))`. Given :math:`\theta`, :func:`fit_relevance` grows :math:`f`
 (XGBoost, Fisher scoring on that Bernoulli likelihood) on the displays and clicks of each row per
 rank; :func:`relevance` predicts :math:`\sigma(f(x))`. :func:`~gbdt_plrank.clicks.click_regression`
-fits it with a known :math:`\theta`, cross-fitted by query.
+fits it with a known :math:`\theta`, cross-fitted by query; :func:`feature_evidence` measures,
+on held-out queries, how much better such an :math:`f` predicts the clicks than a constant.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from ._log import ClickLog
 
 __all__ = [
     "DisplayCounts",
+    "FeatureEvidence",
     "RelevanceModel",
     "display_counts",
+    "feature_evidence",
     "fit_relevance",
     "likelihood_objective",
     "relevance",
@@ -106,3 +109,117 @@ def relevance(xgb: Any, model: RelevanceModel, X: Any) -> np.ndarray:
         xgb.DMatrix(X, base_margin=np.full(X.shape[0], model.base)), output_margin=True
     )
     return 1.0 / (1.0 + np.exp(-margin.astype(np.float64)))
+
+
+def _held_out(
+    xgb: Any,
+    X: Any,
+    seen: DisplayCounts,
+    train: np.ndarray,
+    test: np.ndarray,
+    theta: np.ndarray,
+    trees: dict[str, Any],
+) -> np.ndarray:
+    """The relevance of the rows ``test`` by :math:`f` fitted on the rows ``train`` (their
+    displays and clicks ``seen``), as a column."""
+    model = fit_relevance(xgb, X[np.flatnonzero(train)], seen, theta, **trees)
+    return relevance(xgb, model, X[np.flatnonzero(test)])[:, None]
+
+
+def _log_likelihood(n: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Each row's click log-likelihood from its displays ``n`` and clicks ``c`` per rank, each
+    clicked with probability ``p`` (the same shape, clipped away from 0 and 1)."""
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return (c * np.log(p) + (n - c) * np.log1p(-p)).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class FeatureEvidence:
+    """What the features say of the clicks beyond the rank, on held-out queries
+    (:func:`feature_evidence`).
+
+    Attributes
+    ----------
+    z : float
+        The mean per-query gain over its standard error (0 where every gain is 0).
+    gain : float
+        The mean per-query gain in click log-likelihood.
+    queries : int
+        The queries with displays, each held out once.
+    """
+
+    z: float
+    gain: float
+    queries: int
+
+
+def feature_evidence(
+    xgb: Any,
+    X: Any,
+    counts: DisplayCounts,
+    query: np.ndarray,
+    theta: np.ndarray,
+    *,
+    n_rounds: int,
+    max_depth: int,
+    learning_rate: float,
+    n_jobs: int,
+) -> FeatureEvidence:
+    r"""How much better a relevance model of the features predicts held-out queries' clicks
+    than a constant relevance, both under the position bias ``theta``.
+
+    The queries are split into two folds at random (seed 0). On each fold's rows :math:`f` is
+    fitted on the other fold's (:func:`fit_relevance`, ``n_rounds`` trees) and each held-out
+    row's clicks scored under :math:`\theta_k\sigma(f(x_d))` and under
+    :math:`\theta_k\sigma(f_0)`, the same trees fitted without the features (a constant, the
+    relevance that the rank alone gives). A query's gain is the difference of its rows'
+    log-likelihoods; features that carry nothing of the relevance gain nothing (constant
+    features exactly 0) or lose (noise that the trees fit on one fold).
+
+    Parameters
+    ----------
+    xgb : module
+        xgboost.
+    X : array or CSR matrix of shape (n, n_features)
+        The displayed rows' features.
+    counts : DisplayCounts
+        Their displays and clicks per rank (rows aligned with ``X``).
+    query : int array of shape (n,)
+        Each row's query (any integer ids).
+    theta : array of shape (K,)
+        The observation probabilities.
+    n_rounds, max_depth, learning_rate, n_jobs
+        The trees of :math:`f`.
+
+    Returns
+    -------
+    FeatureEvidence
+        ``z = 0`` with fewer than two queries in a fold.
+    """
+    queries, q = np.unique(query, return_inverse=True)
+    fold = (np.random.default_rng(0).permutation(queries.size) % 2)[q]
+    gain = np.zeros(q.size)
+    trees = {
+        "n_rounds": n_rounds,
+        "max_depth": max_depth,
+        "learning_rate": learning_rate,
+        "n_jobs": n_jobs,
+    }
+    for f in (0, 1):
+        train, test = fold != f, fold == f
+        if not train.any() or not test.any():
+            return FeatureEvidence(0.0, 0.0, int(queries.size))
+        seen = DisplayCounts(counts.shows[train], counts.hits[train])
+        n, c = counts.shows[test], counts.hits[test]
+        gain[test] = _log_likelihood(
+            n, c, theta * _held_out(xgb, X, seen, train, test, theta, trees)
+        )
+        blind = np.zeros((q.size, 1), dtype=np.float32)  # the same trees without the features
+        gain[test] -= _log_likelihood(
+            n, c, theta * _held_out(xgb, blind, seen, train, test, theta, trees)
+        )
+    per_query = np.bincount(q, gain)
+    spread = float(per_query.std(ddof=1)) if queries.size > 1 else 0.0
+    mean = float(per_query.mean())
+    z = mean / (spread / math.sqrt(queries.size)) if spread > 0 else 0.0
+    return FeatureEvidence(z, mean, int(queries.size))

@@ -41,7 +41,7 @@ from .._backends._parameters import (
 from .._training.options import PLRankFields, PLRankOptions
 from .._training.pirank_objective import PIRANK_HESSIANS, pirank_objective
 from .._training.plrank_plan import stopping_rule
-from .._util.schema import ConfigError, Schema, one_of, read_toml, validate
+from .._util.schema import ConfigError, Schema, check_keys, one_of, read_toml, validate
 from .methods import METHODS, OWN_OBJECTIVES, PIRANK, PLRANK, Method
 
 __all__ = [
@@ -427,10 +427,10 @@ def read_config_table(
     """A configuration file's table with ``overrides`` applied and ``params`` checked.
 
     ``out`` defaults to ``runs/<file name without extension>``; ``overrides`` replace values by
-    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`. The
-    file is checked as written by ``schema`` first, the overrides filling only the keys it
-    lacks, so that a bad value in it is refused even where an override replaces it (a typo in
-    its ``methods`` under ``--methods``).
+    key path (``"trees.rounds"``); ``params`` is read by the rules of :func:`read_params`. A
+    value of the file that an override replaces is checked by its rule in ``schema`` first
+    (:func:`~gbdt_plrank._util.schema.check_keys`), so that it is refused even where the
+    override hides it (a typo in the file's ``methods`` under ``--methods``).
 
     Raises
     ------
@@ -440,12 +440,13 @@ def read_config_table(
     raw = read_toml(path)
     raw.setdefault("out", str(Path("runs") / path.stem))
     raw["params"] = _params(raw.get("params", {}), key="params")
-    if overrides:
+    hidden = [k for k in overrides or {} if k.rsplit(".", 1)[-1] in _table_of(raw, k, make=False)]
+    if hidden:
         written = copy.deepcopy(raw)
-        for dotted, value in overrides.items():
+        for dotted, value in (overrides or {}).items():
             _table_of(written, dotted).setdefault(dotted.rsplit(".", 1)[-1], value)
         try:
-            validate(schema, written, source=str(path))
+            check_keys(schema, written, hidden, source=str(path))
         except ConfigError as err:
             raise ConfigError(f"{path}, as written (before the overrides): {err}") from None
     for dotted, value in (overrides or {}).items():
@@ -453,10 +454,13 @@ def read_config_table(
     return raw
 
 
-def _table_of(raw: dict[str, Any], dotted: str) -> dict[str, Any]:
-    """The (sub)table of ``raw`` that holds the key path ``dotted``'s last key (made if none)."""
+def _table_of(raw: dict[str, Any], dotted: str, *, make: bool = True) -> dict[str, Any]:
+    """The (sub)table of ``raw`` that holds the key path ``dotted``'s last key (made if none,
+    else an empty table where ``make`` is False)."""
     table = raw
     for section in dotted.split(".")[:-1]:
+        if not make and not isinstance(table.get(section), dict):
+            return {}
         table = table.setdefault(section, {})
     return table
 
