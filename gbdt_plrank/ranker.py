@@ -10,7 +10,8 @@ How ``group=`` is read (every method, the same rule as :mod:`gbdt_plrank.metrics
 
 - per-row query ids, length ``n_rows``: rows may come in any order; they are sorted stably by
   query id inside, so shuffling whole queries, or interleaving them while each query's rows keep
-  their relative order, gives the same model;
+  their relative order, gives the same model (reordering a query's own rows gives another draw
+  of the sampled rankings: see ``random_state``);
 - LightGBM-style group sizes: a sequence whose length differs from ``n_rows`` and that sums to
   ``n_rows`` (rows already grouped, queries in the given order; sizes as long as ``n_rows``, i.e.
   one-row queries only, would read as ids: pass ids for those);
@@ -142,8 +143,11 @@ class PLRankRanker(PolicyRanker):
         fixed patience, each library's own rule.
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings (and those of its expected metric) and the
-        booster's own randomness; the same int gives the same model. ``None`` draws fresh seeds on
-        every fit.
+        booster's own randomness; the same int gives the same model from the same rows with
+        each query's rows in the same order (whole queries may be shuffled or interleaved).
+        The rankings of a query are drawn over its rows in their order, so the same int with a
+        query's rows reordered draws other rankings: a model as different as another seed's,
+        of the same quality. ``None`` draws fresh seeds on every fit.
     params : dict or None, default None
         Further native parameters of the backend, applied after the settings above (e.g.
         ``{"tree_method": "approx"}`` or ``{"min_data_in_leaf": 5}``). The objective, the

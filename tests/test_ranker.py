@@ -453,6 +453,8 @@ def test_model_selection_without_routing_is_refused(mq):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_row_order_and_query_order_do_not_change_the_model(backend, mq):
+    """Whole queries shuffled or interleaved: the same model; a query's own rows reordered:
+    another draw of the same random_state (the documented contract of random_state)."""
     train, _, test = mq
 
     def fit(rows, group):
@@ -474,6 +476,14 @@ def test_row_order_and_query_order_do_not_change_the_model(backend, mq):
     assert shuffled.score(test.X[test_perm], test.y[test_perm], test.qid[test_perm]) == (
         shuffled.score(test.X, test.y, test.group_sizes)
     )
+    # the rows of each query in another order: the rankings are drawn over a query's rows in
+    # their order, so the same random_state draws others (as the docs say), the same ones again
+    # for the same order
+    ptr = train.group_ptr
+    within = np.concatenate([np.arange(a, b)[::-1] for a, b in itertools.pairwise(ptr)])
+    reordered = fit(within, train.qid[within]).predict(test.X)
+    assert not np.array_equal(reordered, reference)
+    np.testing.assert_array_equal(fit(within, train.qid[within]).predict(test.X), reordered)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
