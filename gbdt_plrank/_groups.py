@@ -37,6 +37,7 @@ __all__ = [
     "require_group",
     "resolve_groups",
     "row_queries",
+    "widest_query",
     "within_query_spread",
 ]
 
@@ -68,6 +69,19 @@ def within_query_spread(values: np.ndarray, group_ptr: np.ndarray) -> float:
     var = np.bincount(q, (values - mean[q]) ** 2, minlength=sizes.shape[0]) / n
     several = sizes > 1
     return float(np.sqrt(var[several].mean())) if several.any() else 0.0
+
+
+def widest_query(values: np.ndarray, group_ptr: np.ndarray) -> tuple[int, float]:
+    """The query whose ``values`` span the most (max minus min) and that span; ``(-1, 0.0)``
+    without rows. O(n)."""
+    sizes = np.diff(group_ptr)
+    filled = np.flatnonzero(sizes > 0)
+    if not filled.size:
+        return -1, 0.0
+    starts = group_ptr[filled]
+    span = np.maximum.reduceat(values, starts) - np.minimum.reduceat(values, starts)
+    i = int(np.argmax(span))
+    return int(filled[i]), float(span[i])
 
 
 def query_rows(group_ptr: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

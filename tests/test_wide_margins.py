@@ -318,3 +318,41 @@ def test_wide_queries_of_the_exposure_gathered_after_the_narrow_kernel(placement
     narrow = ~np.repeat(wide, sizes)
     np.testing.assert_array_equal(out[narrow], whole[narrow])
     assert np.isnan(out[~narrow]).all()
+
+
+@pytest.mark.parametrize("span", [1e6, 1e8, 1e10])
+@pytest.mark.parametrize(("D", "K"), [(4, 4), (5, 3), (6, 6)])
+def test_exact_up_to_the_documented_span(span, D, K):
+    """The documented range (MAX_EXACT_SPAN, 1e10): the enumerated estimate is the exact
+    gradient and Hessian to 1e-4 of their scale (1.2e-5 at most here). Beyond it the log-space
+    normalisers round away differences of order 1 between margins far below the top (1e-3 at
+    1e12, several times the gradient from 1e18), which the next test's warning says."""
+    scores = _clusters(D, (span - 2.0) / ((D - 1) // 2), seed=D + K)  # pairs 1.5 wide at most
+    assert scores.max() - scores.min() <= span
+    labels = _labels(D, seed=D * K)
+    rho, theta = naive.rewards(labels, K=K)
+    _, g_exact, h_exact = naive.exact_derivatives(scores, rho, theta[: min(K, D)])
+    g, h = _exact_expectation(scores, labels, K)
+    scale = max(np.abs(g_exact).max(), np.abs(h_exact).max())
+    np.testing.assert_allclose(g, -g_exact, rtol=0, atol=1e-4 * scale)
+    np.testing.assert_allclose(h, -h_exact, rtol=0, atol=1e-4 * scale)
+
+
+def test_a_query_beyond_the_exact_span_warns_and_one_within_does_not(recwarn):
+    """Margins spanning 1e20 gave a gradient several times the exact one without a word; now a
+    RuntimeWarning names the query and the span (the estimate itself is unchanged)."""
+    from gbdt_plrank._training.plrank import MAX_EXACT_SPAN
+
+    labels = np.array([2.0, 0.0, 1.0, 1.0, 0.0, 2.0])
+    ptr = np.array([0, 3, 6])
+    within = np.array([0.0, -1.0, 0.5, 0.0, 0.3 - MAX_EXACT_SPAN, 0.3])
+    plrank_grad_hess(within, labels, ptr, K=3, N=4)
+    plrank_grad_hess_from_rankings(within[3:], labels[3:], np.array([[0, 1, 2]]), K=3)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    beyond = within.copy()
+    beyond[4] = -1e20
+    with pytest.warns(RuntimeWarning, match=r"the margins of query 1 span 1e\+20: the PL-Rank "):
+        g, _ = plrank_grad_hess(beyond, labels, ptr, K=3, N=4)
+    assert np.all(np.isfinite(g))
+    with pytest.warns(RuntimeWarning, match=r"the margins of query 0 span 1e\+20"):
+        plrank_grad_hess_from_rankings(beyond[3:], labels[3:], np.array([[0, 1, 2]]), K=3)

@@ -21,7 +21,7 @@ import numpy as np
 from .._kernels.streams import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice, finite_vector
-from .plrank_grad_hess import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND
+from .plrank_grad_hess import CLIP_FLOOR, CURVATURE_FLOOR, HALF_B_ROUND, warn_beyond_exact_span
 
 __all__ = ["DEVICES", "CudaEstimate", "check_device", "to_host"]
 
@@ -139,7 +139,8 @@ class CudaEstimate:
         self.n, self.G, self.N, self.hessian = n, sizes.shape[0], N, hessian
         self.noise = NOISE_CODES[noise]
         self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
-        self._ptr = cuda.to_device(np.ascontiguousarray(group_ptr, dtype=np.int64))
+        self._ptr_host = np.ascontiguousarray(group_ptr, dtype=np.int64)
+        self._ptr = cuda.to_device(self._ptr_host)
         self._active = cuda.to_device(active)
         self._active_host, self._query_weights = active, weights
         self.query_subsample = query_subsample
@@ -188,6 +189,7 @@ class CudaEstimate:
                     finite_vector("preds", scores)  # raises, naming the first such margin
         else:
             m = cuda.to_device(finite_vector("preds", scores))
+        warn_beyond_exact_span(scores, self._ptr_host)
         keys_d = (
             self._index
             if keys is None
