@@ -437,11 +437,9 @@ def features_estimate(
     check_rows(log, n_rows)
     qid = check_qid(qid, n_rows)
     log.check_queries(qid)
-    trees = {
-        "max_depth": check_positive_int("max_depth", max_depth),
-        "learning_rate": check_positive_number("learning_rate", learning_rate),
-        "n_jobs": check_positive_int("n_jobs", n_jobs),
-    }
+    max_depth = check_positive_int("max_depth", max_depth)
+    learning_rate = check_positive_number("learning_rate", learning_rate)
+    n_jobs = check_positive_int("n_jobs", n_jobs)
     n_rounds = check_positive_int("n_rounds", n_rounds)
     step_rounds = check_positive_int("step_rounds", step_rounds)
     xgb = require("xgboost", purpose="the position bias estimated with features")
@@ -449,8 +447,26 @@ def features_estimate(
     counts = display_counts(log, int(rows.max()) + 1, K)
     shown = DisplayCounts(counts.shows[rows], counts.hits[rows])
     Xr = X[rows]
-    theta = _by_features(xgb, Xr, shown, K, n_rounds=n_rounds, step_rounds=step_rounds, **trees)
+    theta = _by_features(
+        xgb,
+        Xr,
+        shown,
+        K,
+        n_rounds=n_rounds,
+        step_rounds=step_rounds,
+        max_depth=max_depth,
+        learning_rate=learning_rate,
+        n_jobs=n_jobs,
+    )
     evidence = feature_evidence(
-        xgb, Xr, shown, qid[rows], theta, n_rounds=_EVIDENCE_ROUNDS, **trees
+        xgb,
+        Xr,
+        shown,
+        qid[rows],
+        theta,
+        n_rounds=_EVIDENCE_ROUNDS,
+        max_depth=max_depth,
+        learning_rate=learning_rate,
+        n_jobs=n_jobs,
     )
     return theta / theta.max(), evidence
