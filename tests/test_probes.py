@@ -32,7 +32,7 @@ pytest.importorskip("xgboost")
 # --------------------------------------------------------------------------------------------
 # The clicks functions' features: every input kind the rankers take
 # --------------------------------------------------------------------------------------------
-def _stochastic_log(n_queries: int = 12, n_docs: int = 6, sessions: int = 15):
+def _stochastic_log(n_queries: int = 40, n_docs: int = 6, sessions: int = 15):
     """A uniform logger's top-4 log over rows with 3 features (the first sets the relevance),
     enough columns that a DataFrame's integer column labels are row numbers too."""
     rng = np.random.default_rng(0)
