@@ -106,3 +106,77 @@ def test_every_clicks_function_takes_the_features_as_the_rankers_do(function: st
         call(log, bad, qid)
     with pytest.raises(ValueError, match="X must have numeric columns"):
         call(log, pd.DataFrame(X).assign(name="a"), qid)
+
+
+# --------------------------------------------------------------------------------------------
+# Queries whose documents all have one label, in the estimator and in both boosters
+# --------------------------------------------------------------------------------------------
+def _one_label_queries(seed: int = 0):
+    """30 queries of 4 to 8 documents, each query's documents of one label (0 to 3)."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(4, 9, size=30)
+    X = rng.normal(size=(int(sizes.sum()), 5))
+    y = np.repeat(rng.integers(0, 4, size=30).astype(float), sizes)
+    return X, y, sizes
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"K": 5, "N": 2},
+        {"K": 5, "N": 50, "hessian": "raw", "sampler": "race"},
+        {"K": 3, "N": 10, "metric": "dcg", "gain": "linear", "hessian": "clip"},
+        {"K": 5, "N": 8, "metric": "precision", "noise": "lattice"},
+        {"K": 20, "N": 4, "hessian": "denoised"},
+    ],
+)
+def test_a_query_of_one_label_gets_exactly_zero_beside_the_others(options) -> None:
+    """Every ranking of a query whose documents share a label has the same metric: gradient and
+    Hessian exactly 0 (they were zero-mean noise, up to 0.44 at N=2), whatever its margins; a
+    query of several labels beside them keeps its estimate."""
+    from gbdt_plrank import plrank_grad_hess
+
+    _, y, sizes = _one_label_queries()
+    ptr = np.r_[0, np.cumsum(sizes)]
+    margins = np.random.default_rng(1).normal(scale=3.0, size=y.size)
+    g, h = plrank_grad_hess(margins, y, ptr, **options)
+    assert not g.any() and not h.any()
+    mixed = y.copy()
+    mixed[ptr[4] : ptr[5]] = np.arange(sizes[4]) % 3  # one query of several labels
+    g, h = plrank_grad_hess(margins, mixed, ptr, **options)
+    outside = np.r_[0 : ptr[4], ptr[5] : y.size]
+    assert not g[outside].any() and not h[outside].any()
+    assert g[ptr[4] : ptr[5]].any() and h[ptr[4] : ptr[5]].any()
+
+
+def test_queries_of_one_label_leave_the_margins_where_they_start_in_both_boosters() -> None:
+    """20 rounds at learning rate 0.3 without an L2 penalty on queries whose labels carry no
+    information: the margins stay at 0 (LightGBM took them to +-61, XGBoost to +-2)."""
+    import lightgbm
+    import xgboost
+
+    from gbdt_plrank import plrank_objective
+
+    X, y, sizes = _one_label_queries()
+    qid = np.repeat(np.arange(sizes.size), sizes)
+    for hessian in ("auto", "abs"):
+        train = xgboost.DMatrix(X, y, qid=qid)
+        booster = xgboost.train(
+            {"base_score": 0.0, "disable_default_eval_metric": 1, "eta": 0.3, "lambda": 0.0},
+            train,
+            20,
+            obj=plrank_objective(K=5, hessian=hessian),
+        )
+        assert not booster.predict(train, output_margin=True).any()
+        lbooster = lightgbm.train(
+            {
+                "objective": plrank_objective(K=5, hessian=hessian),
+                "learning_rate": 0.3,
+                "lambda_l2": 0.0,
+                "min_data_in_leaf": 2,
+                "verbose": -1,
+            },
+            lightgbm.Dataset(X, y, group=sizes),
+            20,
+        )
+        assert not lbooster.predict(X, raw_score=True).any()

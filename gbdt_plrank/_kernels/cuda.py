@@ -153,8 +153,8 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     value). Launched as ``kernel[G, threads](...)`` with the arguments
 
     ``scores, rho`` float64 (n,); ``group_ptr`` int64 (G + 1,); ``keys`` int64 (G,), the
-    streams' keys; ``active`` bool (G,), whether a query has two or more documents and a
-    non-zero reward (else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
+    streams' keys; ``active`` bool (G,), whether a query has two or more documents whose
+    rewards differ (``plrank.differing_groups``; else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
     ``round_`` integers; ``noise`` its code (``NOISE_CODES``); ``hess_max`` float64 (1,),
     raised to the largest ``|hess|``;
     work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,), ``gen``

@@ -116,13 +116,14 @@ def estimate_groups(
     ``keys`` (int64, non-negative) is ``arange(G)`` unless the queries carry keys that do not
     depend on how the data is split (the global query index of :mod:`gbdt_plrank.dask`).
 
-    Groups with fewer than two documents or with ``rho`` all 0 get exactly 0; ``rho`` may be
-    signed (fairness rewards): every formula is linear in ``rho``.
+    Groups with fewer than two documents, or whose documents all have one reward (``rho`` all 0,
+    or all one label), get exactly 0 (:func:`rewards_differ`); ``rho`` may be signed (fairness
+    rewards): every formula is linear in ``rho``.
     """
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        if hi - lo < 2 or not has_reward(rho[lo:hi]):
+        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
             continue
@@ -145,7 +146,8 @@ def estimate_narrow_groups(
 ):
     """:func:`estimate_groups` of the narrow queries; ``wide[g]``: whether group g is wide.
 
-    A wide group's rows (:func:`is_wide`, with two or more documents and a reward) are left as
+    A wide group's rows (:func:`is_wide`, with two or more documents and rewards that differ)
+    are left as
     they are, for :func:`estimate_groups` to estimate; every other group's are those of
     :func:`estimate_groups`, bit for bit. Compiled without the wide path, which a training whose
     queries all stay narrow never runs (benchmarks/results/compile_time.md).
@@ -154,7 +156,7 @@ def estimate_narrow_groups(
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
         wide[g] = False
-        if hi - lo < 2 or not has_reward(rho[lo:hi]):
+        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
         elif is_wide(scores[lo:hi]):
@@ -171,6 +173,29 @@ def estimate_narrow_groups(
                 grad[lo:hi],
                 hess[lo:hi],
             )
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def rewards_differ(rho):
+    r"""Whether two documents of a query have different rewards. Where all have one reward
+    :math:`c` (all 0, or every document of one label) every ranking has the same value,
+    :math:`\sum_d \rho_d\,\theta_{\mathrm{rank}(d)} = c \sum_{k \le \min(K, D)} \theta_k`, so the
+    exact gradient and Hessian are 0, which the estimate then is (its samples would give
+    zero-mean noise)."""
+    for d in range(1, rho.shape[0]):
+        if rho[d] != rho[0]:
+            return True
+    return False
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def differing_groups(rho, group_ptr, out):
+    """``out[g]``: whether group g has two or more documents whose rewards differ (the groups
+    :func:`estimate_groups` estimates; the others get exactly 0)."""
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        out[g] = hi - lo >= 2 and rewards_differ(rho[lo:hi])
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._kernels.plrank import differing_groups
 from .._kernels.streams import NOISE_CODES, kept_queries
 from .._util.compat import require
 from .._util.validation import check_choice, finite_vector
@@ -134,8 +135,8 @@ class CudaEstimate:
         cuda = _numba_cuda()
         n = rho.shape[0]
         sizes = np.diff(group_ptr)
-        rewarded = np.concatenate(([0], np.cumsum(rho != 0.0)))
-        active = (sizes >= 2) & (rewarded[group_ptr[1:]] > rewarded[group_ptr[:-1]])
+        active = np.empty(sizes.shape[0], dtype=np.bool_)
+        differing_groups(np.ascontiguousarray(rho, dtype=np.float64), group_ptr, active)
         self.n, self.G, self.N, self.hessian = n, sizes.shape[0], N, hessian
         self.noise = NOISE_CODES[noise]
         self._rho = cuda.to_device(np.ascontiguousarray(rho, dtype=np.float64))
