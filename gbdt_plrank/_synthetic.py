@@ -279,8 +279,20 @@ def make_web_splits(shape: WebShape | None = None, *, seed: int = 0) -> tuple[Sp
         Train, validation and test, with float32 features in SciPy CSR matrices (as the bundled
         datasets'; every entry stored, the features being dense) and query ids numbered on
         across the three splits.
+
+    Raises
+    ------
+    TypeError
+        For a ``shape`` that is not a :class:`WebShape`.
+    ValueError
+        For a ``seed`` that is not an integer in [0, 2**63).
     """
     shape = WebShape() if shape is None else shape
+    if not isinstance(shape, WebShape):
+        hint = f" (WebShape(**{shape!r}) for its keys)" if isinstance(shape, dict) else ""
+        raise TypeError(
+            f"shape must be a WebShape or None, but a {type(shape).__name__} is given{hint}."
+        )
     seed = check_seed("seed", seed)
     world = _world(shape)
     rng = np.random.default_rng([seed, _WORLD_SEED])

@@ -5,7 +5,12 @@ Each table below runs one surface over the cases a user tries first (a DataFrame
 sparse matrix, a NumPy array; a value at the end of the float range; data whose labels carry no
 information): a case either gives the result of the plain case or an error that names the value
 and the rule. The subject modules hold each surface's own tests; this module holds the
-cross-products.
+cross-products:
+
+- every clicks function that takes features, over the input kinds the rankers take;
+- queries whose documents all have one label, in the estimator and inside both boosters;
+- early stopping's arguments on the two callbacks and the ranker;
+- the web generators' arguments (``load_dataset("web-*")``, ``make_web_dataset``, ``WebShape``).
 """
 
 from __future__ import annotations
@@ -180,3 +185,134 @@ def test_queries_of_one_label_leave_the_margins_where_they_start_in_both_booster
             20,
         )
         assert not lbooster.predict(X, raw_score=True).any()
+
+
+# --------------------------------------------------------------------------------------------
+# Early stopping's arguments on its three surfaces: the two callbacks and the ranker
+# --------------------------------------------------------------------------------------------
+#: (argument, value, the start of the refusal or None where it is taken).
+STOPPING_ARGUMENTS = [
+    ("rounds", 0, "early_stopping_rounds must be an integer >= 1, but 0 is given"),
+    ("rounds", 1.5, "early_stopping_rounds must be an integer >= 1, but 1.5 is given"),
+    ("rounds", True, "early_stopping_rounds must be an integer >= 1, but True is given"),
+    ("rounds", "3", "early_stopping_rounds must be an integer >= 1, but '3' is given"),
+    ("rounds", 2**70, None),
+    ("min_rounds", -1, "min_rounds must be 'auto' or an integer >= 0, but -1 is given"),
+    ("min_rounds", 1.5, "min_rounds must be 'auto' or an integer >= 0, but 1.5 is given"),
+    ("min_rounds", None, "min_rounds must be 'auto' or an integer >= 0, but None is given"),
+    ("min_delta", float("nan"), "min_delta must be a finite number >= 0, but nan is given"),
+    ("min_delta", float("inf"), "min_delta must be a finite number >= 0, but inf is given"),
+    ("min_delta", -0.1, "min_delta must be a finite number >= 0, but -0.1 is given"),
+    ("min_delta", 1e308, None),
+    ("patience_rate", float("inf"), "patience_rate must be a finite number >= 0, but inf is"),
+    ("patience_rate", True, "patience_rate must be a finite number >= 0, but True is given"),
+    ("patience_rate", "1", "patience_rate must be a finite number >= 0, but '1' is given"),
+    ("patience_rate", 1e308, None),
+]
+
+
+def _stop_with(surface: str, name: str, value: object) -> None:
+    """Train 4 rounds with early stopping whose ``name`` is ``value`` on ``surface``."""
+    import lightgbm
+    import xgboost
+
+    from gbdt_plrank import PLRankRanker, lightgbm_early_stopping, xgboost_early_stopping
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 3, 200).astype(float)
+    qid = np.repeat(np.arange(20), 10)
+    options = {"min_rounds": 0} if name != "min_rounds" else {}
+    rounds = value if name == "rounds" else 2
+    if name != "rounds":
+        options[name] = value
+    if surface == "ranker":
+        ranker = PLRankRanker(n_estimators=4, N=4, n_jobs=1, random_state=0, **options)
+        ranker.fit(X, y, group=qid, eval_set=[(X, y, qid)], early_stopping_rounds=rounds)
+    elif surface == "xgboost":
+        data = xgboost.DMatrix(X, y, qid=qid)
+        xgboost.train(
+            {"objective": "rank:ndcg", "nthread": 1},
+            data,
+            4,
+            evals=[(data, "v")],
+            callbacks=[xgboost_early_stopping(rounds, **options)],
+            verbose_eval=False,
+        )
+    else:
+        lightgbm.train(
+            {"objective": "lambdarank", "verbose": -1, "num_threads": 1, "min_data_in_leaf": 5},
+            lightgbm.Dataset(X, y, group=np.full(20, 10)),
+            4,
+            valid_sets=[lightgbm.Dataset(X, y, group=np.full(20, 10))],
+            callbacks=[lightgbm_early_stopping(rounds, **options)],
+        )
+
+
+@pytest.mark.parametrize("surface", ["xgboost", "lightgbm", "ranker"])
+def test_early_stoppings_arguments_are_taken_or_named_on_every_surface(surface: str) -> None:
+    """Each argument at the edges of its rule: refused up front with the rule, or trained
+    through (a rate or patience that never stops, a gain no round reaches); a callback's patience
+    of None (a fit's "no stopping") failed mid-training with a bare TypeError."""
+    for name, value, refusal in STOPPING_ARGUMENTS:
+        if refusal is None:
+            _stop_with(surface, name, value)
+        else:
+            with pytest.raises(ValueError, match=re.escape(refusal)):
+                _stop_with(surface, name, value)
+    if surface != "ranker":
+        with pytest.raises(ValueError, match=r"rounds \(the patience, early_stopping_rounds\) "):
+            _stop_with(surface, "rounds", None)
+
+
+# --------------------------------------------------------------------------------------------
+# The web generators' arguments
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda g: g.load_dataset("web-linear", fold=0), ValueError, "fold must be an integer"),
+        (lambda g: g.load_dataset("web-noisy", fold=1.5), ValueError, "fold must be an integer"),
+        (lambda g: g.load_dataset("web-noisy", fold="1"), ValueError, "fold must be an integer"),
+        (lambda g: g.make_web_dataset(seed=-1), ValueError, "seed must be an integer in"),
+        (lambda g: g.make_web_dataset(seed=1.5), ValueError, "seed must be an integer in"),
+        (
+            lambda g: g.make_web_dataset({"queries": (5, 2, 2)}),
+            TypeError,
+            r"shape must be a WebShape or None, but a dict is given \(WebShape\(\*\*",
+        ),
+        (
+            lambda g: g.make_web_dataset("web-linear"),
+            TypeError,
+            "shape must be a WebShape or None, but a str is given.",
+        ),
+        (lambda g: g.WebShape(grade_shares=(0.5, np.inf)), ValueError, "grade_shares must be"),
+        (lambda g: g.WebShape(docs_sigma=np.inf), ValueError, "docs_sigma must be a number"),
+        (lambda g: g.WebShape(mean_docs=np.inf), ValueError, "mean_docs must be a finite"),
+        (lambda g: g.WebShape(queries=(1.5, 2, 2)), ValueError, "queries must be three integ"),
+        (lambda g: g.WebShape(n_informative=12.5), ValueError, "n_informative must be an int"),
+        (lambda g: g.WebShape(n_features=136.5), ValueError, "n_features must be an integer"),
+        (lambda g: g.WebShape(feature_noise="1"), ValueError, "feature_noise must be a number"),
+    ],
+)
+def test_the_web_generators_name_every_bad_argument(call, error, message) -> None:
+    """Each bad argument of load_dataset("web-*"), make_web_dataset and WebShape gets its rule
+    (infinite shares made every label 1; lists, fractions and strings gave NumPy errors)."""
+    from gbdt_plrank import datasets
+
+    with pytest.raises(error, match=message):
+        call(datasets)
+
+
+def test_the_web_generators_take_what_a_user_passes_and_give_csr() -> None:
+    """Lists and NumPy values for a shape, a NumPy seed: the tuples' data, as CSR float32 like
+    every named dataset."""
+    from gbdt_plrank.datasets import WebShape, make_web_dataset
+
+    shape = WebShape(queries=[np.int64(8), 2, 2], grade_shares=[0.5, 0.3, 0.2], mean_docs=20.0)
+    data = make_web_dataset(shape, seed=np.int64(4))
+    same = make_web_dataset(
+        WebShape(queries=(8, 2, 2), grade_shares=(0.5, 0.3, 0.2), mean_docs=20.0), seed=4
+    )
+    assert sp.isspmatrix_csr(data.train.X) and data.train.X.dtype == np.float32
+    assert np.array_equal(data.train.X.toarray(), same.train.X.toarray())
+    assert data.train.n_queries == 8 and set(np.unique(data.train.y)) <= {0.0, 1.0, 2.0}

@@ -73,6 +73,11 @@ def _callback_stopper(
         },
         source="the early stopping callback",
     )
+    if stopping.early_stopping_rounds is None:  # the rule's None is a fit's "no stopping"
+        raise ValueError(
+            "rounds (the patience, early_stopping_rounds) must be an integer >= 1 in a stopping "
+            "callback, but None is given: leave the callback out for no early stopping."
+        )
     if stopping.min_rounds == "auto":
         raise ValueError(
             "min_rounds must be an integer >= 0 in a stopping callback, but 'auto' is given: it "
