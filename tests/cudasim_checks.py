@@ -120,16 +120,18 @@ def _compare(
 
 
 def check_estimate_equals_cpu_race():
-    """Every Hessian mode; queries of 1 document, fewer than K, more than K, none relevant;
-    float32 margins as their float64 values."""
+    """Every Hessian mode; queries of 1 document, fewer than K, more than K, none relevant, of
+    one label; float32 margins as their float64 values."""
     rng = np.random.default_rng(0)
-    ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40])
+    ptr, labels, scores = _queries(rng, [5, 1, 12, 3, 40, 6])
     labels[ptr[3] : ptr[4]] = 0.0  # a query without a relevant document: exactly 0
+    labels[ptr[5] : ptr[6]] = 2.0  # a query of one label: exactly 0
     for hessian, noise in itertools.product(("raw", "abs", "clip", "constant"), NOISES):
         grad, _ = _compare(
             scores, labels, ptr, K=8, N=6, hessian=hessian, seed=3, round_=2, noise=noise
         )
         assert np.all(grad[ptr[3] : ptr[4]] == 0.0) and np.all(grad[ptr[1] : ptr[2]] == 0.0)
+        assert np.all(grad[ptr[5] : ptr[6]] == 0.0)
         assert np.abs(grad).max() > 0.01  # not a trivial comparison
     # float32 margins (XGBoost's) are uploaded as they are and widened on the device: the
     # estimate at the same values as float64

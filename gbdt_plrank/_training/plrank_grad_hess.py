@@ -379,7 +379,7 @@ MAX_EXACT_SPAN = 1e10
 
 
 def warn_beyond_exact_span(scores: np.ndarray, group_ptr: np.ndarray) -> None:
-    """A ``RuntimeWarning`` where a query's margins span more than :data:`MAX_EXACT_SPAN`
+    """A ``RuntimeWarning`` where a query's margins span more than ``MAX_EXACT_SPAN``
     (a training whose margins grow so far has diverged); O(n), mostly one min and max."""
     if not scores.size or float(scores.max()) - float(scores.min()) <= MAX_EXACT_SPAN:
         return
@@ -487,7 +487,7 @@ def plrank_grad_hess(
     scores : array of shape (n,)
         Raw margins (log-scores of the policy), finite; the estimate is invariant to a constant
         added to a query's scores. It is exact (up to its sampling) while a query's margins
-        span at most 1e10 (:data:`MAX_EXACT_SPAN`), far beyond any trained policy's; a wider
+        span at most 1e10 (``MAX_EXACT_SPAN``), far beyond any trained policy's; a wider
         query gets a ``RuntimeWarning``, as its estimate loses precision (7% at a span of
         1e14).
     labels : array of shape (n,)

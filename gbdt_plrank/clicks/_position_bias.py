@@ -133,7 +133,7 @@ def _check_identified(log: ClickLog, K: int) -> None:
 
 
 #: The least queries with displays that the estimate through the features takes: features
-#: identify the position bias only across queries, and the test of it (:func:`_check_evidence`)
+#: identify the position bias only across queries, and the test of it (``_check_evidence``)
 #: holds out half of them.
 MIN_FEATURE_QUERIES = 20
 
@@ -154,9 +154,9 @@ _IDENTIFY = (
 
 def _check_evidence(evidence: FeatureEvidence) -> None:
     r"""Refuse features that cannot identify the position bias: a log whose displayed rows span
-    fewer than :data:`MIN_FEATURE_QUERIES` queries, or features whose evidence
+    fewer than ``MIN_FEATURE_QUERIES`` queries, or features whose evidence
     (:func:`~gbdt_plrank.clicks._click_model.feature_evidence`) is below
-    :data:`MIN_FEATURE_EVIDENCE`.
+    ``MIN_FEATURE_EVIDENCE``.
 
     Features that do not predict the clicks beyond the rank on held-out queries (constant, noise,
     or too few rows for a model of them to carry over to other queries) leave :math:`f` flat
@@ -426,7 +426,7 @@ def features_estimate(
     n_jobs: int,
 ) -> tuple[np.ndarray, FeatureEvidence]:
     """The position bias through the features and the evidence of its features, before
-    :func:`estimate_position_bias` tests the evidence (:func:`_check_evidence`).
+    :func:`estimate_position_bias` tests the evidence (``_check_evidence``).
 
     Its arguments as :func:`estimate_position_bias`'s (all given), checked the same way; returns
     the estimate divided by its largest value and
