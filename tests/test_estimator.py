@@ -343,15 +343,16 @@ def test_repeating_one_ranking_gives_its_own_estimate():
 
 
 def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
-    scores = np.array([0.3, 1.0, -1.0, 0.5, 2.0, 0.1])
-    labels = np.array([2.0, 0.0, 0.0, 0.0, 1.0, 1.0])
-    ptr = np.array([0, 1, 4, 6])  # one document; no relevant document; a normal query
+    scores = np.array([0.3, 1.0, -1.0, 0.5, 2.0, 0.1, -0.4, 0.8, 1.5])
+    labels = np.array([2.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 0.0])
+    # one document; no relevant document; one label (every ranking scores the same); a normal one
+    ptr = np.array([0, 1, 4, 7, 9])
     for hessian in ("raw", "abs", "clip"):
         g, h = plrank_grad_hess(scores, labels, ptr, K=50, N=10, hessian=hessian)
-        assert np.all(g[:4] == 0.0) and np.all(h[:4] == 0.0)
-        assert np.all(g[4:] != 0.0)
+        assert np.all(g[:7] == 0.0) and np.all(h[:7] == 0.0)
+        assert np.all(g[7:] != 0.0)
     _, h = plrank_grad_hess(scores, labels, ptr, K=50, N=10, hessian="constant")
-    np.testing.assert_array_equal(h, np.ones(6))
+    np.testing.assert_array_equal(h, np.ones(9))
 
 
 def test_raw_hessian_trace_is_zero_at_equal_margins():

@@ -341,7 +341,7 @@ def test_exact_up_to_the_documented_span(span, D, K):
 def test_a_query_beyond_the_exact_span_warns_and_one_within_does_not(recwarn):
     """Margins spanning 1e20 gave a gradient several times the exact one without a word; now a
     RuntimeWarning names the query and the span (the estimate itself is unchanged)."""
-    from gbdt_plrank._training.plrank import MAX_EXACT_SPAN
+    from gbdt_plrank._training.plrank_grad_hess import MAX_EXACT_SPAN
 
     labels = np.array([2.0, 0.0, 1.0, 1.0, 0.0, 2.0])
     ptr = np.array([0, 3, 6])

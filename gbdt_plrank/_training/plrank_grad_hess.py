@@ -510,8 +510,9 @@ def plrank_grad_hess(
     grad, hess : float64 arrays of shape (n,)
         Queries with one document, or without a relevant document (unless
         ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode),
-        and so, without fairness, do the queries whose documents all have one label (every
-        ranking has the same metric, so the exact gradient and Hessian are 0);
+        and so, without fairness, do the queries whose documents all have one reward (one
+        label; with ``metric="precision"``, every document relevant): every ranking has the same
+        metric, so the exact gradient and Hessian are 0;
         the queries ``query_subsample`` leaves out get exactly 0 (in every mode).
         With ``"abs"``, ``"clip"`` and ``"denoised"`` (after its division), a query whose
         curvature vanishes against its gradient as a whole,
