@@ -24,7 +24,18 @@ documents and noise from it):
   ``label_noise``:math:`^2)`;
 - **grades** 0-4 by thresholding the noisy score at the quantiles that give the shares
   ``grade_shares`` (MSLR-WEB30K's, by default :data:`MSLR_GRADE_SHARES`), over the world's
-  score distribution (the same thresholds for every seed and split).
+  score distribution (the same thresholds for every seed and split);
+- **a protected group** (``groups``, :class:`WebGroups`; none by default): a document
+  attribute, an integer level 0-9 drawn uniformly (a quality score), whose levels below
+  ``10 * share`` form the protected group, and a query-level feature :math:`c_q \sim N(0, 1)`;
+  the protected documents' relevance score is shifted by ``query_shift`` :math:`\cdot\, c_q`,
+  so that the group's share of a query's merit varies from query to query, as QualityScore2's
+  group does in MSLR-WEB (FULTR's and SenSTIR's grouping: below its 40th percentile), while
+  the attribute says nothing about relevance over all queries. Both are observed exactly, as
+  the two columns after the ``n_features`` others. The group's draws come from a stream of
+  their own: the other columns, the noise and the query effects are those of the shape
+  without ``groups`` (the grades differ only where the shift moves a score across a threshold,
+  the thresholds set over the scores with the shift).
 
 Nothing here is fitted to a real dataset beyond these shapes; the bundled ``mslr-sample`` (90
 real MSLR queries) is the check on real data.
@@ -43,7 +54,7 @@ import scipy.sparse as sp
 from ._groups import Split
 from ._util.validation import check_choice, check_seed, is_int, is_number
 
-__all__ = ["MSLR_GRADE_SHARES", "WEB_VARIANTS", "WebShape", "make_web_splits"]
+__all__ = ["MSLR_GRADE_SHARES", "WEB_VARIANTS", "WebGroups", "WebShape", "make_web_splits"]
 
 #: The share of the grades 0..4 in MSLR-WEB30K (Qin and Liu 2013): 2.6 % in the top two.
 MSLR_GRADE_SHARES = (0.515, 0.325, 0.134, 0.018, 0.008)
@@ -65,6 +76,62 @@ MAX_DOCS_SIGMA = 10.0
 
 #: Nonlinear relevance: the pairs of informative columns whose products enter the score.
 _PAIRS = 15
+
+#: The stream of the protected group's draws (``[seed, _WORLD_SEED, _GROUPS_STREAM]``).
+_GROUPS_STREAM = 1
+
+#: The levels of the protected group's attribute: integers 0 .. _LEVELS - 1, drawn uniformly.
+_LEVELS = 10
+
+
+@dataclass(frozen=True)
+class WebGroups:
+    """A protected group whose share of a query's merit varies by query (the module's model).
+
+    Attributes
+    ----------
+    share : float
+        The protected group's share of the documents, a multiple of 0.1 in (0, 1): the
+        attribute's levels below ``10 * share``. Read the group back as the attribute below its
+        ``share``-quantile on the training split (``protected = {feature = n_features + 1,
+        quantile = share}`` in a frontier configuration).
+    query_shift : float
+        The standard deviation over queries of the shift of the protected documents' relevance
+        score (in units of the score's standard deviation, 1; the label noise's is
+        ``label_noise``). 1.25 makes the spread of the group's share of a query's merit that of
+        QualityScore2's group on the bundled MSLR sample (a standard deviation over queries of
+        about 0.23); 0 leaves the group without any relation to relevance.
+    """
+
+    share: float = 0.4
+    query_shift: float = 1.25
+
+    def __post_init__(self) -> None:
+        levels = self.share * _LEVELS
+        if not (0 < self.share < 1 and abs(levels - round(levels)) < 1e-9):
+            raise ValueError(
+                f"share must be a multiple of 0.1 in (0, 1), but {self.share!r} is given."
+            )
+        if not np.isfinite(self.query_shift) or self.query_shift < 0:
+            raise ValueError(
+                f"query_shift must be a finite number >= 0, but {self.query_shift!r} is given."
+            )
+
+    @property
+    def protected_levels(self) -> int:
+        """The attribute's levels of the protected group: 0 .. protected_levels - 1."""
+        return round(self.share * _LEVELS)
+
+    def draw(
+        self, sizes: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per document of queries of ``sizes``: the attribute, the query feature and the shift
+        of its relevance score."""
+        n = int(sizes.sum())
+        level = rng.integers(0, _LEVELS, size=n)
+        context = np.repeat(rng.standard_normal(sizes.shape[0]), sizes)
+        shift = self.query_shift * context * (level < self.protected_levels)
+        return level, context, shift
 
 
 @dataclass(frozen=True)
@@ -91,6 +158,10 @@ class WebShape:
         Feature columns, and how many of them the relevance depends on.
     grade_shares : tuple of float
         Share of each grade 0, 1, ... over the world's documents.
+    groups : WebGroups, optional
+        A protected group whose share of the merit varies by query (:class:`WebGroups`); its
+        attribute and query feature are two more columns, ``n_features + 1`` and
+        ``n_features + 2`` (1-based). None (default): no group.
     """
 
     relevance: Literal["linear", "nonlinear"] = "linear"
@@ -104,6 +175,7 @@ class WebShape:
     n_features: int = 136
     n_informative: int = 30
     grade_shares: tuple[float, ...] = MSLR_GRADE_SHARES
+    groups: WebGroups | None = None
 
     def __post_init__(self) -> None:
         check_choice("relevance", self.relevance, ("linear", "nonlinear"))
@@ -195,7 +267,11 @@ class _World:
         z = rng.standard_normal((_CALIBRATION_DOCS, m))
         raw = self._raw(z)
         self.center, self.scale = float(raw.mean()), float(raw.std())
-        noisy = self.score(z, rng.standard_normal(_CALIBRATION_DOCS), rng)
+        shift = 0.0
+        if shape.groups is not None:  # one document a query: the shift's marginal distribution
+            groups_rng = np.random.default_rng([_WORLD_SEED, _GROUPS_STREAM])
+            shift = shape.groups.draw(np.ones(_CALIBRATION_DOCS, dtype=np.int64), groups_rng)[2]
+        noisy = self.score(z, rng.standard_normal(_CALIBRATION_DOCS), rng, shift=shift)
         cuts = np.cumsum(np.asarray(shape.grade_shares) / np.sum(shape.grade_shares))[:-1]
         self.thresholds = np.quantile(noisy, cuts)
 
@@ -210,12 +286,18 @@ class _World:
         )
 
     def score(
-        self, z: np.ndarray, query_effect: np.ndarray, rng: np.random.Generator
+        self,
+        z: np.ndarray,
+        query_effect: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        shift: np.ndarray | float = 0.0,
     ) -> np.ndarray:
-        """The noisy relevance score of documents ``z`` with their query effect (N(0,1) draws)."""
+        """The noisy relevance score of documents ``z`` with their query effect (N(0,1) draws)
+        and the protected group's ``shift``."""
         standard = (self._raw(z) - self.center) / self.scale
         noise = self.shape.label_noise * rng.standard_normal(z.shape[0])
-        return standard + 0.5 * query_effect + noise
+        return standard + shift + 0.5 * query_effect + noise
 
 
 @lru_cache(maxsize=8)
@@ -224,7 +306,13 @@ def _world(shape: WebShape) -> _World:
     return _World(shape)
 
 
-def _split(world: _World, n_queries: int, rng: np.random.Generator, first_qid: int) -> Split:
+def _split(
+    world: _World,
+    n_queries: int,
+    rng: np.random.Generator,
+    first_qid: int,
+    groups_rng: np.random.Generator | None,
+) -> Split:
     shape = world.shape
     mu = np.log(shape.mean_docs) - 0.5 * shape.docs_sigma**2
     sizes = np.clip(
@@ -236,17 +324,23 @@ def _split(world: _World, n_queries: int, rng: np.random.Generator, first_qid: i
     shift = np.repeat(
         0.5 * rng.standard_normal((n_queries, shape.n_features), dtype=np.float32), sizes, axis=0
     )
+    groups = None
+    if shape.groups is not None and groups_rng is not None:
+        groups = shape.groups.draw(sizes, groups_rng)
     y = np.searchsorted(
         world.thresholds,
         world.score(
             z[:, : shape.n_informative].astype(np.float64),
             np.repeat(rng.standard_normal(n_queries), sizes),
             rng,
+            shift=0.0 if groups is None else groups[2],
         ),
     ).astype(np.float64)
     X = z + shift
     if shape.feature_noise > 0:
         X += np.float32(shape.feature_noise) * rng.standard_normal(X.shape, dtype=np.float32)
+    if groups is not None:
+        X = np.column_stack([X, groups[0], groups[1]]).astype(np.float32)
     return Split(_stored_csr(X), y, qid)
 
 
@@ -296,8 +390,11 @@ def make_web_splits(shape: WebShape | None = None, *, seed: int = 0) -> tuple[Sp
     seed = check_seed("seed", seed)
     world = _world(shape)
     rng = np.random.default_rng([seed, _WORLD_SEED])
+    groups_rng = (
+        None if shape.groups is None else np.random.default_rng([seed, _WORLD_SEED, _GROUPS_STREAM])
+    )
     splits, first = [], 0
     for n_queries in shape.queries:
-        splits.append(_split(world, n_queries, rng, first))
+        splits.append(_split(world, n_queries, rng, first, groups_rng))
         first += n_queries
     return splits[0], splits[1], splits[2]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -350,3 +352,94 @@ def test_load_dataset_draws_the_web_variants_by_fold() -> None:
     train, _, test = make_web_splits(WEB_VARIANTS["web-nonlinear"], seed=2)
     assert np.array_equal(train.X.toarray(), data.train.X.toarray())
     assert np.array_equal(test.y, data.test.y)
+
+
+# --------------------------------------------------------------------------------------------
+# A protected group whose share of a query's merit varies by query
+# --------------------------------------------------------------------------------------------
+def _merit_shares(split, protected: np.ndarray) -> np.ndarray:
+    gain = 2.0**split.y - 1
+    ptr = split.group_ptr
+    merit = np.add.reduceat(gain, ptr[:-1])
+    share = np.add.reduceat(gain * protected, ptr[:-1])
+    return share[merit > 0] / merit[merit > 0]
+
+
+def test_web_groups_add_an_attribute_and_a_query_feature_to_the_same_documents() -> None:
+    from gbdt_plrank._synthetic import WebGroups
+    from gbdt_plrank.datasets import MSLR_GRADE_SHARES, WebShape, make_web_dataset
+
+    plain = WebShape(relevance="nonlinear", queries=(300, 20, 20))
+    shape = replace(plain, groups=WebGroups(share=0.4, query_shift=1.25))
+    a, b = make_web_dataset(plain, seed=4), make_web_dataset(shape, seed=4)
+    for s, t in zip((a.train, a.vali, a.test), (b.train, b.vali, b.test)):
+        # the other columns, the noise and the query ids are those of the plain shape
+        assert t.X.shape == (s.X.shape[0], 138)
+        X = t.X.toarray()
+        np.testing.assert_array_equal(X[:, :136], s.X.toarray())
+        np.testing.assert_array_equal(t.qid, s.qid)
+        level, context = X[:, 136], X[:, 137]
+        assert set(np.unique(level)) == set(range(10))
+        ptr = t.group_ptr
+        assert np.all(
+            np.maximum.reduceat(context, ptr[:-1]) == np.minimum.reduceat(context, ptr[:-1])
+        )
+    train = b.train
+    X = train.X.toarray()
+    protected = (X[:, 136] < 4).astype(float)
+    assert abs(protected.mean() - 0.4) < 0.01
+    shares = np.bincount(train.y.astype(int), minlength=5) / train.y.shape[0]
+    assert np.allclose(shares, MSLR_GRADE_SHARES, atol=0.015)
+    # the group's merit share follows the query feature: more merit where it is high
+    context = X[train.group_ptr[:-1], 137]
+    gain = 2.0**train.y - 1
+    merit = np.add.reduceat(gain, train.group_ptr[:-1])
+    share = np.add.reduceat(gain * protected, train.group_ptr[:-1]) / np.maximum(merit, 1e-12)
+    assert np.corrcoef(context[merit > 0], share[merit > 0])[0, 1] > 0.6
+    # and spreads over queries as on MSLR (about 0.23), far more than without the shift (0.10)
+    spread = _merit_shares(train, protected).std()
+    flat = make_web_dataset(replace(plain, groups=WebGroups(query_shift=0.0)), seed=4).train
+    flat_spread = _merit_shares(flat, (flat.X[:, [136]].toarray()[:, 0] < 4).astype(float)).std()
+    assert 0.18 < spread < 0.28 and flat_spread < 0.13
+
+
+def test_web_groups_read_back_as_the_protected_group_of_a_frontier() -> None:
+    """The frontier's rule (the attribute below its share-quantile on the training split)
+    selects exactly the generator's protected documents, on every split."""
+    from gbdt_plrank._synthetic import WebGroups
+    from gbdt_plrank.harness.data import load
+    from gbdt_plrank.harness.item_groups import ProtectedGroup, with_item_groups
+
+    groups = WebGroups(share=0.3)
+    data = with_item_groups(
+        load("web-linear", 2, drop_empty_test_queries=False, web_groups=groups),
+        ProtectedGroup(feature=137, quantile=0.3),
+    )
+    assert data.name == "web-linear/Fold2"
+    for split in (data.train, data.vali, data.test):
+        np.testing.assert_array_equal(split.item_groups, split.X[:, [136]].toarray()[:, 0] < 3)
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [
+        ({"share": 0.45}, "share must be a multiple of 0.1 in (0, 1), but 0.45"),
+        ({"share": 1.0}, "share must be a multiple of 0.1 in (0, 1), but 1.0"),
+        ({"query_shift": -1.0}, "query_shift must be a finite number >= 0, but -1.0"),
+        ({"query_shift": float("inf")}, "query_shift must be a finite number >= 0, but inf"),
+    ],
+)
+def test_bad_web_groups_are_refused(groups: dict, message: str) -> None:
+    from gbdt_plrank._synthetic import WebGroups
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        WebGroups(**groups)
+
+
+def test_web_groups_are_for_the_web_variants_only() -> None:
+    from gbdt_plrank._synthetic import WebGroups
+    from gbdt_plrank.harness.data import load
+    from gbdt_plrank.harness.settings import ConfigError
+
+    with pytest.raises(ConfigError, match="but 'mq2008' is not one of them"):
+        load("mq2008", 1, drop_empty_test_queries=True, web_groups=WebGroups())

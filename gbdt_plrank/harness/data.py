@@ -10,13 +10,23 @@ folder with ``Fold1`` .. ``Fold5`` subfolders, or a folder holding ``train.txt``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .._groups import Split, query_rows
+from .._synthetic import WEB_VARIANTS, WebGroups
 from .._util.schema import ConfigError
-from ..datasets import NAMED, SINGLE_SPLIT, LTRDataset, _concat, _folder_files, load_dataset
+from ..datasets import (
+    NAMED,
+    SINGLE_SPLIT,
+    LTRDataset,
+    _concat,
+    _folder_files,
+    load_dataset,
+    make_web_dataset,
+)
 
 __all__ = [
     "check_data",
@@ -97,14 +107,29 @@ def without_empty_queries(split: Split) -> Split:
 
 
 def load(
-    data: str, fold: int, *, drop_empty_test_queries: bool, drop_empty_queries: bool = False
+    data: str,
+    fold: int,
+    *,
+    drop_empty_test_queries: bool,
+    drop_empty_queries: bool = False,
+    web_groups: WebGroups | None = None,
 ) -> LTRDataset:
     """Load fold ``fold`` of ``data``, optionally without the queries lacking relevant ones.
 
     ``drop_empty_test_queries`` leaves them out of the test split, ``drop_empty_queries`` out of
-    the training and validation splits.
+    the training and validation splits. ``web_groups`` draws a synthetic web variant (fold
+    ``k``: seed ``k``, as :func:`~gbdt_plrank.datasets.load_dataset`) with that protected group
+    (:class:`~gbdt_plrank._synthetic.WebGroups`); ``data`` must then be one of them.
     """
-    dataset = load_dataset(data, fold=fold)
+    if web_groups is None:
+        dataset = load_dataset(data, fold=fold)
+    elif data in WEB_VARIANTS:
+        dataset = make_web_dataset(replace(WEB_VARIANTS[data], groups=web_groups), seed=fold)
+    else:
+        raise ConfigError(
+            f"web_groups adds a protected group to the synthetic web data "
+            f"({', '.join(WEB_VARIANTS)}), but {data!r} is not one of them."
+        )
     test = without_empty_queries(dataset.test) if drop_empty_test_queries else dataset.test
     train, vali = dataset.train, dataset.vali
     if drop_empty_queries:
