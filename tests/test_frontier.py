@@ -17,12 +17,21 @@ from tiny_ltr import write_tiny_letor
 from gbdt_plrank import metrics
 from gbdt_plrank._fairness_terms import equal_exposure_target
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._synthetic import WebGroups
 from gbdt_plrank._training.evaluation import Halves, PolicyEvaluator
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import LTRDataset, Split
 from gbdt_plrank.harness.frontier import run as frontier
 from gbdt_plrank.harness.frontier.config import load_frontier_config
-from gbdt_plrank.harness.frontier.report import Point, compare_points
+from gbdt_plrank.harness.frontier.report import (
+    Point,
+    _best,
+    _Candidates,
+    _quadratic,
+    compare_points,
+    post_hoc_floor,
+    training_times,
+)
 from gbdt_plrank.harness.frontier.run import EVAL_SEED, EvalKey, _evaluate
 from gbdt_plrank.harness.item_groups import (
     ProtectedGroup,
@@ -517,6 +526,13 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
     assert all(math.isfinite(float(r["group_disparity"])) for r in rows)
     text = (tmp_path / "out" / "frontier.md").read_text()
     assert "post-hoc envelope" in text and "group_disparity" in text
+    assert "Post-hoc floor (chosen on validation, test values)" in text
+    assert "### Training time" in text and "| 1.00x |" in text
+    # every evaluation keeps its halves' group ratios, from which mixtures are exact
+    for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        ratios = np.array(record["group_ratios"], dtype=float)
+        assert ratios.shape[:2] == (2, len(record["qid"]))
 
 
 def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Path, monkeypatch):
@@ -549,3 +565,282 @@ def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Pat
         train_vali = [s for i, s in enumerate(seen) if i % 3 != 2]
         assert all(seen[2::3])  # the test split: drop_empty_test_queries
         assert all(train_vali) is drop
+
+
+# --------------------------------------------------------------------------------------------
+# Random mixtures of policies: their group disparity is exact, not the interpolation
+# --------------------------------------------------------------------------------------------
+def _grouped_split() -> Split:
+    groups = np.tile([0, 1, 1], 4)
+    return replace(_split(4), item_groups=groups)
+
+
+def _evaluated_point(split, curve, margins, *, weight=0.0, temperature=1.0, name="d"):
+    values = evaluate_policy(margins, split, k=K, n_samples=40, seed=7, n_jobs=1)
+    queries = [(f"{name}/Fold1", int(q)) for q in values.qid]
+    return Point(
+        name,
+        "test",
+        curve,
+        weight,
+        temperature,
+        0.0,
+        1,
+        {m: dict(zip(queries, v)) for m, v in values.values.items() if v is not None},
+        0.0,
+        {q: values.group_ratios[:, i][None] for i, q in enumerate(queries)},
+    ), values
+
+
+def test_mixture_group_disparity_is_that_of_the_mixed_exposure():
+    """A random mixture's exposure is the mixture of the exposures, and its group disparity is
+    the (unbiased) loss of that mixed exposure: lower than the interpolation, the loss being
+    convex, and far lower for two policies that favour opposite groups."""
+    split = _grouped_split()
+    margins = np.random.default_rng(5).normal(size=split.y.shape[0])
+    shift = 3.0 * protected_rows(split)
+    (up, _), (down, _) = (
+        _evaluated_point(split, "lambdamart", margins + s) for s in (shift, -shift)
+    )
+    candidates = _Candidates([up, down], list(up.ndcg), "group_disparity")
+    value = PolicyEvaluator(
+        RankingMetric("ndcg", K, "exp"), None, split, n_samples=40, seed=7, n_jobs=1
+    )
+    h_up, h_down = value.halves(margins + shift), value.halves(margins - shift)
+    for share in (0.3, 0.5):
+        mixed = Halves(
+            share * h_up.E_a + (1 - share) * h_down.E_a, share * h_up.E_b + (1 - share) * h_down.E_b
+        )
+        want = mixed.unbiased(
+            lambda e: metrics.group_disparity(
+                split.y, e, split.qid, split.item_groups, per_query=True
+            )
+        )
+        got = candidates.mixed({0: share, 1: 1 - share})
+        np.testing.assert_allclose(got["group_disparity"], want, atol=1e-12)
+        np.testing.assert_allclose(
+            got["ndcg"],
+            share * np.array(list(up.ndcg.values()))
+            + (1 - share) * np.array(list(down.ndcg.values())),
+        )
+    interpolated = 0.5 * (candidates.cost[0] + candidates.cost[1])
+    half = candidates.mixed({0: 0.5, 1: 0.5})["group_disparity"]
+    assert np.all(half < interpolated) and np.sum(half < 0.25 * interpolated) == 2
+    # a single policy's values are its own
+    np.testing.assert_array_equal(candidates.mixed({1: 1.0})["group_disparity"], candidates.cost[1])
+
+
+def test_a_mixture_fairer_than_both_policies_is_chosen():
+    """Two post-hoc policies favouring opposite groups mix to a policy fairer than either: the
+    fair policy's post-hoc match at no more group disparity is that mixture (with the
+    interpolation no post-hoc policy qualified), at its exact disparity."""
+    groups = np.tile([0, 1], 6)
+    split = Split(
+        np.zeros((12, 1)), np.tile([1.0, 1.0, 2.0, 2.0], 3), np.repeat([1, 2, 3], 4), groups
+    )
+    a = groups.astype(float)
+    up, _ = _evaluated_point(split, "lambdamart", 4.0 * a)
+    down, _ = _evaluated_point(split, "lambdamart", -4.0 * a, temperature=2.0)
+    fair, _ = _evaluated_point(split, "plrank-fair", 1.0 * a, weight=1.0, temperature=0.0)
+    unfair = [float(np.mean(list(p.values["group_disparity"].values()))) for p in (up, down, fair)]
+    assert unfair[2] < min(unfair[:2])
+    both = _Candidates([up, down], list(up.ndcg), "group_disparity")
+    assert both.mixed({0: 0.5, 1: 0.5})["group_disparity"].mean() < unfair[2]
+    points = [replace(p, split=s) for p in (up, down, fair) for s in ("vali", "test")]
+    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "fair"]
+    assert c.at_level is not None and "+" in c.at_level.name
+    # the chosen mixture meets the fair policy's level exactly (validation = test here)
+    assert c.at_level.unfairness == pytest.approx(c.unfairness, abs=1e-9)
+    assert c.at_level.unfairness_difference == pytest.approx(0.0, abs=1e-9)
+
+
+def test_best_mixture_against_a_grid():
+    """_best over quadratic costs and values: no share of any pair on a fine grid does better."""
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        n = 5
+        value, cost = rng.normal(size=n), rng.normal(size=n)
+        # quadratic mixtures: the half-half point below the interpolation (convex costs)
+        cost_mid = (cost[:, None] + cost[None, :]) / 2 - rng.uniform(0, 1, (n, n))
+        cost_mid = (cost_mid + cost_mid.T) / 2
+        np.fill_diagonal(cost_mid, cost)
+        value_mid = (value[:, None] + value[None, :]) / 2
+        level = float(rng.normal())
+        chosen = _best(value, cost, level, cost_mid=cost_mid)
+        grid = np.linspace(0, 1, 2001)
+        best = -np.inf
+        for i in range(n):
+            for j in range(n):
+                a, b, c = _quadratic(cost[i], cost[j], cost_mid[i, j])
+                ok = a * grid**2 + b * grid + c <= level
+                v = grid * value[i] + (1 - grid) * value[j]
+                best = max(best, v[ok].max(initial=-np.inf))
+        if chosen is None:
+            assert best == -np.inf
+            continue
+        got = sum(s * value[i] for i, s in chosen.items())
+        assert got >= best - 1e-9
+        i, j = (*chosen, *chosen)[:2]
+        share = chosen[i]
+        if len(chosen) == 2:
+            a, b, c = _quadratic(cost[i], cost[j], cost_mid[i, j])
+            assert a * share**2 + b * share + c <= level + 1e-9
+        del value_mid
+
+
+def test_ndcg_tolerance_and_standard_errors_of_the_goal_check():
+    """ndcg_tolerance lets a fair policy's post-hoc match at no less NDCG be that much less
+    relevant on validation; standard_errors sets how far a difference must go for a verdict."""
+    points = [
+        *_both("plrank-fair", 1.0, 0.0, 0.60, 0.50),
+        *_both("lambdamart", 0.0, 1.0, 0.61, 0.70),
+        *_both("lambdamart", 0.0, 2.0, 0.595, 0.45),  # 0.005 less relevant, fairer
+    ]
+
+    def fair(points, **options):
+        measure = "group_disparity"
+        return next(
+            c for c in compare_points(points, measure=measure, **options) if c.side == "fair"
+        )
+
+    # at no less NDCG (0.60): a third of T=1 and two thirds of T=2, less fair than 0.50
+    strict = fair(points)
+    assert strict.at_ndcg.name == "0.33 lambdamart T=1 + 0.67 lambdamart T=2"
+    assert strict.at_ndcg.unfairness_difference == pytest.approx(0.50 - (0.70 + 2 * 0.45) / 3)
+    assert strict.fairer_verdict == "above"
+    # 0.01 less relevant may be chosen: T=2 alone, fairer than the fair policy
+    loose = fair(points, ndcg_tolerance=0.01)
+    assert loose.at_ndcg.name == "lambdamart T=2" and loose.fairer_verdict == "not above"
+    # the fair policy's disparity with noise of its own: one standard error passes, two do not
+    noise = np.array([-0.03, 0.03, -0.03, 0.03])
+    noisy = [
+        replace(
+            p,
+            values={
+                **p.values,
+                "group_disparity": {
+                    q: v + noise[i] * (p.curve == "plrank-fair")
+                    for i, (q, v) in enumerate(p.values["group_disparity"].items())
+                },
+            },
+        )
+        for p in points
+    ]
+    one, two = (fair(noisy, standard_errors=z) for z in (1, 2))
+    assert one.at_ndcg.unfairness_se == pytest.approx(0.03 * math.sqrt(4 / 3) / 2)
+    assert one.fairer_verdict == "above" and two.fairer_verdict == "not above"
+
+
+def test_post_hoc_floor_is_read_on_validation():
+    points = [
+        *_both("lambdamart", 0.0, 0.1, 0.70, 0.60),
+        *_both("lambdarank", 0.0, 0.1, 0.695, 0.40),
+        *_both("plrank", 0.0, 1.0, 0.60, 0.10),
+        # the most relevant on test, not on validation
+        _point("vali", "lambdamart", 0.0, 0.5, 0.65, 0.5),
+        _point("test", "lambdamart", 0.0, 0.5, 0.90, 0.5),
+        *_both("plrank-fair", 1.0, 0.0, 0.99, 0.0),  # not post hoc
+    ]
+    best, fairest = post_hoc_floor(points, measure="group_disparity")["d"]
+    assert best.split == fairest.split == "test"
+    assert (best.curve, best.temperature) == ("lambdamart", 0.1) and fairest is best
+    _, fairest = post_hoc_floor(points, measure="group_disparity", ndcg_tolerance=0.01)["d"]
+    assert fairest.curve == "lambdarank"
+
+
+def test_training_times_over_lambdamart(tmp_path: Path):
+    path = tmp_path / "f.toml"
+    path.write_text(BASE + "folds = [1, 2]\nfairness_weights = [1]\n")
+    config = load_frontier_config(path)
+    records = {}
+    for fold, (lm, pl, fair) in zip((1, 2), ((10.0, 20.0, 40.0), (30.0, 40.0, 20.0))):
+        for curve, weight, seconds in (
+            ("lambdamart", 0.0, lm),
+            ("plrank", 0.0, pl),
+            ("plrank-fair", 1.0, fair),
+        ):
+            key = frontier.TrainingKey(f"mq2008/Fold{fold}", curve, weight, 0)
+            records[key] = {
+                "dataset": key.dataset,
+                "seed": 0,
+                "train_seconds": seconds,
+                "best_round": 10 * fold,
+                "rounds_run": 20 * fold,
+            }
+    times = {(t.curve, t.weight): t for t in training_times(records, config)}
+    assert set(times) == {("lambdamart", 0.0), ("plrank", 0.0), ("plrank-fair", 1.0)}
+    fair = times["plrank-fair", 1.0]
+    assert fair.trainings == 2 and fair.seconds == 30.0 and fair.over_lambdamart == 1.5
+    assert fair.best_round == 15 and fair.rounds_run == 30
+    assert (
+        times["plrank", 0.0].over_lambdamart == 1.5
+        and times["lambdamart", 0.0].over_lambdamart == 1.0
+    )
+
+
+WEB = (
+    'datasets = ["web-nonlinear"]\nfairness = "group-disparity"\n'
+    "web_groups = {share = 0.4, query_shift = 1.25}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            WEB + "protected = {feature = 137, quantile = 0.5}",
+            "web_groups puts the protected group's attribute in feature 137, its share 0.4 of "
+            "the documents below level 4, so it needs protected = {feature = 137, quantile = "
+            "0.4}, but protected = {feature = 137, quantile = 0.5} is given",
+        ),
+        (WEB, "so it needs protected = {feature = 137, quantile = 0.4}, but no protected table"),
+        (
+            WEB.replace('"web-nonlinear"', '"web-nonlinear", "mq2008"')
+            + "protected = {feature = 137, quantile = 0.4}",
+            "web_groups draws the synthetic web data (web-linear, web-nonlinear, web-noisy), but "
+            "datasets holds 'mq2008'",
+        ),
+        (
+            WEB.replace("share = 0.4", "share = 0.45"),
+            "web_groups must be a table {share, query_shift}, but {'share': 0.45, 'query_shift': "
+            "1.25} is given (share must be a multiple of 0.1 in (0, 1), but 0.45 is given)",
+        ),
+        (
+            WEB.replace("share = 0.4,", "share = 0.4, shift = 1,"),
+            "(unknown key 'shift'; allowed: share, query_shift)",
+        ),
+        (BASE + "ndcg_tolerance = -0.01", "ndcg_tolerance must be a number >= 0, but -0.01"),
+        (BASE + "standard_errors = 0", "standard_errors must be a number > 0, but 0 is given"),
+    ],
+)
+def test_web_groups_and_goal_check_config_errors(tmp_path: Path, text: str, message: str):
+    path = tmp_path / "f.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_frontier_config(path)
+    assert message in str(info.value)
+
+
+def test_shipped_web_group_config_loads():
+    config = load_frontier_config(CONFIGS / "fairness_group_web.toml")
+    assert config.datasets == ("web-nonlinear",) and config.folds == (1, 2, 3)
+    assert config.web_groups == WebGroups(share=0.4, query_shift=1.25)
+    assert config.protected == ProtectedGroup(feature=137, quantile=0.4)
+    assert config.settings()["web_groups"] == {"share": 0.4, "query_shift": 1.25}
+    # every setting the figures depend on is written out, not left to a default
+    text = (CONFIGS / "fairness_group_web.toml").read_text()
+    for key in (
+        "rounds",
+        "learning_rate",
+        "max_depth",
+        "min_child_weight",
+        "lambda",
+        "early_stopping_rounds",
+        "patience_rate",
+        "min_rounds",
+        "N",
+        "train_K",
+        "hessian",
+        "stopping_metric",
+    ):
+        assert f"\n{key} = " in text, key

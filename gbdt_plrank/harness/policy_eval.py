@@ -16,6 +16,10 @@ query ids):
   :math:`2 f(\hat E) - (f(\hat E_A) + f(\hat E_B)) / 2`, which is the polarisation identity for
   the bilinear form :math:`f(\hat E_A, \hat E_B)` of a quadratic :math:`f` (its expectation is
   :math:`f(E)` since the halves are independent).
+
+With item groups, the evaluation also keeps each half's exposure per unit of merit of every
+query's groups (:func:`~gbdt_plrank._fairness_terms.group_ratios`): linear in the exposure,
+they give the group disparity of a random mixture of policies exactly (the report's mixtures).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
+from .._fairness_terms import FAIRNESS_TERMS, ExposureRows, equal_exposure_target, group_ratios
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
 from .._training.evaluation import EVAL_ROUNDS, PolicyEvaluator, per_sample_metric
@@ -57,7 +61,9 @@ class PolicyValues:
 
     ``mc_mean`` and ``mc_var`` are the mean and variance over the sampled rankings of the
     dataset-mean NDCG@k of each sample (0 variance for an exact evaluation); ``n_samples``
-    the number of samples (1 for an exact evaluation).
+    the number of samples (1 for an exact evaluation). ``group_ratios``: with item groups, the
+    two halves' :func:`~gbdt_plrank._fairness_terms.group_ratios`, shape (2, queries, groups)
+    (an exact evaluation's twice), else None.
     """
 
     qid: np.ndarray
@@ -65,6 +71,7 @@ class PolicyValues:
     mc_mean: float
     mc_var: float
     n_samples: int
+    group_ratios: np.ndarray | None = None
 
     @property
     def ndcg(self) -> np.ndarray:
@@ -97,6 +104,14 @@ def _losses(
         )
         for name, term in FAIRNESS_TERMS.items()
     }
+
+
+def _ratios(split: Split, halves: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
+    """The two halves' group ratios (:class:`PolicyValues`), None without item groups."""
+    if split.item_groups is None:
+        return None
+    rows = ExposureRows(split.y, split.group_ptr, "exp", split.item_groups)
+    return np.stack([group_ratios(rows, e) for e in halves])
 
 
 def _value(split: Split, k: int, **options: Any) -> PolicyEvaluator:
@@ -148,12 +163,14 @@ def evaluate_policy(
         )
         mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
     values = {"ndcg": ndcg_q, **_losses(split, k, h.unbiased)}
-    return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples)
+    ratios = _ratios(split, (h.E_a, h.E_b))
+    return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples, ratios)
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
     values = {"ndcg": ndcg_q, **_losses(split, k, lambda loss: loss(exposure))}
-    return PolicyValues(np.unique(split.qid), values, float(ndcg_q.mean()), 0.0, 1)
+    ratios = _ratios(split, (exposure, exposure))
+    return PolicyValues(np.unique(split.qid), values, float(ndcg_q.mean()), 0.0, 1, ratios)
 
 
 def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:

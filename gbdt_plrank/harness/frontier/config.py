@@ -10,10 +10,14 @@
     plrank_method = "plrank-xgb"           # the PL-Rank method of both PL-Rank curves
     fairness = "group-disparity"           # the fair curve's loss and the report's measure
     protected = {feature = 41, quantile = 0.5}   # item groups (group-disparity needs them)
+    web_groups = {share = 0.4, query_shift = 1.25}  # synthetic web data with a protected group
     fairness_weights = [0.3, 1, 3, 10]
     temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
     group_offsets = [-2, -1, 0, 1, 2]      # post-hoc offsets of the protected group (needs protected)
     n_samples = 1000                       # Monte-Carlo rankings per query and policy
+    ndcg_tolerance = 0.01                  # the report: a fair policy's post-hoc match at no
+                                           # less NDCG may be this much less relevant
+    standard_errors = 2                    # the report's verdicts: by more than 2 s.e.
 
     [trees]                                # as in a comparison
     [plrank]                               # PL-Rank options of both PL-Rank curves
@@ -26,12 +30,14 @@ naming the key, the value and the rule.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..._fairness_terms import fairness_names, fairness_term
+from ..._synthetic import WEB_VARIANTS, WebGroups
 from ..._training.options import PLRankOptions
 from ..._util.schema import ConfigError, registered, validate
 from ..item_groups import ProtectedGroup
@@ -58,6 +64,17 @@ _PLRANK_METHODS = tuple(
     if m.objective == PLRANK and m.hessian is None and m.library in ("xgboost", "lightgbm")
 )
 
+
+def _web_groups(value: Any) -> Any:
+    """A ``web_groups`` table as :class:`~gbdt_plrank._synthetic.WebGroups` (its own checks)."""
+    if not isinstance(value, dict):
+        return value
+    unknown = sorted(set(value) - set(WebGroups.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}; allowed: share, query_shift")
+    return WebGroups(**value)
+
+
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Temperature = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Offset = Annotated[float, Field(allow_inf_nan=False)]
@@ -70,6 +87,14 @@ class FrontierConfig(ExperimentConfig):
     gives every document an item group (``item_groups``; needed by ``"group-disparity"``);
     ``group_offsets`` (needs ``protected``) are the post-hoc offsets :math:`b` of the protected
     group, in units of each model's validation spread, under every temperature.
+    ``web_groups`` draws the synthetic web data (every entry of ``datasets`` one of
+    :data:`~gbdt_plrank._synthetic.WEB_VARIANTS`) with a protected group whose share of the
+    merit varies by query (:class:`~gbdt_plrank._synthetic.WebGroups`); ``protected`` must
+    then read it back: ``{feature = n_features + 1, quantile = share}``.
+    ``ndcg_tolerance`` and ``standard_errors`` set the report's goal check (they change no
+    training or evaluation; :mod:`.report`): a fair policy's post-hoc match at no less expected
+    NDCG may be ``ndcg_tolerance`` less relevant on validation, and a verdict needs a
+    difference of more than ``standard_errors`` standard errors.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training
     and validation splits too (the test split's follow ``drop_empty_test_queries``), so that
     every model is trained, early-stopped and chosen on the kind of query it is judged on. No
@@ -96,10 +121,15 @@ class FrontierConfig(ExperimentConfig):
         "expected-exposure", description="a registered fairness term's name"
     )
     protected: ProtectedGroup | None = Field(None, description="a table")
+    web_groups: Annotated[WebGroups | None, BeforeValidator(_web_groups)] = Field(
+        None, description="a table {share, query_shift}"
+    )
     group_offsets: items(  # type: ignore[valid-type]
         Offset, rule="a non-empty list of distinct finite numbers"
     ) = (0.0,)
     n_samples: int = Field(1000, ge=2, multiple_of=2, description="an even integer >= 2")
+    ndcg_tolerance: float = Field(0.0, ge=0, allow_inf_nan=False, description="a number >= 0")
+    standard_errors: float = Field(1.0, gt=0, allow_inf_nan=False, description="a number > 0")
 
     @field_validator("plrank")
     @classmethod
@@ -113,6 +143,8 @@ class FrontierConfig(ExperimentConfig):
 
     @model_validator(mode="after")
     def _groups_given(self) -> FrontierConfig:
+        if self.web_groups is not None:
+            self._check_web_groups(self.web_groups)
         if fairness_term(self.fairness).needs_item_groups and self.protected is None:
             raise ValueError(
                 f"fairness = {self.fairness!r} needs item groups: give protected = "
@@ -125,6 +157,28 @@ class FrontierConfig(ExperimentConfig):
                 f"group_offsets = {list(self.group_offsets)} is given without one"
             )
         return self
+
+    def _check_web_groups(self, groups: WebGroups) -> None:
+        """Every dataset a web variant, and ``protected`` the group's attribute and share."""
+        other = [d for d in self.datasets if d not in WEB_VARIANTS]
+        if other:
+            raise ValueError(
+                f"web_groups draws the synthetic web data ({', '.join(WEB_VARIANTS)}), but "
+                f"datasets holds {other[0]!r}"
+            )
+        feature = {WEB_VARIANTS[d].n_features + 1 for d in self.datasets}
+        wanted = ProtectedGroup(feature=min(feature), quantile=groups.share)
+        if len(feature) > 1 or self.protected != wanted:
+            raise ValueError(
+                f"web_groups puts the protected group's attribute in feature {min(feature)}, "
+                f"its share {groups.share:g} of the documents below level "
+                f"{groups.protected_levels}, so it needs {wanted.describe()}, but "
+                + (
+                    "no protected table is given"
+                    if self.protected is None
+                    else f"{self.protected.describe()} is given"
+                )
+            )
 
     @property
     def measure(self) -> str:
@@ -172,6 +226,7 @@ class FrontierConfig(ExperimentConfig):
             "n_samples": self.n_samples,
             "fairness": self.fairness,
             "protected": None if self.protected is None else self.protected.model_dump(),
+            **({} if self.web_groups is None else {"web_groups": asdict(self.web_groups)}),
         }
 
 

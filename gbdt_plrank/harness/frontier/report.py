@@ -30,8 +30,16 @@ other way round, each fair policy (every weight, as trained and under every temp
 against the post-hoc policies (and their mixtures) chosen for it on validation the same way:
 the most relevant at no more unfairness, the fairest at no less expected NDCG. Differences are
 always fair minus post hoc; a verdict (:data:`VERDICTS`) says whether the fair policy is better
-on test by more than a standard error in the compared measure without being worse by more than
-one in the other.
+on test by more than :math:`z` standard errors in the compared measure without being worse by
+more than :math:`z` in the other (``standard_errors`` of the configuration, 1 by default). With
+``ndcg_tolerance`` :math:`\delta > 0`, a fair policy's post-hoc policy *at no less NDCG* is the
+fairest whose expected NDCG is at least the fair one's minus :math:`\delta` (the post hoc side
+may be that much less relevant).
+
+The *post-hoc floor* is read on validation: the post-hoc point of the highest expected NDCG,
+and the fairest post-hoc point whose expected NDCG is within ``ndcg_tolerance`` of it; the
+report gives their test values. The trainings' seconds, rounds and their ratio to LambdaMART's
+are tabled per curve (:func:`training_times`).
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm
+from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm, ratio_disparity
 from ..._util.compat import is_installed, missing_message, require
 from ..data import family
 from ..stats import paired
@@ -56,6 +64,7 @@ from .run import (
     ORACLE,
     TEMPERATURE_CURVES,
     planned_evaluations,
+    planned_trainings,
 )
 
 __all__ = [
@@ -66,6 +75,8 @@ __all__ = [
     "csv_columns",
     "measures",
     "pool",
+    "post_hoc_floor",
+    "training_times",
     "write_frontier_report",
 ]
 
@@ -122,7 +133,9 @@ class Point:
     """One pooled point of a data entry and split: per-query values (seeds averaged).
 
     ``values`` maps each of the :func:`measures` that the evaluations hold to its per-query
-    values, keyed by (fold label, query id).
+    values, keyed by (fold label, query id). ``ratios``: with item groups, per query the group
+    ratios of the two halves of each seed's evaluation (:class:`~..policy_eval.PolicyValues`),
+    shape (seeds, 2, groups), from which the group disparity of a mixture is exact.
     """
 
     dataset: str
@@ -134,6 +147,7 @@ class Point:
     seeds: int
     values: dict[str, Values]
     mc_se: float
+    ratios: dict[tuple[str, int], np.ndarray] | None = None
 
     @property
     def ndcg(self) -> Values:
@@ -218,6 +232,14 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
                     table.setdefault((r["dataset"], q), []).append(v)
         queries_per_fold = {r["dataset"]: len(r["qid"]) for r in records}
         means = {m: {q: float(np.mean(v)) for q, v in t.items()} for m, t in sums.items()}
+        ratios = None
+        if all(r.get("group_ratios") is not None for r in records):
+            by_query: dict[tuple[str, int], list[np.ndarray]] = {}
+            for r in sorted(records, key=lambda r: r["seed"]):
+                halves = np.array(r["group_ratios"], dtype=np.float64)  # None -> NaN
+                for i, q in enumerate(r["qid"]):
+                    by_query.setdefault((r["dataset"], q), []).append(halves[:, i])
+            ratios = {q: np.stack(v) for q, v in by_query.items()}
         points.append(
             Point(
                 name,
@@ -229,6 +251,7 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
                 len({r["seed"] for r in records}),
                 means,
                 _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
+                ratios,
             )
         )
     return points
@@ -240,7 +263,8 @@ class Match:
 
     ``name``: one fair policy (``"w=0.3"`` as trained, ``"w=1 T=0.5"`` under a temperature) or a
     random mixture of two (``"0.75 w=0.3 + 0.25 w=1"``). Test means of the fair policy
-    (``ndcg``, ``unfairness``; a mixture's unfairness is the interpolation, an upper bound) and
+    (``ndcg``, ``unfairness``; a mixture's unfairness is exact for the group disparity, else
+    the interpolation, an upper bound: :class:`_Candidates`) and
     the mean paired differences fair minus post hoc over the test queries with their standard
     errors; ``p_randomization`` is the paired randomization test's for expected NDCG.
     """
@@ -280,61 +304,108 @@ class Comparison:
     unfairness: float
     at_level: Match | None
     at_ndcg: Match | None
+    standard_errors: float = 1.0
 
     @property
     def verdict(self) -> str:
-        """The fair policy at no more unfairness on test (:data:`VERDICTS`)."""
-        m = self.at_level
+        """The fair policy at no more unfairness on test (:data:`VERDICTS`), at
+        ``standard_errors`` standard errors."""
+        m, z = self.at_level, self.standard_errors
         if m is None:
             return "not reached"
-        if m.ndcg_difference <= m.ndcg_se:
+        if m.ndcg_difference <= z * m.ndcg_se:
             return "not above"
-        return "above" if m.unfairness_difference <= m.unfairness_se else "more relevant, less fair"
+        if m.unfairness_difference <= z * m.unfairness_se:
+            return "above"
+        return "more relevant, less fair"
 
     @property
     def fairer_verdict(self) -> str:
-        """The fair policy at no less expected NDCG on test (:data:`VERDICTS`)."""
-        m = self.at_ndcg
+        """The fair policy at no less expected NDCG on test (:data:`VERDICTS`), at
+        ``standard_errors`` standard errors."""
+        m, z = self.at_ndcg, self.standard_errors
         if m is None:
             return "not reached"
-        if -m.unfairness_difference <= m.unfairness_se:
+        if -m.unfairness_difference <= z * m.unfairness_se:
             return "not above"
-        return "above" if m.ndcg_difference >= -m.ndcg_se else "fairer, less relevant"
+        return "above" if m.ndcg_difference >= -z * m.ndcg_se else "fairer, less relevant"
 
 
-#: What a verdict says about the chosen fair policy on test.
+#: What a verdict says about the chosen fair policy on test; ``{z}``: the standard errors.
 VERDICTS = {
-    "above": "better by more than one standard error in the compared measure, and not worse by "
-    "more than one in the other",
-    "more relevant, less fair": "higher expected NDCG by more than one standard error, but "
-    "more unfair by more than one: the validation level did not hold",
-    "fairer, less relevant": "fairer by more than one standard error, but less relevant by more "
-    "than one: the validation level did not hold",
-    "not above": "not better by more than one standard error",
+    "above": "better by more than {z} in the compared measure, and not worse by more than {z} "
+    "in the other",
+    "more relevant, less fair": "higher expected NDCG by more than {z}, but more unfair by more "
+    "than {z}: the validation level did not hold",
+    "fairer, less relevant": "fairer by more than {z}, but less relevant by more than {z}: the "
+    "validation level did not hold",
+    "not above": "not better by more than {z}",
     "not reached": "no policy of the other side qualifies on validation (for a fair policy at "
     "no more unfairness: no post-hoc policy is as fair)",
 }
+
+
+def _errors(z: float) -> str:
+    """``"one standard error"``, ``"2 standard errors"``."""
+    return "one standard error" if z == 1 else f"{z:g} standard errors"
 
 
 def _mean(values: Values, queries: Sequence) -> float:
     return float(np.mean([values[q] for q in queries]))
 
 
-def _best(value: Sequence[float], cost: Sequence[float], level: float) -> dict[int, float] | None:
+def _quadratic(
+    at_i: np.ndarray, at_j: np.ndarray, mid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Coefficients (a, b, c) of :math:`q(s) = a s^2 + b s + c` through q(0) = ``at_j``,
+    q(1/2) = ``mid`` and q(1) = ``at_i``: a mean of a quadratic loss of the mixture of i (share
+    s) and j."""
+    a = 2.0 * (at_i + at_j) - 4.0 * mid
+    return a, at_i - at_j - a, at_j
+
+
+def _best(
+    value: Sequence[float],
+    cost: Sequence[float],
+    level: float,
+    *,
+    value_mid: np.ndarray | None = None,
+    cost_mid: np.ndarray | None = None,
+) -> dict[int, float] | None:
     """The candidate, or random mixture of two, with the highest value at a cost <= ``level``.
 
-    A mixture of ``i`` (cost at most the level) and ``j`` (cost above it) takes the share of
-    ``i`` that puts the interpolated cost at the level. Returns {candidate index: share}, or
-    None when no candidate's cost is at most the level.
+    ``value_mid`` and ``cost_mid`` (n, n): the value and cost of each pair's half-half mixture;
+    None where they are linear in the share (their interpolation). Over a pair (i, j) both are
+    then quadratic in the share s of i (:func:`_quadratic`), and the best mixture is at a share
+    where the cost meets the level, or where the value is highest. Returns {candidate index:
+    share}, the fairer first, or None when no candidate or mixture has a cost at most the
+    level.
     """
-    options = [(value[i], {i: 1.0}) for i in range(len(value)) if cost[i] <= level]
-    for i in range(len(value)):
-        for j in range(len(value)):
-            if cost[i] <= level < cost[j]:
-                share = (cost[j] - level) / (cost[j] - cost[i])
-                options.append(
-                    (share * value[i] + (1 - share) * value[j], {i: share, j: 1 - share})
-                )
+    v, c = np.asarray(value, dtype=np.float64), np.asarray(cost, dtype=np.float64)
+    options = [(v[i], {i: 1.0}) for i in range(v.size) if c[i] <= level]
+    vm = (v[:, None] + v[None, :]) / 2.0 if value_mid is None else value_mid
+    cm = (c[:, None] + c[None, :]) / 2.0 if cost_mid is None else cost_mid
+    va, vb, vc = np.broadcast_arrays(*_quadratic(v[:, None], v[None, :], vm))
+    ca, cb, cc = np.broadcast_arrays(*_quadratic(c[:, None], c[None, :], cm))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flat = np.abs(ca) <= 1e-12 * (np.abs(cb) + np.abs(cc - level))
+        disc = np.sqrt(np.maximum(cb * cb - 4.0 * ca * (cc - level), 0.0))
+        shares = [
+            np.where(flat, (level - cc) / cb, (-cb - disc) / (2.0 * ca)),
+            np.where(flat, np.nan, (-cb + disc) / (2.0 * ca)),
+            np.where(np.abs(va) > 0, -vb / (2.0 * va), np.nan),  # the value's extremum
+        ]
+    slack = 1e-12 * (1.0 + abs(level))
+    for s in shares:
+        with np.errstate(invalid="ignore"):
+            at = (s > 0) & (s < 1) & (ca * s * s + cb * s + cc <= level + slack)
+        at &= np.triu(np.ones_like(at), k=1)
+        for i, j in zip(*np.nonzero(at)):
+            share = float(s[i, j])
+            fairer = (i, share), (j, 1.0 - share)
+            if c[j] < c[i]:
+                fairer = fairer[::-1]
+            options.append((float(va[i, j] * share**2 + vb[i, j] * share + vc[i, j]), dict(fairer)))
     return max(options, key=lambda o: o[0])[1] if options else None
 
 
@@ -349,34 +420,94 @@ def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
     return " + ".join(f"{s:.2f} {name(points[i])}" for i, s in shares.items())
 
 
+#: The report's measure whose mixtures are exact (from the group ratios of the evaluations).
+_RATIO_MEASURE = FAIRNESS_TERMS["group-disparity"].column
+
+
+class _Candidates:
+    """Policies of one side on one split over ``queries``: their per-query values and those of
+    random mixtures of them.
+
+    Expected NDCG is linear in the exposure, so a mixture's is the interpolation. So is the
+    group ratio of every group (:func:`~gbdt_plrank._fairness_terms.group_ratios`), and the
+    group disparity of a mixture is computed from the mixed ratios of each seed's two halves
+    (unbiased, as the evaluation's: :mod:`..policy_eval`), exactly; a quadratic loss of the
+    exposure is convex, so it is lower than the interpolation. For another measure the
+    interpolation, an upper bound, stands in for it.
+    """
+
+    def __init__(self, points: Sequence[Point], queries: Sequence, measure: str) -> None:
+        self.points, self.queries, self.measure = points, list(queries), measure
+        self.ndcg = np.array([[p.ndcg[q] for q in self.queries] for p in points])
+        self.cost = np.array([[p.values[measure][q] for q in self.queries] for p in points])
+        self.ratios = None
+        if measure == _RATIO_MEASURE and all(p.ratios is not None for p in points):
+            width = max(p.ratios[q].shape[-1] for p in points for q in self.queries)  # type: ignore[index]
+            pad = [(0, 0), (0, 0), (0, 0)]
+            self.ratios = np.array(
+                [
+                    [
+                        np.pad(r, [*pad[:-1], (0, width - r.shape[-1])], constant_values=np.nan)
+                        for r in (p.ratios[q] for q in self.queries)  # type: ignore[index]
+                    ]
+                    for p in points
+                ]
+            )  # (policies, queries, seeds, 2, groups)
+
+    @staticmethod
+    def _disparity(ratios: np.ndarray) -> np.ndarray:
+        """Per query (seeds averaged): the unbiased group disparity of two halves' ratios."""
+        a, b = ratios[..., 0, :], ratios[..., 1, :]
+        both = 2.0 * ratio_disparity(0.5 * (a + b)) - 0.5 * (
+            ratio_disparity(a) + ratio_disparity(b)
+        )
+        return both.mean(axis=-1)
+
+    def mixed(self, shares: dict[int, float]) -> dict[str, np.ndarray]:
+        """Per query: expected NDCG and the measure of the mixture ``shares``."""
+        weights = np.zeros(len(self.points))
+        weights[list(shares)] = list(shares.values())
+        out = {"ndcg": weights @ self.ndcg, self.measure: weights @ self.cost}
+        if self.ratios is not None and len(shares) > 1:
+            out[self.measure] = self._disparity(np.tensordot(weights, self.ratios, axes=1))
+        return out
+
+    def cost_mid(self) -> np.ndarray | None:
+        """(n, n): the mean measure of each pair's half-half mixture; None where it is the
+        interpolation."""
+        if self.ratios is None:
+            return None
+        n = len(self.points)
+        out = np.empty((n, n))
+        for i in range(n):
+            out[i] = self._disparity(0.5 * (self.ratios[i][None] + self.ratios)).mean(axis=1)
+        return out
+
+
 def _match(
     base: Point,
-    others: Sequence[Point],
+    others: _Candidates,
     shares: dict[int, float],
-    measure: str,
-    queries: Sequence,
     *,
     fair_base: bool,
 ) -> Match:
-    """The test comparison of the mixture ``shares`` of ``others`` with ``base``, paired by query.
+    """The test comparison of the mixture ``shares`` of ``others`` with ``base``, paired by
+    query over the queries of ``others``.
 
     Differences are fair minus post hoc: ``others`` minus ``base``, or the reverse when the base
     is the fair policy (``fair_base``).
     """
-    mixed = {
-        metric: {
-            q: sum(s * others[i].values[metric][q] for i, s in shares.items()) for q in queries
-        }
-        for metric in ("ndcg", measure)
-    }
+    queries, measure = others.queries, others.measure
+    mixed = others.mixed(shares)
     sign = -1.0 if fair_base else 1.0
-    d = {m: sign * np.array([mixed[m][q] - base.values[m][q] for q in queries]) for m in mixed}
+    d = {m: sign * (v - np.array([base.values[m][q] for q in queries])) for m, v in mixed.items()}
     se = {m: float(v.std(ddof=1) / math.sqrt(v.size)) for m, v in d.items()}
-    fair, post = (base.ndcg, mixed["ndcg"]) if fair_base else (mixed["ndcg"], base.ndcg)
+    mixed_ndcg = dict(zip(queries, mixed["ndcg"]))
+    fair, post = (base.ndcg, mixed_ndcg) if fair_base else (mixed_ndcg, base.ndcg)
     return Match(
-        _mixture_name(others, shares),
-        _mean(mixed["ndcg"], queries),
-        _mean(mixed[measure], queries),
+        _mixture_name(others.points, shares),
+        float(mixed["ndcg"].mean()),
+        float(mixed[measure].mean()),
         float(d["ndcg"].mean()),
         se["ndcg"],
         float(d[measure].mean()),
@@ -402,44 +533,61 @@ def _aligned(vali: Sequence[Point], test: Sequence[Point]) -> tuple[list[Point],
     return [v for v, _ in pairs], [t for _, t in pairs]
 
 
+def _common(points: Sequence[Point]) -> list:
+    """The queries every one of ``points`` scored, in the first one's order."""
+    if not points:
+        return []
+    return [q for q in points[0].ndcg if all(q in p.ndcg for p in points)]
+
+
 def _against(
     base: tuple[Point, Point],
-    others: tuple[Sequence[Point], Sequence[Point]],
-    measure: str,
+    others: tuple[_Candidates, _Candidates],
     *,
     fair_base: bool,
-) -> tuple[Match | None, Match | None, list]:
+    ndcg_tolerance: float = 0.0,
+) -> tuple[Match | None, Match | None]:
     """Choose among ``others`` on validation for ``base`` (validation, test); compare on test.
 
-    Returns the match at no more unfairness, the match at no less expected NDCG, and the test
-    queries the base and every one of ``others`` scored.
+    Returns the match at no more unfairness and the match at no less expected NDCG (for a fair
+    base: no less than its own minus ``ndcg_tolerance``).
     """
     (base_v, base_t), (others_v, others_t) = base, others
-    tq = [q for q in base_t.ndcg if all(q in o.ndcg for o in others_t)]
-    vq = [q for q in base_v.ndcg if all(q in o.ndcg for o in others_v)]
-    if not others_t or len(tq) < 2 or not vq:
-        return None, None, tq
-    nd = [_mean(o.ndcg, vq) for o in others_v]
-    un = [_mean(o.values[measure], vq) for o in others_v]
+    if not others_t.points or len(others_t.queries) < 2 or not others_v.queries:
+        return None, None
+    vq, measure = others_v.queries, others_v.measure
+    nd, un = others_v.ndcg.mean(axis=1), others_v.cost.mean(axis=1)
+    mid = others_v.cost_mid()
     chosen = (
-        _best(nd, un, _mean(base_v.values[measure], vq)),
-        _best([-u for u in un], [-n for n in nd], -_mean(base_v.ndcg, vq)),
+        _best(nd, un, _mean(base_v.values[measure], vq), cost_mid=mid),
+        _best(
+            -un,
+            -nd,
+            -(_mean(base_v.ndcg, vq) - (ndcg_tolerance if fair_base else 0.0)),
+            value_mid=None if mid is None else -mid,
+        ),
     )
     at_level, at_ndcg = (
-        None if c is None else _match(base_t, others_t, c, measure, tq, fair_base=fair_base)
-        for c in chosen
+        None if c is None else _match(base_t, others_t, c, fair_base=fair_base) for c in chosen
     )
-    return at_level, at_ndcg, tq
+    return at_level, at_ndcg
 
 
-def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]:
+def compare_points(
+    points: Sequence[Point],
+    *,
+    measure: str,
+    ndcg_tolerance: float = 0.0,
+    standard_errors: float = 1.0,
+) -> list[Comparison]:
     """The goal check of the module docstring, for every post-hoc and every fair policy.
 
     Each post-hoc point (``side="post hoc"``) against the fair policies; each fair policy
     (``side="fair"``) against the post-hoc points (``at_level``: the most relevant post-hoc
-    policy at no more unfairness; ``at_ndcg``: the fairest at no less expected NDCG). Differences
-    are always fair minus post hoc. Means are over the queries of a split that the base and
-    every candidate scored (all of them once a run is complete).
+    policy at no more unfairness; ``at_ndcg``: the fairest at no less expected NDCG, less
+    ``ndcg_tolerance``). Differences are always fair minus post hoc; the verdicts count
+    ``standard_errors`` standard errors. Means are over the queries of a split that every
+    policy of both sides scored (all of them once a run is complete).
     """
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
@@ -461,13 +609,21 @@ def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]
         fair_v, fair_t = _aligned(split["vali"][0], split["test"][0])
         post_v, post_t = _aligned(split["vali"][1], split["test"][1])
         envelope = _envelope(post_v, measure)
-        for side, bases, others in (
-            ("post hoc", (post_v, post_t), (fair_v, fair_t)),
-            ("fair", (fair_v, fair_t), (post_v, post_t)),
+        vq, tq = (_common([*f, *p]) for f, p in ((fair_v, post_v), (fair_t, post_t)))
+        candidates = {
+            "fair": (_Candidates(fair_v, vq, measure), _Candidates(fair_t, tq, measure)),
+            "post hoc": (_Candidates(post_v, vq, measure), _Candidates(post_t, tq, measure)),
+        }
+        for side, bases, other in (
+            ("post hoc", (post_v, post_t), "fair"),
+            ("fair", (fair_v, fair_t), "post hoc"),
         ):
             for base_v, base_t in zip(*bases):
-                at_level, at_ndcg, tq = _against(
-                    (base_v, base_t), others, measure, fair_base=side == "fair"
+                at_level, at_ndcg = _against(
+                    (base_v, base_t),
+                    candidates[other],
+                    fair_base=side == "fair",
+                    ndcg_tolerance=ndcg_tolerance,
                 )
                 key = (base_t.curve, base_t.temperature, base_t.offset)
                 out.append(
@@ -483,6 +639,7 @@ def compare_points(points: Sequence[Point], *, measure: str) -> list[Comparison]
                         _mean(base_t.values[measure], tq),
                         at_level,
                         at_ndcg,
+                        standard_errors,
                     )
                 )
     return out
@@ -538,6 +695,83 @@ def _summary(subsets: Sequence[tuple[str, Sequence[Comparison]]], measure: str) 
     return lines
 
 
+def post_hoc_floor(
+    points: Sequence[Point], *, measure: str, ndcg_tolerance: float = 0.0
+) -> dict[str, tuple[Point, Point]]:
+    """Per data entry, the test points of the post-hoc floor, both read on validation.
+
+    The post-hoc point (a temperature curve under a temperature and an offset) of the highest
+    validation expected NDCG, and the one of the lowest validation ``measure`` among those whose
+    validation expected NDCG is within ``ndcg_tolerance`` of that highest.
+    """
+    out = {}
+    for name in dict.fromkeys(p.dataset for p in points):
+        post = [p for p in points if p.dataset == name and p.curve in TEMPERATURE_CURVES]
+        vali, test = _aligned(
+            [p for p in post if p.split == "vali"], [p for p in post if p.split == "test"]
+        )
+        if not vali:
+            continue
+        ndcg = [_mean(p.ndcg, list(p.ndcg)) for p in vali]
+        unfair = [_mean(p.values[measure], list(p.ndcg)) for p in vali]
+        best = int(np.argmax(ndcg))
+        near = [i for i in range(len(vali)) if ndcg[i] >= ndcg[best] - ndcg_tolerance]
+        out[name] = test[best], test[min(near, key=lambda i: unfair[i])]
+    return out
+
+
+@dataclass(frozen=True)
+class TrainingTime:
+    """The trainings of one curve and weight of a data entry: how many, their mean seconds,
+    kept round and rounds run, and their summed seconds over LambdaMART's on the same folds
+    and seeds."""
+
+    dataset: str
+    curve: str
+    weight: float
+    trainings: int
+    seconds: float
+    best_round: float
+    rounds_run: float
+    over_lambdamart: float
+
+
+def training_times(records: dict, config: FrontierConfig) -> list[TrainingTime]:
+    """:class:`TrainingTime` of every curve and weight ``config`` trains, from the store's
+    trainings (``records``: key -> record) that it plans."""
+    groups: dict[tuple[str, str, float], list[dict]] = {}
+    for key in planned_trainings(config):
+        if key in records:
+            groups.setdefault((family(key.dataset), key.curve, key.weight), []).append(records[key])
+    lambdamart = {
+        (r["dataset"], r["seed"]): r["train_seconds"]
+        for (_, curve, _), rs in groups.items()
+        if curve == "lambdamart"
+        for r in rs
+    }
+    out = []
+    for (name, curve, weight), rs in groups.items():
+        base = [lambdamart.get((r["dataset"], r["seed"])) for r in rs]
+        ratio = (
+            sum(r["train_seconds"] for r in rs) / sum(base)  # type: ignore[arg-type]
+            if all(b is not None for b in base)
+            else math.nan
+        )
+        out.append(
+            TrainingTime(
+                name,
+                curve,
+                weight,
+                len(rs),
+                float(np.mean([r["train_seconds"] for r in rs])),
+                float(np.mean([r["best_round"] for r in rs])),
+                float(np.mean([r["rounds_run"] for r in rs])),
+                ratio,
+            )
+        )
+    return out
+
+
 def _match_cells(m: Match | None, verdict: str, *, digits: int) -> list[object]:
     if m is None:
         return ["", "", "", "", "", verdict]
@@ -551,18 +785,69 @@ def _match_cells(m: Match | None, verdict: str, *, digits: int) -> list[object]:
     ]
 
 
+def _floor_lines(floor: tuple[Point, Point], measure: str, ndcg_tolerance: float) -> list[str]:
+    digits = _term(measure).digits
+
+    def said(p: Point) -> str:
+        r = p.row()
+        return (
+            f"{LABELS[p.curve]} {policy_name(p)}: expected NDCG {r['ndcg']:.4f}, {measure} "
+            f"{r[measure]:.{digits}f} (s.e. {r[measure + '_se']:.{digits}f})"
+        )
+
+    best, fairest = floor
+    lines = [f"Post-hoc floor (chosen on validation, test values): the most relevant, {said(best)}"]
+    if ndcg_tolerance:
+        lines[0] += (
+            f"; the fairest within {ndcg_tolerance:g} expected NDCG of it on validation, "
+            f"{said(fairest)}"
+        )
+    return [lines[0] + ".", ""]
+
+
+def _time_lines(times: Sequence[TrainingTime]) -> list[str]:
+    rows = [
+        [
+            LABELS[t.curve],
+            f"{t.weight:g}" if t.curve == FAIR else "",
+            t.trainings,
+            f"{t.seconds:.1f}",
+            f"{t.over_lambdamart:.2f}x",
+            f"{t.best_round:.0f}",
+            f"{t.rounds_run:.0f}",
+        ]
+        for t in times
+    ]
+    return [
+        "",
+        "### Training time",
+        "",
+        "Mean seconds of a training, its summed seconds over LambdaMART's on the same folds "
+        "and seeds, and the mean kept round and rounds run (one process, the configuration's "
+        "threads).",
+        "",
+        *_table(["curve", "w", "trainings", "s", "x LambdaMART", "kept round", "rounds run"], rows),
+    ]
+
+
 def markdown(
     points: Sequence[Point],
     comparisons: Sequence[Comparison],
     command: str | None,
     *,
     measure: str,
+    ndcg_tolerance: float = 0.0,
+    standard_errors: float = 1.0,
+    times: Sequence[TrainingTime] = (),
 ) -> str:
-    """``frontier.md``: per dataset the goal check's summary and table, then every test point."""
+    """``frontier.md``: per dataset the post-hoc floor, the goal check's summary and table, the
+    training times and every test point."""
     lines = ["# Fairness frontier", ""]
     if command:
         lines += [f"`{command}`", ""]
     digits = _term(measure).digits
+    floors = post_hoc_floor(points, measure=measure, ndcg_tolerance=ndcg_tolerance)
+    z = _errors(standard_errors)
     for name in dict.fromkeys(p.dataset for p in points):
         mine = [c for c in comparisons if c.dataset == name]
         queries = max(
@@ -574,9 +859,18 @@ def markdown(
             f"{queries} test queries; the fairness measure is {measure} "
             "(lower is fairer). Policies are chosen on validation and compared on test, "
             "paired by query (differences: fair minus post hoc, standard errors over "
-            "queries).",
+            "queries)"
+            + (
+                f"; a fair policy's post-hoc policy at no less NDCG may be {ndcg_tolerance:g} "
+                "less relevant on validation"
+                if ndcg_tolerance
+                else ""
+            )
+            + ".",
             "",
         ]
+        if name in floors:
+            lines += _floor_lines(floors[name], measure, ndcg_tolerance)
         post = [c for c in mine if c.side == "post hoc"]
         fair = [c for c in mine if c.side == "fair"]
         lines += _summary(
@@ -594,7 +888,7 @@ def markdown(
         lines += [
             "",
             "Verdicts (on test, for the policy chosen on validation): "
-            + "; ".join(f"*{v}*: {text}" for v, text in VERDICTS.items())
+            + "; ".join(f"*{v}*: {text.format(z=z)}" for v, text in VERDICTS.items())
             + ".",
         ]
         half = ["policy", "NDCG", measure, "NDCG diff (s.e.)", f"{measure} diff (s.e.)", "verdict"]
@@ -645,6 +939,7 @@ def markdown(
                 ],
                 rows,
             )
+        lines += _time_lines([t for t in times if t.dataset == name])
         lines += [
             "",
             "### Every test point",
@@ -782,7 +1077,15 @@ def write_frontier_report(
     points = pool(store, config)
     _csv(points, out / "frontier.csv")
     measure = config.measure
-    text = markdown(points, compare_points(points, measure=measure), command, measure=measure)
+    options = {"ndcg_tolerance": config.ndcg_tolerance, "standard_errors": config.standard_errors}
+    text = markdown(
+        points,
+        compare_points(points, measure=measure, **options),
+        command,
+        measure=measure,
+        times=training_times(store.records("trainings"), config),
+        **options,
+    )
     if is_installed("matplotlib"):
         plot_frontier(points, out / "frontier.png", measure=measure)
     else:

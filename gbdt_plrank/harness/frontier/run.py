@@ -59,6 +59,7 @@ __all__ = [
     "add_evaluation",
     "add_training",
     "planned_evaluations",
+    "planned_trainings",
     "run_frontier",
     "stored_margins",
 ]
@@ -132,8 +133,14 @@ def stored_margins(store: ResultStore, key: TrainingKey, split: str) -> np.ndarr
     return store.load_array(store.records("trainings")[key]["margins"][split])
 
 
+def _json(values: np.ndarray) -> list:
+    """An array as nested lists, NaN as None (JSON has no NaN)."""
+    return np.where(np.isnan(values), None, values).tolist()
+
+
 def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> None:
-    """Store one evaluation's per-query values."""
+    """Store one evaluation's per-query values (and the group ratios of its halves, with item
+    groups: ``group_ratios``, shape (2, queries, groups), None for NaN)."""
     store.append(
         "evaluations",
         {
@@ -143,6 +150,7 @@ def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> No
             "mc_mean": values.mc_mean,
             "mc_var": values.mc_var,
             "n_samples": values.n_samples,
+            **({} if values.group_ratios is None else {"group_ratios": _json(values.group_ratios)}),
         },
     )
 
@@ -258,6 +266,12 @@ def _plan(
     return jobs, oracles
 
 
+def planned_trainings(config: FrontierConfig) -> list[TrainingKey]:
+    """Every training the configuration asks for."""
+    jobs, _ = _plan(config)
+    return [job.key for _, _, job in jobs]
+
+
 def planned_evaluations(config: FrontierConfig) -> list[EvalKey]:
     """Every evaluation the configuration asks for."""
     jobs, oracles = _plan(config)
@@ -280,6 +294,7 @@ def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], N
                 fold,
                 drop_empty_test_queries=config.drop_empty_test_queries,
                 drop_empty_queries=config.drop_empty_queries,
+                web_groups=config.web_groups,
             )
             if config.protected is not None:
                 dataset = with_item_groups(dataset, config.protected)
