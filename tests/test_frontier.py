@@ -821,12 +821,20 @@ def test_web_groups_and_goal_check_config_errors(tmp_path: Path, text: str, mess
     assert message in str(info.value)
 
 
-def test_shipped_web_group_config_loads():
-    config = load_frontier_config(CONFIGS / "fairness_group_web.toml")
+@pytest.mark.parametrize("name", ["fairness_group_web", "fairness_ee_web"])
+def test_shipped_web_configs_load(name):
+    config = load_frontier_config(CONFIGS / f"{name}.toml")
     assert config.datasets == ("web-nonlinear",) and config.folds == (1, 2, 3)
-    assert config.web_groups == WebGroups(share=0.4, query_shift=1.25)
-    assert config.protected == ProtectedGroup(feature=137, quantile=0.4)
-    assert config.settings()["web_groups"] == {"share": 0.4, "query_shift": 1.25}
+    assert config.out == f"benchmarks/results/{name}" and config.k == 10
+    assert (config.ndcg_tolerance, config.standard_errors) == (0.01, 2.0)
+    if name == "fairness_group_web":
+        assert config.web_groups == WebGroups(share=0.4, query_shift=1.25)
+        assert config.protected == ProtectedGroup(feature=137, quantile=0.4)
+        assert config.settings()["web_groups"] == {"share": 0.4, "query_shift": 1.25}
+    else:
+        assert config.fairness == "expected-exposure" and config.drop_empty_queries
+        assert config.web_groups is None and config.protected is None
+    text = (CONFIGS / f"{name}.toml").read_text()
     # every setting the figures depend on is written out, not left to a default
     text = (CONFIGS / "fairness_group_web.toml").read_text()
     for key in (

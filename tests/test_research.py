@@ -291,6 +291,41 @@ def test_fairness_samples_compares_n_50_with_the_default(tmp_path: Path) -> None
     ]
 
 
+def test_fairness_levers_reads_a_finished_frontier_on_validation(tmp_path: Path) -> None:
+    """Every fair policy of the run gets a row, its matches chosen and measured on validation
+    (the run's test values do not enter: changed, the table stays the same)."""
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.cli import main as cli
+    from research import fairness_levers
+
+    config = tmp_path / "group.toml"
+    config.write_text(
+        f"datasets = [{str(write_tiny_letor(tmp_path / 'tiny'))!r}]\nk = 3\n"
+        "fairness = 'group-disparity'\nprotected = {feature = 41, quantile = 0.5}\n"
+        "fairness_weights = [2]\ntemperatures = [0.5, 2]\ngroup_offsets = [-1, 0, 1]\n"
+        f"n_samples = 20\nndcg_tolerance = 0.01\nout = {str(tmp_path / 'out')!r}\n"
+        "[trees]\nrounds = 3\nearly_stopping_rounds = 2\nlearning_rate = 0.3\nn_jobs = 1\n"
+        "[plrank]\nN = 10\n"
+    )
+    assert cli(["fairness", str(config)]) == 0
+    out = tmp_path / "levers.md"
+    fairness_levers.main([str(config), "--out", str(out)])
+    text = out.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| tiny | w=")]
+    assert [row.split(" | ")[1] for row in rows] == ["w=2", "w=2 T=0.5", "w=2 T=2"]
+    assert "post hoc at no less NDCG (-0.01)" in text
+    # test values changed: the validation table is the same
+    evaluations = tmp_path / "out" / "evaluations.jsonl"
+    records = [json.loads(line) for line in evaluations.read_text().splitlines()]
+    for r in records:
+        if r["split"] == "test":
+            r["ndcg"] = [0.0 for _ in r["ndcg"]]
+    evaluations.write_text("".join(json.dumps(r) + "\n" for r in records))
+    fairness_levers.main([str(config), "--out", str(tmp_path / "again.md")])
+    assert (tmp_path / "again.md").read_text().replace("again.md", "levers.md") == text
+
+
 # --------------------------------------------------------------------------------------------
 # How click rewards order the documents (docs/guide/clicks.md)
 # --------------------------------------------------------------------------------------------

@@ -579,6 +579,7 @@ def compare_points(
     measure: str,
     ndcg_tolerance: float = 0.0,
     standard_errors: float = 1.0,
+    judged_on: str = "test",
 ) -> list[Comparison]:
     """The goal check of the module docstring, for every post-hoc and every fair policy.
 
@@ -587,8 +588,12 @@ def compare_points(
     policy at no more unfairness; ``at_ndcg``: the fairest at no less expected NDCG, less
     ``ndcg_tolerance``). Differences are always fair minus post hoc; the verdicts count
     ``standard_errors`` standard errors. Means are over the queries of a split that every
-    policy of both sides scored (all of them once a run is complete).
+    policy of both sides scored (all of them once a run is complete). ``judged_on="vali"``
+    compares on the validation queries too (a choice of settings on validation, the test split
+    left alone).
     """
+    if judged_on not in ("test", "vali"):
+        raise ValueError(f"judged_on must be 'test' or 'vali', but {judged_on!r} is given.")
     out = []
     for name in dict.fromkeys(p.dataset for p in points):
         split = {
@@ -604,10 +609,10 @@ def compare_points(
                     if p.dataset == name and p.split == s and p.curve in TEMPERATURE_CURVES
                 ],
             )
-            for s in ("vali", "test")
+            for s in ("vali", judged_on)
         }
-        fair_v, fair_t = _aligned(split["vali"][0], split["test"][0])
-        post_v, post_t = _aligned(split["vali"][1], split["test"][1])
+        fair_v, fair_t = _aligned(split["vali"][0], split[judged_on][0])
+        post_v, post_t = _aligned(split["vali"][1], split[judged_on][1])
         envelope = _envelope(post_v, measure)
         vq, tq = (_common([*f, *p]) for f, p in ((fair_v, post_v), (fair_t, post_t)))
         candidates = {
