@@ -67,9 +67,7 @@ __all__ = [
     "equal_exposure_target",
     "fairness_names",
     "fairness_term",
-    "group_ratios",
     "query_members",
-    "ratio_disparity",
     "register",
 ]
 
@@ -369,46 +367,23 @@ def _group_curvature(rows: ExposureRows) -> np.ndarray:
     )
 
 
-def group_ratios(rows: ExposureRows, exposure: np.ndarray) -> np.ndarray:
-    r"""Each query's exposure per unit of merit :math:`r_a = X_a / M_a` of its item groups.
-
-    Returns a float array of shape (G, A), A the most groups a query holds: column a is the
-    query's a-th group in increasing order of the ids (:attr:`ExposureRows.members`), NaN for a
-    group without merit or one the query does not hold. The group disparity is a function of
-    them (:func:`ratio_disparity`), linear in the exposure for fixed labels: the ratios of a
-    random mixture of policies are the mixture of their ratios.
-    """
-    member = rows.members
-    width = int(member.max()) + 1 if member.size else 1
-    cell = rows.row_query * width + member
-    size = rows.n_queries * width
-    merit = np.bincount(cell, rows.gains, minlength=size)
-    held = np.bincount(cell, minlength=size) > 0
-    ratio = np.divide(
-        np.bincount(cell, exposure, minlength=size),
-        merit,
-        out=np.full(size, np.nan),
-        where=held & (merit > 0),
-    )
-    return ratio.reshape(rows.n_queries, width)
-
-
-def ratio_disparity(ratios: np.ndarray) -> np.ndarray:
-    r"""The group disparity of exposures per unit of merit ``ratios`` (..., A) (NaN: a group
-    without merit): :math:`G \sum_a r_a^2 - (\sum_a r_a)^2` over the :math:`G` groups with
-    merit, 0 where G < 2."""
-    valid = ~np.isnan(ratios)
-    r = np.where(valid, ratios, 0.0)
-    count = valid.sum(axis=-1)
-    total = r.sum(axis=-1)
-    out = count * (r * r).sum(axis=-1) - total * total
-    return np.where(count > 1, np.maximum(out, 0.0), 0.0)
-
-
 def _group_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> np.ndarray:
     r"""Per query, in the closed form :math:`G \sum_a r_a^2 - (\sum_a r_a)^2` with
     :math:`r_a = X_a / M_a` over the :math:`G` groups with merit; 0 where G < 2."""
-    return ratio_disparity(group_ratios(rows, exposure))
+    q, G = rows.row_query, rows.n_queries
+    pairs, pair = np.unique(np.stack([q, rows.item_groups]), axis=1, return_inverse=True)
+    pair = pair.ravel()
+    merit = np.bincount(pair, rows.gains, minlength=pairs.shape[1])
+    share = np.divide(
+        np.bincount(pair, exposure, minlength=pairs.shape[1]),
+        merit,
+        out=np.zeros_like(merit),
+        where=merit > 0,
+    )
+    count = np.bincount(pairs[0], merit > 0, minlength=G)
+    total = np.bincount(pairs[0], share, minlength=G)
+    out = count * np.bincount(pairs[0], share * share, minlength=G) - total * total
+    return np.where(count > 1, np.maximum(out, 0.0), 0.0)
 
 
 register(

@@ -3,12 +3,13 @@
 For each frontier configuration given (finished runs; the same data, one lever changed: the
 rankings per query N, the weights, the rounds or the learning rate), every fair policy (a weight
 as trained and under each temperature) against the post-hoc policies chosen for it on the
-validation queries, and measured there too (:func:`~gbdt_plrank.harness.frontier.report.
-compare_points` with ``judged_on="vali"``, the configuration's ``ndcg_tolerance``): the
-fairness difference to the fairest post-hoc policy or mixture at no less expected NDCG, and the
-NDCG difference to the most relevant one at no more unfairness (fair minus post hoc, standard
-errors over the validation queries). Below zero in the first, above in the second, is beyond
-the post-hoc envelope on validation.
+validation queries, and measured there too (``compare_points`` of
+:mod:`gbdt_plrank.harness.frontier.report` with ``judged_on="vali"`` and the configuration's
+``ndcg_tolerance``; mixtures measured from their exposures): the fairness difference to the
+fairest post-hoc policy or mixture at no less expected NDCG, and the NDCG difference to the
+most relevant one at no more unfairness (fair minus post hoc, standard errors over the
+validation queries). Below zero in the first, above in the second, is beyond the post-hoc
+envelope on validation.
 
     python -m research.fairness_levers configs/fairness_group_web.toml other.toml \\
         --out benchmarks/results/fairness_levers_web.md
@@ -23,7 +24,12 @@ from pathlib import Path
 
 import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
 from gbdt_plrank.harness.frontier import load_frontier_config
-from gbdt_plrank.harness.frontier.report import Comparison, compare_points, pool
+from gbdt_plrank.harness.frontier.report import (
+    Comparison,
+    MixtureSource,
+    compare_points,
+    pool,
+)
 from gbdt_plrank.harness.frontier.run import TABLES
 from gbdt_plrank.harness.store import ResultStore
 
@@ -49,17 +55,18 @@ def _cells(c: Comparison, digits: int) -> list[str]:
 def lever_table(path: Path) -> list[str]:
     """The markdown section of one finished frontier configuration."""
     config = load_frontier_config(path)
+    measure = config.measure
     with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         points = pool(store, config)
-    measure = config.measure
-    digits = 5 if measure == "group_disparity" else 4
-    fair = [
-        c
-        for c in compare_points(
-            points, measure=measure, ndcg_tolerance=config.ndcg_tolerance, judged_on="vali"
+        comparisons = compare_points(
+            points,
+            measure=measure,
+            ndcg_tolerance=config.ndcg_tolerance,
+            judged_on="vali",
+            source=MixtureSource(store, config),
         )
-        if c.side == "fair"
-    ]
+    digits = 5 if measure == "group_disparity" else 4
+    fair = [c for c in comparisons if c.side == "fair"]
     head = [
         "data",
         "fair policy",

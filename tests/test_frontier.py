@@ -43,6 +43,7 @@ from gbdt_plrank.harness.policy_eval import (
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
+    mixture_values,
     validation_scale,
 )
 from gbdt_plrank.harness.settings import ConfigError
@@ -528,11 +529,12 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
     assert "post-hoc envelope" in text and "group_disparity" in text
     assert "Post-hoc floor (chosen on validation, test values)" in text
     assert "### Training time" in text and "| 1.00x |" in text
-    # every evaluation keeps its halves' group ratios, from which mixtures are exact
+    # every evaluation keeps its exposures, from which mixtures are measured
+    assert "is measured from the mixture of their exposures" in text
     for line in (tmp_path / "out" / "evaluations.jsonl").read_text().splitlines():
         record = json.loads(line)
-        ratios = np.array(record["group_ratios"], dtype=float)
-        assert ratios.shape[:2] == (2, len(record["qid"]))
+        exposures = np.load(tmp_path / "out" / record["exposures"])
+        assert exposures.shape[0] == 2 and np.all(exposures >= 0)
 
 
 def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Path, monkeypatch):
@@ -575,12 +577,29 @@ def _grouped_split() -> Split:
     return replace(_split(4), item_groups=groups)
 
 
-def _evaluated_point(split, curve, margins, *, weight=0.0, temperature=1.0, name="d"):
-    values = evaluate_policy(margins, split, k=K, n_samples=40, seed=7, n_jobs=1)
-    queries = [(f"{name}/Fold1", int(q)) for q in values.qid]
+class _Source:
+    """A MixtureSource in memory: one fold's split, the exposures by name."""
+
+    def __init__(self, split: Split) -> None:
+        self.the_split, self.arrays = split, {}
+        self.config = type("Config", (), {"k": K})()
+
+    def split(self, fold: str, split: str) -> Split:
+        assert fold == "d/Fold1"
+        return self.the_split
+
+    def exposures(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+
+def _evaluated_point(source, curve, margins, *, weight=0.0, temperature=1.0, split="test"):
+    values = evaluate_policy(margins, source.the_split, k=K, n_samples=40, seed=7, n_jobs=1)
+    queries = [("d/Fold1", int(q)) for q in values.qid]
+    name = f"{curve} {weight} {temperature} {len(source.arrays)}"
+    source.arrays[name] = values.exposures
     return Point(
-        name,
-        "test",
+        "d",
+        split,
         curve,
         weight,
         temperature,
@@ -588,21 +607,27 @@ def _evaluated_point(split, curve, margins, *, weight=0.0, temperature=1.0, name
         1,
         {m: dict(zip(queries, v)) for m, v in values.values.items() if v is not None},
         0.0,
-        {q: values.group_ratios[:, i][None] for i, q in enumerate(queries)},
-    ), values
+        {("d/Fold1", 0): name},
+    )
 
 
-def test_mixture_group_disparity_is_that_of_the_mixed_exposure():
-    """A random mixture's exposure is the mixture of the exposures, and its group disparity is
-    the (unbiased) loss of that mixed exposure: lower than the interpolation, the loss being
-    convex, and far lower for two policies that favour opposite groups."""
+def test_mixture_values_are_those_of_the_mixed_exposure():
+    """A random mixture's exposure is the mixture of the exposures, and its losses are the
+    (unbiased) losses of that mixed exposure: lower than the interpolation, each loss being
+    convex, and far lower for two policies that favour opposite groups. One policy's are its
+    own."""
     split = _grouped_split()
     margins = np.random.default_rng(5).normal(size=split.y.shape[0])
     shift = 3.0 * protected_rows(split)
-    (up, _), (down, _) = (
-        _evaluated_point(split, "lambdamart", margins + s) for s in (shift, -shift)
+    up, down = (
+        evaluate_policy(margins + s, split, k=K, n_samples=40, seed=7, n_jobs=1)
+        for s in (shift, -shift)
     )
-    candidates = _Candidates([up, down], list(up.ndcg), "group_disparity")
+    columns = ("ndcg", "ee_l", "disparity", "group_disparity")
+    own = mixture_values(split, np.stack([up.exposures, down.exposures]), k=K, columns=columns)
+    for name in columns:
+        np.testing.assert_allclose(own[name][0], up.values[name], atol=1e-12)
+        np.testing.assert_allclose(own[name][1], down.values[name], atol=1e-12)
     value = PolicyEvaluator(
         RankingMetric("ndcg", K, "exp"), None, split, n_samples=40, seed=7, n_jobs=1
     )
@@ -611,47 +636,89 @@ def test_mixture_group_disparity_is_that_of_the_mixed_exposure():
         mixed = Halves(
             share * h_up.E_a + (1 - share) * h_down.E_a, share * h_up.E_b + (1 - share) * h_down.E_b
         )
+        got = mixture_values(
+            split,
+            share * up.exposures[None] + (1 - share) * down.exposures[None],
+            k=K,
+            columns=columns,
+        )
         want = mixed.unbiased(
             lambda e: metrics.group_disparity(
                 split.y, e, split.qid, split.item_groups, per_query=True
             )
         )
-        got = candidates.mixed({0: share, 1: 1 - share})
-        np.testing.assert_allclose(got["group_disparity"], want, atol=1e-12)
+        np.testing.assert_allclose(got["group_disparity"][0], want, atol=1e-12)
         np.testing.assert_allclose(
-            got["ndcg"],
-            share * np.array(list(up.ndcg.values()))
-            + (1 - share) * np.array(list(down.ndcg.values())),
+            got["ndcg"][0], share * up.values["ndcg"] + (1 - share) * down.values["ndcg"]
         )
-    interpolated = 0.5 * (candidates.cost[0] + candidates.cost[1])
-    half = candidates.mixed({0: 0.5, 1: 0.5})["group_disparity"]
-    assert np.all(half < interpolated) and np.sum(half < 0.25 * interpolated) == 2
-    # a single policy's values are its own
-    np.testing.assert_array_equal(candidates.mixed({1: 1.0})["group_disparity"], candidates.cost[1])
+    half = mixture_values(split, 0.5 * (up.exposures + down.exposures)[None], k=K, columns=columns)
+    for name in columns[1:]:
+        assert np.all(half[name][0] <= 0.5 * (up.values[name] + down.values[name]) + 1e-12)
+    interpolated = 0.5 * (up.values["group_disparity"] + down.values["group_disparity"])
+    assert np.sum(half["group_disparity"][0] < 0.25 * interpolated) == 2
+
+
+def test_candidates_measure_mixtures_from_the_exposures():
+    """The report's candidates: with a source, a mixture's measure is that of the mixed
+    exposure (and each pair's half-half mixture for the choice); without, the interpolation."""
+    split = _grouped_split()
+    source = _Source(split)
+    margins = np.random.default_rng(5).normal(size=split.y.shape[0])
+    shift = 3.0 * protected_rows(split)
+    up, down = (_evaluated_point(source, "lambdamart", margins + s) for s in (shift, -shift))
+    queries = list(up.ndcg)
+    exact = _Candidates([up, down], queries, "group_disparity", split="test", source=source)
+    loose = _Candidates([up, down], queries, "group_disparity", split="test")
+    assert exact.exact and not loose.exact and loose.cost_mid() is None
+    want = mixture_values(
+        split,
+        0.3 * source.arrays[up.exposures["d/Fold1", 0]][None]
+        + 0.7 * source.arrays[down.exposures["d/Fold1", 0]][None],
+        k=K,
+        columns=("group_disparity",),
+    )["group_disparity"][0]
+    np.testing.assert_allclose(exact.mixed({0: 0.3, 1: 0.7})["group_disparity"], want)
+    np.testing.assert_allclose(
+        loose.mixed({0: 0.3, 1: 0.7})["group_disparity"], 0.3 * exact.cost[0] + 0.7 * exact.cost[1]
+    )
+    mid = exact.cost_mid()
+    assert mid[0, 1] == pytest.approx(exact.mixed({0: 0.5, 1: 0.5})["group_disparity"].mean())
+    np.testing.assert_allclose(np.diag(mid), exact.cost.mean(axis=1))
 
 
 def test_a_mixture_fairer_than_both_policies_is_chosen():
     """Two post-hoc policies favouring opposite groups mix to a policy fairer than either: the
     fair policy's post-hoc match at no more group disparity is that mixture (with the
-    interpolation no post-hoc policy qualified), at its exact disparity."""
+    interpolation no post-hoc policy qualifies), at its exact disparity."""
     groups = np.tile([0, 1], 6)
     split = Split(
         np.zeros((12, 1)), np.tile([1.0, 1.0, 2.0, 2.0], 3), np.repeat([1, 2, 3], 4), groups
     )
+    source = _Source(split)
     a = groups.astype(float)
-    up, _ = _evaluated_point(split, "lambdamart", 4.0 * a)
-    down, _ = _evaluated_point(split, "lambdamart", -4.0 * a, temperature=2.0)
-    fair, _ = _evaluated_point(split, "plrank-fair", 1.0 * a, weight=1.0, temperature=0.0)
+    up = _evaluated_point(source, "lambdamart", 4.0 * a)
+    down = _evaluated_point(source, "lambdamart", -4.0 * a, temperature=2.0)
+    fair = _evaluated_point(source, "plrank-fair", 1.0 * a, weight=1.0, temperature=0.0)
     unfair = [float(np.mean(list(p.values["group_disparity"].values()))) for p in (up, down, fair)]
     assert unfair[2] < min(unfair[:2])
-    both = _Candidates([up, down], list(up.ndcg), "group_disparity")
+    both = _Candidates([up, down], list(up.ndcg), "group_disparity", split="test", source=source)
     assert both.mixed({0: 0.5, 1: 0.5})["group_disparity"].mean() < unfair[2]
     points = [replace(p, split=s) for p in (up, down, fair) for s in ("vali", "test")]
-    (c,) = [c for c in compare_points(points, measure="group_disparity") if c.side == "fair"]
+
+    def fair_side(**options):
+        (c,) = [
+            c
+            for c in compare_points(points, measure="group_disparity", **options)
+            if c.side == "fair"
+        ]
+        return c
+
+    c = fair_side(source=source)
     assert c.at_level is not None and "+" in c.at_level.name
     # the chosen mixture meets the fair policy's level exactly (validation = test here)
     assert c.at_level.unfairness == pytest.approx(c.unfairness, abs=1e-9)
     assert c.at_level.unfairness_difference == pytest.approx(0.0, abs=1e-9)
+    assert fair_side().at_level is None  # the interpolation: no post-hoc policy as fair
 
 
 def test_best_mixture_against_a_grid():

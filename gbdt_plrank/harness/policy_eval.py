@@ -17,25 +17,26 @@ query ids):
   the bilinear form :math:`f(\hat E_A, \hat E_B)` of a quadratic :math:`f` (its expectation is
   :math:`f(E)` since the halves are independent).
 
-With item groups, the evaluation also keeps each half's exposure per unit of merit of every
-query's groups (:func:`~gbdt_plrank._fairness_terms.group_ratios`): linear in the exposure,
-they give the group disparity of a random mixture of policies exactly (the report's mixtures).
+Every evaluation keeps its exposure (the two halves' estimates). A random mixture of policies
+(each ranking drawn from one of them, at random with given shares) has the mixture of their
+exposures, and :func:`mixture_values` measures it from theirs by the same estimates: exactly,
+where the interpolation of the fairness losses, convex in the exposure, would overstate it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import numpy as np
 
-from .._fairness_terms import FAIRNESS_TERMS, ExposureRows, equal_exposure_target, group_ratios
+from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
-from .._training.evaluation import EVAL_ROUNDS, PolicyEvaluator, per_sample_metric
+from .._training.evaluation import EVAL_ROUNDS, Halves, PolicyEvaluator, per_sample_metric
 from .._training.fairness_spec import FairnessSpec
 from .._training.policy_sample import sample_policy
 from ..datasets import Split
@@ -46,6 +47,7 @@ __all__ = [
     "evaluate_oracle",
     "evaluate_policy",
     "evaluate_ranking",
+    "mixture_values",
     "validation_scale",
 ]
 
@@ -61,9 +63,9 @@ class PolicyValues:
 
     ``mc_mean`` and ``mc_var`` are the mean and variance over the sampled rankings of the
     dataset-mean NDCG@k of each sample (0 variance for an exact evaluation); ``n_samples``
-    the number of samples (1 for an exact evaluation). ``group_ratios``: with item groups, the
-    two halves' :func:`~gbdt_plrank._fairness_terms.group_ratios`, shape (2, queries, groups)
-    (an exact evaluation's twice), else None.
+    the number of samples (1 for an exact evaluation). ``exposures`` (2, rows): the exposure
+    of each row estimated from each half of the sampled rankings (an exact evaluation's
+    twice), from which :func:`mixture_values` measures mixtures.
     """
 
     qid: np.ndarray
@@ -71,7 +73,7 @@ class PolicyValues:
     mc_mean: float
     mc_var: float
     n_samples: int
-    group_ratios: np.ndarray | None = None
+    exposures: np.ndarray
 
     @property
     def ndcg(self) -> np.ndarray:
@@ -80,10 +82,13 @@ class PolicyValues:
 
 
 def _losses(
-    split: Split, k: int, of: Callable[[Callable[[np.ndarray], np.ndarray]], np.ndarray]
+    split: Split,
+    k: int,
+    of: Callable[[Callable[[np.ndarray], np.ndarray]], np.ndarray],
+    columns: Sequence[str] | None = None,
 ) -> dict[str, np.ndarray | None]:
     """Per query, each registered term's loss by its column (None for a term defined by item
-    groups, without them).
+    groups, without them); only those of ``columns`` if given.
 
     ``of`` evaluates a loss, a function of the exposure: at the exposure of an exact
     evaluation, or without bias from the halves of a sampled one
@@ -103,15 +108,8 @@ def _losses(
             )
         )
         for name, term in FAIRNESS_TERMS.items()
+        if columns is None or term.column in columns
     }
-
-
-def _ratios(split: Split, halves: tuple[np.ndarray, np.ndarray]) -> np.ndarray | None:
-    """The two halves' group ratios (:class:`PolicyValues`), None without item groups."""
-    if split.item_groups is None:
-        return None
-    rows = ExposureRows(split.y, split.group_ptr, "exp", split.item_groups)
-    return np.stack([group_ratios(rows, e) for e in halves])
 
 
 def _value(split: Split, k: int, **options: Any) -> PolicyEvaluator:
@@ -163,14 +161,14 @@ def evaluate_policy(
         )
         mc_mean, mc_var = float(per_sample.mean()), float(per_sample.var(ddof=1))
     values = {"ndcg": ndcg_q, **_losses(split, k, h.unbiased)}
-    ratios = _ratios(split, (h.E_a, h.E_b))
-    return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples, ratios)
+    exposures = np.stack([h.E_a, h.E_b])
+    return PolicyValues(np.unique(split.qid), values, mc_mean, mc_var, n_samples, exposures)
 
 
 def _exact_values(split: Split, exposure: np.ndarray, ndcg_q: np.ndarray, k: int) -> PolicyValues:
     values = {"ndcg": ndcg_q, **_losses(split, k, lambda loss: loss(exposure))}
-    ratios = _ratios(split, (exposure, exposure))
-    return PolicyValues(np.unique(split.qid), values, float(ndcg_q.mean()), 0.0, 1, ratios)
+    exposures = np.stack([exposure, exposure])
+    return PolicyValues(np.unique(split.qid), values, float(ndcg_q.mean()), 0.0, 1, exposures)
 
 
 def evaluate_ranking(scores: np.ndarray, split: Split, *, k: int) -> PolicyValues:
@@ -190,6 +188,39 @@ def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     exposure = equal_exposure_target(split.y, split.group_ptr, dcg_weights(k))
     value = _value(split, k, seed=0, n_jobs=None)
     return _exact_values(split, exposure, value.expected_metric(exposure), k)
+
+
+def mixture_values(
+    split: Split, exposures: np.ndarray, *, k: int, columns: Sequence[str] = ("ndcg",)
+) -> dict[str, np.ndarray]:
+    """Per query, the values of random mixtures of policies, from their exposures' halves.
+
+    ``exposures`` (m, 2, rows): each mixture's exposure estimated from each half of the
+    rankings, the shares' combination of its policies' (:attr:`PolicyValues.exposures`:
+    exposure is linear in the policy's distribution over rankings). Returns, for each of
+    ``columns`` (``"ndcg"`` and terms' columns), an array (m, queries): expected NDCG@k of the
+    exposure, and each loss from the halves without bias, as :func:`evaluate_policy` measures
+    a policy; with one policy's exposures, its own values. The m mixtures are measured at once,
+    as m copies of the split's queries.
+    """
+    m, n = exposures.shape[0], split.y.shape[0]
+    queries = split.n_queries
+    copy = np.repeat(np.arange(m, dtype=np.int64) * queries, n)
+    tiled = Split(
+        None,
+        np.tile(split.y, m),
+        np.tile(row_queries(split.group_ptr), m) + copy,
+        None if split.item_groups is None else np.tile(split.item_groups, m),
+    )
+    h = Halves(exposures[:, 0].ravel(), exposures[:, 1].ravel())
+    out: dict[str, np.ndarray] = {}
+    if "ndcg" in columns:
+        out["ndcg"] = _value(tiled, k, seed=0, n_jobs=None).expected_metric(h.exposure)
+    for name, values in _losses(tiled, k, h.unbiased, [c for c in columns if c != "ndcg"]).items():
+        if values is None:
+            raise ValueError(f"{name} needs the item groups of the split, but it has none.")
+        out[name] = values
+    return {name: values.reshape(m, queries) for name, values in out.items()}
 
 
 def validation_scale(scores: np.ndarray, split: Split) -> float:

@@ -52,9 +52,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm, ratio_disparity
+from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm
 from ..._util.compat import is_installed, missing_message, require
+from ...datasets import LTRDataset, Split
 from ..data import family
+from ..policy_eval import mixture_values
 from ..stats import paired
 from ..store import ResultStore
 from .config import FrontierConfig
@@ -63,6 +65,8 @@ from .run import (
     FAIR,
     ORACLE,
     TEMPERATURE_CURVES,
+    fold_sources,
+    load_fold,
     planned_evaluations,
     planned_trainings,
 )
@@ -133,9 +137,9 @@ class Point:
     """One pooled point of a data entry and split: per-query values (seeds averaged).
 
     ``values`` maps each of the :func:`measures` that the evaluations hold to its per-query
-    values, keyed by (fold label, query id). ``ratios``: with item groups, per query the group
-    ratios of the two halves of each seed's evaluation (:class:`~..policy_eval.PolicyValues`),
-    shape (seeds, 2, groups), from which the group disparity of a mixture is exact.
+    values, keyed by (fold label, query id). ``exposures``: (fold label, seed) -> the file of
+    that evaluation's exposures in the store (:class:`~..policy_eval.PolicyValues`), from which
+    mixtures are measured; None when an evaluation has none.
     """
 
     dataset: str
@@ -147,7 +151,7 @@ class Point:
     seeds: int
     values: dict[str, Values]
     mc_se: float
-    ratios: dict[tuple[str, int], np.ndarray] | None = None
+    exposures: dict[tuple[str, int], str] | None = None
 
     @property
     def ndcg(self) -> Values:
@@ -232,14 +236,9 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
                     table.setdefault((r["dataset"], q), []).append(v)
         queries_per_fold = {r["dataset"]: len(r["qid"]) for r in records}
         means = {m: {q: float(np.mean(v)) for q, v in t.items()} for m, t in sums.items()}
-        ratios = None
-        if all(r.get("group_ratios") is not None for r in records):
-            by_query: dict[tuple[str, int], list[np.ndarray]] = {}
-            for r in sorted(records, key=lambda r: r["seed"]):
-                halves = np.array(r["group_ratios"], dtype=np.float64)  # None -> NaN
-                for i, q in enumerate(r["qid"]):
-                    by_query.setdefault((r["dataset"], q), []).append(halves[:, i])
-            ratios = {q: np.stack(v) for q, v in by_query.items()}
+        exposures = None
+        if all(r.get("exposures") for r in records):
+            exposures = {(r["dataset"], r["seed"]): r["exposures"] for r in records}
         points.append(
             Point(
                 name,
@@ -251,7 +250,7 @@ def pool(store: ResultStore, config: FrontierConfig) -> list[Point]:
                 len({r["seed"] for r in records}),
                 means,
                 _mc_se(records, queries_per_fold, sum(queries_per_fold.values())),
-                ratios,
+                exposures,
             )
         )
     return points
@@ -420,68 +419,117 @@ def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
     return " + ".join(f"{s:.2f} {name(points[i])}" for i, s in shares.items())
 
 
-#: The report's measure whose mixtures are exact (from the group ratios of the evaluations).
-_RATIO_MEASURE = FAIRNESS_TERMS["group-disparity"].column
+class MixtureSource:
+    """What measures random mixtures of a frontier's policies: its store (the evaluations'
+    exposures) and each fold's splits, loaded as the run loads them (one fold at a time)."""
+
+    def __init__(self, store: ResultStore, config: FrontierConfig) -> None:
+        self.store, self.config = store, config
+        self._sources = fold_sources(config)
+        self._loaded: dict[str, LTRDataset] = {}
+
+    def split(self, fold: str, split: str) -> Split:
+        """The ``split`` (``"vali"`` or ``"test"``) of the fold labelled ``fold``."""
+        if fold not in self._loaded:
+            self._loaded.clear()
+            self._loaded[fold] = load_fold(self.config, *self._sources[fold])
+        return getattr(self._loaded[fold], split)
+
+    def exposures(self, name: str) -> np.ndarray:
+        """An evaluation's exposures (2, rows), by their file."""
+        return self.store.load_array(name)
 
 
 class _Candidates:
     """Policies of one side on one split over ``queries``: their per-query values and those of
     random mixtures of them.
 
-    Expected NDCG is linear in the exposure, so a mixture's is the interpolation. So is the
-    group ratio of every group (:func:`~gbdt_plrank._fairness_terms.group_ratios`), and the
-    group disparity of a mixture is computed from the mixed ratios of each seed's two halves
-    (unbiased, as the evaluation's: :mod:`..policy_eval`), exactly; a quadratic loss of the
-    exposure is convex, so it is lower than the interpolation. For another measure the
-    interpolation, an upper bound, stands in for it.
+    A mixture's exposure is the mixture of its policies' exposures, so its expected NDCG is the
+    interpolation, and its fairness loss, convex in the exposure, at most the interpolation;
+    with a ``source`` (and every evaluation's exposures) the loss is measured exactly
+    (:func:`~..policy_eval.mixture_values`: each fold and seed, its two halves), else the
+    interpolation stands in for it (``exact`` False), an upper bound.
     """
 
-    def __init__(self, points: Sequence[Point], queries: Sequence, measure: str) -> None:
+    def __init__(
+        self,
+        points: Sequence[Point],
+        queries: Sequence,
+        measure: str,
+        *,
+        split: str,
+        source: MixtureSource | None = None,
+    ) -> None:
         self.points, self.queries, self.measure = points, list(queries), measure
+        self.split, self.source = split, source
         self.ndcg = np.array([[p.ndcg[q] for q in self.queries] for p in points])
         self.cost = np.array([[p.values[measure][q] for q in self.queries] for p in points])
-        self.ratios = None
-        if measure == _RATIO_MEASURE and all(p.ratios is not None for p in points):
-            width = max(p.ratios[q].shape[-1] for p in points for q in self.queries)  # type: ignore[index]
-            pad = [(0, 0), (0, 0), (0, 0)]
-            self.ratios = np.array(
-                [
-                    [
-                        np.pad(r, [*pad[:-1], (0, width - r.shape[-1])], constant_values=np.nan)
-                        for r in (p.ratios[q] for q in self.queries)  # type: ignore[index]
-                    ]
-                    for p in points
-                ]
-            )  # (policies, queries, seeds, 2, groups)
+        self.exact = source is not None and all(p.exposures for p in points)
+        self._runs = sorted({run for p in points for run in (p.exposures or {})})
+        self._mid: np.ndarray | None = None
 
-    @staticmethod
-    def _disparity(ratios: np.ndarray) -> np.ndarray:
-        """Per query (seeds averaged): the unbiased group disparity of two halves' ratios."""
-        a, b = ratios[..., 0, :], ratios[..., 1, :]
-        both = 2.0 * ratio_disparity(0.5 * (a + b)) - 0.5 * (
-            ratio_disparity(a) + ratio_disparity(b)
+    def _fold(self, fold: str) -> tuple[Split, np.ndarray, np.ndarray]:
+        """The split of ``fold``, the positions in ``queries`` of its queries and the query
+        indices of the split they stand at."""
+        split = self.source.split(fold, self.split)  # type: ignore[union-attr]
+        index = {int(q): i for i, q in enumerate(np.unique(split.qid))}
+        mine = [(i, index[q]) for i, (f, q) in enumerate(self.queries) if f == fold]
+        at, rows = (np.array(v, dtype=np.int64) for v in zip(*mine)) if mine else ([], [])
+        return split, np.asarray(at, dtype=np.int64), np.asarray(rows, dtype=np.int64)
+
+    def _runs_by_fold(self) -> dict[str, list[int]]:
+        """Each fold's seeds."""
+        out: dict[str, list[int]] = {}
+        for fold, seed in self._runs:
+            out.setdefault(fold, []).append(seed)
+        return out
+
+    def _stack(self, fold: str, seed: int) -> np.ndarray:
+        """(policies, 2, rows): every policy's exposures in a fold and seed."""
+        return np.stack(
+            [self.source.exposures(p.exposures[fold, seed]) for p in self.points]  # type: ignore[union-attr,index]
         )
-        return both.mean(axis=-1)
+
+    def _measure(self, split: Split, exposures: np.ndarray) -> np.ndarray:
+        """(m, queries of the split): the measure of m mixtures' exposures (m, 2, rows)."""
+        k = self.source.config.k  # type: ignore[union-attr]
+        return mixture_values(split, exposures, k=k, columns=(self.measure,))[self.measure]
 
     def mixed(self, shares: dict[int, float]) -> dict[str, np.ndarray]:
         """Per query: expected NDCG and the measure of the mixture ``shares``."""
         weights = np.zeros(len(self.points))
         weights[list(shares)] = list(shares.values())
         out = {"ndcg": weights @ self.ndcg, self.measure: weights @ self.cost}
-        if self.ratios is not None and len(shares) > 1:
-            out[self.measure] = self._disparity(np.tensordot(weights, self.ratios, axes=1))
+        if self.exact and len(shares) > 1:
+            exact = np.zeros(len(self.queries))
+            for fold, seeds in self._runs_by_fold().items():
+                split, at, rows = self._fold(fold)
+                for seed in seeds:
+                    mixed = np.tensordot(weights, self._stack(fold, seed), axes=1)
+                    exact[at] += self._measure(split, mixed[None])[0, rows] / len(seeds)
+            out[self.measure] = exact
         return out
 
     def cost_mid(self) -> np.ndarray | None:
         """(n, n): the mean measure of each pair's half-half mixture; None where it is the
-        interpolation."""
-        if self.ratios is None:
+        interpolation. Computed once."""
+        if not self.exact:
             return None
+        if self._mid is None:
+            self._mid = self._pairs()
+        return self._mid
+
+    def _pairs(self) -> np.ndarray:
         n = len(self.points)
-        out = np.empty((n, n))
-        for i in range(n):
-            out[i] = self._disparity(0.5 * (self.ratios[i][None] + self.ratios)).mean(axis=1)
-        return out
+        total = np.zeros((n, n))
+        for fold, seeds in self._runs_by_fold().items():
+            split, _, rows = self._fold(fold)
+            for seed in seeds:
+                every = self._stack(fold, seed)
+                for i in range(n):
+                    values = self._measure(split, 0.5 * (every[i][None] + every))
+                    total[i] += values[:, rows].sum(axis=1) / len(seeds)
+        return total / len(self.queries)
 
 
 def _match(
@@ -580,6 +628,7 @@ def compare_points(
     ndcg_tolerance: float = 0.0,
     standard_errors: float = 1.0,
     judged_on: str = "test",
+    source: MixtureSource | None = None,
 ) -> list[Comparison]:
     """The goal check of the module docstring, for every post-hoc and every fair policy.
 
@@ -590,7 +639,8 @@ def compare_points(
     ``standard_errors`` standard errors. Means are over the queries of a split that every
     policy of both sides scored (all of them once a run is complete). ``judged_on="vali"``
     compares on the validation queries too (a choice of settings on validation, the test split
-    left alone).
+    left alone). With a ``source`` the mixtures' fairness is measured exactly, else it is the
+    interpolation (:class:`_Candidates`).
     """
     if judged_on not in ("test", "vali"):
         raise ValueError(f"judged_on must be 'test' or 'vali', but {judged_on!r} is given.")
@@ -616,8 +666,11 @@ def compare_points(
         envelope = _envelope(post_v, measure)
         vq, tq = (_common([*f, *p]) for f, p in ((fair_v, post_v), (fair_t, post_t)))
         candidates = {
-            "fair": (_Candidates(fair_v, vq, measure), _Candidates(fair_t, tq, measure)),
-            "post hoc": (_Candidates(post_v, vq, measure), _Candidates(post_t, tq, measure)),
+            side: tuple(
+                _Candidates(ps, qs, measure, split=s, source=source)
+                for ps, qs, s in ((v, vq, "vali"), (t, tq, judged_on))
+            )
+            for side, v, t in (("fair", fair_v, fair_t), ("post hoc", post_v, post_t))
         }
         for side, bases, other in (
             ("post hoc", (post_v, post_t), "fair"),
@@ -844,6 +897,7 @@ def markdown(
     ndcg_tolerance: float = 0.0,
     standard_errors: float = 1.0,
     times: Sequence[TrainingTime] = (),
+    exact_mixtures: bool = False,
 ) -> str:
     """``frontier.md``: per dataset the post-hoc floor, the goal check's summary and table, the
     training times and every test point."""
@@ -864,7 +918,13 @@ def markdown(
             f"{queries} test queries; the fairness measure is {measure} "
             "(lower is fairer). Policies are chosen on validation and compared on test, "
             "paired by query (differences: fair minus post hoc, standard errors over "
-            "queries)"
+            "queries). A random mixture of two policies' "
+            + (
+                f"{measure} is measured from the mixture of their exposures"
+                if exact_mixtures
+                else f"{measure} is the interpolation of theirs, an upper bound (the "
+                "evaluations kept no exposures)"
+            )
             + (
                 f"; a fair policy's post-hoc policy at no less NDCG may be {ndcg_tolerance:g} "
                 "less relevant on validation"
@@ -1083,12 +1143,14 @@ def write_frontier_report(
     _csv(points, out / "frontier.csv")
     measure = config.measure
     options = {"ndcg_tolerance": config.ndcg_tolerance, "standard_errors": config.standard_errors}
+    source = MixtureSource(store, config)
     text = markdown(
         points,
-        compare_points(points, measure=measure, **options),
+        compare_points(points, measure=measure, source=source, **options),
         command,
         measure=measure,
         times=training_times(store.records("trainings"), config),
+        exact_mixtures=all(p.exposures for p in points if p.curve in (FAIR, *TEMPERATURE_CURVES)),
         **options,
     )
     if is_installed("matplotlib"):

@@ -58,6 +58,8 @@ __all__ = [
     "TrainingKey",
     "add_evaluation",
     "add_training",
+    "fold_sources",
+    "load_fold",
     "planned_evaluations",
     "planned_trainings",
     "run_frontier",
@@ -109,7 +111,8 @@ class EvalKey(NamedTuple):
 #: :meth:`FrontierConfig.settings`): ``trainings.jsonl``, one line per finished training (key,
 #: best round, seconds, the validation scale of its margins, its margins files
 #: ``margins/<name>.<split>.npy``, written before its line); ``evaluations.jsonl``, one line per
-#: finished evaluation, its per-query values.
+#: finished evaluation, its per-query values and its exposures' file
+#: (``exposures/<name>.npy``, written before its line), from which the report measures mixtures.
 TABLES = {
     "trainings": Table("trainings.jsonl", TrainingKey),
     "evaluations": Table("evaluations.jsonl", EvalKey),
@@ -133,14 +136,21 @@ def stored_margins(store: ResultStore, key: TrainingKey, split: str) -> np.ndarr
     return store.load_array(store.records("trainings")[key]["margins"][split])
 
 
-def _json(values: np.ndarray) -> list:
-    """An array as nested lists, NaN as None (JSON has no NaN)."""
-    return np.where(np.isnan(values), None, values).tolist()
-
-
 def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> None:
-    """Store one evaluation's per-query values (and the group ratios of its halves, with item
-    groups: ``group_ratios``, shape (2, queries, groups), None for NaN)."""
+    """Store one evaluation's exposures (``exposures/<name>.npy``), then its line: its
+    per-query values and the exposures' file."""
+    stem = "__".join(
+        [
+            key.dataset.replace("/", "_"),
+            key.curve,
+            f"w{key.weight:g}",
+            f"T{key.temperature:g}",
+            f"b{key.offset:g}",
+            key.split,
+            f"s{key.seed}",
+        ]
+    )
+    exposures = store.save_array(f"exposures/{stem}.npy", values.exposures)
     store.append(
         "evaluations",
         {
@@ -150,7 +160,7 @@ def add_evaluation(store: ResultStore, key: EvalKey, values: PolicyValues) -> No
             "mc_mean": values.mc_mean,
             "mc_var": values.mc_var,
             "n_samples": values.n_samples,
-            **({} if values.group_ratios is None else {"group_ratios": _json(values.group_ratios)}),
+            "exposures": exposures,
         },
     )
 
@@ -278,6 +288,24 @@ def planned_evaluations(config: FrontierConfig) -> list[EvalKey]:
     return [key for _, _, job in jobs for key in job.evals] + [key for _, _, key in oracles]
 
 
+def load_fold(config: FrontierConfig, data: str, fold: int) -> LTRDataset:
+    """Fold ``fold`` of data entry ``data`` as the frontier trains and evaluates on it: its
+    query filters, its web groups and its item groups."""
+    dataset = load(
+        data,
+        fold,
+        drop_empty_test_queries=config.drop_empty_test_queries,
+        drop_empty_queries=config.drop_empty_queries,
+        web_groups=config.web_groups,
+    )
+    return dataset if config.protected is None else with_item_groups(dataset, config.protected)
+
+
+def fold_sources(config: FrontierConfig) -> dict[str, tuple[str, int]]:
+    """Each fold's label in the results -> (data entry, fold)."""
+    return {dataset_label(d, f): (d, f) for d in config.datasets for f in config.folds}
+
+
 def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], None]) -> None:
     """Compute and store what ``config`` asks for and ``store`` does not hold yet."""
     jobs, oracles = _plan(config)
@@ -289,16 +317,7 @@ def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], N
     def dataset(data: str, fold: int) -> LTRDataset:
         if (data, fold) not in loaded:
             loaded.clear()
-            dataset = load(
-                data,
-                fold,
-                drop_empty_test_queries=config.drop_empty_test_queries,
-                drop_empty_queries=config.drop_empty_queries,
-                web_groups=config.web_groups,
-            )
-            if config.protected is not None:
-                dataset = with_item_groups(dataset, config.protected)
-            loaded[data, fold] = dataset
+            loaded[data, fold] = load_fold(config, data, fold)
         return loaded[data, fold]
 
     with tqdm(total=len(left), unit="training", disable=None) as bar:
