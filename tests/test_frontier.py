@@ -20,7 +20,7 @@ from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._synthetic import WebGroups
 from gbdt_plrank._training.evaluation import Halves, PolicyEvaluator
 from gbdt_plrank.cli import main
-from gbdt_plrank.datasets import LTRDataset, Split
+from gbdt_plrank.datasets import LTRDataset, Split, load_dataset
 from gbdt_plrank.harness.frontier import run as frontier
 from gbdt_plrank.harness.frontier.config import load_frontier_config
 from gbdt_plrank.harness.frontier.report import (
@@ -361,7 +361,6 @@ def test_shipped_frontier_config_loads():
     ("name", "fairness", "datasets", "feature", "quantile"),
     [
         ("fairness_group", "group-disparity", ("mq2008",), 41, 0.5),
-        ("fairness_group_mslr", "group-disparity", ("mslr-sample",), 133, 0.4),
         ("fairness_disparity", "disparity", ("mq2008", "mq2007-agg"), None, None),
     ],
 )
@@ -375,6 +374,39 @@ def test_shipped_group_and_disparity_configs_load(name, fairness, datasets, feat
     else:
         assert (config.protected.feature, config.protected.quantile) == (feature, quantile)
         assert config.group_offsets == (-2.0, -1.0, 0.0, 1.0, 2.0)
+
+
+def test_shipped_mslr_group_config_cross_validates():
+    config = load_frontier_config(CONFIGS / "fairness_group_mslr.toml")
+    assert config.datasets == ("mslr-sample",) and config.cross_validation
+    assert config.folds == (1, 2, 3, 4, 5) and config.settings()["cross_validation"] is True
+    assert config.protected == ProtectedGroup(feature=133, quantile=0.4)
+    assert config.out == "benchmarks/results/fairness_group_mslr"
+    assert (config.ndcg_tolerance, config.standard_errors) == (0.01, 2.0)
+    labels = frontier.fold_sources(config)
+    assert list(labels) == [f"mslr-sample-cv/Fold{k}" for k in range(1, 6)]
+    # every query is a test query once, and the groups come from each fold's training split
+    tests = []
+    for k in range(1, 6):
+        fold = frontier.load_fold(config, "mslr-sample", k)
+        assert fold.name == f"mslr-sample-cv/Fold{k}"
+        # the test split without its queries lacking a relevant document
+        assert (fold.train.n_queries, fold.vali.n_queries) == (54, 18)
+        assert fold.test.n_queries <= 18 and fold.test.item_groups is not None
+        tests.append(np.unique(fold.test.qid))
+    everyone = np.concatenate(tests)
+    pooled = load_dataset("mslr-sample")
+    relevant = np.concatenate(
+        [np.unique(s.qid[s.y > 0]) for s in (pooled.train, pooled.vali, pooled.test)]
+    )
+    assert everyone.size == np.unique(everyone).size == relevant.size
+
+
+def test_cross_validation_needs_one_split(tmp_path: Path):
+    path = tmp_path / "f.toml"
+    path.write_text(BASE + "cross_validation = true\nfolds = [1, 2]\n")
+    with pytest.raises(ConfigError, match="'mq2008' has folds of its own"):
+        frontier.run_frontier(load_frontier_config(path), echo=lambda _: None)
 
 
 # --------------------------------------------------------------------------------------------

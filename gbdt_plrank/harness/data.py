@@ -44,9 +44,12 @@ def _has_folds(data: str) -> bool:
     return any((Path(data) / f"Fold{i}").is_dir() for i in range(1, 6))
 
 
-def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
+def check_data(
+    datasets: Sequence[str], folds: Sequence[int], *, cross_validation: bool = False
+) -> None:
     """Check, before any training, that every data entry exists and has the folds asked for,
-    each with its train, validation and test files.
+    each with its train, validation and test files; with ``cross_validation``, that every
+    entry is one split (its folds are :func:`cross_validation_fold`'s).
 
     Raises
     ------
@@ -54,7 +57,12 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
         Naming the entry and the rule it breaks.
     """
     for data in datasets:
-        if data in SINGLE_SPLIT and tuple(folds) != (1,):
+        if cross_validation and _has_folds(data):
+            raise ConfigError(
+                f"cross_validation cuts one split's queries into five folds, but {data!r} has "
+                "folds of its own."
+            )
+        if data in SINGLE_SPLIT and tuple(folds) != (1,) and not cross_validation:
             raise ConfigError(
                 f"folds must be [1] for {data!r}, a bundled dataset of one split, "
                 f"but {list(folds)} is given."
@@ -67,7 +75,7 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
                 f"datasets must be dataset names ({', '.join(NAMED)}) or folders, "
                 f"but {data!r} is neither."
             )
-        if not _has_folds(data) and tuple(folds) != (1,):
+        if not _has_folds(data) and tuple(folds) != (1,) and not cross_validation:
             raise ConfigError(
                 f"folds must be [1] for {data!r}, a folder without Fold1..Fold5 subfolders, "
                 f"but {list(folds)} is given."
@@ -85,9 +93,12 @@ def check_data(datasets: Sequence[str], folds: Sequence[int]) -> None:
                 raise ConfigError(str(err)) from None
 
 
-def dataset_label(data: str, fold: int) -> str:
-    """The name results give to fold ``fold`` of data entry ``data``."""
+def dataset_label(data: str, fold: int, *, cross_validation: bool = False) -> str:
+    """The name results give to fold ``fold`` of data entry ``data`` (``<name>-cv/Fold<k>``
+    for a fold of its ``cross_validation``)."""
     name = data if data in NAMED else Path(data).resolve().name
+    if cross_validation:
+        return f"{name}-cv/Fold{fold}"
     return f"{name}/Fold{fold}" if _has_folds(data) else name
 
 
@@ -113,6 +124,7 @@ def load(
     drop_empty_test_queries: bool,
     drop_empty_queries: bool = False,
     web_groups: WebGroups | None = None,
+    cross_validation: bool = False,
 ) -> LTRDataset:
     """Load fold ``fold`` of ``data``, optionally without the queries lacking relevant ones.
 
@@ -120,8 +132,13 @@ def load(
     the training and validation splits. ``web_groups`` draws a synthetic web variant (fold
     ``k``: seed ``k``, as :func:`~gbdt_plrank.datasets.load_dataset`) with that protected group
     (:class:`~gbdt_plrank._synthetic.WebGroups`); ``data`` must then be one of them.
+    ``cross_validation`` reads fold ``fold`` of the five-fold query-level cross-validation of a
+    one-split entry (:func:`cross_validation_fold`, repeat 0), named as
+    :func:`dataset_label` says.
     """
-    if web_groups is None:
+    if cross_validation:
+        dataset = cross_validation_fold(load_dataset(data), fold=fold)
+    elif web_groups is None:
         dataset = load_dataset(data, fold=fold)
     elif data in WEB_VARIANTS:
         dataset = make_web_dataset(replace(WEB_VARIANTS[data], groups=web_groups), seed=fold)
@@ -134,7 +151,8 @@ def load(
     train, vali = dataset.train, dataset.vali
     if drop_empty_queries:
         train, vali = without_empty_queries(train), without_empty_queries(vali)
-    return LTRDataset(dataset_label(data, fold), train, vali, test)
+    label = dataset_label(data, fold, cross_validation=cross_validation)
+    return LTRDataset(label, train, vali, test)
 
 
 def cross_validation_fold(

@@ -91,6 +91,9 @@ class FrontierConfig(ExperimentConfig):
     :data:`~gbdt_plrank._synthetic.WEB_VARIANTS`) with a protected group whose share of the
     merit varies by query (:class:`~gbdt_plrank._synthetic.WebGroups`); ``protected`` must
     then read it back: ``{feature = n_features + 1, quantile = share}``.
+    ``cross_validation`` reads the folds of a one-split entry (``mslr-sample``) as those of a
+    query-level five-fold cross-validation of its pooled queries (each query a test query once,
+    :func:`~gbdt_plrank.harness.data.cross_validation_fold`), named ``<name>-cv/Fold<k>``.
     ``ndcg_tolerance`` and ``standard_errors`` set the report's goal check (they change no
     training or evaluation; :mod:`.report`): a fair policy's post-hoc match at no less expected
     NDCG may be ``ndcg_tolerance`` less relevant on validation, and a verdict needs a
@@ -108,6 +111,7 @@ class FrontierConfig(ExperimentConfig):
     k: int = Field(10, ge=1, description="an integer >= 1")
     out: str = Field("runs/fairness", min_length=1, description="a non-empty string")
     drop_empty_queries: bool = Field(False, description="true or false")
+    cross_validation: bool = Field(False, description="true or false")
     plrank_method: Literal[_PLRANK_METHODS] = Field(  # type: ignore[valid-type]
         "plrank-xgb", description=f"one of {', '.join(map(repr, _PLRANK_METHODS))}"
     )
@@ -222,6 +226,7 @@ class FrontierConfig(ExperimentConfig):
             **self.shared_settings(),
             "plrank_method": self.plrank_method,
             **({"drop_empty_queries": True} if self.drop_empty_queries else {}),
+            **({"cross_validation": True} if self.cross_validation else {}),
             "k": self.k,
             "n_samples": self.n_samples,
             "fairness": self.fairness,

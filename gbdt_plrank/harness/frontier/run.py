@@ -262,7 +262,7 @@ def _plan(
     config: FrontierConfig,
 ) -> tuple[list[tuple[str, int, _Training]], list[tuple[str, int, EvalKey]]]:
     """The trainings (with their evaluations) and the oracle evaluations, in the order they run."""
-    sources = [(d, f, dataset_label(d, f)) for d in config.datasets for f in config.folds]
+    sources = [(d, f, label) for label, (d, f) in fold_sources(config).items()]
     jobs = [
         (data, fold, job)
         for data, fold, label in sources
@@ -297,13 +297,18 @@ def load_fold(config: FrontierConfig, data: str, fold: int) -> LTRDataset:
         drop_empty_test_queries=config.drop_empty_test_queries,
         drop_empty_queries=config.drop_empty_queries,
         web_groups=config.web_groups,
+        cross_validation=config.cross_validation,
     )
     return dataset if config.protected is None else with_item_groups(dataset, config.protected)
 
 
 def fold_sources(config: FrontierConfig) -> dict[str, tuple[str, int]]:
-    """Each fold's label in the results -> (data entry, fold)."""
-    return {dataset_label(d, f): (d, f) for d in config.datasets for f in config.folds}
+    """Each fold's label in the results -> (data entry, fold), in the order they run."""
+    return {
+        dataset_label(d, f, cross_validation=config.cross_validation): (d, f)
+        for d in config.datasets
+        for f in config.folds
+    }
 
 
 def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], None]) -> None:
@@ -356,7 +361,7 @@ def run_frontier(config: FrontierConfig, *, echo: Callable[[str], None] = print)
     FolderInUseError
         When another run is writing to the output folder (:meth:`ResultStore.locked`).
     """
-    check_data(config.datasets, config.folds)
+    check_data(config.datasets, config.folds, cross_validation=config.cross_validation)
     with ResultStore.locked(config.out, settings=config.settings(), tables=TABLES) as store:
         write_options(store.folder, config.trained_options())
         _fill(store, config, echo=echo)
