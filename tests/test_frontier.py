@@ -21,6 +21,7 @@ from gbdt_plrank._synthetic import WebGroups
 from gbdt_plrank._training.evaluation import Halves, PolicyEvaluator
 from gbdt_plrank.cli import main
 from gbdt_plrank.datasets import LTRDataset, Split, load_dataset
+from gbdt_plrank.harness.frontier import report
 from gbdt_plrank.harness.frontier import run as frontier
 from gbdt_plrank.harness.frontier.config import load_frontier_config
 from gbdt_plrank.harness.frontier.report import (
@@ -613,7 +614,7 @@ class _Source:
     """A MixtureSource in memory: one fold's split, the exposures by name."""
 
     def __init__(self, split: Split) -> None:
-        self.the_split, self.arrays = split, {}
+        self.the_split, self.arrays, self.pairs = split, {}, {}
         self.config = type("Config", (), {"k": K})()
 
     def split(self, fold: str, split: str) -> Split:
@@ -951,3 +952,28 @@ def test_shipped_web_configs_load(name):
         "stopping_metric",
     ):
         assert f"\n{key} = " in text, key
+
+
+def test_the_goal_check_takes_the_fair_policy_chosen_on_validation():
+    """frontier.md's goal lines name the fair policy best on validation and give its test
+    comparison, even where another fair policy does better on test."""
+    points = [
+        *_both("lambdamart", 0.0, 1.0, 0.60, 0.60),
+        # w=1: fairer on validation than w=3, less fair on test
+        _point("vali", "plrank-fair", 1.0, 0.0, 0.60, 0.40),
+        _point("test", "plrank-fair", 1.0, 0.0, 0.60, 0.55),
+        _point("vali", "plrank-fair", 3.0, 0.0, 0.60, 0.50),
+        _point("test", "plrank-fair", 3.0, 0.0, 0.60, 0.30),
+    ]
+    measure = "group_disparity"
+    text = report.markdown(
+        points,
+        compare_points(points, measure=measure),
+        None,
+        measure=measure,
+        validation=compare_points(points, measure=measure, judged_on="vali"),
+    )
+    line = next(x for x in text.splitlines() if x.startswith("- fairest against"))
+    assert "on validation: w=1 (group_disparity -0.20000" in line
+    assert "on test against lambdamart T=1: NDCG +0.0000" in line
+    assert "group_disparity -0.05000" in line

@@ -427,6 +427,8 @@ class MixtureSource:
         self.store, self.config = store, config
         self._sources = fold_sources(config)
         self._loaded: dict[str, LTRDataset] = {}
+        #: Each set of candidates' half-half mixtures, measured once (:class:`_Candidates`).
+        self.pairs: dict[tuple, np.ndarray] = {}
 
     def split(self, fold: str, split: str) -> Split:
         """The ``split`` (``"vali"`` or ``"test"``) of the fold labelled ``fold``."""
@@ -466,7 +468,6 @@ class _Candidates:
         self.cost = np.array([[p.values[measure][q] for q in self.queries] for p in points])
         self.exact = source is not None and all(p.exposures for p in points)
         self._runs = sorted({run for p in points for run in (p.exposures or {})})
-        self._mid: np.ndarray | None = None
 
     def _fold(self, fold: str) -> tuple[Split, np.ndarray, np.ndarray]:
         """The split of ``fold``, the positions in ``queries`` of its queries and the query
@@ -484,10 +485,12 @@ class _Candidates:
             out.setdefault(fold, []).append(seed)
         return out
 
-    def _stack(self, fold: str, seed: int) -> np.ndarray:
-        """(policies, 2, rows): every policy's exposures in a fold and seed."""
+    def _stack(self, fold: str, seed: int, which: Sequence[int] | None = None) -> np.ndarray:
+        """(policies, 2, rows): the exposures of the policies ``which`` (all by default) in a
+        fold and seed."""
+        chosen = range(len(self.points)) if which is None else which
         return np.stack(
-            [self.source.exposures(p.exposures[fold, seed]) for p in self.points]  # type: ignore[union-attr,index]
+            [self.source.exposures(self.points[i].exposures[fold, seed]) for i in chosen]  # type: ignore[union-attr,index]
         )
 
     def _measure(self, split: Split, exposures: np.ndarray) -> np.ndarray:
@@ -505,7 +508,8 @@ class _Candidates:
             for fold, seeds in self._runs_by_fold().items():
                 split, at, rows = self._fold(fold)
                 for seed in seeds:
-                    mixed = np.tensordot(weights, self._stack(fold, seed), axes=1)
+                    stack = self._stack(fold, seed, list(shares))
+                    mixed = np.tensordot(list(shares.values()), stack, axes=1)
                     exact[at] += self._measure(split, mixed[None])[0, rows] / len(seeds)
             out[self.measure] = exact
         return out
@@ -515,9 +519,15 @@ class _Candidates:
         interpolation. Computed once."""
         if not self.exact:
             return None
-        if self._mid is None:
-            self._mid = self._pairs()
-        return self._mid
+        key = (
+            self.split,
+            tuple(self.queries),
+            tuple((p.curve, p.weight, p.temperature, p.offset) for p in self.points),
+        )
+        pairs = self.source.pairs  # type: ignore[union-attr]
+        if key not in pairs:
+            pairs[key] = self._pairs()
+        return pairs[key]
 
     def _pairs(self) -> np.ndarray:
         n = len(self.points)
@@ -830,6 +840,57 @@ def training_times(records: dict, config: FrontierConfig) -> list[TrainingTime]:
     return out
 
 
+def _goal_lines(
+    validation: Sequence[Comparison], test: Sequence[Comparison], measure: str, digits: int
+) -> list[str]:
+    """The fair policies chosen on validation for the goal and their test comparisons."""
+    by_policy = {(c.weight, c.temperature): c for c in test if c.side == "fair"}
+    fair = [c for c in validation if c.side == "fair"]
+    lines = []
+    for what, attr, diff, pick, verdict in (
+        (
+            "fairest against its post-hoc match at no less NDCG",
+            "at_ndcg",
+            "unfairness",
+            min,
+            "fairer_verdict",
+        ),
+        (
+            f"most relevant against its post-hoc match at no more {measure}",
+            "at_level",
+            "ndcg",
+            max,
+            "verdict",
+        ),
+    ):
+        qualified = [c for c in fair if getattr(c, attr) is not None]
+        if not qualified:
+            lines.append(f"- {what}: none qualifies on validation.")
+            continue
+        chosen = pick(qualified, key=lambda c: getattr(getattr(c, attr), f"{diff}_difference"))
+        v = getattr(chosen, attr)
+        width = digits if diff == "unfairness" else 4
+        name = diff if diff == "ndcg" else measure
+        line = (
+            f"- {what} on validation: w={chosen.weight:g}"
+            + (f" T={chosen.temperature:g}" if chosen.temperature else "")
+            + f" ({name} {getattr(v, f'{diff}_difference'):+.{width}f}, s.e. "
+            f"{getattr(v, f'{diff}_se'):.{width}f}, against {v.name})"
+        )
+        t = by_policy.get((chosen.weight, chosen.temperature))
+        m = None if t is None else getattr(t, attr)
+        if m is None:
+            line += "; on test no post-hoc policy qualifies."
+        else:
+            line += (
+                f"; on test against {m.name}: NDCG {m.ndcg_difference:+.4f} (s.e. "
+                f"{m.ndcg_se:.4f}), {measure} {m.unfairness_difference:+.{digits}f} (s.e. "
+                f"{m.unfairness_se:.{digits}f}), *{getattr(t, verdict)}*."
+            )
+        lines.append(line)
+    return lines
+
+
 def _match_cells(m: Match | None, verdict: str, *, digits: int) -> list[object]:
     if m is None:
         return ["", "", "", "", "", verdict]
@@ -898,9 +959,11 @@ def markdown(
     standard_errors: float = 1.0,
     times: Sequence[TrainingTime] = (),
     exact_mixtures: bool = False,
+    validation: Sequence[Comparison] = (),
 ) -> str:
-    """``frontier.md``: per dataset the post-hoc floor, the goal check's summary and table, the
-    training times and every test point."""
+    """``frontier.md``: per dataset the post-hoc floor, the fair policies chosen on
+    ``validation`` (comparisons judged there) and their test comparisons, the goal check's
+    summary and tables, the training times and every test point."""
     lines = ["# Fairness frontier", ""]
     if command:
         lines += [f"`{command}`", ""]
@@ -936,6 +999,15 @@ def markdown(
         ]
         if name in floors:
             lines += _floor_lines(floors[name], measure, ndcg_tolerance)
+        chosen = [c for c in validation if c.dataset == name]
+        if chosen:
+            lines += [
+                "The fair policy chosen on validation (its comparisons measured on validation "
+                "too), then compared on test:",
+                "",
+                *_goal_lines(chosen, mine, measure, digits),
+                "",
+            ]
         post = [c for c in mine if c.side == "post hoc"]
         fair = [c for c in mine if c.side == "fair"]
         lines += _summary(
@@ -1149,6 +1221,9 @@ def write_frontier_report(
         compare_points(points, measure=measure, source=source, **options),
         command,
         measure=measure,
+        validation=compare_points(
+            points, measure=measure, source=source, judged_on="vali", **options
+        ),
         times=training_times(store.records("trainings"), config),
         exact_mixtures=all(p.exposures for p in points if p.curve in (FAIR, *TEMPERATURE_CURVES)),
         **options,
