@@ -150,6 +150,21 @@ class ExposureRows:
             return np.zeros(self.labels.shape[0], dtype=np.int64)
         return query_members(self.item_groups, self.ptr)
 
+    def tile(self, m: int) -> ExposureRows:
+        """``m`` copies of the rows one after the other, the queries numbered on: a loss of
+        ``m`` exposures at once. The copies' item groups are numbered as this one's
+        (:attr:`members`, computed once: the costly property)."""
+        n = self.labels.shape[0]
+        starts = (self.ptr[:-1][None, :] + n * np.arange(m)[:, None]).ravel()
+        out = ExposureRows(
+            np.tile(self.labels, m),
+            np.append(starts, m * n).astype(np.int64),
+            self.gain,
+            None if self.item_groups is None else np.tile(self.item_groups, m),
+        )
+        out.__dict__["members"] = np.tile(self.members, m)  # the cached property, tiled
+        return out
+
 
 #: What a term reads of its rows besides the labels and exposures: the cut-off of the rank
 #: weights, the gain of a label, the item groups.
@@ -370,19 +385,20 @@ def _group_curvature(rows: ExposureRows) -> np.ndarray:
 def _group_loss(rows: ExposureRows, exposure: np.ndarray, theta: np.ndarray) -> np.ndarray:
     r"""Per query, in the closed form :math:`G \sum_a r_a^2 - (\sum_a r_a)^2` with
     :math:`r_a = X_a / M_a` over the :math:`G` groups with merit; 0 where G < 2."""
-    q, G = rows.row_query, rows.n_queries
-    pairs, pair = np.unique(np.stack([q, rows.item_groups]), axis=1, return_inverse=True)
-    pair = pair.ravel()
-    merit = np.bincount(pair, rows.gains, minlength=pairs.shape[1])
+    member = rows.members
+    width = int(member.max()) + 1 if member.size else 1
+    cell = rows.row_query * width + member
+    size = rows.n_queries * width
+    merit = np.bincount(cell, rows.gains, minlength=size)
     share = np.divide(
-        np.bincount(pair, exposure, minlength=pairs.shape[1]),
+        np.bincount(cell, exposure, minlength=size),
         merit,
         out=np.zeros_like(merit),
         where=merit > 0,
-    )
-    count = np.bincount(pairs[0], merit > 0, minlength=G)
-    total = np.bincount(pairs[0], share, minlength=G)
-    out = count * np.bincount(pairs[0], share * share, minlength=G) - total * total
+    ).reshape(-1, width)
+    count = (merit > 0).reshape(-1, width).sum(axis=1)
+    total = share.sum(axis=1)
+    out = count * (share * share).sum(axis=1) - total * total
     return np.where(count > 1, np.maximum(out, 0.0), 0.0)
 
 

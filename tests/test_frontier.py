@@ -41,6 +41,7 @@ from gbdt_plrank.harness.item_groups import (
     without_item_groups,
 )
 from gbdt_plrank.harness.policy_eval import (
+    MixtureMeasure,
     evaluate_oracle,
     evaluate_policy,
     evaluate_ranking,
@@ -624,6 +625,9 @@ class _Source:
     def exposures(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
+    def measure(self, fold: str, split: str, column: str) -> MixtureMeasure:
+        return MixtureMeasure(self.split(fold, split), k=K, columns=(column,))
+
 
 def _evaluated_point(source, curve, margins, *, weight=0.0, temperature=1.0, split="test"):
     values = evaluate_policy(margins, source.the_split, k=K, n_samples=40, seed=7, n_jobs=1)
@@ -977,3 +981,28 @@ def test_the_goal_check_takes_the_fair_policy_chosen_on_validation():
     assert "on validation: w=1 (group_disparity -0.20000" in line
     assert "on test against lambdamart T=1: NDCG +0.0000" in line
     assert "group_disparity -0.05000" in line
+
+
+def test_mixture_measure_measures_many_at_once_as_one_at_a_time():
+    """m exposures measured at once (the split's rows tiled, their item groups numbered once)
+    give each one's values measured alone, for every term; bad columns are refused."""
+    split = _grouped_split()
+    rng = np.random.default_rng(2)
+    columns = ("ndcg", "ee_l", "disparity", "group_disparity")
+    exposures = np.stack(
+        [
+            evaluate_policy(
+                rng.normal(size=12), split, k=K, n_samples=20, seed=s, n_jobs=1
+            ).exposures
+            for s in range(3)
+        ]
+    )
+    together = MixtureMeasure(split, k=K, columns=columns)(exposures)
+    for i in range(3):
+        alone = mixture_values(split, exposures[i : i + 1], k=K, columns=columns)
+        for name in columns:
+            np.testing.assert_allclose(together[name][i], alone[name][0], rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="columns must be 'ndcg' or fairness terms' columns"):
+        MixtureMeasure(split, k=K, columns=("unfair",))
+    with pytest.raises(ValueError, match="group_disparity needs the item groups of the split"):
+        MixtureMeasure(replace(split, item_groups=None), k=K, columns=("group_disparity",))

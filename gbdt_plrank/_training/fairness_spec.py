@@ -154,10 +154,14 @@ class FairnessSpec:
 
         A query without a relevant document has the loss 0 unless :attr:`trains_empty_queries`.
         """
-        rows = ExposureRows(labels, group_ptr, gain, item_groups)
-        values = self.term.loss(rows, exposure, dcg_weights(ranks_used(K, group_ptr)))
+        return self.loss_of(ExposureRows(labels, group_ptr, gain, item_groups), exposure, K=K)
+
+    def loss_of(self, rows: ExposureRows, exposure: np.ndarray, *, K: int) -> np.ndarray:
+        """:meth:`loss` of rows read once (:class:`~gbdt_plrank._fairness_terms.ExposureRows`:
+        a caller measuring many exposures of the same rows builds them once)."""
+        values = self.term.loss(rows, exposure, dcg_weights(ranks_used(K, rows.ptr)))
         if not self.trains_empty_queries:
-            relevant = np.bincount(rows.row_query, labels > 0, minlength=values.shape[0])
+            relevant = np.bincount(rows.row_query, rows.labels > 0, minlength=values.shape[0])
             values[relevant == 0] = 0.0
         return values
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .._fairness_terms import FAIRNESS_TERMS, equal_exposure_target
+from .._fairness_terms import FAIRNESS_TERMS, ExposureRows, equal_exposure_target
 from .._groups import resolve_groups, row_queries, within_query_spread
 from .._ranking_metric import RankingMetric, dcg_weights
 from .._training.evaluation import EVAL_ROUNDS, Halves, PolicyEvaluator, per_sample_metric
@@ -43,6 +43,7 @@ from ..datasets import Split
 from ..metrics import ndcg
 
 __all__ = [
+    "MixtureMeasure",
     "PolicyValues",
     "evaluate_oracle",
     "evaluate_policy",
@@ -190,37 +191,64 @@ def evaluate_oracle(split: Split, *, k: int) -> PolicyValues:
     return _exact_values(split, exposure, value.expected_metric(exposure), k)
 
 
+class MixtureMeasure:
+    """Measures random mixtures of policies on one split from their exposures' halves.
+
+    A mixture's exposure, estimated from each half of the rankings, is the shares'
+    combination of its policies' (:attr:`PolicyValues.exposures`: exposure is linear in the
+    policy's distribution over rankings). Called with such exposures (m, 2, rows), it returns,
+    for each of ``columns`` (``"ndcg"`` and terms' columns), an array (m, queries): expected
+    NDCG@k of the exposure, and each loss from the halves without bias, as
+    :func:`evaluate_policy` measures a policy; with one policy's exposures, its own values. The
+    m mixtures are measured at once as m copies of the split's queries, read once
+    (:meth:`~gbdt_plrank._fairness_terms.ExposureRows.tile`).
+
+    Raises
+    ------
+    ValueError
+        For a column that is not ``"ndcg"`` nor a registered term's, or a term defined by item
+        groups on a split without them.
+    """
+
+    def __init__(self, split: Split, *, k: int, columns: Sequence[str] = ("ndcg",)) -> None:
+        terms = {term.column: (name, term) for name, term in FAIRNESS_TERMS.items()}
+        unknown = [c for c in columns if c != "ndcg" and c not in terms]
+        if unknown:
+            raise ValueError(
+                f"columns must be 'ndcg' or fairness terms' columns ({', '.join(terms)}), but "
+                f"{unknown[0]!r} is given."
+            )
+        for c in columns:
+            if c in terms and terms[c][1].needs_item_groups and split.item_groups is None:
+                raise ValueError(f"{c} needs the item groups of the split, but it has none.")
+        self.split, self.k, self.columns = split, k, tuple(columns)
+        self._specs = {c: FairnessSpec(terms[c][0], 1.0) for c in columns if c != "ndcg"}
+        self._rows = ExposureRows(split.y, split.group_ptr, "exp", split.item_groups)
+        self._tiled: dict[int, ExposureRows] = {}
+
+    def _tile(self, m: int) -> ExposureRows:
+        if m not in self._tiled:
+            self._tiled = {m: self._rows.tile(m)}
+        return self._tiled[m]
+
+    def __call__(self, exposures: np.ndarray) -> dict[str, np.ndarray]:
+        m, queries = exposures.shape[0], self.split.n_queries
+        rows = self._tile(m)
+        h = Halves(exposures[:, 0].ravel(), exposures[:, 1].ravel())
+        out: dict[str, np.ndarray] = {}
+        if "ndcg" in self.columns:
+            tiled = Split(None, rows.labels, rows.row_query, rows.item_groups)
+            out["ndcg"] = _value(tiled, self.k, seed=0, n_jobs=None).expected_metric(h.exposure)
+        for column, spec in self._specs.items():
+            out[column] = h.unbiased(lambda e, spec=spec: spec.loss_of(rows, e, K=self.k))
+        return {name: values.reshape(m, queries) for name, values in out.items()}
+
+
 def mixture_values(
     split: Split, exposures: np.ndarray, *, k: int, columns: Sequence[str] = ("ndcg",)
 ) -> dict[str, np.ndarray]:
-    """Per query, the values of random mixtures of policies, from their exposures' halves.
-
-    ``exposures`` (m, 2, rows): each mixture's exposure estimated from each half of the
-    rankings, the shares' combination of its policies' (:attr:`PolicyValues.exposures`:
-    exposure is linear in the policy's distribution over rankings). Returns, for each of
-    ``columns`` (``"ndcg"`` and terms' columns), an array (m, queries): expected NDCG@k of the
-    exposure, and each loss from the halves without bias, as :func:`evaluate_policy` measures
-    a policy; with one policy's exposures, its own values. The m mixtures are measured at once,
-    as m copies of the split's queries.
-    """
-    m, n = exposures.shape[0], split.y.shape[0]
-    queries = split.n_queries
-    copy = np.repeat(np.arange(m, dtype=np.int64) * queries, n)
-    tiled = Split(
-        None,
-        np.tile(split.y, m),
-        np.tile(row_queries(split.group_ptr), m) + copy,
-        None if split.item_groups is None else np.tile(split.item_groups, m),
-    )
-    h = Halves(exposures[:, 0].ravel(), exposures[:, 1].ravel())
-    out: dict[str, np.ndarray] = {}
-    if "ndcg" in columns:
-        out["ndcg"] = _value(tiled, k, seed=0, n_jobs=None).expected_metric(h.exposure)
-    for name, values in _losses(tiled, k, h.unbiased, [c for c in columns if c != "ndcg"]).items():
-        if values is None:
-            raise ValueError(f"{name} needs the item groups of the split, but it has none.")
-        out[name] = values
-    return {name: values.reshape(m, queries) for name, values in out.items()}
+    """:class:`MixtureMeasure` of ``split`` applied once to ``exposures`` (m, 2, rows)."""
+    return MixtureMeasure(split, k=k, columns=columns)(exposures)
 
 
 def validation_scale(scores: np.ndarray, split: Split) -> float:

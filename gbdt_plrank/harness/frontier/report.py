@@ -56,7 +56,7 @@ from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm
 from ..._util.compat import is_installed, missing_message, require
 from ...datasets import LTRDataset, Split
 from ..data import family
-from ..policy_eval import mixture_values
+from ..policy_eval import MixtureMeasure
 from ..stats import paired
 from ..store import ResultStore
 from .config import FrontierConfig
@@ -427,6 +427,7 @@ class MixtureSource:
         self.store, self.config = store, config
         self._sources = fold_sources(config)
         self._loaded: dict[str, LTRDataset] = {}
+        self._measures: dict[tuple[str, str, str], MixtureMeasure] = {}
         #: Each set of candidates' half-half mixtures, measured once (:class:`_Candidates`).
         self.pairs: dict[tuple, np.ndarray] = {}
 
@@ -436,6 +437,16 @@ class MixtureSource:
             self._loaded.clear()
             self._loaded[fold] = load_fold(self.config, *self._sources[fold])
         return getattr(self._loaded[fold], split)
+
+    def measure(self, fold: str, split: str, column: str) -> MixtureMeasure:
+        """The :class:`~..policy_eval.MixtureMeasure` of ``column`` on a fold's split (the
+        last one asked for is kept)."""
+        key = (fold, split, column)
+        if key not in self._measures:
+            self._measures = {
+                key: MixtureMeasure(self.split(fold, split), k=self.config.k, columns=(column,))
+            }
+        return self._measures[key]
 
     def exposures(self, name: str) -> np.ndarray:
         """An evaluation's exposures (2, rows), by their file."""
@@ -469,14 +480,14 @@ class _Candidates:
         self.exact = source is not None and all(p.exposures for p in points)
         self._runs = sorted({run for p in points for run in (p.exposures or {})})
 
-    def _fold(self, fold: str) -> tuple[Split, np.ndarray, np.ndarray]:
-        """The split of ``fold``, the positions in ``queries`` of its queries and the query
-        indices of the split they stand at."""
-        split = self.source.split(fold, self.split)  # type: ignore[union-attr]
-        index = {int(q): i for i, q in enumerate(np.unique(split.qid))}
+    def _fold(self, fold: str) -> tuple[MixtureMeasure, np.ndarray, np.ndarray]:
+        """The measure of ``fold``'s split, the positions in ``queries`` of its queries and the
+        query indices of the split they stand at."""
+        measure = self.source.measure(fold, self.split, self.measure)  # type: ignore[union-attr]
+        index = {int(q): i for i, q in enumerate(np.unique(measure.split.qid))}
         mine = [(i, index[q]) for i, (f, q) in enumerate(self.queries) if f == fold]
         at, rows = (np.array(v, dtype=np.int64) for v in zip(*mine)) if mine else ([], [])
-        return split, np.asarray(at, dtype=np.int64), np.asarray(rows, dtype=np.int64)
+        return measure, np.asarray(at, dtype=np.int64), np.asarray(rows, dtype=np.int64)
 
     def _runs_by_fold(self) -> dict[str, list[int]]:
         """Each fold's seeds."""
@@ -493,11 +504,6 @@ class _Candidates:
             [self.source.exposures(self.points[i].exposures[fold, seed]) for i in chosen]  # type: ignore[union-attr,index]
         )
 
-    def _measure(self, split: Split, exposures: np.ndarray) -> np.ndarray:
-        """(m, queries of the split): the measure of m mixtures' exposures (m, 2, rows)."""
-        k = self.source.config.k  # type: ignore[union-attr]
-        return mixture_values(split, exposures, k=k, columns=(self.measure,))[self.measure]
-
     def mixed(self, shares: dict[int, float]) -> dict[str, np.ndarray]:
         """Per query: expected NDCG and the measure of the mixture ``shares``."""
         weights = np.zeros(len(self.points))
@@ -506,11 +512,11 @@ class _Candidates:
         if self.exact and len(shares) > 1:
             exact = np.zeros(len(self.queries))
             for fold, seeds in self._runs_by_fold().items():
-                split, at, rows = self._fold(fold)
+                measure, at, rows = self._fold(fold)
                 for seed in seeds:
                     stack = self._stack(fold, seed, list(shares))
                     mixed = np.tensordot(list(shares.values()), stack, axes=1)
-                    exact[at] += self._measure(split, mixed[None])[0, rows] / len(seeds)
+                    exact[at] += measure(mixed[None])[self.measure][0, rows] / len(seeds)
             out[self.measure] = exact
         return out
 
@@ -533,11 +539,11 @@ class _Candidates:
         n = len(self.points)
         total = np.zeros((n, n))
         for fold, seeds in self._runs_by_fold().items():
-            split, _, rows = self._fold(fold)
+            measure, _, rows = self._fold(fold)
             for seed in seeds:
                 every = self._stack(fold, seed)
                 for i in range(n):
-                    values = self._measure(split, 0.5 * (every[i][None] + every))
+                    values = measure(0.5 * (every[i][None] + every))[self.measure]
                     total[i] += values[:, rows].sum(axis=1) / len(seeds)
         return total / len(self.queries)
 
