@@ -54,7 +54,7 @@ import numpy as np
 
 from ..._fairness_terms import FAIRNESS_TERMS, FairnessTerm
 from ..._util.compat import is_installed, missing_message, require
-from ...datasets import LTRDataset, Split
+from ...datasets import Split
 from ..data import family
 from ..policy_eval import MixtureMeasure
 from ..stats import paired
@@ -421,31 +421,34 @@ def _mixture_name(points: Sequence[Point], shares: dict[int, float]) -> str:
 
 class MixtureSource:
     """What measures random mixtures of a frontier's policies: its store (the evaluations'
-    exposures) and each fold's splits, loaded as the run loads them (one fold at a time)."""
+    exposures) and each fold's splits, loaded as the run loads them, once (their labels,
+    query ids and item groups kept, not their features)."""
 
     def __init__(self, store: ResultStore, config: FrontierConfig) -> None:
         self.store, self.config = store, config
         self._sources = fold_sources(config)
-        self._loaded: dict[str, LTRDataset] = {}
+        self._splits: dict[tuple[str, str], Split] = {}
         self._measures: dict[tuple[str, str, str], MixtureMeasure] = {}
         #: Each set of candidates' half-half mixtures, measured once (:class:`_Candidates`).
         self.pairs: dict[tuple, np.ndarray] = {}
 
     def split(self, fold: str, split: str) -> Split:
-        """The ``split`` (``"vali"`` or ``"test"``) of the fold labelled ``fold``."""
-        if fold not in self._loaded:
-            self._loaded.clear()
-            self._loaded[fold] = load_fold(self.config, *self._sources[fold])
-        return getattr(self._loaded[fold], split)
+        """The ``split`` (``"vali"`` or ``"test"``) of the fold labelled ``fold``, without its
+        features."""
+        if (fold, split) not in self._splits:
+            data = load_fold(self.config, *self._sources[fold])
+            for name in ("vali", "test"):
+                s = getattr(data, name)
+                self._splits[fold, name] = Split(None, s.y, s.qid, s.item_groups)
+        return self._splits[fold, split]
 
     def measure(self, fold: str, split: str, column: str) -> MixtureMeasure:
-        """The :class:`~..policy_eval.MixtureMeasure` of ``column`` on a fold's split (the
-        last one asked for is kept)."""
+        """The :class:`~..policy_eval.MixtureMeasure` of ``column`` on a fold's split."""
         key = (fold, split, column)
         if key not in self._measures:
-            self._measures = {
-                key: MixtureMeasure(self.split(fold, split), k=self.config.k, columns=(column,))
-            }
+            self._measures[key] = MixtureMeasure(
+                self.split(fold, split), k=self.config.k, columns=(column,)
+            )
         return self._measures[key]
 
     def exposures(self, name: str) -> np.ndarray:
@@ -539,7 +542,12 @@ class _Candidates:
         n = len(self.points)
         total = np.zeros((n, n))
         for fold, seeds in self._runs_by_fold().items():
-            measure, _, rows = self._fold(fold)
+            _, _, rows = self._fold(fold)
+            source = self.source  # type: ignore[union-attr]
+            # m mixtures at a time: their own measure, whose tiled rows go with it
+            measure = MixtureMeasure(
+                source.split(fold, self.split), k=source.config.k, columns=(self.measure,)
+            )
             for seed in seeds:
                 every = self._stack(fold, seed)
                 for i in range(n):
