@@ -14,6 +14,13 @@ dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped f
   Fold1, 54 train, 18 validation and 18 test queries with the 136 raw features and labels 0-4,
   one split (fold 1 only); for examples and tests, too small for firm conclusions.
 
+``"yahoo-sample"`` (:data:`FETCHED`) is LightGBM's example ranking data, 251 queries sampled
+from the Yahoo! Learning to Rank Challenge (labels 0-4, 300 sparse features): not shipped (the
+Yahoo! terms restrict redistribution), it is downloaded from LightGBM's repository on first use,
+checked by checksum and kept in ``$GBDT_PLRANK_DATA`` or ``~/.cache/gbdt_plrank``. Its 201
+training and 50 test queries, in that order, are cut into five parts of 51, 50, 50, 50 and 50
+queries, assembled as the LETOR folds (fold 1 tests on LightGBM's 50 test queries).
+
 The names of :data:`SYNTHETIC` are web-search-shaped data drawn by
 :func:`make_web_dataset` (deep queries of about 120 documents with a long tail, 136 features,
 MSLR's grade shares; :mod:`gbdt_plrank._synthetic` has the model): ``"web-linear"`` (a linear
@@ -37,11 +44,13 @@ from typing import TextIO
 import numpy as np
 import scipy.sparse as sp
 
+from ._fetched import FETCHED, fetch
 from ._groups import Split
 from ._synthetic import MSLR_GRADE_SHARES, WEB_VARIANTS, WebShape, make_web_splits
 
 __all__ = [
     "BUNDLED",
+    "FETCHED",
     "MSLR_GRADE_SHARES",
     "NAMED",
     "SINGLE_SPLIT",
@@ -61,8 +70,9 @@ SINGLE_SPLIT = ("mslr-sample",)
 SPLITS = ("train", "vali", "test")
 #: The synthetic web-shaped datasets :func:`load_dataset` draws (fold k: seed k).
 SYNTHETIC = tuple(WEB_VARIANTS)
-#: Every name :func:`load_dataset` knows: the bundled datasets and the synthetic ones.
-NAMED = BUNDLED + SYNTHETIC
+#: Every name :func:`load_dataset` knows: the bundled datasets, the synthetic ones and those
+#: fetched on first use (:data:`FETCHED`).
+NAMED = BUNDLED + SYNTHETIC + tuple(FETCHED)
 
 
 @dataclass(frozen=True)
@@ -196,6 +206,35 @@ def _folder_files(folder: Path) -> list[Path]:
     return files
 
 
+def _lightgbm_ranking_parts(paths: dict[str, Path], *, n_parts: int = 5) -> list[Split]:
+    """LightGBM's ranking files (``rank.train`` and ``rank.test``, libsvm lines without qid;
+    ``.query`` files of group sizes) as one sequence of queries, numbered 1, 2, ... in file order
+    (train first), cut into ``n_parts`` parts of consecutive queries."""
+    from sklearn.datasets import load_svmlight_files
+
+    names = ("rank.train", "rank.test")
+    loaded = load_svmlight_files([str(paths[n]) for n in names], dtype=np.float32)
+    sizes = []
+    for name, y in zip(names, loaded[1::2]):
+        size = np.loadtxt(paths[f"{name}.query"], dtype=np.int64, ndmin=1)
+        if size.sum() != y.shape[0]:
+            raise ValueError(
+                f"{paths[name + '.query']} must give the group sizes of the {y.shape[0]} rows of "
+                f"{paths[name]}, but they sum to {size.sum()}."
+            )
+        sizes.append(size)
+    size = np.concatenate(sizes)
+    qid = np.repeat(np.arange(1, size.size + 1), size)
+    X = sp.vstack(loaded[0::2], format="csr")
+    y = np.concatenate([np.asarray(part, np.float64) for part in loaded[1::2]])
+    bounds = np.r_[0, np.cumsum(size)]
+    cuts = [part[[0, -1]] for part in np.array_split(np.arange(size.size), n_parts)]
+    return [
+        Split(X[a:b], y[a:b], qid[a:b])
+        for a, b in ((bounds[first], bounds[last + 1]) for first, last in cuts)
+    ]
+
+
 def make_web_dataset(shape: WebShape | None = None, *, seed: int = 0) -> LTRDataset:
     """Draw a web-search-shaped dataset: deep queries, 136 features, MSLR's grade shares.
 
@@ -235,12 +274,14 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     ----------
     data : str or Path, default "mq2008"
         A bundled name (``"mq2008"``, ``"mq2007-agg"``, ``"mslr-sample"``), a synthetic one
-        (``"web-linear"``, ``"web-nonlinear"``, ``"web-noisy"``: :data:`SYNTHETIC`) or a folder
-        with ``train.txt``, ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5``
-        subfolders is read at ``fold``.
+        (``"web-linear"``, ``"web-nonlinear"``, ``"web-noisy"``: :data:`SYNTHETIC`), one fetched
+        on first use (``"yahoo-sample"``: :data:`FETCHED`) or a folder with ``train.txt``,
+        ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5`` subfolders is read
+        at ``fold``.
     fold : int, default 1
-        LETOR fold, 1 to 5 (the five-fold bundled datasets and folders with ``FoldN``
-        subfolders); 1 for ``"mslr-sample"``; the draw (its seed) of a synthetic dataset.
+        LETOR fold, 1 to 5 (the five-fold bundled and fetched datasets and folders with
+        ``FoldN`` subfolders); 1 for ``"mslr-sample"``; the draw (its seed) of a synthetic
+        dataset.
 
     Returns
     -------
@@ -248,12 +289,22 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
         Its ``train``, ``vali`` and ``test`` splits; each split's ``X`` is a SciPy sparse CSR
         matrix of float32 (``X.toarray()`` for a dense array), ``y`` float64 labels and ``qid``
         per-row query ids, rows sorted by query.
+
+    Raises
+    ------
+    OSError
+        When a fetched dataset's files are not in the data folder and cannot be downloaded
+        (naming the address and where to put them by hand).
     """
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")
     if str(data) in SYNTHETIC:
         train, vali, test = make_web_splits(WEB_VARIANTS[str(data)], seed=int(fold))
         return LTRDataset(f"{data}/Fold{fold}", train, vali, test)
+    if str(data) in FETCHED:
+        parts = _lightgbm_ranking_parts(fetch(FETCHED[str(data)]))
+        pick = [parts[(fold - 1 + j) % 5] for j in range(5)]
+        return LTRDataset(f"{data}/Fold{fold}", _concat(pick[:3]), pick[3], pick[4])
     if str(data) in SINGLE_SPLIT:
         if fold != 1:
             raise ValueError(

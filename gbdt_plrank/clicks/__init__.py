@@ -26,7 +26,8 @@ ranker trained with ``gain="linear"`` on :math:`\hat r` maximises, in expectatio
 the click probabilities when seen.
 
 The modules: the log (:class:`ClickLog`), the simulation of the semi-synthetic protocol
-(:func:`simulate_clicks`), the position bias (:func:`estimate_position_bias`, by row or through
+(:func:`simulate_clicks`, the position-based model; :func:`simulate_cascade_clicks`, the cascade
+model), the position bias (:func:`estimate_position_bias`, by row or through
 the features), the regression (:func:`click_regression`), the rewards (:func:`click_rewards` over
 the registry :data:`REWARD_ESTIMATORS`) and a new policy's value (:func:`estimate_policy_value`).
 
@@ -54,18 +55,26 @@ from ._policy_value import PolicyValue, estimate_policy_value
 from ._position_bias import estimate_position_bias
 from ._regression import click_regression
 from ._rewards import REWARD_ESTIMATORS, RewardEstimator, click_rewards
-from ._simulation import pbm_position_bias, seen_click_probability, simulate_clicks
+from ._simulation import (
+    cascade_position_bias,
+    pbm_position_bias,
+    seen_click_probability,
+    simulate_cascade_clicks,
+    simulate_clicks,
+)
 
 __all__ = [
     "REWARD_ESTIMATORS",
     "ClickLog",
     "PolicyValue",
     "RewardEstimator",
+    "cascade_position_bias",
     "click_regression",
     "click_rewards",
     "estimate_policy_value",
     "estimate_position_bias",
     "pbm_position_bias",
     "seen_click_probability",
+    "simulate_cascade_clicks",
     "simulate_clicks",
 ]

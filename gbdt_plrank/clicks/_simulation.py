@@ -1,8 +1,12 @@
 r"""The semi-synthetic click protocol: position-biased clicks on displayed rankings.
 
-Rank :math:`k` is seen with probability :math:`\theta_k = (1/k)^\eta` (Joachims et al., 2017), a
-seen document clicked with a probability that depends on its relevance label
-(Oosterhuis & de Rijke, 2020), optionally with trust bias (Agarwal et al., 2019).
+Two click models. The position-based model (:func:`simulate_clicks`): rank :math:`k` is seen
+with probability :math:`\theta_k = (1/k)^\eta` (Joachims et al., 2017), a seen document clicked
+with a probability that depends on its relevance label (Oosterhuis & de Rijke, 2020), optionally
+with trust bias (Agarwal et al., 2019). The cascade model (:func:`simulate_cascade_clicks`;
+Craswell et al., 2008; Guo et al., 2009): the user reads down the list, clicks a read document
+with the same probability, leaves after a click with a probability (satisfied) and after any
+document with another (abandonment), so what is read depends on the clicks above.
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ from .._util.validation import (
 )
 from ._log import ClickLog
 
-__all__ = ["pbm_position_bias", "seen_click_probability", "simulate_clicks"]
+__all__ = [
+    "cascade_position_bias",
+    "pbm_position_bias",
+    "seen_click_probability",
+    "simulate_cascade_clicks",
+    "simulate_clicks",
+]
 
 
 def pbm_position_bias(K: int, *, eta: float = 1.0) -> np.ndarray:
@@ -70,6 +80,27 @@ def _checked_rankings(rankings: Sequence[Any], n_rows: int) -> list[np.ndarray]:
             )
         blocks.append(block)
     return blocks
+
+
+def _displays(
+    rankings: Sequence[Any], n_rows: int, top_k: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The session, row and 1-based rank of every displayed entry, session after session
+    (query after query, in the order of ``rankings``), ranks ascending within a session."""
+    blocks = _checked_rankings(rankings, n_rows)
+    if top_k is not None:
+        blocks = [b[:, :top_k] for b in blocks]
+    starts = np.cumsum([0] + [b.shape[0] for b in blocks])
+    session = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [np.repeat(np.arange(a, a + b.shape[0]), b.shape[1]) for a, b in zip(starts, blocks)]
+    )
+    row = np.concatenate([np.zeros(0, np.int64)] + [b.ravel() for b in blocks])
+    rank = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [np.tile(np.arange(1, b.shape[1] + 1), b.shape[0]) for b in blocks]
+    )
+    return session, row, rank
 
 
 def _grade_share(label: np.ndarray, top: float) -> np.ndarray:
@@ -178,19 +209,7 @@ def simulate_clicks(
             )
     seed = check_seed("seed", seed)
     y = check_labels(y, name="y")
-    blocks = _checked_rankings(rankings, y.size)
-    if top_k is not None:
-        blocks = [b[:, :top_k] for b in blocks]
-    starts = np.cumsum([0] + [b.shape[0] for b in blocks])
-    session = np.concatenate(
-        [np.zeros(0, np.int64)]
-        + [np.repeat(np.arange(a, a + b.shape[0]), b.shape[1]) for a, b in zip(starts, blocks)]
-    )
-    row = np.concatenate([np.zeros(0, np.int64)] + [b.ravel() for b in blocks])
-    rank = np.concatenate(
-        [np.zeros(0, np.int64)]
-        + [np.tile(np.arange(1, b.shape[1] + 1), b.shape[0]) for b in blocks]
-    )
+    session, row, rank = _displays(rankings, y.size, top_k)
     rng = np.random.default_rng(seed)
     seen = rng.random(row.size) < pbm_position_bias(max(rank.max(initial=1), 1), eta=eta)[rank - 1]
     rel = y[row]
@@ -201,4 +220,123 @@ def simulate_clicks(
         p = np.where(below & (rel > 0), p * eps_plus, p)
         p = np.where(below & (rel <= 0), eps_minus, p)
     click = (seen & (rng.random(row.size) < p)).astype(np.int64)
+    return ClickLog(session=session, row=row, rank=rank, click=click)
+
+
+def _check_probability(name: str, value: Any, *, below_one: bool = False) -> float:
+    """``value`` as a float in [0, 1] (in [0, 1) with ``below_one``), or a ValueError naming it."""
+    top_ok = (lambda v: v < 1) if below_one else (lambda v: v <= 1)
+    if not is_number(value) or not math.isfinite(value) or value < 0 or not top_ok(value):
+        rule = "[0, 1)" if below_one else "[0, 1]"
+        raise ValueError(f"{name} must be a number in {rule}, but {value!r} is given.")
+    return float(value)
+
+
+def cascade_position_bias(K: int, *, stop: float = 0.2) -> np.ndarray:
+    r"""The cascade model's probability that rank :math:`k` is read, absent satisfied clicks:
+    :math:`(1 - \mathrm{stop})^{k-1}` for :math:`k = 1..K`.
+
+    Under :func:`simulate_cascade_clicks` with ``satisfaction=0`` the user leaves after each
+    document with probability ``stop`` whatever was clicked, so this is exactly the position
+    bias of a position-based model, what :func:`click_rewards` divides by; with
+    ``satisfaction > 0`` a satisfied click above also ends the reading, and a rank is read less
+    often than this.
+
+    Parameters
+    ----------
+    K : int
+        Number of ranks, ``>= 1``.
+    stop : float, default 0.2
+        Probability of leaving after a document, in [0, 1).
+
+    Returns
+    -------
+    float64 array of shape (K,)
+        ``theta[k-1]`` for rank ``k``; ``theta[0] == 1``.
+    """
+    K = check_positive_int("K", K)
+    stop = _check_probability("stop", stop, below_one=True)
+    return (1.0 - stop) ** np.arange(K, dtype=np.float64)
+
+
+def simulate_cascade_clicks(
+    rankings: Sequence[Any],
+    y: Any,
+    *,
+    stop: float = 0.2,
+    satisfaction: float = 0.0,
+    noise: float = 0.1,
+    top_k: int | None = None,
+    graded: bool = False,
+    seed: int,
+) -> ClickLog:
+    r"""Simulate cascade clicks on displayed rankings: the user reads down the list.
+
+    The user reads rank 1; a read document is clicked with the probability of
+    :func:`seen_click_probability` (1 if relevant, ``noise`` if not; graded with ``graded``);
+    after a click the user is satisfied and leaves with probability ``satisfaction``, and
+    otherwise leaves with probability ``stop`` before the next rank:
+
+    .. math::
+
+        P(\text{read } 1) = 1, \qquad
+        P(\text{read } k+1 \mid \text{read } k,\ c_k)
+        = (1 - \mathrm{stop})\,(1 - \mathrm{satisfaction}\; c_k).
+
+    Reading decays with rank, and what is read depends on the clicks above (Craswell et al.,
+    2008; with ``stop = 0`` the dependent click model of Guo et al., 2009, and with
+    ``satisfaction = 1`` too, the cascade model that reads to the first click). With
+    ``satisfaction = 0`` it is the position-based model with
+    :math:`\theta_k = (1 - \mathrm{stop})^{k-1}` (:func:`cascade_position_bias`; LightGBM's test
+    of ``Dataset(position=)`` simulates this case with ``stop = 0.2`` on its example ranking
+    data).
+
+    Parameters
+    ----------
+    rankings : sequence of int arrays of shape (n_sessions_q, k_q)
+        As for :func:`simulate_clicks`: one array per query, one row per session, top rank
+        first (a 1-d array is one session).
+    y : array of shape (n_rows,)
+        True relevance labels, finite and ``>= 0``.
+    stop : float, default 0.2
+        Probability of leaving after a document, in [0, 1).
+    satisfaction : float, default 0.0
+        Probability of leaving after a click (satisfied), in [0, 1].
+    noise : float, default 0.1
+        Click probability of a read non-relevant row, in [0, 1].
+    top_k : int or None
+        Only the first ``top_k`` ranks are displayed (None: all given ranks).
+    graded : bool, default False
+        Click probabilities that grow with the grade (as :func:`seen_click_probability`).
+    seed : int
+        Seed of the random generator.
+
+    Returns
+    -------
+    ClickLog
+        One entry per displayed row and session (read or not); the sessions numbered
+        ``0, 1, ...`` query after query, in the order of ``rankings``.
+
+    Raises
+    ------
+    ValueError
+        For a value outside its rule, naming it; a ranking that shows a row twice is refused
+        by :class:`ClickLog`.
+    """
+    stop = _check_probability("stop", stop, below_one=True)
+    satisfaction = _check_probability("satisfaction", satisfaction)
+    if top_k is not None:
+        top_k = check_positive_int("top_k", top_k)
+    seed = check_seed("seed", seed)
+    p = seen_click_probability(y, noise=noise, graded=graded)  # checks noise and y
+    session, row, rank = _displays(rankings, p.size, top_k)
+    rng = np.random.default_rng(seed)
+    attracted = rng.random(row.size) < p[row]
+    leaves = (rng.random(row.size) < stop) | (attracted & (rng.random(row.size) < satisfaction))
+    # an entry is read when no earlier entry of its session made the user leave (the entries
+    # of a session are contiguous, ranks ascending)
+    before = np.cumsum(leaves) - leaves
+    first = np.flatnonzero(np.r_[True, session[1:] != session[:-1]]) if row.size else row
+    start = np.repeat(before[first], np.diff(np.r_[first, row.size]))
+    click = (attracted & (before == start)).astype(np.int64)
     return ClickLog(session=session, row=row, rank=rank, click=click)
