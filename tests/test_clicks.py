@@ -721,3 +721,136 @@ def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
     path.write_text(f"datasets = ['mq2008']\n{line}\n")
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_clicks_config(path)
+
+
+def test_the_cascade_keys_reach_the_simulation_and_the_known_position_bias():
+    """click_model = "cascade": the experiment's logs are the cascade's (without satisfaction,
+    rank k's click-through rate is (1 - stop)^(k-1) times the document's click probability),
+    the learners' known position bias is (1 - stop)^(k-1), and the keys are part of the
+    settings a resumed run must match."""
+    from pathlib import Path
+
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _deploy, _theta
+
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(tiny, overrides={"click_model": "cascade", "stop": 0.3})
+    split = Split(np.arange(6.0)[:, None], np.array([2, 1, 0, 2, 1, 0.0]), np.zeros(6, int))
+    n = 20000
+    log = _deploy(_FixedScores(), split, stochastic=False, config=config, n=n, seed=0)
+    ctr = np.bincount(log.rank - 1, weights=log.click) / n
+    theta = 0.7 ** np.arange(5)
+    np.testing.assert_allclose(ctr, theta * [1, 1, 0.1, 1, 1], atol=0.012)
+    np.testing.assert_allclose(_theta(config, log, split, stochastic=False), theta)
+    assert config.position_based  # without satisfaction: the position-based model
+    settings = config.settings()
+    assert (settings["click_model"], settings["stop"], settings["satisfaction"]) == (
+        "cascade",
+        0.3,
+        0.0,
+    )
+    assert not {"click_model", "stop", "satisfaction", "logger_temperature"} & set(
+        load_clicks_config(tiny).settings()
+    )
+    satisfied = load_clicks_config(tiny, overrides={"click_model": "cascade", "satisfaction": 0.5})
+    assert not satisfied.position_based  # the off-policy truth is not a position-based one's
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"click_model": "cascade", "eta": 2.0},
+            "eta is the position-based model's and must not be set with click_model 'cascade'",
+        ),
+        ({"stop": 0.3}, "stop is the cascade model's and must not be set with click_model 'pbm'"),
+        (
+            {"satisfaction": 0.3},
+            "satisfaction is the cascade model's and must not be set with click_model 'pbm'",
+        ),
+        (
+            {"click_model": "cascade", "trust": [0.9, 0.1]},
+            "trust is the position-based model's and must not be set with click_model 'cascade'",
+        ),
+        ({"click_model": "cascade", "stop": 1.0}, "stop must be a number in [0, 1), but 1.0"),
+        ({"click_model": "dcm"}, "click_model must be one of 'pbm', 'cascade', but 'dcm'"),
+        (
+            {
+                "logger_temperature": 0.5,
+                "logger": "lambdamart",
+                "learners": ["plrank-naive"],
+                "exploration_rounds": 0,
+                "ope_sessions": 0,
+            },
+            "logger_temperature deploys a PL-Rank logger's policy at a temperature and needs "
+            "logger 'plrank' and exploration_rounds 0",
+        ),
+        (
+            {"logger_temperature": 0.5},
+            "logger_temperature deploys a PL-Rank logger's policy at a temperature and needs",
+        ),
+        ({"logger_temperature": 0.0}, "logger_temperature must be a finite number > 0, but 0.0"),
+    ],
+)
+def test_click_model_and_temperature_keys_refuse_what_does_not_apply(overrides, message):
+    from pathlib import Path
+
+    from gbdt_plrank.harness import ConfigError
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_clicks_config(tiny, overrides=overrides)
+
+
+def test_the_logger_temperature_reaches_its_rankings_propensities_and_values(tmp_path, monkeypatch):
+    """logger_temperature = 0.25: every ranking the PL-Rank logger samples for a log, its
+    propensities and its own off-policy value are at 0.25 (a learner's value at its own 1);
+    its deterministic top-k is its ranking by score."""
+    from pathlib import Path
+
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank import PLRankRanker
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import ResultKey, _Fold
+    from gbdt_plrank.harness.data import load
+
+    folder = write_tiny_letor(tmp_path / "tiny", queries=(8, 4, 4))
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(
+        tiny,
+        overrides={
+            "logger_temperature": 0.25,
+            "exploration_rounds": 0,
+            "propensities": "placement",
+            "sessions": [3],
+            "ope_sessions": 3,
+            "propensity_samples": 5,
+        },
+    )
+    seen = []
+    for name in ("sample_rankings", "expected_exposure"):
+        method = getattr(PLRankRanker, name)
+
+        def record(self, *args, _method=method, _name=name, **kw):
+            seen.append((_name, self, kw.get("temperature", 1.0)))
+            return _method(self, *args, **kw)
+
+        monkeypatch.setattr(PLRankRanker, name, record)
+    unit = _Fold(config, load(str(folder), 1, drop_empty_test_queries=False), 0)
+    logs = unit.logs(True, 3)
+    unit.rewards(logs, estimator="policy-aware", policy=True, stochastic=True)
+    unit.ope(ResultKey("tiny", "logger", 0, 0), unit.logger)
+    assert {n for n, *_ in seen} == {"sample_rankings", "expected_exposure"}
+    assert all(t == 0.25 for _, model, t in seen if model is unit.logger)
+    other = PLRankRanker(n_estimators=2, N=4, min_child_weight=0.01, random_state=0).fit(
+        unit.data.train.X, unit.data.train.y, group=unit.data.train.qid
+    )
+    seen.clear()
+    unit.ope(ResultKey("tiny", "plrank-policy-aware", 3, 0), other)
+    assert {t for _, model, t in seen if model is other} == {1.0}
+    before = len(seen)
+    unit.logs(False, 3)  # the deterministic log: the ranking by score, no sampling
+    assert len(seen) == before

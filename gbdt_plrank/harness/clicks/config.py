@@ -14,9 +14,14 @@
                                       # XGBoost LambdaMART deployed as its ranking by score
     logging_queries = 20              # the logging policy's labelled training queries
     logging_rounds = 20               # its boosting rounds
+    logger_temperature = 1.0          # a PL-Rank logger's policy samples from its scores / this
     sessions = [10, 100, 1000]        # sessions per query (training and validation) of each point
     anchor_max_sessions = 100         # XGBoost's and LightGBM's unbiased objectives: up to here
-    eta = 1.0                         # rank k is seen with probability (1/k)**eta
+    click_model = "pbm"               # "pbm": the position-based model; "cascade": the user
+                                      # reads down the list (simulate_cascade_clicks)
+    eta = 1.0                         # pbm: rank k is seen with probability (1/k)**eta
+    stop = 0.2                        # cascade: leaves after a document with this probability
+    satisfaction = 0.0                # cascade: leaves after a click with this probability
     noise = 0.1                       # click probability of a seen non-relevant document
     graded = false                    # click probabilities that grow with the grade
     trust = [0.9, 0.1]                # trust bias (eps_plus, eps_minus); default: none
@@ -50,11 +55,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from ..._training.options import PLRankOptions
 from ..._util.schema import ConfigError, one_of, registered, validate
-from ...clicks import REWARD_ESTIMATORS
+from ...clicks import (
+    REWARD_ESTIMATORS,
+    ClickLog,
+    cascade_position_bias,
+    pbm_position_bias,
+    simulate_cascade_clicks,
+    simulate_clicks,
+)
 from ..settings import (
     CutOffs,
     ExperimentConfig,
@@ -66,6 +79,7 @@ from ..settings import (
 
 __all__ = [
     "ANCHORS",
+    "CLICK_MODELS",
     "DISPLAYS",
     "LOGGERS",
     "OTHER_LEARNERS",
@@ -109,6 +123,10 @@ LOGGERS = ("plrank", "lambdamart")
 #: What a session displays: the logger's top ``top_k``, or every document of the query.
 DISPLAYS = ("top-k", "full")
 
+#: The simulated users: the position-based model (:func:`~gbdt_plrank.clicks.simulate_clicks`)
+#: or the cascade model (:func:`~gbdt_plrank.clicks.simulate_cascade_clicks`).
+CLICK_MODELS = ("pbm", "cascade")
+
 #: The propensities the policy-aware rewards divide by: the logged display frequencies, or the
 #: Plackett-Luce logger's expected observation, counted over ``propensity_samples`` rankings per
 #: query and pooled with the log's sessions (``"policy"``) or from the same rankings' placement
@@ -149,11 +167,17 @@ class ClicksConfig(ExperimentConfig):
     logger: Literal[LOGGERS] = Field("plrank", description=one_of(LOGGERS))  # type: ignore[valid-type]
     logging_queries: int = Field(20, ge=1, description="an integer >= 1")
     logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
+    logger_temperature: float = Field(
+        1.0, gt=0, allow_inf_nan=False, description="a finite number > 0"
+    )
     sessions: items(  # type: ignore[valid-type]
         PositiveInt, rule="an integer >= 1 or a non-empty list of distinct ones"
     ) = (10, 100, 1000)
     anchor_max_sessions: int = Field(100, ge=0, description="an integer >= 0")
+    click_model: Literal[CLICK_MODELS] = Field("pbm", description=one_of(CLICK_MODELS))  # type: ignore[valid-type]
     eta: float = Field(1.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+    stop: float = Field(0.2, ge=0, lt=1, allow_inf_nan=False, description="a number in [0, 1)")
+    satisfaction: float = Field(0.0, ge=0, le=1, description="a number in [0, 1]")
     noise: float = Field(0.1, ge=0, le=1, description="a number in [0, 1]")
     graded: bool = Field(False, description="true or false")
     trust: Annotated[tuple[Probability, Probability] | None, BeforeValidator(_as_pair)] = Field(
@@ -221,6 +245,24 @@ class ClicksConfig(ExperimentConfig):
                 "exploration_rounds retrain PL-Rank on policy-aware rewards and need "
                 "'plrank-policy-aware' among the learners"
             )
+        for key, given, rule in (
+            ("stop", self.click_model != "cascade", "is the cascade model's"),
+            ("satisfaction", self.click_model != "cascade", "is the cascade model's"),
+            ("eta", self.click_model != "pbm", "is the position-based model's"),
+        ):
+            if given and key in self.model_fields_set:
+                raise ValueError(
+                    f"{key} {rule} and must not be set with click_model {self.click_model!r}"
+                )
+        if self.click_model == "cascade" and self.trust is not None:
+            raise ValueError(
+                "trust is the position-based model's and must not be set with click_model 'cascade'"
+            )
+        if self.logger_temperature != 1 and (self.logger != "plrank" or self.exploration_rounds):
+            raise ValueError(
+                "logger_temperature deploys a PL-Rank logger's policy at a temperature and needs "
+                "logger 'plrank' and exploration_rounds 0 (the loop deploys its own models)"
+            )
         if self.logger == "lambdamart":
             for key, value, rule in (
                 (
@@ -243,6 +285,45 @@ class ClicksConfig(ExperimentConfig):
                 if value:
                     raise ValueError(f"{key} {rule} with logger 'lambdamart'")
         return self
+
+    @property
+    def position_based(self) -> bool:
+        """Whether the simulated clicks follow a position-based model: rank ``k`` seen with a
+        probability of its own (:meth:`simulated_position_bias`), a seen document clicked for
+        its relevance alone (no trust bias, no cascade's satisfied click)."""
+        return self.trust is None and (self.click_model == "pbm" or self.satisfaction == 0)
+
+    def simulated_position_bias(self, K: int) -> np.ndarray:
+        """The simulated probability that rank ``k`` is seen, ``k = 1..K``: ``(1/k)**eta``, or the
+        cascade's ``(1 - stop)**(k-1)`` (read absent a satisfied click above: the position bias
+        exactly where ``satisfaction`` is 0)."""
+        if self.click_model == "cascade":
+            return cascade_position_bias(K, stop=self.stop)
+        return pbm_position_bias(K, eta=self.eta)
+
+    def simulate(self, rankings: Any, y: np.ndarray, *, top_k: int | None, seed: int) -> ClickLog:
+        """Clicks of the configured users on ``rankings`` of the rows labelled ``y``."""
+        if self.click_model == "cascade":
+            return simulate_cascade_clicks(
+                rankings,
+                y,
+                stop=self.stop,
+                satisfaction=self.satisfaction,
+                noise=self.noise,
+                top_k=top_k,
+                graded=self.graded,
+                seed=seed,
+            )
+        return simulate_clicks(
+            rankings,
+            y,
+            eta=self.eta,
+            noise=self.noise,
+            top_k=top_k,
+            graded=self.graded,
+            trust=self.trust,
+            seed=seed,
+        )
 
     def learner_options(self, *, labels: bool, stopped: bool = True) -> dict[str, Any]:
         """Keyword arguments of :class:`~gbdt_plrank.PLRankRanker` for a learner.
@@ -301,7 +382,9 @@ class ClicksConfig(ExperimentConfig):
         of a run with binary clicks and no trust bias are the same with or without them;
         ``ope_sessions`` and ``ope_logs`` only when not their defaults (100 and 1), so that a
         folder made before the off-policy table existed, or before it could read several
-        logs, stays valid.
+        logs, stays valid; likewise ``logger``, ``display``, ``logger_temperature`` and
+        ``click_model`` only when not their defaults, and the cascade's ``stop`` and
+        ``satisfaction`` only with it.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
@@ -312,9 +395,12 @@ class ClicksConfig(ExperimentConfig):
             clicks["ope_sessions"] = self.ope_sessions
         if self.ope_logs != 1:  # the default: absent, as before there could be several
             clicks["ope_logs"] = self.ope_logs
-        for key in ("logger", "display"):  # absent at their defaults, as before they existed
+        for key in ("logger", "display", "logger_temperature", "click_model"):
+            # absent at their defaults, as before they existed
             if getattr(self, key) != type(self).model_fields[key].default:
                 clicks[key] = getattr(self, key)
+        if self.click_model == "cascade":
+            clicks.update(stop=self.stop, satisfaction=self.satisfaction)
         return {
             **self.shared_settings(),
             **self.model_dump(

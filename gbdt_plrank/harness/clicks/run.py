@@ -5,12 +5,16 @@ For every data entry, fold and seed:
 1. a *logging policy*, :class:`~gbdt_plrank.PLRankRanker` trained on the true labels of the
    first ``logging_queries`` training queries for ``logging_rounds`` rounds, is deployed on every
    training and validation query with a top-``top_k`` display, ``max(sessions)`` sessions per
-   query: *stochastically* (rankings sampled from its Plackett-Luce policy) and
-   *deterministically* (its top ``top_k`` by score, every session);
+   query: *stochastically* (rankings sampled from its Plackett-Luce policy, its scores
+   divided by ``logger_temperature``) and *deterministically* (its top ``top_k`` by score,
+   every session);
 2. clicks are simulated on both logs (:func:`~gbdt_plrank.clicks.simulate_clicks`: the
    position-based model, rank ``k`` seen with probability :math:`(1/k)^\eta`, a seen document
    clicked with probability 1 if relevant and ``noise`` otherwise, or with ``graded`` a
-   probability that grows with the grade; ``trust`` adds trust bias);
+   probability that grows with the grade; ``trust`` adds trust bias; with ``click_model =
+   "cascade"`` :func:`~gbdt_plrank.clicks.simulate_cascade_clicks`, the user reading down the
+   list, leaving after a document with probability ``stop`` and after a click with
+   probability ``satisfaction``);
 3. for every session count :math:`s` of ``sessions``, the first :math:`s` sessions of every
    query train the learners, early-stopped on the clicks of the validation queries logged the
    same way:
@@ -104,9 +108,7 @@ from ...clicks import (
     click_rewards,
     estimate_policy_value,
     estimate_position_bias,
-    pbm_position_bias,
     seen_click_probability,
-    simulate_clicks,
 )
 from ...datasets import LTRDataset, Split
 from ...metrics import ndcg
@@ -249,10 +251,12 @@ def _deploy(
     config: ClicksConfig,
     n: int,
     seed: int,
+    temperature: float = 1.0,
 ) -> ClickLog:
-    """Clicks on ``n`` sessions per query of ``model`` deployed on ``split``: its Plackett-Luce
-    policy's rankings (``stochastic``) or its ranking by score, top ``top_k`` or every
-    document (``display``)."""
+    """Clicks of the configured users (:meth:`ClicksConfig.simulate`) on ``n`` sessions per
+    query of ``model`` deployed on ``split``: its Plackett-Luce policy's rankings at
+    ``temperature`` (``stochastic``) or its ranking by score, top ``top_k`` or every document
+    (``display``)."""
     shown = config.top_k if config.display == "top-k" else None
     if stochastic:
         rankings = model.sample_rankings(
@@ -261,19 +265,11 @@ def _deploy(
             n_samples=n,
             random_state=_RANKINGS_SEED + seed,
             K=config.top_k if shown else int(np.diff(split.group_ptr).max()),
+            temperature=temperature,
         )
     else:
         rankings = top_k_rankings(model.predict(split.X), split, k=shown, n=n)
-    return simulate_clicks(
-        rankings,
-        split.y,
-        eta=config.eta,
-        noise=config.noise,
-        top_k=shown,
-        graded=config.graded,
-        trust=config.trust,
-        seed=_CLICKS_SEED + seed,
-    )
+    return config.simulate(rankings, split.y, top_k=shown, seed=_CLICKS_SEED + seed)
 
 
 def first_sessions(log: ClickLog, s: int, n: int) -> ClickLog:
@@ -309,7 +305,7 @@ def _theta(config: ClicksConfig, log: ClickLog, split: Split, *, stochastic: boo
     displays), or estimated from ``log``."""
     if config.position_bias == "estimate":
         return estimated_theta(log, split, stochastic=stochastic)
-    return pbm_position_bias(max(config.top_k, int(log.rank.max(initial=1))), eta=config.eta)
+    return config.simulated_position_bias(max(config.top_k, int(log.rank.max(initial=1))))
 
 
 def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
@@ -499,6 +495,7 @@ class _Fold:
                     config=self.config,
                     n=self.n,
                     seed=self.seed + _SPLIT_SEED[name],
+                    temperature=self.config.logger_temperature,
                 )
                 for name in ("train", "vali")
             }
@@ -568,29 +565,38 @@ class _Fold:
             weights=theta,
             random_state=_PROPENSITY_SEED + self.seed,
             method="placement" if placement else "count",
+            temperature=self.config.logger_temperature,
         )
         return {"propensities": rho, **({} if placement else {"propensity_samples": n_samples})}
 
     def ope(self, key: ResultKey, model: PLRankRanker) -> list[dict[str, Any]]:
         """Off-policy estimates of ``model``'s expected clicks per test session from each of the
-        logger's ``ope_logs`` test logs, each with the simulated truth (none under trust bias)."""
+        logger's ``ope_logs`` test logs, each with the simulated truth (none where the clicks are
+        not a position-based model's: under trust bias, or a cascade's satisfied clicks). The
+        logger is valued as deployed, at ``logger_temperature``."""
         config, test = self.config, self.data.test
-        if not config.ope_sessions or config.trust is not None:
+        if not config.ope_sessions or not config.position_based:
             return []
         n = 10 * config.propensity_samples
         gamma = seen_click_probability(test.y, noise=config.noise, graded=config.graded)
         _, q = np.unique(test.qid, return_inverse=True)
+        temperature = config.logger_temperature if model is self.logger else 1.0
 
         def exposure(theta: np.ndarray) -> np.ndarray:
             return model.expected_exposure(
-                test.X, test.qid, n_samples=n, weights=theta, random_state=_OPE_SEED + self.seed
+                test.X,
+                test.qid,
+                n_samples=n,
+                weights=theta,
+                random_state=_OPE_SEED + self.seed,
+                temperature=temperature,
             )
 
         # the model's observation under the simulated position bias, once for every log
         simulated = (
             None
             if config.position_bias == "known"
-            else exposure(pbm_position_bias(config.top_k, eta=config.eta))
+            else exposure(config.simulated_position_bias(config.top_k))
         )
         out = []
         exposures: dict[bytes, np.ndarray] = {}  # per position bias (one, where it is known)
@@ -642,6 +648,7 @@ class _Fold:
                     config=config,
                     n=config.ope_sessions,
                     seed=self.seed + _SPLIT_SEED["test"] + _OPE_LOG_STRIDE * i,
+                    temperature=config.logger_temperature,
                 )
                 theta = _theta(config, log, test, stochastic=True)
                 reused = self._ope and np.array_equal(theta, self._ope[0].theta)
