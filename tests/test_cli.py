@@ -321,6 +321,9 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
         assert f"| {learner} |" in printed
     assert "### tiny: test NDCG@5" in printed and "### tiny: test NDCG@10" in printed
     assert "position bias estimated from the stochastic log" in printed
+    assert "| rank | simulated | 3 sessions/query | error of the mean |" in printed
+    assert "The estimate took" in printed and "s per log on average." in printed
+    assert "### tiny: training seconds, mean over folds" in printed
     assert "### tiny: exploration" in printed
     assert "### tiny: reward bias by grade" in printed
     assert "### tiny: off-policy value" in printed and "Coverage of the 95% intervals" in printed
@@ -350,6 +353,42 @@ def test_clicks_writes_its_report_and_resumes(tmp_path: Path, tiny: Path, capsys
     assert (
         "holds results made with other settings (trees.rounds differs)" in capsys.readouterr().err
     )
+
+
+def test_the_time_table_against_the_records_by_hand() -> None:
+    """Each learner's seconds, its rewards' added, as a multiple of the first learner's: the
+    mean over two folds; the logger (not trained here) has none; a learner trained once per
+    fold fills every session count."""
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.report import _time_table
+
+    config = load_clicks_config(
+        CLICKS,
+        overrides={
+            "learners": [
+                "plrank-regression",
+                "lambdamart-unbiased-xgb",
+                "plrank-full-labels",
+                "logger",
+            ],
+            "sessions": [3, 10],
+            "exploration_rounds": 0,
+        },
+    )
+    results = {
+        ("plrank-regression", 3): [
+            {"seconds": 10.0, "rewards_seconds": 2.0},
+            {"seconds": 14.0, "rewards_seconds": 0.0},
+        ],
+        ("lambdamart-unbiased-xgb", 3): [{"seconds": 3.0}, {"seconds": 3.0}],
+        ("plrank-full-labels", 0): [{"seconds": 24.0}],
+        ("logger", 0): [{"seconds": 0.0}],
+    }
+    text = _time_table(config, "d", results)
+    assert "| plrank-regression | 13.0 (1.00x) |  |" in text
+    assert "| lambdamart-unbiased-xgb | 3.0 (0.23x) |  |" in text
+    assert "| plrank-full-labels | 24.0 (1.85x) | 24.0 |" in text
+    assert "| logger |" not in text
 
 
 def test_the_off_policy_summary_against_a_count_by_hand() -> None:

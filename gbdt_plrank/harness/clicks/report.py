@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..._util.compat import is_installed, missing_message, require
-from ...clicks import REWARD_ESTIMATORS, pbm_position_bias
+from ...clicks import REWARD_ESTIMATORS
 from ..data import dataset_label, family
 from ..stats import paired, seed_means
 from ..store import ResultStore
@@ -136,53 +136,93 @@ def _tables(config: ClicksConfig, name: str, results: Mapping[tuple[str, int], l
 def _theta_table(
     config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]
 ) -> str:
-    """The position bias estimated from each fold's training log: its mean over the folds
-    and, from a deterministic logger's log (estimated through the features), that mean's error
-    (mean / simulated - 1) and the largest |estimate / simulated - 1| of a fold, per rank."""
+    """The position bias estimated from each fold's training log, per rank: its mean over the
+    folds, that mean's error (mean / simulated - 1), the largest |estimate / simulated - 1| of
+    a fold, and the log's clicks at the rank, mean over the folds (what the estimate there
+    rests on)."""
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
-    runs = {s: [r["theta_estimate"] for r in results["plrank-policy-aware", s]] for s in sessions}
+    records = {s: results["plrank-policy-aware", s] for s in sessions}
+    runs = {s: [r["theta_estimate"] for r in records[s]] for s in sessions}
     ranks = min(max(len(t) for s in sessions for t in runs[s]), 32)
-    simulated = pbm_position_bias(ranks, eta=config.eta)
-    stochastic = config.logger == "plrank"
+    simulated = config.simulated_position_bias(ranks)
     source = (
         "the stochastic log (EM by document)"
-        if stochastic
+        if config.logger == "plrank"
         else "the deterministic log, through the documents' features"
     )
-    errors = not stochastic
-    header = (
+    lines = [
+        f"### {name}: position bias estimated from {source}, mean over folds; error = "
+        "estimate / simulated - 1; clicks: the training log's clicks at the rank, mean over folds",
+        "",
         "| rank | simulated | "
         + " | ".join(
-            f"{s} sessions/query"
-            + (" | error of the mean | largest abs(error) of a fold" if errors else "")
+            f"{s} sessions/query | error of the mean | largest abs(error) of a fold | clicks"
             for s in sessions
         )
-        + " |"
-    )
-    lines = [
-        f"### {name}: position bias estimated from {source}, mean over folds"
-        + ("; error = estimate / simulated - 1" if errors else ""),
-        "",
-        header,
-        "|---:|---:|" + "---:|" * (len(sessions) * (3 if errors else 1)),
+        + " |",
+        "|---:|---:|" + "---:|" * (len(sessions) * 4),
     ]
     for i in range(ranks):
         cells = []
         for s in sessions:
             values = np.array([t[i] for t in runs[s] if i < len(t)])
             if not values.size:
-                cells += [""] * (3 if errors else 1)
+                cells += [""] * 4
                 continue
-            cells.append(f"{values.mean():.3f}")
-            if errors:
-                cells += [
-                    f"{values.mean() / simulated[i] - 1:+.3f}",
-                    f"{np.abs(values / simulated[i] - 1).max():.3f}",
-                ]
+            clicks = [r["clicks_by_rank"] for r in records[s] if "clicks_by_rank" in r]
+            cells += [
+                f"{values.mean():.3f}",
+                f"{values.mean() / simulated[i] - 1:+.3f}",
+                f"{np.abs(values / simulated[i] - 1).max():.3f}",
+                f"{np.mean([c[i] if i < len(c) else 0.0 for c in clicks]):.1f}" if clicks else "",
+            ]
         lines.append(f"| {i + 1} | {simulated[i]:.3f} | " + " | ".join(cells) + " |")
+    seconds = [r["theta_seconds"] for s in sessions for r in records[s] if "theta_seconds" in r]
+    if seconds:
+        lines += ["", f"The estimate took {np.mean(seconds):.1f} s per log on average."]
     return "\n".join(lines) + "\n"
+
+
+def _time_table(
+    config: ClicksConfig, name: str, results: Mapping[tuple[str, int], list[Any]]
+) -> str:
+    """Each learner's training time at each session count, mean over the folds: the booster's
+    seconds plus, for a PL-Rank learner on clicks, its rewards' (the regression included), and
+    that total as a multiple of the first learner's at the same count."""
+    sessions = sorted(config.sessions)
+
+    def seconds(learner: str, s: int) -> float | None:
+        rs = results.get((learner, 0 if learner in ONCE else s), [])
+        if not rs or learner == "logger":
+            return None
+        return float(np.mean([r["seconds"] + r.get("rewards_seconds", 0.0) for r in rs]))
+
+    reference = config.learners[0]
+    rows = []
+    for learner in config.learners:
+        cells = []
+        for s in sessions:
+            t, base = seconds(learner, s), seconds(reference, s)
+            cells.append("" if t is None else f"{t:.1f}" + (f" ({t / base:.2f}x)" if base else ""))
+        if any(cells):
+            rows.append(f"| {learner} | " + " | ".join(cells) + " |")
+    if not rows:
+        return ""
+    return (
+        "\n".join(
+            [
+                f"### {name}: training seconds, mean over folds (a PL-Rank learner on clicks: its "
+                f"rewards' seconds included, the position bias estimate apart; x {reference}'s)",
+                "",
+                "| learner | " + " | ".join(f"{s} sessions/query" for s in sessions) + " |",
+                "|---|" + "---:|" * len(sessions),
+                *rows,
+            ]
+        )
+        + "\n"
+    )
 
 
 def _bias_table(
@@ -446,9 +486,27 @@ def _click_probability(config: ClicksConfig) -> str:
     return text
 
 
+def _users_text(config: ClicksConfig) -> str:
+    """The simulated users' click model, in words."""
+    if config.click_model == "cascade":
+        return (
+            f"clicks of the cascade model, the user reading down the list and leaving after a "
+            f"document with probability {config.stop:g} and after a click with probability "
+            f"{config.satisfaction:g}, {_click_probability(config).replace('seen', 'read')}"
+        )
+    return (
+        f"clicks of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, "
+        f"{_click_probability(config)}"
+    )
+
+
 def _logger_text(config: ClicksConfig) -> str:
     """The logging policy, in words."""
-    return "A PL-Rank logger" if config.logger == "plrank" else "A LambdaMART logger (XGBoost)"
+    if config.logger == "lambdamart":
+        return "A LambdaMART logger (XGBoost)"
+    if config.logger_temperature != 1:
+        return f"A PL-Rank logger (its policy at temperature {config.logger_temperature:g})"
+    return "A PL-Rank logger"
 
 
 def _display_text(config: ClicksConfig) -> str:
@@ -476,9 +534,8 @@ def write_clicks_report(
         "## Learning to rank from clicks",
         "",
         f"{_logger_text(config)} trained on {config.logging_queries} labelled training "
-        f"queries ({config.logging_rounds} rounds), {_display_text(config)}; clicks "
-        f"of the position-based model, rank k seen with probability (1/k)^{config.eta:g}, "
-        f"{_click_probability(config)}; position "
+        f"queries ({config.logging_rounds} rounds), {_display_text(config)}; "
+        f"{_users_text(config)}; position "
         f"bias {config.position_bias}, propensities {config.propensities}. Folds "
         f"{', '.join(map(str, config.folds))}, {config.seeds} seed(s), pooled.",
         "",
@@ -492,6 +549,7 @@ def write_clicks_report(
     for name, results in groups.items():
         parts += [
             _tables(config, name, results),
+            _time_table(config, name, results),
             _theta_table(config, name, results),
             _bias_table(config, name, results),
             _ope_table(config, store, name),
