@@ -19,6 +19,11 @@ with the DCG rank weights), over the validation queries:
 For each budget the largest temperature whose validation cost stays within it is chosen, and
 its test cost (labels) reported once.
 
+With ``--learner logger`` the policy is the configuration's own logger as trained (a
+``logger = "plrank"`` configuration: PL-Rank on the labels of ``logging_queries`` queries), the
+temperature a ``logger_temperature`` deploys it at; the clicks are then its own top-k log's.
+``--temperatures`` sets the grid.
+
     python research/first_policy_temperature.py configs/clicks-mq2008-deterministic.toml \\
         --learner plrank-regression --sessions 10 \\
         --out benchmarks/results/first_policy_temperature.md
@@ -82,9 +87,15 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10)
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--samples", type=int, default=200, help="rankings per query")
+    parser.add_argument(
+        "--temperatures",
+        default=",".join(f"{t:g}" for t in TEMPERATURES),
+        help="the grid, comma-separated",
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     config = load_clicks_config(args.config, overrides={"sessions": [args.sessions]})
+    temperatures = tuple(float(t) for t in args.temperatures.split(","))
     cost: dict[str, dict[float, list[np.ndarray]]] = {}
     for fold in config.folds:
         data = load(
@@ -92,8 +103,11 @@ def main() -> None:
         )
         unit = _Fold(config, data, 0)
         logs = unit.logs(False, args.sessions)
-        rewards = unit.learner_rewards(args.learner, logs, stochastic=False)
-        model, _ = _fit_plrank(config, 0, data, rewards["train"], rewards["vali"])
+        if args.learner == "logger":
+            model = unit.logger
+        else:
+            rewards = unit.learner_rewards(args.learner, logs, stochastic=False)
+            model, _ = _fit_plrank(config, 0, data, rewards["train"], rewards["vali"])
         vali_clicks = unit.rewards(logs, estimator="policy-aware", policy=False, stochastic=False)[
             "vali"
         ]
@@ -103,7 +117,7 @@ def main() -> None:
             ("test, labels", data.test, 2.0**data.test.y - 1),
         ):
             top = by_score(model, split, gains, args.k)
-            for T in TEMPERATURES:
+            for T in temperatures:
                 value = expected_ndcg(
                     model, split, gains, k=args.k, temperature=T, n_samples=args.samples
                 )
@@ -118,18 +132,28 @@ def main() -> None:
         "",
         f"Command: `python research/first_policy_temperature.py {args.config} --learner "
         f"{args.learner} --sessions {args.sessions} --k {args.k} --samples {args.samples} "
-        f"--out {args.out}`",
+        + (f"--temperatures {args.temperatures} " if temperatures != TEMPERATURES else "")
+        + f"--out {args.out}`",
         "",
-        f"PL-Rank on `{args.learner}`'s rewards of `{args.config}`'s log ({args.sessions} "
-        f"sessions per query), deployed as its Plackett-Luce policy at temperature T: NDCG@"
-        f"{args.k} of its ranking by score minus its expected NDCG@{args.k}, mean over the "
-        "queries of the five folds (clicks: the validation queries' policy-aware rewards as "
+        (
+            f"The logger of `{args.config}` (PL-Rank on the labels of its "
+            f"{config.logging_queries} logging queries), deployed as its Plackett-Luce policy at "
+            f"temperature T (clicks: its top-{config.top_k} log, {args.sessions} sessions per "
+            "query): NDCG@"
+            if args.learner == "logger"
+            else f"PL-Rank on `{args.learner}`'s rewards of `{args.config}`'s log "
+            f"({args.sessions} sessions per query), deployed as its Plackett-Luce policy at "
+            "temperature T: NDCG@"
+        )
+        + f"{args.k} of its ranking by score minus its expected NDCG@{args.k}, mean over the "
+        f"queries of folds {', '.join(map(str, config.folds))} (clicks: the validation queries' "
+        "policy-aware rewards as "
         f"gains; {args.samples} rankings per query, placement probabilities).",
         "",
         "| T | " + " | ".join(mean) + " |",
         "|---:|" + "---:|" * len(mean),
     ]
-    for T in TEMPERATURES:
+    for T in temperatures:
         lines.append(f"| {T:g} | " + " | ".join(f"{mean[n][T]:.4f}" for n in mean) + " |")
     lines += [
         "",
@@ -140,7 +164,7 @@ def main() -> None:
     ]
     for budget in BUDGETS:
         for name in ("validation, labels", "validation, clicks"):
-            within = [T for T in TEMPERATURES if mean[name][T] <= budget]
+            within = [T for T in temperatures if mean[name][T] <= budget]
             if within:
                 T = max(within)
                 lines.append(

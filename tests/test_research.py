@@ -931,3 +931,38 @@ def test_fairness_hessian_pairs_every_mode_with_abs_and_resumes(
     assert rows[0][7] == "" and rows[1][7].startswith(("+", "-"))  # constant minus abs
     _run(monkeypatch, "fairness_hessian", *args)
     assert out.with_suffix(".jsonl").read_text().splitlines() == records
+
+
+def test_first_policy_temperature_measures_the_configured_logger(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """--learner logger: the configuration's own PL-Rank logger is the policy (no training on
+    clicks), on the grid --temperatures gives."""
+    out = tmp_path / "temperature.md"
+    _run(
+        monkeypatch,
+        "first_policy_temperature",
+        "configs/clicks-tiny.toml",
+        "--learner",
+        "logger",
+        "--sessions",
+        "3",
+        "--samples",
+        "20",
+        "--temperatures",
+        "0.05,1",
+        "--out",
+        str(out),
+    )
+    text = out.read_text()
+    assert (
+        "--temperatures 0.05,1 --out" in text and "The logger of `configs/clicks-tiny.toml`" in text
+    )
+    rows = {
+        line.split("|")[1].strip(): [float(c) for c in line.split("|")[2:5]]
+        for line in text.splitlines()
+        if line.startswith(("| 0.05 |", "| 1 |"))
+    }
+    assert set(rows) == {"0.05", "1"}
+    # validation labels: the sharper policy is the closer to the ranking by score
+    assert abs(rows["0.05"][0]) < abs(rows["1"][0])
