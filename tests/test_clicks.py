@@ -854,3 +854,52 @@ def test_the_logger_temperature_reaches_its_rankings_propensities_and_values(tmp
     before = len(seen)
     unit.logs(False, 3)  # the deterministic log: the ranking by score, no sampling
     assert len(seen) == before
+
+
+def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
+    """logger = "feature": the deterministic log shows each query's rows by the feature,
+    descending, in every session (a sparse matrix read as such); logger_feature goes with it
+    alone, and must be one of the data's features."""
+    from pathlib import Path
+
+    import scipy.sparse as sp
+
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness import ConfigError
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _deploy, _logger
+
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    overrides = {
+        "logger": "feature",
+        "logger_feature": 2,
+        "learners": ["plrank-naive"],
+        "exploration_rounds": 0,
+        "ope_sessions": 0,
+        "top_k": 3,
+        "eta": 0.0,
+        "noise": 0.0,
+    }
+    config = load_clicks_config(tiny, overrides=overrides)
+    X = sp.csr_matrix(np.array([[9, 0.2], [0, 0.9], [5, 0.5], [1, 0.1], [0, 0.7], [3, 0.3]]))
+    split = Split(X, np.array([0, 1, 0, 0, 1, 1.0]), np.array([0, 0, 0, 1, 1, 1]))
+    logger = _logger(config, split, 0)
+    log = _deploy(logger, split, stochastic=False, config=config, n=2, seed=0)
+    assert log.row.tolist() == [1, 2, 0, 1, 2, 0, 4, 5, 3, 4, 5, 3]
+    assert log.click.tolist() == [1, 0, 0] * 2 + [1, 1, 0] * 2
+    with pytest.raises(
+        ConfigError, match=re.escape("logger_feature must be a feature of the data (1 to 2), but 3")
+    ):
+        _logger(load_clicks_config(tiny, overrides={**overrides, "logger_feature": 3}), split, 0)
+    for bad in ({"logger_feature": None}, {"logger": "lambdamart"}):
+        with pytest.raises(
+            ConfigError, match="logger_feature names the feature a 'feature' logger"
+        ):
+            load_clicks_config(tiny, overrides={**overrides, **bad})
+    with pytest.raises(
+        ConfigError, match=re.escape("exploration_rounds must be 0 (the loop deploys")
+    ):
+        load_clicks_config(
+            tiny,
+            overrides={**overrides, "exploration_rounds": 1, "learners": ["plrank-policy-aware"]},
+        )

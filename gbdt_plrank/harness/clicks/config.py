@@ -11,7 +11,9 @@
     display = "top-k"                 # "top-k", or "full": every document of the query shown
     logger = "plrank"                 # "plrank": a PL-Rank policy deployed stochastically (and
                                       # as its top-k for plrank-deterministic); "lambdamart": an
-                                      # XGBoost LambdaMART deployed as its ranking by score
+                                      # XGBoost LambdaMART deployed as its ranking by score;
+                                      # "feature": the ranking by one feature, descending
+    logger_feature = 34               # the feature of a "feature" logger (1-based, as in files)
     logging_queries = 20              # the logging policy's labelled training queries
     logging_rounds = 20               # its boosting rounds
     logger_temperature = 1.0          # a PL-Rank logger's policy samples from its scores / this
@@ -116,9 +118,11 @@ def learner_names() -> tuple[str, ...]:
 
 
 #: The logging policies: a PL-Rank model deployed as its Plackett-Luce policy (and, for
-#: ``plrank-deterministic``, as its top-k), or a LambdaMART (XGBoost ``rank:ndcg``) deployed as
-#: its ranking by score, the log a team with a deterministic ranker already has.
-LOGGERS = ("plrank", "lambdamart")
+#: ``plrank-deterministic``, as its top-k), or a deterministic ranking, the log a team with a
+#: deterministic ranker already has: a LambdaMART (XGBoost ``rank:ndcg``) deployed as its
+#: ranking by score, or the ranking by one feature (``logger_feature``, descending: the
+#: production ranker of LightGBM's position-bias test).
+LOGGERS = ("plrank", "lambdamart", "feature")
 
 #: What a session displays: the logger's top ``top_k``, or every document of the query.
 DISPLAYS = ("top-k", "full")
@@ -167,6 +171,9 @@ class ClicksConfig(ExperimentConfig):
     logger: Literal[LOGGERS] = Field("plrank", description=one_of(LOGGERS))  # type: ignore[valid-type]
     logging_queries: int = Field(20, ge=1, description="an integer >= 1")
     logging_rounds: int = Field(20, ge=1, description="an integer >= 1")
+    logger_feature: int | None = Field(
+        None, ge=1, description="a feature number >= 1 (as in the data files)"
+    )
     logger_temperature: float = Field(
         1.0, gt=0, allow_inf_nan=False, description="a finite number > 0"
     )
@@ -263,7 +270,12 @@ class ClicksConfig(ExperimentConfig):
                 "logger_temperature deploys a PL-Rank logger's policy at a temperature and needs "
                 "logger 'plrank' and exploration_rounds 0 (the loop deploys its own models)"
             )
-        if self.logger == "lambdamart":
+        if (self.logger == "feature") != (self.logger_feature is not None):
+            raise ValueError(
+                "logger_feature names the feature a 'feature' logger ranks by: it must be set "
+                f"with logger 'feature' and only then (logger is {self.logger!r})"
+            )
+        if self.logger != "plrank":
             for key, value, rule in (
                 (
                     "learners",
@@ -283,7 +295,7 @@ class ClicksConfig(ExperimentConfig):
                 ),
             ):
                 if value:
-                    raise ValueError(f"{key} {rule} with logger 'lambdamart'")
+                    raise ValueError(f"{key} {rule} with logger {self.logger!r}")
         return self
 
     @property
@@ -395,7 +407,7 @@ class ClicksConfig(ExperimentConfig):
             clicks["ope_sessions"] = self.ope_sessions
         if self.ope_logs != 1:  # the default: absent, as before there could be several
             clicks["ope_logs"] = self.ope_logs
-        for key in ("logger", "display", "logger_temperature", "click_model"):
+        for key in ("logger", "logger_feature", "display", "logger_temperature", "click_model"):
             # absent at their defaults, as before they existed
             if getattr(self, key) != type(self).model_fields[key].default:
                 clicks[key] = getattr(self, key)

@@ -502,11 +502,19 @@ def _users_text(config: ClicksConfig) -> str:
 
 def _logger_text(config: ClicksConfig) -> str:
     """The logging policy, in words."""
+    trained = (
+        f" trained on {config.logging_queries} labelled training queries "
+        f"({config.logging_rounds} rounds)"
+    )
     if config.logger == "lambdamart":
-        return "A LambdaMART logger (XGBoost)"
+        return "A LambdaMART logger (XGBoost)" + trained
+    if config.logger == "feature":
+        return f"A logger ranking by feature {config.logger_feature} (descending)"
     if config.logger_temperature != 1:
-        return f"A PL-Rank logger (its policy at temperature {config.logger_temperature:g})"
-    return "A PL-Rank logger"
+        return (
+            f"A PL-Rank logger{trained}, its policy at temperature {config.logger_temperature:g},"
+        )
+    return "A PL-Rank logger" + trained
 
 
 def _display_text(config: ClicksConfig) -> str:
@@ -533,8 +541,7 @@ def write_clicks_report(
     parts = [
         "## Learning to rank from clicks",
         "",
-        f"{_logger_text(config)} trained on {config.logging_queries} labelled training "
-        f"queries ({config.logging_rounds} rounds), {_display_text(config)}; "
+        f"{_logger_text(config)}, {_display_text(config)}; "
         f"{_users_text(config)}; position "
         f"bias {config.position_bias}, propensities {config.propensities}. Folds "
         f"{', '.join(map(str, config.folds))}, {config.seeds} seed(s), pooled.",

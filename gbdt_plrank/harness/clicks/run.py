@@ -101,6 +101,7 @@ from tqdm.auto import tqdm
 from ..._backends._lightgbm import LightGBMBackend
 from ..._ranking_metric import RankingMetric
 from ..._util.compat import is_installed
+from ..._util.schema import ConfigError
 from ...clicks import (
     REWARD_ESTIMATORS,
     ClickLog,
@@ -441,10 +442,29 @@ def _test_values(
     return out
 
 
+@dataclass(frozen=True)
+class _FeatureRanker:
+    """The ranking by one feature (0-based ``column``), descending: a ``"feature"`` logger."""
+
+    column: int
+
+    def predict(self, X: Any) -> np.ndarray:
+        column = X[:, self.column]
+        return np.asarray(column.todense() if hasattr(column, "todense") else column).ravel()
+
+
 def _logger(config: ClicksConfig, train: Split, seed: int) -> Any:
     """The logging policy, trained on the true labels of the first ``logging_queries`` training
     queries for ``logging_rounds`` rounds: :class:`~gbdt_plrank.PLRankRanker` (``"plrank"``)
-    or XGBoost's ``XGBRanker`` with ``rank:ndcg`` (``"lambdamart"``, the trees' settings)."""
+    or XGBoost's ``XGBRanker`` with ``rank:ndcg`` (``"lambdamart"``, the trees' settings); or
+    the ranking by feature ``logger_feature`` (``"feature"``, nothing trained)."""
+    if config.logger == "feature":
+        if config.logger_feature > train.X.shape[1]:
+            raise ConfigError(
+                f"logger_feature must be a feature of the data (1 to {train.X.shape[1]}), but "
+                f"{config.logger_feature} is given."
+            )
+        return _FeatureRanker(config.logger_feature - 1)
     n = int(train.group_ptr[min(config.logging_queries, train.group_ptr.size - 1)])
     X, y, qid = train.X[:n], train.y[:n], train.qid[:n]
     if config.logger == "plrank":
