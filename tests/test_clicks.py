@@ -903,3 +903,67 @@ def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
             tiny,
             overrides={**overrides, "exploration_rounds": 1, "learners": ["plrank-policy-aware"]},
         )
+
+
+def test_regression_features_reach_every_regression_of_the_run(tmp_path):
+    """regression_features = "centred": the regression's and the doubly robust rewards, and the
+    off-policy table's regression, are click_regression's with the centred features; "raw" (the
+    default) is what click_rewards fits itself, and leaves the settings as they were."""
+    from pathlib import Path
+
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.clicks import click_regression
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _Fold
+    from gbdt_plrank.harness.data import load
+
+    folder = write_tiny_letor(tmp_path / "tiny", queries=(10, 5, 5))
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    data = load(str(folder), 1, drop_empty_test_queries=False)
+    got = {}
+    for features in ("raw", "centred"):
+        config = load_clicks_config(
+            tiny,
+            overrides={"regression_features": features, "exploration_rounds": 0, "ope_logs": 1},
+        )
+        unit = _Fold(config, data, 0)
+        logs = unit.logs(True, 3)
+        theta = unit.theta(logs["train"], stochastic=True)
+        for estimator in ("regression", "doubly-robust"):
+            policy = estimator == "doubly-robust"  # the logger's propensities: unshrunk
+            r = unit.rewards(logs, estimator=estimator, policy=policy, stochastic=True)
+            got[features, estimator] = r["train"]
+        expected = click_regression(
+            logs["train"],
+            data.train.X,
+            data.train.qid,
+            position_bias=theta,
+            seed=0,
+            features=features,
+        )
+        np.testing.assert_array_equal(got[features, "regression"], expected)
+        plain = click_rewards(
+            logs["train"],
+            data.train.y.size,
+            position_bias=theta,
+            estimator="regression",
+            X=data.train.X,
+            qid=data.train.qid,
+            seed=0,
+        )
+        assert np.array_equal(plain, expected) == (features == "raw")
+        (ope,) = unit._ope_logs()
+        np.testing.assert_array_equal(
+            ope.regression,
+            click_regression(
+                ope.log,
+                data.test.X,
+                data.test.qid,
+                position_bias=ope.theta,
+                seed=4_000_003,
+                features=features,
+            ),
+        )
+        assert ("regression_features" in config.settings()) == (features == "centred")
+    assert not np.array_equal(got["raw", "doubly-robust"], got["centred", "doubly-robust"])

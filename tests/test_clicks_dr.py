@@ -650,3 +650,49 @@ def test_shrunk_doubly_robust_rewards_are_closer_than_policy_aware_ones_at_few_s
             err[name].append(np.mean((r - gamma) ** 2))
     mse = {name: float(np.mean(e)) for name, e in err.items()}
     assert mse["shrunk"] < 0.7 * min(mse["policy-aware"], mse["ips"], mse["unshrunk"]), mse
+
+
+def test_query_centred_features_against_a_loop_and_for_sparse_input():
+    import scipy.sparse as sp
+
+    from gbdt_plrank.clicks._click_model import query_centred
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 5, size=(9, 3)).astype(np.float64)
+    qid = np.array([4, 4, 4, 1, 1, 7, 7, 7, 7])
+    expected = X.copy()
+    for q in np.unique(qid):
+        rows = qid == q
+        expected[rows] -= X[rows].mean(axis=0)
+    for given in (X, sp.csr_matrix(X)):
+        got = query_centred(given, qid)
+        assert got.dtype == np.float32 and got.shape == X.shape
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+
+
+def test_the_centred_regression_ignores_a_shift_shared_by_a_querys_rows():
+    """features="centred": adding one vector to every row of a query changes nothing the
+    regression fits or predicts (integer features and shifts, so the centring is exact); the
+    raw regression sees the shift and its estimates move."""
+    rng = np.random.default_rng(3)
+    n_q, n_d = 40, 6
+    qid = np.repeat(np.arange(n_q), n_d)
+    X = rng.integers(0, 8, size=(n_q * n_d, 4)).astype(np.float64)
+    y = (X[:, 0] - X.reshape(n_q, n_d, 4)[:, :, 0].mean(axis=1).repeat(n_d) > 0).astype(float)
+    rankings = [q * n_d + np.argsort(rng.random((20, n_d)), axis=1) for q in range(n_q)]
+    log = simulate_clicks(rankings, y, eta=1.0, noise=0.1, top_k=4, seed=0)
+    shifted = X + rng.integers(-50, 50, size=(n_q, 4)).astype(np.float64).repeat(n_d, axis=0)
+    theta = 1.0 / np.arange(1, 5)
+    kw = dict(position_bias=theta, n_rounds=20, seed=0)
+    centred = click_regression(log, X, qid, features="centred", **kw)
+    np.testing.assert_array_equal(
+        click_regression(log, shifted, qid, features="centred", **kw), centred
+    )
+    raw = click_regression(log, X, qid, **kw)
+    assert not np.allclose(click_regression(log, shifted, qid, **kw), raw)
+    # the centred features tell the relevant rows apart across queries
+    assert centred[y > 0].mean() > centred[y == 0].mean() + 0.2
+    with pytest.raises(
+        ValueError, match=re.escape("features must be one of 'raw', 'centred', but 'z' is given.")
+    ):
+        click_regression(log, X, qid, features="z", **kw)

@@ -19,6 +19,7 @@ import numpy as np
 from ._log import ClickLog
 
 __all__ = [
+    "REGRESSION_FEATURES",
     "DisplayCounts",
     "FeatureEvidence",
     "RelevanceModel",
@@ -26,8 +27,13 @@ __all__ = [
     "feature_evidence",
     "fit_relevance",
     "likelihood_objective",
+    "query_centred",
     "relevance",
 ]
+
+#: What the regression reads of the rows: their features as they are, or each feature minus its
+#: mean over the rows of the row's query (:func:`query_centred`).
+REGRESSION_FEATURES = ("raw", "centred")
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,24 @@ def fit_relevance(
         obj=likelihood_objective(n, c, theta),
     )
     return RelevanceModel(booster, base)
+
+
+def query_centred(X: Any, qid: np.ndarray) -> np.ndarray:
+    r"""Every feature minus its mean over the rows of the row's query, :math:`x_{dj} - \bar
+    x_{q(d)j}` (dense float32 of ``X``'s shape; a sparse ``X`` is made dense).
+
+    A click model of the features is pointwise: it compares rows across queries. Where a query
+    shifts every row's features alike (a query's documents all score high on a term-frequency
+    feature when the query's terms are common), the shift says nothing of which of its documents
+    are clicked; the centred features keep what tells the documents of a query apart.
+    """
+    dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+    dense = dense.astype(np.float64)
+    _, q = np.unique(qid, return_inverse=True)
+    sums = np.zeros((q.max(initial=-1) + 1, dense.shape[1]))
+    np.add.at(sums, q, dense)
+    means = sums / np.bincount(q)[:, None]
+    return (dense - means[q]).astype(np.float32)
 
 
 def relevance(xgb: Any, model: RelevanceModel, X: Any) -> np.ndarray:

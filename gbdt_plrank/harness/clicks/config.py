@@ -34,6 +34,8 @@
     propensity_samples = 1000         # rankings per query of the logger's propensities
     shrinkage = 0.0                   # pseudo-observations of the doubly robust rewards (0:
                                       # unshrunk and unbiased, with the logger's propensities)
+    regression_features = "raw"       # what the rewards' regression reads: "raw" features, or
+                                      # "centred", each minus its mean over the query's rows
     learners = ["plrank-policy-aware", "plrank-naive", ...]
     exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
     exploration_sessions = 100        # sessions per query and round
@@ -70,6 +72,7 @@ from ...clicks import (
     simulate_cascade_clicks,
     simulate_clicks,
 )
+from ...clicks._click_model import REGRESSION_FEATURES
 from ..settings import (
     CutOffs,
     ExperimentConfig,
@@ -198,6 +201,9 @@ class ClicksConfig(ExperimentConfig):
     )
     propensity_samples: int = Field(1000, ge=1, description="an integer >= 1")
     shrinkage: float = Field(0.0, ge=0, allow_inf_nan=False, description="a finite number >= 0")
+    regression_features: Literal[REGRESSION_FEATURES] = Field(  # type: ignore[valid-type]
+        "raw", description=one_of(REGRESSION_FEATURES)
+    )
     learners: items(  # type: ignore[valid-type]
         registered(
             learner_names,
@@ -394,9 +400,9 @@ class ClicksConfig(ExperimentConfig):
         of a run with binary clicks and no trust bias are the same with or without them;
         ``ope_sessions`` and ``ope_logs`` only when not their defaults (100 and 1), so that a
         folder made before the off-policy table existed, or before it could read several
-        logs, stays valid; likewise ``logger``, ``display``, ``logger_temperature`` and
-        ``click_model`` only when not their defaults, and the cascade's ``stop`` and
-        ``satisfaction`` only with it.
+        logs, stays valid; likewise ``logger``, ``logger_feature``, ``display``,
+        ``logger_temperature``, ``click_model`` and ``regression_features`` only when not their
+        defaults, and the cascade's ``stop`` and ``satisfaction`` only with it.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
@@ -407,7 +413,14 @@ class ClicksConfig(ExperimentConfig):
             clicks["ope_sessions"] = self.ope_sessions
         if self.ope_logs != 1:  # the default: absent, as before there could be several
             clicks["ope_logs"] = self.ope_logs
-        for key in ("logger", "logger_feature", "display", "logger_temperature", "click_model"):
+        for key in (
+            "logger",
+            "logger_feature",
+            "display",
+            "logger_temperature",
+            "click_model",
+            "regression_features",
+        ):
             # absent at their defaults, as before they existed
             if getattr(self, key) != type(self).model_fields[key].default:
                 clicks[key] = getattr(self, key)

@@ -548,16 +548,19 @@ class _Fold:
         self, logs: dict[str, ClickLog], *, estimator: str, policy: bool, stochastic: bool
     ) -> dict[str, Any]:
         """Rewards of the training and validation rows, and the position bias used
-        (``stochastic``: whether the logs are a Plackett-Luce logger's)."""
+        (``stochastic``: whether the logs are a Plackett-Luce logger's); an estimator's
+        regression reads the features ``regression_features`` says."""
         theta = self.theta(logs["train"], stochastic=stochastic)
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
-            rho = (
+            given = (
                 self.propensities(split, theta, n_samples=self.config.propensity_samples)
                 if policy
                 else {}
             )
+            if REWARD_ESTIMATORS[estimator].regression:
+                given["regression"] = self.regression(log, split, theta)
             out[name] = click_rewards(
                 log,
                 split.y.size,
@@ -567,9 +570,23 @@ class _Fold:
                 X=split.X,
                 seed=self.seed,
                 shrinkage=self.config.shrinkage if REWARD_ESTIMATORS[estimator].signed else 0.0,
-                **rho,
+                **given,
             )
         return out
+
+    def regression(
+        self, log: ClickLog, split: Split, theta: np.ndarray, *, seed: int | None = None
+    ) -> np.ndarray:
+        """:func:`~gbdt_plrank.clicks.click_regression` of ``log`` on ``split``'s rows (the
+        features ``regression_features`` says; ``seed`` the run's by default)."""
+        return click_regression(
+            log,
+            split.X,
+            split.qid,
+            position_bias=theta,
+            seed=self.seed if seed is None else seed,
+            features=self.config.regression_features,
+        )
 
     def propensities(self, split: Split, theta: np.ndarray, *, n_samples: int) -> dict[str, Any]:
         """The logger's expected observation of every row of ``split`` under ``theta`` from
@@ -682,9 +699,7 @@ class _Fold:
                     if reused
                     else self.propensities(test, theta, n_samples=10 * config.propensity_samples)
                 )
-                regression = click_regression(
-                    log, test.X, test.qid, position_bias=theta, seed=_OPE_SEED + self.seed
-                )
+                regression = self.regression(log, test, theta, seed=_OPE_SEED + self.seed)
                 self._ope.append(_OpeLog(log, theta, rho, regression))
         return self._ope
 
