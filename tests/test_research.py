@@ -966,3 +966,38 @@ def test_first_policy_temperature_measures_the_configured_logger(
     assert set(rows) == {"0.05", "1"}
     # validation labels: the sharper policy is the closer to the ranking by score
     assert abs(rows["0.05"][0]) < abs(rows["1"][0])
+
+
+def test_regression_route_sets_every_variant_against_the_run(tmp_path: Path, monkeypatch) -> None:
+    """research/regression_route.py on a tiny deterministic-logger run: every variant's row on
+    validation and test, paired against the run's learners on the same queries; a second call
+    resumes from the records."""
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.harness.clicks import load_clicks_config, run_clicks
+    from research.regression_route import VARIANTS
+
+    tiny = write_tiny_letor(tmp_path / "tiny", queries=(12, 6, 6))
+    config_path = tmp_path / "c.toml"
+    text = (Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml").read_text()
+    text = text.replace('datasets = ["mq2008"]', f'datasets = ["{tiny}"]').replace(
+        "sessions = [3, 10]", "sessions = [3]"
+    )
+    text = text.replace("exploration_rounds = 2", "exploration_rounds = 0")
+    config_path.write_text(
+        'logger = "lambdamart"\nope_sessions = 0\nposition_bias = "known"\n'
+        f'out = "{tmp_path / "run"}"\n'
+        'learners = ["plrank-regression", "plrank-naive", "lambdarank-position-lgb"]\n' + text
+    )
+    run_clicks(load_clicks_config(config_path), echo=lambda _: None)
+    out = tmp_path / "route.md"
+    args = ["--sessions", "3", "--against", str(tmp_path / "run"), "--out", str(out)]
+    _run(monkeypatch, "regression_route", str(config_path), *args)
+    text = out.read_text()
+    for variant in VARIANTS:
+        assert text.count(f"| {variant} |") == 4  # validation and test, NDCG@5 and @10
+    assert "| run: lambdarank-position-lgb |" in text and "- plrank-naive" in text
+    records = out.with_suffix(".jsonl").read_text().splitlines()
+    assert len(records) == len(VARIANTS)
+    _run(monkeypatch, "regression_route", str(config_path), *args)
+    assert out.with_suffix(".jsonl").read_text().splitlines() == records

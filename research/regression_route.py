@@ -1,31 +1,36 @@
-"""The regression route on sparse click logs: what its fit and its stopping signal cost.
+"""The regression route from clicks: what its features, its fit and its stopping signal cost.
 
 PL-Rank's default route from a deterministic ranker's clicks trains on the regression's click
 probability when seen (:func:`gbdt_plrank.clicks.click_regression`: the position-based model's
 likelihood with the position bias known, a small booster of the features, cross-fitted by
 query), each query's rewards over their ideal DCG, early-stopped on the validation queries'
-policy-aware rewards. With one session a query the validation rewards are a handful of clicks,
-and cross-fitting fits each half of the queries on the other half's clicks alone. This script
-trains the route on the logs of ``gbdt-plrank clicks CONFIG`` (the same loggers, logs and
-position bias, fold by fold and seed by seed, through the harness) with:
+policy-aware rewards. This script trains the route on the logs of ``gbdt-plrank clicks CONFIG``
+(the same loggers, logs and position bias, fold by fold and seed by seed, through the harness)
+with:
 
-- ``fit``: ``cross`` (the route: two query folds, each predicted by the model fitted on the
-  other) or ``all`` (one model fitted on every training query's clicks and predicting every
-  row: the regression's rewards need no independence from a query's own clicks, which only the
-  doubly robust correction does);
-- ``stop``: ``clicks`` (the route: the validation queries' policy-aware rewards) or
-  ``regression`` (the validation rows' click probability predicted by the model fitted on every
-  training query: the target PL-Rank is fitting, without the validation clicks' noise);
+- ``features``: ``raw`` or ``centred`` (each feature minus its query's mean:
+  ``click_regression(features=...)``); web features share a level within a query (a query's
+  documents all score high on a term count when its terms are common), which a pointwise model
+  compares across queries;
+- ``fit``: ``cross`` (two query folds, each predicted by the model fitted on the other) or
+  ``all`` (one model fitted on every training query's clicks and predicting every row: the
+  regression's rewards need no independence from a query's own clicks, which only the doubly
+  robust correction does);
+- ``stop``: ``clicks`` (the validation queries' policy-aware rewards) or ``regression`` (the
+  validation rows' click probability predicted by the model fitted on every training query:
+  the target PL-Rank is fitting, without the validation clicks' noise, which one session a
+  query makes large);
 
 and ranks by the regression itself (``regression ranking``: the model fitted on every training
 query, no PL-Rank), for reference. Every variant's validation and test NDCG@k on the true
 labels, per query, is set against the learners of the configuration's own run (``--against``,
 its output folder: the same queries), paired per query over the pooled folds and seeds (each
-query's mean over the seeds first). Choose on the validation figures.
+query's mean over the seeds first). Choose on the validation figures. ``--folds`` and
+``--seeds`` take a part of the configuration's.
 
-    python research/sparse_routes.py configs/clicks-yahoo-cascade.toml --sessions 1 \\
+    python research/regression_route.py configs/clicks-yahoo-cascade.toml --sessions 1 \\
         --against benchmarks/results/clicks-yahoo-cascade \\
-        --out benchmarks/results/sparse_routes_yahoo.md
+        --out benchmarks/results/regression_route_yahoo.md
 """
 
 from __future__ import annotations
@@ -40,20 +45,27 @@ from typing import Any
 import numpy as np
 
 from gbdt_plrank.clicks import click_regression
-from gbdt_plrank.clicks._click_model import display_counts, fit_relevance, relevance
+from gbdt_plrank.clicks._click_model import (
+    display_counts,
+    fit_relevance,
+    query_centred,
+    relevance,
+)
 from gbdt_plrank.harness.clicks import load_clicks_config
 from gbdt_plrank.harness.clicks.run import _fit_plrank, _Fold
 from gbdt_plrank.harness.data import dataset_label, load
 from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 
-#: The variants: name -> (fit, stop), ``None`` for the regression's own ranking.
-VARIANTS: dict[str, tuple[str, str] | None] = {
-    "route (cross-fit, stop on clicks)": ("cross", "clicks"),
-    "fit on all, stop on clicks": ("all", "clicks"),
-    "cross-fit, stop on regression": ("cross", "regression"),
-    "fit on all, stop on regression": ("all", "regression"),
-    "regression ranking": None,
+#: The variants: name -> (features, fit, stop); for the regression's own ranking, (features,
+#: None, None).
+VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
+    "raw features (cross-fit, stop on clicks)": ("raw", "cross", "clicks"),
+    "centred features (cross-fit, stop on clicks)": ("centred", "cross", "clicks"),
+    "centred, fit on all": ("centred", "all", "clicks"),
+    "centred, stop on regression": ("centred", "cross", "regression"),
+    "raw regression ranking": ("raw", None, None),
+    "centred regression ranking": ("centred", None, None),
 }
 
 #: The run's learners every variant is set against.
@@ -74,50 +86,60 @@ def per_query(split: Any, scores: np.ndarray, ks: tuple[int, ...]) -> dict[str, 
     return {str(k): ndcg(split.y, scores, split.qid, k=k, per_query=True).tolist() for k in ks}
 
 
-def run_unit(config: Any, data: Any, seed: int, sessions: int) -> dict[str, dict[str, Any]]:
-    """Every variant's validation and test NDCG per query for one fold and seed."""
+def _regressions(
+    unit: Any, logs: Any, theta: np.ndarray, features: str, seed: int
+) -> dict[str, Any]:
+    """The regression on ``features``: fitted on every training query (its training,
+    validation and test rows' estimates) and cross-fitted (its training rows'), and the
+    seconds the two took."""
     import xgboost as xgb
 
-    unit = _Fold(config, data, seed)
-    stochastic = unit.stochastic
-    logs = unit.logs(stochastic, sessions)
-    theta = unit.theta(logs["train"], stochastic=stochastic)
-    train, vali, test = data.train, data.vali, data.test
+    train, vali, test = unit.data.train, unit.data.vali, unit.data.test
+    start = time.perf_counter()
+    X = {
+        name: query_centred(split.X, split.qid) if features == "centred" else split.X
+        for name, split in (("train", train), ("vali", vali), ("test", test))
+    }
     counts = display_counts(logs["train"], train.y.size, theta.size)
     shown = counts.shows.sum(axis=1) > 0
-    start = time.perf_counter()
     whole = fit_relevance(
         xgb,
-        train.X[shown],
+        X["train"][shown],
         type(counts)(counts.shows[shown], counts.hits[shown]),
         theta,
         **REGRESSION,
     )
-    fitted = {
-        "all": relevance(xgb, whole, train.X),
-        "cross": click_regression(
-            logs["train"], train.X, train.qid, position_bias=theta, seed=seed
-        ),
-    }
-    regression_seconds = time.perf_counter() - start
-    stops = {
-        "clicks": unit.rewards(logs, estimator="policy-aware", policy=False, stochastic=stochastic)[
-            "vali"
-        ],
-        "regression": relevance(xgb, whole, vali.X),
-    }
+    out = {name: relevance(xgb, whole, x) for name, x in X.items()}
+    out["cross"] = click_regression(
+        logs["train"], train.X, train.qid, position_bias=theta, seed=seed, features=features
+    )
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def run_unit(config: Any, data: Any, seed: int, sessions: int) -> dict[str, dict[str, Any]]:
+    """Every variant's validation and test NDCG per query for one fold and seed."""
+    unit = _Fold(config, data, seed)
+    stochastic = unit.stochastic
+    logs = unit.logs(stochastic, sessions)
+    theta = unit.theta(logs["train"], stochastic=stochastic)
+    vali, test = data.vali, data.test
+    regressions = {f: _regressions(unit, logs, theta, f, seed) for f in ("raw", "centred")}
+    clicks = unit.rewards(logs, estimator="policy-aware", policy=False, stochastic=stochastic)
     out = {}
-    for name, variant in VARIANTS.items():
-        if variant is None:
+    for name, (features, fit, stop) in VARIANTS.items():
+        reg = regressions[features]
+        if fit is None:
             vali_scores, test_scores, seconds, rounds = (
-                stops["regression"],
-                relevance(xgb, whole, test.X),
-                regression_seconds,
+                reg["vali"],
+                reg["test"],
+                reg["seconds"],
                 REGRESSION["n_rounds"],
             )
         else:
-            fit, stop = variant
-            _, result = _fit_plrank(config, seed, data, fitted[fit], stops[stop])
+            y = reg["cross"] if fit == "cross" else reg["train"]
+            y_vali = clicks["vali"] if stop == "clicks" else reg["vali"]
+            _, result = _fit_plrank(config, seed, data, y, y_vali)
             vali_scores, test_scores = result.vali_scores, result.scores
             seconds, rounds = result.seconds, result.best_round
         out[name] = {
@@ -147,9 +169,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, required=True)
     parser.add_argument("--against", required=True, help="the configuration's run folder")
     parser.add_argument("--records", help="where each fold and seed's records are kept (resumes)")
+    parser.add_argument("--folds", help="comma-separated, a part of the configuration's")
+    parser.add_argument("--seeds", type=int, help="the first seeds of the configuration's")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    config = load_clicks_config(args.config)
+    overrides: dict[str, Any] = {}
+    if args.folds:
+        overrides["folds"] = [int(f) for f in args.folds.split(",")]
+    if args.seeds:
+        overrides["seeds"] = args.seeds
+    config = load_clicks_config(args.config, overrides=overrides)
     store = Path(args.records or Path(args.out).with_suffix(".jsonl"))
     done = {}
     if store.is_file():
@@ -169,19 +198,33 @@ def main() -> None:
                     with store.open("a") as fh:
                         fh.write(json.dumps(record) + "\n")
                 print(label, seed, flush=True)
+    units = {
+        (dataset_label(d, f), seed)
+        for d in config.datasets
+        for f in config.folds
+        for seed in range(config.seeds)
+    }
     runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in (Path(args.against) / "results.jsonl").read_text().splitlines():
         r = json.loads(line)
-        if r["learner"] in AGAINST and r["sessions"] == args.sessions and "vali_ndcg" in r:
+        if (
+            r["learner"] in AGAINST
+            and r["sessions"] == args.sessions
+            and "vali_ndcg" in r
+            and (r["dataset"], r["seed"]) in units
+        ):
             runs[r["learner"]].append(r)
     mine: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for (_, _, variant), r in done.items():
-        mine[variant].append(r)
+    for (label, seed, variant), r in done.items():
+        if (label, seed) in units:
+            mine[variant].append(r)
     lines = [
-        "## The regression route on sparse click logs: its fit and its stopping signal",
+        "## The regression route: its features, its fit and its stopping signal",
         "",
-        f"Command: `python research/sparse_routes.py {args.config} --sessions {args.sessions} "
-        f"--against {args.against} --out {args.out}`",
+        f"Command: `python research/regression_route.py {args.config} --sessions {args.sessions} "
+        + (f"--folds {args.folds} " if args.folds else "")
+        + (f"--seeds {args.seeds} " if args.seeds else "")
+        + f"--against {args.against} --out {args.out}`",
         "",
         f"The logs of `{args.config}` at {args.sessions} session(s) per query (folds "
         f"{', '.join(map(str, config.folds))}, {config.seeds} seed(s); each query's NDCG the "
