@@ -58,7 +58,7 @@ from gbdt_plrank.harness.stats import paired
 from gbdt_plrank.metrics import ndcg
 
 #: The variants: name -> (features, fit, stop); for the regression's own ranking, (features,
-#: None, None).
+#: None, None). ``--variants`` takes their keys (:data:`KEYS`).
 VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "raw features (cross-fit, stop on clicks)": ("raw", "cross", "clicks"),
     "centred features (cross-fit, stop on clicks)": ("centred", "cross", "clicks"),
@@ -67,6 +67,14 @@ VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "raw regression ranking": ("raw", None, None),
     "centred regression ranking": ("centred", None, None),
 }
+
+#: Each variant's key on the command line.
+KEYS = dict(
+    zip(
+        ("raw", "centred", "centred-all", "centred-stop", "raw-ranking", "centred-ranking"),
+        VARIANTS,
+    )
+)
 
 #: The run's learners every variant is set against.
 AGAINST = (
@@ -117,17 +125,22 @@ def _regressions(
     return out
 
 
-def run_unit(config: Any, data: Any, seed: int, sessions: int) -> dict[str, dict[str, Any]]:
-    """Every variant's validation and test NDCG per query for one fold and seed."""
+def run_unit(
+    config: Any, data: Any, seed: int, sessions: int, variants: list[str]
+) -> dict[str, dict[str, Any]]:
+    """The validation and test NDCG per query of each of ``variants`` for one fold and seed."""
     unit = _Fold(config, data, seed)
     stochastic = unit.stochastic
     logs = unit.logs(stochastic, sessions)
     theta = unit.theta(logs["train"], stochastic=stochastic)
     vali, test = data.vali, data.test
-    regressions = {f: _regressions(unit, logs, theta, f, seed) for f in ("raw", "centred")}
+    regressions = {
+        f: _regressions(unit, logs, theta, f, seed) for f in {VARIANTS[v][0] for v in variants}
+    }
     clicks = unit.rewards(logs, estimator="policy-aware", policy=False, stochastic=stochastic)
     out = {}
-    for name, (features, fit, stop) in VARIANTS.items():
+    for name in variants:
+        features, fit, stop = VARIANTS[name]
         reg = regressions[features]
         if fit is None:
             vali_scores, test_scores, seconds, rounds = (
@@ -171,6 +184,9 @@ def main() -> None:
     parser.add_argument("--records", help="where each fold and seed's records are kept (resumes)")
     parser.add_argument("--folds", help="comma-separated, a part of the configuration's")
     parser.add_argument("--seeds", type=int, help="the first seeds of the configuration's")
+    parser.add_argument(
+        "--variants", default=",".join(KEYS), help=f"comma-separated, of {', '.join(KEYS)}"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     overrides: dict[str, Any] = {}
@@ -179,6 +195,7 @@ def main() -> None:
     if args.seeds:
         overrides["seeds"] = args.seeds
     config = load_clicks_config(args.config, overrides=overrides)
+    chosen = [KEYS[key] for key in args.variants.split(",")]
     store = Path(args.records or Path(args.out).with_suffix(".jsonl"))
     done = {}
     if store.is_file():
@@ -189,10 +206,11 @@ def main() -> None:
         for fold in config.folds:
             label = dataset_label(data_name, fold)
             for seed in range(config.seeds):
-                if all((label, seed, v) in done for v in VARIANTS):
+                missing = [v for v in chosen if (label, seed, v) not in done]
+                if not missing:
                     continue
                 data = load(data_name, fold, drop_empty_test_queries=config.drop_empty_test_queries)
-                for variant, record in run_unit(config, data, seed, args.sessions).items():
+                for variant, record in run_unit(config, data, seed, args.sessions, missing).items():
                     record = {"dataset": label, "seed": seed, "variant": variant, **record}
                     done[label, seed, variant] = record
                     with store.open("a") as fh:
@@ -214,6 +232,7 @@ def main() -> None:
             and (r["dataset"], r["seed"]) in units
         ):
             runs[r["learner"]].append(r)
+    against = [a for a in AGAINST if runs[a]]
     mine: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for (label, seed, variant), r in done.items():
         if (label, seed) in units:
@@ -224,6 +243,7 @@ def main() -> None:
         f"Command: `python research/regression_route.py {args.config} --sessions {args.sessions} "
         + (f"--folds {args.folds} " if args.folds else "")
         + (f"--seeds {args.seeds} " if args.seeds else "")
+        + (f"--variants {args.variants} " if args.variants != ",".join(KEYS) else "")
         + f"--against {args.against} --out {args.out}`",
         "",
         f"The logs of `{args.config}` at {args.sessions} session(s) per query (folds "
@@ -240,17 +260,17 @@ def main() -> None:
                 f"### {title} NDCG@{k}",
                 "",
                 "| variant | mean | seconds | kept rounds | "
-                + " | ".join(f"- {a}" for a in AGAINST)
+                + " | ".join(f"- {a}" for a in against)
                 + " |",
-                "|---|---:|---:|---:|" + "---:|" * len(AGAINST),
+                "|---|---:|---:|---:|" + "---:|" * len(against),
             ]
-            theirs = {a: _values(runs[a], k, split) for a in AGAINST}
-            for variant in VARIANTS:
+            theirs = {a: _values(runs[a], k, split) for a in against}
+            for variant in chosen:
                 if not mine[variant]:
                     continue
                 values = _values(mine[variant], k, split)
                 cells = []
-                for a in AGAINST:
+                for a in against:
                     if len(set(values) & set(theirs[a])) < 2:
                         cells.append("")
                         continue
@@ -262,13 +282,12 @@ def main() -> None:
                     f"| {variant} | {np.mean(list(values.values())):.4f} | {seconds:.1f} | "
                     f"{rounds:g} | " + " | ".join(cells) + " |"
                 )
-            for a in AGAINST:
-                if theirs[a]:
-                    lines.append(
-                        f"| run: {a} | {np.mean(list(theirs[a].values())):.4f} | | | "
-                        + " | ".join("" for _ in AGAINST)
-                        + " |"
-                    )
+            for a in against:
+                lines.append(
+                    f"| run: {a} | {np.mean(list(theirs[a].values())):.4f} | | | "
+                    + " | ".join("" for _ in against)
+                    + " |"
+                )
     text = "\n".join(lines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
