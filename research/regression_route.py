@@ -64,6 +64,7 @@ VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "centred features (cross-fit, stop on clicks)": ("centred", "cross", "clicks"),
     "centred, fit on all": ("centred", "all", "clicks"),
     "centred, stop on regression": ("centred", "cross", "regression"),
+    "centred, fit on all, stop on regression": ("centred", "all", "regression"),
     "raw regression ranking": ("raw", None, None),
     "centred regression ranking": ("centred", None, None),
 }
@@ -71,7 +72,15 @@ VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
 #: Each variant's key on the command line.
 KEYS = dict(
     zip(
-        ("raw", "centred", "centred-all", "centred-stop", "raw-ranking", "centred-ranking"),
+        (
+            "raw",
+            "centred",
+            "centred-all",
+            "centred-stop",
+            "centred-all-stop",
+            "raw-ranking",
+            "centred-ranking",
+        ),
         VARIANTS,
     )
 )
