@@ -1,9 +1,11 @@
-"""Datasets read from their public source on first use, checked by checksum, kept in a cache.
+"""Datasets downloaded from their public source on request, checked by checksum, kept in a cache.
 
 A dataset whose terms do not clearly allow this package to redistribute it is not shipped: its
-files are downloaded once from where their owner publishes them, each checked against its
-SHA-256, and kept in the data folder (:func:`data_home`). A file already there with the right
-checksum (copied by hand, on a machine without a network) is read as it is.
+files are downloaded only when asked (:func:`fetch` with ``download=True``, through
+:func:`gbdt_plrank.datasets.fetch_dataset`) from where their owner publishes them, each checked
+against its SHA-256, and kept in the data folder (:func:`data_home`). Loading reads that folder
+and never the network: a file already there with the right checksum (downloaded before, or
+copied by hand on a machine without a network) is read as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class FetchedDataset:
     base_url: str
     sha256: dict[str, str]
     source: str
+    #: Why the package does not ship the files (the error of a missing file says it).
+    why_not_shipped: str = "its terms do not clearly allow redistribution"
 
 
 #: LightGBM's example ranking data (examples/lambdarank of microsoft/LightGBM): 251 queries
@@ -47,6 +51,10 @@ YAHOO_SAMPLE = FetchedDataset(
         "rank.test.query": "36dca82ba3bf99201bac3987b00a8fbf6fe5f563e9fa6d0da90e783710a32df4",
     },
     source="LightGBM's examples/lambdarank (github.com/microsoft/LightGBM)",
+    why_not_shipped=(
+        "the Yahoo! Webscope terms restrict redistribution and LightGBM's repository states "
+        "none for these files"
+    ),
 )
 
 #: The fetched datasets, by name.
@@ -67,8 +75,9 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(dataset: FetchedDataset) -> dict[str, Path]:
-    """The paths of ``dataset``'s files in :func:`data_home`, downloading those missing.
+def fetch(dataset: FetchedDataset, *, download: bool = False) -> dict[str, Path]:
+    """The paths of ``dataset``'s files in :func:`data_home`, downloading those missing only
+    where ``download`` is true.
 
     Each file is checked against its SHA-256, whether it was there already or just downloaded
     (a download is written to a temporary file and moved in place once checked, so an
@@ -76,38 +85,55 @@ def fetch(dataset: FetchedDataset) -> dict[str, Path]:
 
     Raises
     ------
+    FileNotFoundError
+        When a file is missing and ``download`` is false, naming the folder, why the package
+        does not ship the file and how to download it.
     OSError
-        When a file is missing and cannot be downloaded, naming its address and where to put
-        it by hand.
+        When a file is missing and cannot be downloaded (offline, or the address gone), naming
+        its address, the cause and where to put it by hand.
     ValueError
         When a file's checksum is not the one expected, naming the file and both checksums.
     """
     folder = data_home() / dataset.name
+    missing = [file for file in dataset.sha256 if not (folder / file).is_file()]
+    if missing and not download:
+        raise FileNotFoundError(
+            f"{dataset.name}: {', '.join(missing)} not in {folder}. The package does not ship "
+            f"{dataset.name} ({dataset.why_not_shipped}); download it once with "
+            f"gbdt_plrank.datasets.fetch_dataset({dataset.name!r}) (from {dataset.source}, "
+            f"over the network), or copy its files there by hand (GBDT_PLRANK_DATA sets the "
+            f"folder)."
+        )
     paths = {}
     for file, expected in dataset.sha256.items():
         path = folder / file
-        if not path.is_file():
-            url = dataset.base_url + file
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".part") as tmp:
-                try:
-                    with urllib.request.urlopen(url, timeout=60) as response:
-                        shutil.copyfileobj(response, tmp)
-                except (urllib.error.URLError, OSError) as err:
-                    tmp.close()
-                    Path(tmp.name).unlink()
-                    raise OSError(
-                        f"{dataset.name}: {file} is not in {folder} and could not be downloaded "
-                        f"from {url} ({err}). Download it from {dataset.source} and put it "
-                        f"there (or set GBDT_PLRANK_DATA to a folder holding "
-                        f"{dataset.name}/{file})."
-                    ) from None
-            _check(Path(tmp.name), expected, what=f"{dataset.name}: {file} downloaded from {url}")
-            Path(tmp.name).replace(path)
+        if file in missing:
+            _download(dataset, file, expected, folder)
         else:
             _check(path, expected, what=f"{dataset.name}: {path}")
         paths[file] = path
     return paths
+
+
+def _download(dataset: FetchedDataset, file: str, expected: str, folder: Path) -> None:
+    """Download ``file`` of ``dataset`` into ``folder``, checked against ``expected``."""
+    url = dataset.base_url + file
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, delete=False, suffix=".part") as tmp:
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:
+                shutil.copyfileobj(response, tmp)
+        except (urllib.error.URLError, OSError) as err:
+            tmp.close()
+            Path(tmp.name).unlink()
+            raise OSError(
+                f"{dataset.name}: {file} is not in {folder} and could not be downloaded "
+                f"from {url} ({err}). Download it from {dataset.source} and put it "
+                f"there (or set GBDT_PLRANK_DATA to a folder holding "
+                f"{dataset.name}/{file})."
+            ) from None
+    _check(Path(tmp.name), expected, what=f"{dataset.name}: {file} downloaded from {url}")
+    Path(tmp.name).replace(folder / file)
 
 
 def _check(path: Path, expected: str, *, what: str) -> None:

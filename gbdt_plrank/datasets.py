@@ -16,8 +16,9 @@ dataset is a folder with ``train.txt``, ``vali.txt`` and ``test.txt`` (gzipped f
 
 ``"yahoo-sample"`` (:data:`FETCHED`) is LightGBM's example ranking data, 251 queries sampled
 from the Yahoo! Learning to Rank Challenge (labels 0-4, 300 sparse features): not shipped (the
-Yahoo! terms restrict redistribution), it is downloaded from LightGBM's repository on first use,
-checked by checksum and kept in ``$GBDT_PLRANK_DATA`` or ``~/.cache/gbdt_plrank``. Its 201
+Yahoo! terms restrict redistribution), it is downloaded from LightGBM's repository only when
+asked (:func:`fetch_dataset`), checked by checksum and kept in ``$GBDT_PLRANK_DATA`` or
+``~/.cache/gbdt_plrank``; :func:`load_dataset` reads it there and never the network. Its 201
 training and 50 test queries, in that order, are cut into five parts of 51, 50, 50, 50 and 50
 queries, assembled as the LETOR folds (fold 1 tests on LightGBM's 50 test queries).
 
@@ -58,6 +59,7 @@ __all__ = [
     "LTRDataset",
     "Split",
     "WebShape",
+    "fetch_dataset",
     "load_dataset",
     "load_svmlight_splits",
     "make_web_dataset",
@@ -235,6 +237,41 @@ def _lightgbm_ranking_parts(paths: dict[str, Path], *, n_parts: int = 5) -> list
     ]
 
 
+def fetch_dataset(name: str) -> Path:
+    """Download a dataset the package does not ship (:data:`FETCHED`) into the data folder.
+
+    The one call that reads the network: :func:`load_dataset` reads the folder only. Files
+    already there with the right checksum are kept; each download is checked against its
+    SHA-256 before it is kept.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`FETCHED` (``"yahoo-sample"``).
+
+    Returns
+    -------
+    Path
+        The dataset's folder, ``$GBDT_PLRANK_DATA/<name>`` (by default
+        ``~/.cache/gbdt_plrank/<name>``).
+
+    Raises
+    ------
+    ValueError
+        When ``name`` is not in :data:`FETCHED`, or a file's checksum is not the published one.
+    OSError
+        When a file cannot be downloaded (offline, or its address gone), naming the address,
+        the cause and where to put the file by hand.
+    """
+    if not isinstance(name, str) or name not in FETCHED:
+        raise ValueError(
+            f"name must be a dataset the package fetches ({', '.join(FETCHED)}), but {name!r} "
+            "is given."
+        )
+    paths = fetch(FETCHED[name], download=True)
+    return next(iter(paths.values())).parent
+
+
 def make_web_dataset(shape: WebShape | None = None, *, seed: int = 0) -> LTRDataset:
     """Draw a web-search-shaped dataset: deep queries, 136 features, MSLR's grade shares.
 
@@ -275,7 +312,8 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
     data : str or Path, default "mq2008"
         A bundled name (``"mq2008"``, ``"mq2007-agg"``, ``"mslr-sample"``), a synthetic one
         (``"web-linear"``, ``"web-nonlinear"``, ``"web-noisy"``: :data:`SYNTHETIC`), one fetched
-        on first use (``"yahoo-sample"``: :data:`FETCHED`) or a folder with ``train.txt``,
+        with :func:`fetch_dataset` (``"yahoo-sample"``: :data:`FETCHED`) or a folder with
+        ``train.txt``,
         ``vali.txt`` and ``test.txt``; a folder with ``Fold1`` .. ``Fold5`` subfolders is read
         at ``fold``.
     fold : int, default 1
@@ -292,9 +330,9 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
 
     Raises
     ------
-    OSError
-        When a fetched dataset's files are not in the data folder and cannot be downloaded
-        (naming the address and where to put them by hand).
+    FileNotFoundError
+        When a fetched dataset's files are not in the data folder (:func:`fetch_dataset`
+        downloads them), naming the folder and why the package does not ship them.
     """
     if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) or not 1 <= fold <= 5:
         raise ValueError(f"fold must be an integer from 1 to 5, but {fold!r} is given.")
@@ -302,7 +340,7 @@ def load_dataset(data: str | Path = "mq2008", *, fold: int = 1) -> LTRDataset:
         train, vali, test = make_web_splits(WEB_VARIANTS[str(data)], seed=int(fold))
         return LTRDataset(f"{data}/Fold{fold}", train, vali, test)
     if str(data) in FETCHED:
-        parts = _lightgbm_ranking_parts(fetch(FETCHED[str(data)]))
+        parts = _lightgbm_ranking_parts(fetch(FETCHED[str(data)], download=False))
         pick = [parts[(fold - 1 + j) % 5] for j in range(5)]
         return LTRDataset(f"{data}/Fold{fold}", _concat(pick[:3]), pick[3], pick[4])
     if str(data) in SINGLE_SPLIT:

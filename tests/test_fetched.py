@@ -1,4 +1,5 @@
-"""Datasets fetched on first use: download, checksum, cache, and the yahoo-sample folds."""
+"""Datasets downloaded on request: download, checksum, cache, loading without the network, and
+the yahoo-sample folds."""
 
 import hashlib
 import re
@@ -8,7 +9,7 @@ import pytest
 
 from gbdt_plrank import _fetched
 from gbdt_plrank._fetched import FETCHED, FetchedDataset, data_home, fetch
-from gbdt_plrank.datasets import NAMED, load_dataset
+from gbdt_plrank.datasets import NAMED, fetch_dataset, load_dataset
 
 
 def _lightgbm_files(folder, n_queries=(7, 3), n_features=4, seed=0):
@@ -55,7 +56,7 @@ def test_the_data_folder_comes_from_the_environment(monkeypatch, tmp_path):
 
 
 def test_files_are_downloaded_once_checked_and_read_from_the_cache(remote, tmp_path):
-    paths = fetch(remote)
+    paths = fetch(remote, download=True)
     home = tmp_path / "home" / "yahoo-sample"
     assert sorted(paths) == sorted(remote.sha256)
     assert all(p.parent == home and p.is_file() for p in paths.values())
@@ -63,11 +64,11 @@ def test_files_are_downloaded_once_checked_and_read_from_the_cache(remote, tmp_p
     # the published files gone: the cache is read as it is
     for f in (tmp_path / "published").iterdir():
         f.unlink()
-    assert fetch(remote) == paths
+    assert fetch(remote) == paths == fetch(remote, download=True)
 
 
 def test_a_cached_file_with_another_checksum_is_refused_naming_both(remote, tmp_path):
-    paths = fetch(remote)
+    paths = fetch(remote, download=True)
     paths["rank.test"].write_text("0 1:1\n")
     got = hashlib.sha256(b"0 1:1\n").hexdigest()
     with pytest.raises(
@@ -82,7 +83,7 @@ def test_a_download_with_another_checksum_is_refused_and_not_kept(remote, tmp_pa
         remote.name, remote.base_url, {**remote.sha256, "rank.train": "0" * 64}, remote.source
     )
     with pytest.raises(ValueError, match=r"downloaded from .*rank\.train must have SHA-256 0000"):
-        fetch(wrong)
+        fetch(wrong, download=True)
     home = tmp_path / "home" / "yahoo-sample"
     assert not (home / "rank.train").exists() and not list(home.glob("*.part"))
 
@@ -95,15 +96,51 @@ def test_an_unreachable_source_says_where_to_put_the_files(remote, tmp_path):
         f"be downloaded from {gone.base_url}{first}"
     )
     with pytest.raises(OSError, match=re.escape(message)) as err:
-        fetch(gone)
+        fetch(gone, download=True)
     assert "set GBDT_PLRANK_DATA" in str(err.value)
     assert not list((tmp_path / "home" / "yahoo-sample").glob("*.part"))
 
 
-def test_yahoo_sample_is_a_named_dataset_in_five_letor_folds(remote):
+def test_loading_never_downloads_and_says_how_to(remote, tmp_path):
+    """The files reachable, but not fetched: load_dataset reads the data folder only, and its
+    error names the folder, why the data are not shipped and the call that downloads them."""
+    home = tmp_path / "home" / "yahoo-sample"
+    message = (
+        f"yahoo-sample: {', '.join(remote.sha256)} not in {home}. "
+        "The package does not ship yahoo-sample (its terms do not clearly allow "
+        "redistribution); download it once with "
+        "gbdt_plrank.datasets.fetch_dataset('yahoo-sample')"
+    )
+    with pytest.raises(FileNotFoundError, match=re.escape(message)):
+        load_dataset("yahoo-sample", fold=1)
+    assert not home.exists()
+    fetch_dataset("yahoo-sample")
+    (home / "rank.test").unlink()
+    with pytest.raises(
+        FileNotFoundError, match=re.escape(f"yahoo-sample: rank.test not in {home}")
+    ):
+        load_dataset("yahoo-sample", fold=1)
+
+
+def test_the_real_yahoo_sample_says_why_it_is_not_shipped(monkeypatch, tmp_path):
+    monkeypatch.setenv("GBDT_PLRANK_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="the Yahoo! Webscope terms restrict"):
+        load_dataset("yahoo-sample", fold=1)
+
+
+@pytest.mark.parametrize("name", ["mq2008", "nope", None])
+def test_fetch_dataset_takes_only_the_fetched_names(name):
+    with pytest.raises(
+        ValueError, match=re.escape(f"fetches (yahoo-sample), but {name!r} is given")
+    ):
+        fetch_dataset(name)
+
+
+def test_yahoo_sample_is_a_named_dataset_in_five_letor_folds(remote, tmp_path):
     """15 queries cut into five parts of three; fold k trains on parts k, k+1, k+2, validates
     on k+3 and tests on k+4 (mod 5): every query is a test query once."""
     assert "yahoo-sample" in NAMED
+    assert fetch_dataset("yahoo-sample") == tmp_path / "home" / "yahoo-sample"
     tested = []
     for fold in range(1, 6):
         data = load_dataset("yahoo-sample", fold=fold)
@@ -127,6 +164,7 @@ def test_group_sizes_that_do_not_match_the_rows_are_refused(remote, tmp_path):
     sha = {**remote.sha256}
     sha["rank.test.query"] = hashlib.sha256(b"1\n").hexdigest()
     FETCHED["yahoo-sample"] = FetchedDataset(remote.name, remote.base_url, sha, remote.source)
+    fetch_dataset("yahoo-sample")
     with pytest.raises(
         ValueError, match=r"rank\.test\.query must give the group sizes of the \d+ rows"
     ):

@@ -320,8 +320,9 @@ FLOORS = (
     (
         "_ranking_metric",
         "_synthetic",
+        "_fetched",
         "clicks",
-    ),  # the metric and its gains; web-shaped data; clicks
+    ),  # the metric and its gains; web-shaped data; data downloaded on request; clicks
     ("_kernels", "_groups", "_util"),  # the kernels; rows grouped by query; the utilities
 )
 FLOOR = {room: floor for floor, rooms in enumerate(FLOORS) for room in rooms}
