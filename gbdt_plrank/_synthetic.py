@@ -107,12 +107,19 @@ class WebGroups:
     query_shift: float = 1.25
 
     def __post_init__(self) -> None:
-        levels = self.share * _LEVELS
-        if not (0 < self.share < 1 and abs(levels - round(levels)) < 1e-9):
+        if not (
+            is_number(self.share)
+            and 0 < self.share < 1
+            and abs(self.share * _LEVELS - round(self.share * _LEVELS)) < 1e-9
+        ):
             raise ValueError(
                 f"share must be a multiple of 0.1 in (0, 1), but {self.share!r} is given."
             )
-        if not np.isfinite(self.query_shift) or self.query_shift < 0:
+        if (
+            not is_number(self.query_shift)
+            or not math.isfinite(self.query_shift)
+            or (self.query_shift < 0)
+        ):
             raise ValueError(
                 f"query_shift must be a finite number >= 0, but {self.query_shift!r} is given."
             )
@@ -215,6 +222,8 @@ class WebShape:
         shares = _sequence("grade_shares", self.grade_shares, rule)
         if len(shares) < 2 or not all(is_number(v) and math.isfinite(v) and v > 0 for v in shares):
             raise ValueError(f"grade_shares must be {rule}, but {self.grade_shares!r} is given.")
+        if self.groups is not None and not isinstance(self.groups, WebGroups):
+            raise ValueError(f"groups must be a WebGroups or None, but {self.groups!r} is given.")
         # lists become tuples (the shape is hashable: its world is drawn once per process),
         # NumPy scalars Python numbers
         object.__setattr__(self, "queries", tuple(int(q) for q in queries))

@@ -428,6 +428,8 @@ def test_web_groups_read_back_as_the_protected_group_of_a_frontier() -> None:
         ({"share": 1.0}, "share must be a multiple of 0.1 in (0, 1), but 1.0"),
         ({"query_shift": -1.0}, "query_shift must be a finite number >= 0, but -1.0"),
         ({"query_shift": float("inf")}, "query_shift must be a finite number >= 0, but inf"),
+        ({"share": "0.4"}, "share must be a multiple of 0.1 in (0, 1), but '0.4'"),
+        ({"query_shift": None}, "query_shift must be a finite number >= 0, but None"),
     ],
 )
 def test_bad_web_groups_are_refused(groups: dict, message: str) -> None:
@@ -435,6 +437,16 @@ def test_bad_web_groups_are_refused(groups: dict, message: str) -> None:
 
     with pytest.raises(ValueError, match=re.escape(message)):
         WebGroups(**groups)
+
+
+@pytest.mark.parametrize("groups", [{"share": 0.4}, 0.4, "web"])
+def test_a_web_shape_takes_web_groups_only(groups) -> None:
+    from gbdt_plrank.datasets import WebShape
+
+    with pytest.raises(
+        ValueError, match=re.escape(f"groups must be a WebGroups or None, but {groups!r}")
+    ):
+        WebShape(groups=groups)
 
 
 def test_web_groups_are_for_the_web_variants_only() -> None:
