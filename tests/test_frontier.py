@@ -378,12 +378,12 @@ def test_shipped_group_and_disparity_configs_load(name, fairness, datasets, feat
         assert config.group_offsets == (-2.0, -1.0, 0.0, 1.0, 2.0)
 
 
-def test_shipped_mslr_group_config_cross_validates():
-    config = load_frontier_config(CONFIGS / "fairness_group_mslr.toml")
+def test_shipped_mslr_cv_group_config_cross_validates():
+    config = load_frontier_config(CONFIGS / "fairness_group_mslr_cv.toml")
     assert config.datasets == ("mslr-sample",) and config.cross_validation
     assert config.folds == (1, 2, 3, 4, 5) and config.settings()["cross_validation"] is True
     assert config.protected == ProtectedGroup(feature=133, quantile=0.4)
-    assert config.out == "benchmarks/results/fairness_group_mslr"
+    assert config.out == "benchmarks/results/fairness_group_mslr_cv"
     assert (config.ndcg_tolerance, config.standard_errors) == (0.01, 2.0)
     labels = frontier.fold_sources(config)
     assert list(labels) == [f"mslr-sample-cv/Fold{k}" for k in range(1, 6)]
@@ -938,9 +938,8 @@ def test_shipped_web_configs_load(name):
     else:
         assert config.fairness == "expected-exposure" and config.drop_empty_queries
         assert config.web_groups is None and config.protected is None
-    text = (CONFIGS / f"{name}.toml").read_text()
     # every setting the figures depend on is written out, not left to a default
-    text = (CONFIGS / "fairness_group_web.toml").read_text()
+    text = (CONFIGS / f"{name}.toml").read_text()
     for key in (
         "rounds",
         "learning_rate",
