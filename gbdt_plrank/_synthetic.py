@@ -276,7 +276,7 @@ class _World:
         z = rng.standard_normal((_CALIBRATION_DOCS, m))
         raw = self._raw(z)
         self.center, self.scale = float(raw.mean()), float(raw.std())
-        shift = 0.0
+        shift: float | np.ndarray = 0.0
         if shape.groups is not None:  # one document a query: the shift's marginal distribution
             groups_rng = np.random.default_rng([_WORLD_SEED, _GROUPS_STREAM])
             shift = shape.groups.draw(np.ones(_CALIBRATION_DOCS, dtype=np.int64), groups_rng)[2]

@@ -240,7 +240,7 @@ class MixtureMeasure:
             tiled = Split(None, rows.labels, rows.row_query, rows.item_groups)
             out["ndcg"] = _value(tiled, self.k, seed=0, n_jobs=None).expected_metric(h.exposure)
         for column, spec in self._specs.items():
-            out[column] = h.unbiased(lambda e, spec=spec: spec.loss_of(rows, e, K=self.k))
+            out[column] = h.unbiased(partial(spec.loss_of, rows, K=self.k))
         return {name: values.reshape(m, queries) for name, values in out.items()}
 
 

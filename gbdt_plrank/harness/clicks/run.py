@@ -459,12 +459,13 @@ def _logger(config: ClicksConfig, train: Split, seed: int) -> Any:
     or XGBoost's ``XGBRanker`` with ``rank:ndcg`` (``"lambdamart"``, the trees' settings); or
     the ranking by feature ``logger_feature`` (``"feature"``, nothing trained)."""
     if config.logger == "feature":
-        if config.logger_feature > train.X.shape[1]:
+        feature = config.logger_feature
+        if feature is None or feature > train.X.shape[1]:
             raise ConfigError(
                 f"logger_feature must be a feature of the data (1 to {train.X.shape[1]}), but "
-                f"{config.logger_feature} is given."
+                f"{feature} is given."
             )
-        return _FeatureRanker(config.logger_feature - 1)
+        return _FeatureRanker(feature - 1)
     n = int(train.group_ptr[min(config.logging_queries, train.group_ptr.size - 1)])
     X, y, qid = train.X[:n], train.y[:n], train.qid[:n]
     if config.logger == "plrank":

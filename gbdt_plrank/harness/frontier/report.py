@@ -483,10 +483,24 @@ class _Candidates:
         self.exact = source is not None and all(p.exposures for p in points)
         self._runs = sorted({run for p in points for run in (p.exposures or {})})
 
+    @property
+    def _source(self) -> MixtureSource:
+        """The source of the exact mixtures (only they read it)."""
+        if self.source is None:
+            raise RuntimeError("exact mixtures need a MixtureSource; none was given")
+        return self.source
+
+    def _exposures(self, i: int, fold: str, seed: int) -> np.ndarray:
+        """Policy ``i``'s two halves' exposures in a fold and seed."""
+        exposures = self.points[i].exposures
+        if exposures is None:
+            raise RuntimeError(f"{self.points[i].curve} has no stored exposures")
+        return self._source.exposures(exposures[fold, seed])
+
     def _fold(self, fold: str) -> tuple[MixtureMeasure, np.ndarray, np.ndarray]:
         """The measure of ``fold``'s split, the positions in ``queries`` of its queries and the
         query indices of the split they stand at."""
-        measure = self.source.measure(fold, self.split, self.measure)  # type: ignore[union-attr]
+        measure = self._source.measure(fold, self.split, self.measure)
         index = {int(q): i for i, q in enumerate(np.unique(measure.split.qid))}
         mine = [(i, index[q]) for i, (f, q) in enumerate(self.queries) if f == fold]
         at, rows = (np.array(v, dtype=np.int64) for v in zip(*mine)) if mine else ([], [])
@@ -503,9 +517,7 @@ class _Candidates:
         """(policies, 2, rows): the exposures of the policies ``which`` (all by default) in a
         fold and seed."""
         chosen = range(len(self.points)) if which is None else which
-        return np.stack(
-            [self.source.exposures(self.points[i].exposures[fold, seed]) for i in chosen]  # type: ignore[union-attr,index]
-        )
+        return np.stack([self._exposures(i, fold, seed) for i in chosen])
 
     def mixed(self, shares: dict[int, float]) -> dict[str, np.ndarray]:
         """Per query: expected NDCG and the measure of the mixture ``shares``."""
@@ -533,7 +545,7 @@ class _Candidates:
             tuple(self.queries),
             tuple((p.curve, p.weight, p.temperature, p.offset) for p in self.points),
         )
-        pairs = self.source.pairs  # type: ignore[union-attr]
+        pairs = self._source.pairs
         if key not in pairs:
             pairs[key] = self._pairs()
         return pairs[key]
@@ -543,7 +555,7 @@ class _Candidates:
         total = np.zeros((n, n))
         for fold, seeds in self._runs_by_fold().items():
             _, _, rows = self._fold(fold)
-            source = self.source  # type: ignore[union-attr]
+            source = self._source
             # m mixtures at a time: their own measure, whose tiled rows go with it
             measure = MixtureMeasure(
                 source.split(fold, self.split), k=source.config.k, columns=(self.measure,)
@@ -834,9 +846,10 @@ def training_times(records: dict, config: FrontierConfig) -> list[TrainingTime]:
     out = []
     for (name, curve, weight), rs in groups.items():
         base = [lambdamart.get((r["dataset"], r["seed"])) for r in rs]
+        known = [b for b in base if b is not None]
         ratio = (
-            sum(r["train_seconds"] for r in rs) / sum(base)  # type: ignore[arg-type]
-            if all(b is not None for b in base)
+            sum(r["train_seconds"] for r in rs) / sum(known)
+            if len(known) == len(base)
             else math.nan
         )
         out.append(
