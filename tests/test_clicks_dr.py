@@ -668,6 +668,13 @@ def test_query_centred_features_against_a_loop_and_for_sparse_input():
         got = query_centred(given, qid)
         assert got.dtype == np.float32 and got.shape == X.shape
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
+    # a missing value stays missing and is left out of its query's mean, nothing else changes
+    missing = X.copy()
+    missing[0, 1] = np.nan
+    missing[[3, 4], 2] = np.nan  # missing on every row of query 1
+    expected[[1, 2], 1] = X[[1, 2], 1] - X[[1, 2], 1].mean()
+    expected[0, 1] = expected[[3, 4], 2] = np.nan
+    np.testing.assert_allclose(query_centred(missing, qid), expected, rtol=0, atol=1e-6)
 
 
 def test_the_centred_regression_ignores_a_shift_shared_by_a_querys_rows():

@@ -116,14 +116,21 @@ def query_centred(X: Any, qid: np.ndarray) -> np.ndarray:
     A click model of the features is pointwise: it compares rows across queries. Where a query
     shifts every row's features alike (a query's documents all score high on a term-frequency
     feature when the query's terms are common), the shift says nothing of which of its documents
-    are clicked; the centred features keep what tells the documents of a query apart.
+    are clicked; the centred features keep what tells the documents of a query apart. A missing
+    value (NaN) stays missing and is left out of its query's mean; a feature missing on every row
+    of a query stays missing there.
     """
     dense = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
     dense = dense.astype(np.float64)
+    present = ~np.isnan(dense)
     _, q = np.unique(qid, return_inverse=True)
-    sums = np.zeros((q.max(initial=-1) + 1, dense.shape[1]))
-    np.add.at(sums, q, dense)
-    means = sums / np.bincount(q)[:, None]
+    n_queries = q.max(initial=-1) + 1
+    sums = np.zeros((n_queries, dense.shape[1]))
+    counts = np.zeros((n_queries, dense.shape[1]))
+    np.add.at(sums, q, np.where(present, dense, 0.0))
+    np.add.at(counts, q, present)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / counts
     return (dense - means[q]).astype(np.float32)
 
 
