@@ -166,7 +166,7 @@ class WebShape:
     grade_shares : tuple of float
         Share of each grade 0, 1, ... over the world's documents.
     groups : WebGroups, optional
-        A protected group whose share of the merit varies by query (:class:`WebGroups`); its
+        A protected group whose share of the merit varies by query (``WebGroups``); its
         attribute and query feature are two more columns, ``n_features + 1`` and
         ``n_features + 2`` (1-based). None (default): no group.
     """

@@ -93,11 +93,11 @@ class FrontierConfig(ExperimentConfig):
     then read it back: ``{feature = n_features + 1, quantile = share}``.
     ``cross_validation`` reads the folds of a one-split entry (``mslr-sample``) as those of a
     query-level five-fold cross-validation of its pooled queries (each query a test query once,
-    :func:`~gbdt_plrank.harness.data.cross_validation_fold`), named ``<name>-cv/Fold<k>``.
+    ``harness.data.cross_validation_fold``), named ``<name>-cv/Fold<k>``.
     ``ndcg_tolerance`` and ``standard_errors`` set the report's goal check (they change no
-    training or evaluation; :mod:`.report`): a fair policy's post-hoc match at no less expected
-    NDCG may be ``ndcg_tolerance`` less relevant on validation, and a verdict needs a
-    difference of more than ``standard_errors`` standard errors.
+    training or evaluation): a fair policy's post-hoc match at no less expected NDCG may be
+    ``ndcg_tolerance`` less relevant on validation, and a verdict needs a difference of more
+    than ``standard_errors`` standard errors.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training
     and validation splits too (the test split's follow ``drop_empty_test_queries``), so that
     every model is trained, early-stopped and chosen on the kind of query it is judged on. No
