@@ -128,10 +128,11 @@ def test_denoised_halves_in_one_pass_are_the_two_raw_halves_pooled_bit_for_bit(N
     """The narrow queries' halves are drawn in one pass that shares each query's sampler; the
     wide ones (margins spanning more than LOG_FLOOR) take the per-half path. Both must give
     what two raw estimates pooled by pool_halves give, bit for bit: one-document, reward-free,
-    empty, narrow, wide and long (race-drawn with "auto") queries."""
-    scores, labels, ptr, metric, rho = _queries(7, [6, 1, 12, 0, 40, 4, 9], K=35)
+    one-reward, empty, narrow, wide and long (race-drawn with "auto") queries."""
+    scores, labels, ptr, metric, rho = _queries(7, [6, 1, 12, 0, 40, 4, 9, 5], K=35)
     scores[ptr[5] : ptr[6]] *= 1000.0  # a wide query
     rho[ptr[6] : ptr[7]] = 0.0  # a query without reward
+    rho[ptr[7] : ptr[8]] = 0.5  # a query of one reward (one label)
     options = {**OPTIONS, "noise": noise, "sampler": sampler}
     n_a = N // 2
     halves = [
@@ -143,6 +144,7 @@ def test_denoised_halves_in_one_pass_are_the_two_raw_halves_pooled_bit_for_bit(N
     for a, b in zip(fused, pooled, strict=True):
         np.testing.assert_array_equal(a, b)
     assert np.any(fused[1][ptr[5] : ptr[6]] != 0.0)  # the wide query was estimated
+    assert not np.any(fused[0][ptr[6] :]) and not np.any(fused[1][ptr[6] :])
 
 
 def test_from_rankings_splits_them_first_half_and_rest():

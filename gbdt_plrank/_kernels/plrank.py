@@ -218,7 +218,7 @@ def estimate_narrow_halves_groups(
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
         wide[g] = False
-        if hi - lo < 2 or not has_reward(rho[lo:hi]):
+        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
         elif is_wide(scores[lo:hi]):
