@@ -25,7 +25,8 @@ queries instead of the test queries: defaults are chosen there, and the test spl
     python benchmarks/first_call.py --report-only
 
 It writes the tables to ``benchmarks/results/first_call.md`` (``--out``) and every fit's record to
-the ``.jsonl`` beside it as it finishes; a rerun skips the fits already recorded.
+the ``.jsonl`` beside it as it finishes, with the ranker's defaults it was fitted at; a rerun
+skips the fits already recorded at today's defaults, and the report reads those alone.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from gbdt_plrank.harness.data import cross_validation_fold, without_empty_querie
 from gbdt_plrank.harness.stats import paired, seed_means
 from gbdt_plrank.metrics import ndcg
 
-__all__ = ["DATA", "REFERENCES", "main", "report"]
+__all__ = ["DATA", "REFERENCES", "defaults", "main", "report"]
 
 #: Every dataset of the benchmark: the web draws, the real MSLR sample, LETOR.
 DATA = (*SYNTHETIC, "mslr-sample", "mq2008", "mq2007-agg")
@@ -139,9 +140,21 @@ def _query_key(data: str, unit: str, qid: int) -> str:
     return f"{unit}/{qid}" if data in SYNTHETIC else str(qid)
 
 
+def defaults() -> dict[str, Any]:
+    """``PLRankRanker``'s defaults today: a record fitted at other defaults is another row."""
+    from gbdt_plrank._backends import RANKER
+
+    return RANKER.model_dump()
+
+
 def run(args: argparse.Namespace, records: Path, echo) -> None:
-    """Fit every ranker on every unit of every dataset not yet recorded in ``records``."""
-    done = {(r["data"], r["unit"], r["ranker"], r["split"]) for r in read_records(records)}
+    """Fit every ranker on every unit of every dataset not yet recorded in ``records`` at
+    today's :func:`defaults`."""
+    done = {
+        (r["data"], r["unit"], r["ranker"], r["split"])
+        for r in read_records(records)
+        if r.get("defaults") == defaults()
+    }
     rows = rankers([_parse_params(p) for p in args.plrank])
     for data in args.data:
         for unit, ds in units(data, draws=args.draws, repeats=args.repeats):
@@ -165,6 +178,7 @@ def run(args: argparse.Namespace, records: Path, echo) -> None:
                         "unit": unit,
                         "ranker": name,
                         "split": args.split,
+                        "defaults": defaults(),
                         "seconds": seconds,
                         "ndcg": {
                             str(k): {
@@ -183,8 +197,9 @@ def _family(data: str) -> str:
 
 def report(records: list[dict[str, Any]], *, split: str) -> str:
     """The tables: each dataset's mean NDCG@5 / @10 and fit time per ranker, and each PL-Rank
-    row minus its booster's own ranker, paired per held-out query, with the ratio of fit times."""
-    records = [r for r in records if r["split"] == split]
+    row minus its booster's own ranker, paired per held-out query, with the ratio of fit times.
+    Only the records fitted at today's :func:`defaults` are read."""
+    records = [r for r in records if r["split"] == split and r.get("defaults") == defaults()]
     lines = []
     for data in dict.fromkeys(r["data"] for r in records):
         of_data = [r for r in records if r["data"] == data]
