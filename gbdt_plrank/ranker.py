@@ -393,9 +393,10 @@ class PLRankRanker(PolicyRanker):
                 f"min_child_weight=0.01, or give more rows."
             )
         if mcw > 0.01:
+            default = " (the default)" if mcw == RANKER.min_child_weight else ""
             return (
                 f"PL-Rank's Hessians are small, and a leaf needs their sum to reach "
-                f"min_child_weight={mcw}: lower it, e.g. to 0.01, or give more rows."
+                f"min_child_weight={mcw}{default}: lower it, e.g. to 0.01, or give more rows."
             )
         return (
             f"min_child_weight={mcw} is already small, so no split improved the objective "
