@@ -60,7 +60,10 @@ summing to 0 in a query, as the exact gradient does), and the correlation of XE-
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes, and the report
 covers every record of the requested datasets and draws.
 
-    nice -n 10 python research/per_round.py --threads 1 --out benchmarks/results/per_round.md
+    nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
+        --out benchmarks/results/per_round_web-nonlinear.md
+    nice -n 10 python research/per_round.py --data web-linear --draws 1,2 --threads 1 \
+        --out benchmarks/results/per_round_web-linear.md
     python research/per_round.py --queries 30,10,10 --rounds 4 --every 2 --out /tmp/r.md  # tiny
 """
 
@@ -800,7 +803,7 @@ def main() -> None:
         default=True,
         help="measure the gradient-noise table",
     )
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/per_round.md"))
+    parser.add_argument("--out", type=Path, required=True, help="the report; its log: OUT.jsonl")
     args = parser.parse_args()
     datas = [d for d in args.data.split(",") if d]
     boosters = [b for b in args.boosters.split(",") if b]
