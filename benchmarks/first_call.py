@@ -25,8 +25,10 @@ queries instead of the test queries: defaults are chosen there, and the test spl
     python benchmarks/first_call.py --report-only
 
 It writes the tables to ``benchmarks/results/first_call.md`` (``--out``) and every fit's record to
-the ``.jsonl`` beside it as it finishes, with the ranker's defaults it was fitted at; a rerun
-skips the fits already recorded at today's defaults, and the report reads those alone.
+the ``.jsonl`` beside it as it finishes, a PL-Rank fit with the ranker's defaults it was made at.
+A rerun skips the fits already recorded (a PL-Rank fit only at today's defaults); the report
+shows a PL-Rank fit made at other defaults as a row of its own, named by the defaults it did not
+override that differ from today's.
 """
 
 from __future__ import annotations
@@ -147,14 +149,25 @@ def defaults() -> dict[str, Any]:
     return RANKER.model_dump()
 
 
+def row_of(record: dict[str, Any], today: dict[str, Any]) -> str:
+    """The report's row of ``record``: its ranker, and for a PL-Rank fit made at other defaults
+    than ``today``'s, the ones it did not override, as they were (``[defaults: ...]``)."""
+    name = record["ranker"]
+    if not name.startswith("PLRankRanker"):
+        return name
+    then = record.get("defaults")
+    if then is None:
+        return f"{name} [earlier defaults]"
+    given = _parse_params(name.removeprefix("PLRankRanker(").removesuffix(")").replace(",", ""))
+    moved = [f"{k}={v!r}" for k, v in then.items() if k not in given and today.get(k) != v]
+    return f"{name} [defaults: {', '.join(moved)}]" if moved else name
+
+
 def run(args: argparse.Namespace, records: Path, echo) -> None:
     """Fit every ranker on every unit of every dataset not yet recorded in ``records`` at
     today's :func:`defaults`."""
-    done = {
-        (r["data"], r["unit"], r["ranker"], r["split"])
-        for r in read_records(records)
-        if r.get("defaults") == defaults()
-    }
+    today = defaults()
+    done = {(r["data"], r["unit"], row_of(r, today), r["split"]) for r in read_records(records)}
     rows = rankers([_parse_params(p) for p in args.plrank])
     for data in args.data:
         for unit, ds in units(data, draws=args.draws, repeats=args.repeats):
@@ -178,7 +191,7 @@ def run(args: argparse.Namespace, records: Path, echo) -> None:
                         "unit": unit,
                         "ranker": name,
                         "split": args.split,
-                        "defaults": defaults(),
+                        **({"defaults": today} if name.startswith("PLRankRanker") else {}),
                         "seconds": seconds,
                         "ndcg": {
                             str(k): {
@@ -195,11 +208,22 @@ def _family(data: str) -> str:
     return "mslr-sample CV" if data == "mslr-sample" else data
 
 
+def _time_ratio(records: list[dict[str, Any]], name: str, ref: str) -> float:
+    """The fit seconds of ``name`` over those of ``ref``, on the units both were fitted on."""
+    seconds = {
+        n: {r["unit"]: r["seconds"] for r in records if r["ranker"] == n} for n in (name, ref)
+    }
+    units = seconds[name].keys() & seconds[ref].keys()
+    return sum(seconds[name][u] for u in units) / sum(seconds[ref][u] for u in units)
+
+
 def report(records: list[dict[str, Any]], *, split: str) -> str:
     """The tables: each dataset's mean NDCG@5 / @10 and fit time per ranker, and each PL-Rank
-    row minus its booster's own ranker, paired per held-out query, with the ratio of fit times.
-    Only the records fitted at today's :func:`defaults` are read."""
-    records = [r for r in records if r["split"] == split and r.get("defaults") == defaults()]
+    row minus its booster's own ranker, paired per held-out query (the queries both scored),
+    with the ratio of their fit times over the units both fitted (:func:`row_of` names the
+    rows)."""
+    today = defaults()
+    records = [r | {"ranker": row_of(r, today)} for r in records if r["split"] == split]
     lines = []
     for data in dict.fromkeys(r["data"] for r in records):
         of_data = [r for r in records if r["data"] == data]
@@ -226,7 +250,7 @@ def report(records: list[dict[str, Any]], *, split: str) -> str:
                 for k in CUTOFFS:
                     p = paired(by[name, k], by[ref, k])
                     cells.append(f"{p.mean:+.4f} [{p.low:+.4f}, {p.high:+.4f}] {p.verdict}")
-                cells.append(f"{seconds[name] / seconds[ref]:.2f}x")
+                cells.append(f"{_time_ratio(of_data, name, ref):.2f}x")
             else:
                 cells += ["", "", ""]
             cells.append(f"{seconds[name]:.1f}")

@@ -819,7 +819,8 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
         "PLRankRanker(n_estimators=3, learning_rate=0.5)",
         "PLRankRanker(backend='lightgbm', n_estimators=3, learning_rate=0.5)",
     ]
-    assert all(r["defaults"] == fc.defaults() for r in records)
+    assert all(("defaults" in r) == r["ranker"].startswith("PLRank") for r in records)
+    assert all(r["defaults"] == fc.defaults() for r in records[2:])
     # Each PL-Rank row is paired per query with its own booster's ranker.
     by = {r["ranker"]: r["ndcg"]["10"] for r in records}
     lgb = by["PLRankRanker(backend='lightgbm')"]
@@ -834,3 +835,8 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
     monkeypatch.setattr("builtins.print", lambda line, **_: fitted.append(str(line)))
     fc.main([*argv, "--threads", "1"])
     assert [f.split(":")[0] for f in fitted[:-1]] == [f"mq2008 fold1 {n}" for n in names[2:]]
+    # the fit at other defaults is a row of its own, named by the default that moved
+    assert "| PLRankRanker() [defaults: learning_rate=0.01] | 1 |" in out.read_text()
+    variant = stale | {"ranker": "PLRankRanker(learning_rate=0.5)"}
+    assert fc.row_of(variant, fc.defaults()) == "PLRankRanker(learning_rate=0.5)"
+    assert fc.row_of(stale | {"defaults": None}, {}) == "PLRankRanker() [earlier defaults]"
