@@ -62,6 +62,8 @@ from benchmarks import harness, synthetic  # noqa: E402
 from benchmarks.probes import METHODS, estimator  # noqa: E402
 from gbdt_plrank._training.evaluation import EVAL_SAMPLES  # noqa: E402
 
+#: The objective's Hessian mode at its defaults, which every objective timed here uses.
+HESSIAN = gbdt_plrank.PLRankOptions().hessian
 SECTIONS = ("round", "pirank", "table2", "threads", "compile", "nn", "dask")
 LABELS = {
     "library-auto": "library, sampler=auto",
@@ -353,7 +355,8 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
             f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also sketches "
             f"the feature quantiles, is left out); tree_method=hist, nthread={threads}, default "
             "depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
-            "hessian='abs'). The fairness rows add `fairness='expected-exposure'` (weight 1): "
+            f"hessian={HESSIAN!r}, the default). The fairness rows add "
+            "`fairness='expected-exposure'` (weight 1): "
             f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
             "here (goal: at most 1.3x; it also runs queries without relevant documents, which the "
             "relevance objective skips). A ranker judged at NDCG@K trains at "
@@ -495,7 +498,8 @@ def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         [
             f"## PiRank objective time (K={K}, tau {tau:g}, {threads} threads)",
             f"Seconds per call on margins after {cfg.warm_rounds} PL-Rank rounds, next to the "
-            f"PL-Rank objective (K={K}, N={N}, hessian='abs') and one XGBoost `rank:ndcg` round "
+            f"PL-Rank objective (K={K}, N={N}, hessian={HESSIAN!r}) and one XGBoost "
+            "`rank:ndcg` round "
             f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank computes "
             "the exact top-K NeuralSort loss, gradient and Hessian diagonal in O(L log L + K L) per "
             "query of L documents (one sort, then sums over the documents above and below each one).",

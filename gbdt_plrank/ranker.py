@@ -80,24 +80,30 @@ class PLRankRanker(PolicyRanker):
         allows) and trains XGBoost with ``device="cuda"`` too; LightGBM trains where its own
         parameters say (``params={"device_type": ...}``) and gets the estimate as host arrays.
     .. plrank-options:: fairness_weight empty_queries
-    n_estimators : int, default 100
+    n_estimators : int, default 150
         Boosting rounds (at most, with early stopping).
-    learning_rate : float, default 0.1
-        Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``).
+    learning_rate : float, default 0.2
+        Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``). The defaults of the rounds,
+        the rate, ``min_child_weight`` and ``reg_lambda`` were chosen on validation against
+        ``XGBRanker()`` and ``LGBMRanker()`` at theirs, on deep and shallow data
+        (:doc:`/guide/performance`, "The first call").
     max_depth : int or None, default None
         Tree depth limit; ``None`` keeps the booster's default (XGBoost 6, LightGBM none).
     num_leaves : int or None, default None
         Leaves per tree (XGBoost ``max_leaves``, LightGBM ``num_leaves``); ``None`` keeps the
         booster's default.
-    min_child_weight : float or None, default None
+    min_child_weight : float or None, default 1.0
         Minimum Hessian sum in a leaf (LightGBM ``min_sum_hessian_in_leaf``); ``None`` keeps
         the booster's default, XGBoost 1 and LightGBM 0.001. PL-Rank's Hessians are small
-        (MQ2008 at equal scores: median 0.005 per document, 0.15 per query), so with
-        XGBoost's 1 a small training set may not split at all: :meth:`fit` then warns. The
-        comparisons of this package use 0.1.
-    reg_alpha, reg_lambda : float or None, default None
-        L1 and L2 penalties on leaf weights (XGBoost ``alpha``/``lambda``, LightGBM
-        ``lambda_l1``/``lambda_l2``).
+        (MQ2008 at equal scores: median 0.005 per document, 0.15 per query), so a small
+        training set may not split at all: :meth:`fit` then warns. The comparisons of this
+        package use 0.1.
+    reg_alpha : float or None, default None
+        L1 penalty on leaf weights (XGBoost ``alpha``, LightGBM ``lambda_l1``).
+    reg_lambda : float or None, default 1.0
+        L2 penalty on leaf weights (XGBoost ``lambda``, LightGBM ``lambda_l2``); ``None``
+        keeps the booster's default, XGBoost 1 and LightGBM 0, which leaves LightGBM's leaves
+        at gradient over a small Hessian sum: far too large steps.
     min_split_gain : float or None, default None
         Minimum loss reduction to split (XGBoost ``gamma``, LightGBM ``min_gain_to_split``).
     subsample : float or None, default None
@@ -126,7 +132,7 @@ class PLRankRanker(PolicyRanker):
         With early stopping, no round before this one is kept or counted: the best round is
         the best from round ``min_rounds`` on, and the patience runs from there. ``"auto"`` is
         :func:`~gbdt_plrank.min_rounds_for` of the learning rate the booster trains with,
-        ``ceil(2 / learning_rate)`` (20 at the default 0.1; a rate in ``params`` wins): a
+        ``ceil(2 / learning_rate)`` (10 at the default 0.2; a rate in ``params`` wins): a
         model of fewer trees has taken less than about 86 % of a full step, and an early
         maximum of a stochastic objective's validation curve is mostly noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
     min_delta : float, default 0.0
@@ -387,9 +393,10 @@ class PLRankRanker(PolicyRanker):
                 f"min_child_weight=0.01, or give more rows."
             )
         if mcw > 0.01:
+            default = " (the default)" if mcw == RANKER.min_child_weight else ""
             return (
                 f"PL-Rank's Hessians are small, and a leaf needs their sum to reach "
-                f"min_child_weight={mcw}: lower it, e.g. to 0.01, or give more rows."
+                f"min_child_weight={mcw}{default}: lower it, e.g. to 0.01, or give more rows."
             )
         return (
             f"min_child_weight={mcw} is already small, so no split improved the objective "

@@ -793,3 +793,50 @@ def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
         ]
     )
     assert ttm.TREES["library-defaults"] in alone.read_text()
+
+
+@pytest.mark.slow  # six rankers fitted at their defaults
+def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ranker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import first_call as fc
+    from gbdt_plrank.datasets import load_dataset
+
+    tiny = load_dataset(str(write_tiny_letor(tmp_path / "tiny")))
+    monkeypatch.setattr(fc, "units", lambda data, **_: iter([("fold1", tiny)]))
+    out = tmp_path / "fc.md"
+    argv = ["--data", "mq2008", "--plrank", "n_estimators=3 learning_rate=0.5", "--out", str(out)]
+    assert fc.main([*argv, "--threads", "1"]) == 0
+    records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
+    names = [r["ranker"] for r in records]
+    assert names == [
+        "XGBRanker()",
+        "LGBMRanker()",
+        "PLRankRanker()",
+        "PLRankRanker(backend='lightgbm')",
+        "PLRankRanker(n_estimators=3, learning_rate=0.5)",
+        "PLRankRanker(backend='lightgbm', n_estimators=3, learning_rate=0.5)",
+    ]
+    assert all(("defaults" in r) == r["ranker"].startswith("PLRank") for r in records)
+    assert all(r["defaults"] == fc.defaults() for r in records[2:])
+    # Each PL-Rank row is paired per query with its own booster's ranker.
+    by = {r["ranker"]: r["ndcg"]["10"] for r in records}
+    lgb = by["PLRankRanker(backend='lightgbm')"]
+    diff = np.mean([lgb[q] - by["LGBMRanker()"][q] for q in lgb])
+    row = next(line for line in out.read_text().splitlines() if "(backend='lightgbm')" in line)
+    assert row.split("|")[6].strip().startswith(f"{diff:+.4f}")
+    # A rerun fits nothing recorded at today's defaults; a record at other defaults is refit.
+    lines = out.with_suffix(".jsonl").read_text().splitlines()
+    stale = json.loads(lines[2]) | {"defaults": {**fc.defaults(), "learning_rate": 0.01}}
+    out.with_suffix(".jsonl").write_text("\n".join([*lines[:2], json.dumps(stale)]) + "\n")
+    fitted: list[str] = []
+    monkeypatch.setattr("builtins.print", lambda line, **_: fitted.append(str(line)))
+    fc.main([*argv, "--threads", "1"])
+    assert [f.split(":")[0] for f in fitted[:-1]] == [f"mq2008 fold1 {n}" for n in names[2:]]
+    # the fit at other defaults is a row of its own, named by the default that moved
+    assert "| PLRankRanker() [defaults: learning_rate=0.01] | 1 |" in out.read_text()
+    variant = stale | {"ranker": "PLRankRanker(learning_rate=0.5)"}
+    assert fc.row_of(variant, fc.defaults()) == "PLRankRanker(learning_rate=0.5)"
+    assert fc.row_of(stale | {"defaults": None}, {}) == "PLRankRanker() [earlier defaults]"

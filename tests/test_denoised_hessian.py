@@ -121,6 +121,32 @@ def test_denoised_is_the_pooled_mean_of_two_raw_halves(N):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("N", [8, 7])
+@pytest.mark.parametrize("noise", ["lattice", "independent"])
+@pytest.mark.parametrize("sampler", ["auto", "tree", "race"])
+def test_denoised_halves_in_one_pass_are_the_two_raw_halves_pooled_bit_for_bit(N, noise, sampler):
+    """The narrow queries' halves are drawn in one pass that shares each query's sampler; the
+    wide ones (margins spanning more than LOG_FLOOR) take the per-half path. Both must give
+    what two raw estimates pooled by pool_halves give, bit for bit: one-document, reward-free,
+    one-reward, empty, narrow, wide and long (race-drawn with "auto") queries."""
+    scores, labels, ptr, metric, rho = _queries(7, [6, 1, 12, 0, 40, 4, 9, 5], K=35)
+    scores[ptr[5] : ptr[6]] *= 1000.0  # a wide query
+    rho[ptr[6] : ptr[7]] = 0.0  # a query without reward
+    rho[ptr[7] : ptr[8]] = 0.5  # a query of one reward (one label)
+    options = {**OPTIONS, "noise": noise, "sampler": sampler}
+    n_a = N // 2
+    halves = [
+        estimate(scores, rho, ptr, metric, hessian="raw", N=n, round_=r, **options)
+        for n, r in ((n_a, 3), (N - n_a, HALF_B_ROUND + 3))
+    ]
+    pooled = pool_halves(*halves, n_a, N - n_a, ptr, n_jobs=1)
+    fused = estimate(scores, rho, ptr, metric, hessian="denoised", N=N, round_=3, **options)
+    for a, b in zip(fused, pooled, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.any(fused[1][ptr[5] : ptr[6]] != 0.0)  # the wide query was estimated
+    assert not np.any(fused[0][ptr[6] :]) and not np.any(fused[1][ptr[6] :])
+
+
 def test_from_rankings_splits_them_first_half_and_rest():
     rng = np.random.default_rng(2)
     scores, labels = rng.normal(size=7), np.array([0, 1, 3, 0, 2, 0, 1.0])

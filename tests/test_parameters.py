@@ -230,7 +230,8 @@ def test_each_surface_takes_its_defaults_from_its_schema():
     ranker = _defaults(PLRankRanker.__init__)
     assert ranker == {name: getattr(RANKER, name) for name in ranker}
     assert set(ranker) == set(RankerParameters.model_fields) - {"early_stopping_rounds"}
-    assert (RANKER.n_estimators, RANKER.learning_rate, RANKER.min_rounds) == (100, 0.1, "auto")
+    assert (RANKER.n_estimators, RANKER.learning_rate, RANKER.min_rounds) == (150, 0.2, "auto")
+    assert (RANKER.min_child_weight, RANKER.reg_lambda) == (1.0, 1.0)
     for callback in (xgboost_early_stopping, lightgbm_early_stopping):
         assert _defaults(callback) == {
             "min_rounds": ROUNDS.min_rounds,

@@ -1094,14 +1094,16 @@ def test_the_ranker_is_judged_reported_and_stopped_on_its_own_metric(backend, mq
 
 
 def test_a_model_without_a_split_warns_with_what_to_do(mq):
-    """PL-Rank's Hessians are small: XGBoost's default min_child_weight=1 on 5 queries gives a
+    """PL-Rank's Hessians are small: the default min_child_weight=1 on 5 queries gives a
     model of single-leaf trees, which fit says, naming the setting to lower."""
     train, _, _ = mq
     rows = int(train.group_ptr[5])
     X, y, qid = train.X[:rows], train.y[:rows], train.qid[:rows]
-    with pytest.warns(UserWarning, match="model has no split.* lower it, e.g. min_child_weight"):
+    with pytest.warns(UserWarning, match=r"model has no split.* min_child_weight=1\.0 \(the default\): lower it, e\.g\. to 0\.01"):
         flat = PLRankRanker(n_estimators=3, **FAST).fit(X, y, qid)
     assert np.ptp(flat.predict(X)) == 0.0
+    with pytest.warns(UserWarning, match=r"min_child_weight \(the xgboost default, 1\)"):
+        PLRankRanker(n_estimators=3, min_child_weight=None, **FAST).fit(X, y, qid)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         split = PLRankRanker(n_estimators=3, min_child_weight=0.01, **FAST).fit(X, y, qid)

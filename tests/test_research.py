@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -1000,4 +1001,125 @@ def test_regression_route_sets_every_variant_against_the_run(tmp_path: Path, mon
     records = out.with_suffix(".jsonl").read_text().splitlines()
     assert len(records) == len(VARIANTS)
     _run(monkeypatch, "regression_route", str(config_path), *args)
+
+
+# --------------------------------------------------------------------------------------------
+# Learning per round on deep queries (docs/research/per-round.md)
+# --------------------------------------------------------------------------------------------
+def test_per_round_xe_ndcg_is_the_softmax_minus_the_noisy_gain_shares_per_query() -> None:
+    from research.per_round import xe_ndcg_grad_hess
+
+    labels = np.array([0.0, 2.0, 1.0, 3.0, 3.0, 1.0, 0.0, 4.0, 2.0])
+    ptr = np.array([0, 3, 5, 9])  # the middle query's labels are equal: no gradient
+    margins = np.array([0.3, -1.0, 2.0, 0.5, 0.1, -0.2, 1.5, 0.0, 0.7])
+    g, h = xe_ndcg_grad_hess(margins, labels, ptr, np.random.default_rng(5))
+    u = np.random.default_rng(5).random(labels.size)
+    for a, b in itertools.pairwise(ptr):
+        if np.ptp(labels[a:b]) == 0:
+            assert not g[a:b].any() and not h[a:b].any()
+            continue
+        e = np.exp(margins[a:b])
+        rho = e / e.sum()
+        phi = 2.0 ** labels[a:b] - u[a:b]
+        np.testing.assert_allclose(g[a:b], rho - phi / phi.sum(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(h[a:b], rho * (1 - rho), rtol=1e-12)
+        assert abs(g[a:b].sum()) < 1e-12
+
+
+def test_per_round_mean_kl_of_the_top1_policies_by_hand() -> None:
+    from research.per_round import mean_kl
+
+    ptr = np.array([0, 2, 5])
+    before = np.array([0.0, 1.0, 0.5, -0.5, 2.0])
+    after = np.array([1.0, 0.0, 0.5, 0.5, 1.0])
+
+    def kl(p: np.ndarray, q: np.ndarray) -> float:
+        p, q = np.exp(p) / np.exp(p).sum(), np.exp(q) / np.exp(q).sum()
+        return float((p * np.log(p / q)).sum())
+
+    expected = (kl(before[:2], after[:2]) + kl(before[2:], after[2:])) / 2
+    assert mean_kl(before, after, ptr) == pytest.approx(expected, rel=1e-12)
+    shifted = before + np.array([3.0, 3.0, -7.0, -7.0, -7.0])  # a constant per query
+    assert mean_kl(before, shifted, ptr) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_per_round_schedules_and_the_leaf_rules_booster() -> None:
+    from research.per_round import Candidate
+
+    switch, anneal = Candidate("xgboost", xe_rounds=20), Candidate("xgboost", anneal=50)
+    assert [switch.xe_weight(r) for r in (0, 19, 20, 99)] == [1.0, 1.0, 0.0, 0.0]
+    assert [anneal.xe_weight(r) for r in (0, 25, 50, 80)] == [1.0, 0.5, 0.0, 0.0]
+    assert Candidate("xgboost", xe_rounds=float("inf")).xe_weight(10**6) == 1.0
+    with pytest.raises(ValueError, match="set_leaf_output"):
+        Candidate("xgboost", leaves=("kl", 0.01))
+
+
+@pytest.mark.parametrize("leaves", [("kl", 0.03), ("secant", 0.25, 4.0), ("line search",)])
+def test_per_round_leaf_rules_keep_the_objectives_margins_the_boosters(leaves) -> None:
+    """LightGBM's training score cache misses set_leaf_output: the objective must add the
+    difference, so that the margins it sees are the rescaled model's."""
+    from research.per_round import Candidate, dataset, fit
+
+    ds = dataset("web-nonlinear", 1, [20, 5, 5])
+    booster, objective, rule, _, _ = fit(
+        Candidate("lightgbm", leaves=leaves), ds, rounds=3, every=3, n_jobs=1
+    )
+    assert rule.stats and any(v != 1.0 for v in rule.stats)  # the rule changed the trees
+    np.testing.assert_allclose(
+        objective.margins, booster.predict(ds.train.X, raw_score=True, num_iteration=2), atol=1e-9
+    )
+
+
+def test_per_round_temperature_keeps_1_at_a_flat_policy_and_steps_on_the_sharper_one() -> None:
+    from gbdt_plrank import plrank_grad_hess
+    from research.per_round import CANDIDATES, PLRANK, TAUS, Objective, dataset, policy_value
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    candidate = CANDIDATES["xgboost", "PL-Rank, learned temperature"]
+    flat = Objective(candidate, tr, n_jobs=1)
+    flat(np.zeros(tr.y.size), None)
+    assert flat.stats == [1.0]
+    objective = Objective(candidate, tr, n_jobs=1)
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    g, h = objective(f, None)
+    value = policy_value(tr, 10, 1)
+    tau = objective.tau
+    assert value(tau * f) == max(value(t * f) for t in TAUS)
+    g0, h0 = plrank_grad_hess(tau * f, tr.y, tr.group_ptr, seed=1000, n_jobs=1, **PLRANK)
+    np.testing.assert_allclose(g, tau * g0, rtol=1e-12)
+    np.testing.assert_allclose(h, tau**2 * h0, rtol=1e-12)
+
+
+def test_per_round_writes_every_candidate_and_resumes(tmp_path: Path, monkeypatch) -> None:
+    from research.per_round import CANDIDATES, REFERENCE
+
+    out = tmp_path / "per_round.md"
+    args = (
+        "--data",
+        "web-nonlinear",
+        "--draws",
+        "1",
+        "--queries",
+        "30,10,10",
+        "--rounds",
+        "4",
+        "--every",
+        "2",
+        "--out",
+        str(out),
+    )
+    _run(monkeypatch, "per_round", *args)
+    records = out.with_suffix(".jsonl").read_text().splitlines()
+    assert len(records) == 1 + len(CANDIDATES)  # the gradient-noise table and every training
+    text = out.read_text()
+    rows = {
+        line.split(" | ")[0][2:]: line.split(" | ")
+        for line in text.split("### Validation NDCG@10")[0].splitlines()
+        if line.startswith("| ") and not line.startswith(("| candidate", "|---"))
+    }
+    assert set(rows) == {name for _, name in CANDIDATES}
+    assert rows[REFERENCE][4] == ""  # paired with itself: no cell
+    assert rows["XE-NDCG"][4][0] in "+-" and rows["XE-NDCG"][6] in ("ahead", "behind", "level")
+    assert "| 1 | flat | 0.000 | 10 |" in text
+    _run(monkeypatch, "per_round", *args)  # every training is in the log: none again
     assert out.with_suffix(".jsonl").read_text().splitlines() == records

@@ -146,12 +146,17 @@ PATIENCE_RATE = 0.5
 
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
-    defaults (``learning_rate=0.1``, ``min_rounds="auto"``,
-    ``patience_rate=PATIENCE_RATE``): checked at once by ``fit``, with
-    ``fit``'s ``early_stopping_rounds``."""
+    defaults (``n_estimators=150``, ``learning_rate=0.2``, ``min_child_weight=1.0``,
+    ``reg_lambda=1.0``, ``min_rounds="auto"``, ``patience_rate=PATIENCE_RATE``): checked at
+    once by ``fit``, with ``fit``'s ``early_stopping_rounds``. The rounds, rate and leaf
+    penalties were chosen on validation against ``XGBRanker()`` and ``LGBMRanker()`` at their
+    defaults (:doc:`/guide/performance`, "The first call")."""
 
     backend: Backend
-    learning_rate: LearningRate = 0.1
+    n_estimators: NEstimators = 150
+    learning_rate: LearningRate = 0.2
+    min_child_weight: MinChildWeight = 1.0
+    reg_lambda: RegLambda = 1.0
     stopping_metric: StoppingMetric
     min_rounds: MinRounds = "auto"
     patience_rate: PatienceRate = PATIENCE_RATE

@@ -56,13 +56,22 @@ def _estimate_query(scores, rho, theta, n_samples, state, sampler, noise, grad, 
 
 @njit(cache=True, error_model="numpy")
 def _estimate_narrow_query(scores, rho, theta, n_samples, state, sampler, noise, grad, hess):
-    """:func:`_estimate_query` of a narrow query (not :func:`is_wide`).
+    """:func:`_estimate_query` of a narrow query (not :func:`is_wide`)."""
+    K = min(theta.shape[0], scores.shape[0])
+    drawer = _sampler(scores, K, n_samples, sampler)
+    _sample_terms(drawer, rho, theta, K, n_samples, state, noise, grad, hess)
+
+
+@njit(cache=True, error_model="numpy")
+def _sample_terms(drawer, rho, theta, K, n_samples, state, noise, grad, hess):
+    """Draw ``n_samples`` rankings of length ``K`` with the sampler ``drawer`` (what
+    ``_sampler`` returned for the query) from the stream ``state``, and write the query's loss
+    gradient and Hessian estimate.
 
     Rankings are drawn :data:`_LANES` at a time (:func:`_draw`) and added in the order drawn.
     """
-    D = scores.shape[0]
-    K = min(theta.shape[0], D)
-    e, trees, base, P, use_tree, keys, placed = _sampler(scores, K, n_samples, sampler)
+    e, trees, base, P, use_tree, keys, placed = drawer
+    D = e.shape[0]
     rankings = np.empty((_LANES, K), dtype=np.int64)
     S = np.empty((_LANES, K))
     dims = K if use_tree else D
@@ -173,6 +182,73 @@ def estimate_narrow_groups(
                 grad[lo:hi],
                 hess[lo:hi],
             )
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def estimate_narrow_halves_groups(
+    scores,
+    rho,
+    group_ptr,
+    keys,
+    theta,
+    n_a,
+    n_b,
+    seed,
+    round_a,
+    round_b,
+    sampler,
+    noise,
+    grad,
+    hess,
+    wide,
+):
+    """The pooled estimate of two independent halves (the Hessian mode "denoised") of every
+    narrow query; ``wide[g]``: whether group g is wide (left as it is, as in
+    :func:`estimate_narrow_groups`).
+
+    Half A of group g draws ``n_a`` rankings from the stream ``(seed, round_a, keys[g])`` and
+    half B ``n_b`` from ``(seed, round_b, keys[g])``, as two :func:`estimate_narrow_groups`
+    calls would; the halves share the query's sampler (its PL weights and sum tree), which
+    does not depend on the stream, and are pooled by :func:`pool_query`: bit for bit the result
+    of the two calls and ``pool_groups``, at one sampler set-up per query instead of two.
+    """
+    grad_b = np.empty_like(grad)
+    hess_b = np.empty_like(hess)
+    for g in prange(group_ptr.shape[0] - 1):
+        lo = group_ptr[g]
+        hi = group_ptr[g + 1]
+        wide[g] = False
+        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
+            grad[lo:hi] = 0.0
+            hess[lo:hi] = 0.0
+        elif is_wide(scores[lo:hi]):
+            wide[g] = True
+        else:
+            K = min(theta.shape[0], hi - lo)
+            drawer = _sampler(scores[lo:hi], K, min(n_a, n_b), sampler)
+            _sample_terms(
+                drawer,
+                rho[lo:hi],
+                theta,
+                K,
+                n_a,
+                _stream(seed, round_a, keys[g]),
+                noise,
+                grad[lo:hi],
+                hess[lo:hi],
+            )
+            _sample_terms(
+                drawer,
+                rho[lo:hi],
+                theta,
+                K,
+                n_b,
+                _stream(seed, round_b, keys[g]),
+                noise,
+                grad_b[lo:hi],
+                hess_b[lo:hi],
+            )
+            pool_query(grad, hess, grad_b, hess_b, lo, hi, n_a, n_b, grad, hess)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -293,11 +369,13 @@ def pool_query(grad_a, hess_a, grad_b, hess_b, lo, hi, n_a, n_b, grad, hess):
     S = 0.0
     V = 0.0
     for d in range(lo, hi):
+        h_a = hess_a[d]  # read before writing: half A may be held in grad and hess themselves
+        h_b = hess_b[d]
         grad[d] = w_a * grad_a[d] + w_b * grad_b[d]
-        h = w_a * hess_a[d] + w_b * hess_b[d]
+        h = w_a * h_a + w_b * h_b
         hess[d] = h
         S += h * h
-        diff = hess_a[d] - hess_b[d]
+        diff = h_a - h_b
         V += diff * diff
     V *= w_a * w_b
     if S > 0.0:

@@ -240,7 +240,7 @@ def estimate(
             terms=None if terms is None else terms.rows(rows),
         )
         return grad, hess
-    if hessian == "denoised":
+    if hessian == "denoised" and fairness is not None:
         n_a = N // 2
         half_a, half_b = (
             estimate(
@@ -273,7 +273,7 @@ def estimate(
             r = slice(group_ptr[a], group_ptr[b])
             ptr = group_ptr[a : b + 1] - group_ptr[a]
             if fairness is None:
-                _estimate_groups(
+                (_estimate_halves_groups if hessian == "denoised" else _estimate_groups)(
                     scores[r],
                     rho[r],
                     ptr,
@@ -439,6 +439,51 @@ def _estimate_groups(
             g,
             h,
         )
+
+    recompute_queries(group_ptr, wide, whole, grad, hess)
+
+
+def _estimate_halves_groups(
+    scores: np.ndarray,
+    rho: np.ndarray,
+    group_ptr: np.ndarray,
+    keys: np.ndarray,
+    theta: np.ndarray,
+    N: int,
+    seed: int,
+    round_: int,
+    sampler: int,
+    noise: int,
+    grad: np.ndarray,
+    hess: np.ndarray,
+) -> None:
+    """The pooled ``hessian="denoised"`` estimate of two independent halves into ``grad`` and
+    ``hess`` (before :func:`finish_hessian`), as :func:`_estimate_groups` of each half and
+    :func:`pool_halves` would give it, bit for bit.
+
+    Half A draws ``N // 2`` rankings from the streams ``(seed, round_, key)``, half B the others
+    from ``(seed, HALF_B_ROUND + round_, key)``. ``estimate_narrow_halves_groups`` estimates both
+    halves of every narrow query in one pass, sharing each query's sampler, and flags the wide
+    ones; those alone, gathered, go through ``estimate_groups`` once per half and are pooled.
+    """
+    n_a, n_b = N // 2, N - N // 2
+    rounds = (round_, HALF_B_ROUND + round_)
+    wide = np.empty(group_ptr.shape[0] - 1, dtype=np.bool_)
+    _kernels.estimate_narrow_halves_groups(
+        scores, rho, group_ptr, keys, theta, n_a, n_b, seed, *rounds, sampler, noise, grad, hess,
+        wide,
+    )  # fmt: skip
+
+    def whole(rows, ptr, queries, g, h):
+        halves = []
+        for n, r in zip((n_a, n_b), rounds, strict=True):
+            half = np.empty_like(g), np.empty_like(h)
+            _kernels.estimate_groups(
+                scores[rows], rho[rows], ptr, keys[queries], theta, n, seed, r, sampler, noise,
+                *half,
+            )  # fmt: skip
+            halves.append(half)
+        _kernels.pool_groups(*halves[0], *halves[1], ptr, n_a, n_b, g, h)
 
     recompute_queries(group_ptr, wide, whole, grad, hess)
 

@@ -1,0 +1,862 @@
+r"""Learning per round on deep queries: candidates for more progress per boosting round, measured.
+
+Every candidate trains ``--rounds`` rounds (no early stopping) on the training queries of a
+web-shaped dataset (:func:`gbdt_plrank.load_dataset`'s ``"web-nonlinear"`` and ``"web-linear"``,
+draws 1 and 2 by default; the test split is never read), and every ``--every`` rounds the
+validation queries' NDCG@10 of the ranking by score is recorded per query, with the validation
+policy's expected NDCG@10 (:class:`~gbdt_plrank._training.evaluation.PolicyEvaluator`, 100
+rankings a query), the spread of the validation margins (root mean within-query variance: how
+sharp the policy is) and, for the candidates whose gradient the script computes, the cosine of
+the round's descent direction :math:`-g` with the training queries' centred margins (the
+direction that sharpens the policy without changing a ranking). Queries without a relevant
+document are left out.
+
+The boosters (each candidate trains on one, its references beside it):
+
+- XGBoost: ``xgboost.train`` with a custom objective, eta 0.3 and XGBoost's other tree defaults
+  (depth 6, ``min_child_weight`` 1, ``lambda`` 1); reference ``rank:ndcg`` at the same settings.
+- LightGBM: ``lightgbm.train``, learning rate 0.3, ``lambda_l2`` 1,
+  ``min_sum_hessian_in_leaf`` 1 (LightGBM's other defaults: 31 leaves); references
+  ``lambdarank`` at these settings and at LightGBM's defaults (learning rate 0.1).
+
+PL-Rank is :func:`gbdt_plrank.plrank_grad_hess` at K = 10, N = 50, ``hessian="denoised"``, the
+rankings of round ``r`` drawn with seed ``1000 + r`` (the same streams for every candidate). The
+candidates (:data:`CANDIDATES`):
+
+- **N and the cut-off**: PL-Rank with N = 100 or N = 20, or trained at cut-off 20.
+- **XE-NDCG** (Bruch et al., WWW 2020; LightGBM's ``rank_xendcg``), a convex listwise
+  surrogate: per query, :math:`g = \rho - p` and :math:`h = \rho(1 - \rho)` with
+  :math:`\rho` the softmax of the margins and :math:`p \propto 2^{\ell} - u`, :math:`u \sim
+  U(0, 1)` drawn afresh each round. Alone; for the first 20 or 50 rounds and then PL-Rank (a
+  hard switch; after 20 rounds also with ``hessian="abs"``, and with ``"abs"`` at N = 1000,
+  where the estimate's noise is small); or annealed into PL-Rank, the round's gradient and
+  Hessian :math:`a\,(g, h)_{XE} + (1 - a)\,(g, h)_{PL}` with :math:`a = \max(0, 1 - r/50)`.
+- **A learned global temperature**: every 10 rounds :math:`\tau` is the value of a grid
+  (0.5 to 32) that maximises the training queries' expected NDCG@10 of the policy
+  :math:`PL(\tau f)` (10 rankings a query), and the round's objective is that policy's:
+  :math:`(\tau g(\tau f), \tau^2 h(\tau f))`.
+- **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
+  score cache LightGBM keeps does not see the change, so the objective adds the difference
+  itself): a line search, the tree times the step of (0.5, 1, 2, 3, 5) with the highest
+  training expected NDCG@10 (8 rankings a query, the same streams for every step); a KL trust
+  region, the tree times :math:`\min(10, \sqrt{\delta / \mathrm{KL}})` with KL the mean over the
+  training queries of the divergence between the top-1 softmax policies before and after the
+  tree, so that it is :math:`\delta` (0.003, 0.01, 0.03) to second order; secant leaf values,
+  each leaf's curvature :math:`c_j = (G_j' - G_j)/v_j` from the change of its gradient sum
+  between the margins before the tree and after it (one more PL-Rank estimate), the leaf set to
+  :math:`-\eta G_j / c_j` as a ratio of its Newton value :math:`v_j` clipped to [0.5, 2] or
+  [0.25, 4] (the upper clip where :math:`c_j \le 0`).
+
+The report pools the draws: per candidate, validation NDCG@10 at the middle and the last round
+and at its peak, its per-query paired difference from plain PL-Rank of the same booster at the
+last round (:func:`gbdt_plrank.harness.stats.paired`: mean [95% CI], the randomization test's p
+and verdict at 0.05) and the seconds of a training (without the recording); then the curves.
+A last table measures the noise of the gradient: at a flat policy and after 20 XE-NDCG rounds
+(and that model's margins times 4), the correlation over the training documents of PL-Rank's
+gradient at N = 50 with one at N = 4000, before and after centring it within each query, the
+mean over the queries of :math:`|\sum_d g_d| / \sum_d |g_d|` (how far the estimate is from
+summing to 0 in a query, as the exact gradient does), and the correlation of XE-NDCG's gradient with the N = 4000 PL-Rank gradient.
+
+Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes, and the report
+covers every record of the requested datasets and draws.
+
+    nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
+        --out benchmarks/results/per_round_web-nonlinear.md
+    nice -n 10 python research/per_round.py --data web-linear --draws 1,2 --threads 1 \
+        --out benchmarks/results/per_round_web-linear.md
+    python research/per_round.py --queries 30,10,10 --rounds 4 --every 2 --out /tmp/r.md  # tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+import gbdt_plrank  # noqa: F401  # isort: skip
+import lightgbm as lgb
+import numpy as np
+import xgboost as xgb
+
+from benchmarks import harness
+from gbdt_plrank import plrank_grad_hess
+from gbdt_plrank._groups import row_queries, within_query_spread
+from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.evaluation import PolicyEvaluator
+from gbdt_plrank.cli._argtypes import int_list
+from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, Split
+from gbdt_plrank.harness.stats import paired
+from gbdt_plrank.metrics import ndcg
+from research.deep_rates import dataset
+
+K = 10
+#: PL-Rank's options in every candidate unless it changes them.
+PLRANK: dict[str, Any] = {"K": K, "N": 50, "hessian": "denoised"}
+#: Each booster's trees: XGBoost's defaults at eta 0.3; LightGBM's at learning rate 0.3 with
+#: lambda_l2 1 and min_sum_hessian_in_leaf 1 (at 0 and 1e-3 PL-Rank's small Hessians overfit).
+TREES: dict[str, dict[str, Any]] = {
+    "xgboost": {"eta": 0.3},
+    "lightgbm": {"learning_rate": 0.3, "lambda_l2": 1.0, "min_sum_hessian_in_leaf": 1.0},
+}
+BOOSTERS = tuple(TREES)
+#: The candidate every other one of its booster is paired with.
+REFERENCE = "PL-Rank"
+#: Seeds: PL-Rank's round r draws with PL_SEED + r, XE-NDCG's uniforms with (XE_SEED, r), the
+#: secant's second estimate with SECANT_SEED + r; the policy evaluations' streams.
+PL_SEED, XE_SEED, SECANT_SEED, EVAL_SEED = 1000, 2000, 5000, 2_000_003
+#: Rankings a query: the validation policy's value, the temperature's and the line search's
+#: training value.
+VALI_SAMPLES, TAU_SAMPLES, STEP_SAMPLES = 100, 10, 8
+TAUS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
+TAU_EVERY = 10
+STEPS = (0.5, 1.0, 2.0, 3.0, 5.0)
+KL_MAX_STEP = 10.0
+#: The gradient-noise table: the estimate's N against the reference's.
+NOISY_N, REFERENCE_N = 50, 4000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One training: a booster, its objective and a rule on its trees' leaf values.
+
+    Attributes
+    ----------
+    booster : {"xgboost", "lightgbm"}
+    native : str or None
+        The booster's own objective (``"rank:ndcg"``, ``"lambdarank"``) instead of the script's.
+    trees : tuple of (name, value)
+        Tree settings changed from the booster's :data:`TREES`.
+    plrank : tuple of (name, value)
+        PL-Rank options changed from :data:`PLRANK`.
+    xe_rounds : float
+        Rounds of XE-NDCG alone before PL-Rank (``math.inf``: XE-NDCG throughout).
+    anneal : int
+        If > 0, XE-NDCG's weight falls linearly from 1 at round 0 to 0 at this round.
+    temperature : bool
+        Learn a global temperature of the policy (:data:`TAUS`, every :data:`TAU_EVERY` rounds).
+    leaves : tuple
+        A rule on each new tree's leaf values (LightGBM only): ``("line search",)``,
+        ``("kl", delta)`` or ``("secant", low, high)``.
+    """
+
+    booster: str
+    native: str | None = None
+    trees: tuple[tuple[str, Any], ...] = ()
+    plrank: tuple[tuple[str, Any], ...] = ()
+    xe_rounds: float = 0
+    anneal: int = 0
+    temperature: bool = False
+    leaves: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.booster not in BOOSTERS:
+            raise ValueError(f"booster must be one of {BOOSTERS}, but {self.booster!r} is given.")
+        if self.leaves and self.booster != "lightgbm":
+            raise ValueError(
+                f"a rule on the leaf values needs LightGBM's set_leaf_output, but the booster is "
+                f"{self.booster!r}."
+            )
+
+    def xe_weight(self, r: int) -> float:
+        """XE-NDCG's weight in round ``r`` (0-based); PL-Rank's is one minus it."""
+        if r < self.xe_rounds:
+            return 1.0
+        return max(0.0, 1.0 - r / self.anneal) if self.anneal else 0.0
+
+
+def _xgb(**kw: Any) -> Candidate:
+    return Candidate("xgboost", **kw)
+
+
+def _lgb(**kw: Any) -> Candidate:
+    return Candidate("lightgbm", **kw)
+
+
+#: (booster, name) -> candidate.
+CANDIDATES: dict[tuple[str, str], Candidate] = {
+    ("xgboost", "rank:ndcg"): _xgb(native="rank:ndcg"),
+    ("xgboost", REFERENCE): _xgb(),
+    ("xgboost", "PL-Rank, N=100"): _xgb(plrank=(("N", 100),)),
+    ("xgboost", "PL-Rank, N=20"): _xgb(plrank=(("N", 20),)),
+    ("xgboost", "PL-Rank, cut-off 20"): _xgb(plrank=(("K", 20),)),
+    ("xgboost", "XE-NDCG"): _xgb(xe_rounds=math.inf),
+    ("xgboost", "XE-NDCG 20 rounds, then PL-Rank"): _xgb(xe_rounds=20),
+    ("xgboost", "XE-NDCG 50 rounds, then PL-Rank"): _xgb(xe_rounds=50),
+    ("xgboost", "XE-NDCG 20 rounds, then PL-Rank abs"): _xgb(
+        xe_rounds=20, plrank=(("hessian", "abs"),)
+    ),
+    ("xgboost", "XE-NDCG 20 rounds, then PL-Rank abs, N=1000"): _xgb(
+        xe_rounds=20, plrank=(("hessian", "abs"), ("N", 1000))
+    ),
+    ("xgboost", "XE-NDCG annealed into PL-Rank over 50 rounds"): _xgb(anneal=50),
+    ("xgboost", "PL-Rank, learned temperature"): _xgb(temperature=True),
+    ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
+    ("lightgbm", "lambdarank at LightGBM's defaults (learning rate 0.1)"): _lgb(
+        native="lambdarank",
+        trees=(("learning_rate", 0.1), ("lambda_l2", 0.0), ("min_sum_hessian_in_leaf", 1e-3)),
+    ),
+    ("lightgbm", REFERENCE): _lgb(),
+    ("lightgbm", "PL-Rank, line search"): _lgb(leaves=("line search",)),
+    ("lightgbm", "PL-Rank, KL trust region 0.003"): _lgb(leaves=("kl", 0.003)),
+    ("lightgbm", "PL-Rank, KL trust region 0.01"): _lgb(leaves=("kl", 0.01)),
+    ("lightgbm", "PL-Rank, KL trust region 0.03"): _lgb(leaves=("kl", 0.03)),
+    ("lightgbm", "PL-Rank, secant leaves [0.5, 2]"): _lgb(leaves=("secant", 0.5, 2.0)),
+    ("lightgbm", "PL-Rank, secant leaves [0.25, 4]"): _lgb(leaves=("secant", 0.25, 4.0)),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Per-query softmax, XE-NDCG, the policies' KL divergence
+# --------------------------------------------------------------------------------------------
+def log_softmax(margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    """Each row's log-probability under its query's softmax of ``margins`` (the top-1 policy)."""
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    shifted = margins - np.maximum.reduceat(margins, starts)[q]
+    return shifted - np.log(np.add.reduceat(np.exp(shifted), starts))[q]
+
+
+def xe_ndcg_grad_hess(
+    margins: np.ndarray, labels: np.ndarray, group_ptr: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""First-order XE-NDCG (Bruch et al., WWW 2020): per query, the gradient and Hessian diagonal
+    of the cross entropy :math:`-\sum_d p_d \log \rho_d` between :math:`p \propto 2^{\ell} - u`
+    (:math:`u \sim U(0,1)` per row, from ``rng``) and the softmax :math:`\rho` of ``margins``:
+    :math:`g = \rho - p`, :math:`h = \rho(1 - \rho)`. A query whose labels are all equal (or
+    of one row) gets 0 in both. ``group_ptr`` holds no empty query."""
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    rho = np.exp(log_softmax(margins, group_ptr))
+    phi = 2.0**labels - rng.random(labels.shape[0])
+    p = phi / np.add.reduceat(phi, starts)[q]
+    live = (np.maximum.reduceat(labels, starts) > np.minimum.reduceat(labels, starts))[q]
+    return np.where(live, rho - p, 0.0), np.where(live, rho * (1.0 - rho), 0.0)
+
+
+def mean_kl(before: np.ndarray, after: np.ndarray, group_ptr: np.ndarray) -> float:
+    """Mean over the queries of KL(softmax(before) || softmax(after)) within each query."""
+    lp, lq = log_softmax(before, group_ptr), log_softmax(after, group_ptr)
+    return float(np.add.reduceat(np.exp(lp) * (lp - lq), group_ptr[:-1]).mean())
+
+
+def centred(values: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    """``values`` minus their query's mean."""
+    q = row_queries(group_ptr)
+    return values - (np.add.reduceat(values, group_ptr[:-1]) / np.diff(group_ptr))[q]
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def policy_value(split: Split, n_samples: int, n_jobs: int) -> Callable[[np.ndarray], float]:
+    """Margins -> the mean over ``split``'s queries with a relevant document of the expected
+    NDCG@K of their Plackett-Luce policy, from ``n_samples`` rankings a query (the same streams
+    at every call, so values of different margins compare on common random numbers)."""
+    evaluator = PolicyEvaluator(
+        RankingMetric("ndcg", K, "exp"),
+        None,
+        split,
+        n_samples=n_samples,
+        seed=EVAL_SEED,
+        n_jobs=n_jobs,
+    )
+    kept = np.maximum.reduceat(split.y, split.group_ptr[:-1]) > 0
+    return lambda margins: float(evaluator.per_query(margins)[kept].mean())
+
+
+# --------------------------------------------------------------------------------------------
+# The objective and the rules on the leaf values
+# --------------------------------------------------------------------------------------------
+class Objective:
+    """``obj(preds, data)``: a candidate's gradient and Hessian for one round.
+
+    The margins are the booster's ``preds`` plus :attr:`offset`, the change the leaf rules made
+    to earlier trees (LightGBM's training score cache does not see ``set_leaf_output``).
+    :attr:`margins` and :attr:`grad` are those of the last call; :attr:`stats` the temperatures
+    chosen (:attr:`label`, within :attr:`bounds`).
+    """
+
+    label, bounds = "tau", (TAUS[0], TAUS[-1])
+
+    def __init__(self, candidate: Candidate, train: Split, *, n_jobs: int) -> None:
+        self.candidate, self.train = candidate, train
+        self.y, self.ptr, self.n_jobs = train.y, train.group_ptr, n_jobs
+        self.options = {**PLRANK, **dict(candidate.plrank)}
+        self.offset = np.zeros(train.y.shape[0])
+        self.margins = self.offset
+        self.grad = self.offset
+        self.round = 0
+        self.plrank_rounds = 0
+        self.tau = 1.0
+        self.stats: list[float] = []
+        self.value = policy_value(train, TAU_SAMPLES, n_jobs) if candidate.temperature else None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Objective:
+        # lightgbm.train deep-copies its params; the leaf rules must share this object's state.
+        return self
+
+    def plrank(self, margins: np.ndarray, *, seed: int, **changes: Any):
+        return plrank_grad_hess(
+            margins, self.y, self.ptr, seed=seed, n_jobs=self.n_jobs, **{**self.options, **changes}
+        )
+
+    def __call__(self, preds: np.ndarray, data: Any) -> tuple[np.ndarray, np.ndarray]:
+        f = np.asarray(preds, dtype=np.float64).ravel() + self.offset
+        r, w = self.round, self.candidate.xe_weight(self.round)
+        g = h = np.zeros_like(f)
+        if w > 0:
+            gx, hx = xe_ndcg_grad_hess(f, self.y, self.ptr, np.random.default_rng([XE_SEED, r]))
+            g, h = w * gx, w * hx
+        if w < 1:
+            if self.value is not None and self.plrank_rounds % TAU_EVERY == 0:
+                # ties (a flat policy is every temperature's) keep tau = 1
+                self.tau = max(TAUS, key=lambda t: (self.value(t * f), t == 1.0))
+                self.stats.append(self.tau)
+            gp, hp = self.plrank(self.tau * f, seed=PL_SEED + r)
+            g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
+            self.plrank_rounds += 1
+        self.margins, self.grad, self.round = f, g, r + 1
+        return g, h
+
+    def sharpening(self) -> float | None:
+        """Cosine of the last round's descent direction ``-grad`` with its centred margins."""
+        fc = centred(self.margins, self.ptr)
+        norm = np.linalg.norm(fc) * np.linalg.norm(self.grad)
+        return float(-(self.grad @ fc) / norm) if norm > 0 else None
+
+
+class LeafRule:
+    """A LightGBM callback that sets each new tree's leaf values by :meth:`values`."""
+
+    label = ""
+    bounds: tuple[float, float] = (0.0, 0.0)
+
+    def __init__(self, objective: Objective, X: np.ndarray, learning_rate: float) -> None:
+        self.objective, self.X, self.learning_rate = objective, X, learning_rate
+        self.stats: list[float] = []
+
+    def __call__(self, env: Any) -> None:
+        booster, it = env.model, env.iteration
+        leaf = booster.predict(self.X, pred_leaf=True, start_iteration=it, num_iteration=1)
+        leaf = np.asarray(leaf, dtype=np.int64).ravel()
+        out = np.array([booster.get_leaf_output(it, j) for j in range(leaf.max() + 1)])
+        new = self.values(self.objective.margins, leaf, out, it)
+        for j in np.flatnonzero(new != out):
+            booster.set_leaf_output(it, int(j), float(new[j]))
+        self.objective.offset = self.objective.offset + (new - out)[leaf]
+
+    def values(self, base: np.ndarray, leaf: np.ndarray, out: np.ndarray, it: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+class LineSearch(LeafRule):
+    """The tree times the step of :data:`STEPS` with the highest training expected NDCG@K."""
+
+    label, bounds = "step", (STEPS[0], STEPS[-1])
+
+    def __init__(self, objective: Objective, X: np.ndarray, learning_rate: float) -> None:
+        super().__init__(objective, X, learning_rate)
+        self.value = policy_value(objective.train, STEP_SAMPLES, objective.n_jobs)
+
+    def values(self, base, leaf, out, it):
+        tree = out[leaf]
+        step = max(STEPS, key=lambda a: self.value(base + a * tree))
+        self.stats.append(step)
+        return step * out
+
+
+class TrustRegion(LeafRule):
+    """The tree times :math:`\\min(10, \\sqrt{\\delta/\\mathrm{KL}})`: a mean KL of about delta."""
+
+    label, bounds = "step", (0.0, KL_MAX_STEP)
+
+    def __init__(self, objective, X, learning_rate, delta: float) -> None:
+        super().__init__(objective, X, learning_rate)
+        self.delta = delta
+
+    def values(self, base, leaf, out, it):
+        kl = mean_kl(base, base + out[leaf], self.objective.ptr)
+        step = min(KL_MAX_STEP, math.sqrt(self.delta / max(kl, 1e-12)))
+        self.stats.append(step)
+        return step * out
+
+
+class Secant(LeafRule):
+    """Each leaf at :math:`-\\eta G_j / c_j`, its curvature from the change of its gradient sum,
+    as a ratio of its Newton value clipped to ``[low, high]``."""
+
+    label = "leaf ratio"
+
+    def __init__(self, objective, X, learning_rate, low: float, high: float) -> None:
+        super().__init__(objective, X, learning_rate)
+        self.bounds = (low, high)
+
+    def values(self, base, leaf, out, it):
+        low, high = self.bounds
+        g1, _ = self.objective.plrank(base + out[leaf], seed=SECANT_SEED + it, hessian="abs")
+        G0 = np.bincount(leaf, self.objective.grad, out.shape[0])
+        G1 = np.bincount(leaf, g1, out.shape[0])
+        new = out.copy()
+        for j in np.flatnonzero(out != 0):
+            c = (G1[j] - G0[j]) / out[j]
+            ratio = high if c <= 0 else -G0[j] / c * self.learning_rate / out[j]
+            ratio = min(high, max(low, ratio))
+            self.stats.append(ratio)
+            new[j] = ratio * out[j]
+        return new
+
+
+def leaf_rule(candidate: Candidate, objective: Objective, X, learning_rate: float) -> LeafRule:
+    kind, *args = candidate.leaves
+    rule = {"line search": LineSearch, "kl": TrustRegion, "secant": Secant}[kind]
+    return rule(objective, X, learning_rate, *args)
+
+
+# --------------------------------------------------------------------------------------------
+# Training and its curves
+# --------------------------------------------------------------------------------------------
+class Curve:
+    """The validation measurements every ``every`` rounds, and the seconds they took."""
+
+    def __init__(self, vali: Split, n_jobs: int) -> None:
+        self.vali = vali
+        self.value = PolicyEvaluator(
+            RankingMetric("ndcg", K, "exp"),
+            None,
+            vali,
+            n_samples=VALI_SAMPLES,
+            seed=EVAL_SEED,
+            n_jobs=n_jobs,
+        )
+        self.kept = np.maximum.reduceat(vali.y, vali.group_ptr[:-1]) > 0
+        self.ndcg: list[list[float]] = []
+        self.expected: list[float] = []
+        self.spread: list[float] = []
+        self.sharpening: list[float | None] = []
+        self.seconds = 0.0
+
+    def add(self, margins: np.ndarray, objective: Objective | None) -> None:
+        start = time.perf_counter()
+        va, m = self.vali, np.asarray(margins, dtype=np.float64)
+        per_query = ndcg(va.y, m, va.qid, k=K, per_query=True, empty=float("nan"))
+        self.ndcg.append(per_query[self.kept].tolist())
+        self.expected.append(float(self.value.per_query(m)[self.kept].mean()))
+        self.spread.append(within_query_spread(m, va.group_ptr))
+        self.sharpening.append(None if objective is None else objective.sharpening())
+        self.seconds += time.perf_counter() - start
+
+
+def xgboost_params(candidate: Candidate, *, n_jobs: int) -> dict[str, Any]:
+    """The candidate's XGBoost parameters: its trees, and its objective's if native."""
+    params = {**TREES["xgboost"], **dict(candidate.trees), "nthread": n_jobs, "seed": 0}
+    if candidate.native:
+        return params | {"objective": candidate.native}
+    return params | {"base_score": 0.0, "disable_default_eval_metric": 1}
+
+
+def fit(
+    candidate: Candidate, ds: LTRDataset, *, rounds: int, every: int, n_jobs: int
+) -> tuple[Any, Objective | None, LeafRule | None, Curve, float]:
+    """Train ``candidate`` on ``ds.train`` for ``rounds`` rounds; the booster, its objective (None
+    for a native one), its leaf rule, the validation curve and the seconds of the training
+    (without the curve's)."""
+    tr, va = ds.train, ds.vali
+    curve = Curve(va, n_jobs)
+    objective = None if candidate.native else Objective(candidate, tr, n_jobs=n_jobs)
+    rule = None
+    if candidate.booster == "xgboost":
+        dtr, dva = xgb.DMatrix(tr.X, tr.y, qid=tr.qid), xgb.DMatrix(va.X)
+
+        class Record(xgb.callback.TrainingCallback):
+            def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+                if (epoch + 1) % every == 0:
+                    curve.add(model.predict(dva, output_margin=True), objective)
+                return False
+
+        start = time.perf_counter()
+        booster = xgb.train(
+            xgboost_params(candidate, n_jobs=n_jobs),
+            dtr,
+            rounds,
+            obj=objective,
+            callbacks=[Record()],
+        )
+    else:
+        trees = {**TREES["lightgbm"], **dict(candidate.trees)}
+        dtr = lgb.Dataset(tr.X, tr.y, group=tr.group_sizes, free_raw_data=False)
+        params = {
+            **trees,
+            "objective": candidate.native or objective,
+            "metric": "None",
+            "num_threads": n_jobs,
+            "seed": 0,
+            "verbose": -1,
+        }
+        callbacks: list[Any] = []
+        if candidate.leaves:
+            assert objective is not None
+            rule = leaf_rule(candidate, objective, tr.X, trees["learning_rate"])
+            callbacks.append(rule)  # before the record: the curve sees the rescaled tree
+
+        def record(env: Any) -> None:
+            if (env.iteration + 1) % every == 0:
+                curve.add(env.model.predict(va.X, raw_score=True), objective)
+
+        callbacks.append(record)
+        start = time.perf_counter()
+        booster = lgb.train(params, dtr, rounds, callbacks=callbacks)
+    seconds = time.perf_counter() - start - curve.seconds
+    return booster, objective, rule, curve, seconds
+
+
+def train(
+    booster: str, name: str, ds: LTRDataset, *, rounds: int, every: int, n_jobs: int
+) -> dict[str, Any]:
+    """One candidate's record: its validation curves, its rule's statistics and its seconds."""
+    _, objective, rule, curve, seconds = fit(
+        CANDIDATES[booster, name], ds, rounds=rounds, every=every, n_jobs=n_jobs
+    )
+    chooser = rule or objective
+    stats = {}
+    if chooser is not None and chooser.stats:
+        stats = {"label": chooser.label, "bounds": list(chooser.bounds), "values": chooser.stats}
+    return {
+        "qid": np.unique(ds.vali.qid)[curve.kept].tolist(),
+        "ndcg": curve.ndcg,
+        "expected": curve.expected,
+        "spread": curve.spread,
+        "sharpening": curve.sharpening,
+        "stats": stats,
+        "seconds": seconds,
+    }
+
+
+def gradient_noise(ds: LTRDataset, *, n_jobs: int) -> list[dict[str, Any]]:
+    """The rows of the gradient-noise table on ``ds``'s training queries."""
+    tr, ptr = ds.train, ds.train.group_ptr
+    xe = CANDIDATES["xgboost", "XE-NDCG"]
+    dtr = xgb.DMatrix(tr.X, tr.y, qid=tr.qid)
+    model = xgb.train(
+        xgboost_params(xe, n_jobs=n_jobs), dtr, 20, obj=Objective(xe, tr, n_jobs=n_jobs)
+    )
+    after = model.predict(dtr, output_margin=True).astype(np.float64)
+    states = {
+        "flat": np.zeros(tr.y.shape[0]),
+        "after 20 XE-NDCG rounds": after,
+        "the same, margins x4": 4.0 * after,
+    }
+    rows = []
+    for state, margins in states.items():
+        gx, _ = xe_ndcg_grad_hess(margins, tr.y, ptr, np.random.default_rng([XE_SEED, 0]))
+        for cut in (K, 2 * K):
+            options = {"K": cut, "hessian": "abs", "n_jobs": n_jobs}
+            ref, _ = plrank_grad_hess(margins, tr.y, ptr, N=REFERENCE_N, seed=7, **options)
+            g, _ = plrank_grad_hess(margins, tr.y, ptr, N=NOISY_N, seed=1, **options)
+            sums = np.abs(np.add.reduceat(g, ptr[:-1]))
+            mass = np.add.reduceat(np.abs(g), ptr[:-1])
+            rows.append(
+                {
+                    "state": state,
+                    "spread": within_query_spread(margins, ptr),
+                    "K": cut,
+                    "corr": correlation(g, ref),
+                    "centred": correlation(centred(g, ptr), ref),
+                    "sum": float(np.mean(sums[mass > 0] / mass[mass > 0])),
+                    "xe": correlation(gx, ref),
+                }
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------
+Done = dict[tuple[Any, ...], dict[str, Any]]
+
+
+def record_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    if r["kind"] == "gradients":
+        return ("gradients", r["data"], r["draw"])
+    return ("training", r["data"], r["draw"], r["booster"], r["name"], r["rounds"], r["every"])
+
+
+def load(path: Path) -> Done:
+    """The finished records of ``path`` by :func:`record_key`."""
+    return {record_key(r): r for r in harness.read_records(path)}
+
+
+def _pooled(runs: dict[int, dict[str, Any]], i: int) -> dict[tuple[int, int], float]:
+    """(draw, query) -> validation NDCG@K at checkpoint ``i``."""
+    return {
+        (draw, q): v
+        for draw, r in runs.items()
+        for q, v in zip(r["qid"], r["ndcg"][i], strict=True)
+    }
+
+
+def _stats(runs: Iterable[dict[str, Any]]) -> str:
+    """A leaf rule's or temperature's choices: quantiles and the shares at its bounds."""
+    stats = [r["stats"] for r in runs if r["stats"]]
+    if not stats:
+        return ""
+    values = np.concatenate([s["values"] for s in stats])
+    low, high = stats[0]["bounds"]
+    q10, q50, q90 = np.percentile(values, [10, 50, 90])
+    return (
+        f"{stats[0]['label']} 10/50/90%: {q10:.3g}/{q50:.3g}/{q90:.3g}; at {low:g}: "
+        f"{np.mean(values <= low):.0%}, at {high:g}: {np.mean(values >= high):.0%}"
+    )
+
+
+def _cell(x: float | None, fmt: str = ".4f") -> str:
+    return "" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return float(np.mean(kept)) if kept else None
+
+
+class Report:
+    """The tables of one dataset, its draws pooled."""
+
+    def __init__(self, done: Done, data: str, draws: list[int], rounds: int, every: int) -> None:
+        self.done, self.data, self.draws = done, data, draws
+        self.rounds, self.every = rounds, every
+        self.checkpoints = list(range(every, rounds + 1, every))
+
+    def runs(self, booster: str, name: str) -> dict[int, dict[str, Any]] | None:
+        """Draw -> the candidate's record; None until every draw is done."""
+        keys = {
+            d: ("training", self.data, d, booster, name, self.rounds, self.every)
+            for d in self.draws
+        }
+        if not all(k in self.done for k in keys.values()):
+            return None
+        return {d: self.done[k] for d, k in keys.items()}
+
+    def finished(self, boosters: list[str]) -> list[tuple[str, str]]:
+        return [(b, n) for b, n in CANDIDATES if b in boosters and self.runs(b, n) is not None]
+
+    def summary(self, booster: str) -> list[str]:
+        names = [n for b, n in CANDIDATES if b == booster and self.runs(b, n) is not None]
+        if not names:
+            return []
+        reference = self.runs(booster, REFERENCE)
+        mid = max(len(self.checkpoints) // 2 - 1, 0)
+        last = len(self.checkpoints) - 1
+        lines = [
+            f"| candidate | NDCG@{K} at {self.checkpoints[mid]} | at {self.rounds} | peak (round) "
+            f"| minus {REFERENCE} at {self.rounds} [95% CI] | p | verdict | per draw | "
+            "s / training | choices |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for name in names:
+            runs = self.runs(booster, name)
+            assert runs is not None
+            curve = [float(np.mean(list(_pooled(runs, i).values()))) for i in range(last + 1)]
+            peak = int(np.argmax(curve))
+            cells = [
+                name,
+                f"{curve[mid]:.4f}",
+                f"{curve[last]:.4f}",
+                f"{curve[peak]:.4f} ({self.checkpoints[peak]})",
+            ]
+            if reference is None or name == REFERENCE:
+                cells += ["", "", "", ""]
+            else:
+                p = paired(_pooled(runs, last), _pooled(reference, last))
+                per_draw = [
+                    paired(_pooled({d: runs[d]}, last), _pooled({d: reference[d]}, last)).mean
+                    for d in self.draws
+                ]
+                cells += [
+                    p.interval,
+                    f"{p.p_randomization:.3g}",
+                    p.verdict,
+                    ", ".join(f"{m:+.4f}" for m in per_draw),
+                ]
+            cells += [
+                f"{np.mean([r['seconds'] for r in runs.values()]):.1f}",
+                _stats(runs.values()),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        return lines
+
+    def curves(self, boosters: list[str], field: str, fmt: str) -> list[str]:
+        lines = [
+            "| booster | candidate | " + " | ".join(map(str, self.checkpoints)) + " |",
+            "|---|---|" + "---|" * len(self.checkpoints),
+        ]
+        for booster, name in self.finished(boosters):
+            runs = self.runs(booster, name)
+            assert runs is not None
+            if field == "ndcg":
+                row = [
+                    float(np.mean(list(_pooled(runs, i).values())))
+                    for i in range(len(self.checkpoints))
+                ]
+            else:
+                row = [
+                    _mean(r[field][i] for r in runs.values()) for i in range(len(self.checkpoints))
+                ]
+            if all(v is None for v in row):
+                continue
+            lines.append(f"| {booster} | {name} | " + " | ".join(_cell(v, fmt) for v in row) + " |")
+        return lines
+
+    def noise(self) -> list[str]:
+        lines = [
+            f"| draw | state | spread | cut-off | corr. N={NOISY_N} with N={REFERENCE_N} | "
+            f"centred | a query's sum over its sum of abs | XE-NDCG with N={REFERENCE_N} |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for draw in self.draws:
+            r = self.done.get(("gradients", self.data, draw))
+            for row in [] if r is None else r["rows"]:
+                lines.append(
+                    f"| {draw} | {row['state']} | {row['spread']:.3f} | {row['K']} | "
+                    f"{row['corr']:.3f} | {row['centred']:.3f} | {row['sum']:.2g} | "
+                    f"{row['xe']:.3f} |"
+                )
+        return lines if len(lines) > 2 else []
+
+    def text(self, boosters: list[str]) -> list[str]:
+        parts = [f"## {self.data}, draws {', '.join(map(str, self.draws))}", ""]
+        for booster in boosters:
+            summary = self.summary(booster)
+            if summary:
+                parts += [f"### {booster}", "", *summary, ""]
+        if not self.finished(boosters):
+            return [*parts, "(no candidate has finished every draw)", ""]
+        parts += [
+            f"### Validation NDCG@{K} of the ranking, every {self.every} rounds",
+            "",
+            *self.curves(boosters, "ndcg", ".4f"),
+            "",
+            f"### Expected NDCG@{K} of the validation policy ({VALI_SAMPLES} rankings a query)",
+            "",
+            *self.curves(boosters, "expected", ".4f"),
+            "",
+            "### Spread of the validation margins (root mean within-query variance)",
+            "",
+            *self.curves(boosters, "spread", ".3f"),
+            "",
+            "### Sharpening: cosine of the round's descent direction with the centred margins",
+            "",
+            *self.curves(boosters, "sharpening", "+.3f"),
+            "",
+        ]
+        noise = self.noise()
+        if noise:
+            parts += ["### Gradient noise on the training queries", "", *noise, ""]
+        return parts
+
+
+def report(done: Done, datas, draws, boosters, rounds: int, every: int, command: str) -> str:
+    parts = [
+        "# Learning per round on deep queries: candidates on validation",
+        "",
+        f"Written by `{command}`. The tables cover every record of the log (the `.jsonl` file "
+        "beside this one) for these datasets and draws, whichever run added it.",
+        "",
+        f"{rounds} rounds per training, no early stopping. Validation NDCG@{K} of the ranking by "
+        "score, the draws' queries pooled; each candidate paired per validation query with "
+        f"plain {REFERENCE} of the same booster at round {rounds} (mean difference [95% CI], the "
+        "paired randomization test's p and verdict at 0.05; per draw: that draw's mean "
+        "difference). s / training: the wall time of a training without the recording. "
+        "Choices: the learned temperature's or the leaf rule's values, their 10th, 50th and "
+        "90th percentiles and the shares at the ends of their range.",
+        "",
+    ]
+    for data in datas:
+        parts += Report(done, data, draws, rounds, every).text(boosters)
+    return "\n".join(parts)
+
+
+def _names(text: str) -> list[str]:
+    return [t.strip() for t in text.split(";") if t.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="web-nonlinear,web-linear", help="web datasets")
+    parser.add_argument("--draws", type=int_list, default=[1, 2])
+    parser.add_argument("--queries", type=int_list, help="train,vali,test queries of a new draw")
+    parser.add_argument("--boosters", default=",".join(BOOSTERS))
+    parser.add_argument("--only", default="", help="semicolon-separated candidates (default all)")
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--gradients",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="measure the gradient-noise table",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the report; its log: OUT.jsonl")
+    args = parser.parse_args()
+    datas = [d for d in args.data.split(",") if d]
+    boosters = [b for b in args.boosters.split(",") if b]
+    names = _names(args.only) or list(dict.fromkeys(n for _, n in CANDIDATES))
+    known = {n for _, n in CANDIDATES}
+    unknown = [d for d in datas if d not in WEB_VARIANTS]
+    unknown += [b for b in boosters if b not in BOOSTERS] + [n for n in names if n not in known]
+    if unknown:
+        parser.error(
+            f"unknown: {', '.join(map(repr, unknown))}; datasets are {sorted(WEB_VARIANTS)}, "
+            f"boosters {list(BOOSTERS)}, candidates {sorted(known)}"
+        )
+    if args.rounds < args.every or args.rounds % args.every:
+        parser.error(f"--rounds must be a multiple of --every, but {args.rounds} and {args.every}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    log = args.out.with_suffix(".jsonl")
+    done = load(log)
+    command = "nice -n 10 python research/per_round.py " + shlex.join(sys.argv[1:])
+    labels = [
+        d if args.queries is None else f"{d} ({','.join(map(str, args.queries))} queries)"
+        for d in datas
+    ]
+    for data, label in zip(datas, labels, strict=True):
+        for draw in args.draws:
+            ds = dataset(data, draw, args.queries)
+            base = {"data": label, "draw": draw}
+            if args.gradients and ("gradients", label, draw) not in done:
+                r = {"kind": "gradients", **base, "rows": gradient_noise(ds, n_jobs=args.threads)}
+                harness.append_record(log, r)
+                done[record_key(r)] = r
+            for booster, name in CANDIDATES:
+                if booster not in boosters or name not in names:
+                    continue
+                r = {"kind": "training", **base, "booster": booster, "name": name}
+                r |= {"rounds": args.rounds, "every": args.every}
+                if record_key(r) in done:
+                    continue
+                r |= train(
+                    booster, name, ds, rounds=args.rounds, every=args.every, n_jobs=args.threads
+                )
+                harness.append_record(log, r)
+                done[record_key(r)] = r
+                print(
+                    f"{label} draw {draw} {booster} {name}: {r['seconds']:.1f}s, NDCG@{K} at "
+                    f"{args.rounds} {np.mean(r['ndcg'][-1]):.4f}",
+                    flush=True,
+                )
+                text = report(done, labels, args.draws, boosters, args.rounds, args.every, command)
+                args.out.write_text(text + "\n", encoding="utf-8")
+    text = report(done, labels, args.draws, boosters, args.rounds, args.every, command)
+    args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
