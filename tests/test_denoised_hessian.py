@@ -129,7 +129,7 @@ def test_denoised_halves_in_one_pass_are_the_two_raw_halves_pooled_bit_for_bit(N
     wide ones (margins spanning more than LOG_FLOOR) take the per-half path. Both must give
     what two raw estimates pooled by pool_halves give, bit for bit: one-document, reward-free,
     one-reward, empty, narrow, wide and long (race-drawn with "auto") queries."""
-    scores, labels, ptr, metric, rho = _queries(7, [6, 1, 12, 0, 40, 4, 9, 5], K=35)
+    scores, _, ptr, metric, rho = _queries(7, [6, 1, 12, 0, 40, 4, 9, 5], K=35)
     scores[ptr[5] : ptr[6]] *= 1000.0  # a wide query
     rho[ptr[6] : ptr[7]] = 0.0  # a query without reward
     rho[ptr[7] : ptr[8]] = 0.5  # a query of one reward (one label)
