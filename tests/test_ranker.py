@@ -1099,7 +1099,11 @@ def test_a_model_without_a_split_warns_with_what_to_do(mq):
     train, _, _ = mq
     rows = int(train.group_ptr[5])
     X, y, qid = train.X[:rows], train.y[:rows], train.qid[:rows]
-    with pytest.warns(UserWarning, match=r"model has no split.* min_child_weight=1\.0 \(the default\): lower it, e\.g\. to 0\.01"):
+    with pytest.warns(
+        UserWarning,
+        match=r"model has no split.* min_child_weight=1\.0 \(the default\): lower it, "
+        r"e\.g\. to 0\.01",
+    ):
         flat = PLRankRanker(n_estimators=3, **FAST).fit(X, y, qid)
     assert np.ptp(flat.predict(X)) == 0.0
     with pytest.warns(UserWarning, match=r"min_child_weight \(the xgboost default, 1\)"):
