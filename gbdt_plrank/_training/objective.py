@@ -546,8 +546,7 @@ def plrank_objective(
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
     device : {"cpu", "cuda"}, default "cpu"
-        Where each round's estimate is computed: ``"cuda"`` on the GPU (the ``gpu`` extra),
-        equal to the CPU's with ``sampler="race"`` to rounding (:doc:`/guide/gpu`).
+        Where each round's estimate is computed (``"cuda"``: the ``gpu`` extra, :doc:`/guide/gpu`).
 
     Returns
     -------
@@ -556,9 +555,9 @@ def plrank_objective(
     Raises
     ------
     ValueError
-        For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), bad
-        ``item_groups`` (missing ones and a wrong length at the first round), an unknown
-        ``device``, and with ``"cuda"`` for ``sampler="tree"`` or ``fairness``.
+        For an option (:class:`~gbdt_plrank.PLRankOptions`) or ``device`` that breaks its rule
+        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and bad ``item_groups`` (missing
+        ones and a wrong length at the first round).
     MissingDependencyError, RuntimeError
         With ``device="cuda"``: numba-cuda is not installed (an ImportError), no GPU is visible.
     """
