@@ -13,6 +13,7 @@ its report carries them.
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from gbdt_plrank.clicks import (
     click_rewards,
     estimate_policy_value,
 )
-from gbdt_plrank.clicks._rewards import estimator_entries
+from gbdt_plrank.clicks._rewards import CLICK_PARAMETERS, estimator_entries
 from gbdt_plrank.harness.clicks.config import load_clicks_config
 from gbdt_plrank.harness.settings import ConfigError
 
@@ -110,6 +111,13 @@ def test_the_docstrings_list_the_registry(toys) -> None:
             estimate_policy_value.__doc__
         )
     assert '- ``"naive"``' not in estimate_policy_value.__doc__
+
+
+def test_the_shared_click_parameters_are_filled_in_both_docstrings() -> None:
+    for entry in CLICK_PARAMETERS.values():
+        for doc in (click_rewards.__doc__, estimate_policy_value.__doc__):
+            assert textwrap.indent(entry, "    ") in doc
+    assert ".. click-parameters::" not in click_rewards.__doc__ + estimate_policy_value.__doc__
 
 
 def _config(tmp_path: Path, data: Path) -> Path:
