@@ -13,6 +13,7 @@ its report carries them.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -174,3 +175,16 @@ def test_the_experiment_trains_values_and_reports_the_registered_estimators(
     assert "PL-Rank on IPS rewards minus each learner" in report
     assert "PL-Rank on click-through-rate regression rewards minus" not in report
     assert "| ips |" in report  # its off-policy rows
+
+
+def test_the_clicks_guide_lists_every_configuration_key() -> None:
+    """The guide's configuration block (the config module's docstring links it) names every key
+    of :class:`ClicksConfig` and no other."""
+    from gbdt_plrank.harness.clicks.config import ClicksConfig
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "clicks.md").read_text()
+    section = page[page.index("### The configuration") :]
+    block = section[section.index("```toml") : section.index("```\n", 7)]
+    keys = set(re.findall(r"^([a-z_]+) =", block, re.MULTILINE))
+    tables = {t.split(".")[0] for t in re.findall(r"^\[([a-z_.-]+)\]", block, re.MULTILINE)}
+    assert keys | tables == set(ClicksConfig.model_fields)
