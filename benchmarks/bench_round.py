@@ -352,9 +352,9 @@ def section_round(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         [
             f"## Objective time per round vs one XGBoost round (K={K}, N={N}, {threads} threads)",
             _data_line(data),
-            f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also sketches "
-            f"the feature quantiles, is left out); tree_method=hist, nthread={threads}, default "
-            "depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
+            f"Round times are medians over rounds 1..{cfg.xgb_rounds} (round 0, which also "
+            f"sketches the feature quantiles, is left out); tree_method=hist, nthread={threads}, "
+            "default depth 6. The objective is `plrank_objective(K, N, train_K=K)` (NDCG, "
             f"hessian={HESSIAN!r}, the default). The fairness rows add "
             "`fairness='expected-exposure'` (weight 1): "
             f"the objective costs {t_fair.median / t_warm.median:.2f}x the relevance objective "
@@ -500,9 +500,10 @@ def section_pirank(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
             f"Seconds per call on margins after {cfg.warm_rounds} PL-Rank rounds, next to the "
             f"PL-Rank objective (K={K}, N={N}, hessian={HESSIAN!r}) and one XGBoost "
             "`rank:ndcg` round "
-            f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank computes "
-            "the exact top-K NeuralSort loss, gradient and Hessian diagonal in O(L log L + K L) per "
-            "query of L documents (one sort, then sums over the documents above and below each one).",
+            f"(median over rounds 1..{cfg.xgb_rounds}, tree_method=hist, depth 6). PiRank "
+            "computes the exact top-K NeuralSort loss, gradient and Hessian diagonal in "
+            "O(L log L + K L) per query of L documents (one sort, then sums over the documents "
+            "above and below each one).",
             harness.markdown_table(
                 ["data", "what", "seconds", "/ XGBoost rank:ndcg round", "/ PL-Rank objective"],
                 rows,
@@ -614,7 +615,8 @@ def _table2_one(cfg: Config, ws: Workspace, key: str) -> tuple[str, dict[str, An
             + f" Queries with fewer than K documents (rankings of all D): {short}.",
             "Seconds per round (all queries; gradient and Hessian except PL-Rank-2):",
             harness.markdown_table(head, times),
-            "Speedup of the library (sampler=auto) over the baselines (baseline time / library time):",
+            "Speedup of the library (sampler=auto) over the baselines "
+            "(baseline time / library time):",
             harness.markdown_table(head, speed),
         ]
     )
@@ -646,12 +648,12 @@ def section_table2(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
     md = "\n\n".join(
         [
             f"## Time per round as in Table 2 of Oosterhuis (SIGIR 2022) ({cfg.threads} threads)",
-            "Every method estimates the NDCG@K gradient (and, except PL-Rank-2, the Hessian) from N "
-            f"sampled rankings per query, on margins after {cfg.warm_rounds} PL-Rank boosting rounds. "
-            "The library is `plrank_grad_hess(..., hessian='raw')`; both baselines draw each ranking "
-            "by Gumbel top-K over all D documents (two logarithms per document and sample). A cell "
-            "whose time, extrapolated "
-            "linearly from a measured cell with a smaller N or K, exceeds "
+            "Every method estimates the NDCG@K gradient (and, except PL-Rank-2, the Hessian) from "
+            f"N sampled rankings per query, on margins after {cfg.warm_rounds} PL-Rank boosting "
+            "rounds. The library is `plrank_grad_hess(..., hessian='raw')`; both baselines draw "
+            "each ranking by Gumbel top-K over all D documents (two logarithms per document and "
+            "sample). A cell whose time, extrapolated linearly from a measured cell with a "
+            "smaller N or K, exceeds "
             f"{cfg.max_cell_seconds:.0f} s is skipped and says so.",
             *parts,
             note,
@@ -821,8 +823,8 @@ def section_compile(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         [
             "## First-call (compile) time in a fresh process",
             "Written by `python benchmarks/bench_round.py --sections compile` (and `make bench`). "
-            "`import gbdt_plrank`, then the first and second `plrank_grad_hess` call on a tiny input, "
-            "then the first `plrank_grad_hess_from_rankings` call, in seconds.",
+            "`import gbdt_plrank`, then the first and second `plrank_grad_hess` call on a tiny "
+            "input, then the first `plrank_grad_hess_from_rankings` call, in seconds.",
             harness.markdown_table(
                 [
                     "Numba cache",
@@ -872,8 +874,8 @@ def section_dask(cfg: Config, ws: Workspace) -> tuple[str, dict[str, Any]]:
         [
             "## Dask: seconds per round on 1 and 2 local workers",
             f"{result['data']}; `xgboost.dask.train`, depth 6, eta 0.1, single-threaded worker "
-            "processes. PL-Rank: the keyed objective (K=10, N=100); LambdaMART: `rank:ndcg`. A round "
-            "is the median time between the ends of consecutive rounds; the ratio 1 worker / "
+            "processes. PL-Rank: the keyed objective (K=10, N=100); LambdaMART: `rank:ndcg`. A "
+            "round is the median time between the ends of consecutive rounds; the ratio 1 worker / "
             "2 workers is the speed-up, bounded by the cores other processes leave free.",
             dask_scaling.table(result["rows"]),
             note,

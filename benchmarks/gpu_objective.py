@@ -149,7 +149,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         ]
         d, a = size["data"], size["agreement_with_cpu_race"]
         parts.append(
-            f"### {d['documents']:,} documents, {d['queries']:,} queries, {d['features']} features\n\n"
+            f"### {d['documents']:,} documents, {d['queries']:,} queries, "
+            f"{d['features']} features\n\n"
             + harness.markdown_table(
                 ["what", "seconds", "/ GPU rank:ndcg round"],
                 [[what, s, s / ref] for what, s in rows],

@@ -76,7 +76,7 @@ def measure(fn: Callable[[], object], *, reps: int = 5, budget: float = 3.0) -> 
 def measure_interleaved(
     fns: dict[str, Callable[[], object]], *, reps: int = 5
 ) -> dict[str, Timing]:
-    """Time several functions in turns: one warm-up call each, then ``reps`` rounds of one call each.
+    """Time several functions in turns: one warm-up call each, then ``reps`` rounds of one each.
 
     A change of the machine's load during the measurement then falls on every function alike,
     so their ratios are steadier than those of back-to-back :func:`measure` calls.

@@ -1,14 +1,16 @@
 r"""Wall time to a kept model: every GBDT ranker of the harness, the same settings, one process.
 
-Each method trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`)
-on every requested fold at the harness's shared tree settings (eta 0.05, depth 6 / LightGBM's 31
+Each method trains through the comparison harness (:func:`gbdt_plrank.harness.training.train`) on
+every requested fold at the harness's shared tree settings (eta 0.05, depth 6 / LightGBM's 31
 leaves, min_child_weight 0.1, lambda 1; at most 1000 rounds, the harness's stopping rule on
-validation: no round kept before ceil(2 / eta), patience 25), with its own watched metric: the library objectives on the library's NDCG@k, the PL-Rank methods as the
-README's ``xgboost.train`` / ``lightgbm.train`` call does (``[plrank]``'s defaults; ``--stopping``
-adds rows for other stopping metrics, ``--plrank`` rows with other ``[plrank]`` options). What
-is timed is the library's training call, evaluation and early stopping included, up to the kept model: the harness's ``Fit.train_seconds``. Within a
-fold the methods run one after the other, so that a change of the machine's load falls on all of
-them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the same folds.
+validation: no round kept before ceil(2 / eta), patience 25), with its own watched metric: the
+library objectives on the library's NDCG@k, the PL-Rank methods as the README's ``xgboost.train`` /
+``lightgbm.train`` call does (``[plrank]``'s defaults; ``--stopping`` adds rows for other stopping
+metrics, ``--plrank`` rows with other ``[plrank]`` options). What is timed is the library's training
+call, evaluation and early stopping included, up to the kept model: the harness's
+``Fit.train_seconds``. Within a fold the methods run one after the other, so that a change of the
+machine's load falls on all of them, and the ratios to XGBoost's ``rank:ndcg`` are taken over the
+same folds.
 
 Quality is test NDCG@5 and NDCG@10 of the kept models (trained and stopped at k, default 10),
 pooled over every test query of the folds (queries without a relevant document left out, as in

@@ -1,12 +1,12 @@
 """Compiling the Numba kernels: a notice at the first compilation, and a way to compile ahead.
 
 Numba compiles a kernel at its first call, unless its on-disk cache (``cache=True``) holds it:
-compiling every kernel a first training needs takes about 20 seconds on a quiet 2-core machine
-(a minute when other processes share it), once per environment; a process that finds them in the cache loads them in
-well under a second (``benchmarks/results/compile_time.md``). The first compilation of one of
-the package's kernels in a process logs one warning on the ``gbdt_plrank`` logger, so that it
-does not look like a hang: Numba's event API (``numba:compile``) announces compilations, not
-loads from the cache, so a process that loads every kernel says nothing.
+compiling every kernel a first training needs takes about 20 seconds on a quiet 2-core machine (a
+minute when other processes share it), once per environment; a process that finds them in the cache
+loads them in well under a second (``benchmarks/results/compile_time.md``). The first compilation of
+one of the package's kernels in a process logs one warning on the ``gbdt_plrank`` logger, so that it
+does not look like a hang: Numba's event API (``numba:compile``) announces compilations, not loads
+from the cache, so a process that loads every kernel says nothing.
 :func:`compile_kernels` compiles them ahead, for a container image or a CI cache
 (``gbdt-plrank compile`` on the command line).
 """

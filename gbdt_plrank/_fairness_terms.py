@@ -12,39 +12,27 @@ slope takes, its curvature (the Gauss-Newton part of the objective's Hessian), i
 query, and the names and columns under which the harness reports it.
 
 The terms, each quadratic in :math:`E`, with :math:`g_d` the gain of d's label
-(:func:`~gbdt_plrank._ranking_metric.gains`, not normalised) and :math:`n` the query's documents:
+(:func:`~gbdt_plrank._ranking_metric.gains`, not normalised) and :math:`n` the query's documents
+(their sources and what each measures: :doc:`/guide/fairness`):
 
-- ``"expected-exposure"``: EE-L :math:`= \sum_d (E(d) - \epsilon(d))^2` against the
-  equal-expected-exposure target :math:`\epsilon(d)`, the mean rank weight over the ranks that
-  d's grade occupies in the ideal ranking (Diaz et al. 2020; :func:`equal_exposure_target`);
-- ``"disparity"``: the individual disparity of the 2021 PL-Rank experiments (exposure
-  proportional to merit, Singh and Joachims 2018),
-  :math:`D = \frac{1}{n(n-1)}\sum_{i \ne j} (E_i g_j - E_j g_i)^2` (0 for n < 2);
-- ``"group-disparity"``: with item groups, exposure per unit of merit equal across groups,
-  :math:`GD = \sum_{a<b,\ M_a, M_b > 0} (X_a/M_a - X_b/M_b)^2`, :math:`X_a` and :math:`M_a`
-  the sums of :math:`E` and :math:`g` over group :math:`a` (Singh and Joachims 2018, for two
-  groups their squared disparate treatment). A query where fewer than two groups have merit
-  contributes 0, and so do documents of a group without merit.
+- ``"expected-exposure"``: EE-L :math:`= \sum_d (E(d) - \epsilon(d))^2`, :math:`\epsilon(d)`
+  the mean rank weight over the ranks of d's grade in the ideal ranking
+  (:func:`equal_exposure_target`);
+- ``"disparity"``: :math:`D = \frac{1}{n(n-1)}\sum_{i \ne j} (E_i g_j - E_j g_i)^2` (0 for n < 2);
+- ``"group-disparity"``: :math:`GD = \sum_{a<b,\ M_a, M_b > 0} (X_a/M_a - X_b/M_b)^2`,
+  :math:`X_a` and :math:`M_a` the sums of :math:`E` and :math:`g` over item group :math:`a`; a
+  query where fewer than two groups have merit, and a group without merit, contribute 0.
 
-Curvature. The objective's Hessian gains :math:`w` times the Gauss-Newton part
+Curvature: the objective's Hessian gains :math:`w` times the Gauss-Newton part
 :math:`\sum_{ij} A_{ij}\, \partial E(i)/\partial m(d)\, \partial E(j)/\partial m(d) \ge 0`
 (:math:`A` the constant, positive semi-definite Hessian of :math:`F` in :math:`E`), of which
-each term keeps a cheap non-negative part through :math:`v_d = \partial E(d)/\partial m(d)`
-alone, :math:`c_d v_d^2` (``FairnessTerm.curvature``).
+each term keeps the cheap non-negative part :math:`c_d v_d^2`, with
+:math:`v_d = \partial E(d)/\partial m(d)` (``FairnessTerm.curvature``).
 
 Adding a term: a branch of ``loss_slope`` in the kernels (or the code of an existing slope
 with another per-row parameter), a :class:`FairnessTerm` registered here, its tests and its
 documentation; the objective, the metrics, the options and the frontier read it from here.
-
-References
-----------
-F. Diaz, B. Mitra, M. D. Ekstrand, A. J. Biega and B. Carterette. Evaluating stochastic
-rankings with expected exposure. CIKM 2020.
-
-H. Oosterhuis. Computationally efficient optimization of Plackett-Luce ranking models for
-relevance and fairness. SIGIR 2021.
-
-A. Singh and T. Joachims. Fairness of exposure in rankings. KDD 2018.
+References: Diaz et al. (CIKM 2020), Oosterhuis (SIGIR 2021), Singh and Joachims (KDD 2018).
 """
 
 from __future__ import annotations
@@ -302,8 +290,8 @@ register(
         reads=frozenset({"cutoff"}),
         summary=" ".join(
             [
-                "the expected exposure loss EE-L of Diaz et al. (2020) against equal expected exposure",
-                "within relevance grades, which only a stochastic ranker can bring to 0",
+                "the expected exposure loss EE-L of Diaz et al. (2020) against equal expected",
+                "exposure within relevance grades, which only a stochastic ranker can bring to 0",
             ]
         ),
     )
@@ -415,9 +403,9 @@ register(
         reads=frozenset({"gain", "item_groups"}),
         summary=" ".join(
             [
-                "the squared differences of exposure per unit of merit between item groups (it needs",
-                "every document's item group, ``item_groups``; a query where fewer than two groups",
-                "have merit contributes 0)",
+                "the squared differences of exposure per unit of merit between item groups (it",
+                "needs every document's item group, ``item_groups``; a query where fewer than two",
+                "groups have merit contributes 0)",
             ]
         ),
     )

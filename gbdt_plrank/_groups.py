@@ -149,7 +149,7 @@ class Split:
     def grouped(
         cls, X: Any, y: np.ndarray, groups: Groups, item_groups: np.ndarray | None = None
     ) -> Split:
-        """The rows of ``X`` (None: none), ``y`` and ``item_groups`` in the query order of ``groups``.
+        """The rows of ``X`` (None: none), ``y`` and ``item_groups`` in ``groups``' query order.
 
         Empty queries hold no rows and are left out.
         """
@@ -237,9 +237,8 @@ def resolve_groups(group: object, n_rows: int) -> Groups:
         raise ValueError(f"group must be one-dimensional, but has shape {g.shape}.")
     if g.shape[0] == n_rows:
         if g.dtype.kind == "f" and np.isnan(g).any():
-            raise ValueError(
-                f"group (query ids) must not be NaN, but group[{int(np.flatnonzero(np.isnan(g))[0])}] is."
-            )
+            first = int(np.flatnonzero(np.isnan(g))[0])
+            raise ValueError(f"group (query ids) must not be NaN, but group[{first}] is.")
         qids, codes = np.unique(g, return_inverse=True)
         order = np.argsort(codes, kind="stable")
         ptr = np.searchsorted(codes[order], np.arange(qids.shape[0] + 1)).astype(np.int64)

@@ -57,7 +57,7 @@ def ranks_used(K: int | None, group_ptr: np.ndarray) -> int:
 
 @dataclass(frozen=True)
 class RankingMetric:
-    """A metric at a cut-off with a gain (validated by the caller: see :mod:`gbdt_plrank._training.options`).
+    """A metric at a cut-off with a gain, validated by the caller (the options' schema).
 
     Attributes
     ----------

@@ -26,16 +26,11 @@ documents and noise from it):
   ``grade_shares`` (MSLR-WEB30K's, by default :data:`MSLR_GRADE_SHARES`), over the world's
   score distribution (the same thresholds for every seed and split);
 - **a protected group** (``groups``, :class:`WebGroups`; none by default): a document
-  attribute, an integer level 0-9 drawn uniformly (a quality score), whose levels below
-  ``10 * share`` form the protected group, and a query-level feature :math:`c_q \sim N(0, 1)`;
-  the protected documents' relevance score is shifted by ``query_shift`` :math:`\cdot\, c_q`,
-  so that the group's share of a query's merit varies from query to query, as QualityScore2's
-  group does in MSLR-WEB (FULTR's and SenSTIR's grouping: below its 40th percentile), while
-  the attribute says nothing about relevance over all queries. Both are observed exactly, as
-  the two columns after the ``n_features`` others. The group's draws come from a stream of
-  their own: the other columns, the noise and the query effects are those of the shape
-  without ``groups`` (the grades differ only where the shift moves a score across a threshold,
-  the thresholds set over the scores with the shift).
+  attribute, a level 0-9 whose levels below ``10 * share`` form the group, and a query-level
+  feature :math:`c_q \sim N(0, 1)` that shifts the group's relevance score by ``query_shift``
+  :math:`\cdot\, c_q`, so that its share of a query's merit varies from query to query; the
+  other columns, the noise and the query effects are those of the shape without it
+  (:doc:`/guide/data`, which says why and how it is drawn).
 
 Nothing here is fitted to a real dataset beyond these shapes; the bundled ``mslr-sample`` (90
 real MSLR queries) is the check on real data.

@@ -202,7 +202,8 @@ def _folder_files(folder: Path) -> list[Path]:
         plain, gz = folder / f"{split}.txt", folder / f"{split}.txt.gz"
         if not (plain.is_file() or gz.is_file()):
             raise FileNotFoundError(
-                f"{folder} must hold train.txt, vali.txt and test.txt (or .txt.gz), but {split} is missing."
+                f"{folder} must hold train.txt, vali.txt and test.txt (or .txt.gz), but {split} "
+                "is missing."
             )
         files.append(plain if plain.is_file() else gz)
     return files

@@ -65,9 +65,8 @@ class PLRankRanker(PolicyRanker):
     :math:`-\mathbb{E}_{y \sim \pi}[\mathrm{metric@K'}(y)]`, at the training cut-off
     :math:`K'` = ``train_K`` (2K by default), from ``N`` sampled rankings per query
     (PL-Rank-3, Oosterhuis 2022; Hessian of Kang, de Rijke and Oosterhuis 2024). Ranking by
-    :meth:`predict` is the policy's most likely ranking.
-
-    ``__init__`` only stores its arguments; they are checked by :meth:`fit`.
+    :meth:`predict` is the policy's most likely ranking. ``__init__`` only stores its
+    arguments; :meth:`fit` checks them. The user guide: :doc:`/guide/ranker`.
 
     Parameters
     ----------
@@ -75,10 +74,9 @@ class PLRankRanker(PolicyRanker):
         The booster library.
     .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample fairness
     device : {"cpu", "cuda"}, default "cpu"
-        Where the objective's estimate is computed (XGBoost's parameter name): ``"cuda"`` runs
-        it on the GPU (the ``gpu`` extra; see :func:`gbdt_plrank.plrank_objective` for what it
-        allows) and trains XGBoost with ``device="cuda"`` too; LightGBM trains where its own
-        parameters say (``params={"device_type": ...}``) and gets the estimate as host arrays.
+        Where the objective's estimate is computed: ``"cuda"`` on the GPU (the ``gpu`` extra;
+        XGBoost then trains with ``device="cuda"`` too, LightGBM where ``params`` say;
+        :doc:`/guide/gpu`).
     .. plrank-options:: fairness_weight empty_queries
     n_estimators : int, default 150
         Boosting rounds (at most, with early stopping).
@@ -114,76 +112,51 @@ class PLRankRanker(PolicyRanker):
         Threads of the booster and of the objective's sampling; ``None`` leaves each library's
         default, negative values count back from the number of cores (-1: all).
     stopping_metric : {"auto", "policy", "ranking", "standardized"}, default "auto"
-        What early stopping (``fit(early_stopping_rounds=)``) watches, each library's rule on
-        the eval sets: ``"policy"`` the policy's expected metric@K, minus ``fairness_weight``
-        times the fairness loss with ``fairness``, from 100 rankings per query drawn from the
-        same streams every round (:attr:`gbdt_plrank.PLRankObjective.expected_metric`);
-        ``"standardized"`` the same for the margins scaled to a within-query spread of 3, blind
-        to the rounds that only sharpen the policy
-        (:attr:`gbdt_plrank.PLRankObjective.standardized_metric`);
+        What early stopping watches on the eval sets: ``"policy"`` the policy's expected
+        metric@K (minus ``fairness_weight`` times the fairness loss with ``fairness``),
+        ``"standardized"`` the same for the margins scaled to a within-query spread of 3,
         ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"standardized"``
-        here (``"policy"`` with ``fairness``, whose policy's spread is part of what is trained)
-        and ``"ranking"`` for :class:`~gbdt_plrank.dask.DaskPLRankRanker`. The policy's values
-        are smooth in the margins, where the ranking's metric jumps from round to round and
-        stops training at early noisy peaks, at the price of sampling the eval set's rankings
-        every round; the standardised one does not wait for the rounds that only sharpen the
-        policy.
+        (``"policy"`` with ``fairness``; ``"ranking"`` for
+        :class:`~gbdt_plrank.dask.DaskPLRankRanker`). Why: :doc:`/guide/boosters`, "Early
+        stopping on the policy".
     min_rounds : int or "auto", default "auto"
-        With early stopping, no round before this one is kept or counted: the best round is
-        the best from round ``min_rounds`` on, and the patience runs from there. ``"auto"`` is
+        With early stopping, no round before this one is kept or counted; ``"auto"`` is
         :func:`~gbdt_plrank.min_rounds_for` of the learning rate the booster trains with,
-        ``ceil(2 / learning_rate)`` (10 at the default 0.2; a rate in ``params`` wins): a
-        model of fewer trees has taken less than about 86 % of a full step, and an early
-        maximum of a stochastic objective's validation curve is mostly noise. 0 keeps any round, each library's own rule; a fit of fewer rounds keeps its last.
+        ``ceil(2 / learning_rate)`` (10 at the default 0.2; a rate in ``params`` wins); 0 keeps
+        any round, each library's own rule. A fit of fewer rounds keeps its last.
     min_delta : float, default 0.0
         With early stopping, a round becomes the best only when it beats the best validation
-        value by more than this (a finite number >= 0; XGBoost's ``EarlyStopping(min_delta=)``
-        and LightGBM's ``early_stopping(min_delta=)``): gains smaller than it count as none, so
-        a validation curve that has flattened out stops training, and the kept round is the
-        last that gained more.
+        value by more than this (a finite number >= 0, as the boosters' own ``min_delta``).
     patience_rate : float, default 0.5
-        With early stopping, the patience grows with the best round: training stops
-        ``max(early_stopping_rounds, ceil(patience_rate * (best_round + 1)))`` rounds after
-        the best (0-based) round, so a plateau of the validation curve in a long training
-        (deep queries learn for hundreds of rounds) is waited out rather than kept. 0 is a
-        fixed patience, each library's own rule.
+        With early stopping, training stops ``max(early_stopping_rounds, ceil(patience_rate *
+        (best_round + 1)))`` rounds after the best (0-based) round; 0 is a fixed patience, each
+        library's own rule. The stopping rule and why: :doc:`/guide/boosters`, "No round kept
+        before 2 / eta".
     random_state : int, RandomState or None, default None
-        Seeds the objective's sampled rankings (and those of its expected metric) and the
-        booster's own randomness; the same int gives the same model from the same rows with
-        each query's rows in the same order (whole queries may be shuffled or interleaved).
-        The rankings of a query are drawn over its rows in their order, so the same int with a
-        query's rows reordered draws other rankings: a model as different as another seed's,
-        of the same quality. ``None`` draws fresh seeds on every fit.
+        Seeds the objective's sampled rankings and the booster; the same int gives the same
+        model from the same rows with each query's rows in the same order (whole queries may be
+        shuffled or interleaved). ``None`` draws fresh seeds on every fit.
     params : dict or None, default None
         Further native parameters of the backend, applied after the settings above (e.g.
-        ``{"tree_method": "approx"}`` or ``{"min_data_in_leaf": 5}``). The objective, the
-        evaluation metric and the number of rounds are the ranker's and may not be set here.
-        Other keys are passed unchanged: XGBoost warns about keys it does not use, LightGBM
-        reports them only when its log is on (``{"verbose": 0}``).
+        ``{"tree_method": "approx"}``); the objective, the evaluation metric and the number of
+        rounds are the ranker's. Other keys are passed unchanged (XGBoost warns about keys it
+        does not use, LightGBM only when its log is on).
     verbose : bool or int, default False
-        Report a fit's progress: ``True`` or N >= 1 prints the eval sets' values every N rounds
-        (``True``: every round) in the booster's own format, as XGBoost's ``verbose_eval`` and
-        LightGBM's ``log_evaluation(N)`` do (``[10]\tvalid_0-ndcg@5:0.70123`` from XGBoost,
-        ``[10]\tvalid_0's ndcg@5: 0.70123`` from LightGBM, which counts rounds from 1); without
-        ``eval_set`` a progress bar of the rounds is shown on stderr. ``False`` (or 0, or a
-        negative integer such as LightGBM's -1) is quiet,
-        as scikit-learn's estimators are. On a Dask cluster the workers print: XGBoost's the values of
-        the whole eval sets, LightGBM's each worker those of its own part; no bar.
+        ``True`` or N >= 1 prints the eval sets' values every N rounds (``True``: every round)
+        in the booster's own format, or without ``eval_set`` shows a progress bar of the rounds
+        on stderr; ``False``, 0 or a negative integer is quiet. On a Dask cluster the workers
+        print, and there is no bar.
 
     Attributes
     ----------
     booster_ : xgboost.Booster or lightgbm.Booster
         The trained booster, holding exactly the rounds :meth:`predict` uses (up to the best
-        round under early stopping). Its raw predictions are :meth:`predict`'s; it can be saved
-        and loaded with the library's own functions.
+        round under early stopping); it saves and loads with the library's own functions.
     best_iteration_ : int or None
         0-based best round under early stopping, else ``None``.
     evals_result_ : dict
-        ``{"valid_i": {"<metric>@K": [value per round], "expected_<metric>@K": [...]}}`` for
-        the i-th eval set (the second with ``stopping_metric="policy"``, or
-        ``"standardized_expected_<metric>@K"`` with ``"standardized"``, the default without
-        ``fairness``; empty without eval sets), e.g. ``"ndcg@5"`` and
-        ``"standardized_expected_ndcg@5"``.
+        ``{"valid_i": {"<metric>@K": [value per round], ...}}`` for the i-th eval set, with the
+        watched value second (e.g. ``"standardized_expected_ndcg@5"``); empty without eval sets.
     feature_importances_ : ndarray of shape (n_features,)
         Total split gain of each feature, divided by the sum over features (all zeros when no
         tree has a split).
@@ -197,22 +170,9 @@ class PLRankRanker(PolicyRanker):
 
     Notes
     -----
-    scikit-learn 1.9 has no estimator type for rankers, and a ranker is not a regressor: its
-    scores are comparable only within a query (adding a constant per query changes nothing) and
-    its :meth:`score` is NDCG@K, not :math:`R^2`. The estimator type tag is therefore left at
-    ``None``, so meta-estimators that require a regressor (stacking, voting) refuse it.
-
-    With sparse ``X``, XGBoost treats entries that are not stored as missing and LightGBM as 0,
-    each library's own rule; NaN is missing for both. Infinite values are refused.
-
-    Features are numbers. A pandas DataFrame's column names become the booster's feature names
-    (XGBoost ``feature_names`` and ``get_score()``, LightGBM ``feature_name()``, kept in saved
-    models) and ``feature_names_in_``; :meth:`predict` then checks the columns' names and order
-    as scikit-learn estimators do. Categorical, string and other non-numeric columns are
-    refused with an error that names the column: the ranker reorders and checks rows as one
-    float matrix, so the boosters' native categorical splits are not used. Encode such a
-    column first (``X[c].cat.codes`` or ``OrdinalEncoder``: the trees split the codes as
-    numbers; one-hot columns for a few categories).
+    The estimator type tag is ``None``: a ranker's scores are comparable only within a query
+    and its :meth:`score` is NDCG@K, so meta-estimators that require a regressor refuse it.
+    Sparse ``X``, NaN, and categorical columns: :doc:`/guide/ranker`.
 
     Examples
     --------
@@ -290,33 +250,23 @@ class PLRankRanker(PolicyRanker):
         y : array-like of shape (n_samples,)
             Graded relevance labels: finite, ``>= 0`` (``<= 31`` with ``gain="exp"``).
         group : array-like or str
-            Per-row query ids (rows in any order), or group sizes when its length differs from
-            ``n_samples`` and it sums to ``n_samples``, or with a pandas DataFrame ``X`` the
-            name of its column of query ids (``group="qid"``: the column is not a feature, and
-            :meth:`predict` drops it). Required: ``None`` raises (all rows as one query would
-            train on a single query, silently); ``np.zeros(n_samples)`` makes all rows one
-            query. In ``GridSearchCV`` or ``cross_val_score``, route the query ids with
-            scikit-learn's metadata routing (``set_fit_request(group="groups")``, the user
-            guide's "Cross-validation with query groups").
+            Per-row query ids, group sizes, or a DataFrame column of query ids, read as the module
+            docstring says (:mod:`gbdt_plrank.ranker`). Required: ``None`` raises;
+            ``np.zeros(n_samples)`` makes all rows one query. In ``GridSearchCV``, route it with
+            metadata routing (:doc:`/guide/ranker`, "Cross-validation with query groups").
         item_groups : array-like of shape (n_samples,) or None, default None
-            With ``fairness="group-disparity"`` (and only then): the item group of every row, an
-            integer id >= 0, two or more distinct ids (e.g. a protected attribute, 0 or 1).
-            Exposure per unit of merit is compared between the groups within each query.
+            With ``fairness="group-disparity"`` only: every row's item group, an integer id >= 0,
+            two or more distinct ids (e.g. a protected attribute, 0 or 1).
         sample_weight : array-like or None, default None
-            Query weights, finite and >= 0, as XGBRanker's: one per row, the same for every
-            row of a query, or one per query, in the order of the sorted query ids (of the
-            given sizes). A query's weight scales its gradient and Hessian, so it counts as
-            that many copies of the query. Eval sets are not weighted.
+            Query weights, finite and >= 0, as XGBRanker's (one per query, in the order of the
+            sorted ids, or one per row, the same within a query); eval sets are not weighted.
         eval_set : list of tuples (X, y, group) or (X, y, group, item_groups), default None
-            Validation sets with their query groups (read as ``group``; a column name reads a
-            column of that set's ``X``), scored after every round (the metric@K of the ranking, and the
-            value ``stopping_metric`` names: the standardised or the plain policy's expected
-            metric@K, minus the weighted fairness loss with ``fairness``); their history is ``evals_result_``, under the
-            names ``"valid_0"``, ``"valid_1"``, ... With ``fairness="group-disparity"`` each
-            entry brings its rows' item groups as a fourth element.
+            Validation sets, their ``group`` read as ``fit``'s (and their item groups with group
+            fairness), scored after every round into ``evals_result_`` (``"valid_0"``, ...): the
+            ranking's metric@K and the value ``stopping_metric`` names.
         early_stopping_rounds : int or None, default None
-            Stop when the metric ``stopping_metric`` names has not improved on the last eval set
-            for this many rounds and keep the best round, none before ``min_rounds``.
+            Stop when the value ``stopping_metric`` names has not improved on the last eval set
+            for this many rounds, and keep the best round, none before ``min_rounds``.
 
         Returns
         -------
@@ -326,15 +276,9 @@ class PLRankRanker(PolicyRanker):
         Raises
         ------
         ValueError
-            On an unknown backend or option, a tree setting that breaks its rule (e.g.
-            ``learning_rate`` a finite number > 0, ``num_leaves`` an integer >= 2), features
-            that are infinite or in a non-numeric column, labels that are NaN or negative,
-            lengths that differ, a missing group (for the training set or an eval set), a
-            group that is neither ids nor sizes nor a column of X, query ids left in X as a
-            column, early stopping without eval set,
-            fairness options that break their rules (see ``fairness``), and item groups
-            given without group fairness, missing with it (for the training set or an eval
-            set), or of the wrong length, NaN, negative, non-integer or a single group.
+            For a parameter or option that breaks its rule, bad features, labels, groups, item
+            groups or lengths (each named with its rule), query ids left in ``X`` as a column, and
+            early stopping without an eval set.
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
         return self._train(

@@ -118,8 +118,8 @@ def curves(ds: LTRDataset, *, k: int, rounds: int, every: int, seed: int, n_jobs
             roots = trees[(trees.Node == 0) & (trees.Tree >= r - every) & (trees.Tree < r)]
             lines.append(
                 f"| {method} | {r} | {ndcg(tr.y, mt, tr.qid, k=k):.4f} | "
-                f"{ndcg(va.y, mv, va.qid, k=k):.4f} | {within_query_spread(mv, va.group_ptr):.3f} | "
-                f"{roots.Cover.mean():.4g} |"
+                f"{ndcg(va.y, mv, va.qid, k=k):.4f} | "
+                f"{within_query_spread(mv, va.group_ptr):.3f} | {roots.Cover.mean():.4g} |"
             )
     return lines
 

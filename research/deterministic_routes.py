@@ -1,4 +1,4 @@
-"""Routes from a deterministic ranker's clicks to a PL-Rank model, measured in the clicks experiment.
+"""Routes from a deterministic ranker's clicks to a PL-Rank model, measured in a clicks experiment.
 
 Runs ``gbdt-plrank clicks CONFIG`` (:func:`gbdt_plrank.harness.clicks.run_clicks`; a
 configuration with ``logger = "lambdamart"``: every learner reads the LambdaMART's deterministic

@@ -2,11 +2,12 @@
 of the doubly robust estimator.
 
 For every fold of a clicks configuration, the stochastic logger's log of the first ``--sessions``
-sessions per query is made as the experiment makes it (:class:`gbdt_plrank.harness.clicks.run._Fold`:
-the same logger, the same seeds), and the rewards of the validation rows (``--split``) are
-compared with the simulated click probability when seen (:func:`gbdt_plrank.clicks.seen_click_probability`):
-mean squared error by grade and over every row, and the within-query error (each query's mean error
-removed first: a shift common to a query's rows changes no ranking).
+sessions per query is made as the experiment makes it
+(:class:`gbdt_plrank.harness.clicks.run._Fold`: the same logger, the same seeds), and the rewards of
+the validation rows (``--split``) are compared with the simulated click probability when seen
+(:func:`gbdt_plrank.clicks.seen_click_probability`): mean squared error by grade and over every row,
+and the within-query error (each query's mean error removed first: a shift common to a query's rows
+changes no ranking).
 
 Rewards:
 

@@ -6,8 +6,8 @@ fairness_weight=w)`` with the validation split as eval set and 50 rounds of earl
 policy's validation objective, for each weight ``w``; LambdaMART (XGBoost ``rank:ndcg``, the
 comparison harness's trees, early-stopped on validation NDCG@10); the user's call at w = 0 is
 the PL-Rank reference (the relevance objective at train_K = K); and, at the weights of
-``--probe-weights``, the variants that test why a fair policy might be dominated (the Hessian mode, a
-smaller learning rate with more rounds, a larger N, no early stopping).
+``--probe-weights``, the variants that test why a fair policy might be dominated (the Hessian
+mode, a smaller learning rate with more rounds, a larger N, no early stopping).
 
 Every model is evaluated on the VALIDATION and TEST queries that have a relevant document
 (:func:`gbdt_plrank.harness.policy_eval.evaluate_policy`, ``--samples`` rankings per query:
@@ -413,15 +413,16 @@ def main() -> None:
             "",
             f"`{command}`",
             "",
-            f"Expected NDCG@10 and EE-L per split (queries with a relevant document, {args.samples} "
-            "rankings per query, EE-L without the plug-in's bias). Gap: the policy's NDCG minus the "
-            "envelope of the reference (LambdaMART or PL-Rank w=0 under the temperature grid, "
-            "linear between neighbouring temperatures, i.e. a random mixture) at the policy's EE-L, "
-            "mean (standard error over queries); negative: dominated. 'chosen T': the temperature "
-            "(or as trained) of the best validation objective NDCG - w EE-L, read on both splits. "
-            "'not reached': the policy is fairer than every point of the reference curve (its EE-L is "
-            "below the curve's smallest), so that reference does not dominate it. 'pooled': every "
-            "fold's queries together (each reference curve pooled per temperature).",
+            "Expected NDCG@10 and EE-L per split (queries with a relevant document, "
+            f"{args.samples} rankings per query, EE-L without the plug-in's bias). Gap: the "
+            "policy's NDCG minus the envelope of the reference (LambdaMART or PL-Rank w=0 under "
+            "the temperature grid, linear between neighbouring temperatures, i.e. a random "
+            "mixture) at the policy's EE-L, mean (standard error over queries); negative: "
+            "dominated. 'chosen T': the temperature (or as trained) of the best validation "
+            "objective NDCG - w EE-L, read on both splits. 'not reached': the policy is fairer "
+            "than every point of the reference curve (its EE-L is below the curve's smallest), so "
+            "that reference does not dominate it. 'pooled': every fold's queries together (each "
+            "reference curve pooled per temperature).",
             "",
             "| fold | model | w | split | rounds | NDCG@10 | EE-L | gap vs LambdaMART+T | "
             "gap vs PL-Rank w=0+T | chosen T | NDCG@10 | EE-L | gap vs LambdaMART+T | "
@@ -436,8 +437,9 @@ def main() -> None:
             "'best reference': the temperature-randomised LambdaMART or PL-Rank w=0, whichever has "
             "the better validation objective; differences paired over queries (standard error).",
             "",
-            "| model | w | as trained | + chosen T | LambdaMART + chosen T | PL-Rank w=0 + chosen T "
-            "| as trained - best reference | + chosen T - best reference |",
+            "| model | w | as trained | + chosen T | LambdaMART + chosen T "
+            "| PL-Rank w=0 + chosen T | as trained - best reference "
+            "| + chosen T - best reference |",
             "|---|---|---|---|---|---|---|---|",
             *objectives,
             "",

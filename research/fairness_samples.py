@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> None:
             "",
             __doc__.split("\n\n")[1].replace("\n", " "),
             "",
-            f"{args.data}, fold {args.fold}, {args.rounds} rounds, fairness_weight {args.weight:g}, "
-            f"{int(keep.sum())} test rows of "
-            f"{np.unique(qid).size} queries with a relevant document, seed 0; temperatures divide the "
-            f"raw margins.",
+            f"{args.data}, fold {args.fold}, {args.rounds} rounds, "
+            f"fairness_weight {args.weight:g}, "
+            f"{int(keep.sum())} test rows of {np.unique(qid).size} queries with a relevant "
+            f"document, seed 0; temperatures divide the raw margins.",
             "",
             "| N | rankings per query | temperature | expected NDCG@10 | group disparity |",
             "|---|---|---|---|---|",

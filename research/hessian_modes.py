@@ -1,4 +1,5 @@
-"""Choose the default Hessian mode by measurement (docs/research/hessian.md, "Choosing the Hessian").
+"""Choose the default Hessian mode by measurement (docs/research/hessian.md, "Choosing the
+Hessian").
 
 Trains XGBoost and LightGBM with the PL-Rank objective under every Hessian mode, next to their own
 LambdaMART, on the bundled MQ2008 and MQ2007-agg (Fold1), over several seeds, with the same tree
@@ -120,7 +121,8 @@ def main() -> None:
                 ]
                 v, t, it = (np.array(x, dtype=float) for x in zip(*res))
                 rows.append(
-                    f"| {name} | {booster} | {mode} | {v.mean():.4f} ({v.std():.4f}) | {t.mean():.4f} ({t.std():.4f}) | {it.mean():.0f} |"
+                    f"| {name} | {booster} | {mode} | {v.mean():.4f} ({v.std():.4f}) "
+                    f"| {t.mean():.4f} ({t.std():.4f}) | {it.mean():.0f} |"
                 )
                 print(rows[-1], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -55,9 +55,10 @@ def ratio_rows(data: str, samples: int = SAMPLES) -> list[str]:
             rows_of = (g != 0) & (train.y == label)
             r = h[rows_of] / g[rows_of]
             q1, med, q3 = np.percentile(r, [25, 50, 75])
+            agree = np.mean(np.sign(h[rows_of]) == np.sign(g[rows_of]))
             rows.append(
-                f"| {data} | {spread:g} | {label} | {rows_of.sum()} | {med:.2f} [{q1:.2f}, {q3:.2f}] "
-                f"| {np.mean(np.sign(h[rows_of]) == np.sign(g[rows_of])):.2f} |"
+                f"| {data} | {spread:g} | {label} | {rows_of.sum()} | "
+                f"{med:.2f} [{q1:.2f}, {q3:.2f}] | {agree:.2f} |"
             )
     return rows
 
@@ -114,8 +115,8 @@ def main() -> None:
         "",
         "Command: `python -m research.hessian_probe " + shlex.join(sys.argv[1:]) + "`",
         "",
-        f"## Ratio of the Hessian diagonal to the gradient (K={K}, N={args.samples:,}, Fold1 training "
-        "documents of queries with a relevant document)",
+        f"## Ratio of the Hessian diagonal to the gradient (K={K}, N={args.samples:,}, Fold1 "
+        "training documents of queries with a relevant document)",
         "",
         "Margins: spread x (normal noise + 0.5 x label). Median [quartiles] of h/g per document, "
         "and the share of documents where h and g have the same sign (the exact ratio at K=1 "

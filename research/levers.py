@@ -26,9 +26,9 @@ The levers (all built from the public objective, none of them an option of it):
   documents of queries that contribute, i.e. no second-order information, but on the Hessian's
   scale (all ones is 10 to 40 times too small a curvature for the boosters' step sizes).
 - ``|g|``: the Hessian replaced by :math:`|g_d|`. The exact diagonal of the Hessian is nearly
-  proportional to the gradient (exactly :math:`h_d = (1 - 2 p_d) g_d` at K = 1, docs/research/hessian.md "Choosing
-  the Hessian"), so :math:`|g|` keeps the curvature's scale without the Hessian estimate's
-  extra noise.
+  proportional to the gradient (exactly :math:`h_d = (1 - 2 p_d) g_d` at K = 1,
+  docs/research/hessian.md "Choosing the Hessian"), so :math:`|g|` keeps the curvature's scale
+  without the Hessian estimate's extra noise.
 - ``..., unit scale``: gradient and Hessian multiplied by one factor per round so that the mean
   Hessian over contributing documents is 1 (as with squared error), which puts ``lambda`` and
   ``min_child_weight`` on the scale the boosters' defaults assume.
@@ -52,8 +52,8 @@ The levers (all built from the public objective, none of them an option of it):
 - ``reward-weighted Fisher``: a positive Gauss-Newton-like curvature,
   :math:`E\big[\sum_{k \le r_d} p_k(d)(1 - p_k(d))\,|\rho_d \theta_k - PR_k|\big]` (the softmax
   variance of every placement d took part in, weighted by how much placing d there would change
-  the reward), from its own samples (:mod:`research.levers_gn_curvature`); ``raw/Fisher mix`` averages
-  it with the raw estimate.
+  the reward), from its own samples (:mod:`research.levers_gn_curvature`); ``raw/Fisher mix``
+  averages it with the raw estimate.
 """
 
 from __future__ import annotations
@@ -406,13 +406,14 @@ def table(done, data: str, lib: str, K: int, folds, seeds, names) -> list[str]:
     ref = _pooled(done, data, lib, K, REFERENCE, folds, seeds)
     if base is None:
         return ["(the baseline has not finished)"]
+    first = _runs(done, data, lib, K, "base", folds, seeds[:1])
     lines = [
         f"| setting | NDCG@{K} | minus {BASELINE[lib]} [95% CI], p, verdict "
         f"| minus abs [95% CI], p, verdict | best round | s / training |",
         "|---|---|---|---|---|---|",
         f"| {BASELINE[lib]} | {np.mean(list(base.values())):.4f} | | | "
-        f"{np.mean([r['best'] for r in _runs(done, data, lib, K, 'base', folds, seeds[:1])]):.0f} | "
-        f"{np.mean([r['secs'] for r in _runs(done, data, lib, K, 'base', folds, seeds[:1])]):.1f} |",
+        f"{np.mean([r['best'] for r in first]):.0f} | "
+        f"{np.mean([r['secs'] for r in first]):.1f} |",
     ]
     for name in names:
         cand = _pooled(done, data, lib, K, name, folds, seeds)

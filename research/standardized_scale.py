@@ -1,4 +1,5 @@
-"""Which spread the standardised stopping signal divides the margins by: over all rows, or within queries.
+"""Which spread the standardised stopping signal divides the margins by: all rows', or within
+queries.
 
 ``obj.standardized_metric`` is the expected NDCG@K of the policy of the validation margins
 scaled to a spread of 3. Dividing by their standard deviation over all rows makes it depend on

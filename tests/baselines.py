@@ -6,8 +6,9 @@ Two faithful Numba implementations of the published algorithms, parallel over qu
 * :func:`plrank3_grad_hess`: PL-Rank-3 as Algorithm 1 of Oosterhuis (SIGIR 2022). Each sample is
   a Gumbel top-K over all D documents (Gumbel noise, quickselect, then a heap sort of the K
   winners), then the O(D) loop over every document computes its gradient term and, as in Kang,
-  de Rijke and Oosterhuis (SIGIR 2024), its Hessian term directly (the formulas of :func:`gbdt_plrank.plrank_grad_hess`): nothing
-  is collapsed. O(N (D + K log K)) per query (expected), which is the paper's O(N (D + K log D)).
+  de Rijke and Oosterhuis (SIGIR 2024), its Hessian term directly (the formulas of
+  :func:`gbdt_plrank.plrank_grad_hess`): nothing is collapsed. O(N (D + K log K)) per query
+  (expected), which is the paper's O(N (D + K log D)).
 * :func:`plrank2_grad`: PL-Rank-2 of Oosterhuis (SIGIR 2021): for each sample and each rank k,
   every document not placed before k receives its placement-probability term
   pi(d | y_{1:k-1}) (theta_k rho_d - PR_k). O(N K D) per query; gradient only, as in the paper.

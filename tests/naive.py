@@ -203,7 +203,8 @@ def ee_loss(target):
 
 
 def disparity_loss(g):
-    """D = 1/(n(n-1)) sum_{i != j} (E_i g_j - E_j g_i)^2; dD/dE_d = 4/(n(n-1)) sum_j g_j (E_d g_j - E_j g_d)."""
+    """D = 1/(n(n-1)) sum_{i != j} (E_i g_j - E_j g_i)^2, whose slope in E_d is
+    dD/dE_d = 4/(n(n-1)) sum_j g_j (E_d g_j - E_j g_d)."""
     g = np.asarray(g, dtype=float)
     n = len(g)
     pairs = [(i, j) for i in range(n) for j in range(n) if i != j]

@@ -1,9 +1,9 @@
 """Faster kernels, same numbers: the outputs are pinned to digests.
 
-The sampled rankings, and so the estimates and the trained models, must not change when the
-kernels get faster. ``GOLDEN`` holds the sha256 of the outputs of :func:`_outputs`: the estimate
-at cut-off 20 (the ranker's default at K=10) and N=100, queries of 1 to 400 documents, every sampler,
-margins far apart, the fairness objective, and the policy's sampled rankings.
+The sampled rankings, and so the estimates and the trained models, must not change when the kernels
+get faster. ``GOLDEN`` holds the sha256 of the outputs of :func:`_outputs`: the estimate at cut-off
+20 (the ranker's default at K=10) and N=100, queries of 1 to 400 documents, every sampler, margins
+far apart, the fairness objective, and the policy's sampled rankings.
 ``python tests/test_bit_identity.py`` prints the digests.
 
 The "far apart" entry (margins spanning thousands) was re-pinned when such queries got their

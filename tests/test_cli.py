@@ -611,8 +611,8 @@ def test_fairness_without_matplotlib_skips_the_picture(
         ),
         (
             "[lambdarank-lgb]\nnum_leaves = -3\n",
-            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed: "
-            "(num_leaves) > (1)",
+            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: "
+            "Check failed: (num_leaves) > (1)",
         ),
         (
             '[lambdarank-lgb]\nlearning_rate = "fast"\n',

@@ -201,8 +201,8 @@ def test_the_rows_of_a_session_stay_in_range_and_in_one_query():
         # a clicked row's reward 1 / (2 x 1e-320) overflows float64
         (
             dict(propensities=[1.0, 1e-320], qid=[0, 0]),
-            "propensities must be large enough for a finite reward, clicks / (sessions x propensity), "
-            "but row 1 has 1 click(s) in 2 session(s) and propensities[1] is 1e-320.",
+            "propensities must be large enough for a finite reward, clicks / (sessions x "
+            "propensity), but row 1 has 1 click(s) in 2 session(s) and propensities[1] is 1e-320.",
         ),
         (
             dict(position_bias=[1.0, 1e-320]),

@@ -13,6 +13,8 @@ its report carries them.
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +31,7 @@ from gbdt_plrank.clicks import (
     click_rewards,
     estimate_policy_value,
 )
-from gbdt_plrank.clicks._rewards import estimator_entries
+from gbdt_plrank.clicks._rewards import CLICK_PARAMETERS, estimator_entries
 from gbdt_plrank.harness.clicks.config import load_clicks_config
 from gbdt_plrank.harness.settings import ConfigError
 
@@ -112,6 +114,13 @@ def test_the_docstrings_list_the_registry(toys) -> None:
     assert '- ``"naive"``' not in estimate_policy_value.__doc__
 
 
+def test_the_shared_click_parameters_are_filled_in_both_docstrings() -> None:
+    for entry in CLICK_PARAMETERS.values():
+        for doc in (click_rewards.__doc__, estimate_policy_value.__doc__):
+            assert textwrap.indent(entry, "    ") in doc
+    assert ".. click-parameters::" not in click_rewards.__doc__ + estimate_policy_value.__doc__
+
+
 def _config(tmp_path: Path, data: Path) -> Path:
     """configs/clicks-tiny.toml on ``data``: one session count, no exploration, the reference
     learner and the toys' learners, a short off-policy table."""
@@ -166,3 +175,16 @@ def test_the_experiment_trains_values_and_reports_the_registered_estimators(
     assert "PL-Rank on IPS rewards minus each learner" in report
     assert "PL-Rank on click-through-rate regression rewards minus" not in report
     assert "| ips |" in report  # its off-policy rows
+
+
+def test_the_clicks_guide_lists_every_configuration_key() -> None:
+    """The guide's configuration block (the config module's docstring links it) names every key
+    of :class:`ClicksConfig` and no other."""
+    from gbdt_plrank.harness.clicks.config import ClicksConfig
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "clicks.md").read_text()
+    section = page[page.index("### The configuration") :]
+    block = section[section.index("```toml") : section.index("```\n", 7)]
+    keys = set(re.findall(r"^([a-z_]+) =", block, re.MULTILINE))
+    tables = {t.split(".")[0] for t in re.findall(r"^\[([a-z_.-]+)\]", block, re.MULTILINE)}
+    assert keys | tables == set(ClicksConfig.model_fields)

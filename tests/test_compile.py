@@ -92,7 +92,8 @@ WORKLOAD = """
                  random_state=0).fit(X, y, q)
     ptr = np.r_[0, np.cumsum(np.bincount(q)[np.unique(q)])]
     gbdt_plrank.plrank_grad_hess(np.asarray(X[:, 0].todense()).ravel() * 1e4, y, ptr, K=5)
-    print(gbdt_plrank.ndcg(y, ranker.predict(X), q), gbdt_plrank.dataset_ndcg(y, ranker.predict(X), q))
+    scores = ranker.predict(X)
+    print(gbdt_plrank.ndcg(y, scores, q), gbdt_plrank.dataset_ndcg(y, scores, q))
 """
 
 

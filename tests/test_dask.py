@@ -146,7 +146,7 @@ def _sorted(X, y, qid):
 
 
 def _local_parts(qid, cuts, order):
-    """Row index arrays of worker-local data: partitions cut at ``cuts``, concatenated in ``order``."""
+    """Row index arrays of worker-local data: partitions cut at ``cuts``, joined in ``order``."""
     parts = np.split(np.arange(qid.shape[0]), cuts)
     return np.concatenate([parts[i] for i in order])
 

@@ -89,9 +89,8 @@ def test_fold_subfolders(tmp_path):
             None,
             {"data": "nope"},
             ValueError,
-            r"dataset's name \(mq2008, mq2007-agg, mslr-sample, web-linear, web-nonlinear, web-noisy, "
-            r"yahoo-sample\) "
-            r"or a folder, but 'nope' is neither",
+            r"dataset's name \(mq2008, mq2007-agg, mslr-sample, web-linear, web-nonlinear, "
+            r"web-noisy, yahoo-sample\) or a folder, but 'nope' is neither",
         ),
         (
             None,

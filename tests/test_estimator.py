@@ -356,7 +356,7 @@ def test_trivial_queries_contribute_exactly_zero_and_long_K_is_fine():
 
 
 def test_raw_hessian_trace_is_zero_at_equal_margins():
-    """At round 0 the exact trace vanishes, so raw node sums are noise (docs/research/hessian.md)."""
+    """At round 0 the exact trace vanishes: raw node sums are noise (docs/research/hessian.md)."""
     labels = np.array([2.0, 0.0, 1.0, 0.0, 1.0])
     rho, theta = naive.rewards(labels, K=3)
     _, _, h_exact = naive.exact_derivatives(np.zeros(5), rho, theta[:3])
@@ -377,7 +377,7 @@ def test_raw_hessian_trace_is_zero_at_equal_margins():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_exact_hessian_is_the_gradient_times_one_minus_twice_p_at_k_one(seed):
-    """docs/research/hessian.md "Choosing the Hessian": at K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly.
+    """At K = 1, d2R/dm_d^2 = (1 - 2 p_d) dR/dm_d exactly (docs/research/hessian.md).
 
     With R = sum_d p_d rho_d and p the softmax of the margins, dR/dm_d = p_d (rho_d - rho_bar)
     and its derivative is p_d (rho_d - rho_bar)(1 - 2 p_d): the diagonal Newton step

@@ -185,7 +185,8 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         (BASE + "[params.plrank-lgb.pirank]\ntau = 1.0", "'plrank-lgb' is not a PiRank method"),
         (
             BASE + '[plrank]\nfairness = "equal"',
-            "plrank.fairness must be None or one of 'expected-exposure', 'disparity', 'group-disparity', but 'equal'",
+            "plrank.fairness must be None or one of 'expected-exposure', 'disparity', "
+            "'group-disparity', but 'equal'",
         ),
         (
             BASE + "[plrank]\nfairness_weight = -0.5",
@@ -201,9 +202,10 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         ),
         (
             BASE
-            + '[plrank]\nmetric = "precision"\n[params.plrank-xgb.plrank]\nfairness = "expected-exposure"',
-            "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break a rule: "
-            "fairness='expected-exposure' measures exposure with the DCG rank weights",
+            + '[plrank]\nmetric = "precision"\n'
+            + '[params.plrank-xgb.plrank]\nfairness = "expected-exposure"',
+            "the PL-Rank options of 'plrank-xgb' ([plrank] with [params.plrank-xgb.plrank]) break "
+            "a rule: fairness='expected-exposure' measures exposure with the DCG rank weights",
         ),
         (BASE + '[plrank]\nN = 1\nfairness = "expected-exposure"', "N must be >= 2 with fairness="),
         (
@@ -213,7 +215,8 @@ BASE = 'datasets = ["mq2008"]\nmethods = ["plrank-xgb"]\n'
         ),
         (
             BASE + '[plrank]\nstopping_metric = "ndcg"',
-            "plrank.stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg'",
+            "plrank.stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', "
+            "but 'ndcg'",
         ),
         (BASE + "[plrank]\ntrain_K = 0", 'plrank.train_K must be "auto" or an integer >= 1, but 0'),
         (
@@ -1426,7 +1429,8 @@ def test_a_run_in_another_process_holds_the_folder_until_it_dies(tmp_path: Path)
         (
             "lambdarank-lgb",
             {"num_leaves": -3},
-            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: Check failed",
+            "lambdarank-lgb's native parameter num_leaves = -3 is refused by lightgbm: "
+            "Check failed",
         ),
         (
             "plrank-lgb",

@@ -2,8 +2,8 @@
 
 Every data object the backend layer builds carries its split's item groups (XGBoost's
 ``label_upper_bound`` row field, as their indices; a LightGBM Dataset of the backend's own class;
-the torch backend's data is the split), and the objective and its metrics read them with the
-labels (``QueryFields.item_groups``). Nothing hands them over on the side: the rankers and the harness
+the torch backend's data is the split), and the objective and its metrics read them with the labels
+(``QueryFields.item_groups``). Nothing hands them over on the side: the rankers and the harness
 never call ``set_item_groups``, which remains the way for data objects built without them.
 """
 

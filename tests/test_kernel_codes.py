@@ -1,4 +1,5 @@
-"""The kernels' integer codes: one name -> code table per kind (the fairness terms' in their registry).
+"""The kernels' integer codes: one name -> code table per kind (the fairness terms' in their
+registry).
 
 Every value of an option has a code, and the codes of a kind are distinct. The random stream's
 mixer is written once: the CUDA kernels compile the CPU kernels' functions.

@@ -140,6 +140,7 @@ def test_the_harness_import_scan_sees_relative_imports() -> None:
 # Imports of the package's modules, from the package, the tests, the benchmarks and research
 # --------------------------------------------------------------------------------------------
 ROOT = PACKAGE.parent
+DOCS = ROOT / "docs"
 #: The backend layer's former name: still registered for old pickles, imported by nothing.
 OLD_NAMES = ("gbdt_plrank._boosters",)
 
@@ -422,3 +423,120 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     circle = import_circle(graph)
     assert circle[0] == circle[-1] and len(circle) == 4
     assert set(circle) == {f"gbdt_plrank._util.{m}" for m in ("validation", "docs", "compat")}
+
+
+# --------------------------------------------------------------------------------------------
+# Docstrings: the contract, not the derivation
+# --------------------------------------------------------------------------------------------
+#: The most source lines a docstring of the package may span, its quotes included: what it
+#: takes, returns and raises, the math in a few lines and a link to the page of docs/guide/ or
+#: docs/research/ that holds the derivation, the protocol or the measurement.
+DOCSTRING_LINES = 40
+
+#: The docstrings that may be longer (their name below ``gbdt_plrank``), each with its own
+#: bound and the reason: what they take needs the room. Shared entries (``.. plrank-options::``)
+#: count as the one line they take in the source.
+LONG_DOCSTRINGS = {
+    "ranker.PLRankRanker": (
+        125,
+        "the scikit-learn estimator: its 33 constructor parameters and its fitted attributes "
+        "are documented on the class, as scikit-learn's are",
+    ),
+    "nn._ranker.PLRankMLPRanker": (
+        75,
+        "the neural estimator: its 20 constructor parameters and its fitted attributes",
+    ),
+    "tuning.tuner.tune": (60, "the tuner's one entry: 17 parameters, each a knob of the study"),
+    "harness.training.train": (
+        55,
+        "the one entry of every comparison training: 12 parameters, each a part of the run",
+    ),
+}
+
+#: The most lines one shared option entry (``OPTION_DOCS``) may take, its header included.
+OPTION_LINES = 12
+
+
+def docstring_lengths(source: str, module: str) -> dict[str, int]:
+    """The source lines of every docstring of ``source``, the module ``module`` (its dotted
+    name below ``gbdt_plrank``), by qualified name: ``"ranker"`` for the module's,
+    ``"ranker.PLRankRanker.fit"`` for a method's."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, name: str) -> None:
+        body = getattr(node, "body", [])
+        first = body[0] if body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            found[name] = (first.end_lineno or first.lineno) - first.lineno + 1
+        for child in body:
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, f"{name}.{child.name}")
+
+    visit(ast.parse(source), module)
+    return found
+
+
+def too_long(lengths: dict[str, int]) -> list[str]:
+    """The docstrings of ``lengths`` over their bound (:data:`DOCSTRING_LINES`, or their own in
+    :data:`LONG_DOCSTRINGS`), in words."""
+    return [
+        f"{name}: {lines} lines, over {LONG_DOCSTRINGS.get(name, (DOCSTRING_LINES,))[0]}"
+        for name, lines in sorted(lengths.items())
+        if lines > LONG_DOCSTRINGS.get(name, (DOCSTRING_LINES,))[0]
+    ]
+
+
+def package_docstrings() -> dict[str, int]:
+    """The source lines of every docstring of the package (:func:`docstring_lengths`)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _module_name(path).removeprefix("gbdt_plrank").removeprefix(".")
+        found |= docstring_lengths(path.read_text(), module or "gbdt_plrank")
+    return found
+
+
+def test_no_docstring_is_over_its_bound() -> None:
+    lengths = package_docstrings()
+    assert not too_long(lengths), (
+        "docstrings state the contract and link the guide page that holds the rest:\n"
+        + "\n".join(too_long(lengths))
+    )
+    for name, (bound, reason) in LONG_DOCSTRINGS.items():
+        assert name in lengths, f"{name} has no docstring: drop it from LONG_DOCSTRINGS"
+        assert lengths[name] > DOCSTRING_LINES, f"{name} fits the bound: drop its exception"
+        assert bound > DOCSTRING_LINES and reason
+
+
+def test_the_docstring_bound_finds_a_long_docstring() -> None:
+    body = "\n".join(f"    line {i}." for i in range(DOCSTRING_LINES))
+    source = f'"""A module."""\n\nclass A:\n    def f(self):\n        """Long.\n{body}\n"""\n'
+    lengths = docstring_lengths(source, "probe")
+    assert lengths == {"probe": 1, "probe.A.f": DOCSTRING_LINES + 2}
+    assert too_long(lengths) == [f"probe.A.f: {DOCSTRING_LINES + 2} lines, over {DOCSTRING_LINES}"]
+    assert package_docstrings()["ranker.PLRankRanker.fit"] > 1
+
+
+def test_the_docstrings_link_pages_that_exist() -> None:
+    pages = {p.relative_to(ROOT / "docs").with_suffix("").as_posix() for p in DOCS.rglob("*.md")}
+    missing = {
+        f"{path.relative_to(ROOT)}: {target}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for target in re.findall(r":doc:`(?:[^`<]*<)?/([^`>]+)>?`", path.read_text())
+        if target not in pages
+    }
+    assert not missing, f"links to pages that do not exist: {sorted(missing)}"
+
+
+def test_every_shared_option_entry_is_short() -> None:
+    from gbdt_plrank._training.options import OPTION_DOCS, _entry
+
+    lengths = {name: len(_entry(name, None).splitlines()) for name in OPTION_DOCS}
+    assert all(lines >= 2 for lines in lengths.values())
+    assert not {n: k for n, k in lengths.items() if k > OPTION_LINES}, (
+        f"an option's shared entry over {OPTION_LINES} lines: {lengths} (the derivation and "
+        "the measurements belong on a guide page, linked from the entry)"
+    )

@@ -6,14 +6,13 @@ relevant documents count 1). The "raw" and "constant" Hessian modes are reported
 default. The PL-Rank methods train at 2k and stop on their policy's validation expected NDCG@5
 (the defaults), the others on validation NDCG@5.
 
-Validation is compared at each method's peak validation NDCG@5 over the rounds it ran: the
-round a baseline keeps is the peak of that curve, while PL-Rank keeps the round its policy's
-value peaks at, so "NDCG@5 at the kept round" flatters the baselines (measured 2026-11-23:
-plrank-lgb 0.7290 kept / 0.7456 peak against lambdarank-lgb 0.7407; plrank-xgb 0.7307 /
-0.7453 against lambdamart-xgb 0.7377). The tree settings are the harness defaults, fixed before
-looking at the test split; test NDCG@5: plrank-xgb 0.7766 against 0.7814, plrank-lgb 0.7728
-against 0.7706. The peak is held to 0.01 and the test split (156 queries) to 0.03 (docs/research/levers.md, "How
-well it learns").
+Validation is compared at each method's peak validation NDCG@5 over the rounds it ran: the round a
+baseline keeps is the peak of that curve, while PL-Rank keeps the round its policy's value peaks at,
+so "NDCG@5 at the kept round" flatters the baselines (measured 2026-11-23: plrank-lgb 0.7290 kept /
+0.7456 peak against lambdarank-lgb 0.7407; plrank-xgb 0.7307 / 0.7453 against lambdamart-xgb
+0.7377). The tree settings are the harness defaults, fixed before looking at the test split; test
+NDCG@5: plrank-xgb 0.7766 against 0.7814, plrank-lgb 0.7728 against 0.7706. The peak is held to 0.01
+and the test split (156 queries) to 0.03 (docs/research/levers.md, "How well it learns").
 """
 
 from __future__ import annotations

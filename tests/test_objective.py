@@ -1,4 +1,4 @@
-"""The objectives inside the real boosters: what they receive, what they return, what they refuse."""
+"""The objectives inside the real boosters: what they receive, return and refuse."""
 
 from __future__ import annotations
 

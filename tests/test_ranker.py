@@ -1,4 +1,4 @@
-"""PLRankRanker on both boosters: training, the group rules, persistence, the policy, scikit-learn."""
+"""PLRankRanker on both boosters: training, group rules, persistence, the policy, scikit-learn."""
 
 from __future__ import annotations
 
@@ -868,7 +868,8 @@ def test_model_selection_with_group_kfold(backend, mq):
             {"stopping_metric": "ndcg"},
             {},
             ValueError,
-            "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but 'ndcg' is given",
+            "stopping_metric must be one of 'auto', 'policy', 'ranking', 'standardized', but "
+            "'ndcg' is given",
         ),
         (
             {"sampler": "gumbel"},

@@ -2,11 +2,12 @@
 
 :class:`~gbdt_plrank.PLRankRanker`, the comparison harness and the tuner train here. A backend
 translates the shared settings into its library's names (:data:`NATIVE_NAMES`, one table), builds
-the library's data objects with their query groups, trains with an evaluation (the library's
-NDCG@K or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster holding the rounds it predicts with, with
-the evaluation history under common names (``valid_<i>`` and ``ndcg@<K>``). The ``torch``
-backend (``gbdt_plrank._backends._torch``) trains a neural network with the PL-Rank gradient in place of trees:
-its data objects are the :class:`Split` s themselves and its rounds are epochs.
+the library's data objects with their query groups, trains with an evaluation (the library's NDCG@K
+or the package's own metrics), early stopping and callbacks, and returns a :class:`Trained` booster
+holding the rounds it predicts with, with the evaluation history under common names (``valid_<i>``
+and ``ndcg@<K>``). The ``torch`` backend (``gbdt_plrank._backends._torch``) trains a neural network
+with the PL-Rank gradient in place of trees: its data objects are the :class:`Split` s themselves
+and its rounds are epochs.
 
 In version 0.1.0 this package was named ``gbdt_plrank._boosters``, and a fitted
 :class:`~gbdt_plrank.nn.PLRankMLPRanker` pickled by it names its network's class

@@ -139,6 +139,12 @@ EvalMetric = Callable[[np.ndarray, Any], tuple[Any, ...]]
 class Plan:
     """What to train: the objective, the evaluation and the number of rounds.
 
+    The rounds and the stopping values come checked by the schema of the surface that built the
+    plan (:mod:`gbdt_plrank._backends._parameters`); their defaults are
+    :data:`~gbdt_plrank._backends._parameters.ROUNDS`, the libraries' own rule. Early stopping is
+    one rule for every library (``EarlyStopper``; :doc:`/guide/boosters`, "No round kept before
+    2 / eta").
+
     Attributes
     ----------
     objective : callable or str
@@ -153,34 +159,21 @@ class Plan:
     n_estimators : int
         Boosting rounds (at most, with early stopping).
     early_stopping_rounds : int or None
-        Stop when the watched metric has not improved for this many rounds, keep the best
-        round; ``None`` trains every round.
+        The patience: stop this many rounds after the best one and keep it; ``None`` trains
+        every round.
     callbacks : sequence
         The library's own callbacks, called after each round.
     metrics : sequence of callables
-        Evaluation metrics of the package (:data:`~gbdt_plrank._backends.EvalMetric`, e.g. a PL-Rank objective's
-        ``ranking_metric`` and ``expected_metric``) computed on every eval set after each round,
-        in place of the library's NDCG@K; early stopping watches the last one.
+        Evaluation metrics of the package (:data:`~gbdt_plrank._backends.EvalMetric`, e.g. a
+        PL-Rank objective's ``ranking_metric`` and ``expected_metric``) computed on every eval
+        set after each round, in place of the library's NDCG@K; early stopping watches the last.
     verbose : int
-        0: quiet. N >= 1: every N rounds, print the eval sets' values in the library's own
-        format (XGBoost's ``verbose_eval``, LightGBM's ``log_evaluation``), and without eval
-        sets show a progress bar of the rounds (:func:`~gbdt_plrank._backends.progress`).
-    min_rounds : int or "auto"
-        With early stopping, no round before this one is kept or counted: the best round is
-        the best from round ``min_rounds`` on (``EarlyStopper``, one rule for every library);
-        0 is each library's own rule. ``"auto"`` is ceil(2 / learning rate), the rate the
-        library trains with (``min_rounds_of``, resolved by the backend from its native
-        parameters).
-    min_delta : float
-        With early stopping, a round becomes the best only when it beats the best value by
-        more than this (``EarlyStopper``); 0 is each library's own rule.
-    patience_rate : float
-        With early stopping, the patience grows to this fraction of the best round's number
-        (``EarlyStopper``); 0 is each library's fixed patience.
-
-    The rounds and the stopping values come checked by the schema of the surface that built
-    the plan (:mod:`gbdt_plrank._backends._parameters`); their defaults are
-    :data:`~gbdt_plrank._backends._parameters.ROUNDS`, the libraries' own rule.
+        0: quiet. N >= 1: print the eval sets' values every N rounds in the library's own format,
+        or without eval sets show a progress bar (:func:`~gbdt_plrank._backends.progress`).
+    min_rounds, min_delta, patience_rate : int or "auto", float, float
+        With early stopping: the first round that may be kept (``"auto"``: ceil(2 / the learning
+        rate the library trains with), ``min_rounds_of``), the least gain that makes a round the
+        best, and the rate the patience grows at with the best round; 0 is each library's rule.
     """
 
     objective: Objective
@@ -304,7 +297,7 @@ class Backend(Protocol):
         ...
 
     def boosted_rounds(self, booster: Any) -> int:
-        """The rounds ``booster`` holds: the index of the round a training continuing it runs next."""
+        """The rounds ``booster`` holds: the index of the round that continuing it runs next."""
         ...
 
     def continued_rounds(self, data: Any) -> int | None:
@@ -426,7 +419,9 @@ MAX_ITEM_GROUPS = 2**24
 
 
 def group_indices(item_groups: np.ndarray) -> np.ndarray:
-    """Each row's item group as the index of its id among the distinct ids (:attr:`QueryFields.item_groups`).
+    """Each row's item group as the index of its id among the distinct ids.
+
+    The ids are :attr:`QueryFields.item_groups`.
 
     The order of the ids is kept, so the groups of a query compare (and are numbered) as the
     ids are: the fairness terms read the same groups.
@@ -509,7 +504,7 @@ def progress(plan: Plan, n_evals: int) -> tuple[int, Any]:
 
 
 def timed(fit: Callable[[], T], bar: Any = None) -> tuple[T, float]:
-    """``fit()`` and its wall-clock seconds, the progress ``bar`` of :func:`progress` closed after it.
+    """``fit()`` and its wall-clock seconds, the progress ``bar`` (:func:`progress`) closed after.
 
     The bar (None: none) is closed however the fit ends, an error included.
     """

@@ -1,14 +1,14 @@
 """LightGBM: ``lightgbm.train`` with a callable objective in ``params`` or one of LightGBM's own.
 
 Every Dataset carries its ``group`` sizes, and a split's item groups, where the objective and its
-metrics read them with the labels: LightGBM has no row field that keeps them as given
-(``position`` renumbers its values by their first appearance), so the backend's Datasets are of a
-class of their own that holds them (``carrying_dataset``). The evaluation is LightGBM's NDCG@K, or the plan's own
-metrics (``feval=``). Early stopping stops when any eval set has not improved for the given
-number of rounds (LightGBM's rule), on its first metric: LightGBM's NDCG@K, or the last of the
-plan's metrics, which goes first. The returned booster is rebuilt from its text
-form: it holds only the kept rounds and no reference to a callable objective, so that pickling it
-and LightGBM's own save and load round-trip exactly.
+metrics read them with the labels: LightGBM has no row field that keeps them as given (``position``
+renumbers its values by their first appearance), so the backend's Datasets are of a class of their
+own that holds them (``carrying_dataset``). The evaluation is LightGBM's NDCG@K, or the plan's own
+metrics (``feval=``). Early stopping stops when any eval set has not improved for the given number
+of rounds (LightGBM's rule), on its first metric: LightGBM's NDCG@K, or the last of the plan's
+metrics, which goes first. The returned booster is rebuilt from its text form: it holds only the
+kept rounds and no reference to a callable objective, so that pickling it and LightGBM's own save
+and load round-trip exactly.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class LightGBMBackend(LibraryBackend):
         )
 
     def boosted_rounds(self, booster: Any) -> int:
-        """LightGBM's iteration count, as ``lightgbm.train(init_model=booster)`` counts on from it."""
+        """LightGBM's iteration count, which ``lightgbm.train(init_model=booster)`` counts on."""
         return int(booster.current_iteration())
 
     def continued_rounds(self, data: Any) -> int | None:

@@ -138,9 +138,9 @@ class Rounds(Schema):
     patience_rate: PatienceRate
 
 
-#: The rate the patience of the README's early stopping grows at with the best round
-#: (``patience_rate``; :class:`~gbdt_plrank._backends._stopping.EarlyStopper`), the ranker's
-#: and the harness's default.
+#: The rate the patience grows at with the best round (``patience_rate``;
+#: :class:`~gbdt_plrank._backends._stopping.EarlyStopper`), the ranker's and the harness's
+#: default (docs/guide/boosters.md, "No round kept before 2 / eta").
 PATIENCE_RATE = 0.5
 
 
@@ -183,7 +183,7 @@ def _schema_of(name: str) -> type[Schema]:
 
 
 def check_parameter(name: str, value: Any) -> Any:
-    """``value`` of the parameter ``name`` checked by its rule (:data:`~gbdt_plrank._backends._parameters.PARAMETERS`) alone.
+    """``value`` of the parameter ``name`` checked by its rule alone (``PARAMETERS``).
 
     Raises
     ------

@@ -1,24 +1,20 @@
-"""Early stopping that keeps no round before a minimum, for XGBoost, LightGBM and CatBoost.
+r"""Early stopping that keeps no round before a minimum, for XGBoost, LightGBM and CatBoost.
 
 The rule (``EarlyStopper``): after each round the watched value is recorded; rounds before
 ``min_rounds`` are neither kept nor counted, the best round is the best from round
-``min_rounds`` on, and training stops ``patience`` rounds after it. A round becomes the best
-only when it beats the best value by more than ``min_delta`` (XGBoost's
-``EarlyStopping(min_delta=)`` and LightGBM's ``early_stopping(min_delta=)``), compared as the
-library the callback serves compares (:data:`IMPROVES`: the two differ in the last bit, e.g.
-on 0.12 -> 0.13 with ``min_delta=0.01``). With ``min_rounds=0`` and ``min_delta=0`` it is
-each library's own early stopping (the first strict maximum, stopped ``patience`` rounds after
-it). What the callbacks share with the libraries' own: the best round and its score recorded
-on the booster (the last round and its score when training ends before ``min_rounds``), rounds
-counted on from the booster's when a training continues one, and the mean over the folds
-watched inside ``xgboost.cv`` and ``lightgbm.cv``.
+``min_rounds`` on, and training stops ``max(patience, ceil(patience_rate * (best + 1)))``
+rounds after it. A round becomes the best only when it beats the best value by more than
+``min_delta``, compared as the library the callback serves compares (:data:`IMPROVES`). With
+``min_rounds=0``, ``min_delta=0`` and ``patience_rate=0`` it is each library's own early
+stopping; the callbacks record the kept round on the booster, count a continued booster's
+rounds on and watch the folds' mean inside ``xgboost.cv`` and ``lightgbm.cv``, as the
+libraries' own do.
 
-Why a minimum: a model of a few trees at a small learning rate is barely trained, yet the
-validation curve of a stochastic objective often has an early, noisy maximum that the
-library's rule would keep when nothing beats it in the next ``patience`` rounds. After
-:math:`m` rounds at learning rate :math:`\\eta` a tree ensemble has taken about
-:math:`1 - (1 - \\eta)^m` of a full step; :func:`min_rounds_for` asks for
-:math:`m = \\lceil 2 / \\eta \\rceil` rounds, about 86 % of it, before a round may be kept.
+Why a minimum: after :math:`m` rounds at learning rate :math:`\eta` a tree ensemble has
+taken about :math:`1 - (1 - \eta)^m` of a full step, and a stochastic objective's early
+validation maximum is mostly noise; :func:`min_rounds_for` asks for
+:math:`m = \lceil 2 / \eta \rceil` rounds, about 86 % of it. The measurements:
+:doc:`/guide/boosters`, "No round kept before 2 / eta".
 """
 
 from __future__ import annotations
@@ -206,11 +202,12 @@ IMPROVES = {"xgboost": _xgboost_improves, "lightgbm": _lightgbm_improves}
 
 @dataclass
 class EarlyStopper:
-    """The stopping rule, fed one watched value per round.
+    """The stopping rule, fed one watched value per round (:doc:`/guide/boosters`, "No round kept
+    before 2 / eta").
 
-    The values come checked by the rules of ``early_stopping_rounds``, ``min_rounds`` and
-    ``min_delta`` (:mod:`gbdt_plrank._backends._parameters`), where they were given: a stopping
-    callback, a ranker, the harness.
+    The values come checked by the rules of ``early_stopping_rounds``, ``min_rounds``,
+    ``min_delta`` and ``patience_rate`` (:mod:`gbdt_plrank._backends._parameters`), where they
+    were given: a stopping callback, a ranker, the harness.
 
     Parameters
     ----------
@@ -227,12 +224,10 @@ class EarlyStopper:
     library : {"lightgbm", "xgboost"}, default "lightgbm"
         Whose comparison decides a gain (``IMPROVES``).
     patience_rate : float, default 0.0
-        The patience grows with the best round: training stops
-        ``max(patience, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
-        (0-based; this rate >= 0, 0 is a fixed patience, the libraries' own rule). A validation
-        curve that sits on a plateau for a while and then climbs again is not stopped on the
-        plateau the later the plateau comes (AutoGluon's adaptive early stopping,
-        ``AdaptiveES``, grows its patience the same way).
+        Training stops :attr:`wait` ``= max(patience, ceil(patience_rate * (b + 1)))`` rounds
+        after the best round ``b`` (0-based; the rate >= 0, 0 is a fixed patience, the
+        libraries' own rule), as AutoGluon's adaptive early stopping (``AdaptiveES``) grows its
+        patience.
 
     Attributes
     ----------
@@ -327,16 +322,13 @@ def xgboost_early_stopping(
     """An XGBoost callback: ``EarlyStopper`` on the last metric of the last eval set.
 
     Pass it in ``xgboost.train(callbacks=[...])`` or ``xgboost.cv(callbacks=[...])`` in place
-    of ``early_stopping_rounds``. As XGBoost's own ``callback.EarlyStopping``, it records
-    ``best_iteration`` and ``best_score`` on the booster (on every fold's inside
-    ``xgboost.cv``, which then cuts its results after the best round), compares as it does
-    (a gain is ``new - min_delta > best``), watches the mean over the folds inside
-    ``xgboost.cv`` and counts the rounds of a training that continues a booster
-    (``xgb_model=``) on from the booster's. The
-    booster keeps every round it trained: predict with
-    ``iteration_range=(0, booster.best_iteration + 1)`` or slice it. A training that ends
-    before ``min_rounds`` keeps its last round: ``best_iteration`` and ``best_score`` are that
-    round's.
+    of ``early_stopping_rounds``. As XGBoost's ``callback.EarlyStopping`` it records
+    ``best_iteration`` and ``best_score`` on the booster (each fold's in ``xgboost.cv``, whose
+    results then end at the best round), compares as it does (a gain is ``new - min_delta >
+    best``), watches the folds' mean in ``xgboost.cv`` and counts a continued booster's rounds
+    (``xgb_model=``) on. The booster keeps every round: predict with ``iteration_range=(0,
+    best_iteration + 1)``. A training that ends before ``min_rounds`` records its last round.
+    The rule and why: :doc:`/guide/boosters`, "No round kept before 2 / eta".
 
     Parameters
     ----------
@@ -346,18 +338,14 @@ def xgboost_early_stopping(
         Keep no round before this one (:func:`min_rounds_for`), counted from the booster's
         first round.
     min_delta : float, default 0.0
-        A round is a new best only when it beats the best value by more than this (>= 0), as
-        XGBoost's ``EarlyStopping(min_delta=)``.
+        A round is a new best only when it beats the best value by more than this (>= 0).
     patience_rate : float, default 0.0
         Stop ``max(rounds, ceil(patience_rate * (b + 1)))`` rounds after the best round ``b``
-        (0-based; the rate >= 0, 0: the fixed patience ``rounds``, XGBoost's own rule): the
-        patience grows with the training, so that a plateau of the validation curve later in a
-        long training does not stop it (:data:`~gbdt_plrank.PATIENCE_RATE` is the README's
-        rate).
+        (0-based; >= 0): 0 is XGBoost's fixed patience, :data:`~gbdt_plrank.PATIENCE_RATE` the
+        ranker's.
     maximize : bool, default True
-        Whether higher values of the watched metric are better (a ranking metric); ``False``
-        for a loss. Watching one of XGBoost's own losses (``rmse``, ``logloss``, ``error``,
-        ...) with ``maximize=True`` is refused.
+        Whether higher values of the watched metric are better; ``False`` for a loss (watching
+        one of XGBoost's own losses, ``rmse``, ``logloss``, ..., with ``True`` is refused).
 
     Returns
     -------
@@ -367,13 +355,6 @@ def xgboost_early_stopping(
     ------
     ValueError
         For a value that breaks its rule (the message names it and the rule).
-
-    Examples
-    --------
-    >>> import gbdt_plrank
-    >>> stop = gbdt_plrank.xgboost_early_stopping(
-    ...     25, min_rounds=gbdt_plrank.min_rounds_for(0.05),
-    ...     patience_rate=gbdt_plrank.PATIENCE_RATE)
     """
     return xgboost_stopping_callback(
         _callback_stopper(
@@ -431,9 +412,9 @@ def lightgbm_early_stopping(
     Pass it in ``lightgbm.train(callbacks=[...])`` or ``lightgbm.cv(callbacks=[...])`` in
     place of ``lightgbm.early_stopping``; as that one, it sets the booster's
     ``best_iteration`` (1-based) and ``best_score``, compares as it does (a gain is
-    ``new > best + min_delta``), watches the mean over the folds inside ``lightgbm.cv`` and leaves the training data out
-    (``lightgbm.cv``'s ``"train"`` with ``eval_train_metric=True``, or the training set given
-    among ``valid_sets``). The first metric is the first of ``feval`` when
+    ``new > best + min_delta``), watches the folds' mean inside ``lightgbm.cv`` and leaves the
+    training data out (``lightgbm.cv``'s ``"train"`` with ``eval_train_metric=True``, or the
+    training set given among ``valid_sets``). The first metric is the first of ``feval`` when
     ``params["metric"]`` is ``"None"``; a metric whose lower values are better is minimised. A
     training that ends before ``min_rounds`` keeps its last round, with that round's scores.
 

@@ -3,8 +3,8 @@ r"""The PyTorch backend: a neural network trained with the PL-Rank gradient, epo
 The network's output for a document is the log-score :math:`s(d)` of a Plackett-Luce policy, as a
 booster's margin is. Each optimisation step takes a batch of queries, estimates
 :math:`g = \partial(-R)/\partial s` with the plan's objective (its
-:meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.prepare` on the training set, then its
-``estimate`` on the batch: for a PL-Rank objective at its training cut-off, with its metric,
+:meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.prepare` on the training set, then
+its ``estimate`` on the batch: for a PL-Rank objective at its training cut-off, with its metric,
 gain, N, sampler, seed and fairness term) and backpropagates it through the surrogate
 
 .. math:: \ell(\phi) = \sum_{d \in \mathrm{batch}} s_\phi(d)\, \mathrm{sg}(g_d),

@@ -161,7 +161,7 @@ class XGBoostBackend(LibraryBackend):
 
     @staticmethod
     def trained(booster: Any, plan: Plan, history: Any, seconds: float) -> Trained:
-        """The :class:`Trained` result of ``booster``, sliced to its best round under early stopping.
+        """The :class:`Trained` result of ``booster``, cut at its best round under early stopping.
 
         Also used by :mod:`gbdt_plrank.dask` for the booster of ``xgboost.dask.train``.
         """

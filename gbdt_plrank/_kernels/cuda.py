@@ -1,9 +1,9 @@
 """CUDA kernels (numba-cuda): the PL-Rank-3 gradient and Hessian estimate on a GPU.
 
-LOW LEVEL. Nothing here validates its input: :mod:`gbdt_plrank._training.gpu` uploads contiguous arrays
-of the dtypes named below. Importing this module imports ``numba.cuda`` (the ``gpu`` extra);
-with ``NUMBA_ENABLE_CUDASIM=1`` set before that import, Numba's CUDA simulator runs the kernels
-on the CPU, which is how they are tested without a GPU.
+LOW LEVEL. Nothing here validates its input: :mod:`gbdt_plrank._training.gpu` uploads contiguous
+arrays of the dtypes named below. Importing this module imports ``numba.cuda`` (the ``gpu`` extra);
+with ``NUMBA_ENABLE_CUDASIM=1`` set before that import, Numba's CUDA simulator runs the kernels on
+the CPU, which is how they are tested without a GPU.
 
 The estimate is that of ``gbdt_plrank._kernels.plrank.estimate_groups`` with the exponential-race
 sampler (``SAMPLER_RACE``), on the same random streams: query ``g`` of round ``r`` draws from the
@@ -152,10 +152,10 @@ def estimate_kernel(k_max: int, threads: int) -> Any:
     ``threads`` is a power of two; ``k_max`` sizes the per-thread arrays (compiled once per
     value). Launched as ``kernel[G, threads](...)`` with the arguments
 
-    ``scores, rho`` float64 (n,); ``group_ptr`` int64 (G + 1,); ``keys`` int64 (G,), the
-    streams' keys; ``active`` bool (G,), whether a query has two or more documents whose
-    rewards differ (``plrank.differing_groups``; else it gets 0); ``theta`` float64 (k_max,); ``n_samples``, ``seed``,
-    ``round_`` integers; ``noise`` its code (``NOISE_CODES``); ``hess_max`` float64 (1,),
+    ``scores, rho`` float64 (n,); ``group_ptr`` int64 (G + 1,); ``keys`` int64 (G,), the streams'
+    keys; ``active`` bool (G,), whether a query has two or more documents whose rewards differ
+    (``plrank.differing_groups``; else it gets 0); ``theta`` float64 (k_max,); ``n_samples``,
+    ``seed``, ``round_`` integers; ``noise`` its code (``NOISE_CODES``); ``hess_max`` float64 (1,),
     raised to the largest ``|hess|``;
     work arrays ``e`` float64 (n,), ``own`` float64 (n, 4), ``count`` int32 (n,), ``gen``
     int64 (n,) and ``shift`` float64 (n,) (each document's lattice generator and shift, drawn

@@ -31,7 +31,8 @@ def _tie_blocks(values, order):
 
 @njit(cache=True)
 def _below_above(x, order, last, low, high, tie):
-    """Per document m: sums of ``x`` over documents scored strictly below, above, and tied with m."""
+    """Per document m: sums of ``x`` over the documents scored strictly below, above, tied with
+    m."""
     n = order.shape[0]
     run = 0.0
     p = 0
@@ -52,7 +53,7 @@ def _below_above(x, order, last, low, high, tie):
 
 @njit(cache=True)
 def _query(s, rho, theta, tau, bound, grad, hess):
-    """Loss, gradient and Hessian diagonal of ``1 - relaxed NDCG@K`` for one query; returns the loss.
+    """Loss, gradient and Hessian diagonal of ``1 - relaxed NDCG@K`` of one query; returns the loss.
 
     With ``bound`` the Hessian is replaced by its upper bound
     ``sum_i theta_i (max rho - min rho) Var_{p_i}(a)``, which is >= its absolute value.

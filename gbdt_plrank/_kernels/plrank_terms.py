@@ -21,8 +21,8 @@ def _add_sample(ranking, S, e, rho, theta, PR, acc, own, grad, hess):
     """Add one sampled ranking's placed terms to ``grad``/``hess``, and its sums to the totals.
 
     With PR_i = sum_{k>=i} theta_k rho_{y_k}, RI_i = sum_{k<=i} PR_k/S_k, DR_i = sum theta_k/S_k,
-    DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (Kang et al. 2024, eq. 7-10), a
-    document d at rank r contributes, with a = rho_d DR_r - RI_r,
+    DN_i = sum 1/S_k, RS_i = sum PR_k/S_k^2 and DS_i = sum theta_k/S_k^2 (Kang et al. 2024,
+    eq. 7-10), a document d at rank r contributes, with a = rho_d DR_r - RI_r,
 
         gradient  PR_{r+1} + e(d) a
         Hessian   PR_{r+1} + e(d) [2a - DN_r PR_{r+1}] + e(d)^2 [RS_r - rho_d DS_r - DN_r a]
@@ -126,8 +126,8 @@ def _finish_query(e, rho, acc, own, n_samples, grad, hess):
 @njit(cache=True, error_model="numpy", inline="always")
 def _unplaced_terms(ed, rd, dr, ri, rs, ds):
     """``(gradient, Hessian)`` terms of a document of weight ``ed`` and gain ``rd`` from the sums
-    ``(DR, RI, RS + DN RI, DS + DN DR)`` over the samples that did not place it (:func:`_add_sample`).
-    Also compiled for the device."""
+    ``(DR, RI, RS + DN RI, DS + DN DR)`` over the samples that did not place it
+    (:func:`_add_sample`). Also compiled for the device."""
     g = ed * (rd * dr - ri)
     return g, g + ed * ed * (rs - rd * ds)
 

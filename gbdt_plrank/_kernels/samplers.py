@@ -15,10 +15,10 @@ import numpy as np
 from numba import njit
 
 # A query whose margins span at most LOG_FLOOR is "narrow": its PL weights e(d) = exp(m(d) - max m)
-# lie in [e^-300, 1] (about 5e-131), so 1/S_k^2 stays below ~1e261 and every term of the
-# estimator stays finite. A query whose margins span more is "wide" and takes the wide path
-# (gbdt_plrank._kernels.wide_margins): its rankings are drawn by an exponential race in log space and its terms computed
-# from ratios of normalisers, exactly at any spread.
+# lie in [e^-300, 1] (about 5e-131), so 1/S_k^2 stays below ~1e261 and every term of the estimator
+# stays finite. A query whose margins span more is "wide" and takes the wide path
+# (gbdt_plrank._kernels.wide_margins): its rankings are drawn by an exponential race in log space
+# and its terms computed from ratios of normalisers, exactly at any spread.
 LOG_FLOOR = 300.0
 
 SAMPLER_TREE = 0

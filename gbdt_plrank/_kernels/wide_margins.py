@@ -173,7 +173,7 @@ def _log_normalizers(ranking, m_c, cand, log_out, placed, L):
 
 @njit(cache=True, error_model="numpy")
 def _add_sample_wide(ranking, L, m_c, rho, theta, PR, acc, own, grad, hess):
-    """:func:`_add_sample` of a wide query, from its log-normalisers ``L`` (:func:`_log_normalizers`).
+    """:func:`_add_sample` of a wide query, from ``L``, its :func:`_log_normalizers`.
 
     The running sums are kept in units of the current normaliser, T_i = S_i DR_i and so on:
     T_i = T_{i-1} S_i/S_{i-1} + theta_i (squared ratios for RS and DS), with

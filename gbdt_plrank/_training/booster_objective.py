@@ -1,20 +1,19 @@
 """What every custom objective needs to be called by XGBoost and LightGBM as it is.
 
-One callable type serves both boosters: ``objective(preds, data) -> (grad, hess)``, where ``data`` is
-the training ``xgboost.DMatrix`` or ``lightgbm.Dataset``; the backend of its library reads the
+One callable type serves both boosters: ``objective(preds, data) -> (grad, hess)``, where ``data``
+is the training ``xgboost.DMatrix`` or ``lightgbm.Dataset``; the backend of its library reads the
 query groups, labels and weights from it (:class:`~gbdt_plrank._backends.Backend`). A dataset
-without groups is refused, since both boosters would otherwise treat every row as one query.
-Weights are per query (:func:`~gbdt_plrank._backends.query_weights`): a query's weight scales its
-gradient and Hessian. ``lgbm_ranker`` is the four-argument form that
-``lightgbm.LGBMRanker(objective=...)`` calls with the groups. The per-row rewards (the metric's
-normalised gains), the validated labels, group boundaries and weights are computed once per
-training set and kept (:class:`TrainingSet`), for every training set the objective is called
-with while that set lives: inside ``xgboost.cv`` and ``lightgbm.cv`` the folds take turns, and
-each keeps what was read for it and what a subclass keeps per set (a sampling objective's round
-count). A set whose labels, weights or groups were changed in place (``set_label``,
-``set_weight``) is read again. Item groups travel with the data, read with its labels
-(:attr:`~gbdt_plrank._backends.QueryFields.item_groups`: the data objects the backend layer builds
-carry them); for a data object built without them, the objective keeps those it is given
+without groups is refused, since both boosters would otherwise treat every row as one query. Weights
+are per query (:func:`~gbdt_plrank._backends.query_weights`): a query's weight scales its gradient
+and Hessian. ``lgbm_ranker`` is the four-argument form that ``lightgbm.LGBMRanker(objective=...)``
+calls with the groups. The per-row rewards (the metric's normalised gains), the validated labels,
+group boundaries and weights are computed once per training set and kept (:class:`TrainingSet`), for
+every training set the objective is called with while that set lives: inside ``xgboost.cv`` and
+``lightgbm.cv`` the folds take turns, and each keeps what was read for it and what a subclass keeps
+per set (a sampling objective's round count). A set whose labels, weights or groups were changed in
+place (``set_label``, ``set_weight``) is read again. Item groups travel with the data, read with its
+labels (:attr:`~gbdt_plrank._backends.QueryFields.item_groups`: the data objects the backend layer
+builds carry them); for a data object built without them, the objective keeps those it is given
 (:meth:`BoosterObjective.item_groups_of`), and its evaluation metrics ask it for them.
 """
 

@@ -215,8 +215,9 @@ class EvalSet:
 
     @classmethod
     def read(cls, fields: QueryFields, *, gain: str, signed: bool | None = None) -> EvalSet:
-        """The queries of a booster's eval set (:meth:`~gbdt_plrank._backends.Backend.query_fields`),
-        labels checked, with the item groups it carries.
+        """The queries of a booster's eval set, labels checked, with the item groups it carries.
+
+        ``fields`` come from :meth:`~gbdt_plrank._backends.Backend.query_fields`.
 
         Raises
         ------
@@ -310,7 +311,7 @@ class RankingMetricEval(_BoosterMetric):
 
 
 class ExpectedMetric(_BoosterMetric):
-    """The value of the policy of the scores (:class:`PolicyEvaluator`), named by :meth:`PolicyEvaluator.name_of`.
+    """The value of the policy of the scores (:class:`PolicyEvaluator`), named by its ``name_of``.
 
     With group fairness an eval set's item groups are those given for it, which it asks
     ``item_groups(data, n_rows)`` for (its objective's

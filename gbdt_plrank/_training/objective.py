@@ -323,9 +323,9 @@ class PLRankObjective(BoosterObjective):
         """The PL-Rank estimate (:func:`gbdt_plrank._training.plrank_grad_hess.estimate`) on the
         prepared training set.
 
-        As :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.estimate`: query ``q`` draws
-        its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off, with
-        the fairness term.
+        As :meth:`~gbdt_plrank._training.booster_objective.BoosterObjective.estimate`: query ``q``
+        draws its rankings from the stream ``(seed, round_, keys[q])``, at the training cut-off,
+        with the fairness term.
         """
         rho, ptr, terms = self._rho, self._ptr, self._terms
         if queries is not None:
@@ -389,16 +389,15 @@ class PLRankObjective(BoosterObjective):
 
         .. math:: \mathbb{E}_{y \sim \pi}[\mathrm{metric@K}(y)] - w\, F,
 
-        the value the objective trains for, at the judged cut-off ``K`` with the objective's
-        metric and gain, minus the fairness weight times the fairness loss with fairness,
-        from 100 rankings per query drawn from the same random streams every round. Its name is ``expected_<metric>@<K>``, e.g.
-        ``"expected_ndcg@5"`` (with ``-<w>*<loss>`` appended for a weighted fairness term,
-        ``<loss>`` one of ``ee_l``, ``disparity``, ``group_disparity``; with group fairness an
-        eval set other than the training set needs its item groups:
-        :meth:`set_item_groups`). The
-        ranking's metric@K is a step function of the margins and blind to their scale, which
-        sets how random the policy is; this value is smooth in them, so early stopping on it
-        does not stop at an early noisy peak.
+        the value the objective trains for, at the judged cut-off ``K`` with the objective's metric
+        and gain, minus the fairness weight times the fairness loss with fairness, from 100 rankings
+        per query drawn from the same random streams every round. Its name is
+        ``expected_<metric>@<K>``, e.g. ``"expected_ndcg@5"`` (with ``-<w>*<loss>`` appended for a
+        weighted fairness term, ``<loss>`` one of ``ee_l``, ``disparity``, ``group_disparity``; with
+        group fairness an eval set other than the training set needs its item groups:
+        :meth:`set_item_groups`). The ranking's metric@K is a step function of the margins and blind
+        to their scale, which sets how random the policy is; this value is smooth in them, so early
+        stopping on it does not stop at an early noisy peak.
         """
         return self._expected
 
@@ -527,47 +526,27 @@ def plrank_objective(
     .. code-block:: python
 
         obj = plrank_objective(K=5)      # judged at NDCG@5, trains at 10
-        stop = min_rounds_for(0.3)       # XGBoost's default eta: no round kept before the 7th
         xgboost.train({"base_score": 0.0}, dtrain, 1000, obj=obj, evals=[(dvalid, "valid")],
-                      custom_metric=obj.standardized_metric, maximize=True,
-                      callbacks=[xgboost_early_stopping(25, min_rounds=stop)])
+                      custom_metric=obj.standardized_metric, maximize=True)
         lightgbm.train({"objective": obj, "metric": "None"}, train, 1000, valid_sets=[valid],
-                       feval=obj.standardized_metric,
-                       callbacks=[lightgbm_early_stopping(25, min_rounds=min_rounds_for(0.1))])
-        lightgbm.LGBMRanker(objective=obj.lgbm_ranker).fit(X, y, group=sizes)
+                       feval=obj.standardized_metric)
 
     Every round returns :func:`~gbdt_plrank.plrank_grad_hess` of the current margins with fresh
-    samples, at the training cut-off. With XGBoost set ``base_score=0.0``.
+    samples, at the training cut-off. With XGBoost set ``base_score=0.0`` (:doc:`/guide/boosters`).
 
     Parameters
     ----------
-    .. plrank-options:: K N train_K metric gain hessian sampler noise query_subsample fairness fairness_weight empty_queries
+    .. plrank-options:: K N train_K metric gain hessian sampler noise query_subsample
+    .. plrank-options:: fairness fairness_weight empty_queries
     n_jobs : int or None, default None
-        Threads of the rounds' sampling; None uses Numba's default, negative values count back
-        from it.
+        Threads of the rounds' sampling; None: Numba's default, negative values count back.
     item_groups : array of shape (n,) or None, default None
-        With ``fairness="group-disparity"`` (and only then): the item group (an integer id
-        >= 0, two or more distinct ids) of every training row, in the order of the rows of the
-        DMatrix / Dataset the booster trains on: given to
-        :meth:`PLRankObjective.set_item_groups` for a training set without its own, as an eval
-        set's groups are:
-
-        .. code-block:: python
-
-            obj = plrank_objective(K=10, fairness="group-disparity", fairness_weight=1.0,
-                                   item_groups=g_train)
-            obj.set_item_groups(dvalid, g_valid)
-            xgboost.train({"base_score": 0.0}, dtrain, 300, obj=obj, evals=[(dvalid, "valid")],
-                          custom_metric=obj.expected_metric, maximize=True)
+        With ``fairness="group-disparity"`` only: the training rows' item groups (integer ids
+        >= 0, two or more), as :meth:`PLRankObjective.set_item_groups` gives them.
     seed : int, default 0
         Seed of the sampled rankings; round r of query q draws from the stream (seed, r, q).
     device : {"cpu", "cuda"}, default "cpu"
-        Where each round's estimate is computed (XGBoost's parameter name). ``"cuda"`` runs it
-        on the GPU (the ``gpu`` extra, numba-cuda): it returns device arrays to XGBoost (which
-        copies them device to device: train with ``{"device": "cuda"}``) and host arrays to
-        LightGBM. There every ranking is drawn by the exponential race (``sampler`` ``"auto"``
-        or ``"race"``) from the same random streams as on the CPU, so the estimate equals the
-        CPU's with ``sampler="race"`` to rounding; fairness terms are computed on the CPU only.
+        Where each round's estimate is computed (``"cuda"``: the ``gpu`` extra, :doc:`/guide/gpu`).
 
     Returns
     -------
@@ -576,16 +555,11 @@ def plrank_objective(
     Raises
     ------
     ValueError
-        For an option that breaks its rule (:class:`~gbdt_plrank.PLRankOptions`), the message
-        naming the value and the rule; for ``item_groups`` given without group fairness or
-        holding NaN, negative or non-integer ids or a single group (missing item groups and a
-        length that disagrees with the training rows are reported at the first round); for
-        a ``device`` other than ``"cpu"`` or ``"cuda"``, and with ``"cuda"`` for
-        ``sampler="tree"`` or ``fairness``.
-    MissingDependencyError
-        (an ImportError) With ``device="cuda"`` when numba-cuda is not installed.
-    RuntimeError
-        With ``device="cuda"`` when no CUDA GPU is visible.
+        For an option (:class:`~gbdt_plrank.PLRankOptions`) or ``device`` that breaks its rule
+        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and bad ``item_groups`` (missing
+        ones and a wrong length at the first round).
+    MissingDependencyError, RuntimeError
+        With ``device="cuda"``: numba-cuda is not installed (an ImportError), no GPU is visible.
     """
     options = PLRankOptions.checked(
         K=K,

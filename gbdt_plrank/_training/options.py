@@ -1,13 +1,13 @@
 r"""The options of the PL-Rank objective: one validated object for every caller.
 
-:class:`PLRankOptions` holds what defines a PL-Rank objective: the cut-off ``K`` a ranker is
-judged at, the cut-off ``train_K`` it trains at, the rankings sampled per query, the metric and
-its gain, the Hessian mode, the sampler and its noise, the share of the queries a round estimates, and the fairness term. :func:`~gbdt_plrank.plrank_objective`,
-:func:`~gbdt_plrank.plrank_grad_hess`, :class:`~gbdt_plrank.PLRankRanker`,
-:class:`~gbdt_plrank.nn.PLRankMLPRanker`, :class:`~gbdt_plrank.dask.DaskPLRankRanker` and the
-comparison harness's ``[plrank]`` table all build it, so that one set of rules (each field's, and
-the fairness rules that tie fields together) checks them, with errors that name the value and
-the rule.
+:class:`PLRankOptions` holds what defines a PL-Rank objective: the cut-off ``K`` a ranker is judged
+at, the cut-off ``train_K`` it trains at, the rankings sampled per query, the metric and its gain,
+the Hessian mode, the sampler and its noise, the share of the queries a round estimates, and the
+fairness term. :func:`~gbdt_plrank.plrank_objective`, :func:`~gbdt_plrank.plrank_grad_hess`,
+:class:`~gbdt_plrank.PLRankRanker`, :class:`~gbdt_plrank.nn.PLRankMLPRanker`,
+:class:`~gbdt_plrank.dask.DaskPLRankRanker` and the comparison harness's ``[plrank]`` table all
+build it, so that one set of rules (each field's, and the fairness rules that tie fields together)
+checks them, with errors that name the value and the rule.
 
 It is also the one owner of the options' defaults and of their documentation: the public
 signatures take their defaults from :data:`DEFAULTS` (the fields' defaults) and their parameter
@@ -183,7 +183,8 @@ class PLRankOptions(PLRankFields):
 
     Attributes
     ----------
-    .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample fairness fairness_weight empty_queries
+    .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample
+    .. plrank-options:: fairness fairness_weight empty_queries
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -321,18 +322,11 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "N": (
         '"auto" or int',
         f"""
-        Rankings sampled per query and round (per query and step for a network); the
-        estimates' noise falls as :math:`1/\\sqrt{{N}}` and a round's sampling takes time linear
-        in ``N``. ``"auto"`` is {AUTO_N} for boosted trees without ``fairness`` (on the LETOR
-        validation splits, models trained with 50 and 100 level, in two thirds of the time),
-        {AUTO_N_FAIR} with it (the fairness term's exposure and gradient terms each come from
-        half of the rankings; a group-fair ranker on MQ2008 was both fairer and more relevant
-        with 100 than with 50), and {AUTO_N_NETWORK} for a
-        network, which steps on batches of queries (100 was ahead of 50 on MQ2007-agg's
-        validation splits). No upper bound, but a round's sampling takes time linear in ``N``
-        (MQ2008's training split: about 2 s per round at N = 10,000 on one thread). Ctrl-C
-        takes effect between calls of the compiled code, each about a third of a second, or
-        one query's N rankings if that takes longer (Kang et al. 2024 train with N = 200).
+        Rankings sampled per query and round (per query and step for a network): the
+        estimates' noise falls as :math:`1/\\sqrt{{N}}`, a round's time grows linearly in ``N``.
+        ``"auto"`` is {AUTO_N} for boosted trees without ``fairness``, {AUTO_N_FAIR} with it
+        (its exposure and gradient terms each come from half of the rankings) and
+        {AUTO_N_NETWORK} for a network, each chosen on validation (:doc:`/guide/ranker`).
     """,
     ),
     "metric": (
@@ -353,34 +347,16 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "hessian": (
         '{"auto", "abs", "raw", "clip", "constant", "denoised"}',
         r"""
-        What the booster receives as Hessian. ``"auto"`` is ``"denoised"`` without
-        ``fairness`` and ``"abs"`` with a fairness term (whose frontiers were measured with
-        it), or with a single ranking per query. The modes: the unbiased estimate of Kang, de
-        Rijke and
-        Oosterhuis (SIGIR 2024), which is indefinite (``"raw"``); its absolute value
-        :math:`|h|` (``"abs"``); :math:`\max(h, 10^{-3} \max|h|)` (``"clip"``); ones
-        (``"constant"``, no second-order information); or :math:`|h|/\kappa_q`
-        (``"denoised"``). The raw estimate's sum over a tree node is mostly noise, so boosting
-        with it stalls or lags; :math:`|h|` keeps the curvature's scale (the documentation's
-        "Choosing the Hessian" page has the measurements), but overstates it where the
-        estimate is noisy, :math:`\mathbb{E}|\hat h| > |\mathbb{E}\hat h|`, which shortens
-        every Newton step :math:`-G/(H + \lambda)` (with ``N`` = 50 on queries of about 120
-        documents, :math:`\sum|\hat h|` is 2 to 5 times :math:`\sum|h|`).
-        ``"denoised"`` estimates from two independent halves of the ``N`` rankings,
-        :math:`n_a = \lfloor N/2 \rfloor` and :math:`n_b = N - n_a`, pools them
-        (:math:`g = (n_a g_a + n_b g_b)/N`, the same for :math:`h`: the gradient is unbiased
-        and not rescaled) and divides each query's :math:`|h|` by its noise factor
-        :math:`\kappa_q = \sqrt{S_q / \max(S_q - V_q, S_q/100)}`, with
-        :math:`S_q = \sum_{d \in q} h_d^2` and
-        :math:`V_q = \frac{n_a n_b}{N^2} \sum_{d \in q} (h_{a,d} - h_{b,d})^2` the unbiased
-        estimate of the noise in :math:`S_q` (a quarter of the sum for equal halves), so
-        :math:`1 \le \kappa_q \le 10` (1 where :math:`S_q = 0`). It needs ``N >= 2``
-        (``N >= 4`` with ``fairness``, whose terms each half estimates from halves of its
-        own). With ``"abs"``, ``"clip"`` and ``"denoised"``, a query whose curvature vanishes
-        against its gradient as a whole (:math:`\sum |h| < 0.05 \sum |g|`, such as a pair of
-        documents at equal margins; for ``"denoised"`` after the division) has its rows
-        raised to :math:`0.05\,|g|`, so that pairwise data trains; other queries are left as
-        they are.
+        What the booster receives as Hessian: the unbiased but indefinite estimate of Kang, de
+        Rijke and Oosterhuis (SIGIR 2024) (``"raw"``), its absolute value :math:`|h|`
+        (``"abs"``), :math:`\max(h, 10^{-3} \max|h|)` (``"clip"``), ones (``"constant"``), or
+        :math:`|h|/\kappa_q` (``"denoised"``: :math:`\kappa_q \in [1, 10]`, the factor by which
+        the estimate's noise inflates the query's :math:`|h|`, estimated from two independent
+        halves of the rankings; ``N >= 2``, ``N >= 4`` with ``fairness``). ``"auto"`` is
+        ``"denoised"`` without ``fairness`` and ``"abs"`` with it or with one ranking. With
+        ``"abs"``, ``"clip"`` and ``"denoised"``, a query whose curvature vanishes,
+        :math:`\sum |h| < 0.05 \sum |g|`, has its rows raised to :math:`0.05\,|g|`. The
+        formulas and the measurements: :doc:`/research/hessian`.
     """,
     ),
     "sampler": (
@@ -394,32 +370,22 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "noise": (
         '{"lattice", "independent"}',
         r"""
-        The uniforms the ``N`` rankings of a query are drawn with. ``"independent"``: each
-        ranking from its own independent uniforms. ``"lattice"``: from a randomly shifted
-        rank-1 lattice (Cranley and Patterson 1976; L'Ecuyer and Lemieux 2000): uniform
-        :math:`j` of ranking :math:`i` is :math:`\{i g_j / N + c_j\}`, with the shift
-        :math:`c_j` uniform and :math:`g_j` coprime to :math:`N`, drawn per query and round.
-        Each ranking is still a Plackett-Luce draw, so the estimate stays unbiased, but the
-        ``N`` rankings cover the policy evenly: every uniform takes each of :math:`N` equal
-        strata once (the top rank's documents in proportion to their probabilities, up to
-        :math:`1/N`), which lowers the estimate's variance at the same cost. With
-        ``fairness``, each half of the rankings is a lattice of its own (the halves stay
-        independent).
+        The uniforms the ``N`` rankings of a query are drawn with: ``"independent"``, each
+        ranking's own; ``"lattice"``, a randomly shifted rank-1 lattice, uniform :math:`j` of
+        ranking :math:`i` being :math:`\{i g_j / N + c_j\}` (each ranking still a
+        Plackett-Luce draw, so the estimate stays unbiased, but the ``N`` rankings cover the
+        policy evenly: a lower variance at the same cost; :doc:`/research/estimator`).
     """,
     ),
     "query_subsample": (
         "float",
         r"""
-        The share of the queries whose gradient and Hessian a boosting round estimates, in
-        :math:`(0, 1]`: each round keeps each query with this probability, independently (a
-        draw from the query's own random stream, so the same queries whatever the threads or
-        Dask partitions), and the others get gradient and Hessian 0, so that the round's tree
-        is fitted on the kept queries alone (stochastic gradient boosting by query, as
-        LightGBM's ``bagging_by_query``; Friedman 2002). A round's sampling takes time about
-        linear in it; a kept query's estimate is the one it gets without subsampling (with
-        ``hessian="clip"``, the floor is relative to the largest :math:`|h|` of the kept
-        queries). 1.0: every query, every round. Boosted trees only: a network steps on
-        batches of queries already.
+        The share of the queries a boosting round estimates, in :math:`(0, 1]`: each round
+        keeps each query with this probability (a draw from its own random stream, whatever
+        the threads or Dask partitions) and gives the others gradient and Hessian 0, so the
+        round's tree is fitted on the kept queries (as LightGBM's ``bagging_by_query``; a
+        kept query's estimate is unchanged). 1.0: every query. Boosted trees only
+        (:doc:`/guide/boosters`, "Options").
     """,
     ),
     "fairness": (
@@ -427,8 +393,8 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         r"""
         None: the expected metric alone. Otherwise the objective maximised is, per query,
         :math:`\mathbb{E}[\mathrm{metric@K}] - w\,F_q` with :math:`w` = ``fairness_weight``
-        and :math:`F` a loss of the exposures at K with the metric's DCG rank weights (the
-        fairness guide has the formulas):
+        and :math:`F` a loss of the exposures at K with the metric's DCG rank weights
+        (:doc:`/guide/fairness` has the formulas):
     """
         + "; ".join(f'``"{name}"`` {term.summary}' for name, term in FAIRNESS_TERMS.items())
         + r""".
@@ -450,13 +416,10 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         '{"skip", "uniform"}',
         """
         With ``fairness``, what the fairness term does with the queries that have no relevant
-        document. ``"skip"``: nothing, they get exactly 0 (as without fairness) and count 0 in
-        the eval sets' fairness loss. ``"uniform"`` (``"expected-exposure"`` only): EE-L's
-        target there, equal exposure for every document, which pulls their margins together;
-        the trees are shared by all queries, so on data with many such queries (MQ2008) it
-        flattens the policy of the queries with relevant documents too
-        (:class:`~gbdt_plrank._training.fairness_spec.FairnessSpec`). The other losses are 0 on such
-        queries either way.
+        document: ``"skip"`` gives them exactly 0 (as without fairness); ``"uniform"``
+        (``"expected-exposure"`` only) trains them toward EE-L's target there, equal exposure,
+        which on data with many such queries flattens the other queries' policy too
+        (:doc:`/guide/fairness`).
     """,
     ),
 }

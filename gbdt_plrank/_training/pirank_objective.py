@@ -1,47 +1,26 @@
 r"""PiRank: 1 - relaxed NDCG@K from the NeuralSort relaxation, as a booster objective.
 
-For a query with scores :math:`s \in \mathbb{R}^n`, NeuralSort (Grover et al. 2019) relaxes the
-permutation matrix that sorts :math:`s` in decreasing order into the row-stochastic matrix
+For a query with scores :math:`s \in \mathbb{R}^n`, NeuralSort (Grover et al., ICLR 2019)
+relaxes the permutation matrix that sorts :math:`s` in decreasing order into the
+row-stochastic matrix
 
 .. math::
 
     \hat P_{i\cdot} = \operatorname{softmax}\bigl((c_i\, s - B) / \tau\bigr), \qquad
     c_i = n + 1 - 2i, \qquad B_j = \textstyle\sum_k |s_j - s_k|,
 
-and PiRank (Swezey et al. 2021, section 3, eq. 12) scores its top :math:`K` rows with the
-exponential gains :math:`g = 2^y - 1`:
+and PiRank (Swezey et al., NeurIPS 2021, section 3, eq. 12) scores its top :math:`K` rows
+with the exponential gains :math:`g = 2^y - 1`:
 
 .. math::
 
     \mathcal{L}(s) = 1 - \frac{1}{\mathrm{IDCG@K}} \sum_{i=1}^{\min(K, n)}
     \frac{\hat P_{i\cdot}\, g}{\log_2(i + 1)}.
 
-As :math:`\tau \to 0` (distinct scores) :math:`\hat P` tends to the sorting permutation and
-:math:`\mathcal{L}` to :math:`1 - \mathrm{NDCG@K}`.
-
-Gradient and Hessian diagonal are analytic. Away from ties :math:`z_{ij} = (c_i s_j - B_j)/\tau`
-is linear in :math:`s`, with :math:`a_j = \partial z_{ij}/\partial s_m = (c_i \delta_{jm} -
-\partial B_j/\partial s_m)/\tau`, :math:`\partial B_j/\partial s_m = \operatorname{sign}(s_m - s_j)`
-for :math:`j \ne m` and :math:`\partial B_m/\partial s_m = \sum_k \operatorname{sign}(s_m - s_k)`.
-With :math:`r_i = \hat P_{i\cdot} g'` (:math:`g' = g/\mathrm{IDCG}`), :math:`u_j = p_j(g'_j - r_i)`
-and :math:`\theta_i = 1/\log_2(i+1)`,
-
-.. math::
-
-    \frac{\partial \mathcal{L}}{\partial s_m} = -\sum_i \theta_i \sum_j u_j a_j, \qquad
-    \frac{\partial^2 \mathcal{L}}{\partial s_m^2} = -\sum_i \theta_i \Bigl(\sum_j u_j a_j^2
-    - 2 \sum_j u_j a_j \sum_j p_j a_j\Bigr).
-
-The sums over :math:`j` only need the sums of :math:`u` and :math:`p` over the documents scored
-below and above :math:`s_m`, so after one sort a query of :math:`n` documents costs
-:math:`O(n \log n + K n)`, not the :math:`O(n^2)` of the full matrix.
-
-References
-----------
-R. Swezey, A. Grover, B. Charron, S. Ermon. "PiRank: Scalable Learning To Rank via
-Differentiable Sorting", NeurIPS 2021.
-A. Grover, E. Wang, A. Zweig, S. Ermon. "Stochastic Optimization of Sorting Networks via
-Continuous Relaxations", ICLR 2019 (NeuralSort).
+As :math:`\tau \to 0` (distinct scores) :math:`\mathcal{L}` tends to :math:`1 -
+\mathrm{NDCG@K}`. The gradient and the Hessian diagonal are analytic and cost
+:math:`O(n \log n + K n)` per query after one sort, not the :math:`O(n^2)` of the full
+matrix: the derivation is in :doc:`/guide/pirank`, "The loss and its derivatives".
 """
 
 from __future__ import annotations

@@ -191,13 +191,14 @@ def estimate(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Run the parallel kernel on validated arrays; ``round_`` keys the fresh samples of a round.
 
-    ``rho`` are ``metric``'s rewards of the rows (:meth:`~gbdt_plrank._ranking_metric.RankingMetric.rewards`); rankings have
-    the length ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``;
-    ``keys`` defaults to the query index ``g`` (an int64 array of one non-negative key per query
-    otherwise). With ``fairness``, ``terms`` holds the rows' terms of the loss
-    (:meth:`~gbdt_plrank._training.fairness_spec.FairnessSpec.terms`) and the cross-fitted
-    fairness kernel runs instead; its Gauss-Newton term is added to the Hessian estimate before
-    ``hessian`` finishes it (:func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`).
+    ``rho`` are ``metric``'s rewards of the rows
+    (:meth:`~gbdt_plrank._ranking_metric.RankingMetric.rewards`); rankings have the length
+    ``metric.K``. Query ``g`` draws from the stream ``(seed, round_, keys[g])``; ``keys`` defaults
+    to the query index ``g`` (an int64 array of one non-negative key per query otherwise). With
+    ``fairness``, ``terms`` holds the rows' terms of the loss
+    (:meth:`~gbdt_plrank._training.fairness_spec.FairnessSpec.terms`) and the cross-fitted fairness
+    kernel runs instead; its Gauss-Newton term is added to the Hessian estimate before ``hessian``
+    finishes it (:func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`).
 
     The queries are estimated in consecutive ranges of about :data:`CHUNK_WORK` rows times
     rankings per thread (:func:`query_chunks`; one range at ordinary sizes), one kernel call
@@ -516,25 +517,18 @@ def plrank_grad_hess(
     empty_queries: str = DEFAULTS.empty_queries,
     item_groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Estimated gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
+    r"""PL-Rank gradient and diagonal Hessian of :math:`L = -\sum_q \mathbb{E}[\mathrm{metric@K}]`.
 
-    For every query :math:`q` (documents ``group_ptr[q]:group_ptr[q+1]``), ``N`` rankings of length
-    :math:`\min(K, D_q)` are drawn from the Plackett-Luce policy of ``scores`` and the PL-Rank-3
-    estimate of the gradient and the Kang et al. (2024) estimate of the Hessian diagonal are
-    computed in O(D + N K log D) (Oosterhuis 2022, section 5: the terms of the documents a
-    ranking leaves out are shared, and rankings are drawn from a sum tree). Queries run in
-    parallel; query ``q``
-    draws from a random stream keyed by ``(seed, 0, q)``, so the output does not depend on the
-    number of threads.
+    For every query :math:`q` (rows ``group_ptr[q]:group_ptr[q+1]``), ``N`` rankings of length
+    :math:`\min(K, D_q)` from the Plackett-Luce policy of ``scores``, drawn from the stream
+    ``(seed, 0, q)`` whatever the threads, give the PL-Rank-3 gradient (Oosterhuis, SIGIR 2022)
+    and Hessian diagonal (Kang et al., SIGIR 2024) in O(D + N K log D): :doc:`/research/estimator`.
 
     Parameters
     ----------
     scores : array of shape (n,)
-        Raw margins (log-scores of the policy), finite; the estimate is invariant to a constant
-        added to a query's scores. It is exact (up to its sampling) while a query's margins
-        span at most 1e10 (``MAX_EXACT_SPAN``), far beyond any trained policy's; a wider
-        query gets a ``RuntimeWarning``, as its estimate loses precision (7% at a span of
-        1e14).
+        Raw margins (log-scores of the policy), finite; a query whose margins span more than
+        1e10 (``MAX_EXACT_SPAN``) gets a ``RuntimeWarning`` (its estimate loses precision).
     labels : array of shape (n,)
         Graded relevance, finite and >= 0 (<= 31 with the exponential gain).
     group_ptr : array of shape (n_queries + 1,)
@@ -547,43 +541,21 @@ def plrank_grad_hess(
         Threads; None uses Numba's default, negative values count back from it.
     .. plrank-options:: fairness fairness_weight empty_queries
     item_groups : array of shape (n,) or None, default None
-        With ``fairness="group-disparity"`` (and only then): every document's item group, an
-        integer id >= 0, two or more distinct ids. Groups are compared within each query.
+        With ``fairness="group-disparity"`` only: every document's item group (integer ids >= 0).
 
     Returns
     -------
     grad, hess : float64 arrays of shape (n,)
-        Queries with one document, or without a relevant document (unless
-        ``empty_queries="uniform"``), get exactly 0 (1 for the Hessian in ``"constant"`` mode),
-        and so, without fairness, do the queries whose documents all have one reward (one
-        label; with ``metric="precision"``, every document relevant): every ranking has the same
-        metric, so the exact gradient and Hessian are 0;
-        the queries ``query_subsample`` leaves out get exactly 0 (in every mode).
-        With ``"abs"``, ``"clip"`` and ``"denoised"`` (after its division), a query whose
-        curvature vanishes against its gradient as a whole,
-        :math:`\sum_{d \in q} |h_d| < 0.05 \sum_{d \in q} |g_d|` (a pair of documents at
-        equal margins has curvature 0), has its rows raised to
-        :math:`h_d \ge 0.05\,|g_d|` (the curvature floor of
-        :func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`); every other query's
-        Hessian is the estimate's.
+        Exactly 0 (the Hessian 1 with ``"constant"``) where every ranking has the same metric
+        (one document; none relevant, unless ``empty_queries="uniform"``; without fairness, one
+        reward for all) or ``query_subsample`` leaves the query out; the curvature floor:
+        :func:`~gbdt_plrank._training.plrank_grad_hess.finish_hessian`.
 
     Raises
     ------
     ValueError
-        For non-finite scores or labels, negative labels, labels too large for the exponential
-        gain, lengths that disagree, a malformed ``group_ptr``, ``K < 1``, ``N < 1`` (``N < 2``
-        with ``hessian="denoised"``, ``N < 4`` with it and fairness) or an unknown option name,
-        and for the fairness rules above (a negative or non-finite
-        ``fairness_weight``, ``metric="precision"``, ``N < 2``, ``item_groups`` missing with
-        group fairness or given without it, of the wrong length, NaN, negative or non-integer
-        ids, a single group).
-
-    References
-    ----------
-    H. Oosterhuis. Learning-to-Rank at the Speed of Sampling: Plackett-Luce Gradient Estimation
-    with Minimal Computational Complexity. SIGIR 2022.
-    J. Kang, M. de Rijke, H. Oosterhuis. Estimating the Hessian Matrix of Ranking Objectives for
-    Stochastic Learning to Rank with Gradient Boosted Trees. SIGIR 2024.
+        For bad scores, labels, ``group_ptr`` or ``item_groups`` (missing with group fairness,
+        given without it), or an option that breaks its rule (:class:`PLRankOptions`).
     """
     options = _options(
         K,
@@ -655,11 +627,11 @@ def plrank_grad_hess_from_rankings(
     rankings : int array of shape (N, min(K, D))
         Each row lists distinct document indices in ``[0, D)``, top first.
     K, metric, gain, hessian, fairness, fairness_weight, empty_queries, item_groups
-        As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to ``"raw"`` (unbiased without
-        ``fairness``). With ``fairness``, the first ``N // 2`` rows form the first half. With
-        ``hessian="denoised"``, the first ``N // 2`` rows are half A and the others half B
-        (:func:`~gbdt_plrank._training.plrank_grad_hess.pool_halves`); with ``fairness`` too, each
-        half is split in two in turn.
+        As in :func:`plrank_grad_hess` (``item_groups`` of shape (D,)); ``hessian`` defaults to
+        ``"raw"`` (unbiased without ``fairness``). With ``fairness``, the first ``N // 2`` rows form
+        the first half. With ``hessian="denoised"``, the first ``N // 2`` rows are half A and the
+        others half B (:func:`~gbdt_plrank._training.plrank_grad_hess.pool_halves`); with
+        ``fairness`` too, each half is split in two in turn.
 
     Returns
     -------

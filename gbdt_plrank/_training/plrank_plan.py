@@ -38,7 +38,8 @@ class Trainer:
     Attributes
     ----------
     watches : tuple of str
-        The stopping metrics its early stopping can watch (of :data:`~gbdt_plrank._backends._parameters.STOPPING_METRICS`).
+        The stopping metrics its early stopping can watch (of
+        :data:`~gbdt_plrank._backends._parameters.STOPPING_METRICS`).
     auto : str or None
         What ``stopping_metric="auto"`` watches; ``None``: ``"standardized"``, or ``"policy"``
         with fairness. The standardised policy's value is blind to the margins' scale, so early
@@ -187,8 +188,9 @@ def plrank_plan(
         Seed of the objective's sampled rankings (and of the expected metric's streams).
     n_jobs : int or None
         Threads of the objective and the evaluation.
-    n_estimators, early_stopping_rounds, callbacks
-        As in :class:`~gbdt_plrank._backends.Plan`.
+    n_estimators, early_stopping_rounds, callbacks, verbose, min_rounds, min_delta, patience_rate
+        As in :class:`~gbdt_plrank._backends.Plan` (defaults: no callbacks, quiet, and each
+        library's own stopping rule).
     ranking : RankingMetric, optional
         The ranking metric recorded on the eval sets; default the objective's metric@K (the
         harness records NDCG@k, its comparison's measure, whatever the objective's metric).
@@ -196,20 +198,8 @@ def plrank_plan(
         Builds the objective from ``(options, seed=, n_jobs=, device=)`` (Dask's keyed objective).
     device : {"cpu", "cuda"}, default "cpu"
         Where the objective's estimate is computed (:func:`~gbdt_plrank.plrank_objective`).
-    verbose : int, default 0
-        Report the fit's progress every ``verbose`` rounds (0: quiet), as
-        :class:`~gbdt_plrank._backends.Plan` says.
     trainer : {"booster", "network", "dask"}, default "booster"
         The way of training (:data:`TRAINERS`): what ``"auto"`` watches and what can be.
-    min_rounds : int or "auto", default 0
-        With early stopping, the first round that may be kept (as in
-        :class:`~gbdt_plrank._backends.Plan`).
-    min_delta : float, default 0.0
-        With early stopping, the least gain that makes a round the best (as in
-        :class:`~gbdt_plrank._backends.Plan`).
-    patience_rate : float, default 0.0
-        With early stopping, the rate the patience grows at with the best round (as in
-        :class:`~gbdt_plrank._backends.Plan`).
 
     Returns
     -------

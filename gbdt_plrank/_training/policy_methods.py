@@ -245,28 +245,15 @@ class PolicyMethods:
             \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \theta_{\mathrm{rank}_s(d)},
             \qquad \theta_k = \frac{1}{\log_2(k + 1)} \text{ for } k \le K, \ 0 \text{ after},
 
-        an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` over
-        :math:`S` = ``n_samples`` rankings :math:`y^{(s)}` of its query (``method="count"``), or
-        from the same rankings' placement probabilities (``method="placement"``),
-
-        .. math::
-
-            \hat{E}(d) = \frac{1}{S} \sum_{s=1}^{S} \sum_{k} \theta_k\,
-            \frac{e^{m(d)}\, [d \notin y^{(s)}_{1:k-1}]}{\sum_{d' \notin y^{(s)}_{1:k-1}} e^{m(d')}}:
-
-        each rank's term is the probability that :math:`d` takes that rank given the documents
-        placed above it, the expectation of the counting term given them (a Rao-Blackwellisation,
-        as PL-Rank's own estimator), so it is unbiased too, and positive for every row while
-        :math:`\theta_1 > 0`: a row that no sampled ranking placed still gets its chances.
-        Each query's exposures sum to :math:`\sum_{k \le \min(K, D)} \theta_k` exactly under
-        either. With the same ``random_state`` and ``n_samples``, both are computed from exactly
-        the rankings :meth:`sample_rankings` returns. Other rank weights give other exposures:
-        with a position-based click model's observation probabilities (``weights[k-1]`` the
-        probability that rank ``k`` is seen, 0 beyond a top-k display), :math:`\hat E(d)` is the
-        expected observation of row ``d`` per session, the policy-aware propensity of
-        :func:`gbdt_plrank.clicks.click_rewards` (which computes it by placement when given the
-        logging policy; counted, a row that none of the sampled rankings shows gets 0 here,
-        though the log may show it).
+        an unbiased estimate of :math:`\mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y(d)}]` from
+        :math:`S` = ``n_samples`` rankings of its query (``method="count"``), or from the same
+        rankings' placement probabilities (``method="placement"``: each rank's probability that
+        :math:`d` takes it given the documents placed above, also unbiased and positive for every
+        row). Each query's exposures sum to :math:`\sum_{k \le \min(K, D)} \theta_k`. With the same
+        ``random_state`` and ``n_samples`` both use exactly the rankings :meth:`sample_rankings`
+        returns. Other rank weights, such as a click model's observation probabilities, give other
+        exposures: the estimators and their uses are in :doc:`/guide/ranker`, "What the policy gives
+        besides scores".
 
         Parameters
         ----------
@@ -277,9 +264,9 @@ class PolicyMethods:
             Rank weights :math:`\theta_1 .. \theta_L` (finite, ``>= 0``; 0 beyond rank ``L``)
             in place of the DCG weights up to ``K``.
         method : {"count", "placement"}, default "count"
-            Count the rank each row took, or sum its placement probabilities (lower variance
-            for most rows, and never 0 for a row the policy can show; it costs
-            :math:`O(D)` per rank and ranking rather than :math:`O(1)`).
+            Count the rank each row took, or sum its placement probabilities (lower variance for
+            most rows, never 0 for a row the policy can show, at :math:`O(D)` per rank and
+            ranking rather than :math:`O(1)`).
 
         Returns
         -------

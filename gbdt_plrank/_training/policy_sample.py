@@ -159,7 +159,8 @@ def sample_policy(
     n_jobs : int or None
         Numba threads.
     round_ : int, default 0
-        The streams' round key (:data:`gbdt_plrank._training.evaluation.EVAL_ROUNDS`: an evaluation's).
+        The streams' round key (an evaluation's:
+        :data:`gbdt_plrank._training.evaluation.EVAL_ROUNDS`).
 
     Returns
     -------

@@ -167,7 +167,8 @@ def finite_vector(name: str, values: object) -> np.ndarray:
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(
-            f"{name} must be finite, but {name}[{i}] is {float(arr[i])!r} ({int(bad.sum())} non-finite in all)."
+            f"{name} must be finite, but {name}[{i}] is {float(arr[i])!r} "
+            f"({int(bad.sum())} non-finite in all)."
         )
     return arr
 
@@ -275,7 +276,8 @@ def check_group_ptr(group_ptr: object, n: int) -> np.ndarray:
     if (steps < 0).any():
         i = int(np.flatnonzero(steps < 0)[0])
         raise ValueError(
-            f"group_ptr must never decrease, but group_ptr[{i}] = {ptr[i]} > group_ptr[{i + 1}] = {ptr[i + 1]}."
+            f"group_ptr must never decrease, but group_ptr[{i}] = {ptr[i]} > "
+            f"group_ptr[{i + 1}] = {ptr[i + 1]}."
         )
     return ptr
 

@@ -31,21 +31,7 @@ model), the position bias (:func:`estimate_position_bias`, by row or through
 the features), the regression (:func:`click_regression`), the rewards (:func:`click_rewards` over
 the registry :data:`REWARD_ESTIMATORS`) and a new policy's value (:func:`estimate_policy_value`).
 
-References
-----------
-Craswell, Zoeter, Taylor and Ramsey (2008). An experimental comparison of click position-bias
-models. WSDM.
-
-Joachims, Swaminathan and Schnabel (2017). Unbiased learning-to-rank with biased feedback. WSDM.
-
-Wang, Golbandi, Bendersky, Metzler and Najork (2018). Position bias estimation for unbiased
-learning to rank in personal search. WSDM.
-
-Agarwal, Zaitsev, Wang, Li, Najork and Joachims (2019). Addressing trust bias for unbiased
-learning-to-rank. WWW.
-
-Oosterhuis and de Rijke (2020). Policy-aware unbiased learning to rank for top-k rankings.
-SIGIR.
+The guide: :doc:`/guide/clicks`; the papers cited, in full: :doc:`/research/references`.
 """
 
 from __future__ import annotations

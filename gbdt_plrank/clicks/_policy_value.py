@@ -18,6 +18,7 @@ from .._util.validation import as_finite_vector, check_positive_int, check_seed,
 from ._log import ClickLog, check_rows
 from ._propensities import DEFAULT_POLICY_SAMPLES, observation
 from ._rewards import (
+    CLICK_PARAMETERS,
     RewardEstimator,
     estimator_entries,
     regression_estimate,
@@ -76,92 +77,43 @@ def estimate_policy_value(
 ) -> PolicyValue:
     r"""A new policy's expected clicks per session, estimated from another (logging) policy's log.
 
-    Off-policy evaluation under the position-based model: a policy :math:`\pi` that observes row
-    :math:`d` with probability :math:`w_\pi(d) = \mathbb{E}_{y \sim \pi}[\theta_{\mathrm{rank}_y
-    (d)}]` per session of its query is clicked :math:`V(\pi) = \sum_q S_q \sum_{d \in q}
-    w_\pi(d)\, \gamma_d / \sum_q S_q` times per session, the log's queries weighted by their
-    logged sessions :math:`S_q`. Each logged session :math:`s` of query :math:`q` gives
-
-    .. math::
-
-        v_s = \sum_{d \in q} w_\pi(d)\, \hat\gamma_d
-              + \sum_{d\ \text{shown in}\ s} w_\pi(d)\,
-                \frac{c_{sd} - \theta_{\mathrm{rank}_s(d)}\, \hat\gamma_d}{\rho_d},
-
-    with :math:`\hat\gamma = 0` (``"policy-aware"``, inverse propensity scoring) or the
-    cross-fitted regression of :func:`click_regression` (``"doubly-robust"``), and the estimate
-    is their mean. Its expectation is :math:`V(\pi)` when :math:`\rho` is the logging policy's
-    propensity and :math:`\rho_d > 0` wherever :math:`w_\pi(d) > 0` (a stochastic logger,
-    such as a Plackett-Luce policy, gives that), and for the doubly robust estimate also when
-    :math:`\hat\gamma = \gamma`. The standard error is
-    :math:`\sqrt{\sum_q S_q\, s_q^2} / \sum_q S_q` with :math:`s_q^2` the variance of
-    :math:`v_s` over the sessions of query :math:`q` (the pooled within-query variance for a
-    query with one session): the sampling error of the clicks, the queries held fixed
-    (the cross-fitted regression's dependence on other queries' clicks is left out).
+    Under the position-based model a policy that observes row :math:`d` with probability
+    :math:`w_\pi(d)` per session gets :math:`V(\pi) = \sum_q S_q \sum_{d \in q} w_\pi(d)\,
+    \gamma_d / \sum_q S_q` clicks per session (:math:`S_q` sessions logged for query :math:`q`),
+    estimated by the mean over the logged sessions of :math:`w_\pi` times the estimator's terms.
+    The formula, when it is unbiased, the standard error: :doc:`/guide/clicks`, "The value of a
+    new policy, estimated from the log".
 
     Parameters
     ----------
     log : ClickLog
         The logging policy's clicks.
     policy : fitted ranker or array of shape (n_rows,)
-        The new policy: a Plackett-Luce policy (an object with ``expected_exposure``, such as a
-        fitted :class:`~gbdt_plrank.PLRankRanker`), whose expected observation is estimated from
-        the placement probabilities of ``n_samples`` rankings per query
-        (``expected_exposure(X, qid, weights=theta, method="placement")``); any other fitted
-        model with ``predict`` (an ``XGBRanker``, an ``LGBMRanker``), deployed as the ranking by
-        its scores (ties in row order), :math:`\theta` at each row's rank; or every row's
-        expected observation per session :math:`w_\pi(d)`, finite and in [0, 1] (a
-        probability per session).
+        A Plackett-Luce policy (its placement probabilities from ``n_samples`` rankings per
+        query), any model with ``predict`` (its ranking by score), or :math:`w_\pi` in [0, 1].
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features, as :class:`~gbdt_plrank.PLRankRanker` takes them (numeric, finite
-        or NaN for a missing value; a DataFrame's rows by position): for a ranker, and for the
-        doubly robust regression.
+        The rows' features (by position), for a ranker and the doubly robust regression.
     qid : array of shape (n_rows,)
         The rows' query ids.
-    position_bias : array of shape (K,) or "estimate"
-        As in :func:`click_rewards`; rank ``k`` of the new policy is seen with probability
-        ``position_bias[k-1]`` (0 beyond).
-    propensities : array of shape (n_rows,) or None
-        The logging policy's :math:`\rho_d`, as in :func:`click_rewards`; None: the logged
-        display frequencies (consistent, not unbiased, and any row the new policy can show but
-        the log never shows is refused).
-    propensity_samples : int or None, default None
-        As in :func:`click_rewards`: ``propensities`` are the Monte-Carlo mean over that many
-        rankings of the logging policy, pooled with the log's sessions
-        (:math:`\tilde\rho_d`), so that the estimate is the policy's expected observation
-        times the rewards of :func:`click_rewards` with the same arguments,
-        :math:`\frac{1}{\sum_q S_q}\sum_q S_q \sum_{d \in q} w_\pi(d)\, \hat r_d`, and
-        has their expectation (unbiased but for the rows none of the sampled or logged
-        rankings shows). A row the new policy observes that none of them shows is refused.
-    logging_policy : fitted ranker or None
-        As in :func:`click_rewards`: the logging policy itself in place of ``propensities``
-        (a Plackett-Luce policy's placement probabilities are positive for every row it can
-        show, so no row the new policy observes is refused for want of a propensity).
+    .. click-parameters:: position_bias propensities propensity_samples logging_policy regression
     estimator : str, default "policy-aware"
         A name of :data:`REWARD_ESTIMATORS` that values policies:
 
         .. reward-estimators:: policy-values
-    regression : array of shape (n_rows,) or None
-        An estimator that starts from a regression (``"doubly-robust"``): :math:`\hat\gamma`
-        in place of :func:`click_regression`.
-    n_samples : int, default 1000
-        Rankings per query of a Plackett-Luce policy's expected observation.
-    seed : int, default 0
-        Seed of those rankings, of ``logging_policy``'s and of the regression's query folds.
+    n_samples, seed : int, default 1000 and 0
+        Rankings per query of a Plackett-Luce policy's observation; the seed of those rankings,
+        of ``logging_policy``'s and of the regression's query folds.
 
     Returns
     -------
     PolicyValue
-        ``.value``, ``.stderr`` and ``.interval(level)``.
+        The estimate, its standard error and its intervals.
 
     Raises
     ------
     ValueError
-        Where the new policy observes a row with positive probability that the logging
-        policy never shows (:math:`\rho_d = 0`, or :math:`\tilde\rho_d = 0`: nothing in the log
-        speaks for it), for a policy that is neither a fitted ranker nor one observation in
-        [0, 1] per row, an empty log, and for bad values as :func:`click_rewards` does, naming
-        them.
+        For a row the new policy observes and the logger never shows (:math:`\rho_d = 0`), a bad
+        policy, an empty log, and bad values as :func:`click_rewards`, naming them.
     """
     spec = reward_estimator(estimator, values_policies=True)
     n_samples = check_positive_int("n_samples", n_samples)
@@ -303,8 +255,9 @@ def _session_mean(
     )
 
 
-# The estimators that value policies, listed where estimate_policy_value says
-# ``.. reward-estimators::``.
+# The estimators that value policies and the shared parameters, listed where
+# estimate_policy_value says ``.. reward-estimators::`` and ``.. click-parameters::``.
 shared_entries("reward-estimators", {"policy-values": estimator_entries(values_policies=True)})(
     estimate_policy_value
 )
+shared_entries("click-parameters", CLICK_PARAMETERS)(estimate_policy_value)

@@ -265,127 +265,43 @@ def estimate_position_bias(
 ) -> np.ndarray:
     r"""The position-based model's observation probabilities, estimated from a click log.
 
-    The position-based model (PBM) clicks row :math:`d` at rank :math:`k` with probability
-    :math:`\theta_k \gamma_d`: seen with probability :math:`\theta_k`, clicked when seen with
-    probability :math:`\gamma_d`. Only the product is observed, so :math:`\theta` is identified
-    only where something links the ranks other than the relevance of the rows shown there.
-
-    *Without features* (``X=None``): expectation-maximisation over one relevance per row
-    (Wang et al., 2018). Given :math:`(\theta, \gamma)`, an entry without a click was seen with
-    probability :math:`\theta_k(1-\gamma_d)/(1-\theta_k\gamma_d)` and relevant with probability
-    :math:`(1-\theta_k)\gamma_d/(1-\theta_k\gamma_d)` (a clicked entry was both); then
-    :math:`\theta_k` becomes the mean of the seen posteriors over the entries at rank :math:`k`,
-    and :math:`\gamma_d` the mean of the relevant posteriors over the entries of row :math:`d`.
-    The ratio :math:`\theta_k / \theta_{k'}` is identified by rows shown at both ranks (or a
-    chain of such rows), which a stochastic logger gives and a deterministic one does not: a log
-    whose ranks are not all linked so is refused, with what would identify it.
-
-    *With features* (``X``, ``qid``): regression EM (Wang et al., 2018), the relevance
-    :math:`\gamma_d = \sigma(f(x_d))` a boosted model of the row's features. In turns: the
-    E-step's posteriors above with :math:`\gamma_d` from :math:`f`; :math:`\theta_k` the mean
-    seen posterior at rank :math:`k`; ``step_rounds`` more trees of depth ``max_depth`` on
-    :math:`f`, a logistic regression on the relevant posteriors (each row's mean over its
-    displays, weighted by them), ``n_rounds`` trees in all. Where the features predict the
-    rows' relevance, rows alike in them are shown at different ranks across queries, which
-    identifies :math:`\theta` from a deterministic logger's log too, under one more assumption:
-    the click probability when seen is a function of the features, so that the rank a logger
-    gave a row says nothing more of it. Features that predict nothing of the relevance
-    (constant, noise) leave the estimate at about the per-rank click-through ratio, which takes
-    the relevance of the rows a logger puts at each rank for position; so does a log of a few
-    queries, whose rows a model of the features can tell apart one by one. Such a log is
-    refused: one whose displayed rows span fewer than 20 queries (``MIN_FEATURE_QUERIES``), or
-    whose features' evidence is below 2 (``MIN_FEATURE_EVIDENCE``): a relevance model of them
-    (30 trees of depth ``max_depth``), fitted on half of the queries under the estimate, must
-    predict the other half's clicks better than the same trees without the features, by two
-    standard errors of the per-query gain in log-likelihood. What the test cannot see is
-    relevance that the logger knew and the features do not hold: on simulated deterministic
-    logs of 50 to 400 queries whose one informative feature has correlation 0.9 (0.8) with the
-    logger's relevance, logs the rule takes, the estimate was off by a factor of up to 1.52
-    (1.77) at its worst rank, and up to 1.26 where the feature was that relevance, while the
-    click-through ratio was off by 2.2 to 2.4 (``research/position_bias_identification.py``, in
-    the clicks guide). Where the
-    features nearly determine the rank (as query-normalised features of a deterministic
-    logger's top rows do), the model can mistake position for relevance; shallow trees (an
-    additive model at depth 1) leave it less room to. On MQ2008 (a LambdaMART's top
-    10, 100 sessions per query) this was closer to the truth on the validation queries' logs
-    than fitting :math:`f` and :math:`\theta` jointly by Fisher scoring on the click likelihood,
-    and than deeper trees (``research/position_bias_features.py``).
-
-    ``n_rounds`` is the alternation's budget, and it must let the alternation converge: the
-    largest :math:`\theta_k` approaches 1, a fixed point of its update near which each E-step
-    moves it little, so a short alternation leaves the estimate flatter than the truth. On
-    MQ2008's training logs with :math:`(1/k)^2` and 100 sessions per query, 300 trees left the
-    mean over the folds 20% to 24% high at some rank in 2-10 (three independent logs); from 800
-    on, within 9% (1000: 6.6% to 8.2%), and barely moving after (to 2000 trees on one log). On
-    the validation logs 600 and 1000 trees were level (mean absolute log-error 0.154 and 0.159,
-    300: 0.173); 1000 is the default, as 600 still leaves a log of six-document queries 14% off
-    at its deepest rank.
-
-    What no setting removes is the log's own noise: the estimate of :math:`\theta_k` cannot be
-    finer than the clicks at rank :math:`k`. A top-10 log of MQ2008's 471 training queries with
-    :math:`(1/k)^2` and 10 sessions per query holds about 15 clicks at rank 8 and 3 at rank 10
-    (relative standard errors of about 26% and 58% even were every row's relevance known), and
-    three independent such logs gave estimates whose largest error at ranks 2-10 was 28%, 29%
-    and 36%, at rank 8, 9 or 10 (300 trees: 22%, 52%, 60%).
-
-    The scale is fixed by :math:`\max_k \theta_k = 1`: the most seen logged rank is taken to be
-    always seen, the largest scale at which every :math:`\theta_k` is a probability. That rank
-    is usually rank 1 (then :math:`\theta_1 = 1`), but not in every log (a banner above the
-    results, a grid). A common factor in :math:`\theta` divides every reward of
-    :func:`~gbdt_plrank.clicks.click_rewards` by it, so it changes neither the ordering a ranker
-    learns from them nor a policy's estimated clicks (its observation scales by the same
-    factor).
+    The position-based model clicks row :math:`d` at rank :math:`k` with probability
+    :math:`\theta_k \gamma_d`. Without features: EM over one relevance :math:`\gamma_d` per row
+    (Wang et al., 2018), identified by rows shown at several ranks; with features: regression
+    EM, :math:`\gamma_d = \sigma(f(x_d))` with :math:`f` boosted trees, identified from a
+    deterministic logger's log too where the features predict the relevance. A log that does
+    not identify :math:`\theta` is refused, saying why and what would. Details and measurements:
+    :doc:`/guide/clicks`, "How the position bias is estimated".
 
     Parameters
     ----------
     log : ClickLog
         The clicks.
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features (rows as ``log.row`` indexes them, by position), as
-        :class:`~gbdt_plrank.PLRankRanker` takes them (numeric, finite or NaN for a missing
-        value): the joint fit with features.
+        The rows' features (``log.row`` indexes them by position), as the rankers take them.
     qid : array of shape (n_rows,) or None
         The rows' query ids, with ``X`` (checks that every session shows one query's rows).
-    n_iter : int, default 200
-        Without features: the most EM iterations.
-    tol : float, default 1e-8
-        Without features: EM stops when no parameter moves by more than this in an iteration.
-    n_rounds : int, default 1000
-        With features: the trees of :math:`f` in all (the alternation's budget).
-    step_rounds : int, default 10
-        With features: the trees grown in each EM iteration (after each E-step).
-    max_depth : int, default 1
-        With features: the depth of the trees of :math:`f`.
-    learning_rate : float, default 0.1
-        With features: the trees' step.
-    n_jobs : int, default 1
-        With features: the booster's threads.
+    n_iter, tol : int and float, default 200 and 1e-8
+        Without features: the most EM iterations, and the largest move of a parameter in an
+        iteration at which EM stops.
+    n_rounds, step_rounds : int, default 1000 and 10
+        With features: the trees of :math:`f` in all (the alternation's budget, which must let
+        it converge) and those grown after each E-step.
+    max_depth, learning_rate, n_jobs : int, float and int, default 1, 0.1 and 1
+        With features: the trees' depth and step, and the booster's threads.
 
     Returns
     -------
     float64 array of shape (max logged rank,)
-        ``theta[k-1]`` for rank ``k``, in (0, 1], divided by the largest (so
-        ``theta.max() == 1``, and ``theta[0] == 1`` when rank 1 is the most seen). It passes
-        :func:`~gbdt_plrank.clicks.click_rewards`'s rule for a given position bias.
+        ``theta[k-1]`` for rank ``k`` in (0, 1], divided by the largest (``theta[0] == 1`` when
+        rank 1 is the most seen), as :func:`~gbdt_plrank.clicks.click_rewards` takes it.
 
     Raises
     ------
     ValueError
-        For an empty log, a log without a click, a rank below the largest logged one that the
-        log never shows, a log whose rows and ranks do not identify :math:`\theta` without
-        features (saying why and what would), features that cannot identify it (fewer than
-        20 queries displayed, or evidence below 2: saying so and what would), ``X`` without
-        ``qid`` or the reverse, rows outside ``X``, a feature that is not a finite number or
-        NaN, or bad ``n_iter`` / ``tol`` / booster settings; ``MissingDependencyError`` for the
-        estimate with features without xgboost.
-
-    Notes
-    -----
-    Cost: without features, ``n_iter`` passes over the log's entries. With features,
-    ``n_rounds`` trees on the log's displayed rows (one training row per displayed feature row,
-    its displays and clicks per rank aggregated: it grows with the rows, not the sessions)
-    in ``n_rounds / step_rounds`` EM iterations; about 10 s on one thread for the 4700 rows
-    a top-10 display shows of MQ2008's training queries.
+        For an empty log, one without a click or skipping a rank below its largest, a log that
+        does not identify :math:`\theta`, ``X`` without ``qid`` or the reverse, and bad values,
+        naming them; ``MissingDependencyError`` for the estimate with features without xgboost.
     """
     n_iter = check_positive_int("n_iter", n_iter)
     tol = check_positive_number("tol", tol)

@@ -49,60 +49,43 @@ def click_regression(
 ) -> np.ndarray:
     r"""Every row's click probability when seen, regressed on its features, cross-fitted by query.
 
-    The position-based model's likelihood of the log with the observation probability as a
-    known factor: a row :math:`d` shown at rank :math:`k` is clicked with probability
-    :math:`\theta_k\, \sigma(f(x_d))`, and :math:`f` is a small gradient-boosted model
-    (XGBoost, Fisher scoring on that Bernoulli likelihood) fitted on the displays and clicks of
-    the other queries: the queries are split into ``n_folds`` folds at random, and each fold's
-    rows are predicted by the model fitted on the other folds, so that no row's estimate has
-    seen the clicks of its own query (what keeps the doubly robust rewards of
-    :func:`click_rewards` unbiased). Rows never displayed count in no fit but are predicted.
+    The position-based model's likelihood with the observation as a known factor: a row
+    :math:`d` shown at rank :math:`k` is clicked with probability :math:`\theta_k\,
+    \sigma(f(x_d))`, :math:`f` a small XGBoost model (Fisher scoring) fitted on the other query
+    folds' displays and clicks, so that no row's estimate has seen its own query's clicks (what
+    keeps the doubly robust rewards unbiased). Cost, measurements: :doc:`/guide/clicks`.
 
     Parameters
     ----------
     log : ClickLog
         The clicks.
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features)
-        The rows' features (by position), as :class:`~gbdt_plrank.PLRankRanker` takes them
-        (numeric, finite or NaN for a missing value).
+        The rows' features (by position), as :class:`~gbdt_plrank.PLRankRanker` takes them.
     qid : array of shape (n_rows,)
         The rows' query ids.
     position_bias : array of shape (K,) or "estimate"
         As in :func:`click_rewards`.
     n_folds : int, default 2
-        Query folds, ``>= 2``.
+        Query folds, ``>= 2``, drawn at random with ``seed`` (the booster is deterministic).
     n_rounds, max_depth, learning_rate : int, int, float
         The booster's rounds (``>= 1``), tree depth (``>= 1``) and step (``> 0``).
-    seed : int, default 0
-        Seed of the query folds (the booster itself is deterministic).
-    n_jobs : int, default 1
-        The booster's threads.
+    seed, n_jobs : int, default 0 and 1
+        Seed of the query folds, and the booster's threads.
     features : {"raw", "centred"}, default "raw"
         What the booster reads: the features as they are, or each minus its mean over the rows
-        of the row's query (``"centred"``; dense float32). Where a query's features share a
-        level that says nothing of its clicks (raw web features such as term counts), the
-        centred features are what a pointwise model can compare across queries: on deep
-        synthetic web queries (:func:`~gbdt_plrank.datasets.load_dataset` ``"web-nonlinear"``)
-        and LightGBM's Yahoo! sample the regression's own ranking of the validation queries
-        was far better with them, and level on MQ2008, whose features are normalised per
-        query (the clicks guide).
+        of the row's query (``"centred"``; dense float32), for features whose level within a
+        query says nothing of its clicks (raw web features such as term counts).
 
     Returns
     -------
     float64 array of shape (n_rows,)
-        :math:`\hat\gamma_d = \sigma(f(x_d))` in (0, 1); a fold whose other folds hold no display
-        gets 0 (its doubly robust rewards are then the policy-aware ones).
+        :math:`\hat\gamma_d = \sigma(f(x_d))` in (0, 1), displayed or not; a fold whose other
+        folds hold no display gets 0 (its doubly robust rewards are then the policy-aware ones).
 
     Raises
     ------
     ValueError
         For a bad value, naming it; ``MissingDependencyError`` without xgboost.
-
-    Notes
-    -----
-    Cost: ``n_folds`` boosters of ``n_rounds`` trees on the displayed rows (one training row per
-    displayed feature row, its displays and clicks per rank aggregated), so it grows with the
-    rows, not with the sessions.
     """
     xgb = require("xgboost", purpose="the doubly robust estimator's regression")
     n_folds = check_positive_int("n_folds", n_folds)

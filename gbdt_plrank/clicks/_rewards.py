@@ -50,6 +50,7 @@ from ._propensities import (
 from ._regression import click_regression
 
 __all__ = [
+    "CLICK_PARAMETERS",
     "REWARD_ESTIMATORS",
     "RewardEstimator",
     "click_rewards",
@@ -172,6 +173,35 @@ def estimator_entries(*, values_policies: bool = False) -> str:
         for e in REWARD_ESTIMATORS.values()
         if e.values_policies or not values_policies
     )
+
+
+#: The parameters that :func:`click_rewards` and :func:`estimate_policy_value` share, written
+#: once and filled in where their docstrings say ``.. click-parameters::``.
+CLICK_PARAMETERS = {
+    "position_bias": r"""position_bias : array of shape (K,) or "estimate"
+    :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen, in
+    (0, 1] for every logged rank (0 beyond); ``"estimate"``: :func:`estimate_position_bias` of
+    the log without features, the same rule.""",
+    "propensities": r"""propensities : array of shape (n_rows,) or None
+    :math:`\rho_d`, the logging policy's expected observation of row :math:`d` per session,
+    :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k` (a ranker's ``expected_exposure``
+    with ``weights=theta``): finite, ``>= 0``, positive for a clicked row without
+    ``propensity_samples``. Not with ``logging_policy``; None: the logged display frequencies.""",
+    "propensity_samples": r"""propensity_samples : int or None, default None
+    With a Monte-Carlo ``propensities``, its rankings per query :math:`M` (``>= 1``), pooled
+    with the log's :math:`S_q` sessions of the row's query, :math:`\tilde\rho_d = (M \rho_d +
+    \sum_s \theta_{\mathrm{rank}_s(d)}) / (M + S_q)`, positive for every clicked row; None:
+    exact ``propensities``. With ``logging_policy``: its rankings per query (None: 1000).""",
+    "logging_policy": r"""logging_policy : fitted ranker or None
+    The policy that logged the clicks, in place of ``propensities``: a Plackett-Luce policy
+    (with ``expected_exposure``, such as :class:`~gbdt_plrank.PLRankRanker`), whose placement
+    probabilities are positive for every row it can show, or any model with ``predict``,
+    deployed as its ranking by score. Needs ``X`` and ``qid``.""",
+    "regression": r"""regression : array of shape (n_rows,) or None
+    For the estimators that start from a regression: :math:`\hat\gamma`, finite, in place of
+    :func:`click_regression`; unbiased doubly robust estimates need one that has not seen the
+    clicks of a row's own query.""",
+}
 
 
 def reward_estimator(name: Any, *, values_policies: bool = False) -> RewardEstimator:
@@ -369,194 +399,43 @@ def click_rewards(
 ) -> np.ndarray:
     r"""Per-row reward estimates from a click log, to train on as labels (``gain="linear"``).
 
+    Each estimates :math:`\gamma_d`, row :math:`d`'s click probability when seen (e.g. the
+    policy-aware :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` over its query's sessions);
+    their formulas, expectations and proofs: :doc:`/guide/clicks`, "Click logs and rewards".
+
     Parameters
     ----------
     log : ClickLog
         The clicks; its rows index the ``n_rows`` feature rows.
     n_rows : int
         Number of feature rows, ``>= 1``.
-    position_bias : array of shape (K,) or "estimate"
-        :math:`\theta_k` = ``position_bias[k-1]``, the probability that rank ``k`` is seen, in
-        (0, 1], for every logged rank; ``"estimate"`` estimates it from ``log`` by row
-        (:func:`estimate_position_bias` without features: a log that does not identify it so,
-        such as a deterministic logger's, is refused; estimate it with features and pass the
-        array), which obeys the same rule. Not used by ``estimator="naive"``.
     estimator : str, default "policy-aware"
-        A name of :data:`REWARD_ESTIMATORS`:
+        A name of :data:`REWARD_ESTIMATORS` (``"naive"`` uses no position bias):
 
         .. reward-estimators:: every
-
-        ``"policy-aware"``: a row's clicks over its expected observation,
-        :math:`\hat r_d = \sum_s c_{sd} / \sum_s \theta_{\mathrm{rank}_s(d)}` from the logged
-        displays, or :math:`\hat r_d = \sum_s c_{sd} / (S_q\, \rho_d)` with the logging
-        policy's propensities :math:`\rho_d` and :math:`S_q` the number of sessions of the
-        query of row :math:`d`; its expectation is :math:`\gamma_d`, the probability that
-        :math:`d` is clicked when seen (up to sampling, for the display frequencies).
-        ``"naive"``: the click-through rate, clicks over displays, whose expectation
-        :math:`\gamma_d\, \mathbb{E}[\theta_{\mathrm{rank}(d)} \mid d\ \text{shown}]` is lower for
-        the rows the logger shows lower. ``"doubly-robust"`` (Oosterhuis, 2023): a regression
-        estimate :math:`\hat\gamma_d` of every row's click probability when seen, corrected by
-        the policy-aware estimate of its error,
-
-        .. math::
-
-            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
-            \hat\gamma_d\big)}{S_q\, \rho_d}
-
-        (:math:`\theta_{\mathrm{rank}_s(d)} = 0` where session :math:`s` does not show
-        :math:`d`). Its expectation is :math:`\gamma_d` when :math:`\rho_d` is the logging
-        policy's propensity, whatever :math:`\hat\gamma` (as long as it does not depend on the
-        clicks of :math:`d`'s own query: the regression is cross-fitted by query), and also
-        when :math:`\hat\gamma = \gamma`, whatever :math:`\rho`. Its variance is that of
-        :math:`c - \theta\hat\gamma` rather than of :math:`c`: lower wherever the regression
-        is close, and a row the logger never showed gets :math:`\hat\gamma_d` rather than 0.
-        The rewards are not clipped and can be negative (train on them with
-        ``metric="dcg", gain="linear"``); without propensities (the display frequencies)
-        a shown row's reward equals the policy-aware one and only never-shown rows gain.
-        ``"regression"``: :math:`\hat\gamma_d` alone, the position-based model's estimate of
-        the click probability from the features; biased where the features do not predict
-        it, but with no inverse propensity to blow up a deep rank's click, and defined for
-        every row, shown or not.
-    propensities : array of shape (n_rows,) or None
-        :math:`\rho_d`, the expected observation of row :math:`d` per session of its query under
-        the logging policy: :math:`\sum_k P_{\pi_0}(\mathrm{rank}(d) = k)\, \theta_k`, which is
-        the logging :class:`~gbdt_plrank.PLRankRanker`'s
-        ``expected_exposure(X, qid, weights=theta, n_samples=M)`` (then give ``M`` as
-        ``propensity_samples``; or give the ranker itself as ``logging_policy``). Finite and
-        ``>= 0``; without ``propensity_samples``, ``> 0`` for every clicked row; large enough
-        that a reward is a finite float64 (a clicked row's propensity of 1e-320 is refused).
-        Not with ``logging_policy``. None: the logged display frequencies (or
-        ``logging_policy``'s). Used by the estimators with a correction and the position bias
-        (policy-aware, doubly robust); refused by the others.
-    propensity_samples : int or None, default None
-        With ``propensities`` a Monte-Carlo estimate, the number :math:`M` (``>= 1``) of the
-        logging policy's rankings per query it averages (``expected_exposure``'s
-        ``n_samples``, drawn independently of the log): those rankings are pooled with the
-        log's own sessions, which the same policy drew,
-        :math:`\tilde\rho_d = (M \rho_d + \sum_s \theta_{\mathrm{rank}_s(d)}) / (M + S_q)`,
-        and the rewards divide by :math:`\tilde\rho_d`. A clicked row then always has a
-        positive propensity (the log proves it displayed), even where no sampled ranking shows
-        it, as under a sharp logger. A reward's expectation is :math:`\gamma_d\, f_d` (doubly
-        robust: :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, f_d`) with
-        :math:`f_d = 1 - (1 - p_d)^{M + S_q}`, :math:`p_d` the probability that the logger
-        shows :math:`d`: unbiased but for the chance that none of the :math:`M + S_q` rankings
-        shows the row, and consistent as :math:`M` grows (see Notes). None: ``propensities`` are
-        taken as exact. With ``logging_policy``: the rankings per query of its placement
-        probabilities (None: 1000).
-    logging_policy : fitted ranker or None
-        The policy that logged ``log``, in place of ``propensities``: a Plackett-Luce policy
-        (an object with ``expected_exposure``, such as :class:`~gbdt_plrank.PLRankRanker`),
-        whose propensities are estimated from the placement probabilities of
-        ``propensity_samples`` rankings per query (``expected_exposure(method="placement")``),
-        positive for every row it can show; or any other model with ``predict``, deployed as
-        the ranking by its scores (:math:`\theta` at each row's rank, 0 below the display).
-        Needs ``X`` and ``qid``.
+    .. click-parameters:: position_bias propensities propensity_samples logging_policy regression
     qid : array of shape (n_rows,) or None
-        Query id of every row: checks that each session shows the rows of one query; required
-        with ``propensities`` or ``logging_policy`` (the sessions are counted per query) and by
-        the regression.
+        The rows' query ids: required with propensities, a logging policy or a regression.
     X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features (by position, as :class:`~gbdt_plrank.PLRankRanker` takes them),
-        for the regression (:func:`click_regression`) and a
-        ``logging_policy``; not used otherwise, nor with ``regression``.
-    regression : array of shape (n_rows,) or None
-        ``"doubly-robust"`` and ``"regression"`` only: :math:`\hat\gamma`, finite, in place of
-        :func:`click_regression` (cross-fitted by query on ``X``); for the doubly robust rewards
-        to stay unbiased it must not have seen the clicks of a row's own query.
+        The rows' features (by position), for :func:`click_regression` and ``logging_policy``.
     shrinkage : float, default 0.0
-        ``"doubly-robust"`` only: :math:`\kappa \ge 0`, finite, pseudo-observations added to
-        the correction's denominator,
-
-        .. math::
-
-            \hat r_d = \hat\gamma_d + \frac{\sum_s \big(c_{sd} - \theta_{\mathrm{rank}_s(d)}
-            \hat\gamma_d\big)}{E_d + \kappa},
-
-        :math:`E_d` the row's expected observation (:math:`S_q\, \rho_d`, or
-        :math:`\sum_s \theta_{\mathrm{rank}_s(d)}` without ``propensities``, when the reward is
-        :math:`(\sum_s c_{sd} + \kappa\hat\gamma_d) / (\sum_s \theta_{\mathrm{rank}_s(d)} +
-        \kappa)`: the row's clicks and observation with :math:`\kappa` observations clicked at
-        the rate :math:`\hat\gamma_d`). The reward's expectation is
-        :math:`\hat\gamma_d + (\gamma_d - \hat\gamma_d)\, E_d / (E_d + \kappa)` (given the
-        displays without ``propensities``; over them with the logging policy's exact
-        :math:`\rho`, as a Monte-Carlo one without ``propensity_samples`` is taken): shrunk
-        towards the regression by the share :math:`\kappa / (E_d + \kappa)`, which is large
-        for the rows a short log barely observes and vanishes as the sessions grow (and no bias
-        at all where :math:`\hat\gamma = \gamma`). The correction of a barely observed row,
-        the noisiest term, is bounded by :math:`1/\kappa` per click. 0 (the default): the
-        unbiased rewards above.
+        ``"doubly-robust"`` only: :math:`\kappa \ge 0` pseudo-observations in the correction's
+        denominator, pulling a barely observed row towards :math:`\hat\gamma_d` (0: unbiased).
     seed : int, default 0
         The seed of the regression's query folds and of ``logging_policy``'s rankings.
 
     Returns
     -------
     float64 array of shape (n_rows,)
-        The rewards, finite; ``>= 0`` but for the doubly robust ones. Rows never shown
-        (without propensities: no display; with them: :math:`\rho_d = 0` or a query without
-        sessions) get 0 (the doubly robust estimator: :math:`\hat\gamma_d`): nothing is known of
-        them, and the estimate is unbiased only for rows the logger shows with positive
-        probability.
+        Finite, ``>= 0`` but the doubly robust ones; a row never shown (no display,
+        :math:`\rho_d = 0`, no session) gets 0 (doubly robust: :math:`\hat\gamma_d`).
 
     Raises
     ------
     ValueError
-        For a row outside ``range(n_rows)``, a session mixing queries, a position bias (given
-        or estimated) outside (0, 1] or shorter than the logged ranks, bad propensities (a
-        clicked row's exact propensity of 0 among them), ``propensity_samples`` other than an
-        integer ``>= 1`` or without ``propensities`` or ``logging_policy``, both of those, either
-        with an estimator that does not use them, a ``logging_policy`` that is not a fitted
-        ranker or never shows a clicked row, a reward too large for float64 (a clicked row's
-        observation below about 1e-308), an unknown estimator, ``shrinkage`` other than a
-        finite number ``>= 0`` or positive with another estimator than the doubly robust one,
-        or for the estimators with a regression a missing ``qid`` / ``X`` (without
-        ``regression``) or a bad ``regression``, naming the value and the rule.
-
-    Notes
-    -----
-    Why the pooled propensities of ``propensity_samples`` keep the rewards unbiased. Let the
-    :math:`M` sampled rankings be drawn from the logging policy independently of the log, with
-    ``weights`` equal to ``position_bias``. The :math:`n = M + S_q` observations
-    :math:`X_i = \theta_{\mathrm{rank}_i(d)}` of row :math:`d` in the sampled and the logged
-    rankings are then independent draws of one distribution, hence exchangeable, and
-    :math:`\tilde\rho_d = \frac1n\sum_i X_i`. Under the position-based model a logged
-    session's click has mean :math:`X_s\gamma_d` given all the rankings, so
-
-    .. math::
-
-        \mathbb{E}\Big[\frac{c_{sd}}{\tilde\rho_d}\Big]
-        = \gamma_d\, n\, \mathbb{E}\Big[\frac{X_s}{\sum_i X_i}\Big]
-        = \gamma_d\, \mathbb{E}\Big[\frac{\sum_i X_i}{\sum_i X_i}\Big]
-        = \gamma_d\, \big(1 - (1 - p_d)^{n}\big)
-
-    (0/0 read as 0; the middle step because the :math:`n` ratios :math:`X_i / \sum_j X_j` have
-    equal means), :math:`p_d` the probability that the logger shows :math:`d`. The doubly robust
-    correction :math:`(c_{sd} - X_s\hat\gamma_d)/\tilde\rho_d`, with :math:`\hat\gamma`
-    cross-fitted and so independent of the query's rankings, has mean
-    :math:`(\gamma_d - \hat\gamma_d)(1 - (1-p_d)^n)`. The bias, at most
-    :math:`|\gamma_d - \hat\gamma_d|\, e^{-n p_d}` (:math:`\hat\gamma = 0` for the
-    policy-aware rewards), is that of a row none of the :math:`n` rankings shows, which nothing
-    computed from them can avoid; and :math:`\tilde\rho_d \to \rho_d` as :math:`M` grows,
-    so the rewards are consistent. With :math:`M = 0` the pooled propensity is the display
-    frequency, and its rewards have the same expectation. The Monte-Carlo estimate alone is 0
-    with probability :math:`(1-p_d)^M > 0`, and a logged click on such a row (one a sharp logger
-    rarely shows) would be divided by 0: those rewards have no finite expectation.
-
-    The placement probabilities of ``logging_policy`` avoid that zero altogether: every row
-    of a Plackett-Luce policy gets a positive propensity, unbiased for :math:`\rho_d` (a
-    Rao-Blackwellisation of counting). Divided by, it is consistent rather than unbiased
-    (:math:`1/\hat\rho` is convex), with a bias of the order of the estimate's relative
-    variance, which its ``propensity_samples`` rankings make small.
-
-    Examples
-    --------
-    >>> log = ClickLog(session=[0, 0, 1], row=[0, 1, 0], rank=[1, 2, 1], click=[1, 1, 0])
-    >>> click_rewards(log, 3, position_bias=[1.0, 0.25])
-    array([0.5, 4. , 0. ])
-    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="naive")
-    array([0.5, 1. , 0. ])
-    >>> click_rewards(log, 3, position_bias=[1.0, 0.25], estimator="doubly-robust",
-    ...               propensities=[0.8, 0.5, 0.3], qid=[0, 0, 0], regression=[0.5, 0.5, 0.5])
-    array([0.5  , 1.375, 0.5  ])
+        For a value that breaks its rule, naming it: rows, sessions mixing queries, the position
+        bias, propensities (or a reward too large for float64), an option the estimator does not
+        use, a logging policy that never shows a clicked row.
     """
     spec = reward_estimator(estimator)
     n_rows = check_positive_int("n_rows", n_rows)
@@ -607,5 +486,7 @@ def click_rewards(
     return rewards
 
 
-# The registered estimators, listed where click_rewards says ``.. reward-estimators::``.
+# The registered estimators and the shared parameters, listed where click_rewards says
+# ``.. reward-estimators::`` and ``.. click-parameters::``.
 shared_entries("reward-estimators", {"every": estimator_entries()})(click_rewards)
+shared_entries("click-parameters", CLICK_PARAMETERS)(click_rewards)

@@ -154,21 +154,15 @@ def simulate_clicks(
     r"""Simulate position-biased clicks on displayed rankings (the semi-synthetic protocol).
 
     Rank :math:`k` is seen with probability :math:`\theta_k = (1/k)^\eta`
-    (:func:`pbm_position_bias`). A seen row is clicked with probability 1 if relevant
-    (``y > 0``) and ``noise`` otherwise; with ``graded=True`` with probability
-    :math:`\epsilon + (1-\epsilon)(2^{y}-1)/(2^{y_{\max}}-1)`, :math:`\epsilon` = ``noise``,
-    computed without overflow for any label (``y_max`` taken as at least 1)
-    (Joachims et al., 2017; Oosterhuis & de Rijke, 2020). ``trust=(eps_plus, eps_minus)`` adds
-    trust bias (Agarwal et al., 2019): below rank 1 a seen relevant row's click probability is
-    multiplied by ``eps_plus`` and a seen non-relevant row is clicked with probability
-    ``eps_minus``.
+    (:func:`pbm_position_bias`); a seen row is clicked with probability 1 if relevant
+    (``y > 0``) and ``noise`` otherwise. The protocol and its sources: :doc:`/guide/clicks`,
+    "The experiment".
 
     Parameters
     ----------
     rankings : sequence of int arrays of shape (n_sessions_q, k_q)
         As :meth:`gbdt_plrank.PLRankRanker.sample_rankings` returns them: one array per query,
-        one row per session, row indices into ``y``, top rank first (a 1-d array is one
-        session).
+        one row per session, row indices into ``y``, top rank first (1-d: one session).
     y : array of shape (n_rows,)
         True relevance labels, finite and ``>= 0``.
     eta : float, default 1.0
@@ -178,23 +172,24 @@ def simulate_clicks(
     top_k : int or None
         Only the first ``top_k`` ranks are displayed (None: all given ranks).
     graded : bool, default False
-        Click probabilities that grow with the grade.
+        Click probabilities that grow with the grade, :math:`\epsilon + (1-\epsilon)(2^{y}-1)
+        /(2^{y_{\max}}-1)` with :math:`\epsilon` = ``noise`` (``y_max`` at least 1; no overflow).
     trust : (float, float) or None
-        ``(eps_plus, eps_minus)``, each in [0, 1].
+        ``(eps_plus, eps_minus)`` in [0, 1]: below rank 1, trust bias multiplies a seen relevant
+        row's click probability by ``eps_plus`` and clicks a seen non-relevant one at ``eps_minus``.
     seed : int
         Seed of the random generator.
 
     Returns
     -------
     ClickLog
-        One entry per displayed row and session; the sessions numbered ``0, 1, ...`` query
-        after query, in the order of ``rankings``.
+        One entry per displayed row and session, sessions numbered ``0, 1, ...`` query after
+        query, in the order of ``rankings``.
 
     Raises
     ------
     ValueError
-        For a value outside its rule, naming it; a ranking that shows a row twice is refused
-        by :class:`ClickLog`.
+        For a value outside its rule, naming it (a row shown twice in a session: ClickLog's).
     """
     pbm_position_bias(1, eta=eta)  # checks eta
     if not is_number(noise) or not 0 <= noise <= 1:
@@ -274,34 +269,20 @@ def simulate_cascade_clicks(
 
     The user reads rank 1; a read document is clicked with the probability of
     :func:`seen_click_probability` (1 if relevant, ``noise`` if not; graded with ``graded``);
-    after a click the user is satisfied and leaves with probability ``satisfaction``, and
-    otherwise leaves with probability ``stop`` before the next rank:
-
-    .. math::
-
-        P(\text{read } 1) = 1, \qquad
-        P(\text{read } k+1 \mid \text{read } k,\ c_k)
-        = (1 - \mathrm{stop})\,(1 - \mathrm{satisfaction}\; c_k).
-
-    Reading decays with rank, and what is read depends on the clicks above (Craswell et al.,
-    2008; with ``stop = 0`` the dependent click model of Guo et al., 2009, and with
-    ``satisfaction = 1`` too, the cascade model that reads to the first click). With
-    ``satisfaction = 0`` it is the position-based model with
-    :math:`\theta_k = (1 - \mathrm{stop})^{k-1}` (:func:`cascade_position_bias`; LightGBM's test
-    of ``Dataset(position=)`` simulates this case with ``stop = 0.2`` on its example ranking
-    data).
+    after a click the user leaves (satisfied) with probability ``satisfaction``, and otherwise
+    with probability ``stop`` before the next rank: :math:`P(\text{read } k+1 \mid \text{read }
+    k,\ c_k) = (1 - \mathrm{stop})\,(1 - \mathrm{satisfaction}\; c_k)`. With ``satisfaction = 0``
+    it is the position-based model of :func:`cascade_position_bias`; the other special cases
+    and the sources: :doc:`/guide/clicks`, "Click logs and rewards".
 
     Parameters
     ----------
     rankings : sequence of int arrays of shape (n_sessions_q, k_q)
-        As for :func:`simulate_clicks`: one array per query, one row per session, top rank
-        first (a 1-d array is one session).
+        As for :func:`simulate_clicks`: one array per query, one row per session.
     y : array of shape (n_rows,)
         True relevance labels, finite and ``>= 0``.
-    stop : float, default 0.2
-        Probability of leaving after a document, in [0, 1).
-    satisfaction : float, default 0.0
-        Probability of leaving after a click (satisfied), in [0, 1].
+    stop, satisfaction : float, default 0.2 and 0.0
+        The probabilities of leaving after a document, in [0, 1), and after a click, in [0, 1].
     noise : float, default 0.1
         Click probability of a read non-relevant row, in [0, 1].
     top_k : int or None
@@ -314,14 +295,13 @@ def simulate_cascade_clicks(
     Returns
     -------
     ClickLog
-        One entry per displayed row and session (read or not); the sessions numbered
-        ``0, 1, ...`` query after query, in the order of ``rankings``.
+        One entry per displayed row and session (read or not), numbered as by
+        :func:`simulate_clicks`.
 
     Raises
     ------
     ValueError
-        For a value outside its rule, naming it; a ranking that shows a row twice is refused
-        by :class:`ClickLog`.
+        For a value outside its rule, naming it (a row shown twice in a session: ClickLog's).
     """
     stop = _check_probability("stop", stop, below_one=True)
     satisfaction = _check_probability("satisfaction", satisfaction)

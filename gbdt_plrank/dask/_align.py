@@ -40,7 +40,8 @@ def _array(name: str, value: Any, ndim: int, where: str) -> da.Array:
 
 
 def as_dask_arrays(X: Any, y: Any, qid: Any, *columns: Any, where: str) -> tuple[da.Array, ...]:
-    """``X`` (2-d), ``y``, ``qid`` and further per-row ``columns`` as dask arrays whose row chunks agree."""
+    """``X`` (2-d), ``y``, ``qid`` and further per-row ``columns`` as dask arrays of equal row
+    chunks."""
     if qid is None:
         raise ValueError(
             f"the {where} has no query ids: pass group=qid (or (X, y, qid) in eval_set), a dask "

@@ -103,19 +103,19 @@ class DaskPLRankRanker(PLRankRanker):
     and ``8 * m`` at least every feature's number of distinct values, the cut points and the
     model are the single-machine ones. LightGBM's data-parallel training differs from one
     process as well. On MQ2008 both stay within the seed-to-seed spread of single-machine
-    training (the user guide's page "Scaling out on Dask", `docs/guide/dask.md`).
+    training (:doc:`/guide/dask`).
 
     ``n_jobs`` sets the threads of each worker's booster and objective (``None``: the worker's
     threads); with ``backend="lightgbm"`` it sets the objective's only, since ``lightgbm.dask``
-    gives each worker's booster that worker's threads. Eval sets are scored with the library's own NDCG@K, computed on the workers (the
-    package's metrics would see only a worker's local rows), so early stopping watches it:
-    ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` and ``"standardized"`` are refused, and eval sets need
-    ``metric="ndcg"``. With ``fairness="group-disparity"`` the item groups travel to the
-    workers with their rows (``fit(item_groups=)``, XGBoost only).
-    With ``backend="lightgbm"`` early stopping is not available (``lightgbm.dask`` has none),
-    and ``evals_result_`` holds what ``lightgbm.dask`` reports: NDCG@K of the eval rows held by
-    the worker whose model is returned, not of the whole eval set (XGBoost's is of the whole
-    set).
+    gives each worker's booster that worker's threads. Eval sets are scored with the library's own
+    NDCG@K, computed on the workers (the package's metrics would see only a worker's local rows), so
+    early stopping watches it: ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` and
+    ``"standardized"`` are refused, and eval sets need ``metric="ndcg"``. With
+    ``fairness="group-disparity"`` the item groups travel to the workers with their rows
+    (``fit(item_groups=)``, XGBoost only). With ``backend="lightgbm"`` early stopping is not
+    available (``lightgbm.dask`` has none), and ``evals_result_`` holds what ``lightgbm.dask``
+    reports: NDCG@K of the eval rows held by the worker whose model is returned, not of the whole
+    eval set (XGBoost's is of the whole set).
 
     :meth:`predict` of a dask array returns a dask array; :meth:`to_local` returns a fitted
     :class:`~gbdt_plrank.PLRankRanker` with the same booster for everything in memory.
@@ -209,7 +209,8 @@ class DaskPLRankRanker(PLRankRanker):
         return self
 
     def predict(self, X: Any) -> Any:
-        """Raw margins: a dask array for a dask collection, else as :meth:`~gbdt_plrank.PLRankRanker.predict`."""
+        """Raw margins: a dask array for a dask collection, else as
+        :meth:`~gbdt_plrank.PLRankRanker.predict`."""
         if not (isinstance(X, da.Array) or hasattr(X, "to_dask_array")):
             return super().predict(X)
         booster = self._fitted_model()

@@ -1,10 +1,10 @@
 """The datasets of a comparison: names in results, checks before training, loading.
 
 A data entry is a bundled or synthetic dataset (``"mq2008"``, ``"web-linear"``; ``"mslr-sample"``
-is one split, fold 1 only), a
-folder with ``Fold1`` .. ``Fold5`` subfolders, or a folder holding ``train.txt``, ``vali.txt`` and
-``test.txt`` itself (one split, fold 1 only). Results name a dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where
-``<name>`` is the bundled name or the folder's name; :func:`family` recovers ``<name>``.
+is one split, fold 1 only), a folder with ``Fold1`` .. ``Fold5`` subfolders, or a folder holding
+``train.txt``, ``vali.txt`` and ``test.txt`` itself (one split, fold 1 only). Results name a
+dataset ``<name>/Fold<k>`` (or ``<name>`` for a single split), where ``<name>`` is the bundled
+name or the folder's name; :func:`family` recovers ``<name>``.
 """
 
 from __future__ import annotations

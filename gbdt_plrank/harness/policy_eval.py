@@ -131,9 +131,10 @@ def evaluate_policy(
     """Monte-Carlo evaluation of the PL policy of ``margins`` on ``split`` (module docstring).
 
     ``n_samples`` (even) rankings per query in two halves, the draws of
-    :class:`~gbdt_plrank._training.evaluation.PolicyEvaluator` with ``seed``: their exposures give the values,
-    their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of the cost:
-    the NDCG of every sampled ranking) the mean is that of the values and the variance NaN.
+    :class:`~gbdt_plrank._training.evaluation.PolicyEvaluator` with ``seed``: their exposures give
+    the values, their NDCG@k the Monte-Carlo mean and variance. Without ``monte_carlo`` (most of
+    the cost: the NDCG of every sampled ranking) the mean is that of the values and the variance
+    NaN.
     """
     value = _value(split, k, n_samples=n_samples, seed=seed, n_jobs=n_jobs)
     ndcg_k = value.metric

@@ -8,8 +8,9 @@ objective options together (:func:`check_objectives`). The comparison
 clicks (:mod:`.clicks.config`) build their configurations from them, on
 :class:`ExperimentConfig`, the keys they share.
 
-The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that breaks its
-rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed keys).
+The models are pydantic schemas (:mod:`gbdt_plrank._util.schema`): an unknown key, or a value that
+breaks its rule, raises :class:`ConfigError` naming the key, the value and the rule (or the allowed
+keys).
 """
 
 from __future__ import annotations
@@ -116,23 +117,17 @@ class TreeSettings(Schema):
     Each field has the rule of its parameter, declared once for the rankers and the harness
     (``gbdt_plrank._backends._parameters``; ``rounds`` is ``n_estimators``), and this table's
     own default. Each library reads them under its own names (the backend layer's table
-    ``NATIVE_NAMES``); a setting a library has no counterpart for is not passed to it. A tree setting that is ``None`` is not passed either: the library keeps
-    its own default. ``num_leaves`` is unset by default (XGBoost: no limit besides
-    ``max_depth``; LightGBM: 31); :meth:`library_defaults` unsets every tree setting.
+    ``NATIVE_NAMES``); a setting a library has no counterpart for is not passed to it. A tree
+    setting that is ``None`` is not passed either: the library keeps its own default.
+    ``num_leaves`` is unset by default (XGBoost: no limit besides ``max_depth``; LightGBM: 31);
+    :meth:`library_defaults` unsets every tree setting.
 
-    Every method stops by the same rule: the best validation round from round ``min_rounds``
-    on, stopped ``early_stopping_rounds`` rounds after it. ``min_rounds="auto"`` is
-    :func:`~gbdt_plrank.min_rounds_for` of the learning rate, ``ceil(2 / learning_rate)``
-    (40 at 0.05; at a library's own default learning rate: 7 for XGBoost, 20 for LightGBM,
-    none for CatBoost, which chooses its rate in training). The defaults, 25 rounds of patience
-    after ``"auto"``, were chosen on the validation curves of PL-Rank and LambdaMART on MQ2008
-    and MQ2007-agg: level or better in validation NDCG at 10 than 50 rounds of patience from
-    round 1 for both, in as many rounds or fewer, and a quarter less spread across PL-Rank's
-    seeds (the performance page). With ``min_delta``, a round becomes the best only when it
-    beats the best validation value by more than that (the libraries' own ``min_delta``). With
-    ``patience_rate`` the patience grows with the best round, to ``ceil(patience_rate *
-    (best round + 1))`` rounds when that is longer (:data:`~gbdt_plrank.PATIENCE_RATE`, the
-    README's, by default).
+    Every method stops by the same rule, the stopping callbacks' and the ranker's: the best
+    validation round from round ``min_rounds`` on (``"auto"``: ``ceil(2 / learning_rate)``, none
+    for CatBoost, which chooses its rate in training), a gain counted only above ``min_delta``,
+    and a stop ``max(early_stopping_rounds, ceil(patience_rate * (best round + 1)))`` rounds
+    after it (:data:`~gbdt_plrank.PATIENCE_RATE` by default). The rule and how its defaults were
+    chosen: :doc:`/guide/boosters`, "No round kept before 2 / eta".
     """
 
     rounds: NEstimators = 1000
@@ -501,7 +496,8 @@ def check_objectives(
                         "table, or train with PLRankRanker.fit(..., item_groups=g)"
                     )
         except ValueError as err:
+            objective = method.objective
             raise ConfigError(
-                f"the {OWN_OBJECTIVES[method.objective]} options of {name!r} "
-                f"([{method.objective}] with [params.{name}.{method.objective}]) break a rule: {err}"
+                f"the {OWN_OBJECTIVES[objective]} options of {name!r} "
+                f"([{objective}] with [params.{name}.{objective}]) break a rule: {err}"
             ) from None

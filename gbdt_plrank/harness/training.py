@@ -1,14 +1,15 @@
 """One training of a comparison method, through the package's backend layer.
 
-The harness trains through the package's one backend layer and, for PL-Rank, its one run
-builder, by one of two entries: :func:`~gbdt_plrank.harness.train` here, for a *method* of
+The harness trains through the package's one backend layer and, for PL-Rank, its one run builder, by
+one of two entries: :func:`~gbdt_plrank.harness.train` here, for a *method* of
 :data:`~gbdt_plrank.harness.METHODS` (the comparison's and the fairness frontier's methods and the
 clicks experiment's library anchors), which returns its scores and curves
 (:class:`~gbdt_plrank.harness.Fit`); and :class:`~gbdt_plrank.PLRankRanker`, for the clicks
-experiment's PL-Rank logging policy and learners, whose fitted policy the experiment deploys and values (``sample_rankings``,
-``expected_exposure``), which a ``Fit`` does not hold. The ranker's ``fit`` builds its plan
-with the same run builder and trains with the same backend; it draws the objective's and the
-booster's seeds from ``random_state`` where ``train`` passes its ``seed`` to both.
+experiment's PL-Rank logging policy and learners, whose fitted policy the experiment deploys and
+values (``sample_rankings``, ``expected_exposure``), which a ``Fit`` does not hold. The ranker's
+``fit`` builds its plan with the same run builder and trains with the same backend; it draws the
+objective's and the booster's seeds from ``random_state`` where ``train`` passes its ``seed`` to
+both.
 
 Every method trains on the train split, evaluates the validation split after each round, stops
 early when what it watches has not improved for ``early_stopping_rounds`` rounds, keeping no
@@ -212,6 +213,8 @@ def train(
 ) -> Fit:
     """Train method ``name`` with early stopping on validation and score the test split.
 
+    The protocol: :doc:`/guide/comparison`, "How a comparison runs".
+
     Parameters
     ----------
     name : str
@@ -225,31 +228,26 @@ def train(
         Seed of the booster and of the PL-Rank objective's sampled rankings.
     trees : TreeSettings
         The shared booster settings.
-    plrank : PLRankSettings, optional
-        Settings of the PL-Rank methods (default: the schema's).
-    pirank : PiRankSettings, optional
-        Settings of the PiRank methods (default: the schema's).
+    plrank, pirank : PLRankSettings, PiRankSettings, optional
+        Settings of the PL-Rank and the PiRank methods (default: the schema's).
     params : mapping, optional
         The method's native parameters, applied last. The entry named after the method's
         objective (``"plrank"``, ``"pirank"``), a mapping, replaces fields of that objective's
         settings and, under ``"hessian"``, the method's Hessian mode.
     callbacks : sequence, default ()
-        The library's own callbacks, called after each round (``xgboost.train(callbacks=)``,
-        ``lightgbm.train(callbacks=)``, CatBoost's ``fit(callbacks=)``), e.g. Optuna's pruning
-        callbacks; the validation set is named ``valid_0``,
-        ``valid_1`` with ``test_curve``.
+        The library's own callbacks, called after each round (e.g. Optuna's pruning callbacks);
+        the validation set is named ``valid_0`` (``valid_1`` with ``test_curve``).
     test_curve : bool, default False
-        Also score the test split after every round (``Fit.test_history``), to draw learning
-        curves; it plays no part in early stopping, which watches the last eval set, the
-        validation split (XGBoost's and the network's rule: the methods of other libraries
-        refuse it). The test scores and the best round are those without it.
+        Also score the test split after every round (``Fit.test_history``, for learning
+        curves); early stopping still watches the validation split alone, and the test scores
+        and the best round are those without it. Refused by the methods whose library's early
+        stopping watches every eval set.
     watch : RankingMetric, optional
         For a method of a library objective: the package's metric of the ranking by score that
-        early stopping watches and the validation curve records, in place of the library's
-        NDCG@k (e.g. DCG@k with linear gain, for labels that are rewards).
+        early stopping watches, in place of the library's NDCG@k (e.g. DCG@k with linear gain,
+        for labels that are rewards).
     backend : Backend, optional
-        The backend layer's backend of the method's library to train with, in place of its
-        default one (e.g. one that builds the library's data objects with more fields).
+        The backend to train with, in place of the library's default one.
 
     Returns
     -------
@@ -258,12 +256,9 @@ def train(
     Raises
     ------
     ValueError
-        When ``name`` is not a method, with ``test_curve`` for a method whose library's
-        early stopping watches every eval set, or with ``watch`` for a method of the package's
-        objectives (which watch their own metrics).
+        When ``name`` is not a method, or for ``test_curve`` or ``watch`` where it refuses them.
     ConfigError
-        When the library refuses one of the native parameters ``params``: the message names the
-        method, the parameter, its value and the library's reason.
+        When the library refuses a native parameter (named with its method, value and reason).
     MissingDependencyError
         When the method's library is not installed.
     """

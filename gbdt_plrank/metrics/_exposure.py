@@ -140,29 +140,17 @@ def expected_exposure_parts(
     ``exposure[d]`` is a policy's expected exposure of document ``d``,
     :math:`E(d) = \mathbb{E}_y[\theta_{\mathrm{rank}(d)}]` with the DCG rank weights
     :math:`\theta_k = 1/\log_2(k+1)` for :math:`k \le K` and 0 after. The target is equal
-    expected exposure: sort the query by grade; the grade that occupies ranks :math:`a..b` of the
-    ideal ranking gives each of its documents
-    :math:`\epsilon(d) = (\theta_a + \dots + \theta_b)/(b - a + 1)`. Per query,
+    expected exposure: the grade that occupies ranks :math:`a..b` of the ideal ranking gives each
+    of its documents :math:`\epsilon(d) = (\theta_a + \dots + \theta_b)/(b - a + 1)`. Per query,
 
     .. math::
 
-        \text{EE-L} = \sum_d (E(d) - \epsilon(d))^2
-                     = \text{EE-D} - 2\,\text{EE-R} + \sum_d \epsilon(d)^2,\quad
-        \text{EE-D} = \sum_d E(d)^2,\quad \text{EE-R} = \sum_d E(d)\,\epsilon(d).
+        \text{EE-L} = \sum_d (E(d) - \epsilon(d))^2,\quad
+        \text{EE-D} = \sum_d E(d)^2,\quad \text{EE-R} = \sum_d E(d)\,\epsilon(d),
 
-    EE-D (disparity) is largest, :math:`\sum_k \theta_k^2`, for a deterministic ranking;
-    shuffling uniformly within grades gives :math:`E = \epsilon` and EE-L = 0.
-
-    Values are **not normalised** (the squared distances of Diaz et al.'s definition, with
-    the DCG browsing model in place of their RBP model); a dataset value is the unweighted mean
-    over queries, as every metric of this module (Diaz et al. also average over queries).
-
-    Standard error. When ``exposure`` is a Monte-Carlo estimate (mean over sampled rankings),
-    EE-L and EE-D are biased upwards by the estimate's variance (they are quadratic in
-    :math:`E`); EE-R is linear and unbiased. To get a standard error, compute the per-query
-    values (``per_query=True``) for each of several independent exposure estimates and take
-    the spread, or use the spread over queries, ``values.std(ddof=1) / sqrt(G)``, for the
-    uncertainty of the dataset mean with respect to the queries.
+    not normalised; a dataset value is the unweighted mean over queries. A Monte-Carlo
+    ``exposure`` biases EE-L and EE-D upwards (not EE-R). The decomposition, the extremes and
+    standard errors: :doc:`/guide/fairness`, "Measuring exposure".
 
     Parameters
     ----------
@@ -185,11 +173,6 @@ def expected_exposure_parts(
     ------
     ValueError
         For bad labels, exposures (negative or not finite), lengths, groups or ``k``.
-
-    References
-    ----------
-    F. Diaz, B. Mitra, M. D. Ekstrand, A. J. Biega and B. Carterette. Evaluating stochastic
-    rankings with expected exposure. CIKM 2020.
     """
     k = _check_k(k)
     rows, e = _exposure_rows(y_true, exposure, group)
@@ -254,7 +237,7 @@ def relevance_proportional_disparity(
         :math:`\rho = 2^y - 1` (the paper's) or :math:`\rho = y`.
     per_query : bool, default False
         Return the per-query values ``(G,)`` instead of their mean; their spread gives a standard
-        error over queries (see :func:`expected_exposure_parts`).
+        error over queries (:doc:`/guide/fairness`, "Measuring exposure").
     .. metric-docs:: returns
 
     References
@@ -285,14 +268,13 @@ def group_disparity(
 
     .. math::
 
-        \mathrm{GD} = \sum_{a < b,\ M_a > 0,\ M_b > 0}
-            \Big(\frac{X_a}{M_a} - \frac{X_b}{M_b}\Big)^2
+        \mathrm{GD} = \sum_{a < b,\ M_a > 0,\ M_b > 0} \Big(\frac{X_a}{M_a} - \frac{X_b}{M_b}\Big)^2
         = G \sum_a r_a^2 - \Big(\sum_a r_a\Big)^2, \quad r_a = X_a / M_a,
 
-    computed in the closed form on the right (:math:`G` groups with merit). For two groups it is
-    the square of Singh and Joachims' disparate treatment ratio difference. A query where fewer
-    than two groups have merit scores 0 (exposure of a group without merit is not counted);
-    the dataset value is the unweighted mean over all queries.
+    computed in the closed form on the right (:math:`G` groups with merit; for two groups, the
+    square of Singh and Joachims' disparate treatment ratio difference). A query where fewer than
+    two groups have merit scores 0 (a group without merit is not counted); the dataset value is
+    the unweighted mean over all queries.
 
     Parameters
     ----------

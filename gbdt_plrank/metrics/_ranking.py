@@ -51,7 +51,9 @@ EMPTY_QUERY_VALUE = 1.0
 
 #: The numpydoc entries the metrics share, filled in for their ``.. metric-docs::`` lines.
 _ENTRIES = {
-    "labels": "y_true, y_score : array-like (n,)\n    Labels (finite, ``>= 0``) and scores (finite).",
+    "labels": (
+        "y_true, y_score : array-like (n,)\n    Labels (finite, ``>= 0``) and scores (finite)."
+    ),
     "labels_gain": (
         "y_true, y_score : array-like (n,)\n"
         '    Labels (finite, ``>= 0``; ``<= 31`` with ``gain="exp"``; of any sign with\n'

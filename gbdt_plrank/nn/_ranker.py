@@ -39,29 +39,18 @@ EPOCHS = Epochs()
 class PLRankMLPRanker(PolicyRanker):
     r"""A neural network trained to maximise the expected NDCG of a Plackett-Luce policy.
 
-    The network's output :math:`s(d) = f_\phi(x_d)` for a document is the log-score of a
-    stochastic ranking policy :math:`\pi_\phi`, as the margin of
-    :class:`~gbdt_plrank.PLRankRanker` is: at each rank it places an unplaced document with
-    probability :math:`e^{s(d)} / \sum_{d'\,\mathrm{unplaced}} e^{s(d')}`. :math:`f_\phi` is a
-    multilayer perceptron (by default 2 sigmoid hidden layers of 32 units, as in PL-Rank-3). Each
-    optimisation step takes ``batch_size`` queries, estimates
-    :math:`g = \partial(-R)/\partial s` of the expected metric@``train_K`` from ``N`` sampled
-    rankings per query with the package's PL-Rank-3 estimator (Oosterhuis 2022) and minimises
-    the surrogate :math:`\sum_d s(d)\,\mathrm{sg}(g_d)` (``sg``: held constant), whose gradient
-    with respect to the scores is exactly :math:`g`; the papers' setup (Oosterhuis 2022; Kang,
-    de Rijke and Oosterhuis 2024, whose Table 1 compares this network with GBDTs). An epoch
-    visits every training query once, in an order drawn from ``random_state``; query :math:`q`
-    of epoch :math:`e` draws its rankings from the stream ``(seed, e, q)``.
-
-    Early stopping (``fit(early_stopping_rounds=)``, in epochs) watches the policy's expected
-    metric@K on the last eval set (:attr:`gbdt_plrank.PLRankObjective.expected_metric`, the
-    value the GBDT rankers stop on; minus ``fairness_weight`` times the fairness loss with
-    ``fairness``) and keeps the best epoch's weights: the papers' networks peak early and then
-    degrade.
-
-    ``__init__`` only stores its arguments; they are checked by :meth:`fit`. The network has
-    no Hessian: the estimator's Hessian option of :class:`~gbdt_plrank.PLRankOptions` is not
-    used.
+    The network's output :math:`s(d) = f_\phi(x_d)` is the log-score of a stochastic ranking policy,
+    as the margin of :class:`~gbdt_plrank.PLRankRanker` is. :math:`f_\phi` is a multilayer
+    perceptron (by default 2 sigmoid hidden layers of 32 units, as in PL-Rank-3). Each step takes
+    ``batch_size`` queries, estimates :math:`g = \partial(-R)/\partial s` of the expected
+    metric@``train_K`` from ``N`` sampled rankings per query with the package's PL-Rank-3 estimator
+    and minimises the surrogate :math:`\sum_d s(d)\,\mathrm{sg}(g_d)` (``sg``: held constant), whose
+    gradient is exactly :math:`g`. An epoch visits every training query once, in an order drawn from
+    ``random_state``; query :math:`q` of epoch :math:`e` draws its rankings from the stream
+    ``(seed, e, q)``. Early stopping (``fit(early_stopping_rounds=)``, in epochs) watches the
+    policy's expected metric@K on the last eval set (minus the weighted fairness loss with
+    ``fairness``) and keeps the best epoch's weights. The network has no Hessian. ``__init__`` only
+    stores its arguments; :meth:`fit` checks them. The user guide: :doc:`/guide/neural`.
 
     Parameters
     ----------
@@ -79,8 +68,7 @@ class PLRankMLPRanker(PolicyRanker):
     scale : {"standard", "none"}, default "standard"
         ``"standard"`` centres each feature and divides it by its standard deviation on the
         training rows (constant features by 1). PL-Rank-3 scales each query's features to
-        [0, 1] instead; that needs the query at prediction time, which ``predict(X)`` does not
-        get: scale such data before ``fit`` (LETOR's QueryLevelNorm files already are).
+        [0, 1] instead, which needs the query at prediction time: scale such data before ``fit``.
     max_epochs : int, default 100
         Epochs (at most, with early stopping).
     n_jobs : int or None, default None
@@ -91,10 +79,9 @@ class PLRankMLPRanker(PolicyRanker):
     progress : bool, default True
         Show a progress bar over the epochs when writing to a terminal.
     verbose : bool or int, default False
-        ``True`` or N >= 1: print the eval sets' values every N epochs in XGBoost's format
-        (``[10]\tvalid_0-ndcg@5:0.70123\t...``), or, without ``eval_set``, show a progress bar of
-        the epochs wherever the output goes; ``False`` (or 0, or a negative integer such as
-        LightGBM's -1) leaves the report to ``progress``.
+        ``True`` or N >= 1: print the eval sets' values every N epochs in XGBoost's format, or,
+        without ``eval_set``, show a progress bar of the epochs wherever the output goes;
+        ``False``, 0 or a negative integer leaves the report to ``progress``.
 
     Attributes
     ----------
@@ -205,10 +192,10 @@ class PLRankMLPRanker(PolicyRanker):
             With ``fairness="group-disparity"`` (and only then): the item group of every row,
             as in :meth:`gbdt_plrank.PLRankRanker.fit`.
         eval_set : list of tuples (X, y, group) or (X, y, group, item_groups), default None
-            Validation sets with their query groups, scored after every epoch (the metric@K of the ranking and the
-            policy's expected metric@K, minus the weighted fairness loss with ``fairness``);
-            their history is ``evals_result_``. With ``fairness="group-disparity"`` each entry
-            brings its rows' item groups as a fourth element.
+            Validation sets with their query groups, scored after every epoch (the metric@K of the
+            ranking and the policy's expected metric@K, minus the weighted fairness loss with
+            ``fairness``); their history is ``evals_result_``. With ``fairness="group-disparity"``
+            each entry brings its rows' item groups as a fourth element.
         early_stopping_rounds : int or None, default None
             Stop when the policy's expected metric@K on the last eval set has not improved for
             this many epochs, and keep the best epoch's weights.

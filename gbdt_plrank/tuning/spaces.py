@@ -11,7 +11,7 @@ ones) and its own table, in that order:
     max_depth = { low = 3, high = 10 }                # an integer range (both bounds integers)
     subsample = { low = 0.5, high = 1.0, step = 0.1 }
 
-    [plrank]                                          # PL-Rank objective options, every PL-Rank method
+    [plrank]                                          # PL-Rank options, every PL-Rank method
     metric = { choices = ["ndcg", "dcg"] }            # one of a list
 
     [plrank-xgb]                                      # one method, over the tables above
@@ -182,7 +182,8 @@ class SearchSpace:
 # Reading a space file
 # --------------------------------------------------------------------------------------------
 def _split(name: str) -> tuple[str | None, str]:
-    """``(objective, option)`` of an objective option ``<objective>.<option>``, else ``(None, name)``."""
+    """``(objective, option)`` of an objective option ``<objective>.<option>``, else
+    ``(None, name)``."""
     objective, dot, option = name.partition(".")
     return (objective, option) if dot and objective in OWN_OBJECTIVES else (None, name)
 
@@ -210,7 +211,8 @@ def _values(entry: Entry) -> list[Any]:
 
 
 def _options(objective: str, key: str, table: Any) -> dict[str, Entry]:
-    """Options ``<objective>.<option>`` of one of the package's objectives from the table at ``key``."""
+    """Options ``<objective>.<option>`` of one of the package's objectives, from the table at
+    ``key``."""
     if not isinstance(table, dict):
         raise ConfigError(
             f"{key} must be a table of {OWN_OBJECTIVES[objective]} options, but {table!r} is given."

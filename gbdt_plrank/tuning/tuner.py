@@ -176,15 +176,11 @@ def tune(
     """Tune one method of the comparison harness on the validation split with Optuna.
 
     Each trial trains ``method`` on the train split with parameters drawn from its search space,
-    early-stopped on validation NDCG@k, and scores the best validation NDCG@k; the test split is
-    never looked at. Trials are pruned on their intermediate validation NDCG@k. Running the same
-    call again resumes the study (see ``gbdt_plrank.tuning.study``): the budget counts the
-    finished trials of earlier runs, so that every method of a comparison gets the same one.
-
-    After tuning, the output folder holds ``best_params.toml``, ``history.png`` and
-    ``importances.png`` for every tuned study of the storage (``gbdt_plrank.tuning.output``);
-    without matplotlib the pictures are not drawn (``echo`` says so) and the study is returned
-    all the same.
+    early-stopped on validation NDCG@k and pruned on its intermediate values, and scores its
+    best validation NDCG@k; the test split is never read. A second call resumes the study, its
+    budget counting the earlier runs' trials. The output folder gets ``best_params.toml``,
+    ``history.png`` and ``importances.png`` (the pictures only with matplotlib). The protocol:
+    :doc:`/guide/tuning`.
 
     Parameters
     ----------
@@ -194,11 +190,9 @@ def tune(
         A method name of the comparison harness (:data:`~gbdt_plrank.harness.METHODS`).
     k : int, default 5
         Cut-off of the validation NDCG, of early stopping and of the package's objectives.
-    trials : int, optional
-        Trials to finish (COMPLETE or PRUNED), earlier runs included.
-    timeout : float, optional
-        Seconds of trials, earlier runs included; no trial starts once they are used up. Give
-        ``trials``, ``timeout`` or both.
+    trials, timeout : int, float, optional
+        Trials to finish (COMPLETE or PRUNED) and seconds of trials (no trial starts after),
+        earlier runs included; give one or both.
     out : str or Path, default "runs/tune"
         The output folder.
     storage : str, optional
@@ -210,18 +204,14 @@ def tune(
         Seed of the sampler (TPE), of every training and of the importance evaluation.
     fold : int, default 1
         The LETOR fold of ``data``.
-    trees : TreeSettings, optional
-        Booster settings the trial's parameters are applied over (default: the harness's).
-        ``trees.n_jobs`` is the number of threads per training.
-    plrank, pirank : PLRankSettings, PiRankSettings, optional
-        PL-Rank and PiRank settings the trial's options are applied over (default: the
-        harness's).
+    trees, plrank, pirank : TreeSettings, PLRankSettings, PiRankSettings, optional
+        The settings the trial's parameters are applied over (default: the harness's);
+        ``trees.n_jobs`` is the threads per training.
     params : mapping, optional
-        Native parameters of the method applied under the trial's, key by key (a ``plrank`` or
-        ``pirank`` table as a whole), as ``compare`` applies a params file over a configuration's
-        ``[params.<method>]``.
+        Native parameters applied under the trial's, key by key (a ``plrank`` or ``pirank``
+        table as a whole), as ``compare`` applies a params file.
     pruner : optuna.pruners.BasePruner, optional
-        Default: ``MedianPruner(**DEFAULT_PRUNER)``; ``optuna.pruners.NopPruner()`` prunes none.
+        Default ``MedianPruner(**DEFAULT_PRUNER)``; ``optuna.pruners.NopPruner()`` prunes none.
     callbacks : sequence of callables, default ()
         Called after each finished trial with the study and the trial (Optuna's ``callbacks``).
     echo : callable, default print

@@ -4,50 +4,15 @@
 
     datasets = ["mq2008"]
     folds = [1, 2, 3, 4, 5]
-    seeds = 1                         # seeds 0 .. seeds-1
-    k = [5, 10]                       # test NDCG cut-offs of the report
-    out = "runs/clicks"               # default: runs/<name of the config file>
     top_k = 5                         # ranks displayed per session (the learners' cut-off too)
-    display = "top-k"                 # "top-k", or "full": every document of the query shown
-    logger = "plrank"                 # "plrank": a PL-Rank policy deployed stochastically (and
-                                      # as its top-k for plrank-deterministic); "lambdamart": an
-                                      # XGBoost LambdaMART deployed as its ranking by score;
-                                      # "feature": the ranking by one feature, descending
-    logger_feature = 34               # the feature of a "feature" logger (1-based, as in files)
-    logging_queries = 20              # the logging policy's labelled training queries
-    logging_rounds = 20               # its boosting rounds
-    logger_temperature = 1.0          # a PL-Rank logger's policy samples from its scores / this
+    logger = "plrank"                 # the logging policy: "plrank", "lambdamart" or "feature"
     sessions = [10, 100, 1000]        # sessions per query (training and validation) of each point
-    anchor_max_sessions = 100         # XGBoost's and LightGBM's unbiased objectives: up to here
-    click_model = "pbm"               # "pbm": the position-based model; "cascade": the user
-                                      # reads down the list (simulate_cascade_clicks)
-    eta = 1.0                         # pbm: rank k is seen with probability (1/k)**eta
-    stop = 0.2                        # cascade: leaves after a document with this probability
-    satisfaction = 0.0                # cascade: leaves after a click with this probability
-    noise = 0.1                       # click probability of a seen non-relevant document
-    graded = false                    # click probabilities that grow with the grade
-    trust = [0.9, 0.1]                # trust bias (eps_plus, eps_minus); default: none
-    position_bias = "known"           # "known" (1/k)**eta, or "estimate" from each log
-    propensities = "logged"           # "logged" display frequencies, or the logger's exposure:
-                                      # "policy" (counted, pooled with the log's sessions) or
-                                      # "placement" (from its placement probabilities)
-    propensity_samples = 1000         # rankings per query of the logger's propensities
-    shrinkage = 0.0                   # pseudo-observations of the doubly robust rewards (0:
-                                      # unshrunk and unbiased, with the logger's propensities)
-    regression_features = "raw"       # what the rewards' regression reads: "raw" features, or
-                                      # "centred", each minus its mean over the query's rows
-    learners = ["plrank-policy-aware", "plrank-naive", ...]
-    exploration_rounds = 3            # deploy, log, retrain rounds (0: none)
-    exploration_sessions = 100        # sessions per query and round
-    ope_sessions = 100                # the logger's sessions per test query of the off-policy
-                                      # evaluation table (0: none)
-    ope_logs = 1                      # independent test logs of the logger, each valuing every
-                                      # model (the intervals' coverage counts them all)
+    learners = ["plrank-policy-aware", "plrank-naive"]  # default: every learner
 
     [trees]                           # booster settings of every learner (as in a comparison)
     [plrank]                          # PL-Rank options of the learners on clicks
-    [params.lambdamart-xgb]           # native parameters of XGBoost's unbiased LambdaMART
-    [params.lambdarank-lgb]           # native parameters of LightGBM's lambdarank
+
+Every key, its default and what it does: :doc:`/guide/clicks`, "The configuration".
 
 The tables are read by the rules of :mod:`.settings`; an unknown key, or a value that breaks its
 rule, raises :class:`~gbdt_plrank._util.schema.ConfigError` naming the key, the value and the rule.
@@ -286,7 +251,8 @@ class ClicksConfig(ExperimentConfig):
                 (
                     "learners",
                     "plrank-deterministic" in self.learners,
-                    "must not hold 'plrank-deterministic' (every learner reads the deterministic log)",
+                    "must not hold 'plrank-deterministic' (every learner reads the deterministic "
+                    "log)",
                 ),
                 (
                     "exploration_rounds",

@@ -371,7 +371,8 @@ def ope_summary(records: Sequence[Mapping[str, Any]]) -> list[str]:
         lines.append(
             f"{estimator}: mean stderr {np.mean([r['stderr'] for r in rs]):.4f}, mean "
             f"abs(error)/stderr {np.mean([abs(_standardised_error(r)) for r in rs]):.2f}; "
-            f"standard deviation over the {len(logs)} logs of a log's mean (error/stderr) {spread}; "
+            f"standard deviation over the {len(logs)} logs of a log's mean (error/stderr) "
+            f"{spread}; "
             f"a log's models out of the simulated order in {discordant} of {pairs} pairs."
         )
     return lines
@@ -387,7 +388,8 @@ def _exploration_table(
         f"### {name}: exploration, test NDCG@{k} after each round "
         f"({config.exploration_sessions} sessions per query and round)",
         "",
-        "| round | sessions/query so far | stochastic | deterministic | stochastic - deterministic |",
+        "| round | sessions/query so far | stochastic | deterministic "
+        "| stochastic - deterministic |",
         "|---:|---:|---:|---:|---:|",
     ]
     for r in range(1, config.exploration_rounds + 1):

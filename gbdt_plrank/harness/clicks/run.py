@@ -1,89 +1,28 @@
 r"""Learning to rank from simulated clicks: the experiment of ``gbdt-plrank clicks``, resumable.
 
-For every data entry, fold and seed:
-
-1. a *logging policy*, :class:`~gbdt_plrank.PLRankRanker` trained on the true labels of the
-   first ``logging_queries`` training queries for ``logging_rounds`` rounds, is deployed on every
-   training and validation query with a top-``top_k`` display, ``max(sessions)`` sessions per
-   query: *stochastically* (rankings sampled from its Plackett-Luce policy, its scores
-   divided by ``logger_temperature``) and *deterministically* (its top ``top_k`` by score,
-   every session);
-2. clicks are simulated on both logs (:func:`~gbdt_plrank.clicks.simulate_clicks`: the
-   position-based model, rank ``k`` seen with probability :math:`(1/k)^\eta`, a seen document
-   clicked with probability 1 if relevant and ``noise`` otherwise, or with ``graded`` a
-   probability that grows with the grade; ``trust`` adds trust bias; with ``click_model =
-   "cascade"`` :func:`~gbdt_plrank.clicks.simulate_cascade_clicks`, the user reading down the
-   list, leaving after a document with probability ``stop`` and after a click with
-   probability ``satisfaction``);
-3. for every session count :math:`s` of ``sessions``, the first :math:`s` sessions of every
-   query train the learners, early-stopped on the clicks of the validation queries logged the
-   same way:
-
-   - ``plrank-policy-aware``: PL-Rank on the policy-aware rewards of the stochastic log
-     (:func:`~gbdt_plrank.clicks.click_rewards`, propensities from the logged display
-     frequencies or from the logging policy's expected exposure under the position bias, a
-     Monte-Carlo estimate from ``propensity_samples`` rankings per query pooled with the log's
-     own sessions: ``propensity_samples=`` of :func:`~gbdt_plrank.clicks.click_rewards`);
-   - ``plrank-doubly-robust``: PL-Rank on the doubly robust rewards of the same log
-     (``estimator="doubly-robust"``: the cross-fitted regression of
-     :func:`~gbdt_plrank.clicks.click_regression` corrected by the policy-aware estimate of its
-     error, with ``shrinkage`` pseudo-observations at the regression, ``shrinkage=`` of
-     :func:`~gbdt_plrank.clicks.click_rewards`, and the propensities ``propensities`` says; with
-     ``shrinkage = 0`` the logging policy's expected exposure whatever ``propensities`` says,
-     since the display frequencies would make the unshrunk rewards the policy-aware estimate on
-     every shown row), unclipped, early-stopped on the policy-aware validation rewards (the
-     signal of ``plrank-policy-aware`` and the anchors: the doubly robust ones are, with few
-     sessions, a noisier stopping signal);
-   - ``plrank-naive``: PL-Rank on the click-through rates of the same log;
-   - ``plrank-deterministic``: PL-Rank on the policy-aware rewards of the deterministic log;
-   - ``lambdamart-unbiased-xgb``: XGBoost ``rank:ndcg`` with ``lambdarank_unbiased=True``
-     (Unbiased LambdaMART, Hu et al. 2019) on the same stochastic log, one query group per
-     session, its displayed documents in displayed order labelled by their clicks;
-   - ``lambdarank-position-lgb``: LightGBM ``lambdarank`` on the same groups with
-     ``Dataset(position=)`` the displayed position (a learned position term, LightGBM 4.1+);
-
-   both anchors train on sessions with at least one click (a session without one gives them no
-   pair, hence no gradient), up to ``anchor_max_sessions`` sessions per query (their data grow
-   with the log: one row per displayed document per session), and stop early on the same
-   signal as the PL-Rank learner on policy-aware rewards: the DCG@``top_k`` (``[plrank]``'s
-   metric, linear gain) of their ranking of the validation rows, with the validation rows'
-   policy-aware rewards as labels;
-4. once per fold and seed: the full-label model (PL-Rank on the true labels of every training
-   query, early-stopped on the true validation labels), the ceiling, and the logger's ranking;
-5. with ``exploration_rounds``: the exploration loop. Starting from the logger, each round
-   deploys the current model on every training and validation query for
-   ``exploration_sessions`` sessions per query, stochastically (its Plackett-Luce policy) or
-   deterministically (its top ``top_k``), simulates clicks, and retrains PL-Rank on the
-   policy-aware rewards of every round's log so far. Each display is weighted by the position
-   bias of the rank the round's own logger gave it (the display-frequency estimator on the
-   rounds' logs together), so each round's rewards use its own logger's propensities.
+For every data entry, fold and seed: a logging policy trained on the true labels of a few
+training queries is deployed on the training and validation queries, stochastically and
+deterministically, and the configured users click on its displays (:meth:`ClicksConfig.simulate`);
+for every session count of ``sessions`` the learners train on the first sessions of each
+query's log, early-stopped on the validation queries' clicks: PL-Rank on the rewards of every
+estimator of :data:`~gbdt_plrank.clicks.REWARD_ESTIMATORS` (``plrank-<name>``) and of the
+deterministic log, and XGBoost's and LightGBM's position-aware objectives (the anchors). Once
+per fold and seed: the full-label model and the logger's own ranking; with
+``exploration_rounds``, the exploration loop; with ``ope_sessions``, every PL-Rank model's
+off-policy value from the logger's test logs against its simulated value. The protocol step by
+step: :doc:`/guide/clicks`, "The experiment".
 
 How they train: the logging policy, every PL-Rank learner and the full-label model are
 :class:`~gbdt_plrank.PLRankRanker` s (``_fit_plrank``; a ``"lambdamart"`` logger, the deployed
-system a log comes from rather than a method, is XGBoost's ``XGBRanker``), since the experiment deploys their
-policies (``sample_rankings`` in the exploration loop, ``expected_exposure`` in the off-policy
-values), which the harness's :func:`~gbdt_plrank.harness.training.train` does not return; the
-two anchors are comparison methods and train through it (``_fit_anchor``). Both entries
-build their plans with the package's one run builder and train through the same backend layer.
+system a log comes from rather than a method, is XGBoost's ``XGBRanker``, and a ``"feature"``
+logger the ranking by one feature), since the experiment deploys their policies
+(``sample_rankings`` in the exploration loop, ``expected_exposure`` in the off-policy values),
+which the harness's :func:`~gbdt_plrank.harness.training.train` does not return; the two
+anchors are comparison methods and train through it (``_fit_anchor``). Both entries build their
+plans with the package's one run builder and train through the same backend layer.
 
 Every learner is judged by test NDCG@k on the true labels, query by query. Each result is
-written as soon as it exists (``results.jsonl``, one line per learner, session count, fold and
-seed); a rerun skips what is there.
-
-With ``ope_sessions`` (and no trust bias, under which the position-based model's value is not
-the simulated one), every PL-Rank model trained (and the logger itself) is also evaluated off
-policy: the logger is deployed stochastically on the test queries for ``ope_sessions`` sessions
-per query, ``ope_logs`` times independently, and
-:func:`~gbdt_plrank.clicks.estimate_policy_value` estimates the model's expected clicks per
-session from each log, policy-aware and doubly robust, with the logger's expected exposure as
-propensities (both exposures from ten times ``propensity_samples`` rankings per query, the
-logger's pooled with the test log's sessions) and, doubly robust, the regression
-:func:`~gbdt_plrank.clicks.click_regression` fits on that log; the simulated truth is the
-model's expected observation (under the simulated position bias) times the simulated click
-probability when seen (``ope.jsonl``, one line per model, estimator and log, written with its
-result: results stored before the table existed have none). Every model of a fold is valued on
-the same logs, so their errors are not independent: the intervals' coverage over the models
-and folds counts ``ope_logs`` times the folds independent logs.
+written as soon as it exists (:data:`TABLES`); a rerun skips what is there.
 """
 
 from __future__ import annotations
@@ -779,11 +718,11 @@ class _Fold:
         self, learner: str, logs: dict[str, ClickLog], *, stochastic: bool
     ) -> dict[str, Any]:
         """The training and validation rewards a PL-Rank learner on clicks trains and stops on
-        (:meth:`rewards`): its estimator's (:func:`.config.estimator_learners`; ``plrank-deterministic``
-        the policy-aware one) on the propensities ``propensities`` says (the logger's for the
-        unshrunk doubly robust rewards, none for a deterministic log, whose display frequencies
-        are its logger's propensities); the learners on a regression stop on the policy-aware
-        validation rewards."""
+        (:meth:`rewards`): its estimator's (:func:`.config.estimator_learners`;
+        ``plrank-deterministic`` the policy-aware one) on the propensities ``propensities`` says
+        (the logger's for the unshrunk doubly robust rewards, none for a deterministic log, whose
+        display frequencies are its logger's propensities); the learners on a regression stop on
+        the policy-aware validation rewards."""
         config = self.config
         spec = REWARD_ESTIMATORS[estimator_learners().get(learner, "policy-aware")]
         unshrunk = spec.signed and config.shrinkage == 0
@@ -810,7 +749,8 @@ class _Fold:
 
         The unshrunk rewards' expectation is the click probability over every row the logger
         can show (a Plackett-Luce logger: every row; ``shrinkage`` pulls the doubly robust ones
-        towards the regression by :math:`\kappa / (E_d + \kappa)`); among the rows a log happens to show it is not
+        towards the regression by :math:`\kappa / (E_d + \kappa)`); among the rows a log happens
+        to show it is not
         (the doubly robust reward of a shown row is :math:`\hat\gamma_d + (\gamma_d -
         \hat\gamma_d) / P(\text{shown})` in expectation)."""
         y = self.data.train.y

@@ -2,9 +2,9 @@
 
 ``gbdt-plrank compare CONFIG --workers N`` starts a local cluster of ``N`` single-threaded worker
 processes; ``--scheduler ADDRESS`` uses a running cluster. Each training is one task
-(:func:`~gbdt_plrank.harness.compare.run.run_task`, a plain function of its settings, so a worker gives
-the same result as a sequential run); the client stores each result as soon as it arrives, so an
-interrupted comparison resumes exactly as a sequential one does. Every worker must have the same
+(:func:`~gbdt_plrank.harness.compare.run.run_task`, a plain function of its settings, so a worker
+gives the same result as a sequential run); the client stores each result as soon as it arrives, so
+an interrupted comparison resumes exactly as a sequential one does. Every worker must have the same
 version of ``gbdt_plrank`` installed (checked first), and the data folders at the same paths
 (bundled datasets travel with the package).
 """
@@ -39,8 +39,8 @@ def dask_executor(
     Yields
     ------
     callable
-        ``executor(tasks)``: yields each task's :class:`~gbdt_plrank.harness.compare.run.Done` as soon
-        as it finishes. Leaving the context cancels what has not finished and closes the client
+        ``executor(tasks)``: yields each task's :class:`~gbdt_plrank.harness.compare.run.Done` as
+        soon as it finishes. Leaving the context cancels what has not finished and closes the client
         (and the local cluster).
     """
     if (scheduler is None) == (workers is None):

@@ -13,7 +13,8 @@
     web_groups = {share = 0.4, query_shift = 1.25}  # synthetic web data with a protected group
     fairness_weights = [0.3, 1, 3, 10]
     temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
-    group_offsets = [-2, -1, 0, 1, 2]      # post-hoc offsets of the protected group (needs protected)
+    group_offsets = [-2, -1, 0, 1, 2]      # post-hoc offsets of the protected group (with
+                                           # protected)
     n_samples = 1000                       # Monte-Carlo rankings per query and policy
     ndcg_tolerance = 0.01                  # the report: a fair policy's post-hoc match at no
                                            # less NDCG may be this much less relevant

@@ -12,29 +12,24 @@ The goal check sets every post-hoc point against the trained fair policies, and 
 counts the verdicts on the *post-hoc envelope* apart. Post-hoc points are the deterministic
 rankers (LambdaMART, LambdaRank) and the relevance-only PL-Rank under every temperature and group
 offset; the envelope is those that no other post-hoc point beats on validation in both expected
-NDCG and :math:`U`. The fair policies are the trained
-fairness weights :math:`w > 0`, each as trained and under every temperature, and random mixtures
-of two of them (a mixture's exposure is the mixture of the two exposures: its expected NDCG is
-exactly the interpolation, its :math:`U`, convex in the exposure, at most the interpolation, which
-is the value used). For each post-hoc point two fair policies are chosen **on validation**
-(:func:`_best`):
-
-- *at no more unfairness*: the highest expected NDCG among those whose :math:`U` is at most the
-  point's;
-- *at no less NDCG*: the lowest :math:`U` among those whose expected NDCG is at least the
-  point's;
-
-and compared with it **on test**, query by query (:func:`.stats.paired`): the mean paired
+NDCG and :math:`U`. The fair policies are the trained fairness weights :math:`w > 0`, each as
+trained and under every temperature, and random mixtures of two of them (a mixture's exposure is
+the mixture of the two exposures: its expected NDCG is the interpolation; its :math:`U`, convex
+in the exposure, is measured from the mixed exposures, or for evaluations that kept none bounded
+by the interpolation: :class:`_Candidates`). For each post-hoc point two fair policies are
+chosen **on validation** (:func:`_best`), the most relevant at no more unfairness (the highest
+expected NDCG among those whose :math:`U` is at most the point's) and the fairest at no less
+NDCG (the lowest :math:`U` among those whose expected NDCG is at least the point's), and
+compared with it **on test**, query by query (:func:`.stats.paired`): the mean paired
 differences of expected NDCG and of :math:`U`, with their standard errors over queries. The
 other way round, each fair policy (every weight, as trained and under every temperature) is set
-against the post-hoc policies (and their mixtures) chosen for it on validation the same way:
-the most relevant at no more unfairness, the fairest at no less expected NDCG. Differences are
-always fair minus post hoc; a verdict (:data:`VERDICTS`) says whether the fair policy is better
-on test by more than :math:`z` standard errors in the compared measure without being worse by
-more than :math:`z` in the other (``standard_errors`` of the configuration, 1 by default). With
-``ndcg_tolerance`` :math:`\delta > 0`, a fair policy's post-hoc policy *at no less NDCG* is the
-fairest whose expected NDCG is at least the fair one's minus :math:`\delta` (the post hoc side
-may be that much less relevant).
+against the post-hoc policies (and their mixtures) chosen for it on validation the same way.
+Differences are always fair minus post hoc; a verdict (:data:`VERDICTS`) says whether the fair
+policy is better on test by more than :math:`z` standard errors in the compared measure without
+being worse by more than :math:`z` in the other (``standard_errors`` of the configuration, 1 by
+default). With ``ndcg_tolerance`` :math:`\delta > 0`, a fair policy's post-hoc policy *at no
+less NDCG* is the fairest whose expected NDCG is at least the fair one's minus :math:`\delta`
+(the post hoc side may be that much less relevant).
 
 The *post-hoc floor* is read on validation: the post-hoc point of the highest expected NDCG,
 and the fairest post-hoc point whose expected NDCG is within ``ndcg_tolerance`` of it; the
@@ -262,8 +257,8 @@ class Match:
 
     ``name``: one fair policy (``"w=0.3"`` as trained, ``"w=1 T=0.5"`` under a temperature) or a
     random mixture of two (``"0.75 w=0.3 + 0.25 w=1"``). Test means of the fair policy
-    (``ndcg``, ``unfairness``; a mixture's unfairness is exact for the group disparity, else
-    the interpolation, an upper bound: :class:`_Candidates`) and
+    (``ndcg``, ``unfairness``; a mixture's unfairness is measured from the mixed exposures, or
+    for evaluations that kept none the interpolation, an upper bound: :class:`_Candidates`) and
     the mean paired differences fair minus post hoc over the test queries with their standard
     errors; ``p_randomization`` is the paired randomization test's for expected NDCG.
     """
