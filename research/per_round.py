@@ -55,7 +55,8 @@ A last table measures the noise of the gradient: at a flat policy and after 20 X
 (and that model's margins times 4), the correlation over the training documents of PL-Rank's
 gradient at N = 50 with one at N = 4000, before and after centring it within each query, the
 mean over the queries of :math:`|\sum_d g_d| / \sum_d |g_d|` (how far the estimate is from
-summing to 0 in a query, as the exact gradient does), and the correlation of XE-NDCG's gradient with the N = 4000 PL-Rank gradient.
+summing to 0 in a query, as the exact gradient does), and the correlation of XE-NDCG's gradient
+with the N = 4000 PL-Rank gradient.
 
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes, and the report
 covers every record of the requested datasets and draws.
