@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from doc_blocks import ILLUSTRATIVE, PAGES, ROOT, python_blocks, run_blocks
+from doc_blocks import ILLUSTRATIVE, PAGES, README, ROOT, python_blocks, run_blocks
 
 PAGES_ROOT = ROOT / "docs"
 
@@ -49,6 +49,23 @@ SLOW = {"examples/dask.md": "starts a cluster of two worker processes"}
 def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # a block that writes files writes them here
     run_blocks(page, python_blocks(page))
+
+
+#: The most lines the README may have: a newcomer reads it in two minutes.
+README_LINES = 120
+
+
+def test_the_readme_is_short_and_opens_with_the_ranker_and_every_block_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_LINES, f"the README has {len(lines)} lines, over {README_LINES}"
+    blocks = python_blocks(README)
+    assert "PLRankRanker(" in blocks[0] and ".fit(" in blocks[0]
+    assert any("xgboost.train(" in b for b in blocks[1:])
+    monkeypatch.chdir(tmp_path)
+    namespace = run_blocks(README, blocks)
+    assert namespace["ranker"].booster_ is not None and len(namespace["rankings"]) > 0
 
 
 def _docs_module(name: str):
