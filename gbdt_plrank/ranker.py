@@ -81,10 +81,8 @@ class PLRankRanker(PolicyRanker):
     n_estimators : int, default 150
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.2
-        Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``). The defaults of the rounds,
-        the rate, ``min_child_weight`` and ``reg_lambda`` were chosen on validation against
-        ``XGBRanker()`` and ``LGBMRanker()`` at theirs, on deep and shallow data
-        (:doc:`/guide/performance`, "The first call").
+        Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``). How the defaults were chosen:
+        :doc:`/guide/performance`, "The first call".
     max_depth : int or None, default None
         Tree depth limit; ``None`` keeps the booster's default (XGBoost 6, LightGBM none).
     num_leaves : int or None, default None
