@@ -160,6 +160,9 @@ def _call_every_kernel() -> None:
     evals = [(X, y, qid)]
     fit: dict[str, Any] = {
         "min_child_weight": 0.0,
+        # LightGBM's own L2 (0): with min_sum_hessian_in_leaf 0 and an L2 penalty, LightGBM
+        # can choose a split with an empty side and stop ("best_split_info.left_count > 0")
+        "reg_lambda": None,
         "n_jobs": 1,
         "N": 4,
         "random_state": 0,
