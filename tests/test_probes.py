@@ -316,3 +316,32 @@ def test_the_web_generators_take_what_a_user_passes_and_give_csr() -> None:
     assert sp.isspmatrix_csr(data.train.X) and data.train.X.dtype == np.float32
     assert np.array_equal(data.train.X.toarray(), same.train.X.toarray())
     assert data.train.n_queries == 8 and set(np.unique(data.train.y)) <= {0.0, 1.0, 2.0}
+
+
+def test_lightgbms_split_check_is_named_with_the_settings_that_lead_there() -> None:
+    """min_child_weight=0 with the default L2 penalty: LightGBM chose a split with an empty side
+    on these 48 rows and stopped with its bare 'best_split_info.left_count > 0' check."""
+    from gbdt_plrank import PLRankRanker
+
+    rng = np.random.default_rng(0)
+    qid = np.repeat(np.arange(8), 6)
+    X = rng.normal(size=(qid.shape[0], 3))
+    y = np.clip(np.round(X[:, 0] + rng.normal(size=qid.shape[0])), 0, 3)
+    options = {
+        "backend": "lightgbm",
+        "stopping_metric": "policy",
+        "params": {"min_data_in_leaf": 1, "min_data_in_bin": 1},
+        "min_child_weight": 0.0,
+        "n_jobs": 1,
+        "N": 4,
+        "random_state": 0,
+        "n_estimators": 2,
+    }
+    fit = {"eval_set": [(X, y, qid)], "early_stopping_rounds": 1}
+    with pytest.raises(
+        ValueError,
+        match=r"LightGBM stopped on its own split check .*min_child_weight=0\.0.*"
+        r"reg_lambda=1\.0.*Set min_child_weight above 0",
+    ):
+        PLRankRanker(**options).fit(X, y, qid, **fit)
+    PLRankRanker(**options | {"reg_lambda": 0.0}).fit(X, y, qid, **fit)  # the advice trains

@@ -186,18 +186,21 @@ class LightGBMBackend(LibraryBackend):
             hooks.append(lightgbm.log_evaluation(period))
         if bar is not None:
             hooks.append(lambda env: bar.update(1))
-        booster, seconds = timed(
-            lambda: lightgbm.train(
-                params,
-                train_set,
-                plan.n_estimators,
-                valid_sets=valid_sets,
-                valid_names=[eval_name(i) for i in range(len(evals))],
-                feval=list(reversed(plan.metrics)) or None,  # the watched metric first
-                callbacks=[*hooks, *plan.callbacks],
-            ),
-            bar,
-        )
+        try:
+            booster, seconds = timed(
+                lambda: lightgbm.train(
+                    params,
+                    train_set,
+                    plan.n_estimators,
+                    valid_sets=valid_sets,
+                    valid_names=[eval_name(i) for i in range(len(evals))],
+                    feval=list(reversed(plan.metrics)) or None,  # the watched metric first
+                    callbacks=[*hooks, *plan.callbacks],
+                ),
+                bar,
+            )
+        except lightgbm.basic.LightGBMError as error:
+            raise _split_check_error(error, params) from error
         return self.trained(booster, plan, history, seconds)
 
     @classmethod
@@ -260,3 +263,20 @@ class LightGBMBackend(LibraryBackend):
 
     def total_gains(self, booster: Any, n_features: int) -> np.ndarray:
         return booster.feature_importance(importance_type="gain")
+
+
+def _split_check_error(error: Exception, params: dict[str, Any]) -> Exception:
+    """``error`` of ``lightgbm.train``, or for LightGBM's own split check (a split with an empty
+    side, which it can choose when no Hessian sum bounds a leaf and an L2 penalty is set) a
+    ``ValueError`` that says which settings lead there and what to change."""
+    if "best_split_info" not in str(error):
+        return error
+    hessian = params.get("min_sum_hessian_in_leaf")
+    return ValueError(
+        f"LightGBM stopped on its own split check ({str(error).strip()}), which it can fail when "
+        f"a leaf's Hessian sum has no lower bound (min_child_weight={hessian}, LightGBM's "
+        f"min_sum_hessian_in_leaf) and an L2 penalty is set (reg_lambda="
+        f"{params.get('lambda_l2')}): PL-Rank's Hessians are small and some are 0. Set "
+        "min_child_weight above 0 (the ranker's default is 1.0; LightGBM's own 0.001), or "
+        "reg_lambda=0."
+    )
