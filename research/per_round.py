@@ -430,14 +430,7 @@ class Curve:
 
     def __init__(self, vali: Split, n_jobs: int) -> None:
         self.vali = vali
-        self.value = PolicyEvaluator(
-            RankingMetric("ndcg", K, "exp"),
-            None,
-            vali,
-            n_samples=VALI_SAMPLES,
-            seed=EVAL_SEED,
-            n_jobs=n_jobs,
-        )
+        self.value = policy_value(vali, VALI_SAMPLES, n_jobs)
         self.kept = np.maximum.reduceat(vali.y, vali.group_ptr[:-1]) > 0
         self.ndcg: list[list[float]] = []
         self.expected: list[float] = []
@@ -450,7 +443,7 @@ class Curve:
         va, m = self.vali, np.asarray(margins, dtype=np.float64)
         per_query = ndcg(va.y, m, va.qid, k=K, per_query=True, empty=float("nan"))
         self.ndcg.append(per_query[self.kept].tolist())
-        self.expected.append(float(self.value.per_query(m)[self.kept].mean()))
+        self.expected.append(self.value(m))
         self.spread.append(within_query_spread(m, va.group_ptr))
         self.sharpening.append(None if objective is None else objective.sharpening())
         self.seconds += time.perf_counter() - start
