@@ -14,12 +14,9 @@ plan of a fit, from :func:`gbdt_plrank._training.plrank_plan.plrank_plan`) are w
 from __future__ import annotations
 
 import inspect
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
-from types import FrameType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,6 +42,7 @@ from ._training.objective import PLRankObjective
 from ._training.options import PLRankOptions
 from ._training.plrank_plan import plrank_plan
 from ._training.policy_methods import PolicyMethods
+from ._util.frames import caller_level
 from ._util.seeds import seeds_from
 from ._util.threads import booster_threads
 from ._util.validation import (
@@ -55,18 +53,7 @@ from ._util.validation import (
     check_verbose,
 )
 
-__all__ = ["PolicyRanker", "caller_level", "check_early_stopping"]
-
-
-def caller_level() -> int:
-    """The ``stacklevel`` that makes a warning issued by this function's caller point at the
-    first frame outside the package (the user's ``fit`` call, whatever the ranker)."""
-    package = str(Path(__file__).resolve().parent)
-    frame: FrameType | None = sys._getframe(2)
-    level = 2
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+__all__ = ["PolicyRanker", "check_early_stopping"]
 
 
 def _same(value: object, default: object) -> bool:

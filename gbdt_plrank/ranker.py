@@ -44,11 +44,12 @@ from ._backends import (
     RankerParameters,
     Trained,
 )
-from ._estimator import PolicyRanker, caller_level
+from ._estimator import PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
 from ._training.plrank_grad_hess import kept_query_counts
 from ._training.policy_methods import MetricEstimate
+from ._util.frames import caller_level
 from ._util.threads import booster_threads
 
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]

@@ -314,6 +314,33 @@ def test_estimated_position_bias_is_a_probability_when_rank_1_is_seen_less():
         estimate_position_bias(part)
 
 
+def test_ranks_without_a_click_are_named_with_their_displays():
+    """A rank shown but never clicked has no estimate but the floor: the estimate warns, naming
+    the ranks and their displays, at the caller's line; a log with clicks at every rank does
+    not warn."""
+    log = simulate_clicks(
+        _uniform_rankings(4, 6, 200, seed=0), np.ones(24), eta=1.0, noise=0.1, top_k=5, seed=1
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        full = estimate_position_bias(log)
+    deep = log.rank >= 4
+    bare = ClickLog(
+        session=log.session, row=log.row, rank=log.rank, click=np.where(deep, 0, log.click)
+    )
+    shown = np.bincount(log.rank - 1)
+    message = (
+        f"the log has no click at 2 of its 5 ranks (displays rank 4: {shown[3]}, rank 5: "
+        f"{shown[4]}), so their observation probability is estimated at its floor (1e-06 "
+        f"before the division by the largest)"
+    )
+    with pytest.warns(UserWarning, match=re.escape(message)) as caught:
+        theta = estimate_position_bias(bare)
+    assert [w.filename for w in caught] == [__file__]
+    assert theta[3:].max() < 1e-5 < full[3:].min()
+    np.testing.assert_allclose(theta[:3], full[:3], rtol=0.05)
+
+
 @pytest.mark.parametrize(
     ("estimate", "message"),
     [
@@ -594,13 +621,14 @@ def test_policy_propensities_from_expected_exposure_match_enumeration():
     data = load_dataset("mq2008")
     rows = int(data.train.group_ptr[8])
     X, y, qid = data.train.X[:rows], data.train.y[:rows], data.train.qid[:rows]
-    logger = PLRankRanker(n_estimators=10, learning_rate=0.5, N=10, n_jobs=1, random_state=0).fit(
-        X, y, group=qid
-    )
+    logger = PLRankRanker(
+        n_estimators=10, learning_rate=0.5, N=10, min_child_weight=0.01, n_jobs=1, random_state=0
+    ).fit(X, y, group=qid)
     keep = np.isin(qid, np.unique(qid)[[0, 1, 5]])  # queries of 8, 8 and 16 rows
     Xs, qs = X[keep], qid[keep]
     theta = 1.0 / np.arange(1, 4)  # a top-3 display
     margins = logger.predict(Xs)
+    assert np.ptp(margins) > 1.0  # a policy that is not uniform
     exact = np.concatenate([_exact_observation(margins[qs == q], theta) for q in np.unique(qs)])
     got = logger.expected_exposure(Xs, qs, n_samples=20000, weights=theta, random_state=1)
     np.testing.assert_allclose(got, exact, atol=0.02)

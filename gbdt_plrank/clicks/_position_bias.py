@@ -11,6 +11,7 @@ of the rows shown at each rank.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .._util.compat import require
+from .._util.frames import caller_level
 from .._util.validation import (
     as_feature_matrix,
     as_finite_vector,
@@ -81,7 +83,8 @@ def _ranks(values: np.ndarray) -> str:
 
 def _check_estimable(log: ClickLog) -> int:
     """The number of ranks ``K`` of ``log``, after refusing a log that nothing can be estimated
-    from: empty, without a click, or missing a rank below its largest."""
+    from (empty, without a click, or missing a rank below its largest) and warning of ranks
+    without a click (``_warn_unclicked``)."""
     if len(log) == 0:
         raise ValueError(
             "the log must have entries to estimate the position bias from, but it is empty."
@@ -99,7 +102,27 @@ def _check_estimable(log: ClickLog) -> int:
             f"estimate its observation probability, but rank {_ranks(missing)} "
             f"is not: give position_bias for such a log."
         )
+    _warn_unclicked(log, K)
     return K
+
+
+def _warn_unclicked(log: ClickLog, K: int) -> None:
+    """Warn of the ranks that ``log`` shows but never clicks: the estimate of each is its floor
+    (``_LOW`` before the division by the largest), which says only that no click was seen."""
+    shown = np.bincount(log.rank - 1, minlength=K)
+    clicked = np.bincount(log.rank - 1, weights=log.click, minlength=K)
+    bare = np.flatnonzero(clicked == 0)
+    if bare.size == 0:
+        return
+    displays = ", ".join(f"rank {int(k) + 1}: {int(shown[k])}" for k in bare[:6])
+    warnings.warn(
+        f"the log has no click at {bare.size} of its {K} ranks (displays {displays}"
+        f"{', ...' if bare.size > 6 else ''}), so their observation probability is estimated "
+        f"at its floor ({_LOW:g} before the division by the largest): it says only that no "
+        f"click was seen there. Log more sessions, or give position_bias for such ranks.",
+        UserWarning,
+        stacklevel=caller_level(),
+    )
 
 
 def _check_identified(log: ClickLog, K: int) -> None:
@@ -270,38 +293,38 @@ def estimate_position_bias(
     (Wang et al., 2018), identified by rows shown at several ranks; with features: regression
     EM, :math:`\gamma_d = \sigma(f(x_d))` with :math:`f` boosted trees, identified from a
     deterministic logger's log too where the features predict the relevance. A log that does
-    not identify :math:`\theta` is refused, saying why and what would. Details and measurements:
-    :doc:`/guide/clicks`, "How the position bias is estimated".
+    not identify :math:`\theta` is refused, saying why and what would (:doc:`/guide/clicks`).
 
     Parameters
     ----------
     log : ClickLog
         The clicks.
-    X : array-like, DataFrame or sparse matrix of shape (n_rows, n_features) or None
-        The rows' features (``log.row`` indexes them by position), as the rankers take them.
-    qid : array of shape (n_rows,) or None
-        The rows' query ids, with ``X`` (checks that every session shows one query's rows).
+    X, qid : array-like, DataFrame or sparse matrix (n_rows, n_features), array (n_rows,) or None
+        The rows' features (``log.row`` indexes them by position), as the rankers take them, and
+        their query ids (every session must show one query's rows); given together.
     n_iter, tol : int and float, default 200 and 1e-8
-        Without features: the most EM iterations, and the largest move of a parameter in an
-        iteration at which EM stops.
+        Without features: the most EM iterations, and the largest move at which EM stops.
     n_rounds, step_rounds : int, default 1000 and 10
-        With features: the trees of :math:`f` in all (the alternation's budget, which must let
-        it converge) and those grown after each E-step.
+        With features: the trees of :math:`f` in all, and those grown after each E-step.
     max_depth, learning_rate, n_jobs : int, float and int, default 1, 0.1 and 1
         With features: the trees' depth and step, and the booster's threads.
 
     Returns
     -------
     float64 array of shape (max logged rank,)
-        ``theta[k-1]`` for rank ``k`` in (0, 1], divided by the largest (``theta[0] == 1`` when
-        rank 1 is the most seen), as :func:`~gbdt_plrank.clicks.click_rewards` takes it.
+        ``theta[k-1]`` for rank ``k`` in (0, 1], divided by the largest, as
+        :func:`~gbdt_plrank.clicks.click_rewards` takes it.
 
     Raises
     ------
     ValueError
-        For an empty log, one without a click or skipping a rank below its largest, a log that
-        does not identify :math:`\theta`, ``X`` without ``qid`` or the reverse, and bad values,
-        naming them; ``MissingDependencyError`` for the estimate with features without xgboost.
+        For an empty log, one without a click or skipping a rank, a log that does not identify
+        :math:`\theta`, and bad values; ``MissingDependencyError`` without xgboost for ``X``.
+
+    Warns
+    -----
+    UserWarning
+        For ranks shown but never clicked, with their displays: their estimate is the floor.
     """
     n_iter = check_positive_int("n_iter", n_iter)
     tol = check_positive_number("tol", tol)
