@@ -41,6 +41,7 @@ harness's, with the same rounds cap and patience.
     python benchmarks/time_to_model.py --data mq2008 --folds 1 --methods lambdamart-xgb,plrank-xgb
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2  # quality averaged over seeds
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --trees library-defaults
+    python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --patience-rate 0  # fixed
     python benchmarks/time_to_model.py --data mq2008 --seeds 0,1,2 --plrank 'N=25,noise=lattice' \\
         --methods lambdamart-xgb,plrank-xgb,lambdarank-lgb,plrank-lgb
     python benchmarks/time_to_model.py --data mslr-sample --folds 1 \\
@@ -74,6 +75,7 @@ from benchmarks.harness import (
     read_records,
     write_section,
 )
+from gbdt_plrank import PATIENCE_RATE
 from gbdt_plrank._backends import check_parameter, metric_name
 from gbdt_plrank._util import compat as _compat
 from gbdt_plrank._util.schema import toml_value
@@ -116,15 +118,22 @@ TREES = {
 
 
 def tree_settings(
-    name: str, *, rounds: int, n_jobs: int | None, min_delta: float = 0.0
+    name: str,
+    *,
+    rounds: int,
+    n_jobs: int | None,
+    min_delta: float = 0.0,
+    patience_rate: float = PATIENCE_RATE,
 ) -> TreeSettings:
     """The harness's tree settings of ``--trees name``, at most ``rounds`` rounds, every
-    method's early stopping with ``min_delta`` (``--min-delta``)."""
+    method's early stopping with ``min_delta`` (``--min-delta``) and ``patience_rate``
+    (``--patience-rate``)."""
     if name not in TREES:
         raise ValueError(f"trees must be one of {', '.join(TREES)}, but {name!r} is given.")
+    stopping = {"min_delta": min_delta, "patience_rate": patience_rate}
     if name == "library-defaults":
-        return TreeSettings.library_defaults(rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
-    return TreeSettings(rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
+        return TreeSettings.library_defaults(rounds=rounds, n_jobs=n_jobs, **stopping)
+    return TreeSettings(rounds=rounds, n_jobs=n_jobs, **stopping)
 
 
 @dataclass(frozen=True)
@@ -206,16 +215,20 @@ def run(
     records: Path | None = None,
     variants: dict[str, PLRankSettings] | None = None,
     min_delta: float = 0.0,
+    patience_rate: float = PATIENCE_RATE,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
     ``trees`` names the tree settings (a key of :data:`TREES`, :func:`tree_settings`), whose
-    early stopping counts a gain of at most ``min_delta`` as none, for every method;
+    early stopping counts a gain of at most ``min_delta`` as none and waits at least
+    ``patience_rate`` times the best round after it, for every method;
     ``variants`` adds PL-Rank rows with other ``[plrank]`` tables (:func:`_rows`). Each
     finished training is also appended to the JSON-lines file ``records``, if given, so that an
     interrupted run keeps what it measured.
     """
-    settings = tree_settings(trees, rounds=rounds, n_jobs=n_jobs, min_delta=min_delta)
+    settings = tree_settings(
+        trees, rounds=rounds, n_jobs=n_jobs, min_delta=min_delta, patience_rate=patience_rate
+    )
     rows = _rows(methods, stoppings, variants)
     runs = []
     for data in datasets:
@@ -677,6 +690,13 @@ def main(argv: list[str] | None = None) -> None:
         help="every method's early stopping: a round is the best only when it "
         "beats the best validation value by more than this",
     )
+    parser.add_argument(
+        "--patience-rate",
+        type=float,
+        default=PATIENCE_RATE,
+        help="every method's early stopping: the patience grows to this times the best "
+        f"round when that is longer (default {PATIENCE_RATE:g}; 0 a fixed patience)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
         "--seeds",
@@ -713,6 +733,10 @@ def main(argv: list[str] | None = None) -> None:
         check_parameter("min_delta", args.min_delta)
     except ValueError as error:
         parser.error(f"--min-delta: {error}")
+    try:
+        check_parameter("patience_rate", args.patience_rate)
+    except ValueError as error:
+        parser.error(f"--patience-rate: {error}")
     variants = {}
     for v in (v for v in args.plrank.split(";") if v):
         try:
@@ -743,6 +767,7 @@ def main(argv: list[str] | None = None) -> None:
         records=records,
         variants=variants,
         min_delta=args.min_delta,
+        patience_rate=args.patience_rate,
     )
     wall = time.perf_counter() - start
     command = "python benchmarks/time_to_model.py" + "".join(

@@ -324,13 +324,17 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
 
 
 def test_time_to_model_stops_every_method_with_the_least_gain() -> None:
-    """``--min-delta`` reaches every method's early stopping, at either tree settings, and the
-    report says so."""
+    """``--min-delta`` and ``--patience-rate`` reach every method's early stopping, at either
+    tree settings, and the report says so."""
     from benchmarks import time_to_model as ttm
 
     for trees in ttm.TREES:
         assert ttm.tree_settings(trees, rounds=3, n_jobs=1, min_delta=0.002).min_delta == 0.002
         assert ttm.tree_settings(trees, rounds=3, n_jobs=1).min_delta == 0.0
+        assert ttm.tree_settings(trees, rounds=3, n_jobs=1, patience_rate=0).patience_rate == 0
+        assert ttm.tree_settings(trees, rounds=3, n_jobs=1).patience_rate == ttm.PATIENCE_RATE
+    with pytest.raises(SystemExit):
+        ttm.main(["--patience-rate", "-1", "--data", "mq2008"])
     runs = _seed_runs()
     assert "beats the best validation value" not in ttm._trees_line(runs)
     least = [replace(r, min_delta=0.002) for r in runs]
