@@ -884,6 +884,32 @@ def test_the_logger_temperature_reaches_its_rankings_propensities_and_values(tmp
     assert len(seen) == before
 
 
+def test_a_full_display_corrects_every_rank_its_logs_show(tmp_path):
+    """display = "full" with a known position bias: the learners' position bias covers the
+    deepest rank of the training and the validation logs (here the validation split's longest
+    query is deeper than the training split's), so the rewards of both are computed."""
+    from pathlib import Path
+
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _Fold
+    from gbdt_plrank.harness.data import load
+
+    folder = write_tiny_letor(tmp_path / "tiny", queries=(4, 4, 4))
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(
+        tiny, overrides={"display": "full", "exploration_rounds": 0, "sessions": [3]}
+    )
+    unit = _Fold(config, load(str(folder), 1, drop_empty_test_queries=False), 0)
+    logs = unit.logs(True, 3)
+    deepest = {name: int(log.rank.max()) for name, log in logs.items()}
+    assert deepest["vali"] > deepest["train"]
+    r = unit.rewards(logs, estimator="policy-aware", policy=True, stochastic=True)
+    np.testing.assert_allclose(r["theta"], config.simulated_position_bias(deepest["vali"]))
+    assert r["vali"].shape == unit.data.vali.y.shape and np.isfinite(r["vali"]).all()
+
+
 def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
     """logger = "feature": the deterministic log shows each query's rows by the feature,
     descending, in every session (a sparse matrix read as such); logger_feature goes with it

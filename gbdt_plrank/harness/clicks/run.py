@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Any, NamedTuple
@@ -243,12 +243,15 @@ def estimated_theta(log: ClickLog, split: Split, *, stochastic: bool) -> np.ndar
     return estimate_position_bias(log, X=split.X, qid=split.qid)
 
 
-def _theta(config: ClicksConfig, log: ClickLog, split: Split, *, stochastic: bool) -> np.ndarray:
+def _theta(
+    config: ClicksConfig, log: ClickLog, split: Split, *, stochastic: bool, ranks: int = 0
+) -> np.ndarray:
     """The position bias the learners correct with: the simulated one (over the ranks ``log``
-    displays), or estimated from ``log``."""
+    displays, and at least ``ranks``: those of the logs it is used on with ``log``), or
+    estimated from ``log``."""
     if config.position_bias == "estimate":
         return estimated_theta(log, split, stochastic=stochastic)
-    return config.simulated_position_bias(max(config.top_k, int(log.rank.max(initial=1))))
+    return config.simulated_position_bias(max(config.top_k, ranks, int(log.rank.max(initial=1))))
 
 
 def session_split(log: ClickLog, split: Split) -> tuple[Split, np.ndarray]:
@@ -477,12 +480,16 @@ class _Fold:
             self._estimates[id(log)] = (log, theta, time.perf_counter() - start)
         return self._estimates[id(log)][1]
 
-    def theta(self, log: ClickLog, *, stochastic: bool) -> np.ndarray:
-        """The position bias the learners on a training log of :meth:`logs` correct with:
-        the simulated one, or :meth:`estimated_theta`."""
+    def theta(self, logs: Mapping[str, ClickLog], *, stochastic: bool) -> np.ndarray:
+        """The position bias the learners on the logs of :meth:`logs` correct with: the
+        simulated one over every rank they display (a full display's validation log may show
+        deeper ranks than its training log), or :meth:`estimated_theta` of the training log."""
         if self.config.position_bias == "estimate":
-            return self.estimated_theta(log, stochastic=stochastic)
-        return _theta(self.config, log, self.data.train, stochastic=stochastic)
+            return self.estimated_theta(logs["train"], stochastic=stochastic)
+        ranks = max(int(log.rank.max(initial=1)) for log in logs.values())
+        return _theta(
+            self.config, logs["train"], self.data.train, stochastic=stochastic, ranks=ranks
+        )
 
     def rewards(
         self, logs: dict[str, ClickLog], *, estimator: str, policy: bool, stochastic: bool
@@ -490,7 +497,7 @@ class _Fold:
         """Rewards of the training and validation rows, and the position bias used
         (``stochastic``: whether the logs are a Plackett-Luce logger's); an estimator's
         regression reads the features ``regression_features`` says."""
-        theta = self.theta(logs["train"], stochastic=stochastic)
+        theta = self.theta(logs, stochastic=stochastic)
         out: dict[str, Any] = {"theta": theta}
         for name, log in logs.items():
             split = getattr(self.data, name)
@@ -679,7 +686,7 @@ class _Fold:
         else:
             stochastic = self.stochastic and learner != "plrank-deterministic"
             logs = self.logs(stochastic, key.sessions)
-            self.theta(logs["train"], stochastic=stochastic)  # estimated once, timed apart
+            self.theta(logs, stochastic=stochastic)  # estimated once, timed apart
             start = time.perf_counter()
             r = self.learner_rewards(learner, logs, stochastic=stochastic)
             extra["rewards_seconds"] = time.perf_counter() - start
