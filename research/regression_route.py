@@ -141,7 +141,7 @@ def run_unit(
     unit = _Fold(config, data, seed)
     stochastic = unit.stochastic
     logs = unit.logs(stochastic, sessions)
-    theta = unit.theta(logs["train"], stochastic=stochastic)
+    theta = unit.theta(logs, stochastic=stochastic)
     vali, test = data.vali, data.test
     regressions = {
         f: _regressions(unit, logs, theta, f, seed) for f in {VARIANTS[v][0] for v in variants}

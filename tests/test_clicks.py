@@ -983,7 +983,7 @@ def test_regression_features_reach_every_regression_of_the_run(tmp_path):
         )
         unit = _Fold(config, data, 0)
         logs = unit.logs(True, 3)
-        theta = unit.theta(logs["train"], stochastic=True)
+        theta = unit.theta(logs, stochastic=True)
         for estimator in ("regression", "doubly-robust"):
             policy = estimator == "doubly-robust"  # the logger's propensities: unshrunk
             r = unit.rewards(logs, estimator=estimator, policy=policy, stochastic=True)

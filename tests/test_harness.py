@@ -1272,9 +1272,9 @@ def test_clicks_from_a_deterministic_lambdamart_logger(
         assert np.unique(log.rank[log.row == r]).size == 1
     if display == "full":
         assert set(log.row.tolist()) == set(range(split.y.size))
-    theta = fold.theta(log, stochastic=False)
+    theta = fold.theta(logs, stochastic=False)
     np.testing.assert_array_equal(theta, estimate_position_bias(log, X=split.X, qid=split.qid))
-    assert fold.theta(log, stochastic=False) is theta  # estimated once per log
+    assert fold.theta(logs, stochastic=False) is theta  # estimated once per log
     record, ope = fold.run(clicks_run.ResultKey("tiny", "plrank-regression", 20, 0))
     assert ope == [] and set(record["vali_ndcg"]) == {"5", "10"}
     assert record["vali_qid"] == [int(q) for q in np.unique(data.vali.qid)]
@@ -1320,7 +1320,7 @@ def test_clicks_placement_propensities_are_the_loggers_placement_exposure(
     data = load(str(tiny), 1, drop_empty_test_queries=True)
     fold = clicks_run._Fold(config, data, 0)
     logs = fold.logs(True, 10)
-    theta = fold.theta(logs["train"], stochastic=True)
+    theta = fold.theta(logs, stochastic=True)
     rho = fold.propensities(data.train, theta, n_samples=50)
     assert set(rho) == {"propensities"} and (rho["propensities"] > 0).all()
     np.testing.assert_array_equal(
