@@ -115,13 +115,16 @@ def test_a_rankers_placement_exposure_uses_its_sampled_rankings(backend):
     data = load_dataset("mq2008")
     rows = int(data.test.group_ptr[6])
     X, y, qid = data.test.X[:rows], data.test.y[:rows], data.test.qid[:rows]
-    ranker = PLRankRanker(backend=backend, n_estimators=5, N=5, n_jobs=1, random_state=0)
+    ranker = PLRankRanker(
+        backend=backend, n_estimators=5, N=5, min_child_weight=0.01, n_jobs=1, random_state=0
+    )
     ranker.fit(X, y, group=qid)
     theta = np.array([1.0, 0.5, 0.25])
     got = ranker.expected_exposure(
         X, qid, n_samples=9, weights=theta, random_state=4, method="placement"
     )
     margins = ranker.predict(X)
+    assert np.ptp(margins) > 0.1  # a policy that is not uniform
     for q, ranks in zip(
         np.unique(qid), ranker.sample_rankings(X, qid, n_samples=9, K=3, random_state=4)
     ):
