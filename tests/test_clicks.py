@@ -910,6 +910,50 @@ def test_a_full_display_corrects_every_rank_its_logs_show(tmp_path):
     assert r["vali"].shape == unit.data.vali.y.shape and np.isfinite(r["vali"]).all()
 
 
+@pytest.mark.parametrize("position_bias", ["known", "estimate"])
+def test_a_log_the_estimate_refuses_is_reported_where_the_bias_is_known(
+    tmp_path, monkeypatch, position_bias
+):
+    """The report's estimate of the position bias from a log that does not identify it: with
+    the known bias (what the learners correct with) the refusal and its reason are recorded and
+    reported, and the run goes on; where the learners correct with the estimate, it stops the
+    run."""
+    from pathlib import Path
+
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.harness.clicks import run as clicks_run
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.report import _theta_table
+    from gbdt_plrank.harness.data import load
+
+    folder = write_tiny_letor(tmp_path / "tiny", queries=(4, 4, 4))
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(
+        tiny,
+        overrides={"position_bias": position_bias, "exploration_rounds": 0, "sessions": [3]},
+    )
+    reason = "the features do not identify the position bias: evidence z = 0.14"
+
+    def refuse(*args, **kwargs):
+        raise ValueError(reason)
+
+    monkeypatch.setattr(clicks_run, "estimated_theta", refuse)
+    unit = clicks_run._Fold(config, load(str(folder), 1, drop_empty_test_queries=False), 0)
+    logs = unit.logs(True, 3)
+    if position_bias == "estimate":
+        with pytest.raises(ValueError, match=reason):
+            unit.reported_theta(logs["train"], stochastic=True)
+        return
+    got = unit.reported_theta(logs["train"], stochastic=True)
+    assert got["theta_refused"] == reason and "theta_estimate" not in got
+    table = _theta_table(config, "tiny", {("plrank-policy-aware", 3): [got, got]})
+    assert table == (
+        "### tiny: the position bias could not be estimated from every log\n\n"
+        f"- 3 sessions/query: refused on 2 of 2 logs ({reason})\n"
+    )
+
+
 def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
     """logger = "feature": the deterministic log shows each query's rows by the feature,
     descending, in every session (a sparse matrix read as such); logger_feature goes with it

@@ -143,7 +143,24 @@ def _theta_table(
     sessions = [s for s in sorted(config.sessions) if results.get(("plrank-policy-aware", s))]
     if not sessions:
         return ""
-    records = {s: results["plrank-policy-aware", s] for s in sessions}
+    everything = {s: results["plrank-policy-aware", s] for s in sessions}
+    refused = [
+        f"- {s} sessions/query: refused on {sum('theta_refused' in r for r in rs)} of "
+        f"{len(rs)} logs ({rs[0]['theta_refused']})"
+        for s, rs in ((s, [r for r in everything[s] if "theta_refused" in r]) for s in sessions)
+        if rs
+    ]
+    refusals = (
+        f"### {name}: the position bias could not be estimated from every log\n\n"
+        + "\n".join(refused)
+        + "\n"
+        if refused
+        else ""
+    )
+    records = {s: [r for r in everything[s] if "theta_estimate" in r] for s in sessions}
+    sessions = [s for s in sessions if records[s]]
+    if not sessions:
+        return refusals
     runs = {s: [r["theta_estimate"] for r in records[s]] for s in sessions}
     ranks = min(max(len(t) for s in sessions for t in runs[s]), 32)
     simulated = config.simulated_position_bias(ranks)
@@ -182,7 +199,7 @@ def _theta_table(
     seconds = [r["theta_seconds"] for s in sessions for r in records[s] if "theta_seconds" in r]
     if seconds:
         lines += ["", f"The estimate took {np.mean(seconds):.1f} s per log on average."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + ("\n" + refusals if refusals else "")
 
 
 def _time_table(

@@ -480,6 +480,20 @@ class _Fold:
             self._estimates[id(log)] = (log, theta, time.perf_counter() - start)
         return self._estimates[id(log)][1]
 
+    def reported_theta(self, log: ClickLog, *, stochastic: bool) -> dict[str, Any]:
+        """The report's estimate of the position bias from a training log: ``theta_estimate``
+        and ``theta_seconds``; where the learners correct with the known position bias, a log
+        the estimate refuses (it does not identify the bias) is reported, not fatal:
+        ``theta_refused``, the reason, and the seconds it took to tell."""
+        start = time.perf_counter()
+        try:
+            theta = self.estimated_theta(log, stochastic=stochastic)
+        except ValueError as error:
+            if self.config.position_bias == "estimate":
+                raise
+            return {"theta_refused": str(error), "theta_seconds": time.perf_counter() - start}
+        return {"theta_estimate": theta.tolist(), "theta_seconds": self._estimates[id(log)][2]}
+
     def theta(self, logs: Mapping[str, ClickLog], *, stochastic: bool) -> np.ndarray:
         """The position bias the learners on the logs of :meth:`logs` correct with: the
         simulated one over every rank they display (a full display's validation log may show
@@ -693,10 +707,7 @@ class _Fold:
             model, fit = _fit_plrank(config, key.seed, data, r["train"], r["vali"])
             if learner == "plrank-policy-aware":
                 train_log = logs["train"]
-                extra["theta_estimate"] = self.estimated_theta(
-                    train_log, stochastic=stochastic
-                ).tolist()
-                extra["theta_seconds"] = self._estimates[id(train_log)][2]
+                extra.update(self.reported_theta(train_log, stochastic=stochastic))
                 extra["clicks"] = int(train_log.click.sum())
                 extra["clicks_by_rank"] = np.bincount(
                     train_log.rank - 1, weights=train_log.click
