@@ -1123,3 +1123,23 @@ def test_per_round_writes_every_candidate_and_resumes(tmp_path: Path, monkeypatc
     assert "| 1 | flat | 0.000 | 10 |" in text
     _run(monkeypatch, "per_round", *args)  # every training is in the log: none again
     assert out.with_suffix(".jsonl").read_text().splitlines() == records
+
+
+def test_patience_pairs_sets_each_methods_second_rule_against_its_first(tmp_path: Path) -> None:
+    """Two stopping rules' records of the same methods: the rounds each ran, and the second's
+    test NDCG minus the first's, each query's mean over the seeds, paired per query."""
+    from benchmarks.harness import append_record
+    from benchmarks.time_to_model import Run, read_runs
+    from research.patience_pairs import table
+
+    def write(name: str, rounds: int, lift: float) -> Path:
+        path = tmp_path / name
+        for seed in (0, 1):
+            test = {10: {q: 0.5 + 0.01 * q + lift + 0.002 * seed * (q % 2) for q in range(6)}}
+            append_record(path, Run("m", "m", "d", 1, 1.0, rounds, rounds - 5, test, seed).__dict__)
+        return path
+
+    first, second = write("fixed.jsonl", 40, 0.0), write("growing.jsonl", 60, 0.01)
+    lines = table(read_runs(first), read_runs(second), k=10).splitlines()
+    assert lines[0].startswith("| method | rounds run, first | rounds run, second |")
+    assert lines[2].startswith("| m | 80 | 120 | 1.50x | +0.0100 [+0.0100, +0.0100] ahead")
