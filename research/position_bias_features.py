@@ -65,10 +65,10 @@ def joint_fit(
 
     K = int(log.rank.max())
     rows = np.unique(log.row)
-    counts = display_counts(log, int(rows.max()) + 1, K)
-    n, c = counts.shows[rows], counts.hits[rows]
+    counts = display_counts(log, int(rows.max()) + 1, K).take(rows)
+    n, c = counts.shows, counts.hits
     theta = np.full(K, 0.5)
-    pooled = float(np.clip(c.sum() / (n @ theta).sum(), 1e-3, 1 - 1e-3))
+    pooled = float(np.clip(c.sum() / (n * theta[counts.rank]).sum(), 1e-3, 1 - 1e-3))
     data = xgb.DMatrix(X[rows], base_margin=np.full(rows.size, math.log(pooled / (1 - pooled))))
     booster = None
     for done in range(0, n_rounds, step_rounds):
@@ -82,14 +82,15 @@ def joint_fit(
             },
             data,
             num_boost_round=min(step_rounds, n_rounds - done),
-            obj=likelihood_objective(n, c, theta),
+            obj=likelihood_objective(counts, theta),
             xgb_model=booster,
         )
         g = 1 / (1 + np.exp(-booster.predict(data, output_margin=True).astype(np.float64)))
-        g = g[:, None]
+        g = g[counts.row]
         for _ in range(200):  # theta of greatest likelihood given g, by EM
-            seen = c + (n - c) * theta * (1 - g) / np.maximum(1 - theta * g, 1e-12)
-            new = np.clip(seen.sum(axis=0) / n.sum(axis=0), 1e-6, 1 - 1e-6)
+            t = theta[counts.rank]
+            seen = c + (n - c) * t * (1 - g) / np.maximum(1 - t * g, 1e-12)
+            new = np.clip(counts.per_rank(seen) / counts.per_rank(n), 1e-6, 1 - 1e-6)
             moved = np.abs(new - theta).max()
             theta = new
             if moved < 1e-8:

@@ -118,11 +118,11 @@ def _regressions(
         for name, split in (("train", train), ("vali", vali), ("test", test))
     }
     counts = display_counts(logs["train"], train.y.size, theta.size)
-    shown = counts.shows.sum(axis=1) > 0
+    shown = counts.shown()
     whole = fit_relevance(
         xgb,
         X["train"][shown],
-        type(counts)(counts.shows[shown], counts.hits[shown]),
+        counts.take(shown),
         theta,
         **REGRESSION,
     )

@@ -374,3 +374,45 @@ def test_the_registry_owns_the_estimators():
         ),
     ):
         click_rewards(log, X.shape[0], position_bias=theta, regression=np.zeros(X.shape[0]))
+
+
+def test_display_counts_hold_the_dense_counts_and_the_likelihood_reads_them_alike():
+    """The counts keep one entry per (row, rank) pair shown: rebuilt dense they are the plain
+    per-rank counts (np.add.at), a row subset is the dense rows' subset, and the likelihood's
+    gradient and Fisher information equal the plain dense formula's."""
+    from gbdt_plrank.clicks._click_model import display_counts, likelihood_objective
+
+    rng = np.random.default_rng(5)
+    n_rows, K = 12, 7
+    shown = [rng.permutation(n_rows - 2)[:K] for _ in range(10)]  # rows 10, 11 never shown
+    log = ClickLog(
+        session=np.repeat(np.arange(10), K),
+        row=np.concatenate(shown),
+        rank=np.tile(np.arange(1, K + 1), 10),
+        click=rng.integers(0, 2, size=10 * K),
+    )
+    n, c = np.zeros((n_rows, K)), np.zeros((n_rows, K))
+    np.add.at(n, (log.row, log.rank - 1), 1.0)
+    np.add.at(c, (log.row, log.rank - 1), log.click)
+    counts = display_counts(log, n_rows, K)
+
+    def dense(part):
+        out = np.zeros((2, part.n_rows, part.K))
+        out[0][part.row, part.rank], out[1][part.row, part.rank] = part.shows, part.hits
+        return out
+
+    np.testing.assert_array_equal(dense(counts), [n, c])
+    assert (counts.shows > 0).all() and counts.row.size == np.count_nonzero(n)
+    np.testing.assert_array_equal(counts.shown(), n.sum(axis=1) > 0)
+    np.testing.assert_array_equal(counts.per_rank(counts.shows), n.sum(axis=0))
+    rows = np.array([1, 4, 5, 11])
+    np.testing.assert_array_equal(dense(counts.take(rows)), [n[rows], c[rows]])
+    np.testing.assert_array_equal(dense(counts.take(np.ones(n_rows, bool))), [n, c])
+    theta, margin = 1 / np.arange(1, K + 1), rng.normal(size=n_rows)
+    s = (1 / (1 + np.exp(-margin)))[:, None]
+    ts = np.minimum(theta * s, 1 - 1e-12)
+    grad = -(c * (1 - s) - (n - c) * theta * s * (1 - s) / (1 - ts)).sum(axis=1)
+    hess = np.maximum((n * theta * s * (1 - s) ** 2 / (1 - ts)).sum(axis=1), 1e-12)
+    got = likelihood_objective(counts, theta)(margin, None)
+    np.testing.assert_allclose(got[0], grad, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got[1], hess, rtol=1e-12, atol=1e-15)

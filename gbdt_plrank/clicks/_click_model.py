@@ -38,19 +38,68 @@ REGRESSION_FEATURES = ("raw", "centred")
 
 @dataclass(frozen=True)
 class DisplayCounts:
-    """Each row's displays and clicks per rank: ``shows[d, k-1]``, ``hits[d, k-1]``."""
+    """The displays and clicks of rows per rank, one entry per (row, rank) pair a log shows:
+    entry ``e`` is row ``row[e]`` at rank ``rank[e] + 1``, shown ``shows[e]`` times and clicked
+    ``hits[e]`` times; the entries are sorted by row, then rank. A row shown at a few of many
+    ranks (a full display of a deep query) holds a few entries, not one count per rank.
 
+    Attributes
+    ----------
+    row, rank : int64 arrays of shape (n_entries,)
+        The entry's row (of ``n_rows``) and 0-based rank (of ``K``).
+    shows, hits : float64 arrays of shape (n_entries,)
+        Its displays and clicks.
+    n_rows, K : int
+        The rows and ranks counted.
+    """
+
+    row: np.ndarray
+    rank: np.ndarray
     shows: np.ndarray
     hits: np.ndarray
+    n_rows: int
+    K: int
+
+    def per_row(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per entry) summed over each row's entries, float64 (n_rows,)."""
+        return np.bincount(self.row, values, minlength=self.n_rows)
+
+    def per_rank(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per entry) summed over each rank's entries, float64 (K,)."""
+        return np.bincount(self.rank, values, minlength=self.K)
+
+    def shown(self) -> np.ndarray:
+        """Whether each row is shown at all, bool (n_rows,)."""
+        return self.per_row(self.shows) > 0
+
+    def take(self, rows: np.ndarray) -> DisplayCounts:
+        """The counts of ``rows`` (indices, increasing, or a boolean mask), renumbered
+        ``0..len(rows)-1`` in their order."""
+        rows = np.flatnonzero(rows) if rows.dtype == bool else np.asarray(rows)
+        new = np.full(self.n_rows, -1)
+        new[rows] = np.arange(rows.size)
+        keep = new[self.row] >= 0
+        return DisplayCounts(
+            new[self.row[keep]],
+            self.rank[keep],
+            self.shows[keep],
+            self.hits[keep],
+            int(rows.size),
+            self.K,
+        )
 
 
 def display_counts(log: ClickLog, n_rows: int, K: int) -> DisplayCounts:
     """The displays and clicks of every row at each of the ranks ``1..K`` of ``log``."""
-    shows = np.zeros((n_rows, K))
-    hits = np.zeros((n_rows, K))
-    np.add.at(shows, (log.row, log.rank - 1), 1.0)
-    np.add.at(hits, (log.row, log.rank - 1), log.click)
-    return DisplayCounts(shows, hits)
+    pair, entry = np.unique(log.row.astype(np.int64) * K + (log.rank - 1), return_inverse=True)
+    return DisplayCounts(
+        pair // K,
+        pair % K,
+        np.bincount(entry, minlength=pair.size).astype(np.float64),
+        np.bincount(entry, log.click, minlength=pair.size).astype(np.float64),
+        n_rows,
+        K,
+    )
 
 
 @dataclass(frozen=True)
@@ -61,16 +110,18 @@ class RelevanceModel:
     base: float
 
 
-def likelihood_objective(n: np.ndarray, c: np.ndarray, theta: np.ndarray) -> Any:
+def likelihood_objective(counts: DisplayCounts, theta: np.ndarray) -> Any:
     """XGBoost's objective of the click likelihood: the negative log-likelihood's gradient and
-    Fisher information in the margin, from each row's displays ``n`` and clicks ``c`` per rank."""
+    Fisher information in the margin, from each row's displays and clicks per rank
+    ``counts``."""
+    n, c, t = counts.shows, counts.hits, theta[counts.rank]
 
     def objective(margin: np.ndarray, _: Any) -> Any:
-        s = 1.0 / (1.0 + np.exp(-margin))[:, None]
-        ts = np.minimum(theta * s, 1 - 1e-12)
+        s = (1.0 / (1.0 + np.exp(-margin)))[counts.row]
+        ts = np.minimum(t * s, 1 - 1e-12)
         # -d/df log-likelihood, and its Fisher information (positive)
-        grad = -(c * (1 - s) - (n - c) * theta * s * (1 - s) / (1 - ts)).sum(axis=1)
-        hess = (n * theta * s * (1 - s) ** 2 / (1 - ts)).sum(axis=1)
+        grad = -counts.per_row(c * (1 - s) - (n - c) * t * s * (1 - s) / (1 - ts))
+        hess = counts.per_row(n * t * s * (1 - s) ** 2 / (1 - ts))
         return grad, np.maximum(hess, 1e-12)
 
     return objective
@@ -90,10 +141,11 @@ def fit_relevance(
     r""":math:`f` fitted on the rows ``X`` with their displays and clicks ``counts`` (rows
     aligned), :math:`\theta` given, starting from the log-odds of the pooled click rate per
     observation, clipped to [0.001, 0.999]."""
-    n, c = counts.shows, counts.hits
-    pooled = float(np.clip(c.sum() / (n @ theta).sum(), 1e-3, 1 - 1e-3))
+    pooled = float(
+        np.clip(counts.hits.sum() / (counts.shows * theta[counts.rank]).sum(), 1e-3, 1 - 1e-3)
+    )
     base = math.log(pooled / (1 - pooled))
-    dtrain = xgb.DMatrix(X, base_margin=np.full(n.shape[0], base))
+    dtrain = xgb.DMatrix(X, base_margin=np.full(counts.n_rows, base))
     booster = xgb.train(
         {
             "max_depth": max_depth,
@@ -104,7 +156,7 @@ def fit_relevance(
         },
         dtrain,
         num_boost_round=n_rounds,
-        obj=likelihood_objective(n, c, theta),
+        obj=likelihood_objective(counts, theta),
     )
     return RelevanceModel(booster, base)
 
@@ -152,16 +204,17 @@ def _held_out(
     trees: dict[str, Any],
 ) -> np.ndarray:
     """The relevance of the rows ``test`` by :math:`f` fitted on the rows ``train`` (their
-    displays and clicks ``seen``), as a column."""
+    displays and clicks ``seen``)."""
     model = fit_relevance(xgb, X[np.flatnonzero(train)], seen, theta, **trees)
-    return relevance(xgb, model, X[np.flatnonzero(test)])[:, None]
+    return relevance(xgb, model, X[np.flatnonzero(test)])
 
 
-def _log_likelihood(n: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Each row's click log-likelihood from its displays ``n`` and clicks ``c`` per rank, each
-    clicked with probability ``p`` (the same shape, clipped away from 0 and 1)."""
+def _log_likelihood(counts: DisplayCounts, p: np.ndarray) -> np.ndarray:
+    """Each row's click log-likelihood from its displays and clicks per rank ``counts``, each
+    entry clicked with probability ``p`` (one per entry, clipped away from 0 and 1)."""
     p = np.clip(p, 1e-12, 1 - 1e-12)
-    return (c * np.log(p) + (n - c) * np.log1p(-p)).sum(axis=1)
+    n, c = counts.shows, counts.hits
+    return counts.per_row(c * np.log(p) + (n - c) * np.log1p(-p))
 
 
 @dataclass(frozen=True)
@@ -240,14 +293,14 @@ def feature_evidence(
         train, test = fold != f, fold == f
         if not train.any() or not test.any():
             return FeatureEvidence(0.0, 0.0, int(queries.size))
-        seen = DisplayCounts(counts.shows[train], counts.hits[train])
-        n, c = counts.shows[test], counts.hits[test]
+        seen, held = counts.take(train), counts.take(test)
+        t = theta[held.rank]
         gain[test] = _log_likelihood(
-            n, c, theta * _held_out(xgb, X, seen, train, test, theta, trees)
+            held, t * _held_out(xgb, X, seen, train, test, theta, trees)[held.row]
         )
         blind = np.zeros((q.size, 1), dtype=np.float32)  # the same trees without the features
         gain[test] -= _log_likelihood(
-            n, c, theta * _held_out(xgb, blind, seen, train, test, theta, trees)
+            held, t * _held_out(xgb, blind, seen, train, test, theta, trees)[held.row]
         )
     per_query = np.bincount(q, gain)
     spread = float(per_query.std(ddof=1)) if queries.size > 1 else 0.0

@@ -242,19 +242,20 @@ def _by_features(
     """Regression EM: relevance a boosted model of the features, theta per rank, in turns (the
     displayed rows ``Xr`` with their displays and clicks ``counts``)."""
     n, c = counts.shows, counts.hits
-    weight = n.sum(axis=1)  # a row's displays
+    weight = counts.per_row(n)  # a row's displays
     pooled = float(np.clip(c.sum() / weight.sum(), 1e-3, 1 - 1e-3))
     base = np.full(Xr.shape[0], math.log(pooled / (1 - pooled)))
     theta = np.full(K, _START)
     gamma = np.full(Xr.shape[0], _START)
     booster = None
     for done in range(0, n_rounds, step_rounds):
-        g = gamma[:, None]
-        den = np.maximum(1.0 - theta * g, 1e-12)
-        seen = c + (n - c) * theta * (1 - g) / den
-        relevant = c + (n - c) * (1 - theta) * g / den
-        theta = np.clip(seen.sum(axis=0) / n.sum(axis=0), _LOW, _HIGH)
-        data = xgb.DMatrix(Xr, label=relevant.sum(axis=1) / weight, weight=weight, base_margin=base)
+        t, g = theta[counts.rank], gamma[counts.row]
+        den = np.maximum(1.0 - t * g, 1e-12)
+        seen = c + (n - c) * t * (1 - g) / den
+        relevant = c + (n - c) * (1 - t) * g / den
+        theta = np.clip(counts.per_rank(seen) / counts.per_rank(n), _LOW, _HIGH)
+        label = counts.per_row(relevant) / weight
+        data = xgb.DMatrix(Xr, label=label, weight=weight, base_margin=base)
         booster = xgb.train(
             {
                 "objective": "binary:logistic",
@@ -385,8 +386,7 @@ def features_estimate(
     step_rounds = check_positive_int("step_rounds", step_rounds)
     xgb = require("xgboost", purpose="the position bias estimated with features")
     rows = np.unique(log.row)
-    counts = display_counts(log, int(rows.max()) + 1, K)
-    shown = DisplayCounts(counts.shows[rows], counts.hits[rows])
+    shown = display_counts(log, int(rows.max()) + 1, K).take(rows)
     Xr = X[rows]
     theta = _by_features(
         xgb,

@@ -21,7 +21,6 @@ from .._util.validation import (
 )
 from ._click_model import (
     REGRESSION_FEATURES,
-    DisplayCounts,
     display_counts,
     fit_relevance,
     query_centred,
@@ -108,7 +107,7 @@ def click_regression(
     queries, q = np.unique(qid, return_inverse=True)
     fold = np.random.default_rng(seed).permutation(queries.size) % n_folds
     row_fold = fold[q]
-    shown = counts.shows.sum(axis=1) > 0
+    shown = counts.shown()
     gamma = np.zeros(n_rows)
     for f in range(n_folds):
         train = np.flatnonzero(shown & (row_fold != f))
@@ -118,7 +117,7 @@ def click_regression(
         model = fit_relevance(
             xgb,
             X[train],
-            DisplayCounts(counts.shows[train], counts.hits[train]),
+            counts.take(train),
             theta,
             n_rounds=n_rounds,
             max_depth=max_depth,
