@@ -248,14 +248,14 @@ def _by_features(
     theta = np.full(K, _START)
     gamma = np.full(Xr.shape[0], _START)
     booster = None
+    data = xgb.DMatrix(Xr, weight=weight, base_margin=base)  # quantised once, relabelled each turn
     for done in range(0, n_rounds, step_rounds):
         t, g = theta[counts.rank], gamma[counts.row]
         den = np.maximum(1.0 - t * g, 1e-12)
         seen = c + (n - c) * t * (1 - g) / den
         relevant = c + (n - c) * (1 - t) * g / den
         theta = np.clip(counts.per_rank(seen) / counts.per_rank(n), _LOW, _HIGH)
-        label = counts.per_row(relevant) / weight
-        data = xgb.DMatrix(Xr, label=label, weight=weight, base_margin=base)
+        data.set_label(counts.per_row(relevant) / weight)
         booster = xgb.train(
             {
                 "objective": "binary:logistic",
