@@ -95,21 +95,23 @@ def _check_estimable(log: ClickLog) -> int:
             f"none of its {len(log)} entries is clicked."
         )
     K = int(log.rank.max())
-    missing = np.flatnonzero(np.bincount(log.rank - 1, minlength=K) == 0)
+    shown = np.bincount(log.rank - 1, minlength=K)
+    missing = np.flatnonzero(shown == 0)
     if missing.size:
         raise ValueError(
             f"every rank up to the largest logged one ({K}) must be logged to "
             f"estimate its observation probability, but rank {_ranks(missing)} "
             f"is not: give position_bias for such a log."
         )
-    _warn_unclicked(log, K)
+    _warn_unclicked(log, shown)
     return K
 
 
-def _warn_unclicked(log: ClickLog, K: int) -> None:
-    """Warn of the ranks that ``log`` shows but never clicks: the estimate of each is its floor
-    (``_LOW`` before the division by the largest), which says only that no click was seen."""
-    shown = np.bincount(log.rank - 1, minlength=K)
+def _warn_unclicked(log: ClickLog, shown: np.ndarray) -> None:
+    """Warn of the ranks that ``log`` shows (``shown[k-1]`` times rank ``k``) but never clicks:
+    the estimate of each is its floor (``_LOW`` before the division by the largest), which says
+    only that no click was seen."""
+    K = shown.size
     clicked = np.bincount(log.rank - 1, weights=log.click, minlength=K)
     bare = np.flatnonzero(clicked == 0)
     if bare.size == 0:
@@ -247,6 +249,7 @@ def _by_features(
     base = np.full(Xr.shape[0], math.log(pooled / (1 - pooled)))
     theta = np.full(K, _START)
     gamma = np.full(Xr.shape[0], _START)
+    shows_at = counts.per_rank(n)  # each rank's displays
     booster = None
     data = xgb.DMatrix(Xr, weight=weight, base_margin=base)  # quantised once, relabelled each turn
     for done in range(0, n_rounds, step_rounds):
@@ -254,7 +257,7 @@ def _by_features(
         den = np.maximum(1.0 - t * g, 1e-12)
         seen = c + (n - c) * t * (1 - g) / den
         relevant = c + (n - c) * (1 - t) * g / den
-        theta = np.clip(counts.per_rank(seen) / counts.per_rank(n), _LOW, _HIGH)
+        theta = np.clip(counts.per_rank(seen) / shows_at, _LOW, _HIGH)
         data.set_label(counts.per_row(relevant) / weight)
         booster = xgb.train(
             {
