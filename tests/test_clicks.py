@@ -952,6 +952,10 @@ def test_a_log_the_estimate_refuses_is_reported_where_the_bias_is_known(
         "### tiny: the position bias could not be estimated from every log\n\n"
         f"- 3 sessions/query: refused on 2 of 2 logs ({reason})\n"
     )
+    estimated = {"theta_estimate": [1.0, 0.5], "theta_seconds": 1.0}
+    table = _theta_table(config, "tiny", {("plrank-policy-aware", 3): [got, estimated]})
+    assert table.endswith(f"- 3 sessions/query: refused on 1 of 2 logs ({reason})\n")
+    assert "| 2 | " in table  # the estimated log's table stands above
 
 
 def test_a_feature_logger_ranks_by_its_feature_and_needs_one():

@@ -144,17 +144,18 @@ def _theta_table(
     if not sessions:
         return ""
     everything = {s: results["plrank-policy-aware", s] for s in sessions}
-    refused = [
-        f"- {s} sessions/query: refused on {sum('theta_refused' in r for r in rs)} of "
-        f"{len(rs)} logs ({rs[0]['theta_refused']})"
-        for s, rs in ((s, [r for r in everything[s] if "theta_refused" in r]) for s in sessions)
+    refused = {s: [r for r in everything[s] if "theta_refused" in r] for s in sessions}
+    listed = [
+        f"- {s} sessions/query: refused on {len(rs)} of {len(everything[s])} logs "
+        f"({rs[0]['theta_refused']})"
+        for s, rs in refused.items()
         if rs
     ]
     refusals = (
         f"### {name}: the position bias could not be estimated from every log\n\n"
-        + "\n".join(refused)
+        + "\n".join(listed)
         + "\n"
-        if refused
+        if listed
         else ""
     )
     records = {s: [r for r in everything[s] if "theta_estimate" in r] for s in sessions}
