@@ -958,6 +958,32 @@ def test_a_log_the_estimate_refuses_is_reported_where_the_bias_is_known(
     assert "| 2 | " in table  # the estimated log's table stands above
 
 
+def test_a_plrank_logger_trains_without_warning_of_the_learners_stopping_metric():
+    """The logger trains a fixed number of rounds without an eval set: the [plrank] table's
+    stopping_metric, the learners' early-stopping value, is not passed to it (the ranker warned
+    that it had no effect on every run of a configuration that sets it)."""
+    import warnings
+    from pathlib import Path
+
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _logger
+
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    config = load_clicks_config(
+        tiny, overrides={"logger": "plrank", "plrank.stopping_metric": "standardized"}
+    )
+    assert config.learner_options(labels=False)["stopping_metric"] == "standardized"
+    rng = np.random.default_rng(0)
+    split = Split(
+        rng.normal(size=(40, 3)), rng.integers(0, 3, 40).astype(float), np.repeat(np.arange(8), 5)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logger = _logger(config, split, 0)
+    assert logger.n_estimators == config.logging_rounds
+
+
 def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
     """logger = "feature": the deterministic log shows each query's rows by the feature,
     descending, in every session (a sparse matrix read as such); logger_feature goes with it

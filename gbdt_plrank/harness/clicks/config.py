@@ -314,11 +314,12 @@ class ClicksConfig(ExperimentConfig):
 
         ``labels``: for the true labels (the full-label model, the logger: gain ``"exp"``,
         metric ``"ndcg"``) rather than rewards. ``stopped``: for a fit with early stopping,
-        whose rule (``min_rounds``, ``min_delta``, ``patience_rate``) the options then carry;
-        the logger trains
-        a fixed number of rounds without them.
+        whose rule (``min_rounds``, ``min_delta``, ``patience_rate``) and watched value
+        (``stopping_metric``) the options then carry; the logger trains a fixed number of rounds
+        without an eval set, so without them (the ranker warns of each it would not use).
         """
-        options = self.plrank.model_dump(exclude={"fairness", "fairness_weight"})
+        unused = {"fairness", "fairness_weight"} | (set() if stopped else {"stopping_metric"})
+        options = self.plrank.model_dump(exclude=unused)
         if labels:
             options.update(gain="exp", metric="ndcg")
         trees = self.trees
