@@ -36,7 +36,13 @@ from ._backends import (
     backend_of_booster,
     query_weights,
 )
-from ._groups import drop_group_column, ranker_group, require_group, resolve_groups
+from ._groups import (
+    drop_group_column,
+    hold_out_queries,
+    ranker_group,
+    require_group,
+    resolve_groups,
+)
 from ._training.fairness_spec import checked_item_groups
 from ._training.objective import PLRankObjective
 from ._training.options import PLRankOptions
@@ -126,10 +132,13 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         eval_set: Sequence[tuple[Any, ...]] | None,
         item_groups: Any = None,
         sample_weight: Any = None,
+        hold_out: tuple[float, int] | None = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
 
-        ``options`` are the fit's checked options, from which ``plan`` was built.
+        ``options`` are the fit's checked options, from which ``plan`` was built. ``hold_out``
+        is ``(fraction, seed)`` where the watched set is a random share of the training queries
+        instead (:func:`~gbdt_plrank._groups.hold_out_queries`), which are then not trained on.
         """
         column = group if isinstance(group, str) else None
         X, group = ranker_group(X, group)
@@ -137,6 +146,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
         )
         evals = [self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())]
+        if hold_out is not None:
+            fraction, seed = hold_out
+            data, held = hold_out_queries(data, fraction=fraction, seed=seed)
+            evals = [held]
         trained = backend.train(settings, data, evals, plan)
         self.group_column_ = column
         self._keep(trained, plan=plan, n_queries=data.n_queries)
@@ -270,15 +283,21 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         return backend_of_booster(model).margins(model, X, n_threads=booster_threads(self.n_jobs))
 
     def _warn_idle_parameters(
-        self, options: PLRankOptions, *, eval_set: object, early_stopping_rounds: object
+        self,
+        options: PLRankOptions,
+        *,
+        eval_set: object,
+        early_stopping_rounds: object,
+        held_out: bool = False,
     ) -> None:
         """Warn about each parameter set away from its default that this fit does not use.
 
         As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
         elastic net): a UserWarning naming the parameter, its value and why it has no effect.
         ``min_rounds``, ``min_delta`` and ``patience_rate`` only shape early stopping;
-        ``stopping_metric`` only chooses what is scored on the eval sets; ``fairness_weight``
-        only weighs a fairness loss.
+        ``stopping_metric`` only chooses what is scored on the eval sets (or the ``held_out``
+        training queries); ``validation_fraction`` only sizes that held-out share;
+        ``fairness_weight`` only weighs a fairness loss.
         """
         given = {
             name: getattr(self, name)
@@ -294,8 +313,13 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         idle = {
             **dict.fromkeys(("min_rounds", "min_delta", "patience_rate"), no_stopping),
             "stopping_metric": (
-                not eval_set,
+                not (eval_set or held_out),
                 "it names what the eval sets are scored by, and fit got no eval_set",
+            ),
+            "validation_fraction": (
+                not held_out,
+                "it sizes the training queries early_stopping=True holds out when fit gets no "
+                "eval_set",
             ),
             "fairness_weight": (
                 options.fairness is None,
@@ -320,6 +344,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         stopping_metric: str = RANKER.stopping_metric,
         objective_type: Callable[..., PLRankObjective] = PLRankObjective,
         device: str = "cpu",
+        held_out: bool = False,
     ) -> tuple[Plan, int]:
         """The training plan of a fit and the seed of its model (the booster's or network's).
 
@@ -329,10 +354,11 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         ``eval_set`` (and warns about parameters the fit does not use, once every value is
         checked), draws the objective's and the model's seeds from ``random_state`` and builds
         the plan with the package's one run builder
-        (:func:`gbdt_plrank._training.plrank_plan.plrank_plan`).
+        (:func:`gbdt_plrank._training.plrank_plan.plrank_plan`). ``held_out``: the fit watches
+        a share of its training queries instead of ``eval_set``.
         """
         early_stopping_rounds = rounds.early_stopping_rounds
-        check_early_stopping(early_stopping_rounds, eval_set)
+        check_early_stopping(early_stopping_rounds, eval_set or held_out)
         objective_seed, model_seed = seeds_from(self.random_state, 2)
         plan = plrank_plan(
             options,
@@ -350,6 +376,9 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             patience_rate=rounds.patience_rate,
         )
         self._warn_idle_parameters(
-            options, eval_set=eval_set, early_stopping_rounds=early_stopping_rounds
+            options,
+            eval_set=eval_set,
+            early_stopping_rounds=early_stopping_rounds,
+            held_out=held_out,
         )
         return plan, model_seed

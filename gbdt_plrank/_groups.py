@@ -20,7 +20,7 @@ refuse ``None``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "Split",
     "boundaries",
     "drop_group_column",
+    "hold_out_queries",
     "query_rows",
     "ranker_group",
     "recompute_queries",
@@ -171,6 +172,46 @@ class Split:
     @property
     def n_queries(self) -> int:
         return self.group_ptr.shape[0] - 1
+
+
+def hold_out_queries(data: Split, *, fraction: float, seed: int) -> tuple[Split, Split]:
+    """``data`` cut into the queries kept for training and a random ``fraction`` held out.
+
+    ``round(fraction * n_queries)`` whole queries, at least one and at most all but one, are
+    drawn without replacement by ``numpy.random.default_rng(seed)``; each part keeps the queries
+    in their order and each query's rows in theirs. The held-out part carries no query weights
+    (it is scored as an eval set is, unweighted).
+
+    Raises
+    ------
+    ValueError
+        When ``data`` holds fewer than two queries: nothing could be held out and trained on.
+    """
+    n = data.n_queries
+    if n < 2:
+        raise ValueError(
+            f"holding out a validation share of the training queries needs at least 2 queries, "
+            f"but the training data holds {n}: pass eval_set=[(X_val, y_val, group_val)] or "
+            f"early_stopping=False."
+        )
+    held = np.zeros(n, dtype=bool)
+    count = min(max(round(fraction * n), 1), n - 1)
+    held[np.random.default_rng(seed).choice(n, size=count, replace=False)] = True
+
+    def part(queries: np.ndarray, weights: np.ndarray | None) -> Split:
+        rows, _ = query_rows(data.group_ptr, queries)
+        return replace(
+            data,
+            X=None if data.X is None else data.X[rows],
+            y=data.y[rows],
+            qid=data.qid[rows],
+            item_groups=None if data.item_groups is None else data.item_groups[rows],
+            weights=weights,
+        )
+
+    kept = np.flatnonzero(~held)
+    weights = None if data.weights is None else data.weights[kept]
+    return part(kept, weights), part(np.flatnonzero(held), None)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from sklearn.utils import Tags
 
 from ._backends import (
     BACKENDS,
+    HELD_OUT_PATIENCE,
     RANKER,
     RANKER_BACKENDS,
     TREE_SETTINGS,
@@ -84,23 +85,18 @@ class PLRankRanker(PolicyRanker):
     learning_rate : float, default 0.2
         Shrinkage (XGBoost ``eta``, LightGBM ``learning_rate``). How the defaults were chosen:
         :doc:`/guide/performance`, "The first call".
-    max_depth : int or None, default None
-        Tree depth limit; ``None`` keeps the booster's default (XGBoost 6, LightGBM none).
-    num_leaves : int or None, default None
-        Leaves per tree (XGBoost ``max_leaves``, LightGBM ``num_leaves``); ``None`` keeps the
-        booster's default.
+    max_depth, num_leaves : int or None, default None
+        Tree depth limit and leaves per tree (XGBoost ``max_leaves``); ``None`` keeps the
+        booster's default (depth: XGBoost 6, LightGBM none).
     min_child_weight : float or None, default 1.0
         Minimum Hessian sum in a leaf (LightGBM ``min_sum_hessian_in_leaf``); ``None`` keeps
-        the booster's default, XGBoost 1 and LightGBM 0.001. PL-Rank's Hessians are small
-        (MQ2008 at equal scores: median 0.005 per document, 0.15 per query), so a small
-        training set may not split at all: :meth:`fit` then warns. The comparisons of this
-        package use 0.1.
+        the booster's default, XGBoost 1 and LightGBM 0.001. PL-Rank's Hessians are small, so a
+        small training set may not split at all: :meth:`fit` then warns.
     reg_alpha : float or None, default None
         L1 penalty on leaf weights (XGBoost ``alpha``, LightGBM ``lambda_l1``).
     reg_lambda : float or None, default 1.0
         L2 penalty on leaf weights (XGBoost ``lambda``, LightGBM ``lambda_l2``); ``None``
-        keeps the booster's default, XGBoost 1 and LightGBM 0, which leaves LightGBM's leaves
-        at gradient over a small Hessian sum: far too large steps.
+        keeps the booster's default (LightGBM's 0 makes PL-Rank's steps far too large).
     min_split_gain : float or None, default None
         Minimum loss reduction to split (XGBoost ``gamma``, LightGBM ``min_gain_to_split``).
     subsample : float or None, default None
@@ -131,6 +127,12 @@ class PLRankRanker(PolicyRanker):
         (best_round + 1)))`` rounds after the best (0-based) round; 0 is a fixed patience, each
         library's own rule. The stopping rule and why: :doc:`/guide/boosters`, "No round kept
         before 2 / eta".
+    early_stopping : bool, default False
+        Stop early (patience ``early_stopping_rounds``, else 10) on ``eval_set`` or, without
+        one, on a random ``validation_fraction`` of the training queries held out (as
+        ``HistGradientBoosting*``). Where it pays: :doc:`/guide/ranker`, "Early stopping".
+    validation_fraction : float, default 0.1
+        The share of the training queries ``early_stopping`` holds out, in (0, 1).
     random_state : int, RandomState or None, default None
         Seeds the objective's sampled rankings and the booster; the same int gives the same
         model from the same rows with each query's rows in the same order (whole queries may be
@@ -214,6 +216,8 @@ class PLRankRanker(PolicyRanker):
         min_rounds: int | str = RANKER.min_rounds,
         min_delta: float = RANKER.min_delta,
         patience_rate: float = RANKER.patience_rate,
+        early_stopping: bool = RANKER.early_stopping,
+        validation_fraction: float = RANKER.validation_fraction,
         random_state: int | np.random.RandomState | None = None,
         params: Mapping[str, Any] | None = None,
         verbose: bool | int = False,
@@ -257,15 +261,15 @@ class PLRankRanker(PolicyRanker):
             With ``fairness="group-disparity"`` only: every row's item group, an integer id >= 0,
             two or more distinct ids (e.g. a protected attribute, 0 or 1).
         sample_weight : array-like or None, default None
-            Query weights, finite and >= 0, as XGBRanker's (one per query, in the order of the
-            sorted ids, or one per row, the same within a query); eval sets are not weighted.
+            Query weights, finite and >= 0, as XGBRanker's (one per query in sorted-id order, or
+            one per row, the same within a query); eval sets are not weighted.
         eval_set : list of tuples (X, y, group) or (X, y, group, item_groups), default None
-            Validation sets, their ``group`` read as ``fit``'s (and their item groups with group
-            fairness), scored after every round into ``evals_result_`` (``"valid_0"``, ...): the
-            ranking's metric@K and the value ``stopping_metric`` names.
+            Validation sets, grouped as ``fit``'s (with item groups under group fairness), scored
+            every round into ``evals_result_``: the metric@K and what ``stopping_metric`` names.
         early_stopping_rounds : int or None, default None
             Stop when the value ``stopping_metric`` names has not improved on the last eval set
-            for this many rounds, and keep the best round, none before ``min_rounds``.
+            (or the held-out queries) for this many rounds, and keep the best round, none
+            before ``min_rounds``.
 
         Returns
         -------
@@ -276,10 +280,11 @@ class PLRankRanker(PolicyRanker):
         ------
         ValueError
             For a parameter or option that breaks its rule, bad features, labels, groups, item
-            groups or lengths (each named with its rule), query ids left in ``X`` as a column, and
-            early stopping without an eval set.
+            groups or lengths (each named with its rule), query ids left in ``X`` as a column,
+            and ``early_stopping_rounds`` with nothing to watch.
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
+        holds_out = self._holds_out(eval_set)
         return self._train(
             BACKENDS[backend],
             settings,
@@ -291,7 +296,13 @@ class PLRankRanker(PolicyRanker):
             eval_set,
             item_groups=item_groups,
             sample_weight=sample_weight,
+            hold_out=(self.validation_fraction, settings.seed) if holds_out else None,
         )
+
+    def _holds_out(self, eval_set: object) -> bool:
+        """Whether the fit watches a held-out share of its training queries (early stopping
+        without an eval set)."""
+        return bool(self.early_stopping) and not eval_set
 
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes; warn when no tree has a split."""
@@ -372,6 +383,8 @@ class PLRankRanker(PolicyRanker):
             },
             early_stopping_rounds=early_stopping_rounds,
         )
+        if parameters.early_stopping and parameters.early_stopping_rounds is None:
+            parameters = parameters.model_copy(update={"early_stopping_rounds": HELD_OUT_PATIENCE})
         options = self._options()
         plan, booster_seed = self._plan(
             options,
@@ -381,6 +394,7 @@ class PLRankRanker(PolicyRanker):
             stopping_metric=parameters.stopping_metric,
             objective_type=self._objective_type,
             device=self.device,
+            held_out=self._holds_out(eval_set),
         )
         return parameters.backend, self._settings(booster_seed), plan, options
 

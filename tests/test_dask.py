@@ -517,6 +517,21 @@ def test_lightgbm_refuses_early_stopping_before_any_work():
         )
 
 
+def test_early_stopping_without_an_eval_set_is_refused_before_any_work():
+    """early_stopping=True holds out training queries in one process; on Dask it needs an eval
+    set (and with LightGBM, which has no early stopping there, it is refused as
+    early_stopping_rounds is)."""
+    X, y, qid = _data(n_queries=5)
+    with pytest.raises(ValueError, match=r"early_stopping=True needs an eval_set on Dask"):
+        DaskPLRankRanker(early_stopping=True).fit(*_dask(X, y, qid, 20))
+    with pytest.raises(
+        ValueError, match=r"early_stopping=True is not supported with backend='lightgbm'"
+    ):
+        DaskPLRankRanker(backend="lightgbm", early_stopping=True).fit(
+            *_dask(X, y, qid, 20), eval_set=[_dask(X, y, qid, 20)]
+        )
+
+
 def test_policy_stopping_is_refused_before_any_work():
     X, y, qid = _data(n_queries=5)
     with pytest.raises(ValueError, match=r"stopping_metric='policy' is not supported on Dask"):

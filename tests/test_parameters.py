@@ -74,6 +74,8 @@ BAD = {
     "min_rounds": -1,
     "min_delta": -0.01,
     "patience_rate": -0.5,
+    "early_stopping": "yes",
+    "validation_fraction": 1.0,
 }
 
 

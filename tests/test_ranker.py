@@ -107,6 +107,115 @@ def test_early_stopping_keeps_the_best_round(fitted):
     assert rounds == best + 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_early_stopping_without_an_eval_set_holds_out_training_queries(backend, mq):
+    """early_stopping=True without an eval set is the same fit as one on the kept queries that
+    watches the held-out ones as its eval set (the same seeds, patience 10), as scikit-learn's
+    HistGradientBoosting* do; the held-out queries are a random tenth of the training queries,
+    whole, drawn with random_state."""
+    from gbdt_plrank._groups import hold_out_queries
+    from gbdt_plrank._util.seeds import seeds_from
+
+    train, _, test = mq
+    options = {"backend": backend, "n_estimators": 60, "learning_rate": 0.3, **FAST}
+    auto = PLRankRanker(early_stopping=True, **options).fit(train.X, train.y, group=train.qid)
+    _, booster_seed = seeds_from(FAST["random_state"], 2)
+    grouped = Split(train.X, train.y, train.qid)
+    kept, held = hold_out_queries(grouped, fraction=0.1, seed=booster_seed)
+    assert held.n_queries == 4 and kept.n_queries == 36  # round(0.1 * 40)
+    assert set(np.unique(held.qid)).isdisjoint(np.unique(kept.qid))
+    explicit = PLRankRanker(**options).fit(
+        kept.X,
+        kept.y,
+        group=kept.qid,
+        eval_set=[(held.X, held.y, held.qid)],
+        early_stopping_rounds=10,
+    )
+    assert auto.best_iteration_ is not None and auto.best_iteration_ == explicit.best_iteration_
+    assert auto.evals_result_ == explicit.evals_result_
+    np.testing.assert_array_equal(auto.predict(test.X), explicit.predict(test.X))
+    # with an eval set, that set is watched (patience 10), nothing held out
+    _, vali, _ = mq
+    watched = PLRankRanker(early_stopping=True, **options).fit(
+        train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)]
+    )
+    on_vali = PLRankRanker(**options).fit(
+        train.X,
+        train.y,
+        group=train.qid,
+        eval_set=[(vali.X, vali.y, vali.qid)],
+        early_stopping_rounds=10,
+    )
+    np.testing.assert_array_equal(watched.predict(test.X), on_vali.predict(test.X))
+
+
+def test_hold_out_queries_draws_whole_queries():
+    """The held-out share: round(fraction * n) whole queries (at least 1, at most n - 1), each
+    part in query order with its rows, item groups and query weights (none on the held-out
+    part); the same seed draws the same queries; fewer than 2 queries is refused."""
+    from gbdt_plrank._groups import hold_out_queries
+
+    sizes = np.array([3, 1, 4, 2, 5])
+    qid = np.repeat(np.arange(5), sizes)
+    X = np.arange(qid.size * 2, dtype=float).reshape(-1, 2)
+    data = Split(
+        X, qid.astype(float), qid, item_groups=qid % 2, weights=np.array([1.0, 2, 3, 4, 5])
+    )
+    for fraction, count in ((0.4, 2), (0.01, 1), (0.99, 4)):
+        kept, held = hold_out_queries(data, fraction=fraction, seed=3)
+        assert held.n_queries == count and kept.n_queries == 5 - count
+        ids = np.concatenate([np.unique(kept.qid), np.unique(held.qid)])
+        assert sorted(ids.tolist()) == [0, 1, 2, 3, 4]
+        for part in (kept, held):
+            assert np.all(np.diff(part.qid) >= 0)
+            np.testing.assert_array_equal(part.y, part.qid)  # the rows of their queries
+            np.testing.assert_array_equal(part.X[:, 0] // 2, np.flatnonzero(np.isin(qid, part.qid)))
+            np.testing.assert_array_equal(part.item_groups, part.qid % 2)
+        np.testing.assert_array_equal(kept.weights, np.unique(kept.qid) + 1.0)
+        assert held.weights is None
+    again = hold_out_queries(data, fraction=0.4, seed=3)[1]
+    np.testing.assert_array_equal(again.qid, hold_out_queries(data, fraction=0.4, seed=3)[1].qid)
+    draws = {
+        tuple(np.unique(hold_out_queries(data, fraction=0.4, seed=s)[1].qid)) for s in range(20)
+    }
+    assert len(draws) > 3
+    one = Split(X[:3], np.zeros(3), np.zeros(3, dtype=int))
+    with pytest.raises(ValueError, match="needs at least 2 queries, but the training data holds 1"):
+        hold_out_queries(one, fraction=0.5, seed=0)
+
+
+def test_early_stopping_rules_and_the_idle_validation_fraction(mq):
+    """early_stopping is True or False and validation_fraction in (0, 1), each refused by name;
+    validation_fraction set while nothing is held out warns that it has no effect."""
+    train, vali, _ = mq
+    for given, message in (
+        ({"early_stopping": 1}, "early_stopping must be True or False, but 1 is given."),
+        ({"validation_fraction": 1.0}, "validation_fraction must be a number in (0, 1), but 1.0"),
+        ({"validation_fraction": 0}, "validation_fraction must be a number in (0, 1), but 0"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            PLRankRanker(**given, **FAST).fit(train.X, train.y, group=train.qid)
+    idle = "validation_fraction=0.2 has no effect in this fit: it sizes the training queries"
+    for extra, fit in (
+        ({}, {}),
+        ({"early_stopping": True}, {"eval_set": [(vali.X, vali.y, vali.qid)]}),
+    ):
+        with pytest.warns(UserWarning, match=re.escape(idle)) as caught:
+            PLRankRanker(n_estimators=2, validation_fraction=0.2, **extra, **FAST).fit(
+                train.X, train.y, group=train.qid, **fit
+            )
+        assert len(caught) == 1 and caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PLRankRanker(
+            n_estimators=2,
+            early_stopping=True,
+            validation_fraction=0.2,
+            stopping_metric="ranking",
+            **FAST,
+        ).fit(train.X, train.y, group=train.qid)
+
+
 def _policy_stopping_round(mq, backend, fairness):
     """The round kept with stopping_metric="policy", checked to maximise the policy's value on
     the eval set, and the round the ranking's NDCG@5 keeps."""

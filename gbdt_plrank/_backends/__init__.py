@@ -43,6 +43,7 @@ from ._base import (
 from ._catboost import CatBoostBackend
 from ._lightgbm import LightGBMBackend
 from ._parameters import (
+    HELD_OUT_PATIENCE,
     RANKER,
     RANKER_BACKENDS,
     ROUNDS,
@@ -58,6 +59,7 @@ from ._xgboost import XGBoostBackend
 
 __all__ = [
     "BACKENDS",
+    "HELD_OUT_PATIENCE",
     "MAX_ITEM_GROUPS",
     "NATIVE_NAMES",
     "RANKER",

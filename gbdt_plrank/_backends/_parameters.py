@@ -25,6 +25,7 @@ from pydantic import Field
 from .._util.schema import Schema, one_of, validate
 
 __all__ = [
+    "HELD_OUT_PATIENCE",
     "PARAMETERS",
     "PATIENCE_RATE",
     "RANKER",
@@ -86,6 +87,10 @@ _FINITE_NON_NEGATIVE_FROM_ZERO = Field(
 )
 MinDelta = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
 PatienceRate = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
+EarlyStopping = Annotated[bool, Field(default=False, strict=True, description="True or False")]
+ValidationFraction = Annotated[
+    float, Field(default=0.1, gt=0, lt=1, allow_inf_nan=False, description="a number in (0, 1)")
+]
 
 #: Each parameter's type, carrying its rule and its default: the one declaration of both.
 PARAMETERS: dict[str, Any] = {
@@ -105,6 +110,8 @@ PARAMETERS: dict[str, Any] = {
     "min_rounds": MinRounds,
     "min_delta": MinDelta,
     "patience_rate": PatienceRate,
+    "early_stopping": EarlyStopping,
+    "validation_fraction": ValidationFraction,
 }
 
 
@@ -144,6 +151,12 @@ class Rounds(Schema):
 PATIENCE_RATE = 0.5
 
 
+#: The patience of ``early_stopping=True`` when ``fit`` gets no ``early_stopping_rounds``
+#: (scikit-learn's ``HistGradientBoosting*`` default ``n_iter_no_change``); the patience grows
+#: with the best round by ``patience_rate`` as with an eval set.
+HELD_OUT_PATIENCE = 10
+
+
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
     defaults (``n_estimators=150``, ``learning_rate=0.2``, ``min_child_weight=1.0``,
@@ -160,6 +173,8 @@ class RankerParameters(TreeRules, Rounds):
     stopping_metric: StoppingMetric
     min_rounds: MinRounds = "auto"
     patience_rate: PatienceRate = PATIENCE_RATE
+    early_stopping: EarlyStopping
+    validation_fraction: ValidationFraction
 
     @classmethod
     def checked(cls, **values: Any) -> RankerParameters:

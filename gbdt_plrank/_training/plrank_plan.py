@@ -116,7 +116,7 @@ def stopping_rule(
     *,
     fairness: str | None,
     trainer: str = "booster",
-    early_stopping: bool = True,
+    stops: bool = True,
 ) -> StoppingRule:
     """The stopping rule ``stopping_metric`` names for a training by ``trainer``.
 
@@ -131,7 +131,7 @@ def stopping_rule(
         The objective's fairness loss (``"auto"`` watches the policy with one).
     trainer : {"booster", "network", "dask"}, default "booster"
         The way of training (:data:`TRAINERS`).
-    early_stopping : bool, default True
+    stops : bool, default True
         Whether the training stops early: without, a metric the trainer cannot watch is not
         refused (nothing is watched).
 
@@ -142,14 +142,14 @@ def stopping_rule(
     Raises
     ------
     ValueError
-        For an unknown ``trainer``, or, with ``early_stopping``, a metric the trainer cannot
+        For an unknown ``trainer``, or, with ``stops``, a metric the trainer cannot
         watch.
     """
     choice = stopping_metric
     kind = TRAINERS[check_choice("trainer", trainer, TRAINERS)]
     if choice == "auto":
         choice = kind.auto or ("standardized" if fairness is None else "policy")
-    if choice not in kind.watches and early_stopping:
+    if choice not in kind.watches and stops:
         raise ValueError(f"stopping_metric={choice!r} is not supported {kind.refusal}")
     return StoppingRule(choice, kind.native)
 
@@ -214,7 +214,7 @@ def plrank_plan(
         stopping_metric,
         fairness=options.fairness,
         trainer=trainer,
-        early_stopping=early_stopping_rounds is not None,
+        stops=early_stopping_rounds is not None,
     )
     objective = objective_type(options, seed=seed, n_jobs=n_jobs, device=device)
     ranked = objective.ranking_metric if ranking is None else RankingMetricEval(ranking)

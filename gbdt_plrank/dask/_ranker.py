@@ -124,6 +124,16 @@ class DaskPLRankRanker(PLRankRanker):
     _objective_type = KeyedPLRankObjective
     _trainer = "dask"
 
+    def _holds_out(self, eval_set: object) -> bool:
+        """Never: ``early_stopping=True`` needs an ``eval_set`` on Dask."""
+        if self.early_stopping and not eval_set:
+            raise ValueError(
+                "early_stopping=True needs an eval_set on Dask: holding out a share of the "
+                "training queries would split the workers' partitions, so pass "
+                "eval_set=[(X_val, y_val, qid_val)] of dask collections."
+            )
+        return False
+
     def fit(
         self,
         X: Any,
@@ -176,9 +186,14 @@ class DaskPLRankRanker(PLRankRanker):
                 f"are scored with the library's NDCG@K on the workers. Train without eval_set, "
                 f"or in one process with PLRankRanker."
             )
-        if backend == "lightgbm" and early_stopping_rounds is not None:
+        if backend == "lightgbm" and plan.early_stopping_rounds is not None:
+            given = (
+                "early_stopping=True"
+                if early_stopping_rounds is None
+                else f"early_stopping_rounds={early_stopping_rounds}"
+            )
             raise ValueError(
-                f"early_stopping_rounds={early_stopping_rounds} is not supported with backend="
+                f"{given} is not supported with backend="
                 f"'lightgbm': lightgbm.dask has no early stopping (LightGBM 4.7). Use "
                 f"backend='xgboost', or pass early_stopping_rounds=None and choose the number of "
                 f"rounds from evals_result_."
