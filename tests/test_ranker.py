@@ -124,13 +124,17 @@ def test_early_stopping_without_an_eval_set_holds_out_training_queries(backend, 
     kept, held = hold_out_queries(grouped, fraction=0.1, seed=booster_seed)
     assert held.n_queries == 4 and kept.n_queries == 36  # round(0.1 * 40)
     assert set(np.unique(held.qid)).isdisjoint(np.unique(kept.qid))
-    explicit = PLRankRanker(**options).fit(
-        kept.X,
-        kept.y,
-        group=kept.qid,
-        eval_set=[(held.X, held.y, held.qid)],
-        early_stopping_rounds=10,
-    )
+
+    def stopped_on(train: Split, watched: Split) -> PLRankRanker:
+        return PLRankRanker(**options).fit(
+            train.X,
+            train.y,
+            group=train.qid,
+            eval_set=[(watched.X, watched.y, watched.qid)],
+            early_stopping_rounds=10,
+        )
+
+    explicit = stopped_on(kept, held)
     assert auto.best_iteration_ is not None and auto.best_iteration_ == explicit.best_iteration_
     assert auto.evals_result_ == explicit.evals_result_
     np.testing.assert_array_equal(auto.predict(test.X), explicit.predict(test.X))
@@ -139,14 +143,7 @@ def test_early_stopping_without_an_eval_set_holds_out_training_queries(backend, 
     watched = PLRankRanker(early_stopping=True, **options).fit(
         train.X, train.y, group=train.qid, eval_set=[(vali.X, vali.y, vali.qid)]
     )
-    on_vali = PLRankRanker(**options).fit(
-        train.X,
-        train.y,
-        group=train.qid,
-        eval_set=[(vali.X, vali.y, vali.qid)],
-        early_stopping_rounds=10,
-    )
-    np.testing.assert_array_equal(watched.predict(test.X), on_vali.predict(test.X))
+    np.testing.assert_array_equal(watched.predict(test.X), stopped_on(train, vali).predict(test.X))
 
 
 def test_hold_out_queries_draws_whole_queries():
