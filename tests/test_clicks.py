@@ -958,6 +958,37 @@ def test_a_log_the_estimate_refuses_is_reported_where_the_bias_is_known(
     assert "| 2 | " in table  # the estimated log's table stands above
 
 
+def test_position_bias_from_chooses_rows_or_features(monkeypatch):
+    """position_bias_from: "rows" estimates by row (no features passed), "features" through the
+    rows' features, "auto" by row from a stochastic log and through the features from a
+    deterministic one; the configuration refuses other values, naming them."""
+    from pathlib import Path
+
+    from gbdt_plrank.datasets import Split
+    from gbdt_plrank.harness import ConfigError
+    from gbdt_plrank.harness.clicks import run
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+
+    calls = []
+    monkeypatch.setattr(
+        run, "estimate_position_bias", lambda log, **kw: calls.append(sorted(kw)) or np.ones(2)
+    )
+    split = Split(np.zeros((4, 2)), np.zeros(4), np.array([0, 0, 1, 1]))
+    log = object()
+    for source, stochastic, passed in (
+        ("rows", False, []),
+        ("features", True, ["X", "qid"]),
+        ("auto", True, []),
+        ("auto", False, ["X", "qid"]),
+    ):
+        run.estimated_theta(log, split, stochastic=stochastic, source=source)
+        assert calls.pop() == passed
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    assert load_clicks_config(tiny).position_bias_from == "auto"
+    with pytest.raises(ConfigError, match="position_bias_from must be one of"):
+        load_clicks_config(tiny, overrides={"position_bias_from": "clicks"})
+
+
 def test_a_plrank_logger_trains_without_warning_of_the_learners_stopping_metric():
     """The logger trains a fixed number of rounds without an eval set: the [plrank] table's
     stopping_metric, the learners' early-stopping value, is not passed to it (the ranker warned

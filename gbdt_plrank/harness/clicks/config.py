@@ -53,6 +53,7 @@ __all__ = [
     "DISPLAYS",
     "LOGGERS",
     "OTHER_LEARNERS",
+    "POSITION_BIAS_FROM",
     "PROPENSITIES",
     "ClicksConfig",
     "estimator_learners",
@@ -104,6 +105,12 @@ CLICK_MODELS = ("pbm", "cascade")
 #: query and pooled with the log's sessions (``"policy"``) or from the same rankings' placement
 #: probabilities (``"placement"``).
 PROPENSITIES = ("logged", "policy", "placement")
+
+#: What an estimated position bias is estimated from: each row's clicks at the ranks it was
+#: shown (``"rows"``, EM over one relevance per row), the rows' features (``"features"``), or
+#: ``"auto"``: rows for a stochastic logger's log, features for a deterministic one's (which
+#: identifies it no other way). :func:`~gbdt_plrank.clicks.estimate_position_bias` either way.
+POSITION_BIAS_FROM = ("auto", "rows", "features")
 
 #: The learners on the library's own unbiased objectives -> the comparison method they train.
 ANCHORS = {"lambdamart-unbiased-xgb": "lambdamart-xgb", "lambdarank-position-lgb": "lambdarank-lgb"}
@@ -160,6 +167,9 @@ class ClicksConfig(ExperimentConfig):
     )
     position_bias: Literal["known", "estimate"] = Field(
         "known", description=one_of(("known", "estimate"))
+    )
+    position_bias_from: Literal[POSITION_BIAS_FROM] = Field(  # type: ignore[valid-type]
+        "auto", description=one_of(POSITION_BIAS_FROM)
     )
     propensities: Literal[PROPENSITIES] = Field(  # type: ignore[valid-type]
         "logged", description=one_of(PROPENSITIES)

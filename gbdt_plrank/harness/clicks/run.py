@@ -234,11 +234,14 @@ def _concat(logs: Sequence[ClickLog]) -> ClickLog:
     )
 
 
-def estimated_theta(log: ClickLog, split: Split, *, stochastic: bool) -> np.ndarray:
-    """The position bias estimated from ``log`` of ``split``'s rows: by row from a stochastic
-    logger's log, through the rows' features from a deterministic one's (which identifies it
-    no other way)."""
-    if stochastic:
+def estimated_theta(
+    log: ClickLog, split: Split, *, stochastic: bool, source: str = "auto"
+) -> np.ndarray:
+    """The position bias estimated from ``log`` of ``split``'s rows, by row or through the
+    rows' features as ``source`` says (a configuration's ``position_bias_from``; ``"auto"``: by
+    row from a stochastic logger's log, through the features from a deterministic one's, which
+    identifies it no other way)."""
+    if source == "rows" or (source == "auto" and stochastic):
         return estimate_position_bias(log)
     return estimate_position_bias(log, X=split.X, qid=split.qid)
 
@@ -250,7 +253,7 @@ def _theta(
     displays, and at least ``ranks``: those of the logs it is used on with ``log``), or
     estimated from ``log``."""
     if config.position_bias == "estimate":
-        return estimated_theta(log, split, stochastic=stochastic)
+        return estimated_theta(log, split, stochastic=stochastic, source=config.position_bias_from)
     return config.simulated_position_bias(max(config.top_k, ranks, int(log.rank.max(initial=1))))
 
 
@@ -476,7 +479,12 @@ class _Fold:
         """:func:`estimated_theta` of a training log of :meth:`logs`, estimated once."""
         if id(log) not in self._estimates:
             start = time.perf_counter()
-            theta = estimated_theta(log, self.data.train, stochastic=stochastic)
+            theta = estimated_theta(
+                log,
+                self.data.train,
+                stochastic=stochastic,
+                source=self.config.position_bias_from,
+            )
             self._estimates[id(log)] = (log, theta, time.perf_counter() - start)
         return self._estimates[id(log)][1]
 
