@@ -985,6 +985,11 @@ def test_position_bias_from_chooses_rows_or_features(monkeypatch):
         assert calls.pop() == passed
     tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
     assert load_clicks_config(tiny).position_bias_from == "auto"
+    # what changes a stored result is in the settings (absent at the default, as before)
+    assert "position_bias_from" not in load_clicks_config(tiny).settings()
+    for source in ("rows", "features"):
+        given = load_clicks_config(tiny, overrides={"position_bias_from": source})
+        assert given.settings()["position_bias_from"] == source
     with pytest.raises(ConfigError, match="position_bias_from must be one of"):
         load_clicks_config(tiny, overrides={"position_bias_from": "clicks"})
 

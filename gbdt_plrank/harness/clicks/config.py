@@ -378,8 +378,9 @@ class ClicksConfig(ExperimentConfig):
         ``ope_sessions`` and ``ope_logs`` only when not their defaults (100 and 1), so that a
         folder made before the off-policy table existed, or before it could read several
         logs, stays valid; likewise ``logger``, ``logger_feature``, ``display``,
-        ``logger_temperature``, ``click_model`` and ``regression_features`` only when not their
-        defaults, and the cascade's ``stop`` and ``satisfaction`` only with it.
+        ``logger_temperature``, ``click_model``, ``regression_features`` and
+        ``position_bias_from`` only when not their defaults, and the cascade's ``stop`` and
+        ``satisfaction`` only with it.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
@@ -397,6 +398,7 @@ class ClicksConfig(ExperimentConfig):
             "logger_temperature",
             "click_model",
             "regression_features",
+            "position_bias_from",
         ):
             # absent at their defaults, as before they existed
             if getattr(self, key) != type(self).model_fields[key].default:
