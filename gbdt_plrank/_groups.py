@@ -173,6 +173,20 @@ class Split:
     def n_queries(self) -> int:
         return self.group_ptr.shape[0] - 1
 
+    def take_queries(self, queries: np.ndarray) -> Split:
+        """The split of ``queries`` (0-based query indices, increasing): their rows, labels,
+        item groups and query weights, each query's rows in their order; the feature names
+        kept."""
+        rows, _ = query_rows(self.group_ptr, queries)
+        return replace(
+            self,
+            X=None if self.X is None else self.X[rows],
+            y=self.y[rows],
+            qid=self.qid[rows],
+            item_groups=None if self.item_groups is None else self.item_groups[rows],
+            weights=None if self.weights is None else self.weights[queries],
+        )
+
 
 def hold_out_queries(data: Split, *, fraction: float, seed: int) -> tuple[Split, Split]:
     """``data`` cut into the queries kept for training and a random ``fraction`` held out.
@@ -197,21 +211,10 @@ def hold_out_queries(data: Split, *, fraction: float, seed: int) -> tuple[Split,
     held = np.zeros(n, dtype=bool)
     count = min(max(round(fraction * n), 1), n - 1)
     held[np.random.default_rng(seed).choice(n, size=count, replace=False)] = True
-
-    def part(queries: np.ndarray, weights: np.ndarray | None) -> Split:
-        rows, _ = query_rows(data.group_ptr, queries)
-        return replace(
-            data,
-            X=None if data.X is None else data.X[rows],
-            y=data.y[rows],
-            qid=data.qid[rows],
-            item_groups=None if data.item_groups is None else data.item_groups[rows],
-            weights=weights,
-        )
-
-    kept = np.flatnonzero(~held)
-    weights = None if data.weights is None else data.weights[kept]
-    return part(kept, weights), part(np.flatnonzero(held), None)
+    return (
+        data.take_queries(np.flatnonzero(~held)),
+        replace(data.take_queries(np.flatnonzero(held)), weights=None),
+    )
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,10 @@ PAGERANK = 40  # LETOR feature 41, 0-based
 
 def _dense(split: Split, queries: int | None = None) -> Split:
     """The split (its first ``queries`` queries) with dense features, as DELTR reads them."""
-    ids = np.unique(split.qid)
-    rows = np.isin(split.qid, ids if queries is None else ids[:queries])
-    X = split.X[rows]
-    return Split(
-        X.toarray() if hasattr(X, "toarray") else np.asarray(X), split.y[rows], split.qid[rows]
-    )
+    if queries is not None:
+        split = split.take_queries(np.arange(min(queries, split.n_queries)))
+    X = split.X
+    return Split(X.toarray() if hasattr(X, "toarray") else np.asarray(X), split.y, split.qid)
 
 
 def _deltr_scores(

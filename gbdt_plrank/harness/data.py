@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._groups import Split, query_rows
+from .._groups import Split
 from .._synthetic import WEB_VARIANTS, WebGroups
 from .._util.schema import ConfigError
 from ..datasets import (
@@ -109,12 +109,10 @@ def family(label: str) -> str:
 
 
 def without_empty_queries(split: Split) -> Split:
-    """The split without the queries that have no relevant document (every label 0)."""
-    ptr = split.group_ptr
-    relevant = np.maximum.reduceat(split.y, ptr[:-1]) > 0
-    rows = np.repeat(relevant, np.diff(ptr))
-    groups = None if split.item_groups is None else split.item_groups[rows]
-    return Split(split.X[rows], split.y[rows], split.qid[rows], groups)
+    """The split without the queries that have no relevant document (every label 0), each kept
+    query with its rows, item groups and weight (``Split.take_queries``)."""
+    relevant = np.maximum.reduceat(split.y, split.group_ptr[:-1]) > 0
+    return split.take_queries(np.flatnonzero(relevant))
 
 
 def load(
@@ -189,8 +187,7 @@ def cross_validation_fold(
     part[np.random.default_rng(repeat).permutation(n_queries)] = np.arange(n_queries) % folds
 
     def of(parts: list[int]) -> Split:
-        rows, _ = query_rows(pooled.group_ptr, np.flatnonzero(np.isin(part, parts)))
-        return Split(pooled.X[rows], pooled.y[rows], pooled.qid[rows])
+        return pooled.take_queries(np.flatnonzero(np.isin(part, parts)))
 
     test, vali = fold - 1, fold % folds
     train = [p for p in range(folds) if p not in (test, vali)]
