@@ -137,6 +137,10 @@ class Split:
     weights : float64 array of shape (n_queries,) or None
         One weight per query, in query order (None: every query weighs 1); a ranking
         objective scales a query's gradient and Hessian by it.
+    base_margin : float64 array of shape (n,) or None
+        The margin every row starts from (XGBoost's ``base_margin``, LightGBM's
+        ``init_score``): a training adds its trees to it, and a model's margins on the split
+        are it plus the trees' (None: the library's base score).
     """
 
     X: Any
@@ -145,6 +149,7 @@ class Split:
     item_groups: np.ndarray | None = None
     feature_names: tuple[str, ...] | None = None
     weights: np.ndarray | None = None
+    base_margin: np.ndarray | None = None
 
     @classmethod
     def grouped(
@@ -175,8 +180,8 @@ class Split:
 
     def take_queries(self, queries: np.ndarray) -> Split:
         """The split of ``queries`` (0-based query indices, increasing): their rows, labels,
-        item groups and query weights, each query's rows in their order; the feature names
-        kept."""
+        item groups, query weights and base margins, each query's rows in their order; the
+        feature names kept."""
         rows, _ = query_rows(self.group_ptr, queries)
         return replace(
             self,
@@ -185,6 +190,7 @@ class Split:
             qid=self.qid[rows],
             item_groups=None if self.item_groups is None else self.item_groups[rows],
             weights=None if self.weights is None else self.weights[queries],
+            base_margin=None if self.base_margin is None else self.base_margin[rows],
         )
 
 

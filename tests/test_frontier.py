@@ -294,6 +294,15 @@ BASE = 'datasets = ["mq2008"]\n'
             "(as in the data files), but 0 is given",
         ),
         (BASE + "protected = {feature = 4, share = 0.5}", "unknown key 'protected.share'"),
+        (
+            BASE + "fair_start = {model = 'plrank', temperature = 0.25}",
+            "fair_start.model must be one of 'lambdamart', 'lambdarank', but 'plrank' is given",
+        ),
+        (
+            BASE + "fair_start = {model = 'lambdamart', temperature = 0}",
+            "fair_start.temperature must be a finite number > 0, but 0 is given",
+        ),
+        (BASE + "fair_start = {model = 'lambdamart'}", "fair_start must set 'temperature'"),
     ],
 )
 def test_config_errors(tmp_path: Path, text: str, message: str):
@@ -569,6 +578,69 @@ def test_group_frontier_end_to_end(tmp_path: Path, monkeypatch):
         record = json.loads(line)
         exposures = np.load(tmp_path / "out" / record["exposures"])
         assert exposures.shape[0] == 2 and np.all(exposures >= 0)
+
+
+def test_fair_start_trains_from_the_baseline_policy(tmp_path: Path, monkeypatch):
+    """With fair_start, LambdaMART's training-split margins are stored with its training and
+    every fair training starts, on every split, from its margins over T times their validation
+    scale; the other trainings start from nothing; the report says where the fair curve
+    started."""
+    data = write_tiny_letor(tmp_path / "tiny")
+    config = tmp_path / "start.toml"
+    config.write_text(
+        f"datasets = [{str(data)!r}]\nk = 3\nfairness = 'group-disparity'\n"
+        "protected = {feature = 41, quantile = 0.5}\nfairness_weights = [2, 5]\n"
+        "fair_start = {model = 'lambdamart', temperature = 0.5}\n"
+        f"temperatures = [0.5, 2]\nn_samples = 20\nout = {str(tmp_path / 'out')!r}\n"
+        "[trees]\nrounds = 4\nearly_stopping_rounds = 2\nlearning_rate = 0.3\nn_jobs = 1\n"
+        "[plrank]\nN = 10\n"
+    )
+    seen = []
+
+    def recording_train(name, dataset, **kwargs):
+        fit = train(name, dataset, **kwargs)
+        seen.append((name, kwargs, dataset, fit))
+        return fit
+
+    monkeypatch.setattr(frontier, "train", recording_train)
+    assert main(["fairness", str(config)]) == 0
+    out = tmp_path / "out"
+    records = {
+        (r["curve"], r["weight"]): r
+        for r in map(json.loads, (out / "trainings.jsonl").read_text().splitlines())
+    }
+    lambdamart = records["lambdamart", 0.0]
+    start = {
+        name: np.load(out / lambdamart["margins"][name]) / (0.5 * lambdamart["scale"])
+        for name in ("train", "vali", "test")
+    }
+    fair = [
+        (kw, d, fit) for _, kw, d, fit in seen if kw["params"].get("plrank", {}).get("fairness")
+    ]
+    assert len(fair) == 2 and len(seen) == 5
+    for kwargs, dataset, fit in fair:
+        for name in ("train", "vali", "test"):
+            np.testing.assert_array_equal(getattr(dataset, name).base_margin, start[name])
+        assert not kwargs["score_train"]
+        # its policy: the start's margins plus its trees'
+        weight = kwargs["params"]["plrank"]["fairness_weight"]
+        stored = np.load(out / records["plrank-fair", weight]["margins"]["vali"])
+        np.testing.assert_array_equal(stored, fit.vali_scores)
+        assert not np.array_equal(stored, start["vali"])
+    for name, kwargs, dataset, _ in seen:
+        if not kwargs["params"].get("plrank", {}).get("fairness"):
+            assert dataset.train.base_margin is None and dataset.test.base_margin is None
+            assert kwargs["score_train"] == (name == "lambdamart-xgb")
+    assert sorted(lambdamart["margins"]) == ["test", "train", "vali"]
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["fair_start"] == {"model": "lambdamart", "temperature": 0.5}
+    text = (out / "frontier.md").read_text()
+    assert (
+        "Fair curve: the fair PL-Rank policies start from the lambdamart model's policy at " in text
+    )
+    seen.clear()
+    assert main(["fairness", str(config)]) == 0  # resumes: nothing to train again
+    assert seen == []
 
 
 def test_drop_empty_queries_trains_and_stops_on_the_judged_queries(tmp_path: Path, monkeypatch):
@@ -925,16 +997,30 @@ def test_web_groups_and_goal_check_config_errors(tmp_path: Path, text: str, mess
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["fairness_group_web", "fairness_ee_web"])
+@pytest.mark.parametrize(
+    "name", ["fairness_group_web", "fairness_group_web_start", "fairness_ee_web"]
+)
 def test_shipped_web_configs_load(name):
     config = load_frontier_config(CONFIGS / f"{name}.toml")
     assert config.datasets == ("web-nonlinear",) and config.folds == (1, 2, 3)
     assert config.out == f"benchmarks/results/{name}" and config.k == 10
     assert (config.ndcg_tolerance, config.standard_errors) == (0.01, 2.0)
-    if name == "fairness_group_web":
+    if name.startswith("fairness_group_web"):
         assert config.web_groups == WebGroups(share=0.4, query_shift=1.25)
         assert config.protected == ProtectedGroup(feature=137, quantile=0.4)
         assert config.settings()["web_groups"] == {"share": 0.4, "query_shift": 1.25}
+        started = name == "fairness_group_web_start"
+        assert (config.fair_start is not None) == started
+        if started:  # the same post-hoc side as the frontier started from nothing
+            plain = load_frontier_config(CONFIGS / "fairness_group_web.toml")
+            assert config.settings() == {
+                **plain.settings(),
+                "fair_start": {"model": "lambdamart", "temperature": 0.25},
+            }
+            assert (config.temperatures, config.group_offsets) == (
+                plain.temperatures,
+                plain.group_offsets,
+            )
     else:
         assert config.fairness == "expected-exposure" and config.drop_empty_queries
         assert config.web_groups is None and config.protected is None

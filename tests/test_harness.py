@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,7 +22,7 @@ from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.evaluation import RankingMetricEval
 from gbdt_plrank._training.plrank_plan import plrank_plan
 from gbdt_plrank.clicks import click_rewards, estimate_position_bias
-from gbdt_plrank.datasets import load_dataset
+from gbdt_plrank.datasets import LTRDataset, load_dataset
 from gbdt_plrank.harness import (
     COLUMNS,
     METHODS,
@@ -622,6 +623,46 @@ def test_test_curve_scores_the_test_split_without_changing_the_training(
         assert both.test_history[metric].shape == curve.shape
     at_best = both.test_history["ndcg@3"][both.best_round - 1]  # the test scores' round
     assert at_best == pytest.approx(ndcg(data.test.y, both.test_scores, data.test.qid, k=3))
+
+
+@pytest.mark.parametrize("name", ["lambdamart-xgb", "lambdarank-lgb", "plrank-xgb", "plrank-lgb"])
+def test_base_margins_start_the_training_and_reach_the_scores(tiny: Path, name: str) -> None:
+    """A split's base margins are part of its scores and where its training starts: one base
+    margin on every row (which no ranking objective sees) adds itself to every split's scores
+    and changes no tree; margins that vary within the training queries change the trees."""
+    data = load_dataset(str(tiny))
+    kw = {"k": 3, "seed": 0, "trees": FAST, "plrank": PLRankSettings(N=20), "score_train": True}
+
+    def started(train_margin: np.ndarray, other: float) -> LTRDataset:
+        return replace(
+            data,
+            train=replace(data.train, base_margin=train_margin),
+            **{
+                s: replace(getattr(data, s), base_margin=np.full(getattr(data, s).y.size, other))
+                for s in ("vali", "test")
+            },
+        )
+
+    plain = train(name, data, **kw)
+    shifted = train(name, started(np.full(data.train.y.size, 0.5), 0.5), **kw)
+    for part in ("train_scores", "vali_scores", "test_scores"):
+        np.testing.assert_allclose(getattr(shifted, part), getattr(plain, part) + 0.5, atol=1e-5)
+    assert shifted.best_round == plain.best_round
+    rng = np.random.default_rng(0)
+    moved = train(name, started(rng.normal(size=data.train.y.size), 0.0), **kw)
+    assert np.max(np.abs(moved.test_scores - plain.test_scores)) > 1e-3
+    assert train(name, data, **{**kw, "score_train": False}).train_scores is None
+
+
+def test_base_margins_are_refused_by_the_network(tiny: Path) -> None:
+    data = load_dataset(str(tiny))
+    started = replace(data, test=replace(data.test, base_margin=np.zeros(data.test.y.shape[0])))
+    message = (
+        "base margins on the test split need a method of xgboost or lightgbm, but 'plrank-nn' "
+        "trains with torch."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        train("plrank-nn", started, k=3, seed=0, trees=FAST)
 
 
 def test_test_curve_is_refused_where_early_stopping_watches_every_eval_set(tiny: Path) -> None:

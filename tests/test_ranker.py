@@ -148,15 +148,20 @@ def test_early_stopping_without_an_eval_set_holds_out_training_queries(backend, 
 
 def test_hold_out_queries_draws_whole_queries():
     """The held-out share: round(fraction * n) whole queries (at least 1, at most n - 1), each
-    part in query order with its rows, item groups and query weights (none on the held-out
-    part); the same seed draws the same queries; fewer than 2 queries is refused."""
+    part in query order with its rows, item groups, base margins and query weights (none on
+    the held-out part); the same seed draws the same queries; fewer than 2 queries is refused."""
     from gbdt_plrank._groups import hold_out_queries
 
     sizes = np.array([3, 1, 4, 2, 5])
     qid = np.repeat(np.arange(5), sizes)
     X = np.arange(qid.size * 2, dtype=float).reshape(-1, 2)
     data = Split(
-        X, qid.astype(float), qid, item_groups=qid % 2, weights=np.array([1.0, 2, 3, 4, 5])
+        X,
+        qid.astype(float),
+        qid,
+        item_groups=qid % 2,
+        weights=np.array([1.0, 2, 3, 4, 5]),
+        base_margin=np.arange(qid.size, dtype=float),
     )
     for fraction, count in ((0.4, 2), (0.01, 1), (0.99, 4)):
         kept, held = hold_out_queries(data, fraction=fraction, seed=3)
@@ -168,6 +173,7 @@ def test_hold_out_queries_draws_whole_queries():
             np.testing.assert_array_equal(part.y, part.qid)  # the rows of their queries
             np.testing.assert_array_equal(part.X[:, 0] // 2, np.flatnonzero(np.isin(qid, part.qid)))
             np.testing.assert_array_equal(part.item_groups, part.qid % 2)
+            np.testing.assert_array_equal(part.base_margin, part.X[:, 0] // 2)
         np.testing.assert_array_equal(kept.weights, np.unique(kept.qid) + 1.0)
         assert held.weights is None
     again = hold_out_queries(data, fraction=0.4, seed=3)[1]

@@ -1143,3 +1143,22 @@ def test_patience_pairs_sets_each_methods_second_rule_against_its_first(tmp_path
     lines = table(read_runs(first), read_runs(second), k=10).splitlines()
     assert lines[0].startswith("| method | rounds run, first | rounds run, second |")
     assert lines[2].startswith("| m | 80 | 120 | 1.50x | +0.0100 [+0.0100, +0.0100] ahead")
+
+
+# --------------------------------------------------------------------------------------------
+# Where the group disparity lies (docs/guide/fairness.md, deep queries)
+# --------------------------------------------------------------------------------------------
+def test_concentration_merits_and_query_feature_by_hand() -> None:
+    """Each query's merit of the protected group (item group 1) and of the others: the sums of
+    2^y - 1; the query-level feature is the last column's value on a query's first row."""
+    from gbdt_plrank.datasets import Split
+    from research import fairness_web_concentration as concentration
+
+    y = np.array([0.0, 2, 1, 3, 0, 1])
+    qid = np.array([0, 0, 0, 1, 1, 1])
+    X = np.column_stack([np.arange(6.0), [7.0, 7, 7, -1, -1, -1]])
+    split = Split(X, y, qid, item_groups=np.array([1, 0, 1, 0, 0, 1]))
+    protected, other = concentration._merits(split)
+    np.testing.assert_array_equal(protected, [0 + 1, 1])
+    np.testing.assert_array_equal(other, [3, 7 + 0])
+    np.testing.assert_array_equal(concentration._context(split), [7.0, -1.0])

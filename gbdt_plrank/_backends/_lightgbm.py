@@ -230,6 +230,7 @@ class LightGBMBackend(LibraryBackend):
             data.y,
             weight=weight,
             group=data.group_sizes,
+            init_score=data.base_margin,
             reference=reference,
             params=params,
             feature_name=names,

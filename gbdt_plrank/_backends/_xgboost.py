@@ -173,7 +173,8 @@ class XGBoostBackend(LibraryBackend):
 
     @classmethod
     def _dmatrix(cls, data: Split) -> Any:
-        """The DMatrix of ``data``: its rows, labels, query ids, weights and item groups."""
+        """The DMatrix of ``data``: its rows, labels, query ids, weights, base margins and item
+        groups."""
         names = None if data.feature_names is None else list(data.feature_names)
         groups = (
             {}
@@ -185,6 +186,7 @@ class XGBoostBackend(LibraryBackend):
             label=data.y,
             qid=data.qid,
             weight=data.weights,
+            base_margin=data.base_margin,
             missing=np.nan,
             feature_names=names,
             **groups,

@@ -54,7 +54,12 @@ if TYPE_CHECKING:
     from ..datasets import LTRDataset
     from .settings import TreeSettings
 
-__all__ = ["TEST_CURVE_LIBRARIES", "Fit", "train"]
+__all__ = ["BASE_MARGIN_LIBRARIES", "TEST_CURVE_LIBRARIES", "Fit", "train"]
+
+#: The libraries whose data start a training from the splits' base margins
+#: (:attr:`~gbdt_plrank.datasets.Split.base_margin`: XGBoost's ``base_margin``, LightGBM's
+#: ``init_score``).
+BASE_MARGIN_LIBRARIES = ("xgboost", "lightgbm")
 
 #: The libraries whose early stopping watches the last eval set only, so that
 #: ``train(test_curve=True)`` can score the test split every round without stopping on it.
@@ -77,7 +82,7 @@ class Fit:
     best_round : int
         Number of rounds kept (1-based): the round early stopping chose.
     test_scores : float array (n_test,)
-        Scores of the test split's rows at ``best_round``.
+        Scores of the test split's rows at ``best_round`` (its base margins included).
     train_seconds : float
         Wall time of the library's training call, validation included.
     vali_scores : float array (n_vali,)
@@ -86,6 +91,9 @@ class Fit:
     test_history : dict or None
         With ``train(test_curve=True)``: the test split's curves after each round, by the
         names of ``history``; else ``None``.
+    train_scores : float array (n_train,) or None
+        With ``train(score_train=True)``: the training split's scores at ``best_round`` (e.g.
+        to start another training from); else ``None``.
     """
 
     curve: np.ndarray
@@ -96,6 +104,7 @@ class Fit:
     train_seconds: float
     vali_scores: np.ndarray
     test_history: dict[str, np.ndarray] | None = None
+    train_scores: np.ndarray | None = None
 
 
 def _plan(
@@ -210,6 +219,7 @@ def train(
     test_curve: bool = False,
     watch: RankingMetric | None = None,
     backend: Backend | None = None,
+    score_train: bool = False,
 ) -> Fit:
     """Train method ``name`` with early stopping on validation and score the test split.
 
@@ -248,6 +258,8 @@ def train(
         for labels that are rewards).
     backend : Backend, optional
         The backend to train with, in place of the library's default one.
+    score_train : bool, default False
+        Also score the training split at the best round (``Fit.train_scores``).
 
     Returns
     -------
@@ -256,7 +268,8 @@ def train(
     Raises
     ------
     ValueError
-        When ``name`` is not a method, or for ``test_curve`` or ``watch`` where it refuses them.
+        When ``name`` is not a method, for ``test_curve`` or ``watch`` where it refuses them,
+        or for base margins (``Split.base_margin``) outside ``BASE_MARGIN_LIBRARIES``.
     ConfigError
         When the library refuses a native parameter (named with its method, value and reason).
     MissingDependencyError
@@ -275,6 +288,12 @@ def train(
         raise ValueError(
             f"watch needs a method of a library objective, but {name!r} trains with the "
             f"{OWN_OBJECTIVES[method.objective]} objective, which watches its own metrics."
+        )
+    started = [s for s in ("train", "vali", "test") if getattr(data, s).base_margin is not None]
+    if started and method.library not in BASE_MARGIN_LIBRARIES:
+        raise ValueError(
+            f"base margins on the {started[0]} split need a method of "
+            f"{' or '.join(BASE_MARGIN_LIBRARIES)}, but {name!r} trains with {method.library}."
         )
     require(method.library, purpose=f"method {name!r}")
     native = dict(params or {})
@@ -303,8 +322,12 @@ def train(
             f"{name}'s native parameter {key} = {native[key]!r} is refused by "
             f"{method.library}: {why}"
         ) from err
-    scores = backend.margins(trained.booster, data.test.X, n_threads=trees.n_jobs)
-    vali = backend.margins(trained.booster, data.vali.X, n_threads=trees.n_jobs)
+
+    def margins(split: Split) -> np.ndarray:
+        own = backend.margins(trained.booster, split.X, n_threads=trees.n_jobs)
+        return own if split.base_margin is None else split.base_margin + own
+
+    scores, vali = margins(data.test), margins(data.vali)
     curves = [
         {m: np.asarray(v) for m, v in trained.history[eval_name(i)].items()}
         for i in range(len(evals))
@@ -320,4 +343,5 @@ def train(
         trained.seconds,
         vali,
         curves[0] if test_curve else None,
+        margins(data.train) if score_train else None,
     )

@@ -12,6 +12,8 @@
     protected = {feature = 41, quantile = 0.5}   # item groups (group-disparity needs them)
     web_groups = {share = 0.4, query_shift = 1.25}  # synthetic web data with a protected group
     fairness_weights = [0.3, 1, 3, 10]
+    fair_start = {model = "lambdamart", temperature = 0.25}  # the fair curve's start (default:
+                                           # none, from the library's base score)
     temperatures = [0.1, 0.25, 0.5, 1, 2, 4]
     group_offsets = [-2, -1, 0, 1, 2]      # post-hoc offsets of the protected group (with
                                            # protected)
@@ -40,7 +42,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from ..._fairness_terms import fairness_names, fairness_term
 from ..._synthetic import WEB_VARIANTS, WebGroups
 from ..._training.options import PLRankOptions
-from ..._util.schema import ConfigError, registered, validate
+from ..._util.schema import ConfigError, Schema, registered, validate
 from ..item_groups import ProtectedGroup
 from ..methods import METHODS, PLRANK
 from ..settings import (
@@ -53,7 +55,7 @@ from ..settings import (
     read_config_table,
 )
 
-__all__ = ["BASELINES", "FrontierConfig", "load_frontier_config"]
+__all__ = ["BASELINES", "FairStart", "FrontierConfig", "load_frontier_config"]
 
 #: The deterministic rankers randomised post hoc: LambdaMART (XGBoost) and LambdaRank (LightGBM).
 BASELINES = {"lambdamart": "lambdamart-xgb", "lambdarank": "lambdarank-lgb"}
@@ -74,6 +76,32 @@ def _web_groups(value: Any) -> Any:
     if unknown:
         raise ValueError(f"unknown key {unknown[0]!r}; allowed: share, query_shift")
     return WebGroups(**value)
+
+
+class FairStart(Schema):
+    r"""The ``fair_start`` table: the model the fair curve starts from, and its temperature.
+
+    Every fair PL-Rank training then starts from the Plackett-Luce policy
+    :math:`\pi(m / (T\sigma))` of the baseline's kept model :math:`m` (``model``, a key of
+    :data:`BASELINES`), :math:`\sigma` the root mean within-query spread of its validation
+    margins (as the post-hoc grids'), :math:`T` the ``temperature``: those margins are the base
+    margins its trees are added to, on every split. The fair objective then moves a policy that
+    already ranks well, in as many rounds as fairness needs, instead of learning relevance and
+    fairness together from the start.
+    """
+
+    model: Literal[tuple(BASELINES)] = Field(  # type: ignore[valid-type]
+        "lambdamart", description=f"one of {', '.join(map(repr, BASELINES))}"
+    )
+    temperature: float = Field(gt=0, allow_inf_nan=False, description="a finite number > 0")
+
+    def describe(self) -> str:
+        """The start in words, for the report."""
+        return (
+            f"the fair PL-Rank policies start from the {self.model} model's policy at temperature "
+            f"T={self.temperature:g} (its margins over {self.temperature:g} times their "
+            f"validation spread), to which their trees are added"
+        )
 
 
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -99,6 +127,8 @@ class FrontierConfig(ExperimentConfig):
     training or evaluation): a fair policy's post-hoc match at no less expected NDCG may be
     ``ndcg_tolerance`` less relevant on validation, and a verdict needs a difference of more
     than ``standard_errors`` standard errors.
+    ``fair_start`` (``FairStart``) starts every fair training from a baseline's kept
+    model at a temperature; without it they start from the library's base score.
     ``drop_empty_queries`` leaves out the queries without a relevant document from the training
     and validation splits too (the test split's follow ``drop_empty_test_queries``), so that
     every model is trained, early-stopped and chosen on the kind of query it is judged on. No
@@ -119,6 +149,7 @@ class FrontierConfig(ExperimentConfig):
     fairness_weights: items(  # type: ignore[valid-type]
         Weight, rule="a non-empty list of distinct finite numbers >= 0"
     ) = (0.1, 0.3, 1.0, 3.0, 10.0)
+    fair_start: FairStart | None = Field(None, description="a table {model, temperature}")
     temperatures: items(  # type: ignore[valid-type]
         Temperature, rule="a non-empty list of distinct finite numbers > 0"
     ) = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0)
@@ -233,6 +264,7 @@ class FrontierConfig(ExperimentConfig):
             "fairness": self.fairness,
             "protected": None if self.protected is None else self.protected.model_dump(),
             **({} if self.web_groups is None else {"web_groups": asdict(self.web_groups)}),
+            **({} if self.fair_start is None else {"fair_start": self.fair_start.model_dump()}),
         }
 
 

@@ -54,7 +54,7 @@ from ..data import family
 from ..policy_eval import MixtureMeasure
 from ..stats import paired
 from ..store import ResultStore
-from .config import FrontierConfig
+from .config import FairStart, FrontierConfig
 from .run import (
     DETERMINISTIC,
     FAIR,
@@ -982,13 +982,17 @@ def markdown(
     times: Sequence[TrainingTime] = (),
     exact_mixtures: bool = False,
     validation: Sequence[Comparison] = (),
+    fair_start: FairStart | None = None,
 ) -> str:
     """``frontier.md``: per dataset the post-hoc floor, the fair policies chosen on
     ``validation`` (comparisons judged there) and their test comparisons, the goal check's
-    summary and tables, the training times and every test point."""
+    summary and tables, the training times and every test point; where the fair curve
+    started (``fair_start``)."""
     lines = ["# Fairness frontier", ""]
     if command:
         lines += [f"`{command}`", ""]
+    if fair_start is not None:
+        lines += [f"Fair curve: {fair_start.describe()}.", ""]
     digits = _term(measure).digits
     floors = post_hoc_floor(points, measure=measure, ndcg_tolerance=ndcg_tolerance)
     z = _errors(standard_errors)
@@ -1248,6 +1252,7 @@ def write_frontier_report(
         ),
         times=training_times(store.records("trainings"), config),
         exact_mixtures=all(p.exposures for p in points if p.curve in (FAIR, *TEMPERATURE_CURVES)),
+        fair_start=config.fair_start,
         **options,
     )
     if is_installed("matplotlib"):

@@ -5,7 +5,10 @@ For every data entry, fold and seed, the frontier trains (through :func:`.traini
 - LambdaMART (XGBoost ``rank:ndcg``) and LambdaRank (LightGBM ``lambdarank``), deterministic
   rankers early-stopped on validation NDCG@k as a comparison does;
 - PL-Rank with the relevance objective, and with the configuration's ``fairness`` loss for every
-  weight of the grid, early-stopped on the validation value of their own policy's objective,
+  weight of the grid (from the library's base score, or with ``fair_start`` from a baseline's
+  kept model at a temperature: its margins on every split, stored with the baseline's
+  training, are the fair trainings' base margins), early-stopped on the validation value of
+  their own policy's objective,
   expected NDCG@k minus the weight times the loss
   (:attr:`~gbdt_plrank.PLRankObjective.expected_metric`): the ranking by score cannot see the
   scale of the margins, which sets how random the policy is;
@@ -31,7 +34,7 @@ per-query values) is written at once (:data:`TABLES`); a rerun skips what is the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -132,7 +135,8 @@ def add_training(
 
 
 def stored_margins(store: ResultStore, key: TrainingKey, split: str) -> np.ndarray:
-    """The stored margins of a finished training on ``split`` (one of :data:`SPLITS`)."""
+    """The stored margins of a finished training on ``split`` (one of :data:`SPLITS`, or
+    ``"train"`` for the model ``fair_start`` names)."""
     return store.load_array(store.records("trainings")[key]["margins"][split])
 
 
@@ -173,7 +177,10 @@ class _Training:
     """One training of a frontier and the evaluations of its margins.
 
     ``policy``: early-stopped on its policy's validation objective (the PL-Rank trainings);
-    ``item_groups``: its objective takes the item groups (a group fairness loss).
+    ``item_groups``: its objective takes the item groups (a group fairness loss);
+    ``scores_train``: its training split's margins are stored too (the model the fair
+    trainings start from); ``start``: the training whose margins it starts from and their
+    temperature (``FairStart``), if any.
     """
 
     key: TrainingKey
@@ -182,11 +189,14 @@ class _Training:
     evals: tuple[EvalKey, ...]
     policy: bool
     item_groups: bool = False
+    scores_train: bool = False
+    start: tuple[TrainingKey, float] | None = None
 
 
 def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Training]:
     temps = config.temperatures
     methods = {**BASELINES, "plrank": config.plrank_method}
+    start = config.fair_start
     for curve, method in methods.items():
         key = TrainingKey(label, curve, 0.0, seed)
         evals = tuple(
@@ -198,7 +208,14 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
         if curve == "lambdamart":
             evals += tuple(EvalKey(label, DETERMINISTIC, 0.0, 0.0, 0.0, s, seed) for s in SPLITS)
         params = dict(config.params.get(method, {}))
-        yield _Training(key, method, params, evals, policy=curve == "plrank")
+        yield _Training(
+            key,
+            method,
+            params,
+            evals,
+            policy=curve == "plrank",
+            scores_train=start is not None and curve == start.model,
+        )
     groups = fairness_term(config.fairness).needs_item_groups
     for w in config.fairness_weights:
         key = TrainingKey(label, FAIR, w, seed)
@@ -212,11 +229,33 @@ def _trainings(config: FrontierConfig, label: str, seed: int) -> Iterator[_Train
             evals,
             policy=True,
             item_groups=groups,
+            start=None
+            if start is None
+            else (TrainingKey(label, start.model, 0.0, seed), start.temperature),
         )
 
 
+def _started(
+    data: LTRDataset, store: ResultStore, key: TrainingKey, temperature: float
+) -> LTRDataset:
+    """``data`` whose splits start from the stored margins of training ``key`` over
+    ``temperature`` times their validation scale (``FairStart``)."""
+    scale = float(store.records("trainings")[key]["scale"])
+    return replace(
+        data,
+        **{
+            name: replace(
+                getattr(data, name),
+                base_margin=stored_margins(store, key, name) / (temperature * scale),
+            )
+            for name in ("train", *SPLITS)
+        },
+    )
+
+
 def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, Any]:
-    """Train one job; its margins and what the store records about it."""
+    """Train one job (``data`` with its start's base margins); its margins and what the store
+    records about it."""
     fit = train(
         job.method,
         data if job.item_groups else without_item_groups(data),
@@ -225,9 +264,13 @@ def _fit(job: _Training, data: LTRDataset, config: FrontierConfig) -> dict[str, 
         trees=config.trees,
         plrank=config.plrank,
         params=job.params,
+        score_train=job.scores_train,
     )
+    margins = {"vali": fit.vali_scores, "test": fit.test_scores}
+    if fit.train_scores is not None:
+        margins["train"] = fit.train_scores
     info = {
-        "margins": {"vali": fit.vali_scores, "test": fit.test_scores},
+        "margins": margins,
         "best_round": int(fit.best_round),
         "rounds_run": int(fit.curve.shape[0]),
         "train_seconds": fit.train_seconds,
@@ -329,6 +372,8 @@ def _fill(store: ResultStore, config: FrontierConfig, *, echo: Callable[[str], N
         for data, fold, job in left:
             split = dataset(data, fold)
             if job.key not in trainings:
+                if job.start is not None:
+                    split = _started(split, store, *job.start)
                 info = _fit(job, split, config)
                 add_training(store, job.key, info.pop("margins"), **info)
             scale = float(trainings[job.key]["scale"])
