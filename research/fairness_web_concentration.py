@@ -19,15 +19,15 @@ A policy is ``curve:weight:temperature:offset`` as the frontier's evaluations na
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
 from gbdt_plrank._ranking_metric import gains
 from gbdt_plrank.harness.frontier.config import load_frontier_config
-from gbdt_plrank.harness.frontier.run import fold_sources, load_fold
+from gbdt_plrank.harness.frontier.report import pool
+from gbdt_plrank.harness.frontier.run import TABLES, fold_sources, load_fold
 from gbdt_plrank.harness.item_groups import protected_rows
+from gbdt_plrank.harness.store import ResultStore
 
 SHARES = (0.02, 0.05, 0.10)
 
@@ -47,36 +47,42 @@ def _context(split) -> np.ndarray | None:
     return values[split.group_ptr[:-1]]
 
 
+def _policy(text: str) -> tuple[str, float, float, float]:
+    """``curve:weight:temperature:offset`` as the frontier's evaluation keys hold it."""
+    curve, *numbers = text.split(":")
+    if len(numbers) != 3:
+        raise SystemExit(f"--policy must be curve:weight:temperature:offset, but {text!r} is given")
+    weight, temperature, offset = map(float, numbers)
+    return curve, weight, temperature, offset
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config")
     parser.add_argument("--policy", action="append", required=True)
     args = parser.parse_args()
     config = load_frontier_config(args.config)
-    out = Path(config.out)
-    records = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
-    policies = [tuple(p.split(":")) for p in args.policy]
-    smaller, context, values = [], [], {p: [] for p in policies}
+    store = ResultStore(config.out, settings=config.settings(), tables=TABLES)
+    policies = {p: _policy(p) for p in args.policy}
+    pooled: dict[tuple, dict] = {key: {} for key in policies.values()}
+    for point in pool(store, config):  # per query (fold label, query id), seeds averaged
+        key = (point.curve, point.weight, point.temperature, point.offset)
+        if point.split == "test" and key in pooled:
+            pooled[key].update(point.values["group_disparity"])
+    smaller, context, queries = [], [], []
     for label, (data, fold) in fold_sources(config).items():
         test = load_fold(config, data, fold).test
         protected, other = _merits(test)
         smaller.append(np.minimum(protected, other))
+        queries += [(label, int(q)) for q in np.unique(test.qid)]
         if config.web_groups is not None:
             context.append(_context(test))
-        for policy in policies:
-            curve, weight, temperature, offset = policy
-            match = [
-                r
-                for r in records
-                if r["dataset"] == label
-                and r["curve"] == curve
-                and r["split"] == "test"
-                and (r["weight"], r["temperature"], r["offset"])
-                == (float(weight), float(temperature), float(offset))
-            ]
-            if len(match) != 1:
-                raise SystemExit(f"{label}: {len(match)} evaluations of {':'.join(policy)}")
-            values[policy].append(np.asarray(match[0]["group_disparity"]))
+    values = {}
+    for name, key in policies.items():
+        by_query = pooled[key]
+        if len(by_query) != len(queries):
+            raise SystemExit(f"{name}: {len(by_query)} of {len(queries)} test queries evaluated")
+        values[name] = np.array([by_query[q] for q in queries])
     low = np.concatenate(smaller)
     ctx = np.concatenate(context) if context else None
     lines = [
@@ -96,16 +102,16 @@ def main() -> None:
         "|---|---:|" + "---:|" * len(SHARES) + ("---:|" if ctx is not None else ""),
     ]
     for policy in policies:
-        gd = np.concatenate(values[policy])
+        gd = values[policy]
         order = np.argsort(-gd)
         cells = []
         for share in SHARES:
             top = order[: max(1, round(share * gd.size))]
             cells.append(f"{gd[top].sum() / gd.sum():.0%}, {np.median(low[top]):.1f}")
         corr = f" | {np.corrcoef(gd, ctx)[0, 1]:+.2f}" if ctx is not None else ""
-        lines.append(f"| {':'.join(policy)} | {gd.mean():.5f} | " + " | ".join(cells) + corr + " |")
+        lines.append(f"| {policy} | {gd.mean():.5f} | " + " | ".join(cells) + corr + " |")
     text = "\n".join(lines) + "\n"
-    (out / "concentration.md").write_text(text, encoding="utf-8")
+    (store.folder / "concentration.md").write_text(text, encoding="utf-8")
     print(text)
 
 
