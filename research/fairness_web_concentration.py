@@ -2,12 +2,13 @@
 
 The group disparity :math:`(X_a/M_a - X_b/M_b)^2` of a query divides each group's exposure by
 its merit, so a query where one group holds almost no merit (a grade-1 document or two among
-dozens) can weigh more than hundreds of others. For policies of a finished frontier run (its
-output folder, read only), per policy over the pooled test queries: the mean group disparity,
-the share of it that the 2 %, 5 % and 10 % of queries with the largest values hold, the median
-merit (sum of the gains :math:`2^y - 1`) of the smaller group there and over all queries, and
-the correlation of each query's value with its query-level feature (``web_groups``' column
-``n_features + 2``, when the data has one). Written to ``concentration.md`` beside the report::
+dozens) can weigh more than hundreds of others. For policies of a finished frontier run (the
+per-query values its report pools, seeds averaged), per policy over the pooled test queries: the
+mean group disparity, the share of it that the 2 %, 5 % and 10 % of queries with the largest
+values hold, the median merit (sum of the gains :math:`2^y - 1`) of the smaller group there and
+over all queries, and the correlation of each query's value with its query-level feature
+(``web_groups``' column ``n_features + 2``, when the data has one). Written to
+``concentration.md`` beside the report::
 
     python research/fairness_web_concentration.py configs/fairness_group_web_start.toml \\
         --policy lambdamart:0:0.05:0 --policy plrank-fair:10:0:0
