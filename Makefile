@@ -13,11 +13,20 @@ export OMP_WAIT_POLICY ?= PASSIVE
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# A pip install, tried up to three times: a download cut off more often than pip resumes it (seen
+# with XGBoost's 350 MB NCCL wheel) starts again, and the wheels already downloaded come from pip's cache.
+define retried
+for attempt in 1 2 3; do $(1) && break; [ $$attempt -lt 3 ] || exit 1; sleep 15; done
+endef
+
+# gpu: numba-cuda, whose CUDA simulator tests the GPU kernels here.
+EXTRAS := dev,catboost,nn,docs,gpu
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0  # the CPU build first, so the nn extra pulls no CUDA wheels
-	$(BIN)/pip install --quiet -e '.[dev,catboost,nn,docs,gpu]'  # gpu: numba-cuda, whose CUDA simulator tests the GPU kernels here
+	$(call retried,$(BIN)/pip install --quiet --upgrade pip)
+	$(call retried,$(BIN)/pip install --quiet --resume-retries 20 torch==2.13.0)  # the CPU build first, so the nn extra pulls no CUDA wheels
+	$(call retried,$(BIN)/pip install --quiet --resume-retries 20 -e '.[$(EXTRAS)]')
 	touch $(STAMP)
 
 demo: $(STAMP) ## PL-Rank GBDT next to LambdaMART / LambdaRank on the bundled MQ2008 (a few minutes)
