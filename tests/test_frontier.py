@@ -998,29 +998,36 @@ def test_web_groups_and_goal_check_config_errors(tmp_path: Path, text: str, mess
 
 
 @pytest.mark.parametrize(
-    "name", ["fairness_group_web", "fairness_group_web_start", "fairness_ee_web"]
+    "name",
+    [
+        "fairness_group_web",
+        "fairness_group_web_start",
+        "fairness_ee_web",
+        "fairness_ee_web_start",
+    ],
 )
 def test_shipped_web_configs_load(name):
     config = load_frontier_config(CONFIGS / f"{name}.toml")
     assert config.datasets == ("web-nonlinear",) and config.folds == (1, 2, 3)
     assert config.out == f"benchmarks/results/{name}" and config.k == 10
     assert (config.ndcg_tolerance, config.standard_errors) == (0.01, 2.0)
+    started = name.endswith("_start")
+    assert (config.fair_start is not None) == started
+    if started:  # the same post-hoc side as the frontier started from nothing
+        plain = load_frontier_config(CONFIGS / f"{name.removesuffix('_start')}.toml")
+        start = 0.25 if name.startswith("fairness_group_web") else 0.5
+        assert config.settings() == {
+            **plain.settings(),
+            "fair_start": {"model": "lambdamart", "temperature": start},
+        }
+        assert (config.temperatures, config.group_offsets) == (
+            plain.temperatures,
+            plain.group_offsets,
+        )
     if name.startswith("fairness_group_web"):
         assert config.web_groups == WebGroups(share=0.4, query_shift=1.25)
         assert config.protected == ProtectedGroup(feature=137, quantile=0.4)
         assert config.settings()["web_groups"] == {"share": 0.4, "query_shift": 1.25}
-        started = name == "fairness_group_web_start"
-        assert (config.fair_start is not None) == started
-        if started:  # the same post-hoc side as the frontier started from nothing
-            plain = load_frontier_config(CONFIGS / "fairness_group_web.toml")
-            assert config.settings() == {
-                **plain.settings(),
-                "fair_start": {"model": "lambdamart", "temperature": 0.25},
-            }
-            assert (config.temperatures, config.group_offsets) == (
-                plain.temperatures,
-                plain.group_offsets,
-            )
     else:
         assert config.fairness == "expected-exposure" and config.drop_empty_queries
         assert config.web_groups is None and config.protected is None
