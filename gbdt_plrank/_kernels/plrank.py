@@ -132,7 +132,7 @@ def estimate_groups(
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
+        if not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
             continue
@@ -155,9 +155,8 @@ def estimate_narrow_groups(
 ):
     """:func:`estimate_groups` of the narrow queries; ``wide[g]``: whether group g is wide.
 
-    A wide group's rows (:func:`is_wide`, with two or more documents and rewards that differ)
-    are left as
-    they are, for :func:`estimate_groups` to estimate; every other group's are those of
+    A wide group's rows (:func:`is_wide`, with rewards that differ) are left as they are, for
+    :func:`estimate_groups` to estimate; every other group's are those of
     :func:`estimate_groups`, bit for bit. Compiled without the wide path, which a training whose
     queries all stay narrow never runs (benchmarks/results/compile_time.md).
     """
@@ -165,7 +164,7 @@ def estimate_narrow_groups(
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
         wide[g] = False
-        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
+        if not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
         elif is_wide(scores[lo:hi]):
@@ -218,7 +217,7 @@ def estimate_narrow_halves_groups(
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
         wide[g] = False
-        if hi - lo < 2 or not rewards_differ(rho[lo:hi]):
+        if not rewards_differ(rho[lo:hi]):
             grad[lo:hi] = 0.0
             hess[lo:hi] = 0.0
         elif is_wide(scores[lo:hi]):
@@ -253,8 +252,9 @@ def estimate_narrow_halves_groups(
 
 @njit(cache=True, error_model="numpy", inline="always")
 def rewards_differ(rho):
-    r"""Whether two documents of a query have different rewards. Where all have one reward
-    :math:`c` (all 0, or every document of one label) every ranking has the same value,
+    r"""Whether two documents of a query have different rewards (never with fewer than two
+    documents, whose only ranking has one value). Where all have one reward :math:`c` (all 0,
+    or every document of one label) every ranking has the same value,
     :math:`\sum_d \rho_d\,\theta_{\mathrm{rank}(d)} = c \sum_{k \le \min(K, D)} \theta_k`, so the
     exact gradient and Hessian are 0, which the estimate then is (its samples would give
     zero-mean noise)."""
@@ -271,7 +271,7 @@ def differing_groups(rho, group_ptr, out):
     for g in prange(group_ptr.shape[0] - 1):
         lo = group_ptr[g]
         hi = group_ptr[g + 1]
-        out[g] = hi - lo >= 2 and rewards_differ(rho[lo:hi])
+        out[g] = rewards_differ(rho[lo:hi])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
