@@ -22,13 +22,16 @@ with:
   query makes large);
 
 and ranks by the regression itself (``regression ranking``: the model fitted on every training
-query, no PL-Rank), for reference. Every variant's validation and test NDCG@k on the true
+query, no PL-Rank), for reference. ``--regression-rounds R,R`` runs every variant at each of
+those boosting rounds of the regression (the configuration's ``regression_rounds``), which
+sets how smooth its estimate is. Every variant's validation and test NDCG@k on the true
 labels, per query, is set against the learners of the configuration's own run (``--against``,
 its output folder: the same queries), paired per query over the pooled folds and seeds (each
 query's mean over the seeds first). Choose on the validation figures. ``--folds`` and
 ``--seeds`` take a part of the configuration's.
 
     python research/regression_route.py configs/clicks-yahoo-cascade.toml --sessions 1 \\
+        --variants centred --regression-rounds 5,10,30,50,100 \\
         --against benchmarks/results/clicks-yahoo-cascade \\
         --out benchmarks/results/regression_route_yahoo.md
 """
@@ -94,8 +97,9 @@ AGAINST = (
     "lambdarank-position-lgb",
 )
 
-#: The regression's booster, as click_regression's defaults.
-REGRESSION = {"n_rounds": 100, "max_depth": 3, "learning_rate": 0.1, "n_jobs": 1}
+#: The regression's booster, as click_regression's defaults (its rounds: the configuration's
+#: ``regression_rounds``).
+REGRESSION = {"max_depth": 3, "learning_rate": 0.1, "n_jobs": 1}
 
 
 def per_query(split: Any, scores: np.ndarray, ks: tuple[int, ...]) -> dict[str, list[float]]:
@@ -112,6 +116,7 @@ def _regressions(
     import xgboost as xgb
 
     train, vali, test = unit.data.train, unit.data.vali, unit.data.test
+    rounds = unit.config.regression_rounds
     start = time.perf_counter()
     X = {
         name: query_centred(split.X, split.qid) if features == "centred" else split.X
@@ -124,11 +129,18 @@ def _regressions(
         X["train"][shown],
         counts.take(shown),
         theta,
+        n_rounds=rounds,
         **REGRESSION,
     )
     out = {name: relevance(xgb, whole, x) for name, x in X.items()}
     out["cross"] = click_regression(
-        logs["train"], train.X, train.qid, position_bias=theta, seed=seed, features=features
+        logs["train"],
+        train.X,
+        train.qid,
+        position_bias=theta,
+        n_rounds=rounds,
+        seed=seed,
+        features=features,
     )
     out["seconds"] = time.perf_counter() - start
     return out
@@ -156,7 +168,7 @@ def run_unit(
                 reg["vali"],
                 reg["test"],
                 reg["seconds"],
-                REGRESSION["n_rounds"],
+                config.regression_rounds,
             )
         else:
             y = reg["cross"] if fit == "cross" else reg["train"]
@@ -173,6 +185,12 @@ def run_unit(
             "best_round": rounds,
         }
     return out
+
+
+def named(variant: str, rounds: int | None) -> str:
+    """A variant's name in the records and tables: with its regression's rounds where
+    ``--regression-rounds`` sets them."""
+    return variant if rounds is None else f"{variant}, {rounds} regression rounds"
 
 
 def _values(records: list[dict[str, Any]], k: int, split: str) -> dict[tuple[str, int], float]:
@@ -196,6 +214,11 @@ def main() -> None:
     parser.add_argument(
         "--variants", default=",".join(KEYS), help=f"comma-separated, of {', '.join(KEYS)}"
     )
+    parser.add_argument(
+        "--regression-rounds",
+        help="comma-separated: every variant at each of these regression_rounds (default: the "
+        "configuration's)",
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     overrides: dict[str, Any] = {}
@@ -204,7 +227,17 @@ def main() -> None:
     if args.seeds:
         overrides["seeds"] = args.seeds
     config = load_clicks_config(args.config, overrides=overrides)
-    chosen = [KEYS[key] for key in args.variants.split(",")]
+    variants = [KEYS[key] for key in args.variants.split(",")]
+    # (the regression's rounds, or None for the configuration's) -> the configuration to run
+    configs: dict[int | None, Any] = (
+        {
+            r: load_clicks_config(args.config, overrides={**overrides, "regression_rounds": r})
+            for r in map(int, args.regression_rounds.split(","))
+        }
+        if args.regression_rounds
+        else {None: config}
+    )
+    chosen = [named(v, r) for r in configs for v in variants]
     store = Path(args.records or Path(args.out).with_suffix(".jsonl"))
     done = {}
     if store.is_file():
@@ -215,15 +248,23 @@ def main() -> None:
         for fold in config.folds:
             label = dataset_label(data_name, fold)
             for seed in range(config.seeds):
-                missing = [v for v in chosen if (label, seed, v) not in done]
-                if not missing:
+                todo = {
+                    rounds: [v for v in variants if (label, seed, named(v, rounds)) not in done]
+                    for rounds in configs
+                }
+                if not any(todo.values()):
                     continue
                 data = load(data_name, fold, drop_empty_test_queries=config.drop_empty_test_queries)
-                for variant, record in run_unit(config, data, seed, args.sessions, missing).items():
-                    record = {"dataset": label, "seed": seed, "variant": variant, **record}
-                    done[label, seed, variant] = record
-                    with store.open("a") as fh:
-                        fh.write(json.dumps(record) + "\n")
+                for rounds, missing in todo.items():
+                    if not missing:
+                        continue
+                    unit = run_unit(configs[rounds], data, seed, args.sessions, missing)
+                    for variant, record in unit.items():
+                        name = named(variant, rounds)
+                        record = {"dataset": label, "seed": seed, "variant": name, **record}
+                        done[label, seed, name] = record
+                        with store.open("a") as fh:
+                            fh.write(json.dumps(record) + "\n")
                 print(label, seed, flush=True)
     units = {
         (dataset_label(d, f), seed)
@@ -253,6 +294,7 @@ def main() -> None:
         + (f"--folds {args.folds} " if args.folds else "")
         + (f"--seeds {args.seeds} " if args.seeds else "")
         + (f"--variants {args.variants} " if args.variants != ",".join(KEYS) else "")
+        + (f"--regression-rounds {args.regression_rounds} " if args.regression_rounds else "")
         + f"--against {args.against} --out {args.out}`",
         "",
         f"The logs of `{args.config}` at {args.sessions} session(s) per query (folds "

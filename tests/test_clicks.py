@@ -1131,3 +1131,54 @@ def test_regression_features_reach_every_regression_of_the_run(tmp_path):
         )
         assert ("regression_features" in config.settings()) == (features == "centred")
     assert not np.array_equal(got["raw", "doubly-robust"], got["centred", "doubly-robust"])
+
+
+def test_regression_rounds_reach_every_regression_of_the_run(tmp_path):
+    """regression_rounds: the regression's and the doubly robust rewards, and the off-policy
+    table's regression, are click_regression's with that many boosting rounds; 100 (the
+    default, click_regression's) leaves the settings as they were; fewer than 1 is refused."""
+    from pathlib import Path
+
+    from tiny_ltr import write_tiny_letor
+
+    from gbdt_plrank.clicks import click_regression
+    from gbdt_plrank.harness import ConfigError
+    from gbdt_plrank.harness.clicks.config import load_clicks_config
+    from gbdt_plrank.harness.clicks.run import _Fold
+    from gbdt_plrank.harness.data import load
+
+    folder = write_tiny_letor(tmp_path / "tiny", queries=(10, 5, 5))
+    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
+    data = load(str(folder), 1, drop_empty_test_queries=False)
+    overrides = {"exploration_rounds": 0, "ope_logs": 1}
+    got = {}
+    for rounds in (100, 3):
+        config = load_clicks_config(tiny, overrides={**overrides, "regression_rounds": rounds})
+        unit = _Fold(config, data, 0)
+        logs = unit.logs(True, 3)
+        theta = unit.theta(logs, stochastic=True)
+        for estimator in ("regression", "doubly-robust"):
+            policy = estimator == "doubly-robust"  # the logger's propensities: unshrunk
+            r = unit.rewards(logs, estimator=estimator, policy=policy, stochastic=True)
+            got[rounds, estimator] = r["train"]
+        expected = click_regression(
+            logs["train"], data.train.X, data.train.qid, position_bias=theta, n_rounds=rounds
+        )
+        np.testing.assert_array_equal(got[rounds, "regression"], expected)
+        (ope,) = unit._ope_logs()
+        np.testing.assert_array_equal(
+            ope.regression,
+            click_regression(
+                ope.log,
+                data.test.X,
+                data.test.qid,
+                position_bias=ope.theta,
+                n_rounds=rounds,
+                seed=4_000_003,
+            ),
+        )
+        assert ("regression_rounds" in config.settings()) == (rounds != 100)
+    for estimator in ("regression", "doubly-robust"):
+        assert not np.array_equal(got[100, estimator], got[3, estimator])
+    with pytest.raises(ConfigError, match="regression_rounds must be an integer >= 1"):
+        load_clicks_config(tiny, overrides={**overrides, "regression_rounds": 0})

@@ -976,7 +976,7 @@ def test_regression_route_sets_every_variant_against_the_run(tmp_path: Path, mon
     from tiny_ltr import write_tiny_letor
 
     from gbdt_plrank.harness.clicks import load_clicks_config, run_clicks
-    from research.regression_route import VARIANTS
+    from research.regression_route import KEYS, VARIANTS
 
     tiny = write_tiny_letor(tmp_path / "tiny", queries=(12, 6, 6))
     config_path = tmp_path / "c.toml"
@@ -1001,6 +1001,21 @@ def test_regression_route_sets_every_variant_against_the_run(tmp_path: Path, mon
     records = out.with_suffix(".jsonl").read_text().splitlines()
     assert len(records) == len(VARIANTS)
     _run(monkeypatch, "regression_route", str(config_path), *args)
+    # --regression-rounds: each variant at each of the regression's rounds, its own records
+    rounds = tmp_path / "rounds.md"
+    args = [*args[:-1], str(rounds), "--variants", "centred", "--regression-rounds", "2,40"]
+    _run(monkeypatch, "regression_route", str(config_path), *args)
+    text = rounds.read_text()
+    records = [json.loads(line) for line in rounds.with_suffix(".jsonl").read_text().splitlines()]
+    centred = KEYS["centred"]
+    assert [r["variant"] for r in records] == [
+        f"{centred}, 2 regression rounds",
+        f"{centred}, 40 regression rounds",
+    ]
+    for r in records:
+        assert text.count(f"| {r['variant']} |") == 4
+    assert records[0]["vali_ndcg"] != records[1]["vali_ndcg"]
+    assert "--regression-rounds 2,40" in text
 
 
 # --------------------------------------------------------------------------------------------

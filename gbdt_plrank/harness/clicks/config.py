@@ -179,6 +179,7 @@ class ClicksConfig(ExperimentConfig):
     regression_features: Literal[REGRESSION_FEATURES] = Field(  # type: ignore[valid-type]
         "raw", description=one_of(REGRESSION_FEATURES)
     )
+    regression_rounds: int = Field(100, ge=1, description="an integer >= 1")
     learners: items(  # type: ignore[valid-type]
         registered(
             learner_names,
@@ -378,9 +379,9 @@ class ClicksConfig(ExperimentConfig):
         ``ope_sessions`` and ``ope_logs`` only when not their defaults (100 and 1), so that a
         folder made before the off-policy table existed, or before it could read several
         logs, stays valid; likewise ``logger``, ``logger_feature``, ``display``,
-        ``logger_temperature``, ``click_model``, ``regression_features`` and
-        ``position_bias_from`` only when not their defaults, and the cascade's ``stop`` and
-        ``satisfaction`` only with it.
+        ``logger_temperature``, ``click_model``, ``regression_features``,
+        ``regression_rounds`` and ``position_bias_from`` only when not their defaults, and the
+        cascade's ``stop`` and ``satisfaction`` only with it.
         """
         clicks: dict[str, Any] = {}
         if self.graded:
@@ -398,6 +399,7 @@ class ClicksConfig(ExperimentConfig):
             "logger_temperature",
             "click_model",
             "regression_features",
+            "regression_rounds",
             "position_bias_from",
         ):
             # absent at their defaults, as before they existed

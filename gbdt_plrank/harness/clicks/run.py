@@ -547,12 +547,14 @@ class _Fold:
         self, log: ClickLog, split: Split, theta: np.ndarray, *, seed: int | None = None
     ) -> np.ndarray:
         """:func:`~gbdt_plrank.clicks.click_regression` of ``log`` on ``split``'s rows (the
-        features ``regression_features`` says; ``seed`` the run's by default)."""
+        features ``regression_features`` says, ``regression_rounds`` boosting rounds; ``seed``
+        the run's by default)."""
         return click_regression(
             log,
             split.X,
             split.qid,
             position_bias=theta,
+            n_rounds=self.config.regression_rounds,
             seed=self.seed if seed is None else seed,
             features=self.config.regression_features,
         )
