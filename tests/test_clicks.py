@@ -739,6 +739,7 @@ def test_the_click_model_keys_reach_the_simulation(graded, expected):
             "trust = 0.5",
             "trust must be a pair [eps_plus, eps_minus] of numbers in [0, 1], but 0.5 is given.",
         ),
+        ("regression_rounds = 0", "regression_rounds must be an integer >= 1, but 0 is given."),
     ],
 )
 def test_click_model_keys_refuse_bad_values(tmp_path, line, message):
@@ -1069,10 +1070,18 @@ def test_a_feature_logger_ranks_by_its_feature_and_needs_one():
         )
 
 
-def test_regression_features_reach_every_regression_of_the_run(tmp_path):
-    """regression_features = "centred": the regression's and the doubly robust rewards, and the
-    off-policy table's regression, are click_regression's with the centred features; "raw" (the
-    default) is what click_rewards fits itself, and leaves the settings as they were."""
+@pytest.mark.parametrize(
+    ("key", "value", "regression"),
+    [
+        ("regression_features", "centred", {"features": "centred"}),
+        ("regression_rounds", 3, {"n_rounds": 3}),
+    ],
+)
+def test_regression_settings_reach_every_regression_of_the_run(tmp_path, key, value, regression):
+    """regression_features = "centred" and regression_rounds: the regression's and the doubly
+    robust rewards, and the off-policy table's regression, are click_regression's with those
+    features and rounds; at their defaults ("raw", 100) they are what click_rewards fits
+    itself, and the settings are as they were."""
     from pathlib import Path
 
     from tiny_ltr import write_tiny_letor
@@ -1086,27 +1095,23 @@ def test_regression_features_reach_every_regression_of_the_run(tmp_path):
     tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
     data = load(str(folder), 1, drop_empty_test_queries=False)
     got = {}
-    for features in ("raw", "centred"):
+    for setting in (None, value):  # None: the key left at its default
+        given = {} if setting is None else {key: setting}
         config = load_clicks_config(
-            tiny,
-            overrides={"regression_features": features, "exploration_rounds": 0, "ope_logs": 1},
+            tiny, overrides={"exploration_rounds": 0, "ope_logs": 1, **given}
         )
+        fit = {} if setting is None else regression
         unit = _Fold(config, data, 0)
         logs = unit.logs(True, 3)
         theta = unit.theta(logs, stochastic=True)
         for estimator in ("regression", "doubly-robust"):
             policy = estimator == "doubly-robust"  # the logger's propensities: unshrunk
             r = unit.rewards(logs, estimator=estimator, policy=policy, stochastic=True)
-            got[features, estimator] = r["train"]
+            got[setting, estimator] = r["train"]
         expected = click_regression(
-            logs["train"],
-            data.train.X,
-            data.train.qid,
-            position_bias=theta,
-            seed=0,
-            features=features,
+            logs["train"], data.train.X, data.train.qid, position_bias=theta, seed=0, **fit
         )
-        np.testing.assert_array_equal(got[features, "regression"], expected)
+        np.testing.assert_array_equal(got[setting, "regression"], expected)
         plain = click_rewards(
             logs["train"],
             data.train.y.size,
@@ -1116,7 +1121,7 @@ def test_regression_features_reach_every_regression_of_the_run(tmp_path):
             qid=data.train.qid,
             seed=0,
         )
-        assert np.array_equal(plain, expected) == (features == "raw")
+        assert np.array_equal(plain, expected) == (setting is None)
         (ope,) = unit._ope_logs()
         np.testing.assert_array_equal(
             ope.regression,
@@ -1126,59 +1131,9 @@ def test_regression_features_reach_every_regression_of_the_run(tmp_path):
                 data.test.qid,
                 position_bias=ope.theta,
                 seed=4_000_003,
-                features=features,
+                **fit,
             ),
         )
-        assert ("regression_features" in config.settings()) == (features == "centred")
-    assert not np.array_equal(got["raw", "doubly-robust"], got["centred", "doubly-robust"])
-
-
-def test_regression_rounds_reach_every_regression_of_the_run(tmp_path):
-    """regression_rounds: the regression's and the doubly robust rewards, and the off-policy
-    table's regression, are click_regression's with that many boosting rounds; 100 (the
-    default, click_regression's) leaves the settings as they were; fewer than 1 is refused."""
-    from pathlib import Path
-
-    from tiny_ltr import write_tiny_letor
-
-    from gbdt_plrank.clicks import click_regression
-    from gbdt_plrank.harness import ConfigError
-    from gbdt_plrank.harness.clicks.config import load_clicks_config
-    from gbdt_plrank.harness.clicks.run import _Fold
-    from gbdt_plrank.harness.data import load
-
-    folder = write_tiny_letor(tmp_path / "tiny", queries=(10, 5, 5))
-    tiny = Path(__file__).resolve().parents[1] / "configs" / "clicks-tiny.toml"
-    data = load(str(folder), 1, drop_empty_test_queries=False)
-    overrides = {"exploration_rounds": 0, "ope_logs": 1}
-    got = {}
-    for rounds in (100, 3):
-        config = load_clicks_config(tiny, overrides={**overrides, "regression_rounds": rounds})
-        unit = _Fold(config, data, 0)
-        logs = unit.logs(True, 3)
-        theta = unit.theta(logs, stochastic=True)
-        for estimator in ("regression", "doubly-robust"):
-            policy = estimator == "doubly-robust"  # the logger's propensities: unshrunk
-            r = unit.rewards(logs, estimator=estimator, policy=policy, stochastic=True)
-            got[rounds, estimator] = r["train"]
-        expected = click_regression(
-            logs["train"], data.train.X, data.train.qid, position_bias=theta, n_rounds=rounds
-        )
-        np.testing.assert_array_equal(got[rounds, "regression"], expected)
-        (ope,) = unit._ope_logs()
-        np.testing.assert_array_equal(
-            ope.regression,
-            click_regression(
-                ope.log,
-                data.test.X,
-                data.test.qid,
-                position_bias=ope.theta,
-                n_rounds=rounds,
-                seed=4_000_003,
-            ),
-        )
-        assert ("regression_rounds" in config.settings()) == (rounds != 100)
+        assert (key in config.settings()) == (setting is not None)
     for estimator in ("regression", "doubly-robust"):
-        assert not np.array_equal(got[100, estimator], got[3, estimator])
-    with pytest.raises(ConfigError, match="regression_rounds must be an integer >= 1"):
-        load_clicks_config(tiny, overrides={**overrides, "regression_rounds": 0})
+        assert not np.array_equal(got[None, estimator], got[value, estimator])
