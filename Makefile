@@ -13,8 +13,9 @@ export OMP_WAIT_POLICY ?= PASSIVE
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-# A pip install, tried up to three times: a download cut off more often than pip resumes it (seen
-# with XGBoost's 350 MB NCCL wheel) starts again, and the wheels already downloaded come from pip's cache.
+# A pip install, tried up to three times: a download cut off more often than pip resumes it
+# (seen with XGBoost's 350 MB NCCL wheel) starts again, and the wheels already downloaded come
+# from pip's cache.
 define retried
 for attempt in 1 2 3; do $(1) && break; [ $$attempt -lt 3 ] || exit 1; sleep 15; done
 endef

@@ -86,14 +86,14 @@ class Fit:
     train_seconds : float
         Wall time of the library's training call, validation included.
     vali_scores : float array (n_vali,)
-        Scores of the validation split's rows at ``best_round`` (e.g. to calibrate a
-        temperature without looking at the test split).
+        Scores of the validation split's rows at ``best_round``, its base margins included
+        (e.g. to calibrate a temperature without looking at the test split).
     test_history : dict or None
         With ``train(test_curve=True)``: the test split's curves after each round, by the
         names of ``history``; else ``None``.
     train_scores : float array (n_train,) or None
-        With ``train(score_train=True)``: the training split's scores at ``best_round`` (e.g.
-        to start another training from); else ``None``.
+        With ``train(score_train=True)``: the training split's scores at ``best_round``, its
+        base margins included (e.g. to start another training from); else ``None``.
     """
 
     curve: np.ndarray
