@@ -35,6 +35,18 @@ candidates (:data:`CANDIDATES`):
   (0.5 to 32) that maximises the training queries' expected NDCG@10 of the policy
   :math:`PL(\tau f)` (10 rankings a query), and the round's objective is that policy's:
   :math:`(\tau g(\tau f), \tau^2 h(\tau f))`.
+- **A LambdaMART start** (XGBoost): 20 rounds of ``rank:ndcg``, then PL-Rank continues the same
+  booster.
+- **Less sharpening** (XGBoost): the sharpening direction projected out of each query's
+  gradient, :math:`g - f_c \langle g, f_c \rangle / \lVert f_c \rVert^2` with :math:`f_c` the
+  query's centred margins (:func:`unsharpened`); or the objective taken at the margins scaled
+  within each query to a spread of at most 1 or 2, :math:`x = c_q f` with
+  :math:`c_q = \min(1, s / \sigma_q)`, its gradient by the chain rule (:func:`through_cap`),
+  so that the policy the round trains is never sharper than that.
+- **Deep documents' gradients** (XGBoost): each document's gradient times a weight up to 4 for
+  the documents the policy places deep (:func:`deep_weights`), the query's total kept
+  ("amplified"), or the gradient and the Hessian times the weight, of mean 1 in the query
+  ("re-weighted").
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
   score cache LightGBM keeps does not see the change, so the objective adds the difference
   itself): a line search, the tree times the step of (0.5, 1, 2, 3, 5) with the highest
@@ -76,7 +88,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +157,18 @@ class Candidate:
         If > 0, XE-NDCG's weight falls linearly from 1 at round 0 to 0 at this round.
     temperature : bool
         Learn a global temperature of the policy (:data:`TAUS`, every :data:`TAU_EVERY` rounds).
+    native_rounds : int
+        Rounds of the booster's own LambdaMART (``rank:ndcg``, XGBoost only) before PL-Rank
+        continues the same booster.
+    spread : float
+        If > 0, the objective is PL-Rank's at the margins scaled within each query to a spread
+        of at most this, its gradient by the chain rule (:func:`through_cap`).
+    project : bool
+        Project the sharpening direction out of each query's gradient (:func:`unsharpened`).
+    deep : tuple
+        Weights on the documents the policy places deep (:func:`deep_weights`):
+        ``("amplified", A)`` multiplies the gradient by them, ``("re-weighted", A)`` the
+        gradient and the Hessian.
     leaves : tuple
         A rule on each new tree's leaf values (LightGBM only): ``("line search",)``,
         ``("kl", delta)`` or ``("secant", low, high)``.
@@ -157,11 +181,19 @@ class Candidate:
     xe_rounds: float = 0
     anneal: int = 0
     temperature: bool = False
+    native_rounds: int = 0
+    spread: float = 0.0
+    project: bool = False
+    deep: tuple[Any, ...] = ()
     leaves: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.booster not in BOOSTERS:
             raise ValueError(f"booster must be one of {BOOSTERS}, but {self.booster!r} is given.")
+        if self.native_rounds and self.booster != "xgboost":
+            raise ValueError(
+                f"a LambdaMART start is XGBoost's rank:ndcg, but the booster is {self.booster!r}."
+            )
         if self.leaves and self.booster != "lightgbm":
             raise ValueError(
                 f"a rule on the leaf values needs LightGBM's set_leaf_output, but the booster is "
@@ -201,6 +233,13 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ),
     ("xgboost", "XE-NDCG annealed into PL-Rank over 50 rounds"): _xgb(anneal=50),
     ("xgboost", "PL-Rank, learned temperature"): _xgb(temperature=True),
+    ("xgboost", "rank:ndcg 20 rounds, then PL-Rank"): _xgb(native_rounds=20),
+    ("xgboost", "PL-Rank, sharpening projected out"): _xgb(project=True),
+    ("xgboost", "PL-Rank, spread capped at 1"): _xgb(spread=1.0),
+    ("xgboost", "PL-Rank, spread capped at 2"): _xgb(spread=2.0),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 4x)"): _xgb(deep=("amplified", 4.0)),
+    ("xgboost", "PL-Rank, deep documents re-weighted (up to 4x)"): _xgb(deep=("re-weighted", 4.0)),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 16x)"): _xgb(deep=("amplified", 16.0)),
     ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
     ("lightgbm", "lambdarank at LightGBM's defaults (learning rate 0.1)"): _lgb(
         native="lambdarank",
@@ -252,6 +291,71 @@ def centred(values: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
     """``values`` minus their query's mean."""
     q = row_queries(group_ptr)
     return values - (np.add.reduceat(values, group_ptr[:-1]) / np.diff(group_ptr))[q]
+
+
+def unsharpened(grad: np.ndarray, margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    r"""``grad`` without its component along each query's centred margins :math:`f_c` (the
+    direction that sharpens the policy without changing a ranking): :math:`g - f_c \langle g, f_c
+    \rangle / \lVert f_c \rVert^2` per query, ``grad`` itself in a query whose margins are equal."""
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    fc = centred(margins, group_ptr)
+    norm = np.add.reduceat(fc * fc, starts)
+    along = np.divide(
+        np.add.reduceat(grad * fc, starts), norm, out=np.zeros_like(norm), where=norm > 0
+    )
+    return grad - along[q] * fc
+
+
+def deep_weights(
+    margins: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, *, cap: float, mass: bool
+) -> np.ndarray:
+    r"""Each document's weight :math:`w_d \propto 1 / \mathrm{clip}(K \rho_d, 1/A, 1)`, with
+    :math:`\rho_d` its query's softmax of ``margins`` (:math:`K \rho_d` roughly its chance of a
+    place in the top K) and :math:`A` = ``cap``: up to :math:`A` times more for the documents the
+    policy places deep, whose PL-Rank gradient is proportional to that small chance (the
+    "softmax gravity well", Mei et al., NeurIPS 2020).
+
+    Normalised within each query: with ``mass``, so that :math:`\sum_d w_d |g_d| = \sum_d
+    |g_d|` (``grad`` redistributed toward the deep documents, its total kept); else to a mean of
+    1.
+    """
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    rho = np.exp(log_softmax(margins, group_ptr))
+    w = 1.0 / np.clip(K * rho, 1.0 / cap, 1.0)
+    if mass:
+        a = np.abs(grad)
+        total = np.add.reduceat(a, starts)
+        scale = np.divide(
+            total, np.add.reduceat(w * a, starts), out=np.ones_like(total), where=total > 0
+        )
+    else:
+        scale = np.diff(group_ptr) / np.add.reduceat(w, starts)
+    return w * scale[q]
+
+
+def through_cap(
+    objective: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    margins: np.ndarray,
+    group_ptr: np.ndarray,
+    spread: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""The gradient and Hessian diagonal in the margins :math:`f` of ``objective`` taken at the
+    margins scaled within each query to a spread of at most :math:`s` = ``spread``.
+
+    Each query's margins are scaled by :math:`c_q = \min(1, s / \sigma_q)`, with
+    :math:`\sigma_q` their population standard deviation, and ``objective(x)`` gives the
+    gradient :math:`g_x` and Hessian :math:`h_x` at :math:`x = c_q f`. Where :math:`c_q < 1`, the
+    chain rule gives :math:`c_q (C g_x - f_c \langle C g_x, f_c \rangle / \lVert f_c
+    \rVert^2)` (:math:`C` centring within the query, :math:`f_c = C f`; :func:`unsharpened`), and
+    the Hessian is kept diagonal, :math:`c_q^2 h_x`; elsewhere both are the objective's.
+    """
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    fc = centred(margins, group_ptr)
+    sigma = np.sqrt(np.add.reduceat(fc * fc, starts) / np.diff(group_ptr))
+    c = np.divide(spread, sigma, out=np.ones_like(sigma), where=sigma > spread)[q]
+    g, h = objective(c * margins)
+    g = np.where(c < 1, c * unsharpened(centred(g, group_ptr), margins, group_ptr), g)
+    return g, c**2 * h
 
 
 def correlation(a: np.ndarray, b: np.ndarray) -> float:
@@ -322,7 +426,16 @@ class Objective:
                 # ties (a flat policy is every temperature's) keep tau = 1
                 self.tau = max(TAUS, key=lambda t: (self.value(t * f), t == 1.0))
                 self.stats.append(self.tau)
-            gp, hp = self.plrank(self.tau * f, seed=PL_SEED + r)
+            at = lambda x: self.plrank(self.tau * x, seed=PL_SEED + r)  # noqa: E731
+            spread = self.candidate.spread
+            gp, hp = through_cap(at, f, self.ptr, spread) if spread else at(f)
+            if self.candidate.project:
+                gp = unsharpened(gp, f, self.ptr)
+            if self.candidate.deep:
+                kind, cap = self.candidate.deep
+                amplified = kind == "amplified"
+                weights = deep_weights(self.tau * f, gp, self.ptr, cap=cap, mass=amplified)
+                gp, hp = weights * gp, hp if amplified else weights * hp
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
             self.plrank_rounds += 1
         self.margins, self.grad, self.round = f, g, r + 1
@@ -472,16 +585,27 @@ def fit(
 
         class Record(xgb.callback.TrainingCallback):
             def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
-                if (epoch + 1) % every == 0:
+                # a continued training counts its epochs from 0: the booster's rounds do not
+                if model.num_boosted_rounds() % every == 0:
                     curve.add(model.predict(dva, output_margin=True), objective)
                 return False
 
         start = time.perf_counter()
+        booster, native_rounds = None, min(candidate.native_rounds, rounds)
+        if native_rounds:
+            native = replace(candidate, native="rank:ndcg")
+            booster = xgb.train(
+                xgboost_params(native, n_jobs=n_jobs),
+                dtr,
+                native_rounds,
+                callbacks=[Record()],
+            )
         booster = xgb.train(
             xgboost_params(candidate, n_jobs=n_jobs),
             dtr,
-            rounds,
+            rounds - native_rounds,
             obj=objective,
+            xgb_model=booster,
             callbacks=[Record()],
         )
     else:

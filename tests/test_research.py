@@ -1177,3 +1177,108 @@ def test_concentration_merits_and_query_feature_by_hand() -> None:
     np.testing.assert_array_equal(protected, [0 + 1, 1])
     np.testing.assert_array_equal(other, [3, 7 + 0])
     np.testing.assert_array_equal(concentration._context(split), [7.0, -1.0])
+
+
+def test_per_round_less_sharpening_is_the_chain_rule_of_the_capped_objective() -> None:
+    """Projecting out the sharpening direction leaves no component along a query's centred
+    margins, and the capped objective's gradient is its finite differences."""
+    from research.per_round import centred, through_cap, unsharpened
+
+    rng = np.random.default_rng(3)
+    ptr = np.array([0, 5, 12, 13, 16])  # a one-row query, and one of equal margins
+    f = rng.normal(size=16) * 3.0
+    f[13:16] = 0.7
+    weights = rng.normal(size=16)
+    fc = centred(f, ptr)
+    g = unsharpened(rng.normal(size=16), f, ptr)
+    for a, b in itertools.pairwise(ptr):
+        assert abs(g[a:b] @ fc[a:b]) < 1e-12
+
+    def value(x: np.ndarray) -> float:  # a smooth objective of each query's softmax
+        total = 0.0
+        for a, b in itertools.pairwise(ptr):
+            e = np.exp(x[a:b] - x[a:b].max())
+            total += float(weights[a:b] @ e) / float(e.sum())
+        return total
+
+    def gradient(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        eye = np.eye(x.size) * 1e-6
+        return np.array([(value(x + e) - value(x - e)) / 2e-6 for e in eye]), np.ones(x.size)
+
+    def factors(x: np.ndarray) -> np.ndarray:  # each row's min(1, spread / its query's std)
+        sigma = np.array([np.std(x[a:b]) for a, b in itertools.pairwise(ptr)])
+        return np.repeat(np.minimum(1.0, spread / np.maximum(sigma, 1e-300)), np.diff(ptr))
+
+    spread = 1.0
+    g, h = through_cap(gradient, f, ptr, spread)
+    c = factors(f)
+    assert c[0] < 1 and c[5] < 1 and np.all(c[12:] == 1)  # the first two queries are capped
+    eye = np.eye(16) * 1e-6
+    expected = [
+        (value(factors(f + e) * (f + e)) - value(factors(f - e) * (f - e))) / 2e-6 for e in eye
+    ]
+    np.testing.assert_allclose(g, expected, atol=1e-7)
+    np.testing.assert_allclose(h, c**2)
+
+
+def test_per_round_lambdamart_start_is_rank_ndcg_then_plrank_on_one_booster() -> None:
+    import xgboost as xgb
+
+    from research.per_round import Candidate, dataset, fit, xgboost_params
+
+    with pytest.raises(ValueError, match="rank:ndcg"):
+        Candidate("lightgbm", native_rounds=2)
+    ds = dataset("web-nonlinear", 1, [20, 5, 5])
+    candidate = Candidate("xgboost", native_rounds=2)
+    booster, objective, _, curve, _ = fit(candidate, ds, rounds=4, every=2, n_jobs=1)
+    assert booster.num_boosted_rounds() == 4 and len(curve.ndcg) == 2
+    assert objective.round == 2  # PL-Rank trained the last two rounds
+    native = Candidate("xgboost", native="rank:ndcg")
+    start = xgb.train(
+        xgboost_params(native, n_jobs=1), xgb.DMatrix(ds.train.X, ds.train.y, qid=ds.train.qid), 2
+    )
+    X = xgb.DMatrix(ds.vali.X)
+    np.testing.assert_allclose(
+        booster.predict(X, output_margin=True, iteration_range=(0, 2)),
+        start.predict(X, output_margin=True),
+        atol=1e-6,
+    )
+
+
+def test_per_round_deep_weights_favour_the_deep_documents_and_keep_each_querys_total() -> None:
+    from research.per_round import K, deep_weights
+
+    rng = np.random.default_rng(4)
+    ptr = np.array([0, 40, 100, 130])
+    f = rng.normal(size=130) * 2.0
+    g = rng.normal(size=130)
+    g[100:] = 0.0  # a query without gradient keeps its weights' scale
+    for mass in (True, False):
+        w = deep_weights(f, g, ptr, cap=4.0, mass=mass)
+        for a, b in itertools.pairwise(ptr):
+            e = np.exp(f[a:b] - f[a:b].max())
+            rho = e / e.sum()
+            order = np.argsort(-rho)
+            assert np.all(np.diff(w[a:b][order]) >= -1e-12)  # the less likely placed, the more
+            assert w[a:b].max() / w[a:b].min() <= 4.0 + 1e-9
+            raw = 1.0 / np.clip(K * rho, 0.25, 1.0)
+            np.testing.assert_allclose(w[a:b] / w[a:b].max(), raw / raw.max(), rtol=1e-12)
+            if mass and g[a:b].any():
+                assert np.abs(w[a:b] * g[a:b]).sum() == pytest.approx(np.abs(g[a:b]).sum())
+            elif not mass:
+                assert w[a:b].mean() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kind", ["amplified", "re-weighted"])
+def test_per_round_deep_candidates_weigh_plranks_estimate(kind: str) -> None:
+    from gbdt_plrank import plrank_grad_hess
+    from research.per_round import PLRANK, Candidate, Objective, dataset, deep_weights
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    g, h = Objective(Candidate("xgboost", deep=(kind, 4.0)), tr, n_jobs=1)(f, None)
+    g0, h0 = plrank_grad_hess(f, tr.y, tr.group_ptr, seed=1000, n_jobs=1, **PLRANK)
+    w = deep_weights(f, g0, tr.group_ptr, cap=4.0, mass=kind == "amplified")
+    assert np.ptp(w) > 0.5
+    np.testing.assert_allclose(g, w * g0, rtol=1e-12)
+    np.testing.assert_allclose(h, h0 if kind == "amplified" else w * h0, rtol=1e-12)
