@@ -46,7 +46,8 @@ candidates (:data:`CANDIDATES`):
 - **Deep documents' gradients** (XGBoost): each document's gradient times a weight up to 4 for
   the documents the policy places deep (:func:`deep_weights`), the query's total kept
   ("amplified"), or the gradient and the Hessian times the weight, of mean 1 in the query
-  ("re-weighted").
+  ("re-weighted"); the amplified weights also annealed to 1 by round 50, so that the last phase
+  is PL-Rank's objective.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
   score cache LightGBM keeps does not see the change, so the objective adds the difference
   itself): a line search, the tree times the step of (0.5, 1, 2, 3, 5) with the highest
@@ -140,7 +141,7 @@ NOISY_N, REFERENCE_N = 50, 4000
 
 @dataclass(frozen=True)
 class Candidate:
-    """One training: a booster, its objective and a rule on its trees' leaf values.
+    r"""One training: a booster, its objective and a rule on its trees' leaf values.
 
     Attributes
     ----------
@@ -168,7 +169,8 @@ class Candidate:
     deep : tuple
         Weights on the documents the policy places deep (:func:`deep_weights`):
         ``("amplified", A)`` multiplies the gradient by them, ``("re-weighted", A)`` the
-        gradient and the Hessian.
+        gradient and the Hessian; a third element R anneals them to 1 by round R
+        (:math:`1 + (w - 1) \max(0, 1 - r/R)`).
     leaves : tuple
         A rule on each new tree's leaf values (LightGBM only): ``("line search",)``,
         ``("kl", delta)`` or ``("secant", low, high)``.
@@ -240,6 +242,9 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("xgboost", "PL-Rank, deep documents amplified (up to 4x)"): _xgb(deep=("amplified", 4.0)),
     ("xgboost", "PL-Rank, deep documents re-weighted (up to 4x)"): _xgb(deep=("re-weighted", 4.0)),
     ("xgboost", "PL-Rank, deep documents amplified (up to 16x)"): _xgb(deep=("amplified", 16.0)),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 4x), annealed over 50 rounds"): _xgb(
+        deep=("amplified", 4.0, 50)
+    ),
     ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
     ("lightgbm", "lambdarank at LightGBM's defaults (learning rate 0.1)"): _lgb(
         native="lambdarank",
@@ -432,9 +437,11 @@ class Objective:
             if self.candidate.project:
                 gp = unsharpened(gp, f, self.ptr)
             if self.candidate.deep:
-                kind, cap = self.candidate.deep
+                kind, cap, *anneal = self.candidate.deep
                 amplified = kind == "amplified"
                 weights = deep_weights(self.tau * f, gp, self.ptr, cap=cap, mass=amplified)
+                if anneal:
+                    weights = 1.0 + (weights - 1.0) * max(0.0, 1.0 - r / anneal[0])
                 gp, hp = weights * gp, hp if amplified else weights * hp
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
             self.plrank_rounds += 1

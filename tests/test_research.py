@@ -1282,3 +1282,18 @@ def test_per_round_deep_candidates_weigh_plranks_estimate(kind: str) -> None:
     assert np.ptp(w) > 0.5
     np.testing.assert_allclose(g, w * g0, rtol=1e-12)
     np.testing.assert_allclose(h, h0 if kind == "amplified" else w * h0, rtol=1e-12)
+
+
+def test_per_round_annealed_deep_weights_fall_to_plranks_estimate() -> None:
+    from gbdt_plrank import plrank_grad_hess
+    from research.per_round import PL_SEED, PLRANK, Candidate, Objective, dataset, deep_weights
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    objective = Objective(Candidate("xgboost", deep=("amplified", 4.0, 2)), tr, n_jobs=1)
+    for r, share in enumerate([1.0, 0.5, 0.0, 0.0]):  # the weights' share in round r of R = 2
+        g, h = objective(f, None)
+        g0, h0 = plrank_grad_hess(f, tr.y, tr.group_ptr, seed=PL_SEED + r, n_jobs=1, **PLRANK)
+        w = 1.0 + (deep_weights(f, g0, tr.group_ptr, cap=4.0, mass=True) - 1.0) * share
+        np.testing.assert_allclose(g, w * g0, rtol=1e-12)
+        np.testing.assert_allclose(h, h0, rtol=1e-12)
