@@ -74,10 +74,18 @@ with the N = 4000 PL-Rank gradient.
 Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes, and the report
 covers every record of the requested datasets and draws.
 
+``--learning-rate`` and ``--cutoff`` train every candidate at another learning rate and PL-Rank
+at another cut-off, unless the candidate sets its own (:class:`Setting`); a record holds its
+setting, and the report covers the records of the requested one. At 0.2 and 20, with 150 rounds,
+the candidates train as :class:`~gbdt_plrank.PLRankRanker` does by default (its trees aside).
+
     nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
         --out benchmarks/results/per_round_web-nonlinear.md
     nice -n 10 python research/per_round.py --data web-linear --draws 1,2 --threads 1 \
         --out benchmarks/results/per_round_web-linear.md
+    nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
+        --boosters xgboost --rounds 150 --learning-rate 0.2 --cutoff 20 --no-gradients \
+        --only 'rank:ndcg;PL-Rank;...' --out benchmarks/results/per_round_lr0.2_web-nonlinear.md
     python research/per_round.py --queries 30,10,10 --rounds 4 --every 2 --out /tmp/r.md  # tiny
 """
 
@@ -258,6 +266,24 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("lightgbm", "PL-Rank, secant leaves [0.5, 2]"): _lgb(leaves=("secant", 0.5, 2.0)),
     ("lightgbm", "PL-Rank, secant leaves [0.25, 4]"): _lgb(leaves=("secant", 0.25, 4.0)),
 }
+
+
+@dataclass(frozen=True)
+class Setting:
+    """The learning rate of every candidate's booster and the cut-off PL-Rank trains at, unless a
+    candidate sets its own (:data:`TREES`, :data:`PLRANK`: 0.3 and K)."""
+
+    learning_rate: float = 0.3
+    cutoff: int = K
+
+    def of(self, candidate: Candidate) -> Candidate:
+        """``candidate`` at this setting; its own changes win."""
+        rate = "eta" if candidate.booster == "xgboost" else "learning_rate"
+        return replace(
+            candidate,
+            trees=((rate, self.learning_rate), *candidate.trees),
+            plrank=(("K", self.cutoff), *candidate.plrank),
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -644,11 +670,18 @@ def fit(
 
 
 def train(
-    booster: str, name: str, ds: LTRDataset, *, rounds: int, every: int, n_jobs: int
+    booster: str,
+    name: str,
+    ds: LTRDataset,
+    *,
+    rounds: int,
+    every: int,
+    n_jobs: int,
+    setting: Setting = Setting(),
 ) -> dict[str, Any]:
     """One candidate's record: its validation curves, its rule's statistics and its seconds."""
     _, objective, rule, curve, seconds = fit(
-        CANDIDATES[booster, name], ds, rounds=rounds, every=every, n_jobs=n_jobs
+        setting.of(CANDIDATES[booster, name]), ds, rounds=rounds, every=every, n_jobs=n_jobs
     )
     chooser = rule or objective
     stats = {}
@@ -711,7 +744,17 @@ Done = dict[tuple[Any, ...], dict[str, Any]]
 def record_key(r: dict[str, Any]) -> tuple[Any, ...]:
     if r["kind"] == "gradients":
         return ("gradients", r["data"], r["draw"])
-    return ("training", r["data"], r["draw"], r["booster"], r["name"], r["rounds"], r["every"])
+    setting = (r.get("learning_rate", Setting.learning_rate), r.get("cutoff", Setting.cutoff))
+    return (
+        "training",
+        r["data"],
+        r["draw"],
+        r["booster"],
+        r["name"],
+        r["rounds"],
+        r["every"],
+        *setting,
+    )
 
 
 def load(path: Path) -> Done:
@@ -754,15 +797,18 @@ def _mean(values: Iterable[float | None]) -> float | None:
 class Report:
     """The tables of one dataset, its draws pooled."""
 
-    def __init__(self, done: Done, data: str, draws: list[int], rounds: int, every: int) -> None:
+    def __init__(
+        self, done: Done, data: str, draws: list[int], rounds: int, every: int, setting: Setting
+    ) -> None:
         self.done, self.data, self.draws = done, data, draws
-        self.rounds, self.every = rounds, every
+        self.rounds, self.every, self.setting = rounds, every, setting
         self.checkpoints = list(range(every, rounds + 1, every))
+        self.key = (setting.learning_rate, setting.cutoff)
 
     def runs(self, booster: str, name: str) -> dict[int, dict[str, Any]] | None:
         """Draw -> the candidate's record; None until every draw is done."""
         keys = {
-            d: ("training", self.data, d, booster, name, self.rounds, self.every)
+            d: ("training", self.data, d, booster, name, self.rounds, self.every, *self.key)
             for d in self.draws
         }
         if not all(k in self.done for k in keys.values()):
@@ -887,14 +933,18 @@ class Report:
         return parts
 
 
-def report(done: Done, datas, draws, boosters, rounds: int, every: int, command: str) -> str:
+def report(
+    done: Done, datas, draws, boosters, rounds: int, every: int, command: str, setting: Setting
+) -> str:
     parts = [
         "# Learning per round on deep queries: candidates on validation",
         "",
         f"Written by `{command}`. The tables cover every record of the log (the `.jsonl` file "
         "beside this one) for these datasets and draws, whichever run added it.",
         "",
-        f"{rounds} rounds per training, no early stopping. Validation NDCG@{K} of the ranking by "
+        f"{rounds} rounds per training at learning rate {setting.learning_rate}, PL-Rank trained "
+        f"at cut-off {setting.cutoff} (unless a candidate sets its own), no early stopping. "
+        f"Validation NDCG@{K} of the ranking by "
         "score, the draws' queries pooled; each candidate paired per validation query with "
         f"plain {REFERENCE} of the same booster at round {rounds} (mean difference [95% CI], the "
         "paired randomization test's p and verdict at 0.05; per draw: that draw's mean "
@@ -904,7 +954,7 @@ def report(done: Done, datas, draws, boosters, rounds: int, every: int, command:
         "",
     ]
     for data in datas:
-        parts += Report(done, data, draws, rounds, every).text(boosters)
+        parts += Report(done, data, draws, rounds, every, setting).text(boosters)
     return "\n".join(parts)
 
 
@@ -921,6 +971,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="semicolon-separated candidates (default all)")
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--learning-rate", type=float, default=Setting.learning_rate)
+    parser.add_argument("--cutoff", type=int, default=Setting.cutoff, help="PL-Rank's training K")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--gradients",
@@ -943,6 +995,12 @@ def main() -> None:
         )
     if args.rounds < args.every or args.rounds % args.every:
         parser.error(f"--rounds must be a multiple of --every, but {args.rounds} and {args.every}")
+    if not 0 < args.learning_rate <= 1 or args.cutoff < 1:
+        parser.error(
+            f"--learning-rate must be in (0, 1] and --cutoff >= 1, but {args.learning_rate} and "
+            f"{args.cutoff} are given"
+        )
+    setting = Setting(args.learning_rate, args.cutoff)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log = args.out.with_suffix(".jsonl")
     done = load(log)
@@ -964,10 +1022,17 @@ def main() -> None:
                     continue
                 r = {"kind": "training", **base, "booster": booster, "name": name}
                 r |= {"rounds": args.rounds, "every": args.every}
+                r |= {"learning_rate": setting.learning_rate, "cutoff": setting.cutoff}
                 if record_key(r) in done:
                     continue
                 r |= train(
-                    booster, name, ds, rounds=args.rounds, every=args.every, n_jobs=args.threads
+                    booster,
+                    name,
+                    ds,
+                    rounds=args.rounds,
+                    every=args.every,
+                    n_jobs=args.threads,
+                    setting=setting,
                 )
                 harness.append_record(log, r)
                 done[record_key(r)] = r
@@ -976,9 +1041,11 @@ def main() -> None:
                     f"{args.rounds} {np.mean(r['ndcg'][-1]):.4f}",
                     flush=True,
                 )
-                text = report(done, labels, args.draws, boosters, args.rounds, args.every, command)
+                text = report(
+                    done, labels, args.draws, boosters, args.rounds, args.every, command, setting
+                )
                 args.out.write_text(text + "\n", encoding="utf-8")
-    text = report(done, labels, args.draws, boosters, args.rounds, args.every, command)
+    text = report(done, labels, args.draws, boosters, args.rounds, args.every, command, setting)
     args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
 

@@ -1297,3 +1297,22 @@ def test_per_round_annealed_deep_weights_fall_to_plranks_estimate() -> None:
         w = 1.0 + (deep_weights(f, g0, tr.group_ptr, cap=4.0, mass=True) - 1.0) * share
         np.testing.assert_allclose(g, w * g0, rtol=1e-12)
         np.testing.assert_allclose(h, h0, rtol=1e-12)
+
+
+def test_per_round_setting_changes_every_candidate_but_its_own_choices() -> None:
+    from research.per_round import CANDIDATES, Setting, record_key, xgboost_params
+
+    setting = Setting(0.2, 30)
+    plain = setting.of(CANDIDATES["xgboost", "PL-Rank"])
+    assert xgboost_params(plain, n_jobs=1)["eta"] == 0.2 and dict(plain.plrank)["K"] == 30
+    own_cutoff = setting.of(CANDIDATES["xgboost", "PL-Rank, cut-off 20"])
+    assert dict(setting.of(CANDIDATES["xgboost", "PL-Rank, N=100"]).plrank) == {"K": 30, "N": 100}
+    assert dict(own_cutoff.plrank)["K"] == 20  # its own
+    lgb_defaults = CANDIDATES["lightgbm", "lambdarank at LightGBM's defaults (learning rate 0.1)"]
+    assert dict(setting.of(lgb_defaults).trees)["learning_rate"] == 0.1
+    assert dict(setting.of(CANDIDATES["lightgbm", "PL-Rank"]).trees)["learning_rate"] == 0.2
+    # records written before the setting existed are the default setting's
+    old = {"kind": "training", "data": "d", "draw": 1, "booster": "xgboost", "name": "PL-Rank"}
+    old |= {"rounds": 100, "every": 10}
+    assert record_key(old) == record_key(old | {"learning_rate": 0.3, "cutoff": 10})
+    assert record_key(old) != record_key(old | {"learning_rate": 0.2, "cutoff": 20})
