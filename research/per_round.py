@@ -48,6 +48,8 @@ candidates (:data:`CANDIDATES`):
   ("amplified"), or the gradient and the Hessian times the weight, of mean 1 in the query
   ("re-weighted"); the amplified weights also annealed to 1 by round 50, so that the last phase
   is PL-Rank's objective.
+- **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
+  training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
   score cache LightGBM keeps does not see the change, so the objective adds the difference
   itself): a line search, the tree times the step of (0.5, 1, 2, 3, 5) with the highest
@@ -179,6 +181,9 @@ class Candidate:
         ``("amplified", A)`` multiplies the gradient by them, ``("re-weighted", A)`` the
         gradient and the Hessian; a third element R anneals them to 1 by round R
         (:math:`1 + (w - 1) \max(0, 1 - r/R)`).
+    rates : tuple
+        ``(first, last)``: the learning rate falls linearly from the first round's to the last's
+        (XGBoost's ``LearningRateScheduler``; the setting's learning rate is not used).
     leaves : tuple
         A rule on each new tree's leaf values (LightGBM only): ``("line search",)``,
         ``("kl", delta)`` or ``("secant", low, high)``.
@@ -195,14 +200,16 @@ class Candidate:
     spread: float = 0.0
     project: bool = False
     deep: tuple[Any, ...] = ()
+    rates: tuple[float, ...] = ()
     leaves: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.booster not in BOOSTERS:
             raise ValueError(f"booster must be one of {BOOSTERS}, but {self.booster!r} is given.")
-        if self.native_rounds and self.booster != "xgboost":
+        if (self.native_rounds or self.rates) and self.booster != "xgboost":
             raise ValueError(
-                f"a LambdaMART start is XGBoost's rank:ndcg, but the booster is {self.booster!r}."
+                f"a LambdaMART start (rank:ndcg) and a schedule of rates are XGBoost's, but the "
+                f"booster is {self.booster!r}."
             )
         if self.leaves and self.booster != "lightgbm":
             raise ValueError(
@@ -253,6 +260,8 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("xgboost", "PL-Rank, deep documents amplified (up to 4x), annealed over 50 rounds"): _xgb(
         deep=("amplified", 4.0, 50)
     ),
+    ("xgboost", "PL-Rank, learning rate falling from 0.35 to 0.05"): _xgb(rates=(0.35, 0.05)),
+    ("xgboost", "PL-Rank, learning rate falling from 0.3 to 0.1"): _xgb(rates=(0.3, 0.1)),
     ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
     ("lightgbm", "lambdarank at LightGBM's defaults (learning rate 0.1)"): _lgb(
         native="lambdarank",
@@ -603,6 +612,11 @@ def xgboost_params(candidate: Candidate, *, n_jobs: int) -> dict[str, Any]:
     return params | {"base_score": 0.0, "disable_default_eval_metric": 1}
 
 
+def falling(first: float, last: float, rounds: int) -> list[float]:
+    """The learning rate of each of ``rounds`` rounds, linear from ``first`` to ``last``."""
+    return np.linspace(first, last, rounds).tolist()
+
+
 def fit(
     candidate: Candidate, ds: LTRDataset, *, rounds: int, every: int, n_jobs: int
 ) -> tuple[Any, Objective | None, LeafRule | None, Curve, float]:
@@ -633,13 +647,20 @@ def fit(
                 native_rounds,
                 callbacks=[Record()],
             )
+        params, callbacks = xgboost_params(candidate, n_jobs=n_jobs), [Record()]
+        if candidate.rates:
+            rates = falling(*candidate.rates, rounds)
+            # XGBoost's scheduler sets, after round e, the rate of the next one
+            params["eta"] = rates[0]
+            later = xgb.callback.LearningRateScheduler(lambda e: rates[min(e + 1, rounds - 1)])
+            callbacks.insert(0, later)
         booster = xgb.train(
-            xgboost_params(candidate, n_jobs=n_jobs),
+            params,
             dtr,
             rounds - native_rounds,
             obj=objective,
             xgb_model=booster,
-            callbacks=[Record()],
+            callbacks=callbacks,
         )
     else:
         trees = {**TREES["lightgbm"], **dict(candidate.trees)}

@@ -1316,3 +1316,29 @@ def test_per_round_setting_changes_every_candidate_but_its_own_choices() -> None
     old |= {"rounds": 100, "every": 10}
     assert record_key(old) == record_key(old | {"learning_rate": 0.3, "cutoff": 10})
     assert record_key(old) != record_key(old | {"learning_rate": 0.2, "cutoff": 20})
+
+
+def test_per_round_falling_rate_steps_each_round_at_its_rate() -> None:
+    import xgboost as xgb
+
+    from research.per_round import Candidate, dataset, falling, fit
+
+    rates = falling(0.35, 0.05, 150)
+    assert rates[0] == 0.35 and rates[-1] == pytest.approx(0.05)
+    assert np.mean(rates) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="schedule of rates"):
+        Candidate("lightgbm", rates=(0.3, 0.1))
+    ds = dataset("web-nonlinear", 1, [20, 5, 5])
+    X = xgb.DMatrix(ds.vali.X)
+
+    def margins(candidate: Candidate, last: int) -> np.ndarray:
+        booster = fit(candidate, ds, rounds=2, every=2, n_jobs=1)[0]
+        return booster.predict(X, output_margin=True, iteration_range=(0, last))
+
+    plain = Candidate("xgboost")  # eta 0.3
+    np.testing.assert_allclose(
+        margins(Candidate("xgboost", rates=(0.3, 0.3)), 2), margins(plain, 2)
+    )
+    falling_run = Candidate("xgboost", rates=(0.3, 0.1))
+    np.testing.assert_allclose(margins(falling_run, 1), margins(plain, 1))  # round 1 at 0.3
+    assert not np.allclose(margins(falling_run, 2), margins(plain, 2))  # round 2 at 0.1
