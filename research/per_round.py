@@ -211,6 +211,11 @@ class Candidate:
                 f"a LambdaMART start (rank:ndcg) and a schedule of rates are XGBoost's, but the "
                 f"booster is {self.booster!r}."
             )
+        if self.native_rounds and self.rates:
+            raise ValueError(
+                "a schedule of rates spans the whole training, so it cannot follow a LambdaMART "
+                f"start, but native_rounds={self.native_rounds} and rates={self.rates} are given."
+            )
         if self.leaves and self.booster != "lightgbm":
             raise ValueError(
                 f"a rule on the leaf values needs LightGBM's set_leaf_output, but the booster is "

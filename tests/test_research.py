@@ -1328,6 +1328,8 @@ def test_per_round_falling_rate_steps_each_round_at_its_rate() -> None:
     assert np.mean(rates) == pytest.approx(0.2)
     with pytest.raises(ValueError, match="schedule of rates"):
         Candidate("lightgbm", rates=(0.3, 0.1))
+    with pytest.raises(ValueError, match="cannot follow a LambdaMART start"):
+        Candidate("xgboost", native_rounds=20, rates=(0.3, 0.1))
     ds = dataset("web-nonlinear", 1, [20, 5, 5])
     X = xgb.DMatrix(ds.vali.X)
 
