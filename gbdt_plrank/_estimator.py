@@ -106,13 +106,18 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             if name not in ("self", "__class__"):
                 setattr(self, name, value)
 
+    #: Parameters added since a ranker could be pickled whose default changed the training, and
+    #: the value that trained as before them (a ranker pickled without one gets this value).
+    _EARLIER_VALUES: ClassVar[dict[str, Any]] = {}
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle, giving a parameter that a ranker pickled by an earlier version did not have
-        yet its default (so that ``get_params``, ``clone`` and a refit work on it)."""
+        yet the value it trained at then (:attr:`_EARLIER_VALUES`, else its default), so that
+        ``get_params``, ``clone`` and a refit work on it and refit the same model."""
         super().__setstate__(state)
         for name, parameter in inspect.signature(type(self).__init__).parameters.items():
             if parameter.default is not parameter.empty and not hasattr(self, name):
-                setattr(self, name, parameter.default)
+                setattr(self, name, self._EARLIER_VALUES.get(name, parameter.default))
 
     def __sklearn_tags__(self) -> Tags:
         tags = super().__sklearn_tags__()

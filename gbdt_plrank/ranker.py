@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.utils import Tags
@@ -56,7 +56,13 @@ from ._util.threads import booster_threads
 __all__ = ["RANKER_BACKENDS", "MetricEstimate", "PLRankRanker", "PolicyRanker"]
 
 
-@option_docs()
+#: The ranker's own ``deep_weight`` default: ``"auto"`` weights the deep documents' gradients
+#: up to :data:`~gbdt_plrank._training.options.AUTO_DEEP_WEIGHT` times without fairness (the
+#: objective's default, 1.0, is PL-Rank's own gradient: the README's path is measured with it).
+DEEP_WEIGHT = "auto"
+
+
+@option_docs(defaults={"deep_weight": DEEP_WEIGHT})
 class PLRankRanker(PolicyRanker):
     r"""Gradient-boosted trees trained to maximise the expected NDCG of a Plackett-Luce policy.
 
@@ -79,7 +85,7 @@ class PLRankRanker(PolicyRanker):
         Where the objective's estimate is computed: ``"cuda"`` on the GPU (the ``gpu`` extra;
         XGBoost then trains with ``device="cuda"`` too, LightGBM where ``params`` say;
         :doc:`/guide/gpu`).
-    .. plrank-options:: fairness_weight empty_queries
+    .. plrank-options:: fairness_weight empty_queries deep_weight
     n_estimators : int, default 150
         Boosting rounds (at most, with early stopping).
     learning_rate : float, default 0.2
@@ -184,6 +190,8 @@ class PLRankRanker(PolicyRanker):
     >>> ranker.score(X_test, y_test, group=qid_test)  # mean NDCG@5  # doctest: +SKIP
     """
 
+    _EARLIER_VALUES: ClassVar[dict[str, Any]] = {"deep_weight": 1.0}
+
     def __init__(
         self,
         *,
@@ -197,6 +205,7 @@ class PLRankRanker(PolicyRanker):
         sampler: str = DEFAULTS.sampler,
         noise: str = DEFAULTS.noise,
         query_subsample: float = DEFAULTS.query_subsample,
+        deep_weight: float | str = DEEP_WEIGHT,
         fairness: str | None = DEFAULTS.fairness,
         fairness_weight: float = DEFAULTS.fairness_weight,
         device: str = "cpu",

@@ -60,8 +60,18 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 #: Suffix of the settings trained a second time (``--repeat``).
 AGAIN = " (again)"
 
-#: The trainings' options; the others (the Hessian among them) are the ranker's defaults.
-OPTIONS = {"K": 5, "N": 50, "n_estimators": 30, "learning_rate": 0.1, "max_depth": 4, "n_jobs": 1}
+#: The trainings' options; the others (the Hessian among them) are the ranker's defaults. The
+#: recorded figures train PL-Rank's own gradient (``deep_weight=1.0``; the weights are computed
+#: per query, so a partition holding whole queries computes them as one machine does).
+OPTIONS = {
+    "K": 5,
+    "N": 50,
+    "deep_weight": 1.0,
+    "n_estimators": 30,
+    "learning_rate": 0.1,
+    "max_depth": 4,
+    "n_jobs": 1,
+}
 
 
 @dataclass(frozen=True)

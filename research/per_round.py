@@ -78,16 +78,17 @@ covers every record of the requested datasets and draws.
 
 ``--learning-rate`` and ``--cutoff`` train every candidate at another learning rate and PL-Rank
 at another cut-off, unless the candidate sets its own (:class:`Setting`); a record holds its
-setting, and the report covers the records of the requested one. At 0.2 and 20, with 150 rounds,
-the candidates train as :class:`~gbdt_plrank.PLRankRanker` does by default (its trees aside).
+setting, and the report covers the records of the requested one. At 0.2 and 10, with 150 rounds,
+the candidates train as :class:`~gbdt_plrank.PLRankRanker` does by default (``K=5``, so cut-off
+10; its trees aside); at 0.2 and 20 as one with ``K=10``.
 
     nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
         --out benchmarks/results/per_round_web-nonlinear.md
     nice -n 10 python research/per_round.py --data web-linear --draws 1,2 --threads 1 \
         --out benchmarks/results/per_round_web-linear.md
     nice -n 10 python research/per_round.py --data web-nonlinear --draws 1,2 --threads 1 \
-        --boosters xgboost --rounds 150 --learning-rate 0.2 --cutoff 20 --no-gradients \
-        --only 'rank:ndcg;PL-Rank;...' --out benchmarks/results/per_round_lr0.2_web-nonlinear.md
+        --boosters xgboost --rounds 150 --learning-rate 0.2 --cutoff 10 --no-gradients \
+        --only 'rank:ndcg;PL-Rank;...' --out benchmarks/results/per_round_lr0.2_k10_web-nonlinear.md
     python research/per_round.py --queries 30,10,10 --rounds 4 --every 2 --out /tmp/r.md  # tiny
 """
 
@@ -116,6 +117,8 @@ from benchmarks import harness
 from gbdt_plrank import plrank_grad_hess
 from gbdt_plrank._groups import row_queries, within_query_spread
 from gbdt_plrank._ranking_metric import RankingMetric
+from gbdt_plrank._training.deep_weights import deep_weights as package_deep_weights
+from gbdt_plrank._training.deep_weights import log_softmax, placement_weights
 from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, Split
@@ -303,13 +306,6 @@ class Setting:
 # --------------------------------------------------------------------------------------------
 # Per-query softmax, XE-NDCG, the policies' KL divergence
 # --------------------------------------------------------------------------------------------
-def log_softmax(margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
-    """Each row's log-probability under its query's softmax of ``margins`` (the top-1 policy)."""
-    starts, q = group_ptr[:-1], row_queries(group_ptr)
-    shifted = margins - np.maximum.reduceat(margins, starts)[q]
-    return shifted - np.log(np.add.reduceat(np.exp(shifted), starts))[q]
-
-
 def xe_ndcg_grad_hess(
     margins: np.ndarray, labels: np.ndarray, group_ptr: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -354,28 +350,21 @@ def unsharpened(grad: np.ndarray, margins: np.ndarray, group_ptr: np.ndarray) ->
 def deep_weights(
     margins: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, *, cap: float, mass: bool
 ) -> np.ndarray:
-    r"""Each document's weight :math:`w_d \propto 1 / \mathrm{clip}(K \rho_d, 1/A, 1)`, with
-    :math:`\rho_d` its query's softmax of ``margins`` (:math:`K \rho_d` roughly its chance of a
-    place in the top K) and :math:`A` = ``cap``: up to :math:`A` times more for the documents the
-    policy places deep, whose PL-Rank gradient is proportional to that small chance (the
-    "softmax gravity well", Mei et al., NeurIPS 2020).
+    r"""The weights of ``deep_weight`` = ``cap`` at cut-off :data:`K`
+    (:mod:`gbdt_plrank._training.deep_weights`): up to ``cap`` times more for the documents the
+    policy places deep, whose PL-Rank gradient is proportional to their small chance of a place
+    (the "softmax gravity well", Mei et al., NeurIPS 2020).
 
-    Normalised within each query: with ``mass``, so that :math:`\sum_d w_d |g_d| = \sum_d
-    |g_d|` (``grad`` redistributed toward the deep documents, its total kept); else to a mean of
-    1.
+    Normalised within each query: with ``mass``, as the option does, so that :math:`\sum_d w_d
+    |g_d| = \sum_d |g_d|` (``grad`` redistributed toward the deep documents, its total kept);
+    else to a mean of 1.
     """
-    starts, q = group_ptr[:-1], row_queries(group_ptr)
-    rho = np.exp(log_softmax(margins, group_ptr))
-    w = 1.0 / np.clip(K * rho, 1.0 / cap, 1.0)
     if mass:
-        a = np.abs(grad)
-        total = np.add.reduceat(a, starts)
-        scale = np.divide(
-            total, np.add.reduceat(w * a, starts), out=np.ones_like(total), where=total > 0
-        )
-    else:
-        scale = np.diff(group_ptr) / np.add.reduceat(w, starts)
-    return w * scale[q]
+        return package_deep_weights(margins, grad, group_ptr, K=K, cap=cap)
+    w = placement_weights(margins, group_ptr, K=K, cap=cap)
+    q = row_queries(group_ptr)
+    sizes = np.diff(group_ptr)
+    return w * (sizes / np.bincount(q, w, minlength=sizes.shape[0]))[q]
 
 
 def through_cap(

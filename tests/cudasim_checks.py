@@ -377,6 +377,7 @@ def check_ranker_trains_as_on_the_cpu():
         N=4,
         n_estimators=3,
         min_child_weight=0.01,  # 22 rows: the default 1.0 leaves PL-Rank's small Hessians unsplit
+        deep_weight=1.0,  # "auto" is 1.0 on the GPU only
         random_state=0,
         params={"min_data_in_leaf": 2, "verbose": -1},
     )

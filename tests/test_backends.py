@@ -161,6 +161,7 @@ def test_the_harness_the_ranker_and_the_readme_call_train_the_same_model(
         min_child_weight=0.1,
         reg_lambda=1.0,
         subsample=1.0,
+        deep_weight=1.0,  # the design card's objective trains PL-Rank's own gradient
         n_jobs=1,
         random_state=0,
     )

@@ -64,19 +64,33 @@ def _public() -> dict[str, Callable[..., object]]:
     }
 
 
-#: Options a signature leaves out, and why.
+#: Options a signature leaves out, and why. deep_weight weights a boosting round's gradient,
+#: not the estimate (the estimators return PL-Rank's own).
 ABSENT = {
-    "plrank_grad_hess": {"train_K"},  # its rankings have the length K
+    "plrank_grad_hess": {"train_K", "deep_weight"},  # its rankings have the length K
     # its rankings are given
-    "plrank_grad_hess_from_rankings": {"train_K", "N", "sampler", "noise", "query_subsample"},
-    # a network has no Hessian, and steps on batches of queries (no round to subsample)
-    "PLRankMLPRanker": {"hessian", "query_subsample"},
+    "plrank_grad_hess_from_rankings": {
+        "train_K",
+        "N",
+        "sampler",
+        "noise",
+        "query_subsample",
+        "deep_weight",
+    },
+    # a network has no Hessian, steps on batches of queries (no round to subsample), and its
+    # steps are not boosting rounds
+    "PLRankMLPRanker": {"hessian", "query_subsample", "deep_weight"},
     # the other options pass through **options to plrank_objective
     "keyed_plrank_objective": set(OPTIONS) - {"K", "N"},
 }
 
-#: Defaults that differ on purpose: the estimate from given rankings is the unbiased one.
-OWN_DEFAULTS = {("plrank_grad_hess_from_rankings", "hessian"): "raw"}
+#: Defaults that differ on purpose: the estimate from given rankings is the unbiased one; the
+#: rankers weight the deep documents' gradients (chosen on the first call's validation queries).
+OWN_DEFAULTS = {
+    ("plrank_grad_hess_from_rankings", "hessian"): "raw",
+    ("PLRankRanker", "deep_weight"): "auto",
+    ("DaskPLRankRanker", "deep_weight"): "auto",
+}
 
 
 @pytest.mark.parametrize("name", list(_public()))
@@ -106,7 +120,7 @@ def test_the_documented_defaults_are_the_options_defaults(name):
     doc = inspect.getdoc(obj)
     assert ".. plrank-options::" not in doc
     for option in set(OPTIONS) - ABSENT.get(name, set()):
-        value = getattr(DEFAULTS, option)
+        value = OWN_DEFAULTS.get((name, option), getattr(DEFAULTS, option))
         written = f'"{value}"' if isinstance(value, str) else repr(value)
         assert _documented_default(doc, option) == written, (name, option)
         # the shared description, written once
@@ -179,7 +193,7 @@ def test_the_estimators_sample_the_resolved_N():
 # The documented figures
 # ------------------------------------------------------------------------------------------
 #: Options that results recorded before the option existed were trained at, and the value.
-BEFORE = {"noise": "independent", "query_subsample": 1.0}
+BEFORE = {"noise": "independent", "query_subsample": 1.0, "deep_weight": 1.0}
 
 
 def _recorded(folder: str) -> dict[str, dict]:

@@ -159,6 +159,8 @@ STABLE_INTERNALS = {
     "(PolicyEvaluator, its sample counts, the standardized "
     "metric's spread)",
     "gbdt_plrank._training.options": "the values an option takes (NOISES, HESSIAN_MODES)",
+    "gbdt_plrank._training.deep_weights": "the deep documents' weights of deep_weight and the "
+    "per-query softmax (deep_weights, placement_weights, log_softmax)",
     "gbdt_plrank._training.fairness_spec": "a fairness term with its weight (FairnessSpec)",
     "gbdt_plrank._training.pirank_objective": "PiRank's Hessian modes (PIRANK_HESSIANS)",
     "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "
@@ -534,7 +536,7 @@ def test_the_docstrings_link_pages_that_exist() -> None:
 def test_every_shared_option_entry_is_short() -> None:
     from gbdt_plrank._training.options import OPTION_DOCS, _entry
 
-    lengths = {name: len(_entry(name, None).splitlines()) for name in OPTION_DOCS}
+    lengths = {name: len(_entry(name, None, None).splitlines()) for name in OPTION_DOCS}
     assert all(lines >= 2 for lines in lengths.values())
     assert not {n: k for n, k in lengths.items() if k > OPTION_LINES}, (
         f"an option's shared entry over {OPTION_LINES} lines: {lengths} (the derivation and "

@@ -334,6 +334,7 @@ def test_lightgbms_split_check_is_named_with_the_settings_that_lead_there() -> N
         "min_child_weight": 0.0,
         "n_jobs": 1,
         "N": 4,
+        "deep_weight": 1.0,  # the gradients that lead LightGBM there
         "random_state": 0,
         "n_estimators": 2,
     }

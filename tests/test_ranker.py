@@ -1465,6 +1465,7 @@ def test_a_ranker_pickled_before_the_estimator_base_moved_still_loads() -> None:
     y = rng.integers(0, 3, size=24).astype(float)
     qid = np.repeat(np.arange(4), 6)
     assert loaded.get_params()["verbose"] == PLRankRanker().verbose  # not in the old pickle
+    assert loaded.get_params()["deep_weight"] == 1.0  # nor this, which trained at 1.0 then
     refit = PLRankRanker(**loaded.get_params()).fit(X, y, qid)
     np.testing.assert_array_equal(refit.predict(X), loaded.predict(X))  # the same training
 

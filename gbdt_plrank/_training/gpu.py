@@ -33,14 +33,18 @@ DEVICES = ("cpu", "cuda")
 _MAX_THREADS = 128
 
 
-def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
+def check_device(
+    device: object, *, sampler: str, fairness: str | None, deep_weight: float | str = 1.0
+) -> str:
     """``device`` checked; for ``"cuda"`` also that numba-cuda and a GPU are there.
 
     Raises
     ------
     ValueError
-        For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"`` or a
-        fairness term (the GPU kernels draw by the race and estimate the relevance terms only).
+        For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"``, a
+        fairness term (the GPU kernels draw by the race and estimate the relevance terms only)
+        or a ``deep_weight`` above 1 (its weights are computed on the host; ``"auto"`` trains at
+        1.0 there).
     MissingDependencyError
         With ``"cuda"`` when numba-cuda is not installed.
     RuntimeError
@@ -58,6 +62,11 @@ def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
         raise ValueError(
             f"fairness={fairness!r} is not available with device='cuda': the GPU kernels "
             f"estimate the relevance terms only; use device='cpu'."
+        )
+    if deep_weight not in ("auto", 1.0):
+        raise ValueError(
+            f"deep_weight={deep_weight!r} is not available with device='cuda': its weights are "
+            "computed on the host; use deep_weight=1.0 or device='cpu'."
         )
     require("numba_cuda", purpose="device='cuda'")
     cuda = _numba_cuda()

@@ -24,6 +24,7 @@ from .._util.threads import thread_count
 from .._util.validation import check_seed, float_vector
 from . import plrank_grad_hess as _plrank
 from .booster_objective import BoosterObjective
+from .deep_weights import deep_weights
 from .evaluation import ExpectedMetric, RankingMetricEval, StandardizedMetric
 from .fairness_spec import FairTerms, checked_item_groups
 from .gpu import CudaEstimate, check_device, to_host
@@ -82,9 +83,18 @@ class PLRankObjective(BoosterObjective):
         device: str = "cpu",
     ) -> None:
         super().__init__()
-        self.device = check_device(device, sampler=options.sampler, fairness=options.fairness)
+        self.device = check_device(
+            device,
+            sampler=options.sampler,
+            fairness=options.fairness,
+            deep_weight=options.deep_weight,
+        )
         self.options = options
         self.metric = options.trained
+        #: The weight on deep documents' gradients the rounds use: ``deep_weight`` resolved
+        #: (:attr:`~gbdt_plrank._training.options.PLRankOptions.training_deep_weight`), 1.0 for
+        #: ``"auto"`` on the GPU.
+        self.deep_weight = options.training_deep_weight if self.device == "cpu" else 1.0
         self.fairness = options.fairness_spec
         self.seed = check_seed("seed", seed)
         if n_jobs is not None:
@@ -308,6 +318,8 @@ class PLRankObjective(BoosterObjective):
             grad, hess = state.gpu(scores, seed=self.seed, round_=state.round, keys=keys)
         else:
             grad, hess = self.estimate(scores, round_=state.round, keys=keys)
+            if self.deep_weight != 1.0:
+                grad *= deep_weights(scores, grad, self._ptr, K=self.metric.K, cap=self.deep_weight)
         state.round += 1
         self.round = state.round
         return grad, hess
@@ -514,6 +526,7 @@ def plrank_objective(
     sampler: str = DEFAULTS.sampler,
     noise: str = DEFAULTS.noise,
     query_subsample: float = DEFAULTS.query_subsample,
+    deep_weight: float | str = DEFAULTS.deep_weight,
     n_jobs: int | None = None,
     fairness: str | None = DEFAULTS.fairness,
     fairness_weight: float = DEFAULTS.fairness_weight,
@@ -537,7 +550,7 @@ def plrank_objective(
     Parameters
     ----------
     .. plrank-options:: K N train_K metric gain hessian sampler noise query_subsample
-    .. plrank-options:: fairness fairness_weight empty_queries
+    .. plrank-options:: deep_weight fairness fairness_weight empty_queries
     n_jobs : int or None, default None
         Threads of the rounds' sampling; None: Numba's default, negative values count back.
     item_groups : array of shape (n,) or None, default None
@@ -556,8 +569,8 @@ def plrank_objective(
     ------
     ValueError
         For an option (:class:`~gbdt_plrank.PLRankOptions`) or ``device`` that breaks its rule
-        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and bad ``item_groups`` (missing
-        ones and a wrong length at the first round).
+        (``"cuda"`` refuses ``sampler="tree"``, ``fairness`` and ``deep_weight`` above 1) and
+        bad ``item_groups`` (missing ones and a wrong length at the first round).
     MissingDependencyError, RuntimeError
         With ``device="cuda"``: numba-cuda is not installed (an ImportError), no GPU is visible.
     """
@@ -571,6 +584,7 @@ def plrank_objective(
         sampler=sampler,
         noise=noise,
         query_subsample=query_subsample,
+        deep_weight=deep_weight,
         fairness=fairness,
         fairness_weight=fairness_weight,
         empty_queries=empty_queries,

@@ -19,7 +19,7 @@ between them. ``"auto"`` values are resolved here only: ``train_K`` by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
@@ -91,6 +91,14 @@ AUTO_N_NETWORK = 100
 
 
 PositiveInt = Annotated[int, Field(ge=1)]
+DeepWeight = Annotated[float, Field(ge=1, allow_inf_nan=False)]
+
+#: ``deep_weight="auto"`` (:class:`~gbdt_plrank.PLRankRanker`'s default) without a fairness
+#: term, on the CPU: the most a deep document's gradient is weighted up. Chosen on the first
+#: call's validation queries, where it was level with or ahead of 1 (PL-Rank's own gradient) in
+#: every cell of the web data, the MSLR sample and LETOR, at NDCG@5 and @10 on both boosters
+#: (:doc:`/guide/performance`, "The first call"; :doc:`/research/per-round`).
+AUTO_DEEP_WEIGHT = 4.0
 
 
 def training_cutoff(K: int, train_K: int | str = "auto", *, fairness: str | None = None) -> int:
@@ -127,6 +135,9 @@ class PLRankFields(Schema):
     noise: Literal[NOISES] = Field("independent", description=one_of(NOISES))  # type: ignore[valid-type]
     query_subsample: float = Field(
         1.0, gt=0, le=1, allow_inf_nan=False, description="a number in (0, 1]"
+    )
+    deep_weight: Literal["auto"] | DeepWeight = Field(
+        1.0, description='"auto" or a finite number >= 1'
     )
     fairness: registered(fairness_names, optional=True) = Field(  # type: ignore[valid-type]
         None, description="None or a registered fairness term's name"
@@ -184,7 +195,7 @@ class PLRankOptions(PLRankFields):
     Attributes
     ----------
     .. plrank-options:: K train_K N metric gain hessian sampler noise query_subsample
-    .. plrank-options:: fairness fairness_weight empty_queries
+    .. plrank-options:: deep_weight fairness fairness_weight empty_queries
     """
 
     K: int = Field(5, ge=1, description="an integer >= 1")
@@ -202,6 +213,16 @@ class PLRankOptions(PLRankFields):
         if self.train_K == "auto":
             return self.K if self.fairness is not None else TRAIN_K_FACTOR * self.K
         return self.train_K
+
+    @property
+    def training_deep_weight(self) -> float:
+        """``deep_weight`` resolved: a number as given; ``"auto"`` is
+        :data:`~gbdt_plrank._training.options.AUTO_DEEP_WEIGHT` without ``fairness`` and 1.0
+        with it (a fairness term's training is measured with PL-Rank's own gradient). The GPU
+        trains ``"auto"`` at 1.0 (:class:`~gbdt_plrank.PLRankObjective`)."""
+        if self.deep_weight == "auto":
+            return AUTO_DEEP_WEIGHT if self.fairness is None else 1.0
+        return self.deep_weight
 
     @property
     def training_N(self) -> int:
@@ -230,7 +251,8 @@ class PLRankOptions(PLRankFields):
         ------
         ValueError
             For ``query_subsample`` below 1: it thins a booster's rounds, and a network's steps
-            are already on batches of queries.
+            are already on batches of queries. For ``deep_weight`` above 1: it lengthens a
+            boosting round's steps, measured for boosted trees only (``"auto"`` becomes 1.0).
         """
         if self.query_subsample != 1.0:
             raise ValueError(
@@ -238,7 +260,14 @@ class PLRankOptions(PLRankFields):
                 f"batches of queries already, so it must be 1.0, but {self.query_subsample!r} "
                 "is given"
             )
+        if self.deep_weight not in ("auto", 1.0):
+            raise ValueError(
+                "deep_weight weights a boosting round's gradient and is measured for boosted "
+                f"trees only, so a network needs 1.0, but {self.deep_weight!r} is given"
+            )
         update: dict[str, Any] = {}
+        if self.deep_weight == "auto":
+            update["deep_weight"] = 1.0
         if self.N == "auto":
             update["N"] = AUTO_N_NETWORK
         if self.hessian == "auto":
@@ -248,15 +277,16 @@ class PLRankOptions(PLRankFields):
     def resolved(self) -> dict[str, Any]:
         """The options a training uses, as JSON-able data: ``"auto"`` values resolved.
 
-        ``train_K`` is :attr:`training_K`, ``N`` is :attr:`training_N` and ``hessian`` is
-        :attr:`training_hessian`; the harness records this for every PL-Rank training of a
-        results folder (``options.json``).
+        ``train_K`` is :attr:`training_K`, ``N`` is :attr:`training_N`, ``hessian`` is
+        :attr:`training_hessian` and ``deep_weight`` is :attr:`training_deep_weight`; the
+        harness records this for every PL-Rank training of a results folder (``options.json``).
         """
         return {
             **self.model_dump(),
             "train_K": self.training_K,
             "N": self.training_N,
             "hessian": self.training_hessian,
+            "deep_weight": self.training_deep_weight,
         }
 
     @property
@@ -388,6 +418,19 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         (:doc:`/guide/boosters`, "Options").
     """,
     ),
+    "deep_weight": (
+        '"auto" or float',
+        rf"""
+        The most a document's gradient is weighted up, :math:`A \ge 1`, when the policy gives
+        it little chance of a place in the top ``train_K`` (:math:`K'`, or the query's length
+        where shorter): each round multiplies it by :math:`s_q / \operatorname{{clip}}(K'
+        \rho_d, 1/A, 1)`, :math:`\rho_d` the softmax of the query's margins, :math:`s_q` the
+        scale that keeps the query's :math:`\sum |g|`. The weights are positive: the rounds
+        still ascend PL-Rank's expected metric (the Hessian is kept). 1.0: PL-Rank's gradient.
+        ``"auto"``: {AUTO_DEEP_WEIGHT:g} without ``fairness``, 1.0 with it or on the GPU.
+        Boosted trees only; above 1 on the CPU only (:doc:`/research/per-round`).
+    """,
+    ),
     "fairness": (
         "{" + ", ".join(["None", *(f'"{name}"' for name in fairness_names())]) + "}",
         r"""
@@ -432,36 +475,40 @@ def _default_text(value: Any) -> str:
     return f'"{value}"' if isinstance(value, str) else repr(value)
 
 
-def _entry(name: str, description: str | None) -> str:
+def _entry(name: str, description: str | None, default: Any) -> str:
     """The numpydoc entry of option ``name``, unindented."""
     kind, shared = OPTION_DOCS[name]
     text = shared if description is None else description
     body = [" ".join(line.split()) for line in text.strip().split("\n")]
-    header = f"{name} : {kind}, default {_default_text(getattr(DEFAULTS, name))}"
+    header = f"{name} : {kind}, default {_default_text(default)}"
     return "\n".join([header, *(f"    {line}" for line in body)])
 
 
-def _filled(doc: str, own: dict[str, str]) -> str:
-    unknown = [n for n in own if n not in OPTION_DOCS]
+def _filled(doc: str, own: dict[str, str], defaults: Mapping[str, Any]) -> str:
+    unknown = [n for n in (*own, *defaults) if n not in OPTION_DOCS]
     if unknown:
         raise KeyError(f"{unknown[0]!r} is not a PL-Rank option")
-    entries = {name: _entry(name, own.get(name)) for name in OPTION_DOCS}
+    entries = {
+        name: _entry(name, own.get(name), defaults.get(name, getattr(DEFAULTS, name)))
+        for name in OPTION_DOCS
+    }
     return fill_entries(doc, "plrank-options", entries, kind="a PL-Rank option")
 
 
-def option_docs(**own: str) -> Callable[[T], T]:
+def option_docs(*, defaults: Mapping[str, Any] | None = None, **own: str) -> Callable[[T], T]:
     """Fill a docstring's ``.. plrank-options:: K N ...`` line with those options' entries.
 
-    Each entry is ``name : type, default value`` (the default from :data:`DEFAULTS`) and its
-    description from :data:`OPTION_DOCS`, or the one given in ``own`` (a function whose option
-    means something narrower, e.g. ``plrank_grad_hess``'s ``K``).
+    Each entry is ``name : type, default value`` (the default from :data:`DEFAULTS`, or the one
+    in ``defaults`` for a signature whose default differs on purpose) and its description from
+    :data:`OPTION_DOCS`, or the one given in ``own`` (a function whose option means something
+    narrower, e.g. ``plrank_grad_hess``'s ``K``).
     """
 
     def fill(obj: T) -> T:
-        obj.__doc__ = _filled(obj.__doc__ or "", own)
+        obj.__doc__ = _filled(obj.__doc__ or "", own, defaults or {})
         return obj
 
     return fill
 
 
-PLRankOptions.__doc__ = _filled(PLRankOptions.__doc__ or "", {})
+PLRankOptions.__doc__ = _filled(PLRankOptions.__doc__ or "", {}, {})
