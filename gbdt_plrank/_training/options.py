@@ -31,6 +31,7 @@ from .._util.schema import Schema, one_of, registered, validate
 from .fairness_spec import EMPTY_QUERIES, FAIR_METRICS, FairnessSpec
 
 __all__ = [
+    "AUTO_DEEP_WEIGHT",
     "AUTO_N",
     "AUTO_N_FAIR",
     "AUTO_N_NETWORK",
