@@ -142,10 +142,6 @@ def _query_key(data: str, unit: str, qid: int) -> str:
     return f"{unit}/{qid}" if data in SYNTHETIC else str(qid)
 
 
-#: The ranker's defaults that the records made before these were recorded were fitted at.
-EARLIER = {"deep_weight": 1.0}
-
-
 def defaults() -> dict[str, Any]:
     """``PLRankRanker``'s defaults today: a record fitted at other defaults is another row."""
     from gbdt_plrank._backends import RANKER
@@ -163,7 +159,10 @@ def row_of(record: dict[str, Any], today: dict[str, Any]) -> str:
     then = record.get("defaults")
     if then is None:
         return f"{name} [earlier defaults]"
-    then = {**EARLIER, **then}
+    from gbdt_plrank import PLRankRanker
+
+    # a parameter added since: the record was fitted at the value that trained as before it
+    then = {**PLRankRanker._EARLIER_VALUES, **then}
     given = _parse_params(name.removeprefix("PLRankRanker(").removesuffix(")").replace(",", ""))
     moved = [f"{k}={v!r}" for k, v in then.items() if k not in given and today.get(k) != v]
     return f"{name} [defaults: {', '.join(moved)}]" if moved else name

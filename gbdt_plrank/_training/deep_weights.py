@@ -25,22 +25,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._groups import row_queries
+from .._groups import filled_queries, row_queries
 
 __all__ = ["deep_weights", "log_softmax", "placement_weights"]
-
-
-def _starts(group_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first rows of the queries that have rows, and those queries' indices."""
-    filled = np.flatnonzero(np.diff(group_ptr) > 0)
-    return group_ptr[filled], filled
 
 
 def log_softmax(margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
     r"""Each row's :math:`\log \rho_d`, its query's softmax of ``margins`` (the probability that
     the Plackett-Luce policy places it first)."""
     q = row_queries(group_ptr)
-    starts, filled = _starts(group_ptr)
+    filled, starts = filled_queries(group_ptr)
     top = np.zeros(group_ptr.shape[0] - 1)
     top[filled] = np.maximum.reduceat(margins, starts)
     shifted = margins - top[q]
