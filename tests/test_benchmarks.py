@@ -845,3 +845,7 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
     variant = stale | {"ranker": "PLRankRanker(learning_rate=0.5)"}
     assert fc.row_of(variant, fc.defaults()) == "PLRankRanker(learning_rate=0.5)"
     assert fc.row_of(stale | {"defaults": None}, {}) == "PLRankRanker() [earlier defaults]"
+    # a record made before deep_weight existed was fitted at 1.0, not at today's default
+    before = {k: v for k, v in fc.defaults().items() if k != "deep_weight"}
+    named = fc.row_of(stale | {"defaults": before}, fc.defaults())
+    assert named == "PLRankRanker() [defaults: deep_weight=1.0]"
