@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # Every round alternates the booster's OpenMP threads and the objective's Numba threads:
-# waiting threads must sleep, not spin (the package sets this too; here it also covers the tools).
-export OMP_WAIT_POLICY ?= PASSIVE
+# waiting threads spin briefly, then sleep (the package sets the same at import,
+# gbdt_plrank._util.threads.OPENMP_WAIT; here it also covers the tools).
+export GOMP_SPINCOUNT ?= 1000
+export KMP_BLOCKTIME ?= 0
 
 .PHONY: help demo test test-all lint docs bench tables clean
 

@@ -48,7 +48,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads its OpenMP
+# gbdt_plrank first: its import sets the OpenMP wait before xgboost loads its OpenMP
 # runtime (which reads the variable once).
 import gbdt_plrank  # isort: skip
 import numpy as np

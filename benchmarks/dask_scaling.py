@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before xgboost loads OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import dask.array as da
 import numpy as np

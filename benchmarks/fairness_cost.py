@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-import gbdt_plrank  # isort: skip  (sets OMP_WAIT_POLICY before xgboost loads)
+import gbdt_plrank  # isort: skip  (sets the OpenMP wait before xgboost loads)
 import numpy as np
 import xgboost
 

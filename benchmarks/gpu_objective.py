@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before xgboost loads OpenMP.
 import gbdt_plrank  # noqa: E402  # isort: skip
 import numpy as np  # noqa: E402
 import xgboost  # noqa: E402

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gbdt_plrank._util.threads import USER_WAIT
+
 __all__ = [
     "Timing",
     "append_record",
@@ -103,7 +105,7 @@ def environment() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
-        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY"),
+        **{name: os.environ.get(name) for name in USER_WAIT},
         "numpy": numpy.__version__,
         "numba": numba.__version__,
         "xgboost": xgboost.__version__,

@@ -64,7 +64,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: this checkout's package, not an installed one
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before the boosters load OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections import Counter
@@ -10,7 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "docs")]
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import api_names  # noqa: E402
 from sphinx import addnodes  # noqa: E402

@@ -4,19 +4,22 @@ PL-Rank-3 gradients and estimated Hessians of the expected ranking metric of a P
 policy, as objectives for XGBoost and LightGBM, with the policy's expected metric as their
 evaluation metric.
 
-Importing the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is already set: every boosting
-round alternates the booster's OpenMP threads with the objective's Numba threads, and threads
-that spin while they wait starve the other runtime (measured: a round 10 to 20 times slower on
-a busy 2-core machine). Set the variable yourself to keep another policy. An OpenMP runtime
-reads it when it is loaded, so a booster imported before the package without the variable set
-keeps spinning: the import warns then.
+Importing the package sets a short OpenMP wait (``GOMP_SPINCOUNT=1000``, ``KMP_BLOCKTIME=0``)
+unless ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT`` or ``KMP_BLOCKTIME`` is already set: every
+boosting round alternates the booster's OpenMP threads with the objective's Numba threads, and
+threads that spin long while they wait starve the other runtime (measured: a round 10 to 20
+times slower on a busy 2-core machine), while threads that sleep at once slow the boosters'
+own parallel regions. Set one of the variables yourself to keep another wait
+(``OMP_WAIT_POLICY=PASSIVE`` on a machine busy with other processes). An OpenMP runtime
+reads them when it is loaded, so a booster imported before the package without them keeps its
+long spin: the import warns then.
 
 The kernels are compiled by Numba at their first use in an environment (about 20 s, once) and
 cached; the first compilation in a process logs one warning on the ``gbdt_plrank`` logger, and
 :func:`compile_kernels` (``gbdt-plrank compile``) compiles them ahead.
 """
 
-# First: importing it sets OMP_WAIT_POLICY before any booster loads.
+# First: importing it sets the OpenMP wait before any booster loads.
 from ._util import threads as _threads  # noqa: F401, I001
 from ._compile import compile_kernels, install_notice as _install_notice
 from . import clicks, datasets, metrics

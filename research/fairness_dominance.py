@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
+import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
 from gbdt_plrank import PLRankRanker
 from gbdt_plrank.datasets import LTRDataset, Split
 from gbdt_plrank.harness.data import load, without_empty_queries

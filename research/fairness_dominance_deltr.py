@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
+import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
 from gbdt_plrank import PLRankRanker
 from gbdt_plrank._ranking_metric import RankingMetric, dcg_weights
 from gbdt_plrank._training.evaluation import PolicyEvaluator

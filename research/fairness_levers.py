@@ -22,7 +22,7 @@ import shlex
 import sys
 from pathlib import Path
 
-import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
+import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
 from gbdt_plrank.harness.frontier import load_frontier_config
 from gbdt_plrank.harness.frontier.report import (
     Comparison,

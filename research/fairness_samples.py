@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-import gbdt_plrank  # noqa: F401  (first: sets OMP_WAIT_POLICY before a booster loads)
+import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
 from gbdt_plrank import PLRankRanker, metrics
 from gbdt_plrank.datasets import Split, load_dataset
 

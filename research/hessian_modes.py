@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before the boosters load OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import lightgbm as lgb
 import numpy as np

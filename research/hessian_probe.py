@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before xgboost loads OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before xgboost loads OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 import xgboost as xgb

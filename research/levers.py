@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before the boosters load OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import lightgbm as lgb
 import numpy as np

@@ -107,7 +107,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# gbdt_plrank first: its import sets OMP_WAIT_POLICY=PASSIVE before the boosters load OpenMP.
+# gbdt_plrank first: its import sets the OpenMP wait before the boosters load OpenMP.
 import gbdt_plrank  # noqa: F401  # isort: skip
 import lightgbm as lgb
 import numpy as np
@@ -118,7 +118,7 @@ from gbdt_plrank import plrank_grad_hess
 from gbdt_plrank._groups import row_queries, within_query_spread
 from gbdt_plrank._ranking_metric import RankingMetric
 from gbdt_plrank._training.deep_weights import deep_weights as package_deep_weights
-from gbdt_plrank._training.deep_weights import log_softmax, placement_weights
+from gbdt_plrank._training.deep_weights import placement_weights
 from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, Split
@@ -320,6 +320,15 @@ def xe_ndcg_grad_hess(
     p = phi / np.add.reduceat(phi, starts)[q]
     live = (np.maximum.reduceat(labels, starts) > np.minimum.reduceat(labels, starts))[q]
     return np.where(live, rho - p, 0.0), np.where(live, rho * (1.0 - rho), 0.0)
+
+
+def log_softmax(margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    r"""Each row's :math:`\log \rho_d`, the softmax of ``margins`` within its query (the
+    probability that the Plackett-Luce policy places it first); ``group_ptr`` holds no empty
+    query."""
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    shifted = margins - np.maximum.reduceat(margins, starts)[q]
+    return shifted - np.log(np.add.reduceat(np.exp(shifted), starts))[q]
 
 
 def mean_kl(before: np.ndarray, after: np.ndarray, group_ptr: np.ndarray) -> float:

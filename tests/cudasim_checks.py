@@ -30,6 +30,7 @@ from gbdt_plrank import plrank_objective  # noqa: E402
 from gbdt_plrank._kernels import cuda as _cuda_kernels  # noqa: E402
 from gbdt_plrank._kernels import streams  # noqa: E402
 from gbdt_plrank._ranking_metric import RankingMetric  # noqa: E402
+from gbdt_plrank._training.deep_weights import deep_weights  # noqa: E402
 from gbdt_plrank._training.gpu import CudaEstimate, to_host  # noqa: E402
 from gbdt_plrank._training.options import NOISES  # noqa: E402
 from gbdt_plrank._training.plrank_grad_hess import (  # noqa: E402
@@ -85,6 +86,7 @@ def _compare(
     metric="ndcg",
     noise="independent",
     query_subsample=1.0,
+    deep_weight=1.0,
 ):
     m = RankingMetric(metric, K, "exp")
     rho = m.rewards(labels, ptr)
@@ -103,6 +105,8 @@ def _compare(
         keys=keys,
         query_subsample=query_subsample,
     )
+    if deep_weight != 1.0:
+        grad *= deep_weights(scores, grad, ptr, K=K, cap=deep_weight)
     gpu = CudaEstimate(
         rho,
         ptr,
@@ -112,6 +116,8 @@ def _compare(
         hessian=hessian,
         noise=noise,
         query_subsample=query_subsample,
+        deep_weight=deep_weight,
+        K=K,
     )
     g, h = (to_host(a) for a in gpu(scores, seed=seed, round_=round_, keys=keys))
     assert np.abs(g - grad).max() <= TOL * max(1.0, np.abs(grad).max()), (g, grad)
@@ -182,6 +188,31 @@ def check_curvature_floor_is_the_cpu_floor():
         assert np.array_equal(hess[pairs], CURVATURE_FLOOR * np.abs(grad[pairs]))
         assert np.all(hess[pairs] > 0)
         assert np.array_equal(hess[others], finish_hessian(raw.copy(), hessian)[others])
+
+
+def check_deep_weights_equal_cpu():
+    """deep_weight: the device weighs the finished gradient as the CPU objective does (each
+    query's sum |g| kept, the Hessian as estimated), with the denoised, abs and raw Hessians,
+    lattice noise, a subsampled round, an empty query and queries shorter than K."""
+    rng = np.random.default_rng(8)
+    ptr, labels, scores = _queries(rng, [6, 1, 14, 0, 30, 3], spread=3.0)
+    filled = ptr[:-1][np.diff(ptr) > 0]
+    cases = (  # round 5 keeps queries 0 and 5 of the six
+        ("denoised", "lattice", 1.0, 2),
+        ("abs", "independent", 0.5, 5),
+        ("raw", "lattice", 1.0, 2),
+    )
+    for hessian, noise, subsample, round_ in cases:
+        options = dict(
+            K=5, N=7, hessian=hessian, seed=4, round_=round_, noise=noise, query_subsample=subsample
+        )
+        grad, hess = _compare(scores, labels, ptr, **options)
+        weighted, same = _compare(scores, labels, ptr, deep_weight=4.0, **options)
+        assert np.array_equal(same, hess)
+        assert not np.allclose(weighted, grad) and np.abs(grad).max() > 0.01
+        np.testing.assert_allclose(
+            np.add.reduceat(np.abs(weighted), filled), np.add.reduceat(np.abs(grad), filled)
+        )
 
 
 def check_denoised_equals_cpu():
@@ -362,7 +393,8 @@ def check_objective_gives_xgboost_device_arrays():
 
 
 def check_ranker_trains_as_on_the_cpu():
-    """PLRankRanker(device="cuda") with LightGBM: the model of sampler="race" on the CPU."""
+    """PLRankRanker(device="cuda") with LightGBM: the model of sampler="race" on the CPU, at the
+    ranker's default deep_weight ("auto", 4) on both."""
     from gbdt_plrank import PLRankRanker
 
     rng = np.random.default_rng(5)
@@ -377,7 +409,6 @@ def check_ranker_trains_as_on_the_cpu():
         N=4,
         n_estimators=3,
         min_child_weight=0.01,  # 22 rows: the default 1.0 leaves PL-Rank's small Hessians unsplit
-        deep_weight=1.0,  # "auto" is 1.0 on the GPU only
         random_state=0,
         params={"min_data_in_leaf": 2, "verbose": -1},
     )

@@ -849,3 +849,29 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
     before = {k: v for k, v in fc.defaults().items() if k != "deep_weight"}
     named = fc.row_of(stale | {"defaults": before}, fc.defaults())
     assert named == "PLRankRanker() [defaults: deep_weight=1.0]"
+
+
+@pytest.mark.slow  # four rankers fitted in a fresh process
+def test_openmp_wait_fits_each_ranker_in_a_process_started_with_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks import openmp_wait as ow
+
+    tiny = str(write_tiny_letor(tmp_path / "tiny"))
+    seconds, seen = ow.measure_wait(tiny, {"GOMP_SPINCOUNT": "50"}, repeats=1, busy=1)
+    assert sorted(seconds) == sorted(ow.RANKERS) and all(s > 0 for s in seconds.values())
+    assert seen == {"GOMP_SPINCOUNT": "50"}  # the user's wait kept, the package's not added
+    _, package = ow.measure_wait(tiny, {}, repeats=1, busy=0)
+    assert package == {"GOMP_SPINCOUNT": "1000", "KMP_BLOCKTIME": "0"}
+    # the report: a row per dataset and wait, with the variables the fits ran under
+    monkeypatch.setattr(
+        ow, "measure_wait", lambda data, wait, **_: (dict.fromkeys(ow.RANKERS, 1.5), wait)
+    )
+    out = tmp_path / "wait.md"
+    ow.main(["--data", "mq2008", "--busy", "2", "--out", str(out)])
+    text = out.read_text()
+    assert text.startswith("# The OpenMP wait, on a busy machine")
+    assert "| mq2008 | OMP_WAIT_POLICY=PASSIVE | OMP_WAIT_POLICY=PASSIVE | 1.50 |" in text
+    assert len([line for line in text.splitlines() if line.startswith("| mq2008 |")]) == 3

@@ -31,6 +31,7 @@ SIMULATED = [
     "check_stream_is_the_cpu_stream",
     "check_estimate_equals_cpu_race",
     "check_curvature_floor_is_the_cpu_floor",
+    "check_deep_weights_equal_cpu",
     "check_denoised_equals_cpu",
     "check_keys_rounds_and_metrics",
     "check_margins_far_apart",
@@ -56,7 +57,7 @@ def _run_checks(env: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def simulated() -> dict[str, str]:
     """Every check of tests/cudasim_checks.py, run once under the CUDA simulator."""
-    return _run_checks({**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "OMP_WAIT_POLICY": "PASSIVE"})
+    return _run_checks({**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
 
 
 def test_every_check_is_run():
@@ -179,6 +180,7 @@ def test_kernels_compile_for_a_gpu(monkeypatch):
         _cuda_kernels.finish_rows: (f64, t.int64, f64, t.float64),
         _cuda_kernels.floor_queries: (f64, f64, i64, t.float64),
         _cuda_kernels.scale_queries: (f64, f64, i64, f64),
+        _cuda_kernels.weigh_deep_queries: (f64, f64, i64, t.int64, t.float64, f64),
         _cuda_kernels.widen: (t.float32[::1], f64, t.int32[::1]),
     }
     for kernel, signature in kernels.items():

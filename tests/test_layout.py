@@ -159,8 +159,8 @@ STABLE_INTERNALS = {
     "(PolicyEvaluator, its sample counts, the standardized "
     "metric's spread)",
     "gbdt_plrank._training.options": "the values an option takes (NOISES, HESSIAN_MODES)",
-    "gbdt_plrank._training.deep_weights": "the deep documents' weights of deep_weight and the "
-    "per-query softmax (deep_weights, placement_weights, log_softmax)",
+    "gbdt_plrank._training.deep_weights": "the deep documents' weights of deep_weight "
+    "(deep_weights, placement_weights)",
     "gbdt_plrank._training.fairness_spec": "a fairness term with its weight (FairnessSpec)",
     "gbdt_plrank._training.pirank_objective": "PiRank's Hessian modes (PIRANK_HESSIANS)",
     "gbdt_plrank._training.gpu": "the device check and the copy to the host (check_device, "
@@ -176,6 +176,8 @@ STABLE_INTERNALS = {
     "estimator's numbers",
     "gbdt_plrank._util.compat": "optional dependencies (is_installed, MissingDependencyError)",
     "gbdt_plrank._util.schema": "a value read as TOML reads it (toml_value)",
+    "gbdt_plrank._util.threads": "the OpenMP wait the package sets (OPENMP_WAIT, USER_WAIT), "
+    "recorded with every benchmark's environment",
     "gbdt_plrank.cli._argtypes": "the command line's list arguments (int_list, text_list)",
     "gbdt_plrank.clicks._click_model": "the position-based click model's likelihood "
     "(display_counts, likelihood_objective)",

@@ -1,4 +1,4 @@
-"""Importing the package sets OMP_WAIT_POLICY=PASSIVE, and warns when a booster came first."""
+"""Importing the package sets a short OpenMP wait, and warns when a booster came first."""
 
 from __future__ import annotations
 
@@ -8,11 +8,17 @@ import sys
 
 import pytest
 
+from gbdt_plrank._util.threads import OPENMP_WAIT, USER_WAIT
+
+SHOW = f"; import os; print(*(os.environ.get(k) for k in {('OMP_WAIT_POLICY', *OPENMP_WAIT)!r}))"
+#: What the package sets: no wait policy, a short spin (libgomp), no block time (LLVM/Intel).
+SET = "None 1000 0"
+
 
 def _import(code: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    clean = {k: v for k, v in os.environ.items() if k not in USER_WAIT}
     return subprocess.run(
-        [sys.executable, "-W", "always", "-c", code],
+        [sys.executable, "-W", "always", "-c", code + SHOW],
         env={**clean, **env},
         capture_output=True,
         text=True,
@@ -21,23 +27,26 @@ def _import(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("booster", ["xgboost", "lightgbm"])
-def test_a_booster_imported_first_without_the_policy_is_warned_about(booster):
-    out = _import(f"import {booster}, gbdt_plrank, os; print(os.environ['OMP_WAIT_POLICY'])")
-    assert out.stdout.strip() == "PASSIVE"
+def test_a_booster_imported_first_without_a_wait_is_warned_about(booster):
+    out = _import(f"import {booster}, gbdt_plrank")
+    assert out.stdout.strip() == SET
     assert (
-        f"RuntimeWarning: {booster} was imported before gbdt_plrank without OMP_WAIT_POLICY "
-        f"set" in out.stderr
+        f"RuntimeWarning: {booster} was imported before gbdt_plrank without an OpenMP wait set "
+        f"(OMP_WAIT_POLICY, GOMP_SPINCOUNT, KMP_BLOCKTIME)" in out.stderr
     )
+    assert "set GOMP_SPINCOUNT=1000 KMP_BLOCKTIME=0 in the environment" in out.stderr
     assert out.stderr.startswith("<string>:1:")  # points at the user's import
 
 
 @pytest.mark.parametrize(
-    ("code", "env", "policy"),
+    ("code", "env", "shown"),
     [
-        ("import gbdt_plrank, xgboost, lightgbm", {}, "PASSIVE"),  # package first
-        ("import xgboost, gbdt_plrank", {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # user's choice
+        ("import gbdt_plrank, xgboost, lightgbm", {}, SET),  # package first
+        ("import xgboost, gbdt_plrank", {"OMP_WAIT_POLICY": "PASSIVE"}, "PASSIVE None None"),
+        ("import lightgbm, gbdt_plrank", {"GOMP_SPINCOUNT": "50"}, "None 50 None"),
+        ("import xgboost, gbdt_plrank", {"KMP_BLOCKTIME": "5"}, "None None 5"),
     ],
 )
-def test_no_warning_when_the_policy_is_in_place(code, env, policy):
-    out = _import(code + "; import os; print(os.environ['OMP_WAIT_POLICY'])", **env)
-    assert out.stdout.strip() == policy and "RuntimeWarning" not in out.stderr
+def test_no_warning_and_the_users_wait_kept_when_one_is_in_place(code, env, shown):
+    out = _import(code, **env)
+    assert out.stdout.strip() == shown and "RuntimeWarning" not in out.stderr

@@ -38,7 +38,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from . import plrank, plrank_terms, streams, wide_margins
+from . import deep_weights, plrank, plrank_terms, streams, wide_margins
 from .samplers import LOG_FLOOR
 from .streams import NOISE_LATTICE
 from .wide_margins import _E_MIN
@@ -94,6 +94,7 @@ _rescale = _device(plrank_terms._rescale)
 _placed_terms = _device(plrank_terms._placed_terms)
 _unplaced_terms = _device(plrank_terms._unplaced_terms)
 _pool_query = _device(plrank.pool_query)
+_query_weights = _device(deep_weights.query_weights)
 
 
 @cuda.jit(device=True)
@@ -437,3 +438,18 @@ def scale_queries(grad, hess, group_ptr, weight):
     for d in range(group_ptr[q], group_ptr[q + 1]):
         grad[d] *= w
         hess[d] *= w
+
+
+@cuda.jit
+def weigh_deep_queries(margins, grad, group_ptr, K, cap, out):
+    """``grad[d] *= w_d``, the weights of ``deep_weight`` = ``cap`` at the training cut-off
+    ``K`` (``gbdt_plrank._kernels.deep_weights.query_weights``, scaled to keep each query's
+    sum of ``|grad|``), one thread per query; ``out`` (float64, ``(n,)``) holds the weights."""
+    q = cuda.grid(1)
+    if q >= group_ptr.shape[0] - 1:
+        return
+    lo = group_ptr[q]
+    hi = group_ptr[q + 1]
+    _query_weights(margins, grad, lo, hi, K, cap, True, out)
+    for d in range(lo, hi):
+        grad[d] *= out[d]

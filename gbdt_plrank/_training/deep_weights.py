@@ -25,46 +25,47 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._groups import filled_queries, row_queries
+from .._kernels import deep_weights as _kernels
 
-__all__ = ["deep_weights", "log_softmax", "placement_weights"]
+__all__ = ["deep_weights", "placement_weights"]
 
 
-def log_softmax(margins: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
-    r"""Each row's :math:`\log \rho_d`, its query's softmax of ``margins`` (the probability that
-    the Plackett-Luce policy places it first)."""
-    q = row_queries(group_ptr)
-    filled, starts = filled_queries(group_ptr)
-    top = np.zeros(group_ptr.shape[0] - 1)
-    top[filled] = np.maximum.reduceat(margins, starts)
-    shifted = margins - top[q]
-    total = np.ones_like(top)
-    total[filled] = np.add.reduceat(np.exp(shifted), starts)
-    return shifted - np.log(total)[q]
+def _checked(margins: np.ndarray, group_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``margins`` and ``group_ptr`` as the kernels take them, one margin per row (the kernels
+    do not check their bounds); ``K`` and ``cap`` are the option's, checked where it is set."""
+    margins = np.ascontiguousarray(margins, dtype=np.float64)
+    group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
+    if margins.shape != (group_ptr[-1],):
+        raise ValueError(
+            f"margins must have one value per row of the {group_ptr.shape[0] - 1} queries "
+            f"({group_ptr[-1]} rows), but its shape is {margins.shape}."
+        )
+    return margins, group_ptr
 
 
 def placement_weights(
     margins: np.ndarray, group_ptr: np.ndarray, *, K: int, cap: float
 ) -> np.ndarray:
-    r""":math:`1 / \operatorname{clip}(K_q \rho_d, 1/A, 1)` with :math:`A` = ``cap`` and
-    :math:`K_q = \min(K, D_q)` the places a ranking of query :math:`q` has: 1 for the documents
-    the policy likely places in the top ``K``, up to ``cap`` for the ones it places deep."""
-    rho = np.exp(log_softmax(margins, group_ptr))
-    places = np.minimum(K, np.diff(group_ptr))[row_queries(group_ptr)]
-    return 1.0 / np.clip(places * rho, 1.0 / cap, 1.0)
+    r""":math:`1 / \operatorname{clip}(K_q \rho_d, 1/A, 1)` with :math:`A` = ``cap``,
+    :math:`\rho_d` the softmax of ``margins`` within its query and :math:`K_q = \min(K, D_q)`
+    the places a ranking of query :math:`q` has: 1 for the documents the policy likely places in
+    the top ``K``, up to ``cap`` for the ones it places deep."""
+    margins, group_ptr = _checked(margins, group_ptr)
+    out = np.empty_like(margins)
+    _kernels.query_weights_groups(margins, margins, group_ptr, K, float(cap), False, out)
+    return out
 
 
 def deep_weights(
     margins: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, *, K: int, cap: float
 ) -> np.ndarray:
     r"""The weights :math:`w_d` of the module's formula: :func:`placement_weights` scaled within
-    each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|` for ``grad`` :math:`g` (1 in a
-    query whose gradient is 0)."""
-    w = placement_weights(margins, group_ptr, K=K, cap=cap)
-    q = row_queries(group_ptr)
-    n_queries = group_ptr.shape[0] - 1
-    size = np.abs(grad)
-    total = np.bincount(q, size, minlength=n_queries)
-    weighted = np.bincount(q, w * size, minlength=n_queries)
-    scale = np.divide(total, weighted, out=np.ones_like(total), where=weighted > 0)
-    return w * scale[q]
+    each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|` for ``grad`` :math:`g` (the
+    scale is 1 in a query whose gradient is 0)."""
+    margins, group_ptr = _checked(margins, group_ptr)
+    grad = np.ascontiguousarray(grad, dtype=np.float64)
+    if grad.shape != margins.shape:
+        raise ValueError(f"grad must have the shape of margins {margins.shape}, not {grad.shape}.")
+    out = np.empty_like(margins)
+    _kernels.query_weights_groups(margins, grad, group_ptr, K, float(cap), True, out)
+    return out

@@ -33,18 +33,14 @@ DEVICES = ("cpu", "cuda")
 _MAX_THREADS = 128
 
 
-def check_device(
-    device: object, *, sampler: str, fairness: str | None, deep_weight: float | str = 1.0
-) -> str:
+def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
     """``device`` checked; for ``"cuda"`` also that numba-cuda and a GPU are there.
 
     Raises
     ------
     ValueError
         For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"``, a
-        fairness term (the GPU kernels draw by the race and estimate the relevance terms only)
-        or a ``deep_weight`` above 1 (its weights are computed on the host; ``"auto"`` trains at
-        1.0 there).
+        fairness term (the GPU kernels draw by the race and estimate the relevance terms only).
     MissingDependencyError
         With ``"cuda"`` when numba-cuda is not installed.
     RuntimeError
@@ -62,11 +58,6 @@ def check_device(
         raise ValueError(
             f"fairness={fairness!r} is not available with device='cuda': the GPU kernels "
             f"estimate the relevance terms only; use device='cpu'."
-        )
-    if deep_weight not in ("auto", 1.0):
-        raise ValueError(
-            f"deep_weight={deep_weight!r} is not available with device='cuda': its weights are "
-            "computed on the host; use deep_weight=1.0 or device='cpu'."
         )
     require("numba_cuda", purpose="device='cuda'")
     cuda = _numba_cuda()
@@ -124,6 +115,12 @@ class CudaEstimate:
         The share of the queries a round estimates (:class:`~gbdt_plrank.PLRankOptions`): the
         CPU's ``gbdt_plrank._kernels.streams.kept_queries`` picks them, the others' blocks
         return at once and their rows are scaled to 0 with the query weights (a weight of 0).
+    deep_weight : float, default 1.0
+        The weight on the gradient of the documents placed deep
+        (:mod:`gbdt_plrank._training.deep_weights`, resolved), applied on the device as the
+        CPU objective applies it: after the Hessian is finished, before the query weights.
+    K : int, default 1
+        The training cut-off the deep documents' weights take (``deep_weight`` above 1).
     """
 
     def __init__(
@@ -137,6 +134,8 @@ class CudaEstimate:
         hessian: str,
         noise: str,
         query_subsample: float = 1.0,
+        deep_weight: float = 1.0,
+        K: int = 1,
     ) -> None:
         from .._kernels import cuda as _cuda_kernels
 
@@ -154,6 +153,8 @@ class CudaEstimate:
         self._active = cuda.to_device(active)
         self._active_host, self._query_weights = active, weights
         self.query_subsample = query_subsample
+        self.deep_weight, self.K = deep_weight, K
+        self._deep = cuda.device_array(n if deep_weight != 1.0 else 0, dtype=np.float64)
         self._theta = cuda.to_device(np.ascontiguousarray(theta, dtype=np.float64))
         self._index = cuda.to_device(np.arange(self.G, dtype=np.int64))
         self._weights = (
@@ -263,6 +264,10 @@ class CudaEstimate:
             if self.hessian in ("abs", "clip", "denoised"):
                 self._k.floor_queries[query_blocks, _MAX_THREADS](
                     grad, hess, self._ptr, CURVATURE_FLOOR
+                )
+            if self.deep_weight != 1.0:
+                self._k.weigh_deep_queries[query_blocks, _MAX_THREADS](
+                    m, grad, self._ptr, self.K, self.deep_weight, self._deep
                 )
             if weights is not None:
                 self._k.scale_queries[query_blocks, _MAX_THREADS](grad, hess, self._ptr, weights)

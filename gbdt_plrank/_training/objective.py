@@ -83,18 +83,12 @@ class PLRankObjective(BoosterObjective):
         device: str = "cpu",
     ) -> None:
         super().__init__()
-        self.device = check_device(
-            device,
-            sampler=options.sampler,
-            fairness=options.fairness,
-            deep_weight=options.deep_weight,
-        )
+        self.device = check_device(device, sampler=options.sampler, fairness=options.fairness)
         self.options = options
         self.metric = options.trained
         #: The weight on deep documents' gradients the rounds use: ``deep_weight`` resolved
-        #: (:attr:`~gbdt_plrank._training.options.PLRankOptions.training_deep_weight`), 1.0 for
-        #: ``"auto"`` on the GPU.
-        self.deep_weight = options.training_deep_weight if self.device == "cpu" else 1.0
+        #: (:attr:`~gbdt_plrank._training.options.PLRankOptions.training_deep_weight`).
+        self.deep_weight = options.training_deep_weight
         self.fairness = options.fairness_spec
         self.seed = check_seed("seed", seed)
         if n_jobs is not None:
@@ -236,6 +230,8 @@ class PLRankObjective(BoosterObjective):
                 hessian=self.options.training_hessian,
                 noise=self.options.noise,
                 query_subsample=self.options.query_subsample,
+                deep_weight=self.deep_weight,
+                K=self.metric.K,
             )
         if self.fairness is None:
             return state
@@ -569,7 +565,7 @@ def plrank_objective(
     ------
     ValueError
         For an option (:class:`~gbdt_plrank.PLRankOptions`) or ``device`` that breaks its rule
-        (``"cuda"`` refuses ``sampler="tree"``, ``fairness`` and ``deep_weight`` above 1) and
+        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and
         bad ``item_groups`` (missing ones and a wrong length at the first round).
     MissingDependencyError, RuntimeError
         With ``device="cuda"``: numba-cuda is not installed (an ImportError), no GPU is visible.

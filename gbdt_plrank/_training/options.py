@@ -219,8 +219,7 @@ class PLRankOptions(PLRankFields):
     def training_deep_weight(self) -> float:
         """``deep_weight`` resolved: a number as given; ``"auto"`` is
         :data:`~gbdt_plrank._training.options.AUTO_DEEP_WEIGHT` without ``fairness`` and 1.0
-        with it (a fairness term's training is measured with PL-Rank's own gradient). The GPU
-        trains ``"auto"`` at 1.0 (:class:`~gbdt_plrank.PLRankObjective`)."""
+        with it (a fairness term's training is measured with PL-Rank's own gradient)."""
         if self.deep_weight == "auto":
             return AUTO_DEEP_WEIGHT if self.fairness is None else 1.0
         return self.deep_weight
@@ -428,8 +427,8 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         \rho_d, 1/A, 1)`, :math:`\rho_d` the softmax of the query's margins, :math:`s_q` the
         scale that keeps the query's :math:`\sum |g|`. The weights are positive: the rounds
         still ascend PL-Rank's expected metric (the Hessian is kept). 1.0: PL-Rank's gradient.
-        ``"auto"``: {AUTO_DEEP_WEIGHT:g} without ``fairness``, 1.0 with it or on the GPU.
-        Boosted trees only; above 1 on the CPU only (:doc:`/research/per-round`).
+        ``"auto"``: {AUTO_DEEP_WEIGHT:g} without ``fairness``, 1.0 with it. Boosted trees only
+        (:doc:`/research/per-round`).
     """,
     ),
     "fairness": (

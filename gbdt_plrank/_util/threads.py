@@ -1,11 +1,15 @@
-"""Threads: the OpenMP wait policy, and how ``n_jobs`` becomes a thread count.
+"""Threads: the OpenMP wait, and how ``n_jobs`` becomes a thread count.
 
 Every boosting round alternates the booster's OpenMP threads with the objective's Numba
-threads. Threads that spin while they wait starve the other runtime (a round 10 to 20 times
-slower on a busy 2-core machine), so importing this module sets ``OMP_WAIT_POLICY=PASSIVE``
-unless the variable is already set. An OpenMP runtime reads it once, when it is loaded: a
-booster imported before the package without the variable keeps spinning, and the import warns.
-The package imports this module first.
+threads. OpenMP threads that spin long while they wait starve the other runtime (GNU libgomp's
+default spins about 300,000 times: a round 10 to 20 times slower on a busy 2-core machine), and
+threads that sleep at once (``OMP_WAIT_POLICY=PASSIVE``) make every parallel region of the
+boosters pay a wake-up (``LGBMRanker`` 2 to 4 times slower on LETOR on an idle machine). So
+importing this module sets :data:`OPENMP_WAIT`, a short spin, unless one of :data:`USER_WAIT` is
+already set; on a machine busy with other processes ``OMP_WAIT_POLICY=PASSIVE`` is faster, and a
+user sets it there (the performance guide's "Threads" has the measurements). An OpenMP runtime
+reads them once, when it is loaded: a booster imported before the package without them keeps
+its long spin, and the import warns. The package imports this module first.
 """
 
 from __future__ import annotations
@@ -19,27 +23,44 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-__all__ = ["booster_threads", "numba_threads", "passive_openmp", "thread_count"]
+__all__ = [
+    "OPENMP_WAIT",
+    "USER_WAIT",
+    "booster_threads",
+    "numba_threads",
+    "short_openmp_wait",
+    "thread_count",
+]
+
+#: The OpenMP wait the package sets: GNU libgomp's threads (XGBoost's, LightGBM's and Numba's
+#: on Linux) spin 1,000 times after a parallel region, then sleep; LLVM's and Intel's runtimes
+#: (``KMP_BLOCKTIME``, in ms) sleep at once, as with ``OMP_WAIT_POLICY=PASSIVE``.
+OPENMP_WAIT = {"GOMP_SPINCOUNT": "1000", "KMP_BLOCKTIME": "0"}
+
+#: The variables by which a user has chosen a wait: with any of them set, the package sets none.
+USER_WAIT = ("OMP_WAIT_POLICY", *OPENMP_WAIT)
 
 
-def passive_openmp() -> None:
-    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless it is set; warn if a booster is already loaded."""
-    if "OMP_WAIT_POLICY" in os.environ:
+def short_openmp_wait() -> None:
+    """Set :data:`OPENMP_WAIT` unless a variable of :data:`USER_WAIT` is set; warn if a booster
+    is already loaded."""
+    if any(name in os.environ for name in USER_WAIT):
         return
     loaded = [name for name in ("xgboost", "lightgbm", "catboost") if name in sys.modules]
     if loaded:
+        wait = " ".join(f"{name}={value}" for name, value in OPENMP_WAIT.items())
         warnings.warn(
-            f"{', '.join(loaded)} was imported before gbdt_plrank without OMP_WAIT_POLICY set, "
-            f"so its OpenMP threads spin while the PL-Rank objective runs (rounds measured 10 to "
-            f"20 times slower). Import gbdt_plrank first, or set OMP_WAIT_POLICY=PASSIVE in the "
-            f"environment.",
+            f"{', '.join(loaded)} was imported before gbdt_plrank without an OpenMP wait set "
+            f"({', '.join(USER_WAIT)}), so its OpenMP threads spin long while the PL-Rank "
+            f"objective runs (rounds measured 10 to 20 times slower). Import gbdt_plrank first, "
+            f"or set {wait} in the environment.",
             RuntimeWarning,
             stacklevel=4,  # the import of gbdt_plrank
         )
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ.update(OPENMP_WAIT)
 
 
-passive_openmp()  # numba loads no OpenMP runtime at import, only at its first parallel call
+short_openmp_wait()  # numba loads no OpenMP runtime at import, only at its first parallel call
 
 
 def thread_count(n_jobs: int | None) -> int:
