@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,7 @@ if __package__ in (None, ""):  # run as a script: this checkout's package, not a
 
 import gbdt_plrank  # noqa: F401  # isort: skip  (first: sets the OpenMP wait before a booster loads)
 
+from benchmarks.first_call import rankers
 from benchmarks.harness import environment, markdown_table
 from gbdt_plrank._util.threads import USER_WAIT
 from gbdt_plrank.cli._argtypes import text_list
@@ -48,33 +50,21 @@ WAITS = {
     "the package's (GOMP_SPINCOUNT=1000)": {},
 }
 
-#: The ranker classes at their defaults, as the fitting process builds them.
-RANKERS = {
-    "XGBRanker()": "xgboost.XGBRanker(n_jobs=2, random_state=1).fit(X, y, qid=qid)",
-    "LGBMRanker()": (
-        "lightgbm.LGBMRanker(n_jobs=2, random_state=1, verbose=-1).fit(X, y, group=sizes)"
-    ),
-    "PLRankRanker()": "PLRankRanker(n_jobs=2, random_state=1).fit(X, y, group=qid)",
-    "PLRankRanker(backend='lightgbm')": (
-        "PLRankRanker(backend='lightgbm', n_jobs=2, random_state=1).fit(X, y, group=qid)"
-    ),
-}
+#: The ranker classes at their defaults, as the first call fits them
+#: (:func:`benchmarks.first_call.fit_predict`).
+RANKERS = tuple(rankers([]))
 
 _FIT = """
-import json, os, sys, time
+import json, os, time
 import gbdt_plrank
-import lightgbm, numpy as np, xgboost
-from gbdt_plrank import PLRankRanker
+from benchmarks.first_call import fit_predict, rankers
 train = gbdt_plrank.load_dataset({data!r}, fold=1).train
-X, y, qid = train.X, train.y, train.qid
-sizes = np.unique(qid, return_counts=True)[1]
-PLRankRanker(n_estimators=2).fit(X, y, group=qid)  # the kernels compiled or loaded
+fit_predict("xgboost", {{"n_estimators": 2}}, train, train, seed=1, threads=2)  # kernels loaded
 seconds = {{}}
 for _ in range({repeats}):
-    for name, fit in {fits}.items():
-        start = time.perf_counter()
-        eval(fit)
-        seconds[name] = min(seconds.get(name, float("inf")), time.perf_counter() - start)
+    for name, (kind, params) in rankers([]).items():
+        _, took = fit_predict(kind, params, train, train, seed=1, threads=2)
+        seconds[name] = min(seconds.get(name, float("inf")), took)
 wait = {{k: os.environ[k] for k in {user_wait!r} if k in os.environ}}
 print(json.dumps({{"seconds": seconds, "wait": wait}}))
 """
@@ -87,10 +77,8 @@ def measure_wait(
     dataset name or folder of :func:`gbdt_plrank.load_dataset`), in a process started with
     ``wait`` (and none of :data:`USER_WAIT` inherited), with ``busy`` spinning processes beside
     it; and the variables of :data:`USER_WAIT` that process trained with."""
-    import os
-
     env = {k: v for k, v in os.environ.items() if k not in USER_WAIT} | wait
-    code = _FIT.format(data=data, repeats=repeats, fits=repr(RANKERS), user_wait=USER_WAIT)
+    code = _FIT.format(data=data, repeats=repeats, user_wait=USER_WAIT)
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         done = subprocess.run(

@@ -31,7 +31,6 @@ __all__ = [
     "Split",
     "boundaries",
     "drop_group_column",
-    "filled_queries",
     "hold_out_queries",
     "query_rows",
     "ranker_group",
@@ -56,14 +55,6 @@ def row_queries(group_ptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(group_ptr.shape[0] - 1, dtype=np.int64), np.diff(group_ptr))
 
 
-def filled_queries(group_ptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The indices of the queries that have rows, and their first rows: the ``indices`` for a
-    per-query ``np.ufunc.reduceat`` (over every query's start it would reduce an empty query
-    over its neighbour's first row)."""
-    filled = np.flatnonzero(np.diff(group_ptr) > 0)
-    return filled, group_ptr[filled]
-
-
 def within_query_spread(values: np.ndarray, group_ptr: np.ndarray) -> float:
     r"""Root mean within-query variance of ``values`` over the queries of two or more rows.
 
@@ -84,9 +75,11 @@ def within_query_spread(values: np.ndarray, group_ptr: np.ndarray) -> float:
 def widest_query(values: np.ndarray, group_ptr: np.ndarray) -> tuple[int, float]:
     """The query whose ``values`` span the most (max minus min) and that span; ``(-1, 0.0)``
     without rows. O(n)."""
-    filled, starts = filled_queries(group_ptr)
+    sizes = np.diff(group_ptr)
+    filled = np.flatnonzero(sizes > 0)
     if not filled.size:
         return -1, 0.0
+    starts = group_ptr[filled]
     span = np.maximum.reduceat(values, starts) - np.minimum.reduceat(values, starts)
     i = int(np.argmax(span))
     return int(filled[i]), float(span[i])

@@ -39,8 +39,9 @@ def query_weights(margins, grad, lo, hi, K, cap, scaled, out):
         w = 1.0 / min(max(places * out[d], floor), 1.0)
         out[d] = w
         if scaled:
-            size += abs(grad[d])
-            weighted += w * abs(grad[d])
+            g = abs(grad[d])
+            size += g
+            weighted += w * g
     if scaled and weighted > 0.0:
         scale = size / weighted
         for d in range(lo, hi):

@@ -39,7 +39,7 @@ def check_device(device: object, *, sampler: str, fairness: str | None) -> str:
     Raises
     ------
     ValueError
-        For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"``, a
+        For a device other than :data:`DEVICES`, and with ``"cuda"`` for ``sampler="tree"`` or a
         fairness term (the GPU kernels draw by the race and estimate the relevance terms only).
     MissingDependencyError
         With ``"cuda"`` when numba-cuda is not installed.

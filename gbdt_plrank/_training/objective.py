@@ -565,8 +565,8 @@ def plrank_objective(
     ------
     ValueError
         For an option (:class:`~gbdt_plrank.PLRankOptions`) or ``device`` that breaks its rule
-        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and
-        bad ``item_groups`` (missing ones and a wrong length at the first round).
+        (``"cuda"`` refuses ``sampler="tree"`` and ``fairness``) and bad ``item_groups`` (missing
+        ones and a wrong length at the first round).
     MissingDependencyError, RuntimeError
         With ``device="cuda"``: numba-cuda is not installed (an ImportError), no GPU is visible.
     """

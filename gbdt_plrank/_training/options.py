@@ -95,7 +95,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 DeepWeight = Annotated[float, Field(ge=1, allow_inf_nan=False)]
 
 #: ``deep_weight="auto"`` (:class:`~gbdt_plrank.PLRankRanker`'s default) without a fairness
-#: term, on the CPU: the most a deep document's gradient is weighted up. Chosen on the first
+#: term: the most a deep document's gradient is weighted up. Chosen on the first
 #: call's validation queries, where it was level with or ahead of 1 (PL-Rank's own gradient) in
 #: every cell of the web data, the MSLR sample and LETOR, at NDCG@5 and @10 on both boosters
 #: (:doc:`/guide/performance`, "The first call"; :doc:`/research/per-round`).
