@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import (
     RANKER,
+    SHALLOW_QUERIES,
     Backend,
     BoosterSettings,
     Plan,
@@ -34,6 +35,7 @@ from ._backends import (
     Split,
     Trained,
     backend_of_booster,
+    holds_out_automatically,
     query_weights,
 )
 from ._groups import (
@@ -59,7 +61,57 @@ from ._util.validation import (
     check_verbose,
 )
 
-__all__ = ["PolicyRanker", "check_early_stopping"]
+__all__ = ["HoldOut", "PolicyRanker", "check_early_stopping"]
+
+
+@dataclass(frozen=True)
+class HoldOut:
+    """A fit watches a random ``fraction`` of its training queries, drawn with ``seed``, in
+    place of an eval set (``early_stopping=True``); with ``automatic``
+    (``early_stopping="auto"``) only where :func:`~gbdt_plrank._backends.holds_out_automatically`
+    finds the training queries many and shallow, and the fit otherwise trains every round on
+    every query."""
+
+    fraction: float
+    seed: int
+    automatic: bool = False
+    #: ``fit``'s own patience, which an automatic hold-out that does not apply refuses.
+    early_stopping_rounds: int | None = None
+
+    def applies(self, data: Split) -> bool:
+        """Whether to hold out a share of ``data``, the training split.
+
+        Raises
+        ------
+        ValueError
+            Where an automatic one does not apply and ``fit`` was given a patience, which
+            would have nothing to watch.
+        """
+        n, documents = data.n_queries, data.y.shape[0]
+        if not self.automatic or holds_out_automatically(n_queries=n, n_documents=documents):
+            return True
+        if self.early_stopping_rounds is not None:
+            raise ValueError(
+                f"early_stopping_rounds={self.early_stopping_rounds} needs a validation set, "
+                f"and early_stopping='auto' holds none out of these {n} training queries of "
+                f"{documents / max(n, 1):.3g} documents on average (it does from "
+                f"{SHALLOW_QUERIES['queries']} queries of at most "
+                f"{SHALLOW_QUERIES['mean_documents']} on average): pass "
+                f"eval_set=[(X_val, y_val, group_val)], or early_stopping=True to hold out a "
+                f"share of the training queries."
+            )
+        return False
+
+
+#: The parameters that only shape early stopping (the idle ones are named where an automatic
+#: hold-out does not apply).
+_STOPPING_PARAMETERS = (
+    "min_rounds",
+    "min_delta",
+    "patience_rate",
+    "stopping_metric",
+    "validation_fraction",
+)
 
 
 def _same(value: object, default: object) -> bool:
@@ -137,13 +189,14 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         eval_set: Sequence[tuple[Any, ...]] | None,
         item_groups: Any = None,
         sample_weight: Any = None,
-        hold_out: tuple[float, int] | None = None,
+        hold_out: HoldOut | None = None,
     ) -> Any:
         """Train on ``(X, y, group)`` watching ``eval_set``; return ``self``, fitted.
 
-        ``options`` are the fit's checked options, from which ``plan`` was built. ``hold_out``
-        is ``(fraction, seed)`` where the watched set is a random share of the training queries
-        instead (:func:`~gbdt_plrank._groups.hold_out_queries`), which are then not trained on.
+        ``options`` are the fit's checked options, from which ``plan`` was built. With
+        ``hold_out`` the watched set is a random share of the training queries instead
+        (:func:`~gbdt_plrank._groups.hold_out_queries`), which are then not trained on; where
+        an automatic one does not apply to the data, ``plan`` trains every round without it.
         """
         column = group if isinstance(group, str) else None
         X, group = ranker_group(X, group)
@@ -151,10 +204,17 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             X, y, group, item_groups, options=options, reset=True, sample_weight=sample_weight
         )
         evals = [self._eval_data(i, item, options, column) for i, item in enumerate(eval_set or ())]
-        if hold_out is not None:
-            fraction, seed = hold_out
-            data, held = hold_out_queries(data, fraction=fraction, seed=seed)
+        if hold_out is not None and hold_out.applies(data):
+            data, held = hold_out_queries(data, fraction=hold_out.fraction, seed=hold_out.seed)
             evals = [held]
+        elif hold_out is not None:
+            plan = replace(plan, early_stopping_rounds=None)
+            self._warn_idle_parameters(
+                options,
+                eval_set=None,
+                early_stopping_rounds=None,
+                names=_STOPPING_PARAMETERS,
+            )
         trained = backend.train(settings, data, evals, plan)
         self.group_column_ = column
         self._keep(trained, plan=plan, n_queries=data.n_queries)
@@ -294,8 +354,10 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
         eval_set: object,
         early_stopping_rounds: object,
         held_out: bool = False,
+        names: Sequence[str] | None = None,
     ) -> None:
-        """Warn about each parameter set away from its default that this fit does not use.
+        """Warn about each parameter set away from its default that this fit does not use
+        (among ``names``; None: all).
 
         As scikit-learn's estimators do (``LogisticRegression(l1_ratio=0.5)`` without the
         elastic net): a UserWarning naming the parameter, its value and why it has no effect.
@@ -323,8 +385,8 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             ),
             "validation_fraction": (
                 not held_out,
-                "it sizes the training queries early_stopping=True holds out when fit gets no "
-                "eval_set",
+                "it sizes the training queries early_stopping holds out when fit gets no "
+                "eval_set, and this fit holds none out",
             ),
             "fairness_weight": (
                 options.fairness is None,
@@ -332,7 +394,7 @@ class PolicyRanker(PolicyMethods, BaseEstimator):
             ),
         }
         for name, (unused, why) in idle.items():
-            if name in given and unused:
+            if name in given and unused and (names is None or name in names):
                 warnings.warn(
                     f"{name}={given[name]!r} has no effect in this fit: {why}.",
                     UserWarning,

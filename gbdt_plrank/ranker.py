@@ -45,7 +45,7 @@ from ._backends import (
     RankerParameters,
     Trained,
 )
-from ._estimator import PolicyRanker
+from ._estimator import HoldOut, PolicyRanker
 from ._training.objective import PLRankObjective
 from ._training.options import DEFAULTS, PLRankOptions, option_docs
 from ._training.plrank_grad_hess import kept_query_counts
@@ -117,9 +117,8 @@ class PLRankRanker(PolicyRanker):
         metric@K (minus ``fairness_weight`` times the fairness loss with ``fairness``),
         ``"standardized"`` the same for the margins scaled to a within-query spread of 3,
         ``"ranking"`` the metric@K of the ranking by score; ``"auto"`` is ``"standardized"``
-        (``"policy"`` with ``fairness``; ``"ranking"`` for
-        :class:`~gbdt_plrank.dask.DaskPLRankRanker`). Why: :doc:`/guide/boosters`, "Early
-        stopping on the policy".
+        (``"policy"`` with ``fairness``; ``"ranking"`` on Dask). Why: :doc:`/guide/boosters`,
+        "Early stopping on the policy".
     min_rounds : int or "auto", default "auto"
         With early stopping, no round before this one is kept or counted; ``"auto"`` is
         :func:`~gbdt_plrank.min_rounds_for` of the learning rate the booster trains with,
@@ -133,10 +132,11 @@ class PLRankRanker(PolicyRanker):
         (best_round + 1)))`` rounds after the best (0-based) round; 0 is a fixed patience, each
         library's own rule. The stopping rule and why: :doc:`/guide/boosters`, "No round kept
         before 2 / eta".
-    early_stopping : bool, default False
-        Stop early (patience ``early_stopping_rounds``, else 10) on ``eval_set`` or, without
-        one, on a random ``validation_fraction`` of the training queries held out (as
-        ``HistGradientBoosting*``). Where it pays: :doc:`/guide/ranker`, "Early stopping".
+    early_stopping : "auto" or bool, default "auto"
+        True: stop early (patience ``early_stopping_rounds``, else 10) on ``eval_set``, or on a
+        random held-out ``validation_fraction`` of the training queries; ``"auto"``: hold out
+        only 200 or more queries of at most 64 documents on average, without ``fairness`` or
+        an ``eval_set``. Why: :doc:`/guide/ranker`, "Early stopping".
     validation_fraction : float, default 0.1
         The share of the training queries ``early_stopping`` holds out, in (0, 1).
     random_state : int, RandomState or None, default None
@@ -145,20 +145,20 @@ class PLRankRanker(PolicyRanker):
         shuffled or interleaved). ``None`` draws fresh seeds on every fit.
     params : dict or None, default None
         Further native parameters of the backend, applied after the settings above (e.g.
-        ``{"tree_method": "approx"}``); the objective, the evaluation metric and the number of
-        rounds are the ranker's. Other keys are passed unchanged (XGBoost warns about keys it
-        does not use, LightGBM only when its log is on).
+        ``{"tree_method": "approx"}``); the objective, evaluation metric and rounds are the
+        ranker's. Other keys pass unchanged (XGBoost warns of keys it does not use).
     verbose : bool or int, default False
-        ``True`` or N >= 1 prints the eval sets' values every N rounds (``True``: every round)
-        in the booster's own format, or without ``eval_set`` shows a progress bar of the rounds
-        on stderr; ``False``, 0 or a negative integer is quiet. On a Dask cluster the workers
-        print, and there is no bar.
+        ``True`` (every round) or N >= 1 prints the eval sets' values every N rounds in the
+        booster's format, or without ``eval_set`` shows a progress bar on stderr; ``False``, 0
+        or a negative integer is quiet. On a Dask cluster the workers print, without a bar.
 
     Attributes
     ----------
     booster_ : xgboost.Booster or lightgbm.Booster
         The trained booster, holding exactly the rounds :meth:`predict` uses (up to the best
         round under early stopping); it saves and loads with the library's own functions.
+    do_early_stopping_ : bool
+        Whether the fit stopped early (on an eval set or held-out training queries).
     best_iteration_ : int or None
         0-based best round under early stopping, else ``None``.
     evals_result_ : dict
@@ -293,7 +293,7 @@ class PLRankRanker(PolicyRanker):
             and ``early_stopping_rounds`` with nothing to watch.
         """
         backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
-        holds_out = self._holds_out(eval_set)
+        holds_out = self._holds_out(eval_set, options)
         return self._train(
             BACKENDS[backend],
             settings,
@@ -305,17 +305,32 @@ class PLRankRanker(PolicyRanker):
             eval_set,
             item_groups=item_groups,
             sample_weight=sample_weight,
-            hold_out=(self.validation_fraction, settings.seed) if holds_out else None,
+            hold_out=(
+                HoldOut(
+                    self.validation_fraction,
+                    settings.seed,
+                    automatic=self.early_stopping == "auto",
+                    early_stopping_rounds=early_stopping_rounds,
+                )
+                if holds_out
+                else None
+            ),
         )
 
-    def _holds_out(self, eval_set: object) -> bool:
-        """Whether the fit watches a held-out share of its training queries (early stopping
-        without an eval set)."""
-        return bool(self.early_stopping) and not eval_set
+    def _holds_out(self, eval_set: object, options: PLRankOptions) -> bool:
+        """Whether the fit may watch a held-out share of its training queries: without an eval
+        set, with ``early_stopping=True``, or ``"auto"`` without fairness (where
+        :class:`~gbdt_plrank._estimator.HoldOut` then looks at the data)."""
+        if eval_set:
+            return False
+        if self.early_stopping == "auto":
+            return options.fairness is None
+        return bool(self.early_stopping)
 
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes; warn when no tree has a split."""
         super()._keep(trained, plan=plan, n_queries=n_queries)
+        self.do_early_stopping_ = plan.early_stopping_rounds is not None
         if not self.feature_importances_.any():
             rounds = BACKENDS[self.backend].boosted_rounds(trained.booster)
             hint = self._subsample_hint(plan.objective, rounds=rounds, n_queries=n_queries)
@@ -392,9 +407,12 @@ class PLRankRanker(PolicyRanker):
             },
             early_stopping_rounds=early_stopping_rounds,
         )
-        if parameters.early_stopping and parameters.early_stopping_rounds is None:
-            parameters = parameters.model_copy(update={"early_stopping_rounds": HELD_OUT_PATIENCE})
         options = self._options()
+        held_out = self._holds_out(eval_set, options)
+        if (
+            parameters.early_stopping is True or held_out
+        ) and parameters.early_stopping_rounds is None:
+            parameters = parameters.model_copy(update={"early_stopping_rounds": HELD_OUT_PATIENCE})
         plan, booster_seed = self._plan(
             options,
             parameters,
@@ -403,7 +421,7 @@ class PLRankRanker(PolicyRanker):
             stopping_metric=parameters.stopping_metric,
             objective_type=self._objective_type,
             device=self.device,
-            held_out=self._holds_out(eval_set),
+            held_out=held_out,
         )
         return parameters.backend, self._settings(booster_seed), plan, options
 

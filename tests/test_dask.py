@@ -532,6 +532,19 @@ def test_early_stopping_without_an_eval_set_is_refused_before_any_work():
         )
 
 
+def test_auto_early_stopping_trains_every_round_on_dask(client):
+    """early_stopping="auto" holds nothing out on Dask: on 200 shallow queries, where one
+    process holds out a tenth and stops, the Dask ranker trains all its rounds."""
+    X, y, qid = _data(n_queries=200)
+    options = {"K": 5, "N": 5, "n_estimators": 25, "learning_rate": 0.5, "random_state": 0}
+    local = PLRankRanker(**options).fit(X, y, group=qid)
+    assert local.do_early_stopping_ and local.booster_.num_boosted_rounds() < 25
+    Xa, ya, qa = _spread(client, *align_queries(*_dask(X, y, qid, 800)))
+    ranker = DaskPLRankRanker(**options).fit(Xa, ya, group=qa)
+    assert ranker.early_stopping == "auto" and not ranker.do_early_stopping_
+    assert ranker.best_iteration_ is None and ranker.booster_.num_boosted_rounds() == 25
+
+
 def test_policy_stopping_is_refused_before_any_work():
     X, y, qid = _data(n_queries=5)
     with pytest.raises(ValueError, match=r"stopping_metric='policy' is not supported on Dask"):

@@ -146,6 +146,87 @@ def test_early_stopping_without_an_eval_set_holds_out_training_queries(backend, 
     np.testing.assert_array_equal(watched.predict(test.X), stopped_on(train, vali).predict(test.X))
 
 
+def _queries(n_queries: int, documents: int, seed: int = 0) -> Split:
+    """``n_queries`` synthetic queries of ``documents`` rows each (graded labels from a linear
+    score plus noise)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * documents, 4))
+    y = np.clip(np.round(X[:, 0] + X[:, 1] + rng.normal(size=X.shape[0])), 0, 3)
+    return Split(X, y, np.repeat(np.arange(n_queries), documents))
+
+
+def test_early_stopping_auto_holds_out_on_many_shallow_queries_only():
+    """The rule of early_stopping="auto": at least 200 training queries of at most 64
+    documents on average hold out, as early_stopping=True; one query fewer or one document more
+    on average trains every round, as early_stopping=False."""
+    from gbdt_plrank._backends import SHALLOW_QUERIES, holds_out_automatically
+
+    assert SHALLOW_QUERIES == {"queries": 200, "mean_documents": 64}
+    assert holds_out_automatically(n_queries=200, n_documents=200 * 64)
+    assert holds_out_automatically(n_queries=10_000, n_documents=10_000)
+    assert not holds_out_automatically(n_queries=199, n_documents=199 * 2)
+    assert not holds_out_automatically(n_queries=200, n_documents=200 * 64 + 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_early_stopping_auto_is_true_on_shallow_queries_and_false_elsewhere(backend):
+    """PLRankRanker() without an eval set holds out a tenth of many shallow training queries
+    (the same fit as early_stopping=True) and trains every round on few or deep ones, with
+    fairness or with an eval set (the same fit as early_stopping=False); do_early_stopping_
+    says which."""
+    options = {"backend": backend, "n_estimators": 30, "learning_rate": 0.3, **FAST}
+
+    def fits(data: Split, **more: object) -> list[PLRankRanker]:
+        return [
+            PLRankRanker(early_stopping=value, **options, **more).fit(
+                data.X, data.y, group=data.qid
+            )
+            for value in ("auto", True, False)
+        ]
+
+    def same(a: PLRankRanker, b: PLRankRanker, data: Split) -> None:
+        assert a.do_early_stopping_ == b.do_early_stopping_
+        assert a.best_iteration_ == b.best_iteration_ and a.evals_result_ == b.evals_result_
+        np.testing.assert_array_equal(a.predict(data.X), b.predict(data.X))
+
+    shallow = _queries(200, 5)
+    auto, true, false = fits(shallow)
+    same(auto, true, shallow)
+    assert auto.do_early_stopping_ and auto.best_iteration_ is not None
+    assert len(auto.evals_result_["valid_0"]["ndcg@5"]) > auto.best_iteration_
+    assert not false.do_early_stopping_ and false.best_iteration_ is None
+    for data in (_queries(199, 5), _queries(200, 65, seed=1)):
+        auto, _, false = fits(data)
+        same(auto, false, data)
+        assert not auto.do_early_stopping_ and auto.evals_result_ == {}
+    # fit's own patience: the held-out queries' where "auto" holds out, refused where it does not
+    patient = [
+        PLRankRanker(early_stopping=value, **options).fit(
+            shallow.X, shallow.y, group=shallow.qid, early_stopping_rounds=3
+        )
+        for value in ("auto", True)
+    ]
+    same(*patient, shallow)
+    few = _queries(199, 5)
+    refused = (
+        "early_stopping_rounds=3 needs a validation set, and early_stopping='auto' holds none "
+        "out of these 199 training queries of 5 documents on average"
+    )
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        PLRankRanker(**options).fit(few.X, few.y, group=few.qid, early_stopping_rounds=3)
+    auto, _, false = fits(shallow, fairness="expected-exposure")
+    same(auto, false, shallow)
+    watched = [
+        PLRankRanker(early_stopping=value, **options).fit(
+            shallow.X, shallow.y, group=shallow.qid, eval_set=[(shallow.X, shallow.y, shallow.qid)]
+        )
+        for value in ("auto", False)
+    ]
+    same(*watched, shallow)
+    assert not watched[0].do_early_stopping_
+    assert len(watched[0].evals_result_["valid_0"]["ndcg@5"]) == 30
+
+
 def test_hold_out_queries_draws_whole_queries():
     """The held-out share: round(fraction * n) whole queries (at least 1, at most n - 1), each
     part in query order with its rows, item groups, base margins and query weights (none on
@@ -188,11 +269,12 @@ def test_hold_out_queries_draws_whole_queries():
 
 
 def test_early_stopping_rules_and_the_idle_validation_fraction(mq):
-    """early_stopping is True or False and validation_fraction in (0, 1), each refused by name;
-    validation_fraction set while nothing is held out warns that it has no effect."""
+    """early_stopping is "auto", True or False and validation_fraction in (0, 1), each refused
+    by name; validation_fraction set while nothing is held out (early_stopping="auto" on few
+    queries too) warns that it has no effect."""
     train, vali, _ = mq
     for given, message in (
-        ({"early_stopping": 1}, "early_stopping must be True or False, but 1 is given."),
+        ({"early_stopping": 1}, "early_stopping must be 'auto', True or False, but 1 is given."),
         ({"validation_fraction": 1.0}, "validation_fraction must be a number in (0, 1), but 1.0"),
         ({"validation_fraction": 0}, "validation_fraction must be a number in (0, 1), but 0"),
     ):
@@ -201,6 +283,7 @@ def test_early_stopping_rules_and_the_idle_validation_fraction(mq):
     idle = "validation_fraction=0.2 has no effect in this fit: it sizes the training queries"
     for extra, fit in (
         ({}, {}),
+        ({"early_stopping": False}, {}),
         ({"early_stopping": True}, {"eval_set": [(vali.X, vali.y, vali.qid)]}),
     ):
         with pytest.warns(UserWarning, match=re.escape(idle)) as caught:

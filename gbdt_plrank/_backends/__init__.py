@@ -47,11 +47,13 @@ from ._parameters import (
     RANKER,
     RANKER_BACKENDS,
     ROUNDS,
+    SHALLOW_QUERIES,
     STOPPING_METRICS,
     TREE_SETTINGS,
     RankerParameters,
     Rounds,
     check_parameter,
+    holds_out_automatically,
 )
 from ._stopping import EarlyStopper
 from ._torch import TorchBackend
@@ -65,6 +67,7 @@ __all__ = [
     "RANKER",
     "RANKER_BACKENDS",
     "ROUNDS",
+    "SHALLOW_QUERIES",
     "STOPPING_METRICS",
     "TREE_SETTINGS",
     "Backend",
@@ -90,6 +93,7 @@ __all__ = [
     "checked_queries",
     "eval_name",
     "group_indices",
+    "holds_out_automatically",
     "metric_name",
     "progress",
     "query_weights",

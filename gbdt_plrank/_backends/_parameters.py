@@ -31,12 +31,14 @@ __all__ = [
     "RANKER",
     "RANKER_BACKENDS",
     "ROUNDS",
+    "SHALLOW_QUERIES",
     "STOPPING_METRICS",
     "TREE_SETTINGS",
     "RankerParameters",
     "Rounds",
     "TreeRules",
     "check_parameter",
+    "holds_out_automatically",
 ]
 
 #: The backends that take a callable objective (CatBoost has no hook for one).
@@ -87,7 +89,10 @@ _FINITE_NON_NEGATIVE_FROM_ZERO = Field(
 )
 MinDelta = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
 PatienceRate = Annotated[float, _FINITE_NON_NEGATIVE_FROM_ZERO]
-EarlyStopping = Annotated[bool, Field(default=False, strict=True, description="True or False")]
+EarlyStopping = Annotated[
+    Literal["auto"] | Annotated[bool, Field(strict=True)],
+    Field(default="auto", description="'auto', True or False"),
+]
 ValidationFraction = Annotated[
     float, Field(default=0.1, gt=0, lt=1, allow_inf_nan=False, description="a number in (0, 1)")
 ]
@@ -157,13 +162,33 @@ PATIENCE_RATE = 0.5
 HELD_OUT_PATIENCE = 10
 
 
+#: ``early_stopping="auto"`` holds out a share of the training queries when there are at least
+#: ``queries`` of them (so that the held-out tenth holds at least 20) and they hold at most
+#: ``mean_documents`` documents each on average: shallow queries, as LETOR's (20 and 41), where
+#: PL-Rank peaks within the default rounds; web-shaped queries (100 and more) are still improving
+#: at the last round, so a held-out share costs them more than it saves
+#: (:doc:`/guide/performance`, "The first call").
+SHALLOW_QUERIES = {"queries": 200, "mean_documents": 64}
+
+
+def holds_out_automatically(*, n_queries: int, n_documents: int) -> bool:
+    """Whether ``early_stopping="auto"`` holds out a share of ``n_queries`` training queries of
+    ``n_documents`` documents in all: at least ``SHALLOW_QUERIES["queries"]`` queries of at most
+    ``SHALLOW_QUERIES["mean_documents"]`` documents on average."""
+    return (
+        n_queries >= SHALLOW_QUERIES["queries"]
+        and n_documents <= SHALLOW_QUERIES["mean_documents"] * n_queries
+    )
+
+
 class RankerParameters(TreeRules, Rounds):
     """The tree and stopping parameters of :class:`~gbdt_plrank.PLRankRanker`, with its
     defaults (``n_estimators=150``, ``learning_rate=0.2``, ``min_child_weight=1.0``,
-    ``reg_lambda=1.0``, ``min_rounds="auto"``, ``patience_rate=PATIENCE_RATE``): checked at
+    ``reg_lambda=1.0``, ``min_rounds="auto"``, ``patience_rate=PATIENCE_RATE``,
+    ``early_stopping="auto"``): checked at
     once by ``fit``, with ``fit``'s ``early_stopping_rounds``. The rounds, rate and leaf
-    penalties were chosen on validation against ``XGBRanker()`` and ``LGBMRanker()`` at their
-    defaults (:doc:`/guide/performance`, "The first call")."""
+    penalties and the automatic early stopping were chosen on validation against ``XGBRanker()``
+    and ``LGBMRanker()`` at their defaults (:doc:`/guide/performance`, "The first call")."""
 
     backend: Backend
     n_estimators: NEstimators = 150

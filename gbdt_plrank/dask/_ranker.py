@@ -10,6 +10,7 @@ import numpy as np
 
 from .._groups import drop_group_column, ranker_group
 from .._training.fairness_spec import item_groups_needed
+from .._training.options import PLRankOptions
 from .._util.compat import require
 from .._util.validation import MAX_EXP_LABEL, check_item_groups
 from ..ranker import PLRankRanker
@@ -112,7 +113,9 @@ class DaskPLRankRanker(PLRankRanker):
     early stopping watches it: ``stopping_metric="auto"`` is ``"ranking"`` here, ``"policy"`` and
     ``"standardized"`` are refused, and eval sets need ``metric="ndcg"``. With
     ``fairness="group-disparity"`` the item groups travel to the workers with their rows
-    (``fit(item_groups=)``, XGBoost only). With ``backend="lightgbm"`` early stopping is not
+    (``fit(item_groups=)``, XGBoost only). Nothing is held out of the training queries:
+    ``early_stopping=True`` needs an eval set, and ``"auto"`` trains every round without one.
+    With ``backend="lightgbm"`` early stopping is not
     available (``lightgbm.dask`` has none), and ``evals_result_`` holds what ``lightgbm.dask``
     reports: NDCG@K of the eval rows held by the worker whose model is returned, not of the whole
     eval set (XGBoost's is of the whole set).
@@ -124,9 +127,10 @@ class DaskPLRankRanker(PLRankRanker):
     _objective_type = KeyedPLRankObjective
     _trainer = "dask"
 
-    def _holds_out(self, eval_set: object) -> bool:
-        """Never: ``early_stopping=True`` needs an ``eval_set`` on Dask."""
-        if self.early_stopping and not eval_set:
+    def _holds_out(self, eval_set: object, options: PLRankOptions) -> bool:
+        """Never: ``early_stopping=True`` needs an ``eval_set`` on Dask (``"auto"`` trains
+        every round without one)."""
+        if self.early_stopping is True and not eval_set:
             raise ValueError(
                 "early_stopping=True needs an eval_set on Dask: holding out a share of the "
                 "training queries would split the workers' partitions, so pass "
