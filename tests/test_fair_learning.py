@@ -48,6 +48,7 @@ def test_fairness_objective_lowers_exposure_loss(mq2008, backend):
         "num_leaves": 15,
         "random_state": 0,
         "n_jobs": 1,
+        "early_stopping": False,  # both train 40 rounds ("auto" stops the relevance one here)
     }
     relevance = PLRankRanker(**common).fit(train.X, train.y, group=train.qid)
     fair = PLRankRanker(**common, fairness="expected-exposure", fairness_weight=3.0)
