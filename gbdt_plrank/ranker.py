@@ -327,10 +327,15 @@ class PLRankRanker(PolicyRanker):
             return options.fairness is None
         return bool(self.early_stopping)
 
+    @property
+    def do_early_stopping_(self) -> bool:
+        """Whether the fit stopped early, on an eval set or on held-out training queries (then
+        ``best_iteration_`` holds the kept round; scikit-learn's ``HistGradientBoosting*`` name)."""
+        return self.best_iteration_ is not None
+
     def _keep(self, trained: Trained, *, plan: Plan, n_queries: int) -> None:
         """Store the fitted attributes; warn when no tree has a split."""
         super()._keep(trained, plan=plan, n_queries=n_queries)
-        self.do_early_stopping_ = plan.early_stopping_rounds is not None
         if not self.feature_importances_.any():
             rounds = BACKENDS[self.backend].boosted_rounds(trained.booster)
             hint = self._subsample_hint(plan.objective, rounds=rounds, n_queries=n_queries)
