@@ -292,8 +292,7 @@ class PLRankRanker(PolicyRanker):
             groups or lengths (each named with its rule), query ids left in ``X`` as a column,
             and ``early_stopping_rounds`` with nothing to watch.
         """
-        backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
-        holds_out = self._holds_out(eval_set, options)
+        backend, settings, plan, options, hold_out = self._training(eval_set, early_stopping_rounds)
         return self._train(
             BACKENDS[backend],
             settings,
@@ -305,16 +304,7 @@ class PLRankRanker(PolicyRanker):
             eval_set,
             item_groups=item_groups,
             sample_weight=sample_weight,
-            hold_out=(
-                HoldOut(
-                    self.validation_fraction,
-                    settings.seed,
-                    automatic=self.early_stopping == "auto",
-                    early_stopping_rounds=early_stopping_rounds,
-                )
-                if holds_out
-                else None
-            ),
+            hold_out=hold_out,
         )
 
     def _holds_out(self, eval_set: object, options: PLRankOptions) -> bool:
@@ -396,8 +386,9 @@ class PLRankRanker(PolicyRanker):
 
     def _training(
         self, eval_set: object, early_stopping_rounds: object
-    ) -> tuple[str, BoosterSettings, Plan, PLRankOptions]:
-        """The checked backend name, booster settings, training plan and options of a fit.
+    ) -> tuple[str, BoosterSettings, Plan, PLRankOptions, HoldOut | None]:
+        """The checked backend name, booster settings, training plan and options of a fit, and
+        the share of the training queries it may hold out to stop on (None: none).
 
         Everything but the data is checked here, before any data is read: the tree and
         stopping parameters by their one schema (:class:`~gbdt_plrank._backends.RankerParameters`,
@@ -428,7 +419,17 @@ class PLRankRanker(PolicyRanker):
             device=self.device,
             held_out=held_out,
         )
-        return parameters.backend, self._settings(booster_seed), plan, options
+        hold_out = (
+            HoldOut(
+                parameters.validation_fraction,
+                booster_seed,
+                automatic=parameters.early_stopping == "auto",
+                early_stopping_rounds=early_stopping_rounds,
+            )
+            if held_out
+            else None
+        )
+        return parameters.backend, self._settings(booster_seed), plan, options, hold_out
 
     def _settings(self, seed: int) -> BoosterSettings:
         """The booster settings, with ``params`` checked to be a dict with string keys.

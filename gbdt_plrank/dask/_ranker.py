@@ -176,7 +176,7 @@ class DaskPLRankRanker(PLRankRanker):
         self : DaskPLRankRanker
             Fitted; :meth:`to_local` gives a ranker of the same booster for data in memory.
         """
-        backend, settings, plan, options = self._training(eval_set, early_stopping_rounds)
+        backend, settings, plan, options, _ = self._training(eval_set, early_stopping_rounds)
         item_groups_needed(options.fairness_spec, item_groups is not None)
         if item_groups is not None and backend == "lightgbm":
             raise ValueError(
