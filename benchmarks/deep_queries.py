@@ -34,7 +34,6 @@ record to ``deep_queries.jsonl`` as it finishes (``--report-only`` rebuilds the 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -46,7 +45,13 @@ import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 
 from benchmarks import time_to_model as ttm
-from benchmarks.harness import append_record, environment, markdown_table, write_section
+from benchmarks.harness import (
+    append_record,
+    command_line,
+    environment,
+    markdown_table,
+    write_section,
+)
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.datasets import SYNTHETIC, load_dataset
 from gbdt_plrank.harness.data import cross_validation_fold, without_empty_queries
@@ -205,9 +210,7 @@ def main(argv: list[str] | None = None) -> None:
         help="train nothing: write the tables of the records beside --out",
     )
     args = parser.parse_args(argv)
-    command = "python benchmarks/deep_queries.py" + "".join(
-        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
-    )
+    command = command_line("python benchmarks/deep_queries.py", argv)
     out = Path(args.out)
     records = out.with_suffix(".jsonl")
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]

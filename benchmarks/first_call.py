@@ -48,7 +48,13 @@ if __package__ in (None, ""):  # run as a script: this checkout's package, not a
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 
-from benchmarks.harness import append_record, environment, markdown_table, read_records
+from benchmarks.harness import (
+    append_record,
+    command_line,
+    environment,
+    markdown_table,
+    read_records,
+)
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.datasets import SYNTHETIC, load_dataset
 from gbdt_plrank.harness.data import cross_validation_fold, without_empty_queries
@@ -303,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment()
     header = (
         "# The first call: each ranker class at its defaults, no eval set\n\n"
-        f"Command: `python benchmarks/first_call.py {' '.join(argv or sys.argv[1:])}`; "
+        f"Command: `{command_line('python benchmarks/first_call.py', argv)}`; "
         f"{env['cpu_count']} cores, {args.threads} threads per fit, load average "
         f"{env['load_average'][0]:.1f} at the report, xgboost {env['xgboost']}.\n\n"
         "Held-out NDCG of the ranking by score; 'minus own ranker' is the PL-Rank row minus "

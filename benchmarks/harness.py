@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +24,7 @@ from gbdt_plrank._util.threads import USER_WAIT
 __all__ = [
     "Timing",
     "append_record",
+    "command_line",
     "environment",
     "markdown_table",
     "measure",
@@ -92,6 +95,16 @@ def measure_interleaved(
         name: Timing(median=statistics.median(t), times=t, warmup=warmup[name])
         for name, t in times.items()
     }
+
+
+def command_line(program: str, argv: Sequence[str] | None = None) -> str:
+    """The shell command a result file was written by, quoted so that it reruns as written.
+
+    ``program`` is how the script is run (``"python benchmarks/first_call.py"``, ``"python -m
+    research.fairness_levers"``) and ``argv`` its arguments (``sys.argv[1:]`` when None), so that
+    ``--plrank 'a=1 b=2'`` is recorded with its quotes.
+    """
+    return shlex.join([*shlex.split(program), *(sys.argv[1:] if argv is None else argv)])
 
 
 def environment() -> dict[str, Any]:

@@ -37,11 +37,11 @@ if __package__ in (None, ""):  # run as a script: this checkout's package, not a
 import gbdt_plrank  # noqa: F401  # isort: skip  (first: sets the OpenMP wait before a booster loads)
 
 from benchmarks.first_call import rankers
-from benchmarks.harness import environment, markdown_table
+from benchmarks.harness import command_line, environment, markdown_table
 from gbdt_plrank._util.threads import USER_WAIT
 from gbdt_plrank.cli._argtypes import text_list
 
-__all__ = ["RANKERS", "WAITS", "main", "measure_wait"]
+__all__ = ["RANKERS", "WAITS", "main", "measure_wait", "spinner"]
 
 #: Each wait's name and the variables its process starts with (none: the package's own).
 WAITS = {
@@ -70,6 +70,22 @@ print(json.dumps({{"seconds": seconds, "wait": wait}}))
 """
 
 
+#: A busy process: it spins on the CPU until the process that started it ends, however that
+#: ends (killed included), so that an interrupted benchmark leaves no spinner behind.
+_SPIN = """
+import os, sys
+parent = int(sys.argv[1])  # given, not read here: the parent may be gone before this line runs
+while os.getppid() == parent:
+    for _ in range(100_000):
+        pass
+"""
+
+
+def spinner() -> subprocess.Popen:
+    """Start one process of :data:`_SPIN` beside this one."""
+    return subprocess.Popen([sys.executable, "-c", _SPIN, str(os.getpid())])
+
+
 def measure_wait(
     data: str, wait: dict[str, str], *, repeats: int, busy: int
 ) -> tuple[dict[str, float], dict[str, str]]:
@@ -79,7 +95,7 @@ def measure_wait(
     it; and the variables of :data:`USER_WAIT` that process trained with."""
     env = {k: v for k, v in os.environ.items() if k not in USER_WAIT} | wait
     code = _FIT.format(data=data, repeats=repeats, user_wait=USER_WAIT)
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    spinners = [spinner() for _ in range(busy)]
     try:
         done = subprocess.run(
             [sys.executable, "-c", code],
@@ -90,9 +106,9 @@ def measure_wait(
             cwd=Path(__file__).resolve().parent.parent,
         )
     finally:
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
+        for spinning in spinners:
+            spinning.kill()
+            spinning.wait()
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return result["seconds"], result["wait"]
 
@@ -113,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append([data, wait_name, ran, *(f"{seconds[name]:.2f}" for name in RANKERS)])
     env = environment()
     machine = "a busy" if args.busy else "an idle"
-    command = "python benchmarks/openmp_wait.py " + " ".join(argv or sys.argv[1:])
+    command = command_line("python benchmarks/openmp_wait.py", argv)
     body = (
         f"Written by `{command.strip()}`: {env['cpu_count']} cores, 2 threads per fit"
         + (f", {args.busy} spinning processes beside the fits" if args.busy else "")

@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shlex
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -70,6 +69,7 @@ import numpy as np
 
 from benchmarks.harness import (
     append_record,
+    command_line,
     environment,
     markdown_table,
     read_records,
@@ -715,9 +715,7 @@ def main(argv: list[str] | None = None) -> None:
     records = out.with_suffix(".jsonl")
     if args.report_only:
         runs = read_runs(records)
-        command = "python benchmarks/time_to_model.py" + "".join(
-            f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
-        )
+        command = command_line("python benchmarks/time_to_model.py", argv)
         markdown = report(runs, command) + (
             f"\nThe {len(runs)} trainings recorded in `{records.name}`; "
             f"{sum(r.seconds for r in runs):.0f} s of training.\n"
@@ -770,9 +768,7 @@ def main(argv: list[str] | None = None) -> None:
         patience_rate=args.patience_rate,
     )
     wall = time.perf_counter() - start
-    command = "python benchmarks/time_to_model.py" + "".join(
-        f" {shlex.quote(a)}" for a in (argv if argv is not None else sys.argv[1:])
-    )
+    command = command_line("python benchmarks/time_to_model.py", argv)
     markdown = report(runs, command) + (
         f"\nOne process, {args.threads} threads per training; the whole run took {wall:.0f} s.\n"
     )

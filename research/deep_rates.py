@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 import xgboost as xgb
 
+from benchmarks.harness import command_line
 from gbdt_plrank import plrank_objective
 from gbdt_plrank._groups import within_query_spread
 from gbdt_plrank.cli._argtypes import int_list
@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
     ds = dataset(args.data, args.draw, args.queries)
-    command = "python research/deep_rates.py " + shlex.join(sys.argv[1:])
+    command = command_line("python research/deep_rates.py")
     common = {"k": args.k, "seed": args.draw, "n_jobs": args.n_jobs}
     lines = [
         f"# Fit, scale and per-round progress on {ds.name}",

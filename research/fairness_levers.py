@@ -18,11 +18,10 @@ envelope on validation.
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 
 import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
+from benchmarks.harness import command_line
 from gbdt_plrank.harness.frontier import load_frontier_config
 from gbdt_plrank.harness.frontier.report import (
     Comparison,
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("configs", nargs="+", type=Path, help="finished frontier configurations")
     parser.add_argument("--out", type=Path, default=None, help="markdown file (default: stdout)")
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "research.fairness_levers", *(argv or sys.argv[1:])])
+    command = command_line("python -m research.fairness_levers", argv)
     lines = [
         "# Fair-curve levers on validation",
         "",

@@ -14,13 +14,12 @@ disparity of its expected exposure (``--samples`` rankings per query).
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 
 import numpy as np
 
 import gbdt_plrank  # noqa: F401  (first: sets the OpenMP wait before a booster loads)
+from benchmarks.harness import command_line
 from gbdt_plrank import PLRankRanker, metrics
 from gbdt_plrank.datasets import Split, load_dataset
 
@@ -71,9 +70,7 @@ def main(argv: list[str] | None = None) -> None:
             gd = metrics.group_disparity(y, exposure, qid, g)
             rows.append(f"| {label} | {n} | {t} | {ndcg:.4f} | {gd:.4f} |")
             print(rows[-1], flush=True)
-    command = "python -m research.fairness_samples " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = command_line("python -m research.fairness_samples", argv)
     text = "\n".join(
         [
             "# Rankings per query of a group-fair ranker",

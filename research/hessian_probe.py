@@ -19,8 +19,6 @@ splits (queries with a relevant document):
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 
 # gbdt_plrank first: its import sets the OpenMP wait before xgboost loads OpenMP.
@@ -28,6 +26,7 @@ import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 import xgboost as xgb
 
+from benchmarks.harness import command_line
 from gbdt_plrank import plrank_grad_hess, plrank_objective
 from gbdt_plrank.cli._argtypes import text_list
 from gbdt_plrank.datasets import load_dataset
@@ -113,7 +112,7 @@ def main() -> None:
     lines = [
         "# What the PL-Rank Hessian estimate carries",
         "",
-        "Command: `python -m research.hessian_probe " + shlex.join(sys.argv[1:]) + "`",
+        "Command: `" + command_line("python -m research.hessian_probe") + "`",
         "",
         f"## Ratio of the Hessian diagonal to the gradient (K={K}, N={args.samples:,}, Fold1 "
         "training documents of queries with a relevant document)",

@@ -21,8 +21,6 @@ Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -171,9 +169,7 @@ def main(argv: list[str] | None = None) -> None:
                 harness.append_record(log, record)
                 done[data_name, method, fold] = record
                 print(f"{data_name} fold {fold} {method}: {record['seconds']:.0f} s", flush=True)
-    command = "python -m research.neural_curves " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = harness.command_line("python -m research.neural_curves", argv)
     figure = args.out.with_suffix(".png")
     plot(done, args.data, folds, args.k, figure)
     parts = [

@@ -21,8 +21,6 @@ Finished trainings are appended to ``OUT.jsonl`` as they end, so a rerun resumes
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -185,9 +183,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{record['seconds']:.0f} s",
                     flush=True,
                 )
-    command = "python -m research.neural_setups " + shlex.join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = harness.command_line("python -m research.neural_setups", argv)
     args.out.write_text(
         report(done, folds, args.k, command, args.epochs, args.patience),
         encoding="utf-8",

@@ -15,7 +15,6 @@ wall-clock, as noisy as the machine).
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 import xgboost as xgb
 
+from benchmarks.harness import command_line
 from gbdt_plrank import plrank_grad_hess, plrank_objective
 from gbdt_plrank._training.options import NOISES
 from gbdt_plrank.cli._argtypes import int_list, text_list
@@ -94,9 +94,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        command = "python research/noise_variance.py " + " ".join(
-            shlex.quote(x) for x in sys.argv[1:]
-        )
+        command = command_line("python research/noise_variance.py")
         Path(a.out).write_text(
             "## Variance of the estimate: independent and lattice noise\n\n"
             f"Written by `{command}`. Variances are multiples of independent noise's at N = 50 "

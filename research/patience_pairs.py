@@ -25,6 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.harness import command_line
 from benchmarks.time_to_model import Run, read_runs
 from gbdt_plrank.harness.stats import paired, seed_means
 
@@ -64,7 +65,7 @@ def main() -> None:
     p.add_argument("second", type=Path, help="records of the second rule")
     p.add_argument("--k", type=int, default=10)
     a = p.parse_args()
-    command = "python research/patience_pairs.py " + " ".join(sys.argv[1:])
+    command = command_line("python research/patience_pairs.py")
     print(f"Written by `{command}`: first `{a.first.name}`, second `{a.second.name}`.\n")
     print(table(read_runs(a.first), read_runs(a.second), k=a.k))
 

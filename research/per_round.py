@@ -47,7 +47,8 @@ candidates (:data:`CANDIDATES`):
   the documents the policy places deep (:func:`deep_weights`), the query's total kept
   ("amplified"), or the gradient and the Hessian times the weight, of mean 1 in the query
   ("re-weighted"); the amplified weights also annealed to 1 by round 50, so that the last phase
-  is PL-Rank's objective.
+  is PL-Rank's objective; and amplified with more rankings a round (up to 4x at N = 100, up to
+  8x at N = 50 and N = 200), since a weighted gradient weighs its estimate's noise too.
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -96,7 +97,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -267,6 +267,13 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("xgboost", "PL-Rank, deep documents amplified (up to 16x)"): _xgb(deep=("amplified", 16.0)),
     ("xgboost", "PL-Rank, deep documents amplified (up to 4x), annealed over 50 rounds"): _xgb(
         deep=("amplified", 4.0, 50)
+    ),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 4x), N=100"): _xgb(
+        deep=("amplified", 4.0), plrank=(("N", 100),)
+    ),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 8x)"): _xgb(deep=("amplified", 8.0)),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 8x), N=200"): _xgb(
+        deep=("amplified", 8.0), plrank=(("N", 200),)
     ),
     ("xgboost", "PL-Rank, learning rate falling from 0.35 to 0.05"): _xgb(rates=(0.35, 0.05)),
     ("xgboost", "PL-Rank, learning rate falling from 0.3 to 0.1"): _xgb(rates=(0.3, 0.1)),
@@ -1028,7 +1035,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log = args.out.with_suffix(".jsonl")
     done = load(log)
-    command = "nice -n 10 python research/per_round.py " + shlex.join(sys.argv[1:])
+    command = harness.command_line("nice -n 10 python research/per_round.py")
     labels = [
         d if args.queries is None else f"{d} ({','.join(map(str, args.queries))} queries)"
         for d in datas

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -247,7 +245,7 @@ def main() -> None:
     out = Path(args.out)
     log = out.with_suffix(".jsonl")
     done = _load(log)
-    command = "nice -n 10 python -m research.pirank_defaults " + shlex.join(sys.argv[1:])
+    command = harness.command_line("nice -n 10 python -m research.pirank_defaults")
 
     for fold in folds:
         ds = load_dataset(args.data, fold=fold)

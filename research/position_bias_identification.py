@@ -44,7 +44,7 @@ if __package__ in (None, ""):  # run as a script: this checkout's package, not a
 import gbdt_plrank  # noqa: F401  # isort: skip
 import numpy as np
 
-from benchmarks.harness import append_record, read_records
+from benchmarks.harness import append_record, command_line, read_records
 from gbdt_plrank.clicks import ClickLog, estimate_position_bias, pbm_position_bias
 from gbdt_plrank.clicks._position_bias import (
     MIN_FEATURE_EVIDENCE,
@@ -263,9 +263,7 @@ def main(argv: list[str] | None = None) -> None:
             _simulated(done, records)
         if args.folds:
             _mq2008(args.config, args.folds, done, records)
-    command = "python research/position_bias_identification.py " + " ".join(
-        sys.argv[1:] if argv is None else argv
-    )
+    command = command_line("python research/position_bias_identification.py", argv)
     text = report(read_records(records), command)
     out.write_text(text, encoding="utf-8")
     print(text)

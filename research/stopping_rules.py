@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shlex
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +31,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from benchmarks.harness import command_line
 from gbdt_plrank._backends import EarlyStopper
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.harness.data import load
@@ -296,9 +296,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
-        command = "python research/stopping_rules.py " + " ".join(
-            shlex.quote(x) for x in sys.argv[1:]
-        )
+        command = command_line("python research/stopping_rules.py")
         with open(a.out, "a") as f:
             f.write(f"\nWritten by `{command}`.\n{text}")
 

@@ -6,8 +6,12 @@ Nothing here asserts that anything is fast: timings are the benchmark's business
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -814,6 +818,9 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
     out = tmp_path / "fc.md"
     argv = ["--data", "mq2008", "--plrank", "n_estimators=3 learning_rate=0.5", "--out", str(out)]
     assert fc.main([*argv, "--threads", "1"]) == 0
+    # the command the file names reruns as written: a --plrank of two options keeps its quotes
+    command = out.read_text().split("`")[1]
+    assert shlex.split(command) == ["python", "benchmarks/first_call.py", *argv, "--threads", "1"]
     records = [json.loads(line) for line in out.with_suffix(".jsonl").read_text().splitlines()]
     names = [r["ranker"] for r in records]
     assert names == [
@@ -875,3 +882,35 @@ def test_openmp_wait_fits_each_ranker_in_a_process_started_with_the_wait(
     assert text.startswith("# The OpenMP wait, on a busy machine")
     assert "| mq2008 | OMP_WAIT_POLICY=PASSIVE | OMP_WAIT_POLICY=PASSIVE | 1.50 |" in text
     assert len([line for line in text.splitlines() if line.startswith("| mq2008 |")]) == 3
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` is alive and not a zombie (Linux's ``/proc``)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
+def test_openmp_wait_leaves_no_spinner_behind_a_killed_run() -> None:
+    """A busy run killed outright (SIGKILL: no ``finally`` runs) stops its spinners too."""
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO)!r})\n"
+        "from benchmarks.openmp_wait import spinner\n"
+        "print(spinner().pid, flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    pid = int(run.stdout.readline())
+    try:
+        run.kill()  # at once: the spinner may not have started its loop yet
+        run.wait()
+        deadline = time.monotonic() + 10.0
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(pid)
+    finally:
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
