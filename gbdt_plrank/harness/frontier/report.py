@@ -563,6 +563,11 @@ class _Candidates:
         return total / len(self.queries)
 
 
+#: A per-query difference smaller than this is the rounding of two equal values (a mixture's
+#: shares, 1/3 say, are not exact in binary) and counts as 0, so that a tie is not a verdict.
+_ROUNDING = 1e-12
+
+
 def _match(
     base: Point,
     others: _Candidates,
@@ -580,6 +585,7 @@ def _match(
     mixed = others.mixed(shares)
     sign = -1.0 if fair_base else 1.0
     d = {m: sign * (v - np.array([base.values[m][q] for q in queries])) for m, v in mixed.items()}
+    d = {m: np.where(np.abs(v) < _ROUNDING, 0.0, v) for m, v in d.items()}
     se = {m: float(v.std(ddof=1) / math.sqrt(v.size)) for m, v in d.items()}
     mixed_ndcg = dict(zip(queries, mixed["ndcg"]))
     fair, post = (base.ndcg, mixed_ndcg) if fair_base else (mixed_ndcg, base.ndcg)
