@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     machine = "a busy" if args.busy else "an idle"
     command = command_line("python benchmarks/openmp_wait.py", argv)
     body = (
-        f"Written by `{command.strip()}`: {env['cpu_count']} cores, 2 threads per fit"
+        f"Written by `{command}`: {env['cpu_count']} cores, 2 threads per fit"
         + (f", {args.busy} spinning processes beside the fits" if args.busy else "")
         + f", load average {env['load_average'][0]:.1f} at the end, xgboost {env['xgboost']}. "
         f"Seconds of a fit at the defaults on the first fold, the fastest of {args.repeats}.\n\n"
