@@ -54,6 +54,7 @@ from benchmarks.harness import (
     environment,
     markdown_table,
     read_records,
+    warm_up_data,
 )
 from gbdt_plrank.cli._argtypes import int_list, text_list
 from gbdt_plrank.datasets import SYNTHETIC, load_dataset
@@ -126,6 +127,14 @@ def fit_predict(kind: str, params: dict[str, Any], train, held_out, *, seed: int
     return np.asarray(model.predict(held_out.X), dtype=np.float64), seconds
 
 
+def warm_up(rows: dict[str, tuple[str, dict[str, Any]]], ds, *, threads: int) -> None:
+    """Fit every ranker of ``rows`` once on the first queries of ``ds``, discarded
+    (:func:`benchmarks.harness.warm_up_data`)."""
+    small = warm_up_data(ds)
+    for kind, params in rows.values():
+        fit_predict(kind, params, small.train, small.test, seed=0, threads=threads)
+
+
 def units(data: str, *, draws: list[int], repeats: int) -> Iterator[tuple[str, Any]]:
     """(unit label, dataset whose ``train`` is fitted and whose ``split`` is scored) of ``data``."""
     if data in SYNTHETIC:
@@ -176,10 +185,12 @@ def row_of(record: dict[str, Any], today: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, records: Path, echo) -> None:
     """Fit every ranker on every unit of every dataset not yet recorded in ``records`` at
-    today's :func:`defaults`."""
+    today's :func:`defaults`; before the first timed fit, every ranker once on the first
+    queries of that unit (:func:`benchmarks.harness.warm_up_data`), discarded."""
     today = defaults()
     done = {(r["data"], r["unit"], row_of(r, today), r["split"]) for r in read_records(records)}
     rows = rankers([_parse_params(p) for p in args.plrank])
+    warm = False
     for data in args.data:
         for unit, ds in units(data, draws=args.draws, repeats=args.repeats):
             held_out = without_empty_queries(getattr(ds, args.split))
@@ -187,6 +198,9 @@ def run(args: argparse.Namespace, records: Path, echo) -> None:
             for name, (kind, params) in rows.items():
                 if (data, unit, name, args.split) in done:
                     continue
+                if not warm:
+                    warm_up(rows, ds, threads=args.threads)
+                    warm = True
                 scores, seconds = fit_predict(
                     kind, params, ds.train, held_out, seed=seed, threads=args.threads
                 )

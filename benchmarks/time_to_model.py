@@ -73,6 +73,7 @@ from benchmarks.harness import (
     environment,
     markdown_table,
     read_records,
+    warm_up_data,
     write_section,
 )
 from gbdt_plrank import PATIENCE_RATE
@@ -216,6 +217,7 @@ def run(
     variants: dict[str, PLRankSettings] | None = None,
     min_delta: float = 0.0,
     patience_rate: float = PATIENCE_RATE,
+    warm: bool = True,
 ) -> list[Run]:
     """Train every row on every fold and seed, the rows of a fold and seed one after the other.
 
@@ -224,7 +226,8 @@ def run(
     ``patience_rate`` times the best round after it, for every method;
     ``variants`` adds PL-Rank rows with other ``[plrank]`` tables (:func:`_rows`). Each
     finished training is also appended to the JSON-lines file ``records``, if given, so that an
-    interrupted run keeps what it measured.
+    interrupted run keeps what it measured. With ``warm``, every row is first trained on the
+    first fold, discarded (:func:`warm_up`).
     """
     settings = tree_settings(
         trees, rounds=rounds, n_jobs=n_jobs, min_delta=min_delta, patience_rate=patience_rate
@@ -234,6 +237,8 @@ def run(
     for data in datasets:
         for fold in folds:
             ds = load(data, fold, drop_empty_test_queries=True)
+            if warm and not runs:
+                warm_up(ds, rows, data=data, trees=trees, settings=settings, k=k)
             for seed, (row, method, plrank) in itertools.product(seeds, rows):
                 r = train_run(
                     ds,
@@ -251,6 +256,24 @@ def run(
                     f"NDCG@10 {np.mean(list(r.test[10].values())):.4f}"
                 )
     return runs
+
+
+def warm_up(
+    ds: LTRDataset,
+    rows: list[tuple[str, str, PLRankSettings | None]],
+    *,
+    data: str,
+    trees: str,
+    settings: TreeSettings,
+    k: int,
+) -> None:
+    """Train every row once on the first queries of ``ds`` (of ``data``, at the tree settings
+    ``trees`` names; :func:`benchmarks.harness.warm_up_data`) and discard it, before the timed
+    trainings."""
+    small = warm_up_data(ds)
+    for row, method, plrank in rows:
+        warm = Run(row, method, data, 0, 0.0, 0, 0, {}, 0, trees)
+        train_run(small, warm, settings=settings, k=k, plrank=plrank)
 
 
 def train_run(

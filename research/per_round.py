@@ -48,7 +48,12 @@ candidates (:data:`CANDIDATES`):
   ("amplified"), or the gradient and the Hessian times the weight, of mean 1 in the query
   ("re-weighted"); the amplified weights also annealed to 1 by round 50, so that the last phase
   is PL-Rank's objective; and amplified with more rankings a round (up to 4x at N = 100, up to
-  8x at N = 50 and N = 200), since a weighted gradient weighs its estimate's noise too.
+  8x at N = 50 and N = 200), since a weighted gradient weighs its estimate's noise too. The
+  weights on some documents only (:func:`selective_weights`): the "top-worthy" ones, whose
+  label is positive and at least the query's K-th largest (:func:`top_worthy`), or the
+  "rising" ones, whose gradient lifts them. With the 4x weights, each query's gradient times
+  :math:`\sqrt{r_q}` over its mean, :math:`r_q` its number of relevant documents, alone or
+  with its Hessian (a weight on the query).
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -66,7 +71,8 @@ candidates (:data:`CANDIDATES`):
 The report pools the draws: per candidate, validation NDCG@10 at the middle and the last round
 and at its peak, its per-query paired difference from plain PL-Rank of the same booster at the
 last round (:func:`gbdt_plrank.harness.stats.paired`: mean [95% CI], the randomization test's p
-and verdict at 0.05) and the seconds of a training (without the recording); then the curves.
+and verdict at 0.05) and the seconds of a training (without the recording); the same difference
+by the query's number of relevant documents (:data:`RELEVANT_BINS`); then the curves.
 A last table measures the noise of the gradient: at a flat policy and after 20 XE-NDCG rounds
 (and that model's margins times 4), the correlation over the training documents of PL-Rank's
 gradient at N = 50 with one at N = 4000, before and after centring it within each query, the
@@ -96,6 +102,7 @@ the candidates train as :class:`~gbdt_plrank.PLRankRanker` does by default (``K=
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -184,6 +191,17 @@ class Candidate:
         ``("amplified", A)`` multiplies the gradient by them, ``("re-weighted", A)`` the
         gradient and the Hessian; a third element R anneals them to 1 by round R
         (:math:`1 + (w - 1) \max(0, 1 - r/R)`).
+    deep_docs : {"all", "top-worthy", "rising"}
+        Which documents the deep weights reach (the others keep weight 1 before the query's
+        scaling): every one; those whose label is at least the query's K-th largest and
+        positive (the documents an ideal ranking places in the top K); or those whose gradient
+        lifts them.
+    query_power : float
+        If > 0, each query's gradient times :math:`r_q^a / \overline{r^a}` with :math:`r_q`
+        its number of relevant documents, :math:`a` this power and the mean over the training
+        queries (after the deep weights): queries with many relevant documents weigh more.
+    query_hessian : bool
+        The query's Hessian times the same factor (a weight on the query, not a preconditioner).
     rates : tuple
         ``(first, last)``: the learning rate falls linearly from the first round's to the last's
         (XGBoost's ``LearningRateScheduler``; the setting's learning rate is not used).
@@ -203,6 +221,9 @@ class Candidate:
     spread: float = 0.0
     project: bool = False
     deep: tuple[Any, ...] = ()
+    deep_docs: str = "all"
+    query_power: float = 0.0
+    query_hessian: bool = False
     rates: tuple[float, ...] = ()
     leaves: tuple[Any, ...] = ()
 
@@ -274,6 +295,21 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("xgboost", "PL-Rank, deep documents amplified (up to 8x)"): _xgb(deep=("amplified", 8.0)),
     ("xgboost", "PL-Rank, deep documents amplified (up to 8x), N=200"): _xgb(
         deep=("amplified", 8.0), plrank=(("N", 200),)
+    ),
+    ("xgboost", "PL-Rank, top-worthy documents amplified (up to 4x)"): _xgb(
+        deep=("amplified", 4.0), deep_docs="top-worthy"
+    ),
+    ("xgboost", "PL-Rank, top-worthy documents amplified (up to 8x)"): _xgb(
+        deep=("amplified", 8.0), deep_docs="top-worthy"
+    ),
+    ("xgboost", "PL-Rank, rising documents amplified (up to 4x)"): _xgb(
+        deep=("amplified", 4.0), deep_docs="rising"
+    ),
+    ("xgboost", "PL-Rank, 4x deep, gradient times sqrt(relevant)"): _xgb(
+        deep=("amplified", 4.0), query_power=0.5
+    ),
+    ("xgboost", "PL-Rank, 4x deep, queries weighted by sqrt(relevant)"): _xgb(
+        deep=("amplified", 4.0), query_power=0.5, query_hessian=True
     ),
     ("xgboost", "PL-Rank, learning rate falling from 0.35 to 0.05"): _xgb(rates=(0.35, 0.05)),
     ("xgboost", "PL-Rank, learning rate falling from 0.3 to 0.1"): _xgb(rates=(0.3, 0.1)),
@@ -383,6 +419,30 @@ def deep_weights(
     return w * (sizes / np.bincount(q, w, minlength=sizes.shape[0]))[q]
 
 
+def top_worthy(labels: np.ndarray, group_ptr: np.ndarray, cutoff: int) -> np.ndarray:
+    """Whether each row's label is positive and at least its query's ``cutoff``-th largest (of
+    ``min(cutoff, D_q)``): the documents an ideal ranking places in the top ``cutoff``."""
+    out = np.zeros(labels.shape[0], dtype=bool)
+    for lo, hi in itertools.pairwise(group_ptr):
+        y = labels[lo:hi]
+        kth = np.sort(y)[::-1][min(cutoff, hi - lo) - 1]
+        out[lo:hi] = (y >= kth) & (y > 0)
+    return out
+
+
+def selective_weights(
+    margins: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, reached: np.ndarray, *, cap: float
+) -> np.ndarray:
+    r"""The amplified weights of :func:`deep_weights` on the ``reached`` rows and 1 elsewhere,
+    scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|`."""
+    w = np.where(reached, placement_weights(margins, group_ptr, K=K, cap=cap), 1.0)
+    starts = group_ptr[:-1]
+    size = np.add.reduceat(np.abs(grad), starts)
+    weighted = np.add.reduceat(w * np.abs(grad), starts)
+    scale = np.divide(size, weighted, out=np.ones_like(size), where=weighted > 0)
+    return w * scale[row_queries(group_ptr)]
+
+
 def through_cap(
     objective: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
     margins: np.ndarray,
@@ -454,6 +514,10 @@ class Objective:
         self.tau = 1.0
         self.stats: list[float] = []
         self.value = policy_value(train, TAU_SAMPLES, n_jobs) if candidate.temperature else None
+        self.top_worthy = top_worthy(train.y, train.group_ptr, K)
+        relevant = np.add.reduceat((train.y > 0).astype(float), train.group_ptr[:-1])
+        scale = relevant**candidate.query_power
+        self.query_scale = (scale / scale.mean())[row_queries(train.group_ptr)]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Objective:
         # lightgbm.train deep-copies its params; the leaf rules must share this object's state.
@@ -484,10 +548,18 @@ class Objective:
             if self.candidate.deep:
                 kind, cap, *anneal = self.candidate.deep
                 amplified = kind == "amplified"
-                weights = deep_weights(self.tau * f, gp, self.ptr, cap=cap, mass=amplified)
+                if self.candidate.deep_docs == "all":
+                    weights = deep_weights(self.tau * f, gp, self.ptr, cap=cap, mass=amplified)
+                else:
+                    top = self.candidate.deep_docs == "top-worthy"
+                    reached = self.top_worthy if top else gp < 0
+                    weights = selective_weights(self.tau * f, gp, self.ptr, reached, cap=cap)
                 if anneal:
                     weights = 1.0 + (weights - 1.0) * max(0.0, 1.0 - r / anneal[0])
                 gp, hp = weights * gp, hp if amplified else weights * hp
+            if self.candidate.query_power:
+                gp = self.query_scale * gp
+                hp = self.query_scale * hp if self.candidate.query_hessian else hp
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
             self.plrank_rounds += 1
         self.margins, self.grad, self.round = f, g, r + 1
@@ -770,6 +842,10 @@ def gradient_noise(ds: LTRDataset, *, n_jobs: int) -> list[dict[str, Any]]:
 # The report
 # --------------------------------------------------------------------------------------------
 Done = dict[tuple[Any, ...], dict[str, Any]]
+#: (dataset label, draw) -> validation query id -> its number of relevant documents.
+Relevant = dict[tuple[str, int], dict[int, int]]
+#: The bins of the report's table by a query's number of relevant documents.
+RELEVANT_BINS = (1, 32, 64, math.inf)
 
 
 def record_key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -786,6 +862,13 @@ def record_key(r: dict[str, Any]) -> tuple[Any, ...]:
         r["every"],
         *setting,
     )
+
+
+def relevant_documents(split: Split) -> dict[int, int]:
+    """Query id -> its number of relevant documents (label > 0), for the queries of ``split``."""
+    ids, q = np.unique(split.qid, return_inverse=True)
+    counts = np.bincount(q, weights=split.y > 0, minlength=ids.shape[0]).astype(int)
+    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
 
 
 def load(path: Path) -> Done:
@@ -829,9 +912,17 @@ class Report:
     """The tables of one dataset, its draws pooled."""
 
     def __init__(
-        self, done: Done, data: str, draws: list[int], rounds: int, every: int, setting: Setting
+        self,
+        done: Done,
+        data: str,
+        draws: list[int],
+        rounds: int,
+        every: int,
+        setting: Setting,
+        relevant: Relevant,
     ) -> None:
         self.done, self.data, self.draws = done, data, draws
+        self.relevant = relevant
         self.rounds, self.every, self.setting = rounds, every, setting
         self.checkpoints = list(range(every, rounds + 1, every))
         self.key = (setting.learning_rate, setting.cutoff)
@@ -894,6 +985,38 @@ class Report:
             lines.append("| " + " | ".join(cells) + " |")
         return lines
 
+    def by_relevant(self, booster: str) -> list[str]:
+        """Each candidate minus plain PL-Rank at the last round, by the query's number of
+        relevant documents (:data:`RELEVANT_BINS`)."""
+        reference = self.runs(booster, REFERENCE)
+        if reference is None or not all((self.data, d) in self.relevant for d in self.draws):
+            return []
+        count = {(d, q): n for d in self.draws for q, n in self.relevant[self.data, d].items()}
+        last = len(self.checkpoints) - 1
+        base = _pooled(reference, last)
+        bins = list(itertools.pairwise(RELEVANT_BINS))
+        members = [[k for k in base if lo <= count[k] < hi] for lo, hi in bins]
+        heads = [
+            f"{lo} to {hi - 1} ({len(m)} queries)"
+            if np.isfinite(hi)
+            else f"{lo}+ ({len(m)} queries)"
+            for (lo, hi), m in zip(bins, members, strict=True)
+        ]
+        lines = [
+            "| candidate | " + " | ".join(heads) + " |",
+            "|---|" + "---|" * len(bins),
+            f"| {REFERENCE} itself | "
+            + " | ".join(_cell(_mean(base[k] for k in m)) for m in members)
+            + " |",
+        ]
+        for b, name in self.finished([booster]):
+            if name == REFERENCE:
+                continue
+            values = _pooled(self.runs(b, name), last)  # type: ignore[arg-type]
+            cells = [_cell(_mean(values[k] - base[k] for k in m), "+.4f") for m in members]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return lines
+
     def curves(self, boosters: list[str], field: str, fmt: str) -> list[str]:
         lines = [
             "| booster | candidate | " + " | ".join(map(str, self.checkpoints)) + " |",
@@ -940,6 +1063,16 @@ class Report:
                 parts += [f"### {booster}", "", *summary, ""]
         if not self.finished(boosters):
             return [*parts, "(no candidate has finished every draw)", ""]
+        for booster in boosters:
+            table = self.by_relevant(booster)
+            if table:
+                parts += [
+                    f"### {booster}: minus {REFERENCE} at round {self.rounds}, by the query's "
+                    "number of relevant documents",
+                    "",
+                    *table,
+                    "",
+                ]
         parts += [
             f"### Validation NDCG@{K} of the ranking, every {self.every} rounds",
             "",
@@ -965,7 +1098,15 @@ class Report:
 
 
 def report(
-    done: Done, datas, draws, boosters, rounds: int, every: int, command: str, setting: Setting
+    done: Done,
+    datas,
+    draws,
+    boosters,
+    rounds: int,
+    every: int,
+    command: str,
+    setting: Setting,
+    relevant: Relevant,
 ) -> str:
     parts = [
         "# Learning per round on deep queries: candidates on validation",
@@ -985,7 +1126,7 @@ def report(
         "",
     ]
     for data in datas:
-        parts += Report(done, data, draws, rounds, every, setting).text(boosters)
+        parts += Report(done, data, draws, rounds, every, setting, relevant).text(boosters)
     return "\n".join(parts)
 
 
@@ -1035,6 +1176,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     log = args.out.with_suffix(".jsonl")
     done = load(log)
+    relevant: Relevant = {}
     command = harness.command_line("nice -n 10 python research/per_round.py")
     labels = [
         d if args.queries is None else f"{d} ({','.join(map(str, args.queries))} queries)"
@@ -1043,6 +1185,7 @@ def main() -> None:
     for data, label in zip(datas, labels, strict=True):
         for draw in args.draws:
             ds = dataset(data, draw, args.queries)
+            relevant[label, draw] = relevant_documents(ds.vali)
             base = {"data": label, "draw": draw}
             if args.gradients and ("gradients", label, draw) not in done:
                 r = {"kind": "gradients", **base, "rows": gradient_noise(ds, n_jobs=args.threads)}
@@ -1073,10 +1216,20 @@ def main() -> None:
                     flush=True,
                 )
                 text = report(
-                    done, labels, args.draws, boosters, args.rounds, args.every, command, setting
+                    done,
+                    labels,
+                    args.draws,
+                    boosters,
+                    args.rounds,
+                    args.every,
+                    command,
+                    setting,
+                    relevant,
                 )
                 args.out.write_text(text + "\n", encoding="utf-8")
-    text = report(done, labels, args.draws, boosters, args.rounds, args.every, command, setting)
+    text = report(
+        done, labels, args.draws, boosters, args.rounds, args.every, command, setting, relevant
+    )
     args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
 

@@ -263,16 +263,43 @@ def test_kernel_revisions_finds_the_codes_before_and_after_the_estimator_was_spl
     assert kernel_revisions.kernel_code(old, "NOISE_INDEPENDENT") is None
 
 
+def test_warm_up_data_keeps_the_first_queries_of_each_split(tmp_path: Path) -> None:
+    from tiny_ltr import write_tiny_letor
+
+    from benchmarks.harness import warm_up_data
+    from gbdt_plrank.datasets import load_dataset
+
+    tiny = load_dataset(str(write_tiny_letor(tmp_path / "tiny")))
+    small = warm_up_data(tiny, queries=2)
+    for name in ("train", "vali", "test"):
+        split, cut = getattr(tiny, name), getattr(small, name)
+        assert cut.n_queries == 2
+        rows = split.group_ptr[2]
+        np.testing.assert_array_equal(cut.X.toarray(), split.X[:rows].toarray())
+        np.testing.assert_array_equal(cut.y, split.y[:rows])
+    assert warm_up_data(tiny, queries=10_000).train.n_queries == tiny.train.n_queries
+
+
 # --------------------------------------------------------------------------------------------
 # Time to a kept model
 # --------------------------------------------------------------------------------------------
-def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path) -> None:
+def test_time_to_model_times_every_row_and_pairs_the_test_queries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tiny_ltr import write_tiny_letor
 
     from benchmarks import time_to_model as ttm
 
     tiny = str(write_tiny_letor(tmp_path / "tiny"))
     out = tmp_path / "ttm.md"
+    trained: list[str] = []
+    train_run = ttm.train_run
+
+    def counted(ds, run, **kw):
+        trained.append(run.row)
+        return train_run(ds, run, **kw)
+
+    monkeypatch.setattr(ttm, "train_run", counted)
     ttm.main(
         [
             "--data",
@@ -301,6 +328,8 @@ def test_time_to_model_times_every_row_and_pairs_the_test_queries(tmp_path: Path
         "plrank-xgb@ranking",
         "plrank-xgb[N=3,noise=lattice]",
     ]
+    # each row trained once, discarded, before the timed trainings
+    assert trained == list(runs) * 2
     assert ttm.plrank_variant("N=25,noise=lattice").model_dump()["N"] == 25  # an integer
     assert ttm.plrank_variant("query_subsample=0.5").query_subsample == 0.5  # a float
     assert all(
@@ -584,7 +613,7 @@ def test_time_to_model_trains_at_the_library_defaults(
             str(out),
         ]
     )
-    assert [t.rounds for t in seen] == [3, 3]
+    assert [t.rounds for t in seen] == [3, 3] * 2  # each method's warm-up, then its training
     assert all(t.learning_rate is None and t.min_child_weight is None for t in seen)
     assert {r.trees for r in ttm.read_runs(out.with_suffix(".jsonl"))} == {"library-defaults"}
     text = out.read_text()
@@ -776,7 +805,9 @@ def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
         ]
     )
     assert sorted({data for data, *_ in seen}) == [dq.CV_DATA, "web-linear"]
-    assert len(seen) == 1 + dq.CV_FOLDS
+    # the method's warm-up on the first web draw (none again before the cross-validation),
+    # then one training a draw and a fold
+    assert [data for data, *_ in seen] == ["web-linear"] * 2 + [dq.CV_DATA] * dq.CV_FOLDS
     assert {(trees, rate, weight) for _, trees, rate, weight in seen} == {
         ("library-defaults", None, None)
     }
@@ -802,6 +833,8 @@ def test_deep_queries_trains_every_part_at_the_tree_settings_asked_for(
         ]
     )
     assert ttm.TREES["library-defaults"] in alone.read_text()
+    # alone, the cross-validation warms the method up on its first fold
+    assert [data for data, *_ in seen[2 + dq.CV_FOLDS :]] == [dq.CV_DATA] * (1 + dq.CV_FOLDS)
 
 
 @pytest.mark.slow  # six rankers fitted at their defaults
@@ -815,9 +848,23 @@ def test_first_call_fits_each_class_at_its_defaults_and_pairs_it_with_its_own_ra
 
     tiny = load_dataset(str(write_tiny_letor(tmp_path / "tiny")))
     monkeypatch.setattr(fc, "units", lambda data, **_: iter([("fold1", tiny)]))
+    fits: list[tuple[str, int]] = []
+    fit_predict = fc.fit_predict
+
+    def counted(kind, params, train, held_out, **kw):
+        fits.append((kind, train.n_queries))
+        return fit_predict(kind, params, train, held_out, **kw)
+
+    monkeypatch.setattr(fc, "fit_predict", counted)
     out = tmp_path / "fc.md"
     argv = ["--data", "mq2008", "--plrank", "n_estimators=3 learning_rate=0.5", "--out", str(out)]
     assert fc.main([*argv, "--threads", "1"]) == 0
+    # every ranker was fitted once (on the first 200 queries: all of these), discarded, before
+    # the timed fits
+    kinds = ["xgboost-native", "lightgbm-native", *["xgboost", "lightgbm"] * 2]
+    assert fits == [(k, tiny.train.n_queries) for k in kinds] * 2
+    assert len(out.with_suffix(".jsonl").read_text().splitlines()) == len(kinds)
+    monkeypatch.setattr(fc, "fit_predict", fit_predict)
     # the command the file names reruns as written: a --plrank of two options keeps its quotes
     command = out.read_text().split("`")[1]
     assert shlex.split(command) == ["python", "benchmarks/first_call.py", *argv, "--threads", "1"]

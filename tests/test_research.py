@@ -1129,13 +1129,17 @@ def test_per_round_writes_every_candidate_and_resumes(tmp_path: Path, monkeypatc
     text = out.read_text()
     rows = {
         line.split(" | ")[0][2:]: line.split(" | ")
-        for line in text.split("### Validation NDCG@10")[0].splitlines()
+        for line in text.split("by the query's number of relevant documents")[0].splitlines()
         if line.startswith("| ") and not line.startswith(("| candidate", "|---"))
     }
     assert set(rows) == {name for _, name in CANDIDATES}
     assert rows[REFERENCE][4] == ""  # paired with itself: no cell
     assert rows["XE-NDCG"][4][0] in "+-" and rows["XE-NDCG"][6] in ("ahead", "behind", "level")
     assert "| 1 | flat | 0.000 | 10 |" in text
+    # the differences by the query's number of relevant documents: every validation query
+    by = text.split("by the query's number of relevant documents")[1].split("###")[0]
+    counts = [int(c.split("(")[1].split()[0]) for c in by.splitlines()[2].split(" | ")[1:]]
+    assert sum(counts) == len(json.loads(records[1])["qid"])
     _run(monkeypatch, "per_round", *args)  # every training is in the log: none again
     assert out.with_suffix(".jsonl").read_text().splitlines() == records
 
@@ -1267,6 +1271,49 @@ def test_per_round_deep_weights_favour_the_deep_documents_and_keep_each_querys_t
                 assert np.abs(w[a:b] * g[a:b]).sum() == pytest.approx(np.abs(g[a:b]).sum())
             elif not mass:
                 assert w[a:b].mean() == pytest.approx(1.0)
+
+
+def test_per_round_selective_weights_reach_only_the_chosen_documents() -> None:
+    """The top-worthy documents: a positive label at least the query's K-th largest; the
+    weights on them are the deep weights', 1 elsewhere, the query's total kept."""
+    from research.per_round import K, placement_weights, selective_weights, top_worthy
+
+    labels = np.array([0.0] * 5 + [1.0] * 8 + [2.0] * 4 + [4.0] * 2 + [0.0] * 3 + [1.0])
+    ptr = np.array([0, 19, 23])  # the second query has fewer documents than K
+    chosen = top_worthy(labels, ptr, K)
+    # first query: the 10th largest label is 1, so every relevant document; second: the one
+    np.testing.assert_array_equal(chosen, labels > 0)
+    labels[5:13] = 0.0  # now the 10th largest of the first query is 0: the 6 graded ones
+    np.testing.assert_array_equal(top_worthy(labels, ptr, K)[:19], labels[:19] > 0)
+    labels[5:13] = [1.0] * 4 + [3.0] * 4  # 2, 4, 3 (10 documents): the 10th largest is 2
+    np.testing.assert_array_equal(top_worthy(labels, ptr, K)[:19], labels[:19] >= 2)
+    rng = np.random.default_rng(3)
+    f, g = rng.normal(size=23) * 2.0, rng.normal(size=23)
+    reached = top_worthy(labels, ptr, K)
+    w = selective_weights(f, g, ptr, reached, cap=4.0)
+    deep = placement_weights(f, ptr, K=K, cap=4.0)
+    for a, b in itertools.pairwise(ptr):
+        assert np.abs(w[a:b] * g[a:b]).sum() == pytest.approx(np.abs(g[a:b]).sum())
+        scale = w[a:b][~reached[a:b]]
+        assert np.allclose(scale, scale[0])  # 1 times the query's scale
+        np.testing.assert_allclose(w[a:b][reached[a:b]], scale[0] * deep[a:b][reached[a:b]])
+
+
+def test_per_round_query_scale_multiplies_each_querys_estimate() -> None:
+    from research.per_round import Candidate, Objective, dataset
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    g0, h0 = Objective(Candidate("xgboost", deep=("amplified", 4.0)), tr, n_jobs=1)(f, None)
+    relevant = np.add.reduceat((tr.y > 0).astype(float), tr.group_ptr[:-1])
+    c = np.repeat(np.sqrt(relevant) / np.sqrt(relevant).mean(), np.diff(tr.group_ptr))
+    for hessian in (False, True):
+        candidate = Candidate(
+            "xgboost", deep=("amplified", 4.0), query_power=0.5, query_hessian=hessian
+        )
+        g, h = Objective(candidate, tr, n_jobs=1)(f, None)
+        np.testing.assert_allclose(g, c * g0, rtol=1e-12)
+        np.testing.assert_allclose(h, c * h0 if hessian else h0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["amplified", "re-weighted"])
