@@ -53,7 +53,7 @@ candidates (:data:`CANDIDATES`):
   label is positive and at least the query's K-th largest (:func:`top_worthy`), or the
   "rising" ones, whose gradient lifts them. With the 4x weights, each query's gradient times
   :math:`\sqrt{r_q}` over its mean, :math:`r_q` its number of relevant documents, alone or
-  with its Hessian (a weight on the query).
+  with its Hessian (a weight on the query); and the 4x weights with ``hessian="abs"``.
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -304,6 +304,9 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ),
     ("xgboost", "PL-Rank, rising documents amplified (up to 4x)"): _xgb(
         deep=("amplified", 4.0), deep_docs="rising"
+    ),
+    ("xgboost", "PL-Rank, deep documents amplified (up to 4x), Hessian abs"): _xgb(
+        deep=("amplified", 4.0), plrank=(("hessian", "abs"),)
     ),
     ("xgboost", "PL-Rank, 4x deep, gradient times sqrt(relevant)"): _xgb(
         deep=("amplified", 4.0), query_power=0.5
