@@ -72,7 +72,10 @@ The report pools the draws: per candidate, validation NDCG@10 at the middle and 
 and at its peak, its per-query paired difference from plain PL-Rank of the same booster at the
 last round (:func:`gbdt_plrank.harness.stats.paired`: mean [95% CI], the randomization test's p
 and verdict at 0.05) and the seconds of a training (without the recording); the same difference
-by the query's number of relevant documents (:data:`RELEVANT_BINS`); then the curves.
+by the query's number of relevant documents (:data:`RELEVANT_BINS`), and in those bins the
+expected NDCG@10 of the last validation policy sharpened, :math:`PL(\tau f)` for
+:math:`\tau` in :data:`SHARPENED` (how much a candidate's model holds for PL-Rank's own
+objective once sharpened, where its ranking falls short); then the curves.
 A last table measures the noise of the gradient: at a flat policy and after 20 XE-NDCG rounds
 (and that model's margins times 4), the correlation over the training documents of PL-Rank's
 gradient at N = 50 with one at N = 4000, before and after centring it within each query, the
@@ -153,6 +156,9 @@ PL_SEED, XE_SEED, SECANT_SEED, EVAL_SEED = 1000, 2000, 5000, 2_000_003
 VALI_SAMPLES, TAU_SAMPLES, STEP_SAMPLES = 100, 10, 8
 TAUS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0)
 TAU_EVERY = 10
+#: The temperatures of the last round's validation policies :math:`PL(\tau f)` the report
+#: compares by the query's number of relevant documents.
+SHARPENED = (1.0, 4.0, 16.0)
 STEPS = (0.5, 1.0, 2.0, 3.0, 5.0)
 KL_MAX_STEP = 10.0
 #: The gradient-noise table: the estimate's N against the reference's.
@@ -475,10 +481,10 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(a, b)[0, 1])
 
 
-def policy_value(split: Split, n_samples: int, n_jobs: int) -> Callable[[np.ndarray], float]:
-    """Margins -> the mean over ``split``'s queries with a relevant document of the expected
-    NDCG@K of their Plackett-Luce policy, from ``n_samples`` rankings a query (the same streams
-    at every call, so values of different margins compare on common random numbers)."""
+def policy_values(split: Split, n_samples: int, n_jobs: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Margins -> per query of ``split`` with a relevant document, the expected NDCG@K of its
+    Plackett-Luce policy, from ``n_samples`` rankings a query (the same streams at every call,
+    so values of different margins compare on common random numbers)."""
     evaluator = PolicyEvaluator(
         RankingMetric("ndcg", K, "exp"),
         None,
@@ -488,7 +494,13 @@ def policy_value(split: Split, n_samples: int, n_jobs: int) -> Callable[[np.ndar
         n_jobs=n_jobs,
     )
     kept = np.maximum.reduceat(split.y, split.group_ptr[:-1]) > 0
-    return lambda margins: float(evaluator.per_query(margins)[kept].mean())
+    return lambda margins: evaluator.per_query(margins)[kept]
+
+
+def policy_value(split: Split, n_samples: int, n_jobs: int) -> Callable[[np.ndarray], float]:
+    """Margins -> the mean of :func:`policy_values`."""
+    values = policy_values(split, n_samples, n_jobs)
+    return lambda margins: float(values(margins).mean())
 
 
 # --------------------------------------------------------------------------------------------
@@ -670,7 +682,8 @@ class Curve:
 
     def __init__(self, vali: Split, n_jobs: int) -> None:
         self.vali = vali
-        self.value = policy_value(vali, VALI_SAMPLES, n_jobs)
+        self.values = policy_values(vali, VALI_SAMPLES, n_jobs)
+        self.last = np.zeros(vali.y.shape[0])
         self.kept = np.maximum.reduceat(vali.y, vali.group_ptr[:-1]) > 0
         self.ndcg: list[list[float]] = []
         self.expected: list[float] = []
@@ -683,10 +696,17 @@ class Curve:
         va, m = self.vali, np.asarray(margins, dtype=np.float64)
         per_query = ndcg(va.y, m, va.qid, k=K, per_query=True, empty=float("nan"))
         self.ndcg.append(per_query[self.kept].tolist())
-        self.expected.append(self.value(m))
+        self.expected.append(float(self.values(m).mean()))
         self.spread.append(within_query_spread(m, va.group_ptr))
         self.sharpening.append(None if objective is None else objective.sharpening())
+        self.last = m
         self.seconds += time.perf_counter() - start
+
+    def sharpened(self) -> dict[str, list[float]]:
+        """Per validation query with a relevant document, the expected NDCG@K of the policy
+        :math:`PL(\tau f)` at the last margins recorded, for each :math:`\tau` of
+        :data:`SHARPENED`."""
+        return {str(t): self.values(t * self.last).tolist() for t in SHARPENED}
 
 
 def xgboost_params(candidate: Candidate, *, n_jobs: int) -> dict[str, Any]:
@@ -799,6 +819,7 @@ def train(
         "expected": curve.expected,
         "spread": curve.spread,
         "sharpening": curve.sharpening,
+        "policy": curve.sharpened(),
         "stats": stats,
         "seconds": seconds,
     }
@@ -988,26 +1009,35 @@ class Report:
             lines.append("| " + " | ".join(cells) + " |")
         return lines
 
-    def by_relevant(self, booster: str) -> list[str]:
-        """Each candidate minus plain PL-Rank at the last round, by the query's number of
-        relevant documents (:data:`RELEVANT_BINS`)."""
-        reference = self.runs(booster, REFERENCE)
-        if reference is None or not all((self.data, d) in self.relevant for d in self.draws):
-            return []
+    def _bins(self, keys: Iterable[tuple[int, int]]) -> tuple[list[str], list[list[Any]]] | None:
+        """The heads and the (draw, query) keys of each bin of :data:`RELEVANT_BINS` (None
+        until every draw's numbers of relevant documents are known)."""
+        if not all((self.data, d) in self.relevant for d in self.draws):
+            return None
         count = {(d, q): n for d in self.draws for q, n in self.relevant[self.data, d].items()}
-        last = len(self.checkpoints) - 1
-        base = _pooled(reference, last)
         bins = list(itertools.pairwise(RELEVANT_BINS))
-        members = [[k for k in base if lo <= count[k] < hi] for lo, hi in bins]
+        members = [[k for k in keys if lo <= count[k] < hi] for lo, hi in bins]
         heads = [
             f"{lo} to {hi - 1} ({len(m)} queries)"
             if np.isfinite(hi)
             else f"{lo}+ ({len(m)} queries)"
             for (lo, hi), m in zip(bins, members, strict=True)
         ]
+        return heads, members
+
+    def by_relevant(self, booster: str) -> list[str]:
+        """Each candidate minus plain PL-Rank at the last round, by the query's number of
+        relevant documents (:data:`RELEVANT_BINS`)."""
+        reference = self.runs(booster, REFERENCE)
+        last = len(self.checkpoints) - 1
+        base = {} if reference is None else _pooled(reference, last)
+        binned = self._bins(base)
+        if reference is None or binned is None:
+            return []
+        heads, members = binned
         lines = [
             "| candidate | " + " | ".join(heads) + " |",
-            "|---|" + "---|" * len(bins),
+            "|---|" + "---|" * len(heads),
             f"| {REFERENCE} itself | "
             + " | ".join(_cell(_mean(base[k] for k in m)) for m in members)
             + " |",
@@ -1018,6 +1048,35 @@ class Report:
             values = _pooled(self.runs(b, name), last)  # type: ignore[arg-type]
             cells = [_cell(_mean(values[k] - base[k] for k in m), "+.4f") for m in members]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return lines
+
+    def sharpened(self, booster: str) -> list[str]:
+        """The expected NDCG@K of each candidate's last validation policy :math:`PL(\tau f)`
+        (:data:`SHARPENED`), by the query's number of relevant documents; the candidates whose
+        records hold it."""
+        lines: list[str] = []
+        for b, name in self.finished([booster]):
+            runs = self.runs(b, name)
+            assert runs is not None
+            if not all("policy" in r for r in runs.values()):
+                continue
+            for t in map(str, SHARPENED):
+                values = {
+                    (d, q): v
+                    for d, r in runs.items()
+                    for q, v in zip(r["qid"], r["policy"][t], strict=True)
+                }
+                binned = self._bins(values)
+                if binned is None:
+                    return []
+                heads, members = binned
+                if not lines:
+                    lines = [
+                        "| candidate | tau | " + " | ".join(heads) + " |",
+                        "|---|---|" + "---|" * len(heads),
+                    ]
+                cells = [_cell(_mean(values[k] for k in m)) for m in members]
+                lines.append(f"| {name} | {float(t):g} | " + " | ".join(cells) + " |")
         return lines
 
     def curves(self, boosters: list[str], field: str, fmt: str) -> list[str]:
@@ -1072,6 +1131,15 @@ class Report:
                 parts += [
                     f"### {booster}: minus {REFERENCE} at round {self.rounds}, by the query's "
                     "number of relevant documents",
+                    "",
+                    *table,
+                    "",
+                ]
+            table = self.sharpened(booster)
+            if table:
+                parts += [
+                    f"### {booster}: expected NDCG@{K} of the validation policy PL(tau f) at "
+                    f"round {self.rounds}, by the query's number of relevant documents",
                     "",
                     *table,
                     "",

@@ -1140,6 +1140,10 @@ def test_per_round_writes_every_candidate_and_resumes(tmp_path: Path, monkeypatc
     by = text.split("by the query's number of relevant documents")[1].split("###")[0]
     counts = [int(c.split("(")[1].split()[0]) for c in by.splitlines()[2].split(" | ")[1:]]
     assert sum(counts) == len(json.loads(records[1])["qid"])
+    # and the sharpened policies' values, a row per candidate and temperature
+    sharp = text.split("of the validation policy PL(tau f)")[1].split("###")[0]
+    rows_tau = [line.split(" | ")[:2] for line in sharp.splitlines() if line.startswith("| PL")]
+    assert ["| PL-Rank", "1"] in rows_tau and ["| PL-Rank", "16"] in rows_tau
     _run(monkeypatch, "per_round", *args)  # every training is in the log: none again
     assert out.with_suffix(".jsonl").read_text().splitlines() == records
 
