@@ -53,7 +53,9 @@ candidates (:data:`CANDIDATES`):
   label is positive and at least the query's K-th largest (:func:`top_worthy`), or the
   "rising" ones, whose gradient lifts them. With the 4x weights, each query's gradient times
   :math:`\sqrt{r_q}` over its mean, :math:`r_q` its number of relevant documents, alone or
-  with its Hessian (a weight on the query); and the 4x weights with ``hessian="abs"``.
+  with its Hessian (a weight on the query); the 4x weights with ``hessian="abs"``; and the
+  4x weights with the policy sharpened by a fixed temperature for the last rounds (2 from round
+  75, 4 from round 100).
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -184,6 +186,11 @@ class Candidate:
         If > 0, XE-NDCG's weight falls linearly from 1 at round 0 to 0 at this round.
     temperature : bool
         Learn a global temperature of the policy (:data:`TAUS`, every :data:`TAU_EVERY` rounds).
+    sharpen : tuple
+        ``(R, tau)``: from round R on, the objective is that of the policy :math:`PL(\tau f)`,
+        :math:`(\tau g(\tau f), \tau^2 h(\tau f))`, a fixed temperature; equivalently the
+        margins are multiplied by tau at round R and PL-Rank continues with the leaf penalties
+        divided by :math:`\tau^2`.
     native_rounds : int
         Rounds of the booster's own LambdaMART (``rank:ndcg``, XGBoost only) before PL-Rank
         continues the same booster.
@@ -223,6 +230,7 @@ class Candidate:
     xe_rounds: float = 0
     anneal: int = 0
     temperature: bool = False
+    sharpen: tuple[float, ...] = ()
     native_rounds: int = 0
     spread: float = 0.0
     project: bool = False
@@ -313,6 +321,12 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ),
     ("xgboost", "PL-Rank, deep documents amplified (up to 4x), Hessian abs"): _xgb(
         deep=("amplified", 4.0), plrank=(("hessian", "abs"),)
+    ),
+    ("xgboost", "PL-Rank, 4x deep, policy sharpened 2x from round 75"): _xgb(
+        deep=("amplified", 4.0), sharpen=(75, 2.0)
+    ),
+    ("xgboost", "PL-Rank, 4x deep, policy sharpened 4x from round 100"): _xgb(
+        deep=("amplified", 4.0), sharpen=(100, 4.0)
     ),
     ("xgboost", "PL-Rank, 4x deep, gradient times sqrt(relevant)"): _xgb(
         deep=("amplified", 4.0), query_power=0.5
@@ -555,6 +569,8 @@ class Objective:
                 # ties (a flat policy is every temperature's) keep tau = 1
                 self.tau = max(TAUS, key=lambda t: (self.value(t * f), t == 1.0))
                 self.stats.append(self.tau)
+            if self.candidate.sharpen and r >= self.candidate.sharpen[0]:
+                self.tau = self.candidate.sharpen[1]
             at = lambda x: self.plrank(self.tau * x, seed=PL_SEED + r)  # noqa: E731
             spread = self.candidate.spread
             gp, hp = through_cap(at, f, self.ptr, spread) if spread else at(f)

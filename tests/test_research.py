@@ -1320,6 +1320,21 @@ def test_per_round_query_scale_multiplies_each_querys_estimate() -> None:
         np.testing.assert_allclose(h, c * h0 if hessian else h0, rtol=1e-12)
 
 
+def test_per_round_sharpened_policy_is_the_chain_rule_from_its_round_on() -> None:
+    from research.per_round import Candidate, Objective, dataset
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    deep = ("amplified", 4.0)
+    sharp = Objective(Candidate("xgboost", deep=deep, sharpen=(1, 2.0)), tr, n_jobs=1)
+    plain = Objective(Candidate("xgboost", deep=deep), tr, n_jobs=1)
+    for r in range(2):  # round 0 as plain PL-Rank; round 1 at the policy PL(2f)
+        g, h = sharp(f, None)
+        g0, h0 = plain(2.0 * f if r else f, None)
+        np.testing.assert_allclose(g, 2.0 * g0 if r else g0, rtol=1e-12)
+        np.testing.assert_allclose(h, 4.0 * h0 if r else h0, rtol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["amplified", "re-weighted"])
 def test_per_round_deep_candidates_weigh_plranks_estimate(kind: str) -> None:
     from gbdt_plrank import plrank_grad_hess
