@@ -442,6 +442,12 @@ def deep_weights(
     return w * (sizes / np.bincount(q, w, minlength=sizes.shape[0]))[q]
 
 
+def relevant_counts(split: Split) -> np.ndarray:
+    """Each query's number of relevant documents (label > 0), in the order of ``group_ptr``
+    (no query is empty)."""
+    return np.add.reduceat((split.y > 0).astype(float), split.group_ptr[:-1])
+
+
 def top_worthy(labels: np.ndarray, group_ptr: np.ndarray, cutoff: int) -> np.ndarray:
     """Whether each row's label is positive and at least its query's ``cutoff``-th largest (of
     ``min(cutoff, D_q)``): the documents an ideal ranking places in the top ``cutoff``."""
@@ -543,10 +549,12 @@ class Objective:
         self.tau = 1.0
         self.stats: list[float] = []
         self.value = policy_value(train, TAU_SAMPLES, n_jobs) if candidate.temperature else None
-        self.top_worthy = top_worthy(train.y, train.group_ptr, K)
-        relevant = np.add.reduceat((train.y > 0).astype(float), train.group_ptr[:-1])
-        scale = relevant**candidate.query_power
-        self.query_scale = (scale / scale.mean())[row_queries(train.group_ptr)]
+        docs = candidate.deep_docs
+        self.top_worthy = top_worthy(train.y, self.ptr, K) if docs == "top-worthy" else None
+        self.query_scale = None
+        if candidate.query_power:
+            scale = relevant_counts(train) ** candidate.query_power
+            self.query_scale = (scale / scale.mean())[row_queries(self.ptr)]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Objective:
         # lightgbm.train deep-copies its params; the leaf rules must share this object's state.
@@ -582,13 +590,12 @@ class Objective:
                 if self.candidate.deep_docs == "all":
                     weights = deep_weights(self.tau * f, gp, self.ptr, cap=cap, mass=amplified)
                 else:
-                    top = self.candidate.deep_docs == "top-worthy"
-                    reached = self.top_worthy if top else gp < 0
+                    reached = gp < 0 if self.top_worthy is None else self.top_worthy
                     weights = selective_weights(self.tau * f, gp, self.ptr, reached, cap=cap)
                 if anneal:
                     weights = 1.0 + (weights - 1.0) * max(0.0, 1.0 - r / anneal[0])
                 gp, hp = weights * gp, hp if amplified else weights * hp
-            if self.candidate.query_power:
+            if self.query_scale is not None:
                 gp = self.query_scale * gp
                 hp = self.query_scale * hp if self.candidate.query_hessian else hp
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
@@ -905,10 +912,10 @@ def record_key(r: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def relevant_documents(split: Split) -> dict[int, int]:
-    """Query id -> its number of relevant documents (label > 0), for the queries of ``split``."""
-    ids, q = np.unique(split.qid, return_inverse=True)
-    counts = np.bincount(q, weights=split.y > 0, minlength=ids.shape[0]).astype(int)
-    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    """Query id -> its number of relevant documents (:func:`relevant_counts`), for the queries
+    of ``split``."""
+    ids = np.unique(split.qid)  # the queries' order in group_ptr
+    return dict(zip(ids.tolist(), relevant_counts(split).astype(int).tolist(), strict=True))
 
 
 def load(path: Path) -> Done:
@@ -962,7 +969,12 @@ class Report:
         relevant: Relevant,
     ) -> None:
         self.done, self.data, self.draws = done, data, draws
-        self.relevant = relevant
+        #: (draw, query) -> its number of relevant documents; None until every draw's is known
+        self.count = (
+            {(d, q): n for d in draws for q, n in relevant[data, d].items()}
+            if all((data, d) in relevant for d in draws)
+            else None
+        )
         self.rounds, self.every, self.setting = rounds, every, setting
         self.checkpoints = list(range(every, rounds + 1, every))
         self.key = (setting.learning_rate, setting.cutoff)
@@ -1028,11 +1040,10 @@ class Report:
     def _bins(self, keys: Iterable[tuple[int, int]]) -> tuple[list[str], list[list[Any]]] | None:
         """The heads and the (draw, query) keys of each bin of :data:`RELEVANT_BINS` (None
         until every draw's numbers of relevant documents are known)."""
-        if not all((self.data, d) in self.relevant for d in self.draws):
+        if self.count is None:
             return None
-        count = {(d, q): n for d in self.draws for q, n in self.relevant[self.data, d].items()}
         bins = list(itertools.pairwise(RELEVANT_BINS))
-        members = [[k for k in keys if lo <= count[k] < hi] for lo, hi in bins]
+        members = [[k for k in keys if lo <= self.count[k] < hi] for lo, hi in bins]
         heads = [
             f"{lo} to {hi - 1} ({len(m)} queries)"
             if np.isfinite(hi)
@@ -1045,10 +1056,12 @@ class Report:
         """Each candidate minus plain PL-Rank at the last round, by the query's number of
         relevant documents (:data:`RELEVANT_BINS`)."""
         reference = self.runs(booster, REFERENCE)
+        if reference is None:
+            return []
         last = len(self.checkpoints) - 1
-        base = {} if reference is None else _pooled(reference, last)
+        base = _pooled(reference, last)
         binned = self._bins(base)
-        if reference is None or binned is None:
+        if binned is None:
             return []
         heads, members = binned
         lines = [
