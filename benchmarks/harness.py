@@ -7,6 +7,7 @@ after one discarded warm-up call, except for calls longer than the time budget, 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -183,8 +184,14 @@ def append_record(path: Path, record: dict[str, Any]) -> None:
 def read_records(path: Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file of :func:`append_record` (none if it is missing).
 
-    A last line cut short by an interruption is removed from the file first.
+    Where ``path`` is missing and its gzip archive (``path`` + ``.gz``, the records a results
+    file was written from, committed beside it) is there, ``path`` is restored from the archive
+    first, so that a rerun skips those records and appends to them. A last line cut short by an
+    interruption is removed from the file first.
     """
+    archive = path.with_name(path.name + ".gz")
+    if not path.is_file() and archive.is_file():
+        path.write_bytes(gzip.decompress(archive.read_bytes()))
     if not path.is_file():
         return []
     data = path.read_bytes()

@@ -55,7 +55,9 @@ candidates (:data:`CANDIDATES`):
   :math:`\sqrt{r_q}` over its mean, :math:`r_q` its number of relevant documents, alone or
   with its Hessian (a weight on the query); the 4x weights with ``hessian="abs"``; and the
   4x weights with the policy sharpened by a fixed temperature for the last rounds (2 from round
-  75, 4 from round 100).
+  75, 4 from round 100); and the weights (4x, 8x, top-worthy, rising) with the part that shifts
+  a whole query taken out of the weighted gradient (:func:`without_shift`: its mean, or for 4x
+  also its Newton shift).
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -77,7 +79,9 @@ and verdict at 0.05) and the seconds of a training (without the recording); the 
 by the query's number of relevant documents (:data:`RELEVANT_BINS`), and in those bins the
 expected NDCG@10 of the last validation policy sharpened, :math:`PL(\tau f)` for
 :math:`\tau` in :data:`SHARPENED` (how much a candidate's model holds for PL-Rank's own
-objective once sharpened, where its ranking falls short); then the curves.
+objective once sharpened, where its ranking falls short), and the last validation ranking's
+top 10 by grade (how many documents of each grade it holds, and the share of its NDCG@10 they
+give); then the curves.
 A last table measures the noise of the gradient: at a flat policy and after 20 XE-NDCG rounds
 (and that model's margins times 4), the correlation over the training documents of PL-Rank's
 gradient at N = 50 with one at N = 4000, before and after centring it within each query, the
@@ -135,7 +139,7 @@ from gbdt_plrank._training.evaluation import PolicyEvaluator
 from gbdt_plrank.cli._argtypes import int_list
 from gbdt_plrank.datasets import WEB_VARIANTS, LTRDataset, Split
 from gbdt_plrank.harness.stats import paired
-from gbdt_plrank.metrics import ndcg
+from gbdt_plrank.metrics import dcg, ndcg
 from research.deep_rates import dataset
 
 K = 10
@@ -215,6 +219,9 @@ class Candidate:
         queries (after the deep weights): queries with many relevant documents weigh more.
     query_hessian : bool
         The query's Hessian times the same factor (a weight on the query, not a preconditioner).
+    centre : {"", "mean", "newton"}
+        Take out of each query's weighted gradient the part that shifts the whole query
+        (:func:`without_shift`): its mean, or its Newton shift :math:`h \sum g / \sum h`.
     rates : tuple
         ``(first, last)``: the learning rate falls linearly from the first round's to the last's
         (XGBoost's ``LearningRateScheduler``; the setting's learning rate is not used).
@@ -238,6 +245,7 @@ class Candidate:
     deep_docs: str = "all"
     query_power: float = 0.0
     query_hessian: bool = False
+    centre: str = ""
     rates: tuple[float, ...] = ()
     leaves: tuple[Any, ...] = ()
 
@@ -334,6 +342,17 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
     ("xgboost", "PL-Rank, 4x deep, queries weighted by sqrt(relevant)"): _xgb(
         deep=("amplified", 4.0), query_power=0.5, query_hessian=True
     ),
+    ("xgboost", "PL-Rank, 4x deep, shift taken out"): _xgb(deep=("amplified", 4.0), centre="mean"),
+    ("xgboost", "PL-Rank, 4x deep, Newton shift taken out"): _xgb(
+        deep=("amplified", 4.0), centre="newton"
+    ),
+    ("xgboost", "PL-Rank, top-worthy 4x, shift taken out"): _xgb(
+        deep=("amplified", 4.0), deep_docs="top-worthy", centre="mean"
+    ),
+    ("xgboost", "PL-Rank, rising 4x, shift taken out"): _xgb(
+        deep=("amplified", 4.0), deep_docs="rising", centre="mean"
+    ),
+    ("xgboost", "PL-Rank, 8x deep, shift taken out"): _xgb(deep=("amplified", 8.0), centre="mean"),
     ("xgboost", "PL-Rank, learning rate falling from 0.35 to 0.05"): _xgb(rates=(0.35, 0.05)),
     ("xgboost", "PL-Rank, learning rate falling from 0.3 to 0.1"): _xgb(rates=(0.3, 0.1)),
     ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
@@ -472,6 +491,27 @@ def selective_weights(
     return w * scale[row_queries(group_ptr)]
 
 
+def without_shift(
+    grad: np.ndarray, hess: np.ndarray, group_ptr: np.ndarray, *, newton: bool
+) -> np.ndarray:
+    r"""``grad`` without the part that moves each query's margins together, which the ranking
+    does not see: :math:`g - \bar g_q` (the query's mean), or with ``newton``
+    :math:`g - h \sum_q g / \sum_q h`, so that the Newton step of the query's rows together is
+    0. PL-Rank's own gradient has almost none (its estimate sums to 2 to 4 % of its absolute
+    mass in a query); weights on some documents give it one. The objective does not change when
+    a query's margins shift, so its gradient sums to 0 in each query and has the same product
+    with the weighted direction with or without its mean: that direction stays an ascent
+    direction. The Newton shift is taken out along the Hessian instead, which keeps no such
+    product."""
+    starts, q = group_ptr[:-1], row_queries(group_ptr)
+    total = np.add.reduceat(grad, starts)
+    if not newton:
+        return grad - (total / np.diff(group_ptr))[q]
+    mass = np.add.reduceat(hess, starts)
+    shift = np.divide(total, mass, out=np.zeros_like(total), where=mass > 0)
+    return grad - hess * shift[q]
+
+
 def through_cap(
     objective: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
     margins: np.ndarray,
@@ -598,6 +638,8 @@ class Objective:
             if self.query_scale is not None:
                 gp = self.query_scale * gp
                 hp = self.query_scale * hp if self.candidate.query_hessian else hp
+            if self.candidate.centre:
+                gp = without_shift(gp, hp, self.ptr, newton=self.candidate.centre == "newton")
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp
             self.plrank_rounds += 1
         self.margins, self.grad, self.round = f, g, r + 1
@@ -731,6 +773,29 @@ class Curve:
         :data:`SHARPENED`."""
         return {str(t): self.values(t * self.last).tolist() for t in SHARPENED}
 
+    def grades(self) -> dict[str, list[list[float]]]:
+        """Per validation query with a relevant document, at the last margins recorded: the
+        number of documents of each grade 0, 1, ... in the ranking's top K (``"top"``) and the
+        share of the ranking's NDCG@K that each grade's documents give (``"share"``, summing to
+        the NDCG@K)."""
+        va, m = self.vali, self.last
+        grades = np.arange(int(va.y.max()) + 1)
+        total = dcg(va.y, m, va.qid, k=K, per_query=True)
+        of_grade = [dcg(va.y * (va.y == g), m, va.qid, k=K, per_query=True) for g in grades]
+        value = ndcg(va.y, m, va.qid, k=K, per_query=True, empty=0.0)
+        scale = np.divide(value, total, out=np.zeros_like(total), where=total > 0)
+        share = np.stack(of_grade, axis=1) * scale[:, None]
+        top = np.array(
+            [
+                np.bincount(
+                    va.y[a:b][np.argsort(-m[a:b], kind="stable")[:K]].astype(int),
+                    minlength=grades.size,
+                )
+                for a, b in itertools.pairwise(va.group_ptr)
+            ]
+        )
+        return {"top": top[self.kept].tolist(), "share": share[self.kept].tolist()}
+
 
 def xgboost_params(candidate: Candidate, *, n_jobs: int) -> dict[str, Any]:
     """The candidate's XGBoost parameters: its trees, and its objective's if native."""
@@ -843,6 +908,7 @@ def train(
         "spread": curve.spread,
         "sharpening": curve.sharpening,
         "policy": curve.sharpened(),
+        "grades": curve.grades(),
         "stats": stats,
         "seconds": seconds,
     }
@@ -1108,6 +1174,44 @@ class Report:
                 lines.append(f"| {name} | {float(t):g} | " + " | ".join(cells) + " |")
         return lines
 
+    def grades(self, booster: str) -> list[str]:
+        """Each candidate's last validation ranking by grade, by the query's number of relevant
+        documents: the documents of each relevant grade in its top K and the share of its NDCG@K
+        they give; the candidates whose records hold it."""
+        lines: list[str] = []
+        for b, name in self.finished([booster]):
+            runs = self.runs(b, name)
+            assert runs is not None
+            if not all("grades" in r for r in runs.values()):
+                continue
+            rows = {
+                (d, q): (top, share)
+                for d, r in runs.items()
+                for q, top, share in zip(
+                    r["qid"], r["grades"]["top"], r["grades"]["share"], strict=True
+                )
+            }
+            binned = self._bins(rows)
+            if binned is None:
+                return []
+            heads, members = binned
+            n = len(next(iter(rows.values()))[0])
+            if not lines:
+                lines = [
+                    "| candidate | queries with ... relevant documents | "
+                    + " | ".join(f"grade {g} in the top {K}" for g in range(1, n))
+                    + " | "
+                    + " | ".join(f"NDCG@{K} from grade {g}" for g in range(1, n))
+                    + " |",
+                    "|---|---|" + "---|" * 2 * (n - 1),
+                ]
+            for head, keys in zip(heads, members, strict=True):
+                top = np.mean([rows[k][0] for k in keys], axis=0)
+                share = np.mean([rows[k][1] for k in keys], axis=0)
+                cells = [f"{v:.2f}" for v in top[1:]] + [f"{v:.4f}" for v in share[1:]]
+                lines.append(f"| {name} | {head} | " + " | ".join(cells) + " |")
+        return lines
+
     def curves(self, boosters: list[str], field: str, fmt: str) -> list[str]:
         lines = [
             "| booster | candidate | " + " | ".join(map(str, self.checkpoints)) + " |",
@@ -1160,6 +1264,15 @@ class Report:
                 parts += [
                     f"### {booster}: minus {REFERENCE} at round {self.rounds}, by the query's "
                     "number of relevant documents",
+                    "",
+                    *table,
+                    "",
+                ]
+            table = self.grades(booster)
+            if table:
+                parts += [
+                    f"### {booster}: the ranking's top {K} by grade at round {self.rounds}, by "
+                    "the query's number of relevant documents",
                     "",
                     *table,
                     "",

@@ -280,6 +280,23 @@ def test_warm_up_data_keeps_the_first_queries_of_each_split(tmp_path: Path) -> N
     assert warm_up_data(tiny, queries=10_000).train.n_queries == tiny.train.n_queries
 
 
+def test_read_records_restores_the_records_from_their_archive(tmp_path: Path) -> None:
+    import gzip
+
+    from benchmarks.harness import append_record, read_records
+
+    path = tmp_path / "runs.jsonl"
+    assert read_records(path) == []
+    append_record(path, {"fold": 1})
+    append_record(path, {"fold": 2})
+    (tmp_path / "runs.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
+    path.unlink()
+    assert read_records(path) == [{"fold": 1}, {"fold": 2}]
+    # restored beside the archive: a rerun appends to it, and the archive is not read again
+    append_record(path, {"fold": 3})
+    assert read_records(path) == [{"fold": 1}, {"fold": 2}, {"fold": 3}]
+
+
 # --------------------------------------------------------------------------------------------
 # Time to a kept model
 # --------------------------------------------------------------------------------------------

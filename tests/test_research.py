@@ -1320,6 +1320,56 @@ def test_per_round_query_scale_multiplies_each_querys_estimate() -> None:
         np.testing.assert_allclose(h, c * h0 if hessian else h0, rtol=1e-12)
 
 
+def test_per_round_grades_count_the_top_k_and_split_its_ndcg_by_hand() -> None:
+    """Two queries and one without a relevant document (left out): the grades in the ranking's
+    top K (ties in input order) and each grade's share of the NDCG@K, by hand."""
+    import scipy.sparse as sp
+
+    from gbdt_plrank._groups import Split
+    from research.per_round import Curve, K
+
+    y = np.array([0.0] * 9 + [2.0, 1.0, 3.0] + [1.0, 0.0] + [0.0, 0.0])
+    qid = np.repeat([1, 2, 3], [12, 2, 2])
+    margins = np.concatenate([np.arange(12.0), [0.0, 1.0], [0.0, 0.0]])
+    curve = Curve(Split(sp.csr_matrix(np.zeros((16, 1))), y, qid), n_jobs=1)
+    curve.last = margins
+    got = curve.grades()
+    # query 1: the top 10 by margin are rows 11 down to 2 (labels 3, 1, 2, then 7 zeros)
+    assert got["top"] == [[7, 1, 1, 1], [1, 1, 0, 0]]
+    disc = 1 / np.log2(np.arange(2, K + 2))
+    ideal = 7 * disc[0] + 3 * disc[1] + 1 * disc[2]
+    np.testing.assert_allclose(
+        got["share"][0], [0, 1 * disc[1] / ideal, 3 * disc[2] / ideal, 7 * disc[0] / ideal]
+    )
+    # query 2: the irrelevant document is ranked first
+    np.testing.assert_allclose(got["share"][1], [0, disc[1], 0, 0])
+
+
+@pytest.mark.parametrize("centre", ["mean", "newton"])
+def test_per_round_shift_taken_out_leaves_each_query_unmoved_and_an_ascent(centre: str) -> None:
+    """Without its shift, the weighted estimate sums to 0 in each query (its mean taken out), or
+    moves no query in a Newton step (its Hessian-weighted mean); what is taken out is the
+    shift alone, so the direction keeps its product with any gradient that sums to 0."""
+    from research.per_round import Candidate, Objective, dataset
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    deep = ("amplified", 4.0)
+    g0, h0 = Objective(Candidate("xgboost", deep=deep), tr, n_jobs=1)(f, None)
+    g, h = Objective(Candidate("xgboost", deep=deep, centre=centre), tr, n_jobs=1)(f, None)
+    np.testing.assert_array_equal(h, h0)
+    starts = tr.group_ptr[:-1]
+    assert np.abs(np.add.reduceat(g0, starts)).max() > 1e-3  # the weights gave it a shift
+    np.testing.assert_allclose(np.add.reduceat(g, starts), 0.0, atol=1e-12)
+    shift = (g0 - g) / (h0 if centre == "newton" else 1.0)
+    for a, b in itertools.pairwise(tr.group_ptr):
+        np.testing.assert_allclose(shift[a:b], shift[a], rtol=1e-9)
+    u = np.random.default_rng(1).normal(size=tr.y.size)
+    u -= np.repeat(np.add.reduceat(u, starts) / np.diff(tr.group_ptr), np.diff(tr.group_ptr))
+    if centre == "mean":
+        assert u @ g == pytest.approx(u @ g0, rel=1e-9)
+
+
 def test_per_round_sharpened_policy_is_the_chain_rule_from_its_round_on() -> None:
     from research.per_round import Candidate, Objective, dataset
 
