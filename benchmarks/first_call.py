@@ -26,9 +26,10 @@ queries instead of the test queries: defaults are chosen there, and the test spl
 
 It writes the tables to ``benchmarks/results/first_call.md`` (``--out``) and every fit's record to
 the ``.jsonl`` beside it as it finishes, a PL-Rank fit with the ranker's defaults it was made at.
-A rerun skips the fits already recorded (a PL-Rank fit only at today's defaults); the report
-shows a PL-Rank fit made at other defaults as a row of its own, named by the defaults it did not
-override that differ from today's.
+A rerun skips the fits already recorded (a PL-Rank fit only at today's defaults), restoring the
+records from the committed ``.jsonl.gz`` beside the tables where the ``.jsonl`` is missing; the
+report shows a PL-Rank fit made at other defaults as a row of its own, named by the defaults it
+did not override that differ from today's.
 """
 
 from __future__ import annotations
