@@ -57,7 +57,8 @@ candidates (:data:`CANDIDATES`):
   4x weights with the policy sharpened by a fixed temperature for the last rounds (2 from round
   75, 4 from round 100); and the weights (4x, 8x, top-worthy, rising) with the part that shifts
   a whole query taken out of the weighted gradient (:func:`without_shift`: its mean, or for 4x
-  also its Newton shift).
+  also its Newton shift); and the 4x weights times :math:`2^{\ell/2}` or :math:`2^\ell` by
+  the document's label :math:`\ell` (:func:`label_weights`), the first also on the Hessian.
 - **A falling learning rate** (XGBoost): linear from 0.35 to 0.05 or from 0.3 to 0.1 over the
   training, a mean of 0.2.
 - **Rules on each new tree's leaf values** (LightGBM, ``Booster.set_leaf_output``; the training
@@ -219,6 +220,13 @@ class Candidate:
         queries (after the deep weights): queries with many relevant documents weigh more.
     query_hessian : bool
         The query's Hessian times the same factor (a weight on the query, not a preconditioner).
+    label_power : float
+        If > 0, each document's weighted gradient times :math:`2^{a \ell_d}`, :math:`a` this power
+        and :math:`\ell_d` its label, scaled within the query to keep its total
+        :math:`\sum_d |g_d|` (:func:`label_weights`): the documents of the top grades weigh more,
+        as in LambdaMART's gradient.
+    label_hessian : bool
+        The Hessian times the same weights (their weight in a leaf, not a longer step).
     centre : {"", "mean", "newton"}
         Take out of each query's weighted gradient the part that shifts the whole query
         (:func:`without_shift`): its mean, or its Newton shift :math:`h \sum g / \sum h`.
@@ -245,6 +253,8 @@ class Candidate:
     deep_docs: str = "all"
     query_power: float = 0.0
     query_hessian: bool = False
+    label_power: float = 0.0
+    label_hessian: bool = False
     centre: str = ""
     rates: tuple[float, ...] = ()
     leaves: tuple[Any, ...] = ()
@@ -353,6 +363,15 @@ CANDIDATES: dict[tuple[str, str], Candidate] = {
         deep=("amplified", 4.0), deep_docs="rising", centre="mean"
     ),
     ("xgboost", "PL-Rank, 8x deep, shift taken out"): _xgb(deep=("amplified", 8.0), centre="mean"),
+    ("xgboost", "PL-Rank, 4x deep, labels weighted 2^(l/2)"): _xgb(
+        deep=("amplified", 4.0), label_power=0.5
+    ),
+    ("xgboost", "PL-Rank, 4x deep, labels weighted 2^l"): _xgb(
+        deep=("amplified", 4.0), label_power=1.0
+    ),
+    ("xgboost", "PL-Rank, 4x deep, labels weighted 2^(l/2), Hessian too"): _xgb(
+        deep=("amplified", 4.0), label_power=0.5, label_hessian=True
+    ),
     ("xgboost", "PL-Rank, learning rate falling from 0.35 to 0.05"): _xgb(rates=(0.35, 0.05)),
     ("xgboost", "PL-Rank, learning rate falling from 0.3 to 0.1"): _xgb(rates=(0.3, 0.1)),
     ("lightgbm", "lambdarank"): _lgb(native="lambdarank"),
@@ -484,6 +503,21 @@ def selective_weights(
     r"""The amplified weights of :func:`deep_weights` on the ``reached`` rows and 1 elsewhere,
     scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|`."""
     w = np.where(reached, placement_weights(margins, group_ptr, K=K, cap=cap), 1.0)
+    starts = group_ptr[:-1]
+    size = np.add.reduceat(np.abs(grad), starts)
+    weighted = np.add.reduceat(w * np.abs(grad), starts)
+    scale = np.divide(size, weighted, out=np.ones_like(size), where=weighted > 0)
+    return w * scale[row_queries(group_ptr)]
+
+
+def label_weights(
+    labels: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, *, power: float
+) -> np.ndarray:
+    r""":math:`2^{a \ell_d}` for :math:`a` = ``power`` and :math:`\ell_d` each row's label,
+    scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|` (the scale is 1
+    in a query whose gradient is 0). Positive and per document, so the weighted gradient is a
+    preconditioned ascent direction of the same objective."""
+    w = np.exp2(power * labels)
     starts = group_ptr[:-1]
     size = np.add.reduceat(np.abs(grad), starts)
     weighted = np.add.reduceat(w * np.abs(grad), starts)
@@ -638,6 +672,9 @@ class Objective:
             if self.query_scale is not None:
                 gp = self.query_scale * gp
                 hp = self.query_scale * hp if self.candidate.query_hessian else hp
+            if self.candidate.label_power:
+                lw = label_weights(self.y, gp, self.ptr, power=self.candidate.label_power)
+                gp, hp = lw * gp, lw * hp if self.candidate.label_hessian else hp
             if self.candidate.centre:
                 gp = without_shift(gp, hp, self.ptr, newton=self.candidate.centre == "newton")
             g, h = g + (1 - w) * self.tau * gp, h + (1 - w) * self.tau**2 * hp

@@ -1345,6 +1345,28 @@ def test_per_round_grades_count_the_top_k_and_split_its_ndcg_by_hand() -> None:
     np.testing.assert_allclose(got["share"][1], [0, disc[1], 0, 0])
 
 
+@pytest.mark.parametrize("hessian", [False, True])
+def test_per_round_label_weights_favour_the_top_grades_and_keep_each_querys_total(
+    hessian: bool,
+) -> None:
+    from research.per_round import Candidate, Objective, dataset, label_weights
+
+    tr = dataset("web-nonlinear", 1, [20, 5, 5]).train
+    f = np.random.default_rng(0).normal(size=tr.y.size)
+    deep = ("amplified", 4.0)
+    g0, h0 = Objective(Candidate("xgboost", deep=deep), tr, n_jobs=1)(f, None)
+    candidate = Candidate("xgboost", deep=deep, label_power=0.5, label_hessian=hessian)
+    g, h = Objective(candidate, tr, n_jobs=1)(f, None)
+    w = label_weights(tr.y, g0, tr.group_ptr, power=0.5)
+    np.testing.assert_allclose(g, w * g0, rtol=1e-12)
+    np.testing.assert_allclose(h, w * h0 if hessian else h0, rtol=1e-12)
+    for a, b in itertools.pairwise(tr.group_ptr):
+        assert np.abs(g[a:b]).sum() == pytest.approx(np.abs(g0[a:b]).sum())
+        # within the query, the weights are 2^(l/2) times one scale
+        np.testing.assert_allclose(w[a:b] / np.exp2(0.5 * tr.y[a:b]), w[a] / np.exp2(0.5 * tr.y[a]))
+    assert len(np.unique(tr.y)) > 1
+
+
 @pytest.mark.parametrize("centre", ["mean", "newton"])
 def test_per_round_shift_taken_out_leaves_each_query_unmoved_and_an_ascent(centre: str) -> None:
     """Without its shift, the weighted estimate sums to 0 in each query (its mean taken out), or
