@@ -116,7 +116,7 @@ import itertools
 import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -497,32 +497,32 @@ def top_worthy(labels: np.ndarray, group_ptr: np.ndarray, cutoff: int) -> np.nda
     return out
 
 
+def mass_kept(weights: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray) -> np.ndarray:
+    r"""``weights`` scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|`
+    for ``grad`` :math:`g` (the scale is 1 in a query whose gradient is 0)."""
+    starts = group_ptr[:-1]
+    size = np.add.reduceat(np.abs(grad), starts)
+    weighted = np.add.reduceat(weights * np.abs(grad), starts)
+    scale = np.divide(size, weighted, out=np.ones_like(size), where=weighted > 0)
+    return weights * scale[row_queries(group_ptr)]
+
+
 def selective_weights(
     margins: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, reached: np.ndarray, *, cap: float
 ) -> np.ndarray:
     r"""The amplified weights of :func:`deep_weights` on the ``reached`` rows and 1 elsewhere,
-    scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|`."""
+    scaled within each query to keep its total (:func:`mass_kept`)."""
     w = np.where(reached, placement_weights(margins, group_ptr, K=K, cap=cap), 1.0)
-    starts = group_ptr[:-1]
-    size = np.add.reduceat(np.abs(grad), starts)
-    weighted = np.add.reduceat(w * np.abs(grad), starts)
-    scale = np.divide(size, weighted, out=np.ones_like(size), where=weighted > 0)
-    return w * scale[row_queries(group_ptr)]
+    return mass_kept(w, grad, group_ptr)
 
 
 def label_weights(
     labels: np.ndarray, grad: np.ndarray, group_ptr: np.ndarray, *, power: float
 ) -> np.ndarray:
     r""":math:`2^{a \ell_d}` for :math:`a` = ``power`` and :math:`\ell_d` each row's label,
-    scaled within each query so that :math:`\sum_d w_d |g_d| = \sum_d |g_d|` (the scale is 1
-    in a query whose gradient is 0). Positive and per document, so the weighted gradient is a
-    preconditioned ascent direction of the same objective."""
-    w = np.exp2(power * labels)
-    starts = group_ptr[:-1]
-    size = np.add.reduceat(np.abs(grad), starts)
-    weighted = np.add.reduceat(w * np.abs(grad), starts)
-    scale = np.divide(size, weighted, out=np.ones_like(size), where=weighted > 0)
-    return w * scale[row_queries(group_ptr)]
+    scaled within each query to keep its total (:func:`mass_kept`). Positive and per document,
+    so the weighted gradient is a preconditioned ascent direction of the same objective."""
+    return mass_kept(np.exp2(power * labels), grad, group_ptr)
 
 
 def without_shift(
@@ -1182,16 +1182,21 @@ class Report:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return lines
 
+    def holding(self, booster: str, field: str) -> Iterator[tuple[str, dict[int, dict[str, Any]]]]:
+        """The finished candidates of ``booster`` whose records of every draw hold ``field``,
+        with those records."""
+        for b, name in self.finished([booster]):
+            runs = self.runs(b, name)
+            assert runs is not None
+            if all(field in r for r in runs.values()):
+                yield name, runs
+
     def sharpened(self, booster: str) -> list[str]:
         """The expected NDCG@K of each candidate's last validation policy :math:`PL(\tau f)`
         (:data:`SHARPENED`), by the query's number of relevant documents; the candidates whose
         records hold it."""
         lines: list[str] = []
-        for b, name in self.finished([booster]):
-            runs = self.runs(b, name)
-            assert runs is not None
-            if not all("policy" in r for r in runs.values()):
-                continue
+        for name, runs in self.holding(booster, "policy"):
             for t in map(str, SHARPENED):
                 values = {
                     (d, q): v
@@ -1216,11 +1221,7 @@ class Report:
         documents: the documents of each relevant grade in its top K and the share of its NDCG@K
         they give; the candidates whose records hold it."""
         lines: list[str] = []
-        for b, name in self.finished([booster]):
-            runs = self.runs(b, name)
-            assert runs is not None
-            if not all("grades" in r for r in runs.values()):
-                continue
+        for name, runs in self.holding(booster, "grades"):
             rows = {
                 (d, q): (top, share)
                 for d, r in runs.items()
