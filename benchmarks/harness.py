@@ -186,7 +186,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
     Where ``path`` is missing and its gzip archive (``path`` + ``.gz``, the records a results
     file was written from, committed beside it) is there, ``path`` is restored from the archive
-    first, so that a rerun skips those records and appends to them. A last line cut short by an
+    first, so that a rerun skips those records and appends to them. The archive is written by
+    hand after a run whose tables are committed (``gzip -9 -n -c <records> > <records>.gz``): a
+    stale one only makes a rerun fit again what it lacks. A last line cut short by an
     interruption is removed from the file first.
     """
     archive = path.with_name(path.name + ".gz")
